@@ -1,0 +1,152 @@
+import { z } from "zod";
+import { FEATURE_IDS } from "./features.js";
+
+/** Port ids double as directory names and URL slugs. */
+export const PORT_ID_PATTERN = /^[a-z0-9]+(?:[.-][a-z0-9]+)*$/;
+export const PortId = z.string().regex(PORT_ID_PATTERN, "a lowercase slug such as mimo-v2.6-flash");
+
+/** Record ids are `<port>/<slug>`; the manifest refers to the records of its own port. */
+export const RECORD_ID_PATTERN = /^[a-z0-9]+(?:[.-][a-z0-9]+)*\/[a-z0-9]+(?:[.-][a-z0-9]+)*$/;
+export const RecordRef = z
+  .string()
+  .regex(RECORD_ID_PATTERN, "a record id such as kimi-k2.7-code/decode-one-stream");
+
+export const WEIGHT_FORMATS = ["bf16", "fp8", "mxfp4"] as const;
+export const WeightFormat = z.enum(WEIGHT_FORMATS);
+
+const Billions = z.number().positive().describe("parameters in billions (1.02T is 1020)");
+
+export const Model = z.strictObject({
+  name: z.string().min(1),
+  family: z.string().min(1),
+  architecture: z.enum(["moe", "dense"]),
+  total_params_b: Billions,
+  active_params_b: Billions.optional().describe("active parameters per token, for MoE models when published"),
+  weight_formats: z.array(WeightFormat).min(1),
+  context_length: z.int().positive().optional().describe("longest context the port serves, in tokens"),
+});
+
+export const TargetVariant = z.strictObject({
+  name: z.string().min(1),
+  cards: z.int().positive(),
+  nodes: z.int().positive(),
+  weight_format: WeightFormat.optional(),
+  documented: z.boolean().describe("true when the variant is written up but not the one the port ships"),
+  note: z.string().min(1),
+});
+
+export const Target = z.strictObject({
+  accelerator: z.enum(["gaudi2", "gaudi3"]),
+  cards: z.int().positive(),
+  nodes: z.int().positive(),
+  variants: z.array(TargetVariant).default([]),
+});
+
+export const EXECUTION_MODES = ["lazy", "torch-compile-static"] as const;
+
+export const Software = z.strictObject({
+  gaudi_software: z.string().regex(/^\d+\.\d+\.\d+$/, "a version such as 1.24.1"),
+  base_image: z
+    .string()
+    .min(1)
+    .optional()
+    .describe("the stock vllm-gaudi serving image the port builds from"),
+  execution_mode: z.enum(EXECUTION_MODES).describe("lazy mode, or torch.compile with static shapes"),
+  hpu_graphs: z.boolean(),
+});
+
+export const Status = z.strictObject({
+  state: z.enum(["production", "experimental", "in-progress", "retired"]),
+  note: z.string().min(1).optional(),
+});
+
+const RelativeFraction = z.number().positive().max(1);
+
+export const PerplexityGate = z.strictObject({
+  kind: z.literal("perplexity"),
+  reference: z.string().min(1).describe("what the port's perplexity is compared against"),
+  max_relative_diff: RelativeFraction.describe("largest |ppl - ref| / ref that passes, as a fraction"),
+  record: RecordRef.optional(),
+});
+
+export const NeedlesGate = z.strictObject({
+  kind: z.literal("needles"),
+  contexts: z.array(z.int().positive()).min(1).describe("context lengths in tokens"),
+  needles: z.int().positive(),
+  min_retrieved: z.int().positive(),
+  record: RecordRef.optional(),
+});
+
+export const BitIdenticalDecodeGate = z.strictObject({
+  kind: z.literal("bit-identical-decode"),
+  compare: z.enum(["two-builds", "batch-invariance", "golden"]),
+  sampling: z.array(z.enum(["greedy", "seeded"])).min(1),
+  record: RecordRef.optional(),
+});
+
+export const KvCapacityGate = z.strictObject({
+  kind: z.literal("kv-capacity"),
+  expected_ratio: z.number().positive().describe("token capacity relative to a full-attention KV layout"),
+  tolerance: RelativeFraction.describe("allowed relative deviation from expected_ratio"),
+  record: RecordRef.optional(),
+});
+
+export const WeightsBitIdentityGate = z.strictObject({
+  kind: z.literal("weights-bit-identity"),
+  conversion: z
+    .string()
+    .min(1)
+    .describe("the conversion or loader whose output must equal its source bit for bit"),
+  record: RecordRef.optional(),
+});
+
+export const Gate = z.discriminatedUnion("kind", [
+  PerplexityGate,
+  NeedlesGate,
+  BitIdenticalDecodeGate,
+  KvCapacityGate,
+  WeightsBitIdentityGate,
+]);
+export const GATE_KINDS = [
+  "perplexity",
+  "needles",
+  "bit-identical-decode",
+  "kv-capacity",
+  "weights-bit-identity",
+] as const;
+
+/** A headline item is either a measured or reported figure (by record) or a fact stated without numbers. */
+export const HeadlineItem = z.union([
+  z.strictObject({ record: RecordRef }),
+  z.strictObject({ text: z.string().min(1) }),
+]);
+
+export const COOKBOOK_KERNELS = ["mxfp4-moe-decode"] as const;
+
+export const PortManifest = z.strictObject({
+  id: PortId,
+  model: Model,
+  scope: z
+    .enum(["full", "small"])
+    .describe("full: a written-up port; small: a few model patches, explained on its recipe page"),
+  hard: z.strictObject({
+    summary: z.string().min(1).describe("one line for the index: what made the model hard to serve"),
+    features: z.array(z.enum(FEATURE_IDS)).min(1),
+  }),
+  cookbook_kernels: z.array(z.enum(COOKBOOK_KERNELS)).default([]),
+  target: Target,
+  software: Software,
+  status: Status,
+  gates: z.array(Gate).default([]),
+  headline: z.array(HeadlineItem).default([]),
+});
+
+export type PortManifest = z.infer<typeof PortManifest>;
+export type PortManifestInput = z.input<typeof PortManifest>;
+export type Gate = z.infer<typeof Gate>;
+export type HeadlineItem = z.infer<typeof HeadlineItem>;
+
+/** The manifest schema as JSON Schema, for editors and for `bringup ports schema`. */
+export function manifestJsonSchema(): Record<string, unknown> {
+  return z.toJSONSchema(PortManifest, { io: "input" }) as Record<string, unknown>;
+}
