@@ -1,0 +1,117 @@
+import type { BenchRecord, Figure, Method, Unit } from "../records/record.js";
+
+/** Units written against the number ("1.35x", "0.4%"); every other unit follows after a space. */
+const ATTACHED_UNITS: ReadonlySet<Unit> = new Set(["x", "%"]);
+
+/** Short method names as the pages print them after a figure. */
+export const METHOD_LABELS: Record<Method, string> = {
+  "same-pod-ab": "same-pod A/B",
+  "same-node-ab": "same-node A/B",
+  "chained-ab": "chained A/Bs",
+  "different-conditions": "different conditions",
+  "single-run": "single run",
+  reported: "reported",
+};
+
+/** Context phrases that read on from the figure without a comma ("22 tok/s at one stream"). */
+const PREPOSITION =
+  /^(?:at|across|after|before|between|by|during|for|from|in|on|over|per|to|under|up|with|within)\b/i;
+
+/** A number as the record states it (computed medians are cut to four significant digits first). */
+export function formatNumber(value: number): string {
+  return String(value);
+}
+
+function computed(value: number): number {
+  return Number(value.toPrecision(4));
+}
+
+function withUnit(text: string, unit: Unit): string {
+  if (unit === "count") return text;
+  return ATTACHED_UNITS.has(unit) ? `${text}${unit}` : `${text} ${unit}`;
+}
+
+/** One figure in its unit: "22 to 24 tok/s", "1.35x to 1.55x", "3/3 needles", "within 0.4%". */
+export function formatFigure(figure: Figure, unit: Unit): string {
+  switch (figure.shape) {
+    case "point":
+      return withUnit(formatNumber(figure.value), unit);
+    case "range":
+      return ATTACHED_UNITS.has(unit)
+        ? `${withUnit(formatNumber(figure.low), unit)} to ${withUnit(formatNumber(figure.high), unit)}`
+        : withUnit(`${formatNumber(figure.low)} to ${formatNumber(figure.high)}`, unit);
+    case "at-most":
+      return `${unit === "%" ? "within" : "at most"} ${withUnit(formatNumber(figure.value), unit)}`;
+    case "at-least":
+      return `at least ${withUnit(formatNumber(figure.value), unit)}`;
+    case "fraction":
+      return withUnit(`${figure.passed}/${figure.total}`, unit);
+  }
+}
+
+export function median(samples: readonly number[]): number {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  const upper = sorted[middle] ?? Number.NaN;
+  return sorted.length % 2 === 1 ? upper : ((sorted[middle - 1] ?? Number.NaN) + upper) / 2;
+}
+
+type Arm = BenchRecord["arms"][number];
+
+/** An arm's figure: the stated one, else the median of its samples. */
+export function armFigure(arm: Arm): { figure: Figure; fromSamples: boolean } {
+  if (arm.figure !== undefined) return { figure: arm.figure, fromSamples: false };
+  return { figure: { shape: "point", value: computed(median(arm.samples)) }, fromSamples: true };
+}
+
+/** "44.5 vs 17.9 tok/s": one unit after plain points, else each arm's figure in full; "medians …" when computed from samples. */
+export function formatArms(record: BenchRecord): string {
+  const figures = record.arms.map(armFigure);
+  const points = figures.map(({ figure }) => (figure.shape === "point" ? figure.value : undefined));
+  const text =
+    !ATTACHED_UNITS.has(record.unit) && points.every((value) => value !== undefined)
+      ? withUnit(points.map((value) => formatNumber(value as number)).join(" vs "), record.unit)
+      : figures.map(({ figure }) => formatFigure(figure, record.unit)).join(" vs ");
+  if (!figures.some(({ fromSamples }) => fromSamples)) return text;
+  return `${figures.length === 1 ? "median" : "medians"} ${text}`;
+}
+
+/** The stated or measured ratio: "ratio 2.49x, 95% CI 2.3x to 2.6x". */
+export function formatComparison(comparison: NonNullable<BenchRecord["comparison"]>): string {
+  const parts = [`ratio ${formatFigure(comparison.figure, "x")}`];
+  if (comparison.ci95 !== undefined) {
+    const [low, high] = comparison.ci95;
+    parts.push(`95% CI ${formatFigure({ shape: "range", low, high }, "x")}`);
+  }
+  if (comparison.cv !== undefined) parts.push(`CV ${formatNumber(comparison.cv)}`);
+  return parts.join(", ");
+}
+
+/** The named differences of a different-conditions record: "nodes: 1 vs 2; format: MXFP4 vs FP8". */
+export function formatConditions(record: BenchRecord): string {
+  return (record.conditions ?? []).map((c) => `${c.name}: ${c.a} vs ${c.b}`).join("; ");
+}
+
+/** The method as printed after a figure: "same-pod A/B, reported", "different conditions (…)". */
+export function formatMethod(record: BenchRecord): string {
+  let text = METHOD_LABELS[record.method];
+  const conditions = formatConditions(record);
+  if (record.method === "different-conditions" && conditions !== "") text = `${text} (${conditions})`;
+  if (record.source.kind === "reported" && record.method !== "reported") text = `${text}, reported`;
+  return text;
+}
+
+/** The figure without its method: arms, ratio and what it applies to. */
+export function formatValue(record: BenchRecord): string {
+  let text = formatArms(record);
+  if (record.comparison !== undefined) text = `${text} (${formatComparison(record.comparison)})`;
+  if (record.context !== undefined) {
+    text = PREPOSITION.test(record.context) ? `${text} ${record.context}` : `${text}, ${record.context}`;
+  }
+  return text;
+}
+
+/** A figure as every page prints it: "44.5 vs 17.9 tok/s at one stream — same-pod A/B, reported". */
+export function formatRecordFigure(record: BenchRecord): string {
+  return `${formatValue(record)} — ${formatMethod(record)}`;
+}
