@@ -1,4 +1,7 @@
 import { z } from "zod";
+import { Fingerprint, fingerprintDifferences } from "./fingerprint.js";
+
+export { Fingerprint };
 
 export const RECORD_SCHEMA_VERSION = "bringup.record/1";
 
@@ -55,19 +58,6 @@ export const Figure = z.discriminatedUnion("shape", [
 ]);
 export type Figure = z.infer<typeof Figure>;
 
-/** What an arm ran on. Two arms are comparable only when these agree outside the compared change. */
-export const Fingerprint = z.strictObject({
-  host: z.string().optional(),
-  hardware: z.string().optional(),
-  software: z.record(z.string(), z.string()).optional(),
-  image: z.string().optional(),
-  server_flags: z.array(z.string()).optional(),
-  weights_checksum: z.string().optional(),
-  workload_hash: z.string().optional(),
-  tool_version: z.string().optional(),
-});
-export type Fingerprint = z.infer<typeof Fingerprint>;
-
 export const Arm = z.strictObject({
   name: z.string().min(1),
   /** Raw samples as measured; a reported arm may have none and carry only its stated figure. */
@@ -103,6 +93,12 @@ export const Comparison = z.strictObject({
   cv: z.number().nonnegative().optional(),
   better: z.enum(["higher", "lower"]),
 });
+
+/** The fingerprint fields that the arms of an A/B must share: one host (and device kind) for a same-pod A/B, one node for a same-node A/B. */
+const SAME_HOST_FIELDS: Partial<Record<Method, readonly string[]>> = {
+  "same-pod-ab": ["host", "hardware"],
+  "same-node-ab": ["host"],
+};
 
 export const BenchRecord = z
   .strictObject({
@@ -151,6 +147,23 @@ export const BenchRecord = z
           path: ["arms", index],
           message: "an arm needs samples or a stated figure",
         });
+      }
+    }
+    const sameHost = SAME_HOST_FIELDS[record.method];
+    const [first, ...others] = record.arms;
+    if (sameHost && first?.fingerprint) {
+      for (const [offset, arm] of others.entries()) {
+        if (!arm.fingerprint) continue;
+        const differing = fingerprintDifferences(first.fingerprint, arm.fingerprint).filter((field) =>
+          sameHost.includes(field),
+        );
+        if (differing.length > 0) {
+          ctx.addIssue({
+            code: "custom",
+            path: ["arms", offset + 1, "fingerprint", differing[0] ?? "host"],
+            message: `${record.method} arms must agree on ${sameHost.join(" and ")}, but differ in ${differing.join(", ")}; arms measured apart are different-conditions`,
+          });
+        }
       }
     }
     const ab = ["same-pod-ab", "same-node-ab", "chained-ab", "different-conditions"];

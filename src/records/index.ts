@@ -1,0 +1,28 @@
+export { Fingerprint, fingerprintDifferences } from "./fingerprint.js";
+export { figureNumbers, recordNumbers } from "./numbers.js";
+export { formatProblem, type IssueContext, issueProblems, type Path, type Problem } from "./problems.js";
+export {
+  Arm,
+  BenchRecord,
+  type BenchRecordInput,
+  Comparison,
+  Condition,
+  Figure,
+  METHOD_DESCRIPTIONS,
+  METHODS,
+  Method,
+  RECORD_SCHEMA_VERSION,
+  Source,
+  UNITS,
+  Unit,
+} from "./record.js";
+export {
+  appendRecord,
+  inspectRecords,
+  type ParsedRecords,
+  parseRecords,
+  RECORDS_FILE,
+  type RecordLocation,
+  readRecords,
+  type StoreContents,
+} from "./store.js";
