@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { BenchRecord, type BenchRecordInput } from "../records/record.js";
+import { BenchRecord, type BenchRecordInput } from "../records/index.js";
 import { formatFigure, formatMethod, formatRecordFigure, formatValue, median } from "./figure.js";
 
 function record(overrides: Partial<BenchRecordInput>): BenchRecord {
@@ -28,6 +28,7 @@ describe("formatFigure", () => {
     expect(formatFigure({ shape: "at-most", value: 0.4 }, "%")).toBe("within 0.4%");
     expect(formatFigure({ shape: "at-most", value: 12 }, "ms")).toBe("at most 12 ms");
     expect(formatFigure({ shape: "at-least", value: 5.33 }, "x")).toBe("at least 5.33x");
+    expect(formatFigure({ shape: "point", value: 32768 }, "tokens")).toBe("32K tokens");
   });
 });
 

@@ -1,4 +1,5 @@
-import type { BenchRecord, Figure, Method, Unit } from "../records/record.js";
+import type { BenchRecord, Figure, Method, Unit } from "../records/index.js";
+import { formatTokens } from "./facts.js";
 
 /** Units written against the number ("1.35x", "0.4%"); every other unit follows after a space. */
 const ATTACHED_UNITS: ReadonlySet<Unit> = new Set(["x", "%"]);
@@ -22,6 +23,11 @@ export function formatNumber(value: number): string {
   return String(value);
 }
 
+/** Token counts read as the page writes them ("32K"); other units keep the stated digits. */
+function formatIn(value: number, unit: Unit): string {
+  return unit === "tokens" ? formatTokens(value) : formatNumber(value);
+}
+
 function computed(value: number): number {
   return Number(value.toPrecision(4));
 }
@@ -35,15 +41,15 @@ function withUnit(text: string, unit: Unit): string {
 export function formatFigure(figure: Figure, unit: Unit): string {
   switch (figure.shape) {
     case "point":
-      return withUnit(formatNumber(figure.value), unit);
+      return withUnit(formatIn(figure.value, unit), unit);
     case "range":
       return ATTACHED_UNITS.has(unit)
-        ? `${withUnit(formatNumber(figure.low), unit)} to ${withUnit(formatNumber(figure.high), unit)}`
-        : withUnit(`${formatNumber(figure.low)} to ${formatNumber(figure.high)}`, unit);
+        ? `${withUnit(formatIn(figure.low, unit), unit)} to ${withUnit(formatIn(figure.high, unit), unit)}`
+        : withUnit(`${formatIn(figure.low, unit)} to ${formatIn(figure.high, unit)}`, unit);
     case "at-most":
-      return `${unit === "%" ? "within" : "at most"} ${withUnit(formatNumber(figure.value), unit)}`;
+      return `${unit === "%" ? "within" : "at most"} ${withUnit(formatIn(figure.value, unit), unit)}`;
     case "at-least":
-      return `at least ${withUnit(formatNumber(figure.value), unit)}`;
+      return `at least ${withUnit(formatIn(figure.value, unit), unit)}`;
     case "fraction":
       return withUnit(`${figure.passed}/${figure.total}`, unit);
   }
@@ -70,7 +76,7 @@ export function formatArms(record: BenchRecord): string {
   const points = figures.map(({ figure }) => (figure.shape === "point" ? figure.value : undefined));
   const text =
     !ATTACHED_UNITS.has(record.unit) && points.every((value) => value !== undefined)
-      ? withUnit(points.map((value) => formatNumber(value as number)).join(" vs "), record.unit)
+      ? withUnit(points.map((value) => formatIn(value as number, record.unit)).join(" vs "), record.unit)
       : figures.map(({ figure }) => formatFigure(figure, record.unit)).join(" vs ");
   if (!figures.some(({ fromSamples }) => fromSamples)) return text;
   return `${figures.length === 1 ? "median" : "medians"} ${text}`;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { code, frontMatter, table, text, vPre } from "./markdown.js";
+import { code, frontMatter, html, table, text, vPre } from "./markdown.js";
 
 describe("text", () => {
   it("escapes Markdown syntax and table pipes and folds newlines into spaces", () => {
@@ -33,5 +33,13 @@ describe("vPre", () => {
 describe("frontMatter", () => {
   it("quotes values", () => {
     expect(frontMatter({ title: 'a "b": c' })).toBe('---\ntitle: "a \\"b\\": c"\n---\n\n');
+  });
+});
+
+describe("html", () => {
+  it("escapes the characters that would open markup or end an attribute", () => {
+    expect(html(`<img src=x onerror="a('b')"> & c`)).toBe(
+      "&lt;img src=x onerror=&quot;a(&#39;b&#39;)&quot;&gt; &amp; c",
+    );
   });
 });

@@ -51,3 +51,16 @@ export function frontMatter(fields: Record<string, string>): string {
   const lines = Object.entries(fields).map(([key, value]) => `${key}: ${JSON.stringify(value)}`);
   return `---\n${lines.join("\n")}\n---\n\n`;
 }
+
+const HTML_ENTITIES: Record<string, string> = {
+  "&": "&amp;",
+  "<": "&lt;",
+  ">": "&gt;",
+  '"': "&quot;",
+  "'": "&#39;",
+};
+
+/** For theme config strings that VitePress renders with v-html (sidebar and prev/next text). */
+export function html(value: string): string {
+  return value.replace(/[&<>"']/g, (c) => HTML_ENTITIES[c] ?? c);
+}

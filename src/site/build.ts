@@ -1,0 +1,112 @@
+import { mkdir, mkdtemp, readdir, rename, rm, stat, symlink, writeFile } from "node:fs/promises";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve, sep } from "node:path";
+import { build } from "vitepress";
+import { temporarySibling, writeDirectoryAtomic, writeFileAtomic } from "../common/atomic-write.js";
+import { BringupError } from "../common/errors.js";
+import type { SiteCatalog } from "./catalog.js";
+import { inventoryCatalog } from "./inventory.js";
+import { renderSite, type SiteSource } from "./site.js";
+
+/** Marks a directory as one `buildSite` wrote, so a rebuild may replace it and nothing else. */
+export const SITE_MARKER = ".bringup-site";
+
+export interface BuiltSite {
+  outDir: string;
+  pages: string[];
+}
+
+/** The node_modules holding vitepress; the generated source links to it so Vue resolves from a temp dir. */
+function nodeModulesDir(): string {
+  const entry = createRequire(import.meta.url).resolve("vitepress");
+  const at = entry.lastIndexOf(`${sep}node_modules${sep}`);
+  return entry.slice(0, at + `${sep}node_modules`.length);
+}
+
+/** Refuses an --out that is a file, or a directory this builder did not write (and is not empty). */
+async function checkOutDir(outDir: string): Promise<"absent" | "replace"> {
+  const found = await stat(outDir).catch(() => undefined);
+  if (found === undefined) return "absent";
+  if (!found.isDirectory()) {
+    throw new BringupError(
+      "SITE_OUT_NOT_DIRECTORY",
+      `${outDir} exists and is not a directory; remove it or pass another --out.`,
+      { subject: outDir },
+    );
+  }
+  const entries = await readdir(outDir);
+  if (entries.length > 0 && !entries.includes(SITE_MARKER)) {
+    throw new BringupError(
+      "SITE_OUT_NOT_SITE",
+      `${outDir} holds files that bringup site build did not write; remove it or pass another --out.`,
+      { subject: outDir },
+    );
+  }
+  return "replace";
+}
+
+async function writeSource(source: SiteSource, dir: string): Promise<void> {
+  for (const page of source.pages) {
+    const path = join(dir, page.path);
+    await mkdir(dirname(path), { recursive: true });
+    await writeFile(path, page.markdown);
+  }
+  await mkdir(join(dir, ".vitepress"), { recursive: true });
+  await writeFile(
+    join(dir, ".vitepress", "config.mjs"),
+    `export default ${JSON.stringify(source.config, null, 2)};\n`,
+  );
+  await symlink(nodeModulesDir(), join(dir, "node_modules"), "junction");
+}
+
+/** Runs VitePress on a generated source directory and writes the site into `outDir` (already created). */
+async function runVitePress(source: SiteSource, outDir: string): Promise<void> {
+  const srcDir = await mkdtemp(join(tmpdir(), "bringup-site-"));
+  // VitePress sets NODE_ENV for its build; put it back so the caller's process is unchanged.
+  const nodeEnv = process.env.NODE_ENV;
+  try {
+    await writeSource(source, srcDir);
+    await build(srcDir, { outDir });
+  } catch (error) {
+    if (error instanceof BringupError) throw error;
+    throw new BringupError(
+      "SITE_BUILD_FAILED",
+      `VitePress could not build the site: ${(error as Error).message}. Nothing was written; fix the page named above and rebuild.`,
+      { subject: outDir, cause: error },
+    );
+  } finally {
+    if (nodeEnv === undefined) delete process.env.NODE_ENV;
+    else process.env.NODE_ENV = nodeEnv;
+    await rm(srcDir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Builds the static site for `catalog` into `outDir`, all or nothing: the pages are rendered and
+ * checked first, VitePress builds into a sibling temporary directory, and only a finished site is
+ * renamed into place (replacing an earlier build, never anything else).
+ */
+export async function buildSite(catalog: SiteCatalog, outDir: string): Promise<BuiltSite> {
+  const target = resolve(outDir);
+  const mode = await checkOutDir(target);
+  const source = renderSite(catalog, await inventoryCatalog(catalog));
+  const fill = async (dir: string) => {
+    await runVitePress(source, dir);
+    await writeFileAtomic(
+      join(dir, SITE_MARKER),
+      `${JSON.stringify({ ports: catalog.ports.map((p) => p.id) })}\n`,
+    );
+  };
+  if (mode === "absent") {
+    await writeDirectoryAtomic(target, fill);
+  } else {
+    const staged = temporarySibling(target);
+    await writeDirectoryAtomic(staged, fill);
+    const old = temporarySibling(target);
+    await rename(target, old);
+    await rename(staged, target);
+    await rm(old, { recursive: true, force: true });
+  }
+  return { outDir: target, pages: source.pages.map((page) => page.path) };
+}

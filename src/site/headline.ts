@@ -1,0 +1,15 @@
+import type { HeadlineItem } from "../catalog/manifest.js";
+import { type IndexedRecord, requireRecord, type SitePort } from "./catalog.js";
+import { formatRecordFigure } from "./figure.js";
+import { text } from "./markdown.js";
+
+/** One headline item in Markdown: a record's label and figure with its method, or a stated fact. */
+export function renderHeadlineItem(
+  item: HeadlineItem,
+  port: SitePort,
+  records: Map<string, IndexedRecord>,
+): string {
+  if ("text" in item) return text(item.text);
+  const { record } = requireRecord(records, item.record, `${port.dir}/port.yaml (headline)`);
+  return text(`${record.label}: ${formatRecordFigure(record)}`);
+}

@@ -1,0 +1,14 @@
+import { posix } from "node:path";
+
+/** Where each page lives in the generated source; VitePress turns `x.md` into `x.html`. */
+export const INDEX_PAGE = "index.md";
+
+export function portPage(id: string): string {
+  return `ports/${id}.md`;
+}
+
+/** A relative Markdown link from one generated page to a port's page. */
+export function portLink(fromPage: string, id: string): string {
+  const relativePath = posix.relative(posix.dirname(fromPage), portPage(id));
+  return relativePath.startsWith(".") ? relativePath : `./${relativePath}`;
+}

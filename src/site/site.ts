@@ -1,0 +1,56 @@
+import { BringupError } from "../common/errors.js";
+import { indexRecords, type SiteCatalog } from "./catalog.js";
+import { renderIndexPage } from "./index-page.js";
+import type { PortFiles } from "./inventory.js";
+import { html } from "./markdown.js";
+import { INDEX_PAGE, portPage } from "./paths.js";
+import { renderPortPage } from "./port-page.js";
+
+export interface SitePage {
+  /** Path inside the VitePress source directory, e.g. `ports/kimi-k2.7-code.md`. */
+  path: string;
+  markdown: string;
+}
+
+export interface SiteSource {
+  pages: SitePage[];
+  /** The VitePress user config, plain data so it can be written as a config module. */
+  config: Record<string, unknown>;
+}
+
+export const SITE_TITLE = "bringup ports";
+
+/** Every page of the site and its VitePress config, from the catalog and the port inventory. */
+export function renderSite(catalog: SiteCatalog, files: Map<string, PortFiles>): SiteSource {
+  if (catalog.ports.length === 0) {
+    throw new BringupError(
+      "SITE_EMPTY_CATALOG",
+      `no ports found under ${catalog.root}/ports; add a port (bringup ports new <id>) before building the site.`,
+      { subject: catalog.root },
+    );
+  }
+  const records = indexRecords(catalog);
+  const pages: SitePage[] = [{ path: INDEX_PAGE, markdown: renderIndexPage(catalog, records, files) }];
+  for (const port of catalog.ports) {
+    pages.push({ path: portPage(port.id), markdown: renderPortPage(port, records) });
+  }
+  const sidebar = [
+    {
+      text: "Ports",
+      link: "/",
+      items: catalog.ports.map((port) => ({
+        text: html(port.manifest.model.name),
+        link: `/${portPage(port.id).replace(/\.md$/, "")}`,
+      })),
+    },
+  ];
+  const config = {
+    title: SITE_TITLE,
+    description: "Ports of new LLM architectures, with every figure and how it was measured.",
+    // Raw HTML stays off: every README and catalog string reaches the page as text.
+    markdown: { html: false },
+    themeConfig: { sidebar, outline: [2, 3] },
+    vite: { logLevel: "warn" },
+  };
+  return { pages, config };
+}
