@@ -9,6 +9,10 @@ function names(ports: readonly SitePort[], all: number): string {
   return ports.map((port) => text(port.manifest.model.name)).join(", ");
 }
 
+function capitalize(value: string): string {
+  return value.charAt(0).toUpperCase() + value.slice(1);
+}
+
 function groupBy<K>(ports: readonly SitePort[], key: (port: SitePort) => K): Map<K, SitePort[]> {
   const groups = new Map<K, SitePort[]>();
   for (const port of ports) {
@@ -30,7 +34,7 @@ export function renderCommon(catalog: SiteCatalog): string {
   lines.push(`- **Gaudi software.** ${versions}.`);
 
   const modes = [...groupBy(ports, (p) => p.manifest.software.execution_mode)]
-    .map(([mode, group]) => `${text(EXECUTION_MODE_LABELS[mode])}: ${names(group, all)}`)
+    .map(([mode, group]) => `${text(capitalize(EXECUTION_MODE_LABELS[mode]))}: ${names(group, all)}`)
     .join("; ");
   lines.push(`- **Execution modes.** ${modes}.`);
 
