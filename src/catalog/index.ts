@@ -1,0 +1,23 @@
+export {
+  type CatalogInspection,
+  checkCatalog,
+  type Diagnostic,
+  type InspectedPort,
+  inspectCatalog,
+  inspectPort,
+  PORTS_DIR,
+} from "./check.js";
+export { FEATURE_IDS, FEATURES, type FeatureId, isFeatureId } from "./features.js";
+export {
+  type LayoutEntry,
+  type LayoutKind,
+  type LayoutStage,
+  MANIFEST_FILE,
+  PORT_LAYOUT,
+  PORTS_README,
+  README_FILE,
+  RESULTS_DIR,
+} from "./layout.js";
+export { type Catalog, type LoadedPort, loadCatalog } from "./load.js";
+export * from "./manifest.js";
+export { type FigureRef, figureRefs, isBacked, type UnitFigure, unitFigures } from "./prose.js";
