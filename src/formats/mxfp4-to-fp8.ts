@@ -1,0 +1,173 @@
+import { BringupError } from "../common/errors.js";
+import { decodeMinifloat, encodeMinifloat, FP4_E2M1, FP8_E4M3FN } from "./minifloat.js";
+import { checkMxfp4Scales, MXFP4_BLOCK, MXFP4_BLOCK_BYTES } from "./mxfp4.js";
+
+/**
+ * Re-encoding MXFP4 (E2M1 elements times an E8M0 scale per 32) as FP8 E4M3FN. Two scale layouts:
+ *
+ * - block32: keep each block's E8M0 scale and re-encode only the elements. E2M1 values are
+ *   {0, 0.5, 1, 1.5, 2, 3, 4, 6} with signs, all exact in E4M3, so this is always exact.
+ * - tile128: one power-of-two float32 scale 2^m per 128x128 tile (stored as DeepSeek-style
+ *   `weight_scale_inv`, value = fp8 * scale_inv). An element e * 2^k becomes e * 2^(k - m), exact only
+ *   while that stays within E4M3's range; m is chosen from the tile's largest element so nothing
+ *   overflows, and tiles whose blocks span too many binades lose their smallest elements.
+ */
+export const TILE = 128;
+
+/** E4M3 code of each E2M1 code: the block32 layout's element map. */
+export const E2M1_TO_E4M3 = Uint8Array.from({ length: 16 }, (_, code) =>
+  encodeMinifloat(FP8_E4M3FN, decodeMinifloat(FP4_E2M1, code)),
+);
+
+/** floor(log2) of each E2M1 magnitude code; -Infinity for zero. */
+const E2M1_EXPONENT = [Number.NEGATIVE_INFINITY, -1, 0, 0, 1, 1, 2, 2];
+/** The largest binade an E4M3 value can start in (448 = 1.75 * 2^8). */
+const E4M3_TOP_EXPONENT = 8;
+
+// For an element shift d (value = e2m1 * 2^d), the E4M3 code of each nibble, or -1 where inexact.
+const SHIFT_MIN = -12;
+const SHIFT_MAX = 9;
+const SHIFTED = (() => {
+  const table = new Int16Array((SHIFT_MAX - SHIFT_MIN + 1) * 16);
+  for (let d = SHIFT_MIN; d <= SHIFT_MAX; d += 1) {
+    for (let nibble = 0; nibble < 16; nibble += 1) {
+      const value = decodeMinifloat(FP4_E2M1, nibble) * 2 ** d;
+      const code = encodeMinifloat(FP8_E4M3FN, value);
+      table[(d - SHIFT_MIN) * 16 + nibble] = Object.is(decodeMinifloat(FP8_E4M3FN, code), value) ? code : -1;
+    }
+  }
+  return table;
+})();
+
+/** The E4M3 code of E2M1 `nibble` times 2^d when that is exact, else -1. */
+export function shiftedE4m3(nibble: number, d: number): number {
+  if (d < SHIFT_MIN || d > SHIFT_MAX) return (nibble & 7) === 0 ? (E2M1_TO_E4M3[nibble] as number) : -1;
+  return SHIFTED[(d - SHIFT_MIN) * 16 + nibble] as number;
+}
+
+/** block32: element codes, the scales stay as they are. Always exact. */
+export function mxfp4ToFp8Block32(blocks: Uint8Array, scales: Uint8Array, subject?: string): Uint8Array {
+  checkMxfp4Scales(scales, subject);
+  const out = new Uint8Array(blocks.length * 2);
+  for (let i = 0; i < blocks.length; i += 1) {
+    const byte = blocks[i] as number;
+    out[2 * i] = E2M1_TO_E4M3[byte & 15] as number;
+    out[2 * i + 1] = E2M1_TO_E4M3[byte >> 4] as number;
+  }
+  return out;
+}
+
+export interface TileReport {
+  /** Tiles where some element could not be exact, with the binade span of their non-zero blocks. */
+  readonly inexactTiles: { row: number; col: number; blockExponentSpan: number }[];
+  /** Largest absolute and relative error over inexactly encoded elements (0 when exact). */
+  readonly maxAbsError: number;
+  readonly maxRelError: number;
+}
+
+export interface TileResult extends TileReport {
+  readonly elements: Uint8Array;
+  /** float32 [ceil(rows/128), ceil(cols/128)], row-major. */
+  readonly scaleInv: Float32Array;
+}
+
+/**
+ * tile128 for one band of `rows` rows (at most 128 unless a multiple of it) of a [rows, cols] matrix
+ * stored as MXFP4. With `allowInexact` false, inexact tiles are listed and their elements left 0:
+ * the caller refuses the tensor. With it true they are rounded to nearest even and errors measured.
+ */
+export function mxfp4ToFp8Tile128(
+  blocks: Uint8Array,
+  scales: Uint8Array,
+  rows: number,
+  cols: number,
+  allowInexact: boolean,
+  subject?: string,
+  firstRow = 0,
+): TileResult {
+  const groups = cols / MXFP4_BLOCK;
+  if (!Number.isInteger(groups) || scales.length !== rows * groups || blocks.length !== scales.length * 16) {
+    throw new BringupError(
+      "MXFP4_BAD_SHAPE",
+      `${subject ?? "MXFP4 tensor"}: ${scales.length} blocks do not form a [${rows}, ${cols}] matrix.`,
+      { subject },
+    );
+  }
+  checkMxfp4Scales(scales, subject);
+  const tileRows = Math.ceil(rows / TILE);
+  const tileCols = Math.ceil(cols / TILE);
+  const blocksPerTile = TILE / MXFP4_BLOCK;
+  const elements = new Uint8Array(rows * cols);
+  const scaleInv = new Float32Array(tileRows * tileCols);
+  const inexactTiles: TileReport["inexactTiles"] = [];
+  let maxAbsError = 0;
+  let maxRelError = 0;
+
+  // Largest element binade per block (blocks of all zeros: -Infinity).
+  const top = new Float64Array(scales.length);
+  for (let b = 0; b < scales.length; b += 1) {
+    let code = 0;
+    for (let j = 0; j < MXFP4_BLOCK_BYTES; j += 1) {
+      const byte = blocks[b * MXFP4_BLOCK_BYTES + j] as number;
+      code = Math.max(code, byte & 7, (byte >> 4) & 7);
+    }
+    top[b] = (E2M1_EXPONENT[code] as number) + (scales[b] as number) - 127;
+  }
+
+  for (let tr = 0; tr < tileRows; tr += 1) {
+    const r0 = tr * TILE;
+    const r1 = Math.min(rows, r0 + TILE);
+    for (let tc = 0; tc < tileCols; tc += 1) {
+      const g0 = tc * blocksPerTile;
+      const g1 = Math.min(groups, g0 + blocksPerTile);
+      let pMax = Number.NEGATIVE_INFINITY;
+      let kMin = Number.POSITIVE_INFINITY;
+      let kMax = Number.NEGATIVE_INFINITY;
+      for (let r = r0; r < r1; r += 1) {
+        for (let g = g0; g < g1; g += 1) {
+          const b = r * groups + g;
+          const t = top[b] as number;
+          if (t === Number.NEGATIVE_INFINITY) continue; // all-zero blocks do not constrain the scale
+          pMax = Math.max(pMax, t);
+          const k = (scales[b] as number) - 127;
+          kMin = Math.min(kMin, k);
+          kMax = Math.max(kMax, k);
+        }
+      }
+      const m = pMax === Number.NEGATIVE_INFINITY ? 0 : pMax - E4M3_TOP_EXPONENT;
+      const scale = 2 ** m;
+      scaleInv[tr * tileCols + tc] = scale;
+      let tileExact = true;
+      for (let r = r0; r < r1; r += 1) {
+        for (let g = g0; g < g1; g += 1) {
+          const b = r * groups + g;
+          const d = (scales[b] as number) - 127 - m;
+          const outBase = r * cols + g * MXFP4_BLOCK;
+          for (let j = 0; j < MXFP4_BLOCK_BYTES; j += 1) {
+            const byte = blocks[b * MXFP4_BLOCK_BYTES + j] as number;
+            for (let half = 0; half < 2; half += 1) {
+              const nibble = half === 0 ? byte & 15 : byte >> 4;
+              const code = shiftedE4m3(nibble, d);
+              if (code >= 0) {
+                elements[outBase + 2 * j + half] = code;
+                continue;
+              }
+              tileExact = false;
+              if (!allowInexact) continue;
+              const value = decodeMinifloat(FP4_E2M1, nibble) * 2 ** d;
+              const rounded = encodeMinifloat(FP8_E4M3FN, value, { saturate: true });
+              elements[outBase + 2 * j + half] = rounded;
+              const error = Math.abs(decodeMinifloat(FP8_E4M3FN, rounded) - value) * scale;
+              maxAbsError = Math.max(maxAbsError, error);
+              maxRelError = Math.max(maxRelError, error / Math.abs(value * scale));
+            }
+          }
+        }
+      }
+      if (!tileExact) {
+        inexactTiles.push({ row: firstRow + r0, col: tc * TILE, blockExponentSpan: kMax - kMin });
+      }
+    }
+  }
+  return { elements, scaleInv, inexactTiles, maxAbsError, maxRelError };
+}
