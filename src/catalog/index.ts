@@ -21,3 +21,4 @@ export {
 export { type Catalog, type LoadedPort, loadCatalog } from "./load.js";
 export * from "./manifest.js";
 export { type FigureRef, figureRefs, isBacked, type UnitFigure, unitFigures } from "./prose.js";
+export { type ScaffoldOptions, scaffoldManifest, scaffoldPort } from "./scaffold.js";

@@ -19,10 +19,10 @@ const Billions = z.number().positive().describe("parameters in billions (1.02T i
 export const Model = z.strictObject({
   name: z.string().min(1),
   family: z.string().min(1),
-  architecture: z.enum(["moe", "dense"]),
-  total_params_b: Billions,
+  architecture: z.enum(["moe", "dense"]).optional().describe("left out where the source does not say"),
+  total_params_b: Billions.optional().describe("left out where the source does not say"),
   active_params_b: Billions.optional().describe("active parameters per token, for MoE models when published"),
-  weight_formats: z.array(WeightFormat).min(1),
+  weight_formats: z.array(WeightFormat).min(1).optional().describe("left out where the source does not say"),
   context_length: z.int().positive().optional().describe("longest context the port serves, in tokens"),
 });
 
@@ -123,23 +123,28 @@ export const HeadlineItem = z.union([
 
 export const COOKBOOK_KERNELS = ["mxfp4-moe-decode"] as const;
 
-export const PortManifest = z.strictObject({
-  id: PortId,
-  model: Model,
-  scope: z
-    .enum(["full", "small"])
-    .describe("full: a written-up port; small: a few model patches, explained on its recipe page"),
-  hard: z.strictObject({
-    summary: z.string().min(1).describe("one line for the index: what made the model hard to serve"),
-    features: z.array(z.enum(FEATURE_IDS)).min(1),
-  }),
-  cookbook_kernels: z.array(z.enum(COOKBOOK_KERNELS)).default([]),
-  target: Target,
-  software: Software,
-  status: Status,
-  gates: z.array(Gate).default([]),
-  headline: z.array(HeadlineItem).default([]),
-});
+export const PortManifest = z
+  .strictObject({
+    id: PortId,
+    model: Model,
+    scope: z
+      .enum(["full", "small"])
+      .describe("full: a written-up port; small: a few model patches, explained on its recipe page"),
+    hard: z.strictObject({
+      summary: z.string().min(1).describe("one line for the index: what made the model hard to serve"),
+      features: z.array(z.enum(FEATURE_IDS)).describe("at least one for a full port"),
+    }),
+    cookbook_kernels: z.array(z.enum(COOKBOOK_KERNELS)).default([]),
+    target: Target,
+    software: Software,
+    status: Status,
+    gates: z.array(Gate).default([]),
+    headline: z.array(HeadlineItem).default([]),
+  })
+  .refine((manifest) => manifest.scope === "small" || manifest.hard.features.length > 0, {
+    path: ["hard", "features"],
+    message: "a full port names at least one feature that made it hard",
+  });
 
 export type PortManifest = z.infer<typeof PortManifest>;
 export type PortManifestInput = z.input<typeof PortManifest>;
