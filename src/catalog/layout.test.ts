@@ -10,9 +10,13 @@ describe("the layout spec", () => {
     const readme = await readFile(join(import.meta.dirname, "../../ports/README.md"), "utf8");
     const rows = readme
       .split("\n")
-      .map((line) => /^\| `([^`]+)` \| (file|dir) \| (required now|gained) \|/.exec(line))
-      .filter((match) => match !== null)
-      .map(([, path, kind, when]) => ({ path, kind, stage: WHEN[when as keyof typeof WHEN] }));
+      .filter((line) => line.startsWith("| `"))
+      .map((line) => line.split("|").map((cell) => cell.trim()))
+      .map(([, path, kind, when]) => ({
+        path: path?.replaceAll("`", ""),
+        kind,
+        stage: WHEN[when as keyof typeof WHEN],
+      }));
     expect(rows).toEqual(PORT_LAYOUT.map(({ path, kind, stage }) => ({ path, kind, stage })));
   });
 
