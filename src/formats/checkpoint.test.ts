@@ -1,0 +1,75 @@
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { INDEX_FILE, openCheckpoint, writeCheckpoint } from "./checkpoint.js";
+import { writeSafetensors } from "./safetensors-writer.js";
+
+let dir: string;
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), "bringup-ckpt-"));
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+const tensor = (name: string, n: number) => ({
+  name,
+  dtype: "U8" as const,
+  shape: [n],
+  data: new Uint8Array(n).fill(n),
+});
+
+describe("checkpoints", () => {
+  it("writes and reads a sharded checkpoint with an index", async () => {
+    const out = join(dir, "ck");
+    await writeCheckpoint(out, [tensor("a", 10), tensor("b", 10), tensor("c", 5)], { maxShardBytes: 15 });
+    const index = JSON.parse(await readFile(join(out, INDEX_FILE), "utf8"));
+    expect(index).toEqual({
+      metadata: { total_size: 25 },
+      weight_map: {
+        a: "model-00001-of-00002.safetensors",
+        b: "model-00002-of-00002.safetensors",
+        c: "model-00002-of-00002.safetensors",
+      },
+    });
+    const ck = await openCheckpoint(out);
+    expect(ck.indexed).toBe(true);
+    expect(ck.tensors.map((t) => t.name)).toEqual(["a", "b", "c"]);
+    expect(ck.byteLength).toBe(25);
+    expect(Array.from(await ck.readTensor("c"))).toEqual([5, 5, 5, 5, 5]);
+    await ck.close();
+  });
+
+  it("opens a single file and a directory without an index", async () => {
+    await writeCheckpoint(dir, [tensor("a", 3)]);
+    const fromDir = await openCheckpoint(dir);
+    const fromFile = await openCheckpoint(join(dir, "model.safetensors"));
+    expect(fromDir.tensors.map((t) => t.name)).toEqual(["a"]);
+    expect(fromFile.tensor("a").file).toBe(join(dir, "model.safetensors"));
+    await fromDir.close();
+    await fromFile.close();
+  });
+
+  it("names a missing shard, a tensor missing from its shard, and duplicates", async () => {
+    await writeSafetensors(join(dir, "one.safetensors"), [tensor("a", 2)]);
+    await writeFile(
+      join(dir, INDEX_FILE),
+      JSON.stringify({ weight_map: { a: "one.safetensors", b: "two.safetensors" } }),
+    );
+    await expect(openCheckpoint(dir)).rejects.toThrow(/two\.safetensors: missing, yet .* tensor "b"/);
+    await writeFile(
+      join(dir, INDEX_FILE),
+      JSON.stringify({ weight_map: { a: "one.safetensors", b: "one.safetensors" } }),
+    );
+    await expect(openCheckpoint(dir)).rejects.toThrow(
+      /one\.safetensors: .*tensor "b" is here, but it is not/,
+    );
+    await writeFile(join(dir, INDEX_FILE), "{");
+    await expect(openCheckpoint(dir)).rejects.toThrow(/not a valid index/);
+    await rm(join(dir, INDEX_FILE));
+    await writeSafetensors(join(dir, "two.safetensors"), [tensor("a", 2)]);
+    await expect(openCheckpoint(dir)).rejects.toThrow(/"a" is in both one\.safetensors and two\.safetensors/);
+    await expect(openCheckpoint(join(dir, "nope"))).rejects.toThrow(/no such file/);
+  });
+});

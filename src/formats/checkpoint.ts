@@ -1,0 +1,268 @@
+import { readdir, readFile, stat } from "node:fs/promises";
+import { basename, join } from "node:path";
+import { z } from "zod";
+import { writeFileAtomic } from "../common/atomic-write.js";
+import { BringupError } from "../common/errors.js";
+import type { TensorInfo } from "./safetensors-header.js";
+import { openSafetensors, type SafetensorsFile } from "./safetensors-reader.js";
+import { type TensorData, writeSafetensors } from "./safetensors-writer.js";
+
+export const INDEX_FILE = "model.safetensors.index.json";
+
+export interface CheckpointTensor extends TensorInfo {
+  /** The shard file holding the tensor. */
+  readonly file: string;
+}
+
+const IndexSchema = z.object({
+  metadata: z.record(z.string(), z.unknown()).optional(),
+  weight_map: z.record(z.string(), z.string()),
+});
+
+/**
+ * A checkpoint: one safetensors file, or a directory of shards named by
+ * `model.safetensors.index.json` (or, without an index, every `*.safetensors` in it).
+ */
+export class Checkpoint {
+  readonly #byName: Map<string, { info: TensorInfo; shard: SafetensorsFile }>;
+
+  constructor(
+    readonly path: string,
+    readonly shards: readonly SafetensorsFile[],
+    /** Tensors in shard order, then data order. */
+    readonly tensors: readonly CheckpointTensor[],
+    readonly metadata: Readonly<Record<string, string>>,
+    /** Whether the tensors were listed by an index file. */
+    readonly indexed: boolean,
+  ) {
+    const byFile = new Map(shards.map((s) => [s.path, s]));
+    this.#byName = new Map(
+      tensors.map((t) => [t.name, { info: t, shard: byFile.get(t.file) as SafetensorsFile }]),
+    );
+  }
+
+  has(name: string): boolean {
+    return this.#byName.has(name);
+  }
+
+  tensor(name: string): CheckpointTensor {
+    return this.#entry(name).info as CheckpointTensor;
+  }
+
+  readTensor(name: string): Promise<Uint8Array> {
+    const { shard } = this.#entry(name);
+    return shard.readTensor(name);
+  }
+
+  readTensorRange(name: string, start: number, end: number): Promise<Uint8Array> {
+    return this.#entry(name).shard.readTensorRange(name, start, end);
+  }
+
+  /** Total bytes of tensor data. */
+  get byteLength(): number {
+    return this.tensors.reduce((sum, t) => sum + t.byteLength, 0);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.shards.map((s) => s.close()));
+  }
+
+  #entry(name: string): { info: TensorInfo; shard: SafetensorsFile } {
+    const entry = this.#byName.get(name);
+    if (entry === undefined) {
+      throw new BringupError("TENSOR_NOT_FOUND", `${this.path}: no tensor named ${JSON.stringify(name)}.`, {
+        subject: `${this.path}#${name}`,
+      });
+    }
+    return entry;
+  }
+}
+
+async function openAll(paths: string[]): Promise<SafetensorsFile[]> {
+  const opened: SafetensorsFile[] = [];
+  try {
+    for (const path of paths) opened.push(await openSafetensors(path));
+  } catch (error) {
+    await Promise.all(opened.map((f) => f.close()));
+    throw error;
+  }
+  return opened;
+}
+
+/** Opens a safetensors file or a checkpoint directory (sharded or not); the caller closes it. */
+export async function openCheckpoint(path: string): Promise<Checkpoint> {
+  const info = await stat(path).catch((error: unknown) => {
+    throw new BringupError("FILE_NOT_FOUND", `${path}: no such file or directory.`, {
+      subject: path,
+      cause: error,
+    });
+  });
+  if (info.isFile()) {
+    const [file] = await openAll([path]);
+    const shard = file as SafetensorsFile;
+    return new Checkpoint(
+      path,
+      [shard],
+      shard.tensors.map((t) => ({ ...t, file: shard.path })),
+      shard.metadata,
+      false,
+    );
+  }
+  const names = await readdir(path);
+  if (names.includes(INDEX_FILE)) return openIndexed(path);
+  const files = names.filter((n) => n.endsWith(".safetensors")).sort();
+  if (files.length === 0) {
+    throw new BringupError(
+      "NO_WEIGHTS",
+      `${path}: no *.safetensors files and no ${INDEX_FILE}; point at a checkpoint directory.`,
+      {
+        subject: path,
+      },
+    );
+  }
+  const shards = await openAll(files.map((n) => join(path, n)));
+  const tensors: CheckpointTensor[] = [];
+  const seen = new Map<string, string>();
+  for (const shard of shards) {
+    for (const t of shard.tensors) {
+      const other = seen.get(t.name);
+      if (other !== undefined) {
+        await Promise.all(shards.map((s) => s.close()));
+        throw new BringupError(
+          "DUPLICATE_TENSOR",
+          `${path}: tensor ${JSON.stringify(t.name)} is in both ${basename(other)} and ${basename(shard.path)}; add an index or remove one.`,
+          { subject: `${shard.path}#${t.name}` },
+        );
+      }
+      seen.set(t.name, shard.path);
+      tensors.push({ ...t, file: shard.path });
+    }
+  }
+  return new Checkpoint(
+    path,
+    shards,
+    tensors,
+    shards.length === 1 ? (shards[0] as SafetensorsFile).metadata : {},
+    false,
+  );
+}
+
+async function openIndexed(dir: string): Promise<Checkpoint> {
+  const indexPath = join(dir, INDEX_FILE);
+  let index: z.infer<typeof IndexSchema>;
+  try {
+    index = IndexSchema.parse(JSON.parse(await readFile(indexPath, "utf8")));
+  } catch (error) {
+    throw new BringupError(
+      "BAD_INDEX",
+      `${indexPath}: not a valid index (${error instanceof Error ? error.message.split("\n")[0] : String(error)}); it needs a weight_map of tensor name to shard file.`,
+      { subject: indexPath, cause: error },
+    );
+  }
+  const shardNames = [...new Set(Object.values(index.weight_map))].sort();
+  for (const shard of shardNames) {
+    if (shard.includes("/") || shard.includes("\\") || shard === "..") {
+      throw new BringupError(
+        "BAD_INDEX",
+        `${indexPath}: shard name ${JSON.stringify(shard)} must be a file in the same directory.`,
+        {
+          subject: indexPath,
+        },
+      );
+    }
+    const present = await stat(join(dir, shard)).then(
+      (s) => s.isFile(),
+      () => false,
+    );
+    if (!present) {
+      const example = Object.entries(index.weight_map).find(([, file]) => file === shard)?.[0];
+      throw new BringupError(
+        "SHARD_MISSING",
+        `${join(dir, shard)}: missing, yet ${INDEX_FILE} puts tensor ${JSON.stringify(example)} there; download the shard again.`,
+        { subject: join(dir, shard) },
+      );
+    }
+  }
+  const shards = await openAll(shardNames.map((n) => join(dir, n)));
+  const byFile = new Map(shards.map((s) => [basename(s.path), s]));
+  const tensors: CheckpointTensor[] = [];
+  for (const shard of shards) {
+    for (const t of shard.tensors) {
+      if (index.weight_map[t.name] === basename(shard.path)) tensors.push({ ...t, file: shard.path });
+    }
+  }
+  for (const [name, file] of Object.entries(index.weight_map)) {
+    if (!(byFile.get(file) as SafetensorsFile).has(name)) {
+      await Promise.all(shards.map((s) => s.close()));
+      throw new BringupError(
+        "TENSOR_MISSING",
+        `${join(dir, file)}: ${INDEX_FILE} says tensor ${JSON.stringify(name)} is here, but it is not.`,
+        { subject: `${join(dir, file)}#${name}` },
+      );
+    }
+  }
+  const metadata = Object.fromEntries(
+    Object.entries(index.metadata ?? {}).filter((e): e is [string, string] => typeof e[1] === "string"),
+  );
+  return new Checkpoint(dir, shards, tensors, metadata, true);
+}
+
+/** The conventional shard name, e.g. model-00001-of-00003.safetensors. */
+export function shardName(index: number, count: number): string {
+  const pad = (n: number) => String(n).padStart(5, "0");
+  return `model-${pad(index + 1)}-of-${pad(count)}.safetensors`;
+}
+
+/** Writes `model.safetensors.index.json` for the given tensor-to-shard map. */
+export async function writeShardIndex(
+  dir: string,
+  weightMap: Readonly<Record<string, string>>,
+  totalSize: number,
+): Promise<void> {
+  const sorted = Object.fromEntries(
+    Object.entries(weightMap).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
+  );
+  await writeFileAtomic(
+    join(dir, INDEX_FILE),
+    `${JSON.stringify({ metadata: { total_size: totalSize }, weight_map: sorted }, null, 2)}\n`,
+  );
+}
+
+/**
+ * Writes in-memory tensors as one `model.safetensors`, or as shards of at most `maxShardBytes` of
+ * data with an index when they do not fit in one.
+ */
+export async function writeCheckpoint(
+  dir: string,
+  tensors: readonly TensorData[],
+  options: { maxShardBytes?: number; metadata?: Readonly<Record<string, string>> } = {},
+): Promise<void> {
+  const limit = options.maxShardBytes ?? Number.POSITIVE_INFINITY;
+  const groups: TensorData[][] = [[]];
+  let size = 0;
+  for (const tensor of tensors) {
+    const current = groups[groups.length - 1] as TensorData[];
+    if (current.length > 0 && size + tensor.data.byteLength > limit) {
+      groups.push([tensor]);
+      size = tensor.data.byteLength;
+    } else {
+      current.push(tensor);
+      size += tensor.data.byteLength;
+    }
+  }
+  if (groups.length === 1) {
+    await writeSafetensors(join(dir, "model.safetensors"), tensors, options.metadata);
+    return;
+  }
+  const weightMap: Record<string, string> = {};
+  for (const [i, group] of groups.entries()) {
+    const name = shardName(i, groups.length);
+    await writeSafetensors(join(dir, name), group, options.metadata);
+    for (const t of group) weightMap[t.name] = name;
+  }
+  await writeShardIndex(
+    dir,
+    weightMap,
+    tensors.reduce((sum, t) => sum + t.data.byteLength, 0),
+  );
+}

@@ -1,0 +1,139 @@
+import { type FileHandle, open } from "node:fs/promises";
+import { BringupError } from "../common/errors.js";
+import { MAX_HEADER_BYTES, parseSafetensorsHeader, type TensorInfo } from "./safetensors-header.js";
+
+/**
+ * An open safetensors file. Only the header is held in memory; tensor bytes are read on request by
+ * byte range through the file handle, so files of any size (past 4 GiB) stream.
+ */
+export class SafetensorsFile {
+  readonly #handle: FileHandle;
+  readonly #byName: Map<string, TensorInfo>;
+
+  constructor(
+    readonly path: string,
+    handle: FileHandle,
+    /** File offset of the data section (8 + header length). */
+    readonly dataStart: number,
+    readonly metadata: Readonly<Record<string, string>>,
+    /** In data order. */
+    readonly tensors: readonly TensorInfo[],
+  ) {
+    this.#handle = handle;
+    this.#byName = new Map(tensors.map((t) => [t.name, t]));
+  }
+
+  has(name: string): boolean {
+    return this.#byName.has(name);
+  }
+
+  tensor(name: string): TensorInfo {
+    const info = this.#byName.get(name);
+    if (info === undefined) {
+      throw new BringupError("TENSOR_NOT_FOUND", `${this.path}: no tensor named ${JSON.stringify(name)}.`, {
+        subject: `${this.path}#${name}`,
+      });
+    }
+    return info;
+  }
+
+  /** The whole tensor's bytes. */
+  readTensor(name: string): Promise<Uint8Array> {
+    return this.readTensorRange(name, 0, this.tensor(name).byteLength);
+  }
+
+  /** Bytes [start, end) of one tensor, for streaming a large tensor in pieces. */
+  async readTensorRange(name: string, start: number, end: number): Promise<Uint8Array> {
+    const info = this.tensor(name);
+    if (
+      !(
+        Number.isSafeInteger(start) &&
+        Number.isSafeInteger(end) &&
+        0 <= start &&
+        start <= end &&
+        end <= info.byteLength
+      )
+    ) {
+      throw new BringupError(
+        "BAD_RANGE",
+        `${this.path}#${name}: byte range [${start}, ${end}) is outside the tensor's ${info.byteLength} bytes.`,
+        { subject: `${this.path}#${name}` },
+      );
+    }
+    const out = new Uint8Array(end - start);
+    const position = this.dataStart + info.dataOffsets[0] + start;
+    let done = 0;
+    while (done < out.length) {
+      // A single read returns at most about 2 GiB; loop until the range is in.
+      const { bytesRead } = await this.#handle.read(
+        out,
+        done,
+        Math.min(out.length - done, 1 << 30),
+        position + done,
+      );
+      if (bytesRead === 0) {
+        throw new BringupError(
+          "SAFETENSORS_TRUNCATED",
+          `${this.path}#${name}: the file ended early; it is truncated.`,
+          {
+            subject: `${this.path}#${name}`,
+          },
+        );
+      }
+      done += bytesRead;
+    }
+    return out;
+  }
+
+  close(): Promise<void> {
+    return this.#handle.close();
+  }
+}
+
+/** Opens and validates a safetensors file; the caller closes it. */
+export async function openSafetensors(path: string): Promise<SafetensorsFile> {
+  let handle: FileHandle;
+  try {
+    handle = await open(path, "r");
+  } catch (error) {
+    throw new BringupError("FILE_NOT_FOUND", `${path}: cannot open (${(error as Error).message}).`, {
+      subject: path,
+      cause: error,
+    });
+  }
+  try {
+    const { size } = await handle.stat();
+    if (size < 8) {
+      throw new BringupError(
+        "SAFETENSORS_TRUNCATED",
+        `${path}: ${size} bytes is too short for a safetensors file; it is truncated or empty.`,
+        { subject: path },
+      );
+    }
+    const prefix = new Uint8Array(8);
+    await handle.read(prefix, 0, 8, 0);
+    const headerLength = new DataView(prefix.buffer).getBigUint64(0, true);
+    if (headerLength > BigInt(size - 8)) {
+      throw new BringupError(
+        "SAFETENSORS_HEADER_PAST_END",
+        `${path}: the header length ${headerLength} runs past the end of the ${size}-byte file; it is truncated or not safetensors.`,
+        { subject: path },
+      );
+    }
+    if (headerLength > BigInt(MAX_HEADER_BYTES)) {
+      throw new BringupError(
+        "SAFETENSORS_BAD_HEADER",
+        `${path}: the header length ${headerLength} is over 100 MB; the file is corrupt.`,
+        { subject: path },
+      );
+    }
+    const header = new Uint8Array(Number(headerLength));
+    await handle.read(header, 0, header.length, 8);
+    const dataStart = 8 + header.length;
+    const parsed = parseSafetensorsHeader(header, size - dataStart, path);
+    return new SafetensorsFile(path, handle, dataStart, parsed.metadata, parsed.tensors);
+  } catch (error) {
+    await handle.close();
+    throw error;
+  }
+}
