@@ -182,7 +182,8 @@ export async function inspectPort(
   const readmeText = await readText(join(dir, README_FILE));
   if (readmeText !== undefined) {
     port.readme = readmeText;
-    diagnostics.push(...checkProse(readmeText, `${label}/${README_FILE}`, id, port.records));
+    const backing = [...port.records.flatMap(recordNumbers), ...gateThresholds(port.manifest)];
+    diagnostics.push(...checkProse(readmeText, `${label}/${README_FILE}`, id, port.records, backing));
   }
   return { port, diagnostics, idLine };
 }
@@ -280,7 +281,26 @@ function danglingRefs(
     }));
 }
 
-function checkProse(markdown: string, file: string, portId: string, records: BenchRecord[]): Diagnostic[] {
+/**
+ * A gate's thresholds are manifest facts the page may quote ("the manifest allows 2%"); relative
+ * fractions count as percentages too.
+ */
+export function gateThresholds(manifest: PortManifest | undefined): number[] {
+  const numbers: number[] = [];
+  for (const gate of manifest?.gates ?? []) {
+    if (gate.kind === "perplexity") numbers.push(gate.max_relative_diff, gate.max_relative_diff * 100);
+    if (gate.kind === "kv-capacity") numbers.push(gate.expected_ratio, gate.tolerance, gate.tolerance * 100);
+  }
+  return numbers;
+}
+
+function checkProse(
+  markdown: string,
+  file: string,
+  portId: string,
+  records: BenchRecord[],
+  numbers: number[],
+): Diagnostic[] {
   const diagnostics: Diagnostic[] = [];
   const ids = new Set(records.map((record) => record.id));
   for (const ref of figureRefs(markdown)) {
@@ -293,13 +313,12 @@ function checkProse(markdown: string, file: string, portId: string, records: Ben
       });
     }
   }
-  const numbers = records.flatMap(recordNumbers);
   for (const figure of unitFigures(markdown)) {
     if (!isBacked(figure, numbers)) {
       diagnostics.push({
         file,
         line: figure.line,
-        message: `"${figure.text}" is a figure no record of this port states`,
+        message: `"${figure.text}" is a figure that no record of this port (or gate threshold) states`,
         expected: `[[fig:${portId}/<slug>]] for a record, or a number taken from one`,
       });
     }

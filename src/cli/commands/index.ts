@@ -1,6 +1,9 @@
 import type { Command } from "commander";
+import { registerPorts } from "./ports.js";
+import { registerRecords } from "./records.js";
 
 /** Each command module adds its subcommands here; the order is the order of `bringup --help`. */
 export function registerCommands(program: Command): void {
-  void program;
+  registerPorts(program);
+  registerRecords(program);
 }
