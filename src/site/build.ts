@@ -3,9 +3,9 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve, sep } from "node:path";
 import { build } from "vitepress";
+import type { Catalog } from "../catalog/index.js";
 import { temporarySibling, writeDirectoryAtomic, writeFileAtomic } from "../common/atomic-write.js";
 import { BringupError } from "../common/errors.js";
-import type { SiteCatalog } from "./catalog.js";
 import { inventoryCatalog } from "./inventory.js";
 import { renderSite, type SiteSource } from "./site.js";
 
@@ -87,7 +87,7 @@ async function runVitePress(source: SiteSource, outDir: string): Promise<void> {
  * checked first, VitePress builds into a sibling temporary directory, and only a finished site is
  * renamed into place (replacing an earlier build, never anything else).
  */
-export async function buildSite(catalog: SiteCatalog, outDir: string): Promise<BuiltSite> {
+export async function buildSite(catalog: Catalog, outDir: string): Promise<BuiltSite> {
   const target = resolve(outDir);
   const mode = await checkOutDir(target);
   const source = renderSite(catalog, await inventoryCatalog(catalog));

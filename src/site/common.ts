@@ -1,20 +1,16 @@
-import { FEATURES, type FeatureId } from "../catalog/features.js";
-import type { SiteCatalog, SitePort } from "./catalog.js";
+import type { Catalog, LoadedPort } from "../catalog/index.js";
+import { FEATURES, type FeatureId } from "../catalog/index.js";
 import { EXECUTION_MODE_LABELS } from "./facts.js";
 import { code, text } from "./markdown.js";
 
 /** Port names as a sentence list, or "every port (N)" when the group is the whole catalog. */
-function names(ports: readonly SitePort[], all: number): string {
+function names(ports: readonly LoadedPort[], all: number): string {
   if (ports.length === all && all > 1) return `every port (${all})`;
   return ports.map((port) => text(port.manifest.model.name)).join(", ");
 }
 
-function capitalize(value: string): string {
-  return value.charAt(0).toUpperCase() + value.slice(1);
-}
-
-function groupBy<K>(ports: readonly SitePort[], key: (port: SitePort) => K): Map<K, SitePort[]> {
-  const groups = new Map<K, SitePort[]>();
+function groupBy<K>(ports: readonly LoadedPort[], key: (port: LoadedPort) => K): Map<K, LoadedPort[]> {
+  const groups = new Map<K, LoadedPort[]>();
   for (const port of ports) {
     const k = key(port);
     groups.set(k, [...(groups.get(k) ?? []), port]);
@@ -23,7 +19,7 @@ function groupBy<K>(ports: readonly SitePort[], key: (port: SitePort) => K): Map
 }
 
 /** "What the ports have in common", from the manifests: software, modes, graphs, kernels, features. */
-export function renderCommon(catalog: SiteCatalog): string {
+export function renderCommon(catalog: Catalog): string {
   const ports = catalog.ports;
   const all = ports.length;
   const lines: string[] = ["## What the ports have in common", ""];
@@ -34,7 +30,7 @@ export function renderCommon(catalog: SiteCatalog): string {
   lines.push(`- **Gaudi software.** ${versions}.`);
 
   const modes = [...groupBy(ports, (p) => p.manifest.software.execution_mode)]
-    .map(([mode, group]) => `${text(capitalize(EXECUTION_MODE_LABELS[mode]))}: ${names(group, all)}`)
+    .map(([mode, group]) => `in ${text(EXECUTION_MODE_LABELS[mode])}: ${names(group, all)}`)
     .join("; ");
   lines.push(`- **Execution modes.** ${modes}.`);
 
@@ -53,7 +49,7 @@ export function renderCommon(catalog: SiteCatalog): string {
       : `${names(kernels, all)} decode their experts with the cookbook's MXFP4 MoE kernels`;
   lines.push(`- **The MXFP4 MoE kernels.** ${kernelText}.`);
 
-  const byFeature = new Map<FeatureId, SitePort[]>();
+  const byFeature = new Map<FeatureId, LoadedPort[]>();
   for (const port of ports) {
     for (const feature of new Set(port.manifest.hard.features)) {
       byFeature.set(feature, [...(byFeature.get(feature) ?? []), port]);

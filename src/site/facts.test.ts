@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { Gate, Target } from "../catalog/manifest.js";
+import { Gate, Target } from "../catalog/index.js";
 import { formatParams, formatTokens, gateThreshold, runsOn } from "./facts.js";
 
 describe("formatParams", () => {

@@ -1,4 +1,4 @@
-import type { Gate, PortManifest } from "../catalog/manifest.js";
+import type { Gate, PortManifest } from "../catalog/index.js";
 
 /** Words for manifest values; everything numeric comes from the manifest itself. */
 
@@ -38,19 +38,27 @@ export function formatWeightFormat(format: string): string {
   return format.toUpperCase();
 }
 
-/** The short model description of the index: "816B MoE, MXFP4". */
+const ARCHITECTURES = { moe: "MoE", dense: "dense" } as const;
+
+/** The short model description of the index, "816B MoE, MXFP4", from whatever the manifest states. */
 export function modelSummary(model: PortManifest["model"]): string {
-  const kind = model.architecture === "moe" ? "MoE" : "dense";
-  return `${formatParams(model.total_params_b)} ${kind}, ${model.weight_formats.map(formatWeightFormat).join(", ")}`;
+  const size = [
+    model.total_params_b === undefined ? undefined : formatParams(model.total_params_b),
+    model.architecture === undefined ? undefined : ARCHITECTURES[model.architecture],
+  ].filter((part) => part !== undefined);
+  const parts = size.length > 0 ? [size.join(" ")] : [];
+  if (model.weight_formats !== undefined) parts.push(model.weight_formats.map(formatWeightFormat).join(", "));
+  return parts.join(", ");
 }
 
 /** Size with active parameters and context: "1.02T total, 32B active, MoE, context 256K tokens". */
 export function modelSize(model: PortManifest["model"]): string {
-  const parts = [`${formatParams(model.total_params_b)} total`];
+  const parts: string[] = [];
+  if (model.total_params_b !== undefined) parts.push(`${formatParams(model.total_params_b)} total`);
   if (model.active_params_b !== undefined) parts.push(`${formatParams(model.active_params_b)} active`);
-  parts.push(model.architecture === "moe" ? "MoE" : "dense");
+  if (model.architecture !== undefined) parts.push(ARCHITECTURES[model.architecture]);
   if (model.context_length !== undefined) parts.push(`context ${formatTokens(model.context_length)} tokens`);
-  return parts.join(", ");
+  return parts.length > 0 ? parts.join(", ") : "not stated by the source";
 }
 
 function plural(count: number, one: string, many: string): string {

@@ -1,12 +1,12 @@
-import type { HeadlineItem } from "../catalog/manifest.js";
-import { type IndexedRecord, requireRecord, type SitePort } from "./catalog.js";
+import type { HeadlineItem, LoadedPort } from "../catalog/index.js";
 import { formatRecordFigure } from "./figure.js";
 import { text } from "./markdown.js";
+import { type IndexedRecord, requireRecord } from "./record-index.js";
 
 /** One headline item in Markdown: a record's label and figure with its method, or a stated fact. */
 export function renderHeadlineItem(
   item: HeadlineItem,
-  port: SitePort,
+  port: LoadedPort,
   records: Map<string, IndexedRecord>,
 ): string {
   if ("text" in item) return text(item.text);

@@ -1,24 +1,28 @@
+import type { Catalog } from "../catalog/index.js";
 import { renderAvailability } from "./availability.js";
-import type { IndexedRecord, SiteCatalog } from "./catalog.js";
 import { renderCommon } from "./common.js";
 import { modelSummary, runsOn } from "./facts.js";
 import { renderHeadlineItem } from "./headline.js";
 import type { PortFiles } from "./inventory.js";
 import { frontMatter, link, table, text, vPre } from "./markdown.js";
 import { INDEX_PAGE, portLink } from "./paths.js";
+import type { IndexedRecord } from "./record-index.js";
 
 export const INDEX_HEADERS = ["Model", "What made it hard", "Runs on", "Headline"] as const;
 
 /** The Ports index: one row per port, then the common ground and where each port lives. */
 export function renderIndexPage(
-  catalog: SiteCatalog,
+  catalog: Catalog,
   records: Map<string, IndexedRecord>,
   files: Map<string, PortFiles>,
 ): string {
   const rows = catalog.ports.map((port) => {
     const { manifest } = port;
-    const scope = manifest.scope === "small" ? ", small port" : "";
-    const model = `${link(manifest.model.name, portLink(INDEX_PAGE, port.id))} ${text(`(${modelSummary(manifest.model)}${scope})`)}`;
+    const summary = [modelSummary(manifest.model), manifest.scope === "small" ? "small port" : ""]
+      .filter((part) => part !== "")
+      .join(", ");
+    const name = link(manifest.model.name, portLink(INDEX_PAGE, port.id));
+    const model = summary === "" ? name : `${name} ${text(`(${summary})`)}`;
     const headline = manifest.headline.map((item) => renderHeadlineItem(item, port, records)).join("; ");
     return [model, text(manifest.hard.summary), text(runsOn(manifest.target)), headline];
   });

@@ -1,50 +1,44 @@
 import { readdir, stat } from "node:fs/promises";
 import { join, relative } from "node:path";
-import type { SiteCatalog, SitePort } from "./catalog.js";
+import { type Catalog, type LayoutEntry, type LoadedPort, PORT_LAYOUT } from "../catalog/index.js";
 
-/** What a port directory ships, read from the files present (DESIGN.md's port layout). */
+/** One entry of the port layout and the files found for it (empty when the port lacks it). */
+export interface FoundEntry {
+  entry: LayoutEntry;
+  /** Paths inside the port directory, sorted: the file itself, or every file under the directory. */
+  files: string[];
+}
+
+/** What a port directory ships, read from the files present, entry by entry of the layout. */
 export interface PortFiles {
   /** The port directory relative to the project root, with a trailing slash. */
   path: string;
-  manifest: boolean;
-  readme: boolean;
-  modelCode: boolean;
-  cpuTests: string[];
-  deviceGates: boolean;
-  recipe: string[];
-  results: string[];
+  entries: FoundEntry[];
 }
 
-async function isFile(path: string): Promise<boolean> {
-  return (await stat(path).catch(() => undefined))?.isFile() ?? false;
-}
-
-/** Plain files directly in `dir` matching `keep`, sorted; none when the directory is absent. */
-async function filesIn(dir: string, keep: (name: string) => boolean): Promise<string[]> {
-  const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
+async function filesUnder(dir: string, prefix: string): Promise<string[]> {
+  const entries = await readdir(dir, { withFileTypes: true, recursive: true }).catch(() => []);
   return entries
-    .filter((entry) => entry.isFile() && keep(entry.name))
-    .map((entry) => entry.name)
+    .filter((entry) => entry.isFile())
+    .map((entry) => `${prefix}${relative(dir, join(entry.parentPath, entry.name)).split("\\").join("/")}`)
     .sort();
 }
 
-export async function inventoryPort(root: string, port: SitePort): Promise<PortFiles> {
-  const [manifest, readme, modelCode, cpuTests, deviceGates, recipe, results] = await Promise.all([
-    isFile(join(port.dir, "port.yaml")),
-    isFile(join(port.dir, "README.md")),
-    isFile(join(port.dir, "model.ts")),
-    filesIn(join(port.dir, "tests", "cpu"), (name) => name.endsWith(".test.ts")),
-    isFile(join(port.dir, "tests", "hpu", "run_gates.sh")),
-    filesIn(join(port.dir, "recipe"), () => true),
-    filesIn(join(port.dir, "results"), (name) => name.endsWith(".jsonl")),
-  ]);
-  const path = `${relative(root, port.dir).split("\\").join("/")}/`;
-  return { path, manifest, readme, modelCode, cpuTests, deviceGates, recipe, results };
+async function find(port: LoadedPort, entry: LayoutEntry): Promise<FoundEntry> {
+  const path = join(port.dir, entry.path);
+  if (entry.kind === "dir") return { entry, files: await filesUnder(path, entry.path) };
+  const found = await stat(path).catch(() => undefined);
+  return { entry, files: found?.isFile() ? [entry.path] : [] };
 }
 
-export async function inventoryCatalog(catalog: SiteCatalog): Promise<Map<string, PortFiles>> {
-  const entries = await Promise.all(
+export async function inventoryPort(root: string, port: LoadedPort): Promise<PortFiles> {
+  const entries = await Promise.all(PORT_LAYOUT.map((entry) => find(port, entry)));
+  return { path: `${relative(root, port.dir).split("\\").join("/")}/`, entries };
+}
+
+export async function inventoryCatalog(catalog: Catalog): Promise<Map<string, PortFiles>> {
+  const found = await Promise.all(
     catalog.ports.map(async (port) => [port.id, await inventoryPort(catalog.root, port)] as const),
   );
-  return new Map(entries);
+  return new Map(found);
 }

@@ -1,6 +1,6 @@
-import { FEATURES } from "../catalog/features.js";
+import type { LoadedPort } from "../catalog/index.js";
+import { FEATURES } from "../catalog/index.js";
 import type { BenchRecord } from "../records/index.js";
-import { type IndexedRecord, requireRecord, type SitePort } from "./catalog.js";
 import {
   acceleratorName,
   EXECUTION_MODE_LABELS,
@@ -23,10 +23,11 @@ import {
 import { renderHeadlineItem } from "./headline.js";
 import { code, frontMatter, table, text, vPre } from "./markdown.js";
 import { renderFigureRefs } from "./readme.js";
+import { type IndexedRecord, requireRecord } from "./record-index.js";
 
 const NONE = "—";
 
-function facts(port: SitePort): string {
+function facts(port: LoadedPort): string {
   const { manifest } = port;
   const { model, target, software } = manifest;
   const lines = [
@@ -34,7 +35,7 @@ function facts(port: SitePort): string {
     "",
     `- **Model.** ${text(`${model.name}, ${model.family} family`)}`,
     `- **Size.** ${text(modelSize(model))}`,
-    `- **Weight formats.** ${text(model.weight_formats.map(formatWeightFormat).join(", "))}`,
+    `- **Weight formats.** ${text(model.weight_formats?.map(formatWeightFormat).join(", ") ?? "not stated by the source")}`,
     `- **Scope.** ${manifest.scope === "full" ? "a written-up port" : "a small port: a few model patches, explained on its recipe"}`,
     `- **What made it hard.** ${text(manifest.hard.summary)}`,
     `- **Target.** ${text(runsOn(target))}`,
@@ -54,12 +55,13 @@ function facts(port: SitePort): string {
   return lines.join("\n");
 }
 
-function features(port: SitePort): string {
+function features(port: LoadedPort): string {
+  if (port.manifest.hard.features.length === 0) return "### Features\n\nNone listed.";
   const rows = port.manifest.hard.features.map((id) => [code(id), text(FEATURES[id])]);
   return ["### Features", "", table(["Feature", "What it is"], rows)].join("\n");
 }
 
-function gates(port: SitePort, records: Map<string, IndexedRecord>): string {
+function gates(port: LoadedPort, records: Map<string, IndexedRecord>): string {
   if (port.manifest.gates.length === 0) return "### Gates\n\nNo gates declared yet.";
   const rows = port.manifest.gates.map((gate) => {
     const result =
@@ -73,7 +75,7 @@ function gates(port: SitePort, records: Map<string, IndexedRecord>): string {
   return ["### Gates", "", table(["Gate", "Passes when", "Result"], rows)].join("\n");
 }
 
-function headline(port: SitePort, records: Map<string, IndexedRecord>): string {
+function headline(port: LoadedPort, records: Map<string, IndexedRecord>): string {
   if (port.manifest.headline.length === 0) return "### Headline\n\nNo headline figures yet.";
   const items = port.manifest.headline.map((item) => `- ${renderHeadlineItem(item, port, records)}`);
   return ["### Headline", "", ...items].join("\n");
@@ -96,7 +98,7 @@ function source(record: BenchRecord): string {
   return `measured with ${record.source.tool}${record.source.command === undefined ? "" : ` (${record.source.command})`}`;
 }
 
-function recordsTable(port: SitePort): string {
+function recordsTable(port: LoadedPort): string {
   if (port.records.length === 0) return "### Records\n\nNo records yet.";
   const rows = port.records.map((record) => [
     code(record.id),
@@ -112,7 +114,7 @@ function recordsTable(port: SitePort): string {
 }
 
 /** A port's page: its README with figures filled in, then the manifest's facts and every record. */
-export function renderPortPage(port: SitePort, records: Map<string, IndexedRecord>): string {
+export function renderPortPage(port: LoadedPort, records: Map<string, IndexedRecord>): string {
   const readme = renderFigureRefs(port.readme, records, `${port.dir}/README.md`).trim();
   const title = /^#\s/.test(readme) ? [] : [`# ${text(port.manifest.model.name)}`, ""];
   const body = [

@@ -1,10 +1,11 @@
+import type { Catalog } from "../catalog/index.js";
 import { BringupError } from "../common/errors.js";
-import { indexRecords, type SiteCatalog } from "./catalog.js";
 import { renderIndexPage } from "./index-page.js";
 import type { PortFiles } from "./inventory.js";
 import { html } from "./markdown.js";
 import { INDEX_PAGE, portPage } from "./paths.js";
 import { renderPortPage } from "./port-page.js";
+import { indexRecords } from "./record-index.js";
 
 export interface SitePage {
   /** Path inside the VitePress source directory, e.g. `ports/kimi-k2.7-code.md`. */
@@ -21,7 +22,7 @@ export interface SiteSource {
 export const SITE_TITLE = "bringup ports";
 
 /** Every page of the site and its VitePress config, from the catalog and the port inventory. */
-export function renderSite(catalog: SiteCatalog, files: Map<string, PortFiles>): SiteSource {
+export function renderSite(catalog: Catalog, files: Map<string, PortFiles>): SiteSource {
   if (catalog.ports.length === 0) {
     throw new BringupError(
       "SITE_EMPTY_CATALOG",

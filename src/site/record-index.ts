@@ -1,28 +1,14 @@
-import type { PortManifest } from "../catalog/manifest.js";
+import type { Catalog, LoadedPort } from "../catalog/index.js";
 import { BringupError } from "../common/errors.js";
 import type { BenchRecord } from "../records/index.js";
 
-/** The catalog as the site reads it: the shape `loadCatalog` returns. */
-export interface SitePort {
-  id: string;
-  dir: string;
-  manifest: PortManifest;
-  readme: string;
-  records: BenchRecord[];
-}
-
-export interface SiteCatalog {
-  root: string;
-  ports: SitePort[];
-}
-
 export interface IndexedRecord {
   record: BenchRecord;
-  port: SitePort;
+  port: LoadedPort;
 }
 
 /** Every record of the catalog by id; ids are `<port>/<slug>`, so they are unique catalog-wide. */
-export function indexRecords(catalog: SiteCatalog): Map<string, IndexedRecord> {
+export function indexRecords(catalog: Catalog): Map<string, IndexedRecord> {
   const byId = new Map<string, IndexedRecord>();
   for (const port of catalog.ports) {
     for (const record of port.records) {
