@@ -1,9 +1,11 @@
 import type { Command } from "commander";
 import { registerPorts } from "./ports.js";
 import { registerRecords } from "./records.js";
+import { registerSite } from "./site.js";
 
 /** Each command module adds its subcommands here; the order is the order of `bringup --help`. */
 export function registerCommands(program: Command): void {
   registerPorts(program);
   registerRecords(program);
+  registerSite(program);
 }
