@@ -143,7 +143,9 @@ export async function inspectPort(
     }
     port.records.push(record);
   }
-  const recordIds = new Set(port.records.map((record) => record.id));
+  // A reference to a record whose line was rejected is not reported again: the line's problem says it.
+  const recordIds = new Set([...port.records.map((record) => record.id), ...store.rejectedIds]);
+  const storeValid = store.problems.length === 0;
 
   const manifestFile = `${label}/${MANIFEST_FILE}`;
   const manifestText = await readText(join(dir, MANIFEST_FILE));
@@ -183,7 +185,9 @@ export async function inspectPort(
   if (readmeText !== undefined) {
     port.readme = readmeText;
     const backing = [...port.records.flatMap(recordNumbers), ...gateThresholds(port.manifest)];
-    diagnostics.push(...checkProse(readmeText, `${label}/${README_FILE}`, id, port.records, backing));
+    diagnostics.push(
+      ...checkProse(readmeText, `${label}/${README_FILE}`, id, recordIds, storeValid ? backing : undefined),
+    );
   }
   return { port, diagnostics, idLine };
 }
@@ -298,11 +302,10 @@ function checkProse(
   markdown: string,
   file: string,
   portId: string,
-  records: BenchRecord[],
-  numbers: number[],
+  ids: Set<string>,
+  numbers: number[] | undefined,
 ): Diagnostic[] {
   const diagnostics: Diagnostic[] = [];
-  const ids = new Set(records.map((record) => record.id));
   for (const ref of figureRefs(markdown)) {
     if (!ids.has(ref.id)) {
       diagnostics.push({
@@ -313,6 +316,8 @@ function checkProse(
       });
     }
   }
+  // With records rejected, what backs the prose is unknown until the store is fixed.
+  if (numbers === undefined) return diagnostics;
   for (const figure of unitFigures(markdown)) {
     if (!isBacked(figure, numbers)) {
       diagnostics.push({

@@ -52,11 +52,14 @@ export function issueProblems(issues: readonly z.core.$ZodIssue[], context: Issu
       }
       continue;
     }
+    const described = describe(issue, context);
+    const missing = issue.path.length > 0 && valueAt(context.data, issue.path) === undefined;
     problems.push({
       ...base,
       line: context.lineOf(issue.path, false),
       field: issue.path.length > 0 ? fieldName(issue.path) : undefined,
-      ...describe(issue, context),
+      ...described,
+      ...(missing && issue.code !== "custom" ? { message: "missing" } : {}),
     });
   }
   return problems;
@@ -66,9 +69,8 @@ function describe(issue: z.core.$ZodIssue, context: IssueContext): Pick<Problem,
   switch (issue.code) {
     case "invalid_type": {
       const received = /received (\w+)/.exec(issue.message)?.[1];
-      const missing = received === "undefined";
       return {
-        message: missing ? "missing" : `wrong type${received ? ` (got ${received})` : ""}`,
+        message: `wrong type${received ? ` (got ${received})` : ""}`,
         expected: `a ${issue.expected}`,
       };
     }
@@ -104,6 +106,11 @@ function describe(issue: z.core.$ZodIssue, context: IssueContext): Pick<Problem,
         message: `not a valid ${issue.format === "regex" ? "value" : issue.format}`,
         expected: issue.message,
       };
+    case "custom": {
+      // Our refinements pass what they would accept as `params.expected`.
+      const expected = (issue.params as { expected?: unknown } | undefined)?.expected;
+      return { message: issue.message, expected: typeof expected === "string" ? expected : undefined };
+    }
     default:
       return { message: issue.message };
   }
@@ -209,6 +216,15 @@ function describeForm(schema: z.ZodType): string {
   const d = def(schema);
   if (d.type === "object") return `{ ${Object.keys(d.shape ?? {}).join(", ")} }`;
   return d.type;
+}
+
+function valueAt(data: unknown, path: Path): unknown {
+  let value = data;
+  for (const segment of path) {
+    if (!isRecord(value) && !Array.isArray(value)) return undefined;
+    value = (value as Record<PropertyKey, unknown>)[segment];
+  }
+  return value;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

@@ -124,13 +124,15 @@ export const BenchRecord = z
         code: "custom",
         path: ["id"],
         message: `must start with the port id "${record.port}/"`,
+        params: { expected: `${record.port}/<slug>` },
       });
     }
     if (record.method === "different-conditions" && (record.conditions?.length ?? 0) === 0) {
       ctx.addIssue({
         code: "custom",
         path: ["conditions"],
-        message: "different-conditions must name each condition that differs (name, a, b)",
+        message: "different-conditions must name each condition that differs",
+        params: { expected: "conditions: [{ name, a, b }, ...] with at least one entry" },
       });
     }
     if (record.method === "reported" && record.source.kind !== "reported") {
@@ -138,6 +140,7 @@ export const BenchRecord = z
         code: "custom",
         path: ["source"],
         message: "a reported figure needs a reported source",
+        params: { expected: "source: { kind: reported, where, stated_method }" },
       });
     }
     for (const [index, arm] of record.arms.entries()) {
@@ -146,6 +149,7 @@ export const BenchRecord = z
           code: "custom",
           path: ["arms", index],
           message: "an arm needs samples or a stated figure",
+          params: { expected: "samples: [...] or figure: { shape, ... }" },
         });
       }
     }
@@ -161,7 +165,8 @@ export const BenchRecord = z
           ctx.addIssue({
             code: "custom",
             path: ["arms", offset + 1, "fingerprint", differing[0] ?? "host"],
-            message: `${record.method} arms must agree on ${sameHost.join(" and ")}, but differ in ${differing.join(", ")}; arms measured apart are different-conditions`,
+            message: `${record.method} arms must agree on ${sameHost.join(" and ")}, but differ in ${differing.join(", ")}`,
+            params: { expected: "arms on one host, or method different-conditions naming the differences" },
           });
         }
       }
@@ -172,6 +177,7 @@ export const BenchRecord = z
         code: "custom",
         path: ["arms"],
         message: `${record.method} compares two arms or states a ratio`,
+        params: { expected: "two arms, or a comparison" },
       });
     }
   });

@@ -131,7 +131,7 @@ describe("parseRecords", () => {
       expect.objectContaining({
         line: 1,
         field: "arms.1.fingerprint.host",
-        message: expect.stringContaining("different-conditions"),
+        expected: expect.stringContaining("different-conditions"),
       }),
     ]);
   });

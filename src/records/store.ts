@@ -11,6 +11,8 @@ export interface ParsedRecords {
   /** The 1-based line of each record, parallel to `records`. */
   lines: number[];
   problems: Problem[];
+  /** Ids named by lines that were rejected, so that references to them are not reported twice. */
+  rejectedIds: string[];
 }
 
 /** Parses one JSONL store file; each bad line becomes a problem naming the file, line and field. */
@@ -18,14 +20,18 @@ export function parseRecords(text: string, file: string): ParsedRecords {
   const records: BenchRecord[] = [];
   const recordLines: number[] = [];
   const problems: Problem[] = [];
+  const rejectedIds: string[] = [];
   const lines = text.split("\n");
   for (const [index, raw] of lines.entries()) {
     const line = index + 1;
     if (raw.trim() === "") continue;
+    // Read the id off the raw text, so even a line that is not JSON can be named as rejected.
+    const rawId = /"id"\s*:\s*"([^"]+)"/.exec(raw)?.[1];
     let data: unknown;
     try {
       data = JSON.parse(raw);
     } catch (error) {
+      if (rawId !== undefined) rejectedIds.push(rawId);
       problems.push({
         file,
         line,
@@ -39,12 +45,13 @@ export function parseRecords(text: string, file: string): ParsedRecords {
       records.push(result.data);
       recordLines.push(line);
     } else {
+      if (rawId !== undefined) rejectedIds.push(rawId);
       problems.push(
         ...issueProblems(result.error.issues, { file, schema: BenchRecord, data, lineOf: () => line }),
       );
     }
   }
-  return { records, lines: recordLines, problems };
+  return { records, lines: recordLines, problems, rejectedIds };
 }
 
 export interface RecordLocation {
@@ -59,6 +66,7 @@ export interface StoreContents {
   problems: Problem[];
   /** The store files read, by name. */
   files: string[];
+  rejectedIds: string[];
 }
 
 /**
@@ -74,12 +82,14 @@ export async function inspectRecords(
   const records: BenchRecord[] = [];
   const locations: RecordLocation[] = [];
   const problems: Problem[] = [];
+  const rejectedIds: string[] = [];
   const seen = new Map<string, string>();
   for (const name of files) {
     const file = label(name);
     const text = await readFile(join(resultsDir, name), "utf8");
     const parsed = parseRecords(text, file);
     problems.push(...parsed.problems);
+    rejectedIds.push(...parsed.rejectedIds);
     for (const [index, record] of parsed.records.entries()) {
       const line = parsed.lines[index];
       const first = seen.get(record.id);
@@ -98,7 +108,7 @@ export async function inspectRecords(
       locations.push({ file, line: line ?? 0 });
     }
   }
-  return { records, locations, problems, files };
+  return { records, locations, problems, files, rejectedIds };
 }
 
 /** Reads and validates every record of a results directory; throws RECORDS_INVALID naming each bad file and line. */
