@@ -7,6 +7,7 @@ import type { Catalog } from "../catalog/index.js";
 import { temporarySibling, writeDirectoryAtomic, writeFileAtomic } from "../common/atomic-write.js";
 import { BringupError } from "../common/errors.js";
 import { inventoryCatalog } from "./inventory.js";
+import { scriptSafe } from "./markdown.js";
 import { renderSite, type SiteSource } from "./site.js";
 
 /** Marks a directory as one `buildSite` wrote, so a rebuild may replace it and nothing else. */
@@ -67,7 +68,12 @@ async function runVitePress(source: SiteSource, outDir: string): Promise<void> {
   const nodeEnv = process.env.NODE_ENV;
   try {
     await writeSource(source, srcDir);
-    await build(srcDir, { outDir });
+    await build(srcDir, {
+      outDir,
+      onAfterConfigResolve: (config) => {
+        config.transformPageData = (pageData) => scriptSafe(pageData);
+      },
+    });
   } catch (error) {
     if (error instanceof BringupError) throw error;
     throw new BringupError(

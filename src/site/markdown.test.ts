@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { code, frontMatter, html, table, text, vPre } from "./markdown.js";
+import { code, frontMatter, html, scriptSafe, table, text, vPre } from "./markdown.js";
 
 describe("text", () => {
   it("escapes Markdown syntax and table pipes and folds newlines into spaces", () => {
@@ -41,5 +41,16 @@ describe("html", () => {
     expect(html(`<img src=x onerror="a('b')"> & c`)).toBe(
       "&lt;img src=x onerror=&quot;a(&#39;b&#39;)&quot;&gt; &amp; c",
     );
+  });
+});
+
+describe("scriptSafe", () => {
+  it("breaks every closing-tag opener in nested strings and keeps other values", () => {
+    const safe = scriptSafe({ title: "a</script>b", list: ["</style>", 1], flag: true, none: null });
+    expect(JSON.stringify(safe)).not.toContain("</");
+    expect(safe.title.replace(/\u200b/g, "")).toBe("a</script>b");
+    expect(safe.list[1]).toBe(1);
+    expect(safe.flag).toBe(true);
+    expect(safe.none).toBeNull();
   });
 });

@@ -64,3 +64,16 @@ const HTML_ENTITIES: Record<string, string> = {
 export function html(value: string): string {
   return value.replace(/[&<>"']/g, (c) => HTML_ENTITIES[c] ?? c);
 }
+
+/**
+ * VitePress inlines each page's data (title, front matter) unescaped in a `<script>` block, so a
+ * `</script>` in a README heading would end it; a zero-width space after `<` breaks every `</`.
+ */
+export function scriptSafe<T>(value: T): T {
+  if (typeof value === "string") return value.replace(/<\//g, "<\u200b/") as T;
+  if (Array.isArray(value)) return value.map(scriptSafe) as T;
+  if (value !== null && typeof value === "object") {
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, scriptSafe(item)])) as T;
+  }
+  return value;
+}
