@@ -5,16 +5,17 @@ import { BringupError } from "../common/errors.js";
 import { encodeSafetensorsHeader, type TensorInfo, type TensorLayout } from "./safetensors-header.js";
 
 /**
- * Writes a safetensors file whose layout is known up front, tensor by tensor and chunk by chunk, to
- * a temporary sibling; `finish` renames it into place once every byte is there, `abort` removes it.
+ * Writes a safetensors file whose layout is known up front. Each tensor is written front to back,
+ * chunk by chunk, and tensors may interleave (a weight and its scales can be produced together);
+ * bytes go to a temporary sibling that `finish` renames into place once every byte is there.
+ * `abort` removes it.
  */
 export class SafetensorsWriter {
   readonly #handle: FileHandle;
   readonly #tmp: string;
   readonly #dataStart: number;
-  #index = 0;
-  #written = 0;
-  #position: number;
+  readonly #byName: Map<string, TensorInfo>;
+  readonly #written = new Map<string, number>();
 
   private constructor(
     readonly path: string,
@@ -26,7 +27,7 @@ export class SafetensorsWriter {
     this.#tmp = tmp;
     this.#handle = handle;
     this.#dataStart = dataStart;
-    this.#position = dataStart;
+    this.#byName = new Map(tensors.map((t) => [t.name, t]));
   }
 
   static async create(
@@ -51,39 +52,35 @@ export class SafetensorsWriter {
     return new SafetensorsWriter(path, tmp, handle, 8 + header.length, tensors);
   }
 
-  /** Appends bytes of the tensor `name`, which must be the one being written (tensors go in order). */
+  /** Appends the next bytes of tensor `name`. */
   async write(name: string, bytes: Uint8Array): Promise<void> {
-    let info = this.tensors[this.#index];
-    while (info !== undefined && this.#written === info.byteLength && info.name !== name) {
-      this.#index += 1;
-      this.#written = 0;
-      info = this.tensors[this.#index];
-    }
-    if (info === undefined || info.name !== name || this.#written + bytes.length > info.byteLength) {
+    const info = this.#byName.get(name);
+    const written = this.#written.get(name) ?? 0;
+    if (info === undefined || written + bytes.length > info.byteLength) {
       throw new BringupError(
-        "WRITE_ORDER",
-        `${this.path}: bytes for ${JSON.stringify(name)} arrive out of order or past its size; write tensors in layout order.`,
+        "WRITE_LAYOUT",
+        `${this.path}: ${bytes.length} bytes for ${JSON.stringify(name)} are not in the layout or run past its ${info?.byteLength ?? 0} bytes.`,
         { subject: `${this.path}#${name}` },
       );
     }
+    const position = this.#dataStart + info.dataOffsets[0] + written;
     let done = 0;
     while (done < bytes.length) {
-      const { bytesWritten } = await this.#handle.write(bytes, done, bytes.length - done, this.#position);
+      const { bytesWritten } = await this.#handle.write(bytes, done, bytes.length - done, position + done);
       done += bytesWritten;
-      this.#position += bytesWritten;
     }
-    this.#written += bytes.length;
+    this.#written.set(name, written + bytes.length);
   }
 
   async finish(): Promise<void> {
-    const last = this.tensors[this.tensors.length - 1];
-    const expectedEnd = this.#dataStart + (last?.dataOffsets[1] ?? 0);
-    if (this.#position !== expectedEnd) {
+    const missing = this.tensors.filter((t) => (this.#written.get(t.name) ?? 0) !== t.byteLength);
+    if (missing.length > 0) {
       await this.abort();
+      const first = missing[0] as TensorInfo;
       throw new BringupError(
         "WRITE_INCOMPLETE",
-        `${this.path}: ${expectedEnd - this.#position} bytes of tensor data were never written; the file was not created.`,
-        { subject: this.path },
+        `${this.path}: ${missing.length} tensors were not fully written (first: ${JSON.stringify(first.name)}, ${this.#written.get(first.name) ?? 0} of ${first.byteLength} bytes); the file was not created.`,
+        { subject: `${this.path}#${first.name}` },
       );
     }
     await this.#handle.sync();

@@ -59,6 +59,23 @@ describe("safetensors files", () => {
     await file.close();
   });
 
+  it("accepts interleaved tensors, each written front to back", async () => {
+    const path = join(dir, "i.safetensors");
+    const writer = await SafetensorsWriter.create(path, [
+      { name: "a", dtype: "U8", shape: [4] },
+      { name: "b", dtype: "U8", shape: [2] },
+    ]);
+    await writer.write("a", new Uint8Array([1, 2]));
+    await writer.write("b", new Uint8Array([9]));
+    await writer.write("a", new Uint8Array([3, 4]));
+    await writer.write("b", new Uint8Array([8]));
+    await writer.finish();
+    const file = await openSafetensors(path);
+    expect(Array.from(await file.readTensor("a"))).toEqual([1, 2, 3, 4]);
+    expect(Array.from(await file.readTensor("b"))).toEqual([9, 8]);
+    await file.close();
+  });
+
   it("leaves nothing behind when a write is incomplete or wrong", async () => {
     const path = join(dir, "c.safetensors");
     await expect(
@@ -66,8 +83,11 @@ describe("safetensors files", () => {
     ).rejects.toThrow(/8 bytes given/);
     const writer = await SafetensorsWriter.create(path, [{ name: "w", dtype: "U8", shape: [4] }]);
     await writer.write("w", new Uint8Array(2));
-    await expect(writer.write("v", new Uint8Array(2))).rejects.toThrow(/out of order/);
-    await expect(writer.finish()).rejects.toThrow(/2 bytes of tensor data were never written/);
+    await expect(writer.write("v", new Uint8Array(2))).rejects.toThrow(/not in the layout/);
+    await expect(writer.write("w", new Uint8Array(3))).rejects.toThrow(/run past its 4 bytes/);
+    await expect(writer.finish()).rejects.toThrow(
+      /1 tensors were not fully written \(first: "w", 2 of 4 bytes\)/,
+    );
     expect(await readdir(dir)).toEqual([]);
   });
 

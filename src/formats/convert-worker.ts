@@ -1,0 +1,33 @@
+import { parentPort, workerData } from "node:worker_threads";
+import { isBringupError } from "../common/errors.js";
+import { type Checkpoint, openCheckpoint } from "./checkpoint.js";
+import { type Job, type JobResult, runJob } from "./convert-jobs.js";
+import type { WorkerReply, WorkerRequest } from "./worker-pool.js";
+
+// Each worker opens the source checkpoint itself and reads the rows of its jobs by byte range.
+const source = (workerData as { source: string }).source;
+let opened: Promise<Checkpoint> | undefined;
+
+parentPort?.on("message", async ({ id, job }: WorkerRequest<Job>) => {
+  let reply: WorkerReply<JobResult>;
+  const transfer: ArrayBuffer[] = [];
+  try {
+    opened ??= openCheckpoint(source);
+    const result = await runJob(await opened, job);
+    // Parts are fresh arrays, but some may be views of one buffer; transfer each buffer once.
+    for (const part of result.parts) {
+      const buffer = part.buffer as ArrayBuffer;
+      if (!transfer.includes(buffer)) transfer.push(buffer);
+    }
+    reply = { id, ok: true, result };
+  } catch (error) {
+    reply = {
+      id,
+      ok: false,
+      error: isBringupError(error)
+        ? { code: error.code, message: error.message, subject: error.subject }
+        : { message: error instanceof Error ? error.message : String(error) },
+    };
+  }
+  parentPort?.postMessage(reply, transfer);
+});

@@ -1,0 +1,210 @@
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { float32ToBf16 } from "./bf16.js";
+import { openCheckpoint, writeCheckpoint } from "./checkpoint.js";
+import { type ConvertProgress, convertCheckpoint } from "./convert.js";
+import { detectLogicalTensors, readLogicalTensor } from "./logical.js";
+import { dequantizeMxfp4, encodeMxfp4 } from "./mxfp4.js";
+
+let root: string;
+let source: string;
+
+function random(seed: number) {
+  let x = seed >>> 0;
+  return () => {
+    x = (x * 1664525 + 1013904223) >>> 0;
+    return x / 2 ** 32;
+  };
+}
+
+/** An MXFP4 checkpoint shaped like the public ones: experts as *_blocks/*_scales, the rest bf16. */
+async function makeMxfp4Checkpoint(dir: string, wideSpan: boolean) {
+  const rand = random(42);
+  const experts = 2;
+  const rows = 192;
+  const groups = 6; // 192 columns: a full and a partial 128-column tile
+  const blocks = new Uint8Array(experts * rows * groups * 16).map(() => Math.floor(rand() * 256));
+  const scales = new Uint8Array(experts * rows * groups).map(() => 118 + Math.floor(rand() * 8));
+  if (wideSpan) scales[7] = 140;
+  const bf16 = (n: number) =>
+    new Uint8Array(float32ToBf16(Float32Array.from({ length: n }, () => rand() * 2 - 1)).buffer);
+  await writeCheckpoint(
+    dir,
+    [
+      { name: "model.embed_tokens.weight", dtype: "BF16", shape: [16, 64], data: bf16(16 * 64) },
+      {
+        name: "model.layers.0.mlp.experts.gate_up_proj_blocks",
+        dtype: "U8",
+        shape: [experts, rows, groups, 16],
+        data: blocks,
+      },
+      {
+        name: "model.layers.0.mlp.experts.gate_up_proj_scales",
+        dtype: "U8",
+        shape: [experts, rows, groups],
+        data: scales,
+      },
+      { name: "model.layers.0.input_layernorm.weight", dtype: "BF16", shape: [64], data: bf16(64) },
+      { name: "model.layers.0.self_attn.q_proj.weight", dtype: "BF16", shape: [64, 64], data: bf16(64 * 64) },
+    ],
+    { maxShardBytes: 40_000, metadata: { format: "pt" } },
+  );
+  await writeFile(
+    join(dir, "config.json"),
+    JSON.stringify({ model_type: "gpt_oss", quantization_config: { quant_method: "mxfp4" } }),
+  );
+  await writeFile(join(dir, "tokenizer.json"), "{}");
+}
+
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), "bringup-convert-"));
+  source = join(root, "src");
+  await mkdir(source);
+  await makeMxfp4Checkpoint(source, false);
+});
+afterAll(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+/** Every logical weight of `a` decodes bit for bit to the same float32 values in `b`. */
+async function expectSameValues(a: string, b: string, except: string[] = []) {
+  const [x, y] = [await openCheckpoint(a), await openCheckpoint(b)];
+  const ly = detectLogicalTensors(y.tensors);
+  for (const t of detectLogicalTensors(x.tensors)) {
+    if (except.includes(t.name)) continue;
+    const u = ly.find((v) => v.name === t.name);
+    expect(u, t.name).toBeDefined();
+    const [va, vb] = [await readLogicalTensor(x, t), await readLogicalTensor(y, u as typeof t)];
+    expect(Buffer.from(vb.buffer).equals(Buffer.from(va.buffer)), t.name).toBe(true);
+  }
+  await x.close();
+  await y.close();
+}
+
+describe("convertCheckpoint", () => {
+  it("converts MXFP4 to FP8 128x128 exactly on worker threads, with index, config and companions", async () => {
+    const out = join(root, "fp8");
+    const progress: ConvertProgress[] = [];
+    const report = await convertCheckpoint(source, out, {
+      to: "fp8",
+      workers: 2,
+      chunkBytes: 4096,
+      onProgress: (p) => progress.push(p),
+    });
+    expect(report.tensors.every((t) => t.exact)).toBe(true);
+    expect(report.tensors.find((t) => t.name === "model.layers.0.mlp.experts.gate_up_proj")?.to).toBe(
+      "fp8-e4m3 [128x128]",
+    );
+    expect(progress.at(-1)?.doneBytes).toBe(progress.at(-1)?.totalBytes);
+    const q = "model.layers.0.self_attn.q_proj.weight";
+    await expectSameValues(source, out, [q]);
+    const ck = await openCheckpoint(out);
+    expect(ck.indexed).toBe(true);
+    expect(ck.tensor("model.layers.0.mlp.experts.gate_up_proj_scale_inv").shape).toEqual([2, 2, 2]);
+    // bf16 to fp8 is lossy by nature: within half an E4M3 step, 2^-4 of the value (or of the
+    // subnormal step 2^-9 times the scale amax / 448).
+    const [src, dst] = [await openCheckpoint(source), ck];
+    const find = (c: typeof ck) =>
+      detectLogicalTensors(c.tensors).find((t) => t.name === q) as NonNullable<
+        ReturnType<typeof detectLogicalTensors>[number]
+      >;
+    expect(find(dst).kind).toBe("fp8");
+    const [qa, qb] = [await readLogicalTensor(src, find(src)), await readLogicalTensor(dst, find(dst))];
+    const amax = Math.max(...qa.map(Math.abs));
+    const worst = Math.max(
+      ...qa.map((v, i) => Math.abs(v - (qb[i] as number)) - Math.abs(v) / 16 - amax / 448 / 2 ** 10),
+    );
+    expect(worst).toBeLessThanOrEqual(0);
+    await src.close();
+    expect(ck.tensor("model.embed_tokens.weight").dtype).toBe("BF16");
+    await ck.close();
+    const config = JSON.parse(await readFile(join(out, "config.json"), "utf8"));
+    expect(config.quantization_config).toEqual({
+      quant_method: "fp8",
+      fmt: "e4m3",
+      activation_scheme: "dynamic",
+      weight_block_size: [128, 128],
+    });
+    expect(config.model_type).toBe("gpt_oss");
+    expect(await readFile(join(out, "tokenizer.json"), "utf8")).toBe("{}");
+    // The same conversion on the calling thread writes the same bytes.
+    const inline = join(root, "fp8-inline");
+    await convertCheckpoint(source, inline, { to: "fp8", workers: 0 });
+    for (const name of (await readdir(out)).filter((n) => n.endsWith(".safetensors"))) {
+      expect((await readFile(join(inline, name))).equals(await readFile(join(out, name))), name).toBe(true);
+    }
+  });
+
+  it("keeps the per-32 scales with --fp8-block block32, exactly", async () => {
+    const out = join(root, "fp8-b32");
+    const report = await convertCheckpoint(source, out, {
+      to: "fp8",
+      fp8Block: "block32",
+      include: /experts/,
+    });
+    expect(report.tensors.every((t) => t.exact)).toBe(true);
+    await expectSameValues(source, out);
+    const config = JSON.parse(await readFile(join(out, "config.json"), "utf8"));
+    expect(config.quantization_config.weight_block_size).toEqual([1, 32]);
+    expect(config.quantization_config.scale_fmt).toBe("ue8m0");
+  });
+
+  it("names tensors that cannot be exact, leaves no output, and converts them only when allowed", async () => {
+    const wide = join(root, "wide");
+    await mkdir(wide);
+    await makeMxfp4Checkpoint(wide, true);
+    const out = join(root, "wide-fp8");
+    await expect(convertCheckpoint(wide, out, { to: "fp8", workers: 1 })).rejects.toThrow(
+      /gate_up_proj: 1 tile\(s\) of 128x128 span up to 2[0-9] binades/,
+    );
+    expect((await readdir(root)).filter((n) => n.includes("wide-fp8"))).toEqual([]);
+    const report = await convertCheckpoint(wide, out, { to: "fp8", workers: 0, allowInexact: true });
+    const experts = report.tensors.find((t) => t.name.endsWith("gate_up_proj"));
+    expect(experts?.exact).toBe(false);
+    expect(experts?.maxAbsError).toBeGreaterThan(0);
+  });
+
+  it("dequantizes MXFP4 to bf16 and encodes bf16 back to MXFP4 with the same values", async () => {
+    const bf16 = join(root, "bf16");
+    await convertCheckpoint(source, bf16, { to: "bf16", workers: 1, chunkBytes: 1000 });
+    await expectSameValues(source, bf16);
+    const config = JSON.parse(await readFile(join(bf16, "config.json"), "utf8"));
+    expect(config.quantization_config).toBeUndefined();
+    const back = join(root, "mxfp4");
+    const report = await convertCheckpoint(bf16, back, { to: "mxfp4", workers: 2 });
+    expect(report.tensors.filter((t) => t.to === "mxfp4").map((t) => t.name)).toEqual([
+      "model.layers.0.mlp.experts.gate_up_proj",
+      "model.layers.0.self_attn.q_proj.weight",
+    ]);
+    // Values that came from MXFP4 re-encode to the same values.
+    const [a, b] = [await openCheckpoint(source), await openCheckpoint(back)];
+    const name = "model.layers.0.mlp.experts.gate_up_proj";
+    const before = dequantizeMxfp4(
+      await a.readTensor(`${name}_blocks`),
+      await a.readTensor(`${name}_scales`),
+    );
+    const after = dequantizeMxfp4(await b.readTensor(`${name}_blocks`), await b.readTensor(`${name}_scales`));
+    expect(Buffer.from(after.buffer).equals(Buffer.from(before.buffer))).toBe(true);
+    // The bf16 projection is encoded as the spec's encoder does.
+    const q = detectLogicalTensors(a.tensors).find(
+      (t) => t.name === "model.layers.0.self_attn.q_proj.weight",
+    );
+    const want = encodeMxfp4(await readLogicalTensor(a, q as NonNullable<typeof q>));
+    expect(
+      Buffer.from(await b.readTensor("model.layers.0.self_attn.q_proj.weight_blocks")).equals(
+        Buffer.from(want.blocks),
+      ),
+    ).toBe(true);
+    await a.close();
+    await b.close();
+    const config2 = JSON.parse(await readFile(join(back, "config.json"), "utf8"));
+    expect(config2.quantization_config.quant_method).toBe("mxfp4");
+    expect(config2.quantization_config.modules_to_not_convert).toEqual(["model.embed_tokens"]);
+  });
+
+  it("refuses an output directory that exists", async () => {
+    await expect(convertCheckpoint(source, source, { to: "bf16" })).rejects.toThrow(/already exists/);
+  });
+});

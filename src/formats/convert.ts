@@ -1,0 +1,422 @@
+import { copyFile, readdir, readFile, stat, writeFile } from "node:fs/promises";
+import { availableParallelism } from "node:os";
+import { basename, join } from "node:path";
+import { writeDirectoryAtomic } from "../common/atomic-write.js";
+import { BringupError } from "../common/errors.js";
+import { type Checkpoint, INDEX_FILE, openCheckpoint, writeShardIndex } from "./checkpoint.js";
+import { type Job, type JobOp, type JobResult, runJob, sourceRowBytes } from "./convert-jobs.js";
+import { type Dtype, dtypeBytes, elementCount } from "./dtypes.js";
+import { detectLogicalTensors, type LogicalTensor, logicalRows, scaleGridShape } from "./logical.js";
+import { MXFP4_BLOCK, MXFP4_BLOCK_BYTES } from "./mxfp4.js";
+import { TILE } from "./mxfp4-to-fp8.js";
+import type { TensorLayout } from "./safetensors-header.js";
+import { SafetensorsWriter } from "./safetensors-writer.js";
+import { WorkerPool } from "./worker-pool.js";
+
+export type ConvertTarget = "bf16" | "fp8" | "mxfp4";
+export type Fp8Block = "tile128" | "block32";
+
+export interface ConvertProgress {
+  readonly doneBytes: number;
+  readonly totalBytes: number;
+  readonly tensor: string;
+}
+
+export interface ConvertOptions {
+  readonly to: ConvertTarget;
+  /** FP8 scale layout for MXFP4 sources: 128x128 tiles (default) or the per-32 block scales. */
+  readonly fp8Block?: Fp8Block;
+  /** Convert tensors that cannot be exact anyway, reporting the largest error. */
+  readonly allowInexact?: boolean;
+  /** Worker threads; 0 runs everything on the calling thread. Default: up to 2, one per core. */
+  readonly workers?: number;
+  /** Source bytes per unit of work (default 16 MiB): bounds memory whatever the checkpoint's size. */
+  readonly chunkBytes?: number;
+  /** Which unquantized tensors an fp8 or mxfp4 target quantizes (with at least 2 dimensions). */
+  readonly include?: RegExp;
+  readonly exclude?: RegExp;
+  readonly onProgress?: (progress: ConvertProgress) => void;
+}
+
+export interface TensorConversion {
+  readonly name: string;
+  readonly from: string;
+  readonly to: string;
+  readonly exact: boolean;
+  readonly inexactTiles?: number;
+  readonly maxBlockExponentSpan?: number;
+  readonly maxAbsError?: number;
+  readonly maxRelError?: number;
+}
+
+export interface ConvertReport {
+  readonly source: string;
+  readonly output: string;
+  readonly target: string;
+  readonly tensors: readonly TensorConversion[];
+  readonly sourceBytes: number;
+  readonly outputBytes: number;
+  readonly copiedFiles: readonly string[];
+}
+
+/** Names that checkpoints usually keep in high precision: embeddings, norms, the head, routers, biases. */
+export const DEFAULT_KEEP = /embed|norm|lm_head|router|(^|\.)gate\.weight$|bias$/i;
+const FLOATS = new Set<Dtype>(["F32", "F16", "BF16", "F64"]);
+
+interface Plan {
+  readonly tensor: LogicalTensor;
+  readonly op: JobOp;
+  readonly outputs: TensorLayout[];
+  readonly shard: string;
+  readonly from: string;
+  readonly to: string;
+  /** Row counts that keep tiles whole: a band must start at a multiple of this within its matrix. */
+  readonly tiled: boolean;
+}
+
+function describe(tensor: LogicalTensor): string {
+  if (tensor.kind === "plain") return tensor.dtype;
+  if (tensor.kind === "fp8") return `fp8-e4m3 [${tensor.block.join("x")}]`;
+  return "mxfp4";
+}
+
+function plainOf(ck: Checkpoint, stored: string): LogicalTensor & { kind: "plain" } {
+  const info = ck.tensor(stored);
+  return { kind: "plain", name: stored, shape: info.shape, dtype: info.dtype, parts: [stored] };
+}
+
+function planTensors(ck: Checkpoint, options: ConvertOptions): Plan[] {
+  const include = options.include ?? /./;
+  const exclude = options.exclude ?? DEFAULT_KEEP;
+  const plans: Plan[] = [];
+  const keep = (tensor: LogicalTensor) => {
+    for (const part of tensor.parts) {
+      const plain = plainOf(ck, part);
+      const rowBytes =
+        plain.shape.length === 0
+          ? dtypeBytes(plain.dtype)
+          : (plain.shape.at(-1) as number) * dtypeBytes(plain.dtype);
+      plans.push({
+        tensor: plain,
+        op: { op: "copy", stored: part, rowBytes },
+        outputs: [{ name: part, dtype: plain.dtype, shape: plain.shape }],
+        shard: basename(ck.tensor(part).file),
+        from: describe(tensor),
+        to: describe(tensor),
+        tiled: false,
+      });
+    }
+  };
+  for (const tensor of detectLogicalTensors(ck.tensors)) {
+    const shard = basename(ck.tensor(tensor.parts[0]).file);
+    const base = { tensor, shard, from: describe(tensor) };
+    const quantizable =
+      tensor.kind === "plain" &&
+      FLOATS.has(tensor.dtype) &&
+      tensor.shape.length >= 2 &&
+      include.test(tensor.name) &&
+      !exclude.test(tensor.name);
+    const [rows, cols] = [tensor.shape.at(-2) ?? 1, tensor.shape.at(-1) ?? 1];
+    const lead = tensor.shape.slice(0, -2);
+    if (options.to === "bf16" && tensor.kind !== "plain") {
+      plans.push({
+        ...base,
+        op: { op: "to-bf16" },
+        outputs: [{ name: tensor.name, dtype: "BF16", shape: tensor.shape }],
+        to: "BF16",
+        tiled: false,
+      });
+    } else if (options.to === "fp8" && tensor.kind === "mxfp4") {
+      const block = options.fp8Block ?? "tile128";
+      const grid =
+        block === "tile128"
+          ? [...lead, Math.ceil(rows / TILE), Math.ceil(cols / TILE)]
+          : [...lead, rows, cols / MXFP4_BLOCK];
+      plans.push({
+        ...base,
+        op: { op: "mxfp4-to-fp8", block, allowInexact: options.allowInexact === true },
+        outputs: [
+          { name: tensor.name, dtype: "F8_E4M3", shape: tensor.shape },
+          { name: `${tensor.name}_scale_inv`, dtype: "F32", shape: grid },
+        ],
+        to: `fp8-e4m3 [${block === "tile128" ? "128x128" : "1x32"}]`,
+        tiled: block === "tile128",
+      });
+    } else if (options.to === "fp8" && quantizable) {
+      plans.push({
+        ...base,
+        op: { op: "float-to-fp8" },
+        outputs: [
+          { name: tensor.name, dtype: "F8_E4M3", shape: tensor.shape },
+          {
+            name: `${tensor.name}_scale_inv`,
+            dtype: "F32",
+            shape: scaleGridShape(tensor.shape, [TILE, TILE]),
+          },
+        ],
+        to: "fp8-e4m3 [128x128]",
+        tiled: true,
+      });
+    } else if (options.to === "mxfp4" && quantizable && cols % MXFP4_BLOCK === 0) {
+      const groups = [...tensor.shape.slice(0, -1), cols / MXFP4_BLOCK];
+      plans.push({
+        ...base,
+        op: { op: "float-to-mxfp4" },
+        outputs: [
+          { name: `${tensor.name}_blocks`, dtype: "U8", shape: [...groups, MXFP4_BLOCK_BYTES] },
+          { name: `${tensor.name}_scales`, dtype: "U8", shape: groups },
+        ],
+        to: "mxfp4",
+        tiled: false,
+      });
+    } else {
+      keep(tensor);
+    }
+  }
+  return plans;
+}
+
+/** Row ranges of at most about `chunkBytes` of source; tiled ops get whole 128-row bands or whole matrices. */
+function chunksOf(ck: Checkpoint, plan: Plan, chunkBytes: number): [number, number][] {
+  const { rows } = logicalRows(plan.tensor);
+  const rowBytes = Math.max(1, sourceRowBytes(ck, plan.tensor));
+  const chunks: [number, number][] = [];
+  if (!plan.tiled) {
+    const step = Math.max(1, Math.floor(chunkBytes / rowBytes));
+    for (let s = 0; s < rows; s += step) chunks.push([s, Math.min(rows, s + step)]);
+    return chunks;
+  }
+  const matrixRows = plan.tensor.shape.at(-2) as number;
+  if (matrixRows * rowBytes <= chunkBytes) {
+    const step = Math.max(1, Math.floor(chunkBytes / (matrixRows * rowBytes))) * matrixRows;
+    for (let s = 0; s < rows; s += step) chunks.push([s, Math.min(rows, s + step)]);
+    return chunks;
+  }
+  const band = Math.max(1, Math.floor(chunkBytes / (TILE * rowBytes))) * TILE;
+  for (let m = 0; m < rows; m += matrixRows) {
+    for (let s = m; s < m + matrixRows; s += band) chunks.push([s, Math.min(m + matrixRows, s + band)]);
+  }
+  return chunks;
+}
+
+function quantizationConfig(
+  plans: readonly Plan[],
+  options: ConvertOptions,
+): Record<string, unknown> | undefined {
+  if (options.to === "bf16") return undefined;
+  if (options.to === "mxfp4") {
+    const kept = plans.filter(
+      (p) =>
+        p.op.op === "copy" &&
+        p.tensor.shape.length >= 2 &&
+        p.tensor.kind === "plain" &&
+        FLOATS.has(p.tensor.dtype),
+    );
+    const modules = [...new Set(kept.map((p) => p.tensor.name.replace(/\.(weight|bias)$/, "")))].sort();
+    return { quant_method: "mxfp4", modules_to_not_convert: modules };
+  }
+  const fromMxfp4 = plans.some((p) => p.op.op === "mxfp4-to-fp8");
+  const block32 = fromMxfp4 && (options.fp8Block ?? "tile128") === "block32";
+  return {
+    quant_method: "fp8",
+    fmt: "e4m3",
+    activation_scheme: "dynamic",
+    weight_block_size: block32 ? [1, MXFP4_BLOCK] : [TILE, TILE],
+    // Scales re-encoded from MXFP4 are powers of two, which engines can apply as exponent shifts.
+    ...(fromMxfp4 && !plans.some((p) => p.op.op === "float-to-fp8") ? { scale_fmt: "ue8m0" } : {}),
+  };
+}
+
+/**
+ * Converts a checkpoint (file or directory) into a new directory `output`, tensor by tensor in
+ * bounded chunks on worker threads. The output directory appears only when everything succeeded.
+ */
+export async function convertCheckpoint(
+  source: string,
+  output: string,
+  options: ConvertOptions,
+): Promise<ConvertReport> {
+  const ck = await openCheckpoint(source);
+  try {
+    const plans = planTensors(ck, options);
+    const chunkBytes = options.chunkBytes ?? 16 * 2 ** 20;
+    const jobs: { plan: Plan; job: Job; bytes: number }[] = [];
+    for (const plan of plans) {
+      const rowBytes = sourceRowBytes(ck, plan.tensor);
+      for (const [start, end] of chunksOf(ck, plan, chunkBytes)) {
+        jobs.push({
+          plan,
+          job: { ...plan.op, tensor: plan.tensor, start, end },
+          bytes: (end - start) * rowBytes,
+        });
+      }
+    }
+    const totalBytes = ck.byteLength;
+    const workerCount = options.workers ?? Math.min(2, availableParallelism());
+    const results = new Map<Plan, TensorConversion>();
+    const inexact = new Map<Plan, { tiles: number; span: number; abs: number; rel: number }>();
+    let outputBytes = 0;
+    const copiedFiles: string[] = [];
+
+    await writeDirectoryAtomic(output, async (dir) => {
+      const byShard = new Map<string, Plan[]>();
+      for (const plan of plans) byShard.set(plan.shard, [...(byShard.get(plan.shard) ?? []), plan]);
+      const writers = new Map<string, SafetensorsWriter>();
+      const pool =
+        workerCount > 0
+          ? new WorkerPool<Job, JobResult>(
+              new URL(`./convert-worker${extension()}`, import.meta.url),
+              workerCount,
+              { source },
+            )
+          : undefined;
+      try {
+        for (const [shard, shardPlans] of byShard) {
+          const metadata = ck.shards.find((s) => basename(s.path) === shard)?.metadata ?? {};
+          writers.set(
+            shard,
+            await SafetensorsWriter.create(
+              join(dir, shard),
+              shardPlans.flatMap((p) => p.outputs),
+              metadata,
+            ),
+          );
+        }
+        const execute = (job: Job) => (pool ? pool.run(job) : runJob(ck, job));
+        const window = Math.max(2, 2 * workerCount);
+        const inflight = new Map<number, Promise<JobResult>>();
+        let next = 0;
+        let doneBytes = 0;
+        for (let i = 0; i < jobs.length; i += 1) {
+          while (next < jobs.length && next - i < window) {
+            const pending = execute((jobs[next] as (typeof jobs)[number]).job);
+            pending.catch(() => undefined); // awaited in order below; avoid an unhandled rejection meanwhile
+            inflight.set(next, pending);
+            next += 1;
+          }
+          const { plan, bytes } = jobs[i] as (typeof jobs)[number];
+          const result = await (inflight.get(i) as Promise<JobResult>);
+          inflight.delete(i);
+          const writer = writers.get(plan.shard) as SafetensorsWriter;
+          for (const [k, part] of result.parts.entries()) {
+            await writer.write((plan.outputs[k] as TensorLayout).name, part);
+            outputBytes += part.byteLength;
+          }
+          if (result.report && result.report.inexactTiles.length > 0) {
+            const seen = inexact.get(plan) ?? { tiles: 0, span: 0, abs: 0, rel: 0 };
+            inexact.set(plan, {
+              tiles: seen.tiles + result.report.inexactTiles.length,
+              span: Math.max(seen.span, ...result.report.inexactTiles.map((t) => t.blockExponentSpan)),
+              abs: Math.max(seen.abs, result.report.maxAbsError),
+              rel: Math.max(seen.rel, result.report.maxRelError),
+            });
+          }
+          doneBytes += bytes;
+          options.onProgress?.({ doneBytes, totalBytes, tensor: plan.tensor.name });
+        }
+        for (const plan of plans) {
+          const bad = inexact.get(plan);
+          results.set(plan, {
+            name: plan.tensor.name,
+            from: plan.from,
+            to: plan.to,
+            exact: bad === undefined,
+            ...(bad === undefined ? {} : { inexactTiles: bad.tiles, maxBlockExponentSpan: bad.span }),
+            ...(bad !== undefined && options.allowInexact === true
+              ? { maxAbsError: bad.abs, maxRelError: bad.rel }
+              : {}),
+          });
+        }
+        if (inexact.size > 0 && options.allowInexact !== true) {
+          const lines = [...inexact.entries()].map(
+            ([plan, bad]) =>
+              `  ${plan.tensor.name}: ${bad.tiles} tile(s) of 128x128 span up to ${bad.span} binades between their non-zero blocks (at most about 14 fit one E4M3 scale)`,
+          );
+          throw new BringupError(
+            "INEXACT_CONVERSION",
+            `${source}: ${inexact.size} tensor(s) cannot be FP8 with one scale per 128x128 tile exactly:\n${lines.join("\n")}\nUse --fp8-block block32 (always exact), or --allow-inexact to round them and report the error.`,
+            { subject: source },
+          );
+        }
+        for (const writer of writers.values()) await writer.finish();
+        writers.clear();
+      } finally {
+        await pool?.close();
+        for (const writer of writers.values()) await writer.abort();
+      }
+      if (ck.indexed || ck.shards.length > 1) {
+        const weightMap: Record<string, string> = {};
+        for (const plan of plans) for (const out of plan.outputs) weightMap[out.name] = plan.shard;
+        const total = plans
+          .flatMap((p) => p.outputs)
+          .reduce((n, o) => n + elementCount(o.shape) * dtypeBytes(o.dtype), 0);
+        await writeShardIndex(dir, weightMap, total);
+      }
+      copiedFiles.push(
+        ...(await copyCompanions(source, dir, quantizationConfig(plans, options), options.to)),
+      );
+    });
+    return {
+      source,
+      output,
+      target: options.to,
+      tensors: plans.map((p) => results.get(p) as TensorConversion),
+      sourceBytes: totalBytes,
+      outputBytes,
+      copiedFiles,
+    };
+  } finally {
+    await ck.close();
+  }
+}
+
+/** This module's own extension: .ts when run from sources, .js when built. */
+function extension(): string {
+  return import.meta.url.endsWith(".ts") ? ".ts" : ".js";
+}
+
+/**
+ * Copies the non-weight files beside the weights (tokenizer, generation config, ...) and writes
+ * config.json with the quantization_config the serving engines read for the new format.
+ */
+async function copyCompanions(
+  source: string,
+  dir: string,
+  quantization: Record<string, unknown> | undefined,
+  target: ConvertTarget,
+): Promise<string[]> {
+  const copied: string[] = [];
+  const hasConfig = (await stat(source)).isDirectory() && (await readdir(source)).includes("config.json");
+  if (!hasConfig && quantization !== undefined) {
+    // No config to carry over: still say what the weights are, so an engine can load them.
+    await writeFile(
+      join(dir, "config.json"),
+      `${JSON.stringify({ quantization_config: quantization }, null, 2)}\n`,
+    );
+  }
+  if (!(await stat(source)).isDirectory()) return copied;
+  for (const name of await readdir(source)) {
+    const from = join(source, name);
+    if (name.endsWith(".safetensors") || name === INDEX_FILE || !(await stat(from)).isFile()) continue;
+    if (name === "config.json") {
+      let config: Record<string, unknown>;
+      try {
+        config = JSON.parse(await readFile(from, "utf8")) as Record<string, unknown>;
+      } catch (error) {
+        throw new BringupError(
+          "BAD_CONFIG",
+          `${from}: not valid JSON (${(error as Error).message}); fix it before converting.`,
+          { subject: from },
+        );
+      }
+      if (quantization === undefined) delete config.quantization_config;
+      else config.quantization_config = quantization;
+      if (target === "bf16" && "torch_dtype" in config) config.torch_dtype = "bfloat16";
+      await writeFile(join(dir, name), `${JSON.stringify(config, null, 2)}\n`);
+    } else {
+      await copyFile(from, join(dir, name));
+    }
+    copied.push(name);
+  }
+  return copied;
+}

@@ -1,0 +1,68 @@
+// The public face of formats/: dtypes and codecs, safetensors files and checkpoints, logical weights
+// (MXFP4, FP8 with block scales, plain), conversions and verification.
+export { bf16ToFloat32, float32ToBf16 } from "./bf16.js";
+export {
+  Checkpoint,
+  type CheckpointTensor,
+  INDEX_FILE,
+  openCheckpoint,
+  shardName,
+  writeCheckpoint,
+  writeShardIndex,
+} from "./checkpoint.js";
+export {
+  type ConvertOptions,
+  type ConvertProgress,
+  type ConvertReport,
+  type ConvertTarget,
+  convertCheckpoint,
+  DEFAULT_KEEP,
+  type Fp8Block,
+  type TensorConversion,
+} from "./convert.js";
+export { decodeToFloat32 } from "./decode.js";
+export { DTYPES, type Dtype, dtypeBytes, elementCount, isDtype, parseDtype } from "./dtypes.js";
+export { decodeE8m0, E8M0_NAN, encodeE8m0Exponent } from "./e8m0.js";
+export { floatToFp8Tile128 } from "./fp8-blockwise.js";
+export {
+  detectLogicalTensors,
+  FP8_BLOCKS,
+  findLogical,
+  type LogicalKind,
+  type LogicalTensor,
+  logicalRows,
+  readLogicalRows,
+  readLogicalTensor,
+  scaleGridShape,
+} from "./logical.js";
+export {
+  BFLOAT16,
+  decodeMinifloat,
+  decodeTable,
+  type EncodeOptions,
+  encodeMinifloat,
+  FLOAT16,
+  FP4_E2M1,
+  FP8_E4M3FN,
+  FP8_E5M2,
+  type MinifloatFormat,
+  maxFinite,
+} from "./minifloat.js";
+export {
+  dequantizeMxfp4,
+  encodeMxfp4,
+  MXFP4_BLOCK,
+  MXFP4_BLOCK_BYTES,
+  type Mxfp4Tensor,
+  mxfp4LogicalShape,
+} from "./mxfp4.js";
+export { mxfp4ToFp8Block32, mxfp4ToFp8Tile128, TILE, type TileReport } from "./mxfp4-to-fp8.js";
+export {
+  encodeSafetensorsHeader,
+  parseSafetensorsHeader,
+  type SafetensorsHeader,
+  type TensorInfo,
+  type TensorLayout,
+} from "./safetensors-header.js";
+export { openSafetensors, SafetensorsFile } from "./safetensors-reader.js";
+export { SafetensorsWriter, type TensorData, writeSafetensors } from "./safetensors-writer.js";

@@ -1,0 +1,161 @@
+import { BringupError } from "../common/errors.js";
+import type { Checkpoint } from "./checkpoint.js";
+import { decodeToFloat32 } from "./decode.js";
+import type { Dtype } from "./dtypes.js";
+import { dtypeBytes, elementCount } from "./dtypes.js";
+import { dequantizeMxfp4, MXFP4_BLOCK, MXFP4_BLOCK_BYTES, mxfp4LogicalShape } from "./mxfp4.js";
+import { TILE } from "./mxfp4-to-fp8.js";
+import type { TensorInfo } from "./safetensors-header.js";
+
+/**
+ * A weight as a model sees it, whatever its storage: a plain tensor, MXFP4 (`W_blocks` + `W_scales`),
+ * or FP8 E4M3 with a float32 `W_scale_inv` per block of the last two dimensions, as DeepSeek-style
+ * checkpoints store it (value = fp8 * scale_inv), with blocks of [128, 128] or [1, 32].
+ */
+export type LogicalTensor =
+  | { kind: "plain"; name: string; shape: readonly number[]; dtype: Dtype; parts: [string] }
+  | { kind: "mxfp4"; name: string; shape: readonly number[]; parts: [blocks: string, scales: string] }
+  | {
+      kind: "fp8";
+      name: string;
+      shape: readonly number[];
+      block: readonly [number, number];
+      parts: [weight: string, scaleInv: string];
+    };
+
+/** The FP8 scale blocks this project writes and recognises. */
+export const FP8_BLOCKS: readonly (readonly [number, number])[] = [
+  [TILE, TILE],
+  [1, MXFP4_BLOCK],
+];
+
+export function scaleGridShape(shape: readonly number[], block: readonly [number, number]): number[] {
+  const rows = shape.at(-2) as number;
+  const cols = shape.at(-1) as number;
+  return [...shape.slice(0, -2), Math.ceil(rows / block[0]), Math.ceil(cols / block[1])];
+}
+
+export type LogicalKind = LogicalTensor["kind"];
+
+function sameDims(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((v, i) => v === b[i]);
+}
+
+/** Groups stored tensors into logical weights by the public naming conventions. */
+export function detectLogicalTensors(tensors: readonly TensorInfo[]): LogicalTensor[] {
+  const byName = new Map(tensors.map((t) => [t.name, t]));
+  const used = new Set<string>();
+  const out: LogicalTensor[] = [];
+  for (const t of tensors) {
+    if (t.name.endsWith("_blocks") && t.dtype === "U8" && t.shape.at(-1) === MXFP4_BLOCK_BYTES) {
+      const base = t.name.slice(0, -"_blocks".length);
+      const scales = byName.get(`${base}_scales`);
+      if (scales?.dtype === "U8" && sameDims(scales.shape, t.shape.slice(0, -1))) {
+        out.push({
+          kind: "mxfp4",
+          name: base,
+          shape: mxfp4LogicalShape(t.shape),
+          parts: [t.name, scales.name],
+        });
+        used.add(t.name).add(scales.name);
+      }
+    }
+  }
+  for (const t of tensors) {
+    if (t.dtype !== "F8_E4M3" || t.shape.length < 2 || used.has(t.name)) continue;
+    const inv = byName.get(`${t.name}_scale_inv`);
+    const block = FP8_BLOCKS.find(
+      (b) => inv?.dtype === "F32" && sameDims(inv.shape, scaleGridShape(t.shape, b)),
+    );
+    if (inv !== undefined && block !== undefined) {
+      out.push({ kind: "fp8", name: t.name, shape: t.shape, block, parts: [t.name, inv.name] });
+      used.add(t.name).add(inv.name);
+    }
+  }
+  for (const t of tensors) {
+    if (!used.has(t.name))
+      out.push({ kind: "plain", name: t.name, shape: t.shape, dtype: t.dtype, parts: [t.name] });
+  }
+  const order = new Map(tensors.map((t, i) => [t.name, i]));
+  return out.sort((a, b) => (order.get(a.parts[0]) as number) - (order.get(b.parts[0]) as number));
+}
+
+/** Rows of a logical tensor: every dimension but the last, flattened. */
+export function logicalRows(tensor: LogicalTensor): { rows: number; cols: number } {
+  const cols = tensor.shape.length === 0 ? 1 : (tensor.shape.at(-1) as number);
+  return { rows: cols === 0 ? 0 : elementCount(tensor.shape) / cols, cols };
+}
+
+/**
+ * Decodes rows [start, end) of a logical tensor to float32, reading only those rows' bytes (and, for
+ * 128x128 tiles, the small scale tensor). Every format here decodes exactly to float32, except MXFP4
+ * scales of 2^126 and up, whose largest elements overflow float32 as they would any float32 reader.
+ */
+export async function readLogicalRows(
+  ck: Checkpoint,
+  tensor: LogicalTensor,
+  start: number,
+  end: number,
+): Promise<Float32Array> {
+  const { cols } = logicalRows(tensor);
+  switch (tensor.kind) {
+    case "plain": {
+      const size = dtypeBytes(tensor.dtype);
+      const bytes = await ck.readTensorRange(tensor.parts[0], start * cols * size, end * cols * size);
+      return decodeToFloat32(tensor.dtype, bytes, tensor.name);
+    }
+    case "mxfp4": {
+      const groups = cols / MXFP4_BLOCK;
+      const [blocksName, scalesName] = tensor.parts;
+      const blocks = await ck.readTensorRange(
+        blocksName,
+        start * groups * MXFP4_BLOCK_BYTES,
+        end * groups * MXFP4_BLOCK_BYTES,
+      );
+      const scales = await ck.readTensorRange(scalesName, start * groups, end * groups);
+      return dequantizeMxfp4(blocks, scales, undefined, `${ck.tensor(blocksName).file}#${tensor.name}`);
+    }
+    case "fp8": {
+      if (end <= start) return new Float32Array(0);
+      const matrixRows = tensor.shape.at(-2) as number;
+      const [blockRows, blockCols] = tensor.block;
+      const gridCols = Math.ceil(cols / blockCols);
+      const gridRowsPerMatrix = Math.ceil(matrixRows / blockRows);
+      const gridRow = (row: number) =>
+        Math.floor(row / matrixRows) * gridRowsPerMatrix + Math.floor((row % matrixRows) / blockRows);
+      const first = gridRow(start);
+      const last = gridRow(end - 1) + 1;
+      const scaleBytes = await ck.readTensorRange(tensor.parts[1], first * gridCols * 4, last * gridCols * 4);
+      const scaleInv = decodeToFloat32("F32", scaleBytes, tensor.parts[1]);
+      const values = decodeToFloat32(
+        "F8_E4M3",
+        await ck.readTensorRange(tensor.parts[0], start * cols, end * cols),
+      );
+      for (let row = start; row < end; row += 1) {
+        const base = (gridRow(row) - first) * gridCols;
+        const offset = (row - start) * cols;
+        for (let c = 0; c < cols; c += 1) {
+          values[offset + c] =
+            (values[offset + c] as number) * (scaleInv[base + Math.floor(c / blockCols)] as number);
+        }
+      }
+      return values;
+    }
+  }
+}
+
+/** The whole logical tensor as float32: what a model loader wants. */
+export function readLogicalTensor(ck: Checkpoint, tensor: LogicalTensor): Promise<Float32Array> {
+  return readLogicalRows(ck, tensor, 0, logicalRows(tensor).rows);
+}
+
+/** Finds a logical tensor by name, saying what is there when it is not. */
+export function findLogical(tensors: readonly LogicalTensor[], name: string, where: string): LogicalTensor {
+  const found = tensors.find((t) => t.name === name);
+  if (found === undefined) {
+    throw new BringupError("TENSOR_NOT_FOUND", `${where}: no weight named ${JSON.stringify(name)}.`, {
+      subject: `${where}#${name}`,
+    });
+  }
+  return found;
+}

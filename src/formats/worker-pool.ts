@@ -1,0 +1,81 @@
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { Worker } from "node:worker_threads";
+import { BringupError } from "../common/errors.js";
+
+export interface WorkerRequest<J> {
+  id: number;
+  job: J;
+}
+export type WorkerReply<R> =
+  | { id: number; ok: true; result: R }
+  | { id: number; ok: false; error: { code?: string; message: string; subject?: string } };
+
+/**
+ * A fixed set of worker threads running one module. Jobs go to the least busy worker; results come
+ * back as promises. When running from TypeScript sources (tests, tsx), the worker loads the module
+ * through tsx; built JavaScript loads directly.
+ */
+export class WorkerPool<J, R> {
+  readonly #workers: { worker: Worker; busy: number }[] = [];
+  readonly #pending = new Map<number, { resolve: (r: R) => void; reject: (e: unknown) => void }>();
+  #nextId = 0;
+  #failure: unknown;
+
+  constructor(entry: URL, size: number, workerData: unknown) {
+    for (let i = 0; i < size; i += 1) {
+      const worker = startWorker(entry, workerData);
+      const slot = { worker, busy: 0 };
+      worker.on("message", (reply: WorkerReply<R>) => {
+        slot.busy -= 1;
+        const pending = this.#pending.get(reply.id);
+        this.#pending.delete(reply.id);
+        if (pending === undefined) return;
+        if (reply.ok) pending.resolve(reply.result);
+        else
+          pending.reject(
+            new BringupError(reply.error.code ?? "WORKER_FAILED", reply.error.message, {
+              subject: reply.error.subject,
+            }),
+          );
+      });
+      worker.on("error", (error) => this.#fail(error));
+      worker.on("exit", (code) => {
+        if (code !== 0)
+          this.#fail(new BringupError("WORKER_FAILED", `a conversion worker exited with code ${code}.`));
+      });
+      this.#workers.push(slot);
+    }
+  }
+
+  run(job: J, transfer: readonly ArrayBuffer[] = []): Promise<R> {
+    if (this.#failure !== undefined) return Promise.reject(this.#failure);
+    const slot = this.#workers.reduce((a, b) => (b.busy < a.busy ? b : a));
+    const id = this.#nextId++;
+    slot.busy += 1;
+    return new Promise<R>((resolve, reject) => {
+      this.#pending.set(id, { resolve, reject });
+      slot.worker.postMessage({ id, job } satisfies WorkerRequest<J>, transfer as ArrayBuffer[]);
+    });
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.#workers.map(({ worker }) => worker.terminate()));
+  }
+
+  #fail(error: unknown): void {
+    this.#failure ??= error;
+    for (const { reject } of this.#pending.values()) reject(error);
+    this.#pending.clear();
+  }
+}
+
+function startWorker(entry: URL, workerData: unknown): Worker {
+  if (!entry.pathname.endsWith(".ts")) return new Worker(entry, { workerData });
+  // Node 20 cannot load TypeScript itself; tsx's tsImport loads the module with its loader in place.
+  const tsxRoot = dirname(createRequire(import.meta.url).resolve("tsx/package.json"));
+  const api = pathToFileURL(join(tsxRoot, "dist/esm/api/index.mjs")).href;
+  const bootstrap = `import(${JSON.stringify(api)}).then((api) => api.tsImport(${JSON.stringify(entry.href)}, ${JSON.stringify(entry.href)}))`;
+  return new Worker(bootstrap, { eval: true, workerData });
+}
