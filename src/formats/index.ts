@@ -24,6 +24,7 @@ export { decodeToFloat32 } from "./decode.js";
 export { DTYPES, type Dtype, dtypeBytes, elementCount, isDtype, parseDtype } from "./dtypes.js";
 export { decodeE8m0, E8M0_NAN, encodeE8m0Exponent } from "./e8m0.js";
 export { floatToFp8Tile128 } from "./fp8-blockwise.js";
+export { type InspectReport, inspectCheckpoint } from "./inspect.js";
 export {
   detectLogicalTensors,
   FP8_BLOCKS,
@@ -66,3 +67,4 @@ export {
 } from "./safetensors-header.js";
 export { openSafetensors, SafetensorsFile } from "./safetensors-reader.js";
 export { SafetensorsWriter, type TensorData, writeSafetensors } from "./safetensors-writer.js";
+export { type VerifyReport, verifyCheckpoints, type WeightComparison } from "./verify.js";
