@@ -2,6 +2,7 @@ import type { Dirent } from "node:fs";
 import { readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { BringupError } from "../common/errors.js";
+import { recipeProblems } from "../recipes/index.js";
 import {
   type BenchRecord,
   inspectRecords,
@@ -177,6 +178,8 @@ export async function inspectPort(
           });
         }
         diagnostics.push(...danglingRefs(result.data, recordIds, source, manifestFile, label));
+        // Checked-in recipe files must be what `bringup recipe` makes of this manifest.
+        diagnostics.push(...(await recipeProblems(dir, label, result.data)));
       }
     }
   }
