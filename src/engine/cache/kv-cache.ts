@@ -1,0 +1,41 @@
+import type { CacheSpec } from "./spec.js";
+
+/**
+ * The paged key and value storage of one layer: `numBlocks` blocks of `blockSize` slots, each slot
+ * holding numKvHeads keys of headDim and values of vHeadDim. A slot number is block*blockSize+offset.
+ */
+export class LayerKvCache {
+  readonly keys: Float32Array;
+  readonly values: Float32Array;
+  readonly keyStride: number;
+  readonly valueStride: number;
+
+  constructor(
+    readonly spec: CacheSpec,
+    numBlocks: number,
+    readonly numKvHeads: number,
+    readonly headDim: number,
+    readonly vHeadDim: number,
+  ) {
+    this.keyStride = numKvHeads * headDim;
+    this.valueStride = numKvHeads * vHeadDim;
+    this.keys = new Float32Array(numBlocks * spec.blockSize * this.keyStride);
+    this.values = new Float32Array(numBlocks * spec.blockSize * this.valueStride);
+  }
+
+  /** The slot of position `pos` for a sequence with block table `blocks`. */
+  slot(blocks: readonly number[], pos: number): number {
+    const b = blocks[this.spec.blockIndex(pos)] as number;
+    return b * this.spec.blockSize + (pos % this.spec.blockSize);
+  }
+
+  write(slot: number, k: Float32Array, kOffset: number, v: Float32Array, vOffset: number): void {
+    this.keys.set(k.subarray(kOffset, kOffset + this.keyStride), slot * this.keyStride);
+    this.values.set(v.subarray(vOffset, vOffset + this.valueStride), slot * this.valueStride);
+  }
+
+  /** Bytes one token takes in this layer. */
+  static bytesPerToken(numKvHeads: number, headDim: number, vHeadDim: number): number {
+    return 4 * numKvHeads * (headDim + vHeadDim);
+  }
+}

@@ -1,0 +1,34 @@
+/**
+ * How one group of layers keeps its keys and values in paged blocks. The block manager and the
+ * attention read positions through a spec, so a sliding-window ring or a recurrent state can be
+ * added beside the full layout without touching them.
+ */
+export interface CacheSpec {
+  readonly kind: string;
+  readonly blockSize: number;
+  /** Blocks a sequence must hold once it has `numTokens` tokens (positions 0..numTokens-1). */
+  blocksNeeded(numTokens: number): number;
+  /** Index into the sequence's block table of the block that stores position `pos`. */
+  blockIndex(pos: number): number;
+  /** The first position that a query at `pos` attends to. */
+  firstVisible(pos: number): number;
+}
+
+/** Every position is kept and attended: the standard causal layout. */
+export class FullCacheSpec implements CacheSpec {
+  readonly kind = "full";
+
+  constructor(readonly blockSize: number) {}
+
+  blocksNeeded(numTokens: number): number {
+    return Math.ceil(numTokens / this.blockSize);
+  }
+
+  blockIndex(pos: number): number {
+    return Math.floor(pos / this.blockSize);
+  }
+
+  firstVisible(_pos: number): number {
+    return 0;
+  }
+}

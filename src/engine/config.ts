@@ -1,0 +1,217 @@
+import { z } from "zod";
+import { BringupError } from "../common/errors.js";
+
+/** YaRN context extension parameters, as HF `rope_scaling` with rope_type "yarn" gives them. */
+export interface YarnScaling {
+  readonly factor: number;
+  readonly originalMaxPositionEmbeddings: number;
+  readonly betaFast: number;
+  readonly betaSlow: number;
+  readonly mscale?: number;
+  readonly mscaleAllDim?: number;
+}
+
+/** The attention of one layer. Later ports add kinds (sliding window, ...) next to "full". */
+export interface AttentionSpec {
+  readonly kind: "full";
+  readonly numHeads: number;
+  readonly numKvHeads: number;
+  /** Query/key head size. */
+  readonly headDim: number;
+  /** Value head size (equal to headDim in llama-style models). */
+  readonly vHeadDim: number;
+  readonly ropeTheta: number;
+  /** Fraction of each query/key head that is rotated (1 = all). */
+  readonly partialRotaryFactor: number;
+  readonly bias: boolean;
+  /** Per-head RMSNorm of queries and keys before RoPE (Qwen3). */
+  readonly qkNorm: boolean;
+  /** A learned per-head logit added to the softmax denominator (attention sinks). */
+  readonly sinks: boolean;
+}
+
+export interface MoeSpec {
+  readonly numExperts: number;
+  readonly topK: number;
+  readonly intermediateSize: number;
+  readonly scoring: "softmax" | "sigmoid";
+  /** Renormalize the chosen experts' scores to sum to 1. */
+  readonly normTopKProb: boolean;
+  readonly routedScalingFactor: number;
+}
+
+export interface LayerSpec {
+  readonly attention: AttentionSpec;
+  readonly mlp: "dense" | "moe";
+}
+
+/** The engine's own view of a model: every field resolved, one entry per layer. */
+export interface ModelConfig {
+  readonly modelType: string;
+  readonly vocabSize: number;
+  readonly hiddenSize: number;
+  readonly intermediateSize: number;
+  readonly rmsNormEps: number;
+  readonly maxPositionEmbeddings: number;
+  readonly tieWordEmbeddings: boolean;
+  readonly ropeScaling?: YarnScaling;
+  readonly moe?: MoeSpec;
+  readonly layers: readonly LayerSpec[];
+  readonly bosTokenId?: number;
+  readonly eosTokenIds: readonly number[];
+}
+
+const positive = z.number().int().positive();
+const tokenIds = z.union([z.number().int().nonnegative(), z.array(z.number().int().nonnegative())]);
+
+/** The HF config.json fields the engine reads; others are allowed and ignored. */
+const HfConfig = z.looseObject({
+  model_type: z.string(),
+  vocab_size: positive,
+  hidden_size: positive,
+  intermediate_size: positive.optional(),
+  num_hidden_layers: positive,
+  num_attention_heads: positive,
+  num_key_value_heads: positive.optional(),
+  head_dim: positive.nullish(),
+  v_head_dim: positive.nullish(),
+  rms_norm_eps: z.number().positive().default(1e-6),
+  rope_theta: z.number().positive().default(10000),
+  partial_rotary_factor: z.number().gt(0).lte(1).default(1),
+  rope_scaling: z
+    .looseObject({
+      rope_type: z.string().optional(),
+      type: z.string().optional(),
+      factor: z.number().positive().optional(),
+      original_max_position_embeddings: positive.optional(),
+      beta_fast: z.number().optional(),
+      beta_slow: z.number().optional(),
+      mscale: z.number().optional(),
+      mscale_all_dim: z.number().optional(),
+    })
+    .nullish(),
+  max_position_embeddings: positive.default(4096),
+  tie_word_embeddings: z.boolean().default(false),
+  attention_bias: z.boolean().optional(),
+  hidden_act: z.string().default("silu"),
+  num_local_experts: positive.optional(),
+  num_experts: positive.optional(),
+  n_routed_experts: positive.optional(),
+  num_experts_per_tok: positive.optional(),
+  moe_intermediate_size: positive.optional(),
+  norm_topk_prob: z.boolean().optional(),
+  scoring_func: z.enum(["softmax", "sigmoid"]).optional(),
+  routed_scaling_factor: z.number().positive().optional(),
+  decoder_sparse_step: positive.optional(),
+  mlp_only_layers: z.array(z.number().int().nonnegative()).optional(),
+  bos_token_id: z.number().int().nonnegative().nullish(),
+  eos_token_id: tokenIds.nullish(),
+});
+
+/** Model types whose attention has q/k/v biases by default. */
+const BIAS_BY_DEFAULT = new Set(["qwen2"]);
+const QK_NORM = new Set(["qwen3", "qwen3_moe"]);
+const SUPPORTED = new Set(["llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen3_moe"]);
+
+/** Parses an HF config.json object into a ModelConfig; `source` names the file in errors. */
+export function parseHfConfig(json: unknown, source = "config.json"): ModelConfig {
+  const parsed = HfConfig.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new BringupError(
+      "MODEL_CONFIG_INVALID",
+      `${source}: ${issue?.path.join(".") || "(root)"}: ${issue?.message ?? "invalid"}; fix the field or regenerate the model.`,
+      { subject: source },
+    );
+  }
+  const c = parsed.data;
+  const fail = (message: string): never => {
+    throw new BringupError("MODEL_CONFIG_INVALID", `${source}: ${message}`, { subject: source });
+  };
+  if (!SUPPORTED.has(c.model_type)) {
+    fail(
+      `model_type "${c.model_type}" is not supported by the reference engine (supported: ${[...SUPPORTED].join(", ")}); add it through a port's model code.`,
+    );
+  }
+  if (c.hidden_act !== "silu") fail(`hidden_act "${c.hidden_act}" is not supported (only silu).`);
+  const numHeads = c.num_attention_heads;
+  const numKvHeads = c.num_key_value_heads ?? numHeads;
+  if (numHeads % numKvHeads !== 0)
+    fail(`num_attention_heads ${numHeads} is not a multiple of num_key_value_heads ${numKvHeads}.`);
+  const headDim = c.head_dim ?? c.hidden_size / numHeads;
+  if (!Number.isInteger(headDim))
+    fail(`hidden_size ${c.hidden_size} is not divisible by num_attention_heads ${numHeads}; set head_dim.`);
+  const rotary = Math.round(headDim * c.partial_rotary_factor);
+  if (rotary % 2 !== 0) fail(`the rotary part of each head (${rotary}) must be even.`);
+
+  let ropeScaling: YarnScaling | undefined;
+  const rs = c.rope_scaling;
+  if (rs) {
+    const kind = rs.rope_type ?? rs.type ?? "default";
+    if (kind === "yarn") {
+      ropeScaling = {
+        factor: rs.factor ?? fail("rope_scaling.factor is required for yarn."),
+        originalMaxPositionEmbeddings: rs.original_max_position_embeddings ?? c.max_position_embeddings,
+        betaFast: rs.beta_fast ?? 32,
+        betaSlow: rs.beta_slow ?? 1,
+        ...(rs.mscale === undefined ? {} : { mscale: rs.mscale }),
+        ...(rs.mscale_all_dim === undefined ? {} : { mscaleAllDim: rs.mscale_all_dim }),
+      };
+    } else if (kind !== "default") {
+      fail(`rope_scaling type "${kind}" is not supported (default or yarn).`);
+    }
+  }
+
+  const numExperts = c.num_local_experts ?? c.num_experts ?? c.n_routed_experts;
+  let moe: MoeSpec | undefined;
+  if (numExperts !== undefined && numExperts > 0) {
+    const topK = c.num_experts_per_tok ?? fail("num_experts_per_tok is required for a mixture of experts.");
+    if (topK > numExperts) fail(`num_experts_per_tok ${topK} exceeds the ${numExperts} experts.`);
+    moe = {
+      numExperts,
+      topK,
+      intermediateSize:
+        c.moe_intermediate_size ?? c.intermediate_size ?? fail("moe_intermediate_size is missing."),
+      scoring: c.scoring_func ?? "softmax",
+      // Mixtral renormalizes the top-k softmax; Qwen MoE says so in norm_topk_prob.
+      normTopKProb: c.norm_topk_prob ?? c.model_type === "mixtral",
+      routedScalingFactor: c.routed_scaling_factor ?? 1,
+    };
+  }
+  const intermediateSize =
+    c.intermediate_size ?? moe?.intermediateSize ?? fail("intermediate_size is missing.");
+  const attention: AttentionSpec = {
+    kind: "full",
+    numHeads,
+    numKvHeads,
+    headDim,
+    vHeadDim: c.v_head_dim ?? headDim,
+    ropeTheta: c.rope_theta,
+    partialRotaryFactor: c.partial_rotary_factor,
+    bias: c.attention_bias ?? BIAS_BY_DEFAULT.has(c.model_type),
+    qkNorm: QK_NORM.has(c.model_type),
+    sinks: false,
+  };
+  const sparseStep = c.decoder_sparse_step ?? 1;
+  const denseOnly = new Set(c.mlp_only_layers ?? []);
+  const layers: LayerSpec[] = [];
+  for (let i = 0; i < c.num_hidden_layers; i++) {
+    const isMoe = moe !== undefined && !denseOnly.has(i) && (i + 1) % sparseStep === 0;
+    layers.push({ attention, mlp: isMoe ? "moe" : "dense" });
+  }
+  const eos = c.eos_token_id;
+  return {
+    modelType: c.model_type,
+    vocabSize: c.vocab_size,
+    hiddenSize: c.hidden_size,
+    intermediateSize,
+    rmsNormEps: c.rms_norm_eps,
+    maxPositionEmbeddings: c.max_position_embeddings,
+    tieWordEmbeddings: c.tie_word_embeddings,
+    ...(ropeScaling ? { ropeScaling } : {}),
+    ...(moe ? { moe } : {}),
+    layers,
+    ...(c.bos_token_id != null ? { bosTokenId: c.bos_token_id } : {}),
+    eosTokenIds: eos == null ? [] : Array.isArray(eos) ? eos : [eos],
+  };
+}

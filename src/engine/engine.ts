@@ -1,0 +1,493 @@
+import { randomInt } from "node:crypto";
+import { BringupError } from "../common/errors.js";
+import { BlockManager } from "./cache/block-manager.js";
+import { LayerKvCache } from "./cache/kv-cache.js";
+import { type CacheSpec, FullCacheSpec } from "./cache/spec.js";
+import { MatmulPool } from "./kernels/pool.js";
+import type { LoadedModel } from "./model/loaded-model.js";
+import { type ForwardBatch, Transformer } from "./model/transformer.js";
+import { OutputQueue } from "./output-queue.js";
+import type { FinishReason, GeneratedToken, GenerateRequest, StepOutput } from "./request.js";
+import { logprobsOf, sampleToken, validateSampling } from "./sampler.js";
+import { Rng } from "./tensor/random.js";
+
+export interface EngineOptions {
+  /** Most sequences running at once (default 64). */
+  readonly maxNumSeqs?: number;
+  /** Longest prompt + output, in tokens (default: the model's max_position_embeddings). */
+  readonly maxModelLen?: number;
+  /** Tokens per KV block (default 16). */
+  readonly blockSize?: number;
+  /** KV cache memory budget in bytes (default: room for maxNumSeqs full-length sequences, at most 1 GiB). */
+  readonly kvCacheBytes?: number;
+  /** Most tokens one step runs (prefill is chunked to fit; default max(2048, maxNumSeqs)). */
+  readonly maxNumBatchedTokens?: number;
+  /** Threads for matmuls, this one included (default: all cores). */
+  readonly threads?: number;
+}
+
+/** Figures for /metrics. */
+export interface EngineStats {
+  readonly running: number;
+  readonly waiting: number;
+  readonly kvBlocksUsed: number;
+  readonly kvBlocksTotal: number;
+  /** How many tokens the KV cache can hold across all sequences. */
+  readonly kvTokenCapacity: number;
+  readonly blockSize: number;
+  readonly preemptions: number;
+  readonly promptTokensTotal: number;
+  readonly generationTokensTotal: number;
+}
+
+/** The limits the engine runs under, resolved from EngineOptions. */
+export interface EngineLimits {
+  readonly maxNumSeqs: number;
+  readonly maxModelLen: number;
+  readonly blockSize: number;
+  readonly kvBlocks: number;
+  readonly maxNumBatchedTokens: number;
+}
+
+interface CacheGroup {
+  readonly spec: CacheSpec;
+  readonly blocks: BlockManager;
+}
+
+class Sequence {
+  readonly tokens: number[];
+  readonly numPrompt: number;
+  numComputed = 0;
+  numGenerated = 0;
+  readonly tables: number[][];
+  status: "waiting" | "running" | "finished" = "waiting";
+  promptLogprobs: (GeneratedToken | null)[] | undefined;
+  promptLogprobsSent = false;
+  readonly rng: Rng;
+  readonly stopIds: ReadonlySet<number>;
+
+  constructor(
+    readonly id: number,
+    readonly request: GenerateRequest,
+    readonly queue: OutputQueue<StepOutput>,
+    groups: number,
+    eos: readonly number[],
+  ) {
+    this.tokens = [...request.promptTokenIds];
+    this.numPrompt = this.tokens.length;
+    this.tables = Array.from({ length: groups }, () => []);
+    this.rng = new Rng(request.sampling?.seed ?? randomInt(0x7fffffff));
+    this.stopIds = new Set([...(request.ignoreEos ? [] : eos), ...(request.stopTokenIds ?? [])]);
+    if (request.promptLogprobs !== undefined) this.promptLogprobs = [null];
+  }
+}
+
+interface Chunk {
+  readonly seq: Sequence;
+  readonly start: number;
+  readonly count: number;
+}
+
+/**
+ * The reference engine: continuous batching over a paged KV cache. Each step runs every running
+ * sequence's next token together with chunks of waiting prompts; when blocks run out, the most
+ * recently admitted sequence is preempted (its blocks freed, recomputed later).
+ */
+export class Engine {
+  readonly model: LoadedModel;
+  readonly limits: EngineLimits;
+  private readonly pool: MatmulPool;
+  private readonly transformer: Transformer;
+  private readonly groups: CacheGroup[];
+  private readonly waiting: Sequence[] = [];
+  private readonly running: Sequence[] = [];
+  private readonly logprobScratch: Float64Array;
+  private nextId = 0;
+  private wake: (() => void) | undefined;
+  private closed = false;
+  private readonly loop: Promise<void>;
+  private preemptions = 0;
+  private promptTokensTotal = 0;
+  private generationTokensTotal = 0;
+
+  constructor(model: LoadedModel, options: EngineOptions = {}) {
+    this.model = model;
+    const config = model.config;
+    const opt = (name: string, value: number | undefined, fallback: number, min = 1): number => {
+      const v = value ?? fallback;
+      if (!Number.isInteger(v) || v < min) {
+        throw new BringupError(
+          "ENGINE_OPTIONS_INVALID",
+          `${name} must be an integer >= ${min}, got ${value}.`,
+          { subject: name },
+        );
+      }
+      return v;
+    };
+    const maxNumSeqs = opt("max_num_seqs", options.maxNumSeqs, 64);
+    const maxModelLen = opt("max_model_len", options.maxModelLen, config.maxPositionEmbeddings);
+    const blockSize = opt("block_size", options.blockSize, 16);
+    const maxNumBatchedTokens = opt(
+      "max_num_batched_tokens",
+      options.maxNumBatchedTokens,
+      Math.max(2048, maxNumSeqs),
+    );
+    let bytesPerToken = 0;
+    for (const l of config.layers) {
+      bytesPerToken += LayerKvCache.bytesPerToken(
+        l.attention.numKvHeads,
+        l.attention.headDim,
+        l.attention.vHeadDim,
+      );
+    }
+    const wanted = Math.ceil(maxModelLen / blockSize) * blockSize * maxNumSeqs * bytesPerToken;
+    const budget = options.kvCacheBytes ?? Math.min(wanted, 1 << 30);
+    const kvBlocks = Math.floor(budget / (blockSize * bytesPerToken));
+    if (kvBlocks < 1) {
+      throw new BringupError(
+        "KV_BUDGET_TOO_SMALL",
+        `a KV budget of ${budget} bytes holds no block of ${blockSize} tokens (${blockSize * bytesPerToken} bytes); raise it.`,
+      );
+    }
+    this.limits = { maxNumSeqs, maxModelLen, blockSize, kvBlocks, maxNumBatchedTokens };
+    // One cache group: every layer uses full attention. Later specs add groups of their own.
+    const spec = new FullCacheSpec(blockSize);
+    this.groups = [{ spec, blocks: new BlockManager(kvBlocks) }];
+    const caches = config.layers.map(
+      (l) =>
+        new LayerKvCache(spec, kvBlocks, l.attention.numKvHeads, l.attention.headDim, l.attention.vHeadDim),
+    );
+    this.pool = new MatmulPool(options.threads);
+    this.transformer = new Transformer(
+      config,
+      model.weights,
+      this.pool,
+      caches,
+      config.layers.map(() => 0),
+    );
+    this.logprobScratch = new Float64Array(model.weights.lmHead.rows);
+    this.loop = this.run();
+  }
+
+  get tokenizer(): LoadedModel["tokenizer"] {
+    return this.model.tokenizer;
+  }
+
+  /**
+   * Queues a request and returns its output stream. Throws BringupError at once for a request that
+   * can never run (empty prompt, over max_model_len, larger than the whole KV cache, bad parameters).
+   * Aborting `signal` (or leaving the for-await loop) ends the stream with finish reason "abort"
+   * and frees the request's KV blocks before the next step.
+   */
+  submit(request: GenerateRequest, signal?: AbortSignal): AsyncIterableIterator<StepOutput> {
+    if (this.closed) throw new BringupError("ENGINE_CLOSED", "the engine has been closed; start a new one.");
+    this.validate(request);
+    const id = this.nextId++;
+    let seq: Sequence | undefined;
+    const queue = new OutputQueue<StepOutput>(() => {
+      if (seq) this.abort(seq);
+    });
+    seq = new Sequence(
+      id,
+      request,
+      queue,
+      this.groups.length,
+      this.model.tokenizer.eosTokenIds.length > 0
+        ? this.model.tokenizer.eosTokenIds
+        : this.model.config.eosTokenIds,
+    );
+    const s = seq;
+    if (signal) {
+      if (signal.aborted) {
+        queue.push(this.output(s, undefined, "abort"));
+        queue.close();
+        return queue;
+      }
+      signal.addEventListener("abort", () => this.abort(s), { once: true });
+    }
+    this.waiting.push(s);
+    this.wake?.();
+    return queue;
+  }
+
+  stats(): EngineStats {
+    let used = 0;
+    let total = 0;
+    for (const g of this.groups) {
+      used += g.blocks.numUsed;
+      total += g.blocks.numBlocks;
+    }
+    return {
+      running: this.running.length,
+      waiting: this.waiting.length,
+      kvBlocksUsed: used,
+      kvBlocksTotal: total,
+      kvTokenCapacity: this.limits.kvBlocks * this.limits.blockSize,
+      blockSize: this.limits.blockSize,
+      preemptions: this.preemptions,
+      promptTokensTotal: this.promptTokensTotal,
+      generationTokensTotal: this.generationTokensTotal,
+    };
+  }
+
+  /** Aborts every request, stops the loop and the matmul workers. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const seq of [...this.running, ...this.waiting]) this.abort(seq);
+    this.wake?.();
+    await this.loop;
+    await this.pool.close();
+  }
+
+  private validate(r: GenerateRequest): void {
+    const bad = (code: string, message: string, subject?: string): never => {
+      throw new BringupError(code, message, subject === undefined ? undefined : { subject });
+    };
+    const n = r.promptTokenIds.length;
+    if (n === 0) bad("PROMPT_EMPTY", "the prompt has no tokens; send at least one.", "prompt");
+    for (const id of r.promptTokenIds) {
+      if (!Number.isInteger(id) || id < 0 || id >= this.model.config.vocabSize) {
+        bad(
+          "TOKEN_OUT_OF_RANGE",
+          `prompt token id ${id} is outside the vocabulary (0..${this.model.config.vocabSize - 1}).`,
+          "prompt",
+        );
+      }
+    }
+    if (!Number.isInteger(r.maxTokens) || r.maxTokens < 0)
+      bad("INVALID_MAX_TOKENS", `max_tokens must be an integer >= 0, got ${r.maxTokens}.`, "max_tokens");
+    const { maxModelLen, kvBlocks, blockSize } = this.limits;
+    if (n + r.maxTokens > maxModelLen) {
+      bad(
+        "CONTEXT_TOO_LONG",
+        `this model's maximum context length is ${maxModelLen} tokens, but ${n + r.maxTokens} were requested (${n} in the prompt, ${r.maxTokens} to generate); shorten the prompt or lower max_tokens.`,
+        "max_tokens",
+      );
+    }
+    for (const g of this.groups) {
+      const need = g.spec.blocksNeeded(n + r.maxTokens);
+      if (need > g.blocks.numBlocks) {
+        bad(
+          "KV_CAPACITY_EXCEEDED",
+          `this request needs ${need} KV blocks of ${blockSize} tokens but the cache has ${kvBlocks}; raise the KV memory budget or shorten the request.`,
+          "max_tokens",
+        );
+      }
+    }
+    for (const [field, v] of [
+      ["logprobs", r.logprobs],
+      ["prompt_logprobs", r.promptLogprobs],
+    ] as const) {
+      if (v !== undefined && !(Number.isInteger(v) && v >= 0 && v <= this.model.config.vocabSize)) {
+        bad(
+          "INVALID_LOGPROBS",
+          `${field} must be an integer between 0 and the vocabulary size, got ${v}.`,
+          field,
+        );
+      }
+    }
+    validateSampling(r.sampling ?? {});
+  }
+
+  private abort(seq: Sequence): void {
+    if (seq.status === "finished") return;
+    this.finish(seq, "abort", undefined);
+  }
+
+  private finish(seq: Sequence, reason: FinishReason, token: GeneratedToken | undefined): void {
+    const queue = this.waiting.indexOf(seq);
+    if (queue >= 0) this.waiting.splice(queue, 1);
+    const run = this.running.indexOf(seq);
+    if (run >= 0) this.running.splice(run, 1);
+    this.freeBlocks(seq);
+    seq.status = "finished";
+    seq.queue.push(this.output(seq, token, reason));
+    seq.queue.close();
+  }
+
+  private output(
+    seq: Sequence,
+    token: GeneratedToken | undefined,
+    finishReason: FinishReason | null,
+  ): StepOutput {
+    const out: StepOutput = {
+      ...(token ? { token } : {}),
+      finishReason,
+      ...(seq.promptLogprobs !== undefined &&
+      !seq.promptLogprobsSent &&
+      seq.promptLogprobs.length === seq.numPrompt
+        ? { promptLogprobs: seq.promptLogprobs }
+        : {}),
+      numPromptTokens: seq.numPrompt,
+      numGeneratedTokens: seq.numGenerated,
+    };
+    if (out.promptLogprobs) seq.promptLogprobsSent = true;
+    return out;
+  }
+
+  private freeBlocks(seq: Sequence): void {
+    seq.tables.forEach((table, g) => {
+      (this.groups[g] as CacheGroup).blocks.release(table);
+      table.length = 0;
+    });
+  }
+
+  private async run(): Promise<void> {
+    while (!this.closed) {
+      if (this.running.length === 0 && this.waiting.length === 0) {
+        await new Promise<void>((resolve) => {
+          this.wake = resolve;
+        });
+        this.wake = undefined;
+        continue;
+      }
+      try {
+        this.step();
+      } catch (error) {
+        for (const seq of [...this.running, ...this.waiting]) {
+          this.freeBlocks(seq);
+          seq.status = "finished";
+          seq.queue.fail(error);
+        }
+        this.running.length = 0;
+        this.waiting.length = 0;
+      }
+      // Let aborts, new requests and consumers run between steps.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+  }
+
+  /** Blocks still to allocate in each group for `seq` to hold `numTokens` tokens. */
+  private missingBlocks(seq: Sequence, numTokens: number): number[] {
+    return this.groups.map((g, i) =>
+      Math.max(0, g.spec.blocksNeeded(numTokens) - (seq.tables[i] as number[]).length),
+    );
+  }
+
+  private tryAllocate(seq: Sequence, numTokens: number): boolean {
+    const missing = this.missingBlocks(seq, numTokens);
+    if (!missing.every((n, i) => (this.groups[i] as CacheGroup).blocks.canAllocate(n))) return false;
+    missing.forEach((n, i) => {
+      (seq.tables[i] as number[]).push(...(this.groups[i] as CacheGroup).blocks.allocate(n));
+    });
+    return true;
+  }
+
+  private preempt(seq: Sequence): void {
+    this.running.splice(this.running.indexOf(seq), 1);
+    this.freeBlocks(seq);
+    seq.numComputed = 0;
+    seq.status = "waiting";
+    this.preemptions++;
+    // Back to the queue in arrival order, ahead of anything that came later.
+    let i = 0;
+    while (i < this.waiting.length && (this.waiting[i] as Sequence).id < seq.id) i++;
+    this.waiting.splice(i, 0, seq);
+  }
+
+  private schedule(): Chunk[] {
+    const chunks: Chunk[] = [];
+    let budget = this.limits.maxNumBatchedTokens;
+    for (const seq of [...this.running]) {
+      if (seq.status !== "running" || budget === 0) continue;
+      const count = Math.min(seq.tokens.length - seq.numComputed, budget);
+      let fits = this.tryAllocate(seq, seq.numComputed + count);
+      while (!fits) {
+        const victim = [...this.running].reverse().find((s) => !chunks.some((c) => c.seq === s));
+        if (victim === undefined) break;
+        this.preempt(victim);
+        if (victim === seq) break;
+        fits = this.tryAllocate(seq, seq.numComputed + count);
+      }
+      if (!fits) continue;
+      chunks.push({ seq, start: seq.numComputed, count });
+      budget -= count;
+    }
+    while (this.waiting.length > 0 && this.running.length < this.limits.maxNumSeqs && budget > 0) {
+      const seq = this.waiting[0] as Sequence;
+      const count = Math.min(seq.tokens.length - seq.numComputed, budget);
+      if (!this.tryAllocate(seq, seq.numComputed + count)) break;
+      this.waiting.shift();
+      seq.status = "running";
+      this.running.push(seq);
+      chunks.push({ seq, start: seq.numComputed, count });
+      budget -= count;
+    }
+    return chunks;
+  }
+
+  private step(): void {
+    const chunks = this.schedule();
+    if (chunks.length === 0) return;
+    const tokens: number[] = [];
+    const positions: number[] = [];
+    const blockTables: (readonly (readonly number[])[])[] = [];
+    const logitRows: number[] = [];
+    /** For each chunk, the logit row of each of its tokens (-1 = none). */
+    const rowsOf: number[][] = [];
+    for (const { seq, start, count } of chunks) {
+      const rows: number[] = [];
+      const completes = start + count === seq.tokens.length;
+      for (let p = start; p < start + count; p++) {
+        const wantsPrompt =
+          seq.promptLogprobs !== undefined && !seq.promptLogprobsSent && p < seq.numPrompt - 1;
+        const wantsNext =
+          completes && p === seq.tokens.length - 1 && seq.numGenerated < seq.request.maxTokens;
+        if (wantsPrompt || wantsNext) {
+          rows.push(logitRows.length);
+          logitRows.push(tokens.length);
+        } else rows.push(-1);
+        tokens.push(seq.tokens[p] as number);
+        positions.push(p);
+        blockTables.push(seq.tables);
+      }
+      rowsOf.push(rows);
+    }
+    const batch: ForwardBatch = { tokens, positions, blockTables, logitRows };
+    const logits = this.transformer.forward(batch);
+    const V = this.model.weights.lmHead.rows;
+    chunks.forEach(({ seq, start, count }, ci) => {
+      const rows = rowsOf[ci] as number[];
+      if (seq.status !== "running") return;
+      if (start < seq.numPrompt) this.promptTokensTotal += Math.min(count, seq.numPrompt - start);
+      seq.numComputed = start + count;
+      for (let i = 0; i < count; i++) {
+        const p = start + i;
+        const row = rows[i] as number;
+        if (row < 0 || seq.promptLogprobs === undefined || seq.promptLogprobsSent || p >= seq.numPrompt - 1)
+          continue;
+        if (seq.promptLogprobs.length !== p + 1) continue;
+        const next = seq.tokens[p + 1] as number;
+        const lp = logprobsOf(logits, row * V, V, next, seq.request.promptLogprobs ?? 0, this.logprobScratch);
+        seq.promptLogprobs.push({
+          tokenId: next,
+          logprob: lp.logprob,
+          rank: lp.rank,
+          ...(lp.top.length > 0 ? { top: lp.top } : {}),
+        });
+      }
+      if (seq.numComputed < seq.tokens.length) return;
+      if (seq.numGenerated >= seq.request.maxTokens) {
+        this.finish(seq, "length", undefined);
+        return;
+      }
+      const row = rows[count - 1] as number;
+      const tokenId = sampleToken(logits, row * V, V, seq.request.sampling ?? {}, seq.rng);
+      const lp = logprobsOf(logits, row * V, V, tokenId, seq.request.logprobs ?? 0, this.logprobScratch);
+      const token: GeneratedToken = {
+        tokenId,
+        logprob: lp.logprob,
+        rank: lp.rank,
+        ...(seq.request.logprobs !== undefined ? { top: lp.top } : {}),
+      };
+      seq.tokens.push(tokenId);
+      seq.numGenerated++;
+      this.generationTokensTotal++;
+      if (seq.stopIds.has(tokenId)) this.finish(seq, "stop", token);
+      else if (seq.numGenerated >= seq.request.maxTokens || seq.tokens.length >= this.limits.maxModelLen)
+        this.finish(seq, "length", token);
+      else seq.queue.push(this.output(seq, token, null));
+    });
+  }
+}

@@ -1,0 +1,40 @@
+/**
+ * The reference engine's public face: load a model (from a directory or generated tiny), run it
+ * with continuous batching, and tokenize / detokenize / template chats.
+ *
+ * Typical use (what src/server does):
+ *
+ *   const model = await loadModel(dir);            // or: await createTinyModel(findTinySize("small")!)
+ *   const engine = new Engine(model, { maxNumSeqs: 64, maxModelLen: 4096 });
+ *   const ids = engine.tokenizer.encode(engine.tokenizer.applyChatTemplate(messages), { addSpecialTokens: false });
+ *   const detok = engine.tokenizer.createDetokenizer();
+ *   for await (const out of engine.submit({ promptTokenIds: ids, maxTokens: 64, sampling: { temperature: 0 } }, signal)) {
+ *     if (out.token) text += detok.push(out.token.tokenId);
+ *     if (out.finishReason) text += detok.flush();   // "stop" | "length" | "abort"
+ *   }
+ *   engine.stats();                                 // running, waiting, kvBlocksUsed/Total, kvTokenCapacity, blockSize
+ *   await engine.close();
+ *
+ * `submit` throws BringupError synchronously for a request that can never run; codes:
+ * PROMPT_EMPTY, TOKEN_OUT_OF_RANGE, INVALID_MAX_TOKENS, CONTEXT_TOO_LONG, KV_CAPACITY_EXCEEDED,
+ * INVALID_LOGPROBS, INVALID_SAMPLING_PARAMS, ENGINE_CLOSED. Requests that fit but find the KV cache
+ * full wait in the queue (or preempt later arrivals) instead of failing.
+ */
+
+export type { AttentionSpec, LayerSpec, ModelConfig, MoeSpec, YarnScaling } from "./config.js";
+export { parseHfConfig } from "./config.js";
+export type { EngineLimits, EngineOptions, EngineStats } from "./engine.js";
+export { Engine } from "./engine.js";
+export type { HostTensor } from "./loader/host-tensor.js";
+export { loadModel } from "./loader/load-model.js";
+export type { LoadedModel } from "./model/loaded-model.js";
+export type { FinishReason, GeneratedToken, GenerateRequest, PromptLogprobs, StepOutput } from "./request.js";
+export type { SamplingParams, TokenLogprob } from "./sampler.js";
+export { readCorpus, shippedCorpusDir } from "./tiny/corpus.js";
+export type { TinyModelFiles, TinyOptions } from "./tiny/generate.js";
+export { createTinyModel, generateTinyModel } from "./tiny/generate.js";
+export type { TinySize } from "./tiny/sizes.js";
+export { findTinySize, TINY_SIZES, tinyParameterCount } from "./tiny/sizes.js";
+export { writeTinyModel } from "./tiny/write.js";
+export type { ChatMessage, ChatTemplateOptions } from "./tokenizer/tokenizer.js";
+export { IncrementalDetokenizer, TextTokenizer } from "./tokenizer/tokenizer.js";

@@ -1,0 +1,106 @@
+import { afterAll, describe, expect, it } from "vitest";
+import { Rng } from "../tensor/random.js";
+import { shareArray, type Weight } from "../tensor/weight.js";
+import { MatmulPool } from "./pool.js";
+import { matmulReference } from "./reference.js";
+
+const rng = new Rng(7);
+
+function randomWeight(dtype: Weight["dtype"], rows: number, cols: number): Weight {
+  const n = rows * cols;
+  switch (dtype) {
+    case "f32":
+      return { dtype, rows, cols, data: shareArray(rng.fillNormal(new Float32Array(n), 0.5)) };
+    case "bf16":
+    case "f16": {
+      const bits = new Uint16Array(n);
+      // Keep exponents moderate so no value is infinite or NaN.
+      for (let i = 0; i < n; i++)
+        bits[i] =
+          dtype === "bf16"
+            ? 0x3c00 + (rng.nextU32() % 0x0800) + (rng.nextU32() % 2) * 0x8000
+            : 0x3000 + (rng.nextU32() % 0x0c00) + (rng.nextU32() % 2) * 0x8000;
+      return { dtype, rows, cols, data: shareArray(bits) };
+    }
+    case "fp8_e4m3": {
+      const bytes = new Uint8Array(n);
+      for (let i = 0; i < n; i++) bytes[i] = (rng.nextU32() % 0x7f) | (rng.nextU32() % 2 ? 0x80 : 0);
+      const blockRows = 4;
+      const blockCols = 8;
+      const scales = new Float32Array(Math.ceil(rows / blockRows) * Math.ceil(cols / blockCols));
+      for (let i = 0; i < scales.length; i++) scales[i] = 0.01 + rng.next() * 0.05;
+      return {
+        dtype,
+        rows,
+        cols,
+        data: shareArray(bytes),
+        scale: { data: shareArray(scales), blockRows, blockCols },
+      };
+    }
+    case "mxfp4": {
+      const bytes = new Uint8Array(n / 2);
+      for (let i = 0; i < bytes.length; i++) bytes[i] = rng.nextU32() & 0xff;
+      const scales = new Uint8Array(n / 32);
+      for (let i = 0; i < scales.length; i++) scales[i] = 120 + (rng.nextU32() % 8);
+      return { dtype, rows, cols, data: shareArray(bytes), mxScales: shareArray(scales) };
+    }
+  }
+}
+
+const pools: MatmulPool[] = [];
+function pool(threads: number): MatmulPool {
+  const p = new MatmulPool(threads);
+  pools.push(p);
+  return p;
+}
+afterAll(async () => {
+  await Promise.all(pools.map((p) => p.close()));
+});
+
+describe("matmul fast path", () => {
+  const dtypes: Weight["dtype"][] = ["f32", "bf16", "f16", "fp8_e4m3", "mxfp4"];
+  const single = pool(1);
+  const dual = pool(2);
+  for (const dtype of dtypes) {
+    it(`${dtype}: equals the scalar reference within 1e-5 relative, on one and two threads`, () => {
+      const M = 3;
+      const K = 96;
+      const N = 1030; // large enough to run on both threads, odd so the split is uneven
+      const w = randomWeight(dtype, N, K);
+      const x = rng.fillNormal(new Float32Array(M * K), 1);
+      const ref = new Float32Array(M * N);
+      matmulReference(x, M, w, ref);
+      const a = new Float32Array(M * N);
+      const b = new Float32Array(M * N);
+      single.matmul(x, M, w, a);
+      dual.matmul(x, M, w, b);
+      // Summation order differs from the reference (4 partial sums), so allow rounding differences.
+      for (let i = 0; i < ref.length; i++) {
+        const r = ref[i] as number;
+        expect(Math.abs((a[i] as number) - r)).toBeLessThanOrEqual(1e-5 * (Math.abs(r) + 1));
+      }
+      // Same kernel, same order: splitting rows across threads changes nothing, bit for bit.
+      expect(Array.from(b)).toEqual(Array.from(a));
+    });
+  }
+
+  it("gives each input row the same bits whatever else is in the batch", () => {
+    const K = 64;
+    const N = 2048;
+    const w = randomWeight("bf16", N, K);
+    const M = 5;
+    const x = rng.fillNormal(new Float32Array(M * K), 1);
+    const batched = new Float32Array(M * N);
+    dual.matmul(x, M, w, batched);
+    for (let m = 0; m < M; m++) {
+      const alone = new Float32Array(N);
+      dual.matmul(x.subarray(m * K, (m + 1) * K), 1, w, alone);
+      expect(Array.from(alone)).toEqual(Array.from(batched.subarray(m * N, (m + 1) * N)));
+    }
+  });
+
+  it("rejects buffers that are too small", () => {
+    const w = randomWeight("f32", 4, 8);
+    expect(() => single.matmul(new Float32Array(7), 1, w, new Float32Array(4))).toThrow(/too small/);
+  });
+});

@@ -1,0 +1,91 @@
+import type { YarnScaling } from "../config.js";
+
+/**
+ * Rotary position embedding tables for one head layout, in the HF "rotate half" convention:
+ * within the first `rotaryDim` features of a head, feature i pairs with i + rotaryDim/2.
+ * With `partialRotaryFactor` < 1 the remaining features pass through unrotated.
+ */
+export class Rope {
+  readonly rotaryDim: number;
+  private readonly invFreq: Float64Array;
+  private readonly attentionFactor: number;
+  private cos = new Float32Array(0);
+  private sin = new Float32Array(0);
+  private cached = 0;
+
+  constructor(headDim: number, partialRotaryFactor: number, theta: number, yarn?: YarnScaling) {
+    this.rotaryDim = Math.round(headDim * partialRotaryFactor);
+    const half = this.rotaryDim / 2;
+    this.invFreq = new Float64Array(half);
+    for (let i = 0; i < half; i++) this.invFreq[i] = 1 / theta ** ((2 * i) / this.rotaryDim);
+    this.attentionFactor = 1;
+    if (yarn !== undefined) {
+      this.attentionFactor = yarnInvFreq(this.invFreq, this.rotaryDim, theta, yarn);
+    }
+  }
+
+  /** Rotates `numHeads` heads of size `headDim` at x[offset...] for a token at `pos`. */
+  apply(x: Float32Array, offset: number, numHeads: number, headDim: number, pos: number): void {
+    this.ensure(pos + 1);
+    const half = this.rotaryDim / 2;
+    const t = pos * half;
+    for (let h = 0; h < numHeads; h++) {
+      const o = offset + h * headDim;
+      for (let i = 0; i < half; i++) {
+        const c = this.cos[t + i] as number;
+        const s = this.sin[t + i] as number;
+        const a = x[o + i] as number;
+        const b = x[o + i + half] as number;
+        x[o + i] = a * c - b * s;
+        x[o + i + half] = b * c + a * s;
+      }
+    }
+  }
+
+  private ensure(positions: number): void {
+    if (positions <= this.cached) return;
+    const n = Math.max(positions, this.cached * 2, 256);
+    const half = this.rotaryDim / 2;
+    const cos = new Float32Array(n * half);
+    const sin = new Float32Array(n * half);
+    cos.set(this.cos);
+    sin.set(this.sin);
+    for (let p = this.cached; p < n; p++) {
+      for (let i = 0; i < half; i++) {
+        const angle = p * (this.invFreq[i] as number);
+        cos[p * half + i] = Math.cos(angle) * this.attentionFactor;
+        sin[p * half + i] = Math.sin(angle) * this.attentionFactor;
+      }
+    }
+    this.cos = cos;
+    this.sin = sin;
+    this.cached = n;
+  }
+}
+
+function yarnMscale(scale: number, mscale = 1): number {
+  return scale <= 1 ? 1 : 0.1 * mscale * Math.log(scale) + 1;
+}
+
+/**
+ * Rewrites `invFreq` in place with YaRN's blend of interpolated and extrapolated frequencies and
+ * returns the attention factor that scales cos and sin (the YaRN paper's formulas, as HF applies them).
+ */
+function yarnInvFreq(invFreq: Float64Array, dim: number, base: number, y: YarnScaling): number {
+  const correctionDim = (rotations: number) =>
+    (dim * Math.log(y.originalMaxPositionEmbeddings / (rotations * 2 * Math.PI))) / (2 * Math.log(base));
+  const low = Math.max(Math.floor(correctionDim(y.betaFast)), 0);
+  let high = Math.min(Math.ceil(correctionDim(y.betaSlow)), dim - 1);
+  if (high === low) high += 0.001;
+  for (let i = 0; i < invFreq.length; i++) {
+    const ramp = Math.min(1, Math.max(0, (i - low) / (high - low)));
+    const extrapolationWeight = 1 - ramp;
+    const extrapolated = invFreq[i] as number;
+    const interpolated = extrapolated / y.factor;
+    invFreq[i] = interpolated * (1 - extrapolationWeight) + extrapolated * extrapolationWeight;
+  }
+  if (y.mscale !== undefined && y.mscaleAllDim !== undefined) {
+    return yarnMscale(y.factor, y.mscale) / yarnMscale(y.factor, y.mscaleAllDim);
+  }
+  return yarnMscale(y.factor);
+}

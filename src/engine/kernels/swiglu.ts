@@ -1,0 +1,7 @@
+/** gate = silu(gate) * up, elementwise over n values. */
+export function swiglu(gate: Float32Array, up: Float32Array, n: number): void {
+  for (let i = 0; i < n; i++) {
+    const g = gate[i] as number;
+    gate[i] = (g / (1 + Math.exp(-g))) * (up[i] as number);
+  }
+}

@@ -1,0 +1,9 @@
+/** A tensor as stored in a checkpoint, before it becomes an engine weight. Dtype names follow safetensors. */
+export interface HostTensor {
+  readonly dtype: "F32" | "BF16" | "F16" | "F8_E4M3" | "U8";
+  readonly shape: readonly number[];
+  readonly data: Float32Array | Uint16Array | Uint8Array;
+}
+
+/** Looks a tensor up by its checkpoint name. */
+export type TensorLookup = (name: string) => HostTensor | undefined;

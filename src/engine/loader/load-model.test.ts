@@ -1,0 +1,72 @@
+import { mkdtemp, readFile, rm, unlink, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { Engine } from "../engine.js";
+import type { StepOutput } from "../request.js";
+import { readCorpus } from "../tiny/corpus.js";
+import { generateTinyModel, tinyFilesToModel } from "../tiny/generate.js";
+import { findTinySize, type TinySize } from "../tiny/sizes.js";
+import { writeTinyModel } from "../tiny/write.js";
+import { loadModel } from "./load-model.js";
+
+const root = await mkdtemp(join(tmpdir(), "bringup-load-"));
+afterAll(() => rm(root, { recursive: true, force: true }));
+const corpus = await readCorpus();
+
+async function run(engine: Engine, prompt: number[]): Promise<StepOutput[]> {
+  const out: StepOutput[] = [];
+  for await (const o of engine.submit({
+    promptTokenIds: prompt,
+    maxTokens: 6,
+    sampling: { temperature: 0 },
+    logprobs: 1,
+    ignoreEos: true,
+  }))
+    out.push(o);
+  return out;
+}
+
+describe("loadModel", () => {
+  for (const [size, dtype] of [
+    ["tiny", "f32"],
+    ["tiny-moe", "bf16"],
+  ] as const) {
+    it(`loads a written ${size} (${dtype}) directory that runs exactly like the in-memory model`, async () => {
+      const files = generateTinyModel(findTinySize(size) as TinySize, corpus, { seed: 5, dtype });
+      const dir = join(root, `${size}-${dtype}`);
+      await writeTinyModel(dir, files);
+      const loaded = await loadModel(dir);
+      const memory = tinyFilesToModel(size, files);
+      expect(loaded.name).toBe(`${size}-${dtype}`);
+      expect(loaded.numParameters).toBe(memory.numParameters);
+      const a = new Engine(loaded, { threads: 1 });
+      const b = new Engine(memory, { threads: 1 });
+      const prompt = loaded.tokenizer.encode("Write down the boats.");
+      expect(await run(a, prompt)).toEqual(await run(b, prompt));
+      await Promise.all([a.close(), b.close()]);
+    });
+  }
+
+  it("names the missing file", async () => {
+    const dir = join(root, "missing");
+    await writeTinyModel(dir, generateTinyModel(findTinySize("tiny") as TinySize, corpus));
+    await unlink(join(dir, "tokenizer.json"));
+    await expect(loadModel(dir)).rejects.toMatchObject({
+      code: "MODEL_FILE_MISSING",
+      subject: join(dir, "tokenizer.json"),
+    });
+  });
+
+  it("names the tensor that disagrees with config.json", async () => {
+    const dir = join(root, "inconsistent");
+    await writeTinyModel(dir, generateTinyModel(findTinySize("tiny") as TinySize, corpus));
+    const config = JSON.parse(await readFile(join(dir, "config.json"), "utf8"));
+    config.intermediate_size = 128;
+    await writeFile(join(dir, "config.json"), JSON.stringify(config));
+    await expect(loadModel(dir)).rejects.toMatchObject({
+      code: "MODEL_WEIGHTS_MISMATCH",
+      subject: "model.layers.0.mlp.gate_proj.weight",
+    });
+  });
+});

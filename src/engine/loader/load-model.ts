@@ -1,0 +1,101 @@
+import { readFile } from "node:fs/promises";
+import { basename, join, resolve } from "node:path";
+import { BringupError } from "../../common/errors.js";
+import { openCheckpoint } from "../../formats/index.js";
+import { parseHfConfig } from "../config.js";
+import type { LoadedModel } from "../model/loaded-model.js";
+import { TextTokenizer } from "../tokenizer/tokenizer.js";
+import type { HostTensor } from "./host-tensor.js";
+import { buildModelWeights } from "./weight-map.js";
+
+const ENGINE_DTYPES = new Set(["F32", "BF16", "F16", "F8_E4M3", "U8"]);
+
+/**
+ * Loads an HF-style model directory: config.json, tokenizer.json (+ tokenizer_config.json,
+ * generation_config.json when present) and safetensors weights (one file or an indexed set of
+ * shards). Every failure names the file at fault.
+ */
+export async function loadModel(
+  directory: string,
+  options: { readonly name?: string } = {},
+): Promise<LoadedModel> {
+  const dir = resolve(directory);
+  const configJson = await readJson(join(dir, "config.json"), true);
+  const config = parseHfConfig(configJson, join(dir, "config.json"));
+  const tokenizerJson = await readJson(join(dir, "tokenizer.json"), true);
+  const tokenizerConfig = (await readJson(join(dir, "tokenizer_config.json"), false)) ?? {};
+  const generation = (await readJson(join(dir, "generation_config.json"), false)) as
+    | { eos_token_id?: unknown }
+    | undefined;
+  const eos = new Set(config.eosTokenIds);
+  const genEos = generation?.eos_token_id;
+  for (const id of Array.isArray(genEos) ? genEos : genEos === undefined ? [] : [genEos]) {
+    if (Number.isInteger(id)) eos.add(id as number);
+  }
+  const tokenizer = new TextTokenizer(tokenizerJson, tokenizerConfig, {
+    eosTokenIds: [...eos],
+    source: join(dir, "tokenizer.json"),
+  });
+  if (tokenizer.size > config.vocabSize) {
+    throw new BringupError(
+      "MODEL_TOKENIZER_MISMATCH",
+      `${join(dir, "tokenizer.json")} has ${tokenizer.size} tokens but config.json says vocab_size ${config.vocabSize}; they must come from the same model.`,
+      { subject: join(dir, "tokenizer.json") },
+    );
+  }
+  const checkpoint = await openCheckpoint(dir);
+  const tensors = new Map<string, HostTensor>();
+  let numParameters = 0;
+  try {
+    for (const t of checkpoint.tensors) {
+      if (!ENGINE_DTYPES.has(t.dtype)) continue;
+      const bytes = await checkpoint.readTensor(t.name);
+      // Copy into shared memory so the matmul workers can read the weights in place.
+      const shared = new Uint8Array(new SharedArrayBuffer(bytes.byteLength));
+      shared.set(bytes);
+      const data =
+        t.dtype === "F32"
+          ? new Float32Array(shared.buffer)
+          : t.dtype === "BF16" || t.dtype === "F16"
+            ? new Uint16Array(shared.buffer)
+            : shared;
+      tensors.set(t.name, { dtype: t.dtype as HostTensor["dtype"], shape: t.shape, data });
+      numParameters += t.name.endsWith("_blocks")
+        ? bytes.byteLength * 2
+        : t.name.endsWith("_scales") || t.name.includes("weight_scale")
+          ? 0
+          : data.length;
+    }
+  } finally {
+    await checkpoint.close();
+  }
+  const weights = buildModelWeights(config, (n) => tensors.get(n), dir);
+  return { name: options.name ?? basename(dir), config, weights, tokenizer, directory: dir, numParameters };
+}
+
+async function readJson(path: string, required: true): Promise<unknown>;
+async function readJson(path: string, required: false): Promise<unknown | undefined>;
+async function readJson(path: string, required: boolean): Promise<unknown | undefined> {
+  let text: string;
+  try {
+    text = await readFile(path, "utf8");
+  } catch (cause) {
+    if (!required && (cause as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw new BringupError(
+      "MODEL_FILE_MISSING",
+      `${path} cannot be read; a model directory needs config.json, tokenizer.json and safetensors weights.`,
+      {
+        subject: path,
+        cause,
+      },
+    );
+  }
+  try {
+    return JSON.parse(text);
+  } catch (cause) {
+    throw new BringupError("MODEL_FILE_INVALID", `${path} is not valid JSON: ${(cause as Error).message}`, {
+      subject: path,
+      cause,
+    });
+  }
+}

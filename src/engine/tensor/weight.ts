@@ -1,0 +1,93 @@
+import { BringupError } from "../../common/errors.js";
+
+/** Storage dtypes a matmul weight may keep; each is dequantized inside the matmul, row by row. */
+export type WeightDtype = "f32" | "bf16" | "f16" | "fp8_e4m3" | "mxfp4";
+
+/** Numeric codes used by the worker kernels, which cannot import anything. */
+export const DTYPE_CODE: Record<WeightDtype, number> = { f32: 0, bf16: 1, f16: 2, fp8_e4m3: 3, mxfp4: 4 };
+
+/**
+ * A 2-D weight [rows = output features, cols = input features], row-major, in its storage dtype.
+ * Buffers are SharedArrayBuffer-backed so matmul workers read them without copying.
+ *
+ * - f32: `data` Float32Array of rows*cols.
+ * - bf16 / f16: `data` Uint16Array of rows*cols raw bits.
+ * - fp8_e4m3: `data` Uint8Array of rows*cols; `scale` multiplies blocks of blockRows x blockCols
+ *   (per-tensor when the block covers the whole matrix), as in HF `weight_scale_inv`.
+ * - mxfp4: `data` Uint8Array of rows*cols/2 (two E2M1 values a byte, low nibble first);
+ *   `mxScales` Uint8Array of rows*cols/32 E8M0 exponents, one per 32 consecutive values of a row.
+ */
+export interface Weight {
+  readonly dtype: WeightDtype;
+  readonly rows: number;
+  readonly cols: number;
+  readonly data: Float32Array | Uint16Array | Uint8Array;
+  readonly scale?: { readonly data: Float32Array; readonly blockRows: number; readonly blockCols: number };
+  readonly mxScales?: Uint8Array;
+}
+
+/** Copies `src` into a new SharedArrayBuffer-backed array of the same kind. */
+export function shareArray<T extends Float32Array | Uint16Array | Uint8Array>(src: T): T {
+  const ctor = src.constructor as { new (buffer: ArrayBufferLike): T; BYTES_PER_ELEMENT: number };
+  const sab = new SharedArrayBuffer(src.length * ctor.BYTES_PER_ELEMENT);
+  const out = new ctor(sab);
+  out.set(src as never);
+  return out;
+}
+
+export function sharedFloat32(length: number): Float32Array {
+  return new Float32Array(new SharedArrayBuffer(length * 4));
+}
+
+/** An f32 weight over a copy of `values` (rows*cols, row-major). */
+export function f32Weight(rows: number, cols: number, values: Float32Array): Weight {
+  checkLength("f32", rows * cols, values.length);
+  return {
+    dtype: "f32",
+    rows,
+    cols,
+    data: values.buffer instanceof SharedArrayBuffer ? values : shareArray(values),
+  };
+}
+
+/** Validates that a weight's buffers match its declared shape; throws WEIGHT_SHAPE otherwise. */
+export function checkWeight(w: Weight, name: string): void {
+  switch (w.dtype) {
+    case "f32":
+    case "bf16":
+    case "f16":
+      checkLength(name, w.rows * w.cols, w.data.length);
+      break;
+    case "fp8_e4m3": {
+      checkLength(name, w.rows * w.cols, w.data.length);
+      const s = w.scale;
+      if (s === undefined) break;
+      const want = Math.ceil(w.rows / s.blockRows) * Math.ceil(w.cols / s.blockCols);
+      checkLength(`${name} scale`, want, s.data.length);
+      break;
+    }
+    case "mxfp4":
+      if (w.cols % 32 !== 0) {
+        throw new BringupError(
+          "WEIGHT_SHAPE",
+          `${name}: MXFP4 needs the input size to be a multiple of 32, got ${w.cols}.`,
+          { subject: name },
+        );
+      }
+      checkLength(name, (w.rows * w.cols) / 2, w.data.length);
+      checkLength(`${name} scales`, (w.rows * w.cols) / 32, w.mxScales?.length ?? -1);
+      break;
+  }
+}
+
+function checkLength(name: string, want: number, got: number): void {
+  if (want !== got) {
+    throw new BringupError(
+      "WEIGHT_SHAPE",
+      `${name}: expected ${want} elements, found ${got}; the weights do not match the config.`,
+      {
+        subject: name,
+      },
+    );
+  }
+}

@@ -1,0 +1,147 @@
+import { parseHfConfig } from "../config.js";
+import type { HostTensor } from "../loader/host-tensor.js";
+import { buildModelWeights } from "../loader/weight-map.js";
+import type { LoadedModel } from "../model/loaded-model.js";
+import { Rng } from "../tensor/random.js";
+import { trainByteLevelBpe } from "../tokenizer/bpe-train.js";
+import { TextTokenizer } from "../tokenizer/tokenizer.js";
+import { buildTokenizerFiles } from "../tokenizer/tokenizer-files.js";
+import { readCorpus } from "./corpus.js";
+import { type TinySize, tinyParameterCount } from "./sizes.js";
+
+export interface TinyOptions {
+  /** Weight seed (default 0): the same size, seed and corpus give the same bytes. */
+  readonly seed?: number;
+  /** Storage dtype of the matrices (default f32). Norms stay f32. */
+  readonly dtype?: "f32" | "bf16";
+}
+
+/** Everything a tiny model directory holds, in memory. */
+export interface TinyModelFiles {
+  readonly config: Record<string, unknown>;
+  readonly generationConfig: Record<string, unknown>;
+  readonly tokenizerJson: Record<string, unknown>;
+  readonly tokenizerConfig: Record<string, unknown>;
+  /** Tensors by HF name, in name order. */
+  readonly tensors: ReadonlyMap<string, HostTensor>;
+  readonly numParameters: number;
+}
+
+/** Builds a tiny model's files: a BPE trained on `corpus` and seeded random weights. */
+export function generateTinyModel(size: TinySize, corpus: string, options: TinyOptions = {}): TinyModelFiles {
+  const seed = options.seed ?? 0;
+  const dtype = options.dtype ?? "f32";
+  const bpe = trainByteLevelBpe(corpus, size.bpeVocab);
+  const tok = buildTokenizerFiles(bpe, size.maxPositionEmbeddings);
+  const vocab = tok.size;
+  const eos = [tok.specialIds["<|endoftext|>"] as number, tok.specialIds["<|im_end|>"] as number];
+  const moe = size.experts;
+  const config: Record<string, unknown> = {
+    architectures: [moe ? "MixtralForCausalLM" : "LlamaForCausalLM"],
+    model_type: moe ? "mixtral" : "llama",
+    vocab_size: vocab,
+    hidden_size: size.hiddenSize,
+    intermediate_size: size.intermediateSize,
+    num_hidden_layers: size.numLayers,
+    num_attention_heads: size.numHeads,
+    num_key_value_heads: size.numKvHeads,
+    head_dim: size.headDim,
+    hidden_act: "silu",
+    rms_norm_eps: 1e-5,
+    rope_theta: 10000,
+    max_position_embeddings: size.maxPositionEmbeddings,
+    tie_word_embeddings: false,
+    attention_bias: false,
+    bos_token_id: null,
+    eos_token_id: eos,
+    torch_dtype: dtype === "f32" ? "float32" : "bfloat16",
+    ...(moe ? { num_local_experts: moe.numExperts, num_experts_per_tok: moe.topK } : {}),
+    bringup_tiny: { size: size.name, seed },
+  };
+  const tensors = new Map<string, HostTensor>();
+  const H = size.hiddenSize;
+  const matrix = (name: string, rows: number, cols: number) => {
+    const values = new Rng(hashName(`${seed}/${name}`)).fillNormal(new Float32Array(rows * cols), 0.02);
+    tensors.set(
+      name,
+      dtype === "f32"
+        ? { dtype: "F32", shape: [rows, cols], data: values }
+        : { dtype: "BF16", shape: [rows, cols], data: toBf16(values) },
+    );
+  };
+  const ones = (name: string, n: number) =>
+    tensors.set(name, { dtype: "F32", shape: [n], data: new Float32Array(n).fill(1) });
+  matrix("model.embed_tokens.weight", vocab, H);
+  for (let i = 0; i < size.numLayers; i++) {
+    const p = `model.layers.${i}`;
+    ones(`${p}.input_layernorm.weight`, H);
+    ones(`${p}.post_attention_layernorm.weight`, H);
+    matrix(`${p}.self_attn.q_proj.weight`, size.numHeads * size.headDim, H);
+    matrix(`${p}.self_attn.k_proj.weight`, size.numKvHeads * size.headDim, H);
+    matrix(`${p}.self_attn.v_proj.weight`, size.numKvHeads * size.headDim, H);
+    matrix(`${p}.self_attn.o_proj.weight`, H, size.numHeads * size.headDim);
+    if (moe) {
+      matrix(`${p}.block_sparse_moe.gate.weight`, moe.numExperts, H);
+      for (let e = 0; e < moe.numExperts; e++) {
+        const x = `${p}.block_sparse_moe.experts.${e}`;
+        matrix(`${x}.w1.weight`, moe.intermediateSize, H);
+        matrix(`${x}.w3.weight`, moe.intermediateSize, H);
+        matrix(`${x}.w2.weight`, H, moe.intermediateSize);
+      }
+    } else {
+      matrix(`${p}.mlp.gate_proj.weight`, size.intermediateSize, H);
+      matrix(`${p}.mlp.up_proj.weight`, size.intermediateSize, H);
+      matrix(`${p}.mlp.down_proj.weight`, H, size.intermediateSize);
+    }
+  }
+  ones("model.norm.weight", H);
+  matrix("lm_head.weight", vocab, H);
+  const sorted = new Map([...tensors.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  return {
+    config,
+    generationConfig: { eos_token_id: eos, do_sample: false },
+    tokenizerJson: tok.tokenizerJson,
+    tokenizerConfig: tok.tokenizerConfig,
+    tensors: sorted,
+    numParameters: tinyParameterCount(size, vocab),
+  };
+}
+
+/** A tiny model built in memory from the shipped corpus, ready for an Engine. */
+export async function createTinyModel(
+  size: TinySize,
+  options: TinyOptions & { readonly corpusDir?: string } = {},
+): Promise<LoadedModel> {
+  const files = generateTinyModel(size, await readCorpus(options.corpusDir), options);
+  return tinyFilesToModel(size.name, files);
+}
+
+export function tinyFilesToModel(name: string, files: TinyModelFiles): LoadedModel {
+  const config = parseHfConfig(files.config);
+  const weights = buildModelWeights(config, (n) => files.tensors.get(n), name);
+  const tokenizer = new TextTokenizer(files.tokenizerJson, files.tokenizerConfig, {
+    eosTokenIds: config.eosTokenIds,
+  });
+  return { name, config, weights, tokenizer, numParameters: files.numParameters };
+}
+
+/** FNV-1a, to give each tensor its own seed independent of generation order. */
+function hashName(s: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) {
+    h ^= s.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h;
+}
+
+/** f32 to bf16 bits, rounding to nearest even. */
+function toBf16(values: Float32Array): Uint16Array {
+  const bits = new Uint32Array(values.buffer, values.byteOffset, values.length);
+  const out = new Uint16Array(values.length);
+  for (let i = 0; i < values.length; i++) {
+    const b = bits[i] as number;
+    out[i] = ((b + 0x7fff + ((b >>> 16) & 1)) >>> 16) & 0xffff;
+  }
+  return out;
+}
