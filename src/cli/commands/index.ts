@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import { registerMakeTiny } from "./make-tiny.js";
 import { registerPorts } from "./ports.js";
 import { registerRecords } from "./records.js";
 import { registerSite } from "./site.js";
@@ -8,4 +9,5 @@ export function registerCommands(program: Command): void {
   registerPorts(program);
   registerRecords(program);
   registerSite(program);
+  registerMakeTiny(program);
 }
