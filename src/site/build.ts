@@ -76,9 +76,11 @@ async function runVitePress(source: SiteSource, outDir: string): Promise<void> {
     });
   } catch (error) {
     if (error instanceof BringupError) throw error;
+    // Name pages as they are generated (ports/<id>.md), not by the temporary directory.
+    const message = (error as Error).message.split(`${srcDir}${sep}`).join("");
     throw new BringupError(
       "SITE_BUILD_FAILED",
-      `VitePress could not build the site: ${(error as Error).message}. Nothing was written; fix the page named above and rebuild.`,
+      `VitePress could not build the site: ${message}. Nothing was written. Page ports/<id>.md is built from ports/<id>/README.md and port.yaml; fix the one named and rebuild.`,
       { subject: outDir, cause: error },
     );
   } finally {
@@ -111,7 +113,14 @@ export async function buildSite(catalog: Catalog, outDir: string): Promise<Built
     await writeDirectoryAtomic(staged, fill);
     const old = temporarySibling(target);
     await rename(target, old);
-    await rename(staged, target);
+    try {
+      await rename(staged, target);
+    } catch (error) {
+      // Put the earlier build back rather than leave nothing at the target.
+      await rename(old, target);
+      await rm(staged, { recursive: true, force: true });
+      throw error;
+    }
     await rm(old, { recursive: true, force: true });
   }
   return { outDir: target, pages: source.pages.map((page) => page.path) };
