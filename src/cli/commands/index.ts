@@ -3,11 +3,13 @@ import { registerMakeTiny } from "./make-tiny.js";
 import { registerPorts } from "./ports.js";
 import { registerRecords } from "./records.js";
 import { registerSite } from "./site.js";
+import { registerWeights } from "./weights.js";
 
 /** Each command module adds its subcommands here; the order is the order of `bringup --help`. */
 export function registerCommands(program: Command): void {
   registerPorts(program);
   registerRecords(program);
   registerSite(program);
+  registerWeights(program);
   registerMakeTiny(program);
 }

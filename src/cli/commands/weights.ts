@@ -1,0 +1,241 @@
+import { availableParallelism } from "node:os";
+import cliProgress from "cli-progress";
+import { type Command, Option } from "commander";
+import { BringupError } from "../../common/errors.js";
+import {
+  type ConvertReport,
+  type ConvertTarget,
+  convertCheckpoint,
+  type Fp8Block,
+  type InspectReport,
+  inspectCheckpoint,
+  type VerifyReport,
+  verifyCheckpoints,
+} from "../../formats/index.js";
+import { table } from "./ports.js";
+
+/** Subcommands of `bringup weights`, in help order; a new one is a function appended here. */
+const SUBCOMMANDS: ((weights: Command) => void)[] = [addConvert, addInspect, addVerify];
+
+export function registerWeights(program: Command): void {
+  const weights = program
+    .command("weights")
+    .description("weight files: convert between MXFP4, FP8 and bf16 exactly, inspect, verify bit identity");
+  for (const add of SUBCOMMANDS) add(weights);
+}
+
+export function formatBytes(bytes: number): string {
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return unit === 0 ? `${bytes} B` : `${value.toFixed(1)} ${units[unit]}`;
+}
+
+function regex(flag: string, source: string | undefined): RegExp | undefined {
+  if (source === undefined) return undefined;
+  try {
+    return new RegExp(source);
+  } catch (error) {
+    throw new BringupError(
+      "BAD_ARGUMENT",
+      `${flag} ${JSON.stringify(source)} is not a regular expression (${(error as Error).message}).`,
+      {
+        subject: flag,
+      },
+    );
+  }
+}
+
+function workers(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 64) {
+    throw new BringupError(
+      "BAD_ARGUMENT",
+      `--workers ${value}: give a whole number from 0 (no threads) to 64.`,
+      { subject: "--workers" },
+    );
+  }
+  return n;
+}
+
+interface ConvertFlags {
+  to: ConvertTarget;
+  fp8Block: Fp8Block;
+  allowInexact?: boolean;
+  workers?: string;
+  include?: string;
+  exclude?: string;
+  json?: boolean;
+  progress: boolean;
+}
+
+function addConvert(weights: Command): void {
+  weights
+    .command("convert")
+    .description(
+      "convert a checkpoint into a new directory, tensor by tensor on every core, proving exactness",
+    )
+    .argument("<src>", "checkpoint directory (sharded or not) or .safetensors file")
+    .argument("<dst>", "output directory; must not exist")
+    .addOption(
+      new Option("--to <format>", "target format").choices(["bf16", "fp8", "mxfp4"]).makeOptionMandatory(),
+    )
+    .addOption(
+      new Option(
+        "--fp8-block <layout>",
+        "FP8 scales for MXFP4 sources: 128x128 tiles, or keep the per-32 block scales",
+      )
+        .choices(["tile128", "block32"])
+        .default("tile128"),
+    )
+    .option("--allow-inexact", "convert tensors that cannot be exact, reporting the largest error")
+    .option("--workers <n>", `worker threads (default ${Math.min(2, availableParallelism())}; 0 = none)`)
+    .option("--include <regex>", "unquantized tensors to quantize (fp8, mxfp4 targets)")
+    .option(
+      "--exclude <regex>",
+      "unquantized tensors to keep (default: embeddings, norms, lm_head, routers, biases)",
+    )
+    .option("--json", "print the report as JSON")
+    .option("--no-progress", "no progress bar")
+    .action(async (src: string, dst: string, flags: ConvertFlags) => {
+      const bar = flags.progress && process.stderr.isTTY ? progressBar() : undefined;
+      let report: ConvertReport;
+      try {
+        report = await convertCheckpoint(src, dst, {
+          to: flags.to,
+          fp8Block: flags.fp8Block,
+          allowInexact: flags.allowInexact === true,
+          workers: workers(flags.workers),
+          include: regex("--include", flags.include),
+          exclude: regex("--exclude", flags.exclude),
+          onProgress: bar?.update,
+        });
+      } finally {
+        bar?.stop();
+      }
+      if (flags.json) {
+        process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+        return;
+      }
+      const rows = report.tensors.map((t) => [
+        t.name,
+        t.from,
+        t.to,
+        t.exact
+          ? "exact"
+          : `INEXACT (${t.inexactTiles} tiles, span ${t.maxBlockExponentSpan}, max abs error ${t.maxAbsError?.toExponential(3)}, max rel error ${t.maxRelError?.toExponential(3)})`,
+      ]);
+      process.stdout.write(`${table([["TENSOR", "FROM", "TO", "RESULT"], ...rows])}\n`);
+      const inexact = report.tensors.filter((t) => !t.exact).length;
+      process.stdout.write(
+        `\n${report.tensors.length} tensors, ${formatBytes(report.sourceBytes)} -> ${formatBytes(report.outputBytes)} in ${report.output}` +
+          `${inexact > 0 ? `; ${inexact} converted inexactly (--allow-inexact)` : "; every converted element is exact or as specified"}` +
+          `${report.copiedFiles.length > 0 ? `; copied ${report.copiedFiles.join(", ")}` : ""}\n`,
+      );
+    });
+}
+
+/** A bar on stderr with bytes done, bytes per second and the time left. */
+function progressBar(): {
+  update: (p: { doneBytes: number; totalBytes: number; tensor: string }) => void;
+  stop: () => void;
+} {
+  const bar = new cliProgress.SingleBar(
+    {
+      format: "{bar} {percentage}% | {done} of {all} | {speed}/s | ETA {eta_formatted} | {tensor}",
+      stream: process.stderr,
+      hideCursor: true,
+      etaBuffer: 20,
+    },
+    cliProgress.Presets.shades_classic,
+  );
+  const started = performance.now();
+  let begun = false;
+  return {
+    update: ({ doneBytes, totalBytes, tensor }) => {
+      const seconds = (performance.now() - started) / 1000;
+      const payload = {
+        done: formatBytes(doneBytes),
+        all: formatBytes(totalBytes),
+        speed: formatBytes(seconds > 0 ? Math.round(doneBytes / seconds) : 0),
+        tensor: tensor.length > 40 ? `...${tensor.slice(-37)}` : tensor,
+      };
+      if (!begun) {
+        bar.start(totalBytes, 0, payload);
+        begun = true;
+      }
+      bar.update(doneBytes, payload);
+    },
+    stop: () => bar.stop(),
+  };
+}
+
+function addInspect(weights: Command): void {
+  weights
+    .command("inspect")
+    .description("list a checkpoint's tensors, the weights and formats they form, and totals")
+    .argument("<dir>", "checkpoint directory or .safetensors file")
+    .option("--json", "print JSON")
+    .action(async (dir: string, flags: { json?: boolean }) => {
+      const report = await inspectCheckpoint(dir);
+      process.stdout.write(flags.json ? `${JSON.stringify(report, null, 2)}\n` : inspectText(report));
+    });
+}
+
+function inspectText(report: InspectReport): string {
+  const lines = [`${report.path}: ${report.files.length} file(s)${report.indexed ? " with index" : ""}`];
+  for (const f of report.files) lines.push(`  ${f.file}: ${f.tensors} tensors, ${formatBytes(f.bytes)}`);
+  const rows = report.weights.map((w) => [
+    w.name,
+    w.format,
+    `[${w.shape.join(", ")}]`,
+    formatBytes(w.bytes),
+    w.parts.length > 1 ? w.parts.join(" + ") : "",
+  ]);
+  lines.push("", table([["WEIGHT", "FORMAT", "SHAPE", "BYTES", "STORED AS"], ...rows]), "");
+  for (const [kind, f] of Object.entries(report.formats))
+    lines.push(`${kind}: ${f.weights} weights, ${formatBytes(f.bytes)}`);
+  lines.push(
+    `total: ${report.totals.tensors} tensors, ${formatBytes(report.totals.bytes)}, ${report.totals.parameters.toLocaleString("en-US")} parameters`,
+  );
+  if (report.quantizationConfig !== undefined)
+    lines.push(`quantization_config: ${JSON.stringify(report.quantizationConfig)}`);
+  return `${lines.join("\n")}\n`;
+}
+
+function addVerify(weights: Command): void {
+  weights
+    .command("verify")
+    .description("compare two checkpoints weight by weight: checksums and bit identity of decoded values")
+    .argument("<a>", "checkpoint directory or .safetensors file")
+    .argument("<b>", "checkpoint directory or .safetensors file")
+    .option("--json", "print JSON")
+    .action(async (a: string, b: string, flags: { json?: boolean }) => {
+      const report = await verifyCheckpoints(a, b);
+      process.stdout.write(flags.json ? `${JSON.stringify(report, null, 2)}\n` : verifyText(report));
+      if (!report.ok) process.exitCode = 1;
+    });
+}
+
+function verifyText(report: VerifyReport): string {
+  const rows = report.weights.map((w) => [
+    w.name,
+    w.formatA === w.formatB ? w.formatA : `${w.formatA} vs ${w.formatB}`,
+    w.bytesIdentical ? "same" : "differ",
+    w.valuesIdentical
+      ? "identical"
+      : `${w.mismatches} differ (first at ${w.firstMismatch}, max ${w.maxAbsDifference})`,
+    w.sha256A.slice(0, 12),
+    w.sha256B.slice(0, 12),
+  ]);
+  const lines = [table([["WEIGHT", "FORMATS", "BYTES", "DECODED VALUES", "SHA256 A", "SHA256 B"], ...rows])];
+  for (const name of report.onlyInA) lines.push(`only in ${report.a}: ${name}`);
+  for (const name of report.onlyInB) lines.push(`only in ${report.b}: ${name}`);
+  lines.push(report.ok ? "OK: every weight decodes bit-identically" : "FAILED: the checkpoints differ");
+  return `${lines.join("\n")}\n`;
+}
