@@ -86,8 +86,8 @@ until healthy; do
     printf 'run_gates.sh: %s/health did not answer within %s s; raise HEALTH_TIMEOUT if loading takes longer.\\n' "$endpoint" "$timeout" >&2
     exit 1
   fi
-  sleep 2
-  waited=$((waited + 2))
+  sleep 1
+  waited=$((waited + 1))
 done
 
 status=0
