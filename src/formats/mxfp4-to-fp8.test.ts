@@ -2,7 +2,14 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { decodeMinifloat, encodeMinifloat, FP4_E2M1, FP8_E4M3FN } from "./minifloat.js";
 import { dequantizeMxfp4 } from "./mxfp4.js";
-import { E2M1_TO_E4M3, mxfp4ToFp8Block32, mxfp4ToFp8Tile128, shiftedE4m3 } from "./mxfp4-to-fp8.js";
+import {
+  ALL_EXACT_SHIFT,
+  E2M1_TO_E4M3,
+  mxfp4ToFp8Block32,
+  mxfp4ToFp8Tile128,
+  pairTable,
+  shiftedE4m3,
+} from "./mxfp4-to-fp8.js";
 
 /** Whether E4M3FN holds `value` exactly, by encoding and decoding it. */
 function e4m3Holds(value: number): boolean {
@@ -29,6 +36,24 @@ describe("facts the FP8 layouts rely on, checked by enumeration", () => {
       if (MAGNITUDES.every((e) => e4m3Holds(e * 2 ** (6 - s)))) spreads.push(s);
     expect(Math.max(...spreads)).toBe(14);
     expect(e4m3Holds(6 * 2 ** 7)).toBe(false); // m cannot be lower: 6 * 2^7 = 768 > 448
+  });
+
+  it("every packed byte's pair of codes is exact at every shift the fast path uses", () => {
+    for (let d = ALL_EXACT_SHIFT; d <= 12; d += 1) {
+      for (let byte = 0; byte < 256; byte += 1) {
+        const pair = pairTable(d)[byte] as number;
+        for (const [nibble, code] of [
+          [byte & 15, pair & 0xff],
+          [byte >> 4, pair >> 8],
+        ] as const) {
+          const value = decodeMinifloat(FP4_E2M1, nibble) * 2 ** d;
+          // Nibbles too large for the shift never meet it (the scale prevents that); all others are exact.
+          if (Math.abs(value) <= 448 && d <= 9) expect(decodeMinifloat(FP8_E4M3FN, code)).toBe(value);
+          if (d > 9 && (nibble & 7) === 0) expect(decodeMinifloat(FP8_E4M3FN, code)).toBe(value);
+        }
+      }
+    }
+    expect(ALL_EXACT_SHIFT).toBe(-8); // matches the enumeration above: d in [-8, 6] holds every magnitude
   });
 
   it("the shift table agrees with encoding and decoding for every nibble and offset", () => {

@@ -39,6 +39,35 @@ const SHIFTED = (() => {
   return table;
 })();
 
+/**
+ * Below this shift some E2M1 magnitude falls under E4M3's smallest subnormal (checked by enumeration
+ * in the tests); from it up, every element is exact, given a scale chosen so none overflows.
+ */
+export const ALL_EXACT_SHIFT = -8;
+
+// Per shift d >= ALL_EXACT_SHIFT, each packed byte's two E4M3 codes as one little-endian u16, so the
+// hot loop does one lookup per byte.
+const PAIRS = Array.from({ length: SHIFT_MAX - ALL_EXACT_SHIFT + 1 }, (_, i) => {
+  const d = ALL_EXACT_SHIFT + i;
+  return Uint16Array.from({ length: 256 }, (_, byte) => {
+    const lo = SHIFTED[(d - SHIFT_MIN) * 16 + (byte & 15)] as number;
+    const hi = SHIFTED[(d - SHIFT_MIN) * 16 + (byte >> 4)] as number;
+    // Where a nibble is not exact at this shift the choice of scale rules it out; 0x7f (NaN) marks it.
+    return (lo < 0 ? 0x7f : lo) | ((hi < 0 ? 0x7f : hi) << 8);
+  });
+});
+
+/**
+ * The u16 table for shift d >= ALL_EXACT_SHIFT. Above SHIFT_MAX only all-zero blocks can occur (any
+ * non-zero element would have raised the scale), and zeros map the same at every shift.
+ */
+export function pairTable(d: number): Uint16Array {
+  return PAIRS[Math.min(d, SHIFT_MAX) - ALL_EXACT_SHIFT] as Uint16Array;
+}
+
+/** Largest E2M1 magnitude code (0..7) of either nibble of each byte. */
+const BYTE_TOP = Uint8Array.from({ length: 256 }, (_, byte) => Math.max(byte & 7, (byte >> 4) & 7));
+
 /** The E4M3 code of E2M1 `nibble` times 2^d when that is exact, else -1. */
 export function shiftedE4m3(nibble: number, d: number): number {
   if (d < SHIFT_MIN || d > SHIFT_MAX) return (nibble & 7) === 0 ? (E2M1_TO_E4M3[nibble] as number) : -1;
@@ -48,13 +77,10 @@ export function shiftedE4m3(nibble: number, d: number): number {
 /** block32: element codes, the scales stay as they are. Always exact. */
 export function mxfp4ToFp8Block32(blocks: Uint8Array, scales: Uint8Array, subject?: string): Uint8Array {
   checkMxfp4Scales(scales, subject);
-  const out = new Uint8Array(blocks.length * 2);
-  for (let i = 0; i < blocks.length; i += 1) {
-    const byte = blocks[i] as number;
-    out[2 * i] = E2M1_TO_E4M3[byte & 15] as number;
-    out[2 * i + 1] = E2M1_TO_E4M3[byte >> 4] as number;
-  }
-  return out;
+  const out = new Uint16Array(blocks.length);
+  const pairs = pairTable(0);
+  for (let i = 0; i < blocks.length; i += 1) out[i] = pairs[blocks[i] as number] as number;
+  return new Uint8Array(out.buffer);
 }
 
 export interface TileReport {
@@ -98,6 +124,7 @@ export function mxfp4ToFp8Tile128(
   const tileCols = Math.ceil(cols / TILE);
   const blocksPerTile = TILE / MXFP4_BLOCK;
   const elements = new Uint8Array(rows * cols);
+  const pairsOut = new Uint16Array(elements.buffer);
   const scaleInv = new Float32Array(tileRows * tileCols);
   const inexactTiles: TileReport["inexactTiles"] = [];
   let maxAbsError = 0;
@@ -107,9 +134,10 @@ export function mxfp4ToFp8Tile128(
   const top = new Float64Array(scales.length);
   for (let b = 0; b < scales.length; b += 1) {
     let code = 0;
+    const base = b * MXFP4_BLOCK_BYTES;
     for (let j = 0; j < MXFP4_BLOCK_BYTES; j += 1) {
-      const byte = blocks[b * MXFP4_BLOCK_BYTES + j] as number;
-      code = Math.max(code, byte & 7, (byte >> 4) & 7);
+      const byteTop = BYTE_TOP[blocks[base + j] as number] as number;
+      if (byteTop > code) code = byteTop;
     }
     top[b] = (E2M1_EXPONENT[code] as number) + (scales[b] as number) - 127;
   }
@@ -143,6 +171,15 @@ export function mxfp4ToFp8Tile128(
           const b = r * groups + g;
           const d = (scales[b] as number) - 127 - m;
           const outBase = r * cols + g * MXFP4_BLOCK;
+          if (d >= ALL_EXACT_SHIFT) {
+            const pairs = pairTable(d);
+            const inBase = b * MXFP4_BLOCK_BYTES;
+            const outPair = outBase >> 1;
+            for (let j = 0; j < MXFP4_BLOCK_BYTES; j += 1) {
+              pairsOut[outPair + j] = pairs[blocks[inBase + j] as number] as number;
+            }
+            continue;
+          }
           for (let j = 0; j < MXFP4_BLOCK_BYTES; j += 1) {
             const byte = blocks[b * MXFP4_BLOCK_BYTES + j] as number;
             for (let half = 0; half < 2; half += 1) {
