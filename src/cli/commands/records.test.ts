@@ -1,0 +1,61 @@
+import { join } from "node:path";
+import { Command } from "commander";
+import { describe, expect, it, vi } from "vitest";
+import { registerRecords } from "./records.js";
+
+const ROOT = join(import.meta.dirname, "../../catalog/fixtures/valid");
+
+/** Runs commands in process, capturing what they print and the exit code they set. */
+async function runCommands(args: string[]): Promise<{ stdout: string; stderr: string; exitCode: unknown }> {
+  const program = new Command("bringup").option("--root <dir>").exitOverride();
+  registerRecords(program);
+  const stdout: string[] = [];
+  const stderr: string[] = [];
+  const out = vi.spyOn(process.stdout, "write").mockImplementation((chunk) => stdout.push(String(chunk)) > 0);
+  const err = vi.spyOn(process.stderr, "write").mockImplementation((chunk) => stderr.push(String(chunk)) > 0);
+  process.exitCode = undefined;
+  try {
+    await program.parseAsync(["node", "bringup", ...args]);
+  } finally {
+    out.mockRestore();
+    err.mockRestore();
+  }
+  const exitCode = process.exitCode;
+  process.exitCode = undefined;
+  return { stdout: stdout.join(""), stderr: stderr.join(""), exitCode };
+}
+
+describe("bringup records", () => {
+  it("list shows each record with its method and figures", async () => {
+    const { stdout } = await runCommands(["--root", ROOT, "records", "list"]);
+    expect(stdout).toMatch(
+      /demo\/decode\s+same-pod-ab\s+decode at one stream\s+stock op: 17\.9 tok\/s; port kernel: 44\.5 tok\/s/,
+    );
+    expect(stdout).toMatch(
+      /demo\/perplexity\s+single-run\s+perplexity against the reference\s+at most 0\.4%/,
+    );
+  });
+
+  it("list narrows to one port and prints JSON", async () => {
+    const records = JSON.parse(
+      (await runCommands(["--root", ROOT, "records", "list", "demo", "--json"])).stdout,
+    );
+    expect(records.map((record: { id: string }) => record.id)).toEqual(["demo/decode", "demo/perplexity"]);
+    expect(
+      JSON.parse((await runCommands(["--root", ROOT, "records", "list", "bare", "--json"])).stdout),
+    ).toEqual([]);
+    await expect(runCommands(["--root", ROOT, "records", "list", "nope"])).rejects.toMatchObject({
+      code: "PORT_NOT_FOUND",
+    });
+  });
+
+  it("show prints one record with what its method means, and refuses an unknown id", async () => {
+    const { stdout } = await runCommands(["--root", ROOT, "records", "show", "demo/decode"]);
+    expect(stdout).toContain("demo/decode: decode at one stream\n");
+    expect(stdout).toContain("method: same-pod-ab, both arms on one host in one session");
+    expect(JSON.parse(stdout.slice(stdout.indexOf("{")))).toMatchObject({ id: "demo/decode", unit: "tok/s" });
+    await expect(runCommands(["--root", ROOT, "records", "show", "demo/nope"])).rejects.toMatchObject({
+      code: "RECORD_NOT_FOUND",
+    });
+  });
+});
