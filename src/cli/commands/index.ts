@@ -1,7 +1,9 @@
 import type { Command } from "commander";
 import { registerMakeTiny } from "./make-tiny.js";
 import { registerPorts } from "./ports.js";
+import { registerRecipe } from "./recipe.js";
 import { registerRecords } from "./records.js";
+import { registerServe } from "./serve.js";
 import { registerSite } from "./site.js";
 import { registerWeights } from "./weights.js";
 
@@ -12,4 +14,6 @@ export function registerCommands(program: Command): void {
   registerSite(program);
   registerWeights(program);
   registerMakeTiny(program);
+  registerRecipe(program);
+  registerServe(program);
 }

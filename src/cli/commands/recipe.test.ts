@@ -1,0 +1,94 @@
+import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Command } from "commander";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { FIXTURES_DIR } from "../../recipes/fixtures/index.js";
+import { registerPorts } from "./ports.js";
+import { registerRecipe } from "./recipe.js";
+
+/** Runs commands in process, capturing what they print, the exit code they set, and what they threw. */
+async function run(args: string[]) {
+  const program = new Command("bringup").option("--root <dir>").exitOverride();
+  registerPorts(program);
+  registerRecipe(program);
+  const stdout: string[] = [];
+  const stderr: string[] = [];
+  const out = vi.spyOn(process.stdout, "write").mockImplementation((chunk) => stdout.push(String(chunk)) > 0);
+  const err = vi.spyOn(process.stderr, "write").mockImplementation((chunk) => stderr.push(String(chunk)) > 0);
+  process.exitCode = undefined;
+  let thrown: unknown;
+  try {
+    await program.parseAsync(["node", "bringup", ...args]);
+  } catch (error) {
+    thrown = error;
+  } finally {
+    out.mockRestore();
+    err.mockRestore();
+  }
+  const exitCode = process.exitCode;
+  process.exitCode = undefined;
+  return { stdout: stdout.join(""), stderr: stderr.join(""), exitCode, thrown };
+}
+
+let root: string;
+beforeEach(async () => {
+  root = await mkdtemp(join(tmpdir(), "bringup-cli-recipe-"));
+  for (const [fixture, id] of [
+    ["complete-lazy", "fixture-lazy"],
+    ["partial", "fixture-partial"],
+  ] as const) {
+    const dir = join(root, "ports", id);
+    await mkdir(dir, { recursive: true });
+    await copyFile(join(FIXTURES_DIR, "manifests", `${fixture}.yaml`), join(dir, "port.yaml"));
+    await writeFile(join(dir, "README.md"), `# ${id}\n\nA fixture port.\n`);
+  }
+});
+afterEach(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+describe("bringup recipe", () => {
+  it("writes the recipe, prints the serve command, and then ports check and --check pass", async () => {
+    const result = await run(["--root", root, "recipe", "fixture-lazy"]);
+    expect(result.thrown).toBeUndefined();
+    expect(result.stdout).toBe(
+      [
+        "wrote ports/fixture-lazy/recipe/Dockerfile",
+        "wrote ports/fixture-lazy/recipe/install.sh",
+        "wrote ports/fixture-lazy/tests/hpu/run_gates.sh",
+        'serves as: PT_HPU_LAZY_MODE=1 PT_HPU_ENABLE_LAZY_COLLECTIVES=true VLLM_SKIP_WARMUP=true python3.12 -m vllm.entrypoints.openai.api_server --model "$MODEL" --served-model-name fixture-lazy --host 127.0.0.1 --port 8000 --tensor-parallel-size 8 --max-model-len 262144',
+        "",
+      ].join("\n"),
+    );
+    expect(await run(["--root", root, "recipe", "fixture-lazy", "--check"])).toMatchObject({
+      exitCode: undefined,
+    });
+    expect(await run(["--root", root, "ports", "check"])).toMatchObject({ exitCode: undefined });
+  });
+
+  it("makes ports check and --check fail once the manifest moves on", async () => {
+    await run(["--root", root, "recipe", "fixture-lazy"]);
+    const manifest = join(root, "ports/fixture-lazy/port.yaml");
+    await writeFile(manifest, (await readFile(manifest, "utf8")).replace("cards: 8", "cards: 4"));
+    const check = await run(["--root", root, "ports", "check"]);
+    expect(check.exitCode).toBe(1);
+    expect(check.stdout).toContain(
+      "ports/fixture-lazy/tests/hpu/run_gates.sh: is out of date with port.yaml",
+    );
+    const recipeCheck = await run(["--root", root, "recipe", "fixture-lazy", "--check"]);
+    expect(recipeCheck.exitCode).toBe(1);
+    expect(recipeCheck.stdout).toContain("(expected the output of `bringup recipe fixture-lazy`)");
+  });
+
+  it("refuses a port without complete pins, naming each, and --check reports a missing recipe", async () => {
+    const result = await run(["--root", root, "recipe", "fixture-partial"]);
+    expect(result.thrown).toMatchObject({ code: "RECIPE_PINS_MISSING" });
+    expect(String((result.thrown as Error).message)).toContain("software.pins.gaudi_build:");
+    const check = await run(["--root", root, "recipe", "fixture-lazy", "--check"]);
+    expect(check.exitCode).toBe(1);
+    expect(check.stderr).toBe(
+      "ports/fixture-lazy has no recipe; run `bringup recipe fixture-lazy` to write one\n",
+    );
+  });
+});
