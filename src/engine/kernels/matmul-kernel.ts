@@ -45,10 +45,11 @@ export function buildDecodeTables(): DecodeTables {
 /**
  * out[m*N + n] = sum_k x[m*K + k] * W[n][k] for every m < M and n0 <= n < n1.
  *
- * Each weight row is dequantized once into `scratch` (length >= K) and then dotted with every input
- * row, so narrow weights never exist in f32 beyond one row. Each output element is summed in the
- * same order whatever M, n0 and n1 are, which makes results independent of batch composition and
- * of how rows are split between threads.
+ * Weight rows are taken four at a time: narrow dtypes are dequantized into `scratch` (length >= 4K)
+ * so they never exist in f32 beyond four rows, and each group of rows is dotted with two input rows
+ * at once to share loads. Every output is one sequential sum over k in double precision, whatever
+ * M, n0 and n1 are, so results do not depend on batch composition or on how rows are split between
+ * threads, and equal the scalar reference's sum bit for bit.
  */
 export function matmulRange(
   x: Float32Array,
@@ -68,35 +69,30 @@ export function matmulRange(
   tables: { f16: Float32Array; fp8: Float32Array; fp4: Float32Array; e8m0: Float32Array },
 ): void {
   const scratchBits = new Uint32Array(scratch.buffer, scratch.byteOffset, scratch.length);
-  const K4 = K - (K % 4);
-  for (let n = n0; n < n1; n++) {
-    let row: Float32Array = scratch;
-    let ro = 0;
-    if (dtype === 0) {
-      row = wData as Float32Array;
-      ro = n * K;
-    } else if (dtype === 1) {
+  /** Dequantizes weight row n into scratch[dst, dst+K). */
+  const unpack = (n: number, dst: number): void => {
+    if (dtype === 1) {
       const src = wData as Uint16Array;
       const base = n * K;
-      for (let k = 0; k < K; k++) scratchBits[k] = (src[base + k] as number) << 16;
+      for (let k = 0; k < K; k++) scratchBits[dst + k] = (src[base + k] as number) << 16;
     } else if (dtype === 2) {
       const src = wData as Uint16Array;
       const lut = tables.f16;
       const base = n * K;
-      for (let k = 0; k < K; k++) scratch[k] = lut[src[base + k] as number] as number;
+      for (let k = 0; k < K; k++) scratch[dst + k] = lut[src[base + k] as number] as number;
     } else if (dtype === 3) {
       const src = wData as Uint8Array;
       const lut = tables.fp8;
       const base = n * K;
       if (scaleData === null) {
-        for (let k = 0; k < K; k++) scratch[k] = lut[src[base + k] as number] as number;
+        for (let k = 0; k < K; k++) scratch[dst + k] = lut[src[base + k] as number] as number;
       } else {
         const blocksPerRow = Math.ceil(K / scaleBlockCols);
         const sBase = Math.floor(n / scaleBlockRows) * blocksPerRow;
         for (let k0 = 0; k0 < K; k0 += scaleBlockCols) {
           const s = scaleData[sBase + Math.floor(k0 / scaleBlockCols)] as number;
           const k1 = Math.min(K, k0 + scaleBlockCols);
-          for (let k = k0; k < k1; k++) scratch[k] = (lut[src[base + k] as number] as number) * s;
+          for (let k = k0; k < k1; k++) scratch[dst + k] = (lut[src[base + k] as number] as number) * s;
         }
       }
     } else {
@@ -109,7 +105,7 @@ export function matmulRange(
       for (let blk = 0; blk < K >> 5; blk++) {
         const s = e8[scales[scaleBase + blk] as number] as number;
         const b0 = byteBase + blk * 16;
-        const k0 = blk * 32;
+        const k0 = dst + blk * 32;
         for (let j = 0; j < 16; j++) {
           const byte = src[b0 + j] as number;
           scratch[k0 + 2 * j] = (lut[byte & 15] as number) * s;
@@ -117,22 +113,89 @@ export function matmulRange(
         }
       }
     }
-    for (let m = 0; m < M; m++) {
-      const xo = m * K;
-      let s0 = 0;
-      let s1 = 0;
-      let s2 = 0;
-      let s3 = 0;
-      let k = 0;
-      for (; k < K4; k += 4) {
-        s0 += (x[xo + k] as number) * (row[ro + k] as number);
-        s1 += (x[xo + k + 1] as number) * (row[ro + k + 1] as number);
-        s2 += (x[xo + k + 2] as number) * (row[ro + k + 2] as number);
-        s3 += (x[xo + k + 3] as number) * (row[ro + k + 3] as number);
+  };
+  const f32 = dtype === 0;
+  const w: Float32Array = f32 ? (wData as Float32Array) : scratch;
+  let n = n0;
+  for (; n + 4 <= n1; n += 4) {
+    let r0 = n * K;
+    if (!f32) {
+      for (let j = 0; j < 4; j++) unpack(n + j, j * K);
+      r0 = 0;
+    }
+    const r1 = r0 + K;
+    const r2 = r1 + K;
+    const r3 = r2 + K;
+    let m = 0;
+    for (; m + 2 <= M; m += 2) {
+      const xa = m * K;
+      const xb = xa + K;
+      let a0 = 0;
+      let a1 = 0;
+      let a2 = 0;
+      let a3 = 0;
+      let b0 = 0;
+      let b1 = 0;
+      let b2 = 0;
+      let b3 = 0;
+      for (let k = 0; k < K; k++) {
+        const u = x[xa + k] as number;
+        const v = x[xb + k] as number;
+        const w0 = w[r0 + k] as number;
+        const w1 = w[r1 + k] as number;
+        const w2 = w[r2 + k] as number;
+        const w3 = w[r3 + k] as number;
+        a0 += u * w0;
+        a1 += u * w1;
+        a2 += u * w2;
+        a3 += u * w3;
+        b0 += v * w0;
+        b1 += v * w1;
+        b2 += v * w2;
+        b3 += v * w3;
       }
-      let s = s0 + s1 + (s2 + s3);
-      for (; k < K; k++) s += (x[xo + k] as number) * (row[ro + k] as number);
-      out[m * N + n] = s;
+      const oa = m * N + n;
+      const ob = oa + N;
+      out[oa] = a0;
+      out[oa + 1] = a1;
+      out[oa + 2] = a2;
+      out[oa + 3] = a3;
+      out[ob] = b0;
+      out[ob + 1] = b1;
+      out[ob + 2] = b2;
+      out[ob + 3] = b3;
+    }
+    if (m < M) {
+      const xa = m * K;
+      let a0 = 0;
+      let a1 = 0;
+      let a2 = 0;
+      let a3 = 0;
+      for (let k = 0; k < K; k++) {
+        const u = x[xa + k] as number;
+        a0 += u * (w[r0 + k] as number);
+        a1 += u * (w[r1 + k] as number);
+        a2 += u * (w[r2 + k] as number);
+        a3 += u * (w[r3 + k] as number);
+      }
+      const oa = m * N + n;
+      out[oa] = a0;
+      out[oa + 1] = a1;
+      out[oa + 2] = a2;
+      out[oa + 3] = a3;
+    }
+  }
+  for (; n < n1; n++) {
+    let r0 = n * K;
+    if (!f32) {
+      unpack(n, 0);
+      r0 = 0;
+    }
+    for (let m = 0; m < M; m++) {
+      const xa = m * K;
+      let a0 = 0;
+      for (let k = 0; k < K; k++) a0 += (x[xa + k] as number) * (w[r0 + k] as number);
+      out[m * N + n] = a0;
     }
   }
 }

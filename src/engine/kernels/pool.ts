@@ -1,5 +1,5 @@
 import { availableParallelism } from "node:os";
-import { MessageChannel, type MessagePort, Worker } from "node:worker_threads";
+import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from "node:worker_threads";
 import { BringupError } from "../../common/errors.js";
 import { DTYPE_CODE, type Weight } from "../tensor/weight.js";
 import { buildDecodeTables, type DecodeTables, matmulRange } from "./matmul-kernel.js";
@@ -59,7 +59,7 @@ export class MatmulPool {
         `matmul buffers too small: x ${x.length} < ${M}x${K} or out ${out.length} < ${M}x${N}.`,
       );
     }
-    if (this.scratch.length < K) this.scratch = new Float32Array(K);
+    if (this.scratch.length < 4 * K) this.scratch = new Float32Array(4 * K);
     const dtype = DTYPE_CODE[w.dtype];
     const scale = w.scale;
     const helpers = this.workers.length;
@@ -131,7 +131,16 @@ export class MatmulPool {
       }
     }
     if (Atomics.load(this.ctrl, FAILED) !== 0) {
-      throw new BringupError("ENGINE_WORKER_FAILED", "a matmul worker thread failed; restart the engine.");
+      const reasons: string[] = [];
+      for (const { port } of this.workers) {
+        for (let m = receiveMessageOnPort(port); m !== undefined; m = receiveMessageOnPort(port)) {
+          if (m.message?.type === "error") reasons.push(m.message.message);
+        }
+      }
+      throw new BringupError(
+        "ENGINE_WORKER_FAILED",
+        `a matmul worker thread failed (${reasons.join("; ") || "it stopped answering"}); restart the engine.`,
+      );
     }
     out.set(stagedOut.subarray(0, M * N));
   }
@@ -223,7 +232,7 @@ function workerMain(
       } else if (msg.type === "job") {
         try {
           const w = weights.get(msg.id) as Registered;
-          if (scratch.length < msg.K) scratch = new Float32Array(msg.K);
+          if (scratch.length < 4 * msg.K) scratch = new Float32Array(4 * msg.K);
           kernel(
             x,
             msg.M,
@@ -241,7 +250,8 @@ function workerMain(
             scratch,
             tables,
           );
-        } catch {
+        } catch (error) {
+          port.postMessage({ type: "error", message: String((error as Error)?.stack ?? error) });
           Atomics.store(ctrl, 2, 1);
         }
         Atomics.add(ctrl, 1, 1);
@@ -251,7 +261,10 @@ function workerMain(
   }
 }
 
+// Some TypeScript runners (esbuild with keepNames, as tsx uses) wrap inner functions in a __name
+// helper that exists only in the main bundle; the worker defines a no-op one.
 const WORKER_SOURCE = `"use strict";
+const __name = (f) => f;
 const threads = require("node:worker_threads");
 (${workerMain.toString()})((${matmulRange.toString()}), (${buildDecodeTables.toString()}), threads);
 `;
