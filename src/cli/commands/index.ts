@@ -4,6 +4,7 @@ import { registerPorts } from "./ports.js";
 import { registerRecipe } from "./recipe.js";
 import { registerRecords } from "./records.js";
 import { registerServe } from "./serve.js";
+import { registerServe } from "./serve.js";
 import { registerSite } from "./site.js";
 import { registerWeights } from "./weights.js";
 
@@ -14,6 +15,7 @@ export function registerCommands(program: Command): void {
   registerSite(program);
   registerWeights(program);
   registerMakeTiny(program);
+  registerServe(program);
   registerRecipe(program);
   registerServe(program);
 }

@@ -1,0 +1,143 @@
+import { type Command, InvalidArgumentError } from "commander";
+import { TINY_SIZES } from "../../engine/index.js";
+import {
+  DEFAULT_TINY_SIZE,
+  type RunningServer,
+  type ServerOptions,
+  startServer,
+} from "../../server/index.js";
+
+function positiveInt(value: string): number {
+  if (!/^\d+$/.test(value) || Number(value) < 1)
+    throw new InvalidArgumentError("expected a whole number >= 1.");
+  return Number(value);
+}
+
+function tcpPort(value: string): number {
+  if (!/^\d+$/.test(value) || Number(value) > 65535)
+    throw new InvalidArgumentError("expected a port number from 0 to 65535.");
+  return Number(value);
+}
+
+const UNITS: Readonly<Record<string, number>> = {
+  "": 1,
+  k: 1e3,
+  m: 1e6,
+  g: 1e9,
+  ki: 2 ** 10,
+  mi: 2 ** 20,
+  gi: 2 ** 30,
+};
+
+/** A byte count: 536870912, 512M, 512MiB, 1G, 1GiB (K/M/G are powers of 1000, Ki/Mi/Gi of 1024). */
+export function byteSize(value: string): number {
+  const match = /^(\d+(?:\.\d+)?)\s*(k|m|g|ki|mi|gi)?b?$/i.exec(value.trim());
+  const unit = UNITS[(match?.[2] ?? "").toLowerCase()];
+  if (match === null || unit === undefined)
+    throw new InvalidArgumentError("expected a size in bytes such as 268435456, 256MiB or 1G.");
+  const bytes = Math.floor(Number(match[1]) * unit);
+  if (bytes < 1) throw new InvalidArgumentError("expected a size of at least 1 byte.");
+  return bytes;
+}
+
+interface ServeFlags {
+  host: string;
+  port: number;
+  apiKey?: string;
+  servedModelName?: string;
+  maxModelLen?: number;
+  maxNumSeqs?: number;
+  kvCacheMemoryBytes?: number;
+  blockSize?: number;
+  maxNumBatchedTokens?: number;
+  threads?: number;
+  tiny: string;
+}
+
+/** Resolves when the process is asked to stop (Ctrl-C or SIGTERM). */
+function untilSignalled(): Promise<void> {
+  return new Promise((done) => {
+    const stop = () => {
+      process.off("SIGINT", stop);
+      process.off("SIGTERM", stop);
+      done();
+    };
+    process.once("SIGINT", stop);
+    process.once("SIGTERM", stop);
+  });
+}
+
+/** Options for startServer from the command line (exported for the command's test). */
+export function serverOptions(modelDir: string | undefined, flags: ServeFlags): ServerOptions {
+  const apiKey = flags.apiKey ?? process.env.BRINGUP_API_KEY;
+  return {
+    ...(modelDir !== undefined ? { modelDir } : { tinySize: flags.tiny }),
+    host: flags.host,
+    port: flags.port,
+    ...(apiKey !== undefined && apiKey !== "" ? { apiKey } : {}),
+    ...(flags.servedModelName !== undefined ? { servedModelName: flags.servedModelName } : {}),
+    ...(flags.maxModelLen !== undefined ? { maxModelLen: flags.maxModelLen } : {}),
+    ...(flags.maxNumSeqs !== undefined ? { maxNumSeqs: flags.maxNumSeqs } : {}),
+    ...(flags.kvCacheMemoryBytes !== undefined ? { kvCacheBytes: flags.kvCacheMemoryBytes } : {}),
+    ...(flags.blockSize !== undefined ? { blockSize: flags.blockSize } : {}),
+    ...(flags.maxNumBatchedTokens !== undefined ? { maxNumBatchedTokens: flags.maxNumBatchedTokens } : {}),
+    ...(flags.threads !== undefined ? { threads: flags.threads } : {}),
+  };
+}
+
+export function registerServe(
+  program: Command,
+  onListening?: (server: RunningServer) => Promise<void>,
+): void {
+  program
+    .command("serve")
+    .description("serve a model over an OpenAI-compatible API (vLLM's routes and flags) until Ctrl-C")
+    .argument(
+      "[MODEL_DIR]",
+      `an HF-style model directory (config.json, tokenizer.json, safetensors); default: a generated tiny model`,
+    )
+    .option("--host <host>", "address to listen on", "127.0.0.1")
+    .option("--port <n>", "port to listen on (0 picks a free one)", tcpPort, 8000)
+    .option(
+      "--api-key <key>",
+      "require `Authorization: Bearer <key>` on /v1 routes (default: $BRINGUP_API_KEY, else none)",
+    )
+    .option(
+      "--served-model-name <name>",
+      "the model name clients send and see (default: the directory's name)",
+    )
+    .option(
+      "--max-model-len <n>",
+      "longest prompt + output in tokens (default: the model's max_position_embeddings)",
+      positiveInt,
+    )
+    .option("--max-num-seqs <n>", "most requests running at once (default 64)", positiveInt)
+    .option(
+      "--kv-cache-memory-bytes <size>",
+      "KV cache budget, e.g. 256MiB or 1G (default: room for max-num-seqs full-length requests, at most 1 GiB)",
+      byteSize,
+    )
+    .option("--block-size <n>", "tokens per KV cache block (default 16)", positiveInt)
+    .option(
+      "--max-num-batched-tokens <n>",
+      "most tokens one engine step runs (default max(2048, max-num-seqs))",
+      positiveInt,
+    )
+    .option("--threads <n>", "matmul threads (default: all cores)", positiveInt)
+    .option(
+      "--tiny <size>",
+      `tiny model served without MODEL_DIR: ${TINY_SIZES.map((s) => s.name).join(", ")}`,
+      DEFAULT_TINY_SIZE,
+    )
+    .action(async (modelDir: string | undefined, flags: ServeFlags) => {
+      const server = await startServer(serverOptions(modelDir, flags));
+      const l = server.limits;
+      process.stdout.write(
+        `serving ${server.modelName} at ${server.url} (OpenAI base URL ${server.url}/v1)\n` +
+          `max-model-len ${l.maxModelLen}, max-num-seqs ${l.maxNumSeqs}, KV cache ${l.kvBlocks} blocks of ${l.blockSize} tokens` +
+          `${flags.apiKey || process.env.BRINGUP_API_KEY ? ", API key required" : ""}; Ctrl-C stops\n`,
+      );
+      await (onListening ? onListening(server) : untilSignalled());
+      await server.close();
+    });
+}

@@ -1,0 +1,119 @@
+import type { GeneratedToken, PromptLogprobs, TextTokenizer } from "../engine/index.js";
+
+/** JSON has no -Infinity; vLLM reports impossible tokens as -9999.0, and so do we. */
+function finite(logprob: number): number {
+  return Number.isFinite(logprob) ? logprob : -9999;
+}
+
+/** One position of the legacy completions logprobs: a token, or a prompt token without a logprob. */
+export interface PositionLogprob {
+  readonly tokenId: number;
+  /** null for the first prompt token, which nothing predicts. */
+  readonly scored: GeneratedToken | null;
+}
+
+/** OpenAI's legacy completions logprobs object. */
+export interface CompletionLogprobs {
+  tokens: string[];
+  token_logprobs: (number | null)[];
+  top_logprobs: (Record<string, number> | null)[];
+  text_offset: number[];
+}
+
+/**
+ * Positions in the completions shape. `top` caps the alternatives shown per position; like vLLM,
+ * the chosen token is listed among them too. `offset` is where the first token's text starts in
+ * the choice's text; the returned `end` is where the next position's would start.
+ */
+export function completionLogprobs(
+  tokenizer: TextTokenizer,
+  positions: readonly PositionLogprob[],
+  top: number,
+  offset: number,
+): { logprobs: CompletionLogprobs; end: number } {
+  const out: CompletionLogprobs = { tokens: [], token_logprobs: [], top_logprobs: [], text_offset: [] };
+  let at = offset;
+  for (const { tokenId, scored } of positions) {
+    const text = tokenizer.tokenText(tokenId);
+    out.tokens.push(text);
+    out.text_offset.push(at);
+    at += text.length;
+    if (scored === null) {
+      out.token_logprobs.push(null);
+      out.top_logprobs.push(null);
+      continue;
+    }
+    out.token_logprobs.push(finite(scored.logprob));
+    const alternatives: Record<string, number> = {};
+    for (const alt of (scored.top ?? []).slice(0, top))
+      alternatives[tokenizer.tokenText(alt.tokenId)] = finite(alt.logprob);
+    alternatives[text] = finite(scored.logprob);
+    out.top_logprobs.push(alternatives);
+  }
+  return { logprobs: out, end: at };
+}
+
+/** Appends `more` (a later chunk's positions) to `into`. */
+export function appendCompletionLogprobs(into: CompletionLogprobs, more: CompletionLogprobs): void {
+  into.tokens.push(...more.tokens);
+  into.token_logprobs.push(...more.token_logprobs);
+  into.top_logprobs.push(...more.top_logprobs);
+  into.text_offset.push(...more.text_offset);
+}
+
+export interface ChatTokenLogprob {
+  token: string;
+  logprob: number;
+  bytes: number[];
+  top_logprobs: { token: string; logprob: number; bytes: number[] }[];
+}
+
+/** Generated tokens in the chat completions shape: `content` entries with their `top` alternatives. */
+export function chatLogprobs(
+  tokenizer: TextTokenizer,
+  tokens: readonly GeneratedToken[],
+  top: number,
+): ChatTokenLogprob[] {
+  const entry = (tokenId: number, logprob: number) => {
+    const token = tokenizer.tokenText(tokenId);
+    return { token, logprob: finite(logprob), bytes: [...Buffer.from(token, "utf8")] };
+  };
+  return tokens.map((t) => ({
+    ...entry(t.tokenId, t.logprob),
+    top_logprobs: (t.top ?? []).slice(0, top).map((alt) => entry(alt.tokenId, alt.logprob)),
+  }));
+}
+
+export interface VllmLogprob {
+  logprob: number;
+  rank: number;
+  decoded_token: string;
+}
+
+/**
+ * Prompt logprobs as vLLM returns them: null for the first position, then for each prompt token a
+ * dict from token id to {logprob, rank, decoded_token} holding the actual token and the top `top`.
+ */
+export function vllmPromptLogprobs(
+  tokenizer: TextTokenizer,
+  prompt: PromptLogprobs,
+  top: number,
+): (Record<string, VllmLogprob> | null)[] {
+  return prompt.map((position) => {
+    if (position === null) return null;
+    const dict: Record<string, VllmLogprob> = {};
+    (position.top ?? []).slice(0, top).forEach((alt, i) => {
+      dict[alt.tokenId] = {
+        logprob: finite(alt.logprob),
+        rank: i + 1,
+        decoded_token: tokenizer.tokenText(alt.tokenId),
+      };
+    });
+    dict[position.tokenId] = {
+      logprob: finite(position.logprob),
+      rank: position.rank,
+      decoded_token: tokenizer.tokenText(position.tokenId),
+    };
+    return dict;
+  });
+}

@@ -1,0 +1,133 @@
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { EngineStats, FinishReason } from "../engine/index.js";
+
+/**
+ * The server's Prometheus metrics, one registry per server. Naming rule: a figure vLLM also
+ * exports keeps vLLM's exact name (`vllm:` prefix), so one scraper reads this server and a real
+ * vLLM alike; a figure vLLM does not export has a `bringup:` prefix. Every series carries vLLM's
+ * `model_name` label.
+ */
+export const METRIC_NAMES = {
+  running: "vllm:num_requests_running",
+  waiting: "vllm:num_requests_waiting",
+  kvUsage: "vllm:kv_cache_usage_perc",
+  preemptions: "vllm:num_preemptions_total",
+  promptTokens: "vllm:prompt_tokens_total",
+  generationTokens: "vllm:generation_tokens_total",
+  requestSuccess: "vllm:request_success_total",
+  ttft: "vllm:time_to_first_token_seconds",
+  interToken: "vllm:inter_token_latency_seconds",
+  e2e: "vllm:e2e_request_latency_seconds",
+  kvBlocksUsed: "bringup:kv_cache_blocks_used",
+  kvBlocksTotal: "bringup:kv_cache_blocks_total",
+  kvTokenCapacity: "bringup:kv_cache_token_capacity",
+} as const;
+
+const LATENCY_BUCKETS = [
+  0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80,
+];
+const TOKEN_GAP_BUCKETS = [
+  0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5,
+];
+
+export class ServerMetrics {
+  readonly registry = new Registry();
+  private readonly labels: { model_name: string };
+  private readonly ttft: Histogram<"model_name">;
+  private readonly interToken: Histogram<"model_name">;
+  private readonly e2e: Histogram<"model_name">;
+  private readonly finished: Counter<"model_name" | "finished_reason">;
+
+  constructor(modelName: string, stats: () => EngineStats) {
+    const labels = { model_name: modelName };
+    this.labels = labels;
+    const registers = [this.registry];
+    const labelNames = ["model_name"] as const;
+    // Gauges and engine-side counters read the engine when scraped, so they are never stale.
+    const gauge = (name: string, help: string, value: (s: EngineStats) => number) =>
+      new Gauge({
+        name,
+        help,
+        labelNames,
+        registers,
+        collect() {
+          this.set(labels, value(stats()));
+        },
+      });
+    const counter = (name: string, help: string, value: (s: EngineStats) => number) =>
+      new Counter({
+        name,
+        help,
+        labelNames,
+        registers,
+        collect() {
+          this.reset();
+          this.inc(labels, value(stats()));
+        },
+      });
+    gauge(METRIC_NAMES.running, "Requests running in the engine's batch.", (s) => s.running);
+    gauge(
+      METRIC_NAMES.waiting,
+      "Requests waiting for a place in the batch or for KV blocks.",
+      (s) => s.waiting,
+    );
+    gauge(METRIC_NAMES.kvUsage, "Fraction of KV cache blocks in use (1 = full).", (s) =>
+      s.kvBlocksTotal === 0 ? 0 : s.kvBlocksUsed / s.kvBlocksTotal,
+    );
+    gauge(METRIC_NAMES.kvBlocksUsed, "KV cache blocks held by requests.", (s) => s.kvBlocksUsed);
+    gauge(METRIC_NAMES.kvBlocksTotal, "KV cache blocks in the cache.", (s) => s.kvBlocksTotal);
+    gauge(
+      METRIC_NAMES.kvTokenCapacity,
+      "Tokens the KV cache can hold across all requests.",
+      (s) => s.kvTokenCapacity,
+    );
+    counter(
+      METRIC_NAMES.preemptions,
+      "Requests preempted to free KV blocks (recomputed later).",
+      (s) => s.preemptions,
+    );
+    counter(
+      METRIC_NAMES.promptTokens,
+      "Prompt tokens run through the model (recomputation included).",
+      (s) => s.promptTokensTotal,
+    );
+    counter(METRIC_NAMES.generationTokens, "Tokens generated.", (s) => s.generationTokensTotal);
+    this.finished = new Counter({
+      name: METRIC_NAMES.requestSuccess,
+      help: "Requests finished, by finish reason (stop, length, abort).",
+      labelNames: ["model_name", "finished_reason"],
+      registers,
+    });
+    const histogram = (name: string, help: string, buckets: number[]) =>
+      new Histogram({ name, help, labelNames, registers, buckets });
+    this.ttft = histogram(
+      METRIC_NAMES.ttft,
+      "Seconds from a request's arrival to its first generated token.",
+      LATENCY_BUCKETS,
+    );
+    this.interToken = histogram(
+      METRIC_NAMES.interToken,
+      "Seconds between consecutive generated tokens of a request.",
+      TOKEN_GAP_BUCKETS,
+    );
+    this.e2e = histogram(METRIC_NAMES.e2e, "Seconds from a request's arrival to its end.", LATENCY_BUCKETS);
+  }
+
+  firstToken(seconds: number): void {
+    this.ttft.observe(this.labels, seconds);
+  }
+
+  nextToken(seconds: number): void {
+    this.interToken.observe(this.labels, seconds);
+  }
+
+  finish(reason: FinishReason, seconds: number): void {
+    this.finished.inc({ ...this.labels, finished_reason: reason });
+    this.e2e.observe(this.labels, seconds);
+  }
+
+  /** The Prometheus text exposition and its content type. */
+  async render(): Promise<{ body: string; contentType: string }> {
+    return { body: await this.registry.metrics(), contentType: this.registry.contentType };
+  }
+}

@@ -1,0 +1,39 @@
+import type { z } from "zod";
+import { ApiError } from "./api-error.js";
+
+/** The first problem zod found, as "`field`: what is wrong", and the field's name. */
+function describeIssue(issue: z.core.$ZodIssue): { message: string; param: string | null } {
+  const param = issue.path.length === 0 ? null : issue.path.map(String).join(".");
+  if (issue.code === "unrecognized_keys") return { message: issue.message, param };
+  const where = param === null ? "the request body" : `\`${param}\``;
+  return { message: `${where}: ${issue.message}`, param };
+}
+
+/**
+ * Parses a request body as JSON and checks it against `schema`; throws a 400 ApiError saying
+ * which field is wrong and how, so a client can fix the request.
+ */
+export function parseBody<S extends z.ZodType>(text: string, schema: S): z.infer<S> {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (cause) {
+    throw new ApiError(
+      400,
+      `the request body is not valid JSON (${(cause as Error).message}); send a JSON object with Content-Type: application/json.`,
+      "invalid_json",
+    );
+  }
+  if (typeof json !== "object" || json === null || Array.isArray(json)) {
+    throw new ApiError(400, "the request body must be a JSON object.", "invalid_json");
+  }
+  const parsed = schema.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const { message, param } = issue
+      ? describeIssue(issue)
+      : { message: "the request body is invalid", param: null };
+    throw new ApiError(400, `${message}; fix it and retry.`, "invalid_value", param);
+  }
+  return parsed.data;
+}
