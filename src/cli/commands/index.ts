@@ -4,7 +4,6 @@ import { registerPorts } from "./ports.js";
 import { registerRecipe } from "./recipe.js";
 import { registerRecords } from "./records.js";
 import { registerServe } from "./serve.js";
-import { registerServe } from "./serve.js";
 import { registerSite } from "./site.js";
 import { registerWeights } from "./weights.js";
 
@@ -15,7 +14,6 @@ export function registerCommands(program: Command): void {
   registerSite(program);
   registerWeights(program);
   registerMakeTiny(program);
-  registerServe(program);
   registerRecipe(program);
   registerServe(program);
 }
