@@ -1,0 +1,41 @@
+import { describe, expect, it } from "vitest";
+import { argmax, logprobsOf, sampleToken, validateSampling } from "./sampler.js";
+import { Rng } from "./tensor/random.js";
+
+const logits = new Float32Array([0.1, 2.0, -1, 1.9, 0.5]);
+
+describe("sampler", () => {
+  it("greedy, top_k 1 and a tiny top_p all pick the argmax", () => {
+    const rng = new Rng(1);
+    expect(sampleToken(logits, 0, 5, { temperature: 0 }, rng)).toBe(1);
+    expect(sampleToken(logits, 0, 5, { topK: 1 }, rng)).toBe(1);
+    expect(sampleToken(logits, 0, 5, { topP: 0.01 }, rng)).toBe(1);
+    expect(argmax(new Float32Array([3, 3]), 0, 2)).toBe(0);
+  });
+
+  it("never leaves the top-k set and follows the seed", () => {
+    const a = new Rng(9);
+    const b = new Rng(9);
+    for (let i = 0; i < 200; i++) {
+      const t = sampleToken(logits, 0, 5, { temperature: 2, topK: 2 }, a);
+      expect([1, 3]).toContain(t);
+      expect(sampleToken(logits, 0, 5, { temperature: 2, topK: 2 }, b)).toBe(t);
+    }
+  });
+
+  it("reports the chosen token's logprob, its rank and the top alternatives in order", () => {
+    const lp = logprobsOf(logits, 0, 5, 3, 3, new Float64Array(5));
+    const lse = Math.log(Array.from(logits).reduce((s, v) => s + Math.exp(v), 0));
+    expect(lp.logprob).toBeCloseTo(1.9 - lse, 6);
+    expect(lp.rank).toBe(2);
+    expect(lp.top.map((t) => t.tokenId)).toEqual([1, 3, 4]);
+  });
+
+  it("rejects bad parameters naming the field", () => {
+    expect(() => validateSampling({ temperature: -1 })).toThrow(
+      expect.objectContaining({ subject: "temperature" }),
+    );
+    expect(() => validateSampling({ topK: 1.5 })).toThrow(expect.objectContaining({ subject: "top_k" }));
+    expect(() => validateSampling({ seed: 0.5 })).toThrow(expect.objectContaining({ subject: "seed" }));
+  });
+});
