@@ -6,3 +6,4 @@ export { renderRunGatesScript } from "./run-gates-script.js";
 export { modeEnv, serveArgs, serveCommandLine, serveEnv, VLLM_SERVER_MODULE } from "./serve.js";
 export { shellQuote, shellWord } from "./shell.js";
 export { normalizePackageName, type PinnedPackage, type Recipe, type RecipeManifest } from "./source.js";
+export { type RecipeSummary, recipeSummary } from "./summary.js";
