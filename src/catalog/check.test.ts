@@ -132,6 +132,20 @@ const CASES: Record<string, Case> = {
     message: "[[fig:demo/prefill]] names no record",
     expected: "[[fig:demo/<slug>]]",
   },
+  "unbacked-manifest-text": {
+    file: "ports/demo/port.yaml",
+    line: 34,
+    field: "headline.1.text",
+    message: '"99 tok/s" is a figure',
+    expected: "{ record: demo/<slug> }",
+  },
+  "dangling-chained-from": {
+    file: "ports/demo/results/records.jsonl",
+    line: 1,
+    field: "chained_from.0",
+    message: "chained from demo/step-one",
+    expected: "an A/B record of port demo",
+  },
   "unknown-entry": {
     file: "ports/demo/notes.txt",
     message: "unknown entry",

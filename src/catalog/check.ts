@@ -144,6 +144,19 @@ export async function inspectPort(
     }
     port.records.push(record);
   }
+  for (const [index, record] of port.records.entries()) {
+    for (const [position, source] of (record.chained_from ?? []).entries()) {
+      if (port.records.some((other) => other.id === source)) continue;
+      const where = store.locations[index];
+      diagnostics.push({
+        file: where?.file ?? `${label}/${RESULTS_DIR}`,
+        line: where?.line,
+        field: `chained_from.${position}`,
+        message: `record ${record.id} is chained from ${source}, which is not in this port's results`,
+        expected: `the id of an A/B record of port ${id}`,
+      });
+    }
+  }
   // A reference to a record whose line was rejected is not reported again: the line's problem says it.
   const recordIds = new Set([...port.records.map((record) => record.id), ...store.rejectedIds]);
   const storeValid = store.problems.length === 0;
@@ -178,6 +191,8 @@ export async function inspectPort(
           });
         }
         diagnostics.push(...danglingRefs(result.data, recordIds, source, manifestFile, label));
+        if (storeValid)
+          diagnostics.push(...manifestTextFigures(result.data, source, manifestFile, id, port.records));
         // Checked-in recipe files must be what `bringup recipe` makes of this manifest.
         diagnostics.push(...(await recipeProblems(dir, label, result.data)));
       }
@@ -187,7 +202,7 @@ export async function inspectPort(
   const readmeText = await readText(join(dir, README_FILE));
   if (readmeText !== undefined) {
     port.readme = readmeText;
-    const backing = [...port.records.flatMap(recordNumbers), ...gateThresholds(port.manifest)];
+    const backing = backingNumbers(port.records, port.manifest);
     diagnostics.push(
       ...checkProse(readmeText, `${label}/${README_FILE}`, id, recordIds, storeValid ? backing : undefined),
     );
@@ -286,6 +301,51 @@ function danglingRefs(
       message: `names record ${ref.id}, which is not in this port's results`,
       expected: `the id of a record in ${label}/${RESULTS_DIR}/*.jsonl`,
     }));
+}
+
+function backingNumbers(records: BenchRecord[], manifest: PortManifest | undefined): number[] {
+  return [...records.flatMap(recordNumbers), ...gateThresholds(manifest)];
+}
+
+/** Free text in the manifest is prose the site shows too, so a figure typed there needs a record as well. */
+function manifestTextFigures(
+  manifest: PortManifest,
+  source: YamlSource,
+  file: string,
+  portId: string,
+  records: BenchRecord[],
+): Diagnostic[] {
+  const texts: { path: (string | number)[]; text: string | undefined }[] = [
+    { path: ["hard", "summary"], text: manifest.hard.summary },
+    { path: ["status", "note"], text: manifest.status.note },
+    ...manifest.headline.map((item, index) => ({
+      path: ["headline", index, "text"],
+      text: "text" in item ? item.text : undefined,
+    })),
+    ...manifest.target.variants.map((variant, index) => ({
+      path: ["target", "variants", index, "note"],
+      text: variant.note,
+    })),
+    ...manifest.gates.map((gate, index) => ({
+      path: ["gates", index, "reference"],
+      text: gate.kind === "perplexity" ? gate.reference : undefined,
+    })),
+  ];
+  const numbers = backingNumbers(records, manifest);
+  const diagnostics: Diagnostic[] = [];
+  for (const { path, text } of texts) {
+    for (const figure of unitFigures(text ?? "")) {
+      if (isBacked(figure, numbers)) continue;
+      diagnostics.push({
+        file,
+        line: source.lineOf(path),
+        field: path.join("."),
+        message: `"${figure.text}" is a figure that no record of this port (or gate threshold) states`,
+        expected: `a headline item { record: ${portId}/<slug> } for the figure, and words without it here`,
+      });
+    }
+  }
+  return diagnostics;
 }
 
 /**
