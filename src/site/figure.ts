@@ -98,13 +98,18 @@ export function formatConditions(record: BenchRecord): string {
   return (record.conditions ?? []).map((c) => `${c.name}: ${c.a} vs ${c.b}`).join("; ");
 }
 
-/** The method as printed after a figure: "same-pod A/B, reported", "different conditions (…)". */
+/** The method's short name, with ", reported" for a figure taken from elsewhere: "same-pod A/B, reported". */
+export function methodName(record: BenchRecord): string {
+  const label = METHOD_LABELS[record.method];
+  return record.source.kind === "reported" && record.method !== "reported" ? `${label}, reported` : label;
+}
+
+/** The method as printed after a figure, conditions named: "different conditions (nodes: 1 vs 2), reported". */
 export function formatMethod(record: BenchRecord): string {
-  let text = METHOD_LABELS[record.method];
   const conditions = formatConditions(record);
-  if (record.method === "different-conditions" && conditions !== "") text = `${text} (${conditions})`;
-  if (record.source.kind === "reported" && record.method !== "reported") text = `${text}, reported`;
-  return text;
+  if (record.method !== "different-conditions" || conditions === "") return methodName(record);
+  const named = `${METHOD_LABELS[record.method]} (${conditions})`;
+  return record.source.kind === "reported" ? `${named}, reported` : named;
 }
 
 /** The figure without its method: arms, ratio and what it applies to. */

@@ -3,12 +3,12 @@ import { FEATURES } from "../catalog/index.js";
 import type { BenchRecord } from "../records/index.js";
 import {
   acceleratorName,
+  cardsAndNodes,
   EXECUTION_MODE_LABELS,
   formatWeightFormat,
   GATE_NAMES,
   gateThreshold,
   modelSize,
-  runsOn,
   statusText,
   variantSummary,
 } from "./facts.js";
@@ -16,9 +16,9 @@ import {
   armFigure,
   formatConditions,
   formatFigure,
-  formatMethod,
   formatRecordFigure,
   formatValue,
+  methodName,
 } from "./figure.js";
 import { renderHeadlineItem } from "./headline.js";
 import { code, frontMatter, table, text, vPre } from "./markdown.js";
@@ -38,7 +38,7 @@ function facts(port: LoadedPort): string {
     `- **Weight formats.** ${text(model.weight_formats?.map(formatWeightFormat).join(", ") ?? "not stated by the source")}`,
     `- **Scope.** ${manifest.scope === "full" ? "a written-up port" : "a small port: a few model patches, explained on its recipe"}`,
     `- **What made it hard.** ${text(manifest.hard.summary)}`,
-    `- **Target.** ${text(runsOn(target))}`,
+    `- **Target.** ${text(`${cardsAndNodes(target.cards, target.nodes)} of ${acceleratorName(target.accelerator)}`)}`,
   ];
   for (const variant of target.variants) {
     const kind = variant.documented ? "documented" : "shipped";
@@ -105,7 +105,7 @@ function recordsTable(port: LoadedPort): string {
     text(record.label),
     text(formatValue(record)),
     text(arms(record)),
-    text(formatMethod(record)),
+    text(methodName(record)),
     text(source(record)),
     record.method === "different-conditions" ? text(formatConditions(record)) : NONE,
   ]);
