@@ -1,16 +1,13 @@
 /**
  * Watches generated text for stop strings as it grows. Text is released as soon as it can no
- * longer be the start of a stop string (vLLM holds back the longest stop string's length minus one
- * character the same way), and a matched stop string is cut from the output with what follows it.
+ * longer be the start of a stop string (only a tail that begins some stop string is held back),
+ * and a matched stop string is cut from the output with what follows it.
  */
 export class StopStringMatcher {
   private text = "";
   private released = 0;
-  private readonly holdBack: number;
 
-  constructor(private readonly stops: readonly string[]) {
-    this.holdBack = stops.reduce((m, s) => Math.max(m, s.length - 1), 0);
-  }
+  constructor(private readonly stops: readonly string[]) {}
 
   /** All text kept so far (cut at the stop string once one matched). */
   get output(): string {
@@ -35,7 +32,21 @@ export class StopStringMatcher {
       this.text = this.text.slice(0, cut);
       return { text: this.release(this.text.length), stop: matched };
     }
-    return { text: this.release(this.text.length - this.holdBack) };
+    return { text: this.release(this.text.length - this.pendingPrefix()) };
+  }
+
+  /** The length of the longest tail of the text that is the start of a stop string. */
+  private pendingPrefix(): number {
+    let longest = 0;
+    for (const stop of this.stops) {
+      for (let k = Math.min(stop.length - 1, this.text.length); k > longest; k--) {
+        if (this.text.endsWith(stop.slice(0, k))) {
+          longest = k;
+          break;
+        }
+      }
+    }
+    return longest;
   }
 
   /** Whatever was held back, at the end of the stream. */
@@ -44,15 +55,9 @@ export class StopStringMatcher {
   }
 
   private release(upTo: number): string {
-    let end = upTo;
-    // Never split a surrogate pair between two deltas.
-    if (end > this.released && end < this.text.length) {
-      const code = this.text.charCodeAt(end - 1);
-      if (code >= 0xd800 && code <= 0xdbff) end--;
-    }
-    if (end <= this.released) return "";
-    const out = this.text.slice(this.released, end);
-    this.released = end;
+    if (upTo <= this.released) return "";
+    const out = this.text.slice(this.released, upTo);
+    this.released = upTo;
     return out;
   }
 }
