@@ -11,7 +11,8 @@ export interface TrainedBpe {
 /**
  * Trains a byte-level BPE vocabulary of at most `vocabSize` tokens on `text`, deterministically:
  * the most frequent adjacent pair is merged first, ties going to the pair of lower token ids.
- * Training stops early when no pair occurs twice. Hand-written because no maintained JS library
+ * Like HF's trainer with min_frequency 0, pairs seen once still merge; training stops early only when
+ * every word is a single token. Hand-written because no maintained JS library
  * trains BPE (the tokenizer libraries here only encode).
  */
 export function trainByteLevelBpe(text: string, vocabSize: number): TrainedBpe {
@@ -66,7 +67,7 @@ export function trainByteLevelBpe(text: string, vocabSize: number): TrainedBpe {
         break;
       }
     }
-    if (best === undefined || best.count < 2) break;
+    if (best === undefined) break;
     const a = Math.floor(best.key / stride);
     const b = best.key % stride;
     const id = vocab.length;
