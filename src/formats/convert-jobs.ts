@@ -5,7 +5,7 @@ import { e8m0Table } from "./e8m0.js";
 import { floatToFp8Tile128 } from "./fp8-blockwise.js";
 import { type LogicalTensor, logicalRows, readLogicalRows } from "./logical.js";
 import { encodeMxfp4, MXFP4_BLOCK, MXFP4_BLOCK_BYTES } from "./mxfp4.js";
-import { mxfp4ToFp8Block32, mxfp4ToFp8Tile128, type TileReport } from "./mxfp4-to-fp8.js";
+import { mxfp4ToFp8Block32, mxfp4ToFp8Tile128, TILE, type TileReport } from "./mxfp4-to-fp8.js";
 
 /**
  * One unit of conversion work: rows [start, end) of one logical tensor. Jobs are plain data so they
@@ -49,11 +49,14 @@ export async function runJob(ck: Checkpoint, job: Job): Promise<JobResult> {
       }
       return { parts: [bytesOf(float32ToBf16(values))] };
     }
-    case "float-to-fp8":
-      return perMatrix(tensor, start, end, async (s, e, rows) => {
-        const { elements, scaleInv } = floatToFp8Tile128(await readLogicalRows(ck, tensor, s, e), rows, cols);
-        return { parts: [elements, bytesOf(scaleInv)] };
-      });
+    case "float-to-fp8": {
+      const values = await readLogicalRows(ck, tensor, start, end);
+      const out = tileOutputs(tensor, start, end);
+      for (const band of bands(tensor, start, end)) {
+        floatToFp8Tile128(values.subarray(band.from * cols, band.to * cols), band.rows, cols, band.view(out));
+      }
+      return { parts: [out.elements, bytesOf(out.scaleInv)] };
+    }
     case "float-to-mxfp4": {
       const { blocks, scales } = encodeMxfp4(await readLogicalRows(ck, tensor, start, end), subject);
       return { parts: [blocks, scales] };
@@ -76,63 +79,77 @@ export async function runJob(ck: Checkpoint, job: Job): Promise<JobResult> {
         return { parts: [elements, bytesOf(Float32Array.from(scales, (code) => table[code] as number))] };
       }
       const matrixRows = tensor.shape.at(-2) as number;
-      return perMatrix(tensor, start, end, async (s, e, rows) => {
-        const { blocks, scales } = await read(s, e);
-        const result = mxfp4ToFp8Tile128(
-          blocks,
-          scales,
-          rows,
-          cols,
-          job.allowInexact,
-          subject,
-          s % matrixRows,
+      const { blocks, scales } = await read(start, end);
+      const out = tileOutputs(tensor, start, end);
+      const reports: TileReport[] = [];
+      for (const band of bands(tensor, start, end)) {
+        const [g0, g1] = [band.from * groups, band.to * groups];
+        reports.push(
+          mxfp4ToFp8Tile128(
+            blocks.subarray(g0 * MXFP4_BLOCK_BYTES, g1 * MXFP4_BLOCK_BYTES),
+            scales.subarray(g0, g1),
+            band.rows,
+            cols,
+            job.allowInexact,
+            subject,
+            (start + band.from) % matrixRows,
+            band.view(out),
+          ),
         );
-        return { parts: [result.elements, bytesOf(result.scaleInv)], report: result };
-      });
+      }
+      return {
+        parts: [out.elements, bytesOf(out.scaleInv)],
+        report: {
+          inexactTiles: reports.flatMap((r) => r.inexactTiles),
+          maxAbsError: Math.max(0, ...reports.map((r) => r.maxAbsError)),
+          maxRelError: Math.max(0, ...reports.map((r) => r.maxRelError)),
+        },
+      };
     }
   }
 }
 
-/**
- * Splits rows [start, end) at matrix boundaries (a matrix is the last two dimensions) so tile
- * kernels see one band of one matrix at a time, and joins their outputs in order.
- */
-async function perMatrix(
-  tensor: LogicalTensor,
-  start: number,
-  end: number,
-  band: (start: number, end: number, rows: number) => Promise<JobResult>,
-): Promise<JobResult> {
-  const matrixRows = tensor.shape.length >= 2 ? (tensor.shape.at(-2) as number) : 1;
-  const results: JobResult[] = [];
-  for (let s = start; s < end; ) {
-    const e = Math.min(end, (Math.floor(s / matrixRows) + 1) * matrixRows);
-    results.push(await band(s, e, e - s));
-    s = e;
-  }
-  const partCount = results[0]?.parts.length ?? 0;
-  const parts = Array.from({ length: partCount }, (_, k) =>
-    concat(results.map((r) => r.parts[k] as Uint8Array)),
-  );
-  const reports = results.flatMap((r) => (r.report ? [r.report] : []));
-  if (reports.length === 0) return { parts };
+interface TileOutputs {
+  elements: Uint8Array;
+  scaleInv: Float32Array;
+}
+
+/** Output arrays for rows [start, end) of a 128x128-tiled FP8 tensor. */
+function tileOutputs(tensor: LogicalTensor, start: number, end: number): TileOutputs {
+  const { cols } = logicalRows(tensor);
+  const gridRows = bands(tensor, start, end).reduce((n, b) => n + Math.ceil(b.rows / TILE), 0);
   return {
-    parts,
-    report: {
-      inexactTiles: reports.flatMap((r) => r.inexactTiles),
-      maxAbsError: Math.max(...reports.map((r) => r.maxAbsError)),
-      maxRelError: Math.max(...reports.map((r) => r.maxRelError)),
-    },
+    elements: new Uint8Array((end - start) * cols),
+    scaleInv: new Float32Array(gridRows * Math.ceil(cols / TILE)),
   };
 }
 
-function concat(arrays: Uint8Array[]): Uint8Array {
-  if (arrays.length === 1) return arrays[0] as Uint8Array;
-  const out = new Uint8Array(arrays.reduce((n, a) => n + a.length, 0));
-  let at = 0;
-  for (const a of arrays) {
-    out.set(a, at);
-    at += a.length;
+/**
+ * Splits rows [start, end) at matrix boundaries (a matrix is the last two dimensions), so a tile
+ * kernel sees one band of one matrix at a time; each band writes into its slice of the outputs.
+ * Rows are relative to `start`.
+ */
+function bands(tensor: LogicalTensor, start: number, end: number) {
+  const { cols } = logicalRows(tensor);
+  const gridCols = Math.ceil(cols / TILE);
+  const matrixRows = tensor.shape.length >= 2 ? (tensor.shape.at(-2) as number) : 1;
+  const out: { from: number; to: number; rows: number; view: (o: TileOutputs) => TileOutputs }[] = [];
+  let grid = 0;
+  for (let s = start; s < end; ) {
+    const e = Math.min(end, (Math.floor(s / matrixRows) + 1) * matrixRows);
+    const [from, to, g0] = [s - start, e - start, grid];
+    const g1 = g0 + Math.ceil((e - s) / TILE) * gridCols;
+    out.push({
+      from,
+      to,
+      rows: e - s,
+      view: (o) => ({
+        elements: o.elements.subarray(from * cols, to * cols),
+        scaleInv: o.scaleInv.subarray(g0, g1),
+      }),
+    });
+    grid = g1;
+    s = e;
   }
   return out;
 }

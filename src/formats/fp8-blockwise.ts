@@ -12,11 +12,12 @@ export function floatToFp8Tile128(
   values: Float32Array,
   rows: number,
   cols: number,
+  out?: { elements: Uint8Array; scaleInv: Float32Array },
 ): { elements: Uint8Array; scaleInv: Float32Array } {
   const tileRows = Math.ceil(rows / TILE);
   const tileCols = Math.ceil(cols / TILE);
-  const elements = new Uint8Array(rows * cols);
-  const scaleInv = new Float32Array(tileRows * tileCols);
+  const elements = out?.elements ?? new Uint8Array(rows * cols);
+  const scaleInv = out?.scaleInv ?? new Float32Array(tileRows * tileCols);
   for (let tr = 0; tr < tileRows; tr += 1) {
     const r1 = Math.min(rows, (tr + 1) * TILE);
     for (let tc = 0; tc < tileCols; tc += 1) {

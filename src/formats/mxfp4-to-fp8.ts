@@ -110,6 +110,7 @@ export function mxfp4ToFp8Tile128(
   allowInexact: boolean,
   subject?: string,
   firstRow = 0,
+  out?: { elements: Uint8Array; scaleInv: Float32Array },
 ): TileResult {
   const groups = cols / MXFP4_BLOCK;
   if (!Number.isInteger(groups) || scales.length !== rows * groups || blocks.length !== scales.length * 16) {
@@ -123,9 +124,9 @@ export function mxfp4ToFp8Tile128(
   const tileRows = Math.ceil(rows / TILE);
   const tileCols = Math.ceil(cols / TILE);
   const blocksPerTile = TILE / MXFP4_BLOCK;
-  const elements = new Uint8Array(rows * cols);
-  const pairsOut = new Uint16Array(elements.buffer);
-  const scaleInv = new Float32Array(tileRows * tileCols);
+  const elements = out?.elements ?? new Uint8Array(rows * cols);
+  const pairsOut = new Uint16Array(elements.buffer, elements.byteOffset, elements.length / 2);
+  const scaleInv = out?.scaleInv ?? new Float32Array(tileRows * tileCols);
   const inexactTiles: TileReport["inexactTiles"] = [];
   let maxAbsError = 0;
   let maxRelError = 0;

@@ -83,7 +83,8 @@ export class SafetensorsWriter {
         { subject: `${this.path}#${first.name}` },
       );
     }
-    await this.#handle.sync();
+    // No fsync, like writeFileAtomic: the rename keeps readers from half-written files; durability
+    // across power loss is the filesystem's usual policy.
     await this.#handle.close();
     await rename(this.#tmp, this.path);
   }
