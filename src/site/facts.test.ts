@@ -1,20 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { Gate, Target } from "../catalog/index.js";
-import { formatParams, formatTokens, gateThreshold, runsOn } from "./facts.js";
+import { formatParams, gateThreshold, runsOn } from "./facts.js";
 
 describe("formatParams", () => {
   it("writes billions below a thousand and trillions above", () => {
     expect(formatParams(816)).toBe("816B");
     expect(formatParams(1020)).toBe("1.02T");
     expect(formatParams(30)).toBe("30B");
-  });
-});
-
-describe("formatTokens", () => {
-  it("uses binary K and M when they divide evenly", () => {
-    expect(formatTokens(262144)).toBe("256K");
-    expect(formatTokens(1048576)).toBe("1M");
-    expect(formatTokens(500000)).toBe("500000");
   });
 });
 

@@ -1,4 +1,5 @@
 import type { Gate, PortManifest } from "../catalog/index.js";
+import { formatTokens } from "./figure.js";
 
 /** Words for manifest values; everything numeric comes from the manifest itself. */
 
@@ -24,14 +25,6 @@ function clean(value: number): number {
 /** Billions of parameters: "816B", "1.02T". */
 export function formatParams(billions: number): string {
   return billions >= 1000 ? `${clean(billions / 1000)}T` : `${clean(billions)}B`;
-}
-
-/** Token counts in the binary K and M that context lengths use: "256K", "1M", else digits. */
-export function formatTokens(tokens: number): string {
-  const k = 1024;
-  if (tokens >= k * k && tokens % (k * k) === 0) return `${tokens / (k * k)}M`;
-  if (tokens >= k && tokens % k === 0) return `${tokens / k}K`;
-  return String(tokens);
 }
 
 export function formatWeightFormat(format: string): string {

@@ -1,6 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { BenchRecord, type BenchRecordInput } from "../records/index.js";
-import { formatFigure, formatMethod, formatRecordFigure, formatValue, median } from "./figure.js";
+import {
+  formatFigure,
+  formatMethod,
+  formatRecordFigure,
+  formatTokens,
+  formatValue,
+  median,
+} from "./figure.js";
 
 function record(overrides: Partial<BenchRecordInput>): BenchRecord {
   return BenchRecord.parse({
@@ -99,5 +106,13 @@ describe("median", () => {
   it("takes the middle of odd and the mean of the two middles of even samples", () => {
     expect(median([3, 1, 2])).toBe(2);
     expect(median([4, 1, 3, 2])).toBe(2.5);
+  });
+});
+
+describe("formatTokens", () => {
+  it("uses binary K and M when they divide evenly", () => {
+    expect(formatTokens(262144)).toBe("256K");
+    expect(formatTokens(1048576)).toBe("1M");
+    expect(formatTokens(500000)).toBe("500000");
   });
 });

@@ -1,5 +1,4 @@
 import type { BenchRecord, Figure, Method, Unit } from "../records/index.js";
-import { formatTokens } from "./facts.js";
 
 /** Units written against the number ("1.35x", "0.4%"); every other unit follows after a space. */
 const ATTACHED_UNITS: ReadonlySet<Unit> = new Set(["x", "%"]);
@@ -21,6 +20,14 @@ const PREPOSITION =
 /** A number as the record states it (computed medians are cut to four significant digits first). */
 export function formatNumber(value: number): string {
   return String(value);
+}
+
+/** Token counts in the binary K and M that context lengths use: "256K", "1M", else digits. */
+export function formatTokens(tokens: number): string {
+  const k = 1024;
+  if (tokens >= k * k && tokens % (k * k) === 0) return `${tokens / (k * k)}M`;
+  if (tokens >= k && tokens % k === 0) return `${tokens / k}K`;
+  return String(tokens);
 }
 
 /** Token counts read as the page writes them ("32K"); other units keep the stated digits. */

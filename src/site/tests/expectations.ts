@@ -9,8 +9,8 @@ import { type CheerioAPI, load } from "cheerio";
 import { expect } from "vitest";
 import { type Catalog, FEATURES, type LoadedPort } from "../../catalog/index.js";
 import type { BenchRecord, Figure } from "../../records/index.js";
-import { EXECUTION_MODE_LABELS, formatTokens } from "../facts.js";
-import { formatRecordFigure, formatValue, METHOD_LABELS } from "../figure.js";
+import { EXECUTION_MODE_LABELS } from "../facts.js";
+import { formatRecordFigure, formatTokens, formatValue, METHOD_LABELS } from "../figure.js";
 
 export async function loadPage(outDir: string, page: string): Promise<CheerioAPI> {
   return load(await readFile(join(outDir, page), "utf8"));
