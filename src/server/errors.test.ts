@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTinyModel, findTinySize, type TinySize } from "../engine/index.js";
-import { type RunningServer, startServer } from "./index.js";
+import { type ErrorBody, type RunningServer, startServer } from "./index.js";
 
 // Every refused request gets the right 4xx and an OpenAI error body whose message says what to fix.
 const model = await createTinyModel(findTinySize("tiny") as TinySize);
@@ -210,7 +210,7 @@ describe("error responses", () => {
       });
       // A streaming request is refused before its stream starts, with the same JSON error.
       expect(res.headers.get("content-type")).toContain("application/json");
-      const json = await res.json();
+      const json = (await res.json()) as ErrorBody;
       expect(res.status, JSON.stringify(json)).toBe(c.status);
       expect(json.error.code).toBe(c.code);
       expect(json.error.message).toMatch(c.says);

@@ -231,7 +231,7 @@ describe("tokenize, detokenize, models, health, version, metrics", () => {
     expect(await (await fetch(`${server.url}/version`)).json()).toMatchObject({
       version: expect.stringMatching(/^\d+\.\d+\.\d+/),
     });
-    const models = await (await fetch(`${server.url}/v1/models`)).json();
+    const models: Json = await (await fetch(`${server.url}/v1/models`)).json();
     expect(models.data).toEqual([
       expect.objectContaining({ id: "tiny", object: "model", max_model_len: server.limits.maxModelLen }),
     ]);
