@@ -44,9 +44,9 @@ export function registerSite(program: Command): void {
     .command("serve")
     .description("preview the built site on 127.0.0.1 until Ctrl-C")
     .option("--port <n>", "port to listen on (0 picks a free one)", tcpPort, 4173)
-    .option("--out <dir>", `the built site (default: ${DEFAULT_OUT}/ in the project root)`)
-    .action(async (options: { port: number; out?: string }, command: Command) => {
-      const server = await serveSite(outDir(command, options.out), { port: options.port });
+    .option("--dir <dir>", `the built site (default: ${DEFAULT_OUT}/ in the project root)`)
+    .action(async (options: { port: number; dir?: string }, command: Command) => {
+      const server = await serveSite(outDir(command, options.dir), { port: options.port });
       process.stdout.write(`serving ${server.url} (Ctrl-C stops)\n`);
       await new Promise<void>((done) => {
         const stop = () => {
