@@ -5,7 +5,9 @@ import {
   findTinySize,
   generateTinyModel,
   readCorpus,
+  TINY_DTYPES,
   TINY_SIZES,
+  type TinyDtype,
   tinyParameterCount,
   writeTinyModel,
 } from "../../engine/index.js";
@@ -60,12 +62,14 @@ export function registerMakeTiny(program: Command): void {
     .option("--list", "print the size table and exit")
     .option("--seed <n>", "weight seed", integer, 0)
     .addOption(
-      new Option("--dtype <dtype>", "storage dtype of the matrices").choices(["f32", "bf16"]).default("f32"),
+      new Option("--dtype <dtype>", "storage dtype of the layer matrices")
+        .choices([...TINY_DTYPES])
+        .default("f32"),
     )
     .action(
       async (
         name: string | undefined,
-        options: { out?: string; list?: boolean; seed: number; dtype: "f32" | "bf16" },
+        options: { out?: string; list?: boolean; seed: number; dtype: TinyDtype },
         command: Command,
       ) => {
         if (options.list) {

@@ -115,13 +115,15 @@ function toWeight(
   need: (name: string) => HostTensor,
   source: string,
 ): Weight {
-  const blocks = lookup(`${base}.weight_blocks`);
+  // MXFP4 (OCP layout as gpt-oss stores it): `<name>_blocks` [rows, cols/32, 16] of packed E2M1 and
+  // `<name>_scales` [rows, cols/32] of E8M0, where <name> is `<base>.weight` or `<base>` itself.
+  const mxName = lookup(`${base}.weight_blocks`) !== undefined ? `${base}.weight` : base;
+  const blocks = lookup(`${mxName}_blocks`);
   let w: Weight;
   if (blocks !== undefined) {
-    // MXFP4 (gpt-oss layout): blocks [rows, cols/32, 16] of packed E2M1, scales [rows, cols/32] of E8M0.
-    const scales = need(`${base}.weight_scales`);
-    expectShape(blocks, `${base}.weight_blocks`, [rows, cols / 32, 16], source);
-    expectShape(scales, `${base}.weight_scales`, [rows, cols / 32], source);
+    const scales = need(`${mxName}_scales`);
+    expectShape(blocks, `${mxName}_blocks`, [rows, cols / 32, 16], source);
+    expectShape(scales, `${mxName}_scales`, [rows, cols / 32], source);
     w = {
       dtype: "mxfp4",
       rows,

@@ -1,3 +1,4 @@
+import { encodeMxfp4, float32ToBf16, floatToFp8Tile128 } from "../../formats/index.js";
 import { parseHfConfig } from "../config.js";
 import type { HostTensor } from "../loader/host-tensor.js";
 import { buildModelWeights } from "../loader/weight-map.js";
@@ -9,11 +10,19 @@ import { buildTokenizerFiles } from "../tokenizer/tokenizer-files.js";
 import { readCorpus } from "./corpus.js";
 import { type TinySize, tinyParameterCount } from "./sizes.js";
 
+export type TinyDtype = "f32" | "bf16" | "fp8" | "mxfp4";
+
+export const TINY_DTYPES: readonly TinyDtype[] = ["f32", "bf16", "fp8", "mxfp4"];
+
 export interface TinyOptions {
   /** Weight seed (default 0): the same size, seed and corpus give the same bytes. */
   readonly seed?: number;
-  /** Storage dtype of the matrices (default f32). Norms stay f32. */
-  readonly dtype?: "f32" | "bf16";
+  /**
+   * Storage dtype of the decoder layers' matrices (default f32): bf16, fp8 (E4M3 with 128x128
+   * `weight_scale_inv` tiles) or mxfp4 (`weight_blocks` + `weight_scales`). Embeddings, the LM head
+   * and norms stay f32 (bf16 when dtype is bf16).
+   */
+  readonly dtype?: TinyDtype;
 }
 
 /** Everything a tiny model directory holds, in memory. */
@@ -54,24 +63,38 @@ export function generateTinyModel(size: TinySize, corpus: string, options: TinyO
     attention_bias: false,
     bos_token_id: null,
     eos_token_id: eos,
-    torch_dtype: dtype === "f32" ? "float32" : "bfloat16",
+    torch_dtype: dtype === "bf16" ? "bfloat16" : "float32",
+    ...(dtype === "fp8"
+      ? { quantization_config: { quant_method: "fp8", fmt: "e4m3", weight_block_size: [128, 128] } }
+      : {}),
+    ...(dtype === "mxfp4" ? { quantization_config: { quant_method: "mxfp4" } } : {}),
     ...(moe ? { num_local_experts: moe.numExperts, num_experts_per_tok: moe.topK } : {}),
     bringup_tiny: { size: size.name, seed },
   };
   const tensors = new Map<string, HostTensor>();
   const H = size.hiddenSize;
-  const matrix = (name: string, rows: number, cols: number) => {
+  const matrix = (name: string, rows: number, cols: number, quantize = true) => {
     const values = new Rng(hashName(`${seed}/${name}`)).fillNormal(new Float32Array(rows * cols), 0.02);
-    tensors.set(
-      name,
-      dtype === "f32"
-        ? { dtype: "F32", shape: [rows, cols], data: values }
-        : { dtype: "BF16", shape: [rows, cols], data: toBf16(values) },
-    );
+    const shape = [rows, cols];
+    if (dtype === "bf16") tensors.set(name, { dtype: "BF16", shape, data: float32ToBf16(values) });
+    else if (!quantize || dtype === "f32") tensors.set(name, { dtype: "F32", shape, data: values });
+    else if (dtype === "fp8") {
+      const { elements, scaleInv } = floatToFp8Tile128(values, rows, cols);
+      tensors.set(name, { dtype: "F8_E4M3", shape, data: elements });
+      tensors.set(`${name}_scale_inv`, {
+        dtype: "F32",
+        shape: [Math.ceil(rows / 128), Math.ceil(cols / 128)],
+        data: scaleInv,
+      });
+    } else {
+      const { blocks, scales } = encodeMxfp4(values, name);
+      tensors.set(`${name}_blocks`, { dtype: "U8", shape: [rows, cols / 32, 16], data: blocks });
+      tensors.set(`${name}_scales`, { dtype: "U8", shape: [rows, cols / 32], data: scales });
+    }
   };
   const ones = (name: string, n: number) =>
     tensors.set(name, { dtype: "F32", shape: [n], data: new Float32Array(n).fill(1) });
-  matrix("model.embed_tokens.weight", vocab, H);
+  matrix("model.embed_tokens.weight", vocab, H, false);
   for (let i = 0; i < size.numLayers; i++) {
     const p = `model.layers.${i}`;
     ones(`${p}.input_layernorm.weight`, H);
@@ -95,7 +118,7 @@ export function generateTinyModel(size: TinySize, corpus: string, options: TinyO
     }
   }
   ones("model.norm.weight", H);
-  matrix("lm_head.weight", vocab, H);
+  matrix("lm_head.weight", vocab, H, false);
   const sorted = new Map([...tensors.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
   return {
     config,
@@ -133,15 +156,4 @@ function hashName(s: string): number {
     h = Math.imul(h, 0x01000193) >>> 0;
   }
   return h;
-}
-
-/** f32 to bf16 bits, rounding to nearest even. */
-function toBf16(values: Float32Array): Uint16Array {
-  const bits = new Uint32Array(values.buffer, values.byteOffset, values.length);
-  const out = new Uint16Array(values.length);
-  for (let i = 0; i < values.length; i++) {
-    const b = bits[i] as number;
-    out[i] = ((b + 0x7fff + ((b >>> 16) & 1)) >>> 16) & 0xffff;
-  }
-  return out;
 }
