@@ -32,7 +32,7 @@ describe("shellQuote", () => {
       fc.property(fc.string({ unit: "grapheme-ascii" }), (value) => {
         expect(shellSees(shellQuote(value))).toBe(value);
       }),
-      { numRuns: 60 },
+      { numRuns: 30 },
     );
   });
 
