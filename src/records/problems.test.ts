@@ -51,7 +51,7 @@ describe("issueProblems", () => {
       expect.objectContaining({
         field: "shapes.0.side",
         message: "too small",
-        expected: "at least 0 (exclusive)",
+        expected: "more than 0",
       }),
       expect.objectContaining({
         field: "shapes.0.radius",

@@ -71,7 +71,7 @@ function describe(issue: z.core.$ZodIssue, context: IssueContext): Pick<Problem,
       const received = /received (\w+)/.exec(issue.message)?.[1];
       return {
         message: `wrong type${received ? ` (got ${received})` : ""}`,
-        expected: `a ${issue.expected}`,
+        expected: `${/^[aeiou]/.test(issue.expected) ? "an" : "a"} ${issue.expected}`,
       };
     }
     case "invalid_value":
@@ -116,11 +116,16 @@ function describe(issue: z.core.$ZodIssue, context: IssueContext): Pick<Problem,
   }
 }
 
-function bound(word: string, limit: number | bigint, inclusive: boolean | undefined, origin: string): string {
-  const strict = inclusive === false ? " (exclusive)" : "";
+function bound(
+  word: "at least" | "at most",
+  limit: number | bigint,
+  inclusive: boolean | undefined,
+  origin: string,
+): string {
   if (origin === "array") return `${word} ${limit} item${limit === 1 ? "" : "s"}`;
   if (origin === "string") return `${word} ${limit} character${limit === 1 ? "" : "s"}`;
-  return `${word} ${limit}${strict}`;
+  if (inclusive === false) return `${word === "at least" ? "more" : "less"} than ${limit}`;
+  return `${word} ${limit}`;
 }
 
 function fieldName(path: Path): string {

@@ -47,6 +47,11 @@ describe("bringup records", () => {
     await expect(runCommands(["--root", ROOT, "records", "list", "nope"])).rejects.toMatchObject({
       code: "PORT_NOT_FOUND",
     });
+    const broken = join(ROOT, "../broken/unknown-feature");
+    await expect(runCommands(["--root", broken, "records", "list"])).rejects.toMatchObject({
+      code: "CATALOG_INVALID",
+      message: expect.stringContaining("ports/demo/port.yaml:16: hard.features.1"),
+    });
   });
 
   it("show prints one record with what its method means, and refuses an unknown id", async () => {
