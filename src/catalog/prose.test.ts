@@ -51,10 +51,14 @@ describe("unitFigures", () => {
 
 describe("figureRefs", () => {
   it("lists references with their lines, outside code only", () => {
-    expect(figureRefs("a [[fig:p/one]] and [[fig:p/two]]\n`[[fig:p/code]]`\n\n[[fig: p/three ]]")).toEqual([
+    expect(
+      figureRefs(
+        "a [[fig:p/one]] and [[fig:p/two]]\n`[[fig:p/code]]` ``[[fig:p/code2]]``\n\n[[fig: p/three ]]",
+      ),
+    ).toEqual([
       { id: "p/one", line: 1 },
       { id: "p/two", line: 1 },
-      { id: "p/three", line: 4 },
+      { id: " p/three ", line: 4 },
     ]);
   });
 });

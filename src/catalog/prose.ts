@@ -18,7 +18,7 @@ export interface UnitFigure {
   line: number;
 }
 
-const FIGURE_REF = /\[\[fig:([^\]]*)\]\]/g;
+const FIGURE_REF = /\[\[fig:([^\]\n]*)\]\]/g;
 
 // A number not glued to a word or a version: "1.24.1" and "FP8" yield nothing, "5.33x" yields 5.33.
 const NUMBER = /(?<![\w.])(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?(?![\w.]*\d)/g;
@@ -45,7 +45,7 @@ function proseLines(markdown: string): string[] {
     if (fence !== undefined) return "";
     // Inline code and HTML comments are not prose either; keep offsets by blanking them.
     return line
-      .replace(/`[^`]*`/g, (span) => " ".repeat(span.length))
+      .replace(/(`+)[^`]*?\1/g, (span) => " ".repeat(span.length))
       .replace(/<!--.*?-->/g, (c) => " ".repeat(c.length));
   });
 }
@@ -53,8 +53,7 @@ function proseLines(markdown: string): string[] {
 export function figureRefs(markdown: string): FigureRef[] {
   const refs: FigureRef[] = [];
   for (const [index, line] of proseLines(markdown).entries()) {
-    for (const match of line.matchAll(FIGURE_REF))
-      refs.push({ id: (match[1] ?? "").trim(), line: index + 1 });
+    for (const match of line.matchAll(FIGURE_REF)) refs.push({ id: match[1] ?? "", line: index + 1 });
   }
   return refs;
 }
