@@ -144,7 +144,8 @@ export async function inspectPort(
     }
     port.records.push(record);
   }
-  for (const [index, record] of port.records.entries()) {
+  for (const [index, record] of store.records.entries()) {
+    if (record.port !== id) continue;
     for (const [position, source] of (record.chained_from ?? []).entries()) {
       if (port.records.some((other) => other.id === source)) continue;
       const where = store.locations[index];
