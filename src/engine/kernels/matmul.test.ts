@@ -96,8 +96,22 @@ describe("matmul fast path", () => {
     }
   });
 
+  it("runs several weights over one input in one dispatch, each exactly as alone", () => {
+    const K = 64;
+    const M = 3;
+    const ws = [randomWeight("f32", 130, K), randomWeight("mxfp4", 62, K), randomWeight("bf16", 517, K)];
+    const x = rng.fillNormal(new Float32Array(M * K), 1);
+    const outs = ws.map((w) => new Float32Array(M * w.rows));
+    dual.matmulMany(x, M, ws, outs);
+    ws.forEach((w, i) => {
+      const alone = new Float32Array(M * w.rows);
+      single.matmul(x, M, w, alone);
+      expect(Array.from(outs[i] as Float32Array)).toEqual(Array.from(alone));
+    });
+  });
+
   it("rejects buffers that are too small", () => {
     const w = randomWeight("f32", 4, 8);
-    expect(() => single.matmul(new Float32Array(7), 1, w, new Float32Array(4))).toThrow(/too small/);
+    expect(() => single.matmul(new Float32Array(7), 1, w, new Float32Array(4))).toThrow(/shapes disagree/);
   });
 });

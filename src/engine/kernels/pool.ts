@@ -51,72 +51,112 @@ export class MatmulPool {
 
   /** out[M, w.rows] = x[M, w.cols] · wᵀ, dequantizing narrow weights row by row. */
   matmul(x: Float32Array, M: number, w: Weight, out: Float32Array): void {
-    const K = w.cols;
-    const N = w.rows;
-    if (x.length < M * K || out.length < M * N) {
-      throw new BringupError(
-        "ENGINE_SHAPE",
-        `matmul buffers too small: x ${x.length} < ${M}x${K} or out ${out.length} < ${M}x${N}.`,
-      );
-    }
+    this.matmulMany(x, M, [w], [out]);
+  }
+
+  /**
+   * Several matmuls over the same input (q/k/v, gate/up) in one dispatch: their output rows are
+   * treated as one long range and split between threads, so the helpers are woken once.
+   */
+  matmulMany(x: Float32Array, M: number, weights: readonly Weight[], outs: readonly Float32Array[]): void {
+    const K = (weights[0] as Weight).cols;
+    let totalRows = 0;
+    weights.forEach((w, i) => {
+      const out = outs[i] as Float32Array;
+      if (w.cols !== K || x.length < M * K || out.length < M * w.rows) {
+        throw new BringupError(
+          "ENGINE_SHAPE",
+          `matmul shapes disagree: x ${x.length} for ${M}x${K}, weight ${w.rows}x${w.cols}, out ${out.length}.`,
+        );
+      }
+      totalRows += w.rows;
+    });
     if (this.scratch.length < 4 * K) this.scratch = new Float32Array(4 * K);
-    const dtype = DTYPE_CODE[w.dtype];
-    const scale = w.scale;
     const helpers = this.workers.length;
-    if (helpers === 0 || M * K * N < PARALLEL_MIN_MACS || this.closed) {
-      matmulRange(
-        x,
-        M,
-        K,
-        dtype,
-        w.data,
-        scale?.data ?? null,
-        scale?.blockRows ?? 1,
-        scale?.blockCols ?? 1,
-        w.mxScales ?? null,
-        out,
-        N,
-        0,
-        N,
-        this.scratch,
-        this.tables,
-      );
+    if (helpers === 0 || M * K * totalRows < PARALLEL_MIN_MACS || this.closed) {
+      weights.forEach((w, i) => {
+        this.runRange(x, M, w, outs[i] as Float32Array, 0, w.rows);
+      });
       return;
     }
-    const id = this.register(w);
+    const ids = weights.map((w) => this.register(w));
     const stagedX = this.stage("x", M * K);
     stagedX.set(x.subarray(0, M * K));
-    const stagedOut = this.stage("out", M * N);
+    const stagedOut = this.stage("out", M * totalRows);
+    // Output i lives at stagedOut[M * rowOffset[i] ...] as an [M, rows_i] matrix.
+    const rowOffset: number[] = [];
+    let acc = 0;
+    for (const w of weights) {
+      rowOffset.push(acc);
+      acc += w.rows;
+    }
+    /** The segments (weight, n0, n1) covering global rows [r0, r1). */
+    const segments = (r0: number, r1: number) => {
+      const list: { i: number; n0: number; n1: number }[] = [];
+      weights.forEach((w, i) => {
+        const lo = Math.max(r0, rowOffset[i] as number);
+        const hi = Math.min(r1, (rowOffset[i] as number) + w.rows);
+        if (lo < hi) list.push({ i, n0: lo - (rowOffset[i] as number), n1: hi - (rowOffset[i] as number) });
+      });
+      return list;
+    };
     const parts = helpers + 1;
-    const chunk = Math.ceil(N / parts);
+    // Chunks are whole multiples of 4 rows where possible, matching the kernel's row groups.
+    const chunk = Math.ceil(totalRows / parts / 4) * 4;
     Atomics.store(this.ctrl, DONE, 0);
     let expected = 0;
-    for (let i = 0; i < helpers; i++) {
-      const n0 = Math.min(N, (i + 1) * chunk);
-      const n1 = Math.min(N, (i + 2) * chunk);
-      if (n0 >= n1) continue;
+    for (let t = 0; t < helpers; t++) {
+      const list = segments(Math.min(totalRows, (t + 1) * chunk), Math.min(totalRows, (t + 2) * chunk));
+      if (list.length === 0) continue;
       expected++;
-      this.workers[i]?.port.postMessage({ type: "job", id, M, K, N, n0, n1, dtype });
+      this.workers[t]?.port.postMessage({
+        type: "job",
+        M,
+        K,
+        segments: list.map(({ i, n0, n1 }) => ({
+          id: ids[i],
+          dtype: DTYPE_CODE[(weights[i] as Weight).dtype],
+          N: (weights[i] as Weight).rows,
+          n0,
+          n1,
+          outOffset: M * (rowOffset[i] as number),
+        })),
+      });
     }
     Atomics.add(this.ctrl, SEQ, 1);
     Atomics.notify(this.ctrl, SEQ);
+    for (const { i, n0, n1 } of segments(0, Math.min(totalRows, chunk))) {
+      const w = weights[i] as Weight;
+      this.runRange(stagedX, M, w, stagedOut.subarray(M * (rowOffset[i] as number)), n0, n1);
+    }
+    this.waitForHelpers(expected);
+    weights.forEach((w, i) => {
+      const o = M * (rowOffset[i] as number);
+      (outs[i] as Float32Array).set(stagedOut.subarray(o, o + M * w.rows));
+    });
+  }
+
+  private runRange(x: Float32Array, M: number, w: Weight, out: Float32Array, n0: number, n1: number): void {
     matmulRange(
-      stagedX,
+      x,
       M,
-      K,
-      dtype,
+      w.cols,
+      DTYPE_CODE[w.dtype],
       w.data,
-      scale?.data ?? null,
-      scale?.blockRows ?? 1,
-      scale?.blockCols ?? 1,
+      w.scale?.data ?? null,
+      w.scale?.blockRows ?? 1,
+      w.scale?.blockCols ?? 1,
       w.mxScales ?? null,
-      stagedOut,
-      N,
-      0,
-      Math.min(N, chunk),
+      out,
+      w.rows,
+      n0,
+      n1,
       this.scratch,
       this.tables,
     );
+  }
+
+  private waitForHelpers(expected: number): void {
     const started = Date.now();
     for (;;) {
       const done = Atomics.load(this.ctrl, DONE);
@@ -142,7 +182,6 @@ export class MatmulPool {
         `a matmul worker thread failed (${reasons.join("; ") || "it stopped answering"}); restart the engine.`,
       );
     }
-    out.set(stagedOut.subarray(0, M * N));
   }
 
   async close(): Promise<void> {
@@ -231,25 +270,27 @@ function workerMain(
         else out = msg.buffer;
       } else if (msg.type === "job") {
         try {
-          const w = weights.get(msg.id) as Registered;
           if (scratch.length < 4 * msg.K) scratch = new Float32Array(4 * msg.K);
-          kernel(
-            x,
-            msg.M,
-            msg.K,
-            msg.dtype,
-            w.data,
-            w.scaleData,
-            w.scaleBlockRows,
-            w.scaleBlockCols,
-            w.mxScales,
-            out,
-            msg.N,
-            msg.n0,
-            msg.n1,
-            scratch,
-            tables,
-          );
+          for (const seg of msg.segments) {
+            const w = weights.get(seg.id) as Registered;
+            kernel(
+              x,
+              msg.M,
+              msg.K,
+              seg.dtype,
+              w.data,
+              w.scaleData,
+              w.scaleBlockRows,
+              w.scaleBlockCols,
+              w.mxScales,
+              out.subarray(seg.outOffset),
+              seg.N,
+              seg.n0,
+              seg.n1,
+              scratch,
+              tables,
+            );
+          }
         } catch (error) {
           port.postMessage({ type: "error", message: String((error as Error)?.stack ?? error) });
           Atomics.store(ctrl, 2, 1);

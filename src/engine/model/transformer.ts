@@ -91,9 +91,7 @@ export class Transformer {
     const q = new Float32Array(T * numHeads * headDim);
     const k = new Float32Array(T * numKvHeads * headDim);
     const v = new Float32Array(T * numKvHeads * vHeadDim);
-    this.pool.matmul(h, T, aw.q, q);
-    this.pool.matmul(h, T, aw.k, k);
-    this.pool.matmul(h, T, aw.v, v);
+    this.pool.matmulMany(h, T, [aw.q, aw.k, aw.v], [q, k, v]);
     if (aw.qBias) addBias(q, aw.qBias, T);
     if (aw.kBias) addBias(k, aw.kBias, T);
     if (aw.vBias) addBias(v, aw.vBias, T);
@@ -136,8 +134,7 @@ export class Transformer {
     const I = w.gate.rows;
     const gate = new Float32Array(T * I);
     const up = new Float32Array(T * I);
-    this.pool.matmul(h, T, w.gate, gate);
-    this.pool.matmul(h, T, w.up, up);
+    this.pool.matmulMany(h, T, [w.gate, w.up], [gate, up]);
     swiglu(gate, up, T * I);
     const out = new Float32Array(T * this.config.hiddenSize);
     this.pool.matmul(gate, T, w.down, out);
