@@ -2,7 +2,7 @@ import { randomInt } from "node:crypto";
 import { BringupError } from "../common/errors.js";
 import { BlockManager } from "./cache/block-manager.js";
 import { LayerKvCache } from "./cache/kv-cache.js";
-import { type CacheSpec, FullCacheSpec } from "./cache/spec.js";
+import { type CacheSpec, cacheSpecFor } from "./cache/spec.js";
 import { MatmulPool } from "./kernels/pool.js";
 import type { LoadedModel } from "./model/loaded-model.js";
 import { type ForwardBatch, Transformer } from "./model/transformer.js";
@@ -150,21 +150,30 @@ export class Engine {
       );
     }
     this.limits = { maxNumSeqs, maxModelLen, blockSize, kvBlocks, maxNumBatchedTokens };
-    // One cache group: every layer uses full attention. Later specs add groups of their own.
-    const spec = new FullCacheSpec(blockSize);
-    this.groups = [{ spec, blocks: new BlockManager(kvBlocks) }];
-    const caches = config.layers.map(
-      (l) =>
-        new LayerKvCache(spec, kvBlocks, l.attention.numKvHeads, l.attention.headDim, l.attention.vHeadDim),
-    );
+    // Layers whose specs agree share one group of block tables; every group gets the same number of
+    // blocks, which is exact for full attention (each token costs every layer its bytes).
+    const keys: string[] = [];
+    const layerGroups: number[] = [];
+    this.groups = [];
+    const caches = config.layers.map((l) => {
+      const { spec, key } = cacheSpecFor(l.attention, blockSize);
+      let g = keys.indexOf(key);
+      if (g < 0) {
+        g = keys.length;
+        keys.push(key);
+        this.groups.push({ spec, blocks: new BlockManager(kvBlocks) });
+      }
+      layerGroups.push(g);
+      return new LayerKvCache(
+        (this.groups[g] as CacheGroup).spec,
+        kvBlocks,
+        l.attention.numKvHeads,
+        l.attention.headDim,
+        l.attention.vHeadDim,
+      );
+    });
     this.pool = new MatmulPool(options.threads);
-    this.transformer = new Transformer(
-      config,
-      model.weights,
-      this.pool,
-      caches,
-      config.layers.map(() => 0),
-    );
+    this.transformer = new Transformer(config, model.weights, this.pool, caches, layerGroups);
     this.logprobScratch = new Float64Array(model.weights.lmHead.rows);
     this.loop = this.run();
   }

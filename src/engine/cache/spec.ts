@@ -1,3 +1,5 @@
+import { BringupError } from "../../common/errors.js";
+
 /**
  * How one group of layers keeps its keys and values in paged blocks. The block manager and the
  * attention read positions through a spec, so a sliding-window ring or a recurrent state can be
@@ -30,5 +32,27 @@ export class FullCacheSpec implements CacheSpec {
 
   firstVisible(_pos: number): number {
     return 0;
+  }
+}
+
+/**
+ * The cache spec for a layer's attention, and a key that is equal for layers that can share block
+ * tables (same kind and parameters). New attention kinds add a case here.
+ */
+export function cacheSpecFor(
+  attention: { readonly kind: string },
+  blockSize: number,
+): { spec: CacheSpec; key: string } {
+  switch (attention.kind) {
+    case "full":
+      return { spec: new FullCacheSpec(blockSize), key: "full" };
+    default:
+      throw new BringupError(
+        "CACHE_SPEC_UNKNOWN",
+        `no KV cache spec for attention kind "${attention.kind}"; add one in src/engine/cache/.`,
+        {
+          subject: attention.kind,
+        },
+      );
   }
 }
