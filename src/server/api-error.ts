@@ -24,7 +24,7 @@ export interface ErrorBody {
  */
 export class ApiError extends Error {
   constructor(
-    readonly status: 400 | 401 | 404 | 500 | 503,
+    readonly status: 400 | 401 | 404 | 413 | 500 | 503,
     message: string,
     readonly code: string | null = null,
     readonly param: string | null = null,

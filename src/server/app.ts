@@ -1,4 +1,5 @@
 import { Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
 import packageJson from "../../package.json" with { type: "json" };
 import { ApiError, toApiError } from "./api-error.js";
 import { requireApiKey } from "./auth.js";
@@ -6,6 +7,9 @@ import { chatCompletions } from "./chat.js";
 import { completions } from "./completions.js";
 import type { ServerContext } from "./context.js";
 import { detokenize, tokenize } from "./tokenize.js";
+
+/** Far above any prompt the engine can take (even token ids at the longest context), far below harm. */
+const MAX_BODY_BYTES = 32 * 2 ** 20;
 
 /** The OpenAI-compatible routes over one engine. Every failure answers with an OpenAI error body. */
 export function createApp(ctx: ServerContext, options: { readonly apiKey?: string } = {}): Hono {
@@ -23,6 +27,19 @@ export function createApp(ctx: ServerContext, options: { readonly apiKey?: strin
     return c.json(api.body(), 404);
   });
   if (options.apiKey !== undefined) app.use("*", requireApiKey(options.apiKey));
+  app.use(
+    "*",
+    bodyLimit({
+      maxSize: MAX_BODY_BYTES,
+      onError: () => {
+        throw new ApiError(
+          413,
+          `the request body is over ${MAX_BODY_BYTES / 2 ** 20} MiB; send a shorter prompt.`,
+          "body_too_large",
+        );
+      },
+    }),
+  );
 
   app.get("/health", (c) => c.body(null, 200));
   // `server` tells a client's fingerprint this is bringup, not vLLM, which answers only `version`.

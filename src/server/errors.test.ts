@@ -189,6 +189,13 @@ const cases: Case[] = [
     says: /Bearer <key>/,
   },
   {
+    name: "a body over 32 MiB",
+    body: JSON.stringify({ prompt: "x".repeat(33 * 2 ** 20) }),
+    status: 413,
+    code: "body_too_large",
+    says: /over 32 MiB/,
+  },
+  {
     name: "an unknown route",
     path: "/v1/embeddings",
     body: { input: "hi" },
