@@ -1,9 +1,9 @@
-import { copyFile, readdir, readFile, stat, writeFile } from "node:fs/promises";
 import { availableParallelism } from "node:os";
 import { basename, join } from "node:path";
 import { writeDirectoryAtomic } from "../common/atomic-write.js";
 import { BringupError } from "../common/errors.js";
-import { type Checkpoint, INDEX_FILE, openCheckpoint, writeShardIndex } from "./checkpoint.js";
+import { type Checkpoint, openCheckpoint, writeShardIndex } from "./checkpoint.js";
+import { copyCompanions } from "./companions.js";
 import { type Job, type JobOp, type JobResult, runJob, sourceRowBytes } from "./convert-jobs.js";
 import { type Dtype, dtypeBytes, elementCount } from "./dtypes.js";
 import { detectLogicalTensors, type LogicalTensor, logicalRows, scaleGridShape } from "./logical.js";
@@ -352,9 +352,14 @@ export async function convertCheckpoint(
           .reduce((n, o) => n + elementCount(o.shape) * dtypeBytes(o.dtype), 0);
         await writeShardIndex(dir, weightMap, total);
       }
-      copiedFiles.push(
-        ...(await copyCompanions(source, dir, quantizationConfig(plans, options), options.to)),
-      );
+      const quantization = quantizationConfig(plans, options);
+      const editConfig = (config: Record<string, unknown>) => {
+        if (quantization === undefined) delete config.quantization_config;
+        else config.quantization_config = quantization;
+        if (options.to === "bf16" && "torch_dtype" in config) config.torch_dtype = "bfloat16";
+      };
+      const fallback = quantization === undefined ? undefined : { quantization_config: quantization };
+      copiedFiles.push(...(await copyCompanions(source, dir, editConfig, fallback)));
     });
     return {
       source,
@@ -373,50 +378,4 @@ export async function convertCheckpoint(
 /** This module's own extension: .ts when run from sources, .js when built. */
 function extension(): string {
   return import.meta.url.endsWith(".ts") ? ".ts" : ".js";
-}
-
-/**
- * Copies the non-weight files beside the weights (tokenizer, generation config, ...) and writes
- * config.json with the quantization_config the serving engines read for the new format.
- */
-async function copyCompanions(
-  source: string,
-  dir: string,
-  quantization: Record<string, unknown> | undefined,
-  target: ConvertTarget,
-): Promise<string[]> {
-  const copied: string[] = [];
-  const hasConfig = (await stat(source)).isDirectory() && (await readdir(source)).includes("config.json");
-  if (!hasConfig && quantization !== undefined) {
-    // No config to carry over: still say what the weights are, so an engine can load them.
-    await writeFile(
-      join(dir, "config.json"),
-      `${JSON.stringify({ quantization_config: quantization }, null, 2)}\n`,
-    );
-  }
-  if (!(await stat(source)).isDirectory()) return copied;
-  for (const name of await readdir(source)) {
-    const from = join(source, name);
-    if (name.endsWith(".safetensors") || name === INDEX_FILE || !(await stat(from)).isFile()) continue;
-    if (name === "config.json") {
-      let config: Record<string, unknown>;
-      try {
-        config = JSON.parse(await readFile(from, "utf8")) as Record<string, unknown>;
-      } catch (error) {
-        throw new BringupError(
-          "BAD_CONFIG",
-          `${from}: not valid JSON (${(error as Error).message}); fix it before converting.`,
-          { subject: from },
-        );
-      }
-      if (quantization === undefined) delete config.quantization_config;
-      else config.quantization_config = quantization;
-      if (target === "bf16" && "torch_dtype" in config) config.torch_dtype = "bfloat16";
-      await writeFile(join(dir, name), `${JSON.stringify(config, null, 2)}\n`);
-    } else {
-      await copyFile(from, join(dir, name));
-    }
-    copied.push(name);
-  }
-  return copied;
 }

@@ -25,6 +25,7 @@ export { DTYPES, type Dtype, dtypeBytes, elementCount, isDtype, parseDtype } fro
 export { decodeE8m0, E8M0_NAN, encodeE8m0Exponent } from "./e8m0.js";
 export { floatToFp8Tile128 } from "./fp8-blockwise.js";
 export { type InspectReport, inspectCheckpoint } from "./inspect.js";
+export { regroupGateUp, splitFirstAxis, stackFirstAxis, swapNibbles, transposeLast2 } from "./layout-ops.js";
 export {
   detectLogicalTensors,
   FP8_BLOCKS,
@@ -58,6 +59,7 @@ export {
   mxfp4LogicalShape,
 } from "./mxfp4.js";
 export { mxfp4ToFp8Block32, mxfp4ToFp8Tile128, TILE, type TileReport } from "./mxfp4-to-fp8.js";
+export { type RelayoutReport, type RelayoutRules, relayoutCheckpoint } from "./relayout.js";
 export {
   encodeSafetensorsHeader,
   parseSafetensorsHeader,

@@ -75,6 +75,36 @@ describe("bringup weights", () => {
     expect(verified.exitCode).toBeUndefined();
   });
 
+  it("relayout round-trips with verify reporting identical bytes", async () => {
+    const there = await run([
+      "relayout",
+      join(work, "src"),
+      join(work, "swapped"),
+      "--swap-nibbles",
+      "^e\\.w$",
+      "--rename",
+      "^e\\.=experts.",
+      "--json",
+    ]);
+    expect(there.error).toBeUndefined();
+    expect(JSON.parse(there.out).renamed).toContainEqual({ from: "e.w_blocks", to: "experts.w_blocks" });
+    await run([
+      "relayout",
+      join(work, "swapped"),
+      join(work, "restored"),
+      "--swap-nibbles",
+      "w$",
+      "--rename",
+      "^experts\\.=e.",
+    ]);
+    const verified = JSON.parse(
+      (await run(["verify", join(work, "src"), join(work, "restored"), "--json"])).out,
+    );
+    expect(verified.ok).toBe(true);
+    const bad = await run(["relayout", join(work, "src"), join(work, "nope"), "--rename", "nothing"]);
+    expect(String(bad.error)).toMatch(/PATTERN=REPLACEMENT/);
+  });
+
   it("prints readable tables and fails verify with a non-zero exit code", async () => {
     const text = await run(["inspect", join(work, "src")]);
     expect(text.out).toMatch(/e\.w\s+mxfp4\s+\[4, 32\]/);

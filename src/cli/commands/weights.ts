@@ -9,13 +9,15 @@ import {
   type Fp8Block,
   type InspectReport,
   inspectCheckpoint,
+  type RelayoutRules,
+  relayoutCheckpoint,
   type VerifyReport,
   verifyCheckpoints,
 } from "../../formats/index.js";
 import { table } from "./ports.js";
 
 /** Subcommands of `bringup weights`, in help order; a new one is a function appended here. */
-const SUBCOMMANDS: ((weights: Command) => void)[] = [addConvert, addInspect, addVerify];
+const SUBCOMMANDS: ((weights: Command) => void)[] = [addConvert, addRelayout, addInspect, addVerify];
 
 export function registerWeights(program: Command): void {
   const weights = program
@@ -137,6 +139,79 @@ function addConvert(weights: Command): void {
           `${inexact > 0 ? `; ${inexact} converted inexactly (--allow-inexact)` : "; every converted element is exact or as specified"}` +
           `${report.copiedFiles.length > 0 ? `; copied ${report.copiedFiles.join(", ")}` : ""}\n`,
       );
+    });
+}
+
+/** "PATTERN=REPLACEMENT" as a regular expression and its replacement (the last "=" splits). */
+function rule(flag: string, value: string): { match: RegExp; to: string } {
+  const at = value.lastIndexOf("=");
+  if (at <= 0) {
+    throw new BringupError(
+      "BAD_ARGUMENT",
+      `${flag} ${JSON.stringify(value)}: write it as PATTERN=REPLACEMENT.`,
+      { subject: flag },
+    );
+  }
+  return { match: regex(flag, value.slice(0, at)) as RegExp, to: value.slice(at + 1) };
+}
+
+const collect = (value: string, previous: string[] = []) => [...previous, value];
+
+interface RelayoutFlags {
+  swapNibbles?: string;
+  transpose?: string;
+  gateUp?: string;
+  gateUpTo: "concatenated" | "interleaved";
+  splitExperts?: string;
+  fuseExperts?: string;
+  rename?: string[];
+  json?: boolean;
+}
+
+function addRelayout(weights: Command): void {
+  weights
+    .command("relayout")
+    .description("lossless re-layouts into a new directory: nibble order, transpose, gate/up, experts, names")
+    .argument("<src>", "checkpoint directory or .safetensors file")
+    .argument("<dst>", "output directory; must not exist")
+    .option("--swap-nibbles <regex>", "MXFP4 weights whose nibble order flips (low-first <-> high-first)")
+    .option("--transpose <regex>", "plain weights whose last two dimensions swap")
+    .option("--gate-up <regex>", "weights whose gate/up rows regroup")
+    .addOption(
+      new Option("--gate-up-to <layout>", "gate/up target layout")
+        .choices(["concatenated", "interleaved"])
+        .default("concatenated"),
+    )
+    .option(
+      "--split-experts <rule>",
+      "PATTERN=REPLACEMENT with {e} for the expert index, e.g. 'experts\\.(\\w+)$=experts.{e}.$1'",
+    )
+    .option("--fuse-experts <rule>", "PATTERN=REPLACEMENT; PATTERN captures the index as (?<e>\\d+)")
+    .option("--rename <rule>", "PATTERN=REPLACEMENT applied to every name (repeatable, in order)", collect)
+    .option("--json", "print the report as JSON")
+    .action(async (src: string, dst: string, flags: RelayoutFlags) => {
+      const rules: RelayoutRules = {
+        swapNibbles: regex("--swap-nibbles", flags.swapNibbles),
+        transpose: regex("--transpose", flags.transpose),
+        gateUp:
+          flags.gateUp === undefined
+            ? undefined
+            : { match: regex("--gate-up", flags.gateUp) as RegExp, to: flags.gateUpTo },
+        splitExperts:
+          flags.splitExperts === undefined ? undefined : rule("--split-experts", flags.splitExperts),
+        fuseExperts: flags.fuseExperts === undefined ? undefined : rule("--fuse-experts", flags.fuseExperts),
+        rename: (flags.rename ?? []).map((r) => {
+          const { match, to } = rule("--rename", r);
+          return { from: match, to };
+        }),
+      };
+      const report = await relayoutCheckpoint(src, dst, rules);
+      if (flags.json) {
+        process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+        return;
+      }
+      for (const r of report.renamed) process.stdout.write(`${r.from} -> ${r.to}\n`);
+      process.stdout.write(`${report.tensors} tensors written to ${report.output}\n`);
     });
 }
 

@@ -1,0 +1,240 @@
+import { basename, join } from "node:path";
+import { writeDirectoryAtomic } from "../common/atomic-write.js";
+import { BringupError } from "../common/errors.js";
+import { type Checkpoint, openCheckpoint, writeShardIndex } from "./checkpoint.js";
+import { copyCompanions } from "./companions.js";
+import { type Dtype, dtypeBytes } from "./dtypes.js";
+import { regroupGateUp, splitFirstAxis, stackFirstAxis, swapNibbles, transposeLast2 } from "./layout-ops.js";
+import { detectLogicalTensors, type LogicalTensor } from "./logical.js";
+import type { TensorLayout } from "./safetensors-header.js";
+import { SafetensorsWriter } from "./safetensors-writer.js";
+
+/**
+ * Lossless re-layouts of a checkpoint, each undone by its opposite rule. Weight rules match logical
+ * names (an MXFP4 weight `W` covers `W_blocks` and `W_scales`); expert and rename rules match stored
+ * tensor names and run last, in that order.
+ */
+export interface RelayoutRules {
+  /** MXFP4 weights whose packing flips between low-nibble-first and high-nibble-first. */
+  readonly swapNibbles?: RegExp;
+  /** Plain weights whose last two dimensions swap. */
+  readonly transpose?: RegExp;
+  /** Weights whose gate/up rows go from interleaved to concatenated halves, or back. */
+  readonly gateUp?: { readonly match: RegExp; readonly to: "concatenated" | "interleaved" };
+  /** Fused expert tensors split into one per expert: `to` is the replacement, with {e} for the index. */
+  readonly splitExperts?: { readonly match: RegExp; readonly to: string };
+  /** Per-expert tensors fused: `match` captures the index as (?<e>\d+); `to` names the fused tensor. */
+  readonly fuseExperts?: { readonly match: RegExp; readonly to: string };
+  /** Renames applied in order to every output name. */
+  readonly rename?: readonly { readonly from: RegExp; readonly to: string }[];
+}
+
+interface Piece {
+  name: string;
+  dtype: Dtype;
+  shape: number[];
+  /** The bytes after the weight rules, read when needed. */
+  read: () => Promise<Uint8Array>;
+  shard: string;
+}
+
+interface Unit {
+  outputs: TensorLayout[];
+  shard: string;
+  produce: () => Promise<Uint8Array[]>;
+}
+
+export interface RelayoutReport {
+  readonly source: string;
+  readonly output: string;
+  readonly renamed: readonly { from: string; to: string }[];
+  readonly tensors: number;
+}
+
+function fail(source: string, name: string, what: string): never {
+  throw new BringupError("RELAYOUT_INVALID", `${source}#${name}: ${what}`, { subject: `${source}#${name}` });
+}
+
+/** Stored tensors after the weight rules (nibbles, transpose, gate/up), still lazily read. */
+function weightPieces(ck: Checkpoint, rules: RelayoutRules, source: string): Piece[] {
+  const pieces: Piece[] = [];
+  for (const w of detectLogicalTensors(ck.tensors)) {
+    const steps: ((bytes: Uint8Array, part: Piece, index: number) => Uint8Array)[] = [];
+    const shapes = w.parts.map((p) => [...ck.tensor(p).shape]);
+    if (rules.swapNibbles?.test(w.name)) {
+      if (w.kind !== "mxfp4") fail(source, w.name, "nibble order applies to MXFP4 weights only.");
+      steps.push((bytes, _part, index) => (index === 0 ? swapNibbles(bytes) : bytes));
+    }
+    if (rules.transpose?.test(w.name)) {
+      if (w.kind !== "plain") {
+        fail(
+          source,
+          w.name,
+          `a ${w.kind} weight cannot be transposed losslessly (its scale blocks run along rows); dequantize it first.`,
+        );
+      }
+      const t = shapes[0] as number[];
+      if (t.length < 2) fail(source, w.name, "transpose needs at least 2 dimensions.");
+      const size = dtypeBytes(w.dtype);
+      steps.push((bytes) => transposeLast2(bytes, t, size).bytes);
+      shapes[0] = [...t.slice(0, -2), t.at(-1) as number, t.at(-2) as number];
+    }
+    if (rules.gateUp?.match.test(w.name)) {
+      if (rules.transpose?.test(w.name))
+        fail(source, w.name, "transpose and gate/up re-layout one weight in separate runs.");
+      gateUpStep(w, rules.gateUp.to === "interleaved", source, steps);
+    }
+    w.parts.forEach((part, index) => {
+      const info = ck.tensor(part);
+      const originalShape = [...info.shape];
+      const piece: Piece = {
+        name: part,
+        dtype: info.dtype,
+        shape: shapes[index] as number[],
+        shard: basename(info.file),
+        read: async () => {
+          let bytes = await ck.readTensor(part);
+          for (const step of steps) bytes = step(bytes, { ...piece, shape: originalShape }, index);
+          return bytes;
+        },
+      };
+      pieces.push(piece);
+    });
+  }
+  return pieces;
+}
+
+function gateUpStep(
+  w: LogicalTensor,
+  toInterleaved: boolean,
+  source: string,
+  steps: ((bytes: Uint8Array, part: Piece, index: number) => Uint8Array)[],
+): void {
+  if (w.shape.length < 2) fail(source, w.name, "gate/up re-layout needs at least 2 dimensions.");
+  if (w.kind === "fp8" && w.block[0] !== 1) {
+    fail(
+      source,
+      w.name,
+      "its scales cover 128 rows at once, so gate/up rows cannot move losslessly; use per-32 scales.",
+    );
+  }
+  // Rows are the logical second-to-last axis; it has the same index in every stored part.
+  const axis = w.shape.length - 2;
+  steps.push((bytes, part) => regroupGateUp(bytes, part.shape, axis, dtypeBytes(part.dtype), toInterleaved));
+}
+
+function expertUnits(pieces: Piece[], rules: RelayoutRules, source: string): Unit[] {
+  const units: Unit[] = [];
+  const fused = new Map<string, { piece: Piece; e: number }[]>();
+  for (const piece of pieces) {
+    const split = rules.splitExperts;
+    if (split?.match.test(piece.name)) {
+      const count = piece.shape[0];
+      if (count === undefined)
+        fail(source, piece.name, "splitting experts needs a leading experts dimension.");
+      const names = Array.from({ length: count }, (_, e) =>
+        piece.name.replace(split.match, split.to.replaceAll("{e}", String(e))),
+      );
+      units.push({
+        shard: piece.shard,
+        outputs: names.map((name) => ({ name, dtype: piece.dtype, shape: piece.shape.slice(1) })),
+        produce: async () => splitFirstAxis(await piece.read(), piece.shape).map((p) => p.bytes),
+      });
+      continue;
+    }
+    const fuse = rules.fuseExperts;
+    const found = fuse === undefined ? null : piece.name.match(fuse.match);
+    if (fuse !== undefined && found !== null && found.groups?.e !== undefined) {
+      const target = piece.name.replace(fuse.match, fuse.to);
+      fused.set(target, [...(fused.get(target) ?? []), { piece, e: Number(found.groups.e) }]);
+      continue;
+    }
+    units.push({
+      shard: piece.shard,
+      outputs: [{ name: piece.name, dtype: piece.dtype, shape: piece.shape }],
+      produce: async () => [await piece.read()],
+    });
+  }
+  for (const [name, members] of fused) {
+    members.sort((a, b) => a.e - b.e);
+    members.forEach((m, i) => {
+      if (m.e !== i)
+        fail(
+          source,
+          m.piece.name,
+          `experts to fuse into ${name} must be numbered 0..${members.length - 1}; index ${i} is missing or repeated.`,
+        );
+    });
+    const first = (members[0] as { piece: Piece }).piece;
+    units.push({
+      shard: first.shard,
+      outputs: [{ name, dtype: first.dtype, shape: [members.length, ...first.shape] }],
+      // Fusing holds every expert of one tensor in memory at once: one fused tensor's worth.
+      produce: async () => {
+        const parts = [];
+        for (const m of members) parts.push({ bytes: await m.piece.read(), shape: m.piece.shape });
+        return [stackFirstAxis(parts).bytes];
+      },
+    });
+  }
+  return units;
+}
+
+/** Applies lossless re-layout rules, writing a new checkpoint directory atomically. */
+export async function relayoutCheckpoint(
+  source: string,
+  output: string,
+  rules: RelayoutRules,
+): Promise<RelayoutReport> {
+  const ck = await openCheckpoint(source);
+  try {
+    const units = expertUnits(weightPieces(ck, rules, source), rules, source);
+    const renamed: { from: string; to: string }[] = [];
+    const seen = new Set<string>();
+    for (const unit of units) {
+      unit.outputs = unit.outputs.map((o) => {
+        const name = (rules.rename ?? []).reduce((n, r) => n.replace(r.from, r.to), o.name);
+        if (name !== o.name) renamed.push({ from: o.name, to: name });
+        if (seen.has(name)) fail(source, name, "two tensors would get this name; adjust the rules.");
+        seen.add(name);
+        return { ...o, name };
+      });
+    }
+    await writeDirectoryAtomic(output, async (dir) => {
+      const shards = [...new Set(units.map((u) => u.shard))];
+      const writers = new Map<string, SafetensorsWriter>();
+      try {
+        for (const shard of shards) {
+          const metadata = ck.shards.find((s) => basename(s.path) === shard)?.metadata ?? {};
+          const layouts = units.filter((u) => u.shard === shard).flatMap((u) => u.outputs);
+          writers.set(shard, await SafetensorsWriter.create(join(dir, shard), layouts, metadata));
+        }
+        for (const unit of units) {
+          const writer = writers.get(unit.shard) as SafetensorsWriter;
+          const parts = await unit.produce();
+          for (const [k, part] of parts.entries())
+            await writer.write((unit.outputs[k] as TensorLayout).name, part);
+        }
+        for (const writer of writers.values()) await writer.finish();
+        writers.clear();
+      } finally {
+        for (const writer of writers.values()) await writer.abort();
+      }
+      if (ck.indexed || ck.shards.length > 1) {
+        const weightMap: Record<string, string> = {};
+        let total = 0;
+        for (const unit of units) {
+          for (const o of unit.outputs) {
+            weightMap[o.name] = unit.shard;
+            total += o.shape.reduce((a, b) => a * b, 1) * dtypeBytes(o.dtype);
+          }
+        }
+        await writeShardIndex(dir, weightMap, total);
+      }
+      await copyCompanions(source, dir);
+    });
+    return { source, output, renamed, tensors: seen.size };
+  } finally {
+    await ck.close();
+  }
+}
