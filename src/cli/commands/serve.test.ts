@@ -133,7 +133,7 @@ describe("bringup serve", () => {
     } finally {
       spy.mockRestore();
     }
-    expect(out).toMatch(/^serving lamp at http:\/\/127\.0\.0\.1:\d+ /);
+    expect(out).toMatch(/^loading .*good\nserving lamp at http:\/\/127\.0\.0\.1:\d+ /);
     expect(out).toContain("max-model-len 128, max-num-seqs 2");
     expect(seen.unauthorized).toBe(401);
     expect(seen.models).toMatchObject({ data: [{ id: "lamp", max_model_len: 128 }] });

@@ -130,6 +130,10 @@ export function registerServe(
       DEFAULT_TINY_SIZE,
     )
     .action(async (modelDir: string | undefined, flags: ServeFlags) => {
+      // Loading (or generating the tiny model) takes seconds; say what is happening meanwhile.
+      process.stdout.write(
+        modelDir !== undefined ? `loading ${modelDir}\n` : `generating the tiny model "${flags.tiny}"\n`,
+      );
       const server = await startServer(serverOptions(modelDir, flags));
       const l = server.limits;
       process.stdout.write(
