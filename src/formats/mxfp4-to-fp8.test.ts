@@ -146,6 +146,19 @@ describe("MXFP4 to FP8", () => {
     expect(allowed.maxRelError).toBe(1); // the smallest elements flush to zero
   });
 
+  it("picks the tile scale from the largest element of any magnitude code", () => {
+    // One block at scale 2^0 whose largest element is each E2M1 magnitude in turn: m = binade - 8.
+    const binades = [-1, 0, 0, 1, 1, 2, 2];
+    for (let code = 1; code <= 7; code += 1) {
+      const blocks = new Uint8Array(16);
+      blocks[9] = (code << 4) | 1; // a 0.5 beside it, and a negative copy elsewhere
+      blocks[3] = 8 | code;
+      const { scaleInv, inexactTiles } = mxfp4ToFp8Tile128(blocks, new Uint8Array([127]), 1, 32, false);
+      expect([code, scaleInv[0]]).toEqual([code, 2 ** ((binades[code - 1] as number) - 8)]);
+      expect(inexactTiles).toEqual([]);
+    }
+  });
+
   it("refuses NaN scales and mismatched shapes", () => {
     const { blocks, scales } = matrix(2, 32, () => 255, 1);
     expect(() => mxfp4ToFp8Tile128(blocks, scales, 2, 32, false, "w")).toThrow(/NaN scale/);

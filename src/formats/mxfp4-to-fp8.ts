@@ -19,8 +19,6 @@ export const E2M1_TO_E4M3 = Uint8Array.from({ length: 16 }, (_, code) =>
   encodeMinifloat(FP8_E4M3FN, decodeMinifloat(FP4_E2M1, code)),
 );
 
-/** floor(log2) of each E2M1 magnitude code; -Infinity for zero. */
-const E2M1_EXPONENT = [Number.NEGATIVE_INFINITY, -1, 0, 0, 1, 1, 2, 2];
 /** The largest binade an E4M3 value can start in (448 = 1.75 * 2^8). */
 const E4M3_TOP_EXPONENT = 8;
 
@@ -64,9 +62,6 @@ const PAIRS = Array.from({ length: SHIFT_MAX - ALL_EXACT_SHIFT + 1 }, (_, i) => 
 export function pairTable(d: number): Uint16Array {
   return PAIRS[Math.min(d, SHIFT_MAX) - ALL_EXACT_SHIFT] as Uint16Array;
 }
-
-/** Largest E2M1 magnitude code (0..7) of either nibble of each byte. */
-const BYTE_TOP = Uint8Array.from({ length: 256 }, (_, byte) => Math.max(byte & 7, (byte >> 4) & 7));
 
 /** The E4M3 code of E2M1 `nibble` times 2^d when that is exact, else -1. */
 export function shiftedE4m3(nibble: number, d: number): number {
@@ -131,16 +126,31 @@ export function mxfp4ToFp8Tile128(
   let maxAbsError = 0;
   let maxRelError = 0;
 
-  // Largest element binade per block (blocks of all zeros: -Infinity).
+  // Largest element binade per block (blocks of all zeros: -Infinity). A magnitude code's binade is
+  // (code >> 1) - 1: 4 and 6 (codes 6, 7) have bits 2 and 1 set, 2 and 3 (codes 4, 5) only bit 2,
+  // 1 and 1.5 (codes 2, 3) bit 1, 0.5 (code 1) bit 0. So a block's top binade follows from a few
+  // bitwise ORs over its four 32-bit words, one pass instead of 32 comparisons.
+  const aligned = blocks.byteOffset % 4 === 0 ? blocks : blocks.slice();
+  const words = new Uint32Array(aligned.buffer, aligned.byteOffset, aligned.length / 4);
   const top = new Float64Array(scales.length);
   for (let b = 0; b < scales.length; b += 1) {
-    let code = 0;
-    const base = b * MXFP4_BLOCK_BYTES;
-    for (let j = 0; j < MXFP4_BLOCK_BYTES; j += 1) {
-      const byteTop = BYTE_TOP[blocks[base + j] as number] as number;
-      if (byteTop > code) code = byteTop;
-    }
-    top[b] = (E2M1_EXPONENT[code] as number) + (scales[b] as number) - 127;
+    const w0 = words[4 * b] as number;
+    const w1 = words[4 * b + 1] as number;
+    const w2 = words[4 * b + 2] as number;
+    const w3 = words[4 * b + 3] as number;
+    const any = w0 | w1 | w2 | w3;
+    const both = (w0 & (w0 << 1)) | (w1 & (w1 << 1)) | (w2 & (w2 << 1)) | (w3 & (w3 << 1));
+    const binade =
+      both & 0x44444444
+        ? 2
+        : any & 0x44444444
+          ? 1
+          : any & 0x22222222
+            ? 0
+            : any & 0x11111111
+              ? -1
+              : Number.NEGATIVE_INFINITY;
+    top[b] = binade + (scales[b] as number) - 127;
   }
 
   for (let tr = 0; tr < tileRows; tr += 1) {
