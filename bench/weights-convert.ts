@@ -24,6 +24,8 @@ const CHUNK = 16 * 2 ** 20;
 
 interface ArmResult {
   seconds: number;
+  /** CPU time of the arm's process, all threads: on a shared machine, wall time alone misleads. */
+  cpuSeconds: number;
   sourceBytes: number;
   maxRssBytes: number;
 }
@@ -92,7 +94,9 @@ async function runArm(arm: string, src: string, dst: string, workers: number): P
   if (arm === "copy") sourceBytes = await copyArm(src, dst);
   else sourceBytes = (await convertCheckpoint(src, dst, { to: "fp8", workers })).sourceBytes;
   const seconds = (performance.now() - started) / 1000;
-  return { seconds, sourceBytes, maxRssBytes: process.resourceUsage().maxRSS * 1024 };
+  const usage = process.resourceUsage();
+  const cpuSeconds = (usage.userCPUTime + usage.systemCPUTime) / 1e6;
+  return { seconds, cpuSeconds, sourceBytes, maxRssBytes: usage.maxRSS * 1024 };
 }
 
 function child(arm: string, src: string, dst: string, workers: number): ArmResult {
@@ -137,6 +141,10 @@ if (values.arm !== undefined) {
     const src = join(root, "mxfp4");
     const { mkdir } = await import("node:fs/promises");
     await mkdir(src);
+    const load = (await import("node:os")).loadavg()[0] as number;
+    process.stdout.write(
+      `load average at start: ${load.toFixed(1)} on ${(await import("node:os")).availableParallelism()} cores\n`,
+    );
     const t0 = performance.now();
     const bytes = await generate(src, Number(values.gib));
     const gib = (n: number) => (n / 2 ** 30).toFixed(2);
@@ -160,7 +168,8 @@ if (values.arm !== undefined) {
       results.push({ label, result });
       const rate = result.sourceBytes / 2 ** 30 / result.seconds;
       process.stdout.write(
-        `${label.padEnd(26)} ${result.seconds.toFixed(2).padStart(7)} s  ${rate.toFixed(3)} GiB/s of source  peak RSS ${(result.maxRssBytes / 2 ** 20).toFixed(0)} MiB\n`,
+        `${label.padEnd(26)} ${result.seconds.toFixed(2).padStart(7)} s  ${rate.toFixed(3)} GiB/s of source  ` +
+          `${result.cpuSeconds.toFixed(1)} CPU s  peak RSS ${(result.maxRssBytes / 2 ** 20).toFixed(0)} MiB\n`,
       );
     }
     const rate = (k: number) => {
