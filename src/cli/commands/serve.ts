@@ -1,4 +1,4 @@
-import { type Command, InvalidArgumentError } from "commander";
+import { type Command, InvalidArgumentError, Option } from "commander";
 import { TINY_SIZES } from "../../engine/index.js";
 import {
   DEFAULT_TINY_SIZE,
@@ -124,10 +124,10 @@ export function registerServe(
       positiveInt,
     )
     .option("--threads <n>", "matmul threads (default: all cores)", positiveInt)
-    .option(
-      "--tiny <size>",
-      `tiny model served without MODEL_DIR: ${TINY_SIZES.map((s) => s.name).join(", ")}`,
-      DEFAULT_TINY_SIZE,
+    .addOption(
+      new Option("--tiny <size>", "tiny model generated when there is no MODEL_DIR")
+        .choices(TINY_SIZES.map((s) => s.name))
+        .default(DEFAULT_TINY_SIZE),
     )
     .action(async (modelDir: string | undefined, flags: ServeFlags) => {
       // Loading (or generating the tiny model) takes seconds; say what is happening meanwhile.
