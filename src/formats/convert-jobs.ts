@@ -4,7 +4,7 @@ import type { Checkpoint } from "./checkpoint.js";
 import { e8m0Table } from "./e8m0.js";
 import { floatToFp8Tile128 } from "./fp8-blockwise.js";
 import { type LogicalTensor, logicalRows, readLogicalRows } from "./logical.js";
-import { encodeMxfp4, MXFP4_BLOCK, MXFP4_BLOCK_BYTES } from "./mxfp4.js";
+import { checkMxfp4Scales, encodeMxfp4, MXFP4_BLOCK, MXFP4_BLOCK_BYTES } from "./mxfp4.js";
 import { mxfp4ToFp8Block32, mxfp4ToFp8Tile128, TILE, type TileReport } from "./mxfp4-to-fp8.js";
 
 /**
@@ -64,14 +64,16 @@ export async function runJob(ck: Checkpoint, job: Job): Promise<JobResult> {
     case "mxfp4-to-fp8": {
       const groups = cols / MXFP4_BLOCK;
       const [blocksName, scalesName] = tensor.parts as [string, string];
-      const read = async (s: number, e: number) => ({
-        blocks: await ck.readTensorRange(
+      const read = async (s: number, e: number) => {
+        const scales = await ck.readTensorRange(scalesName, s * groups, e * groups);
+        checkMxfp4Scales(scales, subject, s * groups); // here, so the block named is the tensor's own
+        const blocks = await ck.readTensorRange(
           blocksName,
           s * groups * MXFP4_BLOCK_BYTES,
           e * groups * MXFP4_BLOCK_BYTES,
-        ),
-        scales: await ck.readTensorRange(scalesName, s * groups, e * groups),
-      });
+        );
+        return { blocks, scales };
+      };
       if (job.block === "block32") {
         const { blocks, scales } = await read(start, end);
         const elements = mxfp4ToFp8Block32(blocks, scales, subject);

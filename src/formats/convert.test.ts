@@ -204,6 +204,21 @@ describe("convertCheckpoint", () => {
     expect(config2.quantization_config.modules_to_not_convert).toEqual(["model.embed_tokens"]);
   });
 
+  it("names the file and tensor of a NaN scale, leaving no output", async () => {
+    const dir = join(root, "nan");
+    await writeCheckpoint(dir, [
+      { name: "w_blocks", dtype: "U8", shape: [2, 1, 16], data: new Uint8Array(32) },
+      { name: "w_scales", dtype: "U8", shape: [2, 1], data: new Uint8Array([127, 255]) },
+    ]);
+    for (const to of ["bf16", "fp8"] as const) {
+      // chunks of one row: the block is still counted from the tensor's start
+      await expect(
+        convertCheckpoint(dir, join(root, `nan-${to}`), { to, workers: 0, chunkBytes: 17 }),
+      ).rejects.toThrow(/nan\/model\.safetensors#w: block 1 has the NaN scale/);
+    }
+    expect((await readdir(root)).filter((n) => n.startsWith("nan-"))).toEqual([]);
+  });
+
   it("refuses an output directory that exists", async () => {
     await expect(convertCheckpoint(source, source, { to: "bf16" })).rejects.toThrow(/already exists/);
   });

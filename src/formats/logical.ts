@@ -3,7 +3,13 @@ import type { Checkpoint } from "./checkpoint.js";
 import { decodeToFloat32 } from "./decode.js";
 import type { Dtype } from "./dtypes.js";
 import { dtypeBytes, elementCount } from "./dtypes.js";
-import { dequantizeMxfp4, MXFP4_BLOCK, MXFP4_BLOCK_BYTES, mxfp4LogicalShape } from "./mxfp4.js";
+import {
+  checkMxfp4Scales,
+  dequantizeMxfp4,
+  MXFP4_BLOCK,
+  MXFP4_BLOCK_BYTES,
+  mxfp4LogicalShape,
+} from "./mxfp4.js";
 import { TILE } from "./mxfp4-to-fp8.js";
 import type { TensorInfo } from "./safetensors-header.js";
 
@@ -113,7 +119,9 @@ export async function readLogicalRows(
         end * groups * MXFP4_BLOCK_BYTES,
       );
       const scales = await ck.readTensorRange(scalesName, start * groups, end * groups);
-      return dequantizeMxfp4(blocks, scales, undefined, `${ck.tensor(blocksName).file}#${tensor.name}`);
+      const subject = `${ck.tensor(blocksName).file}#${tensor.name}`;
+      checkMxfp4Scales(scales, subject, start * groups); // first, so the block named is the tensor's own
+      return dequantizeMxfp4(blocks, scales, undefined, subject);
     }
     case "fp8": {
       if (end <= start) return new Float32Array(0);
