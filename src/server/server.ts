@@ -45,7 +45,7 @@ export interface RunningServer {
   readonly url: string;
   readonly modelName: string;
   /** The engine's limits as resolved from the options. */
-  readonly limits: Engine["limits"];
+  readonly limits: EngineLimits;
   /** Stops listening, aborts requests in flight, stops the engine. */
   close(): Promise<void>;
 }
