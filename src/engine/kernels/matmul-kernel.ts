@@ -50,6 +50,9 @@ export function buildDecodeTables(): DecodeTables {
  * at once to share loads. Every output is one sequential sum over k in double precision, whatever
  * M, n0 and n1 are, so results do not depend on batch composition or on how rows are split between
  * threads, and equal the scalar reference's sum bit for bit.
+ *
+ * With `simd` (a WebAssembly SIMD tile instance) the sums run in four f32 lanes instead: still
+ * independent of batch and split, but within f32 rounding of the reference rather than equal to it.
  */
 export function matmulRange(
   x: Float32Array,
@@ -67,8 +70,12 @@ export function matmulRange(
   n1: number,
   scratch: Float32Array,
   tables: { f16: Float32Array; fp8: Float32Array; fp4: Float32Array; e8m0: Float32Array },
+  simd: {
+    tile: (K: number, M: number, x: number, w: number, o: number) => void;
+    memory: { readonly buffer: ArrayBuffer; grow(pages: number): number };
+  } | null,
 ): void {
-  const scratchBits = new Uint32Array(scratch.buffer, scratch.byteOffset, scratch.length);
+  let scratchBits = new Uint32Array(scratch.buffer, scratch.byteOffset, scratch.length);
   /** Dequantizes weight row n into scratch[dst, dst+K). */
   const unpack = (n: number, dst: number): void => {
     if (dtype === 1) {
@@ -114,6 +121,32 @@ export function matmulRange(
       }
     }
   };
+  if (simd !== null && K % 4 === 0 && K > 0) {
+    // WebAssembly SIMD path: x and four weight rows at a time are placed in the instance's memory
+    // ([x: M*K][rows: 4*K][out: M*4] floats) and the tile function sums them in f32 lanes.
+    const needBytes = (M * K + 4 * K + 4 * M) * 4;
+    const have = simd.memory.buffer.byteLength;
+    if (have < needBytes) simd.memory.grow(Math.ceil((needBytes - have) / 65536));
+    const heap = new Float32Array(simd.memory.buffer);
+    scratch = heap;
+    scratchBits = new Uint32Array(simd.memory.buffer);
+    const W = M * K;
+    const O = W + 4 * K;
+    heap.set(x.subarray(0, M * K), 0);
+    for (let n = n0; n < n1; n += 4) {
+      const rows = Math.min(4, n1 - n);
+      for (let j = 0; j < rows; j++) {
+        if (dtype === 0) heap.set((wData as Float32Array).subarray((n + j) * K, (n + j + 1) * K), W + j * K);
+        else unpack(n + j, W + j * K);
+      }
+      if (rows < 4) heap.fill(0, W + rows * K, W + 4 * K);
+      simd.tile(K, M, 0, W * 4, O * 4);
+      for (let m = 0; m < M; m++) {
+        for (let j = 0; j < rows; j++) out[m * N + n + j] = heap[O + m * 4 + j] as number;
+      }
+    }
+    return;
+  }
   const f32 = dtype === 0;
   const w: Float32Array = f32 ? (wData as Float32Array) : scratch;
   let n = n0;

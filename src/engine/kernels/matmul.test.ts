@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { Rng } from "../tensor/random.js";
 import { shareArray, type Weight } from "../tensor/weight.js";
 import { MatmulPool } from "./pool.js";
-import { matmulReference } from "./reference.js";
+import { matmulReference, weightAt } from "./reference.js";
 
 const rng = new Rng(7);
 
@@ -48,8 +48,8 @@ function randomWeight(dtype: Weight["dtype"], rows: number, cols: number): Weigh
 }
 
 const pools: MatmulPool[] = [];
-function pool(threads: number): MatmulPool {
-  const p = new MatmulPool(threads);
+function pool(threads: number, simd = false): MatmulPool {
+  const p = new MatmulPool(threads, { simd });
   pools.push(p);
   return p;
 }
@@ -61,8 +61,15 @@ describe("matmul fast path", () => {
   const dtypes: Weight["dtype"][] = ["f32", "bf16", "f16", "fp8_e4m3", "mxfp4"];
   const single = pool(1);
   const dual = pool(2);
+  const simdSingle = pool(1, true);
+  const simdDual = pool(2, true);
+
+  it("has WebAssembly SIMD here, and can be forced to the plain kernel", () => {
+    expect(simdSingle.simd).toBe(true);
+    expect(single.simd).toBe(false);
+  });
   for (const dtype of dtypes) {
-    it(`${dtype}: equals the scalar reference bit for bit, on one and two threads`, () => {
+    it(`${dtype}: plain kernel equals the scalar reference bit for bit; SIMD within f32 rounding; both split-invariant`, () => {
       const M = 3;
       const K = 96;
       const N = 1030; // large enough to run on both threads, odd so the split is uneven
@@ -78,6 +85,22 @@ describe("matmul fast path", () => {
       expect(Array.from(a)).toEqual(Array.from(ref));
       // Same kernel, same order: splitting rows across threads changes nothing, bit for bit.
       expect(Array.from(b)).toEqual(Array.from(a));
+      // The SIMD tile sums in four f32 lanes: within f32 accumulation error of the reference,
+      // bounded by K * 2^-24 * Σ|x·w|, and again identical however the rows are split.
+      const c = new Float32Array(M * N);
+      const d = new Float32Array(M * N);
+      simdSingle.matmul(x, M, w, c);
+      simdDual.matmul(x, M, w, d);
+      expect(Array.from(d)).toEqual(Array.from(c));
+      for (let m = 0; m < M; m++) {
+        for (let n = 0; n < N; n++) {
+          let magnitude = 0;
+          for (let k = 0; k < K; k++) magnitude += Math.abs((x[m * K + k] as number) * weightAt(w, n, k));
+          const i = m * N + n;
+          const bound = K * 2 ** -24 * magnitude;
+          expect(Math.abs((c[i] as number) - (ref[i] as number))).toBeLessThanOrEqual(bound);
+        }
+      }
     });
   }
 
@@ -87,12 +110,14 @@ describe("matmul fast path", () => {
     const w = randomWeight("bf16", N, K);
     const M = 5;
     const x = rng.fillNormal(new Float32Array(M * K), 1);
-    const batched = new Float32Array(M * N);
-    dual.matmul(x, M, w, batched);
-    for (let m = 0; m < M; m++) {
-      const alone = new Float32Array(N);
-      dual.matmul(x.subarray(m * K, (m + 1) * K), 1, w, alone);
-      expect(Array.from(alone)).toEqual(Array.from(batched.subarray(m * N, (m + 1) * N)));
+    for (const p of [dual, simdDual]) {
+      const batched = new Float32Array(M * N);
+      p.matmul(x, M, w, batched);
+      for (let m = 0; m < M; m++) {
+        const alone = new Float32Array(N);
+        p.matmul(x.subarray(m * K, (m + 1) * K), 1, w, alone);
+        expect(Array.from(alone)).toEqual(Array.from(batched.subarray(m * N, (m + 1) * N)));
+      }
     }
   });
 
@@ -101,13 +126,18 @@ describe("matmul fast path", () => {
     const M = 3;
     const ws = [randomWeight("f32", 130, K), randomWeight("mxfp4", 62, K), randomWeight("bf16", 517, K)];
     const x = rng.fillNormal(new Float32Array(M * K), 1);
-    const outs = ws.map((w) => new Float32Array(M * w.rows));
-    dual.matmulMany(x, M, ws, outs);
-    ws.forEach((w, i) => {
-      const alone = new Float32Array(M * w.rows);
-      single.matmul(x, M, w, alone);
-      expect(Array.from(outs[i] as Float32Array)).toEqual(Array.from(alone));
-    });
+    for (const [many, one] of [
+      [dual, single],
+      [simdDual, simdSingle],
+    ] as const) {
+      const outs = ws.map((w) => new Float32Array(M * w.rows));
+      many.matmulMany(x, M, ws, outs);
+      ws.forEach((w, i) => {
+        const alone = new Float32Array(M * w.rows);
+        one.matmul(x, M, w, alone);
+        expect(Array.from(outs[i] as Float32Array)).toEqual(Array.from(alone));
+      });
+    }
   });
 
   it("rejects buffers that are too small", () => {

@@ -3,6 +3,7 @@ import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from "
 import { BringupError } from "../../common/errors.js";
 import { DTYPE_CODE, type Weight } from "../tensor/weight.js";
 import { buildDecodeTables, type DecodeTables, matmulRange } from "./matmul-kernel.js";
+import { compileSimdTile, instantiateTile, type SimdTile, type WasmModule } from "./simd-module.js";
 
 /** Below this many multiply-adds a matmul stays on the calling thread: waking workers costs more. */
 const PARALLEL_MIN_MACS = 1 << 16;
@@ -32,16 +33,27 @@ export class MatmulPool {
   private scratch = new Float32Array(1);
   private closed = false;
 
-  constructor(threads: number = availableParallelism()) {
+  /** Whether matmuls use the WebAssembly SIMD tile (false: the plain JavaScript kernel). */
+  readonly simd: boolean;
+  private readonly simdTile: SimdTile | null;
+
+  /**
+   * `simd` defaults to true where WebAssembly SIMD validates, unless BRINGUP_ENGINE_SIMD=0 forces
+   * the plain kernel (the reference-exact one).
+   */
+  constructor(threads: number = availableParallelism(), options: { readonly simd?: boolean } = {}) {
     if (!Number.isInteger(threads) || threads < 1) {
       throw new BringupError("ENGINE_THREADS", `threads must be a positive integer, got ${threads}.`);
     }
     this.threads = threads;
+    const module = (options.simd ?? process.env.BRINGUP_ENGINE_SIMD !== "0") ? compileSimdTile() : undefined;
+    this.simd = module !== undefined;
+    this.simdTile = module === undefined ? null : instantiateTile(module);
     for (let i = 1; i < threads; i++) {
       const { port1, port2 } = new MessageChannel();
       const worker = new Worker(WORKER_SOURCE, {
         eval: true,
-        workerData: { ctrl: this.ctrl, port: port2 },
+        workerData: { ctrl: this.ctrl, port: port2, module },
         transferList: [port2],
       });
       worker.unref();
@@ -153,6 +165,7 @@ export class MatmulPool {
       n1,
       this.scratch,
       this.tables,
+      this.simdTile,
     );
   }
 
@@ -242,8 +255,22 @@ function workerMain(
   buildTables: typeof buildDecodeTables,
   threads: typeof import("node:worker_threads"),
 ): void {
-  const { ctrl, port } = threads.workerData as { ctrl: Int32Array; port: MessagePort };
+  const { ctrl, port, module } = threads.workerData as {
+    ctrl: Int32Array;
+    port: MessagePort;
+    module: WasmModule | undefined;
+  };
   const tables = buildTables();
+  let simd: SimdTile | null = null;
+  if (module !== undefined) {
+    const api = (
+      globalThis as unknown as {
+        WebAssembly: { Instance: new (m: WasmModule, i: object) => { exports: unknown } };
+      }
+    ).WebAssembly;
+    const exports = new api.Instance(module, {}).exports as SimdTile;
+    simd = { tile: exports.tile, memory: exports.memory };
+  }
   type Registered = {
     data: Float32Array | Uint16Array | Uint8Array;
     scaleData: Float32Array | null;
@@ -289,6 +316,7 @@ function workerMain(
               seg.n1,
               scratch,
               tables,
+              simd,
             );
           }
         } catch (error) {

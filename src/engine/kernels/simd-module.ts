@@ -1,0 +1,194 @@
+/**
+ * A WebAssembly SIMD kernel for the matmul's inner tile, assembled here from its opcodes (no
+ * assembler package is needed for 60 instructions):
+ *
+ *   tile(K, M, x, w, o): for m < M, j < 4: o[m*4 + j] = Σ_k x[m*K + k] · w[j*K + k]
+ *
+ * with x, w, o byte offsets into the instance's own memory and K a multiple of 4. Each output keeps
+ * four f32 partial sums (lanes k mod 4) added as (l0 + l1) + (l2 + l3), so an output depends only
+ * on its own row and input, never on M or on the other rows of the tile.
+ */
+export function simdTileModuleBytes(): Uint8Array {
+  const leb = (n: number): number[] => {
+    const out: number[] = [];
+    do {
+      let byte = n & 0x7f;
+      n >>>= 7;
+      if (n !== 0) byte |= 0x80;
+      out.push(byte);
+    } while (n !== 0);
+    return out;
+  };
+  const get = (i: number) => [0x20, i];
+  const set = (i: number) => [0x21, i];
+  const tee = (i: number) => [0x22, i];
+  const i32c = (v: number) => [0x41, v]; // small non-negative constants only (< 64)
+  const add = [0x6a];
+  const shl = [0x74];
+  const ltU = [0x49];
+  const geU = [0x4f];
+  const v128load = [0xfd, 0x00, 0x00, 0x00];
+  const f32x4add = [0xfd, 0xe4, 0x01];
+  const f32x4mul = [0xfd, 0xe6, 0x01];
+  const lane = (l: number) => [0xfd, 0x1f, l];
+  const f32add = [0x92];
+  const zero = [0xfd, 0x0c, ...new Array(16).fill(0)];
+  // Locals: 0 K, 1 M, 2 x, 3 w, 4 o | 5 m, 6 kb, 7 rowBytes, 8 xp, 9 w1, 10 w2, 11 w3 | 12-15 acc, 16 xv
+  const body: number[] = [
+    ...get(0),
+    ...i32c(2),
+    ...shl,
+    ...set(7),
+    ...get(3),
+    ...get(7),
+    ...add,
+    ...set(9),
+    ...get(9),
+    ...get(7),
+    ...add,
+    ...set(10),
+    ...get(10),
+    ...get(7),
+    ...add,
+    ...set(11),
+    ...i32c(0),
+    ...set(5),
+    ...get(2),
+    ...set(8),
+    0x02,
+    0x40, // block
+    ...get(5),
+    ...get(1),
+    ...geU,
+    0x0d,
+    0x00, // if m >= M: leave
+    0x03,
+    0x40, // loop over m
+    ...zero,
+    ...set(12),
+    ...zero,
+    ...set(13),
+    ...zero,
+    ...set(14),
+    ...zero,
+    ...set(15),
+    ...i32c(0),
+    ...set(6),
+    0x03,
+    0x40, // loop over k, 4 at a time
+    ...get(8),
+    ...get(6),
+    ...add,
+    ...v128load,
+    ...set(16),
+  ];
+  [3, 9, 10, 11].forEach((rowBase, j) => {
+    body.push(
+      ...get(12 + j),
+      ...get(16),
+      ...get(rowBase),
+      ...get(6),
+      ...add,
+      ...v128load,
+      ...f32x4mul,
+      ...f32x4add,
+      ...set(12 + j),
+    );
+  });
+  body.push(...get(6), ...i32c(16), ...add, ...tee(6), ...get(7), ...ltU, 0x0d, 0x00, 0x0b);
+  for (let j = 0; j < 4; j++) {
+    body.push(
+      ...get(4),
+      ...get(5),
+      ...i32c(4),
+      ...shl,
+      ...add,
+      ...get(12 + j),
+      ...lane(0),
+      ...get(12 + j),
+      ...lane(1),
+      ...f32add,
+      ...get(12 + j),
+      ...lane(2),
+      ...get(12 + j),
+      ...lane(3),
+      ...f32add,
+      ...f32add,
+      0x38,
+      0x02,
+      ...leb(4 * j), // f32.store align=4 offset=4j
+    );
+  }
+  body.push(
+    ...get(8),
+    ...get(7),
+    ...add,
+    ...set(8),
+    ...get(5),
+    ...i32c(1),
+    ...add,
+    ...tee(5),
+    ...get(1),
+    ...ltU,
+    0x0d,
+    0x00,
+    0x0b, // end loop over m
+    0x0b, // end block
+    0x0b, // end function
+  );
+  const locals = [0x02, 0x07, 0x7f, 0x05, 0x7b];
+  const func = [...locals, ...body];
+  const code = [0x01, ...leb(func.length), ...func];
+  const section = (id: number, content: number[]) => [id, ...leb(content.length), ...content];
+  const name = (s: string) => [s.length, ...Array.from(s, (c) => c.charCodeAt(0))];
+  return new Uint8Array([
+    0x00,
+    0x61,
+    0x73,
+    0x6d,
+    0x01,
+    0x00,
+    0x00,
+    0x00,
+    ...section(1, [0x01, 0x60, 0x05, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x00]),
+    ...section(3, [0x01, 0x00]),
+    ...section(5, [0x01, 0x00, 0x01]),
+    ...section(7, [0x02, ...name("tile"), 0x00, 0x00, ...name("memory"), 0x02, 0x00]),
+    ...section(10, code),
+  ]);
+}
+
+/** The few WebAssembly types used here (this project's TypeScript lib has no DOM/wasm typings). */
+export interface WasmMemory {
+  readonly buffer: ArrayBuffer;
+  grow(pages: number): number;
+}
+
+/** A compiled module: opaque, and structured-cloneable to worker threads. */
+export type WasmModule = object & { readonly __wasmModule?: never };
+
+export interface SimdTile {
+  tile: (K: number, M: number, x: number, w: number, o: number) => void;
+  memory: WasmMemory;
+}
+
+interface WasmApi {
+  validate(bytes: Uint8Array): boolean;
+  Module: new (bytes: Uint8Array) => WasmModule;
+  Instance: new (module: WasmModule, imports: object) => { exports: unknown };
+}
+
+const wasm = (globalThis as unknown as { WebAssembly?: WasmApi }).WebAssembly;
+
+/** The compiled module, or undefined where WebAssembly SIMD is unavailable. */
+export function compileSimdTile(): WasmModule | undefined {
+  const bytes = simdTileModuleBytes();
+  if (wasm === undefined || !wasm.validate(bytes)) return undefined;
+  return new wasm.Module(bytes);
+}
+
+/** A fresh instance with its own memory (one per thread). */
+export function instantiateTile(module: WasmModule): SimdTile {
+  const exports = new (wasm as WasmApi).Instance(module, {}).exports as SimdTile;
+  return { tile: exports.tile, memory: exports.memory };
+}
