@@ -4,6 +4,7 @@ import { BringupError } from "../common/errors.js";
 import {
   createTinyModel,
   Engine,
+  type EngineLimits,
   findTinySize,
   type LoadedModel,
   loadModel,
