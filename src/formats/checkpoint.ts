@@ -54,8 +54,8 @@ export class Checkpoint {
     return shard.readTensor(name);
   }
 
-  readTensorRange(name: string, start: number, end: number): Promise<Uint8Array> {
-    return this.#entry(name).shard.readTensorRange(name, start, end);
+  readTensorRange(name: string, start: number, end: number, into?: Uint8Array): Promise<Uint8Array> {
+    return this.#entry(name).shard.readTensorRange(name, start, end, into);
   }
 
   /** Total bytes of tensor data. */

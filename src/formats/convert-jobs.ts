@@ -28,8 +28,24 @@ export interface JobResult {
 
 const bytesOf = (a: Float32Array | Uint16Array) => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
 
-/** Runs one job against an open source checkpoint; the same code runs in workers and inline. */
-export async function runJob(ck: Checkpoint, job: Job): Promise<JobResult> {
+/** Read buffers one runner reuses from job to job (the outputs leave with each result). */
+export class Scratch {
+  readonly #buffers: Uint8Array[] = [];
+
+  get(slot: number, bytes: number): Uint8Array {
+    const held = this.#buffers[slot];
+    if (held !== undefined && held.length >= bytes) return held;
+    const fresh = new Uint8Array(bytes);
+    this.#buffers[slot] = fresh;
+    return fresh;
+  }
+}
+
+/**
+ * Runs one job against an open source checkpoint; the same code runs in workers and inline. The
+ * parts returned never alias `scratch`.
+ */
+export async function runJob(ck: Checkpoint, job: Job, scratch = new Scratch()): Promise<JobResult> {
   const { tensor, start, end } = job;
   const { cols } = logicalRows(tensor);
   const subject = `${ck.tensor(tensor.parts[0]).file}#${tensor.name}`;
@@ -65,13 +81,11 @@ export async function runJob(ck: Checkpoint, job: Job): Promise<JobResult> {
       const groups = cols / MXFP4_BLOCK;
       const [blocksName, scalesName] = tensor.parts as [string, string];
       const read = async (s: number, e: number) => {
-        const scales = await ck.readTensorRange(scalesName, s * groups, e * groups);
-        checkMxfp4Scales(scales, subject, s * groups); // here, so the block named is the tensor's own
-        const blocks = await ck.readTensorRange(
-          blocksName,
-          s * groups * MXFP4_BLOCK_BYTES,
-          e * groups * MXFP4_BLOCK_BYTES,
-        );
+        const [g0, g1] = [s * groups, e * groups];
+        const scales = await ck.readTensorRange(scalesName, g0, g1, scratch.get(0, g1 - g0));
+        checkMxfp4Scales(scales, subject, g0); // here, so the block named is the tensor's own
+        const [b0, b1] = [g0 * MXFP4_BLOCK_BYTES, g1 * MXFP4_BLOCK_BYTES];
+        const blocks = await ck.readTensorRange(blocksName, b0, b1, scratch.get(1, b1 - b0));
         return { blocks, scales };
       };
       if (job.block === "block32") {

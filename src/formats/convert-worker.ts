@@ -1,19 +1,27 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { isBringupError } from "../common/errors.js";
 import { type Checkpoint, openCheckpoint } from "./checkpoint.js";
-import { type Job, type JobResult, runJob } from "./convert-jobs.js";
+import { type Job, type JobResult, runJob, Scratch } from "./convert-jobs.js";
 import type { WorkerReply, WorkerRequest } from "./worker-pool.js";
 
 // Each worker opens the source checkpoint itself and reads the rows of its jobs by byte range.
 const source = (workerData as { source: string }).source;
 let opened: Promise<Checkpoint> | undefined;
+const scratch = new Scratch();
 
-parentPort?.on("message", async ({ id, job }: WorkerRequest<Job>) => {
+// Jobs run one after another: they share the scratch buffers, and the pool keeps a second job queued
+// here so the worker never waits for the main thread.
+let queue: Promise<void> = Promise.resolve();
+parentPort?.on("message", (request: WorkerRequest<Job>) => {
+  queue = queue.then(() => handle(request));
+});
+
+async function handle({ id, job }: WorkerRequest<Job>): Promise<void> {
   let reply: WorkerReply<JobResult>;
   const transfer: ArrayBuffer[] = [];
   try {
     opened ??= openCheckpoint(source);
-    const result = await runJob(await opened, job);
+    const result = await runJob(await opened, job, scratch);
     // Parts are fresh arrays, but some may be views of one buffer; transfer each buffer once.
     for (const part of result.parts) {
       const buffer = part.buffer as ArrayBuffer;
@@ -30,4 +38,4 @@ parentPort?.on("message", async ({ id, job }: WorkerRequest<Job>) => {
     };
   }
   parentPort?.postMessage(reply, transfer);
-});
+}

@@ -4,7 +4,7 @@ import { writeDirectoryAtomic } from "../common/atomic-write.js";
 import { BringupError } from "../common/errors.js";
 import { type Checkpoint, openCheckpoint, writeShardIndex } from "./checkpoint.js";
 import { copyCompanions } from "./companions.js";
-import { type Job, type JobOp, type JobResult, runJob, sourceRowBytes } from "./convert-jobs.js";
+import { type Job, type JobOp, type JobResult, runJob, Scratch, sourceRowBytes } from "./convert-jobs.js";
 import { type Dtype, dtypeBytes, elementCount } from "./dtypes.js";
 import { detectLogicalTensors, type LogicalTensor, logicalRows, scaleGridShape } from "./logical.js";
 import { MXFP4_BLOCK, MXFP4_BLOCK_BYTES } from "./mxfp4.js";
@@ -282,7 +282,15 @@ export async function convertCheckpoint(
             ),
           );
         }
-        const execute = (job: Job) => (pool ? pool.run(job) : runJob(ck, job));
+        // On the calling thread, jobs run one at a time: they share the scratch buffers.
+        const scratch = new Scratch();
+        let inline: Promise<unknown> = Promise.resolve();
+        const execute = (job: Job): Promise<JobResult> => {
+          if (pool) return pool.run(job);
+          const next = inline.then(() => runJob(ck, job, scratch));
+          inline = next.catch(() => undefined);
+          return next;
+        };
         const window = Math.max(2, 2 * workerCount);
         const inflight = new Map<number, Promise<JobResult>>();
         let next = 0;

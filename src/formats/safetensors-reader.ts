@@ -42,8 +42,12 @@ export class SafetensorsFile {
     return this.readTensorRange(name, 0, this.tensor(name).byteLength);
   }
 
-  /** Bytes [start, end) of one tensor, for streaming a large tensor in pieces. */
-  async readTensorRange(name: string, start: number, end: number): Promise<Uint8Array> {
+  /**
+   * Bytes [start, end) of one tensor, for streaming a large tensor in pieces. With `into` (at least
+   * end - start bytes), the bytes land there and a view of it is returned: a caller streaming many
+   * chunks reuses one buffer instead of faulting in fresh memory each time.
+   */
+  async readTensorRange(name: string, start: number, end: number, into?: Uint8Array): Promise<Uint8Array> {
     const info = this.tensor(name);
     if (
       !(
@@ -60,7 +64,10 @@ export class SafetensorsFile {
         { subject: `${this.path}#${name}` },
       );
     }
-    const out = new Uint8Array(end - start);
+    const out =
+      into !== undefined && into.length >= end - start
+        ? into.subarray(0, end - start)
+        : new Uint8Array(end - start);
     const position = this.dataStart + info.dataOffsets[0] + start;
     let done = 0;
     while (done < out.length) {
