@@ -71,7 +71,7 @@ export function matmulRange(
   scratch: Float32Array,
   tables: { f16: Float32Array; fp8: Float32Array; fp4: Float32Array; e8m0: Float32Array },
   simd: {
-    tile: (K: number, M: number, x: number, w: number, o: number) => void;
+    tile: (K: number, M: number, x: number, w: number, o: number, G: number) => void;
     memory: { readonly buffer: ArrayBuffer; grow(pages: number): number };
   } | null,
 ): void {
@@ -122,27 +122,28 @@ export function matmulRange(
     }
   };
   if (simd !== null && K % 4 === 0 && K > 0) {
-    // WebAssembly SIMD path: x and four weight rows at a time are placed in the instance's memory
-    // ([x: M*K][rows: 4*K][out: M*4] floats) and the tile function sums them in f32 lanes.
-    const needBytes = (M * K + 4 * K + 4 * M) * 4;
+    // WebAssembly SIMD path: x and up to CHUNK weight rows at a time are placed in the instance's
+    // memory ([x: M*K][rows: CHUNK*K][out: M*CHUNK] floats) and the tile sums them in f32 lanes.
+    const CHUNK = 64;
+    const needBytes = (M * K + CHUNK * K + CHUNK * M) * 4;
     const have = simd.memory.buffer.byteLength;
     if (have < needBytes) simd.memory.grow(Math.ceil((needBytes - have) / 65536));
     const heap = new Float32Array(simd.memory.buffer);
     scratch = heap;
     scratchBits = new Uint32Array(simd.memory.buffer);
     const W = M * K;
-    const O = W + 4 * K;
+    const O = W + CHUNK * K;
     heap.set(x.subarray(0, M * K), 0);
-    for (let n = n0; n < n1; n += 4) {
-      const rows = Math.min(4, n1 - n);
+    for (let c0 = n0; c0 < n1; c0 += CHUNK) {
+      const rows = Math.min(CHUNK, n1 - c0);
+      const groups = Math.ceil(rows / 4);
+      if (dtype === 0) heap.set((wData as Float32Array).subarray(c0 * K, (c0 + rows) * K), W);
+      else for (let j = 0; j < rows; j++) unpack(c0 + j, W + j * K);
+      if (rows < groups * 4) heap.fill(0, W + rows * K, W + groups * 4 * K);
+      simd.tile(K, M, 0, W * 4, O * 4, groups);
       for (let j = 0; j < rows; j++) {
-        if (dtype === 0) heap.set((wData as Float32Array).subarray((n + j) * K, (n + j + 1) * K), W + j * K);
-        else unpack(n + j, W + j * K);
-      }
-      if (rows < 4) heap.fill(0, W + rows * K, W + 4 * K);
-      simd.tile(K, M, 0, W * 4, O * 4);
-      for (let m = 0; m < M; m++) {
-        for (let j = 0; j < rows; j++) out[m * N + n + j] = heap[O + m * 4 + j] as number;
+        const base = O + (j >> 2) * M * 4 + (j & 3);
+        for (let m = 0; m < M; m++) out[m * N + c0 + j] = heap[base + m * 4] as number;
       }
     }
     return;

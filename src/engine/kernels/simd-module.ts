@@ -2,7 +2,8 @@
  * A WebAssembly SIMD kernel for the matmul's inner tile, assembled here from its opcodes (no
  * assembler package is needed for 60 instructions):
  *
- *   tile(K, M, x, w, o): for m < M, j < 4: o[m*4 + j] = Σ_k x[m*K + k] · w[j*K + k]
+ *   tile(K, M, x, w, o, G): for g < G, m < M, j < 4:
+ *     o[(g*M + m)*4 + j] = Σ_k x[m*K + k] · w[(4g + j)*K + k]
  *
  * with x, w, o byte offsets into the instance's own memory and K a multiple of 4. Each output keeps
  * four f32 partial sums (lanes k mod 4) added as (l0 + l1) + (l2 + l3), so an output depends only
@@ -33,84 +34,96 @@ export function simdTileModuleBytes(): Uint8Array {
   const lane = (l: number) => [0xfd, 0x1f, l];
   const f32add = [0x92];
   const zero = [0xfd, 0x0c, ...new Array(16).fill(0)];
-  // Locals: 0 K, 1 M, 2 x, 3 w, 4 o | 5 m, 6 kb, 7 rowBytes, 8 xp, 9 w1, 10 w2, 11 w3 | 12-15 acc, 16 xv
+  const eqz = [0x45];
+  // Locals: 0 K, 1 M, 2 x, 3 w, 4 o, 5 G | 6 m, 7 kb, 8 rowBytes, 9 xp, 10 w1, 11 w2, 12 w3, 13 g
+  //         | 14-17 acc, 18 xv
   const body: number[] = [
     ...get(0),
     ...i32c(2),
     ...shl,
-    ...set(7),
+    ...set(8),
+    ...i32c(0),
+    ...set(13),
+    0x02,
+    0x40, // block: leave when G == 0
+    ...get(5),
+    ...eqz,
+    0x0d,
+    0x00,
+    0x03,
+    0x40, // loop over groups of four rows
     ...get(3),
-    ...get(7),
-    ...add,
-    ...set(9),
-    ...get(9),
-    ...get(7),
+    ...get(8),
     ...add,
     ...set(10),
     ...get(10),
-    ...get(7),
+    ...get(8),
     ...add,
     ...set(11),
+    ...get(11),
+    ...get(8),
+    ...add,
+    ...set(12),
     ...i32c(0),
-    ...set(5),
+    ...set(6),
     ...get(2),
-    ...set(8),
+    ...set(9),
     0x02,
-    0x40, // block
-    ...get(5),
+    0x40, // block: leave when M == 0
+    ...get(6),
     ...get(1),
     ...geU,
     0x0d,
-    0x00, // if m >= M: leave
+    0x00,
     0x03,
-    0x40, // loop over m
-    ...zero,
-    ...set(12),
-    ...zero,
-    ...set(13),
+    0x40, // loop over input rows m
     ...zero,
     ...set(14),
     ...zero,
     ...set(15),
+    ...zero,
+    ...set(16),
+    ...zero,
+    ...set(17),
     ...i32c(0),
-    ...set(6),
+    ...set(7),
     0x03,
     0x40, // loop over k, 4 at a time
-    ...get(8),
-    ...get(6),
+    ...get(9),
+    ...get(7),
     ...add,
     ...v128load,
-    ...set(16),
+    ...set(18),
   ];
-  [3, 9, 10, 11].forEach((rowBase, j) => {
+  [3, 10, 11, 12].forEach((rowBase, j) => {
     body.push(
-      ...get(12 + j),
-      ...get(16),
+      ...get(14 + j),
+      ...get(18),
       ...get(rowBase),
-      ...get(6),
+      ...get(7),
       ...add,
       ...v128load,
       ...f32x4mul,
       ...f32x4add,
-      ...set(12 + j),
+      ...set(14 + j),
     );
   });
-  body.push(...get(6), ...i32c(16), ...add, ...tee(6), ...get(7), ...ltU, 0x0d, 0x00, 0x0b);
+  body.push(...get(7), ...i32c(16), ...add, ...tee(7), ...get(8), ...ltU, 0x0d, 0x00, 0x0b);
   for (let j = 0; j < 4; j++) {
     body.push(
       ...get(4),
-      ...get(5),
+      ...get(6),
       ...i32c(4),
       ...shl,
       ...add,
-      ...get(12 + j),
+      ...get(14 + j),
       ...lane(0),
-      ...get(12 + j),
+      ...get(14 + j),
       ...lane(1),
       ...f32add,
-      ...get(12 + j),
+      ...get(14 + j),
       ...lane(2),
-      ...get(12 + j),
+      ...get(14 + j),
       ...lane(3),
       ...f32add,
       ...f32add,
@@ -120,23 +133,43 @@ export function simdTileModuleBytes(): Uint8Array {
     );
   }
   body.push(
+    ...get(9),
     ...get(8),
-    ...get(7),
     ...add,
-    ...set(8),
-    ...get(5),
+    ...set(9),
+    ...get(6),
     ...i32c(1),
     ...add,
-    ...tee(5),
+    ...tee(6),
     ...get(1),
     ...ltU,
     0x0d,
     0x00,
     0x0b, // end loop over m
     0x0b, // end block
+    ...get(12),
+    ...get(8),
+    ...add,
+    ...set(3), // w += 4 rows
+    ...get(4),
+    ...get(1),
+    ...i32c(4),
+    ...shl,
+    ...add,
+    ...set(4), // o += M*4 floats
+    ...get(13),
+    ...i32c(1),
+    ...add,
+    ...tee(13),
+    ...get(5),
+    ...ltU,
+    0x0d,
+    0x00,
+    0x0b, // end loop over groups
+    0x0b, // end block
     0x0b, // end function
   );
-  const locals = [0x02, 0x07, 0x7f, 0x05, 0x7b];
+  const locals = [0x02, 0x08, 0x7f, 0x05, 0x7b];
   const func = [...locals, ...body];
   const code = [0x01, ...leb(func.length), ...func];
   const section = (id: number, content: number[]) => [id, ...leb(content.length), ...content];
@@ -150,7 +183,7 @@ export function simdTileModuleBytes(): Uint8Array {
     0x00,
     0x00,
     0x00,
-    ...section(1, [0x01, 0x60, 0x05, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x00]),
+    ...section(1, [0x01, 0x60, 0x06, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x00]),
     ...section(3, [0x01, 0x00]),
     ...section(5, [0x01, 0x00, 0x01]),
     ...section(7, [0x02, ...name("tile"), 0x00, 0x00, ...name("memory"), 0x02, 0x00]),
@@ -168,7 +201,7 @@ export interface WasmMemory {
 export type WasmModule = object & { readonly __wasmModule?: never };
 
 export interface SimdTile {
-  tile: (K: number, M: number, x: number, w: number, o: number) => void;
+  tile: (K: number, M: number, x: number, w: number, o: number, G: number) => void;
   memory: WasmMemory;
 }
 
