@@ -48,12 +48,15 @@ export const UNITS = [
 export const Unit = z.enum(UNITS);
 export type Unit = z.infer<typeof Unit>;
 
+/** Decimal places a source stated a figure with: JSON keeps 35.0 as 35, the page must not. */
+const Decimals = z.int().min(0).max(6).optional();
+
 /** The shape of a stated figure: one value, a range over conditions, a bound, or passed out of total. */
 export const Figure = z.discriminatedUnion("shape", [
-  z.strictObject({ shape: z.literal("point"), value: z.number() }),
-  z.strictObject({ shape: z.literal("range"), low: z.number(), high: z.number() }),
-  z.strictObject({ shape: z.literal("at-most"), value: z.number() }),
-  z.strictObject({ shape: z.literal("at-least"), value: z.number() }),
+  z.strictObject({ shape: z.literal("point"), value: z.number(), decimals: Decimals }),
+  z.strictObject({ shape: z.literal("range"), low: z.number(), high: z.number(), decimals: Decimals }),
+  z.strictObject({ shape: z.literal("at-most"), value: z.number(), decimals: Decimals }),
+  z.strictObject({ shape: z.literal("at-least"), value: z.number(), decimals: Decimals }),
   z.strictObject({ shape: z.literal("fraction"), passed: z.int().nonnegative(), total: z.int().positive() }),
 ]);
 export type Figure = z.infer<typeof Figure>;

@@ -28,6 +28,8 @@ function record(overrides: Partial<BenchRecordInput>): BenchRecord {
 describe("formatFigure", () => {
   it("writes each shape in its unit", () => {
     expect(formatFigure({ shape: "point", value: 43.9 }, "tok/s")).toBe("43.9 tok/s");
+    expect(formatFigure({ shape: "point", value: 35, decimals: 1 }, "tok/s")).toBe("35.0 tok/s");
+    expect(formatFigure({ shape: "range", low: 2, high: 2.5, decimals: 2 }, "x")).toBe("2.00x to 2.50x");
     expect(formatFigure({ shape: "range", low: 22, high: 24 }, "tok/s")).toBe("22 to 24 tok/s");
     expect(formatFigure({ shape: "range", low: 1.35, high: 1.55 }, "x")).toBe("1.35x to 1.55x");
     expect(formatFigure({ shape: "fraction", passed: 3, total: 3 }, "count")).toBe("3/3");

@@ -17,9 +17,9 @@ export const METHOD_LABELS: Record<Method, string> = {
 const PREPOSITION =
   /^(?:at|across|after|before|between|by|during|for|from|in|on|over|per|to|under|up|with|within)\b/i;
 
-/** A number as the record states it (computed medians are cut to four significant digits first). */
-export function formatNumber(value: number): string {
-  return String(value);
+/** A number as the record states it, with the decimal places its source gave (computed medians are cut to four significant digits first). */
+export function formatNumber(value: number, decimals?: number): string {
+  return decimals === undefined ? String(value) : value.toFixed(decimals);
 }
 
 /** Token counts in the binary K and M that context lengths use: "256K", "1M", else digits. */
@@ -31,8 +31,8 @@ export function formatTokens(tokens: number): string {
 }
 
 /** Token counts read as the page writes them ("32K"); other units keep the stated digits. */
-function formatIn(value: number, unit: Unit): string {
-  return unit === "tokens" ? formatTokens(value) : formatNumber(value);
+function formatIn(value: number, unit: Unit, decimals?: number): string {
+  return unit === "tokens" ? formatTokens(value) : formatNumber(value, decimals);
 }
 
 function computed(value: number): number {
@@ -48,15 +48,18 @@ function withUnit(text: string, unit: Unit): string {
 export function formatFigure(figure: Figure, unit: Unit): string {
   switch (figure.shape) {
     case "point":
-      return withUnit(formatIn(figure.value, unit), unit);
-    case "range":
+      return withUnit(formatIn(figure.value, unit, figure.decimals), unit);
+    case "range": {
+      const low = formatIn(figure.low, unit, figure.decimals);
+      const high = formatIn(figure.high, unit, figure.decimals);
       return ATTACHED_UNITS.has(unit)
-        ? `${withUnit(formatIn(figure.low, unit), unit)} to ${withUnit(formatIn(figure.high, unit), unit)}`
-        : withUnit(`${formatIn(figure.low, unit)} to ${formatIn(figure.high, unit)}`, unit);
+        ? `${withUnit(low, unit)} to ${withUnit(high, unit)}`
+        : withUnit(`${low} to ${high}`, unit);
+    }
     case "at-most":
-      return `${unit === "%" ? "within" : "at most"} ${withUnit(formatIn(figure.value, unit), unit)}`;
+      return `${unit === "%" ? "within" : "at most"} ${withUnit(formatIn(figure.value, unit, figure.decimals), unit)}`;
     case "at-least":
-      return `at least ${withUnit(formatIn(figure.value, unit), unit)}`;
+      return `at least ${withUnit(formatIn(figure.value, unit, figure.decimals), unit)}`;
     case "fraction":
       return withUnit(`${figure.passed}/${figure.total}`, unit);
   }
@@ -80,10 +83,13 @@ export function armFigure(arm: Arm): { figure: Figure; fromSamples: boolean } {
 /** "44.5 vs 17.9 tok/s": one unit after plain points, else each arm's figure in full; "medians …" when computed from samples. */
 export function formatArms(record: BenchRecord): string {
   const figures = record.arms.map(armFigure);
-  const points = figures.map(({ figure }) => (figure.shape === "point" ? figure.value : undefined));
+  const points = figures.map(({ figure }) => (figure.shape === "point" ? figure : undefined));
   const text =
-    !ATTACHED_UNITS.has(record.unit) && points.every((value) => value !== undefined)
-      ? withUnit(points.map((value) => formatIn(value as number, record.unit)).join(" vs "), record.unit)
+    !ATTACHED_UNITS.has(record.unit) && points.every((point) => point !== undefined)
+      ? withUnit(
+          points.map((point) => formatIn(point.value, record.unit, point.decimals)).join(" vs "),
+          record.unit,
+        )
       : figures.map(({ figure }) => formatFigure(figure, record.unit)).join(" vs ");
   if (!figures.some(({ fromSamples }) => fromSamples)) return text;
   return `${figures.length === 1 ? "median" : "medians"} ${text}`;
