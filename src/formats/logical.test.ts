@@ -1,0 +1,69 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Checkpoint, openCheckpoint, writeCheckpoint } from "./checkpoint.js";
+import { detectLogicalTensors, findLogical, readLogicalRows, readLogicalTensor } from "./logical.js";
+import { encodeMinifloat, FP8_E4M3FN } from "./minifloat.js";
+
+let root: string;
+let ck: Checkpoint;
+const f32 = (values: number[]) => new Uint8Array(new Float32Array(values).buffer);
+
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), "bringup-logical-"));
+  // A [2, 3, 64] fp8 weight with per-[1, 32] scales, and a [130, 32] one with 128x128 tiles.
+  const small = Uint8Array.from({ length: 2 * 3 * 64 }, (_, i) => encodeMinifloat(FP8_E4M3FN, (i % 9) - 4));
+  const tall = Uint8Array.from({ length: 130 * 32 }, (_, i) => encodeMinifloat(FP8_E4M3FN, i % 5));
+  await writeCheckpoint(root, [
+    { name: "a.weight", dtype: "F8_E4M3", shape: [2, 3, 64], data: small },
+    {
+      name: "a.weight_scale_inv",
+      dtype: "F32",
+      shape: [2, 3, 2],
+      data: f32(Array.from({ length: 12 }, (_, i) => 2 ** i)),
+    },
+    { name: "b.weight", dtype: "F8_E4M3", shape: [130, 32], data: tall },
+    { name: "b.weight_scale_inv", dtype: "F32", shape: [2, 1], data: f32([0.5, 4]) },
+    { name: "c.weight_scale_inv", dtype: "F32", shape: [1], data: f32([1]) },
+  ]);
+  ck = await openCheckpoint(root);
+});
+afterAll(async () => {
+  await ck.close();
+  await rm(root, { recursive: true, force: true });
+});
+
+describe("logical weights", () => {
+  it("recognises FP8 scale blocks by the scale grid's shape; anything else stays plain", () => {
+    const found = detectLogicalTensors(ck.tensors).map((t) => [
+      t.name,
+      t.kind,
+      t.kind === "fp8" ? t.block : null,
+    ]);
+    expect(found).toEqual([
+      ["a.weight", "fp8", [1, 32]],
+      ["b.weight", "fp8", [128, 128]],
+      ["c.weight_scale_inv", "plain", null],
+    ]);
+    expect(() => findLogical(detectLogicalTensors(ck.tensors), "zz", root)).toThrow(/no weight named "zz"/);
+  });
+
+  it("decodes any row range with the right scales", async () => {
+    const weights = detectLogicalTensors(ck.tensors);
+    const a = findLogical(weights, "a.weight", root);
+    const all = await readLogicalTensor(ck, a);
+    // row 4 = matrix 1, row 1; its columns 32..63 use scale index 1*6 + 1*2 + 1 = 9
+    const i = 4 * 64 + 40;
+    expect(all[i]).toBe(((i % 9) - 4) * 2 ** 9);
+    const part = await readLogicalRows(ck, a, 4, 6);
+    expect(Array.from(part)).toEqual(Array.from(all.subarray(4 * 64, 6 * 64)));
+    const b = findLogical(weights, "b.weight", root);
+    const rows = await readLogicalRows(ck, b, 127, 130);
+    expect([rows[0], rows[32], rows[33]]).toEqual([
+      ((127 * 32) % 5) * 0.5,
+      ((128 * 32) % 5) * 4,
+      ((128 * 32 + 1) % 5) * 4,
+    ]);
+  });
+});
