@@ -147,6 +147,7 @@ if (values.arm !== undefined) {
     );
     const t0 = performance.now();
     const bytes = await generate(src, Number(values.gib));
+    execFileSync("sync");
     const gib = (n: number) => (n / 2 ** 30).toFixed(2);
     process.stdout.write(
       `generated ${gib(bytes)} GiB MXFP4 checkpoint in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`,
@@ -164,6 +165,7 @@ if (values.arm !== undefined) {
       const dst = join(root, `out-${i}`);
       const result = child(arm, src, dst, workers);
       await rm(dst, { recursive: true, force: true });
+      execFileSync("sync"); // no arm pays for writing back the dirty pages of the one before
       const label = arm === "copy" ? "copy" : `convert fp8, ${workers} worker${workers === 1 ? "" : "s"}`;
       results.push({ label, result });
       const rate = result.sourceBytes / 2 ** 30 / result.seconds;
