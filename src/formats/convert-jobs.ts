@@ -31,6 +31,19 @@ const bytesOf = (a: Float32Array | Uint16Array) => new Uint8Array(a.buffer, a.by
 /** Read buffers one runner reuses from job to job (the outputs leave with each result). */
 export class Scratch {
   readonly #buffers: Uint8Array[] = [];
+  /** Output buffers handed back after their bytes were written, for the next job's outputs. */
+  readonly #spare: ArrayBuffer[] = [];
+
+  /** An output buffer of at least `bytes`, recycled when one is spare: fresh memory costs page faults. */
+  take(bytes: number): ArrayBuffer {
+    const at = this.#spare.findIndex((b) => b.byteLength >= bytes);
+    if (at >= 0) return this.#spare.splice(at, 1)[0] as ArrayBuffer;
+    return new ArrayBuffer(Math.max(bytes, 8));
+  }
+
+  give(buffer: ArrayBuffer): void {
+    if (this.#spare.length < 8 && !this.#spare.includes(buffer)) this.#spare.push(buffer);
+  }
 
   get(slot: number, bytes: number): Uint8Array {
     const held = this.#buffers[slot];
@@ -43,7 +56,7 @@ export class Scratch {
 
 /**
  * Runs one job against an open source checkpoint; the same code runs in workers and inline. The
- * parts returned never alias `scratch`.
+ * parts returned never alias the read buffers; the caller may give their buffers back to `scratch`.
  */
 export async function runJob(ck: Checkpoint, job: Job, scratch = new Scratch()): Promise<JobResult> {
   const { tensor, start, end } = job;
@@ -67,7 +80,7 @@ export async function runJob(ck: Checkpoint, job: Job, scratch = new Scratch()):
     }
     case "float-to-fp8": {
       const values = await readLogicalRows(ck, tensor, start, end);
-      const out = tileOutputs(tensor, start, end);
+      const out = tileOutputs(tensor, start, end, scratch);
       for (const band of bands(tensor, start, end)) {
         floatToFp8Tile128(values.subarray(band.from * cols, band.to * cols), band.rows, cols, band.view(out));
       }
@@ -96,7 +109,7 @@ export async function runJob(ck: Checkpoint, job: Job, scratch = new Scratch()):
       }
       const matrixRows = tensor.shape.at(-2) as number;
       const { blocks, scales } = await read(start, end);
-      const out = tileOutputs(tensor, start, end);
+      const out = tileOutputs(tensor, start, end, scratch);
       const reports: TileReport[] = [];
       for (const band of bands(tensor, start, end)) {
         const [g0, g1] = [band.from * groups, band.to * groups];
@@ -131,12 +144,14 @@ interface TileOutputs {
 }
 
 /** Output arrays for rows [start, end) of a 128x128-tiled FP8 tensor. */
-function tileOutputs(tensor: LogicalTensor, start: number, end: number): TileOutputs {
+function tileOutputs(tensor: LogicalTensor, start: number, end: number, scratch: Scratch): TileOutputs {
   const { cols } = logicalRows(tensor);
   const gridRows = bands(tensor, start, end).reduce((n, b) => n + Math.ceil(b.rows / TILE), 0);
+  const [elementBytes, scaleCount] = [(end - start) * cols, gridRows * Math.ceil(cols / TILE)];
+  // Recycled buffers hold old bytes; the tile kernels write every element and scale.
   return {
-    elements: new Uint8Array((end - start) * cols),
-    scaleInv: new Float32Array(gridRows * Math.ceil(cols / TILE)),
+    elements: new Uint8Array(scratch.take(elementBytes), 0, elementBytes),
+    scaleInv: new Float32Array(scratch.take(scaleCount * 4), 0, scaleCount),
   };
 }
 

@@ -13,10 +13,14 @@ const scratch = new Scratch();
 // here so the worker never waits for the main thread.
 let queue: Promise<void> = Promise.resolve();
 parentPort?.on("message", (request: WorkerRequest<Job>) => {
-  queue = queue.then(() => handle(request));
+  if ("recycle" in request) {
+    for (const buffer of request.recycle) scratch.give(buffer);
+    return;
+  }
+  queue = queue.then(() => handle(request.id, request.job));
 });
 
-async function handle({ id, job }: WorkerRequest<Job>): Promise<void> {
+async function handle(id: number, job: Job): Promise<void> {
   let reply: WorkerReply<JobResult>;
   const transfer: ArrayBuffer[] = [];
   try {

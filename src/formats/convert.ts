@@ -310,6 +310,9 @@ export async function convertCheckpoint(
             await writer.write((plan.outputs[k] as TensorLayout).name, part);
             outputBytes += part.byteLength;
           }
+          const spent = [...new Set(result.parts.map((p) => p.buffer as ArrayBuffer))];
+          if (pool) pool.recycle(spent);
+          else for (const buffer of spent) scratch.give(buffer);
           if (result.report && result.report.inexactTiles.length > 0) {
             const seen = inexact.get(plan) ?? { tiles: 0, span: 0, abs: 0, rel: 0 };
             inexact.set(plan, {

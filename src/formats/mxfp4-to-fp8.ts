@@ -201,7 +201,10 @@ export function mxfp4ToFp8Tile128(
                 continue;
               }
               tileExact = false;
-              if (!allowInexact) continue;
+              if (!allowInexact) {
+                elements[outBase + 2 * j + half] = 0; // the caller refuses the tensor; keep the bytes defined
+                continue;
+              }
               const value = decodeMinifloat(FP4_E2M1, nibble) * 2 ** d;
               const rounded = encodeMinifloat(FP8_E4M3FN, value, { saturate: true });
               elements[outBase + 2 * j + half] = rounded;

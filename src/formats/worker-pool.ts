@@ -4,10 +4,7 @@ import { pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
 import { BringupError } from "../common/errors.js";
 
-export interface WorkerRequest<J> {
-  id: number;
-  job: J;
-}
+export type WorkerRequest<J> = { id: number; job: J } | { recycle: ArrayBuffer[] };
 export type WorkerReply<R> =
   | { id: number; ok: true; result: R }
   | { id: number; ok: false; error: { code?: string; message: string; subject?: string } };
@@ -21,6 +18,7 @@ export class WorkerPool<J, R> {
   readonly #workers: { worker: Worker; busy: number }[] = [];
   readonly #pending = new Map<number, { resolve: (r: R) => void; reject: (e: unknown) => void }>();
   #nextId = 0;
+  #nextRecycle = 0;
   #failure: unknown;
 
   constructor(entry: URL, size: number, workerData: unknown) {
@@ -58,6 +56,13 @@ export class WorkerPool<J, R> {
       this.#pending.set(id, { resolve, reject });
       slot.worker.postMessage({ id, job } satisfies WorkerRequest<J>, transfer as ArrayBuffer[]);
     });
+  }
+
+  /** Hands buffers of finished results back to a worker, to reuse for later outputs. */
+  recycle(buffers: ArrayBuffer[]): void {
+    if (this.#failure !== undefined || buffers.length === 0) return;
+    const slot = this.#workers[this.#nextRecycle++ % this.#workers.length];
+    slot?.worker.postMessage({ recycle: buffers } satisfies WorkerRequest<J>, buffers);
   }
 
   async close(): Promise<void> {
