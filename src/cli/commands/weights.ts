@@ -16,7 +16,10 @@ import {
 } from "../../formats/index.js";
 import { table } from "./ports.js";
 
-/** Subcommands of `bringup weights`, in help order; a new one is a function appended here. */
+/**
+ * Subcommands of `bringup weights`, in help order. A new one (e.g. `make-tiny`) is a function
+ * `(weights: Command) => void` in its own file, imported here and appended to this list.
+ */
 const SUBCOMMANDS: ((weights: Command) => void)[] = [addConvert, addRelayout, addInspect, addVerify];
 
 export function registerWeights(program: Command): void {
