@@ -1,0 +1,177 @@
+import { readTokenStream } from "../client/sse.js";
+import { BringupError, isBringupError } from "../common/errors.js";
+import type { WorkloadRequest } from "./workload.js";
+
+/** Where and how to send requests: an OpenAI-compatible base URL (without /v1). */
+export interface Target {
+  readonly url: string;
+  readonly model: string;
+  /** completions sends `prompt` (text or ids); chat sends one user message (text only). */
+  readonly endpointType?: "completions" | "chat";
+  readonly apiKey?: string;
+  /** vLLM's ignore_eos: generate exactly max_tokens. */
+  readonly ignoreEos?: boolean;
+}
+
+/** Why a request failed, in a few stable words (counted per reason in a run's report). */
+export type FailureReason =
+  | "http-error"
+  | "connection"
+  | "stall"
+  | "timeout"
+  | "malformed-sse"
+  | "error-event"
+  | "truncated"
+  | "no-tokens";
+
+export interface RequestResult {
+  readonly index: number;
+  readonly ok: boolean;
+  readonly failure?: { readonly reason: FailureReason; readonly message: string };
+  /** performance.now() times, ms. Latencies count from `scheduledAt` (no coordinated omission). */
+  readonly scheduledAt: number;
+  readonly sentAt: number;
+  readonly endAt: number;
+  /** Arrival time and token count of each content chunk. */
+  readonly chunkTimes: readonly number[];
+  readonly chunkTokens: readonly number[];
+  readonly promptTokens?: number;
+  /** completion_tokens from the server's usage, when it sent usage. */
+  readonly usageTokens?: number;
+  readonly text: string;
+}
+
+export interface SendOptions {
+  /** Fails the request when no byte arrives for this long (default 30 s). */
+  readonly stallTimeoutMs?: number;
+  /** Fails the request when it runs longer than this in all (default 10 min). */
+  readonly requestTimeoutMs?: number;
+  readonly signal?: AbortSignal;
+}
+
+/** Sends one streaming request and times each chunk; never throws for a failed request, it reports it. */
+export async function sendStreaming(
+  target: Target,
+  request: WorkloadRequest,
+  index: number,
+  scheduledAt: number,
+  options: SendOptions = {},
+): Promise<RequestResult> {
+  const chat = target.endpointType === "chat";
+  if (chat && typeof request.prompt !== "string") {
+    throw new BringupError(
+      "BENCH_CHAT_NEEDS_TEXT",
+      "a chat endpoint takes text prompts; use --endpoint-type completions for token-id workloads.",
+    );
+  }
+  const body = {
+    model: target.model,
+    ...(chat ? { messages: [{ role: "user", content: request.prompt }] } : { prompt: request.prompt }),
+    max_tokens: request.maxTokens,
+    ...(chat ? { max_completion_tokens: request.maxTokens } : {}),
+    stream: true,
+    stream_options: { include_usage: true },
+    temperature: 0,
+    ...(target.ignoreEos ? { ignore_eos: true } : {}),
+  };
+  const controller = new AbortController();
+  const stallMs = options.stallTimeoutMs ?? 30_000;
+  let stalled = false;
+  let timedOut = false;
+  let stallTimer = setTimeout(onStall, stallMs);
+  const totalTimer = setTimeout(() => {
+    timedOut = true;
+    controller.abort();
+  }, options.requestTimeoutMs ?? 600_000);
+  function onStall(): void {
+    stalled = true;
+    controller.abort();
+  }
+  function alive(): void {
+    clearTimeout(stallTimer);
+    stallTimer = setTimeout(onStall, stallMs);
+  }
+  const onOuterAbort = () => controller.abort();
+  options.signal?.addEventListener("abort", onOuterAbort, { once: true });
+  const chunkTimes: number[] = [];
+  const chunkTokens: number[] = [];
+  let text = "";
+  const sentAt = performance.now();
+  const result = (fields: Partial<RequestResult> & { ok: boolean }): RequestResult => ({
+    index,
+    scheduledAt,
+    sentAt,
+    endAt: performance.now(),
+    chunkTimes,
+    chunkTokens,
+    text,
+    ...fields,
+  });
+  try {
+    const response = await fetch(`${target.url}/v1/${chat ? "chat/completions" : "completions"}`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        ...(target.apiKey ? { authorization: `Bearer ${target.apiKey}` } : {}),
+      },
+      body: JSON.stringify(body),
+      signal: controller.signal,
+    });
+    alive();
+    if (!response.ok || response.body === null) {
+      const detail = (await response.text().catch(() => "")).slice(0, 200);
+      return result({
+        ok: false,
+        failure: { reason: "http-error", message: `HTTP ${response.status}${detail ? `: ${detail}` : ""}` },
+      });
+    }
+    const stream = await readTokenStream(watch(response.body, alive), {
+      onChunk: (chunk) => {
+        chunkTimes.push(chunk.receivedAt);
+        chunkTokens.push(chunk.tokens);
+        text += chunk.text;
+      },
+    });
+    if (chunkTimes.length === 0) {
+      return result({ ok: false, failure: { reason: "no-tokens", message: "the stream carried no tokens" } });
+    }
+    return result({
+      ok: true,
+      ...(stream.usage
+        ? { promptTokens: stream.usage.promptTokens, usageTokens: stream.usage.completionTokens }
+        : {}),
+    });
+  } catch (error) {
+    return result({ ok: false, failure: classify(error, stalled, timedOut, stallMs) });
+  } finally {
+    clearTimeout(stallTimer);
+    clearTimeout(totalTimer);
+    options.signal?.removeEventListener("abort", onOuterAbort);
+  }
+}
+
+/** Passes the body through, calling `alive` for every read so the stall timer restarts. */
+async function* watch(body: AsyncIterable<Uint8Array>, alive: () => void): AsyncGenerator<Uint8Array> {
+  for await (const chunk of body) {
+    alive();
+    yield chunk;
+  }
+}
+
+function classify(
+  error: unknown,
+  stalled: boolean,
+  timedOut: boolean,
+  stallMs: number,
+): NonNullable<RequestResult["failure"]> {
+  if (stalled) return { reason: "stall", message: `no data for ${stallMs} ms` };
+  if (timedOut) return { reason: "timeout", message: "the request ran past its time limit" };
+  if (isBringupError(error)) {
+    if (error.code === "SSE_MALFORMED") return { reason: "malformed-sse", message: error.message };
+    if (error.code === "SSE_ERROR_EVENT") return { reason: "error-event", message: error.message };
+    if (error.code === "SSE_TRUNCATED") return { reason: "truncated", message: error.message };
+  }
+  const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+  const message = [(error as Error).message, cause?.code ?? cause?.message].filter(Boolean).join(": ");
+  return { reason: "connection", message: message || String(error) };
+}

@@ -1,0 +1,233 @@
+import { BringupError } from "../common/errors.js";
+
+/** One server-sent event, stamped with when the bytes that completed it arrived. */
+export interface SseEvent {
+  readonly event: string;
+  readonly data: string;
+  readonly id?: string;
+  /** performance.now() when the chunk holding the event's final blank line was read. */
+  readonly receivedAt: number;
+}
+
+/**
+ * An incremental parser for the text/event-stream format (WHATWG HTML, "server-sent events").
+ * Hand-written because the maintained parsers (eventsource-parser) do not stamp arrival times and
+ * cost a callback per field; this one splits on line ends with indexOf only, for throughput.
+ */
+export class SseParser {
+  private buffer = "";
+  private data: string[] = [];
+  private eventName = "";
+  private lastId: string | undefined;
+  private sawField = false;
+  private skipLeadingLf = false;
+
+  /** Feeds decoded text that arrived at `at`; returns the events it completed. */
+  push(text: string, at: number): SseEvent[] {
+    let input = this.buffer.length > 0 ? this.buffer + text : text;
+    if (this.skipLeadingLf && input.startsWith("\n")) input = input.slice(1);
+    this.skipLeadingLf = false;
+    const events: SseEvent[] = [];
+    let start = 0;
+    for (;;) {
+      const lf = input.indexOf("\n", start);
+      const cr = input.indexOf("\r", start);
+      let end: number;
+      let next: number;
+      if (cr !== -1 && (lf === -1 || cr < lf)) {
+        end = cr;
+        if (cr + 1 === input.length) {
+          // A CR at the end of a chunk may be the first half of CRLF: take the line, skip a leading LF next time.
+          this.skipLeadingLf = true;
+          next = cr + 1;
+        } else {
+          next = input.charCodeAt(cr + 1) === 10 ? cr + 2 : cr + 1;
+        }
+      } else if (lf !== -1) {
+        end = lf;
+        next = lf + 1;
+      } else {
+        break;
+      }
+      this.line(input.slice(start, end), at, events);
+      start = next;
+    }
+    this.buffer = start === 0 ? input : input.slice(start);
+    return events;
+  }
+
+  /** Whether the stream ended inside an event (a partial line or fields without the closing blank line). */
+  get pending(): boolean {
+    return this.buffer.length > 0 || this.sawField;
+  }
+
+  private line(line: string, at: number, events: SseEvent[]): void {
+    if (line.length === 0) {
+      if (this.data.length > 0) {
+        events.push({
+          event: this.eventName || "message",
+          data: this.data.join("\n"),
+          ...(this.lastId !== undefined ? { id: this.lastId } : {}),
+          receivedAt: at,
+        });
+      }
+      this.data = [];
+      this.eventName = "";
+      this.sawField = false;
+      return;
+    }
+    if (line.charCodeAt(0) === 58) return; // ":" starts a comment (keep-alive)
+    this.sawField = true;
+    const colon = line.indexOf(":");
+    const field = colon === -1 ? line : line.slice(0, colon);
+    let value = colon === -1 ? "" : line.slice(colon + 1);
+    if (value.charCodeAt(0) === 32) value = value.slice(1);
+    if (field === "data") this.data.push(value);
+    else if (field === "event") this.eventName = value;
+    else if (field === "id" && !value.includes("\0")) this.lastId = value;
+  }
+}
+
+/** Parses a byte stream into events as they arrive; `now` stamps each read. */
+export async function* parseSse(
+  body: AsyncIterable<Uint8Array>,
+  now: () => number = () => performance.now(),
+): AsyncGenerator<SseEvent, { truncated: boolean }> {
+  const parser = new SseParser();
+  const decoder = new TextDecoder("utf-8", { fatal: true });
+  for await (const chunk of body) {
+    const at = now();
+    let text: string;
+    try {
+      text = decoder.decode(chunk, { stream: true });
+    } catch (error) {
+      throw new BringupError("SSE_MALFORMED", "the event stream is not valid UTF-8; check the server.", {
+        cause: error,
+      });
+    }
+    for (const event of parser.push(text, at)) yield event;
+  }
+  return { truncated: parser.pending };
+}
+
+/** One content-bearing piece of an OpenAI-style stream: the tokens it carried and when they arrived. */
+export interface TokenChunk {
+  readonly receivedAt: number;
+  /** Tokens in this chunk: the length of its logprobs or token ids when the server sent them, else 1. */
+  readonly tokens: number;
+  readonly text: string;
+}
+
+export interface StreamUsage {
+  readonly promptTokens: number;
+  readonly completionTokens: number;
+}
+
+/** What an OpenAI-style completion or chat stream delivered. */
+export interface TokenStream {
+  readonly chunks: TokenChunk[];
+  readonly usage?: StreamUsage;
+  readonly finishReason?: string;
+  /** Whether `data: [DONE]` arrived. */
+  readonly done: boolean;
+}
+
+/**
+ * Reads an OpenAI-compatible SSE stream (completions or chat) into timed token chunks. Throws
+ * SSE_MALFORMED for data that is not JSON or not a completion chunk, SSE_ERROR_EVENT for an error
+ * sent inside the stream, SSE_TRUNCATED when the stream ends before `[DONE]`. `onChunk` sees each
+ * content chunk as it arrives (for a first-token callback).
+ */
+export async function readTokenStream(
+  body: AsyncIterable<Uint8Array>,
+  options: { now?: () => number; onChunk?: (chunk: TokenChunk) => void } = {},
+): Promise<TokenStream> {
+  const chunks: TokenChunk[] = [];
+  let usage: StreamUsage | undefined;
+  let finishReason: string | undefined;
+  let done = false;
+  const events = parseSse(body, options.now);
+  for (;;) {
+    const step = await events.next();
+    if (step.done) {
+      if (!done) {
+        throw new BringupError(
+          "SSE_TRUNCATED",
+          step.value.truncated
+            ? "the event stream ended inside an event, before data: [DONE]"
+            : "the event stream ended before data: [DONE]",
+        );
+      }
+      break;
+    }
+    const event = step.value;
+    if (done) continue;
+    if (event.data === "[DONE]") {
+      done = true;
+      continue;
+    }
+    let payload: unknown;
+    try {
+      payload = JSON.parse(event.data);
+    } catch {
+      throw new BringupError("SSE_MALFORMED", `an event's data is not JSON: ${clip(event.data)}`);
+    }
+    if (!isObject(payload)) {
+      throw new BringupError("SSE_MALFORMED", `an event's data is not a JSON object: ${clip(event.data)}`);
+    }
+    if (isObject(payload.error)) {
+      const message = typeof payload.error.message === "string" ? payload.error.message : "no message";
+      throw new BringupError("SSE_ERROR_EVENT", `the server sent an error inside the stream: ${message}`);
+    }
+    if (!Array.isArray(payload.choices)) {
+      throw new BringupError("SSE_MALFORMED", `an event has no choices array: ${clip(event.data)}`);
+    }
+    if (isObject(payload.usage)) {
+      const prompt = payload.usage.prompt_tokens;
+      const completion = payload.usage.completion_tokens;
+      if (typeof prompt === "number" && typeof completion === "number") {
+        usage = { promptTokens: prompt, completionTokens: completion };
+      }
+    }
+    for (const choice of payload.choices) {
+      if (!isObject(choice)) {
+        throw new BringupError("SSE_MALFORMED", `a choice is not an object: ${clip(event.data)}`);
+      }
+      if (typeof choice.finish_reason === "string") finishReason = choice.finish_reason;
+      const text = choiceText(choice);
+      const counted = tokenCount(choice);
+      if (text.length === 0 && counted === undefined) continue;
+      const chunk: TokenChunk = { receivedAt: event.receivedAt, tokens: counted ?? 1, text };
+      if (chunk.tokens === 0) continue;
+      chunks.push(chunk);
+      options.onChunk?.(chunk);
+    }
+  }
+  return { chunks, ...(usage ? { usage } : {}), ...(finishReason ? { finishReason } : {}), done };
+}
+
+function choiceText(choice: Record<string, unknown>): string {
+  if (typeof choice.text === "string") return choice.text;
+  const delta = choice.delta;
+  if (isObject(delta) && typeof delta.content === "string") return delta.content;
+  return "";
+}
+
+/** Tokens a choice carried, when the server says: completions logprobs, chat logprobs, or vLLM's token_ids. */
+function tokenCount(choice: Record<string, unknown>): number | undefined {
+  if (Array.isArray(choice.token_ids)) return choice.token_ids.length;
+  const logprobs = choice.logprobs;
+  if (isObject(logprobs)) {
+    if (Array.isArray(logprobs.tokens)) return logprobs.tokens.length;
+    if (Array.isArray(logprobs.content)) return logprobs.content.length;
+  }
+  return undefined;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function clip(text: string): string {
+  return text.length > 80 ? `${text.slice(0, 80)}...` : text;
+}
