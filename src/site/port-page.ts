@@ -23,6 +23,7 @@ import {
 import { renderHeadlineItem } from "./headline.js";
 import { code, frontMatter, table, text, vPre } from "./markdown.js";
 import { renderFigureRefs } from "./readme.js";
+import { renderRecipe } from "./recipe.js";
 import { type IndexedRecord, requireRecord } from "./record-index.js";
 
 const NONE = "—";
@@ -126,6 +127,8 @@ export function renderPortPage(port: LoadedPort, records: Map<string, IndexedRec
     features(port),
     "",
     gates(port, records),
+    "",
+    renderRecipe(port),
     "",
     headline(port, records),
     "",
