@@ -1,0 +1,238 @@
+import type { HostTensor } from "../loader/host-tensor.js";
+import type { LoadedModel } from "../model/loaded-model.js";
+import { Rng } from "../tensor/random.js";
+import { trainByteLevelBpe } from "../tokenizer/bpe-train.js";
+import { buildTokenizerFiles } from "../tokenizer/tokenizer-files.js";
+import { readCorpus } from "./corpus.js";
+import { type TinyModelFiles, tinyFilesToModel } from "./generate.js";
+
+/**
+ * A constructed (not trained) two-layer llama whose weights implement an exact-copy retrieval
+ * circuit, so that a needle gate can be seen passing on the embedded engine.
+ *
+ * Residual stream (hidden 240), as slots of unit-norm random codes:
+ *   own_m [0,16)     the token's match code m(t)              (written by the embedding)
+ *   own_u [16,80)    the token's output code u(t)             (written by the embedding)
+ *   prev1..prev6 [80,176)  m of the tokens 1..6 back          (written by layer 0)
+ *   out_u [176,240)  u of the token to copy                   (written by layer 1, read by the LM head)
+ * Each head has 128 features: the first 32 rotated by RoPE (partial_rotary_factor 0.25), the other
+ * 96 not rotated.
+ *
+ * Layer 0, six previous-token heads (offset δ = 1..6). Query and key come from biases only, in the
+ * rotated features: per frequency pair f the key is (1, 0) and the query is A·(cos, sin)(-ω_f δ),
+ * so the score between positions i and j is A/√128 · Σ_f cos(ω_f (i - j - δ)): largest at exactly
+ * i - j = δ. A is chosen so the gap to every other distance within max_position_embeddings is at
+ * least PREV_MARGIN logits (the nearest rival is always a neighbour, about 0.69·A/√128 lower with
+ * theta 10000), which makes the softmax a one-hot pick. The value copies own_m, and o_proj writes
+ * it into the head's prev slot.
+ *
+ * Layer 1, one induction head. Its query (unrotated features) is m of the last six tokens at i,
+ * and its key at j is m of the six tokens before j, so the score counts how many of them agree,
+ * times MATCH_LOGIT. The head attends to the position that follows the earlier occurrence of the
+ * current 6-gram, copies its u code into out_u, and the LM head (rows u(t)) turns it into a logit
+ * margin of tens, so greedy decoding reproduces the text that followed: a needle
+ * "... for KEY is: VALUE." is recalled from a prompt ending "for KEY is:". Six tokens (not two or
+ * three) because the small BPE splits words and numbers into short pieces: the window must still
+ * reach back to the key while the first pieces of the value are copied. The MLPs are zero, and the
+ * norm weights undo RMSNorm's rescaling, since every slot holds a unit vector.
+ *
+ * Random codes of 16 (match) and 64 (output) features overlap by about 1/4 and 1/8, so partial
+ * and accidental matches stay well below a full match.
+ */
+
+/** Tokens matched by the induction head: the current one and WINDOW - 1 before it. */
+const WINDOW = 6;
+const M = 16;
+const U = 64;
+const ROTARY = 32;
+const HEAD_DIM = ROTARY + WINDOW * M;
+const HEADS = WINDOW;
+const HIDDEN = M + U + WINDOW * M + U;
+const OWN_M = 0;
+const OWN_U = M;
+const PREV = M + U;
+const OUT_U = PREV + WINDOW * M;
+const ROPE_THETA = 10000;
+/** Logits between the previous-token pick and any other position. */
+const PREV_MARGIN = 30;
+/** Logits per matching token in the induction head. */
+const MATCH_LOGIT = 30;
+/** Scale of the LM head over the copied output code. */
+const OUTPUT_LOGIT = 40;
+
+export interface RetrievalOptions {
+  /** Seed of the random codes (default 0). */
+  readonly seed?: number;
+  /** BPE vocabulary size trained on the corpus (default 512). */
+  readonly bpeVocab?: number;
+  /** Longest context the previous-token heads stay sharp for (default 16384). */
+  readonly maxPositionEmbeddings?: number;
+}
+
+/** The files of the constructed retrieval model over a BPE trained on `corpus`. */
+export function generateRetrievalModel(corpus: string, options: RetrievalOptions = {}): TinyModelFiles {
+  const seed = options.seed ?? 0;
+  const maxPos = options.maxPositionEmbeddings ?? 16384;
+  const tok = buildTokenizerFiles(trainByteLevelBpe(corpus, options.bpeVocab ?? 512), maxPos);
+  const vocab = tok.size;
+  const eos = [tok.specialIds["<|endoftext|>"] as number, tok.specialIds["<|im_end|>"] as number];
+  const rng = new Rng(seed);
+  const matchCodes = Array.from({ length: vocab }, () => unitCode(rng, M));
+  const outputCodes = Array.from({ length: vocab }, () => unitCode(rng, U));
+
+  const tensors = new Map<string, HostTensor>();
+  const put = (name: string, shape: number[], data: Float32Array) =>
+    tensors.set(name, { dtype: "F32", shape, data });
+  const filled = (n: number, value: number) => new Float32Array(n).fill(value);
+
+  const embed = new Float32Array(vocab * HIDDEN);
+  for (let t = 0; t < vocab; t++) {
+    embed.set(matchCodes[t] as Float32Array, t * HIDDEN + OWN_M);
+    embed.set(outputCodes[t] as Float32Array, t * HIDDEN + OWN_U);
+  }
+  put("model.embed_tokens.weight", [vocab, HIDDEN], embed);
+
+  const qkv = HEADS * HEAD_DIM;
+  const layer = (i: number, norm: number) => {
+    const p = `model.layers.${i}`;
+    // RMSNorm multiplies by sqrt(HIDDEN)/|x|; a weight of |x|/sqrt(HIDDEN) gives the stream back as is.
+    put(`${p}.input_layernorm.weight`, [HIDDEN], filled(HIDDEN, norm / Math.sqrt(HIDDEN)));
+    put(`${p}.post_attention_layernorm.weight`, [HIDDEN], filled(HIDDEN, 1));
+    put(`${p}.mlp.gate_proj.weight`, [1, HIDDEN], new Float32Array(HIDDEN));
+    put(`${p}.mlp.up_proj.weight`, [1, HIDDEN], new Float32Array(HIDDEN));
+    put(`${p}.mlp.down_proj.weight`, [HIDDEN, 1], new Float32Array(HIDDEN));
+    return p;
+  };
+
+  // Layer 0: previous-token heads, positions only.
+  const p0 = layer(0, Math.SQRT2);
+  const invFreq = Array.from({ length: ROTARY / 2 }, (_, f) => 1 / ROPE_THETA ** ((2 * f) / ROTARY));
+  const amplitude = (PREV_MARGIN * Math.sqrt(HEAD_DIM)) / nearestRivalGap(invFreq, maxPos);
+  const q0Bias = new Float32Array(qkv);
+  const k0Bias = new Float32Array(qkv);
+  const v0 = new Float32Array(qkv * HIDDEN);
+  const o0 = new Float32Array(HIDDEN * qkv);
+  for (let h = 0; h < HEADS; h++) {
+    const offset = h + 1;
+    const base = h * HEAD_DIM;
+    for (const [f, w] of invFreq.entries()) {
+      q0Bias[base + f] = amplitude * Math.cos(-w * offset);
+      q0Bias[base + f + ROTARY / 2] = amplitude * Math.sin(-w * offset);
+      k0Bias[base + f] = 1;
+    }
+    for (let r = 0; r < M; r++) {
+      v0[(base + r) * HIDDEN + OWN_M + r] = 1;
+      o0[(PREV + h * M + r) * qkv + base + r] = 1;
+    }
+  }
+  put(`${p0}.self_attn.q_proj.weight`, [qkv, HIDDEN], new Float32Array(qkv * HIDDEN));
+  put(`${p0}.self_attn.k_proj.weight`, [qkv, HIDDEN], new Float32Array(qkv * HIDDEN));
+  put(`${p0}.self_attn.v_proj.weight`, [qkv, HIDDEN], v0);
+  put(`${p0}.self_attn.q_proj.bias`, [qkv], q0Bias);
+  put(`${p0}.self_attn.k_proj.bias`, [qkv], k0Bias);
+  put(`${p0}.self_attn.v_proj.bias`, [qkv], new Float32Array(qkv));
+  put(`${p0}.self_attn.o_proj.weight`, [HIDDEN, qkv], o0);
+
+  // Layer 1: one induction head (head 0) over the unrotated features; heads 1 and 2 stay silent.
+  const p1 = layer(1, Math.sqrt(2 + WINDOW));
+  const gain = Math.sqrt(MATCH_LOGIT * Math.sqrt(HEAD_DIM));
+  const q1 = new Float32Array(qkv * HIDDEN);
+  const k1 = new Float32Array(qkv * HIDDEN);
+  const v1 = new Float32Array(qkv * HIDDEN);
+  const o1 = new Float32Array(HIDDEN * qkv);
+  const querySlots = Array.from({ length: WINDOW }, (_, s) => (s === 0 ? OWN_M : PREV + (s - 1) * M));
+  const keySlots = Array.from({ length: WINDOW }, (_, s) => PREV + s * M);
+  for (let s = 0; s < WINDOW; s++) {
+    for (let r = 0; r < M; r++) {
+      const row = ROTARY + s * M + r;
+      q1[row * HIDDEN + (querySlots[s] as number) + r] = gain;
+      k1[row * HIDDEN + (keySlots[s] as number) + r] = gain;
+    }
+  }
+  for (let r = 0; r < U; r++) {
+    v1[r * HIDDEN + OWN_U + r] = 1;
+    o1[(OUT_U + r) * qkv + r] = 1;
+  }
+  put(`${p1}.self_attn.q_proj.weight`, [qkv, HIDDEN], q1);
+  put(`${p1}.self_attn.k_proj.weight`, [qkv, HIDDEN], k1);
+  put(`${p1}.self_attn.v_proj.weight`, [qkv, HIDDEN], v1);
+  put(`${p1}.self_attn.q_proj.bias`, [qkv], new Float32Array(qkv));
+  put(`${p1}.self_attn.k_proj.bias`, [qkv], new Float32Array(qkv));
+  put(`${p1}.self_attn.v_proj.bias`, [qkv], new Float32Array(qkv));
+  put(`${p1}.self_attn.o_proj.weight`, [HIDDEN, qkv], o1);
+
+  put("model.norm.weight", [HIDDEN], filled(HIDDEN, Math.sqrt((3 + WINDOW) / HIDDEN)));
+  const head = new Float32Array(vocab * HIDDEN);
+  for (let t = 0; t < vocab; t++) {
+    const code = outputCodes[t] as Float32Array;
+    for (let r = 0; r < U; r++) head[t * HIDDEN + OUT_U + r] = OUTPUT_LOGIT * (code[r] as number);
+  }
+  put("lm_head.weight", [vocab, HIDDEN], head);
+
+  const config: Record<string, unknown> = {
+    architectures: ["LlamaForCausalLM"],
+    model_type: "llama",
+    vocab_size: vocab,
+    hidden_size: HIDDEN,
+    intermediate_size: 1,
+    num_hidden_layers: 2,
+    num_attention_heads: HEADS,
+    num_key_value_heads: HEADS,
+    head_dim: HEAD_DIM,
+    partial_rotary_factor: ROTARY / HEAD_DIM,
+    hidden_act: "silu",
+    rms_norm_eps: 1e-6,
+    rope_theta: ROPE_THETA,
+    max_position_embeddings: maxPos,
+    tie_word_embeddings: false,
+    attention_bias: true,
+    bos_token_id: null,
+    eos_token_id: eos,
+    torch_dtype: "float32",
+    bringup_tiny: { size: "retrieval", seed, construction: "previous-token + induction heads" },
+  };
+  const sorted = new Map([...tensors.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  let numParameters = 0;
+  for (const t of sorted.values()) numParameters += t.shape.reduce((a, b) => a * b, 1);
+  return {
+    config,
+    generationConfig: { eos_token_id: eos, do_sample: false },
+    tokenizerJson: tok.tokenizerJson,
+    tokenizerConfig: tok.tokenizerConfig,
+    tensors: sorted,
+    numParameters,
+  };
+}
+
+/** The retrieval model over the shipped corpus, ready for an Engine or startServer({ model }). */
+export async function createRetrievalModel(
+  options: RetrievalOptions & { readonly corpusDir?: string } = {},
+): Promise<LoadedModel> {
+  return tinyFilesToModel("retrieval", generateRetrievalModel(await readCorpus(options.corpusDir), options));
+}
+
+/**
+ * The smallest Σ_f (1 - cos(ω_f e)) over distances e in [1, maxPos): how far the best previous-token
+ * score stands above any other, per unit of amplitude.
+ */
+export function nearestRivalGap(invFreq: readonly number[], maxPos: number): number {
+  let min = Number.POSITIVE_INFINITY;
+  for (let e = 1; e < maxPos; e++) {
+    let gap = 0;
+    for (const w of invFreq) gap += 1 - Math.cos(w * e);
+    if (gap < min) min = gap;
+  }
+  return min;
+}
+
+function unitCode(rng: Rng, n: number): Float32Array {
+  const v = new Float64Array(n);
+  let norm = 0;
+  for (let i = 0; i < n; i++) {
+    v[i] = rng.normal();
+    norm += (v[i] as number) ** 2;
+  }
+  const out = new Float32Array(n);
+  for (let i = 0; i < n; i++) out[i] = (v[i] as number) / Math.sqrt(norm);
+  return out;
+}
