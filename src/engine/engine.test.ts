@@ -33,16 +33,19 @@ function greedy(promptTokenIds: number[], maxTokens = 12): GenerateRequest {
 }
 
 describe("Engine", () => {
-  it("decodes a batch of requests exactly as it decodes each one alone", async () => {
-    const e = engine();
-    const alone: StepOutput[][] = [];
-    for (const p of prompts) alone.push(await collect(e.submit(greedy(p))));
-    const together = await Promise.all(prompts.map((p) => collect(e.submit(greedy(p)))));
-    expect(together).toEqual(alone);
-    expect(alone[0]?.length).toBe(12);
-    expect(alone[0]?.at(-1)?.finishReason).toBe("length");
-    expect(e.stats().kvBlocksUsed).toBe(0);
-  });
+  it.each([true, false])(
+    "decodes a batch of requests exactly as it decodes each one alone (simd %s)",
+    async (simd) => {
+      const e = engine({ simd });
+      const alone: StepOutput[][] = [];
+      for (const p of prompts) alone.push(await collect(e.submit(greedy(p))));
+      const together = await Promise.all(prompts.map((p) => collect(e.submit(greedy(p)))));
+      expect(together).toEqual(alone);
+      expect(alone[0]?.length).toBe(12);
+      expect(alone[0]?.at(-1)?.finishReason).toBe("length");
+      expect(e.stats().kvBlocksUsed).toBe(0);
+    },
+  );
 
   it("queues and preempts when the KV cache is small, with the same greedy results", async () => {
     const roomy = engine();

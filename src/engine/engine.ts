@@ -24,6 +24,11 @@ export interface EngineOptions {
   readonly maxNumBatchedTokens?: number;
   /** Threads for matmuls, this one included (default: all cores). */
   readonly threads?: number;
+  /**
+   * Use the WebAssembly SIMD matmul tile (default true where supported; BRINGUP_ENGINE_SIMD=0 also
+   * turns it off). false gives the plain kernel, whose sums equal the scalar reference bit for bit.
+   */
+  readonly simd?: boolean;
 }
 
 /** Figures for /metrics. */
@@ -172,7 +177,7 @@ export class Engine {
         l.attention.vHeadDim,
       );
     });
-    this.pool = new MatmulPool(options.threads);
+    this.pool = new MatmulPool(options.threads, options.simd === undefined ? {} : { simd: options.simd });
     this.transformer = new Transformer(config, model.weights, this.pool, caches, layerGroups);
     this.logprobScratch = new Float64Array(model.weights.lmHead.rows);
     this.loop = this.run();

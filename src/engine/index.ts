@@ -19,6 +19,11 @@
  * PROMPT_EMPTY, TOKEN_OUT_OF_RANGE, INVALID_MAX_TOKENS, CONTEXT_TOO_LONG, KV_CAPACITY_EXCEEDED,
  * INVALID_LOGPROBS, INVALID_SAMPLING_PARAMS, ENGINE_CLOSED. Requests that fit but find the KV cache
  * full wait in the queue (or preempt later arrivals) instead of failing.
+ *
+ * Numerics: every token's arithmetic depends only on its own sequence, so greedy results do not
+ * change with batch composition, chunked prefill or preemption. Matmuls run on all cores (worker
+ * threads over SharedArrayBuffers) through a WebAssembly SIMD tile; `simd: false` or
+ * BRINGUP_ENGINE_SIMD=0 selects the plain JavaScript kernel, equal bit for bit to the scalar reference.
  */
 
 export type { AttentionSpec, LayerSpec, ModelConfig, MoeSpec, YarnScaling } from "./config.js";
