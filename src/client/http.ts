@@ -1,0 +1,106 @@
+import type { z } from "zod";
+import { BringupError } from "../common/errors.js";
+
+export interface RequestOptions {
+  /** Milliseconds before the request is abandoned (default 60 000). */
+  readonly timeoutMs?: number;
+  readonly apiKey?: string;
+}
+
+export const DEFAULT_TIMEOUT_MS = 60_000;
+
+/**
+ * One JSON request to an endpoint. Every way it can go wrong becomes a BringupError that names the
+ * URL and what was missing: ENDPOINT_TIMEOUT, ENDPOINT_UNREACHABLE, ENDPOINT_HTTP_ERROR,
+ * ENDPOINT_MALFORMED_JSON, ENDPOINT_RESPONSE_INVALID (the JSON lacks a field the caller needs).
+ */
+export async function requestJson<S extends z.ZodType>(
+  url: string,
+  schema: S,
+  body: unknown | undefined,
+  options: RequestOptions = {},
+): Promise<z.infer<S>> {
+  const text = await requestText(url, body, options);
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new BringupError(
+      "ENDPOINT_MALFORMED_JSON",
+      `${url} answered with text that is not JSON (${preview(text)}); check that the URL points at an OpenAI-compatible server.`,
+      { subject: url },
+    );
+  }
+  const parsed = schema.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const field = issue?.path.join(".") || "(root)";
+    throw new BringupError(
+      "ENDPOINT_RESPONSE_INVALID",
+      `${url} answered without a usable "${field}" (${issue?.message ?? "invalid"}); the endpoint does not offer what this check needs.`,
+      { subject: url },
+    );
+  }
+  return parsed.data;
+}
+
+/** GET (body undefined) or POST JSON, returning the body text of a 2xx answer. */
+export async function requestText(
+  url: string,
+  body: unknown | undefined,
+  options: RequestOptions = {},
+): Promise<string> {
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const headers: Record<string, string> = {};
+  if (body !== undefined) headers["content-type"] = "application/json";
+  if (options.apiKey !== undefined) headers.authorization = `Bearer ${options.apiKey}`;
+  let response: Response;
+  let text: string;
+  try {
+    response = await fetch(url, {
+      method: body === undefined ? "GET" : "POST",
+      headers,
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    text = await response.text();
+  } catch (error) {
+    const name = (error as Error).name;
+    if (name === "TimeoutError" || name === "AbortError") {
+      throw new BringupError(
+        "ENDPOINT_TIMEOUT",
+        `${url} did not answer within ${timeoutMs} ms; check that the server is up and not overloaded, or raise --timeout.`,
+        { subject: url, cause: error },
+      );
+    }
+    throw new BringupError(
+      "ENDPOINT_UNREACHABLE",
+      `${url} could not be reached (${(error as Error).message}); check the address and that the server is running.`,
+      { subject: url, cause: error },
+    );
+  }
+  if (!response.ok) {
+    throw new BringupError(
+      "ENDPOINT_HTTP_ERROR",
+      `${url} answered HTTP ${response.status}: ${preview(errorMessage(text))}`,
+      { subject: url },
+    );
+  }
+  return text;
+}
+
+/** OpenAI's error body carries the message a person needs; other bodies are shown as they are. */
+function errorMessage(text: string): string {
+  try {
+    const message = (JSON.parse(text) as { error?: { message?: unknown } }).error?.message;
+    if (typeof message === "string") return message;
+  } catch {
+    // not JSON: show the text itself
+  }
+  return text;
+}
+
+function preview(text: string): string {
+  const flat = text.replace(/\s+/g, " ").trim();
+  return flat.length > 120 ? `${flat.slice(0, 120)}...` : flat || "an empty body";
+}
