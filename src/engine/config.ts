@@ -108,8 +108,8 @@ const HfConfig = z.looseObject({
   eos_token_id: tokenIds.nullish(),
 });
 
-/** Model types whose attention has q/k/v biases by default. */
-const BIAS_BY_DEFAULT = new Set(["qwen2"]);
+/** Model types whose attention always has q/k/v biases. */
+const BIAS_ALWAYS = new Set(["qwen2"]);
 const QK_NORM = new Set(["qwen3", "qwen3_moe"]);
 const SUPPORTED = new Set(["llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen3_moe"]);
 
@@ -188,7 +188,8 @@ export function parseHfConfig(json: unknown, source = "config.json"): ModelConfi
     vHeadDim: c.v_head_dim ?? headDim,
     ropeTheta: c.rope_theta,
     partialRotaryFactor: c.partial_rotary_factor,
-    bias: c.attention_bias ?? BIAS_BY_DEFAULT.has(c.model_type),
+    // Qwen2 always has q/k/v biases (its HF code ignores attention_bias); others say so in the config.
+    bias: BIAS_ALWAYS.has(c.model_type) || (c.attention_bias ?? false),
     qkNorm: QK_NORM.has(c.model_type),
     sinks: false,
   };
