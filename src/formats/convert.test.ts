@@ -92,8 +92,14 @@ describe("convertCheckpoint", () => {
       workers: 2,
       chunkBytes: 4096,
       onProgress: (p) => progress.push(p),
+      verify: true,
     });
-    expect(report.tensors.every((t) => t.exact)).toBe(true);
+    expect(report.tensors.map((t) => [t.name, t.exact, t.quantized, t.verified])).toEqual([
+      ["model.embed_tokens.weight", true, false, true],
+      ["model.layers.0.mlp.experts.gate_up_proj", true, false, true],
+      ["model.layers.0.input_layernorm.weight", true, false, true],
+      ["model.layers.0.self_attn.q_proj.weight", false, true, undefined],
+    ]);
     expect(report.tensors.find((t) => t.name === "model.layers.0.mlp.experts.gate_up_proj")?.to).toBe(
       "fp8-e4m3 [128x128]",
     );

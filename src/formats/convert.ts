@@ -11,6 +11,7 @@ import { MXFP4_BLOCK, MXFP4_BLOCK_BYTES } from "./mxfp4.js";
 import { TILE } from "./mxfp4-to-fp8.js";
 import type { TensorLayout } from "./safetensors-header.js";
 import { SafetensorsWriter } from "./safetensors-writer.js";
+import { verifyCheckpoints } from "./verify.js";
 import { WorkerPool } from "./worker-pool.js";
 
 export type ConvertTarget = "bf16" | "fp8" | "mxfp4";
@@ -36,13 +37,23 @@ export interface ConvertOptions {
   readonly include?: RegExp;
   readonly exclude?: RegExp;
   readonly onProgress?: (progress: ConvertProgress) => void;
+  /**
+   * Prove exactness: before the output appears, decode every weight claimed exact from source and
+   * output and compare bit for bit (reads everything again).
+   */
+  readonly verify?: boolean;
 }
 
 export interface TensorConversion {
   readonly name: string;
   readonly from: string;
   readonly to: string;
+  /** Every value is carried exactly (copies, dequantizing, exact re-encodings). */
   readonly exact: boolean;
+  /** A plain float weight quantized on purpose (to fp8 or mxfp4): lossy by design, not a failure. */
+  readonly quantized: boolean;
+  /** With `verify`: decoded output compared with decoded source, bit for bit, and found identical. */
+  readonly verified?: boolean;
   readonly inexactTiles?: number;
   readonly maxBlockExponentSpan?: number;
   readonly maxAbsError?: number;
@@ -331,7 +342,8 @@ export async function convertCheckpoint(
             name: plan.tensor.name,
             from: plan.from,
             to: plan.to,
-            exact: bad === undefined,
+            exact: bad === undefined && !quantizing(plan),
+            quantized: quantizing(plan),
             ...(bad === undefined ? {} : { inexactTiles: bad.tiles, maxBlockExponentSpan: bad.span }),
             ...(bad !== undefined && options.allowInexact === true
               ? { maxAbsError: bad.abs, maxRelError: bad.rel }
@@ -371,6 +383,7 @@ export async function convertCheckpoint(
       };
       const fallback = quantization === undefined ? undefined : { quantization_config: quantization };
       copiedFiles.push(...(await copyCompanions(source, dir, editConfig, fallback)));
+      if (options.verify === true) await proveExact(source, dir, output, results);
     });
     return {
       source,
@@ -383,6 +396,34 @@ export async function convertCheckpoint(
     };
   } finally {
     await ck.close();
+  }
+}
+
+function quantizing(plan: Plan): boolean {
+  return plan.op.op === "float-to-fp8" || plan.op.op === "float-to-mxfp4";
+}
+
+/** Decodes source and output and compares every weight claimed exact, bit for bit. */
+async function proveExact(
+  source: string,
+  dir: string,
+  output: string,
+  results: Map<Plan, TensorConversion>,
+): Promise<void> {
+  const report = await verifyCheckpoints(source, dir);
+  const byName = new Map(report.weights.map((w) => [w.name, w]));
+  for (const [plan, result] of results) {
+    if (!result.exact) continue;
+    const compared = byName.get(plan.tensor.name);
+    if (compared === undefined || !compared.valuesIdentical) {
+      throw new BringupError(
+        "CONVERSION_NOT_EXACT",
+        `${output}: weight ${JSON.stringify(plan.tensor.name)} does not decode to the source's values` +
+          `${compared === undefined ? " (missing)" : ` (${compared.mismatches} differ, first at ${compared.firstMismatch})`}; this is a bug, please report it. Nothing was written.`,
+        { subject: `${output}#${plan.tensor.name}` },
+      );
+    }
+    results.set(plan, { ...result, verified: true });
   }
 }
 

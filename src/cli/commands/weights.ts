@@ -77,6 +77,7 @@ interface ConvertFlags {
   exclude?: string;
   json?: boolean;
   progress: boolean;
+  verify: boolean;
 }
 
 function addConvert(weights: Command): void {
@@ -107,6 +108,10 @@ function addConvert(weights: Command): void {
     )
     .option("--json", "print the report as JSON")
     .option("--no-progress", "no progress bar")
+    .option(
+      "--no-verify",
+      "skip decoding source and output to prove exactness bit for bit (it reads everything again)",
+    )
     .action(async (src: string, dst: string, flags: ConvertFlags) => {
       const bar = flags.progress && process.stderr.isTTY ? progressBar() : undefined;
       let report: ConvertReport;
@@ -119,6 +124,7 @@ function addConvert(weights: Command): void {
           include: regex("--include", flags.include),
           exclude: regex("--exclude", flags.exclude),
           onProgress: bar?.update,
+          verify: flags.verify,
         });
       } finally {
         bar?.stop();
@@ -132,14 +138,18 @@ function addConvert(weights: Command): void {
         t.from,
         t.to,
         t.exact
-          ? "exact"
-          : `INEXACT (${t.inexactTiles} tiles, span ${t.maxBlockExponentSpan}, max abs error ${t.maxAbsError?.toExponential(3)}, max rel error ${t.maxRelError?.toExponential(3)})`,
+          ? t.verified
+            ? "exact, verified bit for bit"
+            : "exact"
+          : t.quantized
+            ? "quantized (lossy by design)"
+            : `INEXACT (${t.inexactTiles} tiles, span ${t.maxBlockExponentSpan}, max abs error ${t.maxAbsError?.toExponential(3)}, max rel error ${t.maxRelError?.toExponential(3)})`,
       ]);
       process.stdout.write(`${table([["TENSOR", "FROM", "TO", "RESULT"], ...rows])}\n`);
-      const inexact = report.tensors.filter((t) => !t.exact).length;
+      const inexact = report.tensors.filter((t) => !t.exact && !t.quantized).length;
       process.stdout.write(
         `\n${report.tensors.length} tensors, ${formatBytes(report.sourceBytes)} -> ${formatBytes(report.outputBytes)} in ${report.output}` +
-          `${inexact > 0 ? `; ${inexact} converted inexactly (--allow-inexact)` : "; every converted element is exact or as specified"}` +
+          `${inexact > 0 ? `; ${inexact} converted inexactly (--allow-inexact)` : "; nothing converted inexactly"}` +
           `${report.copiedFiles.length > 0 ? `; copied ${report.copiedFiles.join(", ")}` : ""}\n`,
       );
     });
