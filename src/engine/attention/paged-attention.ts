@@ -38,29 +38,53 @@ export function pagedAttention(
   const first = cache.spec.firstVisible(pos);
   const n = pos - first + 1;
   const slots = scratch.slots(n);
-  for (let i = 0; i < n; i++) slots[i] = cache.slot(blocks, first + i);
-  const scores = scratch.scores(n);
+  // Slots of consecutive positions are consecutive within a block: look the block up once per block.
+  const bs = cache.spec.blockSize;
+  for (let i = 0; i < n; ) {
+    const pos = first + i;
+    const base = cache.slot(blocks, pos);
+    const run = Math.min(n - i, bs - (pos % bs));
+    for (let j = 0; j < run; j++) slots[i + j] = base + j;
+    i += run;
+  }
   const group = numHeads / numKvHeads;
-  for (let h = 0; h < numHeads; h++) {
-    const kvh = Math.floor(h / group);
-    const qo = qOffset + h * headDim;
+  const scores = scratch.scores(n * group);
+  const acc = scratch.acc(vHeadDim);
+  const hd4 = headDim - (headDim % 4);
+  for (let kvh = 0; kvh < numKvHeads; kvh++) {
+    // Each key is read once for the `group` query heads that share it.
     for (let i = 0; i < n; i++) {
       const ko = (slots[i] as number) * keyStride + kvh * headDim;
-      let s = 0;
-      for (let d = 0; d < headDim; d++) s += (q[qo + d] as number) * (keys[ko + d] as number);
-      scores[i] = s * scale;
+      for (let g = 0; g < group; g++) {
+        const qo = qOffset + (kvh * group + g) * headDim;
+        let s0 = 0;
+        let s1 = 0;
+        let s2 = 0;
+        let s3 = 0;
+        let d = 0;
+        for (; d < hd4; d += 4) {
+          s0 += (q[qo + d] as number) * (keys[ko + d] as number);
+          s1 += (q[qo + d + 1] as number) * (keys[ko + d + 1] as number);
+          s2 += (q[qo + d + 2] as number) * (keys[ko + d + 2] as number);
+          s3 += (q[qo + d + 3] as number) * (keys[ko + d + 3] as number);
+        }
+        let s = s0 + s1 + (s2 + s3);
+        for (; d < headDim; d++) s += (q[qo + d] as number) * (keys[ko + d] as number);
+        scores[g * n + i] = s * scale;
+      }
     }
-    softmax(scores, 0, n, sinks === undefined ? undefined : (sinks[h] as number));
-    const oo = outOffset + h * vHeadDim;
-    for (let d = 0; d < vHeadDim; d++) out[oo + d] = 0;
-    const acc = scratch.acc(vHeadDim);
-    acc.fill(0);
-    for (let i = 0; i < n; i++) {
-      const w = scores[i] as number;
-      const vo = (slots[i] as number) * valueStride + kvh * vHeadDim;
-      for (let d = 0; d < vHeadDim; d++) acc[d] = (acc[d] as number) + w * (values[vo + d] as number);
+    for (let g = 0; g < group; g++) {
+      const h = kvh * group + g;
+      softmax(scores, g * n, n, sinks === undefined ? undefined : (sinks[h] as number));
+      acc.fill(0, 0, vHeadDim);
+      for (let i = 0; i < n; i++) {
+        const w = scores[g * n + i] as number;
+        const vo = (slots[i] as number) * valueStride + kvh * vHeadDim;
+        for (let d = 0; d < vHeadDim; d++) acc[d] = (acc[d] as number) + w * (values[vo + d] as number);
+      }
+      const oo = outOffset + h * vHeadDim;
+      for (let d = 0; d < vHeadDim; d++) out[oo + d] = acc[d] as number;
     }
-    for (let d = 0; d < vHeadDim; d++) out[oo + d] = acc[d] as number;
   }
 }
 
