@@ -1,0 +1,64 @@
+import type { Gate as GateSpec } from "../catalog/index.js";
+import type { ProbedEndpoint } from "../client/index.js";
+import type { Unit } from "../records/index.js";
+
+export type GateKind = GateSpec["kind"];
+export type GateStatus = "passed" | "failed" | "not-run";
+
+/** What a gate run needs besides its manifest spec; each gate says which parts it cannot do without. */
+export interface GateContext {
+  readonly endpoint?: ProbedEndpoint;
+  /** A reference endpoint measured in the same session (A/B). */
+  readonly reference?: ProbedEndpoint;
+  /** A recorded reference perplexity. */
+  readonly referenceValue?: number;
+  /** Full-attention KV token capacity to compare against, when no reference endpoint is given. */
+  readonly fullAttentionCapacity?: number;
+  /** The text perplexity and needle haystacks are cut from. */
+  readonly corpus?: string;
+  /** Perplexity: tokens per window and how many windows (defaults 512 and 4). */
+  readonly windowTokens?: number;
+  readonly windows?: number;
+  /** Needles: context lengths to run instead of the manifest's (real lengths need real hardware). */
+  readonly needleContexts?: readonly number[];
+  /** Weights: the source checkpoint and its conversion. */
+  readonly sourceCheckpoint?: string;
+  readonly convertedCheckpoint?: string;
+}
+
+/** One arm's samples, for the record. */
+export interface GateArm {
+  readonly name: string;
+  readonly samples: readonly number[];
+  readonly reference: boolean;
+}
+
+/** The result of one gate: passed / failed with what was measured, or not-run with why. */
+export interface GateOutcome {
+  readonly kind: GateKind;
+  readonly status: GateStatus;
+  /** One line: what was measured against what, or why it could not run. */
+  readonly summary: string;
+  /** The BringupError code that kept the gate from running. */
+  readonly code?: string;
+  readonly metric?: string;
+  readonly label?: string;
+  readonly unit?: Unit;
+  /** The headline value (e.g. perplexity, needles retrieved). */
+  readonly value?: number;
+  readonly arms?: readonly GateArm[];
+  /** Needles only: grid rows of [context, ...per depth retrieved]. */
+  readonly grid?: { readonly depths: readonly number[]; readonly rows: readonly NeedleRow[] };
+  readonly measured?: Record<string, unknown>;
+}
+
+export interface NeedleRow {
+  readonly context: number;
+  readonly retrieved: readonly boolean[];
+}
+
+/** One gate kind behind one interface. `run` throws BringupError when it cannot run. */
+export interface Gate<S extends GateSpec = GateSpec> {
+  readonly kind: S["kind"];
+  run(spec: S, context: GateContext): Promise<GateOutcome>;
+}

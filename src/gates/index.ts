@@ -1,0 +1,17 @@
+/**
+ * Correctness gates, one file per kind behind one `Gate` interface, run against any
+ * OpenAI-compatible endpoint (probed by src/client): perplexity, needles, bit-identical decode,
+ * KV capacity, weights bit-identity. A gate that cannot run is `not-run` with the reason, never passed.
+ *
+ *   const endpoint = await probeEndpoint(url);
+ *   const outcomes = await runGates(manifest.gates, { endpoint, corpus: await readCorpus() });
+ *   await appendGateRecords(resultsDir, port, manifest.gates.map((spec, i) => ({ spec, outcome: outcomes[i] })), ctx);
+ */
+export { bitIdenticalDecodeGate } from "./bit-identical-decode.js";
+export type { Gate, GateArm, GateContext, GateKind, GateOutcome, GateStatus, NeedleRow } from "./gate.js";
+export { kvCapacityGate } from "./kv-capacity.js";
+export { needle, needleDepths, needlesGate } from "./needles.js";
+export { perplexityGate } from "./perplexity.js";
+export { appendGateRecords, gateRecord } from "./record.js";
+export { allPassed, runGate, runGates } from "./run.js";
+export { weightsBitIdentityGate } from "./weights-bit-identity.js";

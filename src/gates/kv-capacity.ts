@@ -1,0 +1,59 @@
+import type { KvCapacityGate } from "../catalog/index.js";
+import type { ProbedEndpoint } from "../client/index.js";
+import { BringupError } from "../common/errors.js";
+import type { Gate, GateOutcome } from "./gate.js";
+import { requireEndpoint } from "./require.js";
+
+type Spec = typeof KvCapacityGate._output;
+
+/**
+ * The endpoint's KV token capacity (its /metrics) over that of a full-attention layout with the
+ * same memory: a reference endpoint serving the full-attention build, or a stated capacity. Passes
+ * when the ratio is within `tolerance` (relative) of the layout's `expected_ratio`.
+ */
+export const kvCapacityGate: Gate<Spec> = {
+  kind: "kv-capacity",
+  async run(spec, context) {
+    const target = requireEndpoint(context);
+    const capacity = capacityOf(target);
+    let full: number;
+    if (context.reference !== undefined) full = capacityOf(context.reference);
+    else if (context.fullAttentionCapacity !== undefined) full = context.fullAttentionCapacity;
+    else {
+      throw new BringupError(
+        "GATE_NEEDS_REFERENCE",
+        "the KV capacity gate compares with a full-attention layout: pass --reference URL (a full-attention build) or --full-attention-capacity TOKENS.",
+      );
+    }
+    const ratio = capacity / full;
+    const deviation = Math.abs(ratio - spec.expected_ratio) / spec.expected_ratio;
+    const passed = deviation <= spec.tolerance;
+    return {
+      kind: "kv-capacity",
+      status: passed ? "passed" : "failed",
+      summary: `KV capacity ${capacity} tokens = ${ratio.toFixed(3)}x full attention (${full}); expected ${spec.expected_ratio}x within ${(spec.tolerance * 100).toFixed(1)}%`,
+      metric: "kv_token_capacity",
+      label: "KV cache token capacity",
+      unit: "tokens",
+      value: capacity,
+      arms: [
+        { name: target.endpoint.url, samples: [capacity], reference: false },
+        ...(context.reference
+          ? [{ name: context.reference.endpoint.url, samples: [full], reference: true }]
+          : []),
+      ],
+      measured: { capacity, full_attention_capacity: full, ratio, expected_ratio: spec.expected_ratio },
+    } satisfies GateOutcome;
+  },
+};
+
+function capacityOf(target: ProbedEndpoint): number {
+  if (target.probe.kvTokenCapacity !== undefined) return target.probe.kvTokenCapacity;
+  throw new BringupError(
+    "ENDPOINT_LACKS_KV_CAPACITY",
+    `${target.endpoint.url}: ${target.probe.metricsProblem}`,
+    {
+      subject: target.endpoint.url,
+    },
+  );
+}

@@ -1,0 +1,16 @@
+import type { ProbedEndpoint } from "../client/index.js";
+import { BringupError } from "../common/errors.js";
+import type { GateContext } from "./gate.js";
+
+export function requireEndpoint(context: GateContext): ProbedEndpoint {
+  if (context.endpoint) return context.endpoint;
+  throw new BringupError("GATE_NEEDS_ENDPOINT", "this gate runs against a server: pass --endpoint URL.");
+}
+
+export function requireCorpus(context: GateContext): string {
+  if (context.corpus !== undefined && context.corpus.length > 0) return context.corpus;
+  throw new BringupError(
+    "GATE_NEEDS_CORPUS",
+    "this gate needs the text corpus; reinstall bringup so corpus/ is present.",
+  );
+}
