@@ -42,6 +42,7 @@ export {
   type Target,
 } from "./request.js";
 export { DEFAULT_PERCENTILES, type RunOptions, type RunResult, runBench } from "./run.js";
+export { runRecords } from "./run-records.js";
 export {
   bootstrapRatio,
   cv,
@@ -51,6 +52,7 @@ export {
   studentT975,
   summarize,
 } from "./stats.js";
+export { shellSwitch } from "./switch.js";
 export { toolVersion } from "./tool-version.js";
 export { TRIAL_METRICS, type TrialMetric, trialMetric } from "./trial-metric.js";
 export {

@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import { registerBench } from "./bench.js";
 import { registerMakeTiny } from "./make-tiny.js";
 import { registerPorts } from "./ports.js";
 import { registerRecipe } from "./recipe.js";
@@ -16,4 +17,5 @@ export function registerCommands(program: Command): void {
   registerMakeTiny(program);
   registerRecipe(program);
   registerServe(program);
+  registerBench(program);
 }

@@ -1,0 +1,669 @@
+import { join } from "node:path";
+import { Presets, SingleBar } from "cli-progress";
+import { type Command, Option } from "commander";
+import {
+  type AbResult,
+  abChartSvg,
+  abReportMarkdown,
+  armFingerprint,
+  chainRecord,
+  datasetWorkload,
+  latencyChartSvg,
+  metricRows,
+  PERCENTILE_METRICS,
+  type RunResult,
+  randomWorkload,
+  runAb,
+  runBench,
+  runId,
+  runRecords,
+  runReportMarkdown,
+  type Slos,
+  sharedPrefixWorkload,
+  shellSwitch,
+  slug,
+  sweepChartSvg,
+  type Target,
+  TRIAL_METRICS,
+  trialMetric,
+  type Workload,
+} from "../../bench/index.js";
+import { loadCatalog, RESULTS_DIR } from "../../catalog/index.js";
+import { writeDirectoryAtomic } from "../../common/atomic-write.js";
+import { BringupError } from "../../common/errors.js";
+import { appendRecord, type BenchRecord, type Fingerprint } from "../../records/index.js";
+import { projectRoot } from "../root.js";
+import { table } from "./ports.js";
+import { findRecord, registerRecordsCompare } from "./records-compare.js";
+
+function positiveInt(name: string) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < 1) {
+      throw new BringupError("CLI_INVALID_NUMBER", `${name} takes a positive whole number, got "${value}".`);
+    }
+    return n;
+  };
+}
+
+function nonNegativeInt(name: string) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < 0) {
+      throw new BringupError("CLI_INVALID_NUMBER", `${name} takes a whole number, got "${value}".`);
+    }
+    return n;
+  };
+}
+
+function positiveNumber(name: string) {
+  return (value: string): number => {
+    const n = value === "inf" ? Number.POSITIVE_INFINITY : Number(value);
+    if (!(n > 0))
+      throw new BringupError("CLI_INVALID_NUMBER", `${name} takes a number above 0, got "${value}".`);
+    return n;
+  };
+}
+
+/** A comma list (a sweep when it has several values). */
+function list<T>(parse: (value: string) => T) {
+  return (value: string): T[] => value.split(",").map((item) => parse(item.trim()));
+}
+
+/** vLLM's --goodput: "ttft:200 tpot:50" (ms). */
+function slos(values: string[]): Slos {
+  const result: Slos = {};
+  for (const item of values) {
+    const [key, raw] = item.split(":");
+    const ms = Number(raw);
+    if ((key !== "ttft" && key !== "tpot" && key !== "e2el") || !(ms > 0)) {
+      throw new BringupError(
+        "CLI_INVALID_GOODPUT",
+        `--goodput takes KEY:MS pairs with KEY one of ttft, tpot, e2el, got "${item}".`,
+      );
+    }
+    result[key] = ms;
+  }
+  return result;
+}
+
+interface WorkloadFlags {
+  model?: string;
+  endpointType: "completions" | "chat";
+  apiKey?: string;
+  datasetName: "random" | "shared-prefix" | "file";
+  datasetPath?: string;
+  numPrompts: number;
+  randomInputLen: number;
+  randomOutputLen: number;
+  prefixLen: number;
+  randomTokenLow: number;
+  randomTokenHigh: number;
+  seed: number;
+  burstiness: number;
+  numWarmups: number;
+  ignoreEos?: boolean;
+  percentileMetrics: string;
+  metricPercentiles: string;
+  goodput?: string[];
+  stallTimeout: number;
+  requestTimeout: number;
+  port?: string;
+  reportDir?: string;
+  json?: boolean;
+  progress: boolean;
+}
+
+/** The flags a run and an A/B share; names follow vLLM's `bench serve` where the concept is the same. */
+function workloadOptions(command: Command): Command {
+  return command
+    .option("--model <id>", "model id to send (default: the first of the endpoint's /v1/models)")
+    .addOption(
+      new Option("--endpoint-type <type>", "OpenAI route to measure")
+        .choices(["completions", "chat"])
+        .default("completions"),
+    )
+    .option("--api-key <key>", "bearer token for the endpoint (default: $OPENAI_API_KEY)")
+    .addOption(
+      new Option("--dataset-name <name>", "workload: random token ids, shared prefix, or a JSONL file")
+        .choices(["random", "shared-prefix", "file"])
+        .default("random"),
+    )
+    .option("--dataset-path <file>", 'JSONL file, one {"prompt": text or ids, "output_len"?: n} per line')
+    .option("--num-prompts <n>", "requests per run (per trial in an A/B)", positiveInt("--num-prompts"), 100)
+    .option(
+      "--random-input-len <n>",
+      "prompt tokens (random); suffix tokens (shared-prefix)",
+      positiveInt("--random-input-len"),
+      128,
+    )
+    .option("--random-output-len <n>", "tokens to generate", positiveInt("--random-output-len"), 128)
+    .option("--prefix-len <n>", "shared prefix tokens (shared-prefix)", positiveInt("--prefix-len"), 256)
+    .option(
+      "--random-token-low <id>",
+      "lowest token id drawn for random prompts",
+      nonNegativeInt("--random-token-low"),
+      3,
+    )
+    .option(
+      "--random-token-high <id>",
+      "token ids drawn stay below this",
+      positiveInt("--random-token-high"),
+      259,
+    )
+    .option("--seed <n>", "seed of the workload and the arrivals", nonNegativeInt("--seed"), 0)
+    .option(
+      "--burstiness <k>",
+      "gamma shape of arrivals: 1 Poisson, <1 burstier",
+      positiveNumber("--burstiness"),
+      1,
+    )
+    .option(
+      "--num-warmups <n>",
+      "requests sent first and left out of every figure",
+      nonNegativeInt("--num-warmups"),
+      0,
+    )
+    .option("--ignore-eos", "generate exactly the output length (vLLM's ignore_eos)")
+    .option(
+      "--percentile-metrics <list>",
+      "which latencies get percentiles: ttft,tpot,itl,e2el",
+      "ttft,tpot,itl",
+    )
+    .option("--metric-percentiles <list>", "percentiles to report, e.g. 50,90,99", "99")
+    .option("--goodput <slo...>", "SLOs for goodput as KEY:MS pairs, e.g. ttft:500 tpot:50")
+    .option(
+      "--stall-timeout <s>",
+      "fail a request that sends nothing for this long",
+      positiveNumber("--stall-timeout"),
+      60,
+    )
+    .option(
+      "--request-timeout <s>",
+      "fail a request that runs longer than this",
+      positiveNumber("--request-timeout"),
+      600,
+    )
+    .option("--port <id>", "append the results to this port's records as they are measured")
+    .option("--report-dir <dir>", "write a markdown report and SVG charts to this new directory")
+    .option("--json", "print a machine-readable report on stdout")
+    .option("--no-progress", "no progress bar");
+}
+
+async function buildWorkload(flags: WorkloadFlags): Promise<Workload> {
+  const tokens = { low: flags.randomTokenLow, high: flags.randomTokenHigh };
+  if (flags.datasetName === "file") {
+    if (!flags.datasetPath) {
+      throw new BringupError("CLI_DATASET_PATH_MISSING", "--dataset-name file needs --dataset-path FILE.");
+    }
+    return datasetWorkload({
+      path: flags.datasetPath,
+      numPrompts: flags.numPrompts,
+      outputLen: flags.randomOutputLen,
+      seed: flags.seed,
+    });
+  }
+  if (flags.datasetName === "shared-prefix") {
+    return sharedPrefixWorkload({
+      numPrompts: flags.numPrompts,
+      prefixLen: flags.prefixLen,
+      suffixLen: flags.randomInputLen,
+      outputLen: flags.randomOutputLen,
+      seed: flags.seed,
+      tokens,
+    });
+  }
+  return randomWorkload({
+    numPrompts: flags.numPrompts,
+    inputLen: flags.randomInputLen,
+    outputLen: flags.randomOutputLen,
+    seed: flags.seed,
+    tokens,
+  });
+}
+
+/** The served model: --model, else the first entry of /v1/models. */
+async function resolveTarget(url: string, flags: WorkloadFlags): Promise<Target> {
+  const base = url.replace(/\/+$/, "").replace(/\/v1$/, "");
+  const apiKey = flags.apiKey ?? process.env.OPENAI_API_KEY;
+  let model = flags.model;
+  if (model === undefined) {
+    const response = await fetch(`${base}/v1/models`, {
+      headers: apiKey ? { authorization: `Bearer ${apiKey}` } : {},
+    }).catch((error: unknown) => {
+      throw new BringupError("BENCH_ENDPOINT_UNREACHABLE", `cannot reach ${base}; is the server up?`, {
+        subject: base,
+        cause: error,
+      });
+    });
+    const body = (await response.json().catch(() => ({}))) as { data?: { id?: unknown }[] };
+    const id = body.data?.[0]?.id;
+    if (!response.ok || typeof id !== "string") {
+      throw new BringupError(
+        "BENCH_MODEL_UNKNOWN",
+        `${base}/v1/models did not name a model (HTTP ${response.status}); pass --model.`,
+        { subject: base },
+      );
+    }
+    model = id;
+  }
+  return {
+    url: base,
+    model,
+    endpointType: flags.endpointType,
+    ...(apiKey ? { apiKey } : {}),
+    ...(flags.ignoreEos ? { ignoreEos: true } : {}),
+  };
+}
+
+/** What bench can say of an endpoint: its server and version from /version, and the served model. */
+async function endpointFingerprint(target: Target): Promise<Fingerprint> {
+  const flags = [`model=${target.model}`, `endpoint-type=${target.endpointType ?? "completions"}`];
+  try {
+    const response = await fetch(`${target.url}/version`, { signal: AbortSignal.timeout(5_000) });
+    const body = (await response.json()) as { version?: unknown; server?: unknown };
+    if (response.ok && typeof body.version === "string") {
+      return {
+        software: { [typeof body.server === "string" ? body.server : "vllm"]: body.version },
+        server_flags: flags,
+      };
+    }
+  } catch {
+    // the endpoint has no /version; the fingerprint says only what was sent
+  }
+  return { server_flags: flags };
+}
+
+function percentilesOf(flags: WorkloadFlags): { metrics: string[]; percentiles: number[] } {
+  const metrics = flags.percentileMetrics.split(",").map((m) => m.trim());
+  for (const metric of metrics) {
+    if (!(PERCENTILE_METRICS as readonly string[]).includes(metric)) {
+      throw new BringupError(
+        "CLI_INVALID_METRIC",
+        `--percentile-metrics takes ${PERCENTILE_METRICS.join(", ")}, got "${metric}".`,
+      );
+    }
+  }
+  const percentiles = flags.metricPercentiles.split(",").map((p) => Number(p.trim()));
+  return { metrics, percentiles };
+}
+
+async function resultsDirOf(command: Command, portId: string | undefined): Promise<string | undefined> {
+  if (portId === undefined) return undefined;
+  const catalog = await loadCatalog(projectRoot(command));
+  const port = catalog.ports.find((p) => p.id === portId);
+  if (!port) {
+    throw new BringupError(
+      "PORT_NOT_FOUND",
+      `no port ${portId}; run \`bringup ports list\` to see the ports.`,
+      {
+        subject: portId,
+      },
+    );
+  }
+  return join(port.dir, RESULTS_DIR);
+}
+
+function progressBar(enabled: boolean, total: number, what: string): SingleBar | undefined {
+  if (!enabled || !process.stderr.isTTY) return undefined;
+  const bar = new SingleBar(
+    {
+      stream: process.stderr,
+      format: `${what} [{bar}] {value}/{total} requests | {failed} failed | {eta_formatted}`,
+      hideCursor: true,
+    },
+    Presets.shades_classic,
+  );
+  bar.start(total, 0, { failed: 0 });
+  return bar;
+}
+
+function commandLine(): string {
+  return ["bringup", ...process.argv.slice(2)].join(" ");
+}
+
+/** Stops a run cleanly on Ctrl-C: requests in flight are aborted, what was measured is kept. */
+function interruptible(): { signal: AbortSignal; dispose: () => void } {
+  const controller = new AbortController();
+  const stop = () => controller.abort();
+  process.once("SIGINT", stop);
+  return { signal: controller.signal, dispose: () => process.off("SIGINT", stop) };
+}
+
+/** `bringup bench run|ab|chain`, and `records compare` in the records group (register after it). */
+export function registerBench(program: Command): void {
+  registerRecordsCompare(program);
+  const bench = program
+    .command("bench")
+    .description("measure an OpenAI-compatible endpoint, and compare builds with interleaved A/Bs");
+
+  workloadOptions(
+    bench
+      .command("run")
+      .description("one arm: fixed concurrency or open-loop arrivals, one load point or a sweep")
+      .requiredOption("--endpoint <url>", "the server's base URL, e.g. http://127.0.0.1:8000")
+      .option(
+        "--max-concurrency <n,...>",
+        "most requests in flight (a comma list sweeps)",
+        list(positiveInt("--max-concurrency")),
+      )
+      .option(
+        "--request-rate <r,...>",
+        "requests per second, or inf (a comma list sweeps)",
+        list(positiveNumber("--request-rate")),
+      ),
+  ).action(
+    async (
+      flags: WorkloadFlags & { endpoint: string; maxConcurrency?: number[]; requestRate?: number[] },
+      command: Command,
+    ) => {
+      const target = await resolveTarget(flags.endpoint, flags);
+      const workload = await buildWorkload(flags);
+      const { metrics: percentileMetrics, percentiles } = percentilesOf(flags);
+      const resultsDir = await resultsDirOf(command, flags.port);
+      const fingerprint = armFingerprint(await endpointFingerprint(target), workload.hash);
+      const rates = flags.requestRate ?? [Number.POSITIVE_INFINITY];
+      const concurrencies: (number | undefined)[] = flags.maxConcurrency ?? [undefined];
+      const id = runId("run");
+      const points: { load: string; result: RunResult }[] = [];
+      const recordIds: string[] = [];
+      const { signal, dispose } = interruptible();
+      try {
+        for (const rate of rates) {
+          for (const concurrency of concurrencies) {
+            if (signal.aborted) break;
+            const load = [
+              Number.isFinite(rate) ? `${rate} req/s` : "all at once",
+              concurrency !== undefined ? `concurrency ${concurrency}` : "",
+            ]
+              .filter(Boolean)
+              .join(", ");
+            const bar = progressBar(flags.progress && !flags.json, workload.requests.length, load);
+            let failed = 0;
+            const result = await runBench({
+              target,
+              workload,
+              requestRate: rate,
+              burstiness: flags.burstiness,
+              ...(concurrency !== undefined ? { maxConcurrency: concurrency } : {}),
+              numWarmups: flags.numWarmups,
+              seed: flags.seed,
+              percentiles,
+              ...(flags.goodput ? { slos: slos(flags.goodput) } : {}),
+              stallTimeoutMs: flags.stallTimeout * 1000,
+              requestTimeoutMs: flags.requestTimeout * 1000,
+              signal,
+              onRequest: (r) => {
+                if (!r.ok) failed++;
+                bar?.increment({ failed });
+              },
+            });
+            bar?.stop();
+            points.push({ load, result });
+            if (resultsDir && flags.port) {
+              const pointId = `${id}-${slug(load)}`;
+              for (const record of runRecords(result, {
+                port: flags.port,
+                id: pointId,
+                context: `${workload.name}, ${workload.requests.length} prompts, ${load}`,
+                fingerprint,
+                command: commandLine(),
+              })) {
+                recordIds.push((await appendRecord(resultsDir, record)).id);
+              }
+            }
+            if (!flags.json) {
+              process.stdout.write(
+                `\n${target.model} at ${target.url}, ${workload.name}, ${load}\n${table(metricRows(result.metrics, percentileMetrics).map((row) => [...row]))}\n`,
+              );
+              if (result.tokenizerSkipped)
+                process.stdout.write(`tokenizer cross-check skipped: ${result.tokenizerSkipped}\n`);
+            }
+          }
+        }
+      } finally {
+        dispose();
+      }
+      if (flags.reportDir) {
+        const reportDir = flags.reportDir;
+        await writeDirectoryAtomic(reportDir, async (dir) => {
+          const { writeFile } = await import("node:fs/promises");
+          const charts: { file: string; caption: string }[] = [];
+          for (const [index, point] of points.entries()) {
+            const file = `latency-${index + 1}.svg`;
+            await writeFile(
+              join(dir, file),
+              await latencyChartSvg(point.result.metrics, `latency, ${point.load}`),
+            );
+            charts.push({ file, caption: `latency, ${point.load}` });
+          }
+          if (points.length > 1) {
+            await writeFile(
+              join(dir, "sweep.svg"),
+              await sweepChartSvg(
+                points.map((p) => ({ load: p.load, metrics: p.result.metrics })),
+                "sweep",
+              ),
+            );
+            charts.push({ file: "sweep.svg", caption: "output tok/s and median TTFT per load point" });
+          }
+          const markdown = runReportMarkdown({
+            title: `bench run ${id}`,
+            endpoint: target.url,
+            model: target.model,
+            workload: `${workload.name} (${workload.requests.length} prompts)`,
+            command: commandLine(),
+            points: points.map((p) => ({ load: p.load, metrics: p.result.metrics })),
+            percentileMetrics,
+            charts,
+            recordIds,
+          });
+          await writeFile(join(dir, "report.md"), markdown);
+        });
+      }
+      if (flags.json) {
+        const report = {
+          id,
+          endpoint: target.url,
+          model: target.model,
+          workload: { name: workload.name, hash: workload.hash, prompts: workload.requests.length },
+          points: points.map((p) => ({
+            load: p.load,
+            metrics: p.result.metrics,
+            tokenizer_skipped: p.result.tokenizerSkipped,
+          })),
+          records: recordIds,
+        };
+        process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+      }
+      if (points.some((p) => p.result.metrics.completed === 0)) process.exitCode = 1;
+    },
+  );
+
+  workloadOptions(
+    bench
+      .command("ab")
+      .description(
+        "A/B in ABBA blocks: two live endpoints (same-node-ab), or one restarted by --switch (same-pod-ab)",
+      )
+      .option("--a <url>", "arm a's base URL")
+      .option("--b <url>", "arm b's base URL (with --switch, defaults to --a)")
+      .option("--a-name <name>", "arm a's name", "a")
+      .option("--b-name <name>", "arm b's name", "b")
+      .option("--switch <cmd>", "shell command that restarts the server as arm $BRINGUP_BENCH_ARM (a or b)")
+      .option(
+        "--switch-timeout <s>",
+        "how long a switched server may take to answer /health",
+        positiveNumber("--switch-timeout"),
+        600,
+      )
+      .option("--blocks <n>", "ABBA blocks (each gives one paired ratio)", positiveInt("--blocks"), 5)
+      .addOption(
+        new Option("--metric <name>", "the figure each trial contributes")
+          .choices(Object.keys(TRIAL_METRICS))
+          .default("output_throughput"),
+      )
+      .option("--max-concurrency <n>", "most requests in flight per trial", positiveInt("--max-concurrency"))
+      .option(
+        "--request-rate <r>",
+        "requests per second per trial, or inf",
+        positiveNumber("--request-rate"),
+      ),
+  ).action(
+    async (
+      flags: WorkloadFlags & {
+        a?: string;
+        b?: string;
+        aName: string;
+        bName: string;
+        switch?: string;
+        switchTimeout: number;
+        blocks: number;
+        metric: string;
+        maxConcurrency?: number;
+        requestRate?: number;
+      },
+      command: Command,
+    ) => {
+      const urlA = flags.a;
+      const urlB = flags.b ?? (flags.switch ? flags.a : undefined);
+      if (!urlA || !urlB) {
+        throw new BringupError(
+          "CLI_AB_ARMS",
+          "bench ab needs --a URL and --b URL, or --a URL with --switch CMD.",
+        );
+      }
+      const spec = trialMetric(flags.metric);
+      const names = { a: flags.aName, b: flags.bName };
+      const switchTo = flags.switch
+        ? shellSwitch(flags.switch, `${urlA.replace(/\/+$/, "").replace(/\/v1$/, "")}/health`, names, {
+            readyTimeoutMs: flags.switchTimeout * 1000,
+          })
+        : undefined;
+      // With a switch, each arm is identified while it is the one running.
+      if (switchTo) await switchTo("a");
+      const targetA = await resolveTarget(urlA, flags);
+      const fingerprintA = await endpointFingerprint(targetA);
+      if (switchTo) await switchTo("b");
+      const targetB = await resolveTarget(urlB, flags);
+      const fingerprintB = await endpointFingerprint(targetB);
+      const workload = await buildWorkload(flags);
+      const resultsDir = await resultsDirOf(command, flags.port);
+      const { percentiles } = percentilesOf(flags);
+      const bar = progressBar(flags.progress && !flags.json, flags.blocks * 4, "A/B trials");
+      const { signal, dispose } = interruptible();
+      let result: AbResult;
+      try {
+        result = await runAb({
+          a: { name: names.a, target: targetA, fingerprint: fingerprintA },
+          b: { name: names.b, target: targetB, fingerprint: fingerprintB },
+          workload,
+          blocks: flags.blocks,
+          metric: spec.name,
+          ...(flags.maxConcurrency !== undefined ? { maxConcurrency: flags.maxConcurrency } : {}),
+          ...(flags.requestRate !== undefined ? { requestRate: flags.requestRate } : {}),
+          burstiness: flags.burstiness,
+          numWarmups: flags.numWarmups,
+          seed: flags.seed,
+          percentiles,
+          stallTimeoutMs: flags.stallTimeout * 1000,
+          requestTimeoutMs: flags.requestTimeout * 1000,
+          ...(switchTo ? { switchTo } : {}),
+          ...(resultsDir && flags.port
+            ? { records: { dir: resultsDir, port: flags.port, command: commandLine() } }
+            : {}),
+          signal,
+          onTrial: () => bar?.increment({ failed: 0 }),
+        });
+      } finally {
+        bar?.stop();
+        dispose();
+      }
+      if (flags.reportDir) {
+        await writeDirectoryAtomic(flags.reportDir, async (dir) => {
+          const { writeFile } = await import("node:fs/promises");
+          await writeFile(
+            join(dir, "ab.svg"),
+            await abChartSvg({
+              ratios: result.ratios,
+              estimate: result.interval.estimate,
+              low: result.interval.low,
+              high: result.interval.high,
+              title: `${names.b} against ${names.a}: ${result.metric}`,
+            }),
+          );
+          await writeFile(
+            join(dir, "report.md"),
+            abReportMarkdown({ result, names, unit: spec.unit, chart: "ab.svg", command: commandLine() }),
+          );
+        });
+      }
+      const i = result.interval;
+      if (flags.json) {
+        process.stdout.write(
+          `${JSON.stringify(
+            {
+              method: result.method,
+              metric: result.metric,
+              better: result.better,
+              arms: names,
+              ratio: i.estimate,
+              ci95: [i.low, i.high],
+              cv: result.cv,
+              ratios: result.ratios,
+              trials: result.trials.map((t) => ({ block: t.block, arm: t.arm, value: t.value })),
+              record: result.record?.id,
+            },
+            null,
+            2,
+          )}\n`,
+        );
+        return;
+      }
+      const rows = result.trials.map((t, n) => [
+        String(n + 1),
+        String(t.block + 1),
+        names[t.arm],
+        t.value.toFixed(3),
+      ]);
+      process.stdout.write(
+        `${table([["trial", "block", "arm", `${result.metric} (${spec.unit})`], ...rows])}\n\n` +
+          `${result.method}: ${names.b} against ${names.a}, ratio ${i.estimate.toFixed(3)}x ` +
+          `(95% interval ${i.low.toFixed(3)}x to ${i.high.toFixed(3)}x, CV ${(result.cv * 100).toFixed(1)}%, ${result.ratios.length} ABBA blocks); above 1, ${names.b} is better\n` +
+          (result.record ? `recorded as ${result.record.id}\n` : ""),
+      );
+    },
+  );
+
+  bench
+    .command("chain")
+    .description("compose A/B records that share arms (A/B, then B/C) into a chained-ab record")
+    .argument("<records...>", "record ids (<port>/<slug>) in chain order")
+    .option("--id <slug>", "the chained record's slug (default: chain of the ids)")
+    .option("--dry-run", "print the chained figure without appending the record")
+    .option("--json", "print the record as JSON")
+    .action(
+      async (ids: string[], flags: { id?: string; dryRun?: boolean; json?: boolean }, command: Command) => {
+        const catalog = await loadCatalog(projectRoot(command));
+        const records = ids.map((id) => findRecord(catalog.ports, id));
+        const first = records[0] as BenchRecord;
+        const port = catalog.ports.find((p) => p.id === first.port);
+        if (!port)
+          throw new BringupError("PORT_NOT_FOUND", `no port ${first.port}.`, { subject: first.port });
+        const record = chainRecord(records, {
+          port: first.port,
+          id: flags.id ?? slug(`chain-${records.map((r) => r.id.split("/")[1]).join("-")}`),
+          command: commandLine(),
+        });
+        const written = flags.dryRun ? record : await appendRecord(join(port.dir, RESULTS_DIR), record);
+        if (flags.json) {
+          process.stdout.write(`${JSON.stringify(written, null, 2)}\n`);
+          return;
+        }
+        const c = record.comparison;
+        process.stdout.write(
+          `chained-ab ${record.id}: ratio ${c?.figure.shape === "point" ? c.figure.value : "?"}x, 95% interval ${c?.ci95?.join("x to ")}x (${record.context})${flags.dryRun ? " [not recorded]" : ""}\n`,
+        );
+      },
+    );
+}
