@@ -2,7 +2,7 @@ import type { BitIdenticalDecodeGate } from "../catalog/index.js";
 import type { CompletionRequest, Endpoint } from "../client/index.js";
 import { BringupError } from "../common/errors.js";
 import type { Gate, GateOutcome } from "./gate.js";
-import { requireEndpoint } from "./require.js";
+import { optionalReference, requireEndpoint } from "./require.js";
 
 type Spec = typeof BitIdenticalDecodeGate._output;
 
@@ -29,13 +29,14 @@ export const bitIdenticalDecodeGate: Gate<Spec> = {
   kind: "bit-identical-decode",
   async run(spec, context) {
     const target = requireEndpoint(context);
+    const reference = optionalReference(context);
     if (spec.compare === "golden") {
       throw new BringupError(
         "GATE_GOLDEN_UNSUPPORTED",
         "golden-file comparison is not implemented yet; compare two builds (--reference URL) or batch invariance.",
       );
     }
-    if (spec.compare === "two-builds" && context.reference === undefined) {
+    if (spec.compare === "two-builds" && reference === undefined) {
       throw new BringupError(
         "GATE_NEEDS_REFERENCE",
         "comparing two builds needs the other build: pass --reference URL.",
@@ -54,7 +55,7 @@ export const bitIdenticalDecodeGate: Gate<Spec> = {
     let b: Decode[];
     if (spec.compare === "two-builds") {
       a = await sequential(target.endpoint, requests);
-      b = await sequential((context.reference as NonNullable<typeof context.reference>).endpoint, requests);
+      b = await sequential((reference as NonNullable<typeof reference>).endpoint, requests);
     } else {
       a = await sequential(target.endpoint, requests);
       b = await Promise.all(requests.map((r) => decode(target.endpoint, r)));

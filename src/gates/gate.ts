@@ -1,5 +1,6 @@
 import type { Gate as GateSpec } from "../catalog/index.js";
 import type { ProbedEndpoint } from "../client/index.js";
+import type { BringupError } from "../common/errors.js";
 import type { Unit } from "../records/index.js";
 
 export type GateKind = GateSpec["kind"];
@@ -8,8 +9,11 @@ export type GateStatus = "passed" | "failed" | "not-run";
 /** What a gate run needs besides its manifest spec; each gate says which parts it cannot do without. */
 export interface GateContext {
   readonly endpoint?: ProbedEndpoint;
+  /** Why the endpoint could not be probed; gates that need it report this as their reason. */
+  readonly endpointError?: BringupError;
   /** A reference endpoint measured in the same session (A/B). */
   readonly reference?: ProbedEndpoint;
+  readonly referenceError?: BringupError;
   /** A recorded reference perplexity. */
   readonly referenceValue?: number;
   /** Full-attention KV token capacity to compare against, when no reference endpoint is given. */

@@ -2,7 +2,7 @@ import type { KvCapacityGate } from "../catalog/index.js";
 import type { ProbedEndpoint } from "../client/index.js";
 import { BringupError } from "../common/errors.js";
 import type { Gate, GateOutcome } from "./gate.js";
-import { requireEndpoint } from "./require.js";
+import { optionalReference, requireEndpoint } from "./require.js";
 
 type Spec = typeof KvCapacityGate._output;
 
@@ -15,9 +15,10 @@ export const kvCapacityGate: Gate<Spec> = {
   kind: "kv-capacity",
   async run(spec, context) {
     const target = requireEndpoint(context);
+    const reference = optionalReference(context);
     const capacity = capacityOf(target);
     let full: number;
-    if (context.reference !== undefined) full = capacityOf(context.reference);
+    if (reference !== undefined) full = capacityOf(reference);
     else if (context.fullAttentionCapacity !== undefined) full = context.fullAttentionCapacity;
     else {
       throw new BringupError(
@@ -38,9 +39,7 @@ export const kvCapacityGate: Gate<Spec> = {
       value: capacity,
       arms: [
         { name: target.endpoint.url, samples: [capacity], reference: false },
-        ...(context.reference
-          ? [{ name: context.reference.endpoint.url, samples: [full], reference: true }]
-          : []),
+        ...(reference ? [{ name: reference.endpoint.url, samples: [full], reference: true }] : []),
       ],
       measured: { capacity, full_attention_capacity: full, ratio, expected_ratio: spec.expected_ratio },
     } satisfies GateOutcome;

@@ -1,8 +1,8 @@
 import type { PerplexityGate } from "../catalog/index.js";
 import { type ProbedEndpoint, scoreTokens } from "../client/index.js";
 import { BringupError } from "../common/errors.js";
-import type { Gate, GateContext, GateOutcome } from "./gate.js";
-import { requireCorpus, requireEndpoint } from "./require.js";
+import type { Gate, GateOutcome } from "./gate.js";
+import { optionalReference, requireCorpus, requireEndpoint } from "./require.js";
 
 type Spec = typeof PerplexityGate._output;
 
@@ -15,8 +15,9 @@ export const perplexityGate: Gate<Spec> = {
   kind: "perplexity",
   async run(spec, context) {
     const target = requireEndpoint(context);
+    const referenceEndpoint = optionalReference(context);
     const corpus = requireCorpus(context);
-    if (context.reference === undefined && context.referenceValue === undefined) {
+    if (referenceEndpoint === undefined && context.referenceValue === undefined) {
       throw new BringupError(
         "GATE_NEEDS_REFERENCE",
         "the perplexity gate compares against a reference: pass --reference URL or --reference-value PPL.",
@@ -28,17 +29,17 @@ export const perplexityGate: Gate<Spec> = {
     const measured = await perplexities(target, windows);
     let reference: number;
     let referenceSamples: number[] = [];
-    if (context.reference !== undefined) {
+    if (referenceEndpoint !== undefined) {
       // Same ids to both arms, so both tokenizers must agree on the corpus.
-      const refWindows = await cutWindows(context.reference, corpus, windowTokens, count);
+      const refWindows = await cutWindows(referenceEndpoint, corpus, windowTokens, count);
       if (JSON.stringify(refWindows) !== JSON.stringify(windows)) {
         throw new BringupError(
           "TOKENIZER_MISMATCH",
-          `${context.reference.endpoint.url} tokenizes the corpus differently from ${target.endpoint.url}; perplexities over different tokens are not comparable.`,
-          { subject: context.reference.endpoint.url },
+          `${referenceEndpoint.endpoint.url} tokenizes the corpus differently from ${target.endpoint.url}; perplexities over different tokens are not comparable.`,
+          { subject: referenceEndpoint.endpoint.url },
         );
       }
-      const ref = await perplexities(context.reference, windows);
+      const ref = await perplexities(referenceEndpoint, windows);
       reference = ref.overall;
       referenceSamples = ref.perWindow;
     } else {
@@ -56,8 +57,8 @@ export const perplexityGate: Gate<Spec> = {
       value: measured.overall,
       arms: [
         { name: target.endpoint.url, samples: measured.perWindow, reference: false },
-        ...(referenceSamples.length > 0 && context.reference
-          ? [{ name: context.reference.endpoint.url, samples: referenceSamples, reference: true }]
+        ...(referenceSamples.length > 0 && referenceEndpoint
+          ? [{ name: referenceEndpoint.endpoint.url, samples: referenceSamples, reference: true }]
           : []),
       ],
       measured: {

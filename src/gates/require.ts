@@ -4,6 +4,7 @@ import type { GateContext } from "./gate.js";
 
 export function requireEndpoint(context: GateContext): ProbedEndpoint {
   if (context.endpoint) return context.endpoint;
+  if (context.endpointError) throw context.endpointError;
   throw new BringupError("GATE_NEEDS_ENDPOINT", "this gate runs against a server: pass --endpoint URL.");
 }
 
@@ -13,4 +14,10 @@ export function requireCorpus(context: GateContext): string {
     "GATE_NEEDS_CORPUS",
     "this gate needs the text corpus; reinstall bringup so corpus/ is present.",
   );
+}
+
+/** The reference endpoint when one was asked for; its probe error when it could not be reached. */
+export function optionalReference(context: GateContext): ProbedEndpoint | undefined {
+  if (context.referenceError) throw context.referenceError;
+  return context.reference;
 }
