@@ -43,7 +43,23 @@ describe("load", () => {
     );
     expect(most).toBe(3);
     expect(results.map((r) => r.index).sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
-    expect(new Set(results.map((r) => r.scheduledAt)).size).toBe(1);
+    // Closed loop: each request is timed from when its slot came free, not from time zero.
+    expect(new Set(results.map((r) => r.scheduledAt)).size).toBeGreaterThan(1);
+  });
+
+  it("times an open loop from the schedule even when the cap makes a request late", async () => {
+    const finished: number[] = [];
+    const results = await runLoad(
+      3,
+      { requestRate: 1000, burstiness: 1, maxConcurrency: 1, seed: 0 },
+      async (index, scheduledAt) => {
+        await new Promise((r) => setTimeout(r, 20));
+        finished[index] = performance.now();
+        return { index, scheduledAt };
+      },
+    );
+    // Request 2 was due a few ms in, but could only start once request 1 had finished.
+    expect(results.find((r) => r.index === 2)?.scheduledAt).toBeLessThan(finished[1] ?? 0);
   });
 
   it("refuses a bad shape", () => {

@@ -64,7 +64,8 @@ function normal(random: () => number): number {
 
 /**
  * Runs `send` for requests 0..count-1, each at its scheduled time and within the concurrency cap.
- * `send` gets the scheduled time so latency counts from it, even when a slot was late (open loop).
+ * With a request rate, `send` gets the scheduled time so latency counts from it even when a slot
+ * was late (no coordinated omission); without one, the time its slot came free.
  */
 export async function runLoad<R>(
   count: number,
@@ -107,8 +108,10 @@ export async function runLoad<R>(
       release();
       break;
     }
+    // A closed loop (no rate) times each request from when its slot freed; an open loop from its schedule.
+    const due = Number.isFinite(shape.requestRate) ? scheduledAt : performance.now();
     tasks.push(
-      send(index, scheduledAt).then(
+      send(index, due).then(
         (result) => {
           results.push(result);
           options.onResult?.(result);

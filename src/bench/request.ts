@@ -11,6 +11,12 @@ export interface Target {
   readonly apiKey?: string;
   /** vLLM's ignore_eos: generate exactly max_tokens. */
   readonly ignoreEos?: boolean;
+  /**
+   * How the tokens of each chunk are counted: "logprobs" (default) asks for the sampled token's
+   * logprob so every chunk lists its tokens, even one whose text the server held back; "chunks"
+   * counts each non-empty chunk as one token, as vLLM's bench serve does.
+   */
+  readonly tokenCounting?: "logprobs" | "chunks";
 }
 
 /** Why a request failed, in a few stable words (counted per reason in a run's report). */
@@ -73,6 +79,11 @@ export async function sendStreaming(
     stream_options: { include_usage: true },
     temperature: 0,
     ...(target.ignoreEos ? { ignore_eos: true } : {}),
+    ...(target.tokenCounting === "chunks"
+      ? {}
+      : chat
+        ? { logprobs: true, top_logprobs: 0 }
+        : { logprobs: 0 }),
   };
   const controller = new AbortController();
   const stallMs = options.stallTimeoutMs ?? 30_000;
