@@ -1,0 +1,151 @@
+import { cp, mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Command } from "commander";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { readRecords } from "../../records/index.js";
+import { type RunningServer, startServer } from "../../server/index.js";
+import { registerBench } from "./bench.js";
+import { registerRecords } from "./records.js";
+
+const FIXTURE = join(import.meta.dirname, "../../catalog/fixtures/valid");
+
+/** Runs commands in process, capturing stdout; a library error rejects. */
+async function run(args: string[]): Promise<string> {
+  const program = new Command("bringup").option("--root <dir>").exitOverride();
+  registerRecords(program);
+  registerBench(program);
+  const stdout: string[] = [];
+  const out = vi.spyOn(process.stdout, "write").mockImplementation((chunk) => stdout.push(String(chunk)) > 0);
+  try {
+    await program.parseAsync(["node", "bringup", ...args]);
+  } finally {
+    out.mockRestore();
+  }
+  return stdout.join("");
+}
+
+describe("bringup bench and records compare", () => {
+  let root: string;
+  let server: RunningServer;
+  const workload = [
+    "--num-prompts",
+    "3",
+    "--random-input-len",
+    "8",
+    "--random-output-len",
+    "4",
+    "--ignore-eos",
+  ];
+
+  beforeAll(async () => {
+    root = await mkdtemp(join(tmpdir(), "bringup-bench-cli-"));
+    await cp(FIXTURE, root, { recursive: true });
+    server = await startServer({ tinySize: "tiny", port: 0, threads: 1 });
+  });
+  afterAll(async () => {
+    await server.close();
+    await rm(root, { recursive: true, force: true });
+  });
+
+  it("bench run sweeps, prints JSON, writes records and a report with charts", async () => {
+    const reportDir = join(root, "report");
+    const out = await run([
+      "--root",
+      root,
+      "bench",
+      "run",
+      "--endpoint",
+      server.url,
+      ...workload,
+      "--max-concurrency",
+      "1,2",
+      "--metric-percentiles",
+      "50,99",
+      "--port",
+      "demo",
+      "--report-dir",
+      reportDir,
+      "--json",
+    ]);
+    const report = JSON.parse(out);
+    expect(report.model).toBe("tiny");
+    expect(report.points.map((p: { load: string }) => p.load)).toEqual([
+      "all at once, concurrency 1",
+      "all at once, concurrency 2",
+    ]);
+    expect(report.points[0].metrics.completed).toBe(3);
+    expect(report.points[0].metrics.tokenCheck.streamMismatches).toBe(0);
+    const records = await readRecords(join(root, "ports/demo/results"));
+    const ttft = records.find((r) => r.id.endsWith("-concurrency-1-ttft-ms"));
+    expect(ttft?.method).toBe("single-run");
+    expect(ttft?.arms[0]?.samples.length).toBe(3);
+    expect(ttft?.arms[0]?.fingerprint?.software?.bringup).toBeDefined();
+    const markdown = await readFile(join(reportDir, "report.md"), "utf8");
+    expect(markdown).toContain("![latency, all at once, concurrency 2](latency-2.svg)");
+    expect(await readFile(join(reportDir, "sweep.svg"), "utf8")).toMatch(/^<svg/);
+  });
+
+  it("bench ab records an interleaved A/B; chain refuses records that share no arm", async () => {
+    const out = await run([
+      "--root",
+      root,
+      "bench",
+      "ab",
+      "--a",
+      server.url,
+      "--b",
+      server.url,
+      "--a-name",
+      "first",
+      "--b-name",
+      "second",
+      "--blocks",
+      "2",
+      "--seed",
+      "5",
+      ...workload,
+      "--max-concurrency",
+      "1",
+      "--port",
+      "demo",
+      "--json",
+    ]);
+    const result = JSON.parse(out);
+    expect(result.method).toBe("same-node-ab");
+    expect(result.ratios.length).toBe(2);
+    expect(result.trials.map((t: { arm: string }) => t.arm).join("")).toBe("abbaabba");
+    const id = result.record as string;
+    await expect(run(["--root", root, "bench", "chain", id, id, "--dry-run"])).rejects.toMatchObject({
+      code: "CHAIN_NO_SHARED_ARM",
+    });
+  });
+
+  it("records compare refuses different fingerprints unless different-conditions, then names them", async () => {
+    const records = await readRecords(join(root, "ports/demo/results"));
+    const one = records.find((r) => r.id.endsWith("-concurrency-1-output-throughput"));
+    const two = records.find((r) => r.id.endsWith("-concurrency-2-output-throughput"));
+    const trial = (await readRecords(join(root, "ports/demo/results"))).find((r) => r.id.endsWith("-t001-a"));
+    if (!one || !two || !trial) throw new Error("records missing");
+    expect(await run(["--root", root, "records", "compare", one.id, two.id])).toMatch(
+      /the fingerprints match/,
+    );
+    // The A/B ran another seed's prompts, so its trials' fingerprints differ in the workload.
+    await expect(run(["--root", root, "records", "compare", one.id, trial.id])).rejects.toMatchObject({
+      code: "RECORDS_NOT_COMPARABLE",
+    });
+    const listed = await run([
+      "--root",
+      root,
+      "records",
+      "compare",
+      one.id,
+      trial.id,
+      "--method",
+      "different-conditions",
+      "--record",
+    ]);
+    expect(listed).toMatch(/different conditions:\ncondition.*\nworkload_hash\s+sha256:/);
+    expect(listed).toMatch(/recorded as demo\/compare-/);
+  });
+});
