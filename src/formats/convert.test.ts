@@ -174,12 +174,24 @@ describe("convertCheckpoint", () => {
 
   it("dequantizes MXFP4 to bf16 and encodes bf16 back to MXFP4 with the same values", async () => {
     const bf16 = join(root, "bf16");
-    await convertCheckpoint(source, bf16, { to: "bf16", workers: 0, chunkBytes: 1000 });
+    await convertCheckpoint(source, bf16, { to: "bf16", workers: 0, chunkBytes: 1000, verify: true });
     await expectSameValues(source, bf16);
     const config = JSON.parse(await readFile(join(bf16, "config.json"), "utf8"));
     expect(config.quantization_config).toBeUndefined();
     const back = join(root, "mxfp4");
-    const report = await convertCheckpoint(bf16, back, { to: "mxfp4", workers: 2 });
+    const report = await convertCheckpoint(bf16, back, { to: "mxfp4", workers: 2, verify: true });
+    expect(report.tensors.filter((t) => t.verified).map((t) => t.name)).toEqual([
+      "model.embed_tokens.weight",
+      "model.layers.0.input_layernorm.weight",
+    ]);
+    // MXFP4 weights copied into an MXFP4 target are checked as the weight they form.
+    const same = await convertCheckpoint(source, join(root, "mxfp4-again"), {
+      to: "mxfp4",
+      workers: 0,
+      verify: true,
+      include: /^$/,
+    });
+    expect(same.tensors.every((t) => t.exact && t.verified)).toBe(true);
     expect(report.tensors.filter((t) => t.to === "mxfp4").map((t) => t.name)).toEqual([
       "model.layers.0.mlp.experts.gate_up_proj",
       "model.layers.0.self_attn.q_proj.weight",

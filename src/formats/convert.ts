@@ -75,6 +75,8 @@ export const DEFAULT_KEEP = /embed|norm|lm_head|router|(^|\.)gate\.weight$|bias$
 const FLOATS = new Set<Dtype>(["F32", "F16", "BF16", "F64"]);
 
 interface Plan {
+  /** The logical weight this plan writes (or a stored part of, when copying). */
+  readonly weight: string;
   readonly tensor: LogicalTensor;
   readonly op: JobOp;
   readonly outputs: TensorLayout[];
@@ -91,27 +93,28 @@ function describe(tensor: LogicalTensor): string {
   return "mxfp4";
 }
 
-function plainOf(ck: Checkpoint, stored: string): LogicalTensor & { kind: "plain" } {
-  const info = ck.tensor(stored);
-  return { kind: "plain", name: stored, shape: info.shape, dtype: info.dtype, parts: [stored] };
-}
-
 function planTensors(ck: Checkpoint, options: ConvertOptions): Plan[] {
   const include = options.include ?? /./;
   const exclude = options.exclude ?? DEFAULT_KEEP;
   const plans: Plan[] = [];
   const keep = (tensor: LogicalTensor) => {
     for (const part of tensor.parts) {
-      const plain = plainOf(ck, part);
-      const rowBytes =
-        plain.shape.length === 0
-          ? dtypeBytes(plain.dtype)
-          : (plain.shape.at(-1) as number) * dtypeBytes(plain.dtype);
+      const info = ck.tensor(part);
+      const count = elementCount(info.shape);
+      // Copied as a column of elements, so even a huge 1-D tensor streams in bounded chunks.
+      const column: LogicalTensor = {
+        kind: "plain",
+        name: part,
+        shape: [count, 1],
+        dtype: info.dtype,
+        parts: [part],
+      };
       plans.push({
-        tensor: plain,
-        op: { op: "copy", stored: part, rowBytes },
-        outputs: [{ name: part, dtype: plain.dtype, shape: plain.shape }],
-        shard: basename(ck.tensor(part).file),
+        weight: tensor.name,
+        tensor: column,
+        op: { op: "copy", stored: part, rowBytes: dtypeBytes(info.dtype) },
+        outputs: [{ name: part, dtype: info.dtype, shape: info.shape }],
+        shard: basename(info.file),
         from: describe(tensor),
         to: describe(tensor),
         tiled: false,
@@ -120,7 +123,7 @@ function planTensors(ck: Checkpoint, options: ConvertOptions): Plan[] {
   };
   for (const tensor of detectLogicalTensors(ck.tensors)) {
     const shard = basename(ck.tensor(tensor.parts[0]).file);
-    const base = { tensor, shard, from: describe(tensor) };
+    const base = { weight: tensor.name, tensor, shard, from: describe(tensor) };
     const quantizable =
       tensor.kind === "plain" &&
       FLOATS.has(tensor.dtype) &&
@@ -219,9 +222,8 @@ function quantizationConfig(
     const kept = plans.filter(
       (p) =>
         p.op.op === "copy" &&
-        p.tensor.shape.length >= 2 &&
-        p.tensor.kind === "plain" &&
-        FLOATS.has(p.tensor.dtype),
+        (p.outputs[0] as TensorLayout).shape.length >= 2 &&
+        FLOATS.has((p.outputs[0] as TensorLayout).dtype),
     );
     const modules = [...new Set(kept.map((p) => p.tensor.name.replace(/\.(weight|bias)$/, "")))].sort();
     return { quant_method: "mxfp4", modules_to_not_convert: modules };
@@ -412,18 +414,21 @@ async function proveExact(
 ): Promise<void> {
   const report = await verifyCheckpoints(source, dir);
   const byName = new Map(report.weights.map((w) => [w.name, w]));
-  for (const [plan, result] of results) {
-    if (!result.exact) continue;
-    const compared = byName.get(plan.tensor.name);
+  const weights = new Map<string, Plan[]>();
+  for (const plan of results.keys()) weights.set(plan.weight, [...(weights.get(plan.weight) ?? []), plan]);
+  for (const [weight, plans] of weights) {
+    if (!plans.every((p) => results.get(p)?.exact === true)) continue;
+    const compared = byName.get(weight);
     if (compared === undefined || !compared.valuesIdentical) {
       throw new BringupError(
         "CONVERSION_NOT_EXACT",
-        `${output}: weight ${JSON.stringify(plan.tensor.name)} does not decode to the source's values` +
+        `${output}: weight ${JSON.stringify(weight)} does not decode to the source's values` +
           `${compared === undefined ? " (missing)" : ` (${compared.mismatches} differ, first at ${compared.firstMismatch})`}; this is a bug, please report it. Nothing was written.`,
-        { subject: `${output}#${plan.tensor.name}` },
+        { subject: `${output}#${weight}` },
       );
     }
-    results.set(plan, { ...result, verified: true });
+    for (const plan of plans)
+      results.set(plan, { ...(results.get(plan) as TensorConversion), verified: true });
   }
 }
 
