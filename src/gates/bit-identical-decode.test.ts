@@ -1,0 +1,56 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestServer } from "../client/test-servers.js";
+import { createTinyModel, findTinySize } from "../engine/index.js";
+import { type RunningServer, startServer } from "../server/index.js";
+import { runGateSession } from "./session.js";
+
+const twoBuilds = {
+  kind: "bit-identical-decode",
+  compare: "two-builds",
+  sampling: ["greedy", "seeded"],
+} as const;
+const closers: { close(): Promise<void> }[] = [];
+let a: RunningServer;
+let b: RunningServer;
+
+beforeAll(async () => {
+  const size = findTinySize("tiny");
+  if (!size) throw new Error("tiny size missing");
+  const model = await createTinyModel(size);
+  a = await startServer({ model, port: 0, threads: 1 });
+  b = await startServer({ model, port: 0, threads: 1 });
+  closers.push(a, b);
+});
+afterAll(async () => {
+  for (const c of closers.reverse()) await c.close();
+});
+
+describe("bit-identical decode gate", () => {
+  it("passes two servers of one model, greedy and seeded, and one server batched vs one at a time", async () => {
+    const ab = await runGateSession([twoBuilds], { endpointUrl: a.url, referenceUrl: b.url });
+    expect(ab.outcomes[0]?.status).toBe("passed");
+    expect(ab.outcomes[0]?.summary).toMatch(/^8\/8 decodes bit-identical/);
+    const batch = { ...twoBuilds, compare: "batch-invariance" } as const;
+    const one = await runGateSession([batch], { endpointUrl: a.url });
+    expect(one.outcomes[0]?.status).toBe("passed");
+  });
+
+  it("fails an endpoint whose sampler ignores the seed (nondeterministic)", async () => {
+    const unseeded = await startTestServer({
+      upstream: a.url,
+      rewriteRequest: (_path, body) => ({ ...(body as object), seed: undefined }),
+    });
+    closers.push(unseeded);
+    const seeded = { ...twoBuilds, sampling: ["seeded"] } as const;
+    const { outcomes } = await runGateSession([seeded], { endpointUrl: unseeded.url, referenceUrl: b.url });
+    expect(outcomes[0]?.status).toBe("failed");
+    expect(outcomes[0]?.arms?.[0]?.samples.some((s) => s > 0)).toBe(true);
+  });
+
+  it("is not run without the other build, or for golden files", async () => {
+    const alone = await runGateSession([twoBuilds], { endpointUrl: a.url });
+    expect(alone.outcomes[0]?.code).toBe("GATE_NEEDS_REFERENCE");
+    const golden = await runGateSession([{ ...twoBuilds, compare: "golden" }], { endpointUrl: a.url });
+    expect(golden.outcomes[0]?.status).toBe("not-run");
+  });
+});
