@@ -29,6 +29,7 @@ import {
   type Workload,
 } from "../../bench/index.js";
 import { loadCatalog, RESULTS_DIR } from "../../catalog/index.js";
+import { normalizeBaseUrl, probeEndpoint } from "../../client/index.js";
 import { writeDirectoryAtomic } from "../../common/atomic-write.js";
 import { BringupError } from "../../common/errors.js";
 import { appendRecord, type BenchRecord, type Fingerprint } from "../../records/index.js";
@@ -222,56 +223,32 @@ async function buildWorkload(flags: WorkloadFlags): Promise<Workload> {
   });
 }
 
-/** The served model: --model, else the first entry of /v1/models. */
-async function resolveTarget(url: string, flags: WorkloadFlags): Promise<Target> {
-  const base = url.replace(/\/+$/, "").replace(/\/v1$/, "");
+/**
+ * Probes the endpoint (src/client): the served model (unless --model names one) and its
+ * fingerprint; bench adds the endpoint type it measures to the fingerprint's flags.
+ */
+async function resolveTarget(
+  url: string,
+  flags: WorkloadFlags,
+): Promise<{ target: Target; fingerprint: Fingerprint }> {
   const apiKey = flags.apiKey ?? process.env.OPENAI_API_KEY;
-  let model = flags.model;
-  if (model === undefined) {
-    const response = await fetch(`${base}/v1/models`, {
-      headers: apiKey ? { authorization: `Bearer ${apiKey}` } : {},
-    }).catch((error: unknown) => {
-      throw new BringupError("BENCH_ENDPOINT_UNREACHABLE", `cannot reach ${base}; is the server up?`, {
-        subject: base,
-        cause: error,
-      });
-    });
-    const body = (await response.json().catch(() => ({}))) as { data?: { id?: unknown }[] };
-    const id = body.data?.[0]?.id;
-    if (!response.ok || typeof id !== "string") {
-      throw new BringupError(
-        "BENCH_MODEL_UNKNOWN",
-        `${base}/v1/models did not name a model (HTTP ${response.status}); pass --model.`,
-        { subject: base },
-      );
-    }
-    model = id;
-  }
-  return {
-    url: base,
-    model,
-    endpointType: flags.endpointType,
-    ...(apiKey ? { apiKey } : {}),
-    ...(flags.ignoreEos ? { ignoreEos: true } : {}),
+  const { probe } = await probeEndpoint(url, apiKey ? { apiKey } : {});
+  const model = flags.model ?? probe.model;
+  const fingerprint: Fingerprint = {
+    ...probe.fingerprint,
+    software: { ...probe.fingerprint.software, model },
+    server_flags: [...(probe.fingerprint.server_flags ?? []), `bench-endpoint-type=${flags.endpointType}`],
   };
-}
-
-/** What bench can say of an endpoint: its server and version from /version, and the served model. */
-async function endpointFingerprint(target: Target): Promise<Fingerprint> {
-  const flags = [`model=${target.model}`, `endpoint-type=${target.endpointType ?? "completions"}`];
-  try {
-    const response = await fetch(`${target.url}/version`, { signal: AbortSignal.timeout(5_000) });
-    const body = (await response.json()) as { version?: unknown; server?: unknown };
-    if (response.ok && typeof body.version === "string") {
-      return {
-        software: { [typeof body.server === "string" ? body.server : "vllm"]: body.version },
-        server_flags: flags,
-      };
-    }
-  } catch {
-    // the endpoint has no /version; the fingerprint says only what was sent
-  }
-  return { server_flags: flags };
+  return {
+    target: {
+      url: probe.url,
+      model,
+      endpointType: flags.endpointType,
+      ...(apiKey ? { apiKey } : {}),
+      ...(flags.ignoreEos ? { ignoreEos: true } : {}),
+    },
+    fingerprint,
+  };
 }
 
 function percentilesOf(flags: WorkloadFlags): { metrics: string[]; percentiles: number[] } {
@@ -357,11 +334,11 @@ export function registerBench(program: Command): void {
       flags: WorkloadFlags & { endpoint: string; maxConcurrency?: number[]; requestRate?: number[] },
       command: Command,
     ) => {
-      const target = await resolveTarget(flags.endpoint, flags);
+      const { target, fingerprint: probed } = await resolveTarget(flags.endpoint, flags);
       const workload = await buildWorkload(flags);
       const { metrics: percentileMetrics, percentiles } = percentilesOf(flags);
       const resultsDir = await resultsDirOf(command, flags.port);
-      const fingerprint = armFingerprint(await endpointFingerprint(target), workload.hash);
+      const fingerprint = armFingerprint(probed, workload.hash);
       const rates = flags.requestRate ?? [Number.POSITIVE_INFINITY];
       const concurrencies: (number | undefined)[] = flags.maxConcurrency ?? [undefined];
       const id = runId("run");
@@ -536,17 +513,15 @@ export function registerBench(program: Command): void {
       const spec = trialMetric(flags.metric);
       const names = { a: flags.aName, b: flags.bName };
       const switchTo = flags.switch
-        ? shellSwitch(flags.switch, `${urlA.replace(/\/+$/, "").replace(/\/v1$/, "")}/health`, names, {
+        ? shellSwitch(flags.switch, `${normalizeBaseUrl(urlA)}/health`, names, {
             readyTimeoutMs: flags.switchTimeout * 1000,
           })
         : undefined;
       // With a switch, each arm is identified while it is the one running.
       if (switchTo) await switchTo("a");
-      const targetA = await resolveTarget(urlA, flags);
-      const fingerprintA = await endpointFingerprint(targetA);
+      const { target: targetA, fingerprint: fingerprintA } = await resolveTarget(urlA, flags);
       if (switchTo) await switchTo("b");
-      const targetB = await resolveTarget(urlB, flags);
-      const fingerprintB = await endpointFingerprint(targetB);
+      const { target: targetB, fingerprint: fingerprintB } = await resolveTarget(urlB, flags);
       const workload = await buildWorkload(flags);
       const resultsDir = await resultsDirOf(command, flags.port);
       const { percentiles } = percentilesOf(flags);
