@@ -17,6 +17,8 @@ export interface Target {
    * counts each non-empty chunk as one token, as vLLM's bench serve does.
    */
   readonly tokenCounting?: "logprobs" | "chunks";
+  /** false sends non-streaming requests: the whole answer is one chunk, timed when its body is read. */
+  readonly stream?: boolean;
 }
 
 /** Why a request failed, in a few stable words (counted per reason in a run's report). */
@@ -26,6 +28,7 @@ export type FailureReason =
   | "stall"
   | "timeout"
   | "malformed-sse"
+  | "malformed-json"
   | "error-event"
   | "truncated"
   | "no-tokens";
@@ -64,6 +67,7 @@ export async function sendStreaming(
   options: SendOptions = {},
 ): Promise<RequestResult> {
   const chat = target.endpointType === "chat";
+  const streaming = target.stream !== false;
   if (chat && typeof request.prompt !== "string") {
     throw new BringupError(
       "BENCH_CHAT_NEEDS_TEXT",
@@ -75,8 +79,7 @@ export async function sendStreaming(
     ...(chat ? { messages: [{ role: "user", content: request.prompt }] } : { prompt: request.prompt }),
     max_tokens: request.maxTokens,
     ...(chat ? { max_completion_tokens: request.maxTokens } : {}),
-    stream: true,
-    stream_options: { include_usage: true },
+    ...(streaming ? { stream: true, stream_options: { include_usage: true } } : {}),
     temperature: 0,
     ...(target.ignoreEos ? { ignore_eos: true } : {}),
     ...(target.tokenCounting === "chunks"
@@ -136,6 +139,7 @@ export async function sendStreaming(
         failure: { reason: "http-error", message: `HTTP ${response.status}${detail ? `: ${detail}` : ""}` },
       });
     }
+    if (!streaming) return result(await readWhole(response, chunkTimes, chunkTokens, (t) => (text = t)));
     const stream = await readTokenStream(watch(response.body, alive), {
       onChunk: (chunk) => {
         chunkTimes.push(chunk.receivedAt);
@@ -159,6 +163,44 @@ export async function sendStreaming(
     clearTimeout(totalTimer);
     options.signal?.removeEventListener("abort", onOuterAbort);
   }
+}
+
+/** Reads a non-streaming answer as one chunk holding all its tokens. */
+async function readWhole(
+  response: Response,
+  chunkTimes: number[],
+  chunkTokens: number[],
+  setText: (text: string) => void,
+): Promise<Partial<RequestResult> & { ok: boolean }> {
+  const raw = await response.text();
+  const at = performance.now();
+  let body: {
+    choices?: { text?: unknown; message?: { content?: unknown } }[];
+    usage?: Record<string, unknown>;
+  };
+  try {
+    body = JSON.parse(raw);
+  } catch {
+    return {
+      ok: false,
+      failure: { reason: "malformed-json", message: `the answer is not JSON: ${raw.slice(0, 80)}` },
+    };
+  }
+  const choice = body.choices?.[0];
+  const text = typeof choice?.text === "string" ? choice.text : choice?.message?.content;
+  const completion = body.usage?.completion_tokens;
+  const prompt = body.usage?.prompt_tokens;
+  if (typeof text !== "string" || typeof completion !== "number") {
+    return { ok: false, failure: { reason: "no-tokens", message: "the answer has no text or no usage" } };
+  }
+  setText(text);
+  chunkTimes.push(at);
+  chunkTokens.push(completion);
+  return {
+    ok: true,
+    usageTokens: completion,
+    ...(typeof prompt === "number" ? { promptTokens: prompt } : {}),
+  };
 }
 
 /** Passes the body through, calling `alive` for every read so the stall timer restarts. */

@@ -1,6 +1,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
+import { startServer } from "../server/index.js";
 import { runBench } from "./run.js";
 import { randomWorkload } from "./workload.js";
 
@@ -78,5 +79,26 @@ describe("runBench against a misbehaving endpoint", () => {
     expect(result.metrics.ttft.count).toBe(2);
     expect(result.metrics.itl.count).toBe(4);
     expect(result.tokenizerSkipped).toMatch(/404/);
+  });
+});
+
+describe("runBench against the embedded server", () => {
+  it("measures streaming and non-streaming requests, with usage matching the stream's token count", async () => {
+    const server = await startServer({ tinySize: "tiny", port: 0, threads: 1 });
+    try {
+      const workload = randomWorkload({ numPrompts: 3, inputLen: 8, outputLen: 5, seed: 4 });
+      const target = { url: server.url, model: server.modelName, ignoreEos: true };
+      const streamed = await runBench({ target, workload, maxConcurrency: 2 });
+      expect(streamed.metrics.completed).toBe(3);
+      expect(streamed.metrics.totalOutputTokens).toBe(15);
+      expect(streamed.metrics.tokenCheck.streamMismatches).toBe(0);
+      expect(streamed.metrics.tokenCheck.tokenizerMismatches).toBeDefined();
+      expect(streamed.metrics.itl.count).toBe(12);
+      const whole = await runBench({ target: { ...target, stream: false }, workload, checkTokenizer: false });
+      expect(whole.metrics.completed).toBe(3);
+      expect(whole.requests.every((r) => r.chunkTokens[0] === 5)).toBe(true);
+    } finally {
+      await server.close();
+    }
   });
 });
