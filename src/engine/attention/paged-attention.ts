@@ -22,6 +22,7 @@ export interface AttentionParams {
 }
 
 /**
+ * The scalar reference for attention (the fast kernel is attention-kernel.ts).
  * Grouped-query attention of one token over a paged cache: each group of numHeads/numKvHeads query
  * heads shares one key/value head. Scores are summed position by position in a fixed order, so the
  * result depends only on the sequence itself, not on what else is in the batch.

@@ -19,8 +19,9 @@ export class LayerKvCache {
   ) {
     this.keyStride = numKvHeads * headDim;
     this.valueStride = numKvHeads * vHeadDim;
-    this.keys = new Float32Array(numBlocks * spec.blockSize * this.keyStride);
-    this.values = new Float32Array(numBlocks * spec.blockSize * this.valueStride);
+    // Shared so the pool's worker threads can read the cache in place.
+    this.keys = new Float32Array(new SharedArrayBuffer(numBlocks * spec.blockSize * this.keyStride * 4));
+    this.values = new Float32Array(new SharedArrayBuffer(numBlocks * spec.blockSize * this.valueStride * 4));
   }
 
   /** The slot of position `pos` for a sequence with block table `blocks`. */

@@ -8,6 +8,12 @@ import { BringupError } from "../../common/errors.js";
 export interface CacheSpec {
   readonly kind: string;
   readonly blockSize: number;
+  /**
+   * 0 when block index = floor(pos / blockSize); otherwise positions cycle through this many blocks
+   * (a window kept as a ring), block index = floor(pos / blockSize) mod ringBlocks. The attention
+   * kernel computes slots from this number because it runs in worker threads that cannot call methods.
+   */
+  readonly ringBlocks: number;
   /** Blocks a sequence must hold once it has `numTokens` tokens (positions 0..numTokens-1). */
   blocksNeeded(numTokens: number): number;
   /** Index into the sequence's block table of the block that stores position `pos`. */
@@ -19,6 +25,7 @@ export interface CacheSpec {
 /** Every position is kept and attended: the standard causal layout. */
 export class FullCacheSpec implements CacheSpec {
   readonly kind = "full";
+  readonly ringBlocks = 0;
 
   constructor(readonly blockSize: number) {}
 

@@ -1,12 +1,32 @@
 import { availableParallelism } from "node:os";
 import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from "node:worker_threads";
 import { BringupError } from "../../common/errors.js";
+import { attendTokens } from "../attention/attention-kernel.js";
 import { DTYPE_CODE, type Weight } from "../tensor/weight.js";
 import { buildDecodeTables, type DecodeTables, matmulRange } from "./matmul-kernel.js";
 import { compileSimdTile, instantiateTile, type SimdTile, type WasmModule } from "./simd-module.js";
 
 /** Below this many multiply-adds a matmul stays on the calling thread: waking workers costs more. */
 const PARALLEL_MIN_MACS = 1 << 16;
+
+/** One layer's attention over a step: what pool.attention needs (see attendTokens). */
+export interface AttentionJob {
+  /** Per token: position, first visible position, offset of its block table in `tables`. */
+  readonly meta: Int32Array;
+  readonly tables: Int32Array;
+  readonly blockSize: number;
+  readonly ringBlocks: number;
+  readonly q: Float32Array;
+  readonly out: Float32Array;
+  readonly keys: Float32Array;
+  readonly values: Float32Array;
+  readonly numHeads: number;
+  readonly numKvHeads: number;
+  readonly headDim: number;
+  readonly vHeadDim: number;
+  readonly scale: number;
+  readonly sinks: Float32Array | null;
+}
 
 /** Control slots in the shared Int32Array. */
 const SEQ = 0;
@@ -27,6 +47,12 @@ export class MatmulPool {
   private readonly ctrl = new Int32Array(new SharedArrayBuffer(16));
   private readonly workers: { worker: Worker; port: MessagePort }[] = [];
   private readonly weightIds = new WeakMap<Weight, number>();
+  private readonly kvIds = new WeakMap<Float32Array, number>();
+  private readonly attnScratch = {
+    scores: new Float64Array(256),
+    acc: new Float64Array(64),
+    slots: new Int32Array(256),
+  };
   private nextWeightId = 0;
   private xStage = new Float32Array(new SharedArrayBuffer(4));
   private outStage = new Float32Array(new SharedArrayBuffer(4));
@@ -197,6 +223,88 @@ export class MatmulPool {
     }
   }
 
+  /**
+   * Attention for every token of a step (see attendTokens), split between the threads by cost
+   * (the number of positions each token reads), so long prefills use every core.
+   */
+  attention(job: AttentionJob): void {
+    const { meta, numHeads, headDim, vHeadDim } = job;
+    const T = meta.length / 3;
+    const cost = new Float64Array(T + 1);
+    for (let t = 0; t < T; t++)
+      cost[t + 1] = (cost[t] as number) + ((meta[3 * t] as number) - (meta[3 * t + 1] as number) + 1);
+    const total = cost[T] as number;
+    const helpers = this.workers.length;
+    const run = (q: Float32Array, out: Float32Array, t0: number, t1: number) =>
+      attendTokens(
+        t0,
+        t1,
+        meta,
+        job.tables,
+        job.blockSize,
+        job.ringBlocks,
+        q,
+        out,
+        job.keys,
+        job.values,
+        numHeads,
+        job.numKvHeads,
+        headDim,
+        vHeadDim,
+        job.scale,
+        job.sinks,
+        this.attnScratch,
+      );
+    if (helpers === 0 || this.closed || total * numHeads * (headDim + vHeadDim) < PARALLEL_MIN_MACS) {
+      run(job.q, job.out, 0, T);
+      return;
+    }
+    const id = this.registerKv(job.keys, job.values);
+    const qLen = T * numHeads * headDim;
+    const outLen = T * numHeads * vHeadDim;
+    const stagedQ = this.stage("x", qLen);
+    stagedQ.set(job.q.subarray(0, qLen));
+    const stagedOut = this.stage("out", outLen);
+    // Token boundaries where the cumulative cost crosses each 1/parts share.
+    const parts = helpers + 1;
+    const bounds = [0];
+    for (let p = 1; p < parts; p++) {
+      let t = bounds[p - 1] as number;
+      while (t < T && (cost[t] as number) < (total * p) / parts) t++;
+      bounds.push(t);
+    }
+    bounds.push(T);
+    Atomics.store(this.ctrl, DONE, 0);
+    let expected = 0;
+    for (let i = 0; i < helpers; i++) {
+      const t0 = bounds[i + 1] as number;
+      const t1 = bounds[i + 2] as number;
+      if (t0 >= t1) continue;
+      expected++;
+      this.workers[i]?.port.postMessage({
+        type: "attn",
+        id,
+        t0,
+        t1,
+        meta,
+        tables: job.tables,
+        blockSize: job.blockSize,
+        ringBlocks: job.ringBlocks,
+        numHeads,
+        numKvHeads: job.numKvHeads,
+        headDim,
+        vHeadDim,
+        scale: job.scale,
+        sinks: job.sinks,
+      });
+    }
+    Atomics.add(this.ctrl, SEQ, 1);
+    Atomics.notify(this.ctrl, SEQ);
+    run(stagedQ, stagedOut, 0, bounds[1] as number);
+    this.waitForHelpers(expected);
+    job.out.set(stagedOut.subarray(0, outLen));
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     const workers = this.workers.splice(0);
@@ -235,6 +343,21 @@ export class MatmulPool {
     return id;
   }
 
+  private registerKv(keys: Float32Array, values: Float32Array): number {
+    const known = this.kvIds.get(keys);
+    if (known !== undefined) return known;
+    if (!(keys.buffer instanceof SharedArrayBuffer && values.buffer instanceof SharedArrayBuffer)) {
+      throw new BringupError(
+        "ENGINE_KV_NOT_SHARED",
+        "KV caches must live in SharedArrayBuffers to be read by worker threads.",
+      );
+    }
+    const id = this.nextWeightId++;
+    this.kvIds.set(keys, id);
+    for (const { port } of this.workers) port.postMessage({ type: "kv", id, keys, values });
+    return id;
+  }
+
   private stage(which: "x" | "out", length: number): Float32Array {
     const current = which === "x" ? this.xStage : this.outStage;
     if (current.length >= length) return current;
@@ -252,6 +375,7 @@ export class MatmulPool {
  */
 function workerMain(
   kernel: typeof matmulRange,
+  attend: typeof attendTokens,
   buildTables: typeof buildDecodeTables,
   threads: typeof import("node:worker_threads"),
 ): void {
@@ -279,6 +403,12 @@ function workerMain(
     mxScales: Uint8Array | null;
   };
   const weights = new Map<number, Registered>();
+  const kvs = new Map<number, { keys: Float32Array; values: Float32Array }>();
+  const attnScratch = {
+    scores: new Float64Array(256),
+    acc: new Float64Array(64),
+    slots: new Int32Array(256),
+  };
   let x = new Float32Array(1);
   let out = new Float32Array(1);
   let scratch = new Float32Array(1);
@@ -292,7 +422,36 @@ function workerMain(
       if (received === undefined) break;
       const msg = received.message;
       if (msg.type === "weight") weights.set(msg.id, msg);
-      else if (msg.type === "stage") {
+      else if (msg.type === "kv") kvs.set(msg.id, msg);
+      else if (msg.type === "attn") {
+        try {
+          const kv = kvs.get(msg.id) as { keys: Float32Array; values: Float32Array };
+          attend(
+            msg.t0,
+            msg.t1,
+            msg.meta,
+            msg.tables,
+            msg.blockSize,
+            msg.ringBlocks,
+            x,
+            out,
+            kv.keys,
+            kv.values,
+            msg.numHeads,
+            msg.numKvHeads,
+            msg.headDim,
+            msg.vHeadDim,
+            msg.scale,
+            msg.sinks,
+            attnScratch,
+          );
+        } catch (error) {
+          port.postMessage({ type: "error", message: String((error as Error)?.stack ?? error) });
+          Atomics.store(ctrl, 2, 1);
+        }
+        Atomics.add(ctrl, 1, 1);
+        Atomics.notify(ctrl, 1);
+      } else if (msg.type === "stage") {
         if (msg.which === "x") x = msg.buffer;
         else out = msg.buffer;
       } else if (msg.type === "job") {
@@ -335,5 +494,5 @@ function workerMain(
 const WORKER_SOURCE = `"use strict";
 const __name = (f) => f;
 const threads = require("node:worker_threads");
-(${workerMain.toString()})((${matmulRange.toString()}), (${buildDecodeTables.toString()}), threads);
+(${workerMain.toString()})((${matmulRange.toString()}), (${attendTokens.toString()}), (${buildDecodeTables.toString()}), threads);
 `;

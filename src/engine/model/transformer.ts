@@ -1,5 +1,4 @@
 import { BringupError } from "../../common/errors.js";
-import { AttentionScratch, pagedAttention } from "../attention/paged-attention.js";
 import type { LayerKvCache } from "../cache/kv-cache.js";
 import type { ModelConfig } from "../config.js";
 import { embed } from "../kernels/embedding.js";
@@ -27,7 +26,6 @@ export interface ForwardBatch {
  */
 export class Transformer {
   private readonly ropes: Rope[];
-  private readonly scratch = new AttentionScratch();
 
   constructor(
     readonly config: ModelConfig,
@@ -107,24 +105,40 @@ export class Transformer {
       const blocks = (batch.blockTables[t] as readonly (readonly number[])[])[group] as readonly number[];
       cache.write(cache.slot(blocks, pos), k, t * numKvHeads * headDim, v, t * numKvHeads * vHeadDim);
     }
-    const out = new Float32Array(T * numHeads * vHeadDim);
-    const params = { numHeads, scale: 1 / Math.sqrt(headDim), ...(aw.sinks ? { sinks: aw.sinks } : {}) };
+    // Each distinct block table once; tokens point at their sequence's table.
+    const meta = new Int32Array(3 * T);
+    const offsets = new Map<readonly number[], number>();
+    const flat: number[] = [];
     for (let t = 0; t < T; t++) {
       const blocks = (batch.blockTables[t] as readonly (readonly number[])[])[group] as readonly number[];
-      pagedAttention(
-        {
-          q,
-          qOffset: t * numHeads * headDim,
-          blocks,
-          pos: batch.positions[t] as number,
-          out,
-          outOffset: t * numHeads * vHeadDim,
-        },
-        cache,
-        params,
-        this.scratch,
-      );
+      let offset = offsets.get(blocks);
+      if (offset === undefined) {
+        offset = flat.length;
+        offsets.set(blocks, offset);
+        flat.push(...blocks);
+      }
+      const pos = batch.positions[t] as number;
+      meta[3 * t] = pos;
+      meta[3 * t + 1] = cache.spec.firstVisible(pos);
+      meta[3 * t + 2] = offset;
     }
+    const out = new Float32Array(T * numHeads * vHeadDim);
+    this.pool.attention({
+      meta,
+      tables: Int32Array.from(flat),
+      blockSize: cache.spec.blockSize,
+      ringBlocks: cache.spec.ringBlocks,
+      q,
+      out,
+      keys: cache.keys,
+      values: cache.values,
+      numHeads,
+      numKvHeads,
+      headDim,
+      vHeadDim,
+      scale: 1 / Math.sqrt(headDim),
+      sinks: aw.sinks ?? null,
+    });
     const o = new Float32Array(T * this.config.hiddenSize);
     this.pool.matmul(out, T, aw.o, o);
     return o;
