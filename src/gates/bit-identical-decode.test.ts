@@ -1,14 +1,20 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Gate as GateSpec } from "../catalog/index.js";
 import { startTestServer } from "../client/test-servers.js";
 import { createTinyModel, findTinySize } from "../engine/index.js";
 import { type RunningServer, startServer } from "../server/index.js";
 import { runGateSession } from "./session.js";
 
-const twoBuilds = {
+type Compare = "two-builds" | "batch-invariance" | "golden";
+const decodeGate = (
+  compare: Compare,
+  sampling: ("greedy" | "seeded")[] = ["greedy", "seeded"],
+): GateSpec => ({
   kind: "bit-identical-decode",
-  compare: "two-builds",
-  sampling: ["greedy", "seeded"],
-} as const;
+  compare,
+  sampling,
+});
+const twoBuilds = decodeGate("two-builds");
 const closers: { close(): Promise<void> }[] = [];
 let a: RunningServer;
 let b: RunningServer;
@@ -30,7 +36,7 @@ describe("bit-identical decode gate", () => {
     const ab = await runGateSession([twoBuilds], { endpointUrl: a.url, referenceUrl: b.url });
     expect(ab.outcomes[0]?.status).toBe("passed");
     expect(ab.outcomes[0]?.summary).toMatch(/^8\/8 decodes bit-identical/);
-    const batch = { ...twoBuilds, compare: "batch-invariance" } as const;
+    const batch = decodeGate("batch-invariance");
     const one = await runGateSession([batch], { endpointUrl: a.url });
     expect(one.outcomes[0]?.status).toBe("passed");
   });
@@ -41,7 +47,7 @@ describe("bit-identical decode gate", () => {
       rewriteRequest: (_path, body) => ({ ...(body as object), seed: undefined }),
     });
     closers.push(unseeded);
-    const seeded = { ...twoBuilds, sampling: ["seeded"] } as const;
+    const seeded = decodeGate("two-builds", ["seeded"]);
     const { outcomes } = await runGateSession([seeded], { endpointUrl: unseeded.url, referenceUrl: b.url });
     expect(outcomes[0]?.status).toBe("failed");
     expect(outcomes[0]?.arms?.[0]?.samples.some((s) => s > 0)).toBe(true);
@@ -50,7 +56,7 @@ describe("bit-identical decode gate", () => {
   it("is not run without the other build, or for golden files", async () => {
     const alone = await runGateSession([twoBuilds], { endpointUrl: a.url });
     expect(alone.outcomes[0]?.code).toBe("GATE_NEEDS_REFERENCE");
-    const golden = await runGateSession([{ ...twoBuilds, compare: "golden" }], { endpointUrl: a.url });
+    const golden = await runGateSession([decodeGate("golden")], { endpointUrl: a.url });
     expect(golden.outcomes[0]?.status).toBe("not-run");
   });
 });

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Gate as GateSpec } from "../catalog/index.js";
 import { createTinyModel, findTinySize } from "../engine/index.js";
 import { type RunningServer, startServer } from "../server/index.js";
 import { runGateSession } from "./session.js";
@@ -19,7 +20,7 @@ afterAll(async () => {
   await full?.close();
 });
 
-const gate = (expected_ratio: number) => ({ kind: "kv-capacity", expected_ratio, tolerance: 0.02 }) as const;
+const gate = (expected_ratio: number): GateSpec => ({ kind: "kv-capacity", expected_ratio, tolerance: 0.02 });
 
 describe("KV capacity gate", () => {
   it("passes the ratio the layout promises against a full-attention reference endpoint", async () => {

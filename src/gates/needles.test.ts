@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Gate as GateSpec } from "../catalog/index.js";
 import { readCorpus } from "../engine/index.js";
 import { createRetrievalModel } from "../engine/tiny/retrieval.js";
 import { type RunningServer, startServer } from "../server/index.js";
@@ -7,7 +8,7 @@ import { runGateSession } from "./session.js";
 
 // The manifest's lengths (16K to 1M) are for real hardware; here two short ones keep it to seconds.
 const contexts = [256, 512];
-const spec = { kind: "needles", contexts: [16384, 131072], needles: 3, min_retrieved: 3 } as const;
+const spec: GateSpec = { kind: "needles", contexts: [16384, 131072], needles: 3, min_retrieved: 3 };
 let corpus: string;
 let retrieval: RunningServer;
 let random: RunningServer;

@@ -2,11 +2,12 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Gate as GateSpec } from "../catalog/index.js";
 import { findTinySize, generateTinyModel, readCorpus, writeTinyModel } from "../engine/index.js";
 import { type RunningServer, startServer } from "../server/index.js";
 import { runGateSession } from "./session.js";
 
-const spec = { kind: "perplexity", reference: "the unconverted model", max_relative_diff: 0.01 } as const;
+const spec: GateSpec = { kind: "perplexity", reference: "the unconverted model", max_relative_diff: 0.01 };
 const small = { windowTokens: 128, windows: 2 };
 let corpus: string;
 let dir: string;

@@ -2,11 +2,12 @@ import { cp, mkdtemp, open, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Gate as GateSpec } from "../catalog/index.js";
 import { findTinySize, generateTinyModel, readCorpus, writeTinyModel } from "../engine/index.js";
 import { openSafetensors } from "../formats/index.js";
 import { runGateSession } from "./session.js";
 
-const spec = { kind: "weights-bit-identity", conversion: "copy of the checkpoint" } as const;
+const spec: GateSpec = { kind: "weights-bit-identity", conversion: "copy of the checkpoint" };
 let dir: string;
 
 beforeAll(async () => {

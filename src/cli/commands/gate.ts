@@ -1,0 +1,165 @@
+import { join } from "node:path";
+import { type Command, InvalidArgumentError } from "commander";
+import { GATE_KINDS, type Gate as GateSpec, loadCatalog, RESULTS_DIR } from "../../catalog/index.js";
+import { BringupError } from "../../common/errors.js";
+import { readCorpus } from "../../engine/index.js";
+import { allPassed, appendGateRecords, type GateOutcome, runGateSession } from "../../gates/index.js";
+import { projectRoot } from "../root.js";
+import { table } from "./ports.js";
+
+interface GateOptions {
+  endpoint?: string;
+  reference?: string;
+  referenceValue?: number;
+  fullAttentionCapacity?: number;
+  only?: string[];
+  contexts?: number[];
+  window?: number;
+  windows?: number;
+  source?: string;
+  converted?: string;
+  timeout?: number;
+  record: boolean;
+  json?: boolean;
+}
+
+function positiveNumber(value: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError("expected a number above 0.");
+  return n;
+}
+
+function positiveInt(value: string): number {
+  if (!/^\d+$/.test(value) || Number(value) < 1)
+    throw new InvalidArgumentError("expected a whole number >= 1.");
+  return Number(value);
+}
+
+function kinds(value: string): string[] {
+  const list = value
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
+  const unknown = list.filter((k) => !(GATE_KINDS as readonly string[]).includes(k));
+  if (unknown.length > 0 || list.length === 0)
+    throw new InvalidArgumentError(`expected gate kinds from ${GATE_KINDS.join(", ")}.`);
+  return list;
+}
+
+function lengths(value: string): number[] {
+  return value.split(",").map((s) => positiveInt(s.trim()));
+}
+
+export function registerGate(program: Command): void {
+  program
+    .command("gate")
+    .description(
+      "run a port's correctness gates against an OpenAI-compatible endpoint and record the results",
+    )
+    .argument("<port>", "port id, as in ports/<id>/")
+    .option("--endpoint <url>", "the server under test, e.g. http://127.0.0.1:8000")
+    .option(
+      "--reference <url>",
+      "a reference endpoint measured in the same session (perplexity, two builds, full-attention KV)",
+    )
+    .option("--reference-value <ppl>", "a recorded reference perplexity", positiveNumber)
+    .option(
+      "--full-attention-capacity <tokens>",
+      "KV token capacity of a full-attention layout in the same memory",
+      positiveInt,
+    )
+    .option("--only <kinds>", `comma-separated gate kinds (${GATE_KINDS.join(", ")})`, kinds)
+    .option(
+      "--contexts <lengths>",
+      "needle context lengths to run instead of the manifest's, e.g. 1024,2048",
+      lengths,
+    )
+    .option("--window <tokens>", "perplexity window length in tokens (default 512)", positiveInt)
+    .option("--windows <n>", "number of perplexity windows (default 4)", positiveInt)
+    .option("--source <dir>", "weights gate: the source checkpoint")
+    .option("--converted <dir>", "weights gate: the converted checkpoint")
+    .option("--timeout <ms>", "per-request timeout in milliseconds (default 60000)", positiveInt)
+    .option("--no-record", "do not append records to the port's results")
+    .option("--json", "print JSON")
+    .action(async (port: string, options: GateOptions, command: Command) => {
+      if (options.reference !== undefined && options.referenceValue !== undefined) {
+        throw new BringupError("BAD_ARGUMENT", "pass either --reference or --reference-value, not both.");
+      }
+      const catalog = await loadCatalog(projectRoot(command));
+      const loaded = catalog.ports.find((p) => p.id === port);
+      if (!loaded) {
+        throw new BringupError(
+          "PORT_UNKNOWN",
+          `there is no port "${port}"; \`bringup ports list\` names them.`,
+          { subject: port },
+        );
+      }
+      const specs: GateSpec[] = loaded.manifest.gates.filter(
+        (g) => !options.only || options.only.includes(g.kind),
+      );
+      if (specs.length === 0) {
+        throw new BringupError(
+          "NO_GATES",
+          `port ${port} declares no ${options.only ? `${options.only.join("/")} ` : ""}gates in its port.yaml.`,
+          { subject: port },
+        );
+      }
+      const { context, outcomes } = await runGateSession(specs, {
+        ...(options.endpoint !== undefined ? { endpointUrl: options.endpoint } : {}),
+        ...(options.reference !== undefined ? { referenceUrl: options.reference } : {}),
+        ...(options.referenceValue !== undefined ? { referenceValue: options.referenceValue } : {}),
+        ...(options.fullAttentionCapacity !== undefined
+          ? { fullAttentionCapacity: options.fullAttentionCapacity }
+          : {}),
+        ...(options.contexts !== undefined ? { needleContexts: options.contexts } : {}),
+        ...(options.window !== undefined ? { windowTokens: options.window } : {}),
+        ...(options.windows !== undefined ? { windows: options.windows } : {}),
+        ...(options.source !== undefined ? { sourceCheckpoint: options.source } : {}),
+        ...(options.converted !== undefined ? { convertedCheckpoint: options.converted } : {}),
+        ...(options.timeout !== undefined ? { request: { timeoutMs: options.timeout } } : {}),
+        corpus: await readCorpus(),
+      });
+      const records = options.record
+        ? await appendGateRecords(
+            join(loaded.dir, RESULTS_DIR),
+            port,
+            specs.map((spec, i) => ({ spec, outcome: outcomes[i] as GateOutcome })),
+            context,
+          )
+        : [];
+      if (options.json) {
+        const probe = (p: typeof context.endpoint) => p?.probe ?? null;
+        const out = {
+          port,
+          endpoint: probe(context.endpoint),
+          reference: probe(context.reference),
+          outcomes,
+          records: records.map((r) => r.id),
+        };
+        process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
+      } else {
+        process.stdout.write(`${render(outcomes)}\n`);
+        for (const r of records) process.stdout.write(`recorded ${r.id}\n`);
+      }
+      if (!allPassed(outcomes)) process.exitCode = 1;
+    });
+}
+
+/** The gate table, then a length x depth grid for each needle gate that ran. */
+function render(outcomes: readonly GateOutcome[]): string {
+  const rows = [
+    ["gate", "status", "result"],
+    ...outcomes.map((o) => [o.kind, o.status, o.code ? `[${o.code}] ${o.summary}` : o.summary]),
+  ];
+  const parts = [table(rows)];
+  for (const o of outcomes) {
+    if (!o.grid) continue;
+    const header = ["context", ...o.grid.depths.map((d) => `depth ${d.toFixed(2)}`)];
+    const grid = o.grid.rows.map((r) => [
+      String(r.context),
+      ...r.retrieved.map((hit) => (hit ? "found" : "MISSED")),
+    ]);
+    parts.push(`\nneedles, length x depth:\n${table([header, ...grid])}`);
+  }
+  return parts.join("\n");
+}
