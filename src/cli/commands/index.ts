@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import { registerBench } from "./bench.js";
+import { registerGate } from "./gate.js";
 import { registerMakeTiny } from "./make-tiny.js";
 import { registerPorts } from "./ports.js";
 import { registerRecipe } from "./recipe.js";
@@ -17,5 +18,6 @@ export function registerCommands(program: Command): void {
   registerMakeTiny(program);
   registerRecipe(program);
   registerServe(program);
+  registerGate(program);
   registerBench(program);
 }
