@@ -1,0 +1,92 @@
+import { cp, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Command } from "commander";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { createTinyModel, findTinySize } from "../../engine/index.js";
+import { readRecords } from "../../records/index.js";
+import { type RunningServer, startServer } from "../../server/index.js";
+import { registerGate } from "./gate.js";
+
+const FIXTURE = join(import.meta.dirname, "../../catalog/fixtures/valid");
+let root: string;
+let a: RunningServer;
+let b: RunningServer;
+
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), "bringup-gate-cli-"));
+  await cp(FIXTURE, root, { recursive: true });
+  const size = findTinySize("tiny");
+  if (!size) throw new Error("tiny size missing");
+  const model = await createTinyModel(size);
+  a = await startServer({ model, port: 0, threads: 1 });
+  b = await startServer({ model, port: 0, threads: 1 });
+});
+afterAll(async () => {
+  await a?.close();
+  await b?.close();
+  await rm(root, { recursive: true, force: true });
+});
+
+/** Runs `bringup gate ...` in process, capturing output and the exit code it sets. */
+async function gate(args: string[]): Promise<{ stdout: string; exitCode: unknown }> {
+  const program = new Command("bringup").option("--root <dir>").exitOverride();
+  registerGate(program);
+  const stdout: string[] = [];
+  const out = vi.spyOn(process.stdout, "write").mockImplementation((chunk) => stdout.push(String(chunk)) > 0);
+  process.exitCode = undefined;
+  try {
+    await program.parseAsync(["node", "bringup", "--root", root, "gate", ...args]);
+  } finally {
+    out.mockRestore();
+  }
+  const exitCode = process.exitCode;
+  process.exitCode = undefined;
+  return { stdout: stdout.join(""), exitCode };
+}
+
+const small = ["--window", "64", "--windows", "1"];
+
+describe("bringup gate", () => {
+  it("passes a port's perplexity gate against a reference endpoint, prints JSON and appends a record", async () => {
+    const { stdout, exitCode } = await gate([
+      "demo",
+      "--endpoint",
+      a.url,
+      "--reference",
+      b.url,
+      ...small,
+      "--json",
+    ]);
+    expect(exitCode).toBeUndefined();
+    const out = JSON.parse(stdout);
+    expect(out.outcomes[0].status).toBe("passed");
+    expect(out.endpoint.scoring).toBe("prompt_logprobs");
+    const records = await readRecords(join(root, "ports", "demo", "results"));
+    const written = records.find((r) => r.id === out.records[0]);
+    expect(written?.method).toBe("same-pod-ab");
+  });
+
+  it("exits non-zero when a gate fails or cannot run, and says why in the table", async () => {
+    const failed = await gate([
+      "demo",
+      "--endpoint",
+      a.url,
+      "--reference-value",
+      "1",
+      ...small,
+      "--no-record",
+    ]);
+    expect(failed.exitCode).toBe(1);
+    expect(failed.stdout).toMatch(/perplexity\s+failed\s+perplexity [\d.]+ vs reference 1\.0000/);
+    const notRun = await gate(["demo", "--endpoint", a.url, "--no-record"]);
+    expect(notRun.exitCode).toBe(1);
+    expect(notRun.stdout).toMatch(/perplexity\s+not-run\s+\[GATE_NEEDS_REFERENCE\]/);
+  });
+
+  it("refuses a port without the asked gate kinds", async () => {
+    await expect(gate(["demo", "--endpoint", a.url, "--only", "needles"])).rejects.toThrow(
+      /no needles gates/,
+    );
+  });
+});
