@@ -1,4 +1,5 @@
 import { readTokenStream } from "../client/sse.js";
+import { Agent, type Dispatcher, request as httpRequest } from "undici";
 import { BringupError, isBringupError } from "../common/errors.js";
 import type { WorkloadRequest } from "./workload.js";
 
@@ -56,6 +57,18 @@ export interface SendOptions {
   /** Fails the request when it runs longer than this in all (default 10 min). */
   readonly requestTimeoutMs?: number;
   readonly signal?: AbortSignal;
+}
+
+let shared: Agent | undefined;
+
+/**
+ * One keep-alive connection pool for every request of the process. undici's request API, not
+ * fetch: fetch costs several times more CPU per request and per chunk, which a load generator
+ * would add to the latencies it reports (see bench/client-overhead.ts).
+ */
+function agent(): Agent {
+  shared ??= new Agent({ keepAliveTimeout: 60_000, connections: null });
+  return shared;
 }
 
 /** Sends one streaming request and times each chunk; never throws for a failed request, it reports it. */
@@ -122,7 +135,8 @@ export async function sendStreaming(
     ...fields,
   });
   try {
-    const response = await fetch(`${target.url}/v1/${chat ? "chat/completions" : "completions"}`, {
+    const response = await httpRequest(`${target.url}/v1/${chat ? "chat/completions" : "completions"}`, {
+      dispatcher: agent(),
       method: "POST",
       headers: {
         "content-type": "application/json",
@@ -132,11 +146,11 @@ export async function sendStreaming(
       signal: controller.signal,
     });
     alive();
-    if (!response.ok || response.body === null) {
-      const detail = (await response.text().catch(() => "")).slice(0, 200);
+    if (response.statusCode < 200 || response.statusCode > 299) {
+      const detail = (await response.body.text().catch(() => "")).slice(0, 200);
       return result({
         ok: false,
-        failure: { reason: "http-error", message: `HTTP ${response.status}${detail ? `: ${detail}` : ""}` },
+        failure: { reason: "http-error", message: `HTTP ${response.statusCode}${detail ? `: ${detail}` : ""}` },
       });
     }
     if (!streaming) return result(await readWhole(response, chunkTimes, chunkTokens, (t) => (text = t)));
@@ -167,12 +181,12 @@ export async function sendStreaming(
 
 /** Reads a non-streaming answer as one chunk holding all its tokens. */
 async function readWhole(
-  response: Response,
+  response: Dispatcher.ResponseData,
   chunkTimes: number[],
   chunkTokens: number[],
   setText: (text: string) => void,
 ): Promise<Partial<RequestResult> & { ok: boolean }> {
-  const raw = await response.text();
+  const raw = await response.body.text();
   const at = performance.now();
   let body: {
     choices?: { text?: unknown; message?: { content?: unknown } }[];
