@@ -123,7 +123,7 @@ export async function probeEndpoint(url: string, options: RequestOptions = {}): 
   const host = new URL(endpoint.url).hostname;
   const fingerprint: Fingerprint = {
     host,
-    software: { [server]: serverVersion ?? "unknown", model: endpoint.model },
+    software: { ...(serverVersion !== undefined ? { [server]: serverVersion } : {}), model: endpoint.model },
     ...(endpoint.maxModelLen !== undefined
       ? { server_flags: [`--max-model-len=${endpoint.maxModelLen}`] }
       : {}),
