@@ -1,5 +1,5 @@
-import { readTokenStream } from "../client/sse.js";
 import { Agent, type Dispatcher, request as httpRequest } from "undici";
+import { readTokenStream } from "../client/sse.js";
 import { BringupError, isBringupError } from "../common/errors.js";
 import type { WorkloadRequest } from "./workload.js";
 
@@ -105,7 +105,7 @@ export async function sendStreaming(
   const stallMs = options.stallTimeoutMs ?? 30_000;
   let stalled = false;
   let timedOut = false;
-  let stallTimer = setTimeout(onStall, stallMs);
+  const stallTimer = setTimeout(onStall, stallMs);
   const totalTimer = setTimeout(() => {
     timedOut = true;
     controller.abort();
@@ -115,8 +115,7 @@ export async function sendStreaming(
     controller.abort();
   }
   function alive(): void {
-    clearTimeout(stallTimer);
-    stallTimer = setTimeout(onStall, stallMs);
+    stallTimer.refresh();
   }
   const onOuterAbort = () => controller.abort();
   options.signal?.addEventListener("abort", onOuterAbort, { once: true });
@@ -150,11 +149,15 @@ export async function sendStreaming(
       const detail = (await response.body.text().catch(() => "")).slice(0, 200);
       return result({
         ok: false,
-        failure: { reason: "http-error", message: `HTTP ${response.statusCode}${detail ? `: ${detail}` : ""}` },
+        failure: {
+          reason: "http-error",
+          message: `HTTP ${response.statusCode}${detail ? `: ${detail}` : ""}`,
+        },
       });
     }
     if (!streaming) return result(await readWhole(response, chunkTimes, chunkTokens, (t) => (text = t)));
-    const stream = await readTokenStream(watch(response.body, alive), {
+    const stream = await readTokenStream(response.body, {
+      onRead: alive,
       onChunk: (chunk) => {
         chunkTimes.push(chunk.receivedAt);
         chunkTokens.push(chunk.tokens);
@@ -215,14 +218,6 @@ async function readWhole(
     usageTokens: completion,
     ...(typeof prompt === "number" ? { promptTokens: prompt } : {}),
   };
-}
-
-/** Passes the body through, calling `alive` for every read so the stall timer restarts. */
-async function* watch(body: AsyncIterable<Uint8Array>, alive: () => void): AsyncGenerator<Uint8Array> {
-  for await (const chunk of body) {
-    alive();
-    yield chunk;
-  }
 }
 
 function classify(

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseSse, readTokenStream, SseParser } from "./sse.js";
+import { readTokenStream, SseParser } from "./sse.js";
 
 async function* bytes(...parts: string[]): AsyncGenerator<Uint8Array> {
   for (const part of parts) yield new TextEncoder().encode(part);
@@ -18,15 +18,6 @@ describe("SseParser", () => {
     expect(parser.pending).toBe(false);
     parser.push("data: half", 4);
     expect(parser.pending).toBe(true);
-  });
-
-  it("stamps each event with the read that completed it", async () => {
-    let clock = 0;
-    const seen: number[] = [];
-    for await (const event of parseSse(bytes("data: 1\n\ndata: 2", "\n\n"), () => ++clock)) {
-      seen.push(event.receivedAt);
-    }
-    expect(seen).toEqual([1, 2]);
   });
 });
 
@@ -47,6 +38,18 @@ describe("readTokenStream", () => {
     expect(stream.usage).toEqual({ promptTokens: 4, completionTokens: 3 });
     expect(stream.finishReason).toBe("length");
     expect(stream.done).toBe(true);
+  });
+
+  it("stamps each chunk with the read that completed its event", async () => {
+    let clock = 0;
+    const chunk = `data: ${JSON.stringify({ choices: [{ text: "a" }] })}`;
+    const reads: number[] = [];
+    const stream = await readTokenStream(bytes(`${chunk}\n\n${chunk}`, "\n\n", "data: [DONE]\n\n"), {
+      now: () => ++clock,
+      onRead: () => reads.push(clock),
+    });
+    expect(stream.chunks.map((c) => c.receivedAt)).toEqual([1, 2]);
+    expect(reads.length).toBe(3);
   });
 
   it("reads chat deltas", async () => {

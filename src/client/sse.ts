@@ -88,28 +88,6 @@ export class SseParser {
   }
 }
 
-/** Parses a byte stream into events as they arrive; `now` stamps each read. */
-export async function* parseSse(
-  body: AsyncIterable<Uint8Array>,
-  now: () => number = () => performance.now(),
-): AsyncGenerator<SseEvent, { truncated: boolean }> {
-  const parser = new SseParser();
-  const decoder = new TextDecoder("utf-8", { fatal: true });
-  for await (const chunk of body) {
-    const at = now();
-    let text: string;
-    try {
-      text = decoder.decode(chunk, { stream: true });
-    } catch (error) {
-      throw new BringupError("SSE_MALFORMED", "the event stream is not valid UTF-8; check the server.", {
-        cause: error,
-      });
-    }
-    for (const event of parser.push(text, at)) yield event;
-  }
-  return { truncated: parser.pending };
-}
-
 /** One content-bearing piece of an OpenAI-style stream: the tokens it carried and when they arrived. */
 export interface TokenChunk {
   readonly receivedAt: number;
@@ -136,74 +114,100 @@ export interface TokenStream {
  * Reads an OpenAI-compatible SSE stream (completions or chat) into timed token chunks. Throws
  * SSE_MALFORMED for data that is not JSON or not a completion chunk, SSE_ERROR_EVENT for an error
  * sent inside the stream, SSE_TRUNCATED when the stream ends before `[DONE]`. `onChunk` sees each
- * content chunk as it arrives (for a first-token callback).
+ * content chunk as it arrives (for a first-token callback); `onRead` each read of the body (for a
+ * stall timer). Events are parsed in the same turn as their bytes arrive, with no generator in
+ * between, because at hundreds of streams every await per chunk shows up in the measured latency.
  */
 export async function readTokenStream(
   body: AsyncIterable<Uint8Array>,
-  options: { now?: () => number; onChunk?: (chunk: TokenChunk) => void } = {},
+  options: { now?: () => number; onChunk?: (chunk: TokenChunk) => void; onRead?: () => void } = {},
 ): Promise<TokenStream> {
-  const chunks: TokenChunk[] = [];
-  let usage: StreamUsage | undefined;
-  let finishReason: string | undefined;
-  let done = false;
-  const events = parseSse(body, options.now);
-  for (;;) {
-    const step = await events.next();
-    if (step.done) {
-      if (!done) {
-        throw new BringupError(
-          "SSE_TRUNCATED",
-          step.value.truncated
-            ? "the event stream ended inside an event, before data: [DONE]"
-            : "the event stream ended before data: [DONE]",
-        );
-      }
-      break;
-    }
-    const event = step.value;
-    if (done) continue;
-    if (event.data === "[DONE]") {
-      done = true;
-      continue;
-    }
-    let payload: unknown;
+  const state: StreamState = { chunks: [], done: false };
+  const parser = new SseParser();
+  const decoder = new TextDecoder("utf-8", { fatal: true });
+  const now = options.now ?? (() => performance.now());
+  for await (const bytes of body) {
+    const at = now();
+    options.onRead?.();
+    let text: string;
     try {
-      payload = JSON.parse(event.data);
-    } catch {
-      throw new BringupError("SSE_MALFORMED", `an event's data is not JSON: ${clip(event.data)}`);
+      text = decoder.decode(bytes, { stream: true });
+    } catch (error) {
+      throw new BringupError("SSE_MALFORMED", "the event stream is not valid UTF-8; check the server.", {
+        cause: error,
+      });
     }
-    if (!isObject(payload)) {
-      throw new BringupError("SSE_MALFORMED", `an event's data is not a JSON object: ${clip(event.data)}`);
-    }
-    if (isObject(payload.error)) {
-      const message = typeof payload.error.message === "string" ? payload.error.message : "no message";
-      throw new BringupError("SSE_ERROR_EVENT", `the server sent an error inside the stream: ${message}`);
-    }
-    if (!Array.isArray(payload.choices)) {
-      throw new BringupError("SSE_MALFORMED", `an event has no choices array: ${clip(event.data)}`);
-    }
-    if (isObject(payload.usage)) {
-      const prompt = payload.usage.prompt_tokens;
-      const completion = payload.usage.completion_tokens;
-      if (typeof prompt === "number" && typeof completion === "number") {
-        usage = { promptTokens: prompt, completionTokens: completion };
-      }
-    }
-    for (const choice of payload.choices) {
-      if (!isObject(choice)) {
-        throw new BringupError("SSE_MALFORMED", `a choice is not an object: ${clip(event.data)}`);
-      }
-      if (typeof choice.finish_reason === "string") finishReason = choice.finish_reason;
-      const text = choiceText(choice);
-      const counted = tokenCount(choice);
-      if (text.length === 0 && counted === undefined) continue;
-      const chunk: TokenChunk = { receivedAt: event.receivedAt, tokens: counted ?? 1, text };
-      if (chunk.tokens === 0) continue;
-      chunks.push(chunk);
-      options.onChunk?.(chunk);
+    for (const event of parser.push(text, at)) readEvent(event, state, options.onChunk);
+  }
+  if (!state.done) {
+    throw new BringupError(
+      "SSE_TRUNCATED",
+      parser.pending
+        ? "the event stream ended inside an event, before data: [DONE]"
+        : "the event stream ended before data: [DONE]",
+    );
+  }
+  return {
+    chunks: state.chunks,
+    ...(state.usage ? { usage: state.usage } : {}),
+    ...(state.finishReason ? { finishReason: state.finishReason } : {}),
+    done: true,
+  };
+}
+
+interface StreamState {
+  chunks: TokenChunk[];
+  usage?: StreamUsage;
+  finishReason?: string;
+  done: boolean;
+}
+
+function readEvent(
+  event: SseEvent,
+  state: StreamState,
+  onChunk: ((chunk: TokenChunk) => void) | undefined,
+): void {
+  if (state.done) return;
+  if (event.data === "[DONE]") {
+    state.done = true;
+    return;
+  }
+  let payload: unknown;
+  try {
+    payload = JSON.parse(event.data);
+  } catch {
+    throw new BringupError("SSE_MALFORMED", `an event's data is not JSON: ${clip(event.data)}`);
+  }
+  if (!isObject(payload)) {
+    throw new BringupError("SSE_MALFORMED", `an event's data is not a JSON object: ${clip(event.data)}`);
+  }
+  if (isObject(payload.error)) {
+    const message = typeof payload.error.message === "string" ? payload.error.message : "no message";
+    throw new BringupError("SSE_ERROR_EVENT", `the server sent an error inside the stream: ${message}`);
+  }
+  if (!Array.isArray(payload.choices)) {
+    throw new BringupError("SSE_MALFORMED", `an event has no choices array: ${clip(event.data)}`);
+  }
+  if (isObject(payload.usage)) {
+    const prompt = payload.usage.prompt_tokens;
+    const completion = payload.usage.completion_tokens;
+    if (typeof prompt === "number" && typeof completion === "number") {
+      state.usage = { promptTokens: prompt, completionTokens: completion };
     }
   }
-  return { chunks, ...(usage ? { usage } : {}), ...(finishReason ? { finishReason } : {}), done };
+  for (const choice of payload.choices) {
+    if (!isObject(choice)) {
+      throw new BringupError("SSE_MALFORMED", `a choice is not an object: ${clip(event.data)}`);
+    }
+    if (typeof choice.finish_reason === "string") state.finishReason = choice.finish_reason;
+    const text = choiceText(choice);
+    const counted = tokenCount(choice);
+    if (text.length === 0 && counted === undefined) continue;
+    const chunk: TokenChunk = { receivedAt: event.receivedAt, tokens: counted ?? 1, text };
+    if (chunk.tokens === 0) continue;
+    state.chunks.push(chunk);
+    onChunk?.(chunk);
+  }
 }
 
 function choiceText(choice: Record<string, unknown>): string {
