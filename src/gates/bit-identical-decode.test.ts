@@ -1,8 +1,13 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Gate as GateSpec } from "../catalog/index.js";
+import { probeEndpoint } from "../client/index.js";
 import { startTestServer } from "../client/test-servers.js";
 import { createTinyModel, findTinySize } from "../engine/index.js";
 import { type RunningServer, startServer } from "../server/index.js";
+import { writeGoldenDecodes } from "./golden.js";
 import { runGateSession } from "./session.js";
 
 type Compare = "two-builds" | "batch-invariance" | "golden";
@@ -53,10 +58,38 @@ describe("bit-identical decode gate", () => {
     expect(outcomes[0]?.arms?.[0]?.samples.some((s) => s > 0)).toBe(true);
   });
 
-  it("is not run without the other build, or for golden files", async () => {
+  it("compares with a golden file written from a trusted build, and is not run without one", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "bringup-golden-"));
+    try {
+      const golden = join(dir, "golden.json");
+      const trusted = await probeEndpoint(b.url);
+      await writeGoldenDecodes(trusted.endpoint, ["greedy", "seeded"], golden);
+      const same = await runGateSession([decodeGate("golden")], { endpointUrl: a.url, goldenFile: golden });
+      expect(same.outcomes[0]?.status).toBe("passed");
+      const unseeded = await startTestServer({
+        upstream: a.url,
+        rewriteRequest: (_path, body) => ({ ...(body as object), seed: undefined }),
+      });
+      closers.push(unseeded);
+      const drifted = await runGateSession([decodeGate("golden", ["seeded"])], {
+        endpointUrl: unseeded.url,
+        goldenFile: golden,
+      });
+      expect(drifted.outcomes[0]?.status).toBe("failed");
+      const missing = await runGateSession([decodeGate("golden")], {
+        endpointUrl: a.url,
+        goldenFile: join(dir, "none.json"),
+      });
+      expect(missing.outcomes[0]?.code).toBe("GOLDEN_MISSING");
+      const noPath = await runGateSession([decodeGate("golden")], { endpointUrl: a.url });
+      expect(noPath.outcomes[0]?.code).toBe("GATE_NEEDS_GOLDEN");
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("is not run without the other build", async () => {
     const alone = await runGateSession([twoBuilds], { endpointUrl: a.url });
     expect(alone.outcomes[0]?.code).toBe("GATE_NEEDS_REFERENCE");
-    const golden = await runGateSession([decodeGate("golden")], { endpointUrl: a.url });
-    expect(golden.outcomes[0]?.status).toBe("not-run");
   });
 });

@@ -8,7 +8,9 @@
  *   await appendGateRecords(resultsDir, port, manifest.gates.map((spec, i) => ({ spec, outcome: outcomes[i] })), ctx);
  */
 export { bitIdenticalDecodeGate } from "./bit-identical-decode.js";
+export { DECODE_TOKENS, type Decode, decodeRequests, type SamplingMode } from "./decodes.js";
 export type { Gate, GateArm, GateContext, GateKind, GateOutcome, GateStatus, NeedleRow } from "./gate.js";
+export { type GoldenFile, readGoldenDecodes, writeGoldenDecodes } from "./golden.js";
 export { kvCapacityGate } from "./kv-capacity.js";
 export { needle, needleDepths, needlesGate } from "./needles.js";
 export { perplexityGate } from "./perplexity.js";
