@@ -84,6 +84,12 @@ describe("bringup gate", () => {
     expect(notRun.stdout).toMatch(/perplexity\s+not-run\s+\[GATE_NEEDS_REFERENCE\]/);
   });
 
+  it("writes a golden file from a trusted build", async () => {
+    const path = join(root, "golden.json");
+    const { stdout } = await gate(["demo", "--endpoint", b.url, "--write-golden", path]);
+    expect(stdout).toMatch(/wrote 4 golden decodes of tiny \(greedy\)/);
+  });
+
   it("refuses a port without the asked gate kinds", async () => {
     await expect(gate(["demo", "--endpoint", a.url, "--only", "needles"])).rejects.toThrow(
       /no needles gates/,

@@ -1,9 +1,17 @@
 import { join } from "node:path";
 import { type Command, InvalidArgumentError } from "commander";
 import { GATE_KINDS, type Gate as GateSpec, loadCatalog, RESULTS_DIR } from "../../catalog/index.js";
+import { probeEndpoint } from "../../client/index.js";
 import { BringupError } from "../../common/errors.js";
 import { readCorpus } from "../../engine/index.js";
-import { allPassed, appendGateRecords, type GateOutcome, runGateSession } from "../../gates/index.js";
+import {
+  allPassed,
+  appendGateRecords,
+  type GateOutcome,
+  runGateSession,
+  type SamplingMode,
+  writeGoldenDecodes,
+} from "../../gates/index.js";
 import { projectRoot } from "../root.js";
 import { table } from "./ports.js";
 
@@ -18,6 +26,8 @@ interface GateOptions {
   windows?: number;
   source?: string;
   converted?: string;
+  golden?: string;
+  writeGolden?: string;
   timeout?: number;
   record: boolean;
   json?: boolean;
@@ -78,6 +88,11 @@ export function registerGate(program: Command): void {
     .option("--windows <n>", "number of perplexity windows (default 4)", positiveInt)
     .option("--source <dir>", "weights gate: the source checkpoint")
     .option("--converted <dir>", "weights gate: the converted checkpoint")
+    .option("--golden <file>", "bit-identical decode: the golden file to compare against")
+    .option(
+      "--write-golden <file>",
+      "write the golden decodes of --endpoint (a trusted build) to a file, and run no gate",
+    )
     .option("--timeout <ms>", "per-request timeout in milliseconds (default 60000)", positiveInt)
     .option("--no-record", "do not append records to the port's results")
     .option("--json", "print JSON")
@@ -93,6 +108,10 @@ export function registerGate(program: Command): void {
           `there is no port "${port}"; \`bringup ports list\` names them.`,
           { subject: port },
         );
+      }
+      if (options.writeGolden !== undefined) {
+        await writeGolden(loaded.manifest.gates, options, options.writeGolden);
+        return;
       }
       const specs: GateSpec[] = loaded.manifest.gates.filter(
         (g) => !options.only || options.only.includes(g.kind),
@@ -116,6 +135,7 @@ export function registerGate(program: Command): void {
         ...(options.windows !== undefined ? { windows: options.windows } : {}),
         ...(options.source !== undefined ? { sourceCheckpoint: options.source } : {}),
         ...(options.converted !== undefined ? { convertedCheckpoint: options.converted } : {}),
+        ...(options.golden !== undefined ? { goldenFile: options.golden } : {}),
         ...(options.timeout !== undefined ? { request: { timeoutMs: options.timeout } } : {}),
         corpus: await readCorpus(),
       });
@@ -143,6 +163,26 @@ export function registerGate(program: Command): void {
       }
       if (!allPassed(outcomes)) process.exitCode = 1;
     });
+}
+
+/** Writes the golden decodes for the sampling modes the port's bit-identity gates use. */
+async function writeGolden(gates: readonly GateSpec[], options: GateOptions, path: string): Promise<void> {
+  if (options.endpoint === undefined) {
+    throw new BringupError(
+      "BAD_ARGUMENT",
+      "--write-golden decodes on a trusted build: pass --endpoint URL too.",
+    );
+  }
+  const modes = new Set<SamplingMode>(["greedy"]);
+  for (const g of gates) if (g.kind === "bit-identical-decode") for (const m of g.sampling) modes.add(m);
+  const target = await probeEndpoint(
+    options.endpoint,
+    options.timeout !== undefined ? { timeoutMs: options.timeout } : {},
+  );
+  const golden = await writeGoldenDecodes(target.endpoint, [...modes], path);
+  process.stdout.write(
+    `wrote ${golden.decodes.length} golden decodes of ${golden.model} (${[...modes].join(" + ")}) to ${path}\n`,
+  );
 }
 
 /** The gate table, then a length x depth grid for each needle gate that ran. */
