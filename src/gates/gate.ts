@@ -25,6 +25,8 @@ export interface GateContext {
   readonly windows?: number;
   /** Needles: context lengths to run instead of the manifest's (real lengths need real hardware). */
   readonly needleContexts?: readonly number[];
+  /** Needles: tokens the answer may take (default 32); the prompt fills the rest of each length. */
+  readonly needleAnswerTokens?: number;
   /** Bit-identical decode: the golden file to compare against. */
   readonly goldenFile?: string;
   /** Weights: the source checkpoint and its conversion. */

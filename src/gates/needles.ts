@@ -6,8 +6,8 @@ import { requireCorpus, requireEndpoint } from "./require.js";
 
 type Spec = typeof NeedlesGate._output;
 
-/** Tokens left after the prompt for the answer: the prompt plus this budget is the context length. */
-const ANSWER_TOKENS = 24;
+/** Default tokens left after the prompt for the answer: the prompt plus the budget is the context length. */
+const ANSWER_TOKENS = 32;
 const KEYS = [
   "amber falcon",
   "quiet lantern",
@@ -60,6 +60,7 @@ export const needlesGate: Gate<Spec> = {
       );
     }
     const { endpoint } = target;
+    const answerTokens = context.needleAnswerTokens ?? ANSWER_TOKENS;
     const filler = await endpoint.tokenize(corpus, false);
     const depths = needleDepths(spec.needles);
     const needles = depths.map((_, k) => needle(k));
@@ -81,7 +82,7 @@ export const needlesGate: Gate<Spec> = {
       for (const [k, n] of needles.entries()) {
         const question = questionIds[k] as number[];
         const needleTotal = needleIds.reduce((sum, ids) => sum + ids.length, 0);
-        const fillerLength = length - ANSWER_TOKENS - question.length - needleTotal;
+        const fillerLength = length - answerTokens - question.length - needleTotal;
         if (fillerLength < needles.length) {
           throw new BringupError(
             "CONTEXT_TOO_SHORT",
@@ -97,7 +98,7 @@ export const needlesGate: Gate<Spec> = {
           from = at;
         }
         prompt.push(...hay.slice(from), ...question);
-        const choice = await endpoint.complete({ prompt, max_tokens: ANSWER_TOKENS, temperature: 0 });
+        const choice = await endpoint.complete({ prompt, max_tokens: answerTokens, temperature: 0 });
         const hit = choice.text.toLowerCase().includes(n.value.toLowerCase());
         retrieved.push(hit);
         samples.push(hit ? 1 : 0);

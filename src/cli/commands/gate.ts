@@ -22,6 +22,7 @@ interface GateOptions {
   fullAttentionCapacity?: number;
   only?: string[];
   contexts?: number[];
+  answerTokens?: number;
   window?: number;
   windows?: number;
   source?: string;
@@ -84,6 +85,7 @@ export function registerGate(program: Command): void {
       "needle context lengths to run instead of the manifest's, e.g. 1024,2048",
       lengths,
     )
+    .option("--answer-tokens <n>", "needles: tokens each answer may take (default 32)", positiveInt)
     .option("--window <tokens>", "perplexity window length in tokens (default 512)", positiveInt)
     .option("--windows <n>", "number of perplexity windows (default 4)", positiveInt)
     .option("--source <dir>", "weights gate: the source checkpoint")
@@ -131,6 +133,7 @@ export function registerGate(program: Command): void {
           ? { fullAttentionCapacity: options.fullAttentionCapacity }
           : {}),
         ...(options.contexts !== undefined ? { needleContexts: options.contexts } : {}),
+        ...(options.answerTokens !== undefined ? { needleAnswerTokens: options.answerTokens } : {}),
         ...(options.window !== undefined ? { windowTokens: options.window } : {}),
         ...(options.windows !== undefined ? { windows: options.windows } : {}),
         ...(options.source !== undefined ? { sourceCheckpoint: options.source } : {}),
