@@ -29,10 +29,13 @@ describe("needles gate", () => {
       endpointUrl: retrieval.url,
       corpus,
       needleContexts: contexts,
+      needleAnswerTokens: 12,
     });
     const [outcome] = outcomes;
     expect(outcome?.summary).toMatch(/^6\/6 needles/);
     expect(outcome?.status).toBe("passed");
+    // Each prompt is built to the exact length, less the answer budget, as the server counted it.
+    expect(outcome?.measured?.prompt_tokens).toEqual(contexts.map((c) => c - 12));
     expect(outcome?.grid).toEqual({
       depths: [0.25, 0.5, 0.75],
       rows: contexts.map((context) => ({ context, retrieved: [true, true, true] })),
@@ -44,6 +47,7 @@ describe("needles gate", () => {
       endpointUrl: random.url,
       corpus,
       needleContexts: contexts,
+      needleAnswerTokens: 12,
     });
     expect(outcomes[0]?.status).toBe("failed");
     expect(outcomes[0]?.value).toBe(0);

@@ -62,6 +62,8 @@ export const needlesGate: Gate<Spec> = {
     const { endpoint } = target;
     const answerTokens = context.needleAnswerTokens ?? ANSWER_TOKENS;
     const filler = await endpoint.tokenize(corpus, false);
+    // What the tokenizer puts before any text (a BOS for llama-style models), so the prompt starts as the model expects.
+    const start = await endpoint.tokenize("", true);
     const depths = needleDepths(spec.needles);
     const needles = depths.map((_, k) => needle(k));
     const needleIds = await Promise.all(
@@ -76,13 +78,15 @@ export const needlesGate: Gate<Spec> = {
       ),
     );
     const rows: NeedleRow[] = [];
+    /** Prompt lengths as the endpoint counted them (usage.prompt_tokens), one per context length. */
+    const promptTokens = new Set<number>();
     const samples: number[] = [];
     for (const length of contexts) {
       const retrieved: boolean[] = [];
       for (const [k, n] of needles.entries()) {
         const question = questionIds[k] as number[];
         const needleTotal = needleIds.reduce((sum, ids) => sum + ids.length, 0);
-        const fillerLength = length - answerTokens - question.length - needleTotal;
+        const fillerLength = length - answerTokens - start.length - question.length - needleTotal;
         if (fillerLength < needles.length) {
           throw new BringupError(
             "CONTEXT_TOO_SHORT",
@@ -90,7 +94,7 @@ export const needlesGate: Gate<Spec> = {
           );
         }
         const hay = repeatTo(filler, fillerLength);
-        const prompt: number[] = [];
+        const prompt: number[] = [...start];
         let from = 0;
         for (const [j, depth] of depths.entries()) {
           const at = Math.round(depth * fillerLength);
@@ -99,6 +103,7 @@ export const needlesGate: Gate<Spec> = {
         }
         prompt.push(...hay.slice(from), ...question);
         const choice = await endpoint.complete({ prompt, max_tokens: answerTokens, temperature: 0 });
+        promptTokens.add(choice.promptTokens ?? prompt.length);
         const hit = choice.text.toLowerCase().includes(n.value.toLowerCase());
         retrieved.push(hit);
         samples.push(hit ? 1 : 0);
@@ -118,7 +123,13 @@ export const needlesGate: Gate<Spec> = {
       value: total,
       arms: [{ name: endpoint.url, samples, reference: false }],
       grid: { depths, rows },
-      measured: { retrieved: total, asked: samples.length, contexts: [...contexts] },
+      measured: {
+        retrieved: total,
+        asked: samples.length,
+        contexts: [...contexts],
+        prompt_tokens: [...promptTokens],
+        answer_tokens: answerTokens,
+      },
     } satisfies GateOutcome;
   },
 };
