@@ -87,7 +87,7 @@ describe("A/B against the embedded server", () => {
           workload: randomWorkload({ numPrompts: 2, inputLen: 16, outputLen: 12, seed }),
           maxConcurrency: 1,
           numWarmups: 1,
-          blocks: 5,
+          blocks: 6,
           metric: "output_throughput",
         });
         expect(result.method).toBe("same-node-ab");
