@@ -17,6 +17,7 @@ export const perplexityGate: Gate<Spec> = {
     const target = requireEndpoint(context);
     const referenceEndpoint = optionalReference(context);
     const corpus = requireCorpus(context);
+    target.requireScoring();
     if (referenceEndpoint === undefined && context.referenceValue === undefined) {
       throw new BringupError(
         "GATE_NEEDS_REFERENCE",

@@ -42,6 +42,12 @@ describe("gates against misbehaving endpoints are not run, never passed", () => 
   const cases: [string, () => Promise<string>, RegExp][] = [
     ["times out", () => misbehaving({ handle: () => "hang" }), /ENDPOINT_TIMEOUT/],
     [
+      "answers its model list but hangs on completions",
+      () =>
+        misbehaving({ upstream: a.url, handle: (path) => (path === "/v1/completions" ? "hang" : undefined) }),
+      /ENDPOINT_LACKS_PROMPT_LOGPROBS: .*did not answer within 300 ms/,
+    ],
+    [
       "answers malformed JSON",
       () => misbehaving({ handle: () => [200, "{not json"] }),
       /ENDPOINT_MALFORMED_JSON/,
