@@ -18,6 +18,8 @@ export function gateRecord(
   outcome: GateOutcome,
   context: GateContext,
   recordedAt: Date = new Date(),
+  /** The gate's place in the run, so two gates of one kind recorded in the same millisecond differ. */
+  ordinal = 0,
 ): BenchRecordInput | undefined {
   if (outcome.status === "not-run" || !outcome.arms || !outcome.metric || !outcome.unit || !outcome.label)
     return undefined;
@@ -42,7 +44,7 @@ export function gateRecord(
   }));
   return {
     schema: "bringup.record/1",
-    id: `${port}/gate-${outcome.kind}-${stamp}`,
+    id: `${port}/gate-${outcome.kind}-${stamp}-${ordinal}`,
     port,
     metric: outcome.metric,
     label: `${outcome.label}: gate ${outcome.status}`,
@@ -64,8 +66,9 @@ export async function appendGateRecords(
   context: GateContext,
 ): Promise<BenchRecord[]> {
   const written: BenchRecord[] = [];
-  for (const { spec, outcome } of results) {
-    const record = gateRecord(port, spec, outcome, context);
+  const recordedAt = new Date();
+  for (const [i, { spec, outcome }] of results.entries()) {
+    const record = gateRecord(port, spec, outcome, context, recordedAt, i);
     if (record) written.push(await appendRecord(resultsDir, record));
   }
   return written;
