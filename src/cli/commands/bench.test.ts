@@ -80,7 +80,10 @@ describe("bringup bench and records compare", () => {
     const ttft = records.find((r) => r.id.endsWith("-concurrency-1-ttft-ms"));
     expect(ttft?.method).toBe("single-run");
     expect(ttft?.arms[0]?.samples.length).toBe(3);
-    expect(ttft?.arms[0]?.fingerprint?.software).toMatchObject({ bringup: expect.any(String), model: "tiny" });
+    expect(ttft?.arms[0]?.fingerprint?.software).toMatchObject({
+      bringup: expect.any(String),
+      model: "tiny",
+    });
     const markdown = await readFile(join(reportDir, "report.md"), "utf8");
     expect(markdown).toContain("![latency, all at once, concurrency 2](latency-2.svg)");
     expect(await readFile(join(reportDir, "sweep.svg"), "utf8")).toMatch(/^<svg/);
