@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import { BringupError } from "../common/errors.js";
 import { runLoad } from "./load.js";
 import { computeMetrics, type RunMetrics, type Slos } from "./metrics.js";
@@ -35,6 +36,8 @@ export const DEFAULT_PERCENTILES = [99] as const;
 /** One measured run: warmups, then the workload under the load shape, then the figures. */
 export async function runBench(options: RunOptions): Promise<RunResult> {
   const requests = options.workload.requests;
+  // Each request in flight listens on the caller's signal; hundreds at once is the point, not a leak.
+  if (options.signal) setMaxListeners(0, options.signal);
   const send = { ...options, signal: options.signal };
   const warmups = options.numWarmups ?? 0;
   if (!Number.isInteger(warmups) || warmups < 0) {
