@@ -38,6 +38,8 @@ export type { SamplingParams, TokenLogprob } from "./sampler.js";
 export { readCorpus, shippedCorpusDir } from "./tiny/corpus.js";
 export type { TinyDtype, TinyModelFiles, TinyOptions } from "./tiny/generate.js";
 export { createTinyModel, generateTinyModel, TINY_DTYPES } from "./tiny/generate.js";
+export type { RetrievalOptions } from "./tiny/retrieval.js";
+export { createRetrievalModel, generateRetrievalModel } from "./tiny/retrieval.js";
 export type { TinySize } from "./tiny/sizes.js";
 export { findTinySize, TINY_SIZES, tinyParameterCount } from "./tiny/sizes.js";
 export { writeTinyModel } from "./tiny/write.js";

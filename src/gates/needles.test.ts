@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Gate as GateSpec } from "../catalog/index.js";
-import { readCorpus } from "../engine/index.js";
-import { createRetrievalModel } from "../engine/tiny/retrieval.js";
+import { createRetrievalModel, readCorpus } from "../engine/index.js";
 import { type RunningServer, startServer } from "../server/index.js";
 import { needle, needleDepths } from "./needles.js";
 import { runGateSession } from "./session.js";
