@@ -50,7 +50,7 @@ describe("A/B against the embedded server", () => {
         workload: randomWorkload({ numPrompts: 2, inputLen: 16, outputLen: 8, seed: 1 }),
         maxConcurrency: 1,
         numWarmups: 1,
-        blocks: 4,
+        blocks: 6,
         metric: "output_throughput",
         switchTo: async (arm) => {
           await server.close();
@@ -60,16 +60,16 @@ describe("A/B against the embedded server", () => {
         runId: "ab-simd",
       });
       expect(result.method).toBe("same-pod-ab");
-      expect(result.trials.map((t) => t.arm).join("")).toBe("abbaabbaabbaabba");
+      expect(result.trials.map((t) => t.arm).join("")).toBe("abba".repeat(6));
       expect(result.interval.low).toBeGreaterThan(1);
       const records = await readRecords(dir);
       const record = records.find((r) => r.id === "demo/ab-simd");
       expect(record?.method).toBe("same-pod-ab");
       expect(record?.comparison?.ci95?.[0]).toBeGreaterThan(1);
-      expect(record?.arms.map((a) => a.samples.length)).toEqual([8, 8]);
+      expect(record?.arms.map((a) => a.samples.length)).toEqual([12, 12]);
       expect(record?.arms[0]?.fingerprint?.workload_hash).toMatch(/^sha256:/);
       // Every trial was kept as it was measured, beside the A/B.
-      expect(records.filter((r) => r.id.startsWith("demo/ab-simd-t")).length).toBe(16);
+      expect(records.filter((r) => r.id.startsWith("demo/ab-simd-t")).length).toBe(24);
     } finally {
       await server.close();
     }
