@@ -75,6 +75,26 @@ describe("formatRecordFigure", () => {
     expect(formatRecordFigure(r)).toBe("43.9 tok/s — reported");
   });
 
+  it("shows a ratio record by its ratio alone, without the baseline arm", () => {
+    const record = BenchRecord.parse({
+      schema: "bringup.record/1",
+      id: "demo/capacity",
+      port: "demo",
+      metric: "kv_capacity_ratio",
+      label: "KV token capacity",
+      unit: "x",
+      method: "reported",
+      source: { kind: "reported", where: "a page", stated_method: "not stated" },
+      arms: [
+        { name: "full", figure: { shape: "point", value: 1 } },
+        { name: "window-sized", figure: { shape: "point", value: 5.33 } },
+      ],
+      comparison: { figure: { shape: "point", value: 5.33 }, better: "higher" },
+      recorded_at: "2026-12-02T00:00:00Z",
+    });
+    expect(formatRecordFigure(record)).toBe("ratio 5.33x — reported");
+  });
+
   it("summarises measured samples by their median and prints the ratio with its interval", () => {
     const r = record({
       method: "same-pod-ab",

@@ -125,10 +125,14 @@ export function formatMethod(record: BenchRecord): string {
   return record.source.kind === "reported" ? `${named}, reported` : named;
 }
 
-/** The figure without its method: arms, ratio and what it applies to. */
+/** The figure without its method: arms, ratio and what it applies to. A ratio record shows only its ratio, not its baseline "1x". */
 export function formatValue(record: BenchRecord): string {
-  let text = formatArms(record);
-  if (record.comparison !== undefined) text = `${text} (${formatComparison(record.comparison)})`;
+  const ratioOnly = record.unit === "x" && record.comparison !== undefined;
+  let text = ratioOnly ? "" : formatArms(record);
+  if (record.comparison !== undefined) {
+    const comparison = formatComparison(record.comparison);
+    text = ratioOnly ? comparison : `${text} (${comparison})`;
+  }
   if (record.context !== undefined) {
     text = PREPOSITION.test(record.context) ? `${text} ${record.context}` : `${text}, ${record.context}`;
   }
