@@ -101,24 +101,17 @@ export async function sendStreaming(
         ? { logprobs: true, top_logprobs: 0 }
         : { logprobs: 0 }),
   };
-  const controller = new AbortController();
+  // Silence is caught by undici's own header and body timeouts, and the total limit at each read:
+  // no timer or AbortController per request, which at thousands of requests a second shows.
   const stallMs = options.stallTimeoutMs ?? 30_000;
-  let stalled = false;
+  const limitMs = options.requestTimeoutMs ?? 600_000;
   let timedOut = false;
-  const stallTimer = setTimeout(onStall, stallMs);
-  const totalTimer = setTimeout(() => {
-    timedOut = true;
-    controller.abort();
-  }, options.requestTimeoutMs ?? 600_000);
-  function onStall(): void {
-    stalled = true;
-    controller.abort();
-  }
   function alive(): void {
-    stallTimer.refresh();
+    if (performance.now() - sentAt > limitMs) {
+      timedOut = true;
+      throw new BringupError("BENCH_REQUEST_TIMEOUT", "the request ran past its time limit");
+    }
   }
-  const onOuterAbort = () => controller.abort();
-  options.signal?.addEventListener("abort", onOuterAbort, { once: true });
   const chunkTimes: number[] = [];
   const chunkTokens: number[] = [];
   let text = "";
@@ -142,7 +135,9 @@ export async function sendStreaming(
         ...(target.apiKey ? { authorization: `Bearer ${target.apiKey}` } : {}),
       },
       body: JSON.stringify(body),
-      signal: controller.signal,
+      headersTimeout: streaming ? stallMs : limitMs,
+      bodyTimeout: stallMs,
+      ...(options.signal ? { signal: options.signal } : {}),
     });
     alive();
     if (response.statusCode < 200 || response.statusCode > 299) {
@@ -174,11 +169,7 @@ export async function sendStreaming(
         : {}),
     });
   } catch (error) {
-    return result({ ok: false, failure: classify(error, stalled, timedOut, stallMs) });
-  } finally {
-    clearTimeout(stallTimer);
-    clearTimeout(totalTimer);
-    options.signal?.removeEventListener("abort", onOuterAbort);
+    return result({ ok: false, failure: classify(error, timedOut, stallMs) });
   }
 }
 
@@ -220,13 +211,11 @@ async function readWhole(
   };
 }
 
-function classify(
-  error: unknown,
-  stalled: boolean,
-  timedOut: boolean,
-  stallMs: number,
-): NonNullable<RequestResult["failure"]> {
-  if (stalled) return { reason: "stall", message: `no data for ${stallMs} ms` };
+function classify(error: unknown, timedOut: boolean, stallMs: number): NonNullable<RequestResult["failure"]> {
+  const code = (error as { code?: unknown }).code;
+  if (code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT") {
+    return { reason: "stall", message: `no data for ${stallMs} ms` };
+  }
   if (timedOut) return { reason: "timeout", message: "the request ran past its time limit" };
   if (isBringupError(error)) {
     if (error.code === "SSE_MALFORMED") return { reason: "malformed-sse", message: error.message };
