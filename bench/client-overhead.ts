@@ -24,7 +24,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { randomWorkload, runBench, summarize } from "../src/bench/index.js";
-import { readTokenStream } from "../src/client/sse.js";
+import { readTokenStream } from "../src/client/index.js";
 
 const { values } = parseArgs({
   options: {

@@ -1,5 +1,5 @@
 import { Agent, type Dispatcher, request as httpRequest } from "undici";
-import { readTokenStream } from "../client/sse.js";
+import { readTokenStream } from "../client/index.js";
 import { BringupError, isBringupError } from "../common/errors.js";
 import type { WorkloadRequest } from "./workload.js";
 
