@@ -6,6 +6,7 @@ import {
   type ServerOptions,
   startServer,
 } from "../../server/index.js";
+import { untilSignalled } from "../signals.js";
 
 function positiveInt(value: string): number {
   if (!/^\d+$/.test(value) || Number(value) < 1)
@@ -52,19 +53,6 @@ interface ServeFlags {
   maxNumBatchedTokens?: number;
   threads?: number;
   tiny: string;
-}
-
-/** Resolves when the process is asked to stop (Ctrl-C or SIGTERM). */
-function untilSignalled(): Promise<void> {
-  return new Promise((done) => {
-    const stop = () => {
-      process.off("SIGINT", stop);
-      process.off("SIGTERM", stop);
-      done();
-    };
-    process.once("SIGINT", stop);
-    process.once("SIGTERM", stop);
-  });
 }
 
 /** Options for startServer from the command line (exported for the command's test). */

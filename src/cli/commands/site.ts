@@ -3,6 +3,7 @@ import { type Command, InvalidArgumentError } from "commander";
 import { loadCatalog } from "../../catalog/index.js";
 import { buildSite, serveSite } from "../../site/index.js";
 import { projectRoot } from "../root.js";
+import { untilSignalled } from "../signals.js";
 
 /** Where `site build` writes and `site serve` reads by default (gitignored). */
 const DEFAULT_OUT = "site-out";
@@ -48,15 +49,7 @@ export function registerSite(program: Command): void {
     .action(async (options: { port: number; dir?: string }, command: Command) => {
       const server = await serveSite(outDir(command, options.dir), { port: options.port });
       process.stdout.write(`serving ${server.url} (Ctrl-C stops)\n`);
-      await new Promise<void>((done) => {
-        const stop = () => {
-          process.off("SIGINT", stop);
-          process.off("SIGTERM", stop);
-          done();
-        };
-        process.once("SIGINT", stop);
-        process.once("SIGTERM", stop);
-      });
+      await untilSignalled();
       await server.close();
     });
 }
