@@ -60,6 +60,8 @@ export function matmulRange(
   K: number,
   dtype: number,
   wData: Float32Array | Uint16Array | Uint8Array,
+  /** Byte offset of an f32 wData inside simd.memory, or -1 when it lies elsewhere. */
+  wOffset: number,
   scaleData: Float32Array | null,
   scaleBlockRows: number,
   scaleBlockCols: number,
@@ -72,7 +74,9 @@ export function matmulRange(
   tables: { f16: Float32Array; fp8: Float32Array; fp4: Float32Array; e8m0: Float32Array },
   simd: {
     tile: (K: number, M: number, x: number, w: number, o: number, G: number) => void;
-    memory: { readonly buffer: ArrayBuffer; grow(pages: number): number };
+    memory: { readonly buffer: ArrayBufferLike };
+    base: number;
+    bytes: number;
   } | null,
 ): void {
   let scratchBits = new Uint32Array(scratch.buffer, scratch.byteOffset, scratch.length);
@@ -121,26 +125,36 @@ export function matmulRange(
       }
     }
   };
+  const CHUNK = 64;
   if (simd !== null && K % 4 === 0 && K > 0) {
-    // WebAssembly SIMD path: x and up to CHUNK weight rows at a time are placed in the instance's
-    // memory ([x: M*K][rows: CHUNK*K][out: M*CHUNK] floats) and the tile sums them in f32 lanes.
-    const CHUNK = 64;
-    const needBytes = (M * K + CHUNK * K + CHUNK * M) * 4;
-    const have = simd.memory.buffer.byteLength;
-    if (have < needBytes) simd.memory.grow(Math.ceil((needBytes - have) / 65536));
+    if (simd.bytes < (M * K + CHUNK * K + CHUNK * M) * 4) {
+      throw new RangeError(`matmul scratch of ${simd.bytes} bytes is too small for M=${M}, K=${K}`);
+    }
+    // WebAssembly SIMD path over this thread's scratch region ([x: M*K][rows: CHUNK*K][out:
+    // M*CHUNK] floats). f32 weights in the shared memory are read where they lie; others are
+    // dequantized (or copied) into the rows area CHUNK rows at a time.
     const heap = new Float32Array(simd.memory.buffer);
     scratch = heap;
     scratchBits = new Uint32Array(simd.memory.buffer);
-    const W = M * K;
+    const X = simd.base >> 2;
+    const W = X + M * K;
     const O = W + CHUNK * K;
-    heap.set(x.subarray(0, M * K), 0);
+    heap.set(x.subarray(0, M * K), X);
+    const inPlace = dtype === 0 && wOffset >= 0;
     for (let c0 = n0; c0 < n1; c0 += CHUNK) {
       const rows = Math.min(CHUNK, n1 - c0);
       const groups = Math.ceil(rows / 4);
-      if (dtype === 0) heap.set((wData as Float32Array).subarray(c0 * K, (c0 + rows) * K), W);
-      else for (let j = 0; j < rows; j++) unpack(c0 + j, W + j * K);
-      if (rows < groups * 4) heap.fill(0, W + rows * K, W + groups * 4 * K);
-      simd.tile(K, M, 0, W * 4, O * 4, groups);
+      // Whole groups of four rows straight from the weights; a ragged tail goes through the rows
+      // area, zero-padded, so the tile never reads past the weight.
+      const direct = inPlace ? rows >> 2 : 0;
+      if (direct > 0) simd.tile(K, M, X * 4, wOffset + c0 * K * 4, O * 4, direct);
+      if (direct < groups) {
+        const r0 = direct * 4;
+        if (dtype === 0) heap.set((wData as Float32Array).subarray((c0 + r0) * K, (c0 + rows) * K), W);
+        else for (let j = r0; j < rows; j++) unpack(c0 + j, W + (j - r0) * K);
+        if (rows < groups * 4) heap.fill(0, W + (rows - r0) * K, W + (groups * 4 - r0) * K);
+        simd.tile(K, M, X * 4, W * 4, (O + direct * M * 4) * 4, groups - direct);
+      }
       for (let j = 0; j < rows; j++) {
         const base = O + (j >> 2) * M * 4 + (j & 3);
         for (let m = 0; m < M; m++) out[m * N + c0 + j] = heap[base + m * 4] as number;

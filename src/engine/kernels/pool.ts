@@ -5,9 +5,12 @@ import { attendTokens } from "../attention/attention-kernel.js";
 import { DTYPE_CODE, type Weight } from "../tensor/weight.js";
 import { buildDecodeTables, type DecodeTables, matmulRange } from "./matmul-kernel.js";
 import { compileSimdTile, instantiateTile, type SimdTile, type WasmModule } from "./simd-module.js";
+import { type WasmArena, wasmArena } from "./wasm-arena.js";
 
 /** Below this many multiply-adds a matmul stays on the calling thread: waking workers costs more. */
 const PARALLEL_MIN_MACS = 1 << 16;
+/** Weight rows the SIMD path handles at a time (matmul-kernel.ts); sizes the scratch regions. */
+const SIMD_CHUNK = 64;
 
 /** One layer's attention over a step: what pool.attention needs (see attendTokens). */
 export interface AttentionJob {
@@ -62,6 +65,7 @@ export class MatmulPool {
   /** Whether matmuls use the WebAssembly SIMD tile (false: the plain JavaScript kernel). */
   readonly simd: boolean;
   private readonly simdTile: SimdTile | null;
+  private readonly arena: WasmArena | null;
 
   /**
    * `simd` defaults to true where WebAssembly SIMD validates, unless BRINGUP_ENGINE_SIMD=0 forces
@@ -72,14 +76,19 @@ export class MatmulPool {
       throw new BringupError("ENGINE_THREADS", `threads must be a positive integer, got ${threads}.`);
     }
     this.threads = threads;
-    const module = (options.simd ?? process.env.BRINGUP_ENGINE_SIMD !== "0") ? compileSimdTile() : undefined;
+    const arena = wasmArena();
+    const module =
+      (options.simd ?? process.env.BRINGUP_ENGINE_SIMD !== "0") && arena !== null
+        ? compileSimdTile()
+        : undefined;
     this.simd = module !== undefined;
-    this.simdTile = module === undefined ? null : instantiateTile(module);
+    this.arena = module === undefined ? null : arena;
+    this.simdTile = module === undefined || arena === null ? null : instantiateTile(module, arena.memory);
     for (let i = 1; i < threads; i++) {
       const { port1, port2 } = new MessageChannel();
       const worker = new Worker(WORKER_SOURCE, {
         eval: true,
-        workerData: { ctrl: this.ctrl, port: port2, module },
+        workerData: { ctrl: this.ctrl, port: port2, module, memory: this.arena?.memory },
         transferList: [port2],
       });
       worker.unref();
@@ -110,6 +119,7 @@ export class MatmulPool {
       totalRows += w.rows;
     });
     if (this.scratch.length < 4 * K) this.scratch = new Float32Array(4 * K);
+    this.ensureSimdScratch(M, K);
     const helpers = this.workers.length;
     if (helpers === 0 || M * K * totalRows < PARALLEL_MIN_MACS || this.closed) {
       weights.forEach((w, i) => {
@@ -154,6 +164,7 @@ export class MatmulPool {
         segments: list.map(({ i, n0, n1 }) => ({
           id: ids[i],
           dtype: DTYPE_CODE[(weights[i] as Weight).dtype],
+          wOffset: this.weightOffset(weights[i] as Weight),
           N: (weights[i] as Weight).rows,
           n0,
           n1,
@@ -181,6 +192,7 @@ export class MatmulPool {
       w.cols,
       DTYPE_CODE[w.dtype],
       w.data,
+      this.weightOffset(w),
       w.scale?.data ?? null,
       w.scale?.blockRows ?? 1,
       w.scale?.blockCols ?? 1,
@@ -193,6 +205,26 @@ export class MatmulPool {
       this.tables,
       this.simdTile,
     );
+  }
+
+  /** Where an f32 weight lies in the shared memory the SIMD tile reads (-1: elsewhere, copied). */
+  private weightOffset(w: Weight): number {
+    return this.arena === null || w.dtype !== "f32" ? -1 : this.arena.offsetOf(w.data);
+  }
+
+  /** Gives every thread a SIMD scratch region large enough for an M x K input. */
+  private ensureSimdScratch(M: number, K: number): void {
+    const tile = this.simdTile;
+    if (tile === null || this.arena === null) return;
+    const need = (M * K + SIMD_CHUNK * K + SIMD_CHUNK * M) * 4;
+    if (tile.bytes >= need) return;
+    // Grow geometrically: regions are never freed, so few and large beats many and exact.
+    const bytes = Math.max(need, 2 * tile.bytes);
+    tile.base = this.arena.allocate(bytes);
+    tile.bytes = bytes;
+    for (const { port } of this.workers) {
+      port.postMessage({ type: "scratch", base: this.arena.allocate(bytes), bytes });
+    }
   }
 
   private waitForHelpers(expected: number): void {
@@ -379,21 +411,22 @@ function workerMain(
   buildTables: typeof buildDecodeTables,
   threads: typeof import("node:worker_threads"),
 ): void {
-  const { ctrl, port, module } = threads.workerData as {
+  const { ctrl, port, module, memory } = threads.workerData as {
     ctrl: Int32Array;
     port: MessagePort;
     module: WasmModule | undefined;
+    memory: SimdTile["memory"] | undefined;
   };
   const tables = buildTables();
   let simd: SimdTile | null = null;
-  if (module !== undefined) {
+  if (module !== undefined && memory !== undefined) {
     const api = (
       globalThis as unknown as {
         WebAssembly: { Instance: new (m: WasmModule, i: object) => { exports: unknown } };
       }
     ).WebAssembly;
-    const exports = new api.Instance(module, {}).exports as SimdTile;
-    simd = { tile: exports.tile, memory: exports.memory };
+    const exports = new api.Instance(module, { env: { memory } }).exports as Pick<SimdTile, "tile">;
+    simd = { tile: exports.tile, memory, base: 0, bytes: 0 };
   }
   type Registered = {
     data: Float32Array | Uint16Array | Uint8Array;
@@ -423,7 +456,10 @@ function workerMain(
       const msg = received.message;
       if (msg.type === "weight") weights.set(msg.id, msg);
       else if (msg.type === "kv") kvs.set(msg.id, msg);
-      else if (msg.type === "attn") {
+      else if (msg.type === "scratch" && simd !== null) {
+        simd.base = msg.base;
+        simd.bytes = msg.bytes;
+      } else if (msg.type === "attn") {
         try {
           const kv = kvs.get(msg.id) as { keys: Float32Array; values: Float32Array };
           attend(
@@ -465,6 +501,7 @@ function workerMain(
               msg.K,
               seg.dtype,
               w.data,
+              seg.wOffset,
               w.scaleData,
               w.scaleBlockRows,
               w.scaleBlockCols,

@@ -5,7 +5,8 @@
  *   tile(K, M, x, w, o, G): for g < G, m < M, j < 4:
  *     o[(g*M + m)*4 + j] = Σ_k x[m*K + k] · w[(4g + j)*K + k]
  *
- * with x, w, o byte offsets into the instance's own memory and K a multiple of 4. Each output keeps
+ * with x, w, o byte offsets into the imported shared memory (see wasm-arena.ts, which also holds
+ * the weights) and K a multiple of 4. Each output keeps
  * four f32 partial sums (lanes k mod 4) added as (l0 + l1) + (l2 + l3), so an output depends only
  * on its own row and input, never on M or on the other rows of the tile.
  */
@@ -184,17 +185,17 @@ export function simdTileModuleBytes(): Uint8Array {
     0x00,
     0x00,
     ...section(1, [0x01, 0x60, 0x06, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x00]),
+    // Imports env.memory: shared, 1 to 65536 pages (the process's weight arena).
+    ...section(2, [0x01, ...name("env"), ...name("memory"), 0x02, 0x03, 0x01, ...leb(65536)]),
     ...section(3, [0x01, 0x00]),
-    ...section(5, [0x01, 0x00, 0x01]),
-    ...section(7, [0x02, ...name("tile"), 0x00, 0x00, ...name("memory"), 0x02, 0x00]),
+    ...section(7, [0x01, ...name("tile"), 0x00, 0x00]),
     ...section(10, code),
   ]);
 }
 
 /** The few WebAssembly types used here (this project's TypeScript lib has no DOM/wasm typings). */
 export interface WasmMemory {
-  readonly buffer: ArrayBuffer;
-  grow(pages: number): number;
+  readonly buffer: ArrayBufferLike;
 }
 
 /** A compiled module: opaque, and structured-cloneable to worker threads. */
@@ -203,6 +204,9 @@ export type WasmModule = object & { readonly __wasmModule?: never };
 export interface SimdTile {
   tile: (K: number, M: number, x: number, w: number, o: number, G: number) => void;
   memory: WasmMemory;
+  /** This thread's scratch region in the memory: byte offset and size. */
+  base: number;
+  bytes: number;
 }
 
 interface WasmApi {
@@ -220,8 +224,11 @@ export function compileSimdTile(): WasmModule | undefined {
   return new wasm.Module(bytes);
 }
 
-/** A fresh instance with its own memory (one per thread). */
-export function instantiateTile(module: WasmModule): SimdTile {
-  const exports = new (wasm as WasmApi).Instance(module, {}).exports as SimdTile;
-  return { tile: exports.tile, memory: exports.memory };
+/** An instance over the shared memory (one per thread; `base` is set by the pool). */
+export function instantiateTile(module: WasmModule, memory: WasmMemory): SimdTile {
+  const exports = new (wasm as WasmApi).Instance(module, { env: { memory } }).exports as Pick<
+    SimdTile,
+    "tile"
+  >;
+  return { tile: exports.tile, memory, base: 0, bytes: 0 };
 }

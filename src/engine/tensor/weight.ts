@@ -1,4 +1,5 @@
 import { BringupError } from "../../common/errors.js";
+import { wasmArena } from "../kernels/wasm-arena.js";
 
 /** Storage dtypes a matmul weight may keep; each is dequantized inside the matmul, row by row. */
 export type WeightDtype = "f32" | "bf16" | "f16" | "fp8_e4m3" | "mxfp4";
@@ -26,11 +27,20 @@ export interface Weight {
   readonly mxScales?: Uint8Array;
 }
 
-/** Copies `src` into a new SharedArrayBuffer-backed array of the same kind. */
+/**
+ * Copies `src` into a new SharedArrayBuffer-backed array of the same kind: inside the shared
+ * WebAssembly memory where there is one, so the SIMD matmul reads it in place.
+ */
 export function shareArray<T extends Float32Array | Uint16Array | Uint8Array>(src: T): T {
-  const ctor = src.constructor as { new (buffer: ArrayBufferLike): T; BYTES_PER_ELEMENT: number };
-  const sab = new SharedArrayBuffer(src.length * ctor.BYTES_PER_ELEMENT);
-  const out = new ctor(sab);
+  const ctor = src.constructor as {
+    new (buffer: ArrayBufferLike, offset?: number, length?: number): T;
+    BYTES_PER_ELEMENT: number;
+  };
+  const arena = wasmArena();
+  const out =
+    arena === null
+      ? new ctor(new SharedArrayBuffer(src.length * ctor.BYTES_PER_ELEMENT))
+      : arena.array(ctor, src.length);
   out.set(src as never);
   return out;
 }
