@@ -1,0 +1,72 @@
+/**
+ * One shared WebAssembly memory per process that holds the model's weights and each thread's
+ * matmul scratch, so the SIMD tile (which can only address its own memory) reads weights in place
+ * instead of copying every row into its instance first. It only grows: weights live as long as the
+ * process, like the model they belong to.
+ */
+
+interface SharedMemory {
+  readonly buffer: SharedArrayBuffer;
+  grow(pages: number): number;
+}
+
+interface MemoryApi {
+  Memory: new (d: { initial: number; maximum: number; shared: boolean }) => SharedMemory;
+}
+
+/** 4 GiB, the wasm32 limit; only address space is reserved up front. */
+export const ARENA_MAX_PAGES = 65536;
+const PAGE = 65536;
+
+export class WasmArena {
+  private top = 0;
+  private readonly owned = new WeakSet<object>();
+
+  constructor(readonly memory: SharedMemory) {}
+
+  /** A 16-byte-aligned region of `bytes`; its byte offset in the memory. */
+  allocate(bytes: number): number {
+    const start = (this.top + 15) & ~15;
+    const end = start + bytes;
+    if (end > ARENA_MAX_PAGES * PAGE) {
+      throw new RangeError(`the shared weight memory is full (${end} bytes wanted, 4 GiB at most)`);
+    }
+    const have = this.memory.buffer.byteLength;
+    if (end > have) this.memory.grow(Math.ceil((end - have) / PAGE));
+    this.top = end;
+    return start;
+  }
+
+  /** A new array of `length` elements of `ctor`'s kind inside the memory. */
+  array<T extends Float32Array | Uint16Array | Uint8Array>(
+    ctor: { new (buffer: ArrayBufferLike, offset: number, length: number): T; BYTES_PER_ELEMENT: number },
+    length: number,
+  ): T {
+    const offset = this.allocate(length * ctor.BYTES_PER_ELEMENT);
+    const out = new ctor(this.memory.buffer, offset, length);
+    this.owned.add(out);
+    return out;
+  }
+
+  /** The byte offset of an array this arena made, or -1 for any other array. */
+  offsetOf(a: object & { readonly byteOffset: number }): number {
+    return this.owned.has(a) ? a.byteOffset : -1;
+  }
+}
+
+let arena: WasmArena | null | undefined;
+
+/** The process's arena, or null where shared WebAssembly memories are unavailable. */
+export function wasmArena(): WasmArena | null {
+  if (arena !== undefined) return arena;
+  const api = (globalThis as unknown as { WebAssembly?: MemoryApi }).WebAssembly;
+  try {
+    arena =
+      api === undefined
+        ? null
+        : new WasmArena(new api.Memory({ initial: 1, maximum: ARENA_MAX_PAGES, shared: true }));
+  } catch {
+    arena = null;
+  }
+  return arena;
+}
