@@ -37,7 +37,42 @@ export function simdTileModuleBytes(): Uint8Array {
   const zero = [0xfd, 0x0c, ...new Array(16).fill(0)];
   const eqz = [0x45];
   // Locals: 0 K, 1 M, 2 x, 3 w, 4 o, 5 G | 6 m, 7 kb, 8 rowBytes, 9 xp, 10 w1, 11 w2, 12 w3, 13 g
-  //         | 14-17 acc, 18 xv
+  //         | 14-17 acc, 18 xv, 19-22 acc of the second row, 23 its xv | 24 its xp | 25 wv
+  const sum = (acc: number) => [
+    ...get(acc),
+    ...lane(0),
+    ...get(acc),
+    ...lane(1),
+    ...f32add,
+    ...get(acc),
+    ...lane(2),
+    ...get(acc),
+    ...lane(3),
+    ...f32add,
+    ...f32add,
+  ];
+  // Input rows two at a time: each weight vector loaded once feeds eight independent accumulators
+  // (14-17 for row m, 19-22 for row m+1). Every output sees the same operations in the same order
+  // as in the one-row loop below, so its bits do not depend on whether it was paired.
+  const pairLoop: number[] = [0x02, 0x40, 0x03, 0x40]; // block, loop
+  pairLoop.push(...get(6), ...i32c(1), ...add, ...get(1), ...geU, 0x0d, 0x01); // leave when m+1 >= M
+  for (const acc of [14, 15, 16, 17, 19, 20, 21, 22]) pairLoop.push(...zero, ...set(acc));
+  pairLoop.push(...i32c(0), ...set(7), ...get(9), ...get(8), ...add, ...set(24));
+  pairLoop.push(0x03, 0x40); // loop over k
+  pairLoop.push(...get(9), ...get(7), ...add, ...v128load, ...set(18));
+  pairLoop.push(...get(24), ...get(7), ...add, ...v128load, ...set(23));
+  [3, 10, 11, 12].forEach((rowBase, j) => {
+    pairLoop.push(...get(rowBase), ...get(7), ...add, ...v128load, ...set(25));
+    pairLoop.push(...get(14 + j), ...get(18), ...get(25), ...f32x4mul, ...f32x4add, ...set(14 + j));
+    pairLoop.push(...get(19 + j), ...get(23), ...get(25), ...f32x4mul, ...f32x4add, ...set(19 + j));
+  });
+  pairLoop.push(...get(7), ...i32c(16), ...add, ...tee(7), ...get(8), ...ltU, 0x0d, 0x00, 0x0b);
+  for (let j = 0; j < 8; j++) {
+    const acc = j < 4 ? 14 + j : 15 + j;
+    pairLoop.push(...get(4), ...get(6), ...i32c(4), ...shl, ...add, ...sum(acc), 0x38, 0x02, ...leb(4 * j));
+  }
+  pairLoop.push(...get(24), ...get(8), ...add, ...set(9)); // xp += 2 rows
+  pairLoop.push(...get(6), ...i32c(2), ...add, ...set(6), 0x0c, 0x00, 0x0b, 0x0b); // m += 2; br loop; end; end
   const body: number[] = [
     ...get(0),
     ...i32c(2),
@@ -69,8 +104,9 @@ export function simdTileModuleBytes(): Uint8Array {
     ...set(6),
     ...get(2),
     ...set(9),
+    ...pairLoop,
     0x02,
-    0x40, // block: leave when M == 0
+    0x40, // block: leave when m == M (one odd row may be left after the pairs)
     ...get(6),
     ...get(1),
     ...geU,
@@ -170,7 +206,7 @@ export function simdTileModuleBytes(): Uint8Array {
     0x0b, // end block
     0x0b, // end function
   );
-  const locals = [0x02, 0x08, 0x7f, 0x05, 0x7b];
+  const locals = [0x04, 0x08, 0x7f, 0x0a, 0x7b, 0x01, 0x7f, 0x01, 0x7b];
   const func = [...locals, ...body];
   const code = [0x01, ...leb(func.length), ...func];
   const section = (id: number, content: number[]) => [id, ...leb(content.length), ...content];
