@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { argmax, logprobsOf, sampleToken, validateSampling } from "./sampler.js";
+import { argmax, logprobsOf, orderByLogit, sampleToken, validateSampling } from "./sampler.js";
 import { Rng } from "./tensor/random.js";
 
 const logits = new Float32Array([0.1, 2.0, -1, 1.9, 0.5]);
@@ -21,6 +21,29 @@ describe("sampler", () => {
       expect([1, 3]).toContain(t);
       expect(sampleToken(logits, 0, 5, { temperature: 2, topK: 2 }, b)).toBe(t);
     }
+  });
+
+  it("orders ids by descending logit, lower id first among equals, as a comparator sort does", () => {
+    const rng = new Rng(3);
+    // Few distinct values (ties), both signs, both zeros and the infinities.
+    const values = [
+      -3.5,
+      -1,
+      -0,
+      0,
+      0.25,
+      2,
+      1e30,
+      -1e-30,
+      Number.POSITIVE_INFINITY,
+      Number.NEGATIVE_INFINITY,
+    ];
+    const x = new Float32Array(3 + 500);
+    for (let i = 0; i < x.length; i++) x[i] = values[Math.floor(rng.next() * values.length)] as number;
+    const expected = Array.from({ length: 500 }, (_, i) => i).sort(
+      (a, b) => (x[3 + b] as number) - (x[3 + a] as number) || a - b,
+    );
+    expect(Array.from(orderByLogit(x, 3, 500))).toEqual(expected);
   });
 
   it("reports the chosen token's logprob, its rank and the top alternatives in order", () => {

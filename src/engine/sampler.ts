@@ -43,12 +43,13 @@ export function sampleToken(
 ): number {
   const temperature = params.temperature ?? 1;
   if (temperature === 0) return argmax(logits, offset, vocab);
-  const order = Array.from({ length: vocab }, (_, i) => i);
-  order.sort((a, b) => (logits[offset + b] as number) - (logits[offset + a] as number) || a - b);
+  const order = orderByLogit(logits, offset, vocab);
   const topK = params.topK !== undefined && params.topK > 0 ? Math.min(params.topK, vocab) : vocab;
-  const kept = order.slice(0, topK);
+  const kept = order.subarray(0, topK);
   const max = (logits[offset + (kept[0] as number)] as number) / temperature;
-  const probs = kept.map((id) => Math.exp((logits[offset + id] as number) / temperature - max));
+  const probs = new Float64Array(topK);
+  for (let i = 0; i < topK; i++)
+    probs[i] = Math.exp((logits[offset + (kept[i] as number)] as number) / temperature - max);
   let total = probs.reduce((s, p) => s + p, 0);
   const topP = params.topP ?? 1;
   let n = kept.length;
@@ -69,6 +70,37 @@ export function sampleToken(
     if (u < 0) return kept[i] as number;
   }
   return kept[n - 1] as number;
+}
+
+/** Ids whose packed sort key (32-bit logit key, then the id) still fits a double exactly. */
+const PACKED_ID_LIMIT = 2 ** 21;
+
+/**
+ * Token ids by descending logit, lower id first among equals. Each logit's f32 bits become an
+ * order-preserving integer packed above the id into one exact double, so a native numeric sort of
+ * a Float64Array does the work (a comparator sort over the vocabulary cost more than the model's
+ * matmuls at batch 1).
+ */
+export function orderByLogit(logits: Float32Array, offset: number, vocab: number): Int32Array {
+  if (vocab > PACKED_ID_LIMIT) {
+    const order = Array.from({ length: vocab }, (_, i) => i);
+    order.sort((a, b) => (logits[offset + b] as number) - (logits[offset + a] as number) || a - b);
+    return Int32Array.from(order);
+  }
+  const f = new Float32Array(1);
+  const bits = new Uint32Array(f.buffer);
+  const keys = new Float64Array(vocab);
+  for (let i = 0; i < vocab; i++) {
+    f[0] = (logits[offset + i] as number) + 0; // -0 becomes +0: the two compare equal
+    const b = bits[0] as number;
+    // Ascending for floats: negatives flipped whole, positives above them; then reversed.
+    const ascending = b & 0x80000000 ? ~b >>> 0 : (b | 0x80000000) >>> 0;
+    keys[i] = (0xffffffff - ascending) * PACKED_ID_LIMIT + i;
+  }
+  keys.sort();
+  const order = new Int32Array(vocab);
+  for (let i = 0; i < vocab; i++) order[i] = (keys[i] as number) % PACKED_ID_LIMIT;
+  return order;
 }
 
 export function argmax(x: Float32Array, offset: number, n: number): number {
