@@ -229,6 +229,9 @@ export class MatmulPool {
 
   private waitForHelpers(expected: number): void {
     const started = Date.now();
+    // The helpers usually finish within microseconds of this thread: spin before sleeping.
+    const spinUntil = performance.now() + 0.2;
+    while (Atomics.load(this.ctrl, DONE) < expected && performance.now() < spinUntil);
     for (;;) {
       const done = Atomics.load(this.ctrl, DONE);
       if (done >= expected) break;
@@ -448,6 +451,10 @@ function workerMain(
   // Start from 0, not the current value: jobs posted before this thread started are already queued.
   let seen = 0;
   for (;;) {
+    // Jobs come back to back within a step: spin a moment before sleeping, as waking from
+    // Atomics.wait costs about as much as a small matmul.
+    const spinUntil = performance.now() + 0.5;
+    while (Atomics.load(ctrl, 0) === seen && performance.now() < spinUntil);
     Atomics.wait(ctrl, 0, seen);
     seen = Atomics.load(ctrl, 0);
     for (;;) {
