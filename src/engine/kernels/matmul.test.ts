@@ -140,6 +140,24 @@ describe("matmul fast path", () => {
     }
   });
 
+  it("SIMD: a weight read in place from the shared memory gives the bits of the same weight copied in", () => {
+    const K = 96;
+    const M = 5;
+    const inArena = randomWeight("f32", 71, K);
+    // The same values in a SharedArrayBuffer of their own: the kernel copies these rows per chunk.
+    const copy = new Float32Array(new SharedArrayBuffer(inArena.data.byteLength));
+    copy.set(inArena.data as Float32Array);
+    const outside: Weight = { ...inArena, data: copy };
+    const x = rng.fillNormal(new Float32Array(M * K), 1);
+    for (const p of [simdSingle, simdDual]) {
+      const a = new Float32Array(M * inArena.rows);
+      const b = new Float32Array(M * inArena.rows);
+      p.matmul(x, M, inArena, a);
+      p.matmul(x, M, outside, b);
+      expect(Array.from(a)).toEqual(Array.from(b));
+    }
+  });
+
   it("rejects buffers that are too small", () => {
     const w = randomWeight("f32", 4, 8);
     expect(() => single.matmul(new Float32Array(7), 1, w, new Float32Array(4))).toThrow(/shapes disagree/);

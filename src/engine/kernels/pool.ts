@@ -220,11 +220,19 @@ export class MatmulPool {
     if (tile.bytes >= need) return;
     // Grow geometrically: regions are never freed, so few and large beats many and exact.
     const bytes = Math.max(need, 2 * tile.bytes);
-    tile.base = this.arena.allocate(bytes);
-    tile.bytes = bytes;
-    for (const { port } of this.workers) {
-      port.postMessage({ type: "scratch", base: this.arena.allocate(bytes), bytes });
+    const arena = this.arena;
+    const bases = Array.from({ length: this.workers.length + 1 }, () => arena.allocate(bytes));
+    if (bases.some((b) => b < 0)) {
+      throw new BringupError(
+        "ENGINE_WASM_MEMORY_FULL",
+        `no room left in the 4 GiB shared matmul memory for a ${M}x${K} input; lower --max-num-batched-tokens or run with BRINGUP_ENGINE_SIMD=0.`,
+      );
     }
+    tile.base = bases[0] as number;
+    tile.bytes = bytes;
+    this.workers.forEach(({ port }, t) => {
+      port.postMessage({ type: "scratch", base: bases[t + 1], bytes });
+    });
   }
 
   private waitForHelpers(expected: number): void {

@@ -17,6 +17,8 @@ interface MemoryApi {
 /** 4 GiB, the wasm32 limit; only address space is reserved up front. */
 export const ARENA_MAX_PAGES = 65536;
 const PAGE = 65536;
+/** Weights stop short of the limit, leaving room for the threads' scratch regions. */
+const WEIGHT_CEILING = ARENA_MAX_PAGES * PAGE - (256 << 20);
 
 export class WasmArena {
   private top = 0;
@@ -24,25 +26,27 @@ export class WasmArena {
 
   constructor(readonly memory: SharedMemory) {}
 
-  /** A 16-byte-aligned region of `bytes`; its byte offset in the memory. */
-  allocate(bytes: number): number {
+  /** A 16-byte-aligned region of `bytes`: its byte offset in the memory, or -1 past `limit`. */
+  allocate(bytes: number, limit: number = ARENA_MAX_PAGES * PAGE): number {
     const start = (this.top + 15) & ~15;
     const end = start + bytes;
-    if (end > ARENA_MAX_PAGES * PAGE) {
-      throw new RangeError(`the shared weight memory is full (${end} bytes wanted, 4 GiB at most)`);
-    }
+    if (end > limit) return -1;
     const have = this.memory.buffer.byteLength;
     if (end > have) this.memory.grow(Math.ceil((end - have) / PAGE));
     this.top = end;
     return start;
   }
 
-  /** A new array of `length` elements of `ctor`'s kind inside the memory. */
+  /**
+   * A new array of `length` elements of `ctor`'s kind inside the memory, or null once weights fill
+   * it (the caller keeps such arrays elsewhere; the matmul then copies their rows).
+   */
   array<T extends Float32Array | Uint16Array | Uint8Array>(
     ctor: { new (buffer: ArrayBufferLike, offset: number, length: number): T; BYTES_PER_ELEMENT: number },
     length: number,
-  ): T {
-    const offset = this.allocate(length * ctor.BYTES_PER_ELEMENT);
+  ): T | null {
+    const offset = this.allocate(length * ctor.BYTES_PER_ELEMENT, WEIGHT_CEILING);
+    if (offset < 0) return null;
     const out = new ctor(this.memory.buffer, offset, length);
     this.owned.add(out);
     return out;

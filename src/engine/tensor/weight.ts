@@ -36,11 +36,9 @@ export function shareArray<T extends Float32Array | Uint16Array | Uint8Array>(sr
     new (buffer: ArrayBufferLike, offset?: number, length?: number): T;
     BYTES_PER_ELEMENT: number;
   };
-  const arena = wasmArena();
   const out =
-    arena === null
-      ? new ctor(new SharedArrayBuffer(src.length * ctor.BYTES_PER_ELEMENT))
-      : arena.array(ctor, src.length);
+    wasmArena()?.array(ctor, src.length) ??
+    new ctor(new SharedArrayBuffer(src.length * ctor.BYTES_PER_ELEMENT));
   out.set(src as never);
   return out;
 }
