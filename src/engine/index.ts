@@ -22,7 +22,8 @@
  *
  * Numerics: every token's arithmetic depends only on its own sequence, so greedy results do not
  * change with batch composition, chunked prefill or preemption. Matmuls run on all cores (worker
- * threads over SharedArrayBuffers) through a WebAssembly SIMD tile; `simd: false` or
+ * threads over SharedArrayBuffers) through a WebAssembly SIMD tile that reads weights in place from
+ * one shared WebAssembly memory (kernels/wasm-arena.ts: it only grows); `simd: false` or
  * BRINGUP_ENGINE_SIMD=0 selects the plain JavaScript kernel, equal bit for bit to the scalar reference.
  */
 
