@@ -1,10 +1,10 @@
 import { cp, mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Command } from "commander";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readRecords } from "../../records/index.js";
 import { type RunningServer, startServer } from "../../server/index.js";
+import { runInProcess } from "../tests/run-in-process.js";
 import { registerBench } from "./bench.js";
 import { registerRecords } from "./records.js";
 
@@ -12,17 +12,7 @@ const FIXTURE = join(import.meta.dirname, "../../catalog/fixtures/valid");
 
 /** Runs commands in process, capturing stdout; a library error rejects. */
 async function run(args: string[]): Promise<string> {
-  const program = new Command("bringup").option("--root <dir>").exitOverride();
-  registerRecords(program);
-  registerBench(program);
-  const stdout: string[] = [];
-  const out = vi.spyOn(process.stdout, "write").mockImplementation((chunk) => stdout.push(String(chunk)) > 0);
-  try {
-    await program.parseAsync(["node", "bringup", ...args]);
-  } finally {
-    out.mockRestore();
-  }
-  return stdout.join("");
+  return (await runInProcess([registerRecords, registerBench], args)).stdout;
 }
 
 describe("bringup bench and records compare", () => {

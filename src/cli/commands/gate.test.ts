@@ -1,11 +1,11 @@
 import { cp, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Command } from "commander";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTinyModel, findTinySize } from "../../engine/index.js";
 import { readRecords } from "../../records/index.js";
 import { type RunningServer, startServer } from "../../server/index.js";
+import { runInProcess } from "../tests/run-in-process.js";
 import { registerGate } from "./gate.js";
 
 const FIXTURE = join(import.meta.dirname, "../../catalog/fixtures/valid");
@@ -29,20 +29,8 @@ afterAll(async () => {
 });
 
 /** Runs `bringup gate ...` in process, capturing output and the exit code it sets. */
-async function gate(args: string[]): Promise<{ stdout: string; exitCode: unknown }> {
-  const program = new Command("bringup").option("--root <dir>").exitOverride();
-  registerGate(program);
-  const stdout: string[] = [];
-  const out = vi.spyOn(process.stdout, "write").mockImplementation((chunk) => stdout.push(String(chunk)) > 0);
-  process.exitCode = undefined;
-  try {
-    await program.parseAsync(["node", "bringup", "--root", root, "gate", ...args]);
-  } finally {
-    out.mockRestore();
-  }
-  const exitCode = process.exitCode;
-  process.exitCode = undefined;
-  return { stdout: stdout.join(""), exitCode };
+function gate(args: string[]) {
+  return runInProcess([registerGate], ["--root", root, "gate", ...args]);
 }
 
 const small = ["--window", "64", "--windows", "1"];

@@ -3,33 +3,16 @@ import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { Command } from "commander";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
+import { runInProcess } from "../tests/run-in-process.js";
 import { registerPorts } from "./ports.js";
 import { registerRecords } from "./records.js";
 
 const REPO = join(import.meta.dirname, "../../..");
 const FIXTURES = join(REPO, "src/catalog/fixtures");
 
-/** Runs commands in process, capturing what they print and the exit code they set. */
-async function runCommands(args: string[]): Promise<{ stdout: string; stderr: string; exitCode: unknown }> {
-  const program = new Command("bringup").option("--root <dir>").exitOverride();
-  registerPorts(program);
-  registerRecords(program);
-  const stdout: string[] = [];
-  const stderr: string[] = [];
-  const out = vi.spyOn(process.stdout, "write").mockImplementation((chunk) => stdout.push(String(chunk)) > 0);
-  const err = vi.spyOn(process.stderr, "write").mockImplementation((chunk) => stderr.push(String(chunk)) > 0);
-  process.exitCode = undefined;
-  try {
-    await program.parseAsync(["node", "bringup", ...args]);
-  } finally {
-    out.mockRestore();
-    err.mockRestore();
-  }
-  const exitCode = process.exitCode;
-  process.exitCode = undefined;
-  return { stdout: stdout.join(""), stderr: stderr.join(""), exitCode };
+function runCommands(args: string[]) {
+  return runInProcess([registerPorts, registerRecords], args);
 }
 
 describe("bringup ports", () => {

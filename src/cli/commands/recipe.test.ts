@@ -1,34 +1,15 @@
 import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Command } from "commander";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { FIXTURES_DIR } from "../../recipes/fixtures/index.js";
+import { runInProcess } from "../tests/run-in-process.js";
 import { registerPorts } from "./ports.js";
 import { registerRecipe } from "./recipe.js";
 
 /** Runs commands in process, capturing what they print, the exit code they set, and what they threw. */
-async function run(args: string[]) {
-  const program = new Command("bringup").option("--root <dir>").exitOverride();
-  registerPorts(program);
-  registerRecipe(program);
-  const stdout: string[] = [];
-  const stderr: string[] = [];
-  const out = vi.spyOn(process.stdout, "write").mockImplementation((chunk) => stdout.push(String(chunk)) > 0);
-  const err = vi.spyOn(process.stderr, "write").mockImplementation((chunk) => stderr.push(String(chunk)) > 0);
-  process.exitCode = undefined;
-  let thrown: unknown;
-  try {
-    await program.parseAsync(["node", "bringup", ...args]);
-  } catch (error) {
-    thrown = error;
-  } finally {
-    out.mockRestore();
-    err.mockRestore();
-  }
-  const exitCode = process.exitCode;
-  process.exitCode = undefined;
-  return { stdout: stdout.join(""), stderr: stderr.join(""), exitCode, thrown };
+function run(args: string[]) {
+  return runInProcess([registerPorts, registerRecipe], args, { captureThrown: true });
 }
 
 let root: string;

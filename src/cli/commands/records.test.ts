@@ -1,28 +1,12 @@
 import { join } from "node:path";
-import { Command } from "commander";
-import { describe, expect, it, vi } from "vitest";
+import { describe, expect, it } from "vitest";
+import { runInProcess } from "../tests/run-in-process.js";
 import { registerRecords } from "./records.js";
 
 const ROOT = join(import.meta.dirname, "../../catalog/fixtures/valid");
 
-/** Runs commands in process, capturing what they print and the exit code they set. */
-async function runCommands(args: string[]): Promise<{ stdout: string; stderr: string; exitCode: unknown }> {
-  const program = new Command("bringup").option("--root <dir>").exitOverride();
-  registerRecords(program);
-  const stdout: string[] = [];
-  const stderr: string[] = [];
-  const out = vi.spyOn(process.stdout, "write").mockImplementation((chunk) => stdout.push(String(chunk)) > 0);
-  const err = vi.spyOn(process.stderr, "write").mockImplementation((chunk) => stderr.push(String(chunk)) > 0);
-  process.exitCode = undefined;
-  try {
-    await program.parseAsync(["node", "bringup", ...args]);
-  } finally {
-    out.mockRestore();
-    err.mockRestore();
-  }
-  const exitCode = process.exitCode;
-  process.exitCode = undefined;
-  return { stdout: stdout.join(""), stderr: stderr.join(""), exitCode };
+function runCommands(args: string[]) {
+  return runInProcess([registerRecords], args);
 }
 
 describe("bringup records", () => {
