@@ -34,6 +34,7 @@ export {
 } from "./metrics.js";
 export { armFingerprint, measuredRecord, runId, slug } from "./record-builders.js";
 export { abReportMarkdown, metricRows, type Row, runReportMarkdown } from "./report.js";
+export { writeAbReportDir, writeRunReportDir } from "./report-dir.js";
 export {
   type FailureReason,
   type RequestResult,

@@ -3,12 +3,9 @@ import { Presets, SingleBar } from "cli-progress";
 import { type Command, Option } from "commander";
 import {
   type AbResult,
-  abChartSvg,
-  abReportMarkdown,
   armFingerprint,
   chainRecord,
   datasetWorkload,
-  latencyChartSvg,
   metricRows,
   PERCENTILE_METRICS,
   type RunResult,
@@ -17,20 +14,19 @@ import {
   runBench,
   runId,
   runRecords,
-  runReportMarkdown,
   type Slos,
   sharedPrefixWorkload,
   shellSwitch,
   slug,
-  sweepChartSvg,
   type Target,
   TRIAL_METRICS,
   trialMetric,
   type Workload,
+  writeAbReportDir,
+  writeRunReportDir,
 } from "../../bench/index.js";
 import { loadCatalog, RESULTS_DIR } from "../../catalog/index.js";
 import { normalizeBaseUrl, probeEndpoint } from "../../client/index.js";
-import { writeDirectoryAtomic } from "../../common/atomic-write.js";
 import { BringupError } from "../../common/errors.js";
 import { appendRecord, type BenchRecord, type Fingerprint } from "../../records/index.js";
 import { projectRoot } from "../root.js";
@@ -402,40 +398,15 @@ export function registerBench(program: Command): void {
         dispose();
       }
       if (flags.reportDir) {
-        const reportDir = flags.reportDir;
-        await writeDirectoryAtomic(reportDir, async (dir) => {
-          const { writeFile } = await import("node:fs/promises");
-          const charts: { file: string; caption: string }[] = [];
-          for (const [index, point] of points.entries()) {
-            const file = `latency-${index + 1}.svg`;
-            await writeFile(
-              join(dir, file),
-              await latencyChartSvg(point.result.metrics, `latency, ${point.load}`),
-            );
-            charts.push({ file, caption: `latency, ${point.load}` });
-          }
-          if (points.length > 1) {
-            await writeFile(
-              join(dir, "sweep.svg"),
-              await sweepChartSvg(
-                points.map((p) => ({ load: p.load, metrics: p.result.metrics })),
-                "sweep",
-              ),
-            );
-            charts.push({ file: "sweep.svg", caption: "output tok/s and median TTFT per load point" });
-          }
-          const markdown = runReportMarkdown({
-            title: `bench run ${id}`,
-            endpoint: target.url,
-            model: target.model,
-            workload: `${workload.name} (${workload.requests.length} prompts)`,
-            command: commandLine(),
-            points: points.map((p) => ({ load: p.load, metrics: p.result.metrics })),
-            percentileMetrics,
-            charts,
-            recordIds,
-          });
-          await writeFile(join(dir, "report.md"), markdown);
+        await writeRunReportDir(flags.reportDir, {
+          title: `bench run ${id}`,
+          endpoint: target.url,
+          model: target.model,
+          workload: `${workload.name} (${workload.requests.length} prompts)`,
+          command: commandLine(),
+          points: points.map((p) => ({ load: p.load, metrics: p.result.metrics })),
+          percentileMetrics,
+          recordIds,
         });
       }
       if (flags.json) {
@@ -555,23 +526,7 @@ export function registerBench(program: Command): void {
         dispose();
       }
       if (flags.reportDir) {
-        await writeDirectoryAtomic(flags.reportDir, async (dir) => {
-          const { writeFile } = await import("node:fs/promises");
-          await writeFile(
-            join(dir, "ab.svg"),
-            await abChartSvg({
-              ratios: result.ratios,
-              estimate: result.interval.estimate,
-              low: result.interval.low,
-              high: result.interval.high,
-              title: `${names.b} against ${names.a}: ${result.metric}`,
-            }),
-          );
-          await writeFile(
-            join(dir, "report.md"),
-            abReportMarkdown({ result, names, unit: spec.unit, chart: "ab.svg", command: commandLine() }),
-          );
-        });
+        await writeAbReportDir(flags.reportDir, { result, names, unit: spec.unit, command: commandLine() });
       }
       const i = result.interval;
       if (flags.json) {
