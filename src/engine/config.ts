@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { BringupError } from "../common/errors.js";
+import { registeredArchitecture, registeredModelTypes } from "./architecture.js";
 
 /** YaRN context extension parameters, as HF `rope_scaling` with rope_type "yarn" gives them. */
 export interface YarnScaling {
@@ -11,9 +12,14 @@ export interface YarnScaling {
   readonly mscaleAllDim?: number;
 }
 
-/** The attention of one layer. Later ports add kinds (sliding window, ...) next to "full". */
+/**
+ * The attention of one layer. "full": a query attends to every earlier position. "sliding": only to
+ * the last `window` positions, itself included (pos - window + 1 .. pos).
+ */
 export interface AttentionSpec {
-  readonly kind: "full";
+  readonly kind: "full" | "sliding";
+  /** Sliding layers: positions a query sees, itself included; 0 for full layers. */
+  readonly window: number;
   readonly numHeads: number;
   readonly numKvHeads: number;
   /** Query/key head size. */
@@ -38,6 +44,13 @@ export interface MoeSpec {
   /** Renormalize the chosen experts' scores to sum to 1. */
   readonly normTopKProb: boolean;
   readonly routedScalingFactor: number;
+  /**
+   * Grouped top-k (DeepSeek-V3 style): the experts form `numGroups` equal groups, each group is
+   * scored by the sum of its two best (bias-corrected) scores, and only the `topKGroups` best groups
+   * are eligible for the top-k. 1 and 1 mean no grouping.
+   */
+  readonly numGroups: number;
+  readonly topKGroups: number;
 }
 
 export interface LayerSpec {
@@ -115,6 +128,9 @@ const SUPPORTED = new Set(["llama", "mistral", "qwen2", "qwen3", "mixtral", "qwe
 
 /** Parses an HF config.json object into a ModelConfig; `source` names the file in errors. */
 export function parseHfConfig(json: unknown, source = "config.json"): ModelConfig {
+  const modelType = (json as { model_type?: unknown } | null)?.model_type;
+  const architecture = typeof modelType === "string" ? registeredArchitecture(modelType) : undefined;
+  if (architecture !== undefined) return architecture.parseConfig(json, source);
   const parsed = HfConfig.safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
@@ -130,7 +146,7 @@ export function parseHfConfig(json: unknown, source = "config.json"): ModelConfi
   };
   if (!SUPPORTED.has(c.model_type)) {
     fail(
-      `model_type "${c.model_type}" is not supported by the reference engine (supported: ${[...SUPPORTED].join(", ")}); add it through a port's model code.`,
+      `model_type "${c.model_type}" is not supported by the reference engine (supported: ${[...SUPPORTED, ...registeredModelTypes()].join(", ")}); add it through a port's model code.`,
     );
   }
   if (c.hidden_act !== "silu") fail(`hidden_act "${c.hidden_act}" is not supported (only silu).`);
@@ -176,12 +192,15 @@ export function parseHfConfig(json: unknown, source = "config.json"): ModelConfi
       // Mixtral renormalizes the top-k softmax; Qwen MoE says so in norm_topk_prob.
       normTopKProb: c.norm_topk_prob ?? c.model_type === "mixtral",
       routedScalingFactor: c.routed_scaling_factor ?? 1,
+      numGroups: 1,
+      topKGroups: 1,
     };
   }
   const intermediateSize =
     c.intermediate_size ?? moe?.intermediateSize ?? fail("intermediate_size is missing.");
   const attention: AttentionSpec = {
     kind: "full",
+    window: 0,
     numHeads,
     numKvHeads,
     headDim,

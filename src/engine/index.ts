@@ -27,6 +27,8 @@
  * BRINGUP_ENGINE_SIMD=0 selects the plain JavaScript kernel, equal bit for bit to the scalar reference.
  */
 
+export type { Architecture, PortModel } from "./architecture.js";
+export { registerArchitecture, registeredArchitecture } from "./architecture.js";
 export type { AttentionSpec, LayerSpec, ModelConfig, MoeSpec, YarnScaling } from "./config.js";
 export { parseHfConfig } from "./config.js";
 export type { EngineLimits, EngineOptions, EngineStats } from "./engine.js";

@@ -9,6 +9,8 @@ const base: MoeSpec = {
   scoring: "softmax",
   normTopKProb: true,
   routedScalingFactor: 1,
+  numGroups: 1,
+  topKGroups: 1,
 };
 
 describe("MoE routing", () => {
