@@ -132,12 +132,20 @@ const RelativeFraction = z.number().positive().max(1);
 export const PerplexityGate = z.strictObject({
   kind: z.literal("perplexity"),
   reference: z.string().min(1).describe("what the port's perplexity is compared against"),
-  max_relative_diff: RelativeFraction.describe("largest |ppl - ref| / ref that passes, as a fraction"),
+  max_relative_diff: z
+    .number()
+    .min(0)
+    .max(1)
+    .describe("largest |ppl - ref| / ref that passes, as a fraction (0: the same value, bit for bit)"),
   record: RecordRef.optional(),
 });
 
 export const NeedlesGate = z.strictObject({
   kind: z.literal("needles"),
+  model: z
+    .enum(["retrieval"])
+    .optional()
+    .describe("on the embedded engine, run against the port's constructed retrieval variant"),
   contexts: z.array(z.int().positive()).min(1).describe("context lengths in tokens"),
   needles: z.int().positive(),
   min_retrieved: z.int().positive(),
@@ -188,6 +196,51 @@ export const HeadlineItem = z.union([
   z.strictObject({ text: z.string().min(1) }),
 ]);
 
+/** The KV cache layouts the embedded engine can serve a model with. */
+export const KV_LAYOUTS = ["window-sized", "full"] as const;
+export const KvLayout = z
+  .enum(KV_LAYOUTS)
+  .describe(
+    "window-sized: sliding-window layers keep only their window; full: every layer keeps every token",
+  );
+
+/** An interleaved A/B benchmark of two builds of the tiny reference model on the embedded engine. */
+export const AbBenchmark = z.strictObject({
+  kind: z.literal("ab"),
+  metric: z
+    .string()
+    .min(1)
+    .describe("the per-trial metric compared, as `bringup bench ab --metric` names it"),
+  a: z.strictObject({ kv_layout: KvLayout }),
+  b: z.strictObject({ kv_layout: KvLayout }),
+  prompt_tokens: z.int().positive().describe("prompt length of each request: the context decode runs at"),
+  output_tokens: z.int().positive(),
+  requests: z.int().positive().default(1).describe("requests per trial"),
+  blocks: z.int().min(2).describe("ABBA blocks; each gives one paired ratio"),
+  record: RecordRef,
+});
+
+/**
+ * The tiny reference config of the port's architecture and what `bringup up` runs on it: the port's
+ * model.ts builds seeded weights for `config`, the embedded engine serves them, and the gates and
+ * benchmarks here run against that server (or against --endpoint).
+ */
+export const Reference = z.strictObject({
+  config: z
+    .record(z.string(), z.unknown())
+    .describe(
+      "an HF config.json object whose model_type the port's model.ts reads; small enough for two CPU cores",
+    ),
+  max_model_len: z.int().positive().describe("the context the embedded server is started with"),
+  kv_layout: KvLayout.default("window-sized").describe("the layout the port's build serves with"),
+  baseline: z
+    .strictObject({ kv_layout: KvLayout })
+    .optional()
+    .describe("the build that reference-comparing gates (perplexity, kv-capacity) compare against"),
+  gates: z.array(Gate).min(1),
+  benchmarks: z.array(AbBenchmark).default([]),
+});
+
 export const COOKBOOK_KERNELS = ["mxfp4-moe-decode"] as const;
 
 export const PortManifest = z
@@ -207,6 +260,7 @@ export const PortManifest = z
     status: Status,
     gates: z.array(Gate).default([]),
     headline: z.array(HeadlineItem).default([]),
+    reference: Reference.optional(),
   })
   .refine((manifest) => manifest.scope === "small" || manifest.hard.features.length > 0, {
     path: ["hard", "features"],
@@ -217,6 +271,9 @@ export type PortManifest = z.infer<typeof PortManifest>;
 export type PortManifestInput = z.input<typeof PortManifest>;
 export type Gate = z.infer<typeof Gate>;
 export type HeadlineItem = z.infer<typeof HeadlineItem>;
+export type Reference = z.infer<typeof Reference>;
+export type AbBenchmark = z.infer<typeof AbBenchmark>;
+export type KvLayout = z.infer<typeof KvLayout>;
 
 /** The manifest schema as JSON Schema, for editors and for `bringup ports schema`. */
 export function manifestJsonSchema(): Record<string, unknown> {
