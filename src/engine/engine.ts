@@ -1,8 +1,15 @@
 import { randomInt } from "node:crypto";
 import { BringupError } from "../common/errors.js";
 import { BlockManager } from "./cache/block-manager.js";
+import {
+  type KvCacheGroup,
+  kvBytesPerSequence,
+  kvTokenCapacity,
+  planKvCache,
+  splitKvBudget,
+} from "./cache/capacity.js";
 import { LayerKvCache } from "./cache/kv-cache.js";
-import { type CacheSpec, cacheSpecFor } from "./cache/spec.js";
+import { KV_LAYOUT_NAMES, type KvLayout } from "./cache/spec.js";
 import { MatmulPool } from "./kernels/pool.js";
 import type { LoadedModel } from "./model/loaded-model.js";
 import { type ForwardBatch, Transformer } from "./model/transformer.js";
@@ -18,8 +25,16 @@ export interface EngineOptions {
   readonly maxModelLen?: number;
   /** Tokens per KV block (default 16). */
   readonly blockSize?: number;
-  /** KV cache memory budget in bytes (default: room for maxNumSeqs full-length sequences, at most 1 GiB). */
+  /**
+   * KV cache memory budget in bytes (default: room for maxNumSeqs max-length sequences in the
+   * chosen layout, at most 1 GiB).
+   */
   readonly kvCacheBytes?: number;
+  /**
+   * How sliding-window layers keep their KV (default "window-sized"): only the window plus the
+   * tokens in flight, as a ring of blocks; or "full": every position, with a sliding mask.
+   */
+  readonly kvLayout?: KvLayout;
   /** Most tokens one step runs (prefill is chunked to fit; default max(2048, maxNumSeqs)). */
   readonly maxNumBatchedTokens?: number;
   /** Threads for matmuls, this one included (default: all cores). */
@@ -37,7 +52,7 @@ export interface EngineStats {
   readonly waiting: number;
   readonly kvBlocksUsed: number;
   readonly kvBlocksTotal: number;
-  /** How many tokens the KV cache can hold across all sequences. */
+  /** Tokens of context the KV cache holds at max_model_len across all sequences (see EngineLimits). */
   readonly kvTokenCapacity: number;
   readonly blockSize: number;
   readonly preemptions: number;
@@ -50,12 +65,35 @@ export interface EngineLimits {
   readonly maxNumSeqs: number;
   readonly maxModelLen: number;
   readonly blockSize: number;
+  /** KV blocks summed over the cache groups. */
   readonly kvBlocks: number;
   readonly maxNumBatchedTokens: number;
+  readonly kvLayout: KvLayout;
+  /** The KV budget in bytes the groups were sized from. */
+  readonly kvCacheBytes: number;
+  /**
+   * Tokens of context the cache holds at max_model_len: how many max-length sequences fit (the
+   * fewest over groups), times the tokens one of them spans in full-storage blocks. With only
+   * full-attention layers it is exactly kvBlocks x blockSize.
+   */
+  readonly kvTokenCapacity: number;
+  /** One entry per group of layers sharing block tables. */
+  readonly kvGroups: readonly KvGroupLimits[];
+}
+
+/** A cache group as the limits report it. */
+export interface KvGroupLimits {
+  /** The spec kind: "full", "sliding-window" (a ring), "sliding-mask". */
+  readonly kind: string;
+  readonly numLayers: number;
+  readonly blocks: number;
+  /** Blocks in the ring one sequence cycles through (0: no ring, it grows with the sequence). */
+  readonly ringBlocks: number;
+  readonly bytesPerBlock: number;
 }
 
 interface CacheGroup {
-  readonly spec: CacheSpec;
+  readonly plan: KvCacheGroup;
   readonly blocks: BlockManager;
 }
 
@@ -104,6 +142,7 @@ export class Engine {
   private readonly pool: MatmulPool;
   private readonly transformer: Transformer;
   private readonly groups: CacheGroup[];
+  private readonly maxChunkTokens: number;
   private readonly waiting: Sequence[] = [];
   private readonly running: Sequence[] = [];
   private readonly logprobScratch: Float64Array;
@@ -137,48 +176,60 @@ export class Engine {
       options.maxNumBatchedTokens,
       Math.max(2048, maxNumSeqs),
     );
-    let bytesPerToken = 0;
-    for (const l of config.layers) {
-      bytesPerToken += LayerKvCache.bytesPerToken(
-        l.attention.numKvHeads,
-        l.attention.headDim,
-        l.attention.vHeadDim,
-      );
-    }
-    const wanted = Math.ceil(maxModelLen / blockSize) * blockSize * maxNumSeqs * bytesPerToken;
-    const budget = options.kvCacheBytes ?? Math.min(wanted, 1 << 30);
-    const kvBlocks = Math.floor(budget / (blockSize * bytesPerToken));
-    if (kvBlocks < 1) {
+    const kvLayout = options.kvLayout ?? "window-sized";
+    if (!KV_LAYOUT_NAMES.includes(kvLayout)) {
       throw new BringupError(
-        "KV_BUDGET_TOO_SMALL",
-        `a KV budget of ${budget} bytes holds no block of ${blockSize} tokens (${blockSize * bytesPerToken} bytes); raise it.`,
+        "ENGINE_OPTIONS_INVALID",
+        `kv_layout must be one of ${KV_LAYOUT_NAMES.join(", ")}, got ${String(kvLayout)}.`,
+        { subject: "kv_layout" },
       );
     }
-    this.limits = { maxNumSeqs, maxModelLen, blockSize, kvBlocks, maxNumBatchedTokens };
-    // Layers whose specs agree share one group of block tables; every group gets the same number of
-    // blocks, which is exact for full attention (each token costs every layer its bytes).
-    const keys: string[] = [];
-    const layerGroups: number[] = [];
-    this.groups = [];
-    const caches = config.layers.map((l) => {
-      const { spec, key } = cacheSpecFor(l.attention, blockSize);
-      let g = keys.indexOf(key);
-      if (g < 0) {
-        g = keys.length;
-        keys.push(key);
-        this.groups.push({ spec, blocks: new BlockManager(kvBlocks) });
+    const plan = planKvCache(config, kvLayout, blockSize);
+    const wanted = maxNumSeqs * kvBytesPerSequence(plan.groups, maxModelLen);
+    const budget = opt("kv_cache_bytes", options.kvCacheBytes, Math.min(wanted, 1 << 30));
+    const split = splitKvBudget(plan.groups, budget, maxModelLen);
+    plan.groups.forEach((g, i) => {
+      if ((split[i] as number) < 1) {
+        const oneEach = plan.groups.reduce((s, x) => s + x.bytesPerBlock, 0);
+        throw new BringupError(
+          "KV_BUDGET_TOO_SMALL",
+          `a KV budget of ${budget} bytes leaves no block of ${blockSize} tokens for the ${g.spec.kind} layers (one block in every cache group takes ${oneEach} bytes); raise it.`,
+        );
       }
-      layerGroups.push(g);
-      return new LayerKvCache(
-        (this.groups[g] as CacheGroup).spec,
-        kvBlocks,
-        l.attention.numKvHeads,
-        l.attention.headDim,
-        l.attention.vHeadDim,
-      );
     });
+    this.groups = plan.groups.map((g, i) => ({ plan: g, blocks: new BlockManager(split[i] as number) }));
+    this.limits = {
+      maxNumSeqs,
+      maxModelLen,
+      blockSize,
+      kvBlocks: split.reduce((a, b) => a + b, 0),
+      maxNumBatchedTokens,
+      kvLayout,
+      kvCacheBytes: budget,
+      kvTokenCapacity: kvTokenCapacity(plan.groups, split, maxModelLen, blockSize),
+      kvGroups: plan.groups.map((g, i) => ({
+        kind: g.spec.kind,
+        numLayers: g.layers.length,
+        blocks: split[i] as number,
+        ringBlocks: g.spec.ringBlocks,
+        bytesPerBlock: g.bytesPerBlock,
+      })),
+    };
+    // Each layer stores in its group's blocks but reads through its own spec (its mask).
+    const caches = config.layers.map(
+      (l, i) =>
+        new LayerKvCache(
+          plan.layerSpecs[i] as (typeof plan.layerSpecs)[number],
+          split[plan.layerGroups[i] as number] as number,
+          l.attention.numKvHeads,
+          l.attention.headDim,
+          l.attention.vHeadDim,
+        ),
+    );
+    // A sequence puts no more tokens in flight per step than its smallest ring allows.
+    this.maxChunkTokens = Math.min(...plan.groups.map((g) => g.spec.maxChunkTokens));
     this.pool = new MatmulPool(options.threads, options.simd === undefined ? {} : { simd: options.simd });
-    this.transformer = new Transformer(config, model.weights, this.pool, caches, layerGroups);
+    this.transformer = new Transformer(config, model.weights, this.pool, caches, plan.layerGroups);
     this.logprobScratch = new Float64Array(model.weights.lmHead.rows);
     this.loop = this.run();
   }
@@ -236,7 +287,7 @@ export class Engine {
       waiting: this.waiting.length,
       kvBlocksUsed: used,
       kvBlocksTotal: total,
-      kvTokenCapacity: this.limits.kvBlocks * this.limits.blockSize,
+      kvTokenCapacity: this.limits.kvTokenCapacity,
       blockSize: this.limits.blockSize,
       preemptions: this.preemptions,
       promptTokensTotal: this.promptTokensTotal,
@@ -271,7 +322,7 @@ export class Engine {
     }
     if (!Number.isInteger(r.maxTokens) || r.maxTokens < 0)
       bad("INVALID_MAX_TOKENS", `max_tokens must be an integer >= 0, got ${r.maxTokens}.`, "max_tokens");
-    const { maxModelLen, kvBlocks, blockSize } = this.limits;
+    const { maxModelLen, blockSize } = this.limits;
     if (n + r.maxTokens > maxModelLen) {
       bad(
         "CONTEXT_TOO_LONG",
@@ -280,11 +331,11 @@ export class Engine {
       );
     }
     for (const g of this.groups) {
-      const need = g.spec.blocksNeeded(n + r.maxTokens);
+      const need = g.plan.spec.blocksNeeded(n + r.maxTokens);
       if (need > g.blocks.numBlocks) {
         bad(
           "KV_CAPACITY_EXCEEDED",
-          `this request needs ${need} KV blocks of ${blockSize} tokens but the cache has ${kvBlocks}; raise the KV memory budget or shorten the request.`,
+          `this request needs ${need} KV blocks of ${blockSize} tokens for its ${g.plan.spec.kind} layers but the cache has ${g.blocks.numBlocks} for them; raise the KV memory budget or shorten the request.`,
           "max_tokens",
         );
       }
@@ -375,7 +426,7 @@ export class Engine {
   /** Blocks still to allocate in each group for `seq` to hold `numTokens` tokens. */
   private missingBlocks(seq: Sequence, numTokens: number): number[] {
     return this.groups.map((g, i) =>
-      Math.max(0, g.spec.blocksNeeded(numTokens) - (seq.tables[i] as number[]).length),
+      Math.max(0, g.plan.spec.blocksNeeded(numTokens) - (seq.tables[i] as number[]).length),
     );
   }
 
@@ -405,7 +456,7 @@ export class Engine {
     let budget = this.limits.maxNumBatchedTokens;
     for (const seq of [...this.running]) {
       if (seq.status !== "running" || budget === 0) continue;
-      const count = Math.min(seq.tokens.length - seq.numComputed, budget);
+      const count = Math.min(seq.tokens.length - seq.numComputed, budget, this.maxChunkTokens);
       let fits = this.tryAllocate(seq, seq.numComputed + count);
       while (!fits) {
         const victim = [...this.running].reverse().find((s) => !chunks.some((c) => c.seq === s));
@@ -420,7 +471,7 @@ export class Engine {
     }
     while (this.waiting.length > 0 && this.running.length < this.limits.maxNumSeqs && budget > 0) {
       const seq = this.waiting[0] as Sequence;
-      const count = Math.min(seq.tokens.length - seq.numComputed, budget);
+      const count = Math.min(seq.tokens.length - seq.numComputed, budget, this.maxChunkTokens);
       if (!this.tryAllocate(seq, seq.numComputed + count)) break;
       this.waiting.shift();
       seq.status = "running";

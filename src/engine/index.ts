@@ -13,6 +13,12 @@
  *     if (out.finishReason) text += detok.flush();   // "stop" | "length" | "abort"
  *   }
  *   engine.stats();                                 // running, waiting, kvBlocksUsed/Total, kvTokenCapacity, blockSize
+ *
+ * KV layout: sliding-window layers keep only their window as a ring of blocks by default
+ * (`kvLayout: "window-sized"`), or every position with a sliding mask (`kvLayout: "full"`); the
+ * two give the same bits. Layers that allocate alike share block tables (a cache group); the KV
+ * budget is split between groups in proportion to one max_model_len sequence's needs, and
+ * kvCapacityRatio(config, "window-sized", "full", blockSize, context) gives the theoretical gain.
  *   await engine.close();
  *
  * `submit` throws BringupError synchronously for a request that can never run; codes:
@@ -29,9 +35,19 @@
 
 export type { Architecture, PortModel } from "./architecture.js";
 export { registerArchitecture, registeredArchitecture } from "./architecture.js";
+export type { KvCacheGroup, KvCachePlan } from "./cache/capacity.js";
+export {
+  kvBytesPerSequence,
+  kvCapacityRatio,
+  kvTokenCapacity,
+  planKvCache,
+  splitKvBudget,
+} from "./cache/capacity.js";
+export type { CacheSpec, KvLayout } from "./cache/spec.js";
+export { cacheSpecFor, KV_LAYOUT_NAMES } from "./cache/spec.js";
 export type { AttentionSpec, LayerSpec, ModelConfig, MoeSpec, YarnScaling } from "./config.js";
 export { parseHfConfig } from "./config.js";
-export type { EngineLimits, EngineOptions, EngineStats } from "./engine.js";
+export type { EngineLimits, EngineOptions, EngineStats, KvGroupLimits } from "./engine.js";
 export { Engine } from "./engine.js";
 export type { HostTensor } from "./loader/host-tensor.js";
 export { loadModel } from "./loader/load-model.js";

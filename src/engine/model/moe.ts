@@ -1,3 +1,4 @@
+import { BringupError } from "../../common/errors.js";
 import type { MoeSpec } from "../config.js";
 
 /** One token's chosen experts and their mixing weights, in rank order. */
@@ -6,10 +7,33 @@ export interface Routing {
   readonly weights: Float64Array;
 }
 
+/** Checks that a MoE spec's grouping can be routed; throws MODEL_CONFIG_INVALID saying what to fix. */
+export function checkMoeSpec(spec: MoeSpec): void {
+  const fail = (message: string): never => {
+    throw new BringupError("MODEL_CONFIG_INVALID", `${message}; fix the model config's MoE fields.`, {
+      subject: "moe",
+    });
+  };
+  const { numExperts: E, topK, numGroups: G, topKGroups } = spec;
+  if (!Number.isInteger(topK) || topK < 1 || topK > E)
+    fail(`top-k ${topK} must be between 1 and the ${E} experts`);
+  if (!Number.isInteger(G) || G < 1 || E % G !== 0) fail(`${E} experts do not split into ${G} equal groups`);
+  if (!Number.isInteger(topKGroups) || topKGroups < 1 || topKGroups > G)
+    fail(`topk_group ${topKGroups} must be between 1 and the ${G} groups`);
+  if (topK > topKGroups * (E / G))
+    fail(`top-k ${topK} exceeds the ${topKGroups * (E / G)} experts in the ${topKGroups} eligible groups`);
+}
+
 /**
  * Picks the top-k experts from router logits. Scores are softmax or sigmoid of the logits; the
- * optional `bias` only affects which experts are chosen (score correction), not their weights.
- * Ties go to the lower expert id so the choice is deterministic.
+ * optional score-correction `bias` only affects which experts are chosen, not their weights.
+ *
+ * Grouped top-k (DeepSeek-V3): with numGroups > 1 the experts form equal consecutive groups, each
+ * scored by the sum of its two best corrected scores; only the topKGroups best groups are
+ * eligible (the others are excluded outright, as vLLM does, rather than scored 0). The top-k of the
+ * eligible experts are weighted by their uncorrected scores, renormalized to sum to 1 when
+ * normTopKProb, then multiplied by routedScalingFactor. Ties go to the lower group or expert id so
+ * the choice is deterministic.
  */
 export function route(logits: Float32Array, offset: number, spec: MoeSpec, bias?: Float32Array): Routing {
   const E = spec.numExperts;
@@ -26,14 +50,38 @@ export function route(logits: Float32Array, offset: number, spec: MoeSpec, bias?
   } else {
     for (let e = 0; e < E; e++) scores[e] = 1 / (1 + Math.exp(-(logits[offset + e] as number)));
   }
-  const order = Array.from({ length: E }, (_, e) => e);
-  const key = (e: number) => (scores[e] as number) + (bias === undefined ? 0 : (bias[e] as number));
-  order.sort((a, b) => key(b) - key(a) || a - b);
+  const corrected = new Float64Array(E);
+  for (let e = 0; e < E; e++)
+    corrected[e] = (scores[e] as number) + (bias === undefined ? 0 : (bias[e] as number));
+  let candidates = Array.from({ length: E }, (_, e) => e);
+  const G = spec.numGroups;
+  if (G > 1 && spec.topKGroups < G) {
+    const size = E / G;
+    const groupScore = new Float64Array(G);
+    for (let g = 0; g < G; g++) {
+      let best = Number.NEGATIVE_INFINITY;
+      let second = Number.NEGATIVE_INFINITY;
+      for (let e = g * size; e < (g + 1) * size; e++) {
+        const s = corrected[e] as number;
+        if (s > best) {
+          second = best;
+          best = s;
+        } else if (s > second) second = s;
+      }
+      // A group of one expert is scored by that expert alone.
+      groupScore[g] = size === 1 ? best : best + second;
+    }
+    const groups = Array.from({ length: G }, (_, g) => g);
+    groups.sort((a, b) => (groupScore[b] as number) - (groupScore[a] as number) || a - b);
+    const eligible = groups.slice(0, spec.topKGroups).sort((a, b) => a - b);
+    candidates = eligible.flatMap((g) => Array.from({ length: size }, (_, i) => g * size + i));
+  }
+  candidates.sort((a, b) => (corrected[b] as number) - (corrected[a] as number) || a - b);
   const experts = new Int32Array(spec.topK);
   const weights = new Float64Array(spec.topK);
   let total = 0;
   for (let i = 0; i < spec.topK; i++) {
-    const e = order[i] as number;
+    const e = candidates[i] as number;
     experts[i] = e;
     weights[i] = scores[e] as number;
     total += scores[e] as number;

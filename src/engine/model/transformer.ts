@@ -6,7 +6,7 @@ import type { MatmulPool } from "../kernels/pool.js";
 import { rmsNorm } from "../kernels/rmsnorm.js";
 import { Rope } from "../kernels/rope.js";
 import { swiglu } from "../kernels/swiglu.js";
-import { route } from "./moe.js";
+import { checkMoeSpec, route } from "./moe.js";
 import type { DenseMlpWeights, LayerWeights, ModelWeights } from "./weights.js";
 
 /** One step's worth of tokens from any number of sequences, flattened. */
@@ -42,6 +42,7 @@ export class Transformer {
         `config has ${config.layers.length} layers but weights/caches have ${weights.layers.length}/${caches.length}.`,
       );
     }
+    if (config.moe !== undefined) checkMoeSpec(config.moe);
     this.ropes = config.layers.map(
       (l) =>
         new Rope(

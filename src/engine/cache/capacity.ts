@@ -1,0 +1,147 @@
+import { BringupError } from "../../common/errors.js";
+import type { ModelConfig } from "../config.js";
+import { LayerKvCache } from "./kv-cache.js";
+import { type CacheSpec, cacheSpecFor, type KvLayout } from "./spec.js";
+
+/** Layers that share block tables: one spec for allocation, the bytes one block costs them all. */
+export interface KvCacheGroup {
+  /** Equal for layers that allocate and place positions alike (see cacheSpecFor). */
+  readonly key: string;
+  /** The allocation spec (blocksNeeded, ring) of every layer in the group. */
+  readonly spec: CacheSpec;
+  /** Layer indices in the group. */
+  readonly layers: readonly number[];
+  /** Bytes one block takes summed over the group's layers. */
+  readonly bytesPerBlock: number;
+}
+
+/** Each layer's own spec (its mask may differ within a group) and the groups, in first-layer order. */
+export interface KvCachePlan {
+  readonly layerSpecs: readonly CacheSpec[];
+  readonly layerGroups: readonly number[];
+  readonly groups: readonly KvCacheGroup[];
+}
+
+/** How `config`'s layers keep their KV under `kvLayout` with blocks of `blockSize` tokens. */
+export function planKvCache(config: ModelConfig, kvLayout: KvLayout, blockSize: number): KvCachePlan {
+  const keys: string[] = [];
+  const specs: CacheSpec[] = [];
+  const members: number[][] = [];
+  const bytes: number[] = [];
+  const layerSpecs: CacheSpec[] = [];
+  const layerGroups: number[] = [];
+  config.layers.forEach((l, i) => {
+    const { spec, key } = cacheSpecFor(l.attention, blockSize, kvLayout);
+    let g = keys.indexOf(key);
+    if (g < 0) {
+      g = keys.length;
+      keys.push(key);
+      specs.push(spec);
+      members.push([]);
+      bytes.push(0);
+    }
+    (members[g] as number[]).push(i);
+    bytes[g] =
+      (bytes[g] as number) +
+      blockSize *
+        LayerKvCache.bytesPerToken(l.attention.numKvHeads, l.attention.headDim, l.attention.vHeadDim);
+    layerSpecs.push(spec);
+    layerGroups.push(g);
+  });
+  const groups = keys.map((key, g) => ({
+    key,
+    spec: specs[g] as CacheSpec,
+    layers: members[g] as number[],
+    bytesPerBlock: bytes[g] as number,
+  }));
+  return { layerSpecs, layerGroups, groups };
+}
+
+/** Bytes of KV cache one sequence of `numTokens` tokens holds across all groups. */
+export function kvBytesPerSequence(groups: readonly KvCacheGroup[], numTokens: number): number {
+  let total = 0;
+  for (const g of groups) total += g.spec.blocksNeeded(numTokens) * g.bytesPerBlock;
+  return total;
+}
+
+/**
+ * The theoretical KV token capacity of `layout` over that of `baseline` for one byte budget, at a
+ * context of `contextTokens`: the bytes one sequence of that length needs under `baseline` over
+ * what it needs under `layout` (each group's blocks times its bytes per block). For 16 equal
+ * layers of which 3 are global, window-sized against full tends to 16/3 as the context grows.
+ */
+export function kvCapacityRatio(
+  config: ModelConfig,
+  layout: KvLayout,
+  baseline: KvLayout,
+  blockSize: number,
+  contextTokens: number,
+): number {
+  if (
+    !Number.isInteger(contextTokens) ||
+    contextTokens < 1 ||
+    !Number.isInteger(blockSize) ||
+    blockSize < 1
+  ) {
+    throw new BringupError(
+      "KV_RATIO_INVALID",
+      `the context (${contextTokens}) and block size (${blockSize}) must be whole numbers >= 1.`,
+    );
+  }
+  const of = (l: KvLayout) => kvBytesPerSequence(planKvCache(config, l, blockSize).groups, contextTokens);
+  return of(baseline) / of(layout);
+}
+
+/**
+ * Splits a byte budget between groups in proportion to what one sequence of `maxModelLen` tokens
+ * needs in each (vLLM-style), so the number of max-length sequences that fit is about equal in
+ * every group; bytes the rounding leaves go block by block to the group that fits the fewest.
+ */
+export function splitKvBudget(
+  groups: readonly KvCacheGroup[],
+  budgetBytes: number,
+  maxModelLen: number,
+): number[] {
+  const perSequence = kvBytesPerSequence(groups, maxModelLen);
+  const blocks = groups.map((g) =>
+    Math.floor((budgetBytes * g.spec.blocksNeeded(maxModelLen)) / perSequence),
+  );
+  let left = budgetBytes - groups.reduce((s, g, i) => s + (blocks[i] as number) * g.bytesPerBlock, 0);
+  for (;;) {
+    let pick = -1;
+    let lowest = Number.POSITIVE_INFINITY;
+    groups.forEach((g, i) => {
+      const fill = (blocks[i] as number) / g.spec.blocksNeeded(maxModelLen);
+      if (g.bytesPerBlock <= left && fill < lowest) {
+        lowest = fill;
+        pick = i;
+      }
+    });
+    if (pick < 0) return blocks;
+    blocks[pick] = (blocks[pick] as number) + 1;
+    left -= (groups[pick] as KvCacheGroup).bytesPerBlock;
+  }
+}
+
+/**
+ * Tokens of context the cache holds at `maxModelLen`: how many max-length sequences fit (the
+ * fewest over groups), times the tokens of full-storage blocks one such sequence spans. With full
+ * storage only this is exactly blocks x blockSize.
+ */
+export function kvTokenCapacity(
+  groups: readonly KvCacheGroup[],
+  blocks: readonly number[],
+  maxModelLen: number,
+  blockSize: number,
+): number {
+  const spanned = Math.ceil(maxModelLen / blockSize) * blockSize;
+  let capacity = Number.POSITIVE_INFINITY;
+  groups.forEach((g, i) => {
+    // Integer arithmetic first, so a full group gives blocks x blockSize exactly.
+    capacity = Math.min(
+      capacity,
+      Math.floor(((blocks[i] as number) * spanned) / g.spec.blocksNeeded(maxModelLen)),
+    );
+  });
+  return capacity;
+}
