@@ -1,0 +1,670 @@
+/**
+ * MiMo-V2.6-Flash on the reference engine: how its config.json maps onto engine blocks, its tiny
+ * reference model, and a constructed retrieval variant for the needle gate.
+ *
+ * The architecture (XiaomiMiMo/MiMo-V2-Flash lineage, model_type "mimo_v2_flash"):
+ * - a per-layer mix of global (full) and sliding-window attention, each kind with its own head
+ *   counts, query/key head size (larger) and value head size (smaller), and RoPE base; both rotate
+ *   only the first part of each query/key head (partial rotary);
+ * - a learned sink logit per head where the config asks (the softmax denominator gains exp(sink);
+ *   nothing is attended), on the sliding layers in the released model;
+ * - a dense MLP where the config says (the first layer) and elsewhere a mixture of experts with
+ *   sigmoid scores, a score-correction bias that only picks experts, and grouped top-k.
+ *
+ * config.json comes in two spellings and both are read: the Hub's (hybrid_layer_pattern and
+ * moe_layer_freq as 0/1 lists, swa_* head fields, rope_theta and swa_rope_theta,
+ * add_{swa,full}_attention_sink_bias, layernorm_epsilon) and transformers' native one (layer_types,
+ * mlp_layer_types, rope_parameters per layer type; sliding layers have twice the KV heads and sinks).
+ *
+ * Weight names: the engine loads `self_attn.sinks`; the Hub checkpoint stores the sink logits as
+ * `self_attn.attention_sink_bias` (transformers renames them at load), so a real checkpoint needs
+ * that one rename (a name map) before the engine can load it; every other tensor the engine loads
+ * (q/k/v/o_proj, mlp.gate.weight, mlp.gate.e_score_correction_bias, mlp.experts.N.*_proj, the
+ * dense mlp.*_proj) has the Hub's name. The checkpoint's MTP layers (model.mtp.*) are not used.
+ * The released model scales values by attention_value_scale (0.707); the engine has no value
+ * scale yet, so a config with one other than 1 is refused rather than served wrong.
+ */
+import { z } from "zod";
+import { BringupError } from "../../src/common/errors.js";
+import type {
+  Architecture,
+  AttentionSpec,
+  HostTensor,
+  LayerSpec,
+  ModelConfig,
+  MoeSpec,
+  PortModel,
+  TinyModelFiles,
+} from "../../src/engine/index.js";
+// Not on the engine's public face yet (asked for in the port's report): the seeded generator and
+// the BPE trainer the engine's own tiny models use, so the port's tiny models are made the same way.
+import { Rng } from "../../src/engine/tensor/random.js";
+import { trainByteLevelBpe } from "../../src/engine/tokenizer/bpe-train.js";
+import { buildTokenizerFiles } from "../../src/engine/tokenizer/tokenizer-files.js";
+
+export const MODEL_TYPE = "mimo_v2_flash";
+
+const positive = z.number().int().positive();
+const nonNegative = z.number().int().nonnegative();
+const ropeParameters = z.looseObject({
+  rope_type: z.string().optional(),
+  rope_theta: z.number().positive().optional(),
+  partial_rotary_factor: z.number().gt(0).lte(1).optional(),
+});
+
+/** The config.json fields this code reads (Hub and native spellings); others are ignored. */
+const MimoConfig = z.looseObject({
+  model_type: z.literal(MODEL_TYPE),
+  vocab_size: positive,
+  hidden_size: positive,
+  intermediate_size: positive.optional(),
+  num_hidden_layers: positive,
+  hidden_act: z.string().default("silu"),
+  // Global (full attention) layers.
+  num_attention_heads: positive,
+  num_key_value_heads: positive,
+  head_dim: positive.default(192),
+  v_head_dim: positive.default(128),
+  rope_theta: z.number().positive().optional(),
+  partial_rotary_factor: z.number().gt(0).lte(1).optional(),
+  // Sliding-window layers (Hub spelling; each defaults to the global layers' value).
+  swa_num_attention_heads: positive.nullish(),
+  swa_num_key_value_heads: positive.nullish(),
+  swa_head_dim: positive.nullish(),
+  swa_v_head_dim: positive.nullish(),
+  swa_rope_theta: z.number().positive().nullish(),
+  sliding_window: positive.nullish(),
+  sliding_window_size: positive.nullish(),
+  hybrid_layer_pattern: z.array(z.union([z.literal(0), z.literal(1)])).optional(),
+  layer_types: z.array(z.enum(["full_attention", "sliding_attention"])).optional(),
+  rope_parameters: z
+    .looseObject({ full_attention: ropeParameters.optional(), sliding_attention: ropeParameters.optional() })
+    .nullish(),
+  rope_scaling: z.unknown().optional(),
+  add_swa_attention_sink_bias: z.boolean().optional(),
+  add_full_attention_sink_bias: z.boolean().optional(),
+  attention_value_scale: z.number().positive().nullish(),
+  attention_bias: z.boolean().default(false),
+  // Norms, positions, embeddings.
+  layernorm_epsilon: z.number().positive().optional(),
+  rms_norm_eps: z.number().positive().optional(),
+  max_position_embeddings: positive.default(131072),
+  tie_word_embeddings: z.boolean().default(false),
+  // Mixture of experts.
+  n_routed_experts: positive.nullish(),
+  num_experts_per_tok: positive.nullish(),
+  moe_intermediate_size: positive.nullish(),
+  n_shared_experts: nonNegative.nullish(),
+  scoring_func: z.enum(["sigmoid", "softmax"]).default("sigmoid"),
+  topk_method: z.string().nullish(),
+  n_group: positive.nullish(),
+  topk_group: positive.nullish(),
+  norm_topk_prob: z.boolean().default(true),
+  routed_scaling_factor: z.number().positive().nullish(),
+  moe_layer_freq: z.array(z.union([z.literal(0), z.literal(1)])).optional(),
+  mlp_layer_types: z.array(z.enum(["dense", "sparse"])).optional(),
+  bos_token_id: nonNegative.nullish(),
+  eos_token_id: z.union([nonNegative, z.array(nonNegative)]).nullish(),
+});
+type MimoConfig = z.infer<typeof MimoConfig>;
+
+/** Parses a MiMo-V2-Flash config.json (either spelling) into the engine's per-layer view. */
+export function parseMimoConfig(json: unknown, source = "config.json"): ModelConfig {
+  const fail = (field: string, message: string): never => {
+    throw new BringupError("MODEL_CONFIG_INVALID", `${source}: ${field}: ${message}`, { subject: source });
+  };
+  const parsed = MimoConfig.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    fail(
+      issue?.path.join(".") || "(root)",
+      `${issue?.message ?? "invalid"}; fix this field (a MiMo-V2-Flash config.json is read).`,
+    );
+  }
+  const c = parsed.data as MimoConfig;
+  const L = c.num_hidden_layers;
+  if (c.hidden_act !== "silu") fail("hidden_act", `"${c.hidden_act}" is not supported; MiMo uses silu.`);
+  if (c.rope_scaling !== undefined && c.rope_scaling !== null) {
+    fail(
+      "rope_scaling",
+      "RoPE scaling of the global layers is not supported by the reference engine yet; remove it (null).",
+    );
+  }
+  if (c.attention_value_scale != null && c.attention_value_scale !== 1) {
+    fail(
+      "attention_value_scale",
+      `${c.attention_value_scale} needs the engine to scale values, which it cannot yet; fold it into v_proj (multiply its weight and bias) and set 1 or null.`,
+    );
+  }
+
+  const native = c.layer_types !== undefined;
+  const sliding = layerKinds(c, L, fail);
+  const window = c.sliding_window ?? c.sliding_window_size;
+  if (sliding.some(Boolean) && window == null) {
+    fail("sliding_window", "sliding-window layers need a window size in tokens; set sliding_window.");
+  }
+
+  const rope = (kind: "full_attention" | "sliding_attention") => c.rope_parameters?.[kind];
+  const attention = (isSliding: boolean): AttentionSpec => {
+    const prefix = isSliding ? "swa_" : "";
+    const kind = isSliding ? "sliding_attention" : "full_attention";
+    const numHeads = (isSliding ? c.swa_num_attention_heads : undefined) ?? c.num_attention_heads;
+    // transformers' native spelling has no swa_* fields: its sliding layers have twice the KV heads.
+    const numKvHeads =
+      (isSliding ? c.swa_num_key_value_heads : undefined) ??
+      (isSliding && native ? 2 * c.num_key_value_heads : c.num_key_value_heads);
+    const headDim = (isSliding ? c.swa_head_dim : undefined) ?? c.head_dim;
+    const vHeadDim = (isSliding ? c.swa_v_head_dim : undefined) ?? c.v_head_dim;
+    const ropeTheta =
+      rope(kind)?.rope_theta ?? (isSliding ? (c.swa_rope_theta ?? 10_000) : (c.rope_theta ?? 5_000_000));
+    const factor = rope(kind)?.partial_rotary_factor ?? c.partial_rotary_factor ?? 0.334;
+    if (numHeads % numKvHeads !== 0) {
+      fail(
+        `${prefix}num_attention_heads`,
+        `${numHeads} query heads are not a multiple of the ${numKvHeads} key/value heads (${prefix}num_key_value_heads); make them divisible.`,
+      );
+    }
+    // As transformers computes it: the rotated features are floor(head size * factor).
+    const rotary = Math.floor(headDim * factor + 1e-9);
+    if (rotary === 0 || rotary % 2 !== 0) {
+      fail(
+        "partial_rotary_factor",
+        `${factor} of a ${headDim}-feature ${isSliding ? "sliding" : "global"} head rotates ${rotary} features, which must be even and at least 2; change the factor or ${prefix}head_dim.`,
+      );
+    }
+    const sinks = isSliding
+      ? (c.add_swa_attention_sink_bias ?? native)
+      : (c.add_full_attention_sink_bias ?? false);
+    return {
+      kind: isSliding ? "sliding" : "full",
+      window: isSliding ? (window as number) : 0,
+      numHeads,
+      numKvHeads,
+      headDim,
+      vHeadDim,
+      ropeTheta,
+      // Exactly rotary / headDim so the engine's rounding gives the same rotated size.
+      partialRotaryFactor: rotary / headDim,
+      bias: c.attention_bias,
+      qkNorm: false,
+      sinks,
+    };
+  };
+  const global = attention(false);
+  const swa = sliding.some(Boolean) ? attention(true) : global;
+
+  const moeLayers = mlpKinds(c, L, fail);
+  let moe: MoeSpec | undefined;
+  if (moeLayers.some(Boolean)) moe = moeSpec(c, fail);
+  const intermediateSize =
+    moeLayers.every(Boolean) && moe !== undefined
+      ? (c.intermediate_size ?? moe.intermediateSize)
+      : (c.intermediate_size ??
+        fail("intermediate_size", "dense MLP layers need intermediate_size; set it."));
+
+  const layers: LayerSpec[] = sliding.map((isSliding, i) => ({
+    attention: isSliding ? swa : global,
+    mlp: moeLayers[i] ? "moe" : "dense",
+  }));
+  const eos = c.eos_token_id;
+  return {
+    modelType: MODEL_TYPE,
+    vocabSize: c.vocab_size,
+    hiddenSize: c.hidden_size,
+    intermediateSize,
+    rmsNormEps: c.layernorm_epsilon ?? c.rms_norm_eps ?? 1e-5,
+    maxPositionEmbeddings: c.max_position_embeddings,
+    tieWordEmbeddings: c.tie_word_embeddings,
+    ...(moe ? { moe } : {}),
+    layers,
+    ...(c.bos_token_id != null ? { bosTokenId: c.bos_token_id } : {}),
+    eosTokenIds: eos == null ? [] : Array.isArray(eos) ? eos : [eos],
+  };
+}
+
+type Fail = (field: string, message: string) => never;
+
+/** true for each sliding-window layer. */
+function layerKinds(c: MimoConfig, L: number, fail: Fail): boolean[] {
+  if (c.hybrid_layer_pattern !== undefined && c.layer_types !== undefined) {
+    fail("layer_types", "give either hybrid_layer_pattern (Hub) or layer_types (transformers), not both.");
+  }
+  if (c.hybrid_layer_pattern !== undefined) {
+    if (c.hybrid_layer_pattern.length !== L) {
+      fail(
+        "hybrid_layer_pattern",
+        `has ${c.hybrid_layer_pattern.length} entries but num_hidden_layers is ${L}; give one per layer (0 global, 1 sliding window).`,
+      );
+    }
+    return c.hybrid_layer_pattern.map((p) => p === 1);
+  }
+  if (c.layer_types !== undefined) {
+    if (c.layer_types.length !== L) {
+      fail(
+        "layer_types",
+        `has ${c.layer_types.length} entries but num_hidden_layers is ${L}; give one per layer.`,
+      );
+    }
+    return c.layer_types.map((t) => t === "sliding_attention");
+  }
+  // transformers' default: global attention on the first layer and every sixth.
+  return Array.from({ length: L }, (_, i) => !(i === 0 || (i + 1) % 6 === 0));
+}
+
+/** true for each mixture-of-experts layer. */
+function mlpKinds(c: MimoConfig, L: number, fail: Fail): boolean[] {
+  if (c.moe_layer_freq !== undefined && c.mlp_layer_types !== undefined) {
+    fail("mlp_layer_types", "give either moe_layer_freq (Hub) or mlp_layer_types (transformers), not both.");
+  }
+  let kinds: boolean[];
+  if (c.moe_layer_freq !== undefined) {
+    if (c.moe_layer_freq.length !== L) {
+      fail(
+        "moe_layer_freq",
+        `has ${c.moe_layer_freq.length} entries but num_hidden_layers is ${L}; give one per layer (0 dense, 1 MoE).`,
+      );
+    }
+    kinds = c.moe_layer_freq.map((f) => f === 1);
+  } else if (c.mlp_layer_types !== undefined) {
+    if (c.mlp_layer_types.length !== L) {
+      fail(
+        "mlp_layer_types",
+        `has ${c.mlp_layer_types.length} entries but num_hidden_layers is ${L}; give one per layer.`,
+      );
+    }
+    kinds = c.mlp_layer_types.map((t) => t === "sparse");
+  } else {
+    // transformers' default: the first layer dense, the rest MoE (dense throughout without experts).
+    kinds = Array.from({ length: L }, (_, i) => i > 0 && c.n_routed_experts != null);
+  }
+  return kinds;
+}
+
+function moeSpec(c: MimoConfig, fail: Fail): MoeSpec {
+  const field = c.moe_layer_freq !== undefined ? "moe_layer_freq" : "mlp_layer_types";
+  const numExperts =
+    c.n_routed_experts ?? fail("n_routed_experts", `${field} names MoE layers; set the number of experts.`);
+  const topK =
+    c.num_experts_per_tok ?? fail("num_experts_per_tok", "MoE layers need the experts per token; set it.");
+  const intermediateSize =
+    c.moe_intermediate_size ?? fail("moe_intermediate_size", "MoE layers need each expert's size; set it.");
+  if (topK > numExperts) {
+    fail("num_experts_per_tok", `${topK} exceeds the ${numExperts} experts (n_routed_experts); lower it.`);
+  }
+  if ((c.n_shared_experts ?? 0) > 0) {
+    fail("n_shared_experts", "MiMo has no shared experts and the engine loads none; set 0 or null.");
+  }
+  if (c.topk_method != null && c.topk_method !== "noaux_tc") {
+    fail(
+      "topk_method",
+      `"${c.topk_method}" is not supported; MiMo routes with "noaux_tc" (bias-corrected grouped top-k).`,
+    );
+  }
+  const numGroups = c.n_group ?? 1;
+  const topKGroups = c.topk_group ?? 1;
+  if (numExperts % numGroups !== 0) {
+    fail("n_group", `${numExperts} experts do not split into ${numGroups} equal groups; pick a divisor.`);
+  }
+  const perGroup = numExperts / numGroups;
+  if (numGroups > 1 && perGroup < 2) {
+    fail("n_group", `groups are scored by their two best experts, so each needs at least 2; lower n_group.`);
+  }
+  if (topKGroups > numGroups) {
+    fail("topk_group", `${topKGroups} exceeds the ${numGroups} groups (n_group); lower it.`);
+  }
+  if (topK > topKGroups * perGroup) {
+    fail(
+      "num_experts_per_tok",
+      `${topK} experts cannot come from ${topKGroups} group(s) of ${perGroup}; raise topk_group or lower it.`,
+    );
+  }
+  return {
+    numExperts,
+    topK,
+    intermediateSize,
+    scoring: c.scoring_func,
+    normTopKProb: c.norm_topk_prob,
+    // The Hub config stores null for "no rescale".
+    routedScalingFactor: c.routed_scaling_factor ?? 1,
+    numGroups,
+    topKGroups,
+  };
+}
+
+export const mimoArchitecture: Architecture = {
+  modelTypes: [MODEL_TYPE],
+  parseConfig: parseMimoConfig,
+};
+
+/** Specials the tiny tokenizers append after the trained vocabulary. */
+const SPECIALS = 3;
+
+/**
+ * The tiny reference model of `config` (a MiMo config.json object): a byte-level BPE trained on
+ * `corpus` to vocab_size ids (fewer where the corpus has fewer merges; the returned config says
+ * how many) and seeded random f32 weights for every tensor the config implies, sinks and the
+ * score-correction bias included. The same config, corpus and seed give the same bytes.
+ */
+export function mimoTinyModel(
+  config: Record<string, unknown>,
+  corpus: string,
+  options: { readonly seed?: number } = {},
+): TinyModelFiles {
+  const seed = options.seed ?? 0;
+  const spec = parseMimoConfig(config, "reference config");
+  if (spec.vocabSize <= 256 + SPECIALS) {
+    throw new BringupError(
+      "MODEL_CONFIG_INVALID",
+      `reference config: vocab_size: ${spec.vocabSize} leaves no room for BPE merges over 256 bytes and ${SPECIALS} specials; raise it.`,
+      { subject: "vocab_size" },
+    );
+  }
+  const tok = buildTokenizerFiles(
+    trainByteLevelBpe(corpus, spec.vocabSize - SPECIALS),
+    spec.maxPositionEmbeddings,
+  );
+  const vocab = tok.size;
+  const eos = [tok.specialIds["<|endoftext|>"] as number, tok.specialIds["<|im_end|>"] as number];
+  const H = spec.hiddenSize;
+  const tensors = new Map<string, HostTensor>();
+  const random = (name: string, shape: number[], std: number) => {
+    const n = shape.reduce((a, b) => a * b, 1);
+    const data = new Rng(fnv1a(`${seed}/${name}`)).fillNormal(new Float32Array(n), std);
+    tensors.set(name, { dtype: "F32", shape, data });
+  };
+  // Scaled by fan-in so activations stay near unit size and attention is far from uniform.
+  const matrix = (name: string, rows: number, cols: number) =>
+    random(name, [rows, cols], 1 / Math.sqrt(cols));
+  const ones = (name: string, n: number) =>
+    tensors.set(name, { dtype: "F32", shape: [n], data: new Float32Array(n).fill(1) });
+  const mlp = (prefix: string, inter: number) => {
+    matrix(`${prefix}.gate_proj.weight`, inter, H);
+    matrix(`${prefix}.up_proj.weight`, inter, H);
+    matrix(`${prefix}.down_proj.weight`, H, inter);
+  };
+
+  random("model.embed_tokens.weight", [vocab, H], 1);
+  spec.layers.forEach((layer, i) => {
+    const p = `model.layers.${i}`;
+    const a = layer.attention;
+    ones(`${p}.input_layernorm.weight`, H);
+    ones(`${p}.post_attention_layernorm.weight`, H);
+    matrix(`${p}.self_attn.q_proj.weight`, a.numHeads * a.headDim, H);
+    matrix(`${p}.self_attn.k_proj.weight`, a.numKvHeads * a.headDim, H);
+    matrix(`${p}.self_attn.v_proj.weight`, a.numKvHeads * a.vHeadDim, H);
+    matrix(`${p}.self_attn.o_proj.weight`, H, a.numHeads * a.vHeadDim);
+    if (a.bias) {
+      random(`${p}.self_attn.q_proj.bias`, [a.numHeads * a.headDim], 0.1);
+      random(`${p}.self_attn.k_proj.bias`, [a.numKvHeads * a.headDim], 0.1);
+      random(`${p}.self_attn.v_proj.bias`, [a.numKvHeads * a.vHeadDim], 0.1);
+    }
+    // Sinks of about the size of a score, so each head gives a visible share to nothing.
+    if (a.sinks) random(`${p}.self_attn.sinks`, [a.numHeads], 1);
+    if (layer.mlp === "moe" && spec.moe !== undefined) {
+      const m = spec.moe;
+      matrix(`${p}.mlp.gate.weight`, m.numExperts, H);
+      random(`${p}.mlp.gate.e_score_correction_bias`, [m.numExperts], 0.1);
+      for (let e = 0; e < m.numExperts; e++) mlp(`${p}.mlp.experts.${e}`, m.intermediateSize);
+    } else {
+      mlp(`${p}.mlp`, spec.intermediateSize);
+    }
+  });
+  ones("model.norm.weight", H);
+  if (!spec.tieWordEmbeddings) matrix("lm_head.weight", vocab, H);
+
+  return packFiles(
+    {
+      ...config,
+      architectures: ["MiMoV2FlashForCausalLM"],
+      vocab_size: vocab,
+      bos_token_id: null,
+      eos_token_id: eos,
+      torch_dtype: "float32",
+      bringup_tiny: { port: "mimo-v2.6-flash", seed },
+    },
+    tok,
+    eos,
+    tensors,
+  );
+}
+
+/**
+ * The constructed retrieval variant, in MiMo's shape and as cheap as retrieval allows at long
+ * contexts (the engine's tiny/retrieval.ts llama, re-laid onto MiMo's two attention kinds):
+ *
+ * Residual stream, slots of unit-norm random codes:
+ *   own_m [0,16)   the token's match code m(t)          own_u [16,16+U)  its output code u(t)
+ *   prev1..prev6   m of the tokens 1..6 back (layer 0)   out_u            u of the token to copy (layer 1)
+ *
+ * Layer 0, sliding window of 8 (with sinks): six previous-token query heads (offset δ = 1..6) over
+ * one shared key/value head. Query and key come from biases in the rotated features only: the key
+ * is (1, 0) per frequency pair and head δ's query is A·(cos, sin)(-ω δ), so the score peaks at
+ * exactly δ back. Only the 8 positions of the window compete, so two frequency pairs with a small
+ * RoPE base keep the nearest rival PREV_MARGIN logits down, whatever the context length. The
+ * value is own_m (16 features) and o_proj writes head δ's output into prev_δ. The sinks sit as low
+ * as that rival, so they take nothing that matters.
+ *
+ * Layer 1, global: ONE induction head. Its query/key head is the 96 match features (the query is m
+ * of the last six tokens, the key at j is m of the six tokens before j, so the score counts
+ * agreeing tokens times MATCH_LOGIT) plus 8 rotary features left at zero (MiMo's partial rotary
+ * shape); its value head is only the U-feature output code, which o_proj writes into out_u and the
+ * LM head (rows u(t)) turns into the copied token. The global layer's attention is what a 32K
+ * prefill spends its time on, hence one head of 104 + U features. MLPs are zero; norm weights
+ * undo RMSNorm's rescaling since every slot holds a unit vector.
+ */
+const NGRAM = 6;
+const M = 16;
+const U = 48;
+const GLOBAL_ROTARY = 8;
+const QK_GLOBAL = GLOBAL_ROTARY + NGRAM * M;
+/** Half the global head size, so the shared rotary fraction rotates 4 features: two pairs. */
+const QK_SLIDING = QK_GLOBAL / 2;
+const ROTARY_FACTOR = 0.077; // floor(104 * 0.077) = 8, floor(52 * 0.077) = 4
+const SLIDING_WINDOW = 8;
+const SWA_ROPE_THETA = 10;
+const GLOBAL_ROPE_THETA = 5_000_000;
+const HIDDEN = M + U + NGRAM * M + U;
+const OWN_M = 0;
+const OWN_U = M;
+const PREV = M + U;
+const OUT_U = PREV + NGRAM * M;
+const PREV_MARGIN = 30;
+const MATCH_LOGIT = 30;
+const OUTPUT_LOGIT = 40;
+
+/** The retrieval variant's files over a BPE of 512 trained on `corpus`. */
+export function mimoRetrievalModel(
+  corpus: string,
+  options: { readonly maxPositionEmbeddings: number; readonly seed?: number },
+): TinyModelFiles {
+  const seed = options.seed ?? 0;
+  const maxPos = options.maxPositionEmbeddings;
+  const tok = buildTokenizerFiles(trainByteLevelBpe(corpus, 512), maxPos);
+  const vocab = tok.size;
+  const eos = [tok.specialIds["<|endoftext|>"] as number, tok.specialIds["<|im_end|>"] as number];
+  const rng = new Rng(seed);
+  const matchCodes = Array.from({ length: vocab }, () => unitCode(rng, M));
+  const outputCodes = Array.from({ length: vocab }, () => unitCode(rng, U));
+  const tensors = new Map<string, HostTensor>();
+  const put = (name: string, shape: number[], data: Float32Array) =>
+    tensors.set(name, { dtype: "F32", shape, data });
+  const filled = (n: number, value: number) => new Float32Array(n).fill(value);
+
+  const embed = new Float32Array(vocab * HIDDEN);
+  for (let t = 0; t < vocab; t++) {
+    embed.set(matchCodes[t] as Float32Array, t * HIDDEN + OWN_M);
+    embed.set(outputCodes[t] as Float32Array, t * HIDDEN + OWN_U);
+  }
+  put("model.embed_tokens.weight", [vocab, HIDDEN], embed);
+  const layer = (i: number, slots: number) => {
+    const p = `model.layers.${i}`;
+    // RMSNorm multiplies by sqrt(HIDDEN)/|x|; |x| is sqrt(slots) when `slots` unit codes are set.
+    put(`${p}.input_layernorm.weight`, [HIDDEN], filled(HIDDEN, Math.sqrt(slots / HIDDEN)));
+    put(`${p}.post_attention_layernorm.weight`, [HIDDEN], filled(HIDDEN, 1));
+    put(`${p}.mlp.gate_proj.weight`, [1, HIDDEN], new Float32Array(HIDDEN));
+    put(`${p}.mlp.up_proj.weight`, [1, HIDDEN], new Float32Array(HIDDEN));
+    put(`${p}.mlp.down_proj.weight`, [HIDDEN, 1], new Float32Array(HIDDEN));
+    return p;
+  };
+
+  // Layer 0: previous-token heads within the sliding window.
+  const p0 = layer(0, 2);
+  const pairs = Math.floor(QK_SLIDING * ROTARY_FACTOR) / 2;
+  const invFreq = Array.from({ length: pairs }, (_, f) => 1 / SWA_ROPE_THETA ** (f / pairs));
+  let gap = Number.POSITIVE_INFINITY;
+  for (let e = 1; e < SLIDING_WINDOW; e++) {
+    let g = 0;
+    for (const w of invFreq) g += 1 - Math.cos(w * e);
+    gap = Math.min(gap, g);
+  }
+  const amplitude = (PREV_MARGIN * Math.sqrt(QK_SLIDING)) / gap;
+  const q0 = NGRAM * QK_SLIDING;
+  const q0Bias = new Float32Array(q0);
+  const k0Bias = new Float32Array(QK_SLIDING);
+  const v0 = new Float32Array(M * HIDDEN);
+  const o0 = new Float32Array(HIDDEN * NGRAM * M);
+  for (const [f] of invFreq.entries()) k0Bias[f] = 1;
+  for (let h = 0; h < NGRAM; h++) {
+    const offset = h + 1;
+    for (const [f, w] of invFreq.entries()) {
+      q0Bias[h * QK_SLIDING + f] = amplitude * Math.cos(-w * offset);
+      q0Bias[h * QK_SLIDING + f + pairs] = amplitude * Math.sin(-w * offset);
+    }
+    for (let r = 0; r < M; r++) o0[(PREV + h * M + r) * NGRAM * M + h * M + r] = 1;
+  }
+  for (let r = 0; r < M; r++) v0[r * HIDDEN + OWN_M + r] = 1;
+  const peak = (amplitude * pairs) / Math.sqrt(QK_SLIDING);
+  put(`${p0}.self_attn.q_proj.weight`, [q0, HIDDEN], new Float32Array(q0 * HIDDEN));
+  put(`${p0}.self_attn.q_proj.bias`, [q0], q0Bias);
+  put(`${p0}.self_attn.k_proj.weight`, [QK_SLIDING, HIDDEN], new Float32Array(QK_SLIDING * HIDDEN));
+  put(`${p0}.self_attn.k_proj.bias`, [QK_SLIDING], k0Bias);
+  put(`${p0}.self_attn.v_proj.weight`, [M, HIDDEN], v0);
+  put(`${p0}.self_attn.v_proj.bias`, [M], new Float32Array(M));
+  put(`${p0}.self_attn.o_proj.weight`, [HIDDEN, NGRAM * M], o0);
+  put(`${p0}.self_attn.sinks`, [NGRAM], filled(NGRAM, peak - PREV_MARGIN));
+
+  // Layer 1: one induction head over the match features.
+  const p1 = layer(1, 2 + NGRAM);
+  const gain = Math.sqrt(MATCH_LOGIT * Math.sqrt(QK_GLOBAL));
+  const q1 = new Float32Array(QK_GLOBAL * HIDDEN);
+  const k1 = new Float32Array(QK_GLOBAL * HIDDEN);
+  const v1 = new Float32Array(U * HIDDEN);
+  const o1 = new Float32Array(HIDDEN * U);
+  for (let s = 0; s < NGRAM; s++) {
+    const querySlot = s === 0 ? OWN_M : PREV + (s - 1) * M;
+    const keySlot = PREV + s * M;
+    for (let r = 0; r < M; r++) {
+      const row = GLOBAL_ROTARY + s * M + r;
+      q1[row * HIDDEN + querySlot + r] = gain;
+      k1[row * HIDDEN + keySlot + r] = gain;
+    }
+  }
+  for (let r = 0; r < U; r++) {
+    v1[r * HIDDEN + OWN_U + r] = 1;
+    o1[(OUT_U + r) * U + r] = 1;
+  }
+  put(`${p1}.self_attn.q_proj.weight`, [QK_GLOBAL, HIDDEN], q1);
+  put(`${p1}.self_attn.q_proj.bias`, [QK_GLOBAL], new Float32Array(QK_GLOBAL));
+  put(`${p1}.self_attn.k_proj.weight`, [QK_GLOBAL, HIDDEN], k1);
+  put(`${p1}.self_attn.k_proj.bias`, [QK_GLOBAL], new Float32Array(QK_GLOBAL));
+  put(`${p1}.self_attn.v_proj.weight`, [U, HIDDEN], v1);
+  put(`${p1}.self_attn.v_proj.bias`, [U], new Float32Array(U));
+  put(`${p1}.self_attn.o_proj.weight`, [HIDDEN, U], o1);
+
+  put("model.norm.weight", [HIDDEN], filled(HIDDEN, Math.sqrt((3 + NGRAM) / HIDDEN)));
+  const head = new Float32Array(vocab * HIDDEN);
+  for (let t = 0; t < vocab; t++) {
+    const code = outputCodes[t] as Float32Array;
+    for (let r = 0; r < U; r++) head[t * HIDDEN + OUT_U + r] = OUTPUT_LOGIT * (code[r] as number);
+  }
+  put("lm_head.weight", [vocab, HIDDEN], head);
+
+  const config: Record<string, unknown> = {
+    architectures: ["MiMoV2FlashForCausalLM"],
+    model_type: MODEL_TYPE,
+    vocab_size: vocab,
+    hidden_size: HIDDEN,
+    intermediate_size: 1,
+    num_hidden_layers: 2,
+    hybrid_layer_pattern: [1, 0],
+    moe_layer_freq: [0, 0],
+    num_attention_heads: 1,
+    num_key_value_heads: 1,
+    head_dim: QK_GLOBAL,
+    v_head_dim: U,
+    rope_theta: GLOBAL_ROPE_THETA,
+    swa_num_attention_heads: NGRAM,
+    swa_num_key_value_heads: 1,
+    swa_head_dim: QK_SLIDING,
+    swa_v_head_dim: M,
+    swa_rope_theta: SWA_ROPE_THETA,
+    sliding_window: SLIDING_WINDOW,
+    partial_rotary_factor: ROTARY_FACTOR,
+    add_swa_attention_sink_bias: true,
+    add_full_attention_sink_bias: false,
+    attention_value_scale: null,
+    attention_bias: true,
+    hidden_act: "silu",
+    layernorm_epsilon: 1e-6,
+    max_position_embeddings: maxPos,
+    tie_word_embeddings: false,
+    bos_token_id: null,
+    eos_token_id: eos,
+    torch_dtype: "float32",
+    bringup_tiny: {
+      port: "mimo-v2.6-flash",
+      size: "retrieval",
+      seed,
+      construction: "sliding previous-token heads + one global induction head",
+    },
+  };
+  return packFiles(config, tok, eos, tensors);
+}
+
+function packFiles(
+  config: Record<string, unknown>,
+  tok: ReturnType<typeof buildTokenizerFiles>,
+  eos: number[],
+  tensors: Map<string, HostTensor>,
+): TinyModelFiles {
+  const sorted = new Map([...tensors.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  let numParameters = 0;
+  for (const t of sorted.values()) numParameters += t.shape.reduce((a, b) => a * b, 1);
+  return {
+    config,
+    generationConfig: { eos_token_id: eos, do_sample: false },
+    tokenizerJson: tok.tokenizerJson,
+    tokenizerConfig: tok.tokenizerConfig,
+    tensors: sorted,
+    numParameters,
+  };
+}
+
+function unitCode(rng: Rng, n: number): Float32Array {
+  const v = new Float64Array(n);
+  let norm = 0;
+  for (let i = 0; i < n; i++) {
+    v[i] = rng.normal();
+    norm += (v[i] as number) ** 2;
+  }
+  const out = new Float32Array(n);
+  for (let i = 0; i < n; i++) out[i] = (v[i] as number) / Math.sqrt(norm);
+  return out;
+}
+
+/** FNV-1a of a tensor's name, so each tensor's weights do not depend on generation order. */
+function fnv1a(s: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) {
+    h ^= s.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h;
+}
+
+export const portModel: PortModel = {
+  architecture: mimoArchitecture,
+  tinyModel: mimoTinyModel,
+  retrievalModel: (corpus, options) =>
+    mimoRetrievalModel(corpus, { maxPositionEmbeddings: options.maxPositionEmbeddings }),
+};
