@@ -1,5 +1,5 @@
-import { Agent, type Dispatcher, request as httpRequest } from "undici";
-import { readTokenStream } from "../client/index.js";
+import { Agent, type Dispatcher } from "undici";
+import { type TokenStream, TokenStreamReader } from "../client/index.js";
 import { BringupError, isBringupError } from "../common/errors.js";
 import type { WorkloadRequest } from "./workload.js";
 
@@ -62,17 +62,31 @@ export interface SendOptions {
 let shared: Agent | undefined;
 
 /**
- * One keep-alive connection pool for every request of the process. undici's request API, not
- * fetch: fetch costs several times more CPU per request and per chunk, which a load generator
- * would add to the latencies it reports (see bench/client-overhead.ts).
+ * One keep-alive connection pool for every request of the process. Requests go through undici's
+ * dispatch API with a handler of our own, not request() or fetch: no URL parsing, response stream
+ * or promise per request or chunk, and each read is stamped in the callback that delivers it
+ * (see bench/client-overhead.ts for what those layers cost in measured latency).
  */
 function agent(): Agent {
   shared ??= new Agent({ keepAliveTimeout: 60_000, connections: null });
   return shared;
 }
 
+/** Origin and path prefix of each base URL seen, parsed once rather than per request. */
+const bases = new Map<string, { origin: string; prefix: string }>();
+
+function base(url: string): { origin: string; prefix: string } {
+  let found = bases.get(url);
+  if (found === undefined) {
+    const parsed = new URL(url);
+    found = { origin: parsed.origin, prefix: parsed.pathname.replace(/\/+$/, "") };
+    bases.set(url, found);
+  }
+  return found;
+}
+
 /** Sends one streaming request and times each chunk; never throws for a failed request, it reports it. */
-export async function sendStreaming(
+export function sendStreaming(
   target: Target,
   request: WorkloadRequest,
   index: number,
@@ -82,9 +96,11 @@ export async function sendStreaming(
   const chat = target.endpointType === "chat";
   const streaming = target.stream !== false;
   if (chat && typeof request.prompt !== "string") {
-    throw new BringupError(
-      "BENCH_CHAT_NEEDS_TEXT",
-      "a chat endpoint takes text prompts; use --endpoint-type completions for token-id workloads.",
+    return Promise.reject(
+      new BringupError(
+        "BENCH_CHAT_NEEDS_TEXT",
+        "a chat endpoint takes text prompts; use --endpoint-type completions for token-id workloads.",
+      ),
     );
   }
   const body = {
@@ -101,114 +117,197 @@ export async function sendStreaming(
         ? { logprobs: true, top_logprobs: 0 }
         : { logprobs: 0 }),
   };
-  // Silence is caught by undici's own header and body timeouts, and the total limit at each read:
-  // no timer or AbortController per request, which at thousands of requests a second shows.
-  const stallMs = options.stallTimeoutMs ?? 30_000;
-  const limitMs = options.requestTimeoutMs ?? 600_000;
-  let timedOut = false;
-  function alive(): void {
-    if (performance.now() - sentAt > limitMs) {
-      timedOut = true;
-      throw new BringupError("BENCH_REQUEST_TIMEOUT", "the request ran past its time limit");
+  return new Promise((resolve) => {
+    const exchange = new Exchange(index, scheduledAt, streaming, options, resolve);
+    let where: { origin: string; prefix: string };
+    try {
+      where = base(target.url);
+    } catch (error) {
+      exchange.onResponseError(undefined, error as Error);
+      return;
+    }
+    // Silence is caught by undici's own header and body timeouts, and the total limit at each read:
+    // no timer or AbortController per request, which at thousands of requests a second shows.
+    const options_: Dispatcher.DispatchOptions = {
+      origin: where.origin,
+      path: `${where.prefix}/v1/${chat ? "chat/completions" : "completions"}`,
+      method: "POST",
+      headers: target.apiKey
+        ? { "content-type": "application/json", authorization: `Bearer ${target.apiKey}` }
+        : { "content-type": "application/json" },
+      body: JSON.stringify(body),
+      headersTimeout: streaming ? exchange.stallMs : exchange.limitMs,
+      bodyTimeout: exchange.stallMs,
+    };
+    try {
+      agent().dispatch(options_, exchange);
+    } catch (error) {
+      exchange.onResponseError(undefined, error as Error);
+    }
+  });
+}
+
+/** One request's handler: stamps each read as undici delivers it and settles exactly once. */
+class Exchange implements Dispatcher.DispatchHandler {
+  readonly stallMs: number;
+  readonly limitMs: number;
+  private readonly sentAt = performance.now();
+  private readonly chunkTimes: number[] = [];
+  private readonly chunkTokens: number[] = [];
+  private text = "";
+  private status = 0;
+  /** The body of a non-streaming or failed answer, as it arrives. */
+  private parts: Buffer[] = [];
+  private reader: TokenStreamReader | undefined;
+  private timedOut = false;
+  private settled = false;
+  private controller: Dispatcher.DispatchController | undefined;
+  private abortReason: unknown;
+  private readonly signal: AbortSignal | undefined;
+
+  constructor(
+    private readonly index: number,
+    private readonly scheduledAt: number,
+    private readonly streaming: boolean,
+    options: SendOptions,
+    private readonly resolve: (result: RequestResult) => void,
+  ) {
+    this.stallMs = options.stallTimeoutMs ?? 30_000;
+    this.limitMs = options.requestTimeoutMs ?? 600_000;
+    this.signal = options.signal;
+    if (this.signal) {
+      if (this.signal.aborted) this.abortReason = this.signal.reason;
+      else this.signal.addEventListener("abort", this.onAbort, { once: true });
     }
   }
-  const chunkTimes: number[] = [];
-  const chunkTokens: number[] = [];
-  let text = "";
-  const sentAt = performance.now();
-  const result = (fields: Partial<RequestResult> & { ok: boolean }): RequestResult => ({
-    index,
-    scheduledAt,
-    sentAt,
-    endAt: performance.now(),
-    chunkTimes,
-    chunkTokens,
-    text,
-    ...fields,
-  });
-  try {
-    const response = await httpRequest(`${target.url}/v1/${chat ? "chat/completions" : "completions"}`, {
-      dispatcher: agent(),
-      method: "POST",
-      headers: {
-        "content-type": "application/json",
-        ...(target.apiKey ? { authorization: `Bearer ${target.apiKey}` } : {}),
-      },
-      body: JSON.stringify(body),
-      headersTimeout: streaming ? stallMs : limitMs,
-      bodyTimeout: stallMs,
-      ...(options.signal ? { signal: options.signal } : {}),
+
+  private readonly onAbort = (): void => {
+    this.abortReason = this.signal?.reason;
+    this.controller?.abort(this.abortReason as Error);
+  };
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    if (this.abortReason !== undefined) controller.abort(this.abortReason as Error);
+  }
+
+  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number): void {
+    this.status = statusCode;
+    this.alive(controller, performance.now());
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    const at = performance.now();
+    if (!this.alive(controller, at)) return;
+    if (!this.streaming || this.status < 200 || this.status > 299) {
+      this.parts.push(chunk);
+      return;
+    }
+    this.reader ??= new TokenStreamReader((c) => {
+      this.chunkTimes.push(c.receivedAt);
+      this.chunkTokens.push(c.tokens);
+      this.text += c.text;
     });
-    alive();
-    if (response.statusCode < 200 || response.statusCode > 299) {
-      const detail = (await response.body.text().catch(() => "")).slice(0, 200);
-      return result({
+    try {
+      this.reader.push(chunk, at);
+    } catch (error) {
+      this.onResponseError(controller, error as Error);
+      controller.abort(error as Error);
+    }
+  }
+
+  onResponseEnd(): void {
+    if (this.status < 200 || this.status > 299) {
+      const detail = Buffer.concat(this.parts).toString("utf8").slice(0, 200);
+      this.finish({
         ok: false,
-        failure: {
-          reason: "http-error",
-          message: `HTTP ${response.statusCode}${detail ? `: ${detail}` : ""}`,
-        },
+        failure: { reason: "http-error", message: `HTTP ${this.status}${detail ? `: ${detail}` : ""}` },
       });
+      return;
     }
-    if (!streaming) return result(await readWhole(response, chunkTimes, chunkTokens, (t) => (text = t)));
-    const stream = await readTokenStream(response.body, {
-      onRead: alive,
-      onChunk: (chunk) => {
-        chunkTimes.push(chunk.receivedAt);
-        chunkTokens.push(chunk.tokens);
-        text += chunk.text;
-      },
-    });
-    if (chunkTimes.length === 0) {
-      return result({ ok: false, failure: { reason: "no-tokens", message: "the stream carried no tokens" } });
+    if (!this.streaming) {
+      this.finish(this.whole(Buffer.concat(this.parts).toString("utf8"), performance.now()));
+      return;
     }
-    return result({
+    let stream: TokenStream;
+    try {
+      stream = (this.reader ?? new TokenStreamReader()).end();
+    } catch (error) {
+      this.onResponseError(undefined, error as Error);
+      return;
+    }
+    if (this.chunkTimes.length === 0) {
+      this.finish({ ok: false, failure: { reason: "no-tokens", message: "the stream carried no tokens" } });
+      return;
+    }
+    this.finish({
       ok: true,
       ...(stream.usage
         ? { promptTokens: stream.usage.promptTokens, usageTokens: stream.usage.completionTokens }
         : {}),
     });
-  } catch (error) {
-    return result({ ok: false, failure: classify(error, timedOut, stallMs) });
   }
-}
 
-/** Reads a non-streaming answer as one chunk holding all its tokens. */
-async function readWhole(
-  response: Dispatcher.ResponseData,
-  chunkTimes: number[],
-  chunkTokens: number[],
-  setText: (text: string) => void,
-): Promise<Partial<RequestResult> & { ok: boolean }> {
-  const raw = await response.body.text();
-  const at = performance.now();
-  let body: {
-    choices?: { text?: unknown; message?: { content?: unknown } }[];
-    usage?: Record<string, unknown>;
-  };
-  try {
-    body = JSON.parse(raw);
-  } catch {
+  onResponseError(_controller: Dispatcher.DispatchController | undefined, error: Error): void {
+    this.finish({ ok: false, failure: classify(error, this.timedOut, this.stallMs) });
+  }
+
+  /** Fails the request once it has run past its total limit; whether it may go on. */
+  private alive(controller: Dispatcher.DispatchController, at: number): boolean {
+    if (at - this.sentAt <= this.limitMs) return true;
+    this.timedOut = true;
+    const error = new BringupError("BENCH_REQUEST_TIMEOUT", "the request ran past its time limit");
+    this.onResponseError(controller, error);
+    controller.abort(error);
+    return false;
+  }
+
+  /** Reads a non-streaming answer as one chunk holding all its tokens, timed when the body ended. */
+  private whole(raw: string, at: number): Partial<RequestResult> & { ok: boolean } {
+    let body: {
+      choices?: { text?: unknown; message?: { content?: unknown } }[];
+      usage?: Record<string, unknown>;
+    };
+    try {
+      body = JSON.parse(raw);
+    } catch {
+      return {
+        ok: false,
+        failure: { reason: "malformed-json", message: `the answer is not JSON: ${raw.slice(0, 80)}` },
+      };
+    }
+    const choice = body.choices?.[0];
+    const text = typeof choice?.text === "string" ? choice.text : choice?.message?.content;
+    const completion = body.usage?.completion_tokens;
+    const prompt = body.usage?.prompt_tokens;
+    if (typeof text !== "string" || typeof completion !== "number") {
+      return { ok: false, failure: { reason: "no-tokens", message: "the answer has no text or no usage" } };
+    }
+    this.text = text;
+    this.chunkTimes.push(at);
+    this.chunkTokens.push(completion);
     return {
-      ok: false,
-      failure: { reason: "malformed-json", message: `the answer is not JSON: ${raw.slice(0, 80)}` },
+      ok: true,
+      usageTokens: completion,
+      ...(typeof prompt === "number" ? { promptTokens: prompt } : {}),
     };
   }
-  const choice = body.choices?.[0];
-  const text = typeof choice?.text === "string" ? choice.text : choice?.message?.content;
-  const completion = body.usage?.completion_tokens;
-  const prompt = body.usage?.prompt_tokens;
-  if (typeof text !== "string" || typeof completion !== "number") {
-    return { ok: false, failure: { reason: "no-tokens", message: "the answer has no text or no usage" } };
+
+  private finish(fields: Partial<RequestResult> & { ok: boolean }): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.signal?.removeEventListener("abort", this.onAbort);
+    this.resolve({
+      index: this.index,
+      scheduledAt: this.scheduledAt,
+      sentAt: this.sentAt,
+      endAt: performance.now(),
+      chunkTimes: this.chunkTimes,
+      chunkTokens: this.chunkTokens,
+      text: this.text,
+      ...fields,
+    });
   }
-  setText(text);
-  chunkTimes.push(at);
-  chunkTokens.push(completion);
-  return {
-    ok: true,
-    usageTokens: completion,
-    ...(typeof prompt === "number" ? { promptTokens: prompt } : {}),
-  };
 }
 
 function classify(error: unknown, timedOut: boolean, stallMs: number): NonNullable<RequestResult["failure"]> {

@@ -17,4 +17,4 @@ export { DEFAULT_TIMEOUT_MS, type RequestOptions, requestJson, requestText } fro
 export { kvTokenCapacity } from "./metrics.js";
 export { type EndpointProbe, ProbedEndpoint, probeEndpoint } from "./probe.js";
 export { type ScoringPath, scoreTokens } from "./scoring.js";
-export { readTokenStream, SseParser } from "./sse.js";
+export { readTokenStream, SseParser, type TokenChunk, type TokenStream, TokenStreamReader } from "./sse.js";
