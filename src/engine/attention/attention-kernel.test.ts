@@ -1,73 +1,184 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { LayerKvCache } from "../cache/kv-cache.js";
-import { FullCacheSpec } from "../cache/spec.js";
+import { SlidingMaskCacheSpec } from "../cache/sliding-mask-spec.js";
+import { SlidingWindowCacheSpec } from "../cache/sliding-window-spec.js";
+import { type CacheSpec, FullCacheSpec } from "../cache/spec.js";
 import { MatmulPool } from "../kernels/pool.js";
 import { Rng } from "../tensor/random.js";
+import { attendTokens } from "./attention-kernel.js";
 import { AttentionScratch, pagedAttention } from "./paged-attention.js";
 
 const pools = [new MatmulPool(1), new MatmulPool(2)];
 afterAll(() => Promise.all(pools.map((p) => p.close())));
 
-describe("attention kernel", () => {
-  it("matches the scalar reference within 1e-6, and gives the same bits on one or two threads", () => {
-    const rng = new Rng(5);
-    const [numHeads, numKvHeads, headDim, vHeadDim, blockSize] = [6, 2, 12, 8, 4];
-    const cache = new LayerKvCache(new FullCacheSpec(blockSize), 64, numKvHeads, headDim, vHeadDim);
-    rng.fillNormal(cache.keys, 1);
-    rng.fillNormal(cache.values, 1);
-    // Two sequences in scattered blocks: one at positions 0..39 (a prefill), one decoding at 70.
-    const a = [9, 3, 17, 5, 30, 2, 11, 40, 8, 21];
-    const b = Array.from({ length: 18 }, (_, i) => 63 - i);
-    const tokens = [...Array.from({ length: 40 }, (_, p) => ({ table: a, pos: p })), { table: b, pos: 70 }];
-    const T = tokens.length;
-    const meta = new Int32Array(3 * T);
-    tokens.forEach((t, i) => {
-      meta.set([t.pos, 0, t.table === a ? 0 : a.length], 3 * i);
-    });
-    const q = rng.fillNormal(new Float32Array(T * numHeads * headDim), 1);
-    const sinks = rng.fillNormal(new Float32Array(numHeads), 1);
-    const outs = pools.map((pool) => {
-      const out = new Float32Array(T * numHeads * vHeadDim);
-      pool.attention({
-        meta,
-        tables: Int32Array.from([...a, ...b]),
-        blockSize,
-        ringBlocks: 0,
+/** One step: tokens as (block table, position); a prefill chunk is a run of consecutive positions. */
+type Token = { table: number[]; pos: number };
+
+interface Case {
+  spec: CacheSpec;
+  numHeads: number;
+  numKvHeads: number;
+  headDim: number;
+  vHeadDim: number;
+  tokens: Token[];
+  sinks: boolean;
+}
+
+function run(c: Case) {
+  const rng = new Rng(5);
+  const cache = new LayerKvCache(c.spec, 64, c.numKvHeads, c.headDim, c.vHeadDim);
+  rng.fillNormal(cache.keys, 1);
+  rng.fillNormal(cache.values, 1);
+  const T = c.tokens.length;
+  const tables: number[][] = [];
+  const offsets: number[] = [];
+  const meta = new Int32Array(3 * T);
+  c.tokens.forEach((t, i) => {
+    let k = tables.indexOf(t.table);
+    if (k < 0) k = tables.push(t.table) - 1;
+    offsets[k] ??= tables.slice(0, k).reduce((n, b) => n + b.length, 0);
+    meta.set([t.pos, c.spec.firstVisible(t.pos), offsets[k] as number], 3 * i);
+  });
+  const q = rng.fillNormal(new Float32Array(T * c.numHeads * c.headDim), 1);
+  const sinks = c.sinks ? rng.fillNormal(new Float32Array(c.numHeads), 1) : null;
+  const scale = 1 / Math.sqrt(c.headDim);
+  const job = {
+    meta,
+    tables: Int32Array.from(tables.flat()),
+    blockSize: c.spec.blockSize,
+    ringBlocks: c.spec.ringBlocks,
+    q,
+    keys: cache.keys,
+    values: cache.values,
+    numHeads: c.numHeads,
+    numKvHeads: c.numKvHeads,
+    headDim: c.headDim,
+    vHeadDim: c.vHeadDim,
+    scale,
+    sinks,
+  };
+  const ref = new Float32Array(T * c.numHeads * c.vHeadDim);
+  const scratch = new AttentionScratch();
+  c.tokens.forEach((t, i) => {
+    pagedAttention(
+      {
         q,
-        out,
-        keys: cache.keys,
-        values: cache.values,
-        numHeads,
-        numKvHeads,
-        headDim,
-        vHeadDim,
-        scale: 1 / Math.sqrt(headDim),
-        sinks,
-      });
-      return out;
+        qOffset: i * c.numHeads * c.headDim,
+        blocks: t.table,
+        pos: t.pos,
+        out: ref,
+        outOffset: i * c.numHeads * c.vHeadDim,
+      },
+      cache,
+      { numHeads: c.numHeads, scale, ...(sinks === null ? {} : { sinks }) },
+      scratch,
+    );
+  });
+  const outs: Float32Array[] = pools.map((pool) => {
+    const out = new Float32Array(ref.length);
+    pool.attention({ ...job, out });
+    return out;
+  });
+  // Tiles of every size, including ones that end inside a chunk, directly on this thread.
+  for (const tile of [1, 3, 8, 64]) {
+    const out = new Float32Array(ref.length);
+    const s = { scores: new Float64Array(1), acc: new Float64Array(1), slots: new Int32Array(1) };
+    const { tables: tb, blockSize, ringBlocks, numHeads, numKvHeads, headDim, vHeadDim } = job;
+    attendTokens(
+      0,
+      T,
+      meta,
+      tb,
+      blockSize,
+      ringBlocks,
+      q,
+      out,
+      job.keys,
+      job.values,
+      numHeads,
+      numKvHeads,
+      headDim,
+      vHeadDim,
+      scale,
+      sinks,
+      s,
+      tile,
+    );
+    outs.push(out);
+  }
+  return { ref, outs };
+}
+
+const bits = (a: Float32Array) => Array.from(new Uint32Array(a.buffer, a.byteOffset, a.length));
+
+function expectIdentical(c: Case) {
+  const { ref, outs } = run(c);
+  expect(ref.some((v) => v !== 0)).toBe(true);
+  for (const out of outs) expect(bits(out)).toEqual(bits(ref));
+}
+
+const range = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => from + i);
+const scattered = [9, 3, 17, 5, 30, 2, 11, 40, 8, 21, 50, 1];
+const other = Array.from({ length: 12 }, (_, i) => 63 - i);
+const third = [12, 14, 16, 18, 20, 22, 24, 26, 28, 31, 33, 35];
+const ringTable = [7, 2, 13, 4, 9];
+const ringB = [19, 23, 29, 37, 41];
+
+describe("attention kernel", () => {
+  it("equals the scalar reference bit for bit: GQA, tiles across blocks, a decode token, a mid-sequence chunk, sinks, one or two threads", () => {
+    expectIdentical({
+      spec: new FullCacheSpec(4),
+      numHeads: 6,
+      numKvHeads: 2,
+      headDim: 14, // not a multiple of 4: the dot's tail runs too
+      vHeadDim: 8,
+      tokens: [
+        ...range(0, 40).map((pos) => ({ table: scattered, pos })),
+        { table: other, pos: 44 },
+        ...range(21, 47).map((pos) => ({ table: third, pos })),
+      ],
+      sinks: true,
     });
-    expect(Array.from(outs[1] as Float32Array)).toEqual(Array.from(outs[0] as Float32Array));
-    const ref = new Float32Array(T * numHeads * vHeadDim);
-    const scratch = new AttentionScratch();
-    tokens.forEach((t, i) => {
-      pagedAttention(
-        {
-          q,
-          qOffset: i * numHeads * headDim,
-          blocks: t.table,
-          pos: t.pos,
-          out: ref,
-          outOffset: i * numHeads * vHeadDim,
-        },
-        cache,
-        { numHeads, scale: 1 / Math.sqrt(headDim), sinks },
-        scratch,
-      );
+  });
+
+  it("equals the reference without sinks, one head of asymmetric sizes (128/64-like)", () => {
+    expectIdentical({
+      spec: new FullCacheSpec(4),
+      numHeads: 1,
+      numKvHeads: 1,
+      headDim: 24,
+      vHeadDim: 12,
+      tokens: [...range(10, 45).map((pos) => ({ table: scattered, pos })), { table: other, pos: 30 }],
+      sinks: false,
     });
-    ref.forEach((r, i) => {
-      expect(Math.abs(((outs[0] as Float32Array)[i] as number) - r)).toBeLessThanOrEqual(
-        1e-6 * (Math.abs(r) + 1),
-      );
+  });
+
+  it("equals the reference over a sliding window (firstVisible > 0) kept as a ring of blocks", () => {
+    expectIdentical({
+      spec: new SlidingWindowCacheSpec(4, 7), // a ring of 5 blocks, chunks of up to 8 tokens
+      numHeads: 4,
+      numKvHeads: 2,
+      headDim: 16,
+      vHeadDim: 8,
+      // A first chunk (windows start at 0), a later chunk (windows slide, the ring wraps), a decode token.
+      tokens: [
+        ...range(0, 8).map((pos) => ({ table: ringTable, pos })),
+        ...range(16, 24).map((pos) => ({ table: ringB, pos })),
+        { table: [60, 61, 62, 0, 6], pos: 57 },
+      ],
+      sinks: true,
+    });
+  });
+
+  it("equals the reference over a sliding window in the full layout (no ring)", () => {
+    expectIdentical({
+      spec: new SlidingMaskCacheSpec(4, 11),
+      numHeads: 2,
+      numKvHeads: 1,
+      headDim: 8,
+      vHeadDim: 4,
+      tokens: range(3, 47).map((pos) => ({ table: scattered, pos })),
+      sinks: false,
     });
   });
 });
