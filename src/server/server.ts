@@ -6,6 +6,7 @@ import {
   Engine,
   type EngineLimits,
   findTinySize,
+  type KvLayout,
   type LoadedModel,
   loadModel,
   TINY_SIZES,
@@ -36,6 +37,8 @@ export interface ServerOptions {
   /** KV cache budget in bytes. */
   readonly kvCacheBytes?: number;
   readonly blockSize?: number;
+  /** How sliding-window layers keep their KV: "window-sized" (default, a ring) or "full" (masked). */
+  readonly kvLayout?: KvLayout;
   readonly maxNumBatchedTokens?: number;
   /** Matmul threads (default: all cores). */
   readonly threads?: number;
@@ -76,6 +79,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     ...(options.maxModelLen !== undefined ? { maxModelLen: options.maxModelLen } : {}),
     ...(options.kvCacheBytes !== undefined ? { kvCacheBytes: options.kvCacheBytes } : {}),
     ...(options.blockSize !== undefined ? { blockSize: options.blockSize } : {}),
+    ...(options.kvLayout !== undefined ? { kvLayout: options.kvLayout } : {}),
     ...(options.maxNumBatchedTokens !== undefined
       ? { maxNumBatchedTokens: options.maxNumBatchedTokens }
       : {}),

@@ -12,7 +12,7 @@ import {
 } from "../../engine/index.js";
 import type { RunningServer } from "../../server/index.js";
 import { runCli } from "../run.js";
-import { byteSize, registerServe } from "./serve.js";
+import { byteSize, registerServe, serverOptions } from "./serve.js";
 
 const work = await mkdtemp(join(tmpdir(), "bringup-serve-"));
 afterAll(() => rm(work, { recursive: true, force: true }));
@@ -139,6 +139,24 @@ describe("bringup serve", () => {
     expect(seen.models).toMatchObject({ data: [{ id: "lamp", max_model_len: 128 }] });
     // 64 KiB at 1 KiB per token (4 layers, 2 KV heads of 16, keys and values in f32) holds 64 tokens.
     expect(seen.capacity).toBe("64");
+  });
+
+  it("refuses an unknown --kv-layout, naming the layouts", async () => {
+    const program = new Command("bringup").exitOverride();
+    let stderr = "";
+    program.configureOutput({ writeErr: (text) => (stderr += text) });
+    registerServe(program, async () => {});
+    await expect(
+      program.parseAsync(["serve", good, "--port", "0", "--kv-layout", "ring"], { from: "user" }),
+    ).rejects.toMatchObject({ exitCode: 1, code: "commander.invalidArgument" });
+    expect(stderr).toContain("--kv-layout");
+    expect(stderr).toContain("expected window-sized or full");
+  });
+
+  it("passes --kv-layout to the server", () => {
+    const flags = { host: "127.0.0.1", port: 0, tiny: "tiny" };
+    expect(serverOptions(undefined, { ...flags, kvLayout: "full" }).kvLayout).toBe("full");
+    expect(serverOptions(undefined, flags).kvLayout).toBeUndefined();
   });
 
   it("reads KV budgets with units", () => {

@@ -1,5 +1,5 @@
 import { type Command, InvalidArgumentError, Option } from "commander";
-import { TINY_SIZES } from "../../engine/index.js";
+import { KV_LAYOUT_NAMES, type KvLayout, TINY_SIZES } from "../../engine/index.js";
 import {
   DEFAULT_TINY_SIZE,
   type RunningServer,
@@ -12,6 +12,15 @@ function positiveInt(value: string): number {
   if (!/^\d+$/.test(value) || Number(value) < 1)
     throw new InvalidArgumentError("expected a whole number >= 1.");
   return Number(value);
+}
+
+function kvLayout(value: string): KvLayout {
+  const layout = KV_LAYOUT_NAMES.find((l) => l === value);
+  if (layout === undefined)
+    throw new InvalidArgumentError(
+      `expected ${KV_LAYOUT_NAMES.join(" or ")} (window-sized keeps only each sliding window; full keeps every position).`,
+    );
+  return layout;
 }
 
 function tcpPort(value: string): number {
@@ -50,6 +59,7 @@ interface ServeFlags {
   maxNumSeqs?: number;
   kvCacheMemoryBytes?: number;
   blockSize?: number;
+  kvLayout?: KvLayout;
   maxNumBatchedTokens?: number;
   threads?: number;
   tiny: string;
@@ -68,6 +78,7 @@ export function serverOptions(modelDir: string | undefined, flags: ServeFlags): 
     ...(flags.maxNumSeqs !== undefined ? { maxNumSeqs: flags.maxNumSeqs } : {}),
     ...(flags.kvCacheMemoryBytes !== undefined ? { kvCacheBytes: flags.kvCacheMemoryBytes } : {}),
     ...(flags.blockSize !== undefined ? { blockSize: flags.blockSize } : {}),
+    ...(flags.kvLayout !== undefined ? { kvLayout: flags.kvLayout } : {}),
     ...(flags.maxNumBatchedTokens !== undefined ? { maxNumBatchedTokens: flags.maxNumBatchedTokens } : {}),
     ...(flags.threads !== undefined ? { threads: flags.threads } : {}),
   };
@@ -107,6 +118,11 @@ export function registerServe(
     )
     .option("--block-size <n>", "tokens per KV cache block (default 16)", positiveInt)
     .option(
+      "--kv-layout <layout>",
+      "KV of sliding-window layers: window-sized (only the window, as a ring of blocks) or full (every position, masked); default window-sized",
+      kvLayout,
+    )
+    .option(
       "--max-num-batched-tokens <n>",
       "most tokens one engine step runs (default max(2048, max-num-seqs))",
       positiveInt,
@@ -126,7 +142,7 @@ export function registerServe(
       const l = server.limits;
       process.stdout.write(
         `serving ${server.modelName} at ${server.url} (OpenAI base URL ${server.url}/v1)\n` +
-          `max-model-len ${l.maxModelLen}, max-num-seqs ${l.maxNumSeqs}, KV cache ${l.kvBlocks} blocks of ${l.blockSize} tokens` +
+          `max-model-len ${l.maxModelLen}, max-num-seqs ${l.maxNumSeqs}, KV cache ${l.kvBlocks} blocks of ${l.blockSize} tokens (${l.kvLayout}, ${l.kvTokenCapacity} tokens at max-model-len)` +
           `${flags.apiKey || process.env.BRINGUP_API_KEY ? ", API key required" : ""}; Ctrl-C stops\n`,
       );
       await (onListening ? onListening(server) : untilSignalled());
