@@ -117,6 +117,9 @@ const HfConfig = z.looseObject({
   routed_scaling_factor: z.number().positive().optional(),
   decoder_sparse_step: positive.optional(),
   mlp_only_layers: z.array(z.number().int().nonnegative()).optional(),
+  sliding_window: positive.nullish(),
+  layer_types: z.array(z.string()).nullish(),
+  use_sliding_window: z.boolean().optional(),
   bos_token_id: z.number().int().nonnegative().nullish(),
   eos_token_id: tokenIds.nullish(),
 });
@@ -198,6 +201,7 @@ export function parseHfConfig(json: unknown, source = "config.json"): ModelConfi
   }
   const intermediateSize =
     c.intermediate_size ?? moe?.intermediateSize ?? fail("intermediate_size is missing.");
+  const kinds = layerKinds(c, fail);
   const attention: AttentionSpec = {
     kind: "full",
     window: 0,
@@ -217,7 +221,9 @@ export function parseHfConfig(json: unknown, source = "config.json"): ModelConfi
   const layers: LayerSpec[] = [];
   for (let i = 0; i < c.num_hidden_layers; i++) {
     const isMoe = moe !== undefined && !denseOnly.has(i) && (i + 1) % sparseStep === 0;
-    layers.push({ attention, mlp: isMoe ? "moe" : "dense" });
+    const layerAttention: AttentionSpec =
+      kinds[i] === "sliding" ? { ...attention, kind: "sliding", window: c.sliding_window ?? 0 } : attention;
+    layers.push({ attention: layerAttention, mlp: isMoe ? "moe" : "dense" });
   }
   const eos = c.eos_token_id;
   return {
@@ -234,4 +240,37 @@ export function parseHfConfig(json: unknown, source = "config.json"): ModelConfi
     ...(c.bos_token_id != null ? { bosTokenId: c.bos_token_id } : {}),
     eosTokenIds: eos == null ? [] : Array.isArray(eos) ? eos : [eos],
   };
+}
+
+/**
+ * Each layer's attention kind: from `layer_types` ("full_attention" / "sliding_attention", as
+ * transformers writes it) where given, else every layer sliding for Mistral with a sliding_window.
+ */
+function layerKinds(
+  c: {
+    readonly model_type: string;
+    readonly num_hidden_layers: number;
+    readonly sliding_window?: number | null | undefined;
+    readonly layer_types?: readonly string[] | null | undefined;
+    readonly use_sliding_window?: boolean | undefined;
+  },
+  fail: (message: string) => never,
+): ("full" | "sliding")[] {
+  const n = c.num_hidden_layers;
+  if (c.layer_types != null) {
+    if (c.layer_types.length !== n)
+      fail(`layer_types has ${c.layer_types.length} entries for ${n} layers; give one per layer.`);
+    return c.layer_types.map((t, i) => {
+      if (t === "full_attention") return "full";
+      if (t !== "sliding_attention")
+        fail(`layer_types[${i}] "${t}" is not supported (full_attention or sliding_attention).`);
+      if (c.sliding_window == null) fail(`layer ${i} is sliding_attention but sliding_window is not set.`);
+      return "sliding";
+    });
+  }
+  if (c.model_type === "mistral" && c.sliding_window != null)
+    return Array.from({ length: n }, () => "sliding");
+  if (c.use_sliding_window === true)
+    fail("use_sliding_window without layer_types is not supported; list each layer's kind in layer_types.");
+  return Array.from({ length: n }, () => "full");
 }

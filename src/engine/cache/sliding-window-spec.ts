@@ -3,15 +3,17 @@ import { checkWindow } from "./window.js";
 
 /**
  * A sliding-window layer that keeps only its window (the "window-sized" KV layout): positions
- * cycle through a ring of `ringBlocks` blocks, block index = floor(pos / blockSize) mod ringBlocks.
+ * cycle through a ring of `ringBlocks` blocks, block index = floor(pos / blockSize) mod ringBlocks,
+ * so position p sits in slot p mod (ringBlocks x blockSize) of the ring read block after block.
  *
- * A step writes a sequence's chunk of up to `maxChunkTokens` new positions s .. s+C-1 before any of
- * them attends, and the chunk's first query still reads back to s - window + 1. So the ring must
- * hold the window+C-1 consecutive positions s-window+1 .. s+C-1 at once, wherever they fall
- * against block boundaries: ceil((window + C - 1 + blockSize - 1) / blockSize) blocks.
+ * A step writes a sequence's chunk of up to `maxChunkTokens` (C) new positions s .. s+C-1 before
+ * any of them attends, and the chunk's first query still reads back to s - window + 1. So the ring
+ * must hold the window + C - 1 consecutive positions s-window+1 .. s+C-1 at once. Because the ring
+ * is one circular run of slots, that holds at every alignment against block boundaries exactly
+ * when window + C - 1 <= ringBlocks x blockSize: ringBlocks = ceil((window + C - 1) / blockSize).
  *
  * C is one window rounded up to whole blocks: the ring stays a constant of about twice the window
- * (so capacity still grows like the global layers alone at long contexts), and a long prompt is
+ * (so at long contexts the capacity grows like the global layers alone), and a long prompt is
  * prefilled in window-sized chunks rather than thousands of block-sized steps.
  */
 export class SlidingWindowCacheSpec implements CacheSpec {
@@ -28,10 +30,9 @@ export class SlidingWindowCacheSpec implements CacheSpec {
     this.ringBlocks = SlidingWindowCacheSpec.ringSize(window, this.maxChunkTokens, blockSize);
   }
 
-  /** The fewest blocks that hold window + inFlight - 1 consecutive positions at any alignment. */
+  /** The fewest ring blocks that hold window + inFlight - 1 consecutive positions at any alignment. */
   static ringSize(window: number, inFlight: number, blockSize: number): number {
-    const span = window + inFlight - 1;
-    return Math.ceil((span + blockSize - 1) / blockSize);
+    return Math.ceil((window + inFlight - 1) / blockSize);
   }
 
   blocksNeeded(numTokens: number): number {
