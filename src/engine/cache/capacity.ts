@@ -94,24 +94,45 @@ export function kvCapacityRatio(
 
 /**
  * Splits a byte budget between groups in proportion to what one sequence of `maxModelLen` tokens
- * needs in each (vLLM-style), so the number of max-length sequences that fit is about equal in
- * every group; bytes the rounding leaves go block by block to the group that fits the fewest.
+ * needs in each (vLLM-style), so the number of max-length sequences that fit is the same in every
+ * group up to whole blocks: it takes the largest fill f (sequences per group) for which every
+ * group's ceil(f x its blocks per sequence) blocks fit the budget, then gives the bytes left block
+ * by block to the group that fits the fewest sequences. Rounding each group down alone would cost
+ * a small group (a ring of a few blocks) up to a whole block: several percent of its sequences.
  */
 export function splitKvBudget(
   groups: readonly KvCacheGroup[],
   budgetBytes: number,
   maxModelLen: number,
 ): number[] {
-  const perSequence = kvBytesPerSequence(groups, maxModelLen);
-  const blocks = groups.map((g) =>
-    Math.floor((budgetBytes * g.spec.blocksNeeded(maxModelLen)) / perSequence),
-  );
-  let left = budgetBytes - groups.reduce((s, g, i) => s + (blocks[i] as number) * g.bytesPerBlock, 0);
+  const need = groups.map((g) => g.spec.blocksNeeded(maxModelLen));
+  // Blocks of each group at fill k / need[h] (integers only, so no rounding drift).
+  const blocksAt = (k: number, h: number) => need.map((n) => Math.ceil((k * n) / (need[h] as number)));
+  const cost = (blocks: readonly number[]) =>
+    groups.reduce((s, g, i) => s + (blocks[i] as number) * g.bytesPerBlock, 0);
+  let blocks = groups.map(() => 0);
+  let best = -1;
+  groups.forEach((g, h) => {
+    // The largest k with blocksAt(k, h) within budget; cost grows with k.
+    let lo = 0;
+    let hi = Math.floor(budgetBytes / g.bytesPerBlock) + 1;
+    while (hi - lo > 1) {
+      const mid = Math.floor((lo + hi) / 2);
+      if (cost(blocksAt(mid, h)) <= budgetBytes) lo = mid;
+      else hi = mid;
+    }
+    const fill = lo / (need[h] as number);
+    if (fill > best) {
+      best = fill;
+      blocks = blocksAt(lo, h);
+    }
+  });
+  let left = budgetBytes - cost(blocks);
   for (;;) {
     let pick = -1;
     let lowest = Number.POSITIVE_INFINITY;
     groups.forEach((g, i) => {
-      const fill = (blocks[i] as number) / g.spec.blocksNeeded(maxModelLen);
+      const fill = (blocks[i] as number) / (need[i] as number);
       if (g.bytesPerBlock <= left && fill < lowest) {
         lowest = fill;
         pick = i;
