@@ -106,10 +106,15 @@ export function splitKvBudget(
   maxModelLen: number,
 ): number[] {
   const need = groups.map((g) => g.spec.blocksNeeded(maxModelLen));
-  // Blocks of each group at fill k / need[h] (integers only, so no rounding drift).
-  const blocksAt = (k: number, h: number) => need.map((n) => Math.ceil((k * n) / (need[h] as number)));
   const cost = (blocks: readonly number[]) =>
     groups.reduce((s, g, i) => s + (blocks[i] as number) * g.bytesPerBlock, 0);
+  // A ring (a few blocks) is kept whole when the budget allows, so a budget under one max-length
+  // sequence still runs the longest request its growing groups can hold.
+  const rings = groups.map((g, i) => (g.spec.ringBlocks > 0 ? (need[i] as number) : 0));
+  const floor = cost(rings) <= budgetBytes ? rings : groups.map(() => 0);
+  // Blocks of each group at fill k / need[h] (integers only, so no rounding drift).
+  const blocksAt = (k: number, h: number) =>
+    need.map((n, i) => Math.max(floor[i] as number, Math.ceil((k * n) / (need[h] as number))));
   let blocks = groups.map(() => 0);
   let best = -1;
   groups.forEach((g, h) => {
