@@ -104,7 +104,7 @@ describe("Engine with sliding-window layers", () => {
     for (const e of [full, ring]) expect(e.stats().kvBlocksUsed).toBe(0);
   });
 
-  it("prefills in chunks the ring can hold, whatever the step budget", async () => {
+  it("gives the same bits when a small step budget splits prompts into smaller chunks", async () => {
     const ring = engine({ kvLayout: "window-sized", maxNumBatchedTokens: 5 });
     const full = engine({ kvLayout: "full" });
     const req = greedy(prompts[0] as number[], 4);

@@ -1,6 +1,8 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { LayerKvCache } from "../cache/kv-cache.js";
-import { FullCacheSpec } from "../cache/spec.js";
+import { SlidingMaskCacheSpec } from "../cache/sliding-mask-spec.js";
+import { SlidingWindowCacheSpec } from "../cache/sliding-window-spec.js";
+import { type CacheSpec, FullCacheSpec } from "../cache/spec.js";
 import { MatmulPool } from "../kernels/pool.js";
 import { Rng } from "../tensor/random.js";
 import { f32Weight } from "../tensor/weight.js";
@@ -106,3 +108,75 @@ describe.each(["tiny", "tiny-moe"])(
     });
   },
 );
+
+describe("transformer with sliding-window layers (sinks, narrow value heads)", () => {
+  it("decoding through a ring of blocks equals one full forward pass with a sliding mask, across window, block and ring boundaries", async () => {
+    const base = withSinksAndNarrowValues(
+      await createTinyModel(findTinySize("tiny") as TinySize, { seed: 3 }),
+    );
+    const window = 6;
+    const blockSize = 4;
+    // Layer 1 global, the others sliding.
+    const layers = base.config.layers.map((l, i) =>
+      i === 1 ? l : { ...l, attention: { ...l.attention, kind: "sliding" as const, window } },
+    );
+    const config = { ...base.config, layers };
+    const caches = (sliding: CacheSpec) =>
+      layers.map(
+        (l) =>
+          new LayerKvCache(
+            l.attention.kind === "sliding" ? sliding : new FullCacheSpec(blockSize),
+            32,
+            l.attention.numKvHeads,
+            l.attention.headDim,
+            l.attention.vHeadDim,
+          ),
+      );
+    const ring = new SlidingWindowCacheSpec(blockSize, window);
+    expect([ring.ringBlocks, ring.maxChunkTokens]).toEqual([4, 8]);
+    const reference = new Transformer(
+      config,
+      base.weights,
+      pool,
+      caches(new SlidingMaskCacheSpec(blockSize, window)),
+      layers.map(() => 0),
+    );
+    const ringed = new Transformer(
+      config,
+      base.weights,
+      pool,
+      caches(ring),
+      layers.map((l) => (l.attention.kind === "sliding" ? 0 : 1)),
+    );
+    const V = config.vocabSize;
+    const tokens = base.tokenizer.encode(
+      "The fog came in twice a day, once with the morning tide and once at dusk, and the lamp keeper wrote both down.",
+    );
+    const n = tokens.length;
+    // The ring (16 slots) wraps at least twice.
+    expect(n).toBeGreaterThan(2 * 16 + window);
+    const all = [Array.from({ length: Math.ceil(n / blockSize) }, (_, i) => i)];
+    const full = reference.forward({
+      tokens,
+      positions: tokens.map((_, i) => i),
+      blockTables: tokens.map(() => all),
+      logitRows: tokens.map((_, i) => i),
+    });
+    // Scattered blocks: a ring of 4 for the sliding layers, a growing table for the global one.
+    const tables = [[21, 6, 13, 2], Array.from({ length: Math.ceil(n / blockSize) }, (_, i) => 31 - i)];
+    const chunks = [5, 8, 1, 1, 3, 8, 2, 7];
+    let start = 0;
+    for (let c = 0; start < n; c++) {
+      const count = Math.min(chunks[c] ?? 1, n - start);
+      const positions = Array.from({ length: count }, (_, i) => start + i);
+      const logits = ringed.forward({
+        tokens: tokens.slice(start, start + count),
+        positions,
+        blockTables: positions.map(() => tables),
+        logitRows: positions.map((_, i) => i),
+      });
+      expect(Array.from(logits)).toEqual(Array.from(full.subarray(start * V, (start + count) * V)));
+      start += count;
+    }
+  });
+});
