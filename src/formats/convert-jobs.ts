@@ -5,7 +5,8 @@ import { e8m0Table } from "./e8m0.js";
 import { floatToFp8Tile128 } from "./fp8-blockwise.js";
 import { type LogicalTensor, logicalRows, readLogicalRows } from "./logical.js";
 import { checkMxfp4Scales, encodeMxfp4, MXFP4_BLOCK, MXFP4_BLOCK_BYTES } from "./mxfp4.js";
-import { mxfp4ToFp8Block32, mxfp4ToFp8Tile128, TILE, type TileReport } from "./mxfp4-to-fp8.js";
+import { SimdArena } from "./mxfp4-fp8-simd.js";
+import { mxfp4ToFp8Block32, mxfp4ToFp8Tile128, nibbleCodes, TILE, type TileReport } from "./mxfp4-to-fp8.js";
 
 /**
  * One unit of conversion work: rows [start, end) of one logical tensor. Jobs are plain data so they
@@ -28,43 +29,57 @@ export interface JobResult {
 
 const bytesOf = (a: Float32Array | Uint16Array) => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
 
-/** Read buffers one runner reuses from job to job (the outputs leave with each result). */
+/**
+ * The memory one runner (a worker, or the calling thread) converts in. With WebAssembly SIMD it is
+ * a shared arena: reads land in it, the kernel works in place, and outputs leave as views of it
+ * (posting a view of shared memory copies nothing); the writer gives each region back once its
+ * bytes are on disk. Without it, plain arrays.
+ */
 export class Scratch {
-  readonly #buffers: Uint8Array[] = [];
-  /** Output buffers handed back after their bytes were written, for the next job's outputs. */
-  readonly #spare: ArrayBuffer[] = [];
+  readonly arena = SimdArena.create(nibbleCodes);
+  readonly #inputs: Uint8Array[] = [];
 
-  /** An output buffer of at least `bytes`, recycled when one is spare: fresh memory costs page faults. */
-  take(bytes: number): ArrayBuffer {
-    const at = this.#spare.findIndex((b) => b.byteLength >= bytes);
-    if (at >= 0) return this.#spare.splice(at, 1)[0] as ArrayBuffer;
-    return new ArrayBuffer(Math.max(bytes, 8));
+  /** An output buffer of `bytes`, until given back. Its old contents are undefined. */
+  take(bytes: number): Uint8Array {
+    return this.arena?.alloc(bytes) ?? new Uint8Array(bytes);
   }
 
-  give(buffer: ArrayBuffer): void {
-    if (this.#spare.length < 8 && !this.#spare.includes(buffer)) this.#spare.push(buffer);
+  /** Gives back an output buffer from `take`, by the view or its offset in the arena. */
+  give(region: Uint8Array | number): void {
+    if (typeof region === "number" || this.arena?.owns(region)) this.arena?.release(region);
   }
 
+  /** Read buffer `slot`, at least `bytes`, reused from job to job (jobs of one runner run one at a time). */
   get(slot: number, bytes: number): Uint8Array {
-    const held = this.#buffers[slot];
+    const held = this.#inputs[slot];
     if (held !== undefined && held.length >= bytes) return held;
-    const fresh = new Uint8Array(bytes);
-    this.#buffers[slot] = fresh;
+    if (held !== undefined) this.give(held);
+    const fresh = this.take(bytes);
+    this.#inputs[slot] = fresh;
     return fresh;
   }
 }
 
 /**
  * Runs one job against an open source checkpoint; the same code runs in workers and inline. The
- * parts returned never alias the read buffers; the caller may give their buffers back to `scratch`.
+ * parts returned never alias the read buffers; once written, the caller gives each back to `scratch`.
  */
-export async function runJob(ck: Checkpoint, job: Job, scratch = new Scratch()): Promise<JobResult> {
+export async function runJob(ck: Checkpoint, job: Job, scratch: Scratch): Promise<JobResult> {
   const { tensor, start, end } = job;
   const { cols } = logicalRows(tensor);
   const subject = `${ck.tensor(tensor.parts[0]).file}#${tensor.name}`;
   switch (job.op) {
     case "copy":
-      return { parts: [await ck.readTensorRange(job.stored, start * job.rowBytes, end * job.rowBytes)] };
+      return {
+        parts: [
+          await ck.readTensorRange(
+            job.stored,
+            start * job.rowBytes,
+            end * job.rowBytes,
+            scratch.take((end - start) * job.rowBytes),
+          ),
+        ],
+      };
     case "to-bf16": {
       const values = await readLogicalRows(ck, tensor, start, end);
       for (let i = 0; i < values.length; i += 1) {
@@ -103,9 +118,18 @@ export async function runJob(ck: Checkpoint, job: Job, scratch = new Scratch()):
       };
       if (job.block === "block32") {
         const { blocks, scales } = await read(start, end);
-        const elements = mxfp4ToFp8Block32(blocks, scales, subject);
+        const elements = mxfp4ToFp8Block32(
+          blocks,
+          scales,
+          subject,
+          scratch.take(blocks.length * 2),
+          scratch.arena,
+        );
         const table = e8m0Table();
-        return { parts: [elements, bytesOf(Float32Array.from(scales, (code) => table[code] as number))] };
+        const scaleBytes = scratch.take(scales.length * 4);
+        const scaleInv = new Float32Array(scaleBytes.buffer, scaleBytes.byteOffset, scales.length);
+        for (let i = 0; i < scales.length; i += 1) scaleInv[i] = table[scales[i] as number] as number;
+        return { parts: [elements, scaleBytes] };
       }
       const matrixRows = tensor.shape.at(-2) as number;
       const { blocks, scales } = await read(start, end);
@@ -123,6 +147,7 @@ export async function runJob(ck: Checkpoint, job: Job, scratch = new Scratch()):
             subject,
             (start + band.from) % matrixRows,
             band.view(out),
+            scratch.arena,
           ),
         );
       }
@@ -149,9 +174,10 @@ function tileOutputs(tensor: LogicalTensor, start: number, end: number, scratch:
   const gridRows = bands(tensor, start, end).reduce((n, b) => n + Math.ceil(b.rows / TILE), 0);
   const [elementBytes, scaleCount] = [(end - start) * cols, gridRows * Math.ceil(cols / TILE)];
   // Recycled buffers hold old bytes; the tile kernels write every element and scale.
+  const scales = scratch.take(scaleCount * 4);
   return {
-    elements: new Uint8Array(scratch.take(elementBytes), 0, elementBytes),
-    scaleInv: new Float32Array(scratch.take(scaleCount * 4), 0, scaleCount),
+    elements: scratch.take(elementBytes),
+    scaleInv: new Float32Array(scales.buffer, scales.byteOffset, scaleCount),
   };
 }
 

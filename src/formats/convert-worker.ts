@@ -14,7 +14,7 @@ const scratch = new Scratch();
 let queue: Promise<void> = Promise.resolve();
 parentPort?.on("message", (request: WorkerRequest<Job>) => {
   if ("recycle" in request) {
-    for (const buffer of request.recycle) scratch.give(buffer);
+    for (const offset of request.recycle) scratch.give(offset);
     return;
   }
   queue = queue.then(() => handle(request.id, request.job));
@@ -26,10 +26,11 @@ async function handle(id: number, job: Job): Promise<void> {
   try {
     opened ??= openCheckpoint(source);
     const result = await runJob(await opened, job, scratch);
-    // Parts are fresh arrays, but some may be views of one buffer; transfer each buffer once.
+    // Views of the shared arena cross as they are; other parts are fresh arrays, whose buffers
+    // move (each once: some parts may share one).
     for (const part of result.parts) {
-      const buffer = part.buffer as ArrayBuffer;
-      if (!transfer.includes(buffer)) transfer.push(buffer);
+      const buffer = part.buffer;
+      if (!(buffer instanceof SharedArrayBuffer) && !transfer.includes(buffer)) transfer.push(buffer);
     }
     reply = { id, ok: true, result };
   } catch (error) {

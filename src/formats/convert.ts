@@ -266,6 +266,12 @@ export async function convertCheckpoint(
     }
     const totalBytes = ck.byteLength;
     const workerCount = options.workers ?? Math.min(2, availableParallelism());
+    if (!Number.isSafeInteger(workerCount) || workerCount < 0) {
+      throw new BringupError(
+        "BAD_OPTION",
+        `workers must be a whole number of threads, 0 or more (0 converts on the calling thread); got ${workerCount}.`,
+      );
+    }
     const results = new Map<Plan, TensorConversion>();
     const inexact = new Map<Plan, { tiles: number; span: number; abs: number; rel: number }>();
     let outputBytes = 0;
@@ -298,14 +304,15 @@ export async function convertCheckpoint(
         // On the calling thread, jobs run one at a time: they share the scratch buffers.
         const scratch = new Scratch();
         let inline: Promise<unknown> = Promise.resolve();
-        const execute = (job: Job): Promise<JobResult> => {
+        // `worker`: who holds the result's arena regions (-1: this thread's scratch).
+        const execute = (job: Job): Promise<{ result: JobResult; worker: number }> => {
           if (pool) return pool.run(job);
-          const next = inline.then(() => runJob(ck, job, scratch));
+          const next = inline.then(async () => ({ result: await runJob(ck, job, scratch), worker: -1 }));
           inline = next.catch(() => undefined);
           return next;
         };
         const window = Math.max(2, 2 * workerCount);
-        const inflight = new Map<number, Promise<JobResult>>();
+        const inflight = new Map<number, Promise<{ result: JobResult; worker: number }>>();
         let next = 0;
         let doneBytes = 0;
         for (let i = 0; i < jobs.length; i += 1) {
@@ -316,16 +323,22 @@ export async function convertCheckpoint(
             next += 1;
           }
           const { plan, bytes } = jobs[i] as (typeof jobs)[number];
-          const result = await (inflight.get(i) as Promise<JobResult>);
+          const { result, worker } = await (inflight.get(i) as Promise<{
+            result: JobResult;
+            worker: number;
+          }>);
           inflight.delete(i);
           const writer = writers.get(plan.shard) as SafetensorsWriter;
           for (const [k, part] of result.parts.entries()) {
             await writer.write((plan.outputs[k] as TensorLayout).name, part);
             outputBytes += part.byteLength;
           }
-          const spent = [...new Set(result.parts.map((p) => p.buffer as ArrayBuffer))];
-          if (pool) pool.recycle(spent);
-          else for (const buffer of spent) scratch.give(buffer);
+          if (worker < 0) for (const part of result.parts) scratch.give(part);
+          else
+            pool?.recycle(
+              worker,
+              result.parts.filter((p) => p.buffer instanceof SharedArrayBuffer).map((p) => p.byteOffset),
+            );
           if (result.report && result.report.inexactTiles.length > 0) {
             const seen = inexact.get(plan) ?? { tiles: 0, span: 0, abs: 0, rel: 0 };
             inexact.set(plan, {

@@ -1,6 +1,7 @@
 import { BringupError } from "../common/errors.js";
 import { decodeMinifloat, encodeMinifloat, FP4_E2M1, FP8_E4M3FN } from "./minifloat.js";
 import { checkMxfp4Scales, MXFP4_BLOCK, MXFP4_BLOCK_BYTES } from "./mxfp4.js";
+import { type SimdArena, TILE_EMPTY, TILE_NONE } from "./mxfp4-fp8-simd.js";
 
 /**
  * Re-encoding MXFP4 (E2M1 elements times an E8M0 scale per 32) as FP8 E4M3FN. Two scale layouts:
@@ -69,13 +70,48 @@ export function shiftedE4m3(nibble: number, d: number): number {
   return SHIFTED[(d - SHIFT_MIN) * 16 + nibble] as number;
 }
 
-/** block32: element codes, the scales stay as they are. Always exact. */
-export function mxfp4ToFp8Block32(blocks: Uint8Array, scales: Uint8Array, subject?: string): Uint8Array {
+/**
+ * The E4M3 code of each of the 16 E2M1 codes at shift d, for the SIMD kernel's tables: the plain
+ * path's own codes (0x7f where a nibble cannot be exact, which the scale choice rules out).
+ */
+export function nibbleCodes(d: number): Uint8Array {
+  return Uint8Array.from({ length: 16 }, (_, nibble) => {
+    const code = shiftedE4m3(nibble, d);
+    return code < 0 ? 0x7f : code;
+  });
+}
+
+/**
+ * block32: element codes, the scales stay as they are. Always exact. With an arena holding blocks
+ * and `out`, the SIMD kernel writes the codes; otherwise the plain table loop does.
+ */
+export function mxfp4ToFp8Block32(
+  blocks: Uint8Array,
+  scales: Uint8Array,
+  subject?: string,
+  out?: Uint8Array,
+  arena?: SimdArena,
+): Uint8Array {
   checkMxfp4Scales(scales, subject);
-  const out = new Uint16Array(blocks.length);
+  if (blocks.length !== scales.length * MXFP4_BLOCK_BYTES) {
+    throw new BringupError(
+      "MXFP4_BAD_SHAPE",
+      `${subject ?? "MXFP4 tensor"}: ${blocks.length} block bytes for ${scales.length} scales (16 each expected).`,
+      { subject },
+    );
+  }
+  const elements = out ?? new Uint8Array(blocks.length * 2);
+  if (arena?.owns(blocks) && arena.owns(elements)) {
+    arena.kernel.plain(blocks.byteOffset, elements.byteOffset, scales.length, arena.table(0));
+    return elements;
+  }
   const pairs = pairTable(0);
-  for (let i = 0; i < blocks.length; i += 1) out[i] = pairs[blocks[i] as number] as number;
-  return new Uint8Array(out.buffer);
+  for (let i = 0; i < blocks.length; i += 1) {
+    const pair = pairs[blocks[i] as number] as number;
+    elements[2 * i] = pair & 0xff;
+    elements[2 * i + 1] = pair >> 8;
+  }
+  return elements;
 }
 
 export interface TileReport {
@@ -106,6 +142,7 @@ export function mxfp4ToFp8Tile128(
   subject?: string,
   firstRow = 0,
   out?: { elements: Uint8Array; scaleInv: Float32Array },
+  arena?: SimdArena,
 ): TileResult {
   const groups = cols / MXFP4_BLOCK;
   if (!Number.isInteger(groups) || scales.length !== rows * groups || blocks.length !== scales.length * 16) {
@@ -118,10 +155,112 @@ export function mxfp4ToFp8Tile128(
   checkMxfp4Scales(scales, subject);
   const tileRows = Math.ceil(rows / TILE);
   const tileCols = Math.ceil(cols / TILE);
-  const blocksPerTile = TILE / MXFP4_BLOCK;
   const elements = out?.elements ?? new Uint8Array(rows * cols);
-  const pairsOut = new Uint16Array(elements.buffer, elements.byteOffset, elements.length / 2);
   const scaleInv = out?.scaleInv ?? new Float32Array(tileRows * tileCols);
+  if (arena?.owns(blocks) && arena.owns(scales) && arena.owns(elements)) {
+    return {
+      elements,
+      scaleInv,
+      ...tile128Simd(arena, blocks, scales, rows, cols, allowInexact, firstRow, elements, scaleInv),
+    };
+  }
+  return {
+    elements,
+    scaleInv,
+    ...tile128Plain(blocks, scales, rows, cols, allowInexact, firstRow, elements, scaleInv),
+  };
+}
+
+/**
+ * The SIMD path, one band of 128 rows at a time: the kernel finds each tile's largest element and
+ * writes the codes; a band with a block shifted below the tables' range runs on the plain path,
+ * which decides and reports what is inexact.
+ */
+function tile128Simd(
+  arena: SimdArena,
+  blocks: Uint8Array,
+  scales: Uint8Array,
+  rows: number,
+  cols: number,
+  allowInexact: boolean,
+  firstRow: number,
+  elements: Uint8Array,
+  scaleInv: Float32Array,
+): TileReport {
+  const groups = cols / MXFP4_BLOCK;
+  const tileCols = Math.ceil(cols / TILE);
+  const work = arena.alloc(tileCols * 4);
+  const perTile = new Int32Array(work.buffer, work.byteOffset, tileCols);
+  const reports: TileReport[] = [];
+  try {
+    for (let r0 = 0; r0 < rows; r0 += TILE) {
+      const r1 = Math.min(rows, r0 + TILE);
+      const [g0, g1] = [r0 * groups, r1 * groups];
+      perTile.fill(TILE_NONE);
+      arena.kernel.tops(
+        blocks.byteOffset + g0 * MXFP4_BLOCK_BYTES,
+        scales.byteOffset + g0,
+        g1 - g0,
+        groups,
+        work.byteOffset,
+      );
+      for (let tc = 0; tc < tileCols; tc += 1) {
+        const top = perTile[tc] as number;
+        // The tile's top element lands in E4M3's top binade; a tile of zero blocks keeps scale 1.
+        const m = top < TILE_EMPTY ? 0 : top - 127 - E4M3_TOP_EXPONENT;
+        scaleInv[(r0 / TILE) * tileCols + tc] = 2 ** m;
+        perTile[tc] = m + 127;
+      }
+      const low = arena.kernel.shifted(
+        blocks.byteOffset + g0 * MXFP4_BLOCK_BYTES,
+        scales.byteOffset + g0,
+        elements.byteOffset + r0 * cols,
+        g1 - g0,
+        groups,
+        work.byteOffset,
+        arena.tables,
+      );
+      if (low > 0) {
+        reports.push(
+          tile128Plain(
+            blocks.subarray(g0 * MXFP4_BLOCK_BYTES, g1 * MXFP4_BLOCK_BYTES),
+            scales.subarray(g0, g1),
+            r1 - r0,
+            cols,
+            allowInexact,
+            firstRow + r0,
+            elements.subarray(r0 * cols, r1 * cols),
+            scaleInv.subarray((r0 / TILE) * tileCols, (r0 / TILE + 1) * tileCols),
+          ),
+        );
+      }
+    }
+  } finally {
+    arena.release(work);
+  }
+  return {
+    inexactTiles: reports.flatMap((r) => r.inexactTiles),
+    maxAbsError: Math.max(0, ...reports.map((r) => r.maxAbsError)),
+    maxRelError: Math.max(0, ...reports.map((r) => r.maxRelError)),
+  };
+}
+
+/** The plain path: table lookups per block, and per element where a shift can be inexact. */
+function tile128Plain(
+  blocks: Uint8Array,
+  scales: Uint8Array,
+  rows: number,
+  cols: number,
+  allowInexact: boolean,
+  firstRow: number,
+  elements: Uint8Array,
+  scaleInv: Float32Array,
+): TileReport {
+  const groups = cols / MXFP4_BLOCK;
+  const tileRows = Math.ceil(rows / TILE);
+  const tileCols = Math.ceil(cols / TILE);
+  const blocksPerTile = TILE / MXFP4_BLOCK;
+  const pairsOut = new Uint16Array(elements.buffer, elements.byteOffset, elements.length / 2);
   const inexactTiles: TileReport["inexactTiles"] = [];
   let maxAbsError = 0;
   let maxRelError = 0;
@@ -220,5 +359,5 @@ export function mxfp4ToFp8Tile128(
       }
     }
   }
-  return { elements, scaleInv, inexactTiles, maxAbsError, maxRelError };
+  return { inexactTiles, maxAbsError, maxRelError };
 }
