@@ -192,6 +192,7 @@ export async function inspectPort(
           });
         }
         diagnostics.push(...danglingRefs(result.data, recordIds, source, manifestFile, label));
+        diagnostics.push(...referenceSeriesProblems(result.data, source, manifestFile));
         if (storeValid)
           diagnostics.push(...manifestTextFigures(result.data, source, manifestFile, id, port.records));
         // Checked-in recipe files must be what `bringup recipe` makes of this manifest.
@@ -302,6 +303,71 @@ function danglingRefs(
       message: `names record ${ref.id}, which is not in this port's results`,
       expected: `the id of a record in ${label}/${RESULTS_DIR}/*.jsonl`,
     }));
+}
+
+/**
+ * The record series each gate and A/B of a port's reference section is shown from, in manifest
+ * order: its `record`, else `<port>/reference-<kind>` (with `-2`, `-3` for further gates of one kind).
+ * `bringup up` writes the series id on its first run and `<series>.<n>` (n = 2, 3, ...) after that,
+ * since records are never rewritten; the page shows the latest of each series.
+ */
+export function referenceSeries(manifest: PortManifest): { gates: string[]; benchmarks: string[] } {
+  const reference = manifest.reference;
+  if (reference === undefined) return { gates: [], benchmarks: [] };
+  const seen = new Map<string, number>();
+  const gates = reference.gates.map((gate) => {
+    if (gate.record !== undefined) return gate.record;
+    const count = (seen.get(gate.kind) ?? 0) + 1;
+    seen.set(gate.kind, count);
+    return `${manifest.id}/reference-${gate.kind}${count > 1 ? `-${count}` : ""}`;
+  });
+  return { gates, benchmarks: reference.benchmarks.map((benchmark) => benchmark.record) };
+}
+
+/** True when `recordId` is the series id itself or one of its later runs (`<series>.<n>`). */
+export function inReferenceSeries(recordId: string, series: string): boolean {
+  if (recordId === series) return true;
+  return recordId.startsWith(`${series}.`) && /^[0-9]+$/.test(recordId.slice(series.length + 1));
+}
+
+/**
+ * The reference section's records are produced by `bringup up`, so one not yet measured is not an
+ * error (a headline item, gate or README that cites it still is). Each must belong to the port and
+ * name its own series, or two figures would be shown from one record.
+ */
+function referenceSeriesProblems(manifest: PortManifest, source: YamlSource, file: string): Diagnostic[] {
+  const diagnostics: Diagnostic[] = [];
+  const { gates, benchmarks } = referenceSeries(manifest);
+  const entries = [
+    ...gates.map((id, index) => ({ id, path: ["reference", "gates", index, "record"] })),
+    ...benchmarks.map((id, index) => ({ id, path: ["reference", "benchmarks", index, "record"] })),
+  ];
+  const first = new Map<string, string>();
+  for (const { id, path } of entries) {
+    const line = source.lineOf(path);
+    if (!id.startsWith(`${manifest.id}/`)) {
+      diagnostics.push({
+        file,
+        line,
+        field: path.join("."),
+        message: `names record ${id}, which is not a record of port ${manifest.id}`,
+        expected: `${manifest.id}/<slug>`,
+      });
+    }
+    const earlier = first.get(id);
+    if (earlier !== undefined) {
+      diagnostics.push({
+        file,
+        line,
+        field: path.join("."),
+        message: `names record series ${id}, which ${earlier} names too`,
+        expected: "a record id of its own for each reference gate and benchmark",
+      });
+    } else {
+      first.set(id, path.join("."));
+    }
+  }
+  return diagnostics;
 }
 
 function backingNumbers(records: BenchRecord[], manifest: PortManifest | undefined): number[] {

@@ -3,9 +3,11 @@ export {
   checkCatalog,
   type Diagnostic,
   type InspectedPort,
+  inReferenceSeries,
   inspectCatalog,
   inspectPort,
   PORTS_DIR,
+  referenceSeries,
 } from "./check.js";
 export { FEATURE_IDS, FEATURES, type FeatureId, isFeatureId } from "./features.js";
 export {

@@ -1,0 +1,630 @@
+import { createHash } from "node:crypto";
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { type AbResult, toolVersion } from "../bench/index.js";
+import {
+  type AbBenchmark,
+  type Gate as GateSpec,
+  type KvLayout,
+  type LoadedPort,
+  loadCatalog,
+  RESULTS_DIR,
+  type Reference,
+  referenceSeries,
+} from "../catalog/index.js";
+import { BringupError, isBringupError } from "../common/errors.js";
+import {
+  kvBytesPerSequence,
+  type LoadedModel,
+  loadModel,
+  type PortModel,
+  planKvCache,
+  readCorpus,
+  registerArchitecture,
+} from "../engine/index.js";
+import type { GateOutcome } from "../gates/index.js";
+import type { BenchRecord } from "../records/index.js";
+import { buildSite, formatRecordFigure } from "../site/index.js";
+import { runReferenceAb } from "./ab-stage.js";
+import { EmbeddedServer } from "./embedded-server.js";
+import { type GateServer, gateCompares, type ReferenceGateRun, runReferenceGate } from "./gate-stage.js";
+import { cachedModel } from "./model-cache.js";
+import { DEFAULT_PORT, PORT_MODELS } from "./port-models.js";
+import { nextSeriesId, recordIds } from "./record-ids.js";
+import { StageClock } from "./stage-clock.js";
+import type {
+  BringUpSummary,
+  FigureSummary,
+  GateSummary,
+  ProgressEvent,
+  SkippedBenchmark,
+  StageEvent,
+} from "./summary.js";
+
+export interface BringUpOptions {
+  /** The project root holding ports/ (and where the site and the model cache go by default). */
+  readonly root: string;
+  /** The port to bring up (default: DEFAULT_PORT). */
+  readonly port?: string;
+  /** Run the gates and A/Bs against this OpenAI-compatible endpoint instead of the embedded server. */
+  readonly endpoint?: string;
+  /** With `endpoint`: the baseline build (the reference section's `baseline`) for gates that compare and A/B arms. */
+  readonly reference?: string;
+  /** With `endpoint`: the model id to send (default: the endpoint's own). */
+  readonly model?: string;
+  readonly apiKey?: string;
+  /** Where tiny reference models are cached (default: <root>/.cache/bringup/models). */
+  readonly cacheDir?: string;
+  /** Needle context lengths to run instead of the manifest's (for quick runs). */
+  readonly needleContexts?: readonly number[];
+  /** Smaller A/Bs than the manifest's (for quick runs). */
+  readonly benchmarkSize?: {
+    readonly promptTokens?: number;
+    readonly outputTokens?: number;
+    readonly blocks?: number;
+  };
+  /** Build the site at the end (default true). */
+  readonly site?: boolean;
+  /** Where the site is built (default: <root>/site-out, as `bringup site build`). */
+  readonly siteDir?: string;
+  /** Matmul threads of each embedded engine (default: all cores). */
+  readonly threads?: number;
+  /** The command line the records name (default: `bringup up <port>`). */
+  readonly command?: string;
+  /** Stops the run: servers close, what was recorded stays, the summary says `aborted`. */
+  readonly signal?: AbortSignal;
+  readonly onStage?: (event: StageEvent) => void;
+  readonly onProgress?: (event: ProgressEvent) => void;
+  /** Port model code by port id (default: PORT_MODELS, the ports' model.ts files). */
+  readonly portModels?: ReadonlyMap<string, PortModel>;
+}
+
+/** The weight seed of every tiny reference model: the manifest's config alone decides the model. */
+export const REFERENCE_SEED = 0;
+/** Requests in flight the embedded build and baseline accept (gates send one at a time). */
+const EMBEDDED_MAX_NUM_SEQS = 4;
+/** Long prompts prefill slowly on two cores: requests to the embedded servers may take this long. */
+const EMBEDDED_REQUEST_TIMEOUT_MS = 30 * 60_000;
+const ENDPOINT_REQUEST_TIMEOUT_MS = 10 * 60_000;
+
+interface Servers {
+  build?: EmbeddedServer;
+  baseline?: EmbeddedServer;
+  retrieval?: EmbeddedServer;
+}
+
+/**
+ * Brings a port up end to end: loads its manifest, makes (or reuses) its tiny reference weights,
+ * serves them on the embedded engine (or uses `endpoint`), runs the reference section's gates and
+ * A/Bs, appends every record to ports/<id>/results/ as it is measured, builds the site and stops
+ * every server, also when it fails or is aborted. Gate failures are in the summary, not thrown;
+ * what keeps the run from starting (no reference section, no model code) throws BringupError.
+ */
+export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> {
+  const portId = options.port ?? DEFAULT_PORT;
+  const external = options.endpoint !== undefined;
+  if (options.reference !== undefined && !external) {
+    throw new BringupError(
+      "UP_REFERENCE_WITHOUT_ENDPOINT",
+      "--reference names the baseline of an outside endpoint; pass --endpoint URL as well, or neither to run on the embedded engine.",
+    );
+  }
+  const signal = options.signal;
+  const aborted = () => signal?.aborted === true;
+  const clock = new StageClock(options.onStage);
+  const command = options.command ?? `bringup up ${portId}`;
+  const servers: Servers = {};
+  const closeAll = async () => {
+    await Promise.all([servers.build?.close(), servers.baseline?.close(), servers.retrieval?.close()]);
+  };
+  // Closing the servers at once makes a request in flight fail fast instead of finishing its work.
+  const onAbort = () => void closeAll().catch(() => undefined);
+  signal?.addEventListener("abort", onAbort, { once: true });
+
+  const gates: GateSummary[] = [];
+  const figures: FigureSummary[] = [];
+  const skippedBenchmarks: SkippedBenchmark[] = [];
+  const records: string[] = [];
+  let page: string | undefined;
+  let siteDir: string | undefined;
+  try {
+    const { port, reference, portModel } = await clock.run("manifest", async () => {
+      const value = await loadPort(options.root, portId, external, options.portModels ?? PORT_MODELS);
+      const ref = value.reference;
+      return {
+        value,
+        detail: `${portId}: ${ref.gates.length} gate${ref.gates.length === 1 ? "" : "s"}, ${ref.benchmarks.length} A/B${ref.benchmarks.length === 1 ? "" : "s"}; ${ref.kv_layout} KV layout${ref.baseline ? ` against ${ref.baseline.kv_layout}` : ""}`,
+      };
+    });
+    const resultsDir = join(port.dir, RESULTS_DIR);
+    const needleContexts = options.needleContexts;
+    const retrievalGates = reference.gates.filter(
+      (g): g is Extract<GateSpec, { kind: "needles" }> => g.kind === "needles" && g.model === "retrieval",
+    );
+    const corpus = await readCorpus();
+
+    let models: { tiny: LoadedModel; retrieval?: LoadedModel } | undefined;
+    if (external) {
+      clock.skip("weights", `--endpoint ${options.endpoint}: the endpoint serves its own weights`);
+      clock.skip("convert", "no conversion: the endpoint's weights are served as they are");
+      clock.skip("serve", `--endpoint ${options.endpoint}: no embedded server`);
+    } else if (!aborted()) {
+      const code = portModel as PortModel;
+      models = await clock.run("weights", () =>
+        makeWeights(port, reference, code, corpus, retrievalGates, needleContexts, options),
+      );
+      clock.skip(
+        "convert",
+        `no conversion: ${portId}'s reference weights are served as the model code writes them`,
+      );
+      if (!aborted()) {
+        const loaded = models;
+        await clock.run("serve", () => startServers(portId, reference, loaded, servers, options));
+      }
+    }
+
+    if (aborted()) clock.skip("gates", "stopped before the gates");
+    else {
+      await clock.run("gates", async () => {
+        const series = referenceSeries(port.manifest).gates;
+        for (const [index, spec] of reference.gates.entries()) {
+          if (aborted()) {
+            gates.push(notRun(spec, "UP_ABORTED", "the run was stopped before this gate"));
+            continue;
+          }
+          options.onProgress?.({
+            stage: "gates",
+            done: index,
+            total: reference.gates.length,
+            item: spec.kind,
+          });
+          const planned = planGate(spec, reference, servers, options);
+          if ("notRun" in planned) {
+            gates.push(notRun(spec, planned.notRun.code, planned.notRun.summary));
+            continue;
+          }
+          const run: ReferenceGateRun = { spec, series: series[index] as string, ...planned };
+          const result = await untilAborted(
+            runReferenceGate(
+              run,
+              {
+                port: portId,
+                resultsDir,
+                command,
+                corpus,
+                ...(needleContexts !== undefined ? { needleContexts } : {}),
+                request: {
+                  timeoutMs: external ? ENDPOINT_REQUEST_TIMEOUT_MS : EMBEDDED_REQUEST_TIMEOUT_MS,
+                  ...(options.apiKey !== undefined ? { apiKey: options.apiKey } : {}),
+                },
+              },
+              index,
+            ),
+            signal,
+          );
+          if (result === undefined || (aborted() && result.outcome.status === "not-run")) {
+            gates.push(notRun(spec, "UP_ABORTED", "the run was stopped while this gate ran"));
+            continue;
+          }
+          gates.push(gateSummary(result.outcome, result.record));
+          if (result.record) {
+            records.push(result.record.id);
+            figures.push(figureSummary(result.record));
+          }
+        }
+        options.onProgress?.({
+          stage: "gates",
+          done: reference.gates.length,
+          total: reference.gates.length,
+          item: "done",
+        });
+        const passed = gates.filter((g) => g.status === "passed").length;
+        return { value: undefined, detail: `${passed} of ${gates.length} passed` };
+      });
+    }
+    // The A/Bs restart the build server as each arm; the other servers are done.
+    await Promise.all([servers.baseline?.close(), servers.retrieval?.close()]);
+
+    if (aborted()) clock.skip("benchmarks", "stopped before the A/Bs");
+    else if (reference.benchmarks.length === 0)
+      clock.skip("benchmarks", "the reference section names no A/B");
+    else {
+      await clock.run("benchmarks", async () => {
+        for (const declared of reference.benchmarks) {
+          const spec = sized(declared, options.benchmarkSize);
+          if (aborted()) {
+            skippedBenchmarks.push({ record: spec.record, reason: "the run was stopped before this A/B" });
+            continue;
+          }
+          const arms = planAb(spec, reference, servers, options);
+          if ("skip" in arms) {
+            skippedBenchmarks.push({ record: spec.record, ...arms.skip });
+            continue;
+          }
+          let result: AbResult | undefined;
+          try {
+            result = await runReferenceAb(spec, {
+              port: portId,
+              resultsDir,
+              command,
+              id: nextSeriesId(spec.record, await recordIds(resultsDir)),
+              arms: arms.arms,
+              ...(arms.switchTo ? { switchTo: arms.switchTo } : {}),
+              ...(options.model !== undefined ? { model: options.model } : {}),
+              ...(options.apiKey !== undefined ? { apiKey: options.apiKey } : {}),
+              ...(models ? { tokens: { low: 3, high: Math.min(259, models.tiny.config.vocabSize) } } : {}),
+              stallTimeoutMs: external ? ENDPOINT_REQUEST_TIMEOUT_MS : EMBEDDED_REQUEST_TIMEOUT_MS,
+              requestTimeoutMs: external ? ENDPOINT_REQUEST_TIMEOUT_MS : EMBEDDED_REQUEST_TIMEOUT_MS,
+              ...(signal ? { signal } : {}),
+              onTrial: (trial, done, total) =>
+                options.onProgress?.({
+                  stage: "benchmarks",
+                  done,
+                  total,
+                  item: `${spec.metric} ${spec[trial.arm].kv_layout} ${trial.value.toFixed(2)}`,
+                }),
+            });
+          } catch (error) {
+            if (!isBringupError(error)) throw error;
+            skippedBenchmarks.push({
+              record: spec.record,
+              reason: aborted() ? `stopped: ${error.message}` : error.message,
+              code: aborted() ? "UP_ABORTED" : error.code,
+            });
+          }
+          if (result === undefined) continue;
+          records.push(...result.trialRecords.map((r) => r.id));
+          if (result.record) {
+            records.push(result.record.id);
+            figures.push(figureSummary(result.record));
+          }
+        }
+        const measured = reference.benchmarks.length - skippedBenchmarks.length;
+        return { value: undefined, detail: `${measured} of ${reference.benchmarks.length} measured` };
+      });
+    }
+    await servers.build?.close();
+
+    if (aborted()) clock.skip("site", "stopped before the site");
+    else if (options.site === false) clock.skip("site", "--no-site");
+    else {
+      siteDir = options.siteDir ?? join(options.root, "site-out");
+      const out = siteDir;
+      page = await clock.run("site", async () => {
+        const built = await buildSite(await loadCatalog(options.root), out);
+        const path = join(built.outDir, "ports", `${portId}.html`);
+        return { value: path, detail: `${built.pages.length} pages; ${portId}'s page is ${path}` };
+      });
+    }
+  } finally {
+    signal?.removeEventListener("abort", onAbort);
+    await clock.run("stop", async () => {
+      const running = [servers.build, servers.baseline, servers.retrieval].filter((s) => s?.listening).length;
+      await closeAll();
+      return {
+        value: undefined,
+        detail: external ? "no embedded server ran" : `stopped ${running} running server(s)`,
+      };
+    });
+  }
+  return {
+    port: portId,
+    target: options.endpoint ?? "embedded",
+    aborted: aborted(),
+    gates,
+    figures,
+    skippedBenchmarks,
+    records,
+    ...(page !== undefined ? { page } : {}),
+    ...(siteDir !== undefined ? { siteDir } : {}),
+    stages: clock.timings,
+  };
+}
+
+/** The port with its reference section and model code, or a BringupError naming what it lacks. */
+async function loadPort(
+  root: string,
+  portId: string,
+  external: boolean,
+  portModels: ReadonlyMap<string, PortModel>,
+): Promise<{ port: LoadedPort; reference: Reference; portModel?: PortModel }> {
+  const catalog = await loadCatalog(root);
+  const port = catalog.ports.find((p) => p.id === portId);
+  if (port === undefined) {
+    throw new BringupError(
+      "PORT_UNKNOWN",
+      `there is no port "${portId}"; \`bringup ports list\` names them.`,
+      { subject: portId },
+    );
+  }
+  const reference = port.manifest.reference;
+  if (reference === undefined) {
+    throw new BringupError(
+      "PORT_NO_REFERENCE",
+      `port ${portId} has no tiny reference config: add a \`reference:\` section to ports/${portId}/port.yaml (a small \`config\` of its architecture, \`max_model_len\`, the \`gates\` and \`benchmarks\` to run; see ports/README.md), then run bringup up ${portId} again.`,
+      { subject: portId },
+    );
+  }
+  if (external) return { port, reference };
+  const portModel = portModels.get(portId);
+  if (portModel === undefined) {
+    throw new BringupError(
+      "PORT_NO_MODEL_CODE",
+      `port ${portId} has no model code for the embedded engine: write ports/${portId}/model.ts exporting \`portModel\` (its architecture and tiny reference model) and add it to src/flow/port-models.ts; or run its gates against a server with --endpoint URL.`,
+      { subject: portId },
+    );
+  }
+  return { port, reference, portModel };
+}
+
+/** The tiny reference model (and the retrieval variant when a needle gate asks for it), cached on disk. */
+async function makeWeights(
+  port: LoadedPort,
+  reference: Reference,
+  portModel: PortModel,
+  corpus: string,
+  retrievalGates: readonly { contexts: readonly number[] }[],
+  needleContexts: readonly number[] | undefined,
+  options: BringUpOptions,
+) {
+  registerArchitecture(portModel.architecture);
+  const cacheDir = options.cacheDir ?? join(options.root, ".cache", "bringup", "models");
+  // What decides the bytes: the config, the seed, the corpus and the code that turns them into weights.
+  const code = {
+    tool: toolVersion(),
+    model_code: sha256(await readFile(join(port.dir, "model.ts"), "utf8").catch(() => "")),
+  };
+  const corpusHash = sha256(corpus);
+  const tiny = await cachedModel(
+    cacheDir,
+    `${port.id}/tiny`,
+    { config: reference.config, seed: REFERENCE_SEED, corpus: corpusHash, ...code },
+    () => portModel.tinyModel(reference.config, corpus, { seed: REFERENCE_SEED }),
+  );
+  const made = [`tiny ${tiny.reused ? "reused" : "made"} (${tiny.dir})`];
+  const tinyModel = await loadModel(tiny.dir);
+  let retrieval: LoadedModel | undefined;
+  const longest = Math.max(0, ...retrievalGates.flatMap((g) => needleContexts ?? g.contexts));
+  if (longest > 0 && portModel.retrievalModel !== undefined) {
+    const make = portModel.retrievalModel.bind(portModel);
+    const cached = await cachedModel(
+      cacheDir,
+      `${port.id}/retrieval`,
+      { max_position_embeddings: longest, corpus: corpusHash, ...code },
+      () => make(corpus, { maxPositionEmbeddings: longest }),
+    );
+    retrieval = await loadModel(cached.dir);
+    made.push(`retrieval variant ${cached.reused ? "reused" : "made"}`);
+  }
+  return {
+    value: { tiny: tinyModel, ...(retrieval ? { retrieval } : {}) },
+    detail: made.join("; "),
+  };
+}
+
+/**
+ * The build (reference.kv_layout) and the baseline (reference.baseline) on one KV byte budget, room
+ * for the longest A/B's requests at max_model_len in the full layout, so their capacities compare;
+ * the retrieval variant sized for the longest needle context.
+ */
+async function startServers(
+  portId: string,
+  reference: Reference,
+  models: { tiny: LoadedModel; retrieval?: LoadedModel },
+  servers: Servers,
+  options: BringUpOptions,
+) {
+  const requests = Math.max(1, ...reference.benchmarks.map((b) => b.requests));
+  const blockSize = 16;
+  const kvCacheBytes =
+    requests *
+    kvBytesPerSequence(planKvCache(models.tiny.config, "full", blockSize).groups, reference.max_model_len);
+  const common = {
+    model: models.tiny,
+    servedModelName: `${portId}-tiny`,
+    maxModelLen: reference.max_model_len,
+    kvCacheBytes,
+    blockSize,
+    maxNumSeqs: Math.max(EMBEDDED_MAX_NUM_SEQS, requests),
+    ...(options.threads !== undefined ? { threads: options.threads } : {}),
+  };
+  servers.build = await EmbeddedServer.start(common, reference.kv_layout);
+  const started = [`build (${reference.kv_layout}) ${servers.build.url}`];
+  if (reference.baseline !== undefined) {
+    servers.baseline = await EmbeddedServer.start(common, reference.baseline.kv_layout);
+    started.push(`baseline (${reference.baseline.kv_layout}) ${servers.baseline.url}`);
+  }
+  if (models.retrieval !== undefined) {
+    servers.retrieval = await EmbeddedServer.start(
+      {
+        model: models.retrieval,
+        servedModelName: `${portId}-tiny-retrieval`,
+        maxModelLen: models.retrieval.config.maxPositionEmbeddings,
+        blockSize,
+        maxNumSeqs: 1,
+        ...(options.threads !== undefined ? { threads: options.threads } : {}),
+      },
+      reference.kv_layout,
+    );
+    started.push(`retrieval variant ${servers.retrieval.url}`);
+  }
+  return {
+    value: undefined,
+    detail: `${started.join(", ")}; KV budget ${(kvCacheBytes / 2 ** 20).toFixed(1)} MiB each`,
+  };
+}
+
+type GatePlan =
+  | { endpoint: GateServer; reference?: GateServer }
+  | { notRun: { code: string; summary: string } };
+
+/** Which servers a gate runs against, or why it cannot run in this bring-up. */
+function planGate(spec: GateSpec, reference: Reference, servers: Servers, options: BringUpOptions): GatePlan {
+  if (spec.kind === "weights-bit-identity") {
+    return {
+      notRun: {
+        code: "UP_NO_CONVERSION",
+        summary: `bringup up converts no weights, so there is nothing to compare bit for bit; run \`bringup gate ${options.port ?? DEFAULT_PORT} --only weights-bit-identity --source DIR --converted DIR\`.`,
+      },
+    };
+  }
+  if (options.endpoint !== undefined) {
+    const endpoint = { url: options.endpoint, name: options.endpoint };
+    if (!gateCompares(spec)) return { endpoint };
+    if (options.reference === undefined) {
+      return {
+        notRun: {
+          code: "GATE_NEEDS_REFERENCE",
+          summary: `the ${spec.kind} gate compares against a baseline build: pass --reference URL serving the same model with the ${reference.baseline?.kv_layout ?? "baseline"} KV layout (for vllm-gaudi, --disable-hybrid-kv-cache-manager).`,
+        },
+      };
+    }
+    return { endpoint, reference: { url: options.reference, name: options.reference } };
+  }
+  if (spec.kind === "needles" && spec.model === "retrieval") {
+    if (servers.retrieval === undefined) {
+      return {
+        notRun: {
+          code: "PORT_NO_RETRIEVAL_MODEL",
+          summary: `the needle gate runs on the retrieval variant, which ports/${options.port ?? DEFAULT_PORT}/model.ts does not export (portModel.retrievalModel).`,
+        },
+      };
+    }
+    return { endpoint: embedded(servers.retrieval, "retrieval variant") };
+  }
+  const build = servers.build as EmbeddedServer;
+  if (!gateCompares(spec)) return { endpoint: embedded(build, `${build.layout} KV layout`) };
+  if (servers.baseline === undefined) {
+    return {
+      notRun: {
+        code: "UP_NO_BASELINE",
+        summary: `the ${spec.kind} gate compares against a baseline build, and the reference section names none: add \`baseline: { kv_layout: full }\` to it in port.yaml.`,
+      },
+    };
+  }
+  return {
+    endpoint: embedded(build, `${build.layout} KV layout`),
+    reference: embedded(servers.baseline, `${servers.baseline.layout} KV layout`),
+  };
+}
+
+function embedded(server: EmbeddedServer, name: string): GateServer {
+  return { url: server.url, name, layout: server.layout };
+}
+
+type AbPlan =
+  | {
+      arms: Record<"a" | "b", { url: string; layout: KvLayout; embedded: boolean }>;
+      switchTo?: (arm: "a" | "b") => Promise<void>;
+    }
+  | { skip: { reason: string; code: string } };
+
+/** Where each arm of an A/B runs: the embedded server restarted per arm, or the two outside endpoints. */
+function planAb(spec: AbBenchmark, reference: Reference, servers: Servers, options: BringUpOptions): AbPlan {
+  const length = spec.prompt_tokens + spec.output_tokens;
+  if (options.endpoint === undefined) {
+    const server = servers.build as EmbeddedServer;
+    if (length > reference.max_model_len) {
+      return {
+        skip: {
+          code: "UP_AB_TOO_LONG",
+          reason: `prompt_tokens + output_tokens is ${length}, beyond the reference max_model_len ${reference.max_model_len}; shorten the A/B or raise max_model_len.`,
+        },
+      };
+    }
+    return {
+      arms: {
+        a: { url: server.url, layout: spec.a.kv_layout, embedded: true },
+        b: { url: server.url, layout: spec.b.kv_layout, embedded: true },
+      },
+      switchTo: (arm) => server.restartAs(spec[arm].kv_layout),
+    };
+  }
+  const urlOf = (layout: KvLayout): string | undefined =>
+    layout === reference.kv_layout
+      ? options.endpoint
+      : layout === reference.baseline?.kv_layout
+        ? options.reference
+        : undefined;
+  const a = urlOf(spec.a.kv_layout);
+  const b = urlOf(spec.b.kv_layout);
+  if (a === undefined || b === undefined) {
+    const missing = a === undefined ? spec.a.kv_layout : spec.b.kv_layout;
+    return {
+      skip: {
+        code: "UP_AB_ARM_MISSING",
+        reason: `no endpoint serves the ${missing} KV layout: --endpoint serves ${reference.kv_layout}; pass --reference URL serving ${reference.baseline?.kv_layout ?? missing}.`,
+      },
+    };
+  }
+  return {
+    arms: {
+      a: { url: a, layout: spec.a.kv_layout, embedded: false },
+      b: { url: b, layout: spec.b.kv_layout, embedded: false },
+    },
+  };
+}
+
+/** The A/B with the quick-run sizes applied. */
+function sized(spec: AbBenchmark, size: BringUpOptions["benchmarkSize"]): AbBenchmark {
+  return {
+    ...spec,
+    prompt_tokens: size?.promptTokens ?? spec.prompt_tokens,
+    output_tokens: size?.outputTokens ?? spec.output_tokens,
+    blocks: size?.blocks ?? spec.blocks,
+  };
+}
+
+function notRun(spec: GateSpec, code: string, summary: string): GateSummary {
+  return { kind: spec.kind, status: "not-run", code, summary };
+}
+
+function gateSummary(outcome: GateOutcome, record: BenchRecord | undefined): GateSummary {
+  return {
+    kind: outcome.kind,
+    status: outcome.status,
+    summary: outcome.summary,
+    ...(outcome.code !== undefined ? { code: outcome.code } : {}),
+    ...(outcome.value !== undefined ? { value: outcome.value } : {}),
+    ...(outcome.unit !== undefined ? { unit: outcome.unit } : {}),
+    ...(record ? { record: record.id, method: record.method } : {}),
+  };
+}
+
+function figureSummary(record: BenchRecord): FigureSummary {
+  const comparison = record.comparison;
+  const ratio = comparison?.figure.shape === "point" ? comparison.figure.value : undefined;
+  return {
+    record: record.id,
+    label: record.label,
+    method: record.method,
+    unit: record.unit,
+    ...(ratio !== undefined ? { ratio } : {}),
+    ...(comparison?.ci95 ? { interval: comparison.ci95 } : {}),
+    text: formatRecordFigure(record),
+  };
+}
+
+/** The work's result, or undefined once `signal` aborts (the work is left to end on its own). */
+async function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T | undefined> {
+  if (signal === undefined) return work;
+  if (signal.aborted) {
+    work.catch(() => undefined);
+    return undefined;
+  }
+  let stop: (() => void) | undefined;
+  const stopped = new Promise<undefined>((resolve) => {
+    stop = () => resolve(undefined);
+    signal.addEventListener("abort", stop, { once: true });
+  });
+  work.catch(() => undefined);
+  try {
+    return await Promise.race([work, stopped]);
+  } finally {
+    if (stop) signal.removeEventListener("abort", stop);
+  }
+}
+
+function sha256(text: string): string {
+  return createHash("sha256").update(text).digest("hex");
+}

@@ -1,0 +1,76 @@
+import type { KvLayout } from "../catalog/index.js";
+import type { LoadedModel } from "../engine/index.js";
+import { type RunningServer, startServer } from "../server/index.js";
+
+/** How every embedded server of one bring-up is started; only the KV layout differs between builds. */
+export interface EmbeddedServerOptions {
+  readonly model: LoadedModel;
+  readonly servedModelName: string;
+  readonly maxModelLen: number;
+  /** One KV byte budget for every build, so their token capacities compare (default: the engine's). */
+  readonly kvCacheBytes?: number;
+  readonly blockSize: number;
+  readonly maxNumSeqs: number;
+  readonly threads?: number;
+}
+
+/**
+ * An embedded server on 127.0.0.1 that can be restarted as another KV layout on the same port,
+ * so a same-pod A/B reaches both arms at one URL.
+ */
+export class EmbeddedServer {
+  private constructor(
+    private readonly options: EmbeddedServerOptions,
+    private running: RunningServer | undefined,
+    private current: KvLayout,
+    private readonly port: number,
+  ) {}
+
+  /** Starts the server as `layout` on a free port. */
+  static async start(options: EmbeddedServerOptions, layout: KvLayout): Promise<EmbeddedServer> {
+    const running = await launch(options, layout, 0);
+    return new EmbeddedServer(options, running, layout, Number(new URL(running.url).port));
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  get layout(): KvLayout {
+    return this.current;
+  }
+
+  get listening(): boolean {
+    return this.running !== undefined;
+  }
+
+  /** Stops the server and starts it again as `layout` on the same port (nothing to do when it already is). */
+  async restartAs(layout: KvLayout): Promise<void> {
+    if (this.running !== undefined && layout === this.current) return;
+    await this.close();
+    this.running = await launch(this.options, layout, this.port);
+    this.current = layout;
+  }
+
+  /** Stops listening and stops the engine; safe to call twice. */
+  async close(): Promise<void> {
+    const running = this.running;
+    this.running = undefined;
+    await running?.close();
+  }
+}
+
+function launch(options: EmbeddedServerOptions, layout: KvLayout, port: number): Promise<RunningServer> {
+  return startServer({
+    model: options.model,
+    host: "127.0.0.1",
+    port,
+    servedModelName: options.servedModelName,
+    maxModelLen: options.maxModelLen,
+    maxNumSeqs: options.maxNumSeqs,
+    blockSize: options.blockSize,
+    kvLayout: layout,
+    ...(options.kvCacheBytes !== undefined ? { kvCacheBytes: options.kvCacheBytes } : {}),
+    ...(options.threads !== undefined ? { threads: options.threads } : {}),
+  });
+}

@@ -1,0 +1,92 @@
+import type { Gate as GateSpec, KvLayout } from "../catalog/index.js";
+import { ProbedEndpoint, type RequestOptions } from "../client/index.js";
+import { type GateContext, type GateOutcome, gateRecord, runGateSession } from "../gates/index.js";
+import { appendRecord, type BenchRecord, type Fingerprint } from "../records/index.js";
+import { nextSeriesId, recordIds } from "./record-ids.js";
+
+/** A server a gate runs against: its URL, the name its arm gets in the record, its KV layout when known. */
+export interface GateServer {
+  readonly url: string;
+  readonly name: string;
+  readonly layout?: KvLayout;
+}
+
+export interface ReferenceGateRun {
+  readonly spec: GateSpec;
+  /** The record series the gate's record joins (see referenceSeries in the catalog). */
+  readonly series: string;
+  readonly endpoint: GateServer;
+  /** The build compared against, for gates that compare. */
+  readonly reference?: GateServer;
+}
+
+export interface GateStageContext {
+  readonly port: string;
+  readonly resultsDir: string;
+  /** The command line the records name. */
+  readonly command: string;
+  readonly corpus: string;
+  readonly needleContexts?: readonly number[];
+  readonly request: RequestOptions;
+}
+
+/** The gate kinds that measure the build against another one (the baseline, or --reference). */
+export function gateCompares(spec: GateSpec): boolean {
+  return (
+    spec.kind === "perplexity" ||
+    spec.kind === "kv-capacity" ||
+    (spec.kind === "bit-identical-decode" && spec.compare === "two-builds")
+  );
+}
+
+/**
+ * Runs one reference gate in its own session (probing its servers) and appends its record to the
+ * port's results as soon as it is measured, in the gate's series, arms named by build.
+ */
+export async function runReferenceGate(
+  run: ReferenceGateRun,
+  stage: GateStageContext,
+  ordinal: number,
+): Promise<{ outcome: GateOutcome; record?: BenchRecord }> {
+  const { spec } = run;
+  const { context, outcomes } = await runGateSession([spec], {
+    endpointUrl: run.endpoint.url,
+    ...(run.reference !== undefined ? { referenceUrl: run.reference.url } : {}),
+    request: stage.request,
+    corpus: stage.corpus,
+    ...(spec.kind === "needles" && stage.needleContexts !== undefined
+      ? { needleContexts: stage.needleContexts }
+      : {}),
+  });
+  const outcome = outcomes[0] as GateOutcome;
+  const described: GateContext = {
+    ...context,
+    ...(context.endpoint ? { endpoint: withLayout(context.endpoint, run.endpoint.layout) } : {}),
+    ...(context.reference ? { reference: withLayout(context.reference, run.reference?.layout) } : {}),
+  };
+  const input = gateRecord(stage.port, spec, outcome, described, new Date(), ordinal);
+  if (input === undefined) return { outcome };
+  const names = new Map([[run.endpoint.url, run.endpoint.name]]);
+  if (run.reference !== undefined) names.set(run.reference.url, run.reference.name);
+  const record = await appendRecord(stage.resultsDir, {
+    ...input,
+    id: nextSeriesId(run.series, await recordIds(stage.resultsDir)),
+    source: { kind: "measured", tool: "bringup up", command: stage.command },
+    arms: input.arms.map((arm) => ({ ...arm, name: names.get(arm.name) ?? arm.name })),
+  });
+  return { outcome, record };
+}
+
+/** The probe with the KV layout the embedded server was started with among its server flags. */
+function withLayout(probed: ProbedEndpoint, layout: KvLayout | undefined): ProbedEndpoint {
+  if (layout === undefined) return probed;
+  return new ProbedEndpoint(probed.endpoint, {
+    ...probed.probe,
+    fingerprint: layoutFingerprint(probed.probe.fingerprint, layout),
+  });
+}
+
+/** A fingerprint that names the KV layout among the server flags, so two layouts never look alike. */
+export function layoutFingerprint(fingerprint: Fingerprint, layout: KvLayout): Fingerprint {
+  return { ...fingerprint, server_flags: [...(fingerprint.server_flags ?? []), `--kv-layout=${layout}`] };
+}

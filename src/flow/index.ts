@@ -1,0 +1,30 @@
+/**
+ * The one flow that joins the stages: `bringUp` takes a port from its manifest to a built page.
+ * Tiny reference weights (cached) -> embedded servers (the build, the baseline, the retrieval
+ * variant) or an outside endpoint -> the reference section's gates -> its A/Bs (same-pod, the one
+ * server restarted per arm) -> records in ports/<id>/results/ -> the site. Every server stops,
+ * also on failure or abort; what was recorded stays.
+ *
+ *   const summary = await bringUp({ root, port: "mimo-v2.6-flash", onStage, onProgress, signal });
+ *   summary.gates;     // each gate passed / failed / not-run, with its one-line summary and record
+ *   summary.figures;   // each figure with its method (and interval, for an A/B)
+ *   summary.page;      // the port's built page
+ */
+export { AB_WORKLOAD_SEED } from "./ab-stage.js";
+export { type BringUpOptions, bringUp, REFERENCE_SEED } from "./bring-up.js";
+export { type CachedModel, cachedModel, cacheKey } from "./model-cache.js";
+export { DEFAULT_PORT, PORT_MODELS } from "./port-models.js";
+export { nextSeriesId } from "./record-ids.js";
+export {
+  type BringUpSummary,
+  type FigureSummary,
+  type GateSummary,
+  gatesPassed,
+  type ProgressEvent,
+  type SkippedBenchmark,
+  STAGES,
+  type StageEvent,
+  type StageName,
+  type StageStatus,
+  type StageTiming,
+} from "./summary.js";

@@ -1,0 +1,11 @@
+import { portModel as mimoV26Flash } from "../../ports/mimo-v2.6-flash/model.js";
+import type { PortModel } from "../engine/index.js";
+
+/** The port `bringup up` brings up when none is named: the first one with model code. */
+export const DEFAULT_PORT = "mimo-v2.6-flash";
+
+/**
+ * Each port's model code (ports/<id>/model.ts, its `portModel` export) by port id. A port joins
+ * with one import and one entry here; static imports keep the build and the package self-contained.
+ */
+export const PORT_MODELS: ReadonlyMap<string, PortModel> = new Map([["mimo-v2.6-flash", mimoV26Flash]]);

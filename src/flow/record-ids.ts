@@ -1,0 +1,20 @@
+import { inReferenceSeries } from "../catalog/index.js";
+import { readRecords } from "../records/index.js";
+
+/**
+ * The id the next record of `series` gets: the series id itself when the port has no record of it
+ * yet, else `<series>.<n>` one past the highest run so far (records are never rewritten).
+ */
+export function nextSeriesId(series: string, existingIds: Iterable<string>): string {
+  let highest = 0;
+  for (const id of existingIds) {
+    if (!inReferenceSeries(id, series)) continue;
+    highest = Math.max(highest, id === series ? 1 : Number(id.slice(series.length + 1)));
+  }
+  return highest === 0 ? series : `${series}.${highest + 1}`;
+}
+
+/** The ids of every record in a results directory (every store file). */
+export async function recordIds(resultsDir: string): Promise<string[]> {
+  return (await readRecords(resultsDir)).map((record) => record.id);
+}
