@@ -432,34 +432,38 @@ export function mimoTinyModel(
  * The constructed retrieval variant, in MiMo's shape and as cheap as retrieval allows at long
  * contexts (the engine's tiny/retrieval.ts llama, re-laid onto MiMo's two attention kinds):
  *
- * Residual stream, slots of unit-norm random codes:
- *   own_m [0,16)   the token's match code m(t)          own_u [16,16+U)  its output code u(t)
- *   prev1..prev6   m of the tokens 1..6 back (layer 0)   out_u            u of the token to copy (layer 1)
+ * Residual stream (hidden 120), slots of unit-norm random codes:
+ *   own_m [0,8)     the token's match code m(t)        own_u [8,40)     its output code u(t)
+ *   prev [40,88)    m of the tokens 1..6 back (layer 0)  out_u [88,120)   u of the token to copy (layer 1)
  *
  * Layer 0, sliding window of 8 (with sinks): six previous-token query heads (offset δ = 1..6) over
  * one shared key/value head. Query and key come from biases in the rotated features only: the key
  * is (1, 0) per frequency pair and head δ's query is A·(cos, sin)(-ω δ), so the score peaks at
  * exactly δ back. Only the 8 positions of the window compete, so two frequency pairs with a small
- * RoPE base keep the nearest rival PREV_MARGIN logits down, whatever the context length. The
- * value is own_m (16 features) and o_proj writes head δ's output into prev_δ. The sinks sit as low
- * as that rival, so they take nothing that matters.
+ * RoPE base keep the nearest rival PREV_MARGIN logits down whatever the context length (the llama
+ * variant needs its margin over every distance up to max_position_embeddings). The value is own_m
+ * and o_proj writes head δ's output into prev_δ. The sinks sit as high as that nearest rival, so
+ * they take a negligible share.
  *
- * Layer 1, global: ONE induction head. Its query/key head is the 96 match features (the query is m
- * of the last six tokens, the key at j is m of the six tokens before j, so the score counts
- * agreeing tokens times MATCH_LOGIT) plus 8 rotary features left at zero (MiMo's partial rotary
- * shape); its value head is only the U-feature output code, which o_proj writes into out_u and the
- * LM head (rows u(t)) turns into the copied token. The global layer's attention is what a 32K
- * prefill spends its time on, hence one head of 104 + U features. MLPs are zero; norm weights
- * undo RMSNorm's rescaling since every slot holds a unit vector.
+ * Layer 1, global: ONE induction head. Its query/key head is 48 match features (the query is m of
+ * the last six tokens, the key at j is m of the six tokens before j, so the score counts agreeing
+ * tokens times MATCH_LOGIT) plus 8 rotary features left at zero (MiMo's partial rotary shape); its
+ * value head is only the 32-feature output code, which o_proj writes into out_u and the LM head
+ * (rows u(t)) turns into the copied token. This layer's attention is what a 32K prefill spends its
+ * time on (every pair of positions costs 56 + 32 multiply-adds), hence one head and 8-feature match
+ * codes, half the llama variant's: random 8-feature codes overlap by about 1/3, so MATCH_LOGIT is
+ * twice the llama variant's to keep a full six-token match tens of logits above a partial one.
+ * MLPs are zero; norm weights undo RMSNorm's rescaling since every slot holds a unit vector.
  */
 const NGRAM = 6;
-const M = 16;
-const U = 48;
+const M = 8;
+const U = 32;
 const GLOBAL_ROTARY = 8;
 const QK_GLOBAL = GLOBAL_ROTARY + NGRAM * M;
-/** Half the global head size, so the shared rotary fraction rotates 4 features: two pairs. */
+/** Half the global head size, so the shared rotary fraction rotates 4 features there: two pairs. */
 const QK_SLIDING = QK_GLOBAL / 2;
-const ROTARY_FACTOR = 0.077; // floor(104 * 0.077) = 8, floor(52 * 0.077) = 4
+/** Rotates floor(QK_GLOBAL * f) = 8 and floor(QK_SLIDING * f) = 4 features (half a feature of slack). */
+const ROTARY_FACTOR = Math.round(((GLOBAL_ROTARY + 0.5) / QK_GLOBAL) * 1e4) / 1e4;
 const SLIDING_WINDOW = 8;
 const SWA_ROPE_THETA = 10;
 const GLOBAL_ROPE_THETA = 5_000_000;
@@ -469,7 +473,7 @@ const OWN_U = M;
 const PREV = M + U;
 const OUT_U = PREV + NGRAM * M;
 const PREV_MARGIN = 30;
-const MATCH_LOGIT = 30;
+const MATCH_LOGIT = 60;
 const OUTPUT_LOGIT = 40;
 
 /** The retrieval variant's files over a BPE of 512 trained on `corpus`. */
