@@ -34,6 +34,8 @@ export interface AttentionSpec {
   readonly qkNorm: boolean;
   /** A learned per-head logit added to the softmax denominator (attention sinks). */
   readonly sinks: boolean;
+  /** Values are multiplied by this after their projection (MiMo's attention_value_scale); default 1. */
+  readonly valueScale?: number;
 }
 
 export interface MoeSpec {

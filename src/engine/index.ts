@@ -54,6 +54,7 @@ export { loadModel } from "./loader/load-model.js";
 export type { LoadedModel } from "./model/loaded-model.js";
 export type { FinishReason, GeneratedToken, GenerateRequest, PromptLogprobs, StepOutput } from "./request.js";
 export type { SamplingParams, TokenLogprob } from "./sampler.js";
+export { Rng } from "./tensor/random.js";
 export { readCorpus, shippedCorpusDir } from "./tiny/corpus.js";
 export type { TinyDtype, TinyModelFiles, TinyOptions } from "./tiny/generate.js";
 export { createTinyModel, generateTinyModel, TINY_DTYPES } from "./tiny/generate.js";
@@ -62,5 +63,9 @@ export { createRetrievalModel, generateRetrievalModel } from "./tiny/retrieval.j
 export type { TinySize } from "./tiny/sizes.js";
 export { findTinySize, TINY_SIZES, tinyParameterCount } from "./tiny/sizes.js";
 export { writeTinyModel } from "./tiny/write.js";
+export type { TrainedBpe } from "./tokenizer/bpe-train.js";
+export { trainByteLevelBpe } from "./tokenizer/bpe-train.js";
 export type { ChatMessage, ChatTemplateOptions } from "./tokenizer/tokenizer.js";
 export { IncrementalDetokenizer, TextTokenizer } from "./tokenizer/tokenizer.js";
+export type { TokenizerFiles } from "./tokenizer/tokenizer-files.js";
+export { buildTokenizerFiles } from "./tokenizer/tokenizer-files.js";

@@ -180,3 +180,51 @@ describe("transformer with sliding-window layers (sinks, narrow value heads)", (
     }
   });
 });
+
+describe("transformer value scale", () => {
+  it("scaling values by 0.5 gives the bits of a v_proj halved (a power of two scales exactly)", async () => {
+    const model = await createTinyModel(findTinySize("tiny") as TinySize, { seed: 3 });
+    const run = (config: LoadedModel["config"], weights: LoadedModel["weights"]) => {
+      const caches = config.layers.map(
+        (l) =>
+          new LayerKvCache(
+            new FullCacheSpec(4),
+            8,
+            l.attention.numKvHeads,
+            l.attention.headDim,
+            l.attention.vHeadDim,
+          ),
+      );
+      const t = new Transformer(
+        config,
+        weights,
+        pool,
+        caches,
+        caches.map(() => 0),
+      );
+      const tokens = model.tokenizer.encode("Nine boats came home.");
+      const table = [Array.from({ length: 8 }, (_, i) => i)];
+      return t.forward({
+        tokens,
+        positions: tokens.map((_, i) => i),
+        blockTables: tokens.map(() => table),
+        logitRows: [tokens.length - 1],
+      });
+    };
+    const scaled = {
+      ...model.config,
+      layers: model.config.layers.map((l) => ({ ...l, attention: { ...l.attention, valueScale: 0.5 } })),
+    };
+    const halved = {
+      ...model.weights,
+      layers: model.weights.layers.map((lw) => {
+        const v = lw.attention.v;
+        const data = Float32Array.from(v.data as Float32Array, (x) => x * 0.5);
+        return { ...lw, attention: { ...lw.attention, v: f32Weight(v.rows, v.cols, data) } };
+      }),
+    };
+    const a = run(scaled, model.weights);
+    expect(Array.from(a)).toEqual(Array.from(run(model.config, halved)));
+    expect(Array.from(a)).not.toEqual(Array.from(run(model.config, model.weights)));
+  });
+});

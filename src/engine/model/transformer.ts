@@ -94,6 +94,7 @@ export class Transformer {
     if (aw.qBias) addBias(q, aw.qBias, T);
     if (aw.kBias) addBias(k, aw.kBias, T);
     if (aw.vBias) addBias(v, aw.vBias, T);
+    if (spec.valueScale !== undefined && spec.valueScale !== 1) scaleInto(v, spec.valueScale);
     if (aw.qNorm) rmsNorm(q, T * numHeads, headDim, aw.qNorm, this.config.rmsNormEps);
     if (aw.kNorm) rmsNorm(k, T * numKvHeads, headDim, aw.kNorm, this.config.rmsNormEps);
     const rope = this.ropes[l] as Rope;
@@ -203,6 +204,10 @@ export class Transformer {
 
 function addInto(x: Float32Array, y: Float32Array): void {
   for (let i = 0; i < x.length; i++) x[i] = (x[i] as number) + (y[i] as number);
+}
+
+function scaleInto(x: Float32Array, factor: number): void {
+  for (let i = 0; i < x.length; i++) x[i] = (x[i] as number) * factor;
 }
 
 function addBias(x: Float32Array, bias: Float32Array, rows: number): void {
