@@ -224,8 +224,8 @@ describe("MiMo config parsing", () => {
     ["topk_method", (c) => (c.topk_method = "greedy"), /topk_method: "greedy" is not supported/],
     [
       "attention_value_scale",
-      (c) => (c.attention_value_scale = 0.707),
-      /attention_value_scale: 0.707 needs the engine to scale values.*fold it into v_proj/,
+      (c) => (c.attention_value_scale = 0.5),
+      /attention_value_scale: 0.5 needs the engine to scale values.*fold it into v_proj/,
     ],
     [
       "rope_scaling",
