@@ -3,12 +3,17 @@ import { LayerKvCache } from "../cache/kv-cache.js";
 import { SlidingMaskCacheSpec } from "../cache/sliding-mask-spec.js";
 import { SlidingWindowCacheSpec } from "../cache/sliding-window-spec.js";
 import { type CacheSpec, FullCacheSpec } from "../cache/spec.js";
+import { compileAttentionSimd, instantiateAttentionSimd } from "../kernels/attention-simd-module.js";
 import { MatmulPool } from "../kernels/pool.js";
+import { wasmArena } from "../kernels/wasm-arena.js";
 import { Rng } from "../tensor/random.js";
-import { attendTokens } from "./attention-kernel.js";
+import { attendTokens, attendTokensSimd, attentionSimdBytes } from "./attention-kernel.js";
 import { AttentionScratch, pagedAttention } from "./paged-attention.js";
 
-const pools = [new MatmulPool(1), new MatmulPool(2)];
+// The plain kernel and the SIMD one, on one thread and split between two.
+const pools = [false, true].flatMap((simd) => [new MatmulPool(1, { simd }), new MatmulPool(2, { simd })]);
+const arena = wasmArena();
+const attnModule = compileAttentionSimd();
 afterAll(() => Promise.all(pools.map((p) => p.close())));
 
 /** One step: tokens as (block table, position); a prefill chunk is a run of consecutive positions. */
@@ -106,6 +111,47 @@ function run(c: Case) {
     );
     outs.push(out);
   }
+  // The SIMD kernel directly, with position blocks small enough to split every range.
+  if (c.headDim % 4 === 0 && c.vHeadDim % 8 === 0) {
+    if (arena === null || attnModule === undefined) throw new Error("WebAssembly SIMD unavailable");
+    const { tables: tb, blockSize, ringBlocks, numHeads, numKvHeads, headDim, vHeadDim } = job;
+    for (const [tile, positionBlock] of [
+      [1, 5],
+      [3, 5],
+      [8, 7],
+      [64, 128],
+    ] as const) {
+      const simd = instantiateAttentionSimd(attnModule, arena.memory);
+      simd.bytes = attentionSimdBytes(tile, numHeads, numKvHeads, headDim, vHeadDim, 64 + tile);
+      simd.base = arena.allocate(simd.bytes);
+      const out = new Float32Array(ref.length);
+      const s = { scores: new Float64Array(1), acc: new Float64Array(1), slots: new Int32Array(1) };
+      attendTokensSimd(
+        0,
+        T,
+        meta,
+        tb,
+        blockSize,
+        ringBlocks,
+        q,
+        out,
+        job.keys,
+        job.values,
+        numHeads,
+        numKvHeads,
+        headDim,
+        vHeadDim,
+        scale,
+        sinks,
+        s,
+        simd,
+        attendTokens,
+        tile,
+        positionBlock,
+      );
+      outs.push(out);
+    }
+  }
   return { ref, outs };
 }
 
@@ -125,12 +171,12 @@ const ringTable = [7, 2, 13, 4, 9];
 const ringB = [19, 23, 29, 37, 41];
 
 describe("attention kernel", () => {
-  it("equals the scalar reference bit for bit: GQA, tiles across blocks, a decode token, a mid-sequence chunk, sinks, one or two threads", () => {
+  it("equals the scalar reference bit for bit: GQA, tiles across blocks, a decode token, a mid-sequence chunk, sinks, plain and SIMD, one or two threads", () => {
     expectIdentical({
       spec: new FullCacheSpec(4),
       numHeads: 6,
       numKvHeads: 2,
-      headDim: 14, // not a multiple of 4: the dot's tail runs too
+      headDim: 12,
       vHeadDim: 8,
       tokens: [
         ...range(0, 40).map((pos) => ({ table: scattered, pos })),
@@ -141,13 +187,25 @@ describe("attention kernel", () => {
     });
   });
 
+  it("equals the reference with head sizes the SIMD kernel leaves to the plain one (dot tail, odd value size)", () => {
+    expectIdentical({
+      spec: new FullCacheSpec(4),
+      numHeads: 4,
+      numKvHeads: 2,
+      headDim: 14,
+      vHeadDim: 6,
+      tokens: [...range(0, 30).map((pos) => ({ table: scattered, pos })), { table: other, pos: 44 }],
+      sinks: true,
+    });
+  });
+
   it("equals the reference without sinks, one head of asymmetric sizes (128/64-like)", () => {
     expectIdentical({
       spec: new FullCacheSpec(4),
       numHeads: 1,
       numKvHeads: 1,
       headDim: 24,
-      vHeadDim: 12,
+      vHeadDim: 16,
       tokens: [...range(10, 45).map((pos) => ({ table: scattered, pos })), { table: other, pos: 30 }],
       sinks: false,
     });
@@ -176,7 +234,7 @@ describe("attention kernel", () => {
       numHeads: 2,
       numKvHeads: 1,
       headDim: 8,
-      vHeadDim: 4,
+      vHeadDim: 8,
       tokens: range(3, 47).map((pos) => ({ table: scattered, pos })),
       sinks: false,
     });

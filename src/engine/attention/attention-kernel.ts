@@ -145,3 +145,320 @@ export function attendTokens(
     t += J;
   }
 }
+
+/** The attention module's exports (kernels/attention-simd-module.ts) and this thread's region of the shared memory. */
+export interface AttentionSimd {
+  dot4: (
+    q: number,
+    qs: number,
+    k: number,
+    ks: number,
+    np: number,
+    hd: number,
+    s: number,
+    ss: number,
+    scale: number,
+  ) => void;
+  dot1: (
+    q: number,
+    qs: number,
+    k: number,
+    ks: number,
+    np: number,
+    hd: number,
+    s: number,
+    ss: number,
+    scale: number,
+  ) => void;
+  vacc2: (
+    w: number,
+    ws: number,
+    a: number,
+    as: number,
+    v: number,
+    vs: number,
+    np: number,
+    vd: number,
+  ) => void;
+  vacc1: (
+    w: number,
+    ws: number,
+    a: number,
+    as: number,
+    v: number,
+    vs: number,
+    np: number,
+    vd: number,
+  ) => void;
+  memory: { readonly buffer: ArrayBufferLike };
+  base: number;
+  bytes: number;
+}
+
+/** Positions whose keys (then values) are copied into the SIMD region at a time. */
+export const SIMD_POSITION_BLOCK = 128;
+
+/**
+ * Bytes of SIMD region attendTokensSimd needs for tiles of `tile` queries whose spans reach
+ * `maxSpan` positions (the longest visible range plus tile - 1): the f64 query tile, one block of
+ * keys and values, the f64 accumulators, and the f64 scores (capped: past the cap tiles shrink).
+ */
+export function attentionSimdBytes(
+  tile: number,
+  numHeads: number,
+  numKvHeads: number,
+  headDim: number,
+  vHeadDim: number,
+  maxSpan: number,
+): number {
+  const fixed =
+    8 * tile * numHeads * (headDim + vHeadDim) + 4 * SIMD_POSITION_BLOCK * numKvHeads * (headDim + vHeadDim);
+  const scores = Math.min(tile * numHeads * maxSpan, Math.max(1 << 22, numHeads * maxSpan));
+  return fixed + 8 * scores + 64;
+}
+
+/**
+ * attendTokens with its inner loops in WebAssembly SIMD (f64x2 lanes doing the reference's f64
+ * operations in its order, so the bits are the same). Needs headDim % 4 == 0 and vHeadDim % 8 == 0.
+ * Per tile: queries widened to f64 into the region; then per block of positions, keys copied in
+ * (resolving the block table) and each visible (query row, position) dotted; the softmax in
+ * JavaScript over the f64 scores; then values block by block, accumulated per row in ascending
+ * positions (rows in pairs over their common positions). A tile that does not fit the region runs
+ * through `plain` (attendTokens). Self-contained for the worker threads, like attendTokens.
+ */
+export function attendTokensSimd(
+  t0: number,
+  t1: number,
+  meta: Int32Array,
+  tables: Int32Array,
+  blockSize: number,
+  ringBlocks: number,
+  q: Float32Array,
+  out: Float32Array,
+  keys: Float32Array,
+  values: Float32Array,
+  numHeads: number,
+  numKvHeads: number,
+  headDim: number,
+  vHeadDim: number,
+  scale: number,
+  sinks: Float32Array | null,
+  scratch: { scores: Float64Array; acc: Float64Array; slots: Int32Array },
+  simd: AttentionSimd,
+  plain: typeof attendTokens,
+  tile: number,
+  positionBlock: number,
+): void {
+  const group = numHeads / numKvHeads;
+  const keyStride = numKvHeads * headDim;
+  const valueStride = numKvHeads * vHeadDim;
+  // Region layout (bytes from simd.base): f64 queries, f32 key block, f32 value block, f64 accumulators, f64 scores.
+  const qOff = simd.base;
+  const kOff = qOff + 8 * tile * numHeads * headDim;
+  const vOff = kOff + 4 * positionBlock * keyStride;
+  const accOff = vOff + 4 * positionBlock * valueStride;
+  const sOff = (accOff + 8 * tile * numHeads * vHeadDim + 15) & ~15;
+  const scoresRoom = Math.floor((simd.base + simd.bytes - sOff) / 8);
+  const buffer = simd.memory.buffer;
+  const F = new Float64Array(buffer);
+  const kBuf = new Float32Array(buffer, kOff, positionBlock * keyStride);
+  const vBuf = new Float32Array(buffer, vOff, positionBlock * valueStride);
+  const { dot4, dot1, vacc2, vacc1 } = simd;
+  const rowsPerKv = (J: number) => J * group;
+  for (let t = t0; t < t1; ) {
+    const pos0 = meta[3 * t] as number;
+    const tableOffset = meta[3 * t + 2] as number;
+    let J = 1;
+    while (J < tile && t + J < t1 && meta[3 * (t + J) + 2] === tableOffset && meta[3 * (t + J)] === pos0 + J)
+      J++;
+    let lo = 0;
+    let span = 0;
+    for (;;) {
+      lo = meta[3 * t + 1] as number;
+      for (let j = 1; j < J; j++) lo = Math.min(lo, meta[3 * (t + j) + 1] as number);
+      span = pos0 + J - lo;
+      if (numHeads * J * span <= scoresRoom || J === 1) break;
+      J = Math.ceil(J / 2);
+    }
+    if (numHeads * J * span > scoresRoom) {
+      plain(
+        t,
+        t + 1,
+        meta,
+        tables,
+        blockSize,
+        ringBlocks,
+        q,
+        out,
+        keys,
+        values,
+        numHeads,
+        numKvHeads,
+        headDim,
+        vHeadDim,
+        scale,
+        sinks,
+        scratch,
+      );
+      t += 1;
+      continue;
+    }
+    const R = rowsPerKv(J);
+    if (scratch.slots.length < span) scratch.slots = new Int32Array(Math.max(span, 2 * scratch.slots.length));
+    const slots = scratch.slots;
+    for (let i = 0; i < span; ) {
+      const p = lo + i;
+      let b = Math.floor(p / blockSize);
+      if (ringBlocks > 0) b %= ringBlocks;
+      const base = (tables[tableOffset + b] as number) * blockSize + (p % blockSize);
+      const run = Math.min(span - i, blockSize - (p % blockSize));
+      for (let j = 0; j < run; j++) slots[i + j] = base + j;
+      i += run;
+    }
+    // Queries as f64 rows [kvh][j * group + g][d].
+    const qf = qOff / 8;
+    for (let j = 0; j < J; j++) {
+      const src = (t + j) * numHeads * headDim;
+      for (let h = 0; h < numHeads; h++) {
+        const kvh = Math.floor(h / group);
+        const dst = qf + ((kvh * J + j) * group + (h - kvh * group)) * headDim;
+        for (let d = 0; d < headDim; d++) F[dst + d] = q[src + h * headDim + d] as number;
+      }
+    }
+    // Row r = j * group + g sees scores columns [first_j - lo, pos0 + j - lo + 1).
+    const rowFrom = (r: number) => (meta[3 * (t + Math.floor(r / group)) + 1] as number) - lo;
+    const rowTo = (r: number) => pos0 + Math.floor(r / group) - lo + 1;
+    const sRow = (kvh: number, r: number) => sOff + 8 * (kvh * R + r) * span;
+    const copy = (dst: Float32Array, src: Float32Array, stride: number, b0: number, b1: number) => {
+      for (let i = b0; i < b1; ) {
+        const slot = slots[i] as number;
+        let run = 1;
+        while (i + run < b1 && slots[i + run] === slot + run) run++;
+        dst.set(src.subarray(slot * stride, (slot + run) * stride), (i - b0) * stride);
+        i += run;
+      }
+    };
+    for (let b0 = 0; b0 < span; b0 += positionBlock) {
+      const b1 = Math.min(span, b0 + positionBlock);
+      copy(kBuf, keys, keyStride, b0, b1);
+      for (let kvh = 0; kvh < numKvHeads; kvh++) {
+        const kBase = kOff + 4 * kvh * headDim;
+        let r = 0;
+        for (; r + 4 <= R; r += 4) {
+          const first = Math.min(rowFrom(r), rowFrom(r + 1), rowFrom(r + 2), rowFrom(r + 3));
+          const from = Math.max(b0, first);
+          const to = Math.min(b1, rowTo(r + 3));
+          if (from < to)
+            dot4(
+              qOff + 8 * (kvh * R + r) * headDim,
+              8 * headDim,
+              kBase + 4 * (from - b0) * keyStride,
+              4 * keyStride,
+              to - from,
+              headDim,
+              sRow(kvh, r) + 8 * from,
+              8 * span,
+              scale,
+            );
+        }
+        for (; r < R; r++) {
+          const from = Math.max(b0, rowFrom(r));
+          const to = Math.min(b1, rowTo(r));
+          if (from < to)
+            dot1(
+              qOff + 8 * (kvh * R + r) * headDim,
+              0,
+              kBase + 4 * (from - b0) * keyStride,
+              4 * keyStride,
+              to - from,
+              headDim,
+              sRow(kvh, r) + 8 * from,
+              0,
+              scale,
+            );
+        }
+      }
+    }
+    // Softmax of each row over its own positions, leaving the weights in place.
+    for (let kvh = 0; kvh < numKvHeads; kvh++) {
+      for (let r = 0; r < R; r++) {
+        const sink = sinks === null ? 0 : (sinks[kvh * group + (r % group)] as number);
+        const o = sRow(kvh, r) / 8;
+        const i0 = o + rowFrom(r);
+        const i1 = o + rowTo(r);
+        let max = sinks === null ? Number.NEGATIVE_INFINITY : sink;
+        for (let i = i0; i < i1; i++) max = Math.max(max, F[i] as number);
+        let sum = sinks === null ? 0 : Math.exp(sink - max);
+        for (let i = i0; i < i1; i++) {
+          const e = Math.exp((F[i] as number) - max);
+          F[i] = e;
+          sum += e;
+        }
+        const inv = 1 / sum;
+        for (let i = i0; i < i1; i++) F[i] = (F[i] as number) * inv;
+      }
+    }
+    const aRow = (kvh: number, r: number) => accOff + 8 * (kvh * R + r) * vHeadDim;
+    F.fill(0, accOff / 8, accOff / 8 + numKvHeads * R * vHeadDim);
+    const one = (kvh: number, r: number, from: number, to: number, vBase: number, b0: number) => {
+      if (from < to)
+        vacc1(
+          sRow(kvh, r) + 8 * from,
+          0,
+          aRow(kvh, r),
+          0,
+          vBase + 4 * (from - b0) * valueStride,
+          4 * valueStride,
+          to - from,
+          vHeadDim,
+        );
+    };
+    for (let b0 = 0; b0 < span; b0 += positionBlock) {
+      const b1 = Math.min(span, b0 + positionBlock);
+      copy(vBuf, values, valueStride, b0, b1);
+      for (let kvh = 0; kvh < numKvHeads; kvh++) {
+        const vBase = vOff + 4 * kvh * vHeadDim;
+        let r = 0;
+        for (; r + 2 <= R; r += 2) {
+          // Each row keeps ascending positions: its part before the common range, the common range
+          // (both rows at once), its part after.
+          const f0 = Math.max(b0, rowFrom(r));
+          const e0 = Math.min(b1, rowTo(r));
+          const f1 = Math.max(b0, rowFrom(r + 1));
+          const e1 = Math.min(b1, rowTo(r + 1));
+          const m = Math.max(f0, f1);
+          const e = Math.min(e0, e1);
+          if (m < e) {
+            one(kvh, r, f0, m, vBase, b0);
+            one(kvh, r + 1, f1, m, vBase, b0);
+            vacc2(
+              sRow(kvh, r) + 8 * m,
+              8 * span,
+              aRow(kvh, r),
+              8 * vHeadDim,
+              vBase + 4 * (m - b0) * valueStride,
+              4 * valueStride,
+              e - m,
+              vHeadDim,
+            );
+            one(kvh, r, e, e0, vBase, b0);
+            one(kvh, r + 1, e, e1, vBase, b0);
+          } else {
+            one(kvh, r, f0, e0, vBase, b0);
+            one(kvh, r + 1, f1, e1, vBase, b0);
+          }
+        }
+        if (r < R) one(kvh, r, Math.max(b0, rowFrom(r)), Math.min(b1, rowTo(r)), vBase, b0);
+      }
+    }
+    for (let j = 0; j < J; j++) {
+      const dst = (t + j) * numHeads * vHeadDim;
+      for (let h = 0; h < numHeads; h++) {
+        const kvh = Math.floor(h / group);
+        const src = aRow(kvh, j * group + (h - kvh * group)) / 8;
+        for (let d = 0; d < vHeadDim; d++) out[dst + h * vHeadDim + d] = F[src + d] as number;
+      }
+    }
+    t += J;
+  }
+}

@@ -1,8 +1,15 @@
 import { availableParallelism } from "node:os";
 import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from "node:worker_threads";
 import { BringupError } from "../../common/errors.js";
-import { attendTokens } from "../attention/attention-kernel.js";
+import {
+  type AttentionSimd,
+  attendTokens,
+  attendTokensSimd,
+  attentionSimdBytes,
+  SIMD_POSITION_BLOCK,
+} from "../attention/attention-kernel.js";
 import { DTYPE_CODE, type Weight } from "../tensor/weight.js";
+import { compileAttentionSimd, instantiateAttentionSimd } from "./attention-simd-module.js";
 import { buildDecodeTables, type DecodeTables, matmulRange } from "./matmul-kernel.js";
 import { compileSimdTile, instantiateTile, type SimdTile, type WasmModule } from "./simd-module.js";
 import { type WasmArena, wasmArena } from "./wasm-arena.js";
@@ -11,6 +18,8 @@ import { type WasmArena, wasmArena } from "./wasm-arena.js";
 const PARALLEL_MIN_MACS = 1 << 16;
 /** Weight rows the SIMD path handles at a time (matmul-kernel.ts); sizes the scratch regions. */
 const SIMD_CHUNK = 64;
+/** Queries of one sequence that attention takes together, each key/value row read once for all. */
+const ATTENTION_TILE = 32;
 
 /** One layer's attention over a step: what pool.attention needs (see attendTokens). */
 export interface AttentionJob {
@@ -66,6 +75,7 @@ export class MatmulPool {
   readonly simd: boolean;
   private readonly simdTile: SimdTile | null;
   private readonly arena: WasmArena | null;
+  private readonly attnSimd: AttentionSimd | null;
 
   /**
    * `simd` defaults to true where WebAssembly SIMD validates, unless BRINGUP_ENGINE_SIMD=0 forces
@@ -84,11 +94,14 @@ export class MatmulPool {
     this.simd = module !== undefined;
     this.arena = module === undefined ? null : arena;
     this.simdTile = module === undefined || arena === null ? null : instantiateTile(module, arena.memory);
+    const attnModule = module === undefined ? undefined : compileAttentionSimd();
+    this.attnSimd =
+      attnModule === undefined || arena === null ? null : instantiateAttentionSimd(attnModule, arena.memory);
     for (let i = 1; i < threads; i++) {
       const { port1, port2 } = new MessageChannel();
       const worker = new Worker(WORKER_SOURCE, {
         eval: true,
-        workerData: { ctrl: this.ctrl, port: port2, module, memory: this.arena?.memory },
+        workerData: { ctrl: this.ctrl, port: port2, module, attnModule, memory: this.arena?.memory },
         transferList: [port2],
       });
       worker.unref();
@@ -235,6 +248,26 @@ export class MatmulPool {
     });
   }
 
+  /** Gives every thread an attention SIMD region of at least `need` bytes. */
+  private ensureAttentionScratch(need: number): void {
+    const simd = this.attnSimd;
+    if (simd === null || this.arena === null || simd.bytes >= need) return;
+    const bytes = Math.max(need, 2 * simd.bytes);
+    const arena = this.arena;
+    const bases = Array.from({ length: this.workers.length + 1 }, () => arena.allocate(bytes));
+    if (bases.some((b) => b < 0)) {
+      throw new BringupError(
+        "ENGINE_WASM_MEMORY_FULL",
+        `no room left in the 4 GiB shared kernel memory for attention over ${need} bytes of scratch; lower --max-model-len or run with BRINGUP_ENGINE_SIMD=0.`,
+      );
+    }
+    simd.base = bases[0] as number;
+    simd.bytes = bytes;
+    this.workers.forEach(({ port }, t) => {
+      port.postMessage({ type: "attnScratch", base: bases[t + 1], bytes });
+    });
+  }
+
   private waitForHelpers(expected: number): void {
     const started = Date.now();
     // The helpers usually finish within microseconds of this thread: spin before sleeping.
@@ -278,8 +311,23 @@ export class MatmulPool {
       cost[t + 1] = (cost[t] as number) + ((meta[3 * t] as number) - (meta[3 * t + 1] as number) + 1);
     const total = cost[T] as number;
     const helpers = this.workers.length;
-    const run = (q: Float32Array, out: Float32Array, t0: number, t1: number) =>
-      attendTokens(
+    const simd = this.attnSimd !== null && headDim % 4 === 0 && vHeadDim % 8 === 0 ? this.attnSimd : null;
+    if (simd !== null) {
+      let maxSpan = 0;
+      for (let t = 0; t < T; t++) maxSpan = Math.max(maxSpan, (cost[t + 1] as number) - (cost[t] as number));
+      this.ensureAttentionScratch(
+        attentionSimdBytes(
+          ATTENTION_TILE,
+          numHeads,
+          job.numKvHeads,
+          headDim,
+          vHeadDim,
+          maxSpan + ATTENTION_TILE - 1,
+        ),
+      );
+    }
+    const run = (q: Float32Array, out: Float32Array, t0: number, t1: number) => {
+      const args = [
         t0,
         t1,
         meta,
@@ -297,7 +345,10 @@ export class MatmulPool {
         job.scale,
         job.sinks,
         this.attnScratch,
-      );
+      ] as const;
+      if (simd === null) attendTokens(...args, ATTENTION_TILE);
+      else attendTokensSimd(...args, simd, attendTokens, ATTENTION_TILE, SIMD_POSITION_BLOCK);
+    };
     if (helpers === 0 || this.closed || total * numHeads * (headDim + vHeadDim) < PARALLEL_MIN_MACS) {
       run(job.q, job.out, 0, T);
       return;
@@ -339,6 +390,9 @@ export class MatmulPool {
         vHeadDim,
         scale: job.scale,
         sinks: job.sinks,
+        simd: simd !== null,
+        tile: ATTENTION_TILE,
+        positionBlock: SIMD_POSITION_BLOCK,
       });
     }
     Atomics.add(this.ctrl, SEQ, 1);
@@ -419,13 +473,15 @@ export class MatmulPool {
 function workerMain(
   kernel: typeof matmulRange,
   attend: typeof attendTokens,
+  attendSimd: typeof attendTokensSimd,
   buildTables: typeof buildDecodeTables,
   threads: typeof import("node:worker_threads"),
 ): void {
-  const { ctrl, port, module, memory } = threads.workerData as {
+  const { ctrl, port, module, attnModule, memory } = threads.workerData as {
     ctrl: Int32Array;
     port: MessagePort;
     module: WasmModule | undefined;
+    attnModule: WasmModule | undefined;
     memory: SimdTile["memory"] | undefined;
   };
   const tables = buildTables();
@@ -438,6 +494,16 @@ function workerMain(
     ).WebAssembly;
     const exports = new api.Instance(module, { env: { memory } }).exports as Pick<SimdTile, "tile">;
     simd = { tile: exports.tile, memory, base: 0, bytes: 0 };
+  }
+  let attnSimd: AttentionSimd | null = null;
+  if (attnModule !== undefined && memory !== undefined) {
+    const api = (
+      globalThis as unknown as {
+        WebAssembly: { Instance: new (m: WasmModule, i: object) => { exports: unknown } };
+      }
+    ).WebAssembly;
+    const e = new api.Instance(attnModule, { env: { memory } }).exports as AttentionSimd;
+    attnSimd = { dot4: e.dot4, dot1: e.dot1, vacc2: e.vacc2, vacc1: e.vacc1, memory, base: 0, bytes: 0 };
   }
   type Registered = {
     data: Float32Array | Uint16Array | Uint8Array;
@@ -474,10 +540,13 @@ function workerMain(
       else if (msg.type === "scratch" && simd !== null) {
         simd.base = msg.base;
         simd.bytes = msg.bytes;
+      } else if (msg.type === "attnScratch" && attnSimd !== null) {
+        attnSimd.base = msg.base;
+        attnSimd.bytes = msg.bytes;
       } else if (msg.type === "attn") {
         try {
           const kv = kvs.get(msg.id) as { keys: Float32Array; values: Float32Array };
-          attend(
+          const args = [
             msg.t0,
             msg.t1,
             msg.meta,
@@ -495,7 +564,10 @@ function workerMain(
             msg.scale,
             msg.sinks,
             attnScratch,
-          );
+          ] as const;
+          if (msg.simd && attnSimd !== null)
+            attendSimd(...args, attnSimd, attend, msg.tile, msg.positionBlock);
+          else attend(...args, msg.tile);
         } catch (error) {
           port.postMessage({ type: "error", message: String((error as Error)?.stack ?? error) });
           Atomics.store(ctrl, 2, 1);
@@ -546,5 +618,5 @@ function workerMain(
 const WORKER_SOURCE = `"use strict";
 const __name = (f) => f;
 const threads = require("node:worker_threads");
-(${workerMain.toString()})((${matmulRange.toString()}), (${attendTokens.toString()}), (${buildDecodeTables.toString()}), threads);
+(${workerMain.toString()})((${matmulRange.toString()}), (${attendTokens.toString()}), (${attendTokensSimd.toString()}), (${buildDecodeTables.toString()}), threads);
 `;
