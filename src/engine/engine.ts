@@ -50,8 +50,12 @@ export interface EngineOptions {
 export interface EngineStats {
   readonly running: number;
   readonly waiting: number;
+  /** Blocks held by requests, summed over the cache groups. */
   readonly kvBlocksUsed: number;
+  /** Blocks in the cache, summed over the cache groups. */
   readonly kvBlocksTotal: number;
+  /** Fraction of the KV cache's bytes held by requests (groups' blocks differ in size), 0 to 1. */
+  readonly kvCacheUsage: number;
   /** Tokens of context the KV cache holds at max_model_len across all sequences (see EngineLimits). */
   readonly kvTokenCapacity: number;
   readonly blockSize: number;
@@ -278,15 +282,20 @@ export class Engine {
   stats(): EngineStats {
     let used = 0;
     let total = 0;
+    let usedBytes = 0;
+    let totalBytes = 0;
     for (const g of this.groups) {
       used += g.blocks.numUsed;
       total += g.blocks.numBlocks;
+      usedBytes += g.blocks.numUsed * g.plan.bytesPerBlock;
+      totalBytes += g.blocks.numBlocks * g.plan.bytesPerBlock;
     }
     return {
       running: this.running.length,
       waiting: this.waiting.length,
       kvBlocksUsed: used,
       kvBlocksTotal: total,
+      kvCacheUsage: usedBytes / totalBytes,
       kvTokenCapacity: this.limits.kvTokenCapacity,
       blockSize: this.limits.blockSize,
       preemptions: this.preemptions,

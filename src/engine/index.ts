@@ -57,7 +57,7 @@ export type { SamplingParams, TokenLogprob } from "./sampler.js";
 export { Rng } from "./tensor/random.js";
 export { readCorpus, shippedCorpusDir } from "./tiny/corpus.js";
 export type { TinyDtype, TinyModelFiles, TinyOptions } from "./tiny/generate.js";
-export { createTinyModel, generateTinyModel, TINY_DTYPES } from "./tiny/generate.js";
+export { createTinyModel, generateTinyModel, TINY_DTYPES, tinyFilesToModel } from "./tiny/generate.js";
 export type { RetrievalOptions } from "./tiny/retrieval.js";
 export { createRetrievalModel, generateRetrievalModel } from "./tiny/retrieval.js";
 export type { TinySize } from "./tiny/sizes.js";

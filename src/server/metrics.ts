@@ -71,14 +71,20 @@ export class ServerMetrics {
       "Requests waiting for a place in the batch or for KV blocks.",
       (s) => s.waiting,
     );
-    gauge(METRIC_NAMES.kvUsage, "Fraction of KV cache blocks in use (1 = full).", (s) =>
-      s.kvBlocksTotal === 0 ? 0 : s.kvBlocksUsed / s.kvBlocksTotal,
+    gauge(METRIC_NAMES.kvUsage, "Fraction of the KV cache's bytes in use (1 = full).", (s) => s.kvCacheUsage);
+    gauge(
+      METRIC_NAMES.kvBlocksUsed,
+      "KV cache blocks held by requests, summed over cache groups.",
+      (s) => s.kvBlocksUsed,
     );
-    gauge(METRIC_NAMES.kvBlocksUsed, "KV cache blocks held by requests.", (s) => s.kvBlocksUsed);
-    gauge(METRIC_NAMES.kvBlocksTotal, "KV cache blocks in the cache.", (s) => s.kvBlocksTotal);
+    gauge(
+      METRIC_NAMES.kvBlocksTotal,
+      "KV cache blocks in the cache, summed over cache groups.",
+      (s) => s.kvBlocksTotal,
+    );
     gauge(
       METRIC_NAMES.kvTokenCapacity,
-      "Tokens the KV cache can hold across all requests.",
+      "Tokens of context the KV cache holds across requests at max_model_len.",
       (s) => s.kvTokenCapacity,
     );
     counter(
