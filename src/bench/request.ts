@@ -1,6 +1,7 @@
 import { Agent, type Dispatcher } from "undici";
 import { type TokenStream, TokenStreamReader } from "../client/index.js";
 import { BringupError, isBringupError } from "../common/errors.js";
+import { type Deferred, SliceQueue } from "./slices.js";
 import type { WorkloadRequest } from "./workload.js";
 
 /** Where and how to send requests: an OpenAI-compatible base URL (without /v1). */
@@ -57,19 +58,30 @@ export interface SendOptions {
   /** Fails the request when it runs longer than this in all (default 10 min). */
   readonly requestTimeoutMs?: number;
   readonly signal?: AbortSignal;
+  /**
+   * Most connections kept open to one endpoint (default: one per request in flight). runBench
+   * passes its max concurrency, so a closed loop reuses its connections instead of opening new ones
+   * while a finished request's connection is being handed back.
+   */
+  readonly connections?: number;
 }
 
-let shared: Agent | undefined;
+const agents = new Map<number, Agent>();
 
 /**
- * One keep-alive connection pool for every request of the process. Requests go through undici's
- * dispatch API with a handler of our own, not request() or fetch: no URL parsing, response stream
- * or promise per request or chunk, and each read is stamped in the callback that delivers it
- * (see bench/client-overhead.ts for what those layers cost in measured latency).
+ * Keep-alive connection pools shared by every request of the process, one per connection limit
+ * (0: no limit). Requests go through undici's dispatch API with a handler of our own, not
+ * request() or fetch: no URL parsing, response stream or promise per request or chunk, and each
+ * read is stamped in the callback that delivers it (bench/client-overhead.ts measures the cost).
  */
-function agent(): Agent {
-  shared ??= new Agent({ keepAliveTimeout: 60_000, connections: null });
-  return shared;
+function agent(connections: number | undefined): Agent {
+  const limit = connections ?? 0;
+  let found = agents.get(limit);
+  if (found === undefined) {
+    found = new Agent({ keepAliveTimeout: 60_000, connections: limit === 0 ? null : limit });
+    agents.set(limit, found);
+  }
+  return found;
 }
 
 /** Origin and path prefix of each base URL seen, parsed once rather than per request. */
@@ -140,15 +152,24 @@ export function sendStreaming(
       bodyTimeout: exchange.stallMs,
     };
     try {
-      agent().dispatch(options_, exchange);
+      agent(options.connections).dispatch(options_, exchange);
     } catch (error) {
       exchange.onResponseError(undefined, error as Error);
     }
   });
 }
 
-/** One request's handler: stamps each read as undici delivers it and settles exactly once. */
-class Exchange implements Dispatcher.DispatchHandler {
+/**
+ * Where each request's reads are parsed: out of undici's callbacks, a quarter millisecond at a
+ * time, so the stamp of a read never waits behind the parsing of hundreds of others.
+ */
+const parsing = new SliceQueue(0.25, 4);
+
+/**
+ * One request's handler. undici's callbacks only stamp and keep what arrived; the parsing, the
+ * verdict and the promise's settling run later in `run` (from the slice queue), once per batch.
+ */
+class Exchange implements Dispatcher.DispatchHandler, Deferred {
   readonly stallMs: number;
   readonly limitMs: number;
   private readonly sentAt = performance.now();
@@ -156,9 +177,16 @@ class Exchange implements Dispatcher.DispatchHandler {
   private readonly chunkTokens: number[] = [];
   private text = "";
   private status = 0;
-  /** The body of a non-streaming or failed answer, as it arrives. */
-  private parts: Buffer[] = [];
+  /** Reads not yet parsed, with the time each arrived. */
+  private readonly reads: Buffer[] = [];
+  private readonly readTimes: number[] = [];
+  /** The body of a non-streaming or failed answer. */
+  private readonly parts: Buffer[] = [];
   private reader: TokenStreamReader | undefined;
+  /** When the response ended or failed, as undici told us. */
+  private endedAt: number | undefined;
+  private error: Error | undefined;
+  private queued = false;
   private timedOut = false;
   private settled = false;
   private controller: Dispatcher.DispatchController | undefined;
@@ -199,25 +227,63 @@ class Exchange implements Dispatcher.DispatchHandler {
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     const at = performance.now();
     if (!this.alive(controller, at)) return;
-    if (!this.streaming || this.status < 200 || this.status > 299) {
-      this.parts.push(chunk);
-      return;
-    }
-    this.reader ??= new TokenStreamReader((c) => {
-      this.chunkTimes.push(c.receivedAt);
-      this.chunkTokens.push(c.tokens);
-      this.text += c.text;
-    });
-    try {
-      this.reader.push(chunk, at);
-    } catch (error) {
-      this.onResponseError(controller, error as Error);
-      controller.abort(error as Error);
-    }
+    this.reads.push(chunk);
+    this.readTimes.push(at);
+    this.defer();
   }
 
   onResponseEnd(): void {
-    if (this.status < 200 || this.status > 299) {
+    this.endedAt = performance.now();
+    this.defer();
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController | undefined, error: Error): void {
+    this.endedAt ??= performance.now();
+    this.error ??= error;
+    this.defer();
+  }
+
+  /** Parses what arrived since the last run; settles the request once it ended or failed. */
+  run(): boolean {
+    this.queued = false;
+    if (this.settled) return false;
+    const ok = this.status >= 200 && this.status <= 299;
+    try {
+      for (let i = 0; i < this.reads.length; i++) {
+        const bytes = this.reads[i] as Buffer;
+        if (!this.streaming || !ok) {
+          this.parts.push(bytes);
+          continue;
+        }
+        this.reader ??= new TokenStreamReader((c) => {
+          this.chunkTimes.push(c.receivedAt);
+          this.chunkTokens.push(c.tokens);
+          this.text += c.text;
+        });
+        this.reader.push(bytes, this.readTimes[i] as number);
+      }
+    } catch (error) {
+      this.endedAt ??= performance.now();
+      this.fail(error as Error);
+      this.controller?.abort(error as Error);
+      return true;
+    } finally {
+      this.reads.length = 0;
+      this.readTimes.length = 0;
+    }
+    if (this.error) this.fail(this.error);
+    else if (this.endedAt !== undefined) this.complete(ok);
+    return this.settled;
+  }
+
+  private defer(): void {
+    if (this.queued || this.settled) return;
+    this.queued = true;
+    parsing.defer(this);
+  }
+
+  private complete(ok: boolean): void {
+    if (!ok) {
       const detail = Buffer.concat(this.parts).toString("utf8").slice(0, 200);
       this.finish({
         ok: false,
@@ -226,14 +292,14 @@ class Exchange implements Dispatcher.DispatchHandler {
       return;
     }
     if (!this.streaming) {
-      this.finish(this.whole(Buffer.concat(this.parts).toString("utf8"), performance.now()));
+      this.finish(this.whole(Buffer.concat(this.parts).toString("utf8"), this.endedAt ?? performance.now()));
       return;
     }
     let stream: TokenStream;
     try {
       stream = (this.reader ?? new TokenStreamReader()).end();
     } catch (error) {
-      this.onResponseError(undefined, error as Error);
+      this.fail(error as Error);
       return;
     }
     if (this.chunkTimes.length === 0) {
@@ -248,7 +314,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     });
   }
 
-  onResponseError(_controller: Dispatcher.DispatchController | undefined, error: Error): void {
+  private fail(error: Error): void {
     this.finish({ ok: false, failure: classify(error, this.timedOut, this.stallMs) });
   }
 
@@ -256,9 +322,7 @@ class Exchange implements Dispatcher.DispatchHandler {
   private alive(controller: Dispatcher.DispatchController, at: number): boolean {
     if (at - this.sentAt <= this.limitMs) return true;
     this.timedOut = true;
-    const error = new BringupError("BENCH_REQUEST_TIMEOUT", "the request ran past its time limit");
-    this.onResponseError(controller, error);
-    controller.abort(error);
+    controller.abort(new BringupError("BENCH_REQUEST_TIMEOUT", "the request ran past its time limit"));
     return false;
   }
 
@@ -301,7 +365,7 @@ class Exchange implements Dispatcher.DispatchHandler {
       index: this.index,
       scheduledAt: this.scheduledAt,
       sentAt: this.sentAt,
-      endAt: performance.now(),
+      endAt: this.endedAt ?? performance.now(),
       chunkTimes: this.chunkTimes,
       chunkTokens: this.chunkTokens,
       text: this.text,

@@ -5,7 +5,7 @@ import { computeMetrics, type RunMetrics, type Slos } from "./metrics.js";
 import { type RequestResult, type SendOptions, sendStreaming, type Target } from "./request.js";
 import type { Workload } from "./workload.js";
 
-export interface RunOptions extends Omit<SendOptions, "signal"> {
+export interface RunOptions extends Omit<SendOptions, "signal" | "connections"> {
   readonly target: Target;
   readonly workload: Workload;
   /** Requests per second; Infinity (default) sends all at once, limited by maxConcurrency. */
@@ -38,7 +38,12 @@ export async function runBench(options: RunOptions): Promise<RunResult> {
   const requests = options.workload.requests;
   // Each request in flight listens on the caller's signal; hundreds at once is the point, not a leak.
   if (options.signal) setMaxListeners(0, options.signal);
-  const send = { ...options, signal: options.signal };
+  const send: SendOptions = {
+    ...(options.stallTimeoutMs !== undefined ? { stallTimeoutMs: options.stallTimeoutMs } : {}),
+    ...(options.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.requestTimeoutMs } : {}),
+    ...(options.signal ? { signal: options.signal } : {}),
+    ...(options.maxConcurrency !== undefined ? { connections: options.maxConcurrency } : {}),
+  };
   const warmups = options.numWarmups ?? 0;
   if (!Number.isInteger(warmups) || warmups < 0) {
     throw new BringupError("BENCH_WARMUPS_INVALID", `--num-warmups must be a whole number, got ${warmups}.`);
