@@ -3,16 +3,17 @@
  * (attention-kernel.ts through the pool) in one process on the same cache, then full prefills
  * through the Engine.
  *
- *   npx tsx bench/attention-prefill.ts [--threads 2] [--chunk 512] [--engine 16384,32768]
+ *   npx tsx bench/attention-prefill.ts [--threads 2] [--chunk 512] [--contexts 4096,8192,16384]
+ *                                      [--engine 16384,32768] [--engine-simd 1|0]
  *
  * Part 1: one layer with one key/value head of 128 (query/key) and 64 (value), a block table of
  * scattered 16-token blocks. At each context N it attends a prefill chunk (the last --chunk tokens,
  * positions N-chunk..N-1) with both kernels, checks the outputs are bit-identical, and prints
  * tokens/s and the ratio (the reference is single-threaded by design; the fast kernel is shown on
  * one thread and on --threads).
- * Part 2: a two-layer model shaped like the needle gate's (layer 0 sliding-window where the engine
- * supports it, layer 1 global; one head of 128/64 each) prefills --engine contexts end to end
- * (maxTokens 1) and prints seconds and tokens/s.
+ * Part 2: a two-layer model shaped like the needle gate's (layer 0 sliding-window, layer 1 global;
+ * one head of 128/64 each) prefills --engine contexts end to end (maxTokens 1) and prints seconds
+ * and tokens/s. CPU time is printed beside wall time because a shared machine's load skews the latter.
  */
 import { availableParallelism } from "node:os";
 import { parseArgs } from "node:util";
@@ -33,6 +34,7 @@ const { values: args } = parseArgs({
     chunk: { type: "string", default: "512" },
     contexts: { type: "string", default: "4096,8192,16384" },
     engine: { type: "string", default: "16384,32768" },
+    "engine-simd": { type: "string", default: "1" },
   },
 });
 const threads = Number(args.threads);
@@ -40,6 +42,7 @@ const chunk = Number(args.chunk);
 const HEAD_DIM = 128;
 const V_HEAD_DIM = 64;
 const BLOCK = 16;
+const WINDOW = 128;
 
 function kernelFigures(): void {
   const contexts = (args.contexts as string).split(",").map(Number);
@@ -55,21 +58,25 @@ function kernelFigures(): void {
     const j = Math.floor(rng.next() * (i + 1));
     [table[i], table[j]] = [table[j] as number, table[i] as number];
   }
-  const pools = [new MatmulPool(1), new MatmulPool(threads)];
+  const arms = [
+    { name: "plain 1t", pool: new MatmulPool(1, { simd: false }) },
+    { name: "simd 1t", pool: new MatmulPool(1, { simd: true }) },
+    { name: `simd ${threads}t`, pool: new MatmulPool(threads, { simd: true }) },
+  ];
   const scale = 1 / Math.sqrt(HEAD_DIM);
   console.log(`attention, one head ${HEAD_DIM}/${V_HEAD_DIM}, a ${chunk}-token prefill chunk at context N`);
-  console.log(
-    "context  reference tok/s  fast 1 thread tok/s  fast %d threads tok/s  ratio 1t  ratio %dt  bits",
-    threads,
-    threads,
-  );
+  console.log("tok/s by wall clock (by this process's CPU time), ratio to the reference by wall (by CPU)");
+  console.log(["context", "reference", ...arms.map((a) => a.name), "bits"].join(" | "));
+  const cell = (refWall: number, refCpu: number, wall: number, cpu: number, threadsUsed: number) =>
+    `${(chunk / wall).toFixed(0)} (${((chunk * threadsUsed) / cpu).toFixed(0)}) ${(refWall / wall).toFixed(2)}x (${((refCpu * threadsUsed) / cpu).toFixed(2)}x)`;
   for (const N of contexts) {
     const q = rng.fillNormal(new Float32Array(chunk * HEAD_DIM), 1);
     const meta = new Int32Array(3 * chunk);
     for (let t = 0; t < chunk; t++) meta.set([N - chunk + t, 0, 0], 3 * t);
     const ref = new Float32Array(chunk * V_HEAD_DIM);
     const scratch = new AttentionScratch();
-    let start = performance.now();
+    const clock = () => ({ wall: performance.now() / 1000, cpu: process.cpuUsage().user / 1e6 });
+    let start = clock();
     for (let t = 0; t < chunk; t++) {
       pagedAttention(
         { q, qOffset: t * HEAD_DIM, blocks: table, pos: N - chunk + t, out: ref, outOffset: t * V_HEAD_DIM },
@@ -78,8 +85,11 @@ function kernelFigures(): void {
         scratch,
       );
     }
-    const refSeconds = (performance.now() - start) / 1000;
-    const fast = pools.map((pool) => {
+    let end = clock();
+    const refWall = end.wall - start.wall;
+    const refCpu = end.cpu - start.cpu;
+    let same = true;
+    const cells = arms.map(({ pool }) => {
       const out = new Float32Array(chunk * V_HEAD_DIM);
       const job = {
         meta,
@@ -98,30 +108,24 @@ function kernelFigures(): void {
         sinks: null,
       };
       pool.attention(job); // warm-up (JIT, worker registration)
-      start = performance.now();
+      start = clock();
       pool.attention(job);
-      return { seconds: (performance.now() - start) / 1000, out };
+      end = clock();
+      same &&= out.every((v, i) => Object.is(v, ref[i]));
+      // CPU time per thread: the process's CPU time over the threads that ran.
+      return cell(refWall, refCpu, end.wall - start.wall, end.cpu - start.cpu, pool.threads);
     });
-    const same = fast.every(({ out }) => out.every((v, i) => Object.is(v, ref[i])));
-    const one = fast[0] as { seconds: number };
-    const many = fast[1] as { seconds: number };
     console.log(
-      [
-        String(N).padStart(7),
-        (chunk / refSeconds).toFixed(0).padStart(16),
-        (chunk / one.seconds).toFixed(0).padStart(20),
-        (chunk / many.seconds).toFixed(0).padStart(21),
-        `${(refSeconds / one.seconds).toFixed(2)}x`.padStart(9),
-        `${(refSeconds / many.seconds).toFixed(2)}x`.padStart(9),
-        same ? "identical" : "DIFFERENT",
-      ].join("  "),
+      [String(N), cell(refWall, refCpu, refWall, refCpu, 1), ...cells, same ? "identical" : "DIFFERENT"].join(
+        " | ",
+      ),
     );
   }
-  return void Promise.all(pools.map((p) => p.close()));
+  return void Promise.all(arms.map((a) => a.pool.close()));
 }
 
-/** Two layers (sliding window 128 then global, where the engine has a sliding spec), one head of 128/64. */
-async function needleShapedModel(maxLen: number, sliding: boolean): Promise<LoadedModel> {
+/** Two layers (sliding window then global), one head of 128/64 each, seeded random weights. */
+async function needleShapedModel(maxLen: number): Promise<LoadedModel> {
   const base = findTinySize("tiny");
   if (base === undefined) throw new Error("tiny size missing");
   const size = {
@@ -141,7 +145,7 @@ async function needleShapedModel(maxLen: number, sliding: boolean): Promise<Load
   const config = {
     ...parsed,
     layers: parsed.layers.map((l, i) =>
-      i === 0 && sliding ? { ...l, attention: { ...l.attention, kind: "sliding" as const, window: 128 } } : l,
+      i === 0 ? { ...l, attention: { ...l.attention, kind: "sliding" as const, window: WINDOW } } : l,
     ),
   };
   // v_proj and o_proj take the value head size; the rest of the generated tensors fit as they are.
@@ -178,26 +182,19 @@ async function engineFigures(): Promise<void> {
     .map(Number);
   if (lengths.length === 0) return;
   const maxLen = Math.max(...lengths) + 16;
-  let model: LoadedModel;
-  let engine: Engine;
-  let layout = "sliding(128) + global";
-  try {
-    model = await needleShapedModel(maxLen, true);
-    engine = new Engine(model, { maxModelLen: maxLen, maxNumSeqs: 1, threads });
-  } catch (error) {
-    // Until the engine has a sliding-window cache spec, both layers are global.
-    layout = `global + global (sliding unavailable: ${(error as Error).message.split(";")[0]})`;
-    model = await needleShapedModel(maxLen, false);
-    engine = new Engine(model, { maxModelLen: maxLen, maxNumSeqs: 1, threads });
-  }
+  const model = await needleShapedModel(maxLen);
+  const simd = args["engine-simd"] !== "0";
+  const engine = new Engine(model, { maxModelLen: maxLen, maxNumSeqs: 1, threads, simd });
   console.log(
-    `\nengine prefill, two layers (${layout}), one head ${HEAD_DIM}/${V_HEAD_DIM}, ${threads} threads`,
+    `\nengine prefill, two layers (sliding window ${WINDOW} + global), one head ${HEAD_DIM}/${V_HEAD_DIM}, ${threads} threads, ${simd ? "SIMD" : "plain"} kernels`,
   );
+  console.log("wall seconds, tok/s; process CPU seconds");
   const rng = new Rng(3);
   const vocab = model.config.vocabSize;
   for (const n of lengths) {
     const prompt = Array.from({ length: n }, () => Math.floor(rng.next() * (vocab - 8)));
     const start = performance.now();
+    const cpu0 = process.cpuUsage().user;
     for await (const _ of engine.submit({
       promptTokenIds: prompt,
       maxTokens: 1,
@@ -206,8 +203,9 @@ async function engineFigures(): Promise<void> {
       // drain
     }
     const seconds = (performance.now() - start) / 1000;
+    const cpu = (process.cpuUsage().user - cpu0) / 1e6;
     console.log(
-      `${String(n).padStart(6)} tokens  ${seconds.toFixed(2).padStart(7)} s  ${(n / seconds).toFixed(0).padStart(6)} tok/s`,
+      `${String(n).padStart(6)} tokens  ${seconds.toFixed(2).padStart(7)} s  ${(n / seconds).toFixed(0).padStart(6)} tok/s  cpu ${cpu.toFixed(2)} s`,
     );
   }
   await engine.close();
