@@ -143,4 +143,12 @@ describe("KV capacity", () => {
     const theory = kvCapacityRatio(mimoLike, "window-sized", "full", 16, 32768);
     expect(Math.abs(measured / theory - 1)).toBeLessThan(0.002);
   });
+
+  it("under one max-length sequence, is the longest request every group can hold", () => {
+    const groups = planKvCache(mimoLike, "window-sized", 16).groups;
+    // The global group holds 10 blocks; a ring short of its 4 blocks limits requests to 2 blocks.
+    expect(kvTokenCapacity(groups, [10, 4], 32768, 16)).toBe(160);
+    expect(kvTokenCapacity(groups, [10, 2], 32768, 16)).toBe(32);
+    expect(kvTokenCapacity(groups, [4096, 8], 32768, 16)).toBe(65536);
+  });
 });

@@ -152,7 +152,8 @@ export function splitKvBudget(
 /**
  * Tokens of context the cache holds at `maxModelLen`: how many max-length sequences fit (the
  * fewest over groups), times the tokens of full-storage blocks one such sequence spans. With full
- * storage only this is exactly blocks x blockSize.
+ * storage only this is exactly blocks x blockSize; under one max-length sequence it is the
+ * longest request the cache can hold.
  */
 export function kvTokenCapacity(
   groups: readonly KvCacheGroup[],
@@ -163,11 +164,13 @@ export function kvTokenCapacity(
   const spanned = Math.ceil(maxModelLen / blockSize) * blockSize;
   let capacity = Number.POSITIVE_INFINITY;
   groups.forEach((g, i) => {
-    // Integer arithmetic first, so a full group gives blocks x blockSize exactly.
-    capacity = Math.min(
-      capacity,
-      Math.floor(((blocks[i] as number) * spanned) / g.spec.blocksNeeded(maxModelLen)),
-    );
+    const have = blocks[i] as number;
+    const need = g.spec.blocksNeeded(maxModelLen);
+    // Under one max-length sequence a group holds one sequence of its blocks' tokens (a ring short
+    // of whole limits every request to it). Otherwise integer arithmetic first, so a full group
+    // gives blocks x blockSize exactly.
+    const holds = have < need ? have * blockSize : Math.floor((have * spanned) / need);
+    capacity = Math.min(capacity, holds);
   });
   return capacity;
 }
