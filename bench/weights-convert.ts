@@ -5,20 +5,31 @@
  *
  * Generates an MXFP4 checkpoint of at least --gib GiB (gpt-oss layout: *_blocks / *_scales experts,
  * sharded with an index), then runs each arm in its own child process so each arm's peak RSS is its
- * own: a chunked read/write copy of the shards, and `convertCheckpoint(..., { to: "fp8" })` with one
- * and with two worker threads. Arms run in the order copy, w1, w2, w2, w1, copy (ABBA), so drift in
- * the machine hits both sides; ratios are taken within each half and both are printed.
+ * own: the copy baseline (see copyArm: the same reader, writer and chunks, no transform), and
+ * `convertCheckpoint(..., { to: "fp8" })` with one and with two worker threads. Every arm reads the
+ * same source, in the page cache since it was generated, and writes fresh files that are deleted
+ * and synced before the next arm starts, so no arm pays for another's writeback and the cache is
+ * in the same state for each (dropping caches would need root and would hit everyone on the host).
+ * Arms run in the order copy, w1, w2, w2, w1, copy (ABBA), so drift in the machine hits both sides;
+ * ratios are taken within each half and both are printed, with CPU seconds per arm: on a shared
+ * machine, wall time alone misleads.
  */
 
 import { execFileSync } from "node:child_process";
 import { randomFillSync } from "node:crypto";
-import { mkdtemp, open, readdir, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
-import { convertCheckpoint, SafetensorsWriter, shardName, writeShardIndex } from "../src/formats/index.js";
+import {
+  convertCheckpoint,
+  openCheckpoint,
+  SafetensorsWriter,
+  shardName,
+  writeShardIndex,
+} from "../src/formats/index.js";
 
 const CHUNK = 16 * 2 ** 20;
 
@@ -26,6 +37,8 @@ interface ArmResult {
   seconds: number;
   /** CPU time of the arm's process, all threads: on a shared machine, wall time alone misleads. */
   cpuSeconds: number;
+  /** Of which in the kernel (system calls, page cache): the I/O's share. */
+  systemSeconds: number;
   sourceBytes: number;
   maxRssBytes: number;
 }
@@ -68,22 +81,48 @@ async function generate(dir: string, gib: number): Promise<number> {
   return total;
 }
 
-/** A plain streaming copy of every shard, the same chunk size, closed like the converter's output (neither syncs). */
+/**
+ * The copy baseline: the same bytes through the same streaming reader and writer the conversion
+ * uses (SafetensorsFile ranges into a reused buffer, SafetensorsWriter to a temporary file renamed
+ * at the end), the same 16 MiB chunks, with the next read in flight while the current chunk is
+ * written, so the copy is not held back by waiting on itself. It reads the same page-cached source
+ * and writes fresh files, as the conversion does; only the transform (and its 1.9x more output
+ * bytes) differs.
+ */
 async function copyArm(src: string, dst: string): Promise<number> {
-  const { mkdir } = await import("node:fs/promises");
   await mkdir(dst);
-  const buffer = new Uint8Array(CHUNK);
+  const ck = await openCheckpoint(src);
+  const buffers = [new Uint8Array(CHUNK), new Uint8Array(CHUNK)];
   let bytes = 0;
-  for (const name of (await readdir(src)).filter((n) => n.endsWith(".safetensors"))) {
-    const [input, output] = [await open(join(src, name), "r"), await open(join(dst, name), "w")];
-    for (let position = 0; ; ) {
-      const { bytesRead } = await input.read(buffer, 0, CHUNK, position);
-      if (bytesRead === 0) break;
-      await output.write(buffer, 0, bytesRead, position);
-      position += bytesRead;
-      bytes += bytesRead;
+  try {
+    for (const shard of ck.shards) {
+      const writer = await SafetensorsWriter.create(
+        join(dst, basename(shard.path)),
+        shard.tensors,
+        shard.metadata,
+      );
+      const pieces = shard.tensors.flatMap((t) =>
+        Array.from({ length: Math.ceil(t.byteLength / CHUNK) }, (_, k) => ({
+          name: t.name,
+          start: k * CHUNK,
+          end: Math.min(t.byteLength, (k + 1) * CHUNK),
+        })),
+      );
+      const read = (k: number) => {
+        const piece = pieces[k] as (typeof pieces)[number];
+        return shard.readTensorRange(piece.name, piece.start, piece.end, buffers[k % 2]);
+      };
+      let pending = pieces.length > 0 ? read(0) : undefined;
+      for (let k = 0; k < pieces.length; k += 1) {
+        const chunk = await (pending as Promise<Uint8Array>);
+        pending = k + 1 < pieces.length ? read(k + 1) : undefined;
+        await writer.write((pieces[k] as (typeof pieces)[number]).name, chunk);
+        bytes += chunk.length;
+      }
+      await writer.finish();
     }
-    await Promise.all([input.close(), output.close()]);
+  } finally {
+    await ck.close();
   }
   return bytes;
 }
@@ -96,7 +135,13 @@ async function runArm(arm: string, src: string, dst: string, workers: number): P
   const seconds = (performance.now() - started) / 1000;
   const usage = process.resourceUsage();
   const cpuSeconds = (usage.userCPUTime + usage.systemCPUTime) / 1e6;
-  return { seconds, cpuSeconds, sourceBytes, maxRssBytes: usage.maxRSS * 1024 };
+  return {
+    seconds,
+    cpuSeconds,
+    systemSeconds: usage.systemCPUTime / 1e6,
+    sourceBytes,
+    maxRssBytes: usage.maxRSS * 1024,
+  };
 }
 
 function child(arm: string, src: string, dst: string, workers: number): ArmResult {
@@ -139,7 +184,6 @@ if (values.arm !== undefined) {
   const root = await mkdtemp(join(values.dir, "bringup-bench-weights-"));
   try {
     const src = join(root, "mxfp4");
-    const { mkdir } = await import("node:fs/promises");
     await mkdir(src);
     const load = (await import("node:os")).loadavg()[0] as number;
     process.stdout.write(
@@ -171,7 +215,7 @@ if (values.arm !== undefined) {
       const rate = result.sourceBytes / 2 ** 30 / result.seconds;
       process.stdout.write(
         `${label.padEnd(26)} ${result.seconds.toFixed(2).padStart(7)} s  ${rate.toFixed(3)} GiB/s of source  ` +
-          `${result.cpuSeconds.toFixed(1)} CPU s  peak RSS ${(result.maxRssBytes / 2 ** 20).toFixed(0)} MiB\n`,
+          `${result.cpuSeconds.toFixed(1)} CPU s (${result.systemSeconds.toFixed(1)} system)  peak RSS ${(result.maxRssBytes / 2 ** 20).toFixed(0)} MiB\n`,
       );
     }
     const rate = (k: number) => {
