@@ -25,6 +25,7 @@ import { code, frontMatter, table, text, vPre } from "./markdown.js";
 import { renderFigureRefs } from "./readme.js";
 import { renderRecipe } from "./recipe.js";
 import { type IndexedRecord, requireRecord } from "./record-index.js";
+import { renderReferenceRun } from "./reference-run.js";
 
 const NONE = "—";
 
@@ -114,6 +115,11 @@ function recordsTable(port: LoadedPort): string {
   return ["### Records", "", table(headers, rows)].join("\n");
 }
 
+function referenceRunSection(port: LoadedPort): string[] {
+  const section = renderReferenceRun(port);
+  return section === undefined ? [] : [section, ""];
+}
+
 /** A port's page: its README with figures filled in, then the manifest's facts and every record. */
 export function renderPortPage(port: LoadedPort, records: Map<string, IndexedRecord>): string {
   const readme = renderFigureRefs(port.readme, records, `${port.dir}/README.md`).trim();
@@ -128,6 +134,7 @@ export function renderPortPage(port: LoadedPort, records: Map<string, IndexedRec
     "",
     gates(port, records),
     "",
+    ...referenceRunSection(port),
     renderRecipe(port),
     "",
     headline(port, records),

@@ -7,10 +7,12 @@ import { registerRecipe } from "./recipe.js";
 import { registerRecords } from "./records.js";
 import { registerServe } from "./serve.js";
 import { registerSite } from "./site.js";
+import { registerUp } from "./up.js";
 import { registerWeights } from "./weights.js";
 
 /** Each command module adds its subcommands here; the order is the order of `bringup --help`. */
 export function registerCommands(program: Command): void {
+  registerUp(program);
   registerPorts(program);
   registerRecords(program);
   registerSite(program);

@@ -1,0 +1,65 @@
+import { inReferenceSeries, type LoadedPort, referenceSeries } from "../catalog/index.js";
+import type { BenchRecord } from "../records/index.js";
+import { GATE_NAMES, gateThreshold } from "./facts.js";
+import { formatRecordFigure, formatTokens } from "./figure.js";
+import { code, table, text } from "./markdown.js";
+
+const NOT_YET = "not measured yet";
+
+/** The latest record of a reference series: the highest run (`<series>.<n>`), the series id itself being run 1. */
+export function latestInSeries(records: readonly BenchRecord[], series: string): BenchRecord | undefined {
+  let latest: BenchRecord | undefined;
+  let highest = 0;
+  for (const record of records) {
+    if (!inReferenceSeries(record.id, series)) continue;
+    const run = record.id === series ? 1 : Number(record.id.slice(series.length + 1));
+    if (run > highest) {
+      highest = run;
+      latest = record;
+    }
+  }
+  return latest;
+}
+
+/**
+ * The port's reference run: each gate and A/B of its reference section (what `bringup up` runs on
+ * the tiny reference config) with the latest measured record, its method and interval; nothing
+ * when the manifest has no reference section.
+ */
+export function renderReferenceRun(port: LoadedPort): string | undefined {
+  const reference = port.manifest.reference;
+  if (reference === undefined) return undefined;
+  const series = referenceSeries(port.manifest);
+  const cell = (id: string) => {
+    const record = latestInSeries(port.records, id);
+    return record === undefined ? [NOT_YET, code(id)] : [text(formatRecordFigure(record)), code(record.id)];
+  };
+  const rows = [
+    ...reference.gates.map((gate, index) => [
+      text(
+        `${GATE_NAMES[gate.kind]}${gate.kind === "needles" && gate.model === "retrieval" ? " (retrieval variant)" : ""}`,
+      ),
+      text(gateThreshold(gate)),
+      ...cell(series.gates[index] as string),
+    ]),
+    ...reference.benchmarks.map((ab) => [
+      text(`A/B: ${ab.metric}, ${ab.b.kv_layout} against ${ab.a.kv_layout} KV layout`),
+      text(
+        `${formatTokens(ab.prompt_tokens)}-token prompts, ${ab.output_tokens} output tokens, ${ab.requests} per trial, ${ab.blocks} ABBA blocks`,
+      ),
+      ...cell(ab.record),
+    ]),
+  ];
+  const baseline = reference.baseline
+    ? ` against the ${reference.baseline.kv_layout} layout as baseline`
+    : "";
+  return [
+    "### Reference run",
+    "",
+    text(
+      `bringup up ${port.id} runs the port's tiny reference config on the embedded CPU engine: the ${reference.kv_layout} KV layout${baseline}, at max_model_len ${formatTokens(reference.max_model_len)}. Each row shows its latest record.`,
+    ),
+    "",
+    table(["Check", "Passes when, or setup", "Latest result", "Record"], rows),
+  ].join("\n");
+}
