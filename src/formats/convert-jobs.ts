@@ -37,7 +37,6 @@ const bytesOf = (a: Float32Array | Uint16Array) => new Uint8Array(a.buffer, a.by
  */
 export class Scratch {
   readonly arena = SimdArena.create(nibbleCodes);
-  readonly #inputs: Uint8Array[] = [];
 
   /** An output buffer of `bytes`, until given back. Its old contents are undefined. */
   take(bytes: number): Uint8Array {
@@ -48,23 +47,105 @@ export class Scratch {
   give(region: Uint8Array | number): void {
     if (typeof region === "number" || this.arena?.owns(region)) this.arena?.release(region);
   }
+}
 
-  /** Read buffer `slot`, at least `bytes`, reused from job to job (jobs of one runner run one at a time). */
-  get(slot: number, bytes: number): Uint8Array {
-    const held = this.#inputs[slot];
-    if (held !== undefined && held.length >= bytes) return held;
-    if (held !== undefined) this.give(held);
-    const fresh = this.take(bytes);
-    this.#inputs[slot] = fresh;
-    return fresh;
-  }
+/** A job whose source bytes are read; `run` converts them (and gives its read buffers back). */
+export interface LoadedJob {
+  run(): Promise<JobResult>;
 }
 
 /**
- * Runs one job against an open source checkpoint; the same code runs in workers and inline. The
- * parts returned never alias the read buffers; once written, the caller gives each back to `scratch`.
+ * Reads one job's source bytes, so a runner can read the next job while it converts this one;
+ * `run` then does the work. Same code in workers and inline. The parts a job returns never alias
+ * its read buffers; once written, the caller gives each part back to `scratch`.
  */
-export async function runJob(ck: Checkpoint, job: Job, scratch: Scratch): Promise<JobResult> {
+export async function loadJob(ck: Checkpoint, job: Job, scratch: Scratch): Promise<LoadedJob> {
+  if (job.op !== "mxfp4-to-fp8") return { run: () => runWhole(ck, job, scratch) };
+  const { tensor, start, end } = job;
+  const subject = `${ck.tensor(tensor.parts[0]).file}#${tensor.name}`;
+  const groups = logicalRows(tensor).cols / MXFP4_BLOCK;
+  const [blocksName, scalesName] = tensor.parts as [string, string];
+  const [g0, g1] = [start * groups, end * groups];
+  const scales = await ck.readTensorRange(scalesName, g0, g1, scratch.take(g1 - g0));
+  try {
+    checkMxfp4Scales(scales, subject, g0); // here, so the block named is the tensor's own
+    const [b0, b1] = [g0 * MXFP4_BLOCK_BYTES, g1 * MXFP4_BLOCK_BYTES];
+    const blocks = await ck.readTensorRange(blocksName, b0, b1, scratch.take(b1 - b0));
+    return {
+      run: async () => {
+        try {
+          return mxfp4ToFp8Job(job, subject, blocks, scales, scratch);
+        } finally {
+          scratch.give(blocks);
+          scratch.give(scales);
+        }
+      },
+    };
+  } catch (error) {
+    scratch.give(scales);
+    throw error;
+  }
+}
+
+function mxfp4ToFp8Job(
+  job: Job & { op: "mxfp4-to-fp8" },
+  subject: string,
+  blocks: Uint8Array,
+  scales: Uint8Array,
+  scratch: Scratch,
+): JobResult {
+  const { tensor, start, end } = job;
+  const { cols } = logicalRows(tensor);
+  const groups = cols / MXFP4_BLOCK;
+  if (job.block === "block32") {
+    const elements = mxfp4ToFp8Block32(
+      blocks,
+      scales,
+      subject,
+      scratch.take(blocks.length * 2),
+      scratch.arena,
+    );
+    const table = e8m0Table();
+    const scaleBytes = scratch.take(scales.length * 4);
+    const scaleInv = new Float32Array(scaleBytes.buffer, scaleBytes.byteOffset, scales.length);
+    for (let i = 0; i < scales.length; i += 1) scaleInv[i] = table[scales[i] as number] as number;
+    return { parts: [elements, scaleBytes] };
+  }
+  const matrixRows = tensor.shape.at(-2) as number;
+  const out = tileOutputs(tensor, start, end, scratch);
+  const reports: TileReport[] = [];
+  for (const band of bands(tensor, start, end)) {
+    const [g0, g1] = [band.from * groups, band.to * groups];
+    reports.push(
+      mxfp4ToFp8Tile128(
+        blocks.subarray(g0 * MXFP4_BLOCK_BYTES, g1 * MXFP4_BLOCK_BYTES),
+        scales.subarray(g0, g1),
+        band.rows,
+        cols,
+        job.allowInexact,
+        subject,
+        (start + band.from) % matrixRows,
+        band.view(out),
+        scratch.arena,
+      ),
+    );
+  }
+  return {
+    parts: [out.elements, bytesOf(out.scaleInv)],
+    report: {
+      inexactTiles: reports.flatMap((r) => r.inexactTiles),
+      maxAbsError: Math.max(0, ...reports.map((r) => r.maxAbsError)),
+      maxRelError: Math.max(0, ...reports.map((r) => r.maxRelError)),
+    },
+  };
+}
+
+/** The other jobs, read and converted in one go. */
+async function runWhole(
+  ck: Checkpoint,
+  job: Exclude<Job, { op: "mxfp4-to-fp8" }>,
+  scratch: Scratch,
+): Promise<JobResult> {
   const { tensor, start, end } = job;
   const { cols } = logicalRows(tensor);
   const subject = `${ck.tensor(tensor.parts[0]).file}#${tensor.name}`;
@@ -104,61 +185,6 @@ export async function runJob(ck: Checkpoint, job: Job, scratch: Scratch): Promis
     case "float-to-mxfp4": {
       const { blocks, scales } = encodeMxfp4(await readLogicalRows(ck, tensor, start, end), subject);
       return { parts: [blocks, scales] };
-    }
-    case "mxfp4-to-fp8": {
-      const groups = cols / MXFP4_BLOCK;
-      const [blocksName, scalesName] = tensor.parts as [string, string];
-      const read = async (s: number, e: number) => {
-        const [g0, g1] = [s * groups, e * groups];
-        const scales = await ck.readTensorRange(scalesName, g0, g1, scratch.get(0, g1 - g0));
-        checkMxfp4Scales(scales, subject, g0); // here, so the block named is the tensor's own
-        const [b0, b1] = [g0 * MXFP4_BLOCK_BYTES, g1 * MXFP4_BLOCK_BYTES];
-        const blocks = await ck.readTensorRange(blocksName, b0, b1, scratch.get(1, b1 - b0));
-        return { blocks, scales };
-      };
-      if (job.block === "block32") {
-        const { blocks, scales } = await read(start, end);
-        const elements = mxfp4ToFp8Block32(
-          blocks,
-          scales,
-          subject,
-          scratch.take(blocks.length * 2),
-          scratch.arena,
-        );
-        const table = e8m0Table();
-        const scaleBytes = scratch.take(scales.length * 4);
-        const scaleInv = new Float32Array(scaleBytes.buffer, scaleBytes.byteOffset, scales.length);
-        for (let i = 0; i < scales.length; i += 1) scaleInv[i] = table[scales[i] as number] as number;
-        return { parts: [elements, scaleBytes] };
-      }
-      const matrixRows = tensor.shape.at(-2) as number;
-      const { blocks, scales } = await read(start, end);
-      const out = tileOutputs(tensor, start, end, scratch);
-      const reports: TileReport[] = [];
-      for (const band of bands(tensor, start, end)) {
-        const [g0, g1] = [band.from * groups, band.to * groups];
-        reports.push(
-          mxfp4ToFp8Tile128(
-            blocks.subarray(g0 * MXFP4_BLOCK_BYTES, g1 * MXFP4_BLOCK_BYTES),
-            scales.subarray(g0, g1),
-            band.rows,
-            cols,
-            job.allowInexact,
-            subject,
-            (start + band.from) % matrixRows,
-            band.view(out),
-            scratch.arena,
-          ),
-        );
-      }
-      return {
-        parts: [out.elements, bytesOf(out.scaleInv)],
-        report: {
-          inexactTiles: reports.flatMap((r) => r.inexactTiles),
-          maxAbsError: Math.max(0, ...reports.map((r) => r.maxAbsError)),
-          maxRelError: Math.max(0, ...reports.map((r) => r.maxRelError)),
-        },
-      };
     }
   }
 }

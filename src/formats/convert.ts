@@ -4,7 +4,7 @@ import { writeDirectoryAtomic } from "../common/atomic-write.js";
 import { BringupError } from "../common/errors.js";
 import { type Checkpoint, openCheckpoint, writeShardIndex } from "./checkpoint.js";
 import { copyCompanions } from "./companions.js";
-import { type Job, type JobOp, type JobResult, runJob, Scratch, sourceRowBytes } from "./convert-jobs.js";
+import { type Job, type JobOp, type JobResult, loadJob, Scratch, sourceRowBytes } from "./convert-jobs.js";
 import { type Dtype, dtypeBytes, elementCount } from "./dtypes.js";
 import { detectLogicalTensors, type LogicalTensor, logicalRows, scaleGridShape } from "./logical.js";
 import { MXFP4_BLOCK, MXFP4_BLOCK_BYTES } from "./mxfp4.js";
@@ -301,13 +301,16 @@ export async function convertCheckpoint(
             ),
           );
         }
-        // On the calling thread, jobs run one at a time: they share the scratch buffers.
+        // On the calling thread, jobs convert one at a time, in order.
         const scratch = new Scratch();
         let inline: Promise<unknown> = Promise.resolve();
-        // `worker`: who holds the result's arena regions (-1: this thread's scratch).
+        // `worker`: who holds the result's arena regions (-1: this thread's scratch). Inline, a
+        // job's reads start at once and its conversion waits for the one before.
         const execute = (job: Job): Promise<{ result: JobResult; worker: number }> => {
           if (pool) return pool.run(job);
-          const next = inline.then(async () => ({ result: await runJob(ck, job, scratch), worker: -1 }));
+          const loading = loadJob(ck, job, scratch);
+          loading.catch(() => undefined);
+          const next = inline.then(async () => ({ result: await (await loading).run(), worker: -1 }));
           inline = next.catch(() => undefined);
           return next;
         };
