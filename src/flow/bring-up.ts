@@ -299,11 +299,11 @@ export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> 
   } finally {
     signal?.removeEventListener("abort", onAbort);
     await clock.run("stop", async () => {
-      const running = [servers.build, servers.baseline, servers.retrieval].filter((s) => s?.listening).length;
+      const started = [servers.build, servers.baseline, servers.retrieval].filter(Boolean).length;
       await closeAll();
       return {
         value: undefined,
-        detail: external ? "no embedded server ran" : `stopped ${running} running server(s)`,
+        detail: started === 0 ? "no embedded server ran" : `all ${started} embedded servers stopped`,
       };
     });
   }
@@ -314,6 +314,11 @@ export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> 
     gates,
     figures,
     skippedBenchmarks,
+    servers: {
+      ...(servers.build ? { build: servers.build.url } : {}),
+      ...(servers.baseline ? { baseline: servers.baseline.url } : {}),
+      ...(servers.retrieval ? { retrieval: servers.retrieval.url } : {}),
+    },
     records,
     ...(page !== undefined ? { page } : {}),
     ...(siteDir !== undefined ? { siteDir } : {}),

@@ -40,10 +40,6 @@ export class EmbeddedServer {
     return this.current;
   }
 
-  get listening(): boolean {
-    return this.running !== undefined;
-  }
-
   /** Stops the server and starts it again as `layout` on the same port (nothing to do when it already is). */
   async restartAs(layout: KvLayout): Promise<void> {
     if (this.running !== undefined && layout === this.current) return;

@@ -85,6 +85,8 @@ export interface BringUpSummary {
   readonly gates: readonly GateSummary[];
   readonly figures: readonly FigureSummary[];
   readonly skippedBenchmarks: readonly SkippedBenchmark[];
+  /** The embedded servers' URLs by role (none with an outside endpoint); all are stopped when bringUp returns. */
+  readonly servers: { readonly build?: string; readonly baseline?: string; readonly retrieval?: string };
   /** Every record appended, by id, in order. */
   readonly records: readonly string[];
   /** The port's built page (an HTML file), when the site was built. */

@@ -1,0 +1,123 @@
+import { cp, mkdir, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { portModel } from "../../../ports/mimo-v2.6-flash/model.js";
+import { loadCatalog } from "../../catalog/index.js";
+import {
+  kvBytesPerSequence,
+  loadModel,
+  planKvCache,
+  readCorpus,
+  registerArchitecture,
+} from "../../engine/index.js";
+import { type BringUpSummary, cachedModel } from "../../flow/index.js";
+import { type RunningServer, startServer } from "../../server/index.js";
+import { runInProcess } from "../tests/run-in-process.js";
+import { registerUp } from "./up.js";
+
+const REPO = join(import.meta.dirname, "../../..");
+const PORT = "mimo-v2.6-flash";
+
+let root: string;
+/** MiMo's tiny reference model served as an outside endpoint would be: the build and the full-KV baseline. */
+const servers: RunningServer[] = [];
+
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), "bringup-up-cli-"));
+  await mkdir(join(root, "ports"));
+  await cp(join(REPO, "ports", "README.md"), join(root, "ports", "README.md"));
+  for (const id of [PORT, "muse-glimmer-30b"]) {
+    await cp(join(REPO, "ports", id), join(root, "ports", id), { recursive: true });
+  }
+  const reference = (await loadCatalog(root)).ports.find((p) => p.id === PORT)?.manifest.reference;
+  if (reference === undefined) throw new Error(`${PORT} has no reference section`);
+  registerArchitecture(portModel.architecture);
+  const corpus = await readCorpus();
+  const tiny = await cachedModel(join(root, "cache"), "tiny", { config: reference.config }, () =>
+    portModel.tinyModel(reference.config, corpus),
+  );
+  const model = await loadModel(tiny.dir);
+  // One KV byte budget for both, as bringup up gives its own servers, so their capacities compare.
+  const maxModelLen = reference.max_model_len;
+  const kvCacheBytes = kvBytesPerSequence(planKvCache(model.config, "full", 16).groups, maxModelLen);
+  for (const kvLayout of ["window-sized", "full"] as const) {
+    servers.push(
+      await startServer({
+        model,
+        port: 0,
+        maxModelLen,
+        kvCacheBytes,
+        blockSize: 16,
+        kvLayout,
+        maxNumSeqs: 2,
+      }),
+    );
+  }
+});
+
+afterAll(async () => {
+  await Promise.all(servers.map((s) => s.close()));
+  await rm(root, { recursive: true, force: true });
+});
+
+describe("bringup up", () => {
+  it("says what a port without a reference section lacks", async () => {
+    const run = await runInProcess([registerUp], ["--root", root, "up", "muse-glimmer-30b"], {
+      captureThrown: true,
+    });
+    expect(run.thrown).toMatchObject({ code: "PORT_NO_REFERENCE" });
+    const orphan = await runInProcess(
+      [registerUp],
+      ["--root", root, "up", PORT, "--reference", "http://127.0.0.1:9"],
+      { captureThrown: true },
+    );
+    expect(orphan.thrown).toMatchObject({ code: "UP_REFERENCE_WITHOUT_ENDPOINT" });
+  });
+
+  it("runs the reference gates and the A/B against outside endpoints and exits 1 when a gate fails", async () => {
+    const [build, baseline] = servers as [RunningServer, RunningServer];
+    const quick = ["--needle-contexts", "512", "--ab-prompt-tokens", "64", "--ab-output-tokens", "4"];
+    const run = await runInProcess(
+      [registerUp],
+      [
+        "--root",
+        root,
+        "up",
+        PORT,
+        "--endpoint",
+        build.url,
+        "--reference",
+        baseline.url,
+        "--json",
+        "--no-site",
+      ]
+        .concat(quick)
+        .concat(["--ab-blocks", "2"]),
+    );
+    const summary = JSON.parse(run.stdout) as BringUpSummary;
+    expect(summary.target).toBe(build.url);
+    // The tiny model itself cannot retrieve, so the needle gate fails against it; the others pass.
+    expect(summary.gates.map((g) => [g.kind, g.status])).toEqual([
+      ["perplexity", "passed"],
+      ["needles", "failed"],
+      ["kv-capacity", "passed"],
+    ]);
+    expect(summary.figures.at(-1)).toMatchObject({ method: "same-node-ab" });
+    expect(summary.stages.find((s) => s.stage === "serve")?.status).toBe("skipped");
+    expect(run.exitCode).toBe(1);
+
+    // Without a baseline the comparing gates and the A/B say what to pass; the table names them.
+    const alone = await runInProcess(
+      [registerUp],
+      ["--root", root, "up", PORT, "--endpoint", build.url, "--no-site"].concat(quick),
+    );
+    expect(alone.stdout).toMatch(/perplexity\s+not-run\s+GATE_NEEDS_REFERENCE/);
+    expect(alone.stdout).toContain("--disable-hybrid-kv-cache-manager");
+    expect(alone.stdout).toMatch(
+      /A\/B mimo-v2\.6-flash\/reference-decode-ab not measured: no endpoint serves the full/,
+    );
+    expect(alone.stderr).toContain("gates done");
+    expect(alone.exitCode).toBe(1);
+  });
+});

@@ -1,0 +1,162 @@
+import { cp, mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadCatalog } from "../catalog/index.js";
+import { readRecords } from "../records/index.js";
+import { renderSite } from "../site/index.js";
+import { type BringUpOptions, bringUp } from "./bring-up.js";
+import { nextSeriesId } from "./record-ids.js";
+import { STAGES, type StageEvent } from "./summary.js";
+
+const REPO = join(import.meta.dirname, "../..");
+const PORT = "mimo-v2.6-flash";
+
+let root: string;
+let results: string;
+/** Reduced sizes: needles at 1K, a short A/B; the site is rendered in memory instead of built. */
+let quick: BringUpOptions;
+
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), "bringup-up-"));
+  await mkdir(join(root, "ports"));
+  await cp(join(REPO, "ports", "README.md"), join(root, "ports", "README.md"));
+  // The port brought up, and one without a reference section.
+  for (const id of [PORT, "muse-glimmer-30b"]) {
+    await cp(join(REPO, "ports", id), join(root, "ports", id), { recursive: true });
+  }
+  results = join(root, "ports", PORT, "results");
+  quick = {
+    root,
+    port: PORT,
+    cacheDir: join(root, "cache"),
+    needleContexts: [1024],
+    benchmarkSize: { promptTokens: 128, outputTokens: 8, blocks: 2 },
+    site: false,
+  };
+});
+
+afterAll(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+/** The ids the next run's records of these series get (the copied results may hold earlier runs). */
+async function nextIds(...series: string[]): Promise<string[]> {
+  const ids = (await readRecords(results)).map((r) => r.id);
+  return series.map((s) => nextSeriesId(`${PORT}/${s}`, ids));
+}
+
+/** Each embedded server refuses connections once the run is over. */
+async function expectStopped(urls: readonly (string | undefined)[]): Promise<void> {
+  for (const url of urls) {
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    await expect(fetch(`${url}/health`)).rejects.toThrow();
+  }
+}
+
+describe("bringUp", () => {
+  it("brings the port up end to end: gates passed, records with their methods, servers stopped", async () => {
+    const events: StageEvent[] = [];
+    const [perplexityId, needlesId, capacityId, abId] = await nextIds(
+      "reference-perplexity",
+      "reference-needles",
+      "reference-kv-capacity",
+      "reference-decode-ab",
+    );
+    const summary = await bringUp({ ...quick, onStage: (event) => events.push(event) });
+
+    expect(summary.aborted).toBe(false);
+    expect(summary.gates.map((g) => [g.kind, g.status])).toEqual([
+      ["perplexity", "passed"],
+      ["needles", "passed"],
+      ["kv-capacity", "passed"],
+    ]);
+    expect(summary.gates.map((g) => [g.record, g.method])).toEqual([
+      [perplexityId, "same-pod-ab"],
+      [needlesId, "single-run"],
+      [capacityId, "same-pod-ab"],
+    ]);
+    expect(summary.skippedBenchmarks).toEqual([]);
+    const ab = summary.figures.find((f) => f.record === abId);
+    expect(ab?.method).toBe("same-pod-ab");
+    expect(ab?.interval).toHaveLength(2);
+    expect(ab?.text).toContain("same-pod A/B");
+
+    // Every stage announced, in order, and ended; MiMo converts nothing.
+    const ends = events.filter((e) => e.status !== "started");
+    expect(ends.map((e) => e.stage)).toEqual([...STAGES]);
+    expect(ends.find((e) => e.stage === "convert")?.detail).toContain("no conversion");
+    expect(ends.find((e) => e.stage === "weights")?.detail).toContain("made");
+
+    const written = await readRecords(results);
+    const byId = new Map(written.map((r) => [r.id, r]));
+    const perplexity = byId.get(perplexityId as string);
+    expect(perplexity?.arms.map((a) => a.name)).toEqual(["window-sized KV layout", "full KV layout"]);
+    expect(perplexity?.arms.map((a) => a.fingerprint?.server_flags?.at(-1))).toEqual([
+      "--kv-layout=window-sized",
+      "--kv-layout=full",
+    ]);
+    expect(perplexity?.source).toMatchObject({ kind: "measured", tool: "bringup up" });
+    const record = byId.get(abId as string);
+    expect(record?.method).toBe("same-pod-ab");
+    expect(record?.comparison?.ci95).toHaveLength(2);
+    expect(record?.arms.map((a) => [a.name, a.samples.length])).toEqual([
+      ["full KV layout", 4],
+      ["window-sized KV layout", 4],
+    ]);
+    const trials = await readFile(join(results, "bench-trials.jsonl"), "utf8");
+    expect(trials.split("\n").filter((line) => line.includes(`"${abId}-t0`))).toHaveLength(8);
+
+    await expectStopped([summary.servers.build, summary.servers.baseline, summary.servers.retrieval]);
+
+    // The port's page shows each figure of the run with its method.
+    const site = renderSite(await loadCatalog(root), new Map());
+    const page = site.pages.find((p) => p.path === `ports/${PORT}.md`)?.markdown ?? "";
+    expect(page).toContain("### Reference run");
+    expect(page).toContain(`\`${abId}\``);
+    expect(page).toContain("same\\-pod A\\/B");
+    expect(page).toContain("single run");
+  });
+
+  it("reuses the cached weights, numbers later records of a series, and on abort stops the servers and keeps what it recorded", async () => {
+    const controller = new AbortController();
+    const events: StageEvent[] = [];
+    const expected = await nextIds("reference-perplexity", "reference-needles", "reference-kv-capacity");
+    const [abId] = await nextIds("reference-decode-ab");
+    expect(expected.every((id) => /\.[0-9]+$/.test(id))).toBe(true);
+    const summary = await bringUp({
+      ...quick,
+      signal: controller.signal,
+      onStage: (event) => events.push(event),
+      // Stop as soon as the first A/B trial is measured.
+      onProgress: (event) => {
+        if (event.stage === "benchmarks" && event.done === 1) controller.abort();
+      },
+    });
+    expect(summary.aborted).toBe(true);
+    expect(events.find((e) => e.stage === "weights" && e.status === "done")?.detail).toContain("tiny reused");
+    expect(summary.gates.map((g) => g.record)).toEqual(expected);
+    expect(summary.skippedBenchmarks).toEqual([expect.objectContaining({ code: "UP_ABORTED" })]);
+    expect(events.find((e) => e.stage === "site")?.status).toBe("started");
+    expect(events.find((e) => e.stage === "site" && e.status !== "started")?.status).toBe("skipped");
+    await expectStopped([summary.servers.build, summary.servers.baseline, summary.servers.retrieval]);
+
+    const ids = (await readRecords(results)).map((r) => r.id);
+    expect(ids).toEqual(expect.arrayContaining(expected));
+    // The trial measured before the stop is kept; no A/B record was made from one trial.
+    expect(ids).toContain(`${abId}-t001-a`);
+    expect(ids).not.toContain(abId);
+  });
+
+  it("says what a port lacks: a reference section, or model code", async () => {
+    await expect(bringUp({ ...quick, port: "muse-glimmer-30b" })).rejects.toMatchObject({
+      code: "PORT_NO_REFERENCE",
+      message: expect.stringContaining("add a `reference:` section to ports/muse-glimmer-30b/port.yaml"),
+    });
+    await expect(bringUp({ ...quick, portModels: new Map() })).rejects.toMatchObject({
+      code: "PORT_NO_MODEL_CODE",
+      message: expect.stringContaining(`ports/${PORT}/model.ts exporting \`portModel\``),
+    });
+    await expect(bringUp({ ...quick, port: "no-such-port" })).rejects.toMatchObject({ code: "PORT_UNKNOWN" });
+  });
+});
