@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -247,5 +248,13 @@ describe("convertCheckpoint", () => {
 
   it("refuses an output directory that exists", async () => {
     await expect(convertCheckpoint(source, source, { to: "bf16" })).rejects.toThrow(/already exists/);
+  });
+
+  it("refuses a worker count that is not a whole number, before writing anything", async () => {
+    for (const workers of [Number.NaN, -1, 1.5]) {
+      const out = join(root, `bad-workers-${workers}`);
+      await expect(convertCheckpoint(source, out, { to: "fp8", workers })).rejects.toThrow(/whole number/);
+      expect(existsSync(out)).toBe(false);
+    }
   });
 });
