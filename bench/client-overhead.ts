@@ -8,7 +8,8 @@
  *    order harness, wrk, wrk, harness; the ratio is taken in each half. The server's CPU share in
  *    each arm is printed: near 100% means the server, not the client, set that arm's rate.
  * 2. SSE tokens parsed per second on one core: readTokenStream over an in-memory stream of
- *    completion chunks shaped like vLLM's. Goal: at least 100k tok/s.
+ *    completion chunks shaped like vLLM's, in 16 KiB reads, per second of the main thread's CPU
+ *    time (wall-clock rate printed too). Goal: at least 100k tok/s.
  * 3. The client's own added TTFT at --streams concurrent streams. The server writes into the first
  *    chunk when it read the request and when it wrote that chunk, on the machine's monotonic clock
  *    (process.hrtime, CLOCK_MONOTONIC: one clock for every process, not stepped like the wall
@@ -159,7 +160,7 @@ function wrkRate(url: string): number {
 }
 
 /** tokens per second readTokenStream parses from memory, one core, best of three. */
-async function sseParseRate(): Promise<number> {
+async function sseParseRate(): Promise<{ perCpuSecond: number; perWallSecond: number }> {
   const events = 300_000;
   const one = `data: ${JSON.stringify({
     id: "cmpl-8f3c2a61b0e94d7f9a1c2b3d4e5f6a7b",
@@ -173,8 +174,9 @@ async function sseParseRate(): Promise<number> {
   const bytes = new TextEncoder().encode(text);
   const pieces: Uint8Array[] = [];
   for (let at = 0; at < bytes.length; at += 16 * 1024) pieces.push(bytes.subarray(at, at + 16 * 1024));
-  let best = 0;
+  let best = { perCpuSecond: 0, perWallSecond: 0 };
   for (let round = 0; round < 3; round++) {
+    const cpu = threadTimes(process.pid);
     const start = performance.now();
     const stream = await readTokenStream(
       (async function* () {
@@ -182,9 +184,13 @@ async function sseParseRate(): Promise<number> {
       })(),
     );
     const seconds = (performance.now() - start) / 1000;
+    const after = threadTimes(process.pid);
+    // The main thread's own CPU time: on a shared machine, wall time also counts waiting for a CPU.
+    const cpuSeconds = cpu && after ? (after.cpu - cpu.cpu) / 1000 : seconds;
     const tokens = stream.chunks.reduce((sum, c) => sum + c.tokens, 0);
     if (tokens !== events) throw new Error(`parsed ${tokens} tokens, expected ${events}`);
-    best = Math.max(best, tokens / seconds);
+    if (tokens / cpuSeconds > best.perCpuSecond)
+      best = { perCpuSecond: tokens / cpuSeconds, perWallSecond: tokens / seconds };
   }
   return best;
 }
@@ -253,7 +259,9 @@ async function main(): Promise<void> {
     }
     if (only === undefined || only === "parse") {
       const parse = await sseParseRate();
-      console.log(`SSE tokens parsed per second, one core: ${(parse / 1000).toFixed(0)}k (goal >= 100k)`);
+      console.log(
+        `SSE tokens parsed per second of one core's CPU time: ${(parse.perCpuSecond / 1000).toFixed(0)}k (goal >= 100k); per wall-clock second ${(parse.perWallSecond / 1000).toFixed(0)}k`,
+      );
     }
     if (only === undefined || only === "ttft") {
       const cpu = process.cpuUsage();

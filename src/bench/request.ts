@@ -284,7 +284,7 @@ class Exchange implements Dispatcher.DispatchHandler, Deferred {
 
   private complete(ok: boolean): void {
     if (!ok) {
-      const detail = Buffer.concat(this.parts).toString("utf8").slice(0, 200);
+      const detail = joined(this.parts).slice(0, 200);
       this.finish({
         ok: false,
         failure: { reason: "http-error", message: `HTTP ${this.status}${detail ? `: ${detail}` : ""}` },
@@ -292,7 +292,7 @@ class Exchange implements Dispatcher.DispatchHandler, Deferred {
       return;
     }
     if (!this.streaming) {
-      this.finish(this.whole(Buffer.concat(this.parts).toString("utf8"), this.endedAt ?? performance.now()));
+      this.finish(this.whole(joined(this.parts), this.endedAt ?? performance.now()));
       return;
     }
     let stream: TokenStream;
@@ -372,6 +372,11 @@ class Exchange implements Dispatcher.DispatchHandler, Deferred {
       ...fields,
     });
   }
+}
+
+/** The text of a body's reads (nearly always one: no copy then). */
+function joined(parts: readonly Buffer[]): string {
+  return (parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts)).toString("utf8");
 }
 
 function classify(error: unknown, timedOut: boolean, stallMs: number): NonNullable<RequestResult["failure"]> {

@@ -19,6 +19,19 @@ describe("SseParser", () => {
     parser.push("data: half", 4);
     expect(parser.pending).toBe(true);
   });
+
+  it("reads a large read of LF events that ends in CRLF and CR-only ones", () => {
+    const parser = new SseParser();
+    const text = `${"data: x\n\n".repeat(1000)}data: y\r\ndata: z\r\n\r\ndata\r\rid: 7\ndata: w\n\n`;
+    const events = parser.push(text, 5);
+    expect(events.length).toBe(1003);
+    expect(events.slice(1000)).toEqual([
+      { event: "message", data: "y\nz", receivedAt: 5 },
+      { event: "message", data: "", receivedAt: 5 },
+      { event: "message", data: "w", id: "7", receivedAt: 5 },
+    ]);
+    expect(parser.pending).toBe(false);
+  });
 });
 
 describe("readTokenStream", () => {

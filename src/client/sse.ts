@@ -18,7 +18,8 @@ export interface SseEvent {
  */
 export class SseParser {
   private buffer = "";
-  private data: string[] = [];
+  /** The event's data lines so far, joined by "\n"; undefined before its first data line. */
+  private data: string | undefined;
   private eventName = "";
   private lastId: string | undefined;
   private sawField = false;
@@ -26,14 +27,23 @@ export class SseParser {
 
   /** Feeds decoded text that arrived at `at`; returns the events it completed. */
   push(text: string, at: number): SseEvent[] {
-    let input = this.buffer.length > 0 ? this.buffer + text : text;
-    if (this.skipLeadingLf && input.startsWith("\n")) input = input.slice(1);
-    this.skipLeadingLf = false;
     const events: SseEvent[] = [];
+    this.feed(text, at, (event) => events.push(event));
+    return events;
+  }
+
+  /** As push, handing each completed event to `onEvent` as it is found. */
+  feed(text: string, at: number, onEvent: (event: SseEvent) => void): void {
+    let input = this.buffer.length > 0 ? this.buffer + text : text;
+    if (this.skipLeadingLf && input.charCodeAt(0) === 10) input = input.slice(1);
+    this.skipLeadingLf = false;
     let start = 0;
+    // The next CR is looked up again only once the scan has passed it: most streams have none,
+    // and searching the rest of a large read for one at every line would cost quadratic time.
+    let cr = input.indexOf("\r");
     for (;;) {
+      if (cr !== -1 && cr < start) cr = input.indexOf("\r", start);
       const lf = input.indexOf("\n", start);
-      const cr = input.indexOf("\r", start);
       let end: number;
       let next: number;
       if (cr !== -1 && (lf === -1 || cr < lf)) {
@@ -51,11 +61,10 @@ export class SseParser {
       } else {
         break;
       }
-      this.line(input.slice(start, end), at, events);
+      this.line(input, start, end, at, onEvent);
       start = next;
     }
     this.buffer = start === 0 ? input : input.slice(start);
-    return events;
   }
 
   /** Whether the stream ended inside an event (a partial line or fields without the closing blank line). */
@@ -63,28 +72,37 @@ export class SseParser {
     return this.buffer.length > 0 || this.sawField;
   }
 
-  private line(line: string, at: number, events: SseEvent[]): void {
-    if (line.length === 0) {
-      if (this.data.length > 0) {
-        events.push({
+  /** The line input[start, end). */
+  private line(
+    input: string,
+    start: number,
+    end: number,
+    at: number,
+    onEvent: (event: SseEvent) => void,
+  ): void {
+    if (end === start) {
+      if (this.data !== undefined) {
+        onEvent({
           event: this.eventName || "message",
-          data: this.data.join("\n"),
+          data: this.data,
           ...(this.lastId !== undefined ? { id: this.lastId } : {}),
           receivedAt: at,
         });
       }
-      this.data = [];
+      this.data = undefined;
       this.eventName = "";
       this.sawField = false;
       return;
     }
-    if (line.charCodeAt(0) === 58) return; // ":" starts a comment (keep-alive)
+    if (input.charCodeAt(start) === 58) return; // ":" starts a comment (keep-alive)
     this.sawField = true;
-    const colon = line.indexOf(":");
-    const field = colon === -1 ? line : line.slice(0, colon);
-    let value = colon === -1 ? "" : line.slice(colon + 1);
-    if (value.charCodeAt(0) === 32) value = value.slice(1);
-    if (field === "data") this.data.push(value);
+    let colon = input.indexOf(":", start);
+    if (colon >= end) colon = -1;
+    const field = input.slice(start, colon === -1 ? end : colon);
+    let valueStart = colon === -1 ? end : colon + 1;
+    if (input.charCodeAt(valueStart) === 32 && valueStart < end) valueStart++;
+    const value = input.slice(valueStart, end);
+    if (field === "data") this.data = this.data === undefined ? value : `${this.data}\n${value}`;
     else if (field === "event") this.eventName = value;
     else if (field === "id" && !value.includes("\0")) this.lastId = value;
   }
@@ -148,8 +166,10 @@ export class TokenStreamReader {
 
   /** Parses the bytes of one read that arrived at `at`; throws the SSE_* errors readTokenStream names. */
   push(bytes: Uint8Array, at: number): void {
-    for (const event of this.parser.push(this.decode(bytes), at)) readEvent(event, this.state, this.onChunk);
+    this.parser.feed(this.decode(bytes), at, this.onEvent);
   }
+
+  private readonly onEvent = (event: SseEvent): void => readEvent(event, this.state, this.onChunk);
 
   /** Whether `data: [DONE]` has arrived. */
   get done(): boolean {
