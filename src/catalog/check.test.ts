@@ -239,6 +239,47 @@ describe("checkCatalog", () => {
       ]);
     });
 
+    it("does not require reference records yet to be measured, but each must be the port's and its own series", async () => {
+      const path = join(root, "ports/demo/port.yaml");
+      const good = await readFile(path, "utf8");
+      const reference = (records: string[]) =>
+        [
+          "reference:",
+          "  config: { model_type: demo }",
+          "  max_model_len: 4096",
+          "  gates:",
+          ...records.map(
+            (record) => `    - { kind: kv-capacity, expected_ratio: 2, tolerance: 0.02, record: ${record} }`,
+          ),
+          "",
+        ].join("\n");
+      let unmeasured: Diagnostic[] = [];
+      let wrong: Diagnostic[] = [];
+      try {
+        await writeFile(path, `${good}${reference(["demo/ref-kv"])}`);
+        unmeasured = await checkCatalog(root);
+        await writeFile(path, `${good}${reference(["other/ref-kv", "demo/ref-kv", "demo/ref-kv"])}`);
+        wrong = await checkCatalog(root);
+      } finally {
+        await writeFile(path, good);
+      }
+      expect(unmeasured).toEqual([]);
+      expect(wrong).toEqual([
+        matching({
+          file: "ports/demo/port.yaml",
+          field: "reference.gates.0.record",
+          message: "names record other/ref-kv, which is not a record of port demo",
+          expected: "demo/<slug>",
+        }),
+        matching({
+          file: "ports/demo/port.yaml",
+          field: "reference.gates.2.record",
+          message: "names record series demo/ref-kv, which reference.gates.1.record names too",
+          expected: "a record id of its own",
+        }),
+      ]);
+    });
+
     it("flags a stray file in ports/ itself", async () => {
       await writeFile(join(root, "ports/TODO"), "x");
       try {

@@ -32,7 +32,7 @@ export const PORT_LAYOUT: readonly LayoutEntry[] = [
     path: "model.ts",
     kind: "file",
     stage: "gained",
-    what: "the port's model code composed from engine blocks",
+    what: "the port's model code composed from engine blocks (exports `portModel`)",
   },
   { path: "tests/cpu/", kind: "dir", stage: "gained", what: "CPU tests on the port's tiny reference config" },
   {
