@@ -16,13 +16,12 @@
  * add_{swa,full}_attention_sink_bias, layernorm_epsilon) and transformers' native one (layer_types,
  * mlp_layer_types, rope_parameters per layer type; sliding layers have twice the KV heads and sinks).
  *
- * Weight names: the engine loads `self_attn.sinks`; the Hub checkpoint stores the sink logits as
- * `self_attn.attention_sink_bias` (transformers renames them at load), so a real checkpoint needs
- * that one rename (a name map) before the engine can load it; every other tensor the engine loads
- * (q/k/v/o_proj, mlp.gate.weight, mlp.gate.e_score_correction_bias, mlp.experts.N.*_proj, the
- * dense mlp.*_proj) has the Hub's name. The checkpoint's MTP layers (model.mtp.*) are not used.
- * The released model scales values by attention_value_scale (0.707); the engine has no value
- * scale yet, so a config with one other than 1 is refused rather than served wrong.
+ * Weight names: the Hub checkpoint stores the sink logits as `self_attn.attention_sink_bias`, which
+ * the engine knows as `self_attn.sinks`; `checkpointTensorName` maps that one name, and the tiny
+ * models are written with the Hub's name so the map is exercised. Every other tensor the engine
+ * loads (q/k/v/o_proj, mlp.gate.weight, mlp.gate.e_score_correction_bias, mlp.experts.N.*_proj,
+ * the dense mlp.*_proj) has the Hub's name. The checkpoint's MTP layers (model.mtp.*) are not used.
+ * The released model scales values by attention_value_scale (0.707), applied after v_proj.
  */
 import { z } from "zod";
 import { BringupError } from "../../src/common/errors.js";
@@ -36,11 +35,7 @@ import type {
   PortModel,
   TinyModelFiles,
 } from "../../src/engine/index.js";
-// Not on the engine's public face yet (asked for in the port's report): the seeded generator and
-// the BPE trainer the engine's own tiny models use, so the port's tiny models are made the same way.
-import { Rng } from "../../src/engine/tensor/random.js";
-import { trainByteLevelBpe } from "../../src/engine/tokenizer/bpe-train.js";
-import { buildTokenizerFiles } from "../../src/engine/tokenizer/tokenizer-files.js";
+import { buildTokenizerFiles, Rng, trainByteLevelBpe } from "../../src/engine/index.js";
 
 export const MODEL_TYPE = "mimo_v2_flash";
 
@@ -130,12 +125,6 @@ export function parseMimoConfig(json: unknown, source = "config.json"): ModelCon
       "RoPE scaling of the global layers is not supported by the reference engine yet; remove it (null).",
     );
   }
-  if (c.attention_value_scale != null && c.attention_value_scale !== 1) {
-    fail(
-      "attention_value_scale",
-      `${c.attention_value_scale} needs the engine to scale values, which it cannot yet; fold it into v_proj (multiply its weight and bias) and set 1 or null.`,
-    );
-  }
 
   const native = c.layer_types !== undefined;
   const sliding = layerKinds(c, L, fail);
@@ -188,6 +177,9 @@ export function parseMimoConfig(json: unknown, source = "config.json"): ModelCon
       bias: c.attention_bias,
       qkNorm: false,
       sinks,
+      ...(c.attention_value_scale != null && c.attention_value_scale !== 1
+        ? { valueScale: c.attention_value_scale }
+        : {}),
     };
   };
   const global = attention(false);
@@ -331,9 +323,15 @@ function moeSpec(c: MimoConfig, fail: Fail): MoeSpec {
   };
 }
 
+/** The engine's name for the sink logits and the one the Hub checkpoint uses. */
+const ENGINE_SINKS = ".self_attn.sinks";
+const HUB_SINKS = ".self_attn.attention_sink_bias";
+
 export const mimoArchitecture: Architecture = {
   modelTypes: [MODEL_TYPE],
   parseConfig: parseMimoConfig,
+  checkpointTensorName: (name) =>
+    name.endsWith(ENGINE_SINKS) ? name.slice(0, -ENGINE_SINKS.length) + HUB_SINKS : name,
 };
 
 /** Specials the tiny tokenizers append after the trained vocabulary. */
@@ -399,7 +397,7 @@ export function mimoTinyModel(
       random(`${p}.self_attn.v_proj.bias`, [a.numKvHeads * a.vHeadDim], 0.1);
     }
     // Sinks of about the size of a score, so each head gives a visible share to nothing.
-    if (a.sinks) random(`${p}.self_attn.sinks`, [a.numHeads], 1);
+    if (a.sinks) random(`${p}${HUB_SINKS}`, [a.numHeads], 1);
     if (layer.mlp === "moe" && spec.moe !== undefined) {
       const m = spec.moe;
       matrix(`${p}.mlp.gate.weight`, m.numExperts, H);
@@ -545,7 +543,7 @@ export function mimoRetrievalModel(
   put(`${p0}.self_attn.v_proj.weight`, [M, HIDDEN], v0);
   put(`${p0}.self_attn.v_proj.bias`, [M], new Float32Array(M));
   put(`${p0}.self_attn.o_proj.weight`, [HIDDEN, NGRAM * M], o0);
-  put(`${p0}.self_attn.sinks`, [NGRAM], filled(NGRAM, peak - PREV_MARGIN));
+  put(`${p0}${HUB_SINKS}`, [NGRAM], filled(NGRAM, peak - PREV_MARGIN));
 
   // Layer 1: one induction head over the match features.
   const p1 = layer(1, 2 + NGRAM);

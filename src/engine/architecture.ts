@@ -12,6 +12,11 @@ export interface Architecture {
   readonly modelTypes: readonly string[];
   /** Parses a config.json object; throws BringupError MODEL_CONFIG_INVALID naming `source`. */
   parseConfig(json: unknown, source: string): ModelConfig;
+  /**
+   * The name this architecture's checkpoints give a tensor the engine knows by `engineName` (for
+   * example a sink vector stored under another name); absent when the names agree.
+   */
+  checkpointTensorName?(engineName: string): string;
 }
 
 /**

@@ -43,8 +43,11 @@ describe("the server's KV layout", () => {
       ignore_eos: true,
     });
     const answers = await Promise.all(
-      [ring, full].map(async (s) =>
-        (await fetch(`${s.url}/v1/completions`, { method: "POST", body })).json(),
+      [ring, full].map(
+        async (s) =>
+          (await fetch(`${s.url}/v1/completions`, { method: "POST", body })).json() as Promise<{
+            choices: [{ logprobs: { tokens: string[] } }];
+          }>,
       ),
     );
     expect(answers[0].choices[0].logprobs).toEqual(answers[1].choices[0].logprobs);

@@ -2,6 +2,7 @@ import { readFile } from "node:fs/promises";
 import { basename, join, resolve } from "node:path";
 import { BringupError } from "../../common/errors.js";
 import { openCheckpoint } from "../../formats/index.js";
+import { registeredArchitecture } from "../architecture.js";
 import { parseHfConfig } from "../config.js";
 import type { LoadedModel } from "../model/loaded-model.js";
 import { TextTokenizer } from "../tokenizer/tokenizer.js";
@@ -69,7 +70,8 @@ export async function loadModel(
   } finally {
     await checkpoint.close();
   }
-  const weights = buildModelWeights(config, (n) => tensors.get(n), dir);
+  const rename = registeredArchitecture(config.modelType)?.checkpointTensorName;
+  const weights = buildModelWeights(config, (n) => tensors.get(rename ? rename(n) : n), dir);
   return { name: options.name ?? basename(dir), config, weights, tokenizer, directory: dir, numParameters };
 }
 

@@ -59,6 +59,19 @@ function errorOf(json: unknown): { code: string; message: string } {
 describe("MiMo config parsing", () => {
   beforeAll(() => registerArchitecture(portModel.architecture));
 
+  it("carries the released model's value scale to every layer, and none when it is null", () => {
+    const scaled = parseMimoConfig({ ...hubConfig(), attention_value_scale: 0.707 }, "config.json");
+    expect(scaled.layers.every((l) => l.attention.valueScale === 0.707)).toBe(true);
+    const plain = parseMimoConfig(hubConfig(), "config.json");
+    expect(plain.layers.every((l) => l.attention.valueScale === undefined)).toBe(true);
+  });
+
+  it("maps the engine's sink name onto the Hub checkpoint's and leaves other names alone", () => {
+    const name = portModel.architecture.checkpointTensorName;
+    expect(name?.("model.layers.3.self_attn.sinks")).toBe("model.layers.3.self_attn.attention_sink_bias");
+    expect(name?.("model.layers.3.self_attn.q_proj.weight")).toBe("model.layers.3.self_attn.q_proj.weight");
+  });
+
   it("reads the released model's Hub config: 9 global and 39 sliding layers, each kind its own shape", () => {
     const c = parseMimoConfig(hubConfig());
     expect(c.layers).toHaveLength(48);
@@ -222,11 +235,6 @@ describe("MiMo config parsing", () => {
     ],
     ["n_shared_experts", (c) => (c.n_shared_experts = 1), /n_shared_experts: MiMo has no shared experts/],
     ["topk_method", (c) => (c.topk_method = "greedy"), /topk_method: "greedy" is not supported/],
-    [
-      "attention_value_scale",
-      (c) => (c.attention_value_scale = 0.5),
-      /attention_value_scale: 0.5 needs the engine to scale values.*fold it into v_proj/,
-    ],
     [
       "rope_scaling",
       (c) => (c.rope_scaling = { rope_type: "yarn", factor: 4 }),

@@ -53,8 +53,12 @@ async function build(sinks: boolean): Promise<LoadedModel> {
   const down = tensors.get("model.layers.0.mlp.down_proj.weight") as HostTensor;
   tensors.set("model.layers.0.mlp.down_proj.weight", { ...down, data: new Float32Array(down.data.length) });
   if (sinks)
-    tensors.set("model.layers.0.self_attn.sinks", { dtype: "F32", shape: [1], data: Float32Array.of(SINK) });
-  else tensors.delete("model.layers.0.self_attn.sinks");
+    tensors.set("model.layers.0.self_attn.attention_sink_bias", {
+      dtype: "F32",
+      shape: [1],
+      data: Float32Array.of(SINK),
+    });
+  else tensors.delete("model.layers.0.self_attn.attention_sink_bias");
   const cfg = { ...files.config, add_swa_attention_sink_bias: sinks };
   return loadFiles({ ...files, config: cfg, tensors }, sinks ? "with-sink" : "without-sink");
 }

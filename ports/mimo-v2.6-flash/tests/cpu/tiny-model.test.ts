@@ -32,15 +32,17 @@ describe("the tiny reference model", () => {
     expect(again.tokenizerJson).toEqual(files.tokenizerJson);
     const other = mimoTinyModel(config, corpus, { seed: 1 });
     expect(digest(other)).not.toBe(digest(files));
-    expect(other.tensors.get("model.layers.3.self_attn.sinks")?.data).not.toEqual(
-      files.tensors.get("model.layers.3.self_attn.sinks")?.data,
+    expect(other.tensors.get("model.layers.3.self_attn.attention_sink_bias")?.data).not.toEqual(
+      files.tensors.get("model.layers.3.self_attn.attention_sink_bias")?.data,
     );
   });
 
   it("holds every tensor the config implies: sinks on sliding layers, a correction bias per MoE layer", async () => {
     const spec = parseMimoConfig(config);
     const names = [...files.tensors.keys()];
-    const sinks = names.filter((n) => n.endsWith(".self_attn.sinks")).map((n) => Number(n.split(".")[2]));
+    const sinks = names
+      .filter((n) => n.endsWith(".self_attn.attention_sink_bias"))
+      .map((n) => Number(n.split(".")[2]));
     expect(sinks).toEqual(spec.layers.flatMap((l, i) => (l.attention.sinks ? [i] : [])).sort());
     expect(sinks).not.toContain(0);
     const biased = names.filter((n) => n.endsWith(".mlp.gate.e_score_correction_bias"));
