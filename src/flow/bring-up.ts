@@ -562,6 +562,15 @@ function planAb(spec: AbBenchmark, reference: Reference, servers: Servers, optio
       },
     };
   }
+  const hosts = [new URL(a).hostname, new URL(b).hostname];
+  if (hosts[0] !== hosts[1]) {
+    return {
+      skip: {
+        code: "UP_AB_HOSTS_DIFFER",
+        reason: `the arms are on two hosts (${hosts.join(", ")}), and an A/B of two live servers must share a node (same-node-ab); serve both on one node, or measure it same-pod with \`bringup bench ab --switch\`.`,
+      },
+    };
+  }
   return {
     arms: {
       a: { url: a, layout: spec.a.kv_layout, embedded: false },
