@@ -140,6 +140,28 @@ describe("matmul fast path", () => {
     }
   });
 
+  it("keeps every output exact over many back-to-back dispatches whose row chunks the threads race for", () => {
+    const K = 128;
+    const ws = [randomWeight("f32", 700, K), randomWeight("bf16", 260, K), randomWeight("f32", 1100, K)];
+    for (const [many, one] of [
+      [dual, single],
+      [simdDual, simdSingle],
+    ] as const) {
+      for (let i = 0; i < 60; i++) {
+        const M = 1 + (i % 5);
+        const x = rng.fillNormal(new Float32Array(M * K), 1);
+        const chosen = i % 2 === 0 ? ws : [ws[2] as Weight];
+        const outs = chosen.map((w) => new Float32Array(M * w.rows));
+        many.matmulMany(x, M, chosen, outs);
+        chosen.forEach((w, j) => {
+          const alone = new Float32Array(M * w.rows);
+          one.matmul(x, M, w, alone);
+          expect(Array.from(outs[j] as Float32Array)).toEqual(Array.from(alone));
+        });
+      }
+    }
+  });
+
   it("SIMD: a weight read in place from the shared memory gives the bits of the same weight copied in", () => {
     const K = 96;
     const M = 5;

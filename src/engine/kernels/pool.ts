@@ -46,6 +46,12 @@ const SEQ = 0;
 const WORKER_STALL_MS = 120_000;
 const DONE = 1;
 const FAILED = 2;
+/** Next unclaimed chunk of matmul rows (grows forever: each job owns a range of values). */
+const NEXT = 3;
+/** Chunks of matmul rows finished (grows forever, like NEXT). */
+const FINISHED = 4;
+/** Rows of a matmul claimed at a time (whole groups of four, the SIMD tile's CHUNK). */
+const ROW_CHUNK = 64;
 
 /**
  * Runs matmuls on the calling thread plus `threads - 1` worker threads that share weights and
@@ -56,7 +62,7 @@ const FAILED = 2;
 export class MatmulPool {
   readonly threads: number;
   private readonly tables: DecodeTables = buildDecodeTables();
-  private readonly ctrl = new Int32Array(new SharedArrayBuffer(16));
+  private readonly ctrl = new Int32Array(new SharedArrayBuffer(32));
   private readonly workers: { worker: Worker; port: MessagePort }[] = [];
   private readonly weightIds = new WeakMap<Weight, number>();
   private readonly kvIds = new WeakMap<Float32Array, number>();
@@ -151,47 +157,49 @@ export class MatmulPool {
       rowOffset.push(acc);
       acc += w.rows;
     }
-    /** The segments (weight, n0, n1) covering global rows [r0, r1). */
-    const segments = (r0: number, r1: number) => {
-      const list: { i: number; n0: number; n1: number }[] = [];
+    // Threads claim chunks of rows from a shared counter until none are left, so a thread that
+    // starts late or runs slow (a busy machine) leaves its share to the others instead of making
+    // them wait. Each output row is computed the same way whoever claims it.
+    const chunks = Math.ceil(totalRows / ROW_CHUNK);
+    const base = Atomics.load(this.ctrl, NEXT);
+    const finishedBase = Atomics.load(this.ctrl, FINISHED);
+    const job = {
+      type: "job",
+      M,
+      K,
+      base,
+      chunks,
+      totalRows,
+      rowChunk: ROW_CHUNK,
+      weights: weights.map((w, i) => ({
+        id: ids[i],
+        dtype: DTYPE_CODE[w.dtype],
+        wOffset: this.weightOffset(w),
+        N: w.rows,
+        rowOffset: rowOffset[i],
+      })),
+    };
+    for (const { port } of this.workers) port.postMessage(job);
+    Atomics.add(this.ctrl, SEQ, 1);
+    Atomics.notify(this.ctrl, SEQ);
+    for (;;) {
+      const c = Atomics.load(this.ctrl, NEXT);
+      // Differences in int32 arithmetic: the counters wrap around on a long-running server.
+      if (((c - base) | 0) >= chunks) break;
+      if (Atomics.compareExchange(this.ctrl, NEXT, c, c + 1) !== c) continue;
+      const r0 = ((c - base) | 0) * ROW_CHUNK;
+      const r1 = Math.min(totalRows, r0 + ROW_CHUNK);
       weights.forEach((w, i) => {
         const lo = Math.max(r0, rowOffset[i] as number);
         const hi = Math.min(r1, (rowOffset[i] as number) + w.rows);
-        if (lo < hi) list.push({ i, n0: lo - (rowOffset[i] as number), n1: hi - (rowOffset[i] as number) });
+        if (lo < hi) {
+          const o = rowOffset[i] as number;
+          this.runRange(stagedX, M, w, stagedOut.subarray(M * o), lo - o, hi - o);
+        }
       });
-      return list;
-    };
-    const parts = helpers + 1;
-    // Chunks are whole multiples of 4 rows where possible, matching the kernel's row groups.
-    const chunk = Math.ceil(totalRows / parts / 4) * 4;
-    Atomics.store(this.ctrl, DONE, 0);
-    let expected = 0;
-    for (let t = 0; t < helpers; t++) {
-      const list = segments(Math.min(totalRows, (t + 1) * chunk), Math.min(totalRows, (t + 2) * chunk));
-      if (list.length === 0) continue;
-      expected++;
-      this.workers[t]?.port.postMessage({
-        type: "job",
-        M,
-        K,
-        segments: list.map(({ i, n0, n1 }) => ({
-          id: ids[i],
-          dtype: DTYPE_CODE[(weights[i] as Weight).dtype],
-          wOffset: this.weightOffset(weights[i] as Weight),
-          N: (weights[i] as Weight).rows,
-          n0,
-          n1,
-          outOffset: M * (rowOffset[i] as number),
-        })),
-      });
+      Atomics.add(this.ctrl, FINISHED, 1);
     }
-    Atomics.add(this.ctrl, SEQ, 1);
-    Atomics.notify(this.ctrl, SEQ);
-    for (const { i, n0, n1 } of segments(0, Math.min(totalRows, chunk))) {
-      const w = weights[i] as Weight;
-      this.runRange(stagedX, M, w, stagedOut.subarray(M * (rowOffset[i] as number)), n0, n1);
-    }
-    this.waitForHelpers(expected);
+    this.waitForChunks(finishedBase + chunks);
     weights.forEach((w, i) => {
       const o = M * (rowOffset[i] as number);
       (outs[i] as Float32Array).set(stagedOut.subarray(o, o + M * w.rows));
@@ -268,6 +276,25 @@ export class MatmulPool {
     });
   }
 
+  /** Waits until the FINISHED counter reaches `target` (chunks claimed by helpers are done). */
+  private waitForChunks(target: number): void {
+    const started = Date.now();
+    const spinUntil = performance.now() + 0.2;
+    while (((Atomics.load(this.ctrl, FINISHED) - target) | 0) < 0 && performance.now() < spinUntil);
+    for (;;) {
+      const done = Atomics.load(this.ctrl, FINISHED);
+      if (((done - target) | 0) >= 0 || Atomics.load(this.ctrl, FAILED) !== 0) break;
+      if (
+        Atomics.wait(this.ctrl, FINISHED, done, 1000) === "timed-out" &&
+        Date.now() - started > WORKER_STALL_MS
+      ) {
+        Atomics.store(this.ctrl, FAILED, 1);
+        break;
+      }
+    }
+    this.throwIfFailed();
+  }
+
   private waitForHelpers(expected: number): void {
     const started = Date.now();
     // The helpers usually finish within microseconds of this thread: spin before sleeping.
@@ -285,6 +312,10 @@ export class MatmulPool {
         break;
       }
     }
+    this.throwIfFailed();
+  }
+
+  private throwIfFailed(): void {
     if (Atomics.load(this.ctrl, FAILED) !== 0) {
       const reasons: string[] = [];
       for (const { port } of this.workers) {
@@ -578,36 +609,49 @@ function workerMain(
         if (msg.which === "x") x = msg.buffer;
         else out = msg.buffer;
       } else if (msg.type === "job") {
+        // Claim chunks of rows while this job has any left (a late arrival finds none and stops).
         try {
           if (scratch.length < 4 * msg.K) scratch = new Float32Array(4 * msg.K);
-          for (const seg of msg.segments) {
-            const w = weights.get(seg.id) as Registered;
-            kernel(
-              x,
-              msg.M,
-              msg.K,
-              seg.dtype,
-              w.data,
-              seg.wOffset,
-              w.scaleData,
-              w.scaleBlockRows,
-              w.scaleBlockCols,
-              w.mxScales,
-              out.subarray(seg.outOffset),
-              seg.N,
-              seg.n0,
-              seg.n1,
-              scratch,
-              tables,
-              simd,
-            );
+          for (;;) {
+            const c = Atomics.load(ctrl, 3);
+            const d = (c - msg.base) | 0;
+            if (d >= msg.chunks || d < 0) break;
+            if (Atomics.compareExchange(ctrl, 3, c, c + 1) !== c) continue;
+            const r0 = d * msg.rowChunk;
+            const r1 = Math.min(msg.totalRows, r0 + msg.rowChunk);
+            for (const seg of msg.weights) {
+              const lo = Math.max(r0, seg.rowOffset);
+              const hi = Math.min(r1, seg.rowOffset + seg.N);
+              if (lo >= hi) continue;
+              const w = weights.get(seg.id) as Registered;
+              kernel(
+                x,
+                msg.M,
+                msg.K,
+                seg.dtype,
+                w.data,
+                seg.wOffset,
+                w.scaleData,
+                w.scaleBlockRows,
+                w.scaleBlockCols,
+                w.mxScales,
+                out.subarray(msg.M * seg.rowOffset),
+                seg.N,
+                lo - seg.rowOffset,
+                hi - seg.rowOffset,
+                scratch,
+                tables,
+                simd,
+              );
+            }
+            Atomics.add(ctrl, 4, 1);
+            Atomics.notify(ctrl, 4);
           }
         } catch (error) {
           port.postMessage({ type: "error", message: String((error as Error)?.stack ?? error) });
           Atomics.store(ctrl, 2, 1);
+          Atomics.notify(ctrl, 4);
         }
-        Atomics.add(ctrl, 1, 1);
-        Atomics.notify(ctrl, 1);
       }
     }
   }
