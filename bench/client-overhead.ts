@@ -130,10 +130,11 @@ async function watched<T>(
 async function harnessRate(url: string): Promise<{ rate: number; cpuUs: number }> {
   // Enough requests to run for about SECONDS at a generous guess of the rate; the figure is requests/duration.
   const count = Math.round(SECONDS * 6000);
+  const workload = randomWorkload({ numPrompts: count, inputLen: 4, outputLen: 1, seed: 1 });
   const cpu = process.cpuUsage();
   const result = await runBench({
     target: { url, model: "m", stream: false },
-    workload: randomWorkload({ numPrompts: count, inputLen: 4, outputLen: 1, seed: 1 }),
+    workload,
     maxConcurrency: CONNECTIONS,
     checkTokenizer: false,
   });
