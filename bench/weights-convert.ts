@@ -1,15 +1,16 @@
 /**
  * Benchmark: MXFP4 to FP8 conversion throughput against a plain copy of the same bytes, in one run.
  *
- *   npx tsx bench/weights-convert.ts [--gib 2] [--dir /tmp]
+ *   npx tsx bench/weights-convert.ts [--gib 2] [--dir /tmp] [--settle 10]
  *
  * Generates an MXFP4 checkpoint of at least --gib GiB (gpt-oss layout: *_blocks / *_scales experts,
  * sharded with an index), then runs each arm in its own child process so each arm's peak RSS is its
  * own: the copy baseline (see copyArm: the same reader, writer and chunks, no transform), and
  * `convertCheckpoint(..., { to: "fp8" })` with one and with two worker threads. Every arm reads the
  * same source, in the page cache since it was generated, and writes fresh files that are deleted
- * and synced before the next arm starts, so no arm pays for another's writeback and the cache is
- * in the same state for each (dropping caches would need root and would hit everyone on the host).
+ * before the next arm starts, after which the bench syncs and waits (see settle), so each arm finds
+ * the page cache and the VM's memory in the same state (dropping caches would need root, would hit
+ * everyone on the host, and would not touch what made the copy arm unstable).
  * Arms run in the order copy, w1, w2, w2, w1, copy (ABBA), so drift in the machine hits both sides;
  * ratios are taken within each half and both are printed, with CPU seconds per arm: on a shared
  * machine, wall time alone misleads.
@@ -174,8 +175,23 @@ const { values } = parseArgs({
     src: { type: "string" },
     dst: { type: "string" },
     workers: { type: "string", default: "1" },
+    settle: { type: "string", default: "10" },
   },
 });
+
+/**
+ * Between arms: sync, so no arm pays for writing back the dirty pages of the one before, then wait
+ * --settle seconds. On a VM that hands freed memory back to its host (free page reporting, as on
+ * this Firecracker guest: page_reporting_order=11 on the kernel command line), page-cache pages
+ * freed by the last arm's deleted output go back within seconds, and touching such memory again
+ * costs the host's page faults (writing 1 GiB here: 0.4 s of system time warm, 0.5-2.5 s cold).
+ * Whether an arm found them still warm was what made the copy arm swing from 0.5 to 5 s. After the
+ * wait, every arm writes into memory in the same, cold state, as the first run on a fresh machine.
+ */
+async function settle(): Promise<void> {
+  execFileSync("sync");
+  await new Promise((resolve) => setTimeout(resolve, Number(values.settle) * 1000));
+}
 
 if (values.arm !== undefined) {
   const result = await runArm(values.arm, values.src as string, values.dst as string, Number(values.workers));
@@ -191,7 +207,7 @@ if (values.arm !== undefined) {
     );
     const t0 = performance.now();
     const bytes = await generate(src, Number(values.gib));
-    execFileSync("sync");
+    await settle();
     const gib = (n: number) => (n / 2 ** 30).toFixed(2);
     process.stdout.write(
       `generated ${gib(bytes)} GiB MXFP4 checkpoint in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`,
@@ -209,7 +225,7 @@ if (values.arm !== undefined) {
       const dst = join(root, `out-${i}`);
       const result = child(arm, src, dst, workers);
       await rm(dst, { recursive: true, force: true });
-      execFileSync("sync"); // no arm pays for writing back the dirty pages of the one before
+      await settle();
       const label = arm === "copy" ? "copy" : `convert fp8, ${workers} worker${workers === 1 ? "" : "s"}`;
       results.push({ label, result });
       const rate = result.sourceBytes / 2 ** 30 / result.seconds;
@@ -231,6 +247,13 @@ if (values.arm !== undefined) {
         `half ${h + 1}: convert/copy 1 worker ${(x.w1 / x.copy).toFixed(2)}x, 2 workers ${(x.w2 / x.copy).toFixed(2)}x; 2 vs 1 worker ${(x.w2 / x.w1).toFixed(2)}x\n`,
       );
     }
+    // Whole run: each side's total seconds over both of its arms, so one slow arm counts once.
+    const seconds = (ks: number[]) =>
+      ks.reduce((n, k) => n + (results[k] as { result: ArmResult }).result.seconds, 0);
+    const [copy, w1, w2] = [seconds([0, 5]), seconds([1, 4]), seconds([2, 3])];
+    process.stdout.write(
+      `both halves: convert/copy 1 worker ${(copy / w1).toFixed(2)}x, 2 workers ${(copy / w2).toFixed(2)}x; 2 vs 1 worker ${(w1 / w2).toFixed(2)}x\n`,
+    );
   } finally {
     await rm(root, { recursive: true, force: true });
   }
