@@ -22,9 +22,10 @@
  *    main threads waited for a CPU (run-queue wait from /proc/<pid>/schedstat) over the phase,
  *    because on a shared machine that wait lands in the response side and is not the client's.
  *
- * The server runs in its own process so it does not share the harness's event loop. To take the
- * rest of a busy machine out of the figures, run both under a realtime policy:
- * `chrt -f 10 npx tsx bench/client-overhead.ts` (root; they use well under a core each).
+ * The server runs in its own process so it does not share the harness's event loop. On a machine
+ * other work keeps busy, the TTFT figures are mostly that wait for a CPU (see the run-queue line);
+ * the goal is meant for a quiet machine. Do not reach for a realtime policy (chrt -f) to get one:
+ * wrk and the server spin a core each under it, and a run has been seen to livelock both cores.
  */
 
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
