@@ -25,7 +25,8 @@
  * The server runs in its own process so it does not share the harness's event loop. On a machine
  * other work keeps busy, the TTFT figures are mostly that wait for a CPU (see the run-queue line);
  * the goal is meant for a quiet machine. Do not reach for a realtime policy (chrt -f) to get one:
- * wrk and the server spin a core each under it, and a run has been seen to livelock both cores.
+ * wrk takes a whole core under it for its arms, and one such run was seen spinning on both cores
+ * for minutes (the harness and its tsx parent), starving everything else on the machine.
  */
 
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
