@@ -44,11 +44,10 @@ export interface AttentionJob {
 const SEQ = 0;
 /** How long a matmul may wait for its helpers before the pool declares them dead. */
 const WORKER_STALL_MS = 120_000;
-const DONE = 1;
 const FAILED = 2;
-/** Next unclaimed chunk of matmul rows (grows forever: each job owns a range of values). */
+/** Next unclaimed chunk of a job: matmul rows or attention tokens (grows forever: each job owns a range of values). */
 const NEXT = 3;
-/** Chunks of matmul rows finished (grows forever, like NEXT). */
+/** Chunks finished (grows forever, like NEXT). */
 const FINISHED = 4;
 /** Rows of a matmul claimed at a time (whole groups of four, the SIMD tile's CHUNK). */
 const ROW_CHUNK = 64;
@@ -295,26 +294,6 @@ export class MatmulPool {
     this.throwIfFailed();
   }
 
-  private waitForHelpers(expected: number): void {
-    const started = Date.now();
-    // The helpers usually finish within microseconds of this thread: spin before sleeping.
-    const spinUntil = performance.now() + 0.2;
-    while (Atomics.load(this.ctrl, DONE) < expected && performance.now() < spinUntil);
-    for (;;) {
-      const done = Atomics.load(this.ctrl, DONE);
-      if (done >= expected) break;
-      // A worker that died cannot say so while this thread blocks, so give up after a long wait.
-      if (
-        Atomics.wait(this.ctrl, DONE, done, 1000) === "timed-out" &&
-        Date.now() - started > WORKER_STALL_MS
-      ) {
-        Atomics.store(this.ctrl, FAILED, 1);
-        break;
-      }
-    }
-    this.throwIfFailed();
-  }
-
   private throwIfFailed(): void {
     if (Atomics.load(this.ctrl, FAILED) !== 0) {
       const reasons: string[] = [];
@@ -390,46 +369,54 @@ export class MatmulPool {
     const stagedQ = this.stage("x", qLen);
     stagedQ.set(job.q.subarray(0, qLen));
     const stagedOut = this.stage("out", outLen);
-    // Token boundaries where the cumulative cost crosses each 1/parts share.
+    // Units of about equal cost (positions read), claimed from the shared counter like matmul
+    // rows. A prefill keeps units of at least a tile so its keys are still read once per tile.
     const parts = helpers + 1;
+    const U =
+      T >= parts * ATTENTION_TILE
+        ? Math.min(4 * parts, Math.floor(T / ATTENTION_TILE))
+        : Math.min(T, 4 * parts);
     const bounds = [0];
-    for (let p = 1; p < parts; p++) {
-      let t = bounds[p - 1] as number;
-      while (t < T && (cost[t] as number) < (total * p) / parts) t++;
-      bounds.push(t);
+    for (let u = 1; u < U; u++) {
+      let t = bounds[bounds.length - 1] as number;
+      while (t < T && (cost[t] as number) < (total * u) / U) t++;
+      if (t > (bounds[bounds.length - 1] as number) && t < T) bounds.push(t);
     }
     bounds.push(T);
-    Atomics.store(this.ctrl, DONE, 0);
-    let expected = 0;
-    for (let i = 0; i < helpers; i++) {
-      const t0 = bounds[i + 1] as number;
-      const t1 = bounds[i + 2] as number;
-      if (t0 >= t1) continue;
-      expected++;
-      this.workers[i]?.port.postMessage({
-        type: "attn",
-        id,
-        t0,
-        t1,
-        meta,
-        tables: job.tables,
-        blockSize: job.blockSize,
-        ringBlocks: job.ringBlocks,
-        numHeads,
-        numKvHeads: job.numKvHeads,
-        headDim,
-        vHeadDim,
-        scale: job.scale,
-        sinks: job.sinks,
-        simd: simd !== null,
-        tile: ATTENTION_TILE,
-        positionBlock: SIMD_POSITION_BLOCK,
-      });
-    }
+    const units = bounds.length - 1;
+    const base = Atomics.load(this.ctrl, NEXT);
+    const finishedBase = Atomics.load(this.ctrl, FINISHED);
+    const message = {
+      type: "attn",
+      id,
+      base,
+      bounds,
+      meta,
+      tables: job.tables,
+      blockSize: job.blockSize,
+      ringBlocks: job.ringBlocks,
+      numHeads,
+      numKvHeads: job.numKvHeads,
+      headDim,
+      vHeadDim,
+      scale: job.scale,
+      sinks: job.sinks,
+      simd: simd !== null,
+      tile: ATTENTION_TILE,
+      positionBlock: SIMD_POSITION_BLOCK,
+    };
+    for (const { port } of this.workers) port.postMessage(message);
     Atomics.add(this.ctrl, SEQ, 1);
     Atomics.notify(this.ctrl, SEQ);
-    run(stagedQ, stagedOut, 0, bounds[1] as number);
-    this.waitForHelpers(expected);
+    for (;;) {
+      const c = Atomics.load(this.ctrl, NEXT);
+      const u = (c - base) | 0;
+      if (u >= units) break;
+      if (Atomics.compareExchange(this.ctrl, NEXT, c, c + 1) !== c) continue;
+      run(stagedQ, stagedOut, bounds[u] as number, bounds[u + 1] as number);
+      Atomics.add(this.ctrl, FINISHED, 1);
+    }
+    this.waitForChunks(finishedBase + units);
     job.out.set(stagedOut.subarray(0, outLen));
   }
 
@@ -499,7 +486,8 @@ export class MatmulPool {
 
 /**
  * The worker loop: sleep on the sequence slot, then drain this worker's port synchronously
- * (registrations first, in order, then the job) and report completion on the DONE slot.
+ * (registrations first, in order, then the job), claiming the job's chunks from the NEXT slot and
+ * counting each finished one on the FINISHED slot.
  */
 function workerMain(
   kernel: typeof matmulRange,
@@ -575,36 +563,45 @@ function workerMain(
         attnSimd.base = msg.base;
         attnSimd.bytes = msg.bytes;
       } else if (msg.type === "attn") {
+        // Claim units of tokens while this job has any left, as for matmul rows.
         try {
           const kv = kvs.get(msg.id) as { keys: Float32Array; values: Float32Array };
-          const args = [
-            msg.t0,
-            msg.t1,
-            msg.meta,
-            msg.tables,
-            msg.blockSize,
-            msg.ringBlocks,
-            x,
-            out,
-            kv.keys,
-            kv.values,
-            msg.numHeads,
-            msg.numKvHeads,
-            msg.headDim,
-            msg.vHeadDim,
-            msg.scale,
-            msg.sinks,
-            attnScratch,
-          ] as const;
-          if (msg.simd && attnSimd !== null)
-            attendSimd(...args, attnSimd, attend, msg.tile, msg.positionBlock);
-          else attend(...args, msg.tile);
+          const units = msg.bounds.length - 1;
+          for (;;) {
+            const c = Atomics.load(ctrl, 3);
+            const u = (c - msg.base) | 0;
+            if (u >= units || u < 0) break;
+            if (Atomics.compareExchange(ctrl, 3, c, c + 1) !== c) continue;
+            const args = [
+              msg.bounds[u],
+              msg.bounds[u + 1],
+              msg.meta,
+              msg.tables,
+              msg.blockSize,
+              msg.ringBlocks,
+              x,
+              out,
+              kv.keys,
+              kv.values,
+              msg.numHeads,
+              msg.numKvHeads,
+              msg.headDim,
+              msg.vHeadDim,
+              msg.scale,
+              msg.sinks,
+              attnScratch,
+            ] as const;
+            if (msg.simd && attnSimd !== null)
+              attendSimd(...args, attnSimd, attend, msg.tile, msg.positionBlock);
+            else attend(...args, msg.tile);
+            Atomics.add(ctrl, 4, 1);
+            Atomics.notify(ctrl, 4);
+          }
         } catch (error) {
           port.postMessage({ type: "error", message: String((error as Error)?.stack ?? error) });
           Atomics.store(ctrl, 2, 1);
+          Atomics.notify(ctrl, 4);
         }
-        Atomics.add(ctrl, 1, 1);
-        Atomics.notify(ctrl, 1);
       } else if (msg.type === "stage") {
         if (msg.which === "x") x = msg.buffer;
         else out = msg.buffer;
