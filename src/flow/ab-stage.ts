@@ -56,13 +56,14 @@ export async function runReferenceAb(spec: AbBenchmark, options: AbStageOptions)
     a: `${spec.a.kv_layout} KV layout`,
     b: `${spec.b.kv_layout} KV layout`,
   };
-  // Each arm is identified while it is the one serving.
+  // Each arm is identified while it is the one serving; b first, so the server ends as arm a,
+  // where the ABBA order starts (the build usually serves b already: no restart is wasted).
   const identify = async (arm: ArmKey) => {
     await options.switchTo?.(arm);
     return armTarget(options.arms[arm], options);
   };
-  const a = await identify("a");
   const b = await identify("b");
+  const a = await identify("a");
   const workload = randomWorkload({
     numPrompts: spec.requests,
     inputLen: spec.prompt_tokens,
