@@ -97,6 +97,20 @@ describe("bringUp", () => {
       "--kv-layout=full",
     ]);
     expect(perplexity?.source).toMatchObject({ kind: "measured", tool: "bringup up" });
+    // Gate records state the gate's own figures: needles out of those asked, capacities and their ratio.
+    expect(byId.get(needlesId as string)?.arms[0]?.figure).toEqual({
+      shape: "fraction",
+      passed: 3,
+      total: 3,
+    });
+    const capacity = byId.get(capacityId as string);
+    const [window, full] = (capacity?.arms ?? []).map((a) =>
+      a.figure?.shape === "point" ? a.figure.value : 0,
+    );
+    expect(capacity?.comparison?.figure).toEqual({
+      shape: "point",
+      value: Number(((window as number) / (full as number)).toPrecision(4)),
+    });
     const record = byId.get(abId as string);
     expect(record?.method).toBe("same-pod-ab");
     expect(record?.comparison?.ci95).toHaveLength(2);

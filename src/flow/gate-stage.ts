@@ -1,7 +1,7 @@
 import type { Gate as GateSpec, KvLayout } from "../catalog/index.js";
 import { ProbedEndpoint, type RequestOptions } from "../client/index.js";
 import { type GateContext, type GateOutcome, gateRecord, runGateSession } from "../gates/index.js";
-import { appendRecord, type BenchRecord, type Fingerprint } from "../records/index.js";
+import { appendRecord, type BenchRecord, type BenchRecordInput, type Fingerprint } from "../records/index.js";
 import { nextSeriesId, recordIds } from "./record-ids.js";
 
 /** A server a gate runs against: its URL, the name its arm gets in the record, its KV layout when known. */
@@ -68,13 +68,69 @@ export async function runReferenceGate(
   if (input === undefined) return { outcome };
   const names = new Map([[run.endpoint.url, run.endpoint.name]]);
   if (run.reference !== undefined) names.set(run.reference.url, run.reference.name);
+  const stated = statedFigures(outcome);
   const record = await appendRecord(stage.resultsDir, {
     ...input,
     id: nextSeriesId(run.series, await recordIds(stage.resultsDir)),
     source: { kind: "measured", tool: "bringup up", command: stage.command },
-    arms: input.arms.map((arm) => ({ ...arm, name: names.get(arm.name) ?? arm.name })),
+    arms: input.arms.map((arm, index) => ({
+      ...arm,
+      name: names.get(arm.name) ?? arm.name,
+      ...(stated.arms[index] ? { figure: stated.arms[index] } : {}),
+    })),
+    ...(stated.comparison ? { comparison: stated.comparison } : {}),
   });
   return { outcome, record };
+}
+
+type Figure = NonNullable<BenchRecordInput["arms"][number]["figure"]>;
+
+/**
+ * What each arm's samples add up to, as the gate computed it (the perplexity over every window, the
+ * needles retrieved out of those asked, the capacities and their ratio), so the page shows the
+ * gate's own figure rather than a median of its samples.
+ */
+function statedFigures(outcome: GateOutcome): {
+  arms: (Figure | undefined)[];
+  comparison?: BenchRecordInput["comparison"];
+} {
+  const m = outcome.measured ?? {};
+  const num = (key: string) => (typeof m[key] === "number" ? (m[key] as number) : undefined);
+  switch (outcome.kind) {
+    case "perplexity": {
+      const point = (value: number | undefined): Figure | undefined =>
+        value === undefined ? undefined : { shape: "point", value: Number(value.toFixed(4)), decimals: 4 };
+      return { arms: [point(num("perplexity")), point(num("reference"))] };
+    }
+    case "needles": {
+      const passed = num("retrieved");
+      const total = num("asked");
+      return {
+        arms: [passed !== undefined && total ? { shape: "fraction", passed, total } : undefined],
+      };
+    }
+    case "kv-capacity": {
+      const capacity = num("capacity");
+      const full = num("full_attention_capacity");
+      const ratio = num("ratio");
+      return {
+        arms: [
+          capacity === undefined ? undefined : { shape: "point", value: capacity },
+          full === undefined ? undefined : { shape: "point", value: full },
+        ],
+        ...(ratio !== undefined
+          ? {
+              comparison: {
+                figure: { shape: "point", value: Number(ratio.toPrecision(4)) },
+                better: "higher",
+              },
+            }
+          : {}),
+      };
+    }
+    default:
+      return { arms: [] };
+  }
 }
 
 /** The probe with the KV layout the embedded server was started with among its server flags. */
