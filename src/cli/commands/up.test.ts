@@ -2,7 +2,6 @@ import { cp, mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { portModel } from "../../../ports/mimo-v2.6-flash/model.js";
 import { loadCatalog } from "../../catalog/index.js";
 import {
   kvBytesPerSequence,
@@ -11,7 +10,7 @@ import {
   readCorpus,
   registerArchitecture,
 } from "../../engine/index.js";
-import { type BringUpSummary, cachedModel } from "../../flow/index.js";
+import { type BringUpSummary, cachedModel, PORT_MODELS } from "../../flow/index.js";
 import { type RunningServer, startServer } from "../../server/index.js";
 import { runInProcess } from "../tests/run-in-process.js";
 import { registerUp } from "./up.js";
@@ -32,6 +31,8 @@ beforeAll(async () => {
   }
   const reference = (await loadCatalog(root)).ports.find((p) => p.id === PORT)?.manifest.reference;
   if (reference === undefined) throw new Error(`${PORT} has no reference section`);
+  const portModel = PORT_MODELS.get(PORT);
+  if (portModel === undefined) throw new Error(`${PORT} has no model code`);
   registerArchitecture(portModel.architecture);
   const corpus = await readCorpus();
   const tiny = await cachedModel(join(root, "cache"), "tiny", { config: reference.config }, () =>
