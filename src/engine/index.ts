@@ -31,6 +31,13 @@
  * threads over SharedArrayBuffers) through a WebAssembly SIMD tile that reads weights in place from
  * one shared WebAssembly memory (kernels/wasm-arena.ts: it only grows); `simd: false` or
  * BRINGUP_ENGINE_SIMD=0 selects the plain JavaScript kernel, equal bit for bit to the scalar reference.
+ * Attention runs the same way: a SIMD kernel over tiles of a prefill's queries (pairs of f64 in the
+ * reference's order) and a plain tiled kernel under the same switch; both equal
+ * attention/paged-attention.ts bit for bit.
+ *
+ * KV layouts (`kvLayout`): "window-sized" keeps each sliding-window layer's window as a ring of
+ * blocks; "full" keeps every token in every layer and masks the window. The byte budget is split
+ * between cache groups so each holds the same number of max_model_len sequences (cache/capacity.ts).
  */
 
 export type { Architecture, PortModel } from "./architecture.js";
