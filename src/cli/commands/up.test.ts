@@ -120,5 +120,16 @@ describe("bringup up", () => {
     );
     expect(alone.stderr).toContain("gates done");
     expect(alone.exitCode).toBe(1);
+
+    // Arms on two hosts cannot make a same-node A/B: it is left out up front, with the reason.
+    const elsewhere = baseline.url.replace("127.0.0.1", "localhost");
+    const split = await runInProcess(
+      [registerUp],
+      ["--root", root, "up", PORT, "--endpoint", build.url, "--reference", elsewhere, "--json", "--no-site"]
+        .concat(quick)
+        .concat(["--ab-blocks", "2"]),
+    );
+    const splitSummary = JSON.parse(split.stdout) as BringUpSummary;
+    expect(splitSummary.skippedBenchmarks).toEqual([expect.objectContaining({ code: "UP_AB_HOSTS_DIFFER" })]);
   });
 });
