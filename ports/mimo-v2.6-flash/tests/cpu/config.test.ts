@@ -60,8 +60,8 @@ describe("MiMo config parsing", () => {
   beforeAll(() => registerArchitecture(portModel.architecture));
 
   it("carries the released model's value scale to every layer, and none when it is null", () => {
-    const scaled = parseMimoConfig({ ...hubConfig(), attention_value_scale: 0.707 }, "config.json");
-    expect(scaled.layers.every((l) => l.attention.valueScale === 0.707)).toBe(true);
+    const scaled = parseMimoConfig({ ...hubConfig(), attention_value_scale: 0.75 }, "config.json");
+    expect(scaled.layers.every((l) => l.attention.valueScale === 0.75)).toBe(true);
     const plain = parseMimoConfig(hubConfig(), "config.json");
     expect(plain.layers.every((l) => l.attention.valueScale === undefined)).toBe(true);
   });
