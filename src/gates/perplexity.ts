@@ -54,7 +54,7 @@ export const perplexityGate: Gate<Spec> = {
       summary: `perplexity ${measured.overall.toFixed(4)} vs reference ${reference.toFixed(4)}: relative difference ${(relative * 100).toFixed(3)}% (limit ${(spec.max_relative_diff * 100).toFixed(3)}%)`,
       metric: "perplexity",
       label: `perplexity over ${windows.length} corpus windows of ${windowTokens} tokens`,
-      unit: "x",
+      unit: "perplexity",
       value: measured.overall,
       arms: [
         { name: target.endpoint.url, samples: measured.perWindow, reference: false },

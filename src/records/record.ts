@@ -44,6 +44,7 @@ export const UNITS = [
   "GiB/s",
   "req/s",
   "count",
+  "perplexity",
 ] as const;
 export const Unit = z.enum(UNITS);
 export type Unit = z.infer<typeof Unit>;

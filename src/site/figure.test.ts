@@ -33,6 +33,7 @@ describe("formatFigure", () => {
     expect(formatFigure({ shape: "range", low: 22, high: 24 }, "tok/s")).toBe("22 to 24 tok/s");
     expect(formatFigure({ shape: "range", low: 1.35, high: 1.55 }, "x")).toBe("1.35x to 1.55x");
     expect(formatFigure({ shape: "fraction", passed: 3, total: 3 }, "count")).toBe("3/3");
+    expect(formatFigure({ shape: "point", value: 854.3745, decimals: 4 }, "perplexity")).toBe("854.3745");
     expect(formatFigure({ shape: "fraction", passed: 2, total: 3 }, "needles")).toBe("2/3 needles");
     expect(formatFigure({ shape: "at-most", value: 0.4 }, "%")).toBe("within 0.4%");
     expect(formatFigure({ shape: "at-most", value: 12 }, "ms")).toBe("at most 12 ms");

@@ -39,8 +39,11 @@ function computed(value: number): number {
   return Number(value.toPrecision(4));
 }
 
+/** Units the figure's label already names: the number stands alone. */
+const UNWRITTEN_UNITS: ReadonlySet<Unit> = new Set(["count", "perplexity"]);
+
 function withUnit(text: string, unit: Unit): string {
-  if (unit === "count") return text;
+  if (UNWRITTEN_UNITS.has(unit)) return text;
   return ATTACHED_UNITS.has(unit) ? `${text}${unit}` : `${text} ${unit}`;
 }
 
