@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTinyModel, findTinySize, type LoadedModel } from "../engine/index.js";
 import { readRecords } from "../records/index.js";
-import { type RunningServer, startServer } from "../server/index.js";
+import { METRIC_NAMES, type RunningServer, startServer } from "../server/index.js";
 import { runAb } from "./ab.js";
 import { chainRecord, composeChain } from "./chain.js";
 import { randomWorkload } from "./workload.js";
@@ -43,6 +43,13 @@ describe("A/B against the embedded server", () => {
     let server = await serve(small, false);
     const port = Number(new URL(server.url).port);
     const target = { url: server.url, model: server.modelName, ignoreEos: true };
+    /** Requests each restarted server completed before it was closed. */
+    const served: number[] = [];
+    const completed = async (s: RunningServer) => {
+      const text = await (await fetch(`${s.url}/metrics`)).text();
+      const lines = text.split("\n").filter((l) => l.startsWith(METRIC_NAMES.requestSuccess));
+      return lines.reduce((sum, l) => sum + Number(l.split(" ").at(-1)), 0);
+    };
     try {
       const result = await runAb({
         a: { name: "plain", target, fingerprint: { host: "h", hardware: "cpu", server_flags: ["simd=0"] } },
@@ -53,12 +60,18 @@ describe("A/B against the embedded server", () => {
         blocks: 6,
         metric: "output_throughput",
         switchTo: async (arm) => {
+          served.push(await completed(server));
           await server.close();
           server = await serve(small, arm === "b", port);
         },
         records: { dir, port: "demo" },
         runId: "ab-simd",
       });
+      served.push(await completed(server));
+      // Each restarted server: one warmup after the switch, then per trial one warmup and two prompts;
+      // none lost to a pooled connection that led to the server before it.
+      const trialsPerServer = [1, ...Array<number>(11).fill(2), 1];
+      expect(served).toEqual([0, ...trialsPerServer.map((n) => 1 + 3 * n)]);
       expect(result.method).toBe("same-pod-ab");
       expect(result.trials.map((t) => t.arm).join("")).toBe("abba".repeat(6));
       expect(result.interval.low).toBeGreaterThan(1);

@@ -2,7 +2,7 @@ import { BringupError } from "../common/errors.js";
 import { appendRecord, type BenchRecord, type Fingerprint } from "../records/index.js";
 import type { RunMetrics } from "./metrics.js";
 import { armFingerprint, runId as makeRunId, measuredRecord, roundRatio } from "./record-builders.js";
-import type { Target } from "./request.js";
+import { dropConnections, type Target } from "./request.js";
 import { type RunOptions, runBench } from "./run.js";
 import { bootstrapRatio, cv, type Interval } from "./stats.js";
 import { type TrialMetric, trialMetric } from "./trial-metric.js";
@@ -33,6 +33,11 @@ export interface AbOptions extends Omit<RunOptions, "target" | "onRequest"> {
    * server is ready. Without it both arms are live at once and the design is same-node-ab.
    */
   readonly switchTo?: (arm: ArmKey) => Promise<void>;
+  /**
+   * Unmeasured requests after each switch (default 1): a restarted server's first request pays for
+   * cold code and untouched memory, and ABBA does not give both arms the same number of restarts.
+   */
+  readonly warmupsAfterSwitch?: number;
   /** Where to append records as they are measured: each trial, then the A/B. Absent writes nothing. */
   readonly records?: { readonly dir: string; readonly port: string; readonly command?: string };
   readonly runId?: string;
@@ -86,10 +91,15 @@ export async function runAb(options: AbOptions): Promise<AbResult> {
   for (const [position, key] of abbaOrder(options.blocks).entries()) {
     if (options.signal?.aborted) break;
     const block = Math.floor(position / 4);
-    if (options.switchTo && key !== current) await options.switchTo(key);
+    const switched = options.switchTo !== undefined && key !== current;
+    if (switched) {
+      await options.switchTo?.(key);
+      await dropConnections();
+    }
     current = key;
     const arm = options[key];
-    const run = await runBench({ ...options, target: arm.target, checkTokenizer: false });
+    const numWarmups = (options.numWarmups ?? 0) + (switched ? (options.warmupsAfterSwitch ?? 1) : 0);
+    const run = await runBench({ ...options, target: arm.target, checkTokenizer: false, numWarmups });
     const value = spec.of(run.metrics);
     if (run.metrics.completed === 0 || !Number.isFinite(value) || value <= 0) {
       throw new BringupError(

@@ -84,6 +84,17 @@ function agent(connections: number | undefined): Agent {
   return found;
 }
 
+/**
+ * Closes every pooled connection. After a server restarts on the same address its old keep-alive
+ * connections lead nowhere useful (or to the old server's lingering sockets): the next request
+ * must open a new one.
+ */
+export async function dropConnections(): Promise<void> {
+  const pools = [...agents.values()];
+  agents.clear();
+  await Promise.all(pools.map((pool) => pool.destroy()));
+}
+
 /** Origin and path prefix of each base URL seen, parsed once rather than per request. */
 const bases = new Map<string, { origin: string; prefix: string }>();
 
