@@ -15,6 +15,7 @@ import {
 import { BringupError, isBringupError } from "../common/errors.js";
 import {
   kvBytesPerSequence,
+  kvCapacityRatio,
   type LoadedModel,
   loadModel,
   type PortModel,
@@ -82,6 +83,8 @@ export interface BringUpOptions {
 /** The weight seed of every tiny reference model: the manifest's config alone decides the model. */
 export const REFERENCE_SEED = 0;
 /** Requests in flight the embedded build and baseline accept (gates send one at a time). */
+/** Tokens per KV block on the embedded servers (the engine's default). */
+const EMBEDDED_BLOCK_SIZE = 16;
 const EMBEDDED_MAX_NUM_SEQS = 4;
 /** Long prompts prefill slowly on two cores: requests to the embedded servers may take this long. */
 const EMBEDDED_REQUEST_TIMEOUT_MS = 30 * 60_000;
@@ -193,6 +196,18 @@ export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> 
                 command,
                 corpus,
                 ...(needleContexts !== undefined ? { needleContexts } : {}),
+                ...(models !== undefined && reference.baseline !== undefined
+                  ? {
+                      // What the embedded layouts give by construction at the served context.
+                      theoreticalRatio: kvCapacityRatio(
+                        models.tiny.config,
+                        reference.kv_layout,
+                        reference.baseline.kv_layout,
+                        EMBEDDED_BLOCK_SIZE,
+                        reference.max_model_len,
+                      ),
+                    }
+                  : {}),
                 request: {
                   timeoutMs: external ? ENDPOINT_REQUEST_TIMEOUT_MS : EMBEDDED_REQUEST_TIMEOUT_MS,
                   ...(options.apiKey !== undefined ? { apiKey: options.apiKey } : {}),
@@ -420,7 +435,7 @@ async function startServers(
   options: BringUpOptions,
 ) {
   const requests = Math.max(1, ...reference.benchmarks.map((b) => b.requests));
-  const blockSize = 16;
+  const blockSize = EMBEDDED_BLOCK_SIZE;
   const kvCacheBytes =
     requests *
     kvBytesPerSequence(planKvCache(models.tiny.config, "full", blockSize).groups, reference.max_model_len);

@@ -27,6 +27,8 @@ export interface GateStageContext {
   readonly command: string;
   readonly corpus: string;
   readonly needleContexts?: readonly number[];
+  /** KV capacity: the build's ratio over the baseline's by construction, when both are embedded. */
+  readonly theoreticalRatio?: number;
   readonly request: RequestOptions;
 }
 
@@ -56,6 +58,9 @@ export async function runReferenceGate(
     corpus: stage.corpus,
     ...(spec.kind === "needles" && stage.needleContexts !== undefined
       ? { needleContexts: stage.needleContexts }
+      : {}),
+    ...(spec.kind === "kv-capacity" && stage.theoreticalRatio !== undefined
+      ? { theoreticalRatio: stage.theoreticalRatio }
       : {}),
   });
   const outcome = outcomes[0] as GateOutcome;

@@ -18,6 +18,12 @@ export interface GateContext {
   readonly referenceValue?: number;
   /** Full-attention KV token capacity to compare against, when no reference endpoint is given. */
   readonly fullAttentionCapacity?: number;
+  /**
+   * KV capacity: the ratio the layouts give by construction at the endpoint's context, when the
+   * caller knows the model (the embedded engine's kvCapacityRatio); the measured ratio must then
+   * also be within tolerance of it, not only of the manifest's long-context expected_ratio.
+   */
+  readonly theoreticalRatio?: number;
   /** The text perplexity and needle haystacks are cut from. */
   readonly corpus?: string;
   /** Perplexity: tokens per window and how many windows (defaults 512 and 4). */

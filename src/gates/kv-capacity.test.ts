@@ -38,6 +38,23 @@ describe("KV capacity gate", () => {
     expect(stated.outcomes[0]?.summary).toMatch(/expected 1x/);
   });
 
+  it("with the layouts' own ratio at this context, passes only when the measurement is within tolerance of it too", async () => {
+    const near = await runGateSession([gate(2)], {
+      endpointUrl: big.url,
+      referenceUrl: full.url,
+      theoreticalRatio: 2.01,
+    });
+    expect(near.outcomes[0]?.status).toBe("passed");
+    expect(near.outcomes[0]?.summary).toMatch(/the layouts' 2\.010x at this context/);
+    expect(near.outcomes[0]?.measured?.theoretical_ratio).toBe(2.01);
+    const far = await runGateSession([gate(2)], {
+      endpointUrl: big.url,
+      referenceUrl: full.url,
+      theoreticalRatio: 2.2,
+    });
+    expect(far.outcomes[0]?.status).toBe("failed");
+  });
+
   it("is not run without a full-attention figure", async () => {
     const { outcomes } = await runGateSession([gate(2)], { endpointUrl: big.url });
     expect(outcomes[0]?.code).toBe("GATE_NEEDS_REFERENCE");
