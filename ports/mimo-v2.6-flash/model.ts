@@ -28,14 +28,25 @@ import { BringupError } from "../../src/common/errors.js";
 import type {
   Architecture,
   AttentionSpec,
-  HostTensor,
   LayerSpec,
   ModelConfig,
   MoeSpec,
   PortModel,
   TinyModelFiles,
 } from "../../src/engine/index.js";
-import { buildTokenizerFiles, Rng, trainByteLevelBpe } from "../../src/engine/index.js";
+import {
+  codeEmbedding,
+  codeLmHead,
+  f32Tensors,
+  filled,
+  nearestRivalGap,
+  Rng,
+  tensorSeed,
+  tinyModelFiles,
+  tinyTokenizer,
+  tokenCodes,
+  zeroMlpLayer,
+} from "../../src/engine/index.js";
 
 export const MODEL_TYPE = "mimo_v2_flash";
 
@@ -357,24 +368,18 @@ export function mimoTinyModel(
       { subject: "vocab_size" },
     );
   }
-  const tok = buildTokenizerFiles(
-    trainByteLevelBpe(corpus, spec.vocabSize - SPECIALS),
-    spec.maxPositionEmbeddings,
-  );
-  const vocab = tok.size;
-  const eos = [tok.specialIds["<|endoftext|>"] as number, tok.specialIds["<|im_end|>"] as number];
+  const tok = tinyTokenizer(corpus, spec.vocabSize - SPECIALS, spec.maxPositionEmbeddings);
+  const { vocab, eos } = tok;
   const H = spec.hiddenSize;
-  const tensors = new Map<string, HostTensor>();
+  const { tensors, put } = f32Tensors();
   const random = (name: string, shape: number[], std: number) => {
     const n = shape.reduce((a, b) => a * b, 1);
-    const data = new Rng(fnv1a(`${seed}/${name}`)).fillNormal(new Float32Array(n), std);
-    tensors.set(name, { dtype: "F32", shape, data });
+    put(name, shape, new Rng(tensorSeed(seed, name)).fillNormal(new Float32Array(n), std));
   };
   // Scaled by fan-in so activations stay near unit size and attention is far from uniform.
   const matrix = (name: string, rows: number, cols: number) =>
     random(name, [rows, cols], 1 / Math.sqrt(cols));
-  const ones = (name: string, n: number) =>
-    tensors.set(name, { dtype: "F32", shape: [n], data: new Float32Array(n).fill(1) });
+  const ones = (name: string, n: number) => put(name, [n], filled(n, 1));
   const mlp = (prefix: string, inter: number) => {
     matrix(`${prefix}.gate_proj.weight`, inter, H);
     matrix(`${prefix}.up_proj.weight`, inter, H);
@@ -410,7 +415,7 @@ export function mimoTinyModel(
   ones("model.norm.weight", H);
   if (!spec.tieWordEmbeddings) matrix("lm_head.weight", vocab, H);
 
-  return packFiles(
+  return tinyModelFiles(
     {
       ...config,
       architectures: ["MiMoV2FlashForCausalLM"],
@@ -421,7 +426,6 @@ export function mimoTinyModel(
       bringup_tiny: { port: "mimo-v2.6-flash", seed },
     },
     tok,
-    eos,
     tensors,
   );
 }
@@ -481,45 +485,20 @@ export function mimoRetrievalModel(
 ): TinyModelFiles {
   const seed = options.seed ?? 0;
   const maxPos = options.maxPositionEmbeddings;
-  const tok = buildTokenizerFiles(trainByteLevelBpe(corpus, 512), maxPos);
-  const vocab = tok.size;
-  const eos = [tok.specialIds["<|endoftext|>"] as number, tok.specialIds["<|im_end|>"] as number];
-  const rng = new Rng(seed);
-  const matchCodes = Array.from({ length: vocab }, () => unitCode(rng, M));
-  const outputCodes = Array.from({ length: vocab }, () => unitCode(rng, U));
-  const tensors = new Map<string, HostTensor>();
-  const put = (name: string, shape: number[], data: Float32Array) =>
-    tensors.set(name, { dtype: "F32", shape, data });
-  const filled = (n: number, value: number) => new Float32Array(n).fill(value);
-
-  const embed = new Float32Array(vocab * HIDDEN);
-  for (let t = 0; t < vocab; t++) {
-    embed.set(matchCodes[t] as Float32Array, t * HIDDEN + OWN_M);
-    embed.set(outputCodes[t] as Float32Array, t * HIDDEN + OWN_U);
-  }
-  put("model.embed_tokens.weight", [vocab, HIDDEN], embed);
-  const layer = (i: number, slots: number) => {
-    const p = `model.layers.${i}`;
-    // RMSNorm multiplies by sqrt(HIDDEN)/|x|; |x| is sqrt(slots) when `slots` unit codes are set.
-    put(`${p}.input_layernorm.weight`, [HIDDEN], filled(HIDDEN, Math.sqrt(slots / HIDDEN)));
-    put(`${p}.post_attention_layernorm.weight`, [HIDDEN], filled(HIDDEN, 1));
-    put(`${p}.mlp.gate_proj.weight`, [1, HIDDEN], new Float32Array(HIDDEN));
-    put(`${p}.mlp.up_proj.weight`, [1, HIDDEN], new Float32Array(HIDDEN));
-    put(`${p}.mlp.down_proj.weight`, [HIDDEN, 1], new Float32Array(HIDDEN));
-    return p;
-  };
+  const tok = tinyTokenizer(corpus, 512, maxPos);
+  const { vocab, eos } = tok;
+  const codes = tokenCodes(seed, vocab, M, U);
+  const { tensors, put } = f32Tensors();
+  put("model.embed_tokens.weight", [vocab, HIDDEN], codeEmbedding(codes, HIDDEN, OWN_M, OWN_U));
+  // |x| is sqrt(slots) when `slots` unit codes are set, so sqrt(slots/HIDDEN) undoes RMSNorm's scaling.
+  const layer = (i: number, slots: number) => zeroMlpLayer(put, i, HIDDEN, Math.sqrt(slots / HIDDEN));
 
   // Layer 0: previous-token heads within the sliding window.
   const p0 = layer(0, 2);
   const pairs = Math.floor(QK_SLIDING * ROTARY_FACTOR) / 2;
   const invFreq = Array.from({ length: pairs }, (_, f) => 1 / SWA_ROPE_THETA ** (f / pairs));
-  let gap = Number.POSITIVE_INFINITY;
-  for (let e = 1; e < SLIDING_WINDOW; e++) {
-    let g = 0;
-    for (const w of invFreq) g += 1 - Math.cos(w * e);
-    gap = Math.min(gap, g);
-  }
-  const amplitude = (PREV_MARGIN * Math.sqrt(QK_SLIDING)) / gap;
+  // Only the window's distances compete.
+  const amplitude = (PREV_MARGIN * Math.sqrt(QK_SLIDING)) / nearestRivalGap(invFreq, SLIDING_WINDOW);
   const q0 = NGRAM * QK_SLIDING;
   const q0Bias = new Float32Array(q0);
   const k0Bias = new Float32Array(QK_SLIDING);
@@ -574,12 +553,7 @@ export function mimoRetrievalModel(
   put(`${p1}.self_attn.o_proj.weight`, [HIDDEN, U], o1);
 
   put("model.norm.weight", [HIDDEN], filled(HIDDEN, Math.sqrt((3 + NGRAM) / HIDDEN)));
-  const head = new Float32Array(vocab * HIDDEN);
-  for (let t = 0; t < vocab; t++) {
-    const code = outputCodes[t] as Float32Array;
-    for (let r = 0; r < U; r++) head[t * HIDDEN + OUT_U + r] = OUTPUT_LOGIT * (code[r] as number);
-  }
-  put("lm_head.weight", [vocab, HIDDEN], head);
+  put("lm_head.weight", [vocab, HIDDEN], codeLmHead(codes, HIDDEN, OUT_U, OUTPUT_LOGIT));
 
   const config: Record<string, unknown> = {
     architectures: ["MiMoV2FlashForCausalLM"],
@@ -620,48 +594,7 @@ export function mimoRetrievalModel(
       construction: "sliding previous-token heads + one global induction head",
     },
   };
-  return packFiles(config, tok, eos, tensors);
-}
-
-function packFiles(
-  config: Record<string, unknown>,
-  tok: ReturnType<typeof buildTokenizerFiles>,
-  eos: number[],
-  tensors: Map<string, HostTensor>,
-): TinyModelFiles {
-  const sorted = new Map([...tensors.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
-  let numParameters = 0;
-  for (const t of sorted.values()) numParameters += t.shape.reduce((a, b) => a * b, 1);
-  return {
-    config,
-    generationConfig: { eos_token_id: eos, do_sample: false },
-    tokenizerJson: tok.tokenizerJson,
-    tokenizerConfig: tok.tokenizerConfig,
-    tensors: sorted,
-    numParameters,
-  };
-}
-
-function unitCode(rng: Rng, n: number): Float32Array {
-  const v = new Float64Array(n);
-  let norm = 0;
-  for (let i = 0; i < n; i++) {
-    v[i] = rng.normal();
-    norm += (v[i] as number) ** 2;
-  }
-  const out = new Float32Array(n);
-  for (let i = 0; i < n; i++) out[i] = (v[i] as number) / Math.sqrt(norm);
-  return out;
-}
-
-/** FNV-1a of a tensor's name, so each tensor's weights do not depend on generation order. */
-function fnv1a(s: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < s.length; i++) {
-    h ^= s.charCodeAt(i);
-    h = Math.imul(h, 0x01000193) >>> 0;
-  }
-  return h;
+  return tinyModelFiles(config, tok, tensors);
 }
 
 export const portModel: PortModel = {

@@ -4,11 +4,11 @@ import type { HostTensor } from "../loader/host-tensor.js";
 import { buildModelWeights } from "../loader/weight-map.js";
 import type { LoadedModel } from "../model/loaded-model.js";
 import { Rng } from "../tensor/random.js";
-import { trainByteLevelBpe } from "../tokenizer/bpe-train.js";
 import { TextTokenizer } from "../tokenizer/tokenizer.js";
-import { buildTokenizerFiles } from "../tokenizer/tokenizer-files.js";
 import { readCorpus } from "./corpus.js";
+import { tinyModelFiles, tinyTokenizer } from "./files.js";
 import { type TinySize, tinyParameterCount } from "./sizes.js";
+import { filled, tensorSeed } from "./weights.js";
 
 export type TinyDtype = "f32" | "bf16" | "fp8" | "mxfp4";
 
@@ -40,10 +40,8 @@ export interface TinyModelFiles {
 export function generateTinyModel(size: TinySize, corpus: string, options: TinyOptions = {}): TinyModelFiles {
   const seed = options.seed ?? 0;
   const dtype = options.dtype ?? "f32";
-  const bpe = trainByteLevelBpe(corpus, size.bpeVocab);
-  const tok = buildTokenizerFiles(bpe, size.maxPositionEmbeddings);
-  const vocab = tok.size;
-  const eos = [tok.specialIds["<|endoftext|>"] as number, tok.specialIds["<|im_end|>"] as number];
+  const tok = tinyTokenizer(corpus, size.bpeVocab, size.maxPositionEmbeddings);
+  const { vocab, eos } = tok;
   const moe = size.experts;
   const config: Record<string, unknown> = {
     architectures: [moe ? "MixtralForCausalLM" : "LlamaForCausalLM"],
@@ -74,7 +72,7 @@ export function generateTinyModel(size: TinySize, corpus: string, options: TinyO
   const tensors = new Map<string, HostTensor>();
   const H = size.hiddenSize;
   const matrix = (name: string, rows: number, cols: number, quantize = true) => {
-    const values = new Rng(hashName(`${seed}/${name}`)).fillNormal(new Float32Array(rows * cols), 0.02);
+    const values = new Rng(tensorSeed(seed, name)).fillNormal(new Float32Array(rows * cols), 0.02);
     const shape = [rows, cols];
     if (dtype === "bf16") tensors.set(name, { dtype: "BF16", shape, data: float32ToBf16(values) });
     else if (!quantize || dtype === "f32") tensors.set(name, { dtype: "F32", shape, data: values });
@@ -93,7 +91,7 @@ export function generateTinyModel(size: TinySize, corpus: string, options: TinyO
     }
   };
   const ones = (name: string, n: number) =>
-    tensors.set(name, { dtype: "F32", shape: [n], data: new Float32Array(n).fill(1) });
+    tensors.set(name, { dtype: "F32", shape: [n], data: filled(n, 1) });
   matrix("model.embed_tokens.weight", vocab, H, false);
   for (let i = 0; i < size.numLayers; i++) {
     const p = `model.layers.${i}`;
@@ -119,15 +117,7 @@ export function generateTinyModel(size: TinySize, corpus: string, options: TinyO
   }
   ones("model.norm.weight", H);
   matrix("lm_head.weight", vocab, H, false);
-  const sorted = new Map([...tensors.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
-  return {
-    config,
-    generationConfig: { eos_token_id: eos, do_sample: false },
-    tokenizerJson: tok.tokenizerJson,
-    tokenizerConfig: tok.tokenizerConfig,
-    tensors: sorted,
-    numParameters: tinyParameterCount(size, vocab),
-  };
+  return tinyModelFiles(config, tok, tensors, tinyParameterCount(size, vocab));
 }
 
 /** A tiny model built in memory from the shipped corpus, ready for an Engine. */
@@ -146,14 +136,4 @@ export function tinyFilesToModel(name: string, files: TinyModelFiles): LoadedMod
     eosTokenIds: config.eosTokenIds,
   });
   return { name, config, weights, tokenizer, numParameters: files.numParameters };
-}
-
-/** FNV-1a, to give each tensor its own seed independent of generation order. */
-function hashName(s: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < s.length; i++) {
-    h ^= s.charCodeAt(i);
-    h = Math.imul(h, 0x01000193) >>> 0;
-  }
-  return h;
 }

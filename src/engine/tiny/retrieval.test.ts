@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { Engine } from "../engine.js";
 import { loadModel } from "../loader/load-model.js";
 import { readCorpus } from "./corpus.js";
-import { generateRetrievalModel, nearestRivalGap } from "./retrieval.js";
+import { generateRetrievalModel } from "./retrieval.js";
 import { writeTinyModel } from "./write.js";
 
 async function greedy(engine: Engine, prompt: number[], maxTokens: number): Promise<number[]> {
@@ -38,13 +38,5 @@ describe("constructed retrieval model", () => {
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
-  });
-
-  it("sizes the previous-token heads by the nearest rival distance, which is a neighbour", () => {
-    const invFreq = Array.from({ length: 16 }, (_, f) => 1 / 10000 ** ((2 * f) / 32));
-    const gap = nearestRivalGap(invFreq, 16384);
-    const neighbour = invFreq.reduce((sum, w) => sum + 1 - Math.cos(w), 0);
-    expect(gap).toBeCloseTo(neighbour, 12);
-    expect(gap).toBeGreaterThan(0.5);
   });
 });

@@ -1,10 +1,9 @@
-import type { HostTensor } from "../loader/host-tensor.js";
 import type { LoadedModel } from "../model/loaded-model.js";
-import { Rng } from "../tensor/random.js";
-import { trainByteLevelBpe } from "../tokenizer/bpe-train.js";
-import { buildTokenizerFiles } from "../tokenizer/tokenizer-files.js";
+import { codeEmbedding, codeLmHead, tokenCodes, zeroMlpLayer } from "./copy-circuit.js";
 import { readCorpus } from "./corpus.js";
+import { tinyModelFiles, tinyTokenizer } from "./files.js";
 import { type TinyModelFiles, tinyFilesToModel } from "./generate.js";
+import { f32Tensors, filled, nearestRivalGap } from "./weights.js";
 
 /**
  * A constructed (not trained) two-layer llama whose weights implement an exact-copy retrieval
@@ -73,36 +72,15 @@ export interface RetrievalOptions {
 export function generateRetrievalModel(corpus: string, options: RetrievalOptions = {}): TinyModelFiles {
   const seed = options.seed ?? 0;
   const maxPos = options.maxPositionEmbeddings ?? 16384;
-  const tok = buildTokenizerFiles(trainByteLevelBpe(corpus, options.bpeVocab ?? 512), maxPos);
-  const vocab = tok.size;
-  const eos = [tok.specialIds["<|endoftext|>"] as number, tok.specialIds["<|im_end|>"] as number];
-  const rng = new Rng(seed);
-  const matchCodes = Array.from({ length: vocab }, () => unitCode(rng, M));
-  const outputCodes = Array.from({ length: vocab }, () => unitCode(rng, U));
-
-  const tensors = new Map<string, HostTensor>();
-  const put = (name: string, shape: number[], data: Float32Array) =>
-    tensors.set(name, { dtype: "F32", shape, data });
-  const filled = (n: number, value: number) => new Float32Array(n).fill(value);
-
-  const embed = new Float32Array(vocab * HIDDEN);
-  for (let t = 0; t < vocab; t++) {
-    embed.set(matchCodes[t] as Float32Array, t * HIDDEN + OWN_M);
-    embed.set(outputCodes[t] as Float32Array, t * HIDDEN + OWN_U);
-  }
-  put("model.embed_tokens.weight", [vocab, HIDDEN], embed);
+  const tok = tinyTokenizer(corpus, options.bpeVocab ?? 512, maxPos);
+  const { vocab, eos } = tok;
+  const codes = tokenCodes(seed, vocab, M, U);
+  const { tensors, put } = f32Tensors();
+  put("model.embed_tokens.weight", [vocab, HIDDEN], codeEmbedding(codes, HIDDEN, OWN_M, OWN_U));
 
   const qkv = HEADS * HEAD_DIM;
-  const layer = (i: number, norm: number) => {
-    const p = `model.layers.${i}`;
-    // RMSNorm multiplies by sqrt(HIDDEN)/|x|; a weight of |x|/sqrt(HIDDEN) gives the stream back as is.
-    put(`${p}.input_layernorm.weight`, [HIDDEN], filled(HIDDEN, norm / Math.sqrt(HIDDEN)));
-    put(`${p}.post_attention_layernorm.weight`, [HIDDEN], filled(HIDDEN, 1));
-    put(`${p}.mlp.gate_proj.weight`, [1, HIDDEN], new Float32Array(HIDDEN));
-    put(`${p}.mlp.up_proj.weight`, [1, HIDDEN], new Float32Array(HIDDEN));
-    put(`${p}.mlp.down_proj.weight`, [HIDDEN, 1], new Float32Array(HIDDEN));
-    return p;
-  };
+  // |x| is the norm of the unit codes the stream holds: sqrt(2) before layer 0, sqrt(2 + WINDOW) before layer 1.
+  const layer = (i: number, norm: number) => zeroMlpLayer(put, i, HIDDEN, norm / Math.sqrt(HIDDEN));
 
   // Layer 0: previous-token heads, positions only.
   const p0 = layer(0, Math.SQRT2);
@@ -162,12 +140,7 @@ export function generateRetrievalModel(corpus: string, options: RetrievalOptions
   put(`${p1}.self_attn.o_proj.weight`, [HIDDEN, qkv], o1);
 
   put("model.norm.weight", [HIDDEN], filled(HIDDEN, Math.sqrt((3 + WINDOW) / HIDDEN)));
-  const head = new Float32Array(vocab * HIDDEN);
-  for (let t = 0; t < vocab; t++) {
-    const code = outputCodes[t] as Float32Array;
-    for (let r = 0; r < U; r++) head[t * HIDDEN + OUT_U + r] = OUTPUT_LOGIT * (code[r] as number);
-  }
-  put("lm_head.weight", [vocab, HIDDEN], head);
+  put("lm_head.weight", [vocab, HIDDEN], codeLmHead(codes, HIDDEN, OUT_U, OUTPUT_LOGIT));
 
   const config: Record<string, unknown> = {
     architectures: ["LlamaForCausalLM"],
@@ -191,17 +164,7 @@ export function generateRetrievalModel(corpus: string, options: RetrievalOptions
     torch_dtype: "float32",
     bringup_tiny: { size: "retrieval", seed, construction: "previous-token + induction heads" },
   };
-  const sorted = new Map([...tensors.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
-  let numParameters = 0;
-  for (const t of sorted.values()) numParameters += t.shape.reduce((a, b) => a * b, 1);
-  return {
-    config,
-    generationConfig: { eos_token_id: eos, do_sample: false },
-    tokenizerJson: tok.tokenizerJson,
-    tokenizerConfig: tok.tokenizerConfig,
-    tensors: sorted,
-    numParameters,
-  };
+  return tinyModelFiles(config, tok, tensors);
 }
 
 /** The retrieval model over the shipped corpus, ready for an Engine or startServer({ model }). */
@@ -209,30 +172,4 @@ export async function createRetrievalModel(
   options: RetrievalOptions & { readonly corpusDir?: string } = {},
 ): Promise<LoadedModel> {
   return tinyFilesToModel("retrieval", generateRetrievalModel(await readCorpus(options.corpusDir), options));
-}
-
-/**
- * The smallest Σ_f (1 - cos(ω_f e)) over distances e in [1, maxPos): how far the best previous-token
- * score stands above any other, per unit of amplitude.
- */
-export function nearestRivalGap(invFreq: readonly number[], maxPos: number): number {
-  let min = Number.POSITIVE_INFINITY;
-  for (let e = 1; e < maxPos; e++) {
-    let gap = 0;
-    for (const w of invFreq) gap += 1 - Math.cos(w * e);
-    if (gap < min) min = gap;
-  }
-  return min;
-}
-
-function unitCode(rng: Rng, n: number): Float32Array {
-  const v = new Float64Array(n);
-  let norm = 0;
-  for (let i = 0; i < n; i++) {
-    v[i] = rng.normal();
-    norm += (v[i] as number) ** 2;
-  }
-  const out = new Float32Array(n);
-  for (let i = 0; i < n; i++) out[i] = (v[i] as number) / Math.sqrt(norm);
-  return out;
 }

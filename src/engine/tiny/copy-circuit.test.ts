@@ -1,0 +1,52 @@
+import { describe, expect, it } from "vitest";
+import { codeEmbedding, codeLmHead, tokenCodes, zeroMlpLayer } from "./copy-circuit.js";
+import { f32Tensors } from "./weights.js";
+
+describe("token codes", () => {
+  const codes = tokenCodes(5, 3, 4, 6);
+
+  it("gives each token a unit match code and a unit output code, the same for the same seed", () => {
+    expect(codes.match.map((c) => c.length)).toEqual([4, 4, 4]);
+    expect(codes.output.map((c) => c.length)).toEqual([6, 6, 6]);
+    for (const c of [...codes.match, ...codes.output]) {
+      expect(Math.hypot(...c)).toBeCloseTo(1, 6);
+    }
+    expect(tokenCodes(5, 3, 4, 6)).toEqual(codes);
+    expect(tokenCodes(6, 3, 4, 6).match[0]).not.toEqual(codes.match[0]);
+  });
+
+  it("embeds both codes in their slots and reads the output code back as the token in the LM head", () => {
+    const hidden = 16;
+    const embed = codeEmbedding(codes, hidden, 0, 4);
+    expect(embed.subarray(hidden, hidden + 4)).toEqual(codes.match[1]);
+    expect(embed.subarray(hidden + 4, hidden + 10)).toEqual(codes.output[1]);
+    expect(embed.subarray(hidden + 10, 2 * hidden).every((x) => x === 0)).toBe(true);
+
+    const head = codeLmHead(codes, hidden, 10, 40);
+    // A residual holding token 2's output code at slot 10 scores token 2 highest.
+    const residual = new Float32Array(hidden);
+    residual.set(codes.output[2] as Float32Array, 10);
+    const logits = [0, 1, 2].map((t) =>
+      residual.reduce((s, x, j) => s + x * (head[t * hidden + j] as number), 0),
+    );
+    expect(logits[2]).toBeCloseTo(40, 4);
+    expect(Math.max(...logits)).toBe(logits[2]);
+  });
+});
+
+describe("zeroMlpLayer", () => {
+  it("writes the layer's norms and a zero MLP of width 1", () => {
+    const { tensors, put } = f32Tensors();
+    expect(zeroMlpLayer(put, 3, 8, 0.25)).toBe("model.layers.3");
+    expect(tensors.get("model.layers.3.input_layernorm.weight")?.data).toEqual(
+      new Float32Array(8).fill(0.25),
+    );
+    expect(tensors.get("model.layers.3.post_attention_layernorm.weight")?.data).toEqual(
+      new Float32Array(8).fill(1),
+    );
+    expect(tensors.get("model.layers.3.mlp.down_proj.weight")?.shape).toEqual([8, 1]);
+    expect([...tensors.keys()].filter((n) => n.includes(".mlp.")).length).toBe(3);
+    for (const [name, t] of tensors)
+      if (name.includes(".mlp.")) expect(t.data.every((x) => x === 0)).toBe(true);
+  });
+});
