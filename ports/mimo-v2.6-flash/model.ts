@@ -37,8 +37,11 @@ import type {
 import {
   codeEmbedding,
   codeLmHead,
+  copyOutputCode,
+  copySlots,
   f32Tensors,
   filled,
+  inductionQueryKey,
   nearestRivalGap,
   Rng,
   tensorSeed,
@@ -469,11 +472,8 @@ const ROTARY_FACTOR = Math.round(((GLOBAL_ROTARY + 0.5) / QK_GLOBAL) * 1e4) / 1e
 const SLIDING_WINDOW = 8;
 const SWA_ROPE_THETA = 10;
 const GLOBAL_ROPE_THETA = 5_000_000;
-const HIDDEN = M + U + NGRAM * M + U;
-const OWN_M = 0;
-const OWN_U = M;
-const PREV = M + U;
-const OUT_U = PREV + NGRAM * M;
+const SLOTS = copySlots(M, U, NGRAM);
+const { hidden: HIDDEN, ownM: OWN_M, ownU: OWN_U, prev: PREV, outU: OUT_U } = SLOTS;
 const PREV_MARGIN = 30;
 const MATCH_LOGIT = 60;
 const OUTPUT_LOGIT = 40;
@@ -527,23 +527,8 @@ export function mimoRetrievalModel(
   // Layer 1: one induction head over the match features.
   const p1 = layer(1, 2 + NGRAM);
   const gain = Math.sqrt(MATCH_LOGIT * Math.sqrt(QK_GLOBAL));
-  const q1 = new Float32Array(QK_GLOBAL * HIDDEN);
-  const k1 = new Float32Array(QK_GLOBAL * HIDDEN);
-  const v1 = new Float32Array(U * HIDDEN);
-  const o1 = new Float32Array(HIDDEN * U);
-  for (let s = 0; s < NGRAM; s++) {
-    const querySlot = s === 0 ? OWN_M : PREV + (s - 1) * M;
-    const keySlot = PREV + s * M;
-    for (let r = 0; r < M; r++) {
-      const row = GLOBAL_ROTARY + s * M + r;
-      q1[row * HIDDEN + querySlot + r] = gain;
-      k1[row * HIDDEN + keySlot + r] = gain;
-    }
-  }
-  for (let r = 0; r < U; r++) {
-    v1[r * HIDDEN + OWN_U + r] = 1;
-    o1[(OUT_U + r) * U + r] = 1;
-  }
+  const { q: q1, k: k1 } = inductionQueryKey(SLOTS, QK_GLOBAL, GLOBAL_ROTARY, gain);
+  const { v: v1, o: o1 } = copyOutputCode(SLOTS, U, U);
   put(`${p1}.self_attn.q_proj.weight`, [QK_GLOBAL, HIDDEN], q1);
   put(`${p1}.self_attn.q_proj.bias`, [QK_GLOBAL], new Float32Array(QK_GLOBAL));
   put(`${p1}.self_attn.k_proj.weight`, [QK_GLOBAL, HIDDEN], k1);

@@ -62,8 +62,16 @@ export type { LoadedModel } from "./model/loaded-model.js";
 export type { FinishReason, GeneratedToken, GenerateRequest, PromptLogprobs, StepOutput } from "./request.js";
 export type { SamplingParams, TokenLogprob } from "./sampler.js";
 export { Rng } from "./tensor/random.js";
-export type { TokenCodes } from "./tiny/copy-circuit.js";
-export { codeEmbedding, codeLmHead, tokenCodes, zeroMlpLayer } from "./tiny/copy-circuit.js";
+export type { CopySlots, TokenCodes } from "./tiny/copy-circuit.js";
+export {
+  codeEmbedding,
+  codeLmHead,
+  copyOutputCode,
+  copySlots,
+  inductionQueryKey,
+  tokenCodes,
+  zeroMlpLayer,
+} from "./tiny/copy-circuit.js";
 export { readCorpus, shippedCorpusDir } from "./tiny/corpus.js";
 export type { TinyTokenizer } from "./tiny/files.js";
 export { countParameters, tinyModelFiles, tinyTokenizer } from "./tiny/files.js";

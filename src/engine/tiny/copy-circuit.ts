@@ -7,6 +7,28 @@ import { filled, type PutF32, unitCode } from "./weights.js";
  * MLP is zero, and an LM head that reads the copied output code back as its token.
  */
 
+/**
+ * The residual stream's slots, in order: own_m (the token's match code, m features), own_u (its
+ * output code, u), prev_1..prev_window (match codes of the tokens 1..window back) and out_u (the
+ * output code to copy, read by the LM head).
+ */
+export interface CopySlots {
+  readonly m: number;
+  readonly u: number;
+  readonly window: number;
+  readonly hidden: number;
+  readonly ownM: number;
+  readonly ownU: number;
+  readonly prev: number;
+  readonly outU: number;
+}
+
+export function copySlots(m: number, u: number, window: number): CopySlots {
+  const prev = m + u;
+  const outU = prev + window * m;
+  return { m, u, window, hidden: outU + u, ownM: 0, ownU: m, prev, outU };
+}
+
 /** Each token's match code (`m` features) and output code (`u` features). */
 export interface TokenCodes {
   readonly match: readonly Float32Array[];
@@ -59,4 +81,50 @@ export function zeroMlpLayer(put: PutF32, i: number, hidden: number, inputNorm: 
   put(`${p}.mlp.up_proj.weight`, [1, hidden], new Float32Array(hidden));
   put(`${p}.mlp.down_proj.weight`, [hidden, 1], new Float32Array(hidden));
   return p;
+}
+
+/**
+ * The induction head's query and key projections, [rows, hidden] each, writing features
+ * `firstFeature` onward of head 0: the query holds m of the current token and the window - 1 before
+ * it (own_m, prev_1..), the key m of the window tokens before (prev_1..prev_window), each times
+ * `gain`, so the score at a position counts the tokens of the n-gram before it that agree.
+ */
+export function inductionQueryKey(
+  slots: CopySlots,
+  rows: number,
+  firstFeature: number,
+  gain: number,
+): { readonly q: Float32Array; readonly k: Float32Array } {
+  const { m, hidden, ownM, prev } = slots;
+  const q = new Float32Array(rows * hidden);
+  const k = new Float32Array(rows * hidden);
+  for (let s = 0; s < slots.window; s++) {
+    const querySlot = s === 0 ? ownM : prev + (s - 1) * m;
+    const keySlot = prev + s * m;
+    for (let r = 0; r < m; r++) {
+      const row = firstFeature + s * m + r;
+      q[row * hidden + querySlot + r] = gain;
+      k[row * hidden + keySlot + r] = gain;
+    }
+  }
+  return { q, k };
+}
+
+/**
+ * The induction head's value and output projections: the value ([vRows, hidden], head 0's first u
+ * features) is own_u, and o_proj ([hidden, oCols]) writes it into out_u.
+ */
+export function copyOutputCode(
+  slots: CopySlots,
+  vRows: number,
+  oCols: number,
+): { readonly v: Float32Array; readonly o: Float32Array } {
+  const { u, hidden, ownU, outU } = slots;
+  const v = new Float32Array(vRows * hidden);
+  const o = new Float32Array(hidden * oCols);
+  for (let r = 0; r < u; r++) {
+    v[r * hidden + ownU + r] = 1;
+    o[(outU + r) * oCols + r] = 1;
+  }
+  return { v, o };
 }

@@ -1,5 +1,13 @@
 import type { LoadedModel } from "../model/loaded-model.js";
-import { codeEmbedding, codeLmHead, tokenCodes, zeroMlpLayer } from "./copy-circuit.js";
+import {
+  codeEmbedding,
+  codeLmHead,
+  copyOutputCode,
+  copySlots,
+  inductionQueryKey,
+  tokenCodes,
+  zeroMlpLayer,
+} from "./copy-circuit.js";
 import { readCorpus } from "./corpus.js";
 import { tinyModelFiles, tinyTokenizer } from "./files.js";
 import { type TinyModelFiles, tinyFilesToModel } from "./generate.js";
@@ -46,11 +54,8 @@ const U = 64;
 const ROTARY = 32;
 const HEAD_DIM = ROTARY + WINDOW * M;
 const HEADS = WINDOW;
-const HIDDEN = M + U + WINDOW * M + U;
-const OWN_M = 0;
-const OWN_U = M;
-const PREV = M + U;
-const OUT_U = PREV + WINDOW * M;
+const SLOTS = copySlots(M, U, WINDOW);
+const { hidden: HIDDEN, ownM: OWN_M, ownU: OWN_U, prev: PREV, outU: OUT_U } = SLOTS;
 const ROPE_THETA = 10000;
 /** Logits between the previous-token pick and any other position. */
 const PREV_MARGIN = 30;
@@ -114,23 +119,8 @@ export function generateRetrievalModel(corpus: string, options: RetrievalOptions
   // Layer 1: one induction head (head 0) over the unrotated features; heads 1 and 2 stay silent.
   const p1 = layer(1, Math.sqrt(2 + WINDOW));
   const gain = Math.sqrt(MATCH_LOGIT * Math.sqrt(HEAD_DIM));
-  const q1 = new Float32Array(qkv * HIDDEN);
-  const k1 = new Float32Array(qkv * HIDDEN);
-  const v1 = new Float32Array(qkv * HIDDEN);
-  const o1 = new Float32Array(HIDDEN * qkv);
-  const querySlots = Array.from({ length: WINDOW }, (_, s) => (s === 0 ? OWN_M : PREV + (s - 1) * M));
-  const keySlots = Array.from({ length: WINDOW }, (_, s) => PREV + s * M);
-  for (let s = 0; s < WINDOW; s++) {
-    for (let r = 0; r < M; r++) {
-      const row = ROTARY + s * M + r;
-      q1[row * HIDDEN + (querySlots[s] as number) + r] = gain;
-      k1[row * HIDDEN + (keySlots[s] as number) + r] = gain;
-    }
-  }
-  for (let r = 0; r < U; r++) {
-    v1[r * HIDDEN + OWN_U + r] = 1;
-    o1[(OUT_U + r) * qkv + r] = 1;
-  }
+  const { q: q1, k: k1 } = inductionQueryKey(SLOTS, qkv, ROTARY, gain);
+  const { v: v1, o: o1 } = copyOutputCode(SLOTS, qkv, qkv);
   put(`${p1}.self_attn.q_proj.weight`, [qkv, HIDDEN], q1);
   put(`${p1}.self_attn.k_proj.weight`, [qkv, HIDDEN], k1);
   put(`${p1}.self_attn.v_proj.weight`, [qkv, HIDDEN], v1);
