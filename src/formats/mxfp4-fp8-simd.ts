@@ -8,8 +8,39 @@
  * tests compare them bit for bit. Blocks needing a shift below -8 are only counted here: the
  * caller redoes their band on the plain path, which names what is inexact.
  *
- * Assembled here from its opcodes: no assembler package is needed for three small loops.
+ * Assembled here from its opcodes with the shared pieces of common/wasm-assembler.ts.
  */
+
+import {
+  brIf,
+  compileWasm,
+  funcType,
+  localGet as get,
+  I32,
+  I32_ADD,
+  I32_EQ,
+  I32_GE_U,
+  I32_GT_S,
+  I32_LT_S,
+  I32_SHL,
+  I32_SHR_U,
+  I32_SUB,
+  i32Const as i32,
+  instantiateWasm,
+  locals,
+  SELECT,
+  localSet as set,
+  simd,
+  localTee as tee,
+  V128,
+  v128Load,
+  v128Store,
+  type WasmApi,
+  type WasmModule,
+  type WasmSharedMemory,
+  wasmApi,
+  wasmModuleBytes,
+} from "../common/wasm-assembler.js";
 
 /** Shift range the tables cover. */
 export const SIMD_SHIFT_MIN = -8;
@@ -18,48 +49,11 @@ export const SIMD_SHIFT_MAX = 9;
 export const TILE_NONE = -1_000_000;
 export const TILE_EMPTY = -1000;
 
-const uleb = (n: number): number[] => {
-  const out: number[] = [];
-  do {
-    let byte = n & 0x7f;
-    n >>>= 7;
-    if (n !== 0) byte |= 0x80;
-    out.push(byte);
-  } while (n !== 0);
-  return out;
-};
-
-const sleb = (n: number): number[] => {
-  const out: number[] = [];
-  for (;;) {
-    const byte = n & 0x7f;
-    n >>= 7;
-    const done = (n === 0 && (byte & 0x40) === 0) || (n === -1 && (byte & 0x40) !== 0);
-    out.push(done ? byte : byte | 0x80);
-    if (done) return out;
-  }
-};
-
-// Instructions, as byte arrays.
-const get = (i: number) => [0x20, i];
-const set = (i: number) => [0x21, i];
-const tee = (i: number) => [0x22, i];
-const i32 = (v: number) => [0x41, ...sleb(v)];
-const ADD = [0x6a];
-const SUB = [0x6b];
-const SHL = [0x74];
-const SHR_U = [0x76];
-const EQ = [0x46];
-const LT_S = [0x48];
-const GT_S = [0x4a];
-const GE_U = [0x4f];
-const SELECT = [0x1b];
 const LOAD = [0x28, 0x02, 0x00];
 const STORE = [0x36, 0x02, 0x00];
 const LOAD8_U = [0x2d, 0x00, 0x00];
-const simd = (op: number, ...rest: number[]) => [0xfd, ...uleb(op), ...rest];
-const V_LOAD = simd(0x00, 0x00, 0x00);
-const V_STORE = (offset: number) => simd(0x0b, 0x00, ...uleb(offset));
+const V_LOAD = v128Load(0, 0);
+const V_STORE = (offset: number) => v128Store(0, offset);
 const V_SPLAT8 = (byte: number) => [...i32(byte), ...simd(0x0f)];
 const SHUFFLE = (lanes: number[]) => simd(0x0d, ...lanes);
 const SWIZZLE = simd(0x0e);
@@ -77,15 +71,24 @@ const INTERLEAVE_HIGH = INTERLEAVE_LOW.map((lane) => lane + 8);
 const nextGroup = (g: number, groups: number) => [
   ...get(g),
   ...i32(1),
-  ...ADD,
+  ...I32_ADD,
   ...set(g),
   ...i32(0),
   ...get(g),
   ...get(g),
   ...get(groups),
-  ...EQ,
+  ...I32_EQ,
   ...SELECT,
   ...set(g),
+];
+
+/** Stores at local `out` + offset the 16 lanes of locals a, b picked by `lanes`. */
+const interleave = (out: number, a: number, b: number, lanes: number[], offset: number) => [
+  ...get(out),
+  ...get(a),
+  ...get(b),
+  ...SHUFFLE(lanes),
+  ...V_STORE(offset),
 ];
 
 /** Stores the 32 codes of v128 local `v` (indices into local `table`) at local `out`; clobbers `lo`. */
@@ -102,19 +105,51 @@ const expand = (table: number, v: number, lo: number, out: number) => [
   ...U8_SHR,
   ...SWIZZLE,
   ...set(v),
-  ...get(out),
-  ...get(lo),
-  ...get(v),
-  ...SHUFFLE(INTERLEAVE_LOW),
-  ...V_STORE(0),
-  ...get(out),
-  ...get(lo),
-  ...get(v),
-  ...SHUFFLE(INTERLEAVE_HIGH),
-  ...V_STORE(16),
+  ...interleave(out, lo, v, INTERLEAVE_LOW, 0),
+  ...interleave(out, lo, v, INTERLEAVE_HIGH, 16),
 ];
 
-const advance = (local: number, by: number) => [...get(local), ...i32(by), ...ADD, ...set(local)];
+/** `end = blocks + n * 16` for locals blocks, n and end (one 16-byte MXFP4 block each). */
+const blocksEnd = (blocks: number, n: number, end: number) => [
+  ...get(blocks),
+  ...get(n),
+  ...i32(4),
+  ...I32_SHL,
+  ...I32_ADD,
+  ...set(end),
+];
+
+/** Opens the block and loop over blocks, leaving when local `blocks` reaches local `end`. */
+const loopUntil = (blocks: number, end: number) => [
+  ...BLOCK_LOOP,
+  ...get(blocks),
+  ...get(end),
+  ...I32_GE_U,
+  ...brIf(1),
+];
+
+/** Address of the i32 slot of the 128-column tile holding group g (local) in the array at local base. */
+const tileSlot = (base: number, g: number) => [
+  ...get(base),
+  ...get(g),
+  ...i32(2),
+  ...I32_SHR_U,
+  ...i32(2),
+  ...I32_SHL,
+  ...I32_ADD,
+];
+
+/** `bound` where local d compares (`compare`, signed) past it, else d: one side of a clamp. */
+const clampSide = (d: number, bound: number, compare: number[]) => [
+  ...i32(bound),
+  ...get(d),
+  ...get(d),
+  ...i32(bound),
+  ...compare,
+  ...SELECT,
+];
+
+const advance = (local: number, by: number) => [...get(local), ...i32(by), ...I32_ADD, ...set(local)];
 
 /**
  * tops(blocks, scales, n, groups, tmax): for n blocks, row-major with `groups` blocks a row, raise
@@ -126,19 +161,9 @@ function topsBody(): number[] {
   // params 0 blocks, 1 scales, 2 n, 3 groups, 4 tmax | locals 5 end, 6 g, 7 t, 8 addr, 9 old, 10 v, 11 both
   const anyOf = (local: number, mask: number) => [...get(local), ...V_SPLAT8(mask), ...V_AND, ...ANY_TRUE];
   return [
-    ...[0x02, 0x05, 0x7f, 0x02, 0x7b],
-    ...get(0),
-    ...get(2),
-    ...i32(4),
-    ...SHL,
-    ...ADD,
-    ...set(5),
-    ...BLOCK_LOOP,
-    ...get(0),
-    ...get(5),
-    ...GE_U,
-    0x0d,
-    0x01,
+    ...locals([5, I32], [2, V128]),
+    ...blocksEnd(0, 2, 5),
+    ...loopUntil(0, 5),
     ...get(0),
     ...V_LOAD,
     ...tee(10),
@@ -162,15 +187,9 @@ function topsBody(): number[] {
     ...SELECT,
     ...get(1),
     ...LOAD8_U,
-    ...ADD,
+    ...I32_ADD,
     ...set(7),
-    ...get(4),
-    ...get(6),
-    ...i32(2),
-    ...SHR_U,
-    ...i32(2),
-    ...SHL,
-    ...ADD,
+    ...tileSlot(4, 6),
     ...tee(8),
     ...LOAD,
     ...set(9),
@@ -179,7 +198,7 @@ function topsBody(): number[] {
     ...get(9),
     ...get(7),
     ...get(9),
-    ...GT_S,
+    ...I32_GT_S,
     ...SELECT,
     ...STORE,
     ...advance(0, 16),
@@ -198,55 +217,29 @@ function topsBody(): number[] {
 function shiftedBody(): number[] {
   // params 0 blocks, 1 scales, 2 out, 3 n, 4 groups, 5 bias, 6 tables | 7 end, 8 g, 9 d, 10 low | 11 table, 12 v, 13 lo
   return [
-    ...[0x02, 0x04, 0x7f, 0x03, 0x7b],
-    ...get(0),
-    ...get(3),
-    ...i32(4),
-    ...SHL,
-    ...ADD,
-    ...set(7),
-    ...BLOCK_LOOP,
-    ...get(0),
-    ...get(7),
-    ...GE_U,
-    0x0d,
-    0x01,
+    ...locals([4, I32], [3, V128]),
+    ...blocksEnd(0, 3, 7),
+    ...loopUntil(0, 7),
     ...get(1),
     ...LOAD8_U,
-    ...get(5),
-    ...get(8),
-    ...i32(2),
-    ...SHR_U,
-    ...i32(2),
-    ...SHL,
-    ...ADD,
+    ...tileSlot(5, 8),
     ...LOAD,
-    ...SUB,
+    ...I32_SUB,
     ...tee(9),
     ...i32(SIMD_SHIFT_MIN),
-    ...LT_S,
+    ...I32_LT_S,
     ...get(10),
-    ...ADD,
+    ...I32_ADD,
     ...set(10),
-    ...i32(SIMD_SHIFT_MIN),
-    ...get(9),
-    ...get(9),
-    ...i32(SIMD_SHIFT_MIN),
-    ...LT_S,
-    ...SELECT,
+    ...clampSide(9, SIMD_SHIFT_MIN, I32_LT_S),
     ...set(9),
-    ...i32(SIMD_SHIFT_MAX),
-    ...get(9),
-    ...get(9),
-    ...i32(SIMD_SHIFT_MAX),
-    ...GT_S,
-    ...SELECT,
+    ...clampSide(9, SIMD_SHIFT_MAX, I32_GT_S),
     ...i32(-SIMD_SHIFT_MIN),
-    ...ADD,
+    ...I32_ADD,
     ...i32(4),
-    ...SHL,
+    ...I32_SHL,
     ...get(6),
-    ...ADD,
+    ...I32_ADD,
     ...V_LOAD,
     ...set(11),
     ...get(0),
@@ -267,22 +260,12 @@ function shiftedBody(): number[] {
 function plainBody(): number[] {
   // params 0 blocks, 1 out, 2 n, 3 table | locals 4 end | 5 table, 6 v, 7 lo
   return [
-    ...[0x02, 0x01, 0x7f, 0x03, 0x7b],
-    ...get(0),
-    ...get(2),
-    ...i32(4),
-    ...SHL,
-    ...ADD,
-    ...set(4),
+    ...locals([1, I32], [3, V128]),
+    ...blocksEnd(0, 2, 4),
     ...get(3),
     ...V_LOAD,
     ...set(5),
-    ...BLOCK_LOOP,
-    ...get(0),
-    ...get(4),
-    ...GE_U,
-    0x0d,
-    0x01,
+    ...loopUntil(0, 4),
     ...get(0),
     ...V_LOAD,
     ...set(6),
@@ -295,49 +278,20 @@ function plainBody(): number[] {
 }
 
 export function simdModuleBytes(): Uint8Array {
-  const section = (id: number, content: number[]) => [id, ...uleb(content.length), ...content];
-  const name = (s: string) => [s.length, ...Array.from(s, (c) => c.charCodeAt(0))];
-  const fnType = (params: number, results: number) => [
-    0x60,
-    params,
-    ...new Array(params).fill(0x7f),
-    results,
-    ...new Array(results).fill(0x7f),
-  ];
-  const bodies = [topsBody(), shiftedBody(), plainBody()];
-  const code = [bodies.length, ...bodies.flatMap((b) => [...uleb(b.length), ...b])];
-  return new Uint8Array([
-    ...[0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00],
-    ...section(1, [0x03, ...fnType(5, 0), ...fnType(7, 1), ...fnType(4, 0)]),
-    // Imports env.memory: shared, 1 to 65536 pages, so views of it cross threads without copies.
-    ...section(2, [0x01, ...name("env"), ...name("memory"), 0x02, 0x03, 0x01, ...uleb(65536)]),
-    ...section(3, [0x03, 0x00, 0x01, 0x02]),
-    ...section(7, [
-      0x03,
-      ...name("tops"),
-      0x00,
-      0x00,
-      ...name("shifted"),
-      0x00,
-      0x01,
-      ...name("plain"),
-      0x00,
-      0x02,
-    ]),
-    ...section(10, code),
-  ]);
-}
-
-/** The few WebAssembly types used here (this project's TypeScript lib has no wasm typings). */
-interface SharedMemory {
-  readonly buffer: SharedArrayBuffer;
-  grow(pages: number): number;
-}
-interface WasmApi {
-  validate(bytes: Uint8Array): boolean;
-  Module: new (bytes: Uint8Array) => object;
-  Instance: new (module: object, imports: object) => { exports: unknown };
-  Memory: new (d: { initial: number; maximum: number; shared: boolean }) => SharedMemory;
+  const i32s = (n: number) => new Array<number>(n).fill(I32);
+  return wasmModuleBytes({
+    types: [funcType(i32s(5), []), funcType(i32s(7), [I32]), funcType(i32s(4), [])],
+    functions: [
+      { type: 0, body: topsBody() },
+      { type: 1, body: shiftedBody() },
+      { type: 2, body: plainBody() },
+    ],
+    exports: [
+      ["tops", 0],
+      ["shifted", 1],
+      ["plain", 2],
+    ],
+  });
 }
 
 export interface SimdExports {
@@ -354,15 +308,11 @@ export interface SimdExports {
   plain(blocks: number, out: number, n: number, table: number): void;
 }
 
-const wasm = (globalThis as unknown as { WebAssembly?: WasmApi }).WebAssembly;
-let compiled: object | null | undefined;
+let compiled: WasmModule | null | undefined;
 
 /** The compiled module, or null where WebAssembly SIMD or shared memory is unavailable. */
-function simdModule(): object | null {
-  if (compiled === undefined) {
-    const bytes = simdModuleBytes();
-    compiled = wasm?.validate(bytes) ? new wasm.Module(bytes) : null;
-  }
+function simdModule(): WasmModule | null {
+  if (compiled === undefined) compiled = compileWasm(simdModuleBytes()) ?? null;
   return compiled;
 }
 
@@ -377,7 +327,7 @@ const ALIGN = 64;
  */
 export class SimdArena {
   readonly kernel: SimdExports;
-  readonly #memory: SharedMemory;
+  readonly #memory: WasmSharedMemory;
   readonly #buffers = new WeakSet<SharedArrayBuffer>();
   readonly #free: { at: number; bytes: number }[] = [];
   readonly #sizes = new Map<number, number>();
@@ -385,10 +335,9 @@ export class SimdArena {
   /** Byte offset of the shift tables: 16 codes per shift from SIMD_SHIFT_MIN up. */
   readonly tables = 0;
 
-  private constructor(module: object, tables: (d: number) => ArrayLike<number>) {
-    const api = wasm as WasmApi;
-    this.#memory = new api.Memory({ initial: 1, maximum: 65536, shared: true });
-    this.kernel = new api.Instance(module, { env: { memory: this.#memory } }).exports as SimdExports;
+  private constructor(module: WasmModule, tables: (d: number) => ArrayLike<number>) {
+    this.#memory = new (wasmApi as WasmApi).Memory({ initial: 1, maximum: 65536, shared: true });
+    this.kernel = instantiateWasm(module, this.#memory) as SimdExports;
     const bytes = new Uint8Array(this.#memory.buffer);
     for (let d = SIMD_SHIFT_MIN; d <= SIMD_SHIFT_MAX; d += 1) bytes.set(tables(d), (d - SIMD_SHIFT_MIN) * 16);
     this.#top = (SIMD_SHIFT_MAX - SIMD_SHIFT_MIN + 1) * 16;

@@ -1,5 +1,37 @@
+import {
+  block,
+  brIf,
+  compileWasm,
+  F64,
+  F64_ADD,
+  F64_MUL,
+  F64X2_ADD,
+  F64X2_MUL,
+  funcType,
+  localGet as get,
+  I32,
+  I32_ADD,
+  I32_EQZ,
+  I32_LT_U,
+  I32_MUL,
+  I32_SHL,
+  i32Const as i32c,
+  instantiateWasm,
+  locals,
+  loop,
+  localSet as set,
+  simd,
+  localTee as tee,
+  uleb,
+  V128,
+  V128_ZERO,
+  v128Load,
+  v128Store,
+  type WasmMemory,
+  type WasmModule,
+  wasmModuleBytes,
+} from "../../common/wasm-assembler.js";
 import type { AttentionSimd } from "../attention/attention-kernel.js";
-import type { WasmMemory, WasmModule } from "./simd-module.js";
 
 /**
  * WebAssembly SIMD inner loops of the attention kernel (attention-kernel.ts), assembled here from
@@ -18,42 +50,22 @@ import type { WasmMemory, WasmModule } from "./simd-module.js";
  * Byte addresses are into the imported shared memory (wasm-arena.ts).
  */
 export function attentionSimdModuleBytes(): Uint8Array {
-  const leb = (n: number): number[] => {
-    const out: number[] = [];
-    do {
-      let byte = n & 0x7f;
-      n >>>= 7;
-      if (n !== 0) byte |= 0x80;
-      out.push(byte);
-    } while (n !== 0);
-    return out;
-  };
-  const get = (i: number) => [0x20, i];
-  const set = (i: number) => [0x21, i];
-  const tee = (i: number) => [0x22, i];
-  const i32c = (v: number) => [0x41, ...leb(v)]; // non-negative constants below 64 only
-  const add = [0x6a];
-  const mul = [0x6c];
-  const shl = [0x74];
-  const ltU = [0x49];
-  const eqz = [0x45];
-  const mem = (align: number, offset: number) => [align, ...leb(offset)];
-  const v128load = (offset = 0) => [0xfd, 0x00, ...mem(4, offset)];
-  const v128store = (offset = 0) => [0xfd, 0x0b, ...mem(4, offset)];
-  const load64zero = (offset = 0) => [0xfd, 0x5d, ...mem(3, offset)];
-  const promote = [0xfd, 0x5f];
-  const f64x2splat = [0xfd, 0x14];
-  const f64x2lane = (l: number) => [0xfd, 0x21, l];
-  const f64x2add = [0xfd, 0xf0, 0x01];
-  const f64x2mul = [0xfd, 0xf2, 0x01];
+  const load64zero = (offset = 0) => simd(0x5d, 3, ...uleb(offset)); // v128.load64_zero
+  const promote = simd(0x5f); // f64x2.promote_low_f32x4
+  const f64x2splat = simd(0x14);
+  const f64x2lane = (l: number) => simd(0x21, l);
+  /** base + r * stride, for locals base and stride. */
+  const rowAt = (base: number, stride: number, r: number) => [
+    ...get(base),
+    ...get(stride),
+    ...i32c(r),
+    ...I32_MUL,
+    ...I32_ADD,
+  ];
+  /** The address on top of the stack plus twice local `bytes` (an f64 offset from an f32 one). */
+  const plusTwice = (bytes: number) => [...get(bytes), ...i32c(1), ...I32_SHL, ...I32_ADD];
   const f64load = [0x2b, 0x03, 0x00];
   const f64store = [0x39, 0x03, 0x00];
-  const f64add = [0xa0];
-  const f64mul = [0xa2];
-  const zero = [0xfd, 0x0c, ...new Array(16).fill(0)];
-  const block = (...body: number[][]) => [0x02, 0x40, ...body.flat(), 0x0b];
-  const loop = (...body: number[][]) => [0x03, 0x40, ...body.flat(), 0x0b];
-  const brIf = (depth: number) => [0x0d, depth];
 
   /**
    * dotR. Params: 0 q, 1 qStride, 2 k, 3 kStride, 4 np, 5 hd, 6 s, 7 sStride, 8 scale (f64).
@@ -65,43 +77,43 @@ export function attentionSimdModuleBytes(): Uint8Array {
     const B = (r: number) => 21 + R + r;
     const klo = 21 + 2 * R;
     const khi = klo + 1;
-    const setup: number[] = [...get(5), ...i32c(2), ...shl, ...set(12), ...get(2), ...set(11)];
+    const setup: number[] = [...get(5), ...i32c(2), ...I32_SHL, ...set(12), ...get(2), ...set(11)];
     for (let r = 0; r < R; r++) {
-      setup.push(...get(0), ...get(1), ...i32c(r), ...mul, ...add, ...set(13 + r));
-      setup.push(...get(6), ...get(7), ...i32c(r), ...mul, ...add, ...set(17 + r));
+      setup.push(...rowAt(0, 1, r), ...set(13 + r));
+      setup.push(...rowAt(6, 7, r), ...set(17 + r));
     }
     const inner: number[] = [];
     // klo = promote(k[d], k[d+1]); khi = promote(k[d+2], k[d+3])
-    inner.push(...get(11), ...get(10), ...add, ...load64zero(0), ...promote, ...set(klo));
-    inner.push(...get(11), ...get(10), ...add, ...load64zero(8), ...promote, ...set(khi));
+    inner.push(...get(11), ...get(10), ...I32_ADD, ...load64zero(0), ...promote, ...set(klo));
+    inner.push(...get(11), ...get(10), ...I32_ADD, ...load64zero(8), ...promote, ...set(khi));
     for (let r = 0; r < R; r++) {
       // q row address for this d: base + 2*dk (f64 vs f32)
-      inner.push(...get(A(r)), ...get(13 + r), ...get(10), ...i32c(1), ...shl, ...add, ...v128load(0));
-      inner.push(...get(klo), ...f64x2mul, ...f64x2add, ...set(A(r)));
-      inner.push(...get(B(r)), ...get(13 + r), ...get(10), ...i32c(1), ...shl, ...add, ...v128load(16));
-      inner.push(...get(khi), ...f64x2mul, ...f64x2add, ...set(B(r)));
+      inner.push(...get(A(r)), ...get(13 + r), ...plusTwice(10), ...v128Load(4, 0));
+      inner.push(...get(klo), ...F64X2_MUL, ...F64X2_ADD, ...set(A(r)));
+      inner.push(...get(B(r)), ...get(13 + r), ...plusTwice(10), ...v128Load(4, 16));
+      inner.push(...get(khi), ...F64X2_MUL, ...F64X2_ADD, ...set(B(r)));
     }
-    inner.push(...get(10), ...i32c(16), ...add, ...tee(10), ...get(12), ...ltU, ...brIf(0));
+    inner.push(...get(10), ...i32c(16), ...I32_ADD, ...tee(10), ...get(12), ...I32_LT_U, ...brIf(0));
     const perP: number[] = [];
-    for (let r = 0; r < R; r++) perP.push(...zero, ...set(A(r)), ...zero, ...set(B(r)));
+    for (let r = 0; r < R; r++) perP.push(...V128_ZERO, ...set(A(r)), ...V128_ZERO, ...set(B(r)));
     perP.push(...i32c(0), ...set(10), ...loop(inner));
     for (let r = 0; r < R; r++) {
-      perP.push(...get(17 + r), ...get(9), ...i32c(3), ...shl, ...add);
-      perP.push(...get(A(r)), ...f64x2lane(0), ...get(A(r)), ...f64x2lane(1), ...f64add);
-      perP.push(...get(B(r)), ...f64x2lane(0), ...get(B(r)), ...f64x2lane(1), ...f64add);
-      perP.push(...f64add, ...get(8), ...f64mul, ...f64store);
+      perP.push(...get(17 + r), ...get(9), ...i32c(3), ...I32_SHL, ...I32_ADD);
+      perP.push(...get(A(r)), ...f64x2lane(0), ...get(A(r)), ...f64x2lane(1), ...F64_ADD);
+      perP.push(...get(B(r)), ...f64x2lane(0), ...get(B(r)), ...f64x2lane(1), ...F64_ADD);
+      perP.push(...F64_ADD, ...get(8), ...F64_MUL, ...f64store);
     }
-    perP.push(...get(11), ...get(3), ...add, ...set(11));
-    perP.push(...get(9), ...i32c(1), ...add, ...tee(9), ...get(4), ...ltU, ...brIf(0));
+    perP.push(...get(11), ...get(3), ...I32_ADD, ...set(11));
+    perP.push(...get(9), ...i32c(1), ...I32_ADD, ...tee(9), ...get(4), ...I32_LT_U, ...brIf(0));
     const body = [
       ...setup,
       ...i32c(0),
       ...set(9),
-      ...block([...get(4), ...eqz, ...brIf(0)], loop(perP)),
+      ...block([...get(4), ...I32_EQZ, ...brIf(0)], loop(perP)),
       0x0b,
     ];
     // 12 i32 locals (9..20), then 2R + 2 v128.
-    return [0x02, 0x0c, 0x7f, ...leb(2 * R + 2), 0x7b, ...body];
+    return [...locals([12, I32], [2 * R + 2, V128]), ...body];
   };
 
   /**
@@ -116,87 +128,75 @@ export function attentionSimdModuleBytes(): Uint8Array {
     const perP: number[] = [];
     for (let j = 0; j < 4; j++) perP.push(...get(10), ...load64zero(8 * j), ...promote, ...set(V(j)));
     for (let r = 0; r < R; r++) {
-      perP.push(...get(0), ...get(1), ...i32c(r), ...mul, ...add, ...get(11), ...add, ...f64load);
+      perP.push(...rowAt(0, 1, r), ...get(11), ...I32_ADD, ...f64load);
       perP.push(...f64x2splat, ...set(ws));
       for (let j = 0; j < 4; j++) {
-        perP.push(...get(X(r, j)), ...get(ws), ...get(V(j)), ...f64x2mul, ...f64x2add, ...set(X(r, j)));
+        perP.push(...get(X(r, j)), ...get(ws), ...get(V(j)), ...F64X2_MUL, ...F64X2_ADD, ...set(X(r, j)));
       }
     }
-    perP.push(...get(10), ...get(5), ...add, ...set(10));
-    perP.push(...get(11), ...i32c(8), ...add, ...set(11));
-    perP.push(...get(9), ...i32c(1), ...add, ...tee(9), ...get(6), ...ltU, ...brIf(0));
+    perP.push(...get(10), ...get(5), ...I32_ADD, ...set(10));
+    perP.push(...get(11), ...i32c(8), ...I32_ADD, ...set(11));
+    perP.push(...get(9), ...i32c(1), ...I32_ADD, ...tee(9), ...get(6), ...I32_LT_U, ...brIf(0));
     const perDb: number[] = [];
     for (let r = 0; r < R; r++) {
       // accumulator address of row r at db: a + r*aStride + 2*db
-      perDb.push(...get(2), ...get(3), ...i32c(r), ...mul, ...add, ...get(8), ...i32c(1), ...shl, ...add);
+      perDb.push(...rowAt(2, 3, r), ...plusTwice(8));
       perDb.push(...set(12 + r));
-      for (let j = 0; j < 4; j++) perDb.push(...get(12 + r), ...v128load(16 * j), ...set(X(r, j)));
+      for (let j = 0; j < 4; j++) perDb.push(...get(12 + r), ...v128Load(4, 16 * j), ...set(X(r, j)));
     }
-    perDb.push(...get(4), ...get(8), ...add, ...set(10), ...i32c(0), ...set(11), ...i32c(0), ...set(9));
+    perDb.push(...get(4), ...get(8), ...I32_ADD, ...set(10), ...i32c(0), ...set(11), ...i32c(0), ...set(9));
     perDb.push(...loop(perP));
     for (let r = 0; r < R; r++) {
-      for (let j = 0; j < 4; j++) perDb.push(...get(12 + r), ...get(X(r, j)), ...v128store(16 * j));
+      for (let j = 0; j < 4; j++) perDb.push(...get(12 + r), ...get(X(r, j)), ...v128Store(4, 16 * j));
     }
-    perDb.push(...get(8), ...i32c(32), ...add, ...tee(8), ...get(7), ...i32c(2), ...shl, ...ltU, ...brIf(0));
+    perDb.push(
+      ...get(8),
+      ...i32c(32),
+      ...I32_ADD,
+      ...tee(8),
+      ...get(7),
+      ...i32c(2),
+      ...I32_SHL,
+      ...I32_LT_U,
+      ...brIf(0),
+    );
     const body = [
       ...i32c(0),
       ...set(8),
-      ...block([...get(6), ...eqz, ...brIf(0)], [...get(7), ...eqz, ...brIf(0)], loop(perDb)),
+      ...block([...get(6), ...I32_EQZ, ...brIf(0)], [...get(7), ...I32_EQZ, ...brIf(0)], loop(perDb)),
       0x0b,
     ];
     // 6 i32 locals (8..13), then 4R + 5 v128.
-    return [0x02, 0x06, 0x7f, ...leb(4 * R + 5), 0x7b, ...body];
+    return [...locals([6, I32], [4 * R + 5, V128]), ...body];
   };
 
-  const funcs = [dot(4), dot(1), vacc(2), vacc(1)];
-  const code = [funcs.length, ...funcs.flatMap((f) => [...leb(f.length), ...f])];
-  const section = (id: number, content: number[]) => [id, ...leb(content.length), ...content];
-  const name = (s: string) => [s.length, ...Array.from(s, (c) => c.charCodeAt(0))];
-  const i32 = 0x7f;
-  const f64 = 0x7c;
-  const types = [
-    0x02,
-    ...[0x60, 0x09, i32, i32, i32, i32, i32, i32, i32, i32, f64, 0x00],
-    ...[0x60, 0x08, i32, i32, i32, i32, i32, i32, i32, i32, 0x00],
-  ];
-  const exportsList: [string, number][] = [
-    ["dot4", 0],
-    ["dot1", 1],
-    ["vacc2", 2],
-    ["vacc1", 3],
-  ];
-  return new Uint8Array([
-    ...[0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00],
-    ...section(1, types),
-    // Imports env.memory: shared, 1 to 65536 pages (the process's arena).
-    ...section(2, [0x01, ...name("env"), ...name("memory"), 0x02, 0x03, 0x01, ...leb(65536)]),
-    ...section(3, [0x04, 0x00, 0x00, 0x01, 0x01]),
-    ...section(7, [exportsList.length, ...exportsList.flatMap(([n, i]) => [...name(n), 0x00, i])]),
-    ...section(10, code),
-  ]);
+  const dotType = funcType([I32, I32, I32, I32, I32, I32, I32, I32, F64], []);
+  const vaccType = funcType([I32, I32, I32, I32, I32, I32, I32, I32], []);
+  return wasmModuleBytes({
+    types: [dotType, vaccType],
+    functions: [
+      { type: 0, body: dot(4) },
+      { type: 0, body: dot(1) },
+      { type: 1, body: vacc(2) },
+      { type: 1, body: vacc(1) },
+    ],
+    exports: [
+      ["dot4", 0],
+      ["dot1", 1],
+      ["vacc2", 2],
+      ["vacc1", 3],
+    ],
+  });
 }
-
-interface WasmApi {
-  validate(bytes: Uint8Array): boolean;
-  Module: new (bytes: Uint8Array) => WasmModule;
-  Instance: new (module: WasmModule, imports: object) => { exports: unknown };
-}
-
-const wasm = (globalThis as unknown as { WebAssembly?: WasmApi }).WebAssembly;
 
 /** The compiled attention module, or undefined where WebAssembly SIMD is unavailable. */
 export function compileAttentionSimd(): WasmModule | undefined {
-  const bytes = attentionSimdModuleBytes();
-  if (wasm === undefined || !wasm.validate(bytes)) return undefined;
-  return new wasm.Module(bytes);
+  return compileWasm(attentionSimdModuleBytes());
 }
 
 /** An instance over the shared memory, with an empty region (the pool assigns one). */
 export function instantiateAttentionSimd(module: WasmModule, memory: WasmMemory): AttentionSimd {
-  const exports = new (wasm as WasmApi).Instance(module, { env: { memory } }).exports as Pick<
-    AttentionSimd,
-    "dot4" | "dot1" | "vacc2" | "vacc1"
-  >;
+  const exports = instantiateWasm(module, memory) as Pick<AttentionSimd, "dot4" | "dot1" | "vacc2" | "vacc1">;
   return {
     dot4: exports.dot4,
     dot1: exports.dot1,
