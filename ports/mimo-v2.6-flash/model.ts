@@ -43,6 +43,7 @@ import {
   filled,
   inductionQueryKey,
   nearestRivalGap,
+  putAttention,
   Rng,
   tensorSeed,
   tinyModelFiles,
@@ -515,13 +516,14 @@ export function mimoRetrievalModel(
   }
   for (let r = 0; r < M; r++) v0[r * HIDDEN + OWN_M + r] = 1;
   const peak = (amplitude * pairs) / Math.sqrt(QK_SLIDING);
-  put(`${p0}.self_attn.q_proj.weight`, [q0, HIDDEN], new Float32Array(q0 * HIDDEN));
-  put(`${p0}.self_attn.q_proj.bias`, [q0], q0Bias);
-  put(`${p0}.self_attn.k_proj.weight`, [QK_SLIDING, HIDDEN], new Float32Array(QK_SLIDING * HIDDEN));
-  put(`${p0}.self_attn.k_proj.bias`, [QK_SLIDING], k0Bias);
-  put(`${p0}.self_attn.v_proj.weight`, [M, HIDDEN], v0);
-  put(`${p0}.self_attn.v_proj.bias`, [M], new Float32Array(M));
-  put(`${p0}.self_attn.o_proj.weight`, [HIDDEN, NGRAM * M], o0);
+  putAttention(put, p0, HIDDEN, {
+    q: new Float32Array(q0 * HIDDEN),
+    k: new Float32Array(QK_SLIDING * HIDDEN),
+    v: v0,
+    o: o0,
+    qBias: q0Bias,
+    kBias: k0Bias,
+  });
   put(`${p0}${HUB_SINKS}`, [NGRAM], filled(NGRAM, peak - PREV_MARGIN));
 
   // Layer 1: one induction head over the match features.
@@ -529,13 +531,7 @@ export function mimoRetrievalModel(
   const gain = Math.sqrt(MATCH_LOGIT * Math.sqrt(QK_GLOBAL));
   const { q: q1, k: k1 } = inductionQueryKey(SLOTS, QK_GLOBAL, GLOBAL_ROTARY, gain);
   const { v: v1, o: o1 } = copyOutputCode(SLOTS, U, U);
-  put(`${p1}.self_attn.q_proj.weight`, [QK_GLOBAL, HIDDEN], q1);
-  put(`${p1}.self_attn.q_proj.bias`, [QK_GLOBAL], new Float32Array(QK_GLOBAL));
-  put(`${p1}.self_attn.k_proj.weight`, [QK_GLOBAL, HIDDEN], k1);
-  put(`${p1}.self_attn.k_proj.bias`, [QK_GLOBAL], new Float32Array(QK_GLOBAL));
-  put(`${p1}.self_attn.v_proj.weight`, [U, HIDDEN], v1);
-  put(`${p1}.self_attn.v_proj.bias`, [U], new Float32Array(U));
-  put(`${p1}.self_attn.o_proj.weight`, [HIDDEN, U], o1);
+  putAttention(put, p1, HIDDEN, { q: q1, k: k1, v: v1, o: o1 });
 
   put("model.norm.weight", [HIDDEN], filled(HIDDEN, Math.sqrt((3 + NGRAM) / HIDDEN)));
   put("lm_head.weight", [vocab, HIDDEN], codeLmHead(codes, HIDDEN, OUT_U, OUTPUT_LOGIT));

@@ -62,13 +62,14 @@ export type { LoadedModel } from "./model/loaded-model.js";
 export type { FinishReason, GeneratedToken, GenerateRequest, PromptLogprobs, StepOutput } from "./request.js";
 export type { SamplingParams, TokenLogprob } from "./sampler.js";
 export { Rng } from "./tensor/random.js";
-export type { CopySlots, TokenCodes } from "./tiny/copy-circuit.js";
+export type { ConstructedAttention, CopySlots, TokenCodes } from "./tiny/copy-circuit.js";
 export {
   codeEmbedding,
   codeLmHead,
   copyOutputCode,
   copySlots,
   inductionQueryKey,
+  putAttention,
   tokenCodes,
   zeroMlpLayer,
 } from "./tiny/copy-circuit.js";

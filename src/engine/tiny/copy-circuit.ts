@@ -128,3 +128,29 @@ export function copyOutputCode(
   }
   return { v, o };
 }
+
+/** A constructed layer's attention projections, each [out, hidden] but o_proj's [hidden, in]. */
+export interface ConstructedAttention {
+  readonly q: Float32Array;
+  readonly k: Float32Array;
+  readonly v: Float32Array;
+  readonly o: Float32Array;
+  /** Biases of q_proj and k_proj; zero where not given, as v_proj's always is. */
+  readonly qBias?: Float32Array;
+  readonly kBias?: Float32Array;
+}
+
+/** Puts the q/k/v/o projections and q/k/v biases under `prefix`.self_attn, shapes from `hidden`. */
+export function putAttention(put: PutF32, prefix: string, hidden: number, a: ConstructedAttention): void {
+  const p = `${prefix}.self_attn`;
+  for (const [name, weight, bias] of [
+    ["q_proj", a.q, a.qBias],
+    ["k_proj", a.k, a.kBias],
+    ["v_proj", a.v, undefined],
+  ] as const) {
+    const rows = weight.length / hidden;
+    put(`${p}.${name}.weight`, [rows, hidden], weight);
+    put(`${p}.${name}.bias`, [rows], bias ?? new Float32Array(rows));
+  }
+  put(`${p}.o_proj.weight`, [hidden, a.o.length / hidden], a.o);
+}

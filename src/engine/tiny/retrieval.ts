@@ -5,6 +5,7 @@ import {
   copyOutputCode,
   copySlots,
   inductionQueryKey,
+  putAttention,
   tokenCodes,
   zeroMlpLayer,
 } from "./copy-circuit.js";
@@ -108,26 +109,15 @@ export function generateRetrievalModel(corpus: string, options: RetrievalOptions
       o0[(PREV + h * M + r) * qkv + base + r] = 1;
     }
   }
-  put(`${p0}.self_attn.q_proj.weight`, [qkv, HIDDEN], new Float32Array(qkv * HIDDEN));
-  put(`${p0}.self_attn.k_proj.weight`, [qkv, HIDDEN], new Float32Array(qkv * HIDDEN));
-  put(`${p0}.self_attn.v_proj.weight`, [qkv, HIDDEN], v0);
-  put(`${p0}.self_attn.q_proj.bias`, [qkv], q0Bias);
-  put(`${p0}.self_attn.k_proj.bias`, [qkv], k0Bias);
-  put(`${p0}.self_attn.v_proj.bias`, [qkv], new Float32Array(qkv));
-  put(`${p0}.self_attn.o_proj.weight`, [HIDDEN, qkv], o0);
+  const [q0, k0] = [new Float32Array(qkv * HIDDEN), new Float32Array(qkv * HIDDEN)];
+  putAttention(put, p0, HIDDEN, { q: q0, k: k0, v: v0, o: o0, qBias: q0Bias, kBias: k0Bias });
 
   // Layer 1: one induction head (head 0) over the unrotated features; heads 1 and 2 stay silent.
   const p1 = layer(1, Math.sqrt(2 + WINDOW));
   const gain = Math.sqrt(MATCH_LOGIT * Math.sqrt(HEAD_DIM));
   const { q: q1, k: k1 } = inductionQueryKey(SLOTS, qkv, ROTARY, gain);
   const { v: v1, o: o1 } = copyOutputCode(SLOTS, qkv, qkv);
-  put(`${p1}.self_attn.q_proj.weight`, [qkv, HIDDEN], q1);
-  put(`${p1}.self_attn.k_proj.weight`, [qkv, HIDDEN], k1);
-  put(`${p1}.self_attn.v_proj.weight`, [qkv, HIDDEN], v1);
-  put(`${p1}.self_attn.q_proj.bias`, [qkv], new Float32Array(qkv));
-  put(`${p1}.self_attn.k_proj.bias`, [qkv], new Float32Array(qkv));
-  put(`${p1}.self_attn.v_proj.bias`, [qkv], new Float32Array(qkv));
-  put(`${p1}.self_attn.o_proj.weight`, [HIDDEN, qkv], o1);
+  putAttention(put, p1, HIDDEN, { q: q1, k: k1, v: v1, o: o1 });
 
   put("model.norm.weight", [HIDDEN], filled(HIDDEN, Math.sqrt((3 + WINDOW) / HIDDEN)));
   put("lm_head.weight", [vocab, HIDDEN], codeLmHead(codes, HIDDEN, OUT_U, OUTPUT_LOGIT));
