@@ -112,7 +112,7 @@ export function generateRetrievalModel(corpus: string, options: RetrievalOptions
   const [q0, k0] = [new Float32Array(qkv * HIDDEN), new Float32Array(qkv * HIDDEN)];
   putAttention(put, p0, HIDDEN, { q: q0, k: k0, v: v0, o: o0, qBias: q0Bias, kBias: k0Bias });
 
-  // Layer 1: one induction head (head 0) over the unrotated features; heads 1 and 2 stay silent.
+  // Layer 1: one induction head (head 0) over the unrotated features; the other heads stay silent.
   const p1 = layer(1, Math.sqrt(2 + WINDOW));
   const gain = Math.sqrt(MATCH_LOGIT * Math.sqrt(HEAD_DIM));
   const { q: q1, k: k1 } = inductionQueryKey(SLOTS, qkv, ROTARY, gain);
