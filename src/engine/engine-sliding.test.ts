@@ -1,9 +1,10 @@
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { kvCapacityRatio } from "./cache/capacity.js";
-import { Engine, type EngineOptions } from "./engine.js";
+import type { EngineOptions } from "./engine.js";
 import type { LoadedModel } from "./model/loaded-model.js";
 import type { GenerateRequest, StepOutput } from "./request.js";
 import { Rng } from "./tensor/random.js";
+import { collect, engineFactory } from "./tests/engines.js";
 import { readCorpus } from "./tiny/corpus.js";
 import { generateTinyModel, tinyFilesToModel } from "./tiny/generate.js";
 import { findTinySize, type TinySize } from "./tiny/sizes.js";
@@ -45,21 +46,7 @@ function withSinks(model: LoadedModel): LoadedModel {
   return { ...model, config: { ...model.config, layers }, weights };
 }
 
-const engines: Engine[] = [];
-function engine(options: EngineOptions, model = slidingModel): Engine {
-  const e = new Engine(model, { threads: 2, blockSize: 4, ...options });
-  engines.push(e);
-  return e;
-}
-afterAll(async () => {
-  await Promise.all(engines.map((e) => e.close()));
-});
-
-async function collect(stream: AsyncIterable<StepOutput>): Promise<StepOutput[]> {
-  const out: StepOutput[] = [];
-  for await (const o of stream) out.push(o);
-  return out;
-}
+const engine = engineFactory(slidingModel, { threads: 2, blockSize: 4 });
 
 const prompts = [
   "The lamp on the breakwater was lit at dusk, and the boats came in one by one past the harbour wall",

@@ -1,25 +1,11 @@
-import { afterAll, describe, expect, it } from "vitest";
-import { Engine } from "./engine.js";
+import { describe, expect, it } from "vitest";
 import type { GenerateRequest, StepOutput } from "./request.js";
+import { collect, engineFactory } from "./tests/engines.js";
 import { createTinyModel } from "./tiny/generate.js";
 import { findTinySize, type TinySize } from "./tiny/sizes.js";
 
 const model = await createTinyModel(findTinySize("tiny") as TinySize);
-const engines: Engine[] = [];
-function engine(options: ConstructorParameters<typeof Engine>[1] = {}): Engine {
-  const e = new Engine(model, { threads: 2, ...options });
-  engines.push(e);
-  return e;
-}
-afterAll(async () => {
-  await Promise.all(engines.map((e) => e.close()));
-});
-
-async function collect(stream: AsyncIterable<StepOutput>): Promise<StepOutput[]> {
-  const out: StepOutput[] = [];
-  for await (const o of stream) out.push(o);
-  return out;
-}
+const engine = engineFactory(model, { threads: 2 });
 
 const prompts = [
   "The lamp on the breakwater",
