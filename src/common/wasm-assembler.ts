@@ -1,3 +1,5 @@
+import { setFlagsFromString } from "node:v8";
+
 /**
  * The pieces the hand-assembled WebAssembly SIMD kernels share: LEB128 encoders, a few
  * instructions as byte arrays, and the framing of a module that imports one shared memory.
@@ -61,10 +63,14 @@ export const simd = (op: number, ...immediates: number[]): number[] => [0xfd, ..
 /** v128.load / v128.store with memarg (log2 alignment, byte offset). */
 export const v128Load = (align: number, offset: number): number[] => simd(0x00, align, ...uleb(offset));
 export const v128Store = (align: number, offset: number): number[] => simd(0x0b, align, ...uleb(offset));
+/** f32.store with 4-byte alignment at a byte offset from the address on the stack. */
+export const f32Store = (offset: number): number[] => [0x38, 0x02, ...uleb(offset)];
 /** v128.const of sixteen zero bytes. */
 export const V128_ZERO = simd(0x0c, ...new Array<number>(16).fill(0));
 export const F32X4_ADD = simd(0xe4);
 export const F32X4_MUL = simd(0xe6);
+/** f32x4.relaxed_madd (relaxed SIMD): a, b, c on the stack give a·b + c, fused where the CPU has FMA. */
+export const F32X4_RELAXED_MADD = simd(0x105);
 export const F64X2_ADD = simd(0xf0);
 export const F64X2_MUL = simd(0xf2);
 
@@ -149,4 +155,34 @@ export function compileWasm(bytes: Uint8Array): WasmModule | undefined {
 /** The exports of an instance of `module` over `memory` as `env.memory`. */
 export function instantiateWasm(module: WasmModule, memory: object): unknown {
   return new (wasmApi as WasmApi).Instance(module, { env: { memory } }).exports;
+}
+
+let relaxedSimd: boolean | undefined;
+
+/**
+ * Whether relaxed SIMD (f32x4.relaxed_madd) validates in this runtime. Node 20's V8 has it behind
+ * --experimental-wasm-relaxed-simd, which this turns on once, and only where a tiny relaxed module
+ * does not validate already (newer runtimes need no flag); any failure means "not available".
+ * The flag is process-wide, so modules compiled after this also instantiate in worker threads.
+ */
+export function relaxedSimdAvailable(): boolean {
+  if (relaxedSimd !== undefined) return relaxedSimd;
+  const probe = wasmModuleBytes({
+    types: [funcType([], [V128])],
+    functions: [
+      { type: 0, body: [0, ...V128_ZERO, ...V128_ZERO, ...V128_ZERO, ...F32X4_RELAXED_MADD, 0x0b] },
+    ],
+    exports: [],
+  });
+  try {
+    if (wasmApi === undefined) relaxedSimd = false;
+    else if (wasmApi.validate(probe)) relaxedSimd = true;
+    else {
+      setFlagsFromString("--experimental-wasm-relaxed-simd");
+      relaxedSimd = wasmApi.validate(probe);
+    }
+  } catch {
+    relaxedSimd = false;
+  }
+  return relaxedSimd;
 }

@@ -31,6 +31,10 @@
  * threads over SharedArrayBuffers) through a WebAssembly SIMD tile that reads weights in place from
  * one shared WebAssembly memory (kernels/wasm-arena.ts: it only grows); `simd: false` or
  * BRINGUP_ENGINE_SIMD=0 selects the plain JavaScript kernel, equal bit for bit to the scalar reference.
+ * Where relaxed SIMD is available (on Node 20 the engine turns V8's flag for it on at run time),
+ * the tile's steps are fused multiply-adds; BRINGUP_ENGINE_FMA=0 forces the unfused tile. Either
+ * tile is within f32 accumulation error of the reference (K·2^-24·Σ|x·w|) and batch-invariant bit
+ * for bit.
  * Attention runs the same way: a SIMD kernel over tiles of a prefill's queries (pairs of f64 in the
  * reference's order) and a plain tiled kernel under the same switch; both equal
  * attention/paged-attention.ts bit for bit.

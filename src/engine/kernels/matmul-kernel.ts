@@ -51,11 +51,15 @@ export function buildDecodeTables(): DecodeTables {
  * M, n0 and n1 are, so results do not depend on batch composition or on how rows are split between
  * threads, and equal the scalar reference's sum bit for bit.
  *
- * With `simd` (a WebAssembly SIMD tile instance) the sums run in four f32 lanes instead: still
- * independent of batch and split, but within f32 rounding of the reference rather than equal to it.
+ * With `simd` (a WebAssembly SIMD tile instance) the sums run in four f32 lanes instead, each
+ * step a fused multiply-add when the tile was built fused: still independent of batch and split,
+ * but within f32 accumulation error of the reference (at most K·2^-24·Σ|x·w|, fused or not) rather
+ * than equal to it.
  */
 export function matmulRange(
   x: Float32Array,
+  /** Byte offset of x inside simd.memory, or -1 when it lies elsewhere. */
+  xOffset: number,
   M: number,
   K: number,
   dtype: number,
@@ -67,13 +71,15 @@ export function matmulRange(
   scaleBlockCols: number,
   mxScales: Uint8Array | null,
   out: Float32Array,
+  /** Byte offset of out inside simd.memory, or -1 when it lies elsewhere. */
+  outOffset: number,
   N: number,
   n0: number,
   n1: number,
   scratch: Float32Array,
   tables: { f16: Float32Array; fp8: Float32Array; fp4: Float32Array; e8m0: Float32Array },
   simd: {
-    tile: (K: number, M: number, x: number, w: number, o: number, G: number) => void;
+    tile: (K: number, M: number, x: number, w: number, o: number, G: number, ldo: number) => void;
     memory: { readonly buffer: ArrayBufferLike };
     base: number;
     bytes: number;
@@ -131,33 +137,53 @@ export function matmulRange(
       throw new RangeError(`matmul scratch of ${simd.bytes} bytes is too small for M=${M}, K=${K}`);
     }
     // WebAssembly SIMD path over this thread's scratch region ([x: M*K][rows: CHUNK*K][out:
-    // M*CHUNK] floats). f32 weights in the shared memory are read where they lie; others are
-    // dequantized (or copied) into the rows area CHUNK rows at a time.
+    // M*CHUNK] floats). Whatever already lies in the shared memory is used where it lies: f32
+    // weights, the input and the output (the pool's staged arrays). Other weights are dequantized
+    // (or copied) into the rows area CHUNK rows at a time; another input is copied in once.
     const heap = new Float32Array(simd.memory.buffer);
     scratch = heap;
     scratchBits = new Uint32Array(simd.memory.buffer);
-    const X = simd.base >> 2;
-    const W = X + M * K;
+    const S = simd.base >> 2;
+    const W = S + M * K;
     const O = W + CHUNK * K;
-    heap.set(x.subarray(0, M * K), X);
+    let xAt = xOffset;
+    if (xAt < 0) {
+      heap.set(x.subarray(0, M * K), S);
+      xAt = S * 4;
+    }
     const inPlace = dtype === 0 && wOffset >= 0;
     for (let c0 = n0; c0 < n1; c0 += CHUNK) {
       const rows = Math.min(CHUNK, n1 - c0);
+      const whole = rows >> 2;
       const groups = Math.ceil(rows / 4);
-      // Whole groups of four rows straight from the weights; a ragged tail goes through the rows
-      // area, zero-padded, so the tile never reads past the weight.
-      const direct = inPlace ? rows >> 2 : 0;
-      if (direct > 0) simd.tile(K, M, X * 4, wOffset + c0 * K * 4, O * 4, direct);
-      if (direct < groups) {
-        const r0 = direct * 4;
+      // Whole groups of four columns go straight into an output in the shared memory; the others
+      // (and a ragged group, which would write past this range) go to the out area, an [M, CHUNK]
+      // matrix, and from there into `out` row by row.
+      const direct = outOffset >= 0 ? whole : 0;
+      /** Groups [g0, g1) of this chunk, whose weight rows start at byte wAt. */
+      const run = (wAt: number, g0: number, g1: number): void => {
+        const split = Math.max(g0, Math.min(g1, direct));
+        if (split > g0) simd.tile(K, M, xAt, wAt, outOffset + (c0 + 4 * g0) * 4, split - g0, N * 4);
+        if (g1 > split)
+          simd.tile(K, M, xAt, wAt + (split - g0) * 16 * K, (O + 4 * split) * 4, g1 - split, CHUNK * 4);
+      };
+      // Whole groups of rows straight from the weights; a ragged tail goes through the rows area,
+      // zero-padded, so the tile never reads past the weight.
+      const fromWeights = inPlace ? whole : 0;
+      if (fromWeights > 0) run(wOffset + c0 * K * 4, 0, fromWeights);
+      if (fromWeights < groups) {
+        const r0 = fromWeights * 4;
         if (dtype === 0) heap.set((wData as Float32Array).subarray((c0 + r0) * K, (c0 + rows) * K), W);
         else for (let j = r0; j < rows; j++) unpack(c0 + j, W + (j - r0) * K);
         if (rows < groups * 4) heap.fill(0, W + (rows - r0) * K, W + (groups * 4 - r0) * K);
-        simd.tile(K, M, X * 4, W * 4, (O + direct * M * 4) * 4, groups - direct);
+        run(W * 4, fromWeights, groups);
       }
-      for (let j = 0; j < rows; j++) {
-        const base = O + (j >> 2) * M * 4 + (j & 3);
-        for (let m = 0; m < M; m++) out[m * N + c0 + j] = heap[base + m * 4] as number;
+      const first = direct * 4;
+      if (first < rows) {
+        for (let m = 0; m < M; m++) {
+          const from = O + m * CHUNK;
+          out.set(heap.subarray(from + first, from + rows), m * N + c0 + first);
+        }
       }
     }
     return;

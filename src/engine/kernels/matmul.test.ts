@@ -1,8 +1,11 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { Rng } from "../tensor/random.js";
-import { shareArray, type Weight } from "../tensor/weight.js";
+import { DTYPE_CODE, shareArray, type Weight } from "../tensor/weight.js";
+import { buildDecodeTables, matmulRange } from "./matmul-kernel.js";
 import { MatmulPool } from "./pool.js";
 import { matmulReference, weightAt } from "./reference.js";
+import { compileSimdTile, instantiateTile } from "./simd-module.js";
+import { wasmArena } from "./wasm-arena.js";
 
 const rng = new Rng(7);
 
@@ -47,9 +50,17 @@ function randomWeight(dtype: Weight["dtype"], rows: number, cols: number): Weigh
   }
 }
 
+/** The bound on f32 accumulation error against the reference: K · 2^-24 · Σ_k |x·w|. */
+function errorBound(x: Float32Array, m: number, w: Weight, n: number): number {
+  const K = w.cols;
+  let magnitude = 0;
+  for (let k = 0; k < K; k++) magnitude += Math.abs((x[m * K + k] as number) * weightAt(w, n, k));
+  return K * 2 ** -24 * magnitude;
+}
+
 const pools: MatmulPool[] = [];
-function pool(threads: number, simd = false): MatmulPool {
-  const p = new MatmulPool(threads, { simd });
+function pool(threads: number, simd = false, fma = true): MatmulPool {
+  const p = new MatmulPool(threads, { simd, fma });
   pools.push(p);
   return p;
 }
@@ -63,16 +74,20 @@ describe("matmul fast path", () => {
   const dual = pool(2);
   const simdSingle = pool(1, true);
   const simdDual = pool(2, true);
+  const unfusedSingle = pool(1, true, false);
+  const unfusedDual = pool(2, true, false);
 
-  it("has WebAssembly SIMD here, and can be forced to the plain kernel", () => {
+  it("has WebAssembly SIMD and relaxed SIMD's fused multiply-add here, and can be forced to the plain kernel or the unfused tile", () => {
     expect(simdSingle.simd).toBe(true);
+    expect(simdSingle.fma).toBe(true);
+    expect(unfusedSingle.simd).toBe(true);
+    expect(unfusedSingle.fma).toBe(false);
     expect(single.simd).toBe(false);
   });
-  for (const dtype of dtypes) {
-    it(`${dtype}: plain kernel equals the scalar reference bit for bit; SIMD within f32 rounding; both split-invariant`, () => {
-      const M = 3;
+  for (const [dtype, M] of dtypes.flatMap((d) => [2, 3].map((m) => [d, m] as const))) {
+    it(`${dtype}, M=${M}: plain kernel equals the scalar reference bit for bit; SIMD, fused or not, within f32 rounding; all split-invariant`, () => {
       const K = 96;
-      const N = 1030; // large enough to run on both threads, odd so the split is uneven
+      const N = 1030; // large enough to run on both threads, not a multiple of 4 so the split is ragged
       const w = randomWeight(dtype, N, K);
       const x = rng.fillNormal(new Float32Array(M * K), 1);
       const ref = new Float32Array(M * N);
@@ -85,32 +100,45 @@ describe("matmul fast path", () => {
       expect(Array.from(a)).toEqual(Array.from(ref));
       // Same kernel, same order: splitting rows across threads changes nothing, bit for bit.
       expect(Array.from(b)).toEqual(Array.from(a));
-      // The SIMD tile sums in four f32 lanes: within f32 accumulation error of the reference,
-      // bounded by K * 2^-24 * Σ|x·w|, and again identical however the rows are split.
-      const c = new Float32Array(M * N);
-      const d = new Float32Array(M * N);
-      simdSingle.matmul(x, M, w, c);
-      simdDual.matmul(x, M, w, d);
-      expect(Array.from(d)).toEqual(Array.from(c));
+      // The SIMD tile sums in four f32 lanes, each step fused (one rounding) or not (two): within
+      // f32 accumulation error of the reference either way, and again identical however the rows
+      // are split (one thread copies input and output through its scratch; two read and write the
+      // staged arrays in the shared memory).
+      const tiles = [
+        [simdSingle, simdDual],
+        [unfusedSingle, unfusedDual],
+      ].map(([one, two]) => {
+        const c = new Float32Array(M * N);
+        const d = new Float32Array(M * N);
+        (one as MatmulPool).matmul(x, M, w, c);
+        (two as MatmulPool).matmul(x, M, w, d);
+        expect(Array.from(d)).toEqual(Array.from(c));
+        return c;
+      });
+      const [fused, unfused] = tiles as [Float32Array, Float32Array];
+      let differ = 0;
       for (let m = 0; m < M; m++) {
         for (let n = 0; n < N; n++) {
-          let magnitude = 0;
-          for (let k = 0; k < K; k++) magnitude += Math.abs((x[m * K + k] as number) * weightAt(w, n, k));
           const i = m * N + n;
-          const bound = K * 2 ** -24 * magnitude;
-          expect(Math.abs((c[i] as number) - (ref[i] as number))).toBeLessThanOrEqual(bound);
+          const bound = errorBound(x, m, w, n);
+          expect(Math.abs((fused[i] as number) - (ref[i] as number))).toBeLessThanOrEqual(bound);
+          expect(Math.abs((unfused[i] as number) - (ref[i] as number))).toBeLessThanOrEqual(bound);
+          if (fused[i] !== unfused[i]) differ++;
         }
       }
+      // Fusing rounds differently: the two tiles are distinct kernels, not one built twice.
+      expect(differ).toBeGreaterThan(0);
     });
   }
 
   it("gives each input row the same bits whatever else is in the batch", () => {
     const K = 64;
     const N = 2048;
-    const w = randomWeight("bf16", N, K);
     const M = 5;
     const x = rng.fillNormal(new Float32Array(M * K), 1);
-    for (const p of [dual, simdDual]) {
+    for (const [w, p] of [randomWeight("bf16", N, K), randomWeight("f32", N, K)].flatMap((w) =>
+      [dual, simdDual, unfusedDual].map((p) => [w, p] as const),
+    )) {
       const batched = new Float32Array(M * N);
       p.matmul(x, M, w, batched);
       for (let m = 0; m < M; m++) {
@@ -129,6 +157,7 @@ describe("matmul fast path", () => {
     for (const [many, one] of [
       [dual, single],
       [simdDual, simdSingle],
+      [unfusedDual, unfusedSingle],
     ] as const) {
       const outs = ws.map((w) => new Float32Array(M * w.rows));
       many.matmulMany(x, M, ws, outs);
@@ -183,5 +212,78 @@ describe("matmul fast path", () => {
   it("rejects buffers that are too small", () => {
     const w = randomWeight("f32", 4, 8);
     expect(() => single.matmul(new Float32Array(7), 1, w, new Float32Array(4))).toThrow(/shapes disagree/);
+  });
+});
+
+describe("matmulRange with the SIMD tile", () => {
+  const arena = wasmArena();
+  const tables = buildDecodeTables();
+  const CHUNK = 64;
+
+  it("reads the input and writes the output where they lie in the shared memory, with the bits of copied ones, for any row range and dtype", () => {
+    if (arena === null) throw new Error("this runtime has no shared WebAssembly memory");
+    const K = 32;
+    const N = 150; // more than one chunk of rows, not a multiple of 4
+    const ranges: [number, number][] = [
+      [0, N],
+      [3, 70],
+      [62, N],
+      [5, 6],
+      [64, 128],
+    ];
+    for (const fused of [true, false]) {
+      const tile = instantiateTile(compileSimdTile(fused) as object, arena.memory);
+      for (const dtype of ["f32", "bf16", "fp8_e4m3", "mxfp4"] as const) {
+        const w = randomWeight(dtype, N, K);
+        for (const M of [1, 2, 5]) {
+          tile.bytes = (M * K + CHUNK * K + CHUNK * M) * 4;
+          tile.base = arena.allocate(tile.bytes);
+          const xAt = arena.allocate(M * K * 4);
+          const outAt = arena.allocate(M * N * 4);
+          const xShared = new Float32Array(arena.memory.buffer, xAt, M * K);
+          const outShared = new Float32Array(arena.memory.buffer, outAt, M * N);
+          const x = rng.fillNormal(new Float32Array(M * K), 1);
+          xShared.set(x);
+          const run = (inPlaceX: boolean, out: Float32Array, outOffset: number, n0: number, n1: number) => {
+            matmulRange(
+              inPlaceX ? xShared : x,
+              inPlaceX ? xAt : -1,
+              M,
+              K,
+              DTYPE_CODE[dtype],
+              w.data,
+              dtype === "f32" ? arena.offsetOf(w.data) : -1,
+              w.scale?.data ?? null,
+              w.scale?.blockRows ?? 1,
+              w.scale?.blockCols ?? 1,
+              w.mxScales ?? null,
+              out,
+              outOffset,
+              N,
+              n0,
+              n1,
+              new Float32Array(4 * K),
+              tables,
+              tile,
+            );
+          };
+          const whole = new Float32Array(M * N);
+          run(false, whole, -1, 0, N);
+          for (const [n0, n1] of ranges) {
+            for (const inPlaceX of [false, true]) {
+              for (const inPlaceOut of [false, true]) {
+                const sentinel = 12345;
+                const out = inPlaceOut ? outShared : new Float32Array(M * N);
+                out.fill(sentinel);
+                run(inPlaceX, out, inPlaceOut ? outAt : -1, n0, n1);
+                // Columns in the range get the bits of the whole matmul; no other column is touched.
+                const expected = whole.map((v, i) => (i % N >= n0 && i % N < n1 ? v : sentinel));
+                expect(Array.from(out)).toEqual(Array.from(expected));
+              }
+            }
+          }
+        }
+      }
+    }
   });
 });
