@@ -119,6 +119,25 @@ describe("the SIMD MXFP4 to FP8 kernel", () => {
     );
   });
 
+  it("tiles: scale codes at both ends of E8M0's range, where the kernel's lane sums saturate, agree too", () => {
+    const rows = 130;
+    const groups = 6;
+    let x = 7;
+    const next = () => {
+      x = (Math.imul(x, 1103515245) + 12345) >>> 0;
+      return x >>> 8;
+    };
+    const blocks = Uint8Array.from({ length: rows * groups * 16 }, () => next() & 255);
+    for (const [low, high] of [
+      [245, 254],
+      [0, 9],
+    ] as const) {
+      const scales = Uint8Array.from({ length: rows * groups }, () => low + (next() % (high - low + 1)));
+      const plain = compareTile128(blocks, scales, rows, groups * 32, true);
+      expect(plain.inexactTiles).toEqual([]);
+    }
+  });
+
   it("hands regions back for reuse and keeps them apart while held", () => {
     const a = arena.alloc(1000);
     const b = arena.alloc(1000);

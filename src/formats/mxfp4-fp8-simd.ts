@@ -3,10 +3,11 @@
  *
  * One MXFP4 block is 16 bytes, exactly one v128: its low and high nibbles index a 16-byte table
  * of E4M3 codes (i8x16.swizzle) and two shuffles interleave them into the 32 output codes, low
- * nibble first. Each shift d in [-8, 9] (value = e2m1 * 2^d) has its own table; the tables are
- * the plain path's exact codes (`shiftedE4m3`), so the two paths agree by construction and the
- * tests compare them bit for bit. Blocks needing a shift below -8 are only counted here: the
- * caller redoes their band on the plain path, which names what is inexact.
+ * nibble first. Each shift d (value = e2m1 * 2^d) has its own table, for every shift a block can
+ * have, so the loop needs no clamping; the tables are the plain path's exact codes
+ * (`shiftedE4m3`, 0x7f where a nibble cannot be exact), so the two paths agree by construction and
+ * the tests compare them bit for bit. Blocks with a shift below ALL_EXACT_SHIFT are only counted
+ * here: the caller redoes their band on the plain path, which names what is inexact.
  *
  * Assembled here from its opcodes with the shared pieces of common/wasm-assembler.ts.
  */
@@ -18,9 +19,8 @@ import {
   localGet as get,
   I32,
   I32_ADD,
-  I32_EQ,
+  I32_EQZ,
   I32_GE_U,
-  I32_GT_S,
   I32_LT_S,
   I32_SHL,
   I32_SHR_U,
@@ -28,10 +28,9 @@ import {
   i32Const as i32,
   instantiateWasm,
   locals,
-  SELECT,
   localSet as set,
   simd,
-  localTee as tee,
+  uleb,
   V128,
   v128Load,
   v128Store,
@@ -42,215 +41,275 @@ import {
   wasmModuleBytes,
 } from "../common/wasm-assembler.js";
 
-/** Shift range the tables cover. */
-export const SIMD_SHIFT_MIN = -8;
-export const SIMD_SHIFT_MAX = 9;
-/** Tile maxima start here; a tile still below TILE_EMPTY afterwards has only all-zero blocks. */
-export const TILE_NONE = -1_000_000;
-export const TILE_EMPTY = -1000;
+/**
+ * Shifts the tables cover: every scale code 0-254 against every tile bias the caller can set (a
+ * tile's m + 127, from -9 for a tile topped by 0.5 * 2^-127 to 244 for one topped by 6 * 2^125).
+ */
+export const SIMD_SHIFT_MIN = -256;
+export const SIMD_SHIFT_MAX = 271;
+/** Below this shift some E2M1 magnitude is under E4M3's smallest subnormal (mxfp4-to-fp8.ts checks it). */
+const LOWEST_EXACT_SHIFT = -8;
+/**
+ * A tile lane value the kernel cannot tell apart from overflow: the top of a block scaled by a code
+ * of 252 or more; such bands run on the plain path.
+ */
+export const TOP_SATURATED = 255;
 
 const LOAD = [0x28, 0x02, 0x00];
-const STORE = [0x36, 0x02, 0x00];
+const I32_AND = [0x71];
 const LOAD8_U = [0x2d, 0x00, 0x00];
 const V_LOAD = v128Load(0, 0);
 const V_STORE = (offset: number) => v128Store(0, offset);
-const V_SPLAT8 = (byte: number) => [...i32(byte), ...simd(0x0f)];
+const V_CONST = (bytes: number[]) => simd(0x0c, ...bytes);
+const SPLAT8 = simd(0x0f);
 const SHUFFLE = (lanes: number[]) => simd(0x0d, ...lanes);
 const SWIZZLE = simd(0x0e);
+const I8_EQ = simd(0x23);
 const V_AND = simd(0x4e);
-const ANY_TRUE = simd(0x53);
-const U8_SHR = simd(0x6d);
-const I16_SHL = simd(0x8b);
-const BLOCK_LOOP = [0x02, 0x40, 0x03, 0x40];
-const END_LOOP = [0x0c, 0x00, 0x0b, 0x0b]; // br 0 (repeat); end loop; end block
+const V_ANDNOT = simd(0x4f);
+const U8_ADD_SAT = simd(0x70);
+const U8_MAX = simd(0x79);
+const I16_SHR_U = simd(0x8d);
 
 const INTERLEAVE_LOW = Array.from({ length: 16 }, (_, i) => (i >> 1) + (i & 1) * 16);
 const INTERLEAVE_HIGH = INTERLEAVE_LOW.map((lane) => lane + 8);
 
-/** `g = g + 1 === groups ? 0 : g + 1` for local g and local groups. */
-const nextGroup = (g: number, groups: number) => [
-  ...get(g),
-  ...i32(1),
-  ...I32_ADD,
-  ...set(g),
-  ...i32(0),
-  ...get(g),
-  ...get(g),
-  ...get(groups),
-  ...I32_EQ,
-  ...SELECT,
-  ...set(g),
-];
-
-/** Stores at local `out` + offset the 16 lanes of locals a, b picked by `lanes`. */
-const interleave = (out: number, a: number, b: number, lanes: number[], offset: number) => [
-  ...get(out),
-  ...get(a),
-  ...get(b),
-  ...SHUFFLE(lanes),
-  ...V_STORE(offset),
-];
-
-/** Stores the 32 codes of v128 local `v` (indices into local `table`) at local `out`; clobbers `lo`. */
-const expand = (table: number, v: number, lo: number, out: number) => [
-  ...get(table),
-  ...get(v),
-  ...V_SPLAT8(0x0f),
-  ...V_AND,
-  ...SWIZZLE,
-  ...set(lo),
-  ...get(table),
-  ...get(v),
-  ...i32(4),
-  ...U8_SHR,
-  ...SWIZZLE,
-  ...set(v),
-  ...interleave(out, lo, v, INTERLEAVE_LOW, 0),
-  ...interleave(out, lo, v, INTERLEAVE_HIGH, 16),
-];
-
-/** `end = blocks + n * 16` for locals blocks, n and end (one 16-byte MXFP4 block each). */
-const blocksEnd = (blocks: number, n: number, end: number) => [
-  ...get(blocks),
-  ...get(n),
-  ...i32(4),
-  ...I32_SHL,
-  ...I32_ADD,
-  ...set(end),
-];
-
-/** Opens the block and loop over blocks, leaving when local `blocks` reaches local `end`. */
-const loopUntil = (blocks: number, end: number) => [
-  ...BLOCK_LOOP,
-  ...get(blocks),
-  ...get(end),
-  ...I32_GE_U,
-  ...brIf(1),
-];
-
-/** Address of the i32 slot of the 128-column tile holding group g (local) in the array at local base. */
-const tileSlot = (base: number, g: number) => [
-  ...get(base),
-  ...get(g),
-  ...i32(2),
-  ...I32_SHR_U,
-  ...i32(2),
-  ...I32_SHL,
-  ...I32_ADD,
-];
-
-/** `bound` where local d compares (`compare`, signed) past it, else d: one side of a clamp. */
-const clampSide = (d: number, bound: number, compare: number[]) => [
-  ...i32(bound),
-  ...get(d),
-  ...get(d),
-  ...i32(bound),
-  ...compare,
-  ...SELECT,
-];
-
+/** `local += by` for an i32 local. */
 const advance = (local: number, by: number) => [...get(local), ...i32(by), ...I32_ADD, ...set(local)];
 
+/** `for (counter = 0; counter < limit; counter++) body` over i32 locals. */
+const countedLoop = (counter: number, limit: number, body: number[]) => [
+  ...i32(0),
+  ...set(counter),
+  ...[0x02, 0x40, 0x03, 0x40], // block, loop
+  ...get(counter),
+  ...get(limit),
+  ...I32_GE_U,
+  ...brIf(1),
+  ...body,
+  ...advance(counter, 1),
+  ...[0x0c, 0x00, 0x0b, 0x0b], // br loop; end loop; end block
+];
+
+/** The high nibble of each byte of v128 local `v`, masked by v128 local `mask` (0x0f or 0x07 lanes). */
+const highNibbles = (v: number, mask: number) => [...get(v), ...i32(4), ...I16_SHR_U, ...get(mask), ...V_AND];
+
 /**
- * tops(blocks, scales, n, groups, tmax): for n blocks, row-major with `groups` blocks a row, raise
- * tmax[g >> 2] (i32, one per 128-column tile) to (top binade of the block's elements) + scale code.
- * The top binade follows from which magnitude bits are set: both bits 2 and 1 (4, 6) give 2, bit 2
- * alone (2, 3) 1, bit 1 (1, 1.5) 0, bit 0 (0.5) -1; an all-zero block adds TILE_NONE instead.
+ * Stores at local `out` + 32 `at` the 32 codes of the block at local `blocks` + 16 `at`, looked up in
+ * v128 local `table` by nibble (`mask`: 0x0f lanes); clobbers v128 locals `v` and `lo`.
+ */
+const expand = (table: number, blocks: number, out: number, at: number, [mask, v, lo]: number[]) => [
+  ...get(blocks),
+  ...v128Load(0, 16 * at),
+  ...set(v as number),
+  ...get(table),
+  ...get(v as number),
+  ...get(mask as number),
+  ...V_AND,
+  ...SWIZZLE,
+  ...set(lo as number),
+  ...get(table),
+  ...highNibbles(v as number, mask as number),
+  ...SWIZZLE,
+  ...set(v as number),
+  ...[
+    ...get(out),
+    ...get(lo as number),
+    ...get(v as number),
+    ...SHUFFLE(INTERLEAVE_LOW),
+    ...V_STORE(32 * at),
+  ],
+  ...[
+    ...get(out),
+    ...get(lo as number),
+    ...get(v as number),
+    ...SHUFFLE(INTERLEAVE_HIGH),
+    ...V_STORE(32 * at + 16),
+  ],
+];
+
+const splatBytes = (byte: number) => V_CONST(new Array<number>(16).fill(byte));
+
+/**
+ * tops(blocks, scales, rows, groups, tiles): for a band of rows x groups blocks, stores at
+ * tiles + 16 t one v128 per 128-column tile t whose byte lanes the caller reduces to the tile's
+ * largest value. A lane holds two elements of a block; its value is 0 when both are zero, else the
+ * saturated sum of the block's scale code and 2 + the top binade of the larger one: 4 and 6
+ * (magnitude codes 6, 7) are binade 2, 2 and 3 binade 1, 1 and 1.5 binade 0, 0.5 binade -1. Tiles
+ * go one at a time down the band, so each keeps its running maximum in a register.
  */
 function topsBody(): number[] {
-  // params 0 blocks, 1 scales, 2 n, 3 groups, 4 tmax | locals 5 end, 6 g, 7 t, 8 addr, 9 old, 10 v, 11 both
-  const anyOf = (local: number, mask: number) => [...get(local), ...V_SPLAT8(mask), ...V_AND, ...ANY_TRUE];
-  return [
-    ...locals([5, I32], [2, V128]),
-    ...blocksEnd(0, 2, 5),
-    ...loopUntil(0, 5),
-    ...get(0),
-    ...V_LOAD,
-    ...tee(10),
-    ...get(10),
-    ...i32(1),
-    ...I16_SHL, // bit 2 of each byte's nibbles now holds its bit 1; no bit crosses into a tested one
+  // params 0 blocks, 1 scales, 2 rows, 3 groups, 4 tiles
+  // | locals 5 t, 6 r, 7 whole, 8 bp, 9 sp, 10 rowBytes, 11 ragged, 12 j, 13 bj, 14 sj
+  // | 15 mask, 16 table, 17 zero, 18 top, 19 v, 20 lanes
+  const binadePlus2 = [0, 1, 2, 2, 3, 3, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0];
+  /** top = max(top, lane values of the block at local bp + 16 at, scale at local sp + at). */
+  const raise = (bp: number, sp: number, at: number) => [
+    ...get(bp),
+    ...v128Load(0, 16 * at),
+    ...set(19),
+    ...get(18),
+    ...get(16),
+    ...get(19),
+    ...get(15),
     ...V_AND,
-    ...set(11),
-    ...i32(2),
-    ...i32(1),
-    ...i32(0),
-    ...i32(-1),
-    ...i32(TILE_NONE),
-    ...anyOf(10, 0x11),
-    ...SELECT,
-    ...anyOf(10, 0x22),
-    ...SELECT,
-    ...anyOf(10, 0x44),
-    ...SELECT,
-    ...anyOf(11, 0x44),
-    ...SELECT,
-    ...get(1),
-    ...LOAD8_U,
+    ...highNibbles(19, 15),
+    ...U8_MAX,
+    ...SWIZZLE,
+    ...set(20),
+    ...get(20),
+    ...get(sp),
+    ...[0x2d, 0x00, ...uleb(at)], // i32.load8_u offset=at
+    ...SPLAT8,
+    ...U8_ADD_SAT,
+    ...get(20),
+    ...get(17),
+    ...I8_EQ,
+    ...V_ANDNOT, // lanes of two zeros stay 0
+    ...U8_MAX,
+    ...set(18),
+  ];
+  const nextRow = [...get(8), ...get(10), ...I32_ADD, ...set(8), ...get(9), ...get(3), ...I32_ADD, ...set(9)];
+  /** Points bp and sp at the first block of tile t (local) and clears top. */
+  const startTile = [
+    ...get(0),
+    ...get(5),
+    ...i32(6),
+    ...I32_SHL,
     ...I32_ADD,
-    ...set(7),
-    ...tileSlot(4, 6),
-    ...tee(8),
-    ...LOAD,
+    ...set(8),
+    ...get(1),
+    ...get(5),
+    ...i32(2),
+    ...I32_SHL,
+    ...I32_ADD,
     ...set(9),
-    ...get(8),
+    ...get(17),
+    ...set(18),
+  ];
+  const storeTile = [...get(4), ...get(5), ...i32(4), ...I32_SHL, ...I32_ADD, ...get(18), ...V_STORE(0)];
+  const ragged = [
     ...get(7),
-    ...get(9),
-    ...get(7),
-    ...get(9),
-    ...I32_GT_S,
-    ...SELECT,
-    ...STORE,
-    ...advance(0, 16),
-    ...advance(1, 1),
-    ...nextGroup(6, 3),
-    ...END_LOOP,
+    ...set(5),
+    ...startTile,
+    ...countedLoop(6, 2, [
+      ...get(8),
+      ...set(13),
+      ...get(9),
+      ...set(14),
+      ...countedLoop(12, 11, [...raise(13, 14, 0), ...advance(13, 16), ...advance(14, 1)]),
+      ...nextRow,
+    ]),
+    ...storeTile,
+  ];
+  return [
+    ...locals([10, I32], [6, V128]),
+    ...splatBytes(7),
+    ...set(15),
+    ...V_CONST(binadePlus2),
+    ...set(16),
+    ...splatBytes(0),
+    ...set(17),
+    ...[...get(3), ...i32(4), ...I32_SHL, ...set(10)],
+    ...[...get(3), ...i32(2), ...I32_SHR_U, ...set(7)],
+    ...[...get(3), ...i32(3), ...I32_AND, ...set(11)],
+    ...countedLoop(5, 7, [
+      ...startTile,
+      ...countedLoop(6, 2, [
+        ...raise(8, 9, 0),
+        ...raise(8, 9, 1),
+        ...raise(8, 9, 2),
+        ...raise(8, 9, 3),
+        ...nextRow,
+      ]),
+      ...storeTile,
+    ]),
+    ...[...get(11), ...I32_EQZ, ...brIf(0)],
+    ...ragged,
     0x0b,
   ];
 }
 
 /**
- * shifted(blocks, scales, out, n, groups, bias, tables) -> count: each block's shift is its scale
- * code minus bias[g >> 2] (i32 per tile: the tile's m + 127); codes from the table for that shift,
- * clamped into the covered range. Returns how many blocks needed a shift below SIMD_SHIFT_MIN.
+ * shifted(blocks, scales, out, rows, groups, bias, tables) -> count: each block's shift is its
+ * scale code minus bias[g >> 2] (i32 per 128-column tile: the tile's m + 127), and its codes come
+ * from the table for that shift (`tables` points at shift 0's). Returns how many blocks have a
+ * shift below LOWEST_EXACT_SHIFT. A row goes a whole tile (four blocks, one bias) at a time, then
+ * block by block through a ragged last tile.
  */
 function shiftedBody(): number[] {
-  // params 0 blocks, 1 scales, 2 out, 3 n, 4 groups, 5 bias, 6 tables | 7 end, 8 g, 9 d, 10 low | 11 table, 12 v, 13 lo
-  return [
-    ...locals([4, I32], [3, V128]),
-    ...blocksEnd(0, 3, 7),
-    ...loopUntil(0, 7),
-    ...get(1),
-    ...LOAD8_U,
-    ...tileSlot(5, 8),
+  // params 0 blocks, 1 scales, 2 out, 3 rows, 4 groups, 5 bias, 6 tables
+  // | locals 7 r, 8 q, 9 whole, 10 low, 11 tileTables, 12 floor, 13 bp, 14 scale, 15 g, 16 ragged
+  // | 17 mask, 18 table, 19 v, 20 lo
+  const scratch = [17, 19, 20];
+  // For the tile at bias pointer bp: tileTables = tables - 16 bias (add 16 scale for a block's
+  // table); floor = bias + LOWEST_EXACT_SHIFT (a scale code below it is a low shift).
+  const tileSetup = [
+    ...get(6),
+    ...get(13),
     ...LOAD,
-    ...I32_SUB,
-    ...tee(9),
-    ...i32(SIMD_SHIFT_MIN),
-    ...I32_LT_S,
-    ...get(10),
-    ...I32_ADD,
-    ...set(10),
-    ...clampSide(9, SIMD_SHIFT_MIN, I32_LT_S),
-    ...set(9),
-    ...clampSide(9, SIMD_SHIFT_MAX, I32_GT_S),
-    ...i32(-SIMD_SHIFT_MIN),
-    ...I32_ADD,
     ...i32(4),
     ...I32_SHL,
-    ...get(6),
+    ...I32_SUB,
+    ...set(11),
+    ...get(13),
+    ...LOAD,
+    ...i32(LOWEST_EXACT_SHIFT),
+    ...I32_ADD,
+    ...set(12),
+  ];
+  const blockAt = (at: number) => [
+    ...get(1),
+    ...[0x2d, 0x00, ...uleb(at)], // i32.load8_u offset=at
+    ...set(14),
+    ...get(10),
+    ...get(14),
+    ...get(12),
+    ...I32_LT_S,
+    ...I32_ADD,
+    ...set(10),
+    ...get(11),
+    ...get(14),
+    ...i32(4),
+    ...I32_SHL,
     ...I32_ADD,
     ...V_LOAD,
-    ...set(11),
-    ...get(0),
-    ...V_LOAD,
-    ...set(12),
-    ...expand(11, 12, 13, 2),
-    ...advance(0, 16),
-    ...advance(1, 1),
-    ...advance(2, 32),
-    ...nextGroup(8, 4),
-    ...END_LOOP,
+    ...set(18),
+    ...expand(18, 0, 2, at, scratch),
+  ];
+  const step = (blocksDone: number) => [
+    ...advance(0, 16 * blocksDone),
+    ...advance(1, blocksDone),
+    ...advance(2, 32 * blocksDone),
+  ];
+  const row = [
+    ...get(5),
+    ...set(13),
+    ...countedLoop(8, 9, [
+      ...tileSetup,
+      ...blockAt(0),
+      ...blockAt(1),
+      ...blockAt(2),
+      ...blockAt(3),
+      ...step(4),
+      ...advance(13, 4),
+    ]),
+    ...tileSetup,
+    ...countedLoop(15, 16, [...blockAt(0), ...step(1)]),
+  ];
+  return [
+    ...locals([10, I32], [4, V128]),
+    ...splatBytes(0x0f),
+    ...set(17),
+    ...get(4),
+    ...i32(2),
+    ...I32_SHR_U,
+    ...set(9),
+    ...get(4),
+    ...i32(3),
+    ...I32_AND,
+    ...set(16),
+    ...countedLoop(7, 3, row),
     ...get(10),
     0x0b,
   ];
@@ -258,21 +317,15 @@ function shiftedBody(): number[] {
 
 /** plain(blocks, out, n, table): every block with the one table (the per-32 layout: shift 0). */
 function plainBody(): number[] {
-  // params 0 blocks, 1 out, 2 n, 3 table | locals 4 end | 5 table, 6 v, 7 lo
+  // params 0 blocks, 1 out, 2 n, 3 table | locals 4 i | 5 mask, 6 table, 7 v, 8 lo
   return [
-    ...locals([1, I32], [3, V128]),
-    ...blocksEnd(0, 2, 4),
+    ...locals([1, I32], [4, V128]),
+    ...splatBytes(0x0f),
+    ...set(5),
     ...get(3),
     ...V_LOAD,
-    ...set(5),
-    ...loopUntil(0, 4),
-    ...get(0),
-    ...V_LOAD,
     ...set(6),
-    ...expand(5, 6, 7, 1),
-    ...advance(0, 16),
-    ...advance(1, 32),
-    ...END_LOOP,
+    ...countedLoop(4, 2, [...expand(6, 0, 1, 0, [5, 7, 8]), ...advance(0, 16), ...advance(1, 32)]),
     0x0b,
   ];
 }
@@ -295,12 +348,12 @@ export function simdModuleBytes(): Uint8Array {
 }
 
 export interface SimdExports {
-  tops(blocks: number, scales: number, n: number, groups: number, tmax: number): void;
+  tops(blocks: number, scales: number, rows: number, groups: number, tiles: number): void;
   shifted(
     blocks: number,
     scales: number,
     out: number,
-    n: number,
+    rows: number,
     groups: number,
     bias: number,
     tables: number,
@@ -332,8 +385,8 @@ export class SimdArena {
   readonly #free: { at: number; bytes: number }[] = [];
   readonly #sizes = new Map<number, number>();
   #top: number;
-  /** Byte offset of the shift tables: 16 codes per shift from SIMD_SHIFT_MIN up. */
-  readonly tables = 0;
+  /** Byte offset of shift 0's table; shift d's 16 codes are at tables + 16 d. */
+  readonly tables = -SIMD_SHIFT_MIN * 16;
 
   private constructor(module: WasmModule, tables: (d: number) => ArrayLike<number>) {
     this.#memory = new (wasmApi as WasmApi).Memory({ initial: 1, maximum: 65536, shared: true });
@@ -351,7 +404,7 @@ export class SimdArena {
 
   /** Offset of the table for shift d. */
   table(d: number): number {
-    return this.tables + (d - SIMD_SHIFT_MIN) * 16;
+    return this.tables + d * 16;
   }
 
   /** A region of at least `bytes`, 64-byte aligned. Its old contents are undefined. */

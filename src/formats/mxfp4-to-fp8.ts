@@ -1,7 +1,7 @@
 import { BringupError } from "../common/errors.js";
 import { decodeMinifloat, encodeMinifloat, FP4_E2M1, FP8_E4M3FN } from "./minifloat.js";
 import { checkMxfp4Scales, MXFP4_BLOCK, MXFP4_BLOCK_BYTES } from "./mxfp4.js";
-import { type SimdArena, TILE_EMPTY, TILE_NONE } from "./mxfp4-fp8-simd.js";
+import { type SimdArena, TOP_SATURATED } from "./mxfp4-fp8-simd.js";
 
 /**
  * Re-encoding MXFP4 (E2M1 elements times an E8M0 scale per 32) as FP8 E4M3FN. Two scale layouts:
@@ -173,8 +173,8 @@ export function mxfp4ToFp8Tile128(
 
 /**
  * The SIMD path, one band of 128 rows at a time: the kernel finds each tile's largest element and
- * writes the codes; a band with a block shifted below the tables' range runs on the plain path,
- * which decides and reports what is inexact.
+ * writes the codes; a band with a block shifted below the exact range, or a scale too large for the
+ * kernel's lanes, runs on the plain path, which decides and reports what is inexact.
  */
 function tile128Simd(
   arena: SimdArena,
@@ -189,37 +189,43 @@ function tile128Simd(
 ): TileReport {
   const groups = cols / MXFP4_BLOCK;
   const tileCols = Math.ceil(cols / TILE);
-  const work = arena.alloc(tileCols * 4);
-  const perTile = new Int32Array(work.buffer, work.byteOffset, tileCols);
+  const work = arena.alloc(tileCols * 20);
+  const lanes = work.subarray(0, tileCols * 16);
+  const bias = new Int32Array(work.buffer, work.byteOffset + tileCols * 16, tileCols);
   const reports: TileReport[] = [];
   try {
     for (let r0 = 0; r0 < rows; r0 += TILE) {
       const r1 = Math.min(rows, r0 + TILE);
       const [g0, g1] = [r0 * groups, r1 * groups];
-      perTile.fill(TILE_NONE);
       arena.kernel.tops(
         blocks.byteOffset + g0 * MXFP4_BLOCK_BYTES,
         scales.byteOffset + g0,
-        g1 - g0,
+        r1 - r0,
         groups,
-        work.byteOffset,
+        lanes.byteOffset,
       );
+      let saturated = false;
       for (let tc = 0; tc < tileCols; tc += 1) {
-        const top = perTile[tc] as number;
-        // The tile's top element lands in E4M3's top binade; a tile of zero blocks keeps scale 1.
-        const m = top < TILE_EMPTY ? 0 : top - 127 - E4M3_TOP_EXPONENT;
+        let top = 0;
+        for (let i = tc * 16; i < tc * 16 + 16; i += 1) top = Math.max(top, lanes[i] as number);
+        saturated ||= top === TOP_SATURATED;
+        // A lane's value is scale code + 2 + binade of its top element, which lands in E4M3's top
+        // binade; a tile of zero blocks keeps scale 1.
+        const m = top === 0 ? 0 : top - 2 - 127 - E4M3_TOP_EXPONENT;
         scaleInv[(r0 / TILE) * tileCols + tc] = 2 ** m;
-        perTile[tc] = m + 127;
+        bias[tc] = m + 127;
       }
-      const low = arena.kernel.shifted(
-        blocks.byteOffset + g0 * MXFP4_BLOCK_BYTES,
-        scales.byteOffset + g0,
-        elements.byteOffset + r0 * cols,
-        g1 - g0,
-        groups,
-        work.byteOffset,
-        arena.tables,
-      );
+      const low = saturated
+        ? 1
+        : arena.kernel.shifted(
+            blocks.byteOffset + g0 * MXFP4_BLOCK_BYTES,
+            scales.byteOffset + g0,
+            elements.byteOffset + r0 * cols,
+            r1 - r0,
+            groups,
+            bias.byteOffset,
+            arena.tables,
+          );
       if (low > 0) {
         reports.push(
           tile128Plain(
