@@ -246,6 +246,34 @@ describe("convertCheckpoint", () => {
     expect((await readdir(root)).filter((n) => n.startsWith("nan-"))).toEqual([]);
   });
 
+  it("stops every shard's writes on a failure in one shard, leaving nothing behind", async () => {
+    const dir = join(root, "nan-shards");
+    const groups = 64;
+    const tensors = [0, 1, 2].flatMap((t) => {
+      const scales = new Uint8Array(64 * groups).fill(127);
+      if (t === 2) scales[40 * groups] = 255;
+      return [
+        {
+          name: `w${t}_blocks`,
+          dtype: "U8" as const,
+          shape: [64, groups, 16],
+          data: new Uint8Array(64 * groups * 16).fill(0x35),
+        },
+        { name: `w${t}_scales`, dtype: "U8" as const, shape: [64, groups], data: scales },
+      ];
+    });
+    await writeCheckpoint(dir, tensors, { maxShardBytes: 70_000 });
+    expect((await readdir(dir)).filter((n) => n.endsWith(".safetensors"))).toHaveLength(3);
+    const out = join(root, "nan-shards-out");
+    await expect(
+      convertCheckpoint(dir, out, { to: "fp8", fp8Block: "block32", workers: 1, chunkBytes: 4096 }),
+    ).rejects.toMatchObject({
+      code: "MXFP4_NAN_SCALE",
+      message: expect.stringMatching(/model-00003-of-00003\.safetensors#w2: block 2560 has the NaN scale/),
+    });
+    expect((await readdir(root)).filter((n) => n.startsWith("nan-shards-out"))).toEqual([]);
+  });
+
   it("refuses an output directory that exists", async () => {
     await expect(convertCheckpoint(source, source, { to: "bf16" })).rejects.toThrow(/already exists/);
   });

@@ -253,17 +253,24 @@ export async function convertCheckpoint(
   try {
     const plans = planTensors(ck, options);
     const chunkBytes = options.chunkBytes ?? 16 * 2 ** 20;
-    const jobs: { plan: Plan; job: Job; bytes: number }[] = [];
+    const byShardJobs = new Map<string, { plan: Plan; job: Job; bytes: number }[]>();
     for (const plan of plans) {
       const rowBytes = sourceRowBytes(ck, plan.tensor);
+      const shardJobs = byShardJobs.get(plan.shard) ?? [];
+      byShardJobs.set(plan.shard, shardJobs);
       for (const [start, end] of chunksOf(ck, plan, chunkBytes)) {
-        jobs.push({
+        shardJobs.push({
           plan,
           job: { ...plan.op, tensor: plan.tensor, start, end },
           bytes: (end - start) * rowBytes,
         });
       }
     }
+    // Shards take turns, one job each, so their output files are written side by side.
+    const lists = [...byShardJobs.values()];
+    const jobs = Array.from({ length: Math.max(0, ...lists.map((l) => l.length)) }, (_, k) =>
+      lists.flatMap((list) => (k < list.length ? [list[k] as (typeof list)[number]] : [])),
+    ).flat();
     const totalBytes = ck.byteLength;
     const workerCount = options.workers ?? Math.min(2, availableParallelism());
     if (!Number.isSafeInteger(workerCount) || workerCount < 0) {
@@ -281,6 +288,8 @@ export async function convertCheckpoint(
       const byShard = new Map<string, Plan[]>();
       for (const plan of plans) byShard.set(plan.shard, [...(byShard.get(plan.shard) ?? []), plan]);
       const writers = new Map<string, SafetensorsWriter>();
+      // Each output file's writes in order (see below); they never reject (failures are kept).
+      const chains = new Map<SafetensorsWriter, Promise<void>>();
       const pool =
         workerCount > 0
           ? new WorkerPool<Job, JobResult>(
@@ -314,17 +323,31 @@ export async function convertCheckpoint(
           inline = next.catch(() => undefined);
           return next;
         };
-        const window = Math.max(2, 2 * workerCount);
+        // Jobs run `window` ahead of the last one written, so memory stays bounded; results are taken
+        // in order, and each output file writes its parts in order on its own chain, so files of
+        // different shards are written at the same time (a file's buffered writes are serialized by
+        // the kernel, and on a small machine the page cache's copying is a large part of the work).
+        const window = 2 * Math.max(1, workerCount) + 2;
         const inflight = new Map<number, Promise<{ result: JobResult; worker: number }>>();
-        let next = 0;
-        let doneBytes = 0;
+        let [next, unwritten, doneBytes] = [0, 0, 0];
+        let writeFailure: { error: unknown } | undefined;
+        let wroteOne: () => void = () => undefined;
         for (let i = 0; i < jobs.length; i += 1) {
-          while (next < jobs.length && next - i < window) {
-            const pending = execute((jobs[next] as (typeof jobs)[number]).job);
-            pending.catch(() => undefined); // awaited in order below; avoid an unhandled rejection meanwhile
-            inflight.set(next, pending);
-            next += 1;
+          for (;;) {
+            while (next < jobs.length && unwritten < window) {
+              const pending = execute((jobs[next] as (typeof jobs)[number]).job);
+              pending.catch(() => undefined); // awaited in order below; avoid an unhandled rejection meanwhile
+              inflight.set(next, pending);
+              next += 1;
+              unwritten += 1;
+            }
+            if (next > i || writeFailure !== undefined) break;
+            // Every slot holds a result still being written: wait for one write to finish.
+            await new Promise<void>((resolve) => {
+              wroteOne = resolve;
+            });
           }
+          if (writeFailure !== undefined) throw writeFailure.error;
           const { plan, bytes } = jobs[i] as (typeof jobs)[number];
           const { result, worker } = await (inflight.get(i) as Promise<{
             result: JobResult;
@@ -332,16 +355,29 @@ export async function convertCheckpoint(
           }>);
           inflight.delete(i);
           const writer = writers.get(plan.shard) as SafetensorsWriter;
-          for (const [k, part] of result.parts.entries()) {
-            await writer.write((plan.outputs[k] as TensorLayout).name, part);
-            outputBytes += part.byteLength;
-          }
-          if (worker < 0) for (const part of result.parts) scratch.give(part);
-          else
-            pool?.recycle(
-              worker,
-              result.parts.filter((p) => p.buffer instanceof SharedArrayBuffer).map((p) => p.byteOffset),
-            );
+          const chain = (chains.get(writer) ?? Promise.resolve()).then(async () => {
+            for (const [k, part] of result.parts.entries()) {
+              await writer.write((plan.outputs[k] as TensorLayout).name, part);
+              outputBytes += part.byteLength;
+            }
+            if (worker < 0) for (const part of result.parts) scratch.give(part);
+            else
+              pool?.recycle(
+                worker,
+                result.parts.filter((p) => p.buffer instanceof SharedArrayBuffer).map((p) => p.byteOffset),
+              );
+            unwritten -= 1;
+            doneBytes += bytes;
+            options.onProgress?.({ doneBytes, totalBytes, tensor: plan.tensor.name });
+            wroteOne();
+          });
+          chains.set(
+            writer,
+            chain.catch((error: unknown) => {
+              writeFailure ??= { error };
+              wroteOne();
+            }),
+          );
           if (result.report && result.report.inexactTiles.length > 0) {
             const seen = inexact.get(plan) ?? { tiles: 0, span: 0, abs: 0, rel: 0 };
             inexact.set(plan, {
@@ -351,9 +387,9 @@ export async function convertCheckpoint(
               rel: Math.max(seen.rel, result.report.maxRelError),
             });
           }
-          doneBytes += bytes;
-          options.onProgress?.({ doneBytes, totalBytes, tensor: plan.tensor.name });
         }
+        await Promise.all(chains.values());
+        if (writeFailure !== undefined) throw writeFailure.error;
         for (const plan of plans) {
           const bad = inexact.get(plan);
           results.set(plan, {
@@ -382,6 +418,7 @@ export async function convertCheckpoint(
         for (const writer of writers.values()) await writer.finish();
         writers.clear();
       } finally {
+        await Promise.all(chains.values()); // no file is removed under a write in flight
         await pool?.close();
         for (const writer of writers.values()) await writer.abort();
       }
