@@ -57,7 +57,7 @@ export const TOP_SATURATED = 255;
 
 const LOAD = [0x28, 0x02, 0x00];
 const I32_AND = [0x71];
-const LOAD8_U = [0x2d, 0x00, 0x00];
+const LOAD8_U = (offset: number) => [0x2d, 0x00, ...uleb(offset)];
 const V_LOAD = v128Load(0, 0);
 const V_STORE = (offset: number) => v128Store(0, offset);
 const V_CONST = (bytes: number[]) => simd(0x0c, ...bytes);
@@ -159,7 +159,7 @@ function topsBody(): number[] {
     ...set(20),
     ...get(20),
     ...get(sp),
-    ...[0x2d, 0x00, ...uleb(at)], // i32.load8_u offset=at
+    ...LOAD8_U(at),
     ...SPLAT8,
     ...U8_ADD_SAT,
     ...get(20),
@@ -260,7 +260,7 @@ function shiftedBody(): number[] {
   ];
   const blockAt = (at: number) => [
     ...get(1),
-    ...[0x2d, 0x00, ...uleb(at)], // i32.load8_u offset=at
+    ...LOAD8_U(at),
     ...set(14),
     ...get(10),
     ...get(14),
