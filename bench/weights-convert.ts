@@ -3,9 +3,10 @@
  *
  *   npx tsx bench/weights-convert.ts [--gib 2] [--dir /tmp] [--settle 10]
  *
- * Generates an MXFP4 checkpoint of at least --gib GiB (gpt-oss layout: *_blocks / *_scales experts,
- * sharded with an index), then runs each arm in its own child process so each arm's peak RSS is its
- * own: the copy baseline (see copyArm: the same reader, writer and chunks, no transform), and
+ * Builds the library (`tsc -p tsconfig.build.json`, as `npm ci` does) and generates an MXFP4 checkpoint
+ * of at least --gib GiB (gpt-oss layout: *_blocks / *_scales experts, sharded with an index), then runs
+ * each arm in its own child process so each arm's peak RSS is its own, on the built JavaScript the
+ * CLI runs (from sources, each worker thread would also spend half a second compiling TypeScript): the copy baseline (see copyArm: the same reader, writer and chunks, no transform), and
  * `convertCheckpoint(..., { to: "fp8" })` with one and with two worker threads. Every arm reads the
  * same source, in the page cache since it was generated, and writes fresh files that are deleted
  * before the next arm starts, after which the bench syncs and waits (see settle), so each arm finds
@@ -24,13 +25,12 @@ import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
-import {
-  convertCheckpoint,
-  openCheckpoint,
-  SafetensorsWriter,
-  shardName,
-  writeShardIndex,
-} from "../src/formats/index.js";
+import { SafetensorsWriter, shardName, writeShardIndex } from "../src/formats/index.js";
+
+/** The built library, which the arms measure. */
+type Formats = typeof import("../src/formats/index.js");
+const builtFormats = () =>
+  import(new URL("../dist/src/formats/index.js", import.meta.url).href) as Promise<Formats>;
 
 const CHUNK = 16 * 2 ** 20;
 
@@ -91,6 +91,7 @@ async function generate(dir: string, gib: number): Promise<number> {
  * bytes) differs.
  */
 async function copyArm(src: string, dst: string): Promise<number> {
+  const { openCheckpoint, SafetensorsWriter } = await builtFormats();
   await mkdir(dst);
   const ck = await openCheckpoint(src);
   const buffers = [new Uint8Array(CHUNK), new Uint8Array(CHUNK)];
@@ -132,7 +133,10 @@ async function runArm(arm: string, src: string, dst: string, workers: number): P
   const started = performance.now();
   let sourceBytes: number;
   if (arm === "copy") sourceBytes = await copyArm(src, dst);
-  else sourceBytes = (await convertCheckpoint(src, dst, { to: "fp8", workers })).sourceBytes;
+  else {
+    const { convertCheckpoint } = await builtFormats();
+    sourceBytes = (await convertCheckpoint(src, dst, { to: "fp8", workers })).sourceBytes;
+  }
   const seconds = (performance.now() - started) / 1000;
   const usage = process.resourceUsage();
   const cpuSeconds = (usage.userCPUTime + usage.systemCPUTime) / 1e6;
@@ -194,6 +198,9 @@ async function settle(): Promise<void> {
 }
 
 if (values.arm !== undefined) {
+  // Worker threads inherit execArgv; the built worker needs no TypeScript loader.
+  process.execArgv.splice(0);
+  await builtFormats(); // loaded before the clock starts, as the CLI has it loaded
   const result = await runArm(values.arm, values.src as string, values.dst as string, Number(values.workers));
   process.stdout.write(`${JSON.stringify(result)}\n`);
 } else {
@@ -205,6 +212,12 @@ if (values.arm !== undefined) {
     process.stdout.write(
       `load average at start: ${load.toFixed(1)} on ${(await import("node:os")).availableParallelism()} cores\n`,
     );
+    const built = performance.now();
+    execFileSync("npx", ["tsc", "-p", "tsconfig.build.json"], {
+      cwd: fileURLToPath(new URL("..", import.meta.url)),
+      stdio: "inherit",
+    });
+    process.stdout.write(`built dist/ in ${((performance.now() - built) / 1000).toFixed(1)} s\n`);
     const t0 = performance.now();
     const bytes = await generate(src, Number(values.gib));
     await settle();
