@@ -13,6 +13,8 @@ import { DTYPE_CODE, type Weight } from "../tensor/weight.js";
 import { compileAttentionSimd, instantiateAttentionSimd } from "./attention-simd-module.js";
 import { buildDecodeTables, type DecodeTables, matmulRange } from "./matmul-kernel.js";
 import { compileSimdTile, instantiateTile, type SimdTile, type WasmModule } from "./simd-module.js";
+import { swiglu } from "./swiglu.js";
+import { compileSwigluSimd, instantiateSwigluSimd, type SwigluSimd } from "./swiglu-simd-module.js";
 import { type WasmArena, wasmArena } from "./wasm-arena.js";
 
 /** Below this many multiply-adds a matmul stays on the calling thread: waking workers costs more. */
@@ -87,6 +89,7 @@ export class MatmulPool {
   private readonly simdTile: SimdTile | null;
   private readonly arena: WasmArena | null;
   private readonly attnSimd: AttentionSimd | null;
+  private readonly swigluSimd: SwigluSimd | null;
 
   /**
    * `simd` defaults to true where WebAssembly SIMD validates, unless BRINGUP_ENGINE_SIMD=0 forces
@@ -114,6 +117,9 @@ export class MatmulPool {
     const attnModule = module === undefined ? undefined : compileAttentionSimd();
     this.attnSimd =
       attnModule === undefined || arena === null ? null : instantiateAttentionSimd(attnModule, arena.memory);
+    const swigluModule = module === undefined ? undefined : compileSwigluSimd();
+    this.swigluSimd =
+      swigluModule === undefined || arena === null ? null : instantiateSwigluSimd(swigluModule, arena.memory);
     for (let i = 1; i < threads; i++) {
       const { port1, port2 } = new MessageChannel();
       const worker = new Worker(WORKER_SOURCE, {
@@ -343,6 +349,38 @@ export class MatmulPool {
         `a matmul worker thread failed (${reasons.join("; ") || "it stopped answering"}); restart the engine.`,
       );
     }
+  }
+
+  /**
+   * gate = silu(gate) · up over n values on the calling thread: with SIMD, the kernel of
+   * swiglu-simd-module.ts over copies in the shared memory (several times faster than Math.exp);
+   * otherwise swiglu.ts's.
+   */
+  swiglu(gate: Float32Array, up: Float32Array, n: number): void {
+    const simd = this.swigluSimd;
+    const arena = this.arena;
+    if (simd === null || arena === null) {
+      swiglu(gate, up, n);
+      return;
+    }
+    const padded = (n + 3) & ~3;
+    if (simd.bytes < padded * 8) {
+      const bytes = Math.max(padded * 8, 2 * simd.bytes);
+      const base = arena.allocate(bytes);
+      if (base < 0) {
+        swiglu(gate, up, n);
+        return;
+      }
+      simd.base = base;
+      simd.bytes = bytes;
+    }
+    const heap = new Float32Array(simd.memory.buffer);
+    const g = simd.base >> 2;
+    const u = g + padded;
+    heap.set(gate.subarray(0, n), g);
+    heap.set(up.subarray(0, n), u);
+    simd.swiglu(g * 4, u * 4, padded >> 2);
+    gate.set(heap.subarray(g, g + n));
   }
 
   /**

@@ -1,4 +1,6 @@
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
+import { Rng } from "../tensor/random.js";
+import { MatmulPool } from "./pool.js";
 import { rmsNorm } from "./rmsnorm.js";
 import { Rope } from "./rope.js";
 import { logSoftmax, softmax } from "./softmax.js";
@@ -70,5 +72,47 @@ describe("rmsnorm and swiglu", () => {
     swiglu(gate, new Float32Array([5, 3]), 2);
     expect(gate[0]).toBe(0);
     expect(gate[1]).toBeCloseTo((2 / (1 + Math.exp(-2))) * 3, 6);
+  });
+});
+
+describe("swiglu with WebAssembly SIMD", () => {
+  const simd = new MatmulPool(1, { simd: true });
+  afterAll(() => simd.close());
+
+  it("gives the plain kernel's bits on these inputs (normal, far tails, zeros, infinities, NaN) with a ragged tail", () => {
+    expect(simd.simd).toBe(true);
+    const rng = new Rng(11);
+    const n = 4099;
+    const gate = new Float32Array(n);
+    const up = new Float32Array(n);
+    for (let i = 0; i < n; i++) {
+      gate[i] = (rng.next() - 0.5) * (i % 3 === 0 ? 200 : 12);
+      up[i] = (rng.next() - 0.5) * 4;
+    }
+    gate.set([
+      Number.NaN,
+      Number.POSITIVE_INFINITY,
+      Number.NEGATIVE_INFINITY,
+      -800,
+      800,
+      0,
+      -0,
+      1e-30,
+      -88.5,
+      88.5,
+    ]);
+    up[11] = Number.POSITIVE_INFINITY;
+    const plain = gate.slice();
+    swiglu(plain, up, n);
+    const fast = gate.slice();
+    simd.swiglu(fast, up, n);
+    // Its exp is within about 1e-14 of the exact value, so the f32 results differ only on rare
+    // near-ties; none falls among these inputs.
+    expect(Array.from(fast)).toEqual(Array.from(plain));
+    // Only the first n values are touched.
+    const short = gate.slice();
+    simd.swiglu(short, up, 5);
+    expect(Array.from(short.subarray(0, 5))).toEqual(Array.from(plain.subarray(0, 5)));
+    expect(Array.from(short.subarray(5))).toEqual(Array.from(gate.subarray(5)));
   });
 });

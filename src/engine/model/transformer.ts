@@ -5,7 +5,6 @@ import { embed } from "../kernels/embedding.js";
 import type { MatmulPool } from "../kernels/pool.js";
 import { rmsNorm } from "../kernels/rmsnorm.js";
 import { Rope } from "../kernels/rope.js";
-import { swiglu } from "../kernels/swiglu.js";
 import { checkMoeSpec, route } from "./moe.js";
 import type { DenseMlpWeights, LayerWeights, ModelWeights } from "./weights.js";
 
@@ -151,7 +150,7 @@ export class Transformer {
     const gate = new Float32Array(T * I);
     const up = new Float32Array(T * I);
     this.pool.matmulMany(h, T, [w.gate, w.up], [gate, up]);
-    swiglu(gate, up, T * I);
+    this.pool.swiglu(gate, up, T * I);
     const out = new Float32Array(T * this.config.hiddenSize);
     this.pool.matmul(gate, T, w.down, out);
     return out;
