@@ -21,6 +21,8 @@ import { type WasmArena, wasmArena } from "./wasm-arena.js";
 const PARALLEL_MIN_MACS = 1 << 16;
 /** Weight rows the SIMD path handles at a time (matmul-kernel.ts); sizes the scratch regions. */
 const SIMD_CHUNK = 64;
+/** Below this many values swiglu stays on the calling thread. */
+const SWIGLU_PARALLEL_MIN = 1 << 14;
 /** Queries of one sequence that attention takes together, each key/value row read once for all. */
 const ATTENTION_TILE = 32;
 
@@ -124,7 +126,14 @@ export class MatmulPool {
       const { port1, port2 } = new MessageChannel();
       const worker = new Worker(WORKER_SOURCE, {
         eval: true,
-        workerData: { ctrl: this.ctrl, port: port2, module, attnModule, memory: this.arena?.memory },
+        workerData: {
+          ctrl: this.ctrl,
+          port: port2,
+          module,
+          attnModule,
+          swigluModule,
+          memory: this.arena?.memory,
+        },
         transferList: [port2],
       });
       worker.unref();
@@ -352,35 +361,47 @@ export class MatmulPool {
   }
 
   /**
-   * gate = silu(gate) · up over n values on the calling thread: with SIMD, the kernel of
-   * swiglu-simd-module.ts over copies in the shared memory (several times faster than Math.exp);
-   * otherwise swiglu.ts's.
+   * gate = silu(gate) · up over n values. With SIMD: the kernel of swiglu-simd-module.ts (several
+   * times faster than Math.exp) over copies staged in the shared memory, split between the
+   * threads in ranges of whole vectors (each value is computed alone, so the split changes no
+   * bits); otherwise swiglu.ts's on the calling thread.
    */
   swiglu(gate: Float32Array, up: Float32Array, n: number): void {
     const simd = this.swigluSimd;
-    const arena = this.arena;
-    if (simd === null || arena === null) {
+    const padded = (n + 3) & ~3;
+    const staged = simd === null ? null : this.stage("x", 2 * padded);
+    if (simd === null || staged === null || this.xStageOffset < 0) {
       swiglu(gate, up, n);
       return;
     }
-    const padded = (n + 3) & ~3;
-    if (simd.bytes < padded * 8) {
-      const bytes = Math.max(padded * 8, 2 * simd.bytes);
-      const base = arena.allocate(bytes);
-      if (base < 0) {
-        swiglu(gate, up, n);
-        return;
+    staged.set(gate.subarray(0, n));
+    staged.set(up.subarray(0, n), padded);
+    const g = this.xStageOffset;
+    const u = g + padded * 4;
+    const vectors = padded >> 2;
+    const helpers = this.workers.length;
+    if (helpers === 0 || this.closed || n < SWIGLU_PARALLEL_MIN) simd.swiglu(g, u, vectors);
+    else {
+      const units = Math.min(vectors, 4 * (helpers + 1));
+      const base = Atomics.load(this.ctrl, NEXT);
+      const finishedBase = Atomics.load(this.ctrl, FINISHED);
+      const message = { type: "swiglu", base, units, vectors, g, u };
+      for (const { port } of this.workers) port.postMessage(message);
+      Atomics.add(this.ctrl, SEQ, 1);
+      Atomics.notify(this.ctrl, SEQ);
+      for (;;) {
+        const c = Atomics.load(this.ctrl, NEXT);
+        const unit = (c - base) | 0;
+        if (unit >= units) break;
+        if (Atomics.compareExchange(this.ctrl, NEXT, c, c + 1) !== c) continue;
+        const v0 = Math.floor((unit * vectors) / units);
+        const v1 = Math.floor(((unit + 1) * vectors) / units);
+        simd.swiglu(g + 16 * v0, u + 16 * v0, v1 - v0);
+        Atomics.add(this.ctrl, FINISHED, 1);
       }
-      simd.base = base;
-      simd.bytes = bytes;
+      this.waitForChunks(finishedBase + units);
     }
-    const heap = new Float32Array(simd.memory.buffer);
-    const g = simd.base >> 2;
-    const u = g + padded;
-    heap.set(gate.subarray(0, n), g);
-    heap.set(up.subarray(0, n), u);
-    simd.swiglu(g * 4, u * 4, padded >> 2);
-    gate.set(heap.subarray(g, g + n));
+    gate.set(staged.subarray(0, n));
   }
 
   /**
@@ -585,11 +606,12 @@ function workerMain(
   buildTables: typeof buildDecodeTables,
   threads: typeof import("node:worker_threads"),
 ): void {
-  const { ctrl, port, module, attnModule, memory } = threads.workerData as {
+  const { ctrl, port, module, attnModule, swigluModule, memory } = threads.workerData as {
     ctrl: Int32Array;
     port: MessagePort;
     module: WasmModule | undefined;
     attnModule: WasmModule | undefined;
+    swigluModule: WasmModule | undefined;
     memory: SimdTile["memory"] | undefined;
   };
   const tables = buildTables();
@@ -612,6 +634,15 @@ function workerMain(
     ).WebAssembly;
     const e = new api.Instance(attnModule, { env: { memory } }).exports as AttentionSimd;
     attnSimd = { dot4: e.dot4, dot1: e.dot1, vacc2: e.vacc2, vacc1: e.vacc1, memory, base: 0, bytes: 0 };
+  }
+  let swigluSimd: SwigluSimd | null = null;
+  if (swigluModule !== undefined && memory !== undefined) {
+    const api = (
+      globalThis as unknown as {
+        WebAssembly: { Instance: new (m: WasmModule, i: object) => { exports: unknown } };
+      }
+    ).WebAssembly;
+    swigluSimd = new api.Instance(swigluModule, { env: { memory } }).exports as SwigluSimd;
   }
   type Registered = {
     data: Float32Array | Uint16Array | Uint8Array;
@@ -683,6 +714,25 @@ function workerMain(
             if (msg.simd && attnSimd !== null)
               attendSimd(...args, attnSimd, attend, msg.tile, msg.positionBlock);
             else attend(...args, msg.tile);
+            Atomics.add(ctrl, 4, 1);
+            Atomics.notify(ctrl, 4);
+          }
+        } catch (error) {
+          port.postMessage({ type: "error", message: String((error as Error)?.stack ?? error) });
+          Atomics.store(ctrl, 2, 1);
+          Atomics.notify(ctrl, 4);
+        }
+      } else if (msg.type === "swiglu") {
+        // Claim ranges of vectors while this job has any left, as for matmul rows.
+        try {
+          for (;;) {
+            const c = Atomics.load(ctrl, 3);
+            const unit = (c - msg.base) | 0;
+            if (unit >= msg.units || unit < 0) break;
+            if (Atomics.compareExchange(ctrl, 3, c, c + 1) !== c) continue;
+            const v0 = Math.floor((unit * msg.vectors) / msg.units);
+            const v1 = Math.floor(((unit + 1) * msg.vectors) / msg.units);
+            (swigluSimd as SwigluSimd).swiglu(msg.g + 16 * v0, msg.u + 16 * v0, v1 - v0);
             Atomics.add(ctrl, 4, 1);
             Atomics.notify(ctrl, 4);
           }

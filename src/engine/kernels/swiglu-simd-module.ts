@@ -139,10 +139,6 @@ export function swigluModuleBytes(): Uint8Array {
 
 export interface SwigluSimd {
   swiglu: (g: number, u: number, count: number) => void;
-  memory: WasmMemory;
-  /** This thread's region in the memory: byte offset and size (the pool assigns one). */
-  base: number;
-  bytes: number;
 }
 
 /** The compiled module, or undefined where WebAssembly SIMD is unavailable. */
@@ -150,7 +146,7 @@ export function compileSwigluSimd(): WasmModule | undefined {
   return compileWasm(swigluModuleBytes());
 }
 
+/** An instance over the shared memory (one per thread). */
 export function instantiateSwigluSimd(module: WasmModule, memory: WasmMemory): SwigluSimd {
-  const exports = instantiateWasm(module, memory) as Pick<SwigluSimd, "swiglu">;
-  return { swiglu: exports.swiglu, memory, base: 0, bytes: 0 };
+  return instantiateWasm(module, memory) as SwigluSimd;
 }
