@@ -187,14 +187,11 @@ export class MatmulPool {
     // starts late or runs slow (a busy machine) leaves its share to the others instead of making
     // them wait. Each output row is computed the same way whoever claims it.
     const chunks = Math.ceil(totalRows / ROW_CHUNK);
-    const base = Atomics.load(this.ctrl, NEXT);
-    const finishedBase = Atomics.load(this.ctrl, FINISHED);
     const job = {
       type: "job",
       M,
       K,
       xOffset: this.xStageOffset,
-      base,
       chunks,
       totalRows,
       rowChunk: ROW_CHUNK,
@@ -207,15 +204,8 @@ export class MatmulPool {
         outOffset: this.outStageOffset < 0 ? -1 : this.outStageOffset + M * (rowOffset[i] as number) * 4,
       })),
     };
-    for (const { port } of this.workers) port.postMessage(job);
-    Atomics.add(this.ctrl, SEQ, 1);
-    Atomics.notify(this.ctrl, SEQ);
-    for (;;) {
-      const c = Atomics.load(this.ctrl, NEXT);
-      // Differences in int32 arithmetic: the counters wrap around on a long-running server.
-      if (((c - base) | 0) >= chunks) break;
-      if (Atomics.compareExchange(this.ctrl, NEXT, c, c + 1) !== c) continue;
-      const r0 = ((c - base) | 0) * ROW_CHUNK;
+    this.runShared(job, chunks, (chunk) => {
+      const r0 = chunk * ROW_CHUNK;
       const r1 = Math.min(totalRows, r0 + ROW_CHUNK);
       weights.forEach((w, i) => {
         const lo = Math.max(r0, rowOffset[i] as number);
@@ -235,9 +225,7 @@ export class MatmulPool {
           );
         }
       });
-      Atomics.add(this.ctrl, FINISHED, 1);
-    }
-    this.waitForChunks(finishedBase + chunks);
+    });
     weights.forEach((w, i) => {
       const o = M * (rowOffset[i] as number);
       (outs[i] as Float32Array).set(stagedOut.subarray(o, o + M * w.rows));
@@ -326,6 +314,29 @@ export class MatmulPool {
     });
   }
 
+  /**
+   * Posts `message` to every helper with `base`, where the shared counter starts, then claims units
+   * from the counter alongside them until all `units` are taken, and waits for the last to finish:
+   * a thread that starts late or runs slow (a busy machine) leaves its share to the others.
+   */
+  private runShared(message: object, units: number, runUnit: (unit: number) => void): void {
+    const base = Atomics.load(this.ctrl, NEXT);
+    const finishedBase = Atomics.load(this.ctrl, FINISHED);
+    for (const { port } of this.workers) port.postMessage({ ...message, base });
+    Atomics.add(this.ctrl, SEQ, 1);
+    Atomics.notify(this.ctrl, SEQ);
+    for (;;) {
+      const c = Atomics.load(this.ctrl, NEXT);
+      // Differences in int32 arithmetic: the counters wrap around on a long-running server.
+      const unit = (c - base) | 0;
+      if (unit >= units) break;
+      if (Atomics.compareExchange(this.ctrl, NEXT, c, c + 1) !== c) continue;
+      runUnit(unit);
+      Atomics.add(this.ctrl, FINISHED, 1);
+    }
+    this.waitForChunks(finishedBase + units);
+  }
+
   /** Waits until the FINISHED counter reaches `target` (chunks claimed by helpers are done). */
   private waitForChunks(target: number): void {
     const started = Date.now();
@@ -383,23 +394,11 @@ export class MatmulPool {
     if (helpers === 0 || this.closed || n < SWIGLU_PARALLEL_MIN) simd.swiglu(g, u, vectors);
     else {
       const units = Math.min(vectors, 4 * (helpers + 1));
-      const base = Atomics.load(this.ctrl, NEXT);
-      const finishedBase = Atomics.load(this.ctrl, FINISHED);
-      const message = { type: "swiglu", base, units, vectors, g, u };
-      for (const { port } of this.workers) port.postMessage(message);
-      Atomics.add(this.ctrl, SEQ, 1);
-      Atomics.notify(this.ctrl, SEQ);
-      for (;;) {
-        const c = Atomics.load(this.ctrl, NEXT);
-        const unit = (c - base) | 0;
-        if (unit >= units) break;
-        if (Atomics.compareExchange(this.ctrl, NEXT, c, c + 1) !== c) continue;
+      this.runShared({ type: "swiglu", units, vectors, g, u }, units, (unit) => {
         const v0 = Math.floor((unit * vectors) / units);
         const v1 = Math.floor(((unit + 1) * vectors) / units);
         simd.swiglu(g + 16 * v0, u + 16 * v0, v1 - v0);
-        Atomics.add(this.ctrl, FINISHED, 1);
-      }
-      this.waitForChunks(finishedBase + units);
+      });
     }
     gate.set(staged.subarray(0, n));
   }
@@ -479,12 +478,9 @@ export class MatmulPool {
     }
     bounds.push(T);
     const units = bounds.length - 1;
-    const base = Atomics.load(this.ctrl, NEXT);
-    const finishedBase = Atomics.load(this.ctrl, FINISHED);
     const message = {
       type: "attn",
       id,
-      base,
       bounds,
       meta,
       tables: job.tables,
@@ -500,18 +496,9 @@ export class MatmulPool {
       tile: ATTENTION_TILE,
       positionBlock: SIMD_POSITION_BLOCK,
     };
-    for (const { port } of this.workers) port.postMessage(message);
-    Atomics.add(this.ctrl, SEQ, 1);
-    Atomics.notify(this.ctrl, SEQ);
-    for (;;) {
-      const c = Atomics.load(this.ctrl, NEXT);
-      const u = (c - base) | 0;
-      if (u >= units) break;
-      if (Atomics.compareExchange(this.ctrl, NEXT, c, c + 1) !== c) continue;
-      run(stagedQ, stagedOut, bounds[u] as number, bounds[u + 1] as number);
-      Atomics.add(this.ctrl, FINISHED, 1);
-    }
-    this.waitForChunks(finishedBase + units);
+    this.runShared(message, units, (u) =>
+      run(stagedQ, stagedOut, bounds[u] as number, bounds[u + 1] as number),
+    );
     job.out.set(stagedOut.subarray(0, outLen));
   }
 
@@ -615,35 +602,31 @@ function workerMain(
     memory: SimdTile["memory"] | undefined;
   };
   const tables = buildTables();
-  let simd: SimdTile | null = null;
-  if (module !== undefined && memory !== undefined) {
-    const api = (
-      globalThis as unknown as {
-        WebAssembly: { Instance: new (m: WasmModule, i: object) => { exports: unknown } };
-      }
-    ).WebAssembly;
-    const exports = new api.Instance(module, { env: { memory } }).exports as Pick<SimdTile, "tile">;
-    simd = { tile: exports.tile, memory, base: 0, bytes: 0 };
-  }
-  let attnSimd: AttentionSimd | null = null;
-  if (attnModule !== undefined && memory !== undefined) {
-    const api = (
-      globalThis as unknown as {
-        WebAssembly: { Instance: new (m: WasmModule, i: object) => { exports: unknown } };
-      }
-    ).WebAssembly;
-    const e = new api.Instance(attnModule, { env: { memory } }).exports as AttentionSimd;
-    attnSimd = { dot4: e.dot4, dot1: e.dot1, vacc2: e.vacc2, vacc1: e.vacc1, memory, base: 0, bytes: 0 };
-  }
-  let swigluSimd: SwigluSimd | null = null;
-  if (swigluModule !== undefined && memory !== undefined) {
-    const api = (
-      globalThis as unknown as {
-        WebAssembly: { Instance: new (m: WasmModule, i: object) => { exports: unknown } };
-      }
-    ).WebAssembly;
-    swigluSimd = new api.Instance(swigluModule, { env: { memory } }).exports as SwigluSimd;
-  }
+  const api = (
+    globalThis as unknown as {
+      WebAssembly: { Instance: new (m: WasmModule, i: object) => { exports: unknown } };
+    }
+  ).WebAssembly;
+  /** The exports of `wasm` over the shared memory, or null where either is missing. */
+  const instantiate = (wasm: WasmModule | undefined): unknown =>
+    wasm === undefined || memory === undefined ? null : new api.Instance(wasm, { env: { memory } }).exports;
+  const tile = instantiate(module) as Pick<SimdTile, "tile"> | null;
+  const simd: SimdTile | null =
+    tile === null ? null : { tile: tile.tile, memory: memory as SimdTile["memory"], base: 0, bytes: 0 };
+  const attn = instantiate(attnModule) as AttentionSimd | null;
+  const attnSimd: AttentionSimd | null =
+    attn === null
+      ? null
+      : {
+          dot4: attn.dot4,
+          dot1: attn.dot1,
+          vacc2: attn.vacc2,
+          vacc1: attn.vacc1,
+          memory: memory as SimdTile["memory"],
+          base: 0,
+          bytes: 0,
+        };
+  const swigluSimd = instantiate(swigluModule) as SwigluSimd | null;
   type Registered = {
     data: Float32Array | Uint16Array | Uint8Array;
     scaleData: Float32Array | null;
@@ -661,6 +644,27 @@ function workerMain(
   let x = new Float32Array(1);
   let out = new Float32Array(1);
   let scratch = new Float32Array(1);
+  /**
+   * Claims units of a job from the shared counter (NEXT, slot 3) until none are left, running each
+   * and counting it in FINISHED (slot 4); a failure is reported and flagged (slot 2).
+   */
+  const claimUnits = (base: number, units: number, runUnit: (unit: number) => void): void => {
+    try {
+      for (;;) {
+        const c = Atomics.load(ctrl, 3);
+        const unit = (c - base) | 0;
+        if (unit >= units || unit < 0) break;
+        if (Atomics.compareExchange(ctrl, 3, c, c + 1) !== c) continue;
+        runUnit(unit);
+        Atomics.add(ctrl, 4, 1);
+        Atomics.notify(ctrl, 4);
+      }
+    } catch (error) {
+      port.postMessage({ type: "error", message: String((error as Error)?.stack ?? error) });
+      Atomics.store(ctrl, 2, 1);
+      Atomics.notify(ctrl, 4);
+    }
+  };
   // Start from 0, not the current value: jobs posted before this thread started are already queued.
   let seen = 0;
   for (;;) {
@@ -683,113 +687,76 @@ function workerMain(
         attnSimd.base = msg.base;
         attnSimd.bytes = msg.bytes;
       } else if (msg.type === "attn") {
-        // Claim units of tokens while this job has any left, as for matmul rows.
-        try {
-          const kv = kvs.get(msg.id) as { keys: Float32Array; values: Float32Array };
-          const units = msg.bounds.length - 1;
-          for (;;) {
-            const c = Atomics.load(ctrl, 3);
-            const u = (c - msg.base) | 0;
-            if (u >= units || u < 0) break;
-            if (Atomics.compareExchange(ctrl, 3, c, c + 1) !== c) continue;
-            const args = [
-              msg.bounds[u],
-              msg.bounds[u + 1],
-              msg.meta,
-              msg.tables,
-              msg.blockSize,
-              msg.ringBlocks,
-              x,
-              out,
-              kv.keys,
-              kv.values,
-              msg.numHeads,
-              msg.numKvHeads,
-              msg.headDim,
-              msg.vHeadDim,
-              msg.scale,
-              msg.sinks,
-              attnScratch,
-            ] as const;
-            if (msg.simd && attnSimd !== null)
-              attendSimd(...args, attnSimd, attend, msg.tile, msg.positionBlock);
-            else attend(...args, msg.tile);
-            Atomics.add(ctrl, 4, 1);
-            Atomics.notify(ctrl, 4);
-          }
-        } catch (error) {
-          port.postMessage({ type: "error", message: String((error as Error)?.stack ?? error) });
-          Atomics.store(ctrl, 2, 1);
-          Atomics.notify(ctrl, 4);
-        }
+        // Units of tokens, claimed as for matmul rows.
+        const kv = kvs.get(msg.id) as { keys: Float32Array; values: Float32Array };
+        claimUnits(msg.base, msg.bounds.length - 1, (u) => {
+          const args = [
+            msg.bounds[u],
+            msg.bounds[u + 1],
+            msg.meta,
+            msg.tables,
+            msg.blockSize,
+            msg.ringBlocks,
+            x,
+            out,
+            kv.keys,
+            kv.values,
+            msg.numHeads,
+            msg.numKvHeads,
+            msg.headDim,
+            msg.vHeadDim,
+            msg.scale,
+            msg.sinks,
+            attnScratch,
+          ] as const;
+          if (msg.simd && attnSimd !== null)
+            attendSimd(...args, attnSimd, attend, msg.tile, msg.positionBlock);
+          else attend(...args, msg.tile);
+        });
       } else if (msg.type === "swiglu") {
-        // Claim ranges of vectors while this job has any left, as for matmul rows.
-        try {
-          for (;;) {
-            const c = Atomics.load(ctrl, 3);
-            const unit = (c - msg.base) | 0;
-            if (unit >= msg.units || unit < 0) break;
-            if (Atomics.compareExchange(ctrl, 3, c, c + 1) !== c) continue;
-            const v0 = Math.floor((unit * msg.vectors) / msg.units);
-            const v1 = Math.floor(((unit + 1) * msg.vectors) / msg.units);
-            (swigluSimd as SwigluSimd).swiglu(msg.g + 16 * v0, msg.u + 16 * v0, v1 - v0);
-            Atomics.add(ctrl, 4, 1);
-            Atomics.notify(ctrl, 4);
-          }
-        } catch (error) {
-          port.postMessage({ type: "error", message: String((error as Error)?.stack ?? error) });
-          Atomics.store(ctrl, 2, 1);
-          Atomics.notify(ctrl, 4);
-        }
+        // Ranges of vectors, claimed as for matmul rows.
+        claimUnits(msg.base, msg.units, (unit) => {
+          const v0 = Math.floor((unit * msg.vectors) / msg.units);
+          const v1 = Math.floor(((unit + 1) * msg.vectors) / msg.units);
+          (swigluSimd as SwigluSimd).swiglu(msg.g + 16 * v0, msg.u + 16 * v0, v1 - v0);
+        });
       } else if (msg.type === "stage") {
         if (msg.which === "x") x = msg.buffer;
         else out = msg.buffer;
       } else if (msg.type === "job") {
-        // Claim chunks of rows while this job has any left (a late arrival finds none and stops).
-        try {
-          if (scratch.length < 4 * msg.K) scratch = new Float32Array(4 * msg.K);
-          for (;;) {
-            const c = Atomics.load(ctrl, 3);
-            const d = (c - msg.base) | 0;
-            if (d >= msg.chunks || d < 0) break;
-            if (Atomics.compareExchange(ctrl, 3, c, c + 1) !== c) continue;
-            const r0 = d * msg.rowChunk;
-            const r1 = Math.min(msg.totalRows, r0 + msg.rowChunk);
-            for (const seg of msg.weights) {
-              const lo = Math.max(r0, seg.rowOffset);
-              const hi = Math.min(r1, seg.rowOffset + seg.N);
-              if (lo >= hi) continue;
-              const w = weights.get(seg.id) as Registered;
-              kernel(
-                x,
-                msg.xOffset,
-                msg.M,
-                msg.K,
-                seg.dtype,
-                w.data,
-                seg.wOffset,
-                w.scaleData,
-                w.scaleBlockRows,
-                w.scaleBlockCols,
-                w.mxScales,
-                out.subarray(msg.M * seg.rowOffset),
-                seg.outOffset,
-                seg.N,
-                lo - seg.rowOffset,
-                hi - seg.rowOffset,
-                scratch,
-                tables,
-                simd,
-              );
-            }
-            Atomics.add(ctrl, 4, 1);
-            Atomics.notify(ctrl, 4);
+        // Chunks of rows (a late arrival finds none left and stops).
+        if (scratch.length < 4 * msg.K) scratch = new Float32Array(4 * msg.K);
+        claimUnits(msg.base, msg.chunks, (d) => {
+          const r0 = d * msg.rowChunk;
+          const r1 = Math.min(msg.totalRows, r0 + msg.rowChunk);
+          for (const seg of msg.weights) {
+            const lo = Math.max(r0, seg.rowOffset);
+            const hi = Math.min(r1, seg.rowOffset + seg.N);
+            if (lo >= hi) continue;
+            const w = weights.get(seg.id) as Registered;
+            kernel(
+              x,
+              msg.xOffset,
+              msg.M,
+              msg.K,
+              seg.dtype,
+              w.data,
+              seg.wOffset,
+              w.scaleData,
+              w.scaleBlockRows,
+              w.scaleBlockCols,
+              w.mxScales,
+              out.subarray(msg.M * seg.rowOffset),
+              seg.outOffset,
+              seg.N,
+              lo - seg.rowOffset,
+              hi - seg.rowOffset,
+              scratch,
+              tables,
+              simd,
+            );
           }
-        } catch (error) {
-          port.postMessage({ type: "error", message: String((error as Error)?.stack ?? error) });
-          Atomics.store(ctrl, 2, 1);
-          Atomics.notify(ctrl, 4);
-        }
+        });
       }
     }
   }
