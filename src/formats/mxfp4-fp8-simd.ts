@@ -47,8 +47,11 @@ import {
  */
 export const SIMD_SHIFT_MIN = -256;
 export const SIMD_SHIFT_MAX = 271;
-/** Below this shift some E2M1 magnitude is under E4M3's smallest subnormal (mxfp4-to-fp8.ts checks it). */
-const LOWEST_EXACT_SHIFT = -8;
+/**
+ * Below this shift some E2M1 magnitude falls under E4M3's smallest subnormal; from it up, every
+ * element is exact, given a scale chosen so none overflows (mxfp4-to-fp8.test.ts enumerates it).
+ */
+export const ALL_EXACT_SHIFT = -8;
 /**
  * A tile lane value the kernel cannot tell apart from overflow: the top of a block scaled by a code
  * of 252 or more; such bands run on the plain path.
@@ -234,7 +237,7 @@ function topsBody(): number[] {
  * shifted(blocks, scales, out, rows, groups, bias, tables) -> count: each block's shift is its
  * scale code minus bias[g >> 2] (i32 per 128-column tile: the tile's m + 127), and its codes come
  * from the table for that shift (`tables` points at shift 0's). Returns how many blocks have a
- * shift below LOWEST_EXACT_SHIFT. A row goes a whole tile (four blocks, one bias) at a time, then
+ * shift below ALL_EXACT_SHIFT. A row goes a whole tile (four blocks, one bias) at a time, then
  * block by block through a ragged last tile.
  */
 function shiftedBody(): number[] {
@@ -243,7 +246,7 @@ function shiftedBody(): number[] {
   // | 17 mask, 18 table, 19 v, 20 lo
   const scratch = [17, 19, 20];
   // For the tile at bias pointer bp: tileTables = tables - 16 bias (add 16 scale for a block's
-  // table); floor = bias + LOWEST_EXACT_SHIFT (a scale code below it is a low shift).
+  // table); floor = bias + ALL_EXACT_SHIFT (a scale code below it is a low shift).
   const tileSetup = [
     ...get(6),
     ...get(13),
@@ -254,7 +257,7 @@ function shiftedBody(): number[] {
     ...set(11),
     ...get(13),
     ...LOAD,
-    ...i32(LOWEST_EXACT_SHIFT),
+    ...i32(ALL_EXACT_SHIFT),
     ...I32_ADD,
     ...set(12),
   ];

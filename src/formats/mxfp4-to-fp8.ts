@@ -1,7 +1,7 @@
 import { BringupError } from "../common/errors.js";
 import { decodeMinifloat, encodeMinifloat, FP4_E2M1, FP8_E4M3FN } from "./minifloat.js";
 import { checkMxfp4Scales, MXFP4_BLOCK, MXFP4_BLOCK_BYTES } from "./mxfp4.js";
-import { type SimdArena, TOP_SATURATED } from "./mxfp4-fp8-simd.js";
+import { ALL_EXACT_SHIFT, type SimdArena, TOP_SATURATED } from "./mxfp4-fp8-simd.js";
 
 /**
  * Re-encoding MXFP4 (E2M1 elements times an E8M0 scale per 32) as FP8 E4M3FN. Two scale layouts:
@@ -38,11 +38,7 @@ const SHIFTED = (() => {
   return table;
 })();
 
-/**
- * Below this shift some E2M1 magnitude falls under E4M3's smallest subnormal (checked by enumeration
- * in the tests); from it up, every element is exact, given a scale chosen so none overflows.
- */
-export const ALL_EXACT_SHIFT = -8;
+export { ALL_EXACT_SHIFT };
 
 // Per shift d >= ALL_EXACT_SHIFT, each packed byte's two E4M3 codes as one little-endian u16, so the
 // hot loop does one lookup per byte.
