@@ -187,6 +187,8 @@ export class MatmulPool {
     // starts late or runs slow (a busy machine) leaves its share to the others instead of making
     // them wait. Each output row is computed the same way whoever claims it.
     const chunks = Math.ceil(totalRows / ROW_CHUNK);
+    // Where each output's [M, rows_i] block starts in the shared memory (-1: staged elsewhere).
+    const outOffsets = rowOffset.map((o) => (this.outStageOffset < 0 ? -1 : this.outStageOffset + M * o * 4));
     const job = {
       type: "job",
       M,
@@ -201,7 +203,7 @@ export class MatmulPool {
         wOffset: this.weightOffset(w),
         N: w.rows,
         rowOffset: rowOffset[i],
-        outOffset: this.outStageOffset < 0 ? -1 : this.outStageOffset + M * (rowOffset[i] as number) * 4,
+        outOffset: outOffsets[i],
       })),
     };
     this.runShared(job, chunks, (chunk) => {
@@ -212,17 +214,8 @@ export class MatmulPool {
         const hi = Math.min(r1, (rowOffset[i] as number) + w.rows);
         if (lo < hi) {
           const o = rowOffset[i] as number;
-          const outOffset = this.outStageOffset < 0 ? -1 : this.outStageOffset + M * o * 4;
-          this.runRange(
-            stagedX,
-            this.xStageOffset,
-            M,
-            w,
-            stagedOut.subarray(M * o),
-            outOffset,
-            lo - o,
-            hi - o,
-          );
+          const out = stagedOut.subarray(M * o);
+          this.runRange(stagedX, this.xStageOffset, M, w, out, outOffsets[i] as number, lo - o, hi - o);
         }
       });
     });
