@@ -54,31 +54,25 @@ export async function requestText(
   const headers: Record<string, string> = {};
   if (body !== undefined) headers["content-type"] = "application/json";
   if (options.apiKey !== undefined) headers.authorization = `Bearer ${options.apiKey}`;
-  let response: Response;
-  let text: string;
-  try {
-    response = await fetch(url, {
+  const attempt = async () => {
+    const response = await fetch(url, {
       method: body === undefined ? "GET" : "POST",
       headers,
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       signal: AbortSignal.timeout(timeoutMs),
     });
-    text = await response.text();
-  } catch (error) {
-    const name = (error as Error).name;
-    if (name === "TimeoutError" || name === "AbortError") {
-      throw new BringupError(
-        "ENDPOINT_TIMEOUT",
-        `${url} did not answer within ${timeoutMs} ms; check that the server is up and not overloaded, or raise --timeout.`,
-        { subject: url, cause: error },
-      );
-    }
-    throw new BringupError(
-      "ENDPOINT_UNREACHABLE",
-      `${url} could not be reached (${(error as Error).message}); check the address and that the server is running.`,
-      { subject: url, cause: error },
-    );
-  }
+    return { response, text: await response.text() };
+  };
+  const { response, text } = await attempt()
+    .catch((error: unknown) => {
+      // A pooled keep-alive connection that the server closed as it was reused (its idle timeout,
+      // or a restart on the same port) fails with no answer: one new connection is tried.
+      if (CLOSED_CONNECTION.has(causeCode(error) ?? "")) return attempt();
+      throw error;
+    })
+    .catch((error: unknown) => {
+      throw requestFailure(url, timeoutMs, error);
+    });
   if (!response.ok) {
     throw new BringupError(
       "ENDPOINT_HTTP_ERROR",
@@ -87,6 +81,32 @@ export async function requestText(
     );
   }
   return text;
+}
+
+/** undici's codes for a connection that the other side closed or reset before answering. */
+const CLOSED_CONNECTION = new Set(["UND_ERR_SOCKET", "ECONNRESET", "EPIPE"]);
+
+function causeCode(error: unknown): string | undefined {
+  return (error as { cause?: { code?: string } }).cause?.code;
+}
+
+function requestFailure(url: string, timeoutMs: number, error: unknown): BringupError {
+  const name = (error as Error).name;
+  if (name === "TimeoutError" || name === "AbortError") {
+    return new BringupError(
+      "ENDPOINT_TIMEOUT",
+      `${url} did not answer within ${timeoutMs} ms; check that the server is up and not overloaded, or raise --timeout.`,
+      { subject: url, cause: error },
+    );
+  }
+  // fetch says only "fetch failed"; the socket-level reason (ECONNREFUSED, other side closed) is its cause.
+  const cause = (error as { cause?: { message?: string } }).cause;
+  const detail = [causeCode(error), cause?.message].filter(Boolean).join(" ");
+  return new BringupError(
+    "ENDPOINT_UNREACHABLE",
+    `${url} could not be reached (${(error as Error).message}${detail ? `: ${detail}` : ""}); check the address and that the server is running.`,
+    { subject: url, cause: error },
+  );
 }
 
 /** OpenAI's error body carries the message a person needs; other bodies are shown as they are. */
