@@ -6,19 +6,23 @@
  * Builds the library (`tsc -p tsconfig.build.json`, as `npm ci` does) and generates an MXFP4 checkpoint
  * of at least --gib GiB (gpt-oss layout: *_blocks / *_scales experts, sharded with an index), then runs
  * each arm in its own child process so each arm's peak RSS is its own, on the built JavaScript the
- * CLI runs (from sources, each worker thread would also spend half a second compiling TypeScript): the copy baseline (see copyArm: the same reader, writer and chunks, no transform), and
- * `convertCheckpoint(..., { to: "fp8" })` with one and with two worker threads. Every arm reads the
- * same source, in the page cache since it was generated, and writes fresh files that are deleted
- * before the next arm starts, after which the bench syncs and waits (see settle), so each arm finds
- * the page cache and the VM's memory in the same state (dropping caches would need root, would hit
- * everyone on the host, and would not touch what made the copy arm unstable).
- * Arms run in the order copy, w1, w2, w2, w1, copy (ABBA), so drift in the machine hits both sides;
- * ratios are taken within each half and both are printed, with CPU seconds per arm: on a shared
- * machine, wall time alone misleads.
+ * CLI runs (from sources, each worker thread would also spend half a second compiling TypeScript).
+ * The arms: the copy baseline (see copyArm: the same reader, writer and pieces, no transform) and
+ * `convertCheckpoint(..., { to: "fp8" })`, each on one core (the child pinned to CPU 0 with taskset,
+ * every thread of it, the converter with one worker) and on two (unpinned, two workers). Pinning
+ * is what makes "one core" mean one: unpinned, even one worker thread converts beside a main thread
+ * that reads and writes on the other core. Every arm reads the same source, in the page cache since
+ * it was generated, and writes fresh files that are deleted before the next arm starts, after which
+ * the bench syncs and waits (see settle), so each arm finds the page cache and the VM's memory in the
+ * same state (dropping caches would need root, would hit everyone on the host, and would not touch
+ * what made the copy arm unstable). Arms run in the order copy 1, convert 1, copy 2, convert 2, then
+ * the reverse (ABBA), so drift in the machine hits both sides; ratios are taken within each half and
+ * over both, with CPU seconds per arm: on a shared machine, wall time alone misleads.
  */
 
 import { execFileSync } from "node:child_process";
 import { randomFillSync } from "node:crypto";
+import { closeSync, openSync, writeSync } from "node:fs";
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
@@ -83,18 +87,17 @@ async function generate(dir: string, gib: number): Promise<number> {
 }
 
 /**
- * The copy baseline: the same bytes through the same streaming reader and writer the conversion
- * uses (SafetensorsFile ranges into a reused buffer, SafetensorsWriter to a temporary file renamed
- * at the end), the same 16 MiB chunks, with the next read in flight while the current chunk is
- * written, so the copy is not held back by waiting on itself. It reads the same page-cached source
- * and writes fresh files, as the conversion does; only the transform (and its 1.9x more output
- * bytes) differs.
+ * The copy baseline: the same bytes through the same reader and writer the conversion uses, in the
+ * same pieces (PIECE_BYTES of source), read and written on one thread with blocking calls as each
+ * worker does: a SafetensorsWriter per shard whose bytes go in place where it reserves them. It reads
+ * the same page-cached source and writes fresh files, as the conversion does; only the transform (and
+ * its 1.9x more output bytes) differs.
  */
 async function copyArm(src: string, dst: string): Promise<number> {
-  const { openCheckpoint, SafetensorsWriter } = await builtFormats();
+  const { openCheckpoint, PIECE_BYTES, SafetensorsWriter } = await builtFormats();
   await mkdir(dst);
-  const ck = await openCheckpoint(src);
-  const buffers = [new Uint8Array(CHUNK), new Uint8Array(CHUNK)];
+  const ck = await openCheckpoint(src, { blockingReads: true });
+  const buffer = new Uint8Array(PIECE_BYTES);
   let bytes = 0;
   try {
     for (const shard of ck.shards) {
@@ -103,23 +106,24 @@ async function copyArm(src: string, dst: string): Promise<number> {
         shard.tensors,
         shard.metadata,
       );
-      const pieces = shard.tensors.flatMap((t) =>
-        Array.from({ length: Math.ceil(t.byteLength / CHUNK) }, (_, k) => ({
-          name: t.name,
-          start: k * CHUNK,
-          end: Math.min(t.byteLength, (k + 1) * CHUNK),
-        })),
-      );
-      const read = (k: number) => {
-        const piece = pieces[k] as (typeof pieces)[number];
-        return shard.readTensorRange(piece.name, piece.start, piece.end, buffers[k % 2]);
-      };
-      let pending = pieces.length > 0 ? read(0) : undefined;
-      for (let k = 0; k < pieces.length; k += 1) {
-        const chunk = await (pending as Promise<Uint8Array>);
-        pending = k + 1 < pieces.length ? read(k + 1) : undefined;
-        await writer.write((pieces[k] as (typeof pieces)[number]).name, chunk);
-        bytes += chunk.length;
+      const fd = openSync(writer.temporaryPath, "r+");
+      try {
+        for (const tensor of shard.tensors) {
+          for (let at = 0; at < tensor.byteLength; at += PIECE_BYTES) {
+            const piece = await shard.readTensorRange(
+              tensor.name,
+              at,
+              Math.min(tensor.byteLength, at + PIECE_BYTES),
+              buffer,
+            );
+            const position = writer.reserve(tensor.name, piece.length);
+            for (let done = 0; done < piece.length; )
+              done += writeSync(fd, piece, done, piece.length - done, position + done);
+            bytes += piece.length;
+          }
+        }
+      } finally {
+        closeSync(fd);
       }
       await writer.finish();
     }
@@ -130,6 +134,7 @@ async function copyArm(src: string, dst: string): Promise<number> {
 }
 
 async function runArm(arm: string, src: string, dst: string, workers: number): Promise<ArmResult> {
+  const before = process.resourceUsage();
   const started = performance.now();
   let sourceBytes: number;
   if (arm === "copy") sourceBytes = await copyArm(src, dst);
@@ -138,36 +143,28 @@ async function runArm(arm: string, src: string, dst: string, workers: number): P
     sourceBytes = (await convertCheckpoint(src, dst, { to: "fp8", workers })).sourceBytes;
   }
   const seconds = (performance.now() - started) / 1000;
+  // The arm's own CPU time: the child's start (loader, imports) is not the arm's.
   const usage = process.resourceUsage();
-  const cpuSeconds = (usage.userCPUTime + usage.systemCPUTime) / 1e6;
+  const [user, system] = [usage.userCPUTime - before.userCPUTime, usage.systemCPUTime - before.systemCPUTime];
   return {
     seconds,
-    cpuSeconds,
-    systemSeconds: usage.systemCPUTime / 1e6,
+    cpuSeconds: (user + system) / 1e6,
+    systemSeconds: system / 1e6,
     sourceBytes,
     maxRssBytes: usage.maxRSS * 1024,
   };
 }
 
-function child(arm: string, src: string, dst: string, workers: number): ArmResult {
+function child(arm: string, src: string, dst: string, cores: number): ArmResult {
   const loader = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
-  const out = execFileSync(
+  const command = [
     process.execPath,
-    [
-      "--import",
-      loader,
-      fileURLToPath(import.meta.url),
-      "--arm",
-      arm,
-      "--src",
-      src,
-      "--dst",
-      dst,
-      "--workers",
-      String(workers),
-    ],
-    { encoding: "utf8", maxBuffer: 1 << 20 },
-  );
+    ...["--import", loader, fileURLToPath(import.meta.url)],
+    ...["--arm", arm, "--src", src, "--dst", dst, "--workers", String(cores)],
+  ];
+  // One core: the child and every thread it starts may run on CPU 0 only.
+  const pinned = cores === 1 ? ["taskset", "--cpu-list", "0", ...command] : command;
+  const out = execFileSync(pinned[0] as string, pinned.slice(1), { encoding: "utf8", maxBuffer: 1 << 20 });
   return JSON.parse(out.trim().split("\n").at(-1) as string) as ArmResult;
 }
 
@@ -225,48 +222,50 @@ if (values.arm !== undefined) {
     process.stdout.write(
       `generated ${gib(bytes)} GiB MXFP4 checkpoint in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`,
     );
-    const order: [string, number][] = [
-      ["copy", 0],
-      ["convert", 1],
-      ["convert", 2],
-      ["convert", 2],
-      ["convert", 1],
-      ["copy", 0],
-    ];
-    const results: { label: string; result: ArmResult }[] = [];
-    for (const [i, [arm, workers]] of order.entries()) {
+    const cores = [1, 2];
+    const half = cores.flatMap((n) => [
+      { arm: "copy", cores: n },
+      { arm: "convert", cores: n },
+    ]);
+    // copy 1, convert 1, copy 2, convert 2, then the same backwards.
+    const order = [...half, ...[...half].reverse()];
+    const results: ArmResult[] = [];
+    for (const [i, { arm, cores }] of order.entries()) {
       const dst = join(root, `out-${i}`);
-      const result = child(arm, src, dst, workers);
+      const result = child(arm, src, dst, cores);
       await rm(dst, { recursive: true, force: true });
       await settle();
-      const label = arm === "copy" ? "copy" : `convert fp8, ${workers} worker${workers === 1 ? "" : "s"}`;
-      results.push({ label, result });
+      results.push(result);
+      const label = `${arm === "copy" ? "copy" : `convert fp8, ${cores} worker${cores === 1 ? "" : "s"}`}, ${cores} core${cores === 1 ? "" : "s"}`;
       const rate = result.sourceBytes / 2 ** 30 / result.seconds;
       process.stdout.write(
-        `${label.padEnd(26)} ${result.seconds.toFixed(2).padStart(7)} s  ${rate.toFixed(3)} GiB/s of source  ` +
+        `${label.padEnd(34)} ${result.seconds.toFixed(2).padStart(7)} s  ${rate.toFixed(3)} GiB/s of source  ` +
           `${result.cpuSeconds.toFixed(1)} CPU s (${result.systemSeconds.toFixed(1)} system)  peak RSS ${(result.maxRssBytes / 2 ** 20).toFixed(0)} MiB\n`,
       );
     }
-    const rate = (k: number) => {
-      const r = (results[k] as { result: ArmResult }).result;
-      return r.sourceBytes / r.seconds;
-    };
+    // Each side's seconds over the arms picked (both halves: each side's total, so one slow arm counts once).
+    const seconds = (arm: string, n: number, picked: number[]) =>
+      picked.reduce(
+        (t, k) => (order[k]?.arm === arm && order[k]?.cores === n ? t + (results[k]?.seconds ?? 0) : t),
+        0,
+      );
     const halves = [
-      { copy: rate(0), w1: rate(1), w2: rate(2) },
-      { copy: rate(5), w1: rate(4), w2: rate(3) },
+      { name: "half 1", picked: [0, 1, 2, 3] },
+      { name: "half 2", picked: [4, 5, 6, 7] },
+      { name: "both halves", picked: [0, 1, 2, 3, 4, 5, 6, 7] },
     ];
-    for (const [h, x] of halves.entries()) {
+    for (const { name, picked } of halves) {
+      const [copy1, convert1, copy2, convert2] = [
+        seconds("copy", 1, picked),
+        seconds("convert", 1, picked),
+        seconds("copy", 2, picked),
+        seconds("convert", 2, picked),
+      ];
       process.stdout.write(
-        `half ${h + 1}: convert/copy 1 worker ${(x.w1 / x.copy).toFixed(2)}x, 2 workers ${(x.w2 / x.copy).toFixed(2)}x; 2 vs 1 worker ${(x.w2 / x.w1).toFixed(2)}x\n`,
+        `${name}: convert/copy on 1 core ${(copy1 / convert1).toFixed(2)}x, on 2 cores ${(copy2 / convert2).toFixed(2)}x; ` +
+          `convert 2 cores vs 1 ${(convert1 / convert2).toFixed(2)}x (copy ${(copy1 / copy2).toFixed(2)}x)\n`,
       );
     }
-    // Whole run: each side's total seconds over both of its arms, so one slow arm counts once.
-    const seconds = (ks: number[]) =>
-      ks.reduce((n, k) => n + (results[k] as { result: ArmResult }).result.seconds, 0);
-    const [copy, w1, w2] = [seconds([0, 5]), seconds([1, 4]), seconds([2, 3])];
-    process.stdout.write(
-      `both halves: convert/copy 1 worker ${(copy / w1).toFixed(2)}x, 2 workers ${(copy / w2).toFixed(2)}x; 2 vs 1 worker ${(w1 / w2).toFixed(2)}x\n`,
-    );
   } finally {
     await rm(root, { recursive: true, force: true });
   }

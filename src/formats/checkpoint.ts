@@ -4,7 +4,7 @@ import { z } from "zod";
 import { writeFileAtomic } from "../common/atomic-write.js";
 import { BringupError } from "../common/errors.js";
 import type { TensorInfo } from "./safetensors-header.js";
-import { openSafetensors, type SafetensorsFile } from "./safetensors-reader.js";
+import { type OpenOptions, openSafetensors, type SafetensorsFile } from "./safetensors-reader.js";
 import { type TensorData, writeSafetensors } from "./safetensors-writer.js";
 
 export const INDEX_FILE = "model.safetensors.index.json";
@@ -78,10 +78,10 @@ export class Checkpoint {
   }
 }
 
-async function openAll(paths: string[]): Promise<SafetensorsFile[]> {
+async function openAll(paths: string[], options: OpenOptions): Promise<SafetensorsFile[]> {
   const opened: SafetensorsFile[] = [];
   try {
-    for (const path of paths) opened.push(await openSafetensors(path));
+    for (const path of paths) opened.push(await openSafetensors(path, options));
   } catch (error) {
     await Promise.all(opened.map((f) => f.close()));
     throw error;
@@ -90,7 +90,7 @@ async function openAll(paths: string[]): Promise<SafetensorsFile[]> {
 }
 
 /** Opens a safetensors file or a checkpoint directory (sharded or not); the caller closes it. */
-export async function openCheckpoint(path: string): Promise<Checkpoint> {
+export async function openCheckpoint(path: string, options: OpenOptions = {}): Promise<Checkpoint> {
   const info = await stat(path).catch((error: unknown) => {
     throw new BringupError("FILE_NOT_FOUND", `${path}: no such file or directory.`, {
       subject: path,
@@ -98,7 +98,7 @@ export async function openCheckpoint(path: string): Promise<Checkpoint> {
     });
   });
   if (info.isFile()) {
-    const [file] = await openAll([path]);
+    const [file] = await openAll([path], options);
     const shard = file as SafetensorsFile;
     return new Checkpoint(
       path,
@@ -109,7 +109,7 @@ export async function openCheckpoint(path: string): Promise<Checkpoint> {
     );
   }
   const names = await readdir(path);
-  if (names.includes(INDEX_FILE)) return openIndexed(path);
+  if (names.includes(INDEX_FILE)) return openIndexed(path, options);
   const files = names.filter((n) => n.endsWith(".safetensors")).sort();
   if (files.length === 0) {
     throw new BringupError(
@@ -120,7 +120,10 @@ export async function openCheckpoint(path: string): Promise<Checkpoint> {
       },
     );
   }
-  const shards = await openAll(files.map((n) => join(path, n)));
+  const shards = await openAll(
+    files.map((n) => join(path, n)),
+    options,
+  );
   const tensors: CheckpointTensor[] = [];
   const seen = new Map<string, string>();
   for (const shard of shards) {
@@ -147,7 +150,7 @@ export async function openCheckpoint(path: string): Promise<Checkpoint> {
   );
 }
 
-async function openIndexed(dir: string): Promise<Checkpoint> {
+async function openIndexed(dir: string, options: OpenOptions): Promise<Checkpoint> {
   const indexPath = join(dir, INDEX_FILE);
   let index: z.infer<typeof IndexSchema>;
   try {
@@ -183,7 +186,10 @@ async function openIndexed(dir: string): Promise<Checkpoint> {
       );
     }
   }
-  const shards = await openAll(shardNames.map((n) => join(dir, n)));
+  const shards = await openAll(
+    shardNames.map((n) => join(dir, n)),
+    options,
+  );
   const byFile = new Map(shards.map((s) => [basename(s.path), s]));
   const tensors: CheckpointTensor[] = [];
   for (const shard of shards) {

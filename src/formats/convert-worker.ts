@@ -1,41 +1,27 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { isBringupError } from "../common/errors.js";
 import { type Checkpoint, openCheckpoint } from "./checkpoint.js";
-import { type Job, type JobResult, type LoadedJob, loadJob, Scratch } from "./convert-jobs.js";
+import { type ConvertTask, type JobOutcome, runJob, Scratch } from "./convert-jobs.js";
 import type { WorkerReply, WorkerRequest } from "./worker-pool.js";
 
-// Each worker opens the source checkpoint itself and reads the rows of its jobs by byte range.
+// Each worker opens the source checkpoint itself, reads the rows of its jobs by byte range and writes
+// their parts in place; blocking I/O keeps each piece in this core's cache from read to write.
 const source = (workerData as { source: string }).source;
 let opened: Promise<Checkpoint> | undefined;
 const scratch = new Scratch();
 
-// A job's source is read as soon as it arrives, and jobs convert one after another in arrival
-// order: the pool keeps a second job here, so its reads overlap this one's conversion and the
-// worker never waits for the main thread.
+// Jobs run one after another in arrival order; the pool keeps the next one queued here.
 let queue: Promise<void> = Promise.resolve();
-parentPort?.on("message", (request: WorkerRequest<Job>) => {
-  if ("recycle" in request) {
-    for (const offset of request.recycle) scratch.give(offset);
-    return;
-  }
-  opened ??= openCheckpoint(source);
-  const loading = opened.then((ck) => loadJob(ck, request.job, scratch));
-  loading.catch(() => undefined); // reported in order below; no unhandled rejection meanwhile
-  queue = queue.then(() => handle(request.id, loading));
+parentPort?.on("message", ({ id, job: task }: WorkerRequest<ConvertTask>) => {
+  opened ??= openCheckpoint(source, { blockingReads: true });
+  const checkpoint = opened;
+  queue = queue.then(() => handle(id, checkpoint, task));
 });
 
-async function handle(id: number, loading: Promise<LoadedJob>): Promise<void> {
-  let reply: WorkerReply<JobResult>;
-  const transfer: ArrayBuffer[] = [];
+async function handle(id: number, checkpoint: Promise<Checkpoint>, task: ConvertTask): Promise<void> {
+  let reply: WorkerReply<JobOutcome>;
   try {
-    const result = await (await loading).run();
-    // Views of the shared arena cross as they are; other parts are fresh arrays, whose buffers
-    // move (each once: some parts may share one).
-    for (const part of result.parts) {
-      const buffer = part.buffer;
-      if (!(buffer instanceof SharedArrayBuffer) && !transfer.includes(buffer)) transfer.push(buffer);
-    }
-    reply = { id, ok: true, result };
+    reply = { id, ok: true, result: await runJob(await checkpoint, task.job, task.target, scratch) };
   } catch (error) {
     reply = {
       id,
@@ -45,5 +31,5 @@ async function handle(id: number, loading: Promise<LoadedJob>): Promise<void> {
         : { message: error instanceof Error ? error.message : String(error) },
     };
   }
-  parentPort?.postMessage(reply, transfer);
+  parentPort?.postMessage(reply);
 }

@@ -4,7 +4,18 @@ import { writeDirectoryAtomic } from "../common/atomic-write.js";
 import { BringupError } from "../common/errors.js";
 import { type Checkpoint, openCheckpoint, writeShardIndex } from "./checkpoint.js";
 import { copyCompanions } from "./companions.js";
-import { type Job, type JobOp, type JobResult, loadJob, Scratch, sourceRowBytes } from "./convert-jobs.js";
+import {
+  type ConvertTask,
+  isTiled,
+  type Job,
+  type JobOp,
+  type JobOutcome,
+  partBytes,
+  rowRanges,
+  runJob,
+  Scratch,
+  sourceRowBytes,
+} from "./convert-jobs.js";
 import { type Dtype, dtypeBytes, elementCount } from "./dtypes.js";
 import { detectLogicalTensors, type LogicalTensor, logicalRows, scaleGridShape } from "./logical.js";
 import { MXFP4_BLOCK, MXFP4_BLOCK_BYTES } from "./mxfp4.js";
@@ -83,8 +94,6 @@ interface Plan {
   readonly shard: string;
   readonly from: string;
   readonly to: string;
-  /** Row counts that keep tiles whole: a band must start at a multiple of this within its matrix. */
-  readonly tiled: boolean;
 }
 
 function describe(tensor: LogicalTensor): string {
@@ -117,7 +126,6 @@ function planTensors(ck: Checkpoint, options: ConvertOptions): Plan[] {
         shard: basename(info.file),
         from: describe(tensor),
         to: describe(tensor),
-        tiled: false,
       });
     }
   };
@@ -138,7 +146,6 @@ function planTensors(ck: Checkpoint, options: ConvertOptions): Plan[] {
         op: { op: "to-bf16" },
         outputs: [{ name: tensor.name, dtype: "BF16", shape: tensor.shape }],
         to: "BF16",
-        tiled: false,
       });
     } else if (options.to === "fp8" && tensor.kind === "mxfp4") {
       const block = options.fp8Block ?? "tile128";
@@ -154,7 +161,6 @@ function planTensors(ck: Checkpoint, options: ConvertOptions): Plan[] {
           { name: `${tensor.name}_scale_inv`, dtype: "F32", shape: grid },
         ],
         to: `fp8-e4m3 [${block === "tile128" ? "128x128" : "1x32"}]`,
-        tiled: block === "tile128",
       });
     } else if (options.to === "fp8" && quantizable) {
       plans.push({
@@ -169,7 +175,6 @@ function planTensors(ck: Checkpoint, options: ConvertOptions): Plan[] {
           },
         ],
         to: "fp8-e4m3 [128x128]",
-        tiled: true,
       });
     } else if (options.to === "mxfp4" && quantizable && cols % MXFP4_BLOCK === 0) {
       const groups = [...tensor.shape.slice(0, -1), cols / MXFP4_BLOCK];
@@ -181,7 +186,6 @@ function planTensors(ck: Checkpoint, options: ConvertOptions): Plan[] {
           { name: `${tensor.name}_scales`, dtype: "U8", shape: groups },
         ],
         to: "mxfp4",
-        tiled: false,
       });
     } else {
       keep(tensor);
@@ -193,24 +197,7 @@ function planTensors(ck: Checkpoint, options: ConvertOptions): Plan[] {
 /** Row ranges of at most about `chunkBytes` of source; tiled ops get whole 128-row bands or whole matrices. */
 function chunksOf(ck: Checkpoint, plan: Plan, chunkBytes: number): [number, number][] {
   const { rows } = logicalRows(plan.tensor);
-  const rowBytes = Math.max(1, sourceRowBytes(ck, plan.tensor));
-  const chunks: [number, number][] = [];
-  if (!plan.tiled) {
-    const step = Math.max(1, Math.floor(chunkBytes / rowBytes));
-    for (let s = 0; s < rows; s += step) chunks.push([s, Math.min(rows, s + step)]);
-    return chunks;
-  }
-  const matrixRows = plan.tensor.shape.at(-2) as number;
-  if (matrixRows * rowBytes <= chunkBytes) {
-    const step = Math.max(1, Math.floor(chunkBytes / (matrixRows * rowBytes))) * matrixRows;
-    for (let s = 0; s < rows; s += step) chunks.push([s, Math.min(rows, s + step)]);
-    return chunks;
-  }
-  const band = Math.max(1, Math.floor(chunkBytes / (TILE * rowBytes))) * TILE;
-  for (let m = 0; m < rows; m += matrixRows) {
-    for (let s = m; s < m + matrixRows; s += band) chunks.push([s, Math.min(m + matrixRows, s + band)]);
-  }
-  return chunks;
+  return rowRanges(plan.tensor, isTiled(plan.op), sourceRowBytes(ck, plan.tensor), chunkBytes, 0, rows);
 }
 
 function quantizationConfig(
@@ -288,11 +275,11 @@ export async function convertCheckpoint(
       const byShard = new Map<string, Plan[]>();
       for (const plan of plans) byShard.set(plan.shard, [...(byShard.get(plan.shard) ?? []), plan]);
       const writers = new Map<string, SafetensorsWriter>();
-      // Each output file's writes in order (see below); they never reject (failures are kept).
-      const chains = new Map<SafetensorsWriter, Promise<void>>();
+      // Jobs dispatched and not yet done; they never reject (the first failure is kept).
+      const running = new Set<Promise<void>>();
       const pool =
         workerCount > 0
-          ? new WorkerPool<Job, JobResult>(
+          ? new WorkerPool<ConvertTask, JobOutcome>(
               new URL(`./convert-worker${extension()}`, import.meta.url),
               workerCount,
               { source },
@@ -310,86 +297,50 @@ export async function convertCheckpoint(
             ),
           );
         }
-        // On the calling thread, jobs convert one at a time, in order.
+        // On the calling thread, jobs run one at a time, in order.
         const scratch = new Scratch();
         let inline: Promise<unknown> = Promise.resolve();
-        // `worker`: who holds the result's arena regions (-1: this thread's scratch). Inline, a
-        // job's reads start at once and its conversion waits for the one before.
-        const execute = (job: Job): Promise<{ result: JobResult; worker: number }> => {
-          if (pool) return pool.run(job);
-          const loading = loadJob(ck, job, scratch);
-          loading.catch(() => undefined);
-          const next = inline.then(async () => ({ result: await (await loading).run(), worker: -1 }));
+        const execute = (task: ConvertTask): Promise<JobOutcome> => {
+          if (pool) return pool.run(task);
+          const next = inline.then(() => runJob(ck, task.job, task.target, scratch));
           inline = next.catch(() => undefined);
           return next;
         };
-        // Jobs run `window` ahead of the last one written, so memory stays bounded; results are taken
-        // in order, and each output file writes its parts in order on its own chain, so files of
-        // different shards are written at the same time (a file's buffered writes are serialized by
-        // the kernel, and on a small machine the page cache's copying is a large part of the work).
-        const window = 2 * Math.max(1, workerCount) + 2;
-        const inflight = new Map<number, Promise<{ result: JobResult; worker: number }>>();
-        let [next, unwritten, doneBytes] = [0, 0, 0];
-        let writeFailure: { error: unknown } | undefined;
-        let wroteOne: () => void = () => undefined;
-        for (let i = 0; i < jobs.length; i += 1) {
-          for (;;) {
-            while (next < jobs.length && unwritten < window) {
-              const pending = execute((jobs[next] as (typeof jobs)[number]).job);
-              pending.catch(() => undefined); // awaited in order below; avoid an unhandled rejection meanwhile
-              inflight.set(next, pending);
-              next += 1;
-              unwritten += 1;
-            }
-            if (next > i || writeFailure !== undefined) break;
-            // Every slot holds a result still being written: wait for one write to finish.
-            await new Promise<void>((resolve) => {
-              wroteOne = resolve;
-            });
-          }
-          if (writeFailure !== undefined) throw writeFailure.error;
-          const { plan, bytes } = jobs[i] as (typeof jobs)[number];
-          const { result, worker } = await (inflight.get(i) as Promise<{
-            result: JobResult;
-            worker: number;
-          }>);
-          inflight.delete(i);
+        // Each job writes its parts in place where the writer reserved them, so jobs finish in any
+        // order; two per worker keep each one busy.
+        const window = 2 * Math.max(1, workerCount);
+        let doneBytes = 0;
+        let failure: { error: unknown } | undefined;
+        for (const { plan, job, bytes } of jobs) {
+          while (running.size >= window) await Promise.race(running);
+          if (failure !== undefined) break;
           const writer = writers.get(plan.shard) as SafetensorsWriter;
-          const chain = (chains.get(writer) ?? Promise.resolve()).then(async () => {
-            for (const [k, part] of result.parts.entries()) {
-              await writer.write((plan.outputs[k] as TensorLayout).name, part);
-              outputBytes += part.byteLength;
-            }
-            if (worker < 0) for (const part of result.parts) scratch.give(part);
-            else
-              pool?.recycle(
-                worker,
-                result.parts.filter((p) => p.buffer instanceof SharedArrayBuffer).map((p) => p.byteOffset),
-              );
-            unwritten -= 1;
-            doneBytes += bytes;
-            options.onProgress?.({ doneBytes, totalBytes, tensor: plan.tensor.name });
-            wroteOne();
-          });
-          chains.set(
-            writer,
-            chain.catch((error: unknown) => {
-              writeFailure ??= { error };
-              wroteOne();
-            }),
-          );
-          if (result.report && result.report.inexactTiles.length > 0) {
-            const seen = inexact.get(plan) ?? { tiles: 0, span: 0, abs: 0, rel: 0 };
-            inexact.set(plan, {
-              tiles: seen.tiles + result.report.inexactTiles.length,
-              span: Math.max(seen.span, ...result.report.inexactTiles.map((t) => t.blockExponentSpan)),
-              abs: Math.max(seen.abs, result.report.maxAbsError),
-              rel: Math.max(seen.rel, result.report.maxRelError),
-            });
-          }
+          const sizes = partBytes(job);
+          const positions = sizes.map((n, k) => writer.reserve((plan.outputs[k] as TensorLayout).name, n));
+          outputBytes += sizes.reduce((a, b) => a + b, 0);
+          const task: Promise<void> = execute({ job, target: { path: writer.temporaryPath, positions } })
+            .then(
+              ({ report }) => {
+                doneBytes += bytes;
+                options.onProgress?.({ doneBytes, totalBytes, tensor: plan.tensor.name });
+                if (report === undefined || report.inexactTiles.length === 0) return;
+                const seen = inexact.get(plan) ?? { tiles: 0, span: 0, abs: 0, rel: 0 };
+                inexact.set(plan, {
+                  tiles: seen.tiles + report.inexactTiles.length,
+                  span: Math.max(seen.span, ...report.inexactTiles.map((t) => t.blockExponentSpan)),
+                  abs: Math.max(seen.abs, report.maxAbsError),
+                  rel: Math.max(seen.rel, report.maxRelError),
+                });
+              },
+              (error: unknown) => {
+                failure ??= { error };
+              },
+            )
+            .finally(() => running.delete(task));
+          running.add(task);
         }
-        await Promise.all(chains.values());
-        if (writeFailure !== undefined) throw writeFailure.error;
+        await Promise.all(running);
+        if (failure !== undefined) throw failure.error;
         for (const plan of plans) {
           const bad = inexact.get(plan);
           results.set(plan, {
@@ -418,7 +369,7 @@ export async function convertCheckpoint(
         for (const writer of writers.values()) await writer.finish();
         writers.clear();
       } finally {
-        await Promise.all(chains.values()); // no file is removed under a write in flight
+        await Promise.all(running); // no file is removed under a write in flight
         await pool?.close();
         for (const writer of writers.values()) await writer.abort();
       }

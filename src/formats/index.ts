@@ -20,6 +20,7 @@ export {
   type Fp8Block,
   type TensorConversion,
 } from "./convert.js";
+export { PIECE_BYTES } from "./convert-jobs.js";
 export { decodeToFloat32 } from "./decode.js";
 export { DTYPES, type Dtype, dtypeBytes, elementCount, isDtype, parseDtype } from "./dtypes.js";
 export { decodeE8m0, E8M0_NAN, encodeE8m0Exponent } from "./e8m0.js";

@@ -8,7 +8,8 @@ import { encodeSafetensorsHeader, type TensorInfo, type TensorLayout } from "./s
  * Writes a safetensors file whose layout is known up front. Each tensor is written front to back,
  * chunk by chunk, and tensors may interleave (a weight and its scales can be produced together);
  * bytes go to a temporary sibling that `finish` renames into place once every byte is there.
- * `abort` removes it.
+ * `abort` removes it. Other threads may write parts in place: `reserve` hands out where the next
+ * bytes of a tensor go in `temporaryPath`, and the caller sees them written before `finish`.
  */
 export class SafetensorsWriter {
   readonly #handle: FileHandle;
@@ -28,6 +29,11 @@ export class SafetensorsWriter {
     this.#handle = handle;
     this.#dataStart = dataStart;
     this.#byName = new Map(tensors.map((t) => [t.name, t]));
+  }
+
+  /** The file being written, until `finish` renames it or `abort` removes it. */
+  get temporaryPath(): string {
+    return this.#tmp;
   }
 
   static async create(
@@ -54,22 +60,30 @@ export class SafetensorsWriter {
 
   /** Appends the next bytes of tensor `name`. */
   async write(name: string, bytes: Uint8Array): Promise<void> {
-    const info = this.#byName.get(name);
-    const written = this.#written.get(name) ?? 0;
-    if (info === undefined || written + bytes.length > info.byteLength) {
-      throw new BringupError(
-        "WRITE_LAYOUT",
-        `${this.path}: ${bytes.length} bytes for ${JSON.stringify(name)} are not in the layout or run past its ${info?.byteLength ?? 0} bytes.`,
-        { subject: `${this.path}#${name}` },
-      );
-    }
-    const position = this.#dataStart + info.dataOffsets[0] + written;
+    const position = this.reserve(name, bytes.length);
     let done = 0;
     while (done < bytes.length) {
       const { bytesWritten } = await this.#handle.write(bytes, done, bytes.length - done, position + done);
       done += bytesWritten;
     }
-    this.#written.set(name, written + bytes.length);
+  }
+
+  /**
+   * Counts the next `bytes` of tensor `name` as written and returns their position in the file: the
+   * caller writes them there, in `temporaryPath`, before `finish`.
+   */
+  reserve(name: string, bytes: number): number {
+    const info = this.#byName.get(name);
+    const written = this.#written.get(name) ?? 0;
+    if (info === undefined || written + bytes > info.byteLength) {
+      throw new BringupError(
+        "WRITE_LAYOUT",
+        `${this.path}: ${bytes} bytes for ${JSON.stringify(name)} are not in the layout or run past its ${info?.byteLength ?? 0} bytes.`,
+        { subject: `${this.path}#${name}` },
+      );
+    }
+    this.#written.set(name, written + bytes);
+    return this.#dataStart + info.dataOffsets[0] + written;
   }
 
   async finish(): Promise<void> {

@@ -4,8 +4,7 @@ import { pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
 import { BringupError } from "../common/errors.js";
 
-/** A job, or regions of the worker's arena (by offset) whose bytes were written and may be reused. */
-export type WorkerRequest<J> = { id: number; job: J } | { recycle: number[] };
+export type WorkerRequest<J> = { id: number; job: J };
 export type WorkerReply<R> =
   | { id: number; ok: true; result: R }
   | { id: number; ok: false; error: { code?: string; message: string; subject?: string } };
@@ -17,10 +16,7 @@ export type WorkerReply<R> =
  */
 export class WorkerPool<J, R> {
   readonly #workers: { worker: Worker; busy: number }[] = [];
-  readonly #pending = new Map<
-    number,
-    { resolve: (r: { result: R; worker: number }) => void; reject: (e: unknown) => void }
-  >();
+  readonly #pending = new Map<number, { resolve: (result: R) => void; reject: (e: unknown) => void }>();
   #nextId = 0;
   #failure: unknown;
 
@@ -33,7 +29,7 @@ export class WorkerPool<J, R> {
         const pending = this.#pending.get(reply.id);
         this.#pending.delete(reply.id);
         if (pending === undefined) return;
-        if (reply.ok) pending.resolve({ result: reply.result, worker: i });
+        if (reply.ok) pending.resolve(reply.result);
         else
           pending.reject(
             new BringupError(reply.error.code ?? "WORKER_FAILED", reply.error.message, {
@@ -50,22 +46,16 @@ export class WorkerPool<J, R> {
     }
   }
 
-  /** Runs a job on the least busy worker; the result comes with the index of the worker that ran it. */
-  run(job: J, transfer: readonly ArrayBuffer[] = []): Promise<{ result: R; worker: number }> {
+  /** Runs a job on the least busy worker. */
+  run(job: J): Promise<R> {
     if (this.#failure !== undefined) return Promise.reject(this.#failure);
     const slot = this.#workers.reduce((a, b) => (b.busy < a.busy ? b : a));
     const id = this.#nextId++;
     slot.busy += 1;
     return new Promise((resolve, reject) => {
       this.#pending.set(id, { resolve, reject });
-      slot.worker.postMessage({ id, job } satisfies WorkerRequest<J>, transfer as ArrayBuffer[]);
+      slot.worker.postMessage({ id, job } satisfies WorkerRequest<J>);
     });
-  }
-
-  /** Hands regions of a worker's arena back to it (by offset), once their bytes are written. */
-  recycle(worker: number, offsets: number[]): void {
-    if (this.#failure !== undefined || offsets.length === 0) return;
-    this.#workers[worker]?.worker.postMessage({ recycle: offsets } satisfies WorkerRequest<J>);
   }
 
   async close(): Promise<void> {
