@@ -30,6 +30,11 @@ function view<T>(
   return new Ctor(aligned.buffer, aligned.byteOffset, aligned.byteLength / size);
 }
 
+/** The float32 value of every code of an 8- or 16-bit format decoded by table. */
+export function codeTable(dtype: keyof typeof tables): Float32Array {
+  return tables[dtype]();
+}
+
 function fromTable(table: Float32Array, codes: ArrayLike<number>): Float32Array {
   const out = new Float32Array(codes.length);
   for (let i = 0; i < codes.length; i += 1) out[i] = table[codes[i] as number] as number;
