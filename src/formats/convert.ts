@@ -23,7 +23,7 @@ import { TILE } from "./mxfp4-to-fp8.js";
 import type { TensorLayout } from "./safetensors-header.js";
 import { SafetensorsWriter } from "./safetensors-writer.js";
 import { verifyCheckpoints } from "./verify.js";
-import { WorkerPool } from "./worker-pool.js";
+import { siblingModule, WorkerPool } from "./worker-pool.js";
 
 export type ConvertTarget = "bf16" | "fp8" | "mxfp4";
 export type Fp8Block = "tile128" | "block32";
@@ -280,7 +280,7 @@ export async function convertCheckpoint(
       const pool =
         workerCount > 0
           ? new WorkerPool<ConvertTask, JobOutcome>(
-              new URL(`./convert-worker${extension()}`, import.meta.url),
+              siblingModule("convert-worker", import.meta.url),
               workerCount,
               { source },
             )
@@ -389,7 +389,7 @@ export async function convertCheckpoint(
       };
       const fallback = quantization === undefined ? undefined : { quantization_config: quantization };
       copiedFiles.push(...(await copyCompanions(source, dir, editConfig, fallback)));
-      if (options.verify === true) await proveExact(source, dir, output, results);
+      if (options.verify === true) await proveExact(source, dir, output, results, workerCount);
     });
     return {
       source,
@@ -415,8 +415,9 @@ async function proveExact(
   dir: string,
   output: string,
   results: Map<Plan, TensorConversion>,
+  workers: number,
 ): Promise<void> {
-  const report = await verifyCheckpoints(source, dir);
+  const report = await verifyCheckpoints(source, dir, { workers });
   const byName = new Map(report.weights.map((w) => [w.name, w]));
   const weights = new Map<string, Plan[]>();
   for (const plan of results.keys()) weights.set(plan.weight, [...(weights.get(plan.weight) ?? []), plan]);
@@ -434,9 +435,4 @@ async function proveExact(
     for (const plan of plans)
       results.set(plan, { ...(results.get(plan) as TensorConversion), verified: true });
   }
-}
-
-/** This module's own extension: .ts when run from sources, .js when built. */
-function extension(): string {
-  return import.meta.url.endsWith(".ts") ? ".ts" : ".js";
 }

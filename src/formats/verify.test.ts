@@ -67,11 +67,13 @@ describe("verify", () => {
   });
 
   it("reports the changed element and missing weights", async () => {
-    const report = await verifyCheckpoints(join(root, "tweaked"), join(root, "fp8"));
+    const report = await verifyCheckpoints(join(root, "tweaked"), join(root, "fp8"), { workers: 2 });
     expect(report.ok).toBe(false);
     const w = report.weights.find((x) => x.name === "mlp.w");
     expect(w?.mismatches).toBe(1);
     expect(w?.firstMismatch).toBe(11); // byte 5's high nibble is element 11
+    // Worker threads and the calling thread find the same.
+    expect(await verifyCheckpoints(join(root, "tweaked"), join(root, "fp8"), { workers: 0 })).toEqual(report);
     const self = await verifyCheckpoints(join(root, "a"), join(root, "a", "model.safetensors"));
     expect(self.ok).toBe(true);
     await writeCheckpoint(join(root, "norm-only"), [

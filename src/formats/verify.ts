@@ -1,6 +1,8 @@
 import { createHash } from "node:crypto";
+import { availableParallelism } from "node:os";
 import { type Checkpoint, openCheckpoint } from "./checkpoint.js";
 import { detectLogicalTensors, type LogicalTensor, logicalRows, readLogicalRows } from "./logical.js";
+import { siblingModule, WorkerPool } from "./worker-pool.js";
 
 export interface WeightComparison {
   readonly name: string;
@@ -26,102 +28,193 @@ export interface VerifyReport {
   readonly onlyInB: readonly string[];
 }
 
+/** Bytes read at a time for a checksum, into one buffer. */
 const CHUNK_BYTES = 16 * 2 ** 20;
+/** Float32 bytes of each side a value comparison decodes at a time: several run at once, one per worker and one queued. */
+const VALUE_CHUNK_BYTES = 4 * 2 ** 20;
 
 function format(t: LogicalTensor): string {
   return t.kind === "plain" ? t.dtype : t.kind === "fp8" ? `fp8-e4m3 [${t.block.join("x")}]` : t.kind;
 }
 
-async function checksum(ck: Checkpoint, t: LogicalTensor): Promise<string> {
+async function checksum(ck: Checkpoint, t: LogicalTensor, buffer: Uint8Array): Promise<string> {
   const hash = createHash("sha256");
   for (const part of t.parts) {
     const size = ck.tensor(part).byteLength;
-    for (let at = 0; at < size; at += CHUNK_BYTES)
-      hash.update(await ck.readTensorRange(part, at, Math.min(size, at + CHUNK_BYTES)));
+    for (let at = 0; at < size; at += buffer.length)
+      hash.update(await ck.readTensorRange(part, at, Math.min(size, at + buffer.length), buffer));
   }
   return hash.digest("hex");
 }
 
-async function compare(
+/** sha256 of the stored bytes of each pair's two weights, one weight after another through one buffer. */
+async function checksums(
   x: Checkpoint,
-  a: LogicalTensor,
   y: Checkpoint,
-  b: LogicalTensor,
-): Promise<WeightComparison> {
-  const [sha256A, sha256B] = [await checksum(x, a), await checksum(y, b)];
-  const base = {
-    name: a.name,
-    formatA: format(a),
-    formatB: format(b),
-    sha256A,
-    sha256B,
-    bytesIdentical: sha256A === sha256B,
-  };
-  const sameShape = a.shape.length === b.shape.length && a.shape.every((d, i) => d === b.shape[i]);
-  if (!sameShape)
-    return { ...base, valuesIdentical: false, mismatches: Number.NaN, maxAbsDifference: Number.NaN };
-  const { rows, cols } = logicalRows(a);
-  const step = Math.max(1, Math.floor(CHUNK_BYTES / 4 / Math.max(1, cols)));
+  pairs: readonly { a: LogicalTensor; b: LogicalTensor }[],
+): Promise<[string, string][]> {
+  const buffer = new Uint8Array(CHUNK_BYTES);
+  const sums: [string, string][] = [];
+  for (const { a, b } of pairs) sums.push([await checksum(x, a, buffer), await checksum(y, b, buffer)]);
+  return sums;
+}
+
+/** How rows [start, end) of weight a compare with the same rows of b, decoded: what a worker is sent. */
+export interface RowsJob {
+  readonly a: LogicalTensor;
+  readonly b: LogicalTensor;
+  readonly start: number;
+  readonly end: number;
+}
+
+export interface RowsComparison {
+  readonly mismatches: number;
+  /** Element index in the weight. */
+  readonly firstMismatch?: number;
+  readonly maxAbsDifference: number;
+}
+
+/** Decodes rows of a in x and of b in y and compares them bit for bit (NaN matches NaN). */
+export async function compareRows(x: Checkpoint, y: Checkpoint, job: RowsJob): Promise<RowsComparison> {
+  const { a, b, start, end } = job;
+  const { cols } = logicalRows(a);
+  const [va, vb] = [await readLogicalRows(x, a, start, end), await readLogicalRows(y, b, start, end)];
+  // The usual case, every bit the same, is one memcmp; only a difference is looked at value by value.
+  if (
+    Buffer.from(va.buffer, va.byteOffset, va.byteLength).equals(
+      Buffer.from(vb.buffer, vb.byteOffset, vb.byteLength),
+    )
+  )
+    return { mismatches: 0, maxAbsDifference: 0 };
+  const [ba, bb] = [
+    new Uint32Array(va.buffer, va.byteOffset, va.length),
+    new Uint32Array(vb.buffer, vb.byteOffset, vb.length),
+  ];
   let mismatches = 0;
   let firstMismatch: number | undefined;
   let maxAbsDifference = 0;
-  for (let s = 0; s < rows; s += step) {
-    const e = Math.min(rows, s + step);
-    const [va, vb] = [await readLogicalRows(x, a, s, e), await readLogicalRows(y, b, s, e)];
-    const [ba, bb] = [
-      new Uint32Array(va.buffer, va.byteOffset, va.length),
-      new Uint32Array(vb.buffer, vb.byteOffset, vb.length),
-    ];
-    // The usual case, every bit the same, is one memcmp; only a difference is looked at value by value.
-    if (
-      Buffer.from(ba.buffer, ba.byteOffset, ba.byteLength).equals(
-        Buffer.from(bb.buffer, bb.byteOffset, bb.byteLength),
-      )
-    )
-      continue;
-    for (let i = 0; i < ba.length; i += 1) {
-      if (ba[i] === bb[i]) continue;
-      const [p, q] = [va[i] as number, vb[i] as number];
-      if (Number.isNaN(p) && Number.isNaN(q)) continue;
-      mismatches += 1;
-      firstMismatch ??= s * cols + i;
-      maxAbsDifference = Math.max(maxAbsDifference, Math.abs(p - q));
-    }
+  for (let i = 0; i < ba.length; i += 1) {
+    if (ba[i] === bb[i]) continue;
+    const [p, q] = [va[i] as number, vb[i] as number];
+    if (Number.isNaN(p) && Number.isNaN(q)) continue;
+    mismatches += 1;
+    firstMismatch ??= start * cols + i;
+    maxAbsDifference = Math.max(maxAbsDifference, Math.abs(p - q));
   }
-  return {
-    ...base,
-    valuesIdentical: mismatches === 0,
-    mismatches,
-    ...(firstMismatch === undefined ? {} : { firstMismatch }),
-    maxAbsDifference,
-  };
+  return { mismatches, ...(firstMismatch === undefined ? {} : { firstMismatch }), maxAbsDifference };
+}
+
+export interface VerifyOptions {
+  /** Worker threads decoding and comparing values; 0 does it on the calling thread. Default: up to 2. */
+  readonly workers?: number;
 }
 
 /**
  * Compares two checkpoints weight by weight, whatever their formats: checksums of the stored bytes,
  * and bit identity of the decoded values (so MXFP4 and its exact FP8 re-encoding verify as equal).
+ * Values are compared in row ranges on worker threads while this thread hashes the stored bytes.
  */
-export async function verifyCheckpoints(pathA: string, pathB: string): Promise<VerifyReport> {
+export async function verifyCheckpoints(
+  pathA: string,
+  pathB: string,
+  options: VerifyOptions = {},
+): Promise<VerifyReport> {
+  const workerCount = options.workers ?? Math.min(2, availableParallelism());
   const x = await openCheckpoint(pathA);
   try {
     const y = await openCheckpoint(pathB);
     try {
       const [la, lb] = [detectLogicalTensors(x.tensors), detectLogicalTensors(y.tensors)];
       const byName = new Map(lb.map((t) => [t.name, t]));
-      const weights: WeightComparison[] = [];
-      for (const a of la) {
+      const pairs = la.flatMap((a) => {
         const b = byName.get(a.name);
-        if (b !== undefined) weights.push(await compare(x, a, y, b));
+        return b === undefined ? [] : [{ a, b }];
+      });
+      const sameShape = ({ a, b }: { a: LogicalTensor; b: LogicalTensor }) =>
+        a.shape.length === b.shape.length && a.shape.every((d, i) => d === b.shape[i]);
+      const jobs = pairs.filter(sameShape).flatMap(({ a, b }) => {
+        const { rows, cols } = logicalRows(a);
+        const step = Math.max(1, Math.floor(VALUE_CHUNK_BYTES / 4 / Math.max(1, cols)));
+        return Array.from({ length: Math.ceil(rows / step) }, (_, k) => ({
+          a,
+          b,
+          start: k * step,
+          end: Math.min(rows, (k + 1) * step),
+        }));
+      });
+      const pool =
+        workerCount > 0 && jobs.length > 0
+          ? new WorkerPool<RowsJob, RowsComparison>(
+              siblingModule("verify-worker", import.meta.url),
+              workerCount,
+              {
+                a: pathA,
+                b: pathB,
+              },
+            )
+          : undefined;
+      try {
+        const [values, sums] = await Promise.all([
+          runInOrder(jobs, 2 * Math.max(1, workerCount), (job) => pool?.run(job) ?? compareRows(x, y, job)),
+          checksums(x, y, pairs),
+        ]);
+        const byWeight = new Map<string, RowsComparison[]>();
+        for (const [k, job] of jobs.entries()) {
+          byWeight.set(job.a.name, [...(byWeight.get(job.a.name) ?? []), values[k] as RowsComparison]);
+        }
+        const weights = pairs.map(({ a, b }, k): WeightComparison => {
+          const [sha256A, sha256B] = sums[k] as [string, string];
+          const base = {
+            name: a.name,
+            formatA: format(a),
+            formatB: format(b),
+            sha256A,
+            sha256B,
+            bytesIdentical: sha256A === sha256B,
+          };
+          if (!sameShape({ a, b }))
+            return { ...base, valuesIdentical: false, mismatches: Number.NaN, maxAbsDifference: Number.NaN };
+          const parts = byWeight.get(a.name) ?? [];
+          const mismatches = parts.reduce((n, p) => n + p.mismatches, 0);
+          const firstMismatch = parts.find((p) => p.firstMismatch !== undefined)?.firstMismatch;
+          return {
+            ...base,
+            valuesIdentical: mismatches === 0,
+            mismatches,
+            ...(firstMismatch === undefined ? {} : { firstMismatch }),
+            maxAbsDifference: Math.max(0, ...parts.map((p) => p.maxAbsDifference)),
+          };
+        });
+        const namesA = new Set(la.map((t) => t.name));
+        const onlyInA = la.filter((t) => !byName.has(t.name)).map((t) => t.name);
+        const onlyInB = lb.filter((t) => !namesA.has(t.name)).map((t) => t.name);
+        const ok = onlyInA.length === 0 && onlyInB.length === 0 && weights.every((w) => w.valuesIdentical);
+        return { a: pathA, b: pathB, ok, weights, onlyInA, onlyInB };
+      } finally {
+        await pool?.close();
       }
-      const namesA = new Set(la.map((t) => t.name));
-      const onlyInA = la.filter((t) => !byName.has(t.name)).map((t) => t.name);
-      const onlyInB = lb.filter((t) => !namesA.has(t.name)).map((t) => t.name);
-      const ok = onlyInA.length === 0 && onlyInB.length === 0 && weights.every((w) => w.valuesIdentical);
-      return { a: pathA, b: pathB, ok, weights, onlyInA, onlyInB };
     } finally {
       await y.close();
     }
   } finally {
     await x.close();
   }
+}
+
+/** Runs `run` on every item, at most `window` at once, started in order; results in item order. */
+async function runInOrder<T, R>(
+  items: readonly T[],
+  window: number,
+  run: (item: T) => Promise<R>,
+): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) {
+      const k = next++;
+      results[k] = await run(items[k] as T);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(window, items.length) }, lane));
+  return results;
 }

@@ -1,8 +1,8 @@
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { Worker } from "node:worker_threads";
-import { BringupError } from "../common/errors.js";
+import { parentPort, Worker } from "node:worker_threads";
+import { BringupError, isBringupError } from "../common/errors.js";
 
 export type WorkerRequest<J> = { id: number; job: J };
 export type WorkerReply<R> =
@@ -67,6 +67,36 @@ export class WorkerPool<J, R> {
     for (const { reject } of this.#pending.values()) reject(error);
     this.#pending.clear();
   }
+}
+
+/**
+ * In a worker thread: runs each job a WorkerPool sends, one after another in arrival order (the pool
+ * keeps the next one queued here), and replies with its result or its error.
+ */
+export function serveJobs<J, R>(run: (job: J) => Promise<R>): void {
+  let queue: Promise<void> = Promise.resolve();
+  parentPort?.on("message", ({ id, job }: WorkerRequest<J>) => {
+    queue = queue.then(async () => {
+      let reply: WorkerReply<R>;
+      try {
+        reply = { id, ok: true, result: await run(job) };
+      } catch (error) {
+        reply = {
+          id,
+          ok: false,
+          error: isBringupError(error)
+            ? { code: error.code, message: error.message, subject: error.subject }
+            : { message: error instanceof Error ? error.message : String(error) },
+        };
+      }
+      parentPort?.postMessage(reply);
+    });
+  });
+}
+
+/** The worker module `name` beside the module at `base` (its import.meta.url): .ts from sources, .js built. */
+export function siblingModule(name: string, base: string): URL {
+  return new URL(`./${name}${base.endsWith(".ts") ? ".ts" : ".js"}`, base);
 }
 
 function startWorker(entry: URL, workerData: unknown): Worker {
