@@ -147,10 +147,7 @@ export async function verifyCheckpoints(
           ? new WorkerPool<RowsJob, RowsComparison>(
               siblingModule("verify-worker", import.meta.url),
               workerCount,
-              {
-                a: pathA,
-                b: pathB,
-              },
+              { a: pathA, b: pathB },
             )
           : undefined;
       try {
@@ -160,7 +157,9 @@ export async function verifyCheckpoints(
         ]);
         const byWeight = new Map<string, RowsComparison[]>();
         for (const [k, job] of jobs.entries()) {
-          byWeight.set(job.a.name, [...(byWeight.get(job.a.name) ?? []), values[k] as RowsComparison]);
+          const parts = byWeight.get(job.a.name) ?? [];
+          parts.push(values[k] as RowsComparison);
+          byWeight.set(job.a.name, parts);
         }
         const weights = pairs.map(({ a, b }, k): WeightComparison => {
           const [sha256A, sha256B] = sums[k] as [string, string];
