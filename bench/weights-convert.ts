@@ -22,7 +22,7 @@
 
 import { execFileSync } from "node:child_process";
 import { randomFillSync } from "node:crypto";
-import { closeSync, openSync, writeSync } from "node:fs";
+import { closeSync, openSync } from "node:fs";
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
@@ -94,7 +94,7 @@ async function generate(dir: string, gib: number): Promise<number> {
  * its 1.9x more output bytes) differs.
  */
 async function copyArm(src: string, dst: string): Promise<number> {
-  const { openCheckpoint, PIECE_BYTES, SafetensorsWriter } = await builtFormats();
+  const { openCheckpoint, PIECE_BYTES, SafetensorsWriter, writeAtSync } = await builtFormats();
   await mkdir(dst);
   const ck = await openCheckpoint(src, { blockingReads: true });
   const buffer = new Uint8Array(PIECE_BYTES);
@@ -116,9 +116,7 @@ async function copyArm(src: string, dst: string): Promise<number> {
               Math.min(tensor.byteLength, at + PIECE_BYTES),
               buffer,
             );
-            const position = writer.reserve(tensor.name, piece.length);
-            for (let done = 0; done < piece.length; )
-              done += writeSync(fd, piece, done, piece.length - done, position + done);
+            writeAtSync(fd, piece, writer.reserve(tensor.name, piece.length));
             bytes += piece.length;
           }
         }

@@ -1,4 +1,4 @@
-import { closeSync, openSync, writeSync } from "node:fs";
+import { closeSync, openSync } from "node:fs";
 import { BringupError } from "../common/errors.js";
 import { float32ToBf16 } from "./bf16.js";
 import type { Checkpoint } from "./checkpoint.js";
@@ -8,6 +8,7 @@ import { type LogicalTensor, logicalRows, readLogicalRows } from "./logical.js";
 import { checkMxfp4Scales, encodeMxfp4, MXFP4_BLOCK, MXFP4_BLOCK_BYTES } from "./mxfp4.js";
 import { SimdArena } from "./mxfp4-fp8-simd.js";
 import { mxfp4ToFp8Block32, mxfp4ToFp8Tile128, nibbleCodes, TILE, type TileReport } from "./mxfp4-to-fp8.js";
+import { writeAtSync } from "./safetensors-writer.js";
 
 /**
  * One unit of conversion work: rows [start, end) of one logical tensor. Jobs are plain data so they
@@ -135,8 +136,7 @@ export async function runJob(
       const result = await convertRows(ck, { ...job, start, end }, scratch);
       try {
         for (const [k, part] of result.parts.entries()) {
-          for (let done = 0; done < part.byteLength; )
-            done += writeSync(fd, part, done, part.byteLength - done, (positions[k] as number) + done);
+          writeAtSync(fd, part, positions[k] as number);
           positions[k] = (positions[k] as number) + part.byteLength;
         }
       } finally {

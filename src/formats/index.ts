@@ -69,5 +69,5 @@ export {
   type TensorLayout,
 } from "./safetensors-header.js";
 export { openSafetensors, SafetensorsFile } from "./safetensors-reader.js";
-export { SafetensorsWriter, type TensorData, writeSafetensors } from "./safetensors-writer.js";
+export { SafetensorsWriter, type TensorData, writeAtSync, writeSafetensors } from "./safetensors-writer.js";
 export { type VerifyReport, verifyCheckpoints, type WeightComparison } from "./verify.js";

@@ -1,3 +1,4 @@
+import { writeSync } from "node:fs";
 import { type FileHandle, mkdir, open, rename, rm } from "node:fs/promises";
 import { dirname } from "node:path";
 import { temporarySibling } from "../common/atomic-write.js";
@@ -107,6 +108,12 @@ export class SafetensorsWriter {
     await this.#handle.close().catch(() => undefined);
     await rm(this.#tmp, { force: true });
   }
+}
+
+/** Writes all of `bytes` at `position` of an open file, blocking: for bytes placed by `reserve` from a worker. */
+export function writeAtSync(fd: number, bytes: Uint8Array, position: number): void {
+  for (let done = 0; done < bytes.length; )
+    done += writeSync(fd, bytes, done, bytes.length - done, position + done);
 }
 
 export interface TensorData extends TensorLayout {
