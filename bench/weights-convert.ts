@@ -9,15 +9,17 @@
  * CLI runs (from sources, each worker thread would also spend half a second compiling TypeScript).
  * The arms: the copy baseline (see copyArm: the same reader, writer and pieces, no transform) and
  * `convertCheckpoint(..., { to: "fp8" })`, each on one core (the child pinned to CPU 0 with taskset,
- * every thread of it, the converter with one worker) and on two (unpinned, two workers). Pinning
- * is what makes "one core" mean one: unpinned, even one worker thread converts beside a main thread
- * that reads and writes on the other core. Every arm reads the same source, in the page cache since
- * it was generated, and writes fresh files that are deleted before the next arm starts, after which
- * the bench syncs and waits (see settle), so each arm finds the page cache and the VM's memory in the
- * same state (dropping caches would need root, would hit everyone on the host, and would not touch
- * what made the copy arm unstable). Arms run in the order copy 1, convert 1, copy 2, convert 2, then
- * the reverse (ABBA), so drift in the machine hits both sides; ratios are taken within each half and
- * over both, with CPU seconds per arm: on a shared machine, wall time alone misleads.
+ * every thread of it, the converter with one worker) and on two (unpinned, two workers); and on one
+ * core, the conversion's I/O alone (copyArm writing the FP8 output's sizes), the ceiling of
+ * convert/copy there whatever the kernel. Pinning is what makes "one core" mean one: unpinned, even
+ * one worker thread converts beside a main thread that reads and writes on the other core. Every arm
+ * reads the same source, in the page cache since it was generated, and writes fresh files that are
+ * deleted before the next arm starts, after which the bench syncs and waits (see settle), so each
+ * arm finds the page cache and the VM's memory in the same state (dropping caches would need root,
+ * would hit everyone on the host, and would not touch what made the copy arm unstable). Arms run in
+ * the order copy 1, I/O 1, convert 1, copy 2, convert 2, then the reverse (ABBA), so drift in the
+ * machine hits both sides; ratios are taken within each half and over both, with CPU seconds per
+ * arm: on a shared machine, wall time alone misleads.
  */
 
 import { execFileSync } from "node:child_process";
@@ -92,8 +94,12 @@ async function generate(dir: string, gib: number): Promise<number> {
  * worker does: a SafetensorsWriter per shard whose bytes go in place where it reserves them. It reads
  * the same page-cached source and writes fresh files, as the conversion does; only the transform (and
  * its 1.9x more output bytes) differs.
+ *
+ * With `asFp8`, the same loop writes the conversion's output sizes instead (see fp8Layout): each
+ * blocks piece twice, for the FP8 elements it becomes, and each tensor's tile scale grid once. That is
+ * the conversion with its kernel taken out, the I/O floor no kernel can go under on this machine.
  */
-async function copyArm(src: string, dst: string): Promise<number> {
+async function copyArm(src: string, dst: string, asFp8: boolean): Promise<number> {
   const { openCheckpoint, PIECE_BYTES, SafetensorsWriter, writeAtSync } = await builtFormats();
   await mkdir(dst);
   const ck = await openCheckpoint(src, { blockingReads: true });
@@ -101,14 +107,12 @@ async function copyArm(src: string, dst: string): Promise<number> {
   let bytes = 0;
   try {
     for (const shard of ck.shards) {
-      const writer = await SafetensorsWriter.create(
-        join(dst, basename(shard.path)),
-        shard.tensors,
-        shard.metadata,
-      );
+      const layouts = asFp8 ? shard.tensors.map(fp8Layout) : shard.tensors;
+      const writer = await SafetensorsWriter.create(join(dst, basename(shard.path)), layouts, shard.metadata);
       const fd = openSync(writer.temporaryPath, "r+");
       try {
         for (const tensor of shard.tensors) {
+          const scales = asFp8 && tensor.name.endsWith("_scales");
           for (let at = 0; at < tensor.byteLength; at += PIECE_BYTES) {
             const piece = await shard.readTensorRange(
               tensor.name,
@@ -116,8 +120,14 @@ async function copyArm(src: string, dst: string): Promise<number> {
               Math.min(tensor.byteLength, at + PIECE_BYTES),
               buffer,
             );
-            writeAtSync(fd, piece, writer.reserve(tensor.name, piece.length));
             bytes += piece.length;
+            if (scales) continue;
+            for (let copies = asFp8 ? 2 : 1; copies > 0; copies -= 1)
+              writeAtSync(fd, piece, writer.reserve(tensor.name, piece.length));
+          }
+          if (scales) {
+            const grid = new Uint8Array(writer.tensors.find((t) => t.name === tensor.name)?.byteLength ?? 0);
+            writeAtSync(fd, grid, writer.reserve(tensor.name, grid.length));
           }
         }
       } finally {
@@ -131,11 +141,23 @@ async function copyArm(src: string, dst: string): Promise<number> {
   return bytes;
 }
 
+/**
+ * The size of what a generated tensor becomes in FP8 with 128x128 tiles, under its own name: blocks
+ * [E, R, G, 16] give U8 elements [E, R, 32 G]; scales [E, R, G] give F32 [E, R / 128, 32 G / 128].
+ */
+function fp8Layout(tensor: { name: string; shape: readonly number[] }) {
+  const [experts, rows, groups] = tensor.shape as [number, number, number];
+  if (tensor.name.endsWith("_blocks"))
+    return { name: tensor.name, dtype: "U8" as const, shape: [experts, rows, groups * 32] };
+  const grid = [experts, Math.ceil(rows / 128), Math.ceil((groups * 32) / 128)];
+  return { name: tensor.name, dtype: "F32" as const, shape: grid };
+}
+
 async function runArm(arm: string, src: string, dst: string, workers: number): Promise<ArmResult> {
   const before = process.resourceUsage();
   const started = performance.now();
   let sourceBytes: number;
-  if (arm === "copy") sourceBytes = await copyArm(src, dst);
+  if (arm === "copy" || arm === "io") sourceBytes = await copyArm(src, dst, arm === "io");
   else {
     const { convertCheckpoint } = await builtFormats();
     sourceBytes = (await convertCheckpoint(src, dst, { to: "fp8", workers })).sourceBytes;
@@ -221,11 +243,13 @@ if (values.arm !== undefined) {
       `generated ${gib(bytes)} GiB MXFP4 checkpoint in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`,
     );
     const cores = [1, 2];
+    // On one core, the conversion's I/O alone too: the ceiling of convert/copy there.
     const half = cores.flatMap((n) => [
       { arm: "copy", cores: n },
+      ...(n === 1 ? [{ arm: "io", cores: n }] : []),
       { arm: "convert", cores: n },
     ]);
-    // copy 1, convert 1, copy 2, convert 2, then the same backwards.
+    // copy 1, I/O 1, convert 1, copy 2, convert 2, then the same backwards.
     const order = [...half, ...[...half].reverse()];
     const results: ArmResult[] = [];
     for (const [i, { arm, cores }] of order.entries()) {
@@ -234,7 +258,8 @@ if (values.arm !== undefined) {
       await rm(dst, { recursive: true, force: true });
       await settle();
       results.push(result);
-      const label = `${arm === "copy" ? "copy" : `convert fp8, ${cores} worker${cores === 1 ? "" : "s"}`}, ${cores} core${cores === 1 ? "" : "s"}`;
+      const what = { copy: "copy", io: "conversion's I/O alone" }[arm];
+      const label = `${what ?? `convert fp8, ${cores} worker${cores === 1 ? "" : "s"}`}, ${cores} core${cores === 1 ? "" : "s"}`;
       const rate = result.sourceBytes / 2 ** 30 / result.seconds;
       process.stdout.write(
         `${label.padEnd(34)} ${result.seconds.toFixed(2).padStart(7)} s  ${rate.toFixed(3)} GiB/s of source  ` +
@@ -248,19 +273,20 @@ if (values.arm !== undefined) {
         0,
       );
     const halves = [
-      { name: "half 1", picked: [0, 1, 2, 3] },
-      { name: "half 2", picked: [4, 5, 6, 7] },
-      { name: "both halves", picked: [0, 1, 2, 3, 4, 5, 6, 7] },
+      { name: "half 1", picked: half.map((_, k) => k) },
+      { name: "half 2", picked: half.map((_, k) => half.length + k) },
+      { name: "both halves", picked: order.map((_, k) => k) },
     ];
     for (const { name, picked } of halves) {
-      const [copy1, convert1, copy2, convert2] = [
+      const [copy1, io1, convert1, copy2, convert2] = [
         seconds("copy", 1, picked),
+        seconds("io", 1, picked),
         seconds("convert", 1, picked),
         seconds("copy", 2, picked),
         seconds("convert", 2, picked),
       ];
       process.stdout.write(
-        `${name}: convert/copy on 1 core ${(copy1 / convert1).toFixed(2)}x, on 2 cores ${(copy2 / convert2).toFixed(2)}x; ` +
+        `${name}: convert/copy on 1 core ${(copy1 / convert1).toFixed(2)}x (its I/O alone ${(copy1 / io1).toFixed(2)}x), on 2 cores ${(copy2 / convert2).toFixed(2)}x; ` +
           `convert 2 cores vs 1 ${(convert1 / convert2).toFixed(2)}x (copy ${(copy1 / copy2).toFixed(2)}x)\n`,
       );
     }
