@@ -100,6 +100,12 @@ export interface WasmModuleParts {
   functions: { type: number; body: number[] }[];
   /** Exported functions: name and function index. */
   exports: [string, number][];
+  /**
+   * Whether the imported memory is shared (the default): views of a shared memory cross threads,
+   * but copies between it and ordinary arrays go element by element, several times slower than a
+   * memcpy; a thread's private scratch memory is faster unshared.
+   */
+  sharedMemory?: boolean;
 }
 
 const section = (id: number, content: number[]): number[] => [id, ...uleb(content.length), ...content];
@@ -107,15 +113,23 @@ const vector = (items: number[][]): number[] => [...uleb(items.length), ...items
 const name = (s: string): number[] => [...uleb(s.length), ...Array.from(s, (c) => c.charCodeAt(0))];
 
 /**
- * A module whose functions work in an imported shared memory `env.memory` of 1 to 65536 pages,
- * so views of it cross threads without copies.
+ * A module whose functions work in an imported memory `env.memory` of 1 to 65536 pages, shared
+ * unless `sharedMemory` is false, so views of it cross threads without copies.
  */
 export function wasmModuleBytes(parts: WasmModuleParts): Uint8Array {
-  const { types, functions, exports } = parts;
+  const { types, functions, exports, sharedMemory = true } = parts;
   return new Uint8Array([
     ...[0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00],
     ...section(1, vector(types)),
-    ...section(2, [0x01, ...name("env"), ...name("memory"), 0x02, 0x03, 0x01, ...uleb(65536)]),
+    ...section(2, [
+      0x01,
+      ...name("env"),
+      ...name("memory"),
+      0x02,
+      sharedMemory ? 0x03 : 0x01,
+      0x01,
+      ...uleb(65536),
+    ]),
     ...section(3, vector(functions.map((f) => uleb(f.type)))),
     ...section(7, vector(exports.map(([n, index]) => [...name(n), 0x00, ...uleb(index)]))),
     ...section(10, vector(functions.map((f) => [...uleb(f.body.length), ...f.body]))),
@@ -137,7 +151,10 @@ export interface WasmSharedMemory {
 }
 
 export interface WasmApi {
-  Memory: new (d: { initial: number; maximum: number; shared: true }) => WasmSharedMemory;
+  Memory: {
+    new (d: { initial: number; maximum: number; shared: true }): WasmSharedMemory;
+    new (d: { initial: number; maximum: number }): WasmMemory;
+  };
   validate(bytes: Uint8Array): boolean;
   Module: new (bytes: Uint8Array) => WasmModule;
   Instance: new (module: WasmModule, imports: object) => { exports: unknown };

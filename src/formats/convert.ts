@@ -22,7 +22,7 @@ import { MXFP4_BLOCK, MXFP4_BLOCK_BYTES } from "./mxfp4.js";
 import { TILE } from "./mxfp4-to-fp8.js";
 import type { TensorLayout } from "./safetensors-header.js";
 import { SafetensorsWriter } from "./safetensors-writer.js";
-import { verifyCheckpoints } from "./verify.js";
+import { compareCheckpointValues } from "./verify.js";
 import { siblingModule, WorkerPool } from "./worker-pool.js";
 
 export type ConvertTarget = "bf16" | "fp8" | "mxfp4";
@@ -417,7 +417,7 @@ async function proveExact(
   results: Map<Plan, TensorConversion>,
   workers: number,
 ): Promise<void> {
-  const report = await verifyCheckpoints(source, dir, { workers });
+  const report = await compareCheckpointValues(source, dir, { workers });
   const byName = new Map(report.weights.map((w) => [w.name, w]));
   const weights = new Map<string, Plan[]>();
   for (const plan of results.keys()) weights.set(plan.weight, [...(weights.get(plan.weight) ?? []), plan]);

@@ -70,4 +70,11 @@ export {
 } from "./safetensors-header.js";
 export { openSafetensors, SafetensorsFile } from "./safetensors-reader.js";
 export { SafetensorsWriter, type TensorData, writeAtSync, writeSafetensors } from "./safetensors-writer.js";
-export { type VerifyReport, verifyCheckpoints, type WeightComparison } from "./verify.js";
+export {
+  type ComparisonReport,
+  compareCheckpointValues,
+  type ValueComparison,
+  type VerifyReport,
+  verifyCheckpoints,
+  type WeightComparison,
+} from "./verify.js";

@@ -15,6 +15,7 @@ beforeAll(async () => {
   // A [2, 3, 64] fp8 weight with per-[1, 32] scales, and a [130, 32] one with 128x128 tiles.
   const small = Uint8Array.from({ length: 2 * 3 * 64 }, (_, i) => encodeMinifloat(FP8_E4M3FN, (i % 9) - 4));
   const tall = Uint8Array.from({ length: 130 * 32 }, (_, i) => encodeMinifloat(FP8_E4M3FN, i % 5));
+  const odd = Uint8Array.from({ length: 3 * 40 }, (_, i) => encodeMinifloat(FP8_E4M3FN, (i % 7) - 3));
   await writeCheckpoint(root, [
     { name: "a.weight", dtype: "F8_E4M3", shape: [2, 3, 64], data: small },
     {
@@ -26,6 +27,9 @@ beforeAll(async () => {
     { name: "b.weight", dtype: "F8_E4M3", shape: [130, 32], data: tall },
     { name: "b.weight_scale_inv", dtype: "F32", shape: [2, 1], data: f32([0.5, 4]) },
     { name: "c.weight_scale_inv", dtype: "F32", shape: [1], data: f32([1]) },
+    // Rows of 40 are not whole 16-byte vectors: the scalar decoder's case.
+    { name: "d.weight", dtype: "F8_E4M3", shape: [3, 40], data: odd },
+    { name: "d.weight_scale_inv", dtype: "F32", shape: [3, 2], data: f32([1, 2, 4, 8, 16, 32]) },
   ]);
   ck = await openCheckpoint(root);
 });
@@ -45,6 +49,7 @@ describe("logical weights", () => {
       ["a.weight", "fp8", [1, 32]],
       ["b.weight", "fp8", [128, 128]],
       ["c.weight_scale_inv", "plain", null],
+      ["d.weight", "fp8", [1, 32]],
     ]);
     expect(() => findLogical(detectLogicalTensors(ck.tensors), "zz", root)).toThrow(/no weight named "zz"/);
   });
@@ -65,5 +70,17 @@ describe("logical weights", () => {
       ((128 * 32) % 5) * 4,
       ((128 * 32 + 1) % 5) * 4,
     ]);
+  });
+
+  it("decodes rows that are not whole vectors, and rows that are, to the same definition", async () => {
+    const weights = detectLogicalTensors(ck.tensors);
+    const d = await readLogicalTensor(ck, findLogical(weights, "d.weight", root));
+    expect(Array.from(d)).toEqual(
+      Array.from(d, (_, i) => ((i % 7) - 3) * 2 ** (2 * Math.floor(i / 40) + (i % 40 >= 32 ? 1 : 0))),
+    );
+    const a = await readLogicalTensor(ck, findLogical(weights, "a.weight", root));
+    expect(Array.from(a)).toEqual(
+      Array.from(a, (_, i) => ((i % 9) - 4) * 2 ** (2 * Math.floor(i / 64) + (i % 64 >= 32 ? 1 : 0))),
+    );
   });
 });

@@ -1,6 +1,7 @@
 import { BringupError } from "../common/errors.js";
 import type { Checkpoint } from "./checkpoint.js";
 import { codeTable, decodeToFloat32 } from "./decode.js";
+import { fp8Fits, simdDecoder } from "./decode-simd.js";
 import type { Dtype } from "./dtypes.js";
 import { dtypeBytes, elementCount } from "./dtypes.js";
 import {
@@ -93,17 +94,40 @@ export function logicalRows(tensor: LogicalTensor): { rows: number; cols: number
 }
 
 /**
+ * Memory one reader of many row ranges reuses (see readLogicalRows), grown as needed: fresh arrays
+ * per range cost more in page faults and garbage collection than decoding them did.
+ */
+export class RowBuffers {
+  #bytes = new Uint8Array(0);
+  #values = new Float32Array(0);
+
+  bytes(n: number): Uint8Array {
+    if (this.#bytes.length < n) this.#bytes = new Uint8Array(n);
+    return this.#bytes.subarray(0, n);
+  }
+
+  values(n: number): Float32Array {
+    if (this.#values.length < n) this.#values = new Float32Array(n);
+    return this.#values.subarray(0, n);
+  }
+}
+
+/**
  * Decodes rows [start, end) of a logical tensor to float32, reading only those rows' bytes (and, for
  * 128x128 tiles, the small scale tensor). Every format here decodes exactly to float32, except MXFP4
  * scales of 2^126 and up, whose largest elements overflow float32 as they would any float32 reader.
+ * With `buffers`, quantized weights are read and decoded in their memory, and the result is a view
+ * of it, valid until they are next used.
  */
 export async function readLogicalRows(
   ck: Checkpoint,
   tensor: LogicalTensor,
   start: number,
   end: number,
+  buffers?: RowBuffers,
 ): Promise<Float32Array> {
   const { cols } = logicalRows(tensor);
+  const count = (end - start) * cols;
   switch (tensor.kind) {
     case "plain": {
       const size = dtypeBytes(tensor.dtype);
@@ -113,15 +137,23 @@ export async function readLogicalRows(
     case "mxfp4": {
       const groups = cols / MXFP4_BLOCK;
       const [blocksName, scalesName] = tensor.parts;
+      const [g0, g1] = [start * groups, end * groups];
+      const memory = buffers?.bytes((g1 - g0) * (MXFP4_BLOCK_BYTES + 1));
       const blocks = await ck.readTensorRange(
         blocksName,
-        start * groups * MXFP4_BLOCK_BYTES,
-        end * groups * MXFP4_BLOCK_BYTES,
+        g0 * MXFP4_BLOCK_BYTES,
+        g1 * MXFP4_BLOCK_BYTES,
+        memory?.subarray(0, (g1 - g0) * MXFP4_BLOCK_BYTES),
       );
-      const scales = await ck.readTensorRange(scalesName, start * groups, end * groups);
+      const scales = await ck.readTensorRange(
+        scalesName,
+        g0,
+        g1,
+        memory?.subarray((g1 - g0) * MXFP4_BLOCK_BYTES),
+      );
       const subject = `${ck.tensor(blocksName).file}#${tensor.name}`;
-      checkMxfp4Scales(scales, subject, start * groups); // first, so the block named is the tensor's own
-      return dequantizeMxfp4(blocks, scales, undefined, subject);
+      checkMxfp4Scales(scales, subject, g0); // first, so the block named is the tensor's own
+      return dequantizeMxfp4(blocks, scales, undefined, subject, buffers?.values(count));
     }
     case "fp8": {
       if (end <= start) return new Float32Array(0);
@@ -135,11 +167,25 @@ export async function readLogicalRows(
       const last = gridRow(end - 1) + 1;
       const scaleBytes = await ck.readTensorRange(tensor.parts[1], first * gridCols * 4, last * gridCols * 4);
       const scaleInv = decodeToFloat32("F32", scaleBytes, tensor.parts[1]);
-      const codes = await ck.readTensorRange(tensor.parts[0], start * cols, end * cols);
-      const values = new Float32Array(codes.length);
+      const codes = await ck.readTensorRange(
+        tensor.parts[0],
+        start * cols,
+        end * cols,
+        buffers?.bytes(count),
+      );
+      const values = buffers?.values(count) ?? new Float32Array(count);
+      const decoder = fp8Fits(cols, blockCols) ? simdDecoder() : undefined;
       for (let row = start; row < end; row += 1) {
         const offset = (row - start) * cols;
-        decodeScaledRow(codes, values, offset, cols, blockCols, scaleInv, (gridRow(row) - first) * gridCols);
+        const scales = (gridRow(row) - first) * gridCols;
+        if (decoder === undefined) decodeScaledRow(codes, values, offset, cols, blockCols, scaleInv, scales);
+        else
+          decoder.fp8(
+            codes.subarray(offset, offset + cols),
+            values.subarray(offset, offset + cols),
+            blockCols,
+            scaleInv.subarray(scales, scales + gridCols),
+          );
       }
       return values;
     }
@@ -147,7 +193,8 @@ export async function readLogicalRows(
 }
 
 /**
- * One row of FP8 E4M3 codes decoded and scaled in one pass, a block's run of columns at a time
+ * One row of FP8 E4M3 codes decoded and scaled in one pass, where the SIMD decoder does not run (no
+ * WebAssembly SIMD, or rows not in whole vectors), a block's run of columns at a time
  * under its one scale (scales[first + k] for the k-th block). Its own function, so V8 optimizes
  * the loop apart from the async reader around it.
  */

@@ -1,19 +1,34 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { decodeMinifloat, encodeMinifloat, FP4_E2M1 } from "./minifloat.js";
-import { dequantizeMxfp4, e2m1MagnitudeCode, encodeMxfp4, mxfp4LogicalShape } from "./mxfp4.js";
+import {
+  dequantizeMxfp4,
+  dequantizeMxfp4Scalar,
+  e2m1MagnitudeCode,
+  encodeMxfp4,
+  mxfp4LogicalShape,
+} from "./mxfp4.js";
 
 const E2M1 = [0, 0.5, 1, 1.5, 2, 3, 4, 6];
 
+const scalar = (blocks: Uint8Array, scales: Uint8Array) => {
+  const out = new Float32Array(scales.length * 32);
+  dequantizeMxfp4Scalar(blocks, scales, out);
+  return out;
+};
+
 describe("MXFP4 decoding", () => {
-  it("decodes every packed byte under every finite scale as the spec's tables do", () => {
+  it.each([
+    ["SIMD", dequantizeMxfp4],
+    ["scalar", scalar],
+  ])("decodes every packed byte under every finite scale as the spec's tables do (%s)", (_, decode) => {
     const scales = new Uint8Array(255).map((_, i) => i);
     const blocks = new Uint8Array(255 * 16);
     // Each scale gets 16 bytes; 16 scales in a row cover all 256 byte values under that scale group.
     const decoded: number[][] = [];
     for (let start = 0; start < 256; start += 16) {
       for (let s = 0; s < 255; s += 1) for (let j = 0; j < 16; j += 1) blocks[s * 16 + j] = start + j;
-      decoded.push(Array.from(dequantizeMxfp4(blocks, scales)));
+      decoded.push(Array.from(decode(blocks, scales)));
       for (let s = 0; s < 255; s += 1) {
         for (let j = 0; j < 16; j += 1) {
           const byte = start + j;

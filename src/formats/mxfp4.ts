@@ -1,4 +1,5 @@
 import { BringupError } from "../common/errors.js";
+import { simdDecoder } from "./decode-simd.js";
 import { decodeE8m0, E8M0_NAN, e8m0Table, encodeE8m0Exponent } from "./e8m0.js";
 import { decodeTable, FP4_E2M1 } from "./minifloat.js";
 
@@ -57,12 +58,16 @@ export function checkMxfp4Scales(scales: Uint8Array, subject?: string, firstBloc
   }
 }
 
-/** Decodes to float32. `shape`, when given, is the blocks tensor's shape and is checked against the data. */
+/**
+ * Decodes to float32, into `out` when given (32 values per block). `shape`, when given, is the
+ * blocks tensor's shape and is checked against the data.
+ */
 export function dequantizeMxfp4(
   blocks: Uint8Array,
   scales: Uint8Array,
   shape?: readonly number[],
   subject?: string,
+  into?: Float32Array,
 ): Float32Array {
   checkPair(blocks, scales, subject);
   if (shape !== undefined) {
@@ -77,7 +82,15 @@ export function dequantizeMxfp4(
     }
   }
   checkMxfp4Scales(scales, subject);
-  const out = new Float32Array(scales.length * MXFP4_BLOCK);
+  const out = into ?? new Float32Array(scales.length * MXFP4_BLOCK);
+  const decoder = simdDecoder();
+  if (decoder === undefined) dequantizeMxfp4Scalar(blocks, scales, out);
+  else decoder.mxfp4(blocks, scales, out);
+  return out;
+}
+
+/** dequantizeMxfp4's loop where WebAssembly SIMD is unavailable; decode-simd.ts gives the same values. */
+export function dequantizeMxfp4Scalar(blocks: Uint8Array, scales: Uint8Array, out: Float32Array): void {
   for (let b = 0; b < scales.length; b += 1) {
     const scale = SCALES[scales[b] as number] as number;
     const base = b * MXFP4_BLOCK_BYTES;
@@ -88,7 +101,6 @@ export function dequantizeMxfp4(
       out[outBase + 2 * j + 1] = (E2M1_VALUES[byte >> 4] as number) * scale;
     }
   }
-  return out;
 }
 
 /**

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { writeCheckpoint } from "./checkpoint.js";
 import { convertCheckpoint } from "./convert.js";
 import { inspectCheckpoint } from "./inspect.js";
-import { verifyCheckpoints } from "./verify.js";
+import { compareCheckpointValues, verifyCheckpoints } from "./verify.js";
 
 let root: string;
 const blocks = new Uint8Array(4 * 2 * 16).map((_, i) => (i * 37) & 0xff);
@@ -74,6 +74,12 @@ describe("verify", () => {
     expect(w?.firstMismatch).toBe(11); // byte 5's high nibble is element 11
     // Worker threads and the calling thread find the same.
     expect(await verifyCheckpoints(join(root, "tweaked"), join(root, "fp8"), { workers: 0 })).toEqual(report);
+    // Without checksums, the same value comparisons.
+    const values = await compareCheckpointValues(join(root, "tweaked"), join(root, "fp8"));
+    expect(values).toEqual({
+      ...report,
+      weights: report.weights.map(({ sha256A, sha256B, bytesIdentical, ...rest }) => rest),
+    });
     const self = await verifyCheckpoints(join(root, "a"), join(root, "a", "model.safetensors"));
     expect(self.ok).toBe(true);
     await writeCheckpoint(join(root, "norm-only"), [

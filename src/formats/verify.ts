@@ -1,17 +1,20 @@
 import { createHash } from "node:crypto";
 import { availableParallelism } from "node:os";
 import { type Checkpoint, openCheckpoint } from "./checkpoint.js";
-import { detectLogicalTensors, type LogicalTensor, logicalRows, readLogicalRows } from "./logical.js";
+import {
+  detectLogicalTensors,
+  type LogicalTensor,
+  logicalRows,
+  RowBuffers,
+  readLogicalRows,
+} from "./logical.js";
 import { siblingModule, WorkerPool } from "./worker-pool.js";
 
-export interface WeightComparison {
+/** How one weight's decoded values compare. */
+export interface ValueComparison {
   readonly name: string;
   readonly formatA: string;
   readonly formatB: string;
-  /** sha256 of the stored bytes of every part, in order. */
-  readonly sha256A: string;
-  readonly sha256B: string;
-  readonly bytesIdentical: boolean;
   /** Whether the decoded float32 values are bit for bit the same (NaN matches NaN). */
   readonly valuesIdentical: boolean;
   readonly mismatches: number;
@@ -19,14 +22,23 @@ export interface WeightComparison {
   readonly maxAbsDifference: number;
 }
 
-export interface VerifyReport {
+export interface WeightComparison extends ValueComparison {
+  /** sha256 of the stored bytes of every part, in order. */
+  readonly sha256A: string;
+  readonly sha256B: string;
+  readonly bytesIdentical: boolean;
+}
+
+export interface ComparisonReport<W extends ValueComparison> {
   readonly a: string;
   readonly b: string;
   readonly ok: boolean;
-  readonly weights: readonly WeightComparison[];
+  readonly weights: readonly W[];
   readonly onlyInA: readonly string[];
   readonly onlyInB: readonly string[];
 }
+
+export type VerifyReport = ComparisonReport<WeightComparison>;
 
 /** Bytes read at a time for a checksum, into one buffer. */
 const CHUNK_BYTES = 16 * 2 ** 20;
@@ -48,11 +60,7 @@ async function checksum(ck: Checkpoint, t: LogicalTensor, buffer: Uint8Array): P
 }
 
 /** sha256 of the stored bytes of each pair's two weights, one weight after another through one buffer. */
-async function checksums(
-  x: Checkpoint,
-  y: Checkpoint,
-  pairs: readonly { a: LogicalTensor; b: LogicalTensor }[],
-): Promise<[string, string][]> {
+async function checksums(x: Checkpoint, y: Checkpoint, pairs: readonly Pair[]): Promise<[string, string][]> {
   const buffer = new Uint8Array(CHUNK_BYTES);
   const sums: [string, string][] = [];
   for (const { a, b } of pairs) sums.push([await checksum(x, a, buffer), await checksum(y, b, buffer)]);
@@ -74,11 +82,29 @@ export interface RowsComparison {
   readonly maxAbsDifference: number;
 }
 
+/** Buffers for the comparisons of this thread not running now (several may wait on reads at once). */
+const idleBuffers: [RowBuffers, RowBuffers][] = [];
+
 /** Decodes rows of a in x and of b in y and compares them bit for bit (NaN matches NaN). */
 export async function compareRows(x: Checkpoint, y: Checkpoint, job: RowsJob): Promise<RowsComparison> {
+  const buffers = idleBuffers.pop() ?? [new RowBuffers(), new RowBuffers()];
+  try {
+    return await compareDecoded(x, y, job, buffers);
+  } finally {
+    idleBuffers.push(buffers);
+  }
+}
+
+async function compareDecoded(
+  x: Checkpoint,
+  y: Checkpoint,
+  job: RowsJob,
+  [bufferA, bufferB]: [RowBuffers, RowBuffers],
+): Promise<RowsComparison> {
   const { a, b, start, end } = job;
   const { cols } = logicalRows(a);
-  const [va, vb] = [await readLogicalRows(x, a, start, end), await readLogicalRows(y, b, start, end)];
+  const va = await readLogicalRows(x, a, start, end, bufferA);
+  const vb = await readLogicalRows(y, b, start, end, bufferB);
   // The usual case, every bit the same, is one memcmp; only a difference is looked at value by value.
   if (
     Buffer.from(va.buffer, va.byteOffset, va.byteLength).equals(
@@ -119,6 +145,35 @@ export async function verifyCheckpoints(
   pathB: string,
   options: VerifyOptions = {},
 ): Promise<VerifyReport> {
+  const { report, sums = [] } = await compare(pathA, pathB, options, checksums);
+  const weights = report.weights.map((w, k) => {
+    const [sha256A, sha256B] = sums[k] as [string, string];
+    return { ...w, sha256A, sha256B, bytesIdentical: sha256A === sha256B };
+  });
+  return { ...report, weights };
+}
+
+/** verifyCheckpoints without the checksums: only whether the decoded values are the same. */
+export async function compareCheckpointValues(
+  pathA: string,
+  pathB: string,
+  options: VerifyOptions = {},
+): Promise<ComparisonReport<ValueComparison>> {
+  return (await compare(pathA, pathB, options)).report;
+}
+
+type Pair = { a: LogicalTensor; b: LogicalTensor };
+
+/**
+ * The comparison both of those make; with `hash`, each weight's checksums too (in the report's
+ * order), computed while the values are compared.
+ */
+async function compare(
+  pathA: string,
+  pathB: string,
+  options: VerifyOptions,
+  hash?: (x: Checkpoint, y: Checkpoint, pairs: readonly Pair[]) => Promise<[string, string][]>,
+): Promise<{ report: ComparisonReport<ValueComparison>; sums?: [string, string][] }> {
   const workerCount = options.workers ?? Math.min(2, availableParallelism());
   const x = await openCheckpoint(pathA);
   try {
@@ -130,7 +185,7 @@ export async function verifyCheckpoints(
         const b = byName.get(a.name);
         return b === undefined ? [] : [{ a, b }];
       });
-      const sameShape = ({ a, b }: { a: LogicalTensor; b: LogicalTensor }) =>
+      const sameShape = ({ a, b }: Pair) =>
         a.shape.length === b.shape.length && a.shape.every((d, i) => d === b.shape[i]);
       const jobs = pairs.filter(sameShape).flatMap(({ a, b }) => {
         const { rows, cols } = logicalRows(a);
@@ -153,7 +208,7 @@ export async function verifyCheckpoints(
       try {
         const [values, sums] = await Promise.all([
           runInOrder(jobs, 2 * Math.max(1, workerCount), (job) => pool?.run(job) ?? compareRows(x, y, job)),
-          checksums(x, y, pairs),
+          hash?.(x, y, pairs),
         ]);
         const byWeight = new Map<string, RowsComparison[]>();
         for (const [k, job] of jobs.entries()) {
@@ -161,16 +216,8 @@ export async function verifyCheckpoints(
           parts.push(values[k] as RowsComparison);
           byWeight.set(job.a.name, parts);
         }
-        const weights = pairs.map(({ a, b }, k): WeightComparison => {
-          const [sha256A, sha256B] = sums[k] as [string, string];
-          const base = {
-            name: a.name,
-            formatA: format(a),
-            formatB: format(b),
-            sha256A,
-            sha256B,
-            bytesIdentical: sha256A === sha256B,
-          };
+        const weights = pairs.map(({ a, b }): ValueComparison => {
+          const base = { name: a.name, formatA: format(a), formatB: format(b) };
           if (!sameShape({ a, b }))
             return { ...base, valuesIdentical: false, mismatches: Number.NaN, maxAbsDifference: Number.NaN };
           const parts = byWeight.get(a.name) ?? [];
@@ -188,7 +235,7 @@ export async function verifyCheckpoints(
         const onlyInA = la.filter((t) => !byName.has(t.name)).map((t) => t.name);
         const onlyInB = lb.filter((t) => !namesA.has(t.name)).map((t) => t.name);
         const ok = onlyInA.length === 0 && onlyInB.length === 0 && weights.every((w) => w.valuesIdentical);
-        return { a: pathA, b: pathB, ok, weights, onlyInA, onlyInB };
+        return { report: { a: pathA, b: pathB, ok, weights, onlyInA, onlyInB }, ...(sums ? { sums } : {}) };
       } finally {
         await pool?.close();
       }

@@ -1,0 +1,316 @@
+/**
+ * WebAssembly SIMD decoders from MXFP4 and scaled FP8 E4M3 to float32, for reading and verifying
+ * weights: the scalar loops run at 5-8 ns an element here, which made proving a converted
+ * checkpoint exact take several times longer than converting it.
+ *
+ * Both produce exactly what the scalar decoders do. Each element is a product of two float32
+ * values (an element and its block's scale) that float64 holds exactly, so the scalar path's one
+ * rounding to float32 is the one f32x4.mul makes. MXFP4: a nibble's float32 bits have only their top
+ * two bytes set, which two 16-entry swizzle tables give (built from the E2M1 decode table).
+ * E4M3: a code's low 7 bits shifted into a float32's exponent and mantissa read as 2^-120 times the
+ * value, subnormals included, so one exact multiply by 2^120 decodes it; 0x7f and 0xff become NaN.
+ *
+ * Work goes through one small memory per thread, a slice at a time, so it stays in cache and its
+ * size is bounded whatever the tensor's. The memory is not shared: copies in and out of a shared
+ * one go element by element, and took more time than decoding.
+ */
+
+import {
+  compileWasm,
+  F32X4_MUL,
+  funcType,
+  localGet as get,
+  I32,
+  I32_ADD,
+  I32_GE_U,
+  I32_LT_U,
+  I32_SHL,
+  i32Const as i32,
+  instantiateWasm,
+  locals,
+  relaxedSimdAvailable,
+  SELECT,
+  localSet as set,
+  simd,
+  V128,
+  v128Load,
+  v128Store,
+  type WasmApi,
+  type WasmMemory,
+  type WasmModule,
+  wasmApi,
+  wasmModuleBytes,
+} from "../common/wasm-assembler.js";
+import { e8m0Table } from "./e8m0.js";
+import { decodeTable, FP4_E2M1 } from "./minifloat.js";
+
+const LOAD8_U = [0x2d, 0x00, 0x00];
+const F32_LOAD = [0x2a, 0x02, 0x00];
+const F32X4_SPLAT = simd(0x13);
+const I32X4_SPLAT = simd(0x11);
+const V_AND = simd(0x4e);
+const V_OR = simd(0x50);
+const I16X8_SHR_U = simd(0x8d);
+const I32X4_EQ = simd(0x37);
+const I32X4_SHL = simd(0xab);
+const EXTEND_8_TO_16 = [simd(0x89), simd(0x8a)]; // i16x8.extend_{low,high}_i8x16_u
+const EXTEND_16_TO_32 = [simd(0xa9), simd(0xaa)]; // i32x4.extend_{low,high}_i16x8_u
+const shuffle = (lanes: number[]) => simd(0x0d, ...lanes);
+const v128Const = (bytes: ArrayLike<number>) => simd(0x0c, ...Array.from(bytes));
+const splatI32 = (value: number) => [...i32(value), ...I32X4_SPLAT];
+
+/** Bytes i of a and i of b, alternately, from lane `from` on: interleaves two byte vectors. */
+const interleave8 = (from: number) => Array.from({ length: 16 }, (_, i) => from + (i >> 1) + (i & 1) * 16);
+/** Each 16-bit lane of b, from lane `from` on, as the top half of a 32-bit lane (a's lanes are zero). */
+const widenHigh16 = (from: number) =>
+  Array.from({ length: 16 }, (_, i) => ((i & 3) < 2 ? i & 1 : 16 + 2 * (from + (i >> 2)) + (i & 1)));
+
+/** `for (; counter < limit; counter += step) body`, counter and limit i32 locals. */
+const whileBelow = (counter: number, limit: number, step: number, body: number[]) => [
+  ...[0x02, 0x40, 0x03, 0x40], // block, loop
+  ...get(counter),
+  ...get(limit),
+  ...I32_GE_U,
+  0x0d,
+  0x01, // br_if out of the block
+  ...body,
+  ...[...get(counter), ...i32(step), ...I32_ADD, ...set(counter)],
+  ...[0x0c, 0x00, 0x0b, 0x0b], // br loop; end loop; end block
+];
+
+const advance = (local: number, by: number) => [...get(local), ...i32(by), ...I32_ADD, ...set(local)];
+
+/** Top two bytes of the float32 bits of every E2M1 code, as two swizzle tables. */
+function e2m1Tables(): { high: Uint8Array; low: Uint8Array } {
+  const bits = new Uint32Array(Float32Array.from(decodeTable(FP4_E2M1)).buffer);
+  return {
+    high: Uint8Array.from(bits, (b) => b >>> 24),
+    low: Uint8Array.from(bits, (b) => (b >>> 16) & 0xff),
+  };
+}
+
+/**
+ * mxfp4(blocks, scales, out, n, factors): n blocks of 16 bytes to 32 float32 each, times the
+ * block's scale, looked up as float32 in the 256-entry table at `factors`.
+ */
+function mxfp4Body(swizzle: number[]): number[] {
+  // params 0 blocks, 1 scales, 2 out, 3 n, 4 factors | locals 5 i | 6 mask, 7 high, 8 low, 9 zero,
+  // 10 factor, 11 v, 12 lo, 13 hi, 14 codes, 15 top, 16 next, 17 pair
+  const tables = e2m1Tables();
+  const half = (h: number) => [
+    ...get(12),
+    ...get(13),
+    ...shuffle(interleave8(8 * h)),
+    ...set(14), // element codes 16h .. 16h + 15, in order
+    ...[...get(7), ...get(14), ...swizzle, ...set(15)],
+    ...[...get(8), ...get(14), ...swizzle, ...set(16)],
+    ...[0, 1].flatMap((q) => [
+      ...[...get(16), ...get(15), ...shuffle(interleave8(8 * q)), ...set(17)], // 8 elements' top halves
+      ...[0, 1].flatMap((r) => [
+        ...get(2),
+        ...get(9),
+        ...get(17),
+        ...shuffle(widenHigh16(4 * r)),
+        ...get(10),
+        ...F32X4_MUL,
+        ...v128Store(0, 64 * h + 32 * q + 16 * r),
+      ]),
+    ]),
+  ];
+  return [
+    ...locals([1, I32], [12, V128]),
+    ...[...v128Const(new Array<number>(16).fill(0x0f)), ...set(6)],
+    ...[...v128Const(tables.high), ...set(7)],
+    ...[...v128Const(tables.low), ...set(8)],
+    ...[...v128Const(new Array<number>(16).fill(0)), ...set(9)],
+    ...[...i32(0), ...set(5)],
+    ...whileBelow(5, 3, 1, [
+      ...[
+        ...get(4),
+        ...get(1),
+        ...LOAD8_U,
+        ...i32(2),
+        ...I32_SHL,
+        ...I32_ADD,
+        ...F32_LOAD,
+        ...F32X4_SPLAT,
+        ...set(10),
+      ],
+      ...[...get(0), ...v128Load(0, 0), ...set(11)],
+      ...[...get(11), ...get(6), ...V_AND, ...set(12)],
+      ...[...get(11), ...i32(4), ...I16X8_SHR_U, ...get(6), ...V_AND, ...set(13)],
+      ...half(0),
+      ...half(1),
+      ...advance(0, 16),
+      ...advance(1, 1),
+      ...advance(2, 128),
+    ]),
+    0x0b,
+  ];
+}
+
+/**
+ * fp8(codes, out, count, blockCols, scales): `count` E4M3 codes to float32, the k-th run of
+ * `blockCols` times the float32 at scales + 4k. count and blockCols are multiples of 16.
+ */
+function fp8Body(): number[] {
+  // params 0 codes, 1 out, 2 count, 3 blockCols, 4 scales | locals 5 c, 6 runEnd
+  // | 7 factor, 8 x, 9 wide, 10 code, 11 magnitude, 12 value
+  const [M7F, M80, NAN_BITS, TWO_TO_120] = [0x7f, 0x80, 0x7fc00000, 0x7b800000];
+  const decode4 = (slot: number) => [
+    ...[...get(10), ...splatI32(M7F), ...V_AND, ...set(11)],
+    ...[...get(11), ...i32(20), ...I32X4_SHL],
+    ...[...get(10), ...splatI32(M80), ...V_AND, ...i32(24), ...I32X4_SHL, ...V_OR],
+    ...[...splatI32(TWO_TO_120), ...F32X4_MUL, ...set(12)],
+    ...[...get(11), ...splatI32(M7F), ...I32X4_EQ, ...splatI32(NAN_BITS), ...V_AND, ...get(12), ...V_OR],
+    ...[...get(7), ...F32X4_MUL, ...set(12)],
+    ...[...get(1), ...get(12), ...v128Store(0, 16 * slot)],
+  ];
+  const sixteen = [
+    ...[...get(0), ...v128Load(0, 0), ...set(8)],
+    ...[0, 1].flatMap((h) => [
+      ...[...get(8), ...(EXTEND_8_TO_16[h] as number[]), ...set(9)],
+      ...[0, 1].flatMap((q) => [
+        ...get(9),
+        ...(EXTEND_16_TO_32[q] as number[]),
+        ...set(10),
+        ...decode4(2 * h + q),
+      ]),
+    ]),
+    ...advance(0, 16),
+    ...advance(1, 64),
+  ];
+  return [
+    ...locals([2, I32], [6, V128]),
+    ...[...i32(0), ...set(5)],
+    ...[0x02, 0x40, 0x03, 0x40],
+    ...[...get(5), ...get(2), ...I32_GE_U, 0x0d, 0x01],
+    ...[...get(4), ...F32_LOAD, ...F32X4_SPLAT, ...set(7)],
+    ...advance(4, 4),
+    // runEnd = min(c + blockCols, count)
+    ...[
+      ...get(5),
+      ...get(3),
+      ...I32_ADD,
+      ...get(2),
+      ...get(5),
+      ...get(3),
+      ...I32_ADD,
+      ...get(2),
+      ...I32_LT_U,
+    ],
+    ...[...SELECT, ...set(6)],
+    ...whileBelow(5, 6, 16, sixteen),
+    ...[0x0c, 0x00, 0x0b, 0x0b],
+    0x0b,
+  ];
+}
+
+export function decodeModuleBytes(relaxed: boolean): Uint8Array {
+  return wasmModuleBytes({
+    types: [funcType([I32, I32, I32, I32, I32], [])],
+    functions: [
+      { type: 0, body: mxfp4Body(relaxed ? simd(0x100) : simd(0x0e)) },
+      { type: 0, body: fp8Body() },
+    ],
+    exports: [
+      ["mxfp4", 0],
+      ["fp8", 1],
+    ],
+    sharedMemory: false,
+  });
+}
+
+interface DecodeExports {
+  mxfp4(blocks: number, scales: number, out: number, n: number, factors: number): void;
+  fp8(codes: number, out: number, count: number, blockCols: number, scales: number): void;
+}
+
+/** Elements decoded per kernel call: the slice's input and output stay in the core's cache. */
+const SLICE = 32 * 1024;
+const PAGE = 65536;
+
+/**
+ * One thread's decoder. Memory layout: the E8M0 factors (256 float32), then a slice's scales,
+ * codes and output.
+ */
+export class SimdDecoder {
+  readonly #kernel: DecodeExports;
+  readonly #memory: WasmMemory;
+  static readonly #factors = 0;
+  static readonly #scales = 1024;
+  static readonly #codes = SimdDecoder.#scales + 4 * SLICE;
+  static readonly #out = SimdDecoder.#codes + SLICE;
+
+  private constructor(
+    module: WasmModule,
+    /** Whether the MXFP4 lookups use relaxed SIMD's swizzle. */
+    readonly relaxed: boolean,
+  ) {
+    const pages = Math.ceil((SimdDecoder.#out + 4 * SLICE) / PAGE);
+    this.#memory = new (wasmApi as WasmApi).Memory({ initial: pages, maximum: pages });
+    this.#kernel = instantiateWasm(module, this.#memory) as DecodeExports;
+    new Float32Array(this.#memory.buffer, SimdDecoder.#factors, 256).set(e8m0Table());
+  }
+
+  /**
+   * A decoder, or undefined where WebAssembly SIMD is unavailable. It uses relaxed SIMD's swizzle
+   * (alike for the indices under 16 used here, without a range fix-up) where the runtime has it,
+   * unless `relaxed` is false.
+   */
+  static create(relaxed = true): SimdDecoder | undefined {
+    const useRelaxed = relaxed && relaxedSimdAvailable();
+    const module = compileWasm(decodeModuleBytes(useRelaxed));
+    return module === undefined ? undefined : new SimdDecoder(module, useRelaxed);
+  }
+
+  /** MXFP4 blocks (16 bytes each) and their scales to float32 in `out`, 32 per block. */
+  mxfp4(blocks: Uint8Array, scales: Uint8Array, out: Float32Array): void {
+    const buffer = this.#memory.buffer;
+    const step = SLICE / 32;
+    for (let b0 = 0; b0 < scales.length; b0 += step) {
+      const n = Math.min(step, scales.length - b0);
+      new Uint8Array(buffer, SimdDecoder.#codes, n * 16).set(blocks.subarray(b0 * 16, (b0 + n) * 16));
+      new Uint8Array(buffer, SimdDecoder.#scales, n).set(scales.subarray(b0, b0 + n));
+      this.#kernel.mxfp4(SimdDecoder.#codes, SimdDecoder.#scales, SimdDecoder.#out, n, SimdDecoder.#factors);
+      out.set(new Float32Array(buffer, SimdDecoder.#out, n * 32), b0 * 32);
+    }
+  }
+
+  /**
+   * E4M3 codes to float32 in `out`, the k-th run of `blockCols` codes times scales[k]. The count and
+   * blockCols must be multiples of 16 (see fp8Fits).
+   */
+  fp8(codes: Uint8Array, out: Float32Array, blockCols: number, scales: Float32Array): void {
+    const buffer = this.#memory.buffer;
+    // Whole runs per slice; a run longer than a slice goes a slice at a time, each its own run.
+    const long = blockCols >= SLICE;
+    const step = long ? SLICE : Math.floor(SLICE / blockCols) * blockCols;
+    for (let c0 = 0; c0 < codes.length; ) {
+      const k0 = Math.floor(c0 / blockCols);
+      const n = Math.min(step, codes.length - c0, long ? (k0 + 1) * blockCols - c0 : step);
+      const runCols = long ? n : blockCols;
+      const runs = Math.ceil(n / runCols);
+      new Uint8Array(buffer, SimdDecoder.#codes, n).set(codes.subarray(c0, c0 + n));
+      new Float32Array(buffer, SimdDecoder.#scales, runs).set(scales.subarray(k0, k0 + runs));
+      this.#kernel.fp8(SimdDecoder.#codes, SimdDecoder.#out, n, runCols, SimdDecoder.#scales);
+      out.set(new Float32Array(buffer, SimdDecoder.#out, n), c0);
+      c0 += n;
+    }
+  }
+}
+
+/** Whether rows of `cols` codes in runs of `blockCols` suit SimdDecoder.fp8. */
+export function fp8Fits(cols: number, blockCols: number): boolean {
+  return cols % 16 === 0 && blockCols % 16 === 0;
+}
+
+let shared: SimdDecoder | null | undefined;
+
+/** This thread's decoder, or undefined where WebAssembly SIMD or shared memory is unavailable. */
+export function simdDecoder(): SimdDecoder | undefined {
+  if (shared === undefined) {
+    shared = SimdDecoder.create() ?? null;
+  }
+  return shared ?? undefined;
+}
