@@ -10,9 +10,8 @@
  * E4M3: a code's low 7 bits shifted into a float32's exponent and mantissa read as 2^-120 times the
  * value, subnormals included, so one exact multiply by 2^120 decodes it; 0x7f and 0xff become NaN.
  *
- * Work goes through one small memory per thread, a slice at a time, so it stays in cache and its
- * size is bounded whatever the tensor's. The memory is not shared: copies in and out of a shared
- * one go element by element, and took more time than decoding.
+ * Bytes are read into a decoder's memory and decoded there (DecodeSpace), or copied through it a
+ * slice at a time.
  */
 
 import {
@@ -36,7 +35,6 @@ import {
   v128Load,
   v128Store,
   type WasmApi,
-  type WasmMemory,
   type WasmModule,
   wasmApi,
   wasmModuleBytes,
@@ -221,36 +219,69 @@ export function decodeModuleBytes(relaxed: boolean): Uint8Array {
   });
 }
 
+/** An unshared memory that grows (its buffer is replaced when it does). */
+interface WasmGrowableMemory {
+  readonly buffer: ArrayBuffer;
+  grow(pages: number): number;
+}
+
 interface DecodeExports {
   mxfp4(blocks: number, scales: number, out: number, n: number, factors: number): void;
   fp8(codes: number, out: number, count: number, blockCols: number, scales: number): void;
 }
 
-/** Elements decoded per kernel call: the slice's input and output stay in the core's cache. */
+/** Elements decoded per kernel call when copying through: the slice stays in the core's cache. */
 const SLICE = 32 * 1024;
 const PAGE = 65536;
+const ALIGN = 64;
+const FACTORS = 0;
+const roundUp = (n: number) => Math.ceil(n / ALIGN) * ALIGN;
+
+const modules = new Map<boolean, WasmModule | null>();
+
+function decodeModule(relaxed: boolean): WasmModule | null {
+  if (!modules.has(relaxed)) modules.set(relaxed, compileWasm(decodeModuleBytes(relaxed)) ?? null);
+  return modules.get(relaxed) ?? null;
+}
 
 /**
- * One thread's decoder. Memory layout: the E8M0 factors (256 float32), then a slice's scales,
- * codes and output.
+ * Views of a decoder's memory to read quantized bytes into and decode them in place, valid until
+ * the decoder's next `space`: `scales` (MXFP4's E8M0 codes, or FP8's float32 scales as stored),
+ * `codes` (MXFP4 blocks or FP8 codes) and `values`.
+ */
+export interface DecodeSpace {
+  readonly scales: Uint8Array;
+  readonly codes: Uint8Array;
+  readonly values: Float32Array;
+  /** The first `blocks` MXFP4 blocks in `codes`, under the scales in `scales`, into `values`. */
+  mxfp4(blocks: number): void;
+  /**
+   * One row of `cols` FP8 codes from element `at` of `codes` into the same place in `values`, the
+   * k-th run of `blockCols` times float32 number `scale + k` of `scales`. See fp8Fits.
+   */
+  fp8Row(at: number, cols: number, blockCols: number, scale: number): void;
+}
+
+/**
+ * A decoder and its memory (not shared: copies in and out of a shared one go element by element,
+ * and took longer than decoding). Layout: the E8M0 factors (256 float32), then the scales, codes
+ * and values areas, grown as asked.
  */
 export class SimdDecoder {
   readonly #kernel: DecodeExports;
-  readonly #memory: WasmMemory;
-  static readonly #factors = 0;
-  static readonly #scales = 1024;
-  static readonly #codes = SimdDecoder.#scales + 4 * SLICE;
-  static readonly #out = SimdDecoder.#codes + SLICE;
+  readonly #memory: WasmGrowableMemory;
+  #scalesAt = 0;
+  #codesAt = 0;
+  #valuesAt = 0;
 
   private constructor(
     module: WasmModule,
     /** Whether the MXFP4 lookups use relaxed SIMD's swizzle. */
     readonly relaxed: boolean,
   ) {
-    const pages = Math.ceil((SimdDecoder.#out + 4 * SLICE) / PAGE);
-    this.#memory = new (wasmApi as WasmApi).Memory({ initial: pages, maximum: pages });
+    this.#memory = new (wasmApi as WasmApi).Memory({ initial: 1, maximum: 65536 }) as WasmGrowableMemory;
     this.#kernel = instantiateWasm(module, this.#memory) as DecodeExports;
-    new Float32Array(this.#memory.buffer, SimdDecoder.#factors, 256).set(e8m0Table());
+    new Float32Array(this.#memory.buffer, FACTORS, 256).set(e8m0Table());
   }
 
   /**
@@ -260,20 +291,40 @@ export class SimdDecoder {
    */
   static create(relaxed = true): SimdDecoder | undefined {
     const useRelaxed = relaxed && relaxedSimdAvailable();
-    const module = compileWasm(decodeModuleBytes(useRelaxed));
-    return module === undefined ? undefined : new SimdDecoder(module, useRelaxed);
+    const module = decodeModule(useRelaxed);
+    return module === null ? undefined : new SimdDecoder(module, useRelaxed);
+  }
+
+  /** Room for `scaleBytes`, `codeBytes` and `values` floats; earlier views of the memory may go stale. */
+  space(scaleBytes: number, codeBytes: number, values: number): DecodeSpace {
+    this.#scalesAt = roundUp(FACTORS + 1024);
+    this.#codesAt = roundUp(this.#scalesAt + scaleBytes);
+    this.#valuesAt = roundUp(this.#codesAt + codeBytes);
+    const top = this.#valuesAt + 4 * values;
+    const length = this.#memory.buffer.byteLength;
+    if (top > length) this.#memory.grow(Math.ceil((top - length) / PAGE));
+    const buffer = this.#memory.buffer;
+    const [scalesAt, codesAt, valuesAt] = [this.#scalesAt, this.#codesAt, this.#valuesAt];
+    return {
+      scales: new Uint8Array(buffer, scalesAt, scaleBytes),
+      codes: new Uint8Array(buffer, codesAt, codeBytes),
+      values: new Float32Array(buffer, valuesAt, values),
+      mxfp4: (blocks) => this.#kernel.mxfp4(codesAt, scalesAt, valuesAt, blocks, FACTORS),
+      fp8Row: (at, cols, blockCols, scale) =>
+        this.#kernel.fp8(codesAt + at, valuesAt + 4 * at, cols, blockCols, scalesAt + 4 * scale),
+    };
   }
 
   /** MXFP4 blocks (16 bytes each) and their scales to float32 in `out`, 32 per block. */
   mxfp4(blocks: Uint8Array, scales: Uint8Array, out: Float32Array): void {
-    const buffer = this.#memory.buffer;
     const step = SLICE / 32;
+    const space = this.space(step, step * 16, SLICE);
     for (let b0 = 0; b0 < scales.length; b0 += step) {
       const n = Math.min(step, scales.length - b0);
-      new Uint8Array(buffer, SimdDecoder.#codes, n * 16).set(blocks.subarray(b0 * 16, (b0 + n) * 16));
-      new Uint8Array(buffer, SimdDecoder.#scales, n).set(scales.subarray(b0, b0 + n));
-      this.#kernel.mxfp4(SimdDecoder.#codes, SimdDecoder.#scales, SimdDecoder.#out, n, SimdDecoder.#factors);
-      out.set(new Float32Array(buffer, SimdDecoder.#out, n * 32), b0 * 32);
+      space.codes.set(blocks.subarray(b0 * 16, (b0 + n) * 16));
+      space.scales.set(scales.subarray(b0, b0 + n));
+      space.mxfp4(n);
+      out.set(space.values.subarray(0, n * 32), b0 * 32);
     }
   }
 
@@ -282,19 +333,23 @@ export class SimdDecoder {
    * blockCols must be multiples of 16 (see fp8Fits).
    */
   fp8(codes: Uint8Array, out: Float32Array, blockCols: number, scales: Float32Array): void {
-    const buffer = this.#memory.buffer;
     // Whole runs per slice; a run longer than a slice goes a slice at a time, each its own run.
     const long = blockCols >= SLICE;
     const step = long ? SLICE : Math.floor(SLICE / blockCols) * blockCols;
+    const space = this.space(4 * Math.ceil(step / Math.min(step, blockCols)), SLICE, SLICE);
+    const scaleFloats = new Float32Array(
+      space.scales.buffer,
+      space.scales.byteOffset,
+      space.scales.length / 4,
+    );
     for (let c0 = 0; c0 < codes.length; ) {
       const k0 = Math.floor(c0 / blockCols);
       const n = Math.min(step, codes.length - c0, long ? (k0 + 1) * blockCols - c0 : step);
       const runCols = long ? n : blockCols;
-      const runs = Math.ceil(n / runCols);
-      new Uint8Array(buffer, SimdDecoder.#codes, n).set(codes.subarray(c0, c0 + n));
-      new Float32Array(buffer, SimdDecoder.#scales, runs).set(scales.subarray(k0, k0 + runs));
-      this.#kernel.fp8(SimdDecoder.#codes, SimdDecoder.#out, n, runCols, SimdDecoder.#scales);
-      out.set(new Float32Array(buffer, SimdDecoder.#out, n), c0);
+      space.codes.set(codes.subarray(c0, c0 + n));
+      scaleFloats.set(scales.subarray(k0, k0 + Math.ceil(n / runCols)));
+      space.fp8Row(0, n, runCols, 0);
+      out.set(space.values.subarray(0, n), c0);
       c0 += n;
     }
   }
@@ -305,12 +360,10 @@ export function fp8Fits(cols: number, blockCols: number): boolean {
   return cols % 16 === 0 && blockCols % 16 === 0;
 }
 
-let shared: SimdDecoder | null | undefined;
+let threadDecoder: SimdDecoder | null | undefined;
 
-/** This thread's decoder, or undefined where WebAssembly SIMD or shared memory is unavailable. */
+/** This thread's decoder for copying through, or undefined where WebAssembly SIMD is unavailable. */
 export function simdDecoder(): SimdDecoder | undefined {
-  if (shared === undefined) {
-    shared = SimdDecoder.create() ?? null;
-  }
-  return shared ?? undefined;
+  threadDecoder ??= SimdDecoder.create() ?? null;
+  return threadDecoder ?? undefined;
 }

@@ -3,7 +3,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Checkpoint, openCheckpoint, writeCheckpoint } from "./checkpoint.js";
-import { detectLogicalTensors, findLogical, readLogicalRows, readLogicalTensor } from "./logical.js";
+import {
+  detectLogicalTensors,
+  findLogical,
+  logicalRows,
+  RowBuffers,
+  readLogicalRows,
+  readLogicalTensor,
+} from "./logical.js";
 import { encodeMinifloat, FP8_E4M3FN } from "./minifloat.js";
 
 let root: string;
@@ -30,6 +37,13 @@ beforeAll(async () => {
     // Rows of 40 are not whole 16-byte vectors: the scalar decoder's case.
     { name: "d.weight", dtype: "F8_E4M3", shape: [3, 40], data: odd },
     { name: "d.weight_scale_inv", dtype: "F32", shape: [3, 2], data: f32([1, 2, 4, 8, 16, 32]) },
+    {
+      name: "e_blocks",
+      dtype: "U8",
+      shape: [3, 2, 16],
+      data: Uint8Array.from({ length: 96 }, (_, i) => i * 7),
+    },
+    { name: "e_scales", dtype: "U8", shape: [3, 2], data: Uint8Array.from([120, 127, 130, 1, 254, 127]) },
   ]);
   ck = await openCheckpoint(root);
 });
@@ -50,6 +64,7 @@ describe("logical weights", () => {
       ["b.weight", "fp8", [128, 128]],
       ["c.weight_scale_inv", "plain", null],
       ["d.weight", "fp8", [1, 32]],
+      ["e", "mxfp4", null],
     ]);
     expect(() => findLogical(detectLogicalTensors(ck.tensors), "zz", root)).toThrow(/no weight named "zz"/);
   });
@@ -82,5 +97,26 @@ describe("logical weights", () => {
     expect(Array.from(a)).toEqual(
       Array.from(a, (_, i) => ((i % 9) - 4) * 2 ** (2 * Math.floor(i / 64) + (i % 64 >= 32 ? 1 : 0))),
     );
+  });
+
+  it("decodes the same into reused RowBuffers, in place or not, whatever the rows read before", async () => {
+    const weights = detectLogicalTensors(ck.tensors).filter((t) => t.kind !== "plain");
+    const buffers = new RowBuffers();
+    for (const pass of [0, 1]) {
+      for (const weight of weights) {
+        const { rows } = logicalRows(weight);
+        const whole = await readLogicalTensor(ck, weight);
+        const cols = whole.length / rows;
+        const [start, end] = pass === 0 ? [0, rows] : [1, rows];
+        const view = await readLogicalRows(ck, weight, start, end, buffers);
+        expect([weight.name, Array.from(view)]).toEqual([
+          weight.name,
+          Array.from(whole.subarray(start * cols)),
+        ]);
+      }
+    }
+    const e = await readLogicalTensor(ck, findLogical(weights, "e", root));
+    // Block 0 at scale 2^-7: byte 1 = 0x07, so element 2 (its low nibble) is 6 and element 3 is 0.
+    expect([e[2], e[3]]).toEqual([6 * 2 ** -7, 0]);
   });
 });

@@ -1,7 +1,7 @@
 import { BringupError } from "../common/errors.js";
 import type { Checkpoint } from "./checkpoint.js";
 import { codeTable, decodeToFloat32 } from "./decode.js";
-import { fp8Fits, simdDecoder } from "./decode-simd.js";
+import { type DecodeSpace, fp8Fits, SimdDecoder, simdDecoder } from "./decode-simd.js";
 import type { Dtype } from "./dtypes.js";
 import { dtypeBytes, elementCount } from "./dtypes.js";
 import {
@@ -95,11 +95,18 @@ export function logicalRows(tensor: LogicalTensor): { rows: number; cols: number
 
 /**
  * Memory one reader of many row ranges reuses (see readLogicalRows), grown as needed: fresh arrays
- * per range cost more in page faults and garbage collection than decoding them did.
+ * per range cost more in page faults and garbage collection than decoding them did. Quantized
+ * weights are read into a SIMD decoder's memory of their own and decoded there.
  */
 export class RowBuffers {
+  readonly #decoder = SimdDecoder.create();
   #bytes = new Uint8Array(0);
   #values = new Float32Array(0);
+
+  /** Room to read and decode in place, or undefined where WebAssembly SIMD is unavailable. */
+  space(scaleBytes: number, codeBytes: number, values: number): DecodeSpace | undefined {
+    return this.#decoder?.space(scaleBytes, codeBytes, values);
+  }
 
   bytes(n: number): Uint8Array {
     if (this.#bytes.length < n) this.#bytes = new Uint8Array(n);
@@ -138,22 +145,27 @@ export async function readLogicalRows(
       const groups = cols / MXFP4_BLOCK;
       const [blocksName, scalesName] = tensor.parts;
       const [g0, g1] = [start * groups, end * groups];
-      const memory = buffers?.bytes((g1 - g0) * (MXFP4_BLOCK_BYTES + 1));
+      const blockBytes = (g1 - g0) * MXFP4_BLOCK_BYTES;
+      const space = buffers?.space(g1 - g0, blockBytes, count);
+      const memory = space ? undefined : buffers?.bytes(blockBytes + g1 - g0);
       const blocks = await ck.readTensorRange(
         blocksName,
         g0 * MXFP4_BLOCK_BYTES,
         g1 * MXFP4_BLOCK_BYTES,
-        memory?.subarray(0, (g1 - g0) * MXFP4_BLOCK_BYTES),
+        space?.codes ?? memory?.subarray(0, blockBytes),
       );
       const scales = await ck.readTensorRange(
         scalesName,
         g0,
         g1,
-        memory?.subarray((g1 - g0) * MXFP4_BLOCK_BYTES),
+        space?.scales ?? memory?.subarray(blockBytes),
       );
       const subject = `${ck.tensor(blocksName).file}#${tensor.name}`;
       checkMxfp4Scales(scales, subject, g0); // first, so the block named is the tensor's own
-      return dequantizeMxfp4(blocks, scales, undefined, subject, buffers?.values(count));
+      if (space === undefined)
+        return dequantizeMxfp4(blocks, scales, undefined, subject, buffers?.values(count));
+      space.mxfp4(g1 - g0);
+      return space.values;
     }
     case "fp8": {
       if (end <= start) return new Float32Array(0);
@@ -165,7 +177,17 @@ export async function readLogicalRows(
         Math.floor(row / matrixRows) * gridRowsPerMatrix + Math.floor((row % matrixRows) / blockRows);
       const first = gridRow(start);
       const last = gridRow(end - 1) + 1;
-      const scaleBytes = await ck.readTensorRange(tensor.parts[1], first * gridCols * 4, last * gridCols * 4);
+      const [scaleStart, scaleEnd] = [first * gridCols * 4, last * gridCols * 4];
+      const fits = fp8Fits(cols, blockCols);
+      const space = fits ? buffers?.space(scaleEnd - scaleStart, count, count) : undefined;
+      if (space !== undefined) {
+        await ck.readTensorRange(tensor.parts[1], scaleStart, scaleEnd, space.scales); // float32 as stored
+        await ck.readTensorRange(tensor.parts[0], start * cols, end * cols, space.codes);
+        for (let row = start; row < end; row += 1)
+          space.fp8Row((row - start) * cols, cols, blockCols, (gridRow(row) - first) * gridCols);
+        return space.values;
+      }
+      const scaleBytes = await ck.readTensorRange(tensor.parts[1], scaleStart, scaleEnd);
       const scaleInv = decodeToFloat32("F32", scaleBytes, tensor.parts[1]);
       const codes = await ck.readTensorRange(
         tensor.parts[0],
@@ -174,7 +196,7 @@ export async function readLogicalRows(
         buffers?.bytes(count),
       );
       const values = buffers?.values(count) ?? new Float32Array(count);
-      const decoder = fp8Fits(cols, blockCols) ? simdDecoder() : undefined;
+      const decoder = fits ? simdDecoder() : undefined;
       for (let row = start; row < end; row += 1) {
         const offset = (row - start) * cols;
         const scales = (gridRow(row) - first) * gridCols;
