@@ -43,25 +43,42 @@ describe.each([false, true])("SIMD decoders, relaxed swizzle %s", (relaxed) => {
   // Scales: powers of two, ordinary ones, one that makes subnormal float32s, one that overflows.
   const SCALES = [1, 2 ** -20, 2 ** 30, 0.1, 3.7e-3, 1.3e-41, 5e36, Number.NaN];
 
-  const fp8Case = (count: number, blockCols: number) => {
+  /** Rows of `cols` codes read into a decoder's space; row r's runs take scales from index r * runs. */
+  const fp8Case = (rows: number, cols: number, blockCols: number) => {
+    const count = rows * cols;
+    const runs = Math.ceil(cols / blockCols);
     const codes = Uint8Array.from({ length: count }, (_, i) => (i * 37 + (i >> 8)) & 255);
-    const runs = Math.ceil(count / blockCols);
-    const scales = Float32Array.from({ length: runs }, (_, k) => SCALES[k % SCALES.length] as number);
-    const out = new Float32Array(count).fill(-1);
-    decoder.fp8(codes, out, blockCols, scales);
-    const expected = Array.from(codes, (code, i) =>
-      Math.fround(decodeMinifloat(FP8_E4M3FN, code) * (scales[Math.floor(i / blockCols)] as number)),
-    );
-    expectSameBits(out, expected);
+    const scales = Float32Array.from({ length: rows * runs }, (_, k) => SCALES[k % SCALES.length] as number);
+    const space = decoder.space(scales.byteLength, count, count);
+    space.codes.set(codes);
+    space.scales.set(new Uint8Array(scales.buffer));
+    space.values.fill(-1);
+    for (let r = 0; r < rows; r += 1) space.fp8Row(r * cols, cols, blockCols, r * runs);
+    const expected = Array.from(codes, (code, i) => {
+      const [r, c] = [Math.floor(i / cols), i % cols];
+      return Math.fround(
+        decodeMinifloat(FP8_E4M3FN, code) * (scales[r * runs + Math.floor(c / blockCols)] as number),
+      );
+    });
+    expectSameBits(space.values, expected);
   };
 
   it("FP8 E4M3: every code in runs of 16, 32 and 128 under each scale, with a partial last run", () => {
-    for (const blockCols of [16, 32, 128]) fp8Case(256 * 8 * SCALES.length + 48, blockCols);
+    for (const blockCols of [16, 32, 128]) fp8Case(1, 256 * 8 * SCALES.length + 48, blockCols);
   });
 
-  it("FP8 E4M3: runs longer than one slice, and slices that end inside a run", () => {
-    fp8Case(3 * 40000, 40000);
-    fp8Case(5 * 2 ** 15 + 16, 2 ** 15);
-    fp8Case(70000, 144);
+  it("FP8 E4M3: rows at offsets, each with its own scales, and runs longer than a row", () => {
+    fp8Case(7, 144, 128);
+    fp8Case(3, 4000, 32);
+    fp8Case(2, 96, 128);
+  });
+
+  it("a space handed out again may move, and decodes the same", () => {
+    const small = decoder.space(4, 16, 16);
+    small.codes.set(new Uint8Array(16).fill(0x38)); // 1.0
+    new Float32Array(small.scales.buffer, small.scales.byteOffset, 1)[0] = 3;
+    small.fp8Row(0, 16, 16, 0);
+    expect(Array.from(small.values)).toEqual(new Array(16).fill(3));
+    fp8Case(1, 2 ** 20, 128); // grows the memory
   });
 });

@@ -7,8 +7,10 @@
  * values (an element and its block's scale) that float64 holds exactly, so the scalar path's one
  * rounding to float32 is the one f32x4.mul makes. MXFP4: a nibble's float32 bits have only their top
  * two bytes set, which two 16-entry swizzle tables give (built from the E2M1 decode table).
- * E4M3: a code's low 7 bits shifted into a float32's exponent and mantissa read as 2^-120 times the
- * value, subnormals included, so one exact multiply by 2^120 decodes it; 0x7f and 0xff become NaN.
+ * E4M3: a normal code's low 7 bits shifted into a float32's exponent and mantissa, plus the exponent
+ * bias difference, are its float32 bits; a subnormal's mantissa times 2^-9 is its value (no float32
+ * subnormal is ever an operand: x86 takes a slow microcode path on those, 8x slower here);
+ * 0x7f and 0xff become NaN.
  *
  * Bytes are read into a decoder's memory and decoded there (DecodeSpace), or copied through it a
  * slice at a time.
@@ -51,6 +53,10 @@ const V_OR = simd(0x50);
 const I16X8_SHR_U = simd(0x8d);
 const I32X4_EQ = simd(0x37);
 const I32X4_SHL = simd(0xab);
+const I32X4_ADD = simd(0xae);
+const I32X4_LT_U = simd(0x3a);
+const V_BITSELECT = simd(0x52);
+const F32X4_CONVERT_I32X4_S = simd(0xfa);
 const EXTEND_8_TO_16 = [simd(0x89), simd(0x8a)]; // i16x8.extend_{low,high}_i8x16_u
 const EXTEND_16_TO_32 = [simd(0xa9), simd(0xaa)]; // i32x4.extend_{low,high}_i16x8_u
 const shuffle = (lanes: number[]) => simd(0x0d, ...lanes);
@@ -154,13 +160,16 @@ function mxfp4Body(swizzle: number[]): number[] {
 function fp8Body(): number[] {
   // params 0 codes, 1 out, 2 count, 3 blockCols, 4 scales | locals 5 c, 6 runEnd
   // | 7 factor, 8 x, 9 wide, 10 code, 11 magnitude, 12 value
-  const [M7F, M80, NAN_BITS, TWO_TO_120] = [0x7f, 0x80, 0x7fc00000, 0x7b800000];
+  // Float32 bits of 2^-9 and of the exponent bias difference (127 - 7) in place.
+  const [M7F, M80, NAN_BITS, TWO_TO_MINUS_9, REBIAS] = [0x7f, 0x80, 0x7fc00000, 0x3b000000, 120 << 23];
   const decode4 = (slot: number) => [
     ...[...get(10), ...splatI32(M7F), ...V_AND, ...set(11)],
-    ...[...get(11), ...i32(20), ...I32X4_SHL],
+    // subnormal (exponent 0): m * 2^-9; bitselect's mask is its third operand
+    ...[...get(11), ...F32X4_CONVERT_I32X4_S, ...splatI32(TWO_TO_MINUS_9), ...F32X4_MUL],
+    ...[...get(11), ...i32(20), ...I32X4_SHL, ...splatI32(REBIAS), ...I32X4_ADD],
+    ...[...get(11), ...splatI32(8), ...I32X4_LT_U, ...V_BITSELECT],
     ...[...get(10), ...splatI32(M80), ...V_AND, ...i32(24), ...I32X4_SHL, ...V_OR],
-    ...[...splatI32(TWO_TO_120), ...F32X4_MUL, ...set(12)],
-    ...[...get(11), ...splatI32(M7F), ...I32X4_EQ, ...splatI32(NAN_BITS), ...V_AND, ...get(12), ...V_OR],
+    ...[...get(11), ...splatI32(M7F), ...I32X4_EQ, ...splatI32(NAN_BITS), ...V_AND, ...V_OR],
     ...[...get(7), ...F32X4_MUL, ...set(12)],
     ...[...get(1), ...get(12), ...v128Store(0, 16 * slot)],
   ];
@@ -230,7 +239,7 @@ interface DecodeExports {
   fp8(codes: number, out: number, count: number, blockCols: number, scales: number): void;
 }
 
-/** Elements decoded per kernel call when copying through: the slice stays in the core's cache. */
+/** Elements dequantizeMxfp4 decodes per kernel call, copying through: the slice stays in cache. */
 const SLICE = 32 * 1024;
 const PAGE = 65536;
 const ALIGN = 64;
@@ -327,42 +336,16 @@ export class SimdDecoder {
       out.set(space.values.subarray(0, n * 32), b0 * 32);
     }
   }
-
-  /**
-   * E4M3 codes to float32 in `out`, the k-th run of `blockCols` codes times scales[k]. The count and
-   * blockCols must be multiples of 16 (see fp8Fits).
-   */
-  fp8(codes: Uint8Array, out: Float32Array, blockCols: number, scales: Float32Array): void {
-    // Whole runs per slice; a run longer than a slice goes a slice at a time, each its own run.
-    const long = blockCols >= SLICE;
-    const step = long ? SLICE : Math.floor(SLICE / blockCols) * blockCols;
-    const space = this.space(4 * Math.ceil(step / Math.min(step, blockCols)), SLICE, SLICE);
-    const scaleFloats = new Float32Array(
-      space.scales.buffer,
-      space.scales.byteOffset,
-      space.scales.length / 4,
-    );
-    for (let c0 = 0; c0 < codes.length; ) {
-      const k0 = Math.floor(c0 / blockCols);
-      const n = Math.min(step, codes.length - c0, long ? (k0 + 1) * blockCols - c0 : step);
-      const runCols = long ? n : blockCols;
-      space.codes.set(codes.subarray(c0, c0 + n));
-      scaleFloats.set(scales.subarray(k0, k0 + Math.ceil(n / runCols)));
-      space.fp8Row(0, n, runCols, 0);
-      out.set(space.values.subarray(0, n), c0);
-      c0 += n;
-    }
-  }
 }
 
-/** Whether rows of `cols` codes in runs of `blockCols` suit SimdDecoder.fp8. */
+/** Whether rows of `cols` codes in runs of `blockCols` suit DecodeSpace.fp8Row. */
 export function fp8Fits(cols: number, blockCols: number): boolean {
   return cols % 16 === 0 && blockCols % 16 === 0;
 }
 
 let threadDecoder: SimdDecoder | null | undefined;
 
-/** This thread's decoder for copying through, or undefined where WebAssembly SIMD is unavailable. */
+/** This thread's decoder for dequantizeMxfp4, or undefined where WebAssembly SIMD is unavailable. */
 export function simdDecoder(): SimdDecoder | undefined {
   threadDecoder ??= SimdDecoder.create() ?? null;
   return threadDecoder ?? undefined;

@@ -1,7 +1,7 @@
 import { BringupError } from "../common/errors.js";
 import type { Checkpoint } from "./checkpoint.js";
 import { codeTable, decodeToFloat32 } from "./decode.js";
-import { type DecodeSpace, fp8Fits, SimdDecoder, simdDecoder } from "./decode-simd.js";
+import { type DecodeSpace, fp8Fits, SimdDecoder } from "./decode-simd.js";
 import type { Dtype } from "./dtypes.js";
 import { dtypeBytes, elementCount } from "./dtypes.js";
 import {
@@ -119,12 +119,31 @@ export class RowBuffers {
   }
 }
 
+/** RowBuffers not in use on this thread: several reads may be waiting on I/O at once. */
+const idleBuffers: RowBuffers[] = [];
+
+/** Runs `use` with RowBuffers no one else on this thread uses meanwhile. */
+export async function withRowBuffers<T>(
+  count: number,
+  use: (...buffers: RowBuffers[]) => Promise<T>,
+): Promise<T> {
+  const taken = Array.from({ length: count }, () => idleBuffers.pop() ?? new RowBuffers());
+  try {
+    return await use(...taken);
+  } finally {
+    idleBuffers.push(...taken);
+  }
+}
+
+/** Float32 values a read without buffers decodes at a time in pooled buffers, so they stay small. */
+const POOLED_VALUES = 2 ** 20;
+
 /**
  * Decodes rows [start, end) of a logical tensor to float32, reading only those rows' bytes (and, for
  * 128x128 tiles, the small scale tensor). Every format here decodes exactly to float32, except MXFP4
  * scales of 2^126 and up, whose largest elements overflow float32 as they would any float32 reader.
  * With `buffers`, quantized weights are read and decoded in their memory, and the result is a view
- * of it, valid until they are next used.
+ * of it, valid until they are next used; without, into a new array.
  */
 export async function readLogicalRows(
   ck: Checkpoint,
@@ -135,6 +154,18 @@ export async function readLogicalRows(
 ): Promise<Float32Array> {
   const { cols } = logicalRows(tensor);
   const count = (end - start) * cols;
+  if (buffers === undefined && tensor.kind !== "plain") {
+    const values = new Float32Array(count);
+    const step = Math.max(1, Math.floor(POOLED_VALUES / Math.max(1, cols)));
+    await withRowBuffers(1, async (pooled) => {
+      for (let row = start; row < end; row += step)
+        values.set(
+          await readLogicalRows(ck, tensor, row, Math.min(end, row + step), pooled),
+          (row - start) * cols,
+        );
+    });
+    return values;
+  }
   switch (tensor.kind) {
     case "plain": {
       const size = dtypeBytes(tensor.dtype);
@@ -178,8 +209,9 @@ export async function readLogicalRows(
       const first = gridRow(start);
       const last = gridRow(end - 1) + 1;
       const [scaleStart, scaleEnd] = [first * gridCols * 4, last * gridCols * 4];
-      const fits = fp8Fits(cols, blockCols);
-      const space = fits ? buffers?.space(scaleEnd - scaleStart, count, count) : undefined;
+      const space = fp8Fits(cols, blockCols)
+        ? buffers?.space(scaleEnd - scaleStart, count, count)
+        : undefined;
       if (space !== undefined) {
         await ck.readTensorRange(tensor.parts[1], scaleStart, scaleEnd, space.scales); // float32 as stored
         await ck.readTensorRange(tensor.parts[0], start * cols, end * cols, space.codes);
@@ -196,18 +228,9 @@ export async function readLogicalRows(
         buffers?.bytes(count),
       );
       const values = buffers?.values(count) ?? new Float32Array(count);
-      const decoder = fits ? simdDecoder() : undefined;
       for (let row = start; row < end; row += 1) {
         const offset = (row - start) * cols;
-        const scales = (gridRow(row) - first) * gridCols;
-        if (decoder === undefined) decodeScaledRow(codes, values, offset, cols, blockCols, scaleInv, scales);
-        else
-          decoder.fp8(
-            codes.subarray(offset, offset + cols),
-            values.subarray(offset, offset + cols),
-            blockCols,
-            scaleInv.subarray(scales, scales + gridCols),
-          );
+        decodeScaledRow(codes, values, offset, cols, blockCols, scaleInv, (gridRow(row) - first) * gridCols);
       }
       return values;
     }
@@ -220,7 +243,7 @@ export async function readLogicalRows(
  * under its one scale (scales[first + k] for the k-th block). Its own function, so V8 optimizes
  * the loop apart from the async reader around it.
  */
-function decodeScaledRow(
+export function decodeScaledRow(
   codes: Uint8Array,
   values: Float32Array,
   offset: number,

@@ -5,8 +5,9 @@ import {
   detectLogicalTensors,
   type LogicalTensor,
   logicalRows,
-  RowBuffers,
+  type RowBuffers,
   readLogicalRows,
+  withRowBuffers,
 } from "./logical.js";
 import { siblingModule, WorkerPool } from "./worker-pool.js";
 
@@ -82,24 +83,19 @@ export interface RowsComparison {
   readonly maxAbsDifference: number;
 }
 
-/** Buffers for the comparisons of this thread not running now (several may wait on reads at once). */
-const idleBuffers: [RowBuffers, RowBuffers][] = [];
-
 /** Decodes rows of a in x and of b in y and compares them bit for bit (NaN matches NaN). */
-export async function compareRows(x: Checkpoint, y: Checkpoint, job: RowsJob): Promise<RowsComparison> {
-  const buffers = idleBuffers.pop() ?? [new RowBuffers(), new RowBuffers()];
-  try {
-    return await compareDecoded(x, y, job, buffers);
-  } finally {
-    idleBuffers.push(buffers);
-  }
+export function compareRows(x: Checkpoint, y: Checkpoint, job: RowsJob): Promise<RowsComparison> {
+  return withRowBuffers(2, (bufferA, bufferB) =>
+    compareDecoded(x, y, job, bufferA as RowBuffers, bufferB as RowBuffers),
+  );
 }
 
 async function compareDecoded(
   x: Checkpoint,
   y: Checkpoint,
   job: RowsJob,
-  [bufferA, bufferB]: [RowBuffers, RowBuffers],
+  bufferA: RowBuffers,
+  bufferB: RowBuffers,
 ): Promise<RowsComparison> {
   const { a, b, start, end } = job;
   const { cols } = logicalRows(a);
