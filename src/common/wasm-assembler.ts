@@ -58,6 +58,33 @@ export const block = (...body: number[][]): number[] => [0x02, 0x40, ...body.fla
 export const loop = (...body: number[][]): number[] => [0x03, 0x40, ...body.flat(), 0x0b];
 export const brIf = (depth: number): number[] => [0x0d, ...uleb(depth)];
 
+/** `local += by` for an i32 local. */
+export const addTo = (local: number, by: number): number[] => [
+  ...localGet(local),
+  ...i32Const(by),
+  ...I32_ADD,
+  ...localSet(local),
+];
+
+/** `for (; counter < limit; counter += step) body` over i32 locals (unsigned compare). */
+export const whileBelow = (counter: number, limit: number, step: number, body: number[]): number[] => [
+  ...[0x02, 0x40, 0x03, 0x40], // block, loop
+  ...localGet(counter),
+  ...localGet(limit),
+  ...I32_GE_U,
+  ...brIf(1),
+  ...body,
+  ...addTo(counter, step),
+  ...[0x0c, 0x00, 0x0b, 0x0b], // br loop; end loop; end block
+];
+
+/** `for (counter = 0; counter < limit; counter++) body` over i32 locals. */
+export const countedLoop = (counter: number, limit: number, body: number[]): number[] => [
+  ...i32Const(0),
+  ...localSet(counter),
+  ...whileBelow(counter, limit, 1, body),
+];
+
 /** A SIMD (0xfd-prefixed) instruction with its immediates. */
 export const simd = (op: number, ...immediates: number[]): number[] => [0xfd, ...uleb(op), ...immediates];
 /** v128.load / v128.store with memarg (log2 alignment, byte offset). */

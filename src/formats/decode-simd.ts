@@ -17,6 +17,8 @@
  */
 
 import {
+  addTo,
+  brIf,
   compileWasm,
   F32X4_MUL,
   funcType,
@@ -40,6 +42,7 @@ import {
   type WasmModule,
   wasmApi,
   wasmModuleBytes,
+  whileBelow,
 } from "../common/wasm-assembler.js";
 import { e8m0Table } from "./e8m0.js";
 import { decodeTable, FP4_E2M1 } from "./minifloat.js";
@@ -68,21 +71,6 @@ const interleave8 = (from: number) => Array.from({ length: 16 }, (_, i) => from 
 /** Each 16-bit lane of b, from lane `from` on, as the top half of a 32-bit lane (a's lanes are zero). */
 const widenHigh16 = (from: number) =>
   Array.from({ length: 16 }, (_, i) => ((i & 3) < 2 ? i & 1 : 16 + 2 * (from + (i >> 2)) + (i & 1)));
-
-/** `for (; counter < limit; counter += step) body`, counter and limit i32 locals. */
-const whileBelow = (counter: number, limit: number, step: number, body: number[]) => [
-  ...[0x02, 0x40, 0x03, 0x40], // block, loop
-  ...get(counter),
-  ...get(limit),
-  ...I32_GE_U,
-  0x0d,
-  0x01, // br_if out of the block
-  ...body,
-  ...[...get(counter), ...i32(step), ...I32_ADD, ...set(counter)],
-  ...[0x0c, 0x00, 0x0b, 0x0b], // br loop; end loop; end block
-];
-
-const advance = (local: number, by: number) => [...get(local), ...i32(by), ...I32_ADD, ...set(local)];
 
 /** Top two bytes of the float32 bits of every E2M1 code, as two swizzle tables. */
 function e2m1Tables(): { high: Uint8Array; low: Uint8Array } {
@@ -145,9 +133,9 @@ function mxfp4Body(swizzle: number[]): number[] {
       ...[...get(11), ...i32(4), ...I16X8_SHR_U, ...get(6), ...V_AND, ...set(13)],
       ...half(0),
       ...half(1),
-      ...advance(0, 16),
-      ...advance(1, 1),
-      ...advance(2, 128),
+      ...addTo(0, 16),
+      ...addTo(1, 1),
+      ...addTo(2, 128),
     ]),
     0x0b,
   ];
@@ -184,16 +172,16 @@ function fp8Body(): number[] {
         ...decode4(2 * h + q),
       ]),
     ]),
-    ...advance(0, 16),
-    ...advance(1, 64),
+    ...addTo(0, 16),
+    ...addTo(1, 64),
   ];
   return [
     ...locals([2, I32], [6, V128]),
     ...[...i32(0), ...set(5)],
     ...[0x02, 0x40, 0x03, 0x40],
-    ...[...get(5), ...get(2), ...I32_GE_U, 0x0d, 0x01],
+    ...[...get(5), ...get(2), ...I32_GE_U, ...brIf(1)],
     ...[...get(4), ...F32_LOAD, ...F32X4_SPLAT, ...set(7)],
-    ...advance(4, 4),
+    ...addTo(4, 4),
     // runEnd = min(c + blockCols, count)
     ...[
       ...get(5),

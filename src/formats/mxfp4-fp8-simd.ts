@@ -16,14 +16,15 @@
  */
 
 import {
+  addTo,
   brIf,
   compileWasm,
+  countedLoop,
   funcType,
   localGet as get,
   I32,
   I32_ADD,
   I32_EQZ,
-  I32_GE_U,
   I32_LT_S,
   I32_SHL,
   I32_SHR_U,
@@ -81,23 +82,6 @@ const I16_SHR_U = simd(0x8d);
 
 const INTERLEAVE_LOW = Array.from({ length: 16 }, (_, i) => (i >> 1) + (i & 1) * 16);
 const INTERLEAVE_HIGH = INTERLEAVE_LOW.map((lane) => lane + 8);
-
-/** `local += by` for an i32 local. */
-const advance = (local: number, by: number) => [...get(local), ...i32(by), ...I32_ADD, ...set(local)];
-
-/** `for (counter = 0; counter < limit; counter++) body` over i32 locals. */
-const countedLoop = (counter: number, limit: number, body: number[]) => [
-  ...i32(0),
-  ...set(counter),
-  ...[0x02, 0x40, 0x03, 0x40], // block, loop
-  ...get(counter),
-  ...get(limit),
-  ...I32_GE_U,
-  ...brIf(1),
-  ...body,
-  ...advance(counter, 1),
-  ...[0x0c, 0x00, 0x0b, 0x0b], // br loop; end loop; end block
-];
 
 /** The high nibble of each byte of v128 local `v`, masked by v128 local `mask` (0x0f or 0x07 lanes). */
 const highNibbles = (v: number, mask: number) => [...get(v), ...i32(4), ...I16_SHR_U, ...get(mask), ...V_AND];
@@ -212,7 +196,7 @@ function topsBody(SWIZZLE: number[]): number[] {
       ...set(13),
       ...get(9),
       ...set(14),
-      ...countedLoop(12, 11, [...raise(13, 14, 0), ...advance(13, 16), ...advance(14, 1)]),
+      ...countedLoop(12, 11, [...raise(13, 14, 0), ...addTo(13, 16), ...addTo(14, 1)]),
       ...nextRow,
     ]),
     ...storeTile,
@@ -293,9 +277,9 @@ function shiftedBody(SWIZZLE: number[]): number[] {
     ...expand(18, 0, 2, at, scratch, SWIZZLE),
   ];
   const step = (blocksDone: number) => [
-    ...advance(0, 16 * blocksDone),
-    ...advance(1, blocksDone),
-    ...advance(2, 32 * blocksDone),
+    ...addTo(0, 16 * blocksDone),
+    ...addTo(1, blocksDone),
+    ...addTo(2, 32 * blocksDone),
   ];
   const row = [
     ...get(5),
@@ -307,7 +291,7 @@ function shiftedBody(SWIZZLE: number[]): number[] {
       ...blockAt(2),
       ...blockAt(3),
       ...step(4),
-      ...advance(13, 4),
+      ...addTo(13, 4),
     ]),
     ...tileSetup,
     ...countedLoop(15, 16, [...blockAt(0), ...step(1)]),
@@ -340,7 +324,7 @@ function plainBody(SWIZZLE: number[]): number[] {
     ...get(3),
     ...V_LOAD,
     ...set(6),
-    ...countedLoop(4, 2, [...expand(6, 0, 1, 0, [5, 7, 8], SWIZZLE), ...advance(0, 16), ...advance(1, 32)]),
+    ...countedLoop(4, 2, [...expand(6, 0, 1, 0, [5, 7, 8], SWIZZLE), ...addTo(0, 16), ...addTo(1, 32)]),
     0x0b,
   ];
 }
