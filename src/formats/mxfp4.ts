@@ -59,7 +59,7 @@ export function checkMxfp4Scales(scales: Uint8Array, subject?: string, firstBloc
 }
 
 /**
- * Decodes to float32, into `out` when given (32 values per block). `shape`, when given, is the
+ * Decodes to float32, into `into` when given (32 values per block). `shape`, when given, is the
  * blocks tensor's shape and is checked against the data.
  */
 export function dequantizeMxfp4(
