@@ -8,9 +8,9 @@
  * rounding to float32 is the one f32x4.mul makes. MXFP4: a nibble's float32 bits have only their top
  * two bytes set, which two 16-entry swizzle tables give (built from the E2M1 decode table).
  * E4M3: a normal code's low 7 bits shifted into a float32's exponent and mantissa, plus the exponent
- * bias difference, are its float32 bits; a subnormal's mantissa times 2^-9 is its value (no float32
- * subnormal is ever an operand: x86 takes a slow microcode path on those, which made a first
- * version of this decoder 2.6x slower here);
+ * bias difference, are its float32 bits; a subnormal's mantissa times 2^-9 is its value (so no
+ * element is a float32 subnormal operand, only a rare tiny scale can be: x86 takes a slow microcode
+ * path on those, which made a first version of this decoder 2.6x slower here);
  * 0x7f and 0xff become NaN.
  *
  * Bytes are read into a decoder's memory and decoded there (DecodeSpace), or copied through it a

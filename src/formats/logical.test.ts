@@ -6,6 +6,7 @@ import { type Checkpoint, openCheckpoint, writeCheckpoint } from "./checkpoint.j
 import {
   detectLogicalTensors,
   findLogical,
+  type LogicalTensor,
   logicalRows,
   RowBuffers,
   readLogicalRows,
@@ -115,6 +116,9 @@ describe("logical weights", () => {
         ]);
       }
     }
+    await expect(readLogicalRows(ck, weights[0] as LogicalTensor, 2, 1, buffers)).rejects.toThrow(
+      /rows \[2, 1\) are outside its 6 rows/,
+    );
     const e = await readLogicalTensor(ck, findLogical(weights, "e", root));
     // Block 0 at scale 2^-7: byte 1 = 0x07, so element 2 (its low nibble) is 6 and element 3 is 0.
     expect([e[2], e[3]]).toEqual([6 * 2 ** -7, 0]);

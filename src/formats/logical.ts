@@ -152,7 +152,16 @@ export async function readLogicalRows(
   end: number,
   buffers?: RowBuffers,
 ): Promise<Float32Array> {
-  const { cols } = logicalRows(tensor);
+  const { rows, cols } = logicalRows(tensor);
+  if (
+    !(Number.isSafeInteger(start) && Number.isSafeInteger(end) && 0 <= start && start <= end && end <= rows)
+  ) {
+    throw new BringupError(
+      "BAD_RANGE",
+      `${ck.tensor(tensor.parts[0]).file}#${tensor.name}: rows [${start}, ${end}) are outside its ${rows} rows.`,
+      { subject: `${ck.tensor(tensor.parts[0]).file}#${tensor.name}` },
+    );
+  }
   const count = (end - start) * cols;
   if (buffers === undefined && tensor.kind !== "plain") {
     const values = new Float32Array(count);
