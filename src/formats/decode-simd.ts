@@ -7,10 +7,10 @@
  * values (an element and its block's scale) that float64 holds exactly, so the scalar path's one
  * rounding to float32 is the one f32x4.mul makes. MXFP4: a nibble's float32 bits have only their top
  * two bytes set, which two 16-entry swizzle tables give (built from the E2M1 decode table).
- * E4M3: a normal code's low 7 bits shifted into a float32's exponent and mantissa, plus the exponent
- * bias difference, are its float32 bits; a subnormal's mantissa times 2^-9 is its value (so no
- * element is a float32 subnormal operand, only a rare tiny scale can be: x86 takes a slow microcode
- * path on those, which made a first version of this decoder 2.6x slower here);
+ * E4M3: a value also has only the top 16 bits of its float32 set; for a normal code they are its
+ * low 7 bits shifted under the sign plus the exponent bias difference, for a subnormal they come
+ * from a table. No element is a float32 subnormal operand, only a rare tiny scale can be: x86 takes
+ * a slow microcode path on those, which made a first version of this decoder 2.6x slower here.
  * 0x7f and 0xff become NaN.
  *
  * Bytes are read into a decoder's memory and decoded there (DecodeSpace), or copied through it a
@@ -46,26 +46,24 @@ import {
   whileBelow,
 } from "../common/wasm-assembler.js";
 import { e8m0Table } from "./e8m0.js";
-import { decodeTable, FP4_E2M1 } from "./minifloat.js";
+import { decodeTable, FP4_E2M1, FP8_E4M3FN } from "./minifloat.js";
 
 const LOAD8_U = [0x2d, 0x00, 0x00];
 const F32_LOAD = [0x2a, 0x02, 0x00];
 const F32X4_SPLAT = simd(0x13);
-const I32X4_SPLAT = simd(0x11);
 const V_AND = simd(0x4e);
 const V_OR = simd(0x50);
 const I16X8_SHR_U = simd(0x8d);
-const I32X4_EQ = simd(0x37);
-const I32X4_SHL = simd(0xab);
-const I32X4_ADD = simd(0xae);
-const I32X4_LT_U = simd(0x3a);
+const I16X8_SPLAT = simd(0x10);
+const I16X8_EQ = simd(0x2d);
+const I16X8_LT_U = simd(0x30);
+const I16X8_SHL = simd(0x8b);
+const I16X8_ADD = simd(0x8e);
+const I16X8_MUL = simd(0x95);
 const V_BITSELECT = simd(0x52);
-const F32X4_CONVERT_I32X4_S = simd(0xfa);
 const EXTEND_8_TO_16 = [simd(0x89), simd(0x8a)]; // i16x8.extend_{low,high}_i8x16_u
-const EXTEND_16_TO_32 = [simd(0xa9), simd(0xaa)]; // i32x4.extend_{low,high}_i16x8_u
 const shuffle = (lanes: number[]) => simd(0x0d, ...lanes);
 const v128Const = (bytes: ArrayLike<number>) => simd(0x0c, ...Array.from(bytes));
-const splatI32 = (value: number) => [...i32(value), ...I32X4_SPLAT];
 
 /** Bytes i of a and i of b, alternately, from lane `from` on: interleaves two byte vectors. */
 const interleave8 = (from: number) => Array.from({ length: 16 }, (_, i) => from + (i >> 1) + (i & 1) * 16);
@@ -142,42 +140,53 @@ function mxfp4Body(swizzle: number[]): number[] {
   ];
 }
 
+/** The top 16 bits of the float32 of each E4M3 subnormal magnitude 0-7, as a 16-byte swizzle table. */
+function e4m3SubnormalTable(): Uint8Array {
+  const bits = new Uint32Array(Float32Array.from(decodeTable(FP8_E4M3FN).subarray(0, 8)).buffer);
+  return new Uint8Array(Uint16Array.from(bits, (b) => b >>> 16).buffer);
+}
+
 /**
  * fp8(codes, out, count, blockCols, scales): `count` E4M3 codes to float32, the k-th run of
- * `blockCols` times the float32 at scales + 4k. count and blockCols are multiples of 16.
+ * `blockCols` times the float32 at scales + 4k. count and blockCols are multiples of 16. Works on
+ * the top 16 bits of each float32 (all an E4M3 value has), eight codes a vector.
  */
-function fp8Body(): number[] {
+function fp8Body(swizzle: number[]): number[] {
   // params 0 codes, 1 out, 2 count, 3 blockCols, 4 scales | locals 5 c, 6 runEnd
-  // | 7 factor, 8 x, 9 wide, 10 code, 11 magnitude, 12 value
-  // Float32 bits of 2^-9 and of the exponent bias difference (127 - 7) in place.
-  const [M7F, M80, NAN_BITS, TWO_TO_MINUS_9, REBIAS] = [0x7f, 0x80, 0x7fc00000, 0x3b000000, 120 << 23];
-  const decode4 = (slot: number) => [
-    ...[...get(10), ...splatI32(M7F), ...V_AND, ...set(11)],
-    // subnormal (exponent 0): m * 2^-9; bitselect's mask is its third operand
-    ...[...get(11), ...F32X4_CONVERT_I32X4_S, ...splatI32(TWO_TO_MINUS_9), ...F32X4_MUL],
-    ...[...get(11), ...i32(20), ...I32X4_SHL, ...splatI32(REBIAS), ...I32X4_ADD],
-    ...[...get(11), ...splatI32(8), ...I32X4_LT_U, ...V_BITSELECT],
-    ...[...get(10), ...splatI32(M80), ...V_AND, ...i32(24), ...I32X4_SHL, ...V_OR],
-    ...[...get(11), ...splatI32(M7F), ...I32X4_EQ, ...splatI32(NAN_BITS), ...V_AND, ...V_OR],
-    ...[...get(7), ...F32X4_MUL, ...set(12)],
-    ...[...get(1), ...get(12), ...v128Store(0, 16 * slot)],
+  // | 7 factor, 8 x, 9 wide, 10 magnitude, 11 top, 12 zero, 13 subnormals
+  // A normal magnitude's bits shifted under a float32's sign, plus the exponent bias difference
+  // (127 - 7), are its float32's top 16 bits; a subnormal's come from a table, indexed by byte pairs
+  // 2m, 2m + 1 (m * 0x202 + 0x100), which also keeps float32 subnormals out of every operand.
+  const splat16 = (value: number) => [...i32(value), ...I16X8_SPLAT];
+  const decode8 = (h: number) => [
+    ...[...get(8), ...(EXTEND_8_TO_16[h] as number[]), ...set(9)],
+    ...[...get(9), ...splat16(0x7f), ...V_AND, ...set(10)],
+    ...[...get(13), ...get(10), ...splat16(0x202), ...I16X8_MUL, ...splat16(0x100), ...I16X8_ADD, ...swizzle],
+    ...[...get(10), ...i32(4), ...I16X8_SHL, ...splat16(120 << 7), ...I16X8_ADD],
+    ...[...get(10), ...splat16(8), ...I16X8_LT_U, ...V_BITSELECT],
+    ...[...get(9), ...splat16(0x80), ...V_AND, ...i32(8), ...I16X8_SHL, ...V_OR],
+    ...[...get(10), ...splat16(0x7f), ...I16X8_EQ, ...splat16(0x7fc0), ...V_AND, ...V_OR, ...set(11)],
+    ...[0, 1].flatMap((r) => [
+      ...get(1),
+      ...get(12),
+      ...get(11),
+      ...shuffle(widenHigh16(4 * r)),
+      ...get(7),
+      ...F32X4_MUL,
+      ...v128Store(0, 32 * h + 16 * r),
+    ]),
   ];
   const sixteen = [
     ...[...get(0), ...v128Load(0, 0), ...set(8)],
-    ...[0, 1].flatMap((h) => [
-      ...[...get(8), ...(EXTEND_8_TO_16[h] as number[]), ...set(9)],
-      ...[0, 1].flatMap((q) => [
-        ...get(9),
-        ...(EXTEND_16_TO_32[q] as number[]),
-        ...set(10),
-        ...decode4(2 * h + q),
-      ]),
-    ]),
+    ...decode8(0),
+    ...decode8(1),
     ...addTo(0, 16),
     ...addTo(1, 64),
   ];
   return [
-    ...locals([2, I32], [6, V128]),
+    ...locals([2, I32], [7, V128]),
+    ...[...v128Const(new Array<number>(16).fill(0)), ...set(12)],
+    ...[...v128Const(e4m3SubnormalTable()), ...set(13)],
     ...[...i32(0), ...set(5)],
     ...[0x02, 0x40, 0x03, 0x40],
     ...[...get(5), ...get(2), ...I32_GE_U, ...brIf(1)],
@@ -203,11 +212,12 @@ function fp8Body(): number[] {
 }
 
 export function decodeModuleBytes(relaxed: boolean): Uint8Array {
+  const swizzle = relaxed ? simd(0x100) : simd(0x0e);
   return wasmModuleBytes({
     types: [funcType([I32, I32, I32, I32, I32], [])],
     functions: [
-      { type: 0, body: mxfp4Body(relaxed ? simd(0x100) : simd(0x0e)) },
-      { type: 0, body: fp8Body() },
+      { type: 0, body: mxfp4Body(swizzle) },
+      { type: 0, body: fp8Body(swizzle) },
     ],
     exports: [
       ["mxfp4", 0],
