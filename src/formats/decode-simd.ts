@@ -291,8 +291,9 @@ export class SimdDecoder {
 
   /**
    * A decoder, or undefined where WebAssembly SIMD is unavailable. It uses relaxed SIMD's swizzle
-   * (alike for the indices under 16 used here, without a range fix-up) where the runtime has it,
-   * unless `relaxed` is false.
+   * (without the plain one's range fix-up; it differs only for indices of 16 and up, which the
+   * MXFP4 lookups never use and the FP8 one discards) where the runtime has it, unless `relaxed` is
+   * false.
    */
   static create(relaxed = true): SimdDecoder | undefined {
     const useRelaxed = relaxed && relaxedSimdAvailable();
