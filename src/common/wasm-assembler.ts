@@ -93,6 +93,11 @@ export const v128Store = (align: number, offset: number): number[] => simd(0x0b,
 /** f32.store with 4-byte alignment at a byte offset from the address on the stack. */
 export const f32Store = (offset: number): number[] => [0x38, 0x02, ...uleb(offset)];
 /** v128.const of sixteen zero bytes. */
+/**
+ * i8x16.swizzle, or relaxed SIMD's i8x16.relaxed_swizzle (no range fix-up for indices of 16 and up,
+ * where the two may differ; see relaxedSimdAvailable).
+ */
+export const i8x16Swizzle = (relaxed: boolean): number[] => simd(relaxed ? 0x100 : 0x0e);
 export const V128_ZERO = simd(0x0c, ...new Array<number>(16).fill(0));
 export const F32X4_ADD = simd(0xe4);
 export const F32X4_MUL = simd(0xe6);

@@ -29,6 +29,7 @@ import {
   I32_GE_U,
   I32_LT_U,
   I32_SHL,
+  i8x16Swizzle,
   i32Const as i32,
   instantiateWasm,
   locals,
@@ -212,7 +213,7 @@ function fp8Body(swizzle: number[]): number[] {
 }
 
 export function decodeModuleBytes(relaxed: boolean): Uint8Array {
-  const swizzle = relaxed ? simd(0x100) : simd(0x0e);
+  const swizzle = i8x16Swizzle(relaxed);
   return wasmModuleBytes({
     types: [funcType([I32, I32, I32, I32, I32], [])],
     functions: [

@@ -29,6 +29,7 @@ import {
   I32_SHL,
   I32_SHR_U,
   I32_SUB,
+  i8x16Swizzle,
   i32Const as i32,
   instantiateWasm,
   locals,
@@ -71,8 +72,6 @@ const V_STORE = (offset: number) => v128Store(0, offset);
 const V_CONST = (bytes: number[]) => simd(0x0c, ...bytes);
 const SPLAT8 = simd(0x0f);
 const SHUFFLE = (lanes: number[]) => simd(0x0d, ...lanes);
-/** i8x16.swizzle, or i8x16.relaxed_swizzle: alike for the indices under 16 used here. */
-const swizzleOp = (relaxed: boolean) => (relaxed ? simd(0x100) : simd(0x0e));
 const I8_EQ = simd(0x23);
 const V_AND = simd(0x4e);
 const V_ANDNOT = simd(0x4f);
@@ -330,7 +329,7 @@ function plainBody(SWIZZLE: number[]): number[] {
 }
 
 export function simdModuleBytes(relaxed = false): Uint8Array {
-  const swizzle = swizzleOp(relaxed);
+  const swizzle = i8x16Swizzle(relaxed);
   const i32s = (n: number) => new Array<number>(n).fill(I32);
   return wasmModuleBytes({
     types: [funcType(i32s(5), []), funcType(i32s(7), [I32]), funcType(i32s(4), [])],
