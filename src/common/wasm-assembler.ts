@@ -92,12 +92,12 @@ export const v128Load = (align: number, offset: number): number[] => simd(0x00, 
 export const v128Store = (align: number, offset: number): number[] => simd(0x0b, align, ...uleb(offset));
 /** f32.store with 4-byte alignment at a byte offset from the address on the stack. */
 export const f32Store = (offset: number): number[] => [0x38, 0x02, ...uleb(offset)];
-/** v128.const of sixteen zero bytes. */
 /**
  * i8x16.swizzle, or relaxed SIMD's i8x16.relaxed_swizzle (no range fix-up for indices of 16 and up,
  * where the two may differ; see relaxedSimdAvailable).
  */
 export const i8x16Swizzle = (relaxed: boolean): number[] => simd(relaxed ? 0x100 : 0x0e);
+/** v128.const of sixteen zero bytes. */
 export const V128_ZERO = simd(0x0c, ...new Array<number>(16).fill(0));
 export const F32X4_ADD = simd(0xe4);
 export const F32X4_MUL = simd(0xe6);
@@ -182,10 +182,16 @@ export interface WasmSharedMemory {
   grow(pages: number): number;
 }
 
+/** An unshared memory: growing it replaces its buffer, and views of the old one go stale. */
+export interface WasmUnsharedMemory {
+  readonly buffer: ArrayBuffer;
+  grow(pages: number): number;
+}
+
 export interface WasmApi {
   Memory: {
     new (d: { initial: number; maximum: number; shared: true }): WasmSharedMemory;
-    new (d: { initial: number; maximum: number }): WasmMemory;
+    new (d: { initial: number; maximum: number }): WasmUnsharedMemory;
   };
   validate(bytes: Uint8Array): boolean;
   Module: new (bytes: Uint8Array) => WasmModule;

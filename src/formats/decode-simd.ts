@@ -42,6 +42,7 @@ import {
   v128Store,
   type WasmApi,
   type WasmModule,
+  type WasmUnsharedMemory,
   wasmApi,
   wasmModuleBytes,
   whileBelow,
@@ -72,6 +73,21 @@ const interleave8 = (from: number) => Array.from({ length: 16 }, (_, i) => from 
 const widenHigh16 = (from: number) =>
   Array.from({ length: 16 }, (_, i) => ((i & 3) < 2 ? i & 1 : 16 + 2 * (from + (i >> 2)) + (i & 1)));
 
+/**
+ * Stores at i32 local `out` + `offset` eight float32 whose top halves are the 16-bit lanes of v128
+ * local `top` (`zero`: a v128 local of zeros), each times v128 local `factor`.
+ */
+const storeScaled8 = (out: number, zero: number, top: number, factor: number, offset: number) =>
+  [0, 1].flatMap((r) => [
+    ...get(out),
+    ...get(zero),
+    ...get(top),
+    ...shuffle(widenHigh16(4 * r)),
+    ...get(factor),
+    ...F32X4_MUL,
+    ...v128Store(0, offset + 16 * r),
+  ]);
+
 /** Top two bytes of the float32 bits of every E2M1 code, as two swizzle tables. */
 function e2m1Tables(): { high: Uint8Array; low: Uint8Array } {
   const bits = new Uint32Array(Float32Array.from(decodeTable(FP4_E2M1)).buffer);
@@ -98,15 +114,7 @@ function mxfp4Body(swizzle: number[]): number[] {
     ...[...get(8), ...get(14), ...swizzle, ...set(16)],
     ...[0, 1].flatMap((q) => [
       ...[...get(16), ...get(15), ...shuffle(interleave8(8 * q)), ...set(17)], // 8 elements' top halves
-      ...[0, 1].flatMap((r) => [
-        ...get(2),
-        ...get(9),
-        ...get(17),
-        ...shuffle(widenHigh16(4 * r)),
-        ...get(10),
-        ...F32X4_MUL,
-        ...v128Store(0, 64 * h + 32 * q + 16 * r),
-      ]),
+      ...storeScaled8(2, 9, 17, 10, 64 * h + 32 * q),
     ]),
   ];
   return [
@@ -167,15 +175,7 @@ function fp8Body(swizzle: number[]): number[] {
     ...[...get(10), ...splat16(8), ...I16X8_LT_U, ...V_BITSELECT],
     ...[...get(9), ...splat16(0x80), ...V_AND, ...i32(8), ...I16X8_SHL, ...V_OR],
     ...[...get(10), ...splat16(0x7f), ...I16X8_EQ, ...splat16(0x7fc0), ...V_AND, ...V_OR, ...set(11)],
-    ...[0, 1].flatMap((r) => [
-      ...get(1),
-      ...get(12),
-      ...get(11),
-      ...shuffle(widenHigh16(4 * r)),
-      ...get(7),
-      ...F32X4_MUL,
-      ...v128Store(0, 32 * h + 16 * r),
-    ]),
+    ...storeScaled8(1, 12, 11, 7, 32 * h),
   ];
   const sixteen = [
     ...[...get(0), ...v128Load(0, 0), ...set(8)],
@@ -228,12 +228,6 @@ export function decodeModuleBytes(relaxed: boolean): Uint8Array {
   });
 }
 
-/** An unshared memory that grows (its buffer is replaced when it does). */
-interface WasmGrowableMemory {
-  readonly buffer: ArrayBuffer;
-  grow(pages: number): number;
-}
-
 interface DecodeExports {
   mxfp4(blocks: number, scales: number, out: number, n: number, factors: number): void;
   fp8(codes: number, out: number, count: number, blockCols: number, scales: number): void;
@@ -278,14 +272,14 @@ export interface DecodeSpace {
  */
 export class SimdDecoder {
   readonly #kernel: DecodeExports;
-  readonly #memory: WasmGrowableMemory;
+  readonly #memory: WasmUnsharedMemory;
 
   private constructor(
     module: WasmModule,
     /** Whether the MXFP4 lookups use relaxed SIMD's swizzle. */
     readonly relaxed: boolean,
   ) {
-    this.#memory = new (wasmApi as WasmApi).Memory({ initial: 1, maximum: 65536 }) as WasmGrowableMemory;
+    this.#memory = new (wasmApi as WasmApi).Memory({ initial: 1, maximum: 65536 });
     this.#kernel = instantiateWasm(module, this.#memory) as DecodeExports;
     new Float32Array(this.#memory.buffer, FACTORS, 256).set(e8m0Table());
   }
