@@ -20,13 +20,10 @@ import { parseArgs } from "node:util";
 import { AttentionScratch, pagedAttention } from "../src/engine/attention/paged-attention.js";
 import { LayerKvCache } from "../src/engine/cache/kv-cache.js";
 import { FullCacheSpec } from "../src/engine/cache/spec.js";
-import { parseHfConfig } from "../src/engine/config.js";
 import { Engine, findTinySize, type LoadedModel, readCorpus } from "../src/engine/index.js";
 import { MatmulPool } from "../src/engine/kernels/pool.js";
-import { buildModelWeights } from "../src/engine/loader/weight-map.js";
 import { Rng } from "../src/engine/tensor/random.js";
-import { generateTinyModel } from "../src/engine/tiny/generate.js";
-import { TextTokenizer } from "../src/engine/tokenizer/tokenizer.js";
+import { generateTinyModel, tinyFilesToModel } from "../src/engine/tiny/generate.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -140,39 +137,26 @@ async function needleShapedModel(maxLen: number): Promise<LoadedModel> {
     maxPositionEmbeddings: maxLen,
   };
   const files = generateTinyModel(size, await readCorpus());
-  const hf = { ...files.config, v_head_dim: V_HEAD_DIM };
-  const parsed = parseHfConfig(hf);
   const config = {
-    ...parsed,
-    layers: parsed.layers.map((l, i) =>
-      i === 0 ? { ...l, attention: { ...l.attention, kind: "sliding" as const, window: WINDOW } } : l,
-    ),
+    ...files.config,
+    v_head_dim: V_HEAD_DIM,
+    layer_types: ["sliding_attention", "full_attention"],
+    sliding_window: WINDOW,
   };
   // v_proj and o_proj take the value head size; the rest of the generated tensors fit as they are.
   const rng = new Rng(7);
-  const weights = buildModelWeights(
-    config,
-    (name) => {
-      if (name.endsWith("v_proj.weight"))
-        return {
-          dtype: "F32",
-          shape: [V_HEAD_DIM, 256],
-          data: rng.fillNormal(new Float32Array(V_HEAD_DIM * 256), 0.02),
-        };
-      if (name.endsWith("o_proj.weight"))
-        return {
-          dtype: "F32",
-          shape: [256, V_HEAD_DIM],
-          data: rng.fillNormal(new Float32Array(V_HEAD_DIM * 256), 0.02),
-        };
-      return files.tensors.get(name);
-    },
-    size.name,
-  );
-  const tokenizer = new TextTokenizer(files.tokenizerJson, files.tokenizerConfig, {
-    eosTokenIds: config.eosTokenIds,
-  });
-  return { name: size.name, config, weights, tokenizer, numParameters: files.numParameters };
+  const tensors = new Map(files.tensors);
+  for (const name of files.tensors.keys()) {
+    const shape = name.endsWith("v_proj.weight")
+      ? [V_HEAD_DIM, 256]
+      : name.endsWith("o_proj.weight")
+        ? [256, V_HEAD_DIM]
+        : undefined;
+    if (shape === undefined) continue;
+    const data = rng.fillNormal(new Float32Array(V_HEAD_DIM * 256), 0.02);
+    tensors.set(name, { dtype: "F32", shape, data });
+  }
+  return tinyFilesToModel(size.name, { ...files, config, tensors });
 }
 
 async function engineFigures(): Promise<void> {

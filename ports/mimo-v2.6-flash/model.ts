@@ -16,35 +16,43 @@
  * add_{swa,full}_attention_sink_bias, layernorm_epsilon) and transformers' native one (layer_types,
  * mlp_layer_types, rope_parameters per layer type; sliding layers have twice the KV heads and sinks).
  *
- * Weight names: the Hub checkpoint stores the sink logits as `self_attn.attention_sink_bias`, which
- * the engine knows as `self_attn.sinks`; `checkpointTensorName` maps that one name, and the tiny
- * models are written with the Hub's name so the map is exercised. Every other tensor the engine
- * loads (q/k/v/o_proj, mlp.gate.weight, mlp.gate.e_score_correction_bias, mlp.experts.N.*_proj,
- * the dense mlp.*_proj) has the Hub's name. The checkpoint's MTP layers (model.mtp.*) are not used.
- * The released model scales values by attention_value_scale (0.707), applied after v_proj.
+ * The model composes the engine's blocks layer by layer (`buildMimo`): GQA attention of the
+ * layer's kind, then a SwiGLU MLP or a routed MoE, joined by pre-norm residuals. Weight names are
+ * the Hub checkpoint's: q/k/v/o_proj, the sink logits as `self_attn.attention_sink_bias`,
+ * mlp.gate.weight with mlp.gate.e_score_correction_bias, mlp.experts.N.*_proj and the dense
+ * mlp.*_proj. The checkpoint's MTP layers (model.mtp.*) are knowingly not used. The released model
+ * scales values by attention_value_scale (0.707), applied after v_proj.
  */
 import { z } from "zod";
 import { BringupError } from "../../src/common/errors.js";
 import type {
   Architecture,
   AttentionSpec,
+  CausalLM,
+  DecoderConfig,
   LayerSpec,
-  ModelConfig,
   MoeSpec,
   PortModel,
   TinyModelFiles,
+  WeightSource,
 } from "../../src/engine/index.js";
 import {
+  attentionNames,
   codeEmbedding,
   codeLmHead,
   copyOutputCode,
   copySlots,
   f32Tensors,
   filled,
+  GqaAttention,
+  HF_MLP_NAMES,
   inductionQueryKey,
   nearestRivalGap,
+  preNormDecoder,
   putAttention,
   Rng,
+  RoutedMoe,
+  SwigluMlp,
   tensorSeed,
   tinyModelFiles,
   tinyTokenizer,
@@ -119,7 +127,7 @@ const MimoConfig = z.looseObject({
 type MimoConfig = z.infer<typeof MimoConfig>;
 
 /** Parses a MiMo-V2-Flash config.json (either spelling) into the engine's per-layer view. */
-export function parseMimoConfig(json: unknown, source = "config.json"): ModelConfig {
+export function parseMimoConfig(json: unknown, source = "config.json"): DecoderConfig {
   const fail = (field: string, message: string): never => {
     throw new BringupError("MODEL_CONFIG_INVALID", `${source}: ${field}: ${message}`, { subject: source });
   };
@@ -338,15 +346,31 @@ function moeSpec(c: MimoConfig, fail: Fail): MoeSpec {
   };
 }
 
-/** The engine's name for the sink logits and the one the Hub checkpoint uses. */
-const ENGINE_SINKS = ".self_attn.sinks";
-const HUB_SINKS = ".self_attn.attention_sink_bias";
+/** The Hub checkpoint's name for the sink logits under `self_attn`. */
+const HUB_SINKS_NAME = "attention_sink_bias";
+const HUB_SINKS = `.self_attn.${HUB_SINKS_NAME}`;
 
-export const mimoArchitecture: Architecture = {
+/** MiMo's layers from engine blocks: GQA attention of each layer's kind, then an MLP or a routed MoE. */
+export function buildMimo(config: DecoderConfig, w: WeightSource): CausalLM {
+  const H = config.hiddenSize;
+  return preNormDecoder(w, { ...config, numLayers: config.layers.length }, (i, p) => {
+    const spec = config.layers[i] as LayerSpec;
+    const names = attentionNames(p, HUB_SINKS_NAME);
+    const mixer = GqaAttention.load(w, names, spec.attention, H, config.rmsNormEps);
+    const ffn =
+      spec.mlp === "moe" && config.moe !== undefined
+        ? RoutedMoe.load(w, { base: `${p}.mlp`, expert: HF_MLP_NAMES }, config.moe, H)
+        : SwigluMlp.load(w, `${p}.mlp`, H, config.intermediateSize);
+    return { mixer, ffn };
+  });
+}
+
+export const mimoArchitecture: Architecture<DecoderConfig> = {
   modelTypes: [MODEL_TYPE],
   parseConfig: parseMimoConfig,
-  checkpointTensorName: (name) =>
-    name.endsWith(ENGINE_SINKS) ? name.slice(0, -ENGINE_SINKS.length) + HUB_SINKS : name,
+  build: buildMimo,
+  // The multi-token-prediction layers draft for speculative decoding, which the engine does not run.
+  ignoresTensor: (name) => name.startsWith("model.mtp."),
 };
 
 /** Specials the tiny tokenizers append after the trained vocabulary. */

@@ -129,6 +129,19 @@ export const Status = z.strictObject({
 
 const RelativeFraction = z.number().positive().max(1);
 
+/** Values of a model's run-time switches, as its model code declares them (`bringup serve --switch`). */
+export const Switches = z
+  .record(z.string().regex(/^[A-Za-z0-9_.-]+$/), z.string().min(1))
+  .describe("values of the model's switches, as the port's model code declares them");
+
+/** A gate's own build to compare against, where it differs from the reference section's baseline. */
+const GateBaseline = z
+  .strictObject({ kv_layout: z.enum(["window-sized", "full"]).optional(), switches: Switches.optional() })
+  .optional()
+  .describe(
+    "on the embedded engine: the build this gate compares against, instead of the reference section's baseline",
+  );
+
 export const PerplexityGate = z.strictObject({
   kind: z.literal("perplexity"),
   reference: z.string().min(1).describe("what the port's perplexity is compared against"),
@@ -137,6 +150,7 @@ export const PerplexityGate = z.strictObject({
     .min(0)
     .max(1)
     .describe("largest |ppl - ref| / ref that passes, as a fraction (0: the same value, bit for bit)"),
+  baseline: GateBaseline,
   record: RecordRef.optional(),
 });
 
@@ -156,6 +170,7 @@ export const BitIdenticalDecodeGate = z.strictObject({
   kind: z.literal("bit-identical-decode"),
   compare: z.enum(["two-builds", "batch-invariance", "golden"]),
   sampling: z.array(z.enum(["greedy", "seeded"])).min(1),
+  baseline: GateBaseline,
   record: RecordRef.optional(),
 });
 
@@ -233,8 +248,9 @@ export const Reference = z.strictObject({
     ),
   max_model_len: z.int().positive().describe("the context the embedded server is started with"),
   kv_layout: KvLayout.default("window-sized").describe("the layout the port's build serves with"),
+  switches: Switches.optional().describe("the switches the port's build serves with"),
   baseline: z
-    .strictObject({ kv_layout: KvLayout })
+    .strictObject({ kv_layout: KvLayout, switches: Switches.optional() })
     .optional()
     .describe("the build that reference-comparing gates (perplexity, kv-capacity) compare against"),
   gates: z.array(Gate).min(1),

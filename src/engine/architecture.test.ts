@@ -1,50 +1,83 @@
 import { describe, expect, it } from "vitest";
-import { type Architecture, registerArchitecture, registeredArchitecture } from "./architecture.js";
-import { type ModelConfig, parseHfConfig } from "./config.js";
-
-const llama = {
-  model_type: "llama",
-  vocab_size: 64,
-  hidden_size: 32,
-  intermediate_size: 64,
-  num_hidden_layers: 2,
-  num_attention_heads: 4,
-};
+import { type Architecture, findArchitecture } from "./architecture.js";
+import type { DecoderConfig } from "./models/decoder.js";
+import { buildLlama, llamaArchitecture, parseLlamaConfig } from "./models/llama.js";
+import { readCorpus } from "./tiny/corpus.js";
+import { generateTinyModel, tinyFilesToModel } from "./tiny/generate.js";
+import { findTinySize, type TinySize } from "./tiny/sizes.js";
 
 /** Model code that reads its own model_type as llama with every other layer sliding. */
-const alternating: Architecture = {
+const alternating: Architecture<DecoderConfig> = {
   modelTypes: ["arch_test_alternating"],
   parseConfig(json, source) {
-    const base = parseHfConfig({ ...(json as object), model_type: "llama" }, source);
+    const base = parseLlamaConfig({ ...(json as object), model_type: "llama" }, source);
     const layers = base.layers.map((l, i) =>
       i % 2 === 0 ? { ...l, attention: { ...l.attention, kind: "sliding" as const, window: 4 } } : l,
     );
-    return { ...base, modelType: "arch_test_alternating", layers } satisfies ModelConfig;
+    return { ...base, modelType: "arch_test_alternating", layers };
   },
+  build: buildLlama,
 };
 
-describe("architecture registry", () => {
-  it("parses a registered model_type with its model code", () => {
-    registerArchitecture(alternating);
-    registerArchitecture(alternating); // the same code again is harmless
-    expect(registeredArchitecture("arch_test_alternating")).toBe(alternating);
-    const config = parseHfConfig({ ...llama, model_type: "arch_test_alternating" });
-    expect(config.modelType).toBe("arch_test_alternating");
-    expect(config.layers.map((l) => l.attention.kind)).toEqual(["sliding", "full"]);
+const files = generateTinyModel(findTinySize("tiny") as TinySize, await readCorpus());
+const asAlternating = { ...files, config: { ...files.config, model_type: "arch_test_alternating" } };
+
+describe("architectures", () => {
+  it("builds a model_type with the model code given for it, its layers declaring their own state", () => {
+    const model = tinyFilesToModel("alt", asAlternating, [alternating]);
+    expect(model.architecture).toBe(alternating);
+    expect(model.model.states.map((s) => (s.kind === "paged" ? s.attention : s.kind))).toEqual([
+      "sliding",
+      "full",
+      "sliding",
+      "full",
+    ]);
   });
 
-  it("refuses a second architecture for a taken model_type", () => {
-    registerArchitecture(alternating);
-    const other: Architecture = { ...alternating, parseConfig: alternating.parseConfig };
-    expect(() => registerArchitecture(other)).toThrow(
-      expect.objectContaining({ code: "ARCHITECTURE_CONFLICT" }),
+  it("refuses a model_type no given code reads, naming the supported ones", () => {
+    expect(() => tinyFilesToModel("alt", asAlternating)).toThrow(
+      expect.objectContaining({ code: "MODEL_CONFIG_INVALID", message: expect.stringMatching(/mixtral/) }),
     );
   });
 
-  it("lists registered model types when a config's type is unknown", () => {
-    registerArchitecture(alternating);
-    expect(() => parseHfConfig({ ...llama, model_type: "arch_test_unknown" })).toThrow(
-      /arch_test_alternating/,
+  it("refuses two architectures for one model_type", () => {
+    const other = { ...alternating };
+    expect(() => findArchitecture("arch_test_alternating", [alternating, other], "config.json")).toThrow(
+      expect.objectContaining({ code: "ARCHITECTURE_CONFLICT" }),
+    );
+    expect(findArchitecture("llama", [llamaArchitecture, llamaArchitecture], "c")).toBe(llamaArchitecture);
+  });
+
+  it("refuses a checkpoint with a tensor no layer reads, naming it", () => {
+    const tensors = new Map(files.tensors);
+    tensors.set("model.layers.9.mlp.up_proj.weight", files.tensors.get("model.norm.weight") as never);
+    expect(() => tinyFilesToModel("extra", { ...files, tensors })).toThrow(
+      expect.objectContaining({
+        code: "MODEL_WEIGHTS_MISMATCH",
+        subject: "model.layers.9.mlp.up_proj.weight",
+      }),
+    );
+  });
+
+  it("refuses a checkpoint missing a tensor, and one whose shape does not match the config", () => {
+    const missing = new Map(files.tensors);
+    missing.delete("model.layers.2.self_attn.k_proj.weight");
+    expect(() => tinyFilesToModel("missing", { ...files, tensors: missing })).toThrow(
+      expect.objectContaining({
+        code: "MODEL_WEIGHT_MISSING",
+        subject: "model.layers.2.self_attn.k_proj.weight",
+      }),
+    );
+    const wrong = new Map(files.tensors);
+    wrong.set(
+      "model.layers.1.input_layernorm.weight",
+      files.tensors.get("model.layers.1.self_attn.k_proj.weight") as never,
+    );
+    expect(() => tinyFilesToModel("wrong", { ...files, tensors: wrong })).toThrow(
+      expect.objectContaining({
+        code: "MODEL_WEIGHTS_MISMATCH",
+        subject: "model.layers.1.input_layernorm.weight",
+      }),
     );
   });
 });

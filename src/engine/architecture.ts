@@ -1,22 +1,32 @@
 import { BringupError } from "../common/errors.js";
-import type { ModelConfig } from "./config.js";
+import type { WeightSource } from "./loader/weight-source.js";
+import type { CausalLM } from "./model/causal-lm.js";
 import type { TinyModelFiles } from "./tiny/generate.js";
 
+/** What every architecture's parsed config says, whatever else it holds. */
+export interface ModelConfig {
+  readonly modelType: string;
+  readonly vocabSize: number;
+  readonly hiddenSize: number;
+  readonly maxPositionEmbeddings: number;
+  readonly bosTokenId?: number;
+  readonly eosTokenIds: readonly number[];
+}
+
 /**
- * Model code for an architecture the engine does not parse by itself: a port's model.ts says how
- * its config.json maps onto the engine's blocks (per-layer attention kinds, head sizes, RoPE,
- * MoE routing). Registered architectures are consulted before the built-in llama family.
+ * Model code for one architecture: how its config.json is read and how a model is built from
+ * engine blocks over the checkpoint's public tensor names. The llama family is built in
+ * (models/llama.ts); each port's model.ts exports its own.
  */
-export interface Architecture {
+export interface Architecture<C extends ModelConfig = ModelConfig> {
   /** The config.json `model_type` values this code reads. */
   readonly modelTypes: readonly string[];
-  /** Parses a config.json object; throws BringupError MODEL_CONFIG_INVALID naming `source`. */
-  parseConfig(json: unknown, source: string): ModelConfig;
-  /**
-   * The name this architecture's checkpoints give a tensor the engine knows by `engineName` (for
-   * example a sink vector stored under another name); absent when the names agree.
-   */
-  checkpointTensorName?(engineName: string): string;
+  /** Parses a config.json object; throws BringupError MODEL_CONFIG_INVALID naming `source` and the field. */
+  parseConfig(json: unknown, source: string): C;
+  /** Builds the model from `weights`; throws MODEL_WEIGHT_MISSING / MODEL_WEIGHTS_MISMATCH naming the tensor. */
+  build(config: C, weights: WeightSource): CausalLM;
+  /** Checkpoint tensors the model knowingly does not use (for example MTP layers). */
+  ignoresTensor?(name: string): boolean;
 }
 
 /**
@@ -39,29 +49,33 @@ export interface PortModel {
   retrievalModel?(corpus: string, options: { readonly maxPositionEmbeddings: number }): TinyModelFiles;
 }
 
-const registry = new Map<string, Architecture>();
-
-/** Makes the engine read config.json files of `architecture.modelTypes` with its parser. */
-export function registerArchitecture(architecture: Architecture): void {
-  for (const type of architecture.modelTypes) {
-    const existing = registry.get(type);
-    if (existing !== undefined && existing !== architecture) {
-      throw new BringupError(
-        "ARCHITECTURE_CONFLICT",
-        `model_type "${type}" is already registered by other model code; give each port's architecture its own model_type.`,
-        { subject: type },
-      );
-    }
-    registry.set(type, architecture);
+/**
+ * The architecture among `architectures` that reads `modelType`; throws MODEL_CONFIG_INVALID
+ * naming every supported type otherwise, or ARCHITECTURE_CONFLICT when two claim it.
+ */
+export function findArchitecture(
+  modelType: unknown,
+  architectures: readonly Architecture[],
+  source: string,
+): Architecture {
+  const matches = architectures.filter(
+    (a) => typeof modelType === "string" && a.modelTypes.includes(modelType),
+  );
+  if (matches.length > 1 && matches.some((a) => a !== matches[0])) {
+    throw new BringupError(
+      "ARCHITECTURE_CONFLICT",
+      `model_type "${String(modelType)}" is read by two architectures; give each port's architecture its own model_type.`,
+      { subject: String(modelType) },
+    );
   }
-}
-
-/** The registered architecture for a model_type, if any. */
-export function registeredArchitecture(modelType: string): Architecture | undefined {
-  return registry.get(modelType);
-}
-
-/** Every registered model_type, for error messages. */
-export function registeredModelTypes(): string[] {
-  return [...registry.keys()].sort();
+  const found = matches[0];
+  if (found === undefined) {
+    const known = [...new Set(architectures.flatMap((a) => a.modelTypes))].sort();
+    throw new BringupError(
+      "MODEL_CONFIG_INVALID",
+      `${source}: model_type ${JSON.stringify(modelType)} is not supported by the reference engine (supported: ${known.join(", ")}); add it through a port's model code.`,
+      { subject: source },
+    );
+  }
+  return found;
 }

@@ -1,10 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { kvCapacityRatio } from "./cache/capacity.js";
 import type { EngineOptions } from "./engine.js";
-import type { LoadedModel } from "./model/loaded-model.js";
 import type { GenerateRequest, StepOutput } from "./request.js";
-import { Rng } from "./tensor/random.js";
 import { collect, engineFactory } from "./tests/engines.js";
+import { sinksArchitecture, withSinks } from "./tests/sinks-model.js";
 import { readCorpus } from "./tiny/corpus.js";
 import { generateTinyModel, tinyFilesToModel } from "./tiny/generate.js";
 import { findTinySize, type TinySize } from "./tiny/sizes.js";
@@ -16,35 +15,15 @@ import { findTinySize, type TinySize } from "./tiny/sizes.js";
  */
 const files = generateTinyModel(findTinySize("tiny") as TinySize, await readCorpus(), { seed: 4 });
 const kinds = ["sliding_attention", "full_attention", "sliding_attention", "sliding_attention"];
-const slidingModel = withSinks(
-  tinyFilesToModel("tiny-swa", {
-    ...files,
-    config: { ...files.config, layer_types: kinds, sliding_window: 6 },
-  }),
+const slidingModel = tinyFilesToModel(
+  "tiny-swa",
+  withSinks(
+    { ...files, config: { ...files.config, layer_types: kinds, sliding_window: 6 } },
+    { seed: 9, sinkLayers: "sliding" },
+  ),
+  [sinksArchitecture],
 );
 const globalModel = tinyFilesToModel("tiny", files);
-
-function withSinks(model: LoadedModel): LoadedModel {
-  const rng = new Rng(9);
-  const layers = model.config.layers.map((l) =>
-    l.attention.kind === "sliding" ? { ...l, attention: { ...l.attention, sinks: true } } : l,
-  );
-  const weights = {
-    ...model.weights,
-    layers: model.weights.layers.map((lw, i) =>
-      layers[i]?.attention.sinks
-        ? {
-            ...lw,
-            attention: {
-              ...lw.attention,
-              sinks: rng.fillNormal(new Float32Array(layers[i]?.attention.numHeads ?? 0), 1),
-            },
-          }
-        : lw,
-    ),
-  };
-  return { ...model, config: { ...model.config, layers }, weights };
-}
 
 const engine = engineFactory(slidingModel, { threads: 2, blockSize: 4 });
 
@@ -120,7 +99,7 @@ describe("Engine with sliding-window layers", () => {
     const ring = engine({ kvLayout: "window-sized", kvCacheBytes: budget, maxModelLen });
     const full = engine({ kvLayout: "full", kvCacheBytes: budget, maxModelLen });
     const measured = ring.stats().kvTokenCapacity / full.stats().kvTokenCapacity;
-    const theory = kvCapacityRatio(slidingModel.config, "window-sized", "full", 4, maxModelLen);
+    const theory = kvCapacityRatio(slidingModel.model.states, "window-sized", "full", 4, maxModelLen);
     // 4 layers of which 1 is global: 4 x 512 blocks over 512 + 3 x 4 per sequence.
     expect(theory).toBeCloseTo((4 * 512) / (512 + 12), 12);
     expect(Math.abs(measured / theory - 1)).toBeLessThan(0.002);

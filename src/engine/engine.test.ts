@@ -37,7 +37,7 @@ describe("Engine", () => {
     const roomy = engine();
     const expected = await Promise.all(prompts.map((p) => collect(roomy.submit(greedy(p, 20)))));
     // Room for about two sequences of ~30 tokens: the rest must wait or be preempted and recomputed.
-    const bytesPerToken = model.config.layers.length * 2 * 2 * 16 * 4;
+    const bytesPerToken = model.model.layers.length * 2 * 2 * 16 * 4;
     const tight = engine({ blockSize: 4, kvCacheBytes: 16 * 4 * bytesPerToken });
     const got = await Promise.all(prompts.map((p) => collect(tight.submit(greedy(p, 20)))));
     expect(got.map((o) => o.map((s) => s.token?.tokenId))).toEqual(
@@ -131,7 +131,7 @@ describe("Engine", () => {
     const e = engine({
       maxModelLen: 64,
       blockSize: 4,
-      kvCacheBytes: 8 * 4 * model.config.layers.length * 2 * 2 * 16 * 4,
+      kvCacheBytes: 8 * 4 * model.model.layers.length * 2 * 2 * 16 * 4,
     });
     expect(() => e.submit({ promptTokenIds: [], maxTokens: 1 })).toThrow(
       expect.objectContaining({ code: "PROMPT_EMPTY" }),

@@ -9,10 +9,12 @@ import {
   splitKvBudget,
 } from "./cache/capacity.js";
 import { LayerKvCache } from "./cache/kv-cache.js";
-import { KV_LAYOUT_NAMES, type KvLayout } from "./cache/spec.js";
+import { type CacheSpec, KV_LAYOUT_NAMES, type KvLayout } from "./cache/spec.js";
+import { StateSlotSpec, StateSlots } from "./cache/state-slots.js";
 import { MatmulPool } from "./kernels/pool.js";
+import type { CausalLM } from "./model/causal-lm.js";
 import type { LoadedModel } from "./model/loaded-model.js";
-import { type ForwardBatch, Transformer } from "./model/transformer.js";
+import type { ForwardBatch, LayerStorage, SequenceRun } from "./model/model.js";
 import { OutputQueue } from "./output-queue.js";
 import type { FinishReason, GeneratedToken, GenerateRequest, StepOutput } from "./request.js";
 import { logprobsOf, sampleToken, validateSampling } from "./sampler.js";
@@ -44,16 +46,22 @@ export interface EngineOptions {
    * turns it off). false gives the plain kernel, whose sums equal the scalar reference bit for bit.
    */
   readonly simd?: boolean;
+  /** Values of the model's switches (its architecture declares them and their defaults). */
+  readonly switches?: Readonly<Record<string, string>>;
 }
 
 /** Figures for /metrics. */
 export interface EngineStats {
   readonly running: number;
   readonly waiting: number;
-  /** Blocks held by requests, summed over the cache groups. */
+  /** KV blocks held by requests, summed over the paged cache groups. */
   readonly kvBlocksUsed: number;
-  /** Blocks in the cache, summed over the cache groups. */
+  /** KV blocks in the cache, summed over the paged cache groups. */
   readonly kvBlocksTotal: number;
+  /** Per-sequence state slots held by requests (0 when no layer keeps a state). */
+  readonly stateSlotsUsed: number;
+  /** Per-sequence state slots planned in the budget. */
+  readonly stateSlotsTotal: number;
   /** Fraction of the KV cache's bytes held by requests (groups' blocks differ in size), 0 to 1. */
   readonly kvCacheUsage: number;
   /** Tokens of context the KV cache holds at max_model_len across all sequences (see EngineLimits). */
@@ -69,8 +77,10 @@ export interface EngineLimits {
   readonly maxNumSeqs: number;
   readonly maxModelLen: number;
   readonly blockSize: number;
-  /** KV blocks summed over the cache groups. */
+  /** KV blocks summed over the paged cache groups. */
   readonly kvBlocks: number;
+  /** Per-sequence state slots (as many sequences as may hold a recurrent state at once). */
+  readonly stateSlots: number;
   readonly maxNumBatchedTokens: number;
   readonly kvLayout: KvLayout;
   /** The KV budget in bytes the groups were sized from. */
@@ -87,7 +97,7 @@ export interface EngineLimits {
 
 /** A cache group as the limits report it. */
 export interface KvGroupLimits {
-  /** The spec kind: "full", "sliding-window" (a ring), "sliding-mask". */
+  /** The spec kind: "full", "sliding-window" (a ring), "sliding-mask", "state-slot". */
   readonly kind: string;
   readonly numLayers: number;
   readonly blocks: number;
@@ -144,8 +154,12 @@ export class Engine {
   readonly model: LoadedModel;
   readonly limits: EngineLimits;
   private readonly pool: MatmulPool;
-  private readonly transformer: Transformer;
+  private readonly network: CausalLM;
+  private readonly storage: LayerStorage[];
+  private readonly switches: ReadonlyMap<string, string>;
   private readonly groups: CacheGroup[];
+  /** The group of state slots, -1 when no layer keeps a per-sequence state. */
+  private readonly slotGroup: number;
   private readonly maxChunkTokens: number;
   private readonly waiting: Sequence[] = [];
   private readonly running: Sequence[] = [];
@@ -188,7 +202,9 @@ export class Engine {
         { subject: "kv_layout" },
       );
     }
-    const plan = planKvCache(config, kvLayout, blockSize);
+    this.network = model.model;
+    this.switches = resolveSwitches(this.network, options.switches ?? {});
+    const plan = planKvCache(this.network.states, kvLayout, blockSize);
     const wanted = maxNumSeqs * kvBytesPerSequence(plan.groups, maxModelLen);
     const budget = opt("kv_cache_bytes", options.kvCacheBytes, Math.min(wanted, 1 << 30));
     const split = splitKvBudget(plan.groups, budget, maxModelLen);
@@ -202,11 +218,13 @@ export class Engine {
       }
     });
     this.groups = plan.groups.map((g, i) => ({ plan: g, blocks: new BlockManager(split[i] as number) }));
+    this.slotGroup = plan.groups.findIndex((g) => g.spec instanceof StateSlotSpec);
     this.limits = {
       maxNumSeqs,
       maxModelLen,
       blockSize,
-      kvBlocks: split.reduce((a, b) => a + b, 0),
+      kvBlocks: split.reduce((a, b, i) => a + (i === this.slotGroup ? 0 : b), 0),
+      stateSlots: this.slotGroup < 0 ? 0 : (split[this.slotGroup] as number),
       maxNumBatchedTokens,
       kvLayout,
       kvCacheBytes: budget,
@@ -219,22 +237,22 @@ export class Engine {
         bytesPerBlock: g.bytesPerBlock,
       })),
     };
-    // Each layer stores in its group's blocks but reads through its own spec (its mask).
-    const caches = config.layers.map(
-      (l, i) =>
-        new LayerKvCache(
-          plan.layerSpecs[i] as (typeof plan.layerSpecs)[number],
-          split[plan.layerGroups[i] as number] as number,
-          l.attention.numKvHeads,
-          l.attention.headDim,
-          l.attention.vHeadDim,
-        ),
-    );
+    // Each paged layer stores in its group's blocks but reads through its own spec (its mask).
+    this.storage = this.network.states.map((state, i): LayerStorage => {
+      const group = plan.layerGroups[i] as number;
+      if (state.kind === "none") return {};
+      const count = split[group] as number;
+      if (state.kind === "slot") return { slots: new StateSlots(count, state.floats) };
+      const spec = plan.layerSpecs[i] as CacheSpec;
+      return {
+        group,
+        cache: new LayerKvCache(spec, count, state.numKvHeads, state.headDim, state.vHeadDim),
+      };
+    });
     // A sequence puts no more tokens in flight per step than its smallest ring allows.
     this.maxChunkTokens = Math.min(...plan.groups.map((g) => g.spec.maxChunkTokens));
     this.pool = new MatmulPool(options.threads, options.simd === undefined ? {} : { simd: options.simd });
-    this.transformer = new Transformer(config, model.weights, this.pool, caches, plan.layerGroups);
-    this.logprobScratch = new Float64Array(model.weights.lmHead.rows);
+    this.logprobScratch = new Float64Array(this.network.vocabSize);
     this.loop = this.run();
   }
 
@@ -284,17 +302,22 @@ export class Engine {
     let total = 0;
     let usedBytes = 0;
     let totalBytes = 0;
-    for (const g of this.groups) {
-      used += g.blocks.numUsed;
-      total += g.blocks.numBlocks;
+    this.groups.forEach((g, i) => {
+      if (i !== this.slotGroup) {
+        used += g.blocks.numUsed;
+        total += g.blocks.numBlocks;
+      }
       usedBytes += g.blocks.numUsed * g.plan.bytesPerBlock;
       totalBytes += g.blocks.numBlocks * g.plan.bytesPerBlock;
-    }
+    });
+    const slots = this.groups[this.slotGroup]?.blocks;
     return {
       running: this.running.length,
       waiting: this.waiting.length,
       kvBlocksUsed: used,
       kvBlocksTotal: total,
+      stateSlotsUsed: slots?.numUsed ?? 0,
+      stateSlotsTotal: slots?.numBlocks ?? 0,
       kvCacheUsage: usedBytes / totalBytes,
       kvTokenCapacity: this.limits.kvTokenCapacity,
       blockSize: this.limits.blockSize,
@@ -498,10 +521,16 @@ export class Engine {
     const positions: number[] = [];
     const blockTables: (readonly (readonly number[])[])[] = [];
     const logitRows: number[] = [];
+    const sequences: SequenceRun[] = [];
     /** For each chunk, the logit row of each of its tokens (-1 = none). */
     const rowsOf: number[][] = [];
     for (const { seq, start, count } of chunks) {
       const rows: number[] = [];
+      sequences.push({
+        first: tokens.length,
+        count,
+        slot: this.slotGroup < 0 ? -1 : ((seq.tables[this.slotGroup] as number[])[0] as number),
+      });
       const completes = start + count === seq.tokens.length;
       for (let p = start; p < start + count; p++) {
         const wantsPrompt =
@@ -518,9 +547,9 @@ export class Engine {
       }
       rowsOf.push(rows);
     }
-    const batch: ForwardBatch = { tokens, positions, blockTables, logitRows };
-    const logits = this.transformer.forward(batch);
-    const V = this.model.weights.lmHead.rows;
+    const batch: ForwardBatch = { tokens, positions, blockTables, sequences, logitRows };
+    const logits = this.network.forward({ batch, pool: this.pool, switches: this.switches }, this.storage);
+    const V = this.network.vocabSize;
     chunks.forEach(({ seq, start, count }, ci) => {
       const rows = rowsOf[ci] as number[];
       if (seq.status !== "running") return;
@@ -564,4 +593,35 @@ export class Engine {
       else seq.queue.push(this.output(seq, token, null));
     });
   }
+}
+
+/**
+ * The value of each of the model's switches: the option's where given, else the switch's default;
+ * ENGINE_OPTIONS_INVALID for a switch the model does not declare or a value it does not allow.
+ */
+function resolveSwitches(
+  model: CausalLM,
+  given: Readonly<Record<string, string>>,
+): ReadonlyMap<string, string> {
+  const values = new Map(model.switches.map((s) => [s.name, s.default]));
+  for (const [name, value] of Object.entries(given)) {
+    const declared = model.switches.find((s) => s.name === name);
+    if (declared === undefined) {
+      const known = model.switches.map((s) => s.name);
+      throw new BringupError(
+        "ENGINE_OPTIONS_INVALID",
+        `this model has no switch "${name}" (${known.length > 0 ? `it has ${known.join(", ")}` : "it has none"}).`,
+        { subject: name },
+      );
+    }
+    if (!declared.values.includes(value)) {
+      throw new BringupError(
+        "ENGINE_OPTIONS_INVALID",
+        `switch ${name} must be one of ${declared.values.join(", ")}, got "${value}".`,
+        { subject: name },
+      );
+    }
+    values.set(name, value);
+  }
+  return values;
 }

@@ -45,8 +45,16 @@
  * between cache groups so each holds the same number of max_model_len sequences (cache/capacity.ts).
  */
 
-export type { Architecture, PortModel } from "./architecture.js";
-export { registerArchitecture, registeredArchitecture } from "./architecture.js";
+export type { Architecture, ModelConfig, PortModel } from "./architecture.js";
+export { findArchitecture } from "./architecture.js";
+export type { AttentionNames, AttentionSpec, AttentionWeights } from "./blocks/attention/gqa-attention.js";
+export { attentionNames, attentionState, GqaAttention } from "./blocks/attention/gqa-attention.js";
+export type { MoeNames } from "./blocks/mlp/routed-moe.js";
+export { RoutedMoe } from "./blocks/mlp/routed-moe.js";
+export type { MoeSpec } from "./blocks/mlp/routing.js";
+export type { MlpNames } from "./blocks/mlp/swiglu-mlp.js";
+export { HF_MLP_NAMES, MIXTRAL_MLP_NAMES, SwigluMlp } from "./blocks/mlp/swiglu-mlp.js";
+export { PLAIN_RESIDUAL, PreNormConnection } from "./blocks/residual/pre-norm.js";
 export type { KvCacheGroup, KvCachePlan } from "./cache/capacity.js";
 export {
   kvBytesPerSequence,
@@ -57,16 +65,37 @@ export {
 } from "./cache/capacity.js";
 export type { CacheSpec, KvLayout } from "./cache/spec.js";
 export { cacheSpecFor, KV_LAYOUT_NAMES } from "./cache/spec.js";
-export type { AttentionSpec, LayerSpec, ModelConfig, MoeSpec, YarnScaling } from "./config.js";
-export { parseHfConfig } from "./config.js";
 export type { EngineLimits, EngineOptions, EngineStats, KvGroupLimits } from "./engine.js";
 export { Engine } from "./engine.js";
+export type { YarnScaling } from "./kernels/rope.js";
+export type { ResolvedConfig } from "./loader/build-model.js";
+export { BUILT_IN_ARCHITECTURES, buildModel, resolveConfig } from "./loader/build-model.js";
 export type { HostTensor } from "./loader/host-tensor.js";
 export { loadModel } from "./loader/load-model.js";
+export { WeightSource } from "./loader/weight-source.js";
+export type { CausalLMParts } from "./model/causal-lm.js";
+export { CausalLM } from "./model/causal-lm.js";
 export type { LoadedModel } from "./model/loaded-model.js";
+export type {
+  Connection,
+  DecoderLayer,
+  FeedForward,
+  ForwardBatch,
+  ForwardContext,
+  LayerState,
+  LayerStorage,
+  ModelSwitch,
+  ResidualStream,
+  SequenceRun,
+  TokenMixer,
+} from "./model/model.js";
+export type { DecoderConfig, DecoderShape, LayerSpec } from "./models/decoder.js";
+export { embeddingAndHead, preNormDecoder } from "./models/decoder.js";
+export { llamaArchitecture, parseLlamaConfig } from "./models/llama.js";
 export type { FinishReason, GeneratedToken, GenerateRequest, PromptLogprobs, StepOutput } from "./request.js";
 export type { SamplingParams, TokenLogprob } from "./sampler.js";
 export { Rng } from "./tensor/random.js";
+export type { Weight } from "./tensor/weight.js";
 export type { ConstructedAttention, CopySlots, TokenCodes } from "./tiny/copy-circuit.js";
 export {
   codeEmbedding,

@@ -21,7 +21,6 @@ import {
   type PortModel,
   planKvCache,
   readCorpus,
-  registerArchitecture,
 } from "../engine/index.js";
 import type { GateOutcome } from "../gates/index.js";
 import type { BenchRecord } from "../records/index.js";
@@ -94,6 +93,34 @@ interface Servers {
   build?: EmbeddedServer;
   baseline?: EmbeddedServer;
   retrieval?: EmbeddedServer;
+  /** Builds that single gates compare against (their own `baseline`), by buildKey. */
+  gateBaselines: Map<string, EmbeddedServer>;
+}
+
+/** A build the embedded engine serves: a KV layout and the model's switches. */
+interface Build {
+  readonly kv_layout: KvLayout;
+  readonly switches?: Readonly<Record<string, string>>;
+}
+
+function buildKey(build: Build): string {
+  const switches = Object.entries(build.switches ?? {}).sort(([a], [b]) => a.localeCompare(b));
+  return JSON.stringify([build.kv_layout, switches]);
+}
+
+function describeBuild(build: Build): string {
+  const switches = Object.entries(build.switches ?? {}).map(([k, v]) => `${k}=${v}`);
+  return [`${build.kv_layout} KV layout`, ...switches].join(", ");
+}
+
+/** The build a comparing gate runs against: its own baseline over the reference section's. */
+function gateBaseline(spec: GateSpec, reference: Reference): Build | undefined {
+  const own = "baseline" in spec ? spec.baseline : undefined;
+  if (own === undefined) return reference.baseline;
+  return {
+    kv_layout: own.kv_layout ?? reference.baseline?.kv_layout ?? reference.kv_layout,
+    ...(own.switches !== undefined ? { switches: own.switches } : {}),
+  };
 }
 
 /**
@@ -116,9 +143,13 @@ export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> 
   const aborted = () => signal?.aborted === true;
   const clock = new StageClock(options.onStage);
   const command = options.command ?? `bringup up ${portId}`;
-  const servers: Servers = {};
+  const servers: Servers = { gateBaselines: new Map() };
+  const allServers = () =>
+    [servers.build, servers.baseline, servers.retrieval, ...servers.gateBaselines.values()].filter(
+      (s): s is EmbeddedServer => s !== undefined,
+    );
   const closeAll = async () => {
-    await Promise.all([servers.build?.close(), servers.baseline?.close(), servers.retrieval?.close()]);
+    await Promise.all(allServers().map((s) => s.close()));
   };
   // Closing the servers at once makes a request in flight fail fast instead of finishing its work.
   const onAbort = () => void closeAll().catch(() => undefined);
@@ -200,7 +231,7 @@ export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> 
                   ? {
                       // What the embedded layouts give by construction at the served context.
                       theoreticalRatio: kvCapacityRatio(
-                        models.tiny.config,
+                        models.tiny.model.states,
                         reference.kv_layout,
                         reference.baseline.kv_layout,
                         EMBEDDED_BLOCK_SIZE,
@@ -238,7 +269,11 @@ export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> 
       });
     }
     // The A/Bs restart the build server as each arm; the other servers are done.
-    await Promise.all([servers.baseline?.close(), servers.retrieval?.close()]);
+    await Promise.all(
+      allServers()
+        .filter((s) => s !== servers.build)
+        .map((s) => s.close()),
+    );
 
     if (aborted()) clock.skip("benchmarks", "stopped before the A/Bs");
     else if (reference.benchmarks.length === 0)
@@ -314,7 +349,7 @@ export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> 
   } finally {
     signal?.removeEventListener("abort", onAbort);
     await clock.run("stop", async () => {
-      const started = [servers.build, servers.baseline, servers.retrieval].filter(Boolean).length;
+      const started = allServers().length;
       await closeAll();
       return {
         value: undefined,
@@ -370,7 +405,7 @@ async function loadPort(
   if (portModel === undefined) {
     throw new BringupError(
       "PORT_NO_MODEL_CODE",
-      `port ${portId} has no model code for the embedded engine: write ports/${portId}/model.ts exporting \`portModel\` (its architecture and tiny reference model) and add it to src/flow/port-models.ts; or run its gates against a server with --endpoint URL.`,
+      `port ${portId} has no model code for the embedded engine: write ports/${portId}/model.ts exporting \`portModel\` (its architecture and tiny reference model) and add it to PORT_MODELS in src/flow/port-models.ts; or run its gates against a server with --endpoint URL.`,
       { subject: portId },
     );
   }
@@ -387,7 +422,7 @@ async function makeWeights(
   needleContexts: readonly number[] | undefined,
   options: BringUpOptions,
 ) {
-  registerArchitecture(portModel.architecture);
+  const architectures = [portModel.architecture];
   const cacheDir = options.cacheDir ?? join(options.root, ".cache", "bringup", "models");
   // What decides the bytes: the config, the seed, the corpus and the code that turns them into weights.
   const code = {
@@ -402,7 +437,7 @@ async function makeWeights(
     () => portModel.tinyModel(reference.config, corpus, { seed: REFERENCE_SEED }),
   );
   const made = [`tiny ${tiny.reused ? "reused" : "made"} (${tiny.dir})`];
-  const tinyModel = await loadModel(tiny.dir);
+  const tinyModel = await loadModel(tiny.dir, { architectures });
   let retrieval: LoadedModel | undefined;
   const longest = Math.max(0, ...retrievalGates.flatMap((g) => needleContexts ?? g.contexts));
   if (longest > 0 && portModel.retrievalModel !== undefined) {
@@ -413,7 +448,7 @@ async function makeWeights(
       { max_position_embeddings: longest, corpus: corpusHash, ...code },
       () => make(corpus, { maxPositionEmbeddings: longest }),
     );
-    retrieval = await loadModel(cached.dir);
+    retrieval = await loadModel(cached.dir, { architectures });
     made.push(`retrieval variant ${cached.reused ? "reused" : "made"}`);
   }
   return {
@@ -438,7 +473,10 @@ async function startServers(
   const blockSize = EMBEDDED_BLOCK_SIZE;
   const kvCacheBytes =
     requests *
-    kvBytesPerSequence(planKvCache(models.tiny.config, "full", blockSize).groups, reference.max_model_len);
+    kvBytesPerSequence(
+      planKvCache(models.tiny.model.states, "full", blockSize).groups,
+      reference.max_model_len,
+    );
   const common = {
     model: models.tiny,
     servedModelName: `${portId}-tiny`,
@@ -448,11 +486,29 @@ async function startServers(
     maxNumSeqs: Math.max(EMBEDDED_MAX_NUM_SEQS, requests),
     ...(options.threads !== undefined ? { threads: options.threads } : {}),
   };
-  servers.build = await EmbeddedServer.start(common, reference.kv_layout);
-  const started = [`build (${reference.kv_layout}) ${servers.build.url}`];
+  const start = (build: Build) =>
+    EmbeddedServer.start(
+      { ...common, ...(build.switches !== undefined ? { switches: build.switches } : {}) },
+      build.kv_layout,
+    );
+  const buildSpec: Build = {
+    kv_layout: reference.kv_layout,
+    ...(reference.switches !== undefined ? { switches: reference.switches } : {}),
+  };
+  servers.build = await start(buildSpec);
+  const started = [`build (${describeBuild(buildSpec)}) ${servers.build.url}`];
   if (reference.baseline !== undefined) {
-    servers.baseline = await EmbeddedServer.start(common, reference.baseline.kv_layout);
-    started.push(`baseline (${reference.baseline.kv_layout}) ${servers.baseline.url}`);
+    servers.baseline = await start(reference.baseline);
+    started.push(`baseline (${describeBuild(reference.baseline)}) ${servers.baseline.url}`);
+  }
+  for (const gate of reference.gates) {
+    if (!("baseline" in gate) || gate.baseline === undefined) continue;
+    const build = gateBaseline(gate, reference) as Build;
+    const key = buildKey(build);
+    if (servers.gateBaselines.has(key)) continue;
+    const server = await start(build);
+    servers.gateBaselines.set(key, server);
+    started.push(`${gate.kind} gate's baseline (${describeBuild(build)}) ${server.url}`);
   }
   if (models.retrieval !== undefined) {
     servers.retrieval = await EmbeddedServer.start(
@@ -513,8 +569,15 @@ function planGate(spec: GateSpec, reference: Reference, servers: Servers, option
     return { endpoint: embedded(servers.retrieval, "retrieval variant") };
   }
   const build = servers.build as EmbeddedServer;
-  if (!gateCompares(spec)) return { endpoint: embedded(build, `${build.layout} KV layout`) };
-  if (servers.baseline === undefined) {
+  const buildName = describeBuild({
+    kv_layout: build.layout,
+    ...(reference.switches !== undefined ? { switches: reference.switches } : {}),
+  });
+  if (!gateCompares(spec)) return { endpoint: embedded(build, buildName) };
+  const against = gateBaseline(spec, reference);
+  const own = "baseline" in spec && spec.baseline !== undefined;
+  const server = own ? servers.gateBaselines.get(buildKey(against as Build)) : servers.baseline;
+  if (server === undefined || against === undefined) {
     return {
       notRun: {
         code: "UP_NO_BASELINE",
@@ -522,10 +585,7 @@ function planGate(spec: GateSpec, reference: Reference, servers: Servers, option
       },
     };
   }
-  return {
-    endpoint: embedded(build, `${build.layout} KV layout`),
-    reference: embedded(servers.baseline, `${servers.baseline.layout} KV layout`),
-  };
+  return { endpoint: embedded(build, buildName), reference: embedded(server, describeBuild(against)) };
 }
 
 function embedded(server: EmbeddedServer, name: string): GateServer {

@@ -12,6 +12,8 @@ export interface EmbeddedServerOptions {
   readonly blockSize: number;
   readonly maxNumSeqs: number;
   readonly threads?: number;
+  /** The model's switches this build serves with. */
+  readonly switches?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -68,5 +70,6 @@ function launch(options: EmbeddedServerOptions, layout: KvLayout, port: number):
     kvLayout: layout,
     ...(options.kvCacheBytes !== undefined ? { kvCacheBytes: options.kvCacheBytes } : {}),
     ...(options.threads !== undefined ? { threads: options.threads } : {}),
+    ...(options.switches !== undefined ? { switches: options.switches } : {}),
   });
 }

@@ -1,5 +1,5 @@
 import { portModel as mimoV26Flash } from "../../ports/mimo-v2.6-flash/model.js";
-import type { PortModel } from "../engine/index.js";
+import type { Architecture, PortModel } from "../engine/index.js";
 
 /** The port `bringup up` brings up when none is named: the first one with model code. */
 export const DEFAULT_PORT = "mimo-v2.6-flash";
@@ -9,3 +9,8 @@ export const DEFAULT_PORT = "mimo-v2.6-flash";
  * with one import and one entry here; static imports keep the build and the package self-contained.
  */
 export const PORT_MODELS: ReadonlyMap<string, PortModel> = new Map([["mimo-v2.6-flash", mimoV26Flash]]);
+
+/** Every port's architecture: what `bringup serve` and the loaders read model directories with. */
+export const PORT_ARCHITECTURES: readonly Architecture[] = [...PORT_MODELS.values()].map(
+  (m) => m.architecture,
+);

@@ -2,6 +2,7 @@ import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import { BringupError } from "../common/errors.js";
 import {
+  type Architecture,
   createTinyModel,
   Engine,
   type EngineLimits,
@@ -22,6 +23,10 @@ export interface ServerOptions {
   readonly modelDir?: string;
   /** Which tiny size to generate when there is no modelDir (default "small"). */
   readonly tinySize?: string;
+  /** Model code for modelDir's model_type beyond the built-in llama family (the ports' architectures). */
+  readonly architectures?: readonly Architecture[];
+  /** Values of the model's switches (see the architecture's declaration). */
+  readonly switches?: Readonly<Record<string, string>>;
   /** An already loaded model (takes precedence over modelDir and tinySize; lets tests share one). */
   readonly model?: LoadedModel;
   /** Default 127.0.0.1. */
@@ -56,7 +61,8 @@ export interface RunningServer {
 
 async function resolveModel(options: ServerOptions): Promise<LoadedModel> {
   if (options.model !== undefined) return options.model;
-  if (options.modelDir !== undefined) return loadModel(options.modelDir);
+  if (options.modelDir !== undefined)
+    return loadModel(options.modelDir, { architectures: options.architectures ?? [] });
   const name = options.tinySize ?? DEFAULT_TINY_SIZE;
   const size = findTinySize(name);
   if (size === undefined) {
@@ -76,6 +82,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const model = await resolveModel(options);
   const engine = new Engine(model, {
     ...(options.maxNumSeqs !== undefined ? { maxNumSeqs: options.maxNumSeqs } : {}),
+    ...(options.switches !== undefined ? { switches: options.switches } : {}),
     ...(options.maxModelLen !== undefined ? { maxModelLen: options.maxModelLen } : {}),
     ...(options.kvCacheBytes !== undefined ? { kvCacheBytes: options.kvCacheBytes } : {}),
     ...(options.blockSize !== undefined ? { blockSize: options.blockSize } : {}),

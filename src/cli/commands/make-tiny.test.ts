@@ -4,7 +4,7 @@ import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Command } from "commander";
 import { afterAll, describe, expect, it, vi } from "vitest";
-import { loadModel } from "../../engine/index.js";
+import { type DecoderLayer, type GqaAttention, loadModel } from "../../engine/index.js";
 import { registerMakeTiny } from "./make-tiny.js";
 
 const repoRoot = resolve(fileURLToPath(import.meta.url), "../../../..");
@@ -69,7 +69,7 @@ describe("bringup weights make-tiny", () => {
       seed: 4,
     });
     const model = await loadModel(dir);
-    expect(model.weights.layers[0]?.attention.q.dtype).toBe("mxfp4");
+    expect(((model.model.layers[0] as DecoderLayer).mixer as GqaAttention).weights.q.dtype).toBe("mxfp4");
   });
 
   it("refuses an unknown size and an existing output, saying what to do", async () => {

@@ -1,5 +1,6 @@
 import { type Command, InvalidArgumentError, Option } from "commander";
 import { KV_LAYOUT_NAMES, type KvLayout, TINY_SIZES } from "../../engine/index.js";
+import { PORT_ARCHITECTURES } from "../../flow/index.js";
 import {
   DEFAULT_TINY_SIZE,
   type RunningServer,
@@ -39,6 +40,13 @@ const UNITS: Readonly<Record<string, number>> = {
   gi: 2 ** 30,
 };
 
+/** One `--switch name=value`, added to those given before. */
+function modelSwitch(value: string, previous: Record<string, string> = {}): Record<string, string> {
+  const match = /^([A-Za-z0-9_.-]+)=(.+)$/.exec(value);
+  if (match === null) throw new InvalidArgumentError("expected name=value, e.g. kda_prefill=recurrent.");
+  return { ...previous, [match[1] as string]: match[2] as string };
+}
+
 /** A byte count: 536870912, 512M, 512MiB, 1G, 1GiB (K/M/G are powers of 1000, Ki/Mi/Gi of 1024). */
 export function byteSize(value: string): number {
   const match = /^(\d+(?:\.\d+)?)\s*(k|m|g|ki|mi|gi)?b?$/i.exec(value.trim());
@@ -62,6 +70,7 @@ interface ServeFlags {
   kvLayout?: KvLayout;
   maxNumBatchedTokens?: number;
   threads?: number;
+  switch?: Record<string, string>;
   tiny: string;
 }
 
@@ -69,7 +78,8 @@ interface ServeFlags {
 export function serverOptions(modelDir: string | undefined, flags: ServeFlags): ServerOptions {
   const apiKey = flags.apiKey ?? process.env.BRINGUP_API_KEY;
   return {
-    ...(modelDir !== undefined ? { modelDir } : { tinySize: flags.tiny }),
+    ...(modelDir !== undefined ? { modelDir, architectures: PORT_ARCHITECTURES } : { tinySize: flags.tiny }),
+    ...(flags.switch !== undefined ? { switches: flags.switch } : {}),
     host: flags.host,
     port: flags.port,
     ...(apiKey !== undefined && apiKey !== "" ? { apiKey } : {}),
@@ -128,6 +138,11 @@ export function registerServe(
       positiveInt,
     )
     .option("--threads <n>", "matmul threads (default: all cores)", positiveInt)
+    .option(
+      "--switch <name=value>",
+      "set one of the model's switches (repeatable), e.g. kda_prefill=recurrent; the model code declares them",
+      modelSwitch,
+    )
     .addOption(
       new Option("--tiny <size>", "tiny model generated when there is no MODEL_DIR")
         .choices(TINY_SIZES.map((s) => s.name))

@@ -3,13 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadCatalog } from "../../catalog/index.js";
-import {
-  kvBytesPerSequence,
-  loadModel,
-  planKvCache,
-  readCorpus,
-  registerArchitecture,
-} from "../../engine/index.js";
+import { kvBytesPerSequence, loadModel, planKvCache, readCorpus } from "../../engine/index.js";
 import { type BringUpSummary, cachedModel, PORT_MODELS } from "../../flow/index.js";
 import { type RunningServer, startServer } from "../../server/index.js";
 import { runInProcess } from "../tests/run-in-process.js";
@@ -33,15 +27,14 @@ beforeAll(async () => {
   if (reference === undefined) throw new Error(`${PORT} has no reference section`);
   const portModel = PORT_MODELS.get(PORT);
   if (portModel === undefined) throw new Error(`${PORT} has no model code`);
-  registerArchitecture(portModel.architecture);
   const corpus = await readCorpus();
   const tiny = await cachedModel(join(root, "cache"), "tiny", { config: reference.config }, () =>
     portModel.tinyModel(reference.config, corpus),
   );
-  const model = await loadModel(tiny.dir);
+  const model = await loadModel(tiny.dir, { architectures: [portModel.architecture] });
   // One KV byte budget for both, as bringup up gives its own servers, so their capacities compare.
   const maxModelLen = reference.max_model_len;
-  const kvCacheBytes = kvBytesPerSequence(planKvCache(model.config, "full", 16).groups, maxModelLen);
+  const kvCacheBytes = kvBytesPerSequence(planKvCache(model.model.states, "full", 16).groups, maxModelLen);
   for (const kvLayout of ["window-sized", "full"] as const) {
     servers.push(
       await startServer({

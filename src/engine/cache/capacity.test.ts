@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { AttentionSpec, LayerSpec, ModelConfig } from "../config.js";
+import { type AttentionSpec, attentionState } from "../blocks/attention/gqa-attention.js";
+import type { LayerState } from "../model/model.js";
 import {
   kvBytesPerSequence,
   kvCapacityRatio,
@@ -23,23 +24,16 @@ const attention: AttentionSpec = {
   sinks: false,
 };
 
-/** A config of `n` layers, global where `global` says, else sliding with `window`. */
-function config(n: number, global: (i: number) => boolean, window: number, sliding?: Partial<AttentionSpec>) {
-  const layers: LayerSpec[] = Array.from({ length: n }, (_, i) => ({
-    attention: global(i) ? attention : { ...attention, ...sliding, kind: "sliding", window },
-    mlp: "dense",
-  }));
-  return {
-    modelType: "test",
-    vocabSize: 32,
-    hiddenSize: 16,
-    intermediateSize: 32,
-    rmsNormEps: 1e-6,
-    maxPositionEmbeddings: 1 << 20,
-    tieWordEmbeddings: false,
-    layers,
-    eosTokenIds: [],
-  } satisfies ModelConfig;
+/** The states of `n` attention layers, global where `global` says, else sliding with `window`. */
+function config(
+  n: number,
+  global: (i: number) => boolean,
+  window: number,
+  sliding?: Partial<AttentionSpec>,
+): LayerState[] {
+  return Array.from({ length: n }, (_, i) =>
+    attentionState(global(i) ? attention : { ...attention, ...sliding, kind: "sliding", window }),
+  );
 }
 
 // 16 layers, 3 of them global, as the MiMo port's layer mix.
@@ -57,7 +51,7 @@ describe("KV capacity", () => {
     // The full layout keeps the sliding layers in the global layers' tables, each with its own mask.
     const full = planKvCache(mimoLike, "full", 16);
     expect(full.groups.map((g) => [g.key, g.layers.length])).toEqual([["full", 16]]);
-    expect(full.layerSpecs.map((s) => s.kind).filter((k) => k === "sliding-mask")).toHaveLength(13);
+    expect(full.layerSpecs.map((s) => s?.kind).filter((k) => k === "sliding-mask")).toHaveLength(13);
   });
 
   it("the ratio is full blocks per sequence over window-sized blocks per sequence, tending to 16/3", () => {

@@ -1,7 +1,8 @@
 import { BringupError } from "../../common/errors.js";
-import type { ModelConfig } from "../config.js";
+import type { LayerState } from "../model/model.js";
 import { LayerKvCache } from "./kv-cache.js";
 import { type CacheSpec, cacheSpecFor, type KvLayout } from "./spec.js";
+import { StateSlotSpec } from "./state-slots.js";
 
 /** Layers that share block tables: one spec for allocation, the bytes one block costs them all. */
 export interface KvCacheGroup {
@@ -15,23 +16,42 @@ export interface KvCacheGroup {
   readonly bytesPerBlock: number;
 }
 
-/** Each layer's own spec (its mask may differ within a group) and the groups, in first-layer order. */
+/**
+ * Each layer's own spec (its mask may differ within a group; undefined for a layer that keeps
+ * nothing) and the groups, in first-layer order; a layer's group is -1 when it keeps nothing.
+ */
 export interface KvCachePlan {
-  readonly layerSpecs: readonly CacheSpec[];
+  readonly layerSpecs: readonly (CacheSpec | undefined)[];
   readonly layerGroups: readonly number[];
   readonly groups: readonly KvCacheGroup[];
 }
 
-/** How `config`'s layers keep their KV under `kvLayout` with blocks of `blockSize` tokens. */
-export function planKvCache(config: ModelConfig, kvLayout: KvLayout, blockSize: number): KvCachePlan {
+/**
+ * How layers that declare `states` keep them under `kvLayout` with blocks of `blockSize` tokens:
+ * paged layers in block groups (a sliding window as a ring where the layout says so), every
+ * per-sequence state in one group of slots (a sequence takes one slot there for all its layers).
+ */
+export function planKvCache(
+  states: readonly LayerState[],
+  kvLayout: KvLayout,
+  blockSize: number,
+): KvCachePlan {
   const keys: string[] = [];
   const specs: CacheSpec[] = [];
   const members: number[][] = [];
   const bytes: number[] = [];
-  const layerSpecs: CacheSpec[] = [];
+  const layerSpecs: (CacheSpec | undefined)[] = [];
   const layerGroups: number[] = [];
-  config.layers.forEach((l, i) => {
-    const { spec, key } = cacheSpecFor(l.attention, blockSize, kvLayout);
+  states.forEach((state, i) => {
+    if (state.kind === "none") {
+      layerSpecs.push(undefined);
+      layerGroups.push(-1);
+      return;
+    }
+    const { spec, key } =
+      state.kind === "slot"
+        ? { spec: new StateSlotSpec(blockSize), key: "slot" }
+        : cacheSpecFor({ kind: state.attention, window: state.window }, blockSize, kvLayout);
     let g = keys.indexOf(key);
     if (g < 0) {
       g = keys.length;
@@ -43,8 +63,9 @@ export function planKvCache(config: ModelConfig, kvLayout: KvLayout, blockSize: 
     (members[g] as number[]).push(i);
     bytes[g] =
       (bytes[g] as number) +
-      blockSize *
-        LayerKvCache.bytesPerToken(l.attention.numKvHeads, l.attention.headDim, l.attention.vHeadDim);
+      (state.kind === "slot"
+        ? 4 * state.floats
+        : blockSize * LayerKvCache.bytesPerToken(state.numKvHeads, state.headDim, state.vHeadDim));
     layerSpecs.push(spec);
     layerGroups.push(g);
   });
@@ -71,7 +92,7 @@ export function kvBytesPerSequence(groups: readonly KvCacheGroup[], numTokens: n
  * layers of which 3 are global, window-sized against full tends to 16/3 as the context grows.
  */
 export function kvCapacityRatio(
-  config: ModelConfig,
+  states: readonly LayerState[],
   layout: KvLayout,
   baseline: KvLayout,
   blockSize: number,
@@ -88,7 +109,7 @@ export function kvCapacityRatio(
       `the context (${contextTokens}) and block size (${blockSize}) must be whole numbers >= 1.`,
     );
   }
-  const of = (l: KvLayout) => kvBytesPerSequence(planKvCache(config, l, blockSize).groups, contextTokens);
+  const of = (l: KvLayout) => kvBytesPerSequence(planKvCache(states, l, blockSize).groups, contextTokens);
   return of(baseline) / of(layout);
 }
 

@@ -48,7 +48,7 @@ export { FullCacheSpec };
  * sliding mask over full storage shares the full layers' tables; only what it attends differs).
  */
 export function cacheSpecFor(
-  attention: { readonly kind: string; readonly window?: number },
+  attention: { readonly kind: string; readonly window?: number | undefined },
   blockSize: number,
   kvLayout: KvLayout = "window-sized",
 ): { spec: CacheSpec; key: string } {

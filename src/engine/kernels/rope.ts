@@ -1,4 +1,12 @@
-import type { YarnScaling } from "../config.js";
+/** YaRN context extension parameters, as HF `rope_scaling` with rope_type "yarn" gives them. */
+export interface YarnScaling {
+  readonly factor: number;
+  readonly originalMaxPositionEmbeddings: number;
+  readonly betaFast: number;
+  readonly betaSlow: number;
+  readonly mscale?: number;
+  readonly mscaleAllDim?: number;
+}
 
 /**
  * Rotary position embedding tables for one head layout, in the HF "rotate half" convention:

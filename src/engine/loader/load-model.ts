@@ -2,27 +2,29 @@ import { readFile } from "node:fs/promises";
 import { basename, join, resolve } from "node:path";
 import { BringupError } from "../../common/errors.js";
 import { openCheckpoint } from "../../formats/index.js";
-import { registeredArchitecture } from "../architecture.js";
-import { parseHfConfig } from "../config.js";
+import type { Architecture } from "../architecture.js";
 import type { LoadedModel } from "../model/loaded-model.js";
 import { TextTokenizer } from "../tokenizer/tokenizer.js";
+import { buildModel, resolveConfig } from "./build-model.js";
 import type { HostTensor } from "./host-tensor.js";
-import { buildModelWeights } from "./weight-map.js";
 
 const ENGINE_DTYPES = new Set(["F32", "BF16", "F16", "F8_E4M3", "U8"]);
 
 /**
  * Loads an HF-style model directory: config.json, tokenizer.json (+ tokenizer_config.json,
  * generation_config.json when present) and safetensors weights (one file or an indexed set of
- * shards). Every failure names the file at fault.
+ * shards), built by the architecture of its model_type among `architectures` (ports' model code)
+ * and the built-in llama family. Every failure names the file, field or tensor at fault.
  */
 export async function loadModel(
   directory: string,
-  options: { readonly name?: string } = {},
+  options: { readonly name?: string; readonly architectures?: readonly Architecture[] } = {},
 ): Promise<LoadedModel> {
   const dir = resolve(directory);
-  const configJson = await readJson(join(dir, "config.json"), true);
-  const config = parseHfConfig(configJson, join(dir, "config.json"));
+  const configPath = join(dir, "config.json");
+  const configJson = await readJson(configPath, true);
+  const resolved = resolveConfig(configJson, configPath, options.architectures);
+  const config = resolved.config;
   const tokenizerJson = await readJson(join(dir, "tokenizer.json"), true);
   const tokenizerConfig = (await readJson(join(dir, "tokenizer_config.json"), false)) ?? {};
   const generation = (await readJson(join(dir, "generation_config.json"), false)) as
@@ -70,9 +72,15 @@ export async function loadModel(
   } finally {
     await checkpoint.close();
   }
-  const rename = registeredArchitecture(config.modelType)?.checkpointTensorName;
-  const weights = buildModelWeights(config, (n) => tensors.get(rename ? rename(n) : n), dir);
-  return { name: options.name ?? basename(dir), config, weights, tokenizer, directory: dir, numParameters };
+  const model = buildModel(resolved, (n) => tensors.get(n), [...tensors.keys()], dir);
+  return {
+    name: options.name ?? basename(dir),
+    ...resolved,
+    model,
+    tokenizer,
+    directory: dir,
+    numParameters,
+  };
 }
 
 async function readJson(path: string, required: true): Promise<unknown>;

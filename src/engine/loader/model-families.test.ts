@@ -1,5 +1,8 @@
 import { afterAll, describe, expect, it } from "vitest";
+import type { GqaAttention } from "../blocks/attention/gqa-attention.js";
 import { Engine } from "../engine.js";
+import type { DecoderLayer } from "../model/model.js";
+import type { DecoderConfig } from "../models/decoder.js";
 import type { StepOutput } from "../request.js";
 import { Rng } from "../tensor/random.js";
 import { readCorpus } from "../tiny/corpus.js";
@@ -59,7 +62,7 @@ describe("model families", () => {
       [`${p}.self_attn.v_proj.bias`, 32],
     ]);
     const model = tinyFilesToModel("q2", files);
-    expect(model.weights.layers[0]?.attention.qBias).toHaveLength(64);
+    expect(((model.model.layers[0] as DecoderLayer).mixer as GqaAttention).weights.qBias).toHaveLength(64);
     expect(await generate(files)).not.toEqual(await llama);
   });
 
@@ -68,7 +71,8 @@ describe("model families", () => {
       [`${p}.self_attn.q_norm.weight`, 16],
       [`${p}.self_attn.k_norm.weight`, 16],
     ]);
-    expect(tinyFilesToModel("q3", files).weights.layers[1]?.attention.kNorm).toHaveLength(16);
+    const layer = tinyFilesToModel("q3", files).model.layers[1] as DecoderLayer;
+    expect((layer.mixer as GqaAttention).weights.kNorm).toHaveLength(16);
     expect(await generate(files)).toHaveLength(12);
   });
 
@@ -90,7 +94,7 @@ describe("model families", () => {
     const files = variant("llama", () => [], {
       rope_scaling: { rope_type: "yarn", factor: 4, original_max_position_embeddings: 512 },
     });
-    expect(tinyFilesToModel("y", files).config.ropeScaling).toMatchObject({
+    expect((tinyFilesToModel("y", files).config as DecoderConfig).ropeScaling).toMatchObject({
       factor: 4,
       betaFast: 32,
       betaSlow: 1,

@@ -1,7 +1,7 @@
 import { encodeMxfp4, float32ToBf16, floatToFp8Tile128 } from "../../formats/index.js";
-import { parseHfConfig } from "../config.js";
+import type { Architecture } from "../architecture.js";
+import { buildModel, resolveConfig } from "../loader/build-model.js";
 import type { HostTensor } from "../loader/host-tensor.js";
-import { buildModelWeights } from "../loader/weight-map.js";
 import type { LoadedModel } from "../model/loaded-model.js";
 import { Rng } from "../tensor/random.js";
 import { TextTokenizer } from "../tokenizer/tokenizer.js";
@@ -129,11 +129,16 @@ export async function createTinyModel(
   return tinyFilesToModel(size.name, files);
 }
 
-export function tinyFilesToModel(name: string, files: TinyModelFiles): LoadedModel {
-  const config = parseHfConfig(files.config);
-  const weights = buildModelWeights(config, (n) => files.tensors.get(n), name);
+/** The model of in-memory tiny files, built by the architecture of their model_type (see loadModel). */
+export function tinyFilesToModel(
+  name: string,
+  files: TinyModelFiles,
+  architectures: readonly Architecture[] = [],
+): LoadedModel {
+  const resolved = resolveConfig(files.config, `${name}: config.json`, architectures);
+  const model = buildModel(resolved, (n) => files.tensors.get(n), [...files.tensors.keys()], name);
   const tokenizer = new TextTokenizer(files.tokenizerJson, files.tokenizerConfig, {
-    eosTokenIds: config.eosTokenIds,
+    eosTokenIds: resolved.config.eosTokenIds,
   });
-  return { name, config, weights, tokenizer, numParameters: files.numParameters };
+  return { name, ...resolved, model, tokenizer, numParameters: files.numParameters };
 }

@@ -1,6 +1,6 @@
-import { beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { isBringupError } from "../../../../src/common/errors.js";
-import { type ModelConfig, parseHfConfig, registerArchitecture } from "../../../../src/engine/index.js";
+import { type DecoderConfig, resolveConfig } from "../../../../src/engine/index.js";
 import { parseMimoConfig, portModel } from "../../model.js";
 import { referenceConfig } from "./reference.js";
 
@@ -57,19 +57,11 @@ function errorOf(json: unknown): { code: string; message: string } {
 }
 
 describe("MiMo config parsing", () => {
-  beforeAll(() => registerArchitecture(portModel.architecture));
-
   it("carries the released model's value scale to every layer, and none when it is null", () => {
     const scaled = parseMimoConfig({ ...hubConfig(), attention_value_scale: 0.75 }, "config.json");
     expect(scaled.layers.every((l) => l.attention.valueScale === 0.75)).toBe(true);
     const plain = parseMimoConfig(hubConfig(), "config.json");
     expect(plain.layers.every((l) => l.attention.valueScale === undefined)).toBe(true);
-  });
-
-  it("maps the engine's sink name onto the Hub checkpoint's and leaves other names alone", () => {
-    const name = portModel.architecture.checkpointTensorName;
-    expect(name?.("model.layers.3.self_attn.sinks")).toBe("model.layers.3.self_attn.attention_sink_bias");
-    expect(name?.("model.layers.3.self_attn.q_proj.weight")).toBe("model.layers.3.self_attn.q_proj.weight");
   });
 
   it("reads the released model's Hub config: 9 global and 39 sliding layers, each kind its own shape", () => {
@@ -146,12 +138,14 @@ describe("MiMo config parsing", () => {
     expect(parseMimoConfig(native)).toEqual(parseMimoConfig(hub));
   });
 
-  it("is what the engine's config reader uses once the architecture is registered", () => {
-    expect(parseHfConfig(hubConfig())).toEqual(parseMimoConfig(hubConfig()));
+  it("is what the engine's config reader uses when the port's architecture is given", () => {
+    const resolved = resolveConfig(hubConfig(), "config.json", [portModel.architecture]);
+    expect(resolved.architecture).toBe(portModel.architecture);
+    expect(resolved.config).toEqual(parseMimoConfig(hubConfig(), "config.json"));
   });
 
   it("reads the tiny reference config: 3 global of 16, asymmetric heads, sinks on sliding layers, grouped MoE", async () => {
-    const c: ModelConfig = parseMimoConfig(await referenceConfig());
+    const c: DecoderConfig = parseMimoConfig(await referenceConfig());
     expect(c.layers.flatMap((l, i) => (l.attention.kind === "full" ? [i] : []))).toEqual([0, 5, 11]);
     const global = c.layers[0]?.attention;
     const sliding = c.layers[1]?.attention;

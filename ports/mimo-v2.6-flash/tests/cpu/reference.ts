@@ -6,7 +6,6 @@ import { PortManifest } from "../../../../src/catalog/index.js";
 import {
   type LoadedModel,
   loadModel,
-  registerArchitecture,
   type TinyModelFiles,
   writeTinyModel,
 } from "../../../../src/engine/index.js";
@@ -22,12 +21,11 @@ export async function referenceConfig(): Promise<Record<string, unknown>> {
 
 /** Loads model files the way `bringup up` does: written as a model directory, read by the engine's loader. */
 export async function loadFiles(files: TinyModelFiles, name: string): Promise<LoadedModel> {
-  registerArchitecture(portModel.architecture);
   const parent = await mkdtemp(join(tmpdir(), "mimo-port-"));
   try {
     const dir = join(parent, name);
     await writeTinyModel(dir, files);
-    return await loadModel(dir, { name });
+    return await loadModel(dir, { name, architectures: [portModel.architecture] });
   } finally {
     await rm(parent, { recursive: true, force: true });
   }

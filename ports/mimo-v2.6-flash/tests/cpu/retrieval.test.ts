@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Gate as GateSpec } from "../../../../src/catalog/index.js";
-import { type LoadedModel, readCorpus } from "../../../../src/engine/index.js";
+import { type DecoderConfig, type LoadedModel, readCorpus } from "../../../../src/engine/index.js";
 import { runGateSession } from "../../../../src/gates/index.js";
 import { type RunningServer, startServer } from "../../../../src/server/index.js";
 import { portModel } from "../../model.js";
@@ -26,7 +26,7 @@ afterAll(async () => {
 
 describe("the retrieval variant", () => {
   it("is MiMo-shaped: a sliding layer with sinks, then one global head with a larger query/key than value", () => {
-    const [sliding, global] = model.config.layers.map((l) => l.attention);
+    const [sliding, global] = (model.config as DecoderConfig).layers.map((l) => l.attention);
     expect(sliding).toMatchObject({ kind: "sliding", window: 8, numHeads: 6, numKvHeads: 1, sinks: true });
     expect(global).toMatchObject({ kind: "full", numHeads: 1, numKvHeads: 1, headDim: 56, vHeadDim: 32 });
     expect(global?.partialRotaryFactor).toBeGreaterThan(0);

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
 import { isBringupError } from "../../../../src/common/errors.js";
-import { readCorpus, type TinyModelFiles } from "../../../../src/engine/index.js";
+import { type DecoderConfig, readCorpus, type TinyModelFiles } from "../../../../src/engine/index.js";
 import { mimoTinyModel, parseMimoConfig } from "../../model.js";
 import { loadFiles, referenceConfig } from "./reference.js";
 
@@ -54,7 +54,7 @@ describe("the tiny reference model", () => {
     // The BPE fills the vocabulary the config asks for, and the engine's loader takes every tensor.
     expect(files.config.vocab_size).toBe(512);
     const model = await loadFiles(files, "mimo-tiny");
-    expect(model.config.layers).toEqual(spec.layers);
+    expect((model.config as DecoderConfig).layers).toEqual(spec.layers);
     expect(model.numParameters).toBe(files.numParameters);
   });
 

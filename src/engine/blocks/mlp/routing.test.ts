@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { MoeSpec } from "../config.js";
-import { checkMoeSpec, route } from "./moe.js";
+import { checkMoeSpec, type MoeSpec, route } from "./routing.js";
 
 const base: MoeSpec = {
   numExperts: 4,

@@ -1,80 +1,14 @@
 import { z } from "zod";
-import { BringupError } from "../common/errors.js";
-import { registeredArchitecture, registeredModelTypes } from "./architecture.js";
-
-/** YaRN context extension parameters, as HF `rope_scaling` with rope_type "yarn" gives them. */
-export interface YarnScaling {
-  readonly factor: number;
-  readonly originalMaxPositionEmbeddings: number;
-  readonly betaFast: number;
-  readonly betaSlow: number;
-  readonly mscale?: number;
-  readonly mscaleAllDim?: number;
-}
-
-/**
- * The attention of one layer. "full": a query attends to every earlier position. "sliding": only to
- * the last `window` positions, itself included (pos - window + 1 .. pos).
- */
-export interface AttentionSpec {
-  readonly kind: "full" | "sliding";
-  /** Sliding layers: positions a query sees, itself included; 0 for full layers. */
-  readonly window: number;
-  readonly numHeads: number;
-  readonly numKvHeads: number;
-  /** Query/key head size. */
-  readonly headDim: number;
-  /** Value head size (equal to headDim in llama-style models). */
-  readonly vHeadDim: number;
-  readonly ropeTheta: number;
-  /** Fraction of each query/key head that is rotated (1 = all). */
-  readonly partialRotaryFactor: number;
-  readonly bias: boolean;
-  /** Per-head RMSNorm of queries and keys before RoPE (Qwen3). */
-  readonly qkNorm: boolean;
-  /** A learned per-head logit added to the softmax denominator (attention sinks). */
-  readonly sinks: boolean;
-  /** Values are multiplied by this after their projection (MiMo's attention_value_scale); default 1. */
-  readonly valueScale?: number;
-}
-
-export interface MoeSpec {
-  readonly numExperts: number;
-  readonly topK: number;
-  readonly intermediateSize: number;
-  readonly scoring: "softmax" | "sigmoid";
-  /** Renormalize the chosen experts' scores to sum to 1. */
-  readonly normTopKProb: boolean;
-  readonly routedScalingFactor: number;
-  /**
-   * Grouped top-k (DeepSeek-V3 style): the experts form `numGroups` equal groups, each group is
-   * scored by the sum of its two best (bias-corrected) scores, and only the `topKGroups` best groups
-   * are eligible for the top-k. 1 and 1 mean no grouping.
-   */
-  readonly numGroups: number;
-  readonly topKGroups: number;
-}
-
-export interface LayerSpec {
-  readonly attention: AttentionSpec;
-  readonly mlp: "dense" | "moe";
-}
-
-/** The engine's own view of a model: every field resolved, one entry per layer. */
-export interface ModelConfig {
-  readonly modelType: string;
-  readonly vocabSize: number;
-  readonly hiddenSize: number;
-  readonly intermediateSize: number;
-  readonly rmsNormEps: number;
-  readonly maxPositionEmbeddings: number;
-  readonly tieWordEmbeddings: boolean;
-  readonly ropeScaling?: YarnScaling;
-  readonly moe?: MoeSpec;
-  readonly layers: readonly LayerSpec[];
-  readonly bosTokenId?: number;
-  readonly eosTokenIds: readonly number[];
-}
+import { BringupError } from "../../common/errors.js";
+import type { Architecture } from "../architecture.js";
+import { type AttentionSpec, attentionNames, GqaAttention } from "../blocks/attention/gqa-attention.js";
+import { RoutedMoe } from "../blocks/mlp/routed-moe.js";
+import type { MoeSpec } from "../blocks/mlp/routing.js";
+import { HF_MLP_NAMES, MIXTRAL_MLP_NAMES, SwigluMlp } from "../blocks/mlp/swiglu-mlp.js";
+import type { YarnScaling } from "../kernels/rope.js";
+import type { WeightSource } from "../loader/weight-source.js";
+import type { CausalLM } from "../model/causal-lm.js";
+import { type DecoderConfig, type LayerSpec, preNormDecoder } from "./decoder.js";
 
 const positive = z.number().int().positive();
 const tokenIds = z.union([z.number().int().nonnegative(), z.array(z.number().int().nonnegative())]);
@@ -129,13 +63,17 @@ const HfConfig = z.looseObject({
 /** Model types whose attention always has q/k/v biases. */
 const BIAS_ALWAYS = new Set(["qwen2"]);
 const QK_NORM = new Set(["qwen3", "qwen3_moe"]);
-const SUPPORTED = new Set(["llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen3_moe"]);
+const SUPPORTED: ReadonlySet<string> = new Set([
+  "llama",
+  "mistral",
+  "qwen2",
+  "qwen3",
+  "mixtral",
+  "qwen3_moe",
+]);
 
-/** Parses an HF config.json object into a ModelConfig; `source` names the file in errors. */
-export function parseHfConfig(json: unknown, source = "config.json"): ModelConfig {
-  const modelType = (json as { model_type?: unknown } | null)?.model_type;
-  const architecture = typeof modelType === "string" ? registeredArchitecture(modelType) : undefined;
-  if (architecture !== undefined) return architecture.parseConfig(json, source);
+/** Parses a llama-family config.json object; `source` names the file in errors. */
+export function parseLlamaConfig(json: unknown, source = "config.json"): DecoderConfig {
   const parsed = HfConfig.safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
@@ -151,7 +89,7 @@ export function parseHfConfig(json: unknown, source = "config.json"): ModelConfi
   };
   if (!SUPPORTED.has(c.model_type)) {
     fail(
-      `model_type "${c.model_type}" is not supported by the reference engine (supported: ${[...SUPPORTED, ...registeredModelTypes()].join(", ")}); add it through a port's model code.`,
+      `model_type "${c.model_type}" is not supported by the reference engine (the llama family reads ${[...SUPPORTED].join(", ")}); add it through a port's model code.`,
     );
   }
   if (c.hidden_act !== "silu") fail(`hidden_act "${c.hidden_act}" is not supported (only silu).`);
@@ -276,3 +214,41 @@ function layerKinds(
     fail("use_sliding_window without layer_types is not supported; list each layer's kind in layer_types.");
   return Array.from({ length: n }, () => "full");
 }
+
+/**
+ * Builds a llama-family model: GQA attention and a SwiGLU MLP or a mixture of experts in every
+ * layer, with HF's names (Mixtral's experts under `block_sparse_moe` as w1/w3/w2).
+ */
+export function buildLlama(config: DecoderConfig, w: WeightSource): CausalLM {
+  const H = config.hiddenSize;
+  return preNormDecoder(w, { ...config, numLayers: config.layers.length }, (i, p) => {
+    const spec = config.layers[i] as LayerSpec;
+    const mixer = GqaAttention.load(
+      w,
+      attentionNames(p),
+      spec.attention,
+      H,
+      config.rmsNormEps,
+      config.ropeScaling,
+    );
+    if (spec.mlp === "dense" || config.moe === undefined)
+      return { mixer, ffn: SwigluMlp.load(w, `${p}.mlp`, H, config.intermediateSize) };
+    const mixtral = w.has(`${p}.block_sparse_moe.gate.weight`);
+    const ffn = RoutedMoe.load(
+      w,
+      mixtral
+        ? { base: `${p}.block_sparse_moe`, expert: MIXTRAL_MLP_NAMES }
+        : { base: `${p}.mlp`, expert: HF_MLP_NAMES },
+      config.moe,
+      H,
+    );
+    return { mixer, ffn };
+  });
+}
+
+/** The built-in llama / mistral / qwen2 / qwen3 / mixtral / qwen3_moe family. */
+export const llamaArchitecture: Architecture<DecoderConfig> = {
+  modelTypes: [...SUPPORTED],
+  parseConfig: parseLlamaConfig,
+  build: buildLlama,
+};

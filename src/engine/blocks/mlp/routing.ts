@@ -1,5 +1,22 @@
-import { BringupError } from "../../common/errors.js";
-import type { MoeSpec } from "../config.js";
+import { BringupError } from "../../../common/errors.js";
+
+/** How a mixture of experts routes each token. */
+export interface MoeSpec {
+  readonly numExperts: number;
+  readonly topK: number;
+  readonly intermediateSize: number;
+  readonly scoring: "softmax" | "sigmoid";
+  /** Renormalize the chosen experts' scores to sum to 1. */
+  readonly normTopKProb: boolean;
+  readonly routedScalingFactor: number;
+  /**
+   * Grouped top-k (DeepSeek-V3 style): the experts form `numGroups` equal groups, each group is
+   * scored by the sum of its two best (bias-corrected) scores, and only the `topKGroups` best groups
+   * are eligible for the top-k. 1 and 1 mean no grouping.
+   */
+  readonly numGroups: number;
+  readonly topKGroups: number;
+}
 
 /** One token's chosen experts and their mixing weights, in rank order. */
 export interface Routing {

@@ -1,110 +1,73 @@
 import { BringupError } from "../../common/errors.js";
-import type { ModelConfig } from "../config.js";
 import { weightAt } from "../kernels/reference.js";
-import type { AttentionWeights, DenseMlpWeights, LayerWeights, ModelWeights } from "../model/weights.js";
 import { checkWeight, shareArray, type Weight } from "../tensor/weight.js";
 import type { HostTensor, TensorLookup } from "./host-tensor.js";
 
 /**
- * Maps HF checkpoint tensor names (llama / qwen / mixtral layout) onto engine weights, checking
- * every shape against the config. `source` names the checkpoint in errors.
+ * A checkpoint's tensors as model code reads them: by their public names, each shape checked
+ * against what the config implies, each read recorded so the loader can refuse tensors no block
+ * used. `source` names the checkpoint in errors.
  */
-export function buildModelWeights(config: ModelConfig, lookup: TensorLookup, source: string): ModelWeights {
-  const need = (name: string): HostTensor => {
-    const t = lookup(name);
+export class WeightSource {
+  private readonly used = new Set<string>();
+
+  constructor(
+    private readonly lookup: TensorLookup,
+    readonly names: readonly string[],
+    readonly source: string,
+  ) {}
+
+  /** Whether the checkpoint has `name` (not recorded as used). */
+  has(name: string): boolean {
+    return this.lookup(name) !== undefined;
+  }
+
+  /**
+   * The matrix `<base>.weight` [rows, cols] in its stored dtype (f32, bf16, f16, FP8 with its
+   * `weight_scale_inv` / `weight_scale`, or MXFP4 as `<base>.weight_blocks` / `_scales`).
+   */
+  matrix(base: string, rows: number, cols: number): Weight {
+    return toWeight(base, rows, cols, this.recordingLookup, (n) => this.need(n), this.source);
+  }
+
+  /** The vector `name` of `length` values, decoded to f32. */
+  vector(name: string, length: number): Float32Array {
+    return toVector(this.need(name), name, length, this.source);
+  }
+
+  optionalVector(name: string, length: number): Float32Array | undefined {
+    return this.has(name) ? this.vector(name, length) : undefined;
+  }
+
+  /** A tensor of exactly `shape`, decoded to f32 (row-major). */
+  tensor(name: string, shape: readonly number[]): Float32Array {
+    const t = this.need(name);
+    expectShape(t, name, shape, this.source);
+    return toFloat32(t);
+  }
+
+  /** Checkpoint tensors no block read, except those `ignored` accepts. */
+  unused(ignored: (name: string) => boolean = () => false): string[] {
+    return this.names.filter((n) => !this.used.has(n) && !ignored(n));
+  }
+
+  private readonly recordingLookup: TensorLookup = (name) => {
+    const t = this.lookup(name);
+    if (t !== undefined) this.used.add(name);
+    return t;
+  };
+
+  private need(name: string): HostTensor {
+    const t = this.recordingLookup(name);
     if (t === undefined) {
       throw new BringupError(
         "MODEL_WEIGHT_MISSING",
-        `${source}: tensor ${name} is missing; the checkpoint does not match config.json.`,
+        `${this.source}: tensor ${name} is missing; the checkpoint does not match config.json.`,
         { subject: name },
       );
     }
     return t;
-  };
-  const H = config.hiddenSize;
-  const matrix = (base: string, rows: number, cols: number): Weight =>
-    toWeight(base, rows, cols, lookup, need, source);
-  const vector = (name: string, length: number): Float32Array => toVector(need(name), name, length, source);
-  const optionalVector = (name: string, length: number): Float32Array | undefined => {
-    const t = lookup(name);
-    return t === undefined ? undefined : toVector(t, name, length, source);
-  };
-  const mlp = (prefix: string, names: [string, string, string], inter: number): DenseMlpWeights => ({
-    gate: matrix(`${prefix}.${names[0]}`, inter, H),
-    up: matrix(`${prefix}.${names[1]}`, inter, H),
-    down: matrix(`${prefix}.${names[2]}`, H, inter),
-  });
-
-  const embed = matrix("model.embed_tokens", config.vocabSize, H);
-  const layers: LayerWeights[] = config.layers.map((spec, i) => {
-    const p = `model.layers.${i}`;
-    const a = spec.attention;
-    const qOut = a.numHeads * a.headDim;
-    const kOut = a.numKvHeads * a.headDim;
-    const vOut = a.numKvHeads * a.vHeadDim;
-    const attention: AttentionWeights = {
-      q: matrix(`${p}.self_attn.q_proj`, qOut, H),
-      k: matrix(`${p}.self_attn.k_proj`, kOut, H),
-      v: matrix(`${p}.self_attn.v_proj`, vOut, H),
-      o: matrix(`${p}.self_attn.o_proj`, H, a.numHeads * a.vHeadDim),
-      ...(a.bias
-        ? {
-            qBias: vector(`${p}.self_attn.q_proj.bias`, qOut),
-            kBias: vector(`${p}.self_attn.k_proj.bias`, kOut),
-            vBias: vector(`${p}.self_attn.v_proj.bias`, vOut),
-          }
-        : {}),
-      ...(a.qkNorm
-        ? {
-            qNorm: vector(`${p}.self_attn.q_norm.weight`, a.headDim),
-            kNorm: vector(`${p}.self_attn.k_norm.weight`, a.headDim),
-          }
-        : {}),
-      ...(a.sinks ? { sinks: vector(`${p}.self_attn.sinks`, a.numHeads) } : {}),
-    };
-    let mlpWeights: LayerWeights["mlp"];
-    if (spec.mlp === "dense") {
-      mlpWeights = {
-        kind: "dense",
-        weights: mlp(`${p}.mlp`, ["gate_proj", "up_proj", "down_proj"], config.intermediateSize),
-      };
-    } else {
-      const moe = config.moe;
-      if (moe === undefined)
-        throw new BringupError(
-          "MODEL_CONFIG_INVALID",
-          `${source}: layer ${i} is MoE but the config has no experts.`,
-        );
-      const mixtral = lookup(`${p}.block_sparse_moe.gate.weight`) !== undefined;
-      const base = mixtral ? `${p}.block_sparse_moe` : `${p}.mlp`;
-      const names: [string, string, string] = mixtral
-        ? ["w1", "w3", "w2"]
-        : ["gate_proj", "up_proj", "down_proj"];
-      const routerBias = optionalVector(`${base}.gate.e_score_correction_bias`, moe.numExperts);
-      mlpWeights = {
-        kind: "moe",
-        weights: {
-          router: matrix(`${base}.gate`, moe.numExperts, H),
-          ...(routerBias ? { routerBias } : {}),
-          experts: Array.from({ length: moe.numExperts }, (_, e) =>
-            mlp(`${base}.experts.${e}`, names, moe.intermediateSize),
-          ),
-        },
-      };
-    }
-    return {
-      inputNorm: vector(`${p}.input_layernorm.weight`, H),
-      attention,
-      postAttentionNorm: vector(`${p}.post_attention_layernorm.weight`, H),
-      mlp: mlpWeights,
-    };
-  });
-  const finalNorm = vector("model.norm.weight", H);
-  const lmHead =
-    config.tieWordEmbeddings && lookup("lm_head.weight") === undefined
-      ? embed
-      : matrix("lm_head", config.vocabSize, H);
-  return { embed, layers, finalNorm, lmHead };
+  }
 }
 
 function toWeight(

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseHfConfig } from "./config.js";
+import { parseLlamaConfig } from "./llama.js";
 
 const llama = {
   model_type: "llama",
@@ -11,9 +11,9 @@ const llama = {
   num_key_value_heads: 2,
 };
 
-describe("parseHfConfig: sliding-window layers", () => {
+describe("parseLlamaConfig: sliding-window layers", () => {
   it("reads layer_types and sliding_window", () => {
-    const c = parseHfConfig({
+    const c = parseLlamaConfig({
       ...llama,
       layer_types: ["sliding_attention", "full_attention", "sliding_attention"],
       sliding_window: 128,
@@ -26,14 +26,14 @@ describe("parseHfConfig: sliding-window layers", () => {
   });
 
   it("makes every Mistral layer sliding when sliding_window is set, none when it is null", () => {
-    const sliding = parseHfConfig({ ...llama, model_type: "mistral", sliding_window: 4096 });
+    const sliding = parseLlamaConfig({ ...llama, model_type: "mistral", sliding_window: 4096 });
     expect(sliding.layers.every((l) => l.attention.kind === "sliding" && l.attention.window === 4096)).toBe(
       true,
     );
-    const full = parseHfConfig({ ...llama, model_type: "mistral", sliding_window: null });
+    const full = parseLlamaConfig({ ...llama, model_type: "mistral", sliding_window: null });
     expect(full.layers.every((l) => l.attention.kind === "full")).toBe(true);
     // Llama has no sliding window whatever the field says.
-    expect(parseHfConfig({ ...llama, sliding_window: 8 }).layers[0]?.attention.kind).toBe("full");
+    expect(parseLlamaConfig({ ...llama, sliding_window: 8 }).layers[0]?.attention.kind).toBe("full");
   });
 
   it.each([
@@ -42,6 +42,6 @@ describe("parseHfConfig: sliding-window layers", () => {
     [{ layer_types: ["sliding_attention", "full_attention", "full_attention"] }, /sliding_window is not set/],
     [{ use_sliding_window: true, sliding_window: 64 }, /list each layer's kind in layer_types/],
   ])("refuses %j with a message saying what to fix", (fields, message) => {
-    expect(() => parseHfConfig({ ...llama, ...fields })).toThrow(message);
+    expect(() => parseLlamaConfig({ ...llama, ...fields })).toThrow(message);
   });
 });

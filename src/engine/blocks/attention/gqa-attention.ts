@@ -1,0 +1,214 @@
+import type { LayerKvCache } from "../../cache/kv-cache.js";
+import { rmsNorm } from "../../kernels/rmsnorm.js";
+import { Rope, type YarnScaling } from "../../kernels/rope.js";
+import type { WeightSource } from "../../loader/weight-source.js";
+import type { ForwardContext, LayerState, LayerStorage, TokenMixer } from "../../model/model.js";
+import type { Weight } from "../../tensor/weight.js";
+
+/**
+ * Grouped-query attention of one layer. "full": a query attends to every earlier position.
+ * "sliding": only to the last `window` positions, itself included (pos - window + 1 .. pos).
+ */
+export interface AttentionSpec {
+  readonly kind: "full" | "sliding";
+  /** Sliding layers: positions a query sees, itself included; 0 for full layers. */
+  readonly window: number;
+  readonly numHeads: number;
+  readonly numKvHeads: number;
+  /** Query/key head size. */
+  readonly headDim: number;
+  /** Value head size (equal to headDim in llama-style models). */
+  readonly vHeadDim: number;
+  readonly ropeTheta: number;
+  /** Fraction of each query/key head that is rotated (1 = all). */
+  readonly partialRotaryFactor: number;
+  readonly bias: boolean;
+  /** Per-head RMSNorm of queries and keys before RoPE (Qwen3). */
+  readonly qkNorm: boolean;
+  /** A learned per-head logit added to the softmax denominator (attention sinks). */
+  readonly sinks: boolean;
+  /** Values are multiplied by this after their projection (MiMo's attention_value_scale); default 1. */
+  readonly valueScale?: number;
+}
+
+export interface AttentionWeights {
+  readonly q: Weight;
+  readonly k: Weight;
+  readonly v: Weight;
+  readonly o: Weight;
+  readonly qBias?: Float32Array;
+  readonly kBias?: Float32Array;
+  readonly vBias?: Float32Array;
+  readonly qNorm?: Float32Array;
+  readonly kNorm?: Float32Array;
+  readonly sinks?: Float32Array;
+}
+
+/** Checkpoint names of one attention layer's tensors (HF's `self_attn.*` by default). */
+export interface AttentionNames {
+  readonly q: string;
+  readonly k: string;
+  readonly v: string;
+  readonly o: string;
+  readonly qNorm: string;
+  readonly kNorm: string;
+  readonly sinks: string;
+}
+
+/** HF's names under `<prefix>.self_attn`, with the sink logits as `sinksName` (gpt-oss: "sinks"). */
+export function attentionNames(prefix: string, sinksName = "sinks"): AttentionNames {
+  const p = `${prefix}.self_attn`;
+  return {
+    q: `${p}.q_proj`,
+    k: `${p}.k_proj`,
+    v: `${p}.v_proj`,
+    o: `${p}.o_proj`,
+    qNorm: `${p}.q_norm.weight`,
+    kNorm: `${p}.k_norm.weight`,
+    sinks: `${p}.${sinksName}`,
+  };
+}
+
+/**
+ * Attention over the paged KV cache: q/k/v projections (with biases, q/k norms, value scale as the
+ * spec says), RoPE on the rotated part of each head, the step's keys and values written to the
+ * cache, then each query attends to its visible positions (kernels equal to
+ * attention/paged-attention.ts bit for bit) and o_proj maps the heads back.
+ */
+export class GqaAttention implements TokenMixer {
+  readonly state: LayerState;
+  readonly outputTensors: readonly string[];
+  private readonly rope: Rope;
+
+  constructor(
+    readonly spec: AttentionSpec,
+    readonly weights: AttentionWeights,
+    readonly names: AttentionNames,
+    private readonly hiddenSize: number,
+    private readonly normEps: number,
+    ropeScaling?: YarnScaling,
+  ) {
+    this.state = attentionState(spec);
+    this.outputTensors = [`${names.o}.weight`];
+    this.rope = new Rope(spec.headDim, spec.partialRotaryFactor, spec.ropeTheta, ropeScaling);
+  }
+
+  /** Reads the layer's tensors by `names`, shapes from `spec` and `hiddenSize`. */
+  static load(
+    w: WeightSource,
+    names: AttentionNames,
+    spec: AttentionSpec,
+    hiddenSize: number,
+    normEps: number,
+    ropeScaling?: YarnScaling,
+  ): GqaAttention {
+    const H = hiddenSize;
+    const qOut = spec.numHeads * spec.headDim;
+    const kOut = spec.numKvHeads * spec.headDim;
+    const vOut = spec.numKvHeads * spec.vHeadDim;
+    const weights: AttentionWeights = {
+      q: w.matrix(names.q, qOut, H),
+      k: w.matrix(names.k, kOut, H),
+      v: w.matrix(names.v, vOut, H),
+      o: w.matrix(names.o, H, spec.numHeads * spec.vHeadDim),
+      ...(spec.bias
+        ? {
+            qBias: w.vector(`${names.q}.bias`, qOut),
+            kBias: w.vector(`${names.k}.bias`, kOut),
+            vBias: w.vector(`${names.v}.bias`, vOut),
+          }
+        : {}),
+      ...(spec.qkNorm
+        ? { qNorm: w.vector(names.qNorm, spec.headDim), kNorm: w.vector(names.kNorm, spec.headDim) }
+        : {}),
+      ...(spec.sinks ? { sinks: w.vector(names.sinks, spec.numHeads) } : {}),
+    };
+    return new GqaAttention(spec, weights, names, hiddenSize, normEps, ropeScaling);
+  }
+
+  forward(h: Float32Array, ctx: ForwardContext, storage: LayerStorage): Float32Array {
+    const { batch, pool } = ctx;
+    const spec = this.spec;
+    const aw = this.weights;
+    const T = batch.tokens.length;
+    const { numHeads, numKvHeads, headDim, vHeadDim } = spec;
+    const q = new Float32Array(T * numHeads * headDim);
+    const k = new Float32Array(T * numKvHeads * headDim);
+    const v = new Float32Array(T * numKvHeads * vHeadDim);
+    pool.matmulMany(h, T, [aw.q, aw.k, aw.v], [q, k, v]);
+    if (aw.qBias) addBias(q, aw.qBias, T);
+    if (aw.kBias) addBias(k, aw.kBias, T);
+    if (aw.vBias) addBias(v, aw.vBias, T);
+    if (spec.valueScale !== undefined && spec.valueScale !== 1) scaleInto(v, spec.valueScale);
+    if (aw.qNorm) rmsNorm(q, T * numHeads, headDim, aw.qNorm, this.normEps);
+    if (aw.kNorm) rmsNorm(k, T * numKvHeads, headDim, aw.kNorm, this.normEps);
+    const cache = storage.cache as LayerKvCache;
+    const group = storage.group as number;
+    for (let t = 0; t < T; t++) {
+      const pos = batch.positions[t] as number;
+      this.rope.apply(q, t * numHeads * headDim, numHeads, headDim, pos);
+      this.rope.apply(k, t * numKvHeads * headDim, numKvHeads, headDim, pos);
+      const blocks = (batch.blockTables[t] as readonly (readonly number[])[])[group] as readonly number[];
+      cache.write(cache.slot(blocks, pos), k, t * numKvHeads * headDim, v, t * numKvHeads * vHeadDim);
+    }
+    // Each distinct block table once; tokens point at their sequence's table.
+    const meta = new Int32Array(3 * T);
+    const offsets = new Map<readonly number[], number>();
+    const flat: number[] = [];
+    for (let t = 0; t < T; t++) {
+      const blocks = (batch.blockTables[t] as readonly (readonly number[])[])[group] as readonly number[];
+      let offset = offsets.get(blocks);
+      if (offset === undefined) {
+        offset = flat.length;
+        offsets.set(blocks, offset);
+        flat.push(...blocks);
+      }
+      const pos = batch.positions[t] as number;
+      meta[3 * t] = pos;
+      meta[3 * t + 1] = cache.spec.firstVisible(pos);
+      meta[3 * t + 2] = offset;
+    }
+    const out = new Float32Array(T * numHeads * vHeadDim);
+    pool.attention({
+      meta,
+      tables: Int32Array.from(flat),
+      blockSize: cache.spec.blockSize,
+      ringBlocks: cache.spec.ringBlocks,
+      q,
+      out,
+      keys: cache.keys,
+      values: cache.values,
+      numHeads,
+      numKvHeads,
+      headDim,
+      vHeadDim,
+      scale: 1 / Math.sqrt(headDim),
+      sinks: aw.sinks ?? null,
+    });
+    const o = new Float32Array(T * this.hiddenSize);
+    pool.matmul(out, T, aw.o, o);
+    return o;
+  }
+}
+
+/** What an attention layer of `spec` keeps per token: its keys and values, paged. */
+export function attentionState(spec: AttentionSpec): LayerState {
+  return {
+    kind: "paged",
+    attention: spec.kind,
+    ...(spec.kind === "sliding" ? { window: spec.window } : {}),
+    numKvHeads: spec.numKvHeads,
+    headDim: spec.headDim,
+    vHeadDim: spec.vHeadDim,
+  };
+}
+
+function scaleInto(x: Float32Array, factor: number): void {
+  for (let i = 0; i < x.length; i++) x[i] = (x[i] as number) * factor;
+}
+
+export function addBias(x: Float32Array, bias: Float32Array, rows: number): void {
+  const n = bias.length;
+  for (let r = 0; r < rows; r++)
+    for (let i = 0; i < n; i++) x[r * n + i] = (x[r * n + i] as number) + (bias[i] as number);
+}

@@ -1,0 +1,56 @@
+import type { MatmulPool } from "../../kernels/pool.js";
+import type { WeightSource } from "../../loader/weight-source.js";
+import type { FeedForward, ForwardContext } from "../../model/model.js";
+import type { Weight } from "../../tensor/weight.js";
+
+/** Checkpoint names of one gated MLP: HF's gate/up/down_proj, or Mixtral's w1/w3/w2. */
+export type MlpNames = readonly [gate: string, up: string, down: string];
+
+export const HF_MLP_NAMES: MlpNames = ["gate_proj", "up_proj", "down_proj"];
+export const MIXTRAL_MLP_NAMES: MlpNames = ["w1", "w3", "w2"];
+
+/** The gated MLP of llama: down(silu(gate(h)) * up(h)). */
+export class SwigluMlp implements FeedForward {
+  readonly outputTensors: readonly string[];
+
+  constructor(
+    readonly gate: Weight,
+    readonly up: Weight,
+    readonly down: Weight,
+    downName: string,
+  ) {
+    this.outputTensors = [`${downName}.weight`];
+  }
+
+  /** Reads `<prefix>.<gate|up|down>` for an MLP of `intermediate` features over `hidden`. */
+  static load(
+    w: WeightSource,
+    prefix: string,
+    hidden: number,
+    intermediate: number,
+    names: MlpNames = HF_MLP_NAMES,
+  ): SwigluMlp {
+    return new SwigluMlp(
+      w.matrix(`${prefix}.${names[0]}`, intermediate, hidden),
+      w.matrix(`${prefix}.${names[1]}`, intermediate, hidden),
+      w.matrix(`${prefix}.${names[2]}`, hidden, intermediate),
+      `${prefix}.${names[2]}`,
+    );
+  }
+
+  forward(h: Float32Array, ctx: ForwardContext): Float32Array {
+    return this.run(h, h.length / this.gate.cols, ctx.pool);
+  }
+
+  /** The MLP over `T` rows of h. */
+  run(h: Float32Array, T: number, pool: MatmulPool): Float32Array {
+    const I = this.gate.rows;
+    const gate = new Float32Array(T * I);
+    const up = new Float32Array(T * I);
+    pool.matmulMany(h, T, [this.gate, this.up], [gate, up]);
+    pool.swiglu(gate, up, T * I);
+    const out = new Float32Array(T * this.down.rows);
+    pool.matmul(gate, T, this.down, out);
+    return out;
+  }
+}

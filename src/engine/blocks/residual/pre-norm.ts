@@ -1,0 +1,26 @@
+import { rmsNorm } from "../../kernels/rmsnorm.js";
+import type { Connection, ResidualStream } from "../../model/model.js";
+
+/** The ordinary residual: one stream, the embeddings themselves, read as they are at the end. */
+export const PLAIN_RESIDUAL: ResidualStream = {
+  streams: 1,
+  expand: (x) => x,
+  collapse: (X) => X,
+};
+
+/** Pre-norm residual (llama): X += block(RMSNorm(X) * weight). */
+export class PreNormConnection implements Connection {
+  constructor(
+    private readonly norm: Float32Array,
+    private readonly eps: number,
+    readonly normTensor: string,
+  ) {}
+
+  apply(X: Float32Array, T: number, block: (h: Float32Array) => Float32Array): void {
+    const H = this.norm.length;
+    const h = new Float32Array(T * H);
+    rmsNorm(X, T, H, this.norm, this.eps, h);
+    const y = block(h);
+    for (let i = 0; i < X.length; i++) X[i] = (X[i] as number) + (y[i] as number);
+  }
+}

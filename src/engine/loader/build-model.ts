@@ -1,0 +1,56 @@
+import { BringupError } from "../../common/errors.js";
+import { type Architecture, findArchitecture, type ModelConfig } from "../architecture.js";
+import type { CausalLM } from "../model/causal-lm.js";
+import { llamaArchitecture } from "../models/llama.js";
+import type { TensorLookup } from "./host-tensor.js";
+import { WeightSource } from "./weight-source.js";
+
+/** Architectures every load knows: the built-in llama family. */
+export const BUILT_IN_ARCHITECTURES: readonly Architecture[] = [llamaArchitecture];
+
+/** Buffers some checkpoints carry that no model reads. */
+const NEVER_WEIGHTS = /\.rotary_emb\.inv_freq$/;
+
+/** A config.json read by the architecture of its model_type. */
+export interface ResolvedConfig {
+  readonly architecture: Architecture;
+  readonly config: ModelConfig;
+}
+
+/**
+ * Parses `configJson` with the architecture of its model_type, found among `architectures` (ports'
+ * model code) and the built-in family; `source` names the file in errors.
+ */
+export function resolveConfig(
+  configJson: unknown,
+  source: string,
+  architectures: readonly Architecture[] = [],
+): ResolvedConfig {
+  const modelType = (configJson as { model_type?: unknown } | null)?.model_type;
+  const architecture = findArchitecture(modelType, [...architectures, ...BUILT_IN_ARCHITECTURES], source);
+  return { architecture, config: architecture.parseConfig(configJson, source) };
+}
+
+/**
+ * Builds the model from the checkpoint's tensors `names`. A tensor no block reads, and that the
+ * architecture does not knowingly skip, is MODEL_WEIGHTS_MISMATCH: a checkpoint of another shape
+ * must not serve silently. `source` names the checkpoint in errors.
+ */
+export function buildModel(
+  { architecture, config }: ResolvedConfig,
+  lookup: TensorLookup,
+  names: readonly string[],
+  source: string,
+): CausalLM {
+  const weights = new WeightSource(lookup, names, source);
+  const model = architecture.build(config, weights);
+  const extra = weights.unused((n) => NEVER_WEIGHTS.test(n) || architecture.ignoresTensor?.(n) === true);
+  if (extra.length > 0) {
+    throw new BringupError(
+      "MODEL_WEIGHTS_MISMATCH",
+      `${source}: tensor ${extra[0]}${extra.length > 1 ? ` (and ${extra.length - 1} more)` : ""} is in the checkpoint but no layer of the ${config.modelType} model its config.json describes reads it; the checkpoint and config.json do not match.`,
+      { subject: extra[0] as string },
+    );
+  }
+  return model;
+}

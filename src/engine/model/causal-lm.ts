@@ -1,0 +1,82 @@
+import { BringupError } from "../../common/errors.js";
+import { embed } from "../kernels/embedding.js";
+import { rmsNorm } from "../kernels/rmsnorm.js";
+import type { Weight } from "../tensor/weight.js";
+import type {
+  DecoderLayer,
+  ForwardContext,
+  LayerState,
+  LayerStorage,
+  ModelSwitch,
+  ResidualStream,
+} from "./model.js";
+
+export interface CausalLMParts {
+  readonly hiddenSize: number;
+  readonly vocabSize: number;
+  readonly rmsNormEps: number;
+  readonly embedding: Weight;
+  readonly residual: ResidualStream;
+  readonly layers: readonly DecoderLayer[];
+  readonly finalNorm: Float32Array;
+  /** The output projection; the embedding table itself when embeddings are tied. */
+  readonly lmHead: Weight;
+  readonly switches?: readonly ModelSwitch[];
+}
+
+/**
+ * A decoder-only model built from blocks: embedding, a residual stream through layers (each a token
+ * mixer and a feed-forward part joined by their connections), a final norm and the LM head. Every
+ * token's arithmetic depends only on its own sequence, so a batch gives the same bits as each of
+ * its sequences alone.
+ */
+export class CausalLM {
+  readonly hiddenSize: number;
+  readonly vocabSize: number;
+  readonly layers: readonly DecoderLayer[];
+  readonly switches: readonly ModelSwitch[];
+
+  constructor(private readonly parts: CausalLMParts) {
+    this.hiddenSize = parts.hiddenSize;
+    this.vocabSize = parts.vocabSize;
+    this.layers = parts.layers;
+    this.switches = parts.switches ?? [];
+    if (parts.lmHead.rows !== parts.vocabSize || parts.embedding.rows !== parts.vocabSize) {
+      throw new BringupError(
+        "MODEL_WEIGHTS_MISMATCH",
+        `the embedding has ${parts.embedding.rows} rows and the LM head ${parts.lmHead.rows}, but vocab_size is ${parts.vocabSize}.`,
+      );
+    }
+  }
+
+  /** What each layer keeps per sequence, for the cache planner. */
+  get states(): LayerState[] {
+    return this.layers.map((l) => l.mixer.state);
+  }
+
+  /** Runs one step; storage[l] is layer l's. Returns logits [logitRows.length, vocabSize]. */
+  forward(ctx: ForwardContext, storage: readonly LayerStorage[]): Float32Array {
+    const { batch, pool } = ctx;
+    const T = batch.tokens.length;
+    const H = this.hiddenSize;
+    const x = new Float32Array(T * H);
+    embed(this.parts.embedding, batch.tokens, x);
+    const X = this.parts.residual.expand(x, T);
+    this.layers.forEach((layer, l) => {
+      layer.mixerConnection.apply(X, T, (h) => layer.mixer.forward(h, ctx, storage[l] as LayerStorage));
+      layer.ffnConnection.apply(X, T, (h) => layer.ffn.forward(h, ctx));
+    });
+    const R = batch.logitRows.length;
+    const width = this.parts.residual.streams * H;
+    const rows = new Float32Array(R * width);
+    for (let r = 0; r < R; r++) {
+      const t = batch.logitRows[r] as number;
+      rows.set(X.subarray(t * width, (t + 1) * width), r * width);
+    }
+    const last = this.parts.residual.collapse(rows, R);
+    rmsNorm(last, R, H, this.parts.finalNorm, this.parts.rmsNormEps);
+    const logits = new Float32Array(R * this.vocabSize);
+    if (R > 0) pool.matmul(last, R, this.parts.lmHead, logits);
+    return logits;
+  }
+}
