@@ -21,6 +21,8 @@ export const METRIC_NAMES = {
   kvBlocksUsed: "bringup:kv_cache_blocks_used",
   kvBlocksTotal: "bringup:kv_cache_blocks_total",
   kvTokenCapacity: "bringup:kv_cache_token_capacity",
+  stateSlotsUsed: "bringup:state_slots_used",
+  stateSlotsTotal: "bringup:state_slots_total",
 } as const;
 
 const LATENCY_BUCKETS = [
@@ -81,6 +83,16 @@ export class ServerMetrics {
       METRIC_NAMES.kvBlocksTotal,
       "KV cache blocks in the cache, summed over cache groups.",
       (s) => s.kvBlocksTotal,
+    );
+    gauge(
+      METRIC_NAMES.stateSlotsUsed,
+      "Per-sequence state slots (recurrent states, convolution tails) held by requests.",
+      (s) => s.stateSlotsUsed,
+    );
+    gauge(
+      METRIC_NAMES.stateSlotsTotal,
+      "Per-sequence state slots planned in the KV budget (0 when no layer keeps a state).",
+      (s) => s.stateSlotsTotal,
     );
     gauge(
       METRIC_NAMES.kvTokenCapacity,
