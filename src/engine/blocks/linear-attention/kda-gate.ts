@@ -8,16 +8,8 @@
  * fla `fla/modules/l2norm.py` (x / sqrt(Σx² + 1e-6)) for the normalization.
  * All arithmetic is float64; each result is rounded once, when stored into its float32 output.
  */
+import { sigmoid, softplus } from "../activations.js";
 import { expectDims, expectLength } from "../shapes.js";
-
-/** torch's softplus with beta 1 and threshold 20: log(1 + e^x), or x itself once x > 20. */
-export function softplus(x: number): number {
-  return x > 20 ? x : Math.log1p(Math.exp(x));
-}
-
-export function sigmoid(x: number): number {
-  return 1 / (1 + Math.exp(-x));
-}
 
 /**
  * g = −exp(A_log[h]) · softplus(f + dt_bias) per channel, and β = sigmoid(b).

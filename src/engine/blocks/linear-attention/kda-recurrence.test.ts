@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { isBringupError } from "../../../common/errors.js";
 import { Rng } from "../../tensor/random.js";
-import { kdaGate, l2NormalizeHeads, softplus } from "./kda-gate.js";
+import { softplus } from "../activations.js";
+import { kdaGate, l2NormalizeHeads } from "./kda-gate.js";
 import { kdaRecurrent, kdaRecurrentFused } from "./kda-recurrence.js";
 import { type KdaShape, randomKdaInputs, randomKdaState } from "./random-kda-inputs.js";
 
