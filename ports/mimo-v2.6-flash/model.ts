@@ -38,26 +38,20 @@ import type {
 } from "../../src/engine/index.js";
 import {
   attentionNames,
-  codeEmbedding,
-  codeLmHead,
-  copyOutputCode,
   copySlots,
   f32Tensors,
   filled,
   GqaAttention,
   HF_MLP_NAMES,
-  inductionQueryKey,
-  nearestRivalGap,
+  placeCopyCircuit,
   preNormDecoder,
-  putAttention,
   Rng,
   RoutedMoe,
   SwigluMlp,
   tensorSeed,
+  tinyFilesToModel,
   tinyModelFiles,
   tinyTokenizer,
-  tokenCodes,
-  zeroMlpLayer,
 } from "../../src/engine/index.js";
 
 export const MODEL_TYPE = "mimo_v2_flash";
@@ -460,48 +454,27 @@ export function mimoTinyModel(
 
 /**
  * The constructed retrieval variant, in MiMo's shape and as cheap as retrieval allows at long
- * contexts (the engine's tiny/retrieval.ts llama, re-laid onto MiMo's two attention kinds):
+ * contexts: the engine's copy circuit (placeCopyCircuit) placed into a two-layer MiMo whose first
+ * layer slides over 8 tokens with sinks and whose second is global.
  *
- * Residual stream (hidden 120), slots of unit-norm random codes:
- *   own_m [0,8)     the token's match code m(t)        own_u [8,40)     its output code u(t)
- *   prev [40,88)    m of the tokens 1..6 back (layer 0)  out_u [88,120)   u of the token to copy (layer 1)
- *
- * Layer 0, sliding window of 8 (with sinks): six previous-token query heads (offset δ = 1..6) over
- * one shared key/value head. Query and key come from biases in the rotated features only: the key
- * is (1, 0) per frequency pair and head δ's query is A·(cos, sin)(-ω δ), so the score peaks at
- * exactly δ back. Only the 8 positions of the window compete, so two frequency pairs with a small
- * RoPE base keep the nearest rival PREV_MARGIN logits down whatever the context length (the llama
- * variant needs its margin over every distance up to max_position_embeddings). The value is own_m
- * and o_proj writes head δ's output into prev_δ. The sinks sit as high as that nearest rival, so
- * they take a negligible share.
- *
- * Layer 1, global: ONE induction head. Its query/key head is 48 match features (the query is m of
- * the last six tokens, the key at j is m of the six tokens before j, so the score counts agreeing
- * tokens times MATCH_LOGIT) plus 8 rotary features left at zero (MiMo's partial rotary shape); its
- * value head is only the 32-feature output code, which o_proj writes into out_u and the LM head
- * (rows u(t)) turns into the copied token. This layer's attention is what a 32K prefill spends its
- * time on (every pair of positions costs 56 + 32 multiply-adds), hence one head and 8-feature match
- * codes, half the llama variant's: random 8-feature codes overlap by about 1/3, so MATCH_LOGIT is
- * twice the llama variant's to keep a full six-token match tens of logits above a partial one.
- * MLPs are zero; norm weights undo RMSNorm's rescaling since every slot holds a unit vector.
+ * The sliding layer carries the six previous-token heads over one shared key/value head. Only the
+ * 8 positions of its window compete, so two frequency pairs with a small RoPE base keep the nearest
+ * rival 30 logits down whatever the context length (a global layer needs its margin over every
+ * distance up to max_position_embeddings). The global layer carries ONE induction head: 48 match
+ * features (8-feature codes of six tokens) plus 8 rotary features left at zero (MiMo's partial
+ * rotary shape), and a 32-feature value head for the output code. Its attention is what a 32K
+ * prefill spends its time on (every pair of positions costs 56 + 32 multiply-adds), hence one head
+ * and 8-feature match codes: random 8-feature codes overlap by about 1/3, so each matching token is
+ * worth 60 logits to keep a full six-token match tens of logits above a partial one.
  */
 const NGRAM = 6;
-const M = 8;
-const U = 32;
+const CIRCUIT = { m: 8, u: 32, ngram: NGRAM, matchLogit: 60, prevMargin: 30, outputLogit: 40 } as const;
 const GLOBAL_ROTARY = 8;
-const QK_GLOBAL = GLOBAL_ROTARY + NGRAM * M;
+const QK_GLOBAL = GLOBAL_ROTARY + NGRAM * CIRCUIT.m;
 /** Half the global head size, so the shared rotary fraction rotates 4 features there: two pairs. */
 const QK_SLIDING = QK_GLOBAL / 2;
 /** Rotates floor(QK_GLOBAL * f) = 8 and floor(QK_SLIDING * f) = 4 features (half a feature of slack). */
 const ROTARY_FACTOR = Math.round(((GLOBAL_ROTARY + 0.5) / QK_GLOBAL) * 1e4) / 1e4;
-const SLIDING_WINDOW = 8;
-const SWA_ROPE_THETA = 10;
-const GLOBAL_ROPE_THETA = 5_000_000;
-const SLOTS = copySlots(M, U, NGRAM);
-const { hidden: HIDDEN, ownM: OWN_M, ownU: OWN_U, prev: PREV, outU: OUT_U } = SLOTS;
-const PREV_MARGIN = 30;
-const MATCH_LOGIT = 60;
-const OUTPUT_LOGIT = 40;
 
 /** The retrieval variant's files over a BPE of 512 trained on `corpus`. */
 export function mimoRetrievalModel(
@@ -509,62 +482,10 @@ export function mimoRetrievalModel(
   options: { readonly maxPositionEmbeddings: number; readonly seed?: number },
 ): TinyModelFiles {
   const seed = options.seed ?? 0;
-  const maxPos = options.maxPositionEmbeddings;
-  const tok = tinyTokenizer(corpus, 512, maxPos);
-  const { vocab, eos } = tok;
-  const codes = tokenCodes(seed, vocab, M, U);
-  const { tensors, put } = f32Tensors();
-  put("model.embed_tokens.weight", [vocab, HIDDEN], codeEmbedding(codes, HIDDEN, OWN_M, OWN_U));
-  // |x| is sqrt(slots) when `slots` unit codes are set, so sqrt(slots/HIDDEN) undoes RMSNorm's scaling.
-  const layer = (i: number, slots: number) => zeroMlpLayer(put, i, HIDDEN, Math.sqrt(slots / HIDDEN));
-
-  // Layer 0: previous-token heads within the sliding window.
-  const p0 = layer(0, 2);
-  const pairs = Math.floor(QK_SLIDING * ROTARY_FACTOR) / 2;
-  const invFreq = Array.from({ length: pairs }, (_, f) => 1 / SWA_ROPE_THETA ** (f / pairs));
-  // Only the window's distances compete.
-  const amplitude = (PREV_MARGIN * Math.sqrt(QK_SLIDING)) / nearestRivalGap(invFreq, SLIDING_WINDOW);
-  const q0 = NGRAM * QK_SLIDING;
-  const q0Bias = new Float32Array(q0);
-  const k0Bias = new Float32Array(QK_SLIDING);
-  const v0 = new Float32Array(M * HIDDEN);
-  const o0 = new Float32Array(HIDDEN * NGRAM * M);
-  for (const [f] of invFreq.entries()) k0Bias[f] = 1;
-  for (let h = 0; h < NGRAM; h++) {
-    const offset = h + 1;
-    for (const [f, w] of invFreq.entries()) {
-      q0Bias[h * QK_SLIDING + f] = amplitude * Math.cos(-w * offset);
-      q0Bias[h * QK_SLIDING + f + pairs] = amplitude * Math.sin(-w * offset);
-    }
-    for (let r = 0; r < M; r++) o0[(PREV + h * M + r) * NGRAM * M + h * M + r] = 1;
-  }
-  for (let r = 0; r < M; r++) v0[r * HIDDEN + OWN_M + r] = 1;
-  const peak = (amplitude * pairs) / Math.sqrt(QK_SLIDING);
-  putAttention(put, p0, HIDDEN, {
-    q: new Float32Array(q0 * HIDDEN),
-    k: new Float32Array(QK_SLIDING * HIDDEN),
-    v: v0,
-    o: o0,
-    qBias: q0Bias,
-    kBias: k0Bias,
-  });
-  put(`${p0}${HUB_SINKS}`, [NGRAM], filled(NGRAM, peak - PREV_MARGIN));
-
-  // Layer 1: one induction head over the match features.
-  const p1 = layer(1, 2 + NGRAM);
-  const gain = Math.sqrt(MATCH_LOGIT * Math.sqrt(QK_GLOBAL));
-  const { q: q1, k: k1 } = inductionQueryKey(SLOTS, QK_GLOBAL, GLOBAL_ROTARY, gain);
-  const { v: v1, o: o1 } = copyOutputCode(SLOTS, U, U);
-  putAttention(put, p1, HIDDEN, { q: q1, k: k1, v: v1, o: o1 });
-
-  put("model.norm.weight", [HIDDEN], filled(HIDDEN, Math.sqrt((3 + NGRAM) / HIDDEN)));
-  put("lm_head.weight", [vocab, HIDDEN], codeLmHead(codes, HIDDEN, OUT_U, OUTPUT_LOGIT));
-
   const config: Record<string, unknown> = {
-    architectures: ["MiMoV2FlashForCausalLM"],
     model_type: MODEL_TYPE,
-    vocab_size: vocab,
-    hidden_size: HIDDEN,
+    vocab_size: 512 + SPECIALS,
+    hidden_size: copySlots(CIRCUIT.m, CIRCUIT.u, NGRAM).hidden,
     intermediate_size: 1,
     num_hidden_layers: 2,
     hybrid_layer_pattern: [1, 0],
@@ -572,14 +493,14 @@ export function mimoRetrievalModel(
     num_attention_heads: 1,
     num_key_value_heads: 1,
     head_dim: QK_GLOBAL,
-    v_head_dim: U,
-    rope_theta: GLOBAL_ROPE_THETA,
+    v_head_dim: CIRCUIT.u,
+    rope_theta: 5_000_000,
     swa_num_attention_heads: NGRAM,
     swa_num_key_value_heads: 1,
     swa_head_dim: QK_SLIDING,
-    swa_v_head_dim: M,
-    swa_rope_theta: SWA_ROPE_THETA,
-    sliding_window: SLIDING_WINDOW,
+    swa_v_head_dim: CIRCUIT.m,
+    swa_rope_theta: 10,
+    sliding_window: 8,
     partial_rotary_factor: ROTARY_FACTOR,
     add_swa_attention_sink_bias: true,
     add_full_attention_sink_bias: false,
@@ -587,19 +508,12 @@ export function mimoRetrievalModel(
     attention_bias: true,
     hidden_act: "silu",
     layernorm_epsilon: 1e-6,
-    max_position_embeddings: maxPos,
+    max_position_embeddings: options.maxPositionEmbeddings,
     tie_word_embeddings: false,
-    bos_token_id: null,
-    eos_token_id: eos,
-    torch_dtype: "float32",
-    bringup_tiny: {
-      port: "mimo-v2.6-flash",
-      size: "retrieval",
-      seed,
-      construction: "sliding previous-token heads + one global induction head",
-    },
   };
-  return tinyModelFiles(config, tok, tensors);
+  const files = mimoTinyModel(config, corpus, { seed });
+  const built = tinyFilesToModel("retrieval", files, [mimoArchitecture]);
+  return placeCopyCircuit(files, built, { ...CIRCUIT, seed });
 }
 
 export const portModel: PortModel = {

@@ -107,6 +107,8 @@ export {
   tokenCodes,
   zeroMlpLayer,
 } from "./tiny/copy-circuit.js";
+export type { CopyCircuitOptions } from "./tiny/copy-circuit-placement.js";
+export { placeCopyCircuit } from "./tiny/copy-circuit-placement.js";
 export { readCorpus, shippedCorpusDir } from "./tiny/corpus.js";
 export type { TinyTokenizer } from "./tiny/files.js";
 export { countParameters, tinyModelFiles, tinyTokenizer } from "./tiny/files.js";

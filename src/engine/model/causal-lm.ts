@@ -35,12 +35,14 @@ export class CausalLM {
   readonly vocabSize: number;
   readonly layers: readonly DecoderLayer[];
   readonly switches: readonly ModelSwitch[];
+  readonly residual: ResidualStream;
 
   constructor(private readonly parts: CausalLMParts) {
     this.hiddenSize = parts.hiddenSize;
     this.vocabSize = parts.vocabSize;
     this.layers = parts.layers;
     this.switches = parts.switches ?? [];
+    this.residual = parts.residual;
     if (parts.lmHead.rows !== parts.vocabSize || parts.embedding.rows !== parts.vocabSize) {
       throw new BringupError(
         "MODEL_WEIGHTS_MISMATCH",

@@ -88,6 +88,11 @@ export interface Connection {
   apply(X: Float32Array, T: number, block: (h: Float32Array) => Float32Array): void;
   /** The name of the RMSNorm weight applied to the block's input. */
   readonly normTensor: string;
+  /**
+   * Tensor values under which the connection is an ordinary residual (X += block(norm(X)), up to a
+   * scale the norm removes): how a constructed model (tiny/copy-circuit-placement.ts) sets it.
+   */
+  readonly plainResidualTensors?: ReadonlyMap<string, Float32Array>;
 }
 
 /** How the residual stream starts from the embeddings and ends before the final norm. */
@@ -98,6 +103,8 @@ export interface ResidualStream {
   expand(x: Float32Array, T: number): Float32Array;
   /** Rows of the stream [R, streams x hidden] to hidden states [R, hidden]. */
   collapse(X: Float32Array, R: number): Float32Array;
+  /** Tensor values under which the streams stay copies of one ordinary residual (see Connection). */
+  readonly plainResidualTensors?: ReadonlyMap<string, Float32Array>;
 }
 
 export interface DecoderLayer {
