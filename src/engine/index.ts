@@ -49,11 +49,15 @@ export type { Architecture, ModelConfig, PortModel } from "./architecture.js";
 export { findArchitecture } from "./architecture.js";
 export type { AttentionNames, AttentionSpec, AttentionWeights } from "./blocks/attention/gqa-attention.js";
 export { attentionNames, attentionState, GqaAttention } from "./blocks/attention/gqa-attention.js";
+export type { KdaSpec } from "./blocks/linear-attention/kda-attention.js";
+export { KDA_CHUNK, KDA_SWITCHES, KdaAttention } from "./blocks/linear-attention/kda-attention.js";
 export type { MoeNames } from "./blocks/mlp/routed-moe.js";
 export { RoutedMoe } from "./blocks/mlp/routed-moe.js";
 export type { MoeSpec } from "./blocks/mlp/routing.js";
 export type { MlpNames } from "./blocks/mlp/swiglu-mlp.js";
 export { HF_MLP_NAMES, MIXTRAL_MLP_NAMES, SwigluMlp } from "./blocks/mlp/swiglu-mlp.js";
+export type { MhcConfig } from "./blocks/residual/mhc.js";
+export { MhcConnection, MhcResidual } from "./blocks/residual/mhc-connection.js";
 export { PLAIN_RESIDUAL, PreNormConnection } from "./blocks/residual/pre-norm.js";
 export type { KvCacheGroup, KvCachePlan } from "./cache/capacity.js";
 export {

@@ -1,3 +1,4 @@
+import { portModel as glm53Flash } from "../../ports/glm-5.3-flash/model.js";
 import { portModel as mimoV26Flash } from "../../ports/mimo-v2.6-flash/model.js";
 import type { Architecture, PortModel } from "../engine/index.js";
 
@@ -8,7 +9,10 @@ export const DEFAULT_PORT = "mimo-v2.6-flash";
  * Each port's model code (ports/<id>/model.ts, its `portModel` export) by port id. A port joins
  * with one import and one entry here; static imports keep the build and the package self-contained.
  */
-export const PORT_MODELS: ReadonlyMap<string, PortModel> = new Map([["mimo-v2.6-flash", mimoV26Flash]]);
+export const PORT_MODELS: ReadonlyMap<string, PortModel> = new Map([
+  ["mimo-v2.6-flash", mimoV26Flash],
+  ["glm-5.3-flash", glm53Flash],
+]);
 
 /** Every port's architecture: what `bringup serve` and the loaders read model directories with. */
 export const PORT_ARCHITECTURES: readonly Architecture[] = [...PORT_MODELS.values()].map(

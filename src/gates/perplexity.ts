@@ -51,7 +51,7 @@ export const perplexityGate: Gate<Spec> = {
     return {
       kind: "perplexity",
       status: passed ? "passed" : "failed",
-      summary: `perplexity ${measured.overall.toFixed(4)} vs reference ${reference.toFixed(4)}: relative difference ${(relative * 100).toFixed(3)}% (limit ${(spec.max_relative_diff * 100).toFixed(3)}%)`,
+      summary: `perplexity ${measured.overall.toFixed(4)} vs reference ${reference.toFixed(4)}: relative difference ${relative.toPrecision(2)} (limit ${spec.max_relative_diff})`,
       metric: "perplexity",
       label: `perplexity over ${windows.length} corpus windows of ${windowTokens} tokens`,
       unit: "perplexity",

@@ -69,6 +69,7 @@ export class CausalLM {
       layer.ffnConnection.apply(X, T, (h) => layer.ffn.forward(h, ctx));
     });
     const R = batch.logitRows.length;
+    if (R === 0) return new Float32Array(0);
     const width = this.parts.residual.streams * H;
     const rows = new Float32Array(R * width);
     for (let r = 0; r < R; r++) {
@@ -78,7 +79,7 @@ export class CausalLM {
     const last = this.parts.residual.collapse(rows, R);
     rmsNorm(last, R, H, this.parts.finalNorm, this.parts.rmsNormEps);
     const logits = new Float32Array(R * this.vocabSize);
-    if (R > 0) pool.matmul(last, R, this.parts.lmHead, logits);
+    pool.matmul(last, R, this.parts.lmHead, logits);
     return logits;
   }
 }

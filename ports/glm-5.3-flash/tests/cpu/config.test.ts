@@ -1,0 +1,70 @@
+import { describe, expect, it } from "vitest";
+import { isBringupError } from "../../../../src/common/errors.js";
+import { readCorpus, tinyFilesToModel } from "../../../../src/engine/index.js";
+import { glmArchitecture, parseGlmConfig, portModel } from "../../model.js";
+import { referenceConfig } from "./reference.js";
+
+const config = await referenceConfig();
+const lin = config.linear_attn_config as Record<string, unknown>;
+
+function errorOf(json: unknown): { code: string; message: string } {
+  try {
+    parseGlmConfig(json, "config.json");
+  } catch (error) {
+    if (isBringupError(error)) return { code: error.code, message: error.message };
+    throw error;
+  }
+  throw new Error("the config parsed");
+}
+
+describe("GLM-5.3-Flash config parsing", () => {
+  it("reads the tiny reference config: KDA layers from Kimi Linear's 1-based lists, four mHC streams, MoE after the first layer", () => {
+    const c = parseGlmConfig(config);
+    expect(c.layers.map((l) => l.mixer)).toEqual(["kda", "kda", "kda", "full", "kda", "kda", "kda", "full"]);
+    expect(c.layers.map((l) => l.mlp)).toEqual(["dense", ...Array(7).fill("moe")]);
+    expect(c.kda).toEqual({ numHeads: 2, headDim: 32, convKernel: 4 });
+    expect(c.mhc).toEqual({ streams: 4, sinkhornIters: 20, hcEps: 1e-6, normEps: 1e-6 });
+    expect(c.moe).toMatchObject({ numExperts: 4, topK: 2, scoring: "sigmoid", normTopKProb: true });
+  });
+
+  it("refuses a layer listed as both kinds or neither, naming the field", () => {
+    expect(errorOf({ ...config, linear_attn_config: { ...lin, full_attn_layers: [4, 8, 1] } })).toEqual({
+      code: "MODEL_CONFIG_INVALID",
+      message: expect.stringMatching(/linear_attn_config: layer 1 \(1-based\) is in both/),
+    });
+    expect(errorOf({ ...config, linear_attn_config: { ...lin, full_attn_layers: [4] } }).message).toMatch(
+      /layer 8 \(1-based\) is in neither/,
+    );
+  });
+
+  it("refuses a missing KDA field and an unknown layer kind's field by name", () => {
+    const { num_heads: _, ...noHeads } = lin;
+    expect(errorOf({ ...config, linear_attn_config: noHeads }).message).toMatch(
+      /linear_attn_config\.num_heads/,
+    );
+    expect(errorOf({ ...config, linear_attn_config: { ...lin, mamba_layers: [2] } }).message).toMatch(
+      /linear_attn_config/,
+    );
+  });
+
+  it("refuses weights whose state shapes do not match the config, naming the tensor", async () => {
+    const files = portModel.tinyModel(config, await readCorpus(), { seed: 0 });
+    const wider = { ...files, config: { ...files.config, linear_attn_config: { ...lin, head_dim: 16 } } };
+    expect(() => tinyFilesToModel("glm", wider, [glmArchitecture])).toThrow(
+      expect.objectContaining({
+        code: "MODEL_WEIGHTS_MISMATCH",
+        subject: "model.layers.0.self_attn.q_proj.weight",
+      }),
+    );
+    const kernel = {
+      ...files,
+      config: { ...files.config, linear_attn_config: { ...lin, short_conv_kernel_size: 3 } },
+    };
+    expect(() => tinyFilesToModel("glm", kernel, [glmArchitecture])).toThrow(
+      expect.objectContaining({
+        code: "MODEL_WEIGHTS_MISMATCH",
+        subject: "model.layers.0.self_attn.q_conv1d.weight",
+      }),
+    );
+  });
+});
