@@ -4,7 +4,7 @@
  *
  * Typical use (what src/server does):
  *
- *   const model = await loadModel(dir);            // or: await createTinyModel(findTinySize("small")!)
+ *   const model = await loadModel(dir, { architectures });  // or: await createTinyModel(findTinySize("small")!)
  *   const engine = new Engine(model, { maxNumSeqs: 64, maxModelLen: 4096 });
  *   const ids = engine.tokenizer.encode(engine.tokenizer.applyChatTemplate(messages), { addSpecialTokens: false });
  *   const detok = engine.tokenizer.createDetokenizer();
@@ -13,6 +13,16 @@
  *     if (out.finishReason) text += detok.flush();   // "stop" | "length" | "abort"
  *   }
  *   engine.stats();                                 // running, waiting, kvBlocksUsed/Total, kvTokenCapacity, blockSize
+ *
+ * Models: an Architecture (models/llama.ts for the built-in llama family, a port's model.ts for
+ * the rest) parses config.json and builds a CausalLM from blocks/ over the checkpoint's own tensor
+ * names: token mixers (GQA attention, KDA), feed-forward parts (SwiGLU MLP, routed MoE) and the
+ * residual's connections (pre-norm, mHC). Loaders take the architectures they may use
+ * (`loadModel(dir, { architectures })`); a tensor no block reads is refused by name. Each mixer
+ * declares what it keeps per sequence (LayerState): paged per-token storage or one state slot; the
+ * planner puts every kind in one byte budget, and a sequence holds its slot from admission to
+ * finish, abort or preemption (recomputed after). A model's switches (ModelSwitch, for example
+ * KDA's prefill form) are set per engine with `switches`.
  *
  * KV layout: sliding-window layers keep only their window as a ring of blocks by default
  * (`kvLayout: "window-sized"`), or every position with a sliding mask (`kvLayout: "full"`); the

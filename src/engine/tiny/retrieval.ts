@@ -1,22 +1,15 @@
 import type { LoadedModel } from "../model/loaded-model.js";
-import {
-  codeEmbedding,
-  codeLmHead,
-  copyOutputCode,
-  copySlots,
-  inductionQueryKey,
-  putAttention,
-  tokenCodes,
-  zeroMlpLayer,
-} from "./copy-circuit.js";
+import { copySlots, zeroMlpLayer } from "./copy-circuit.js";
+import { placeCopyCircuit } from "./copy-circuit-placement.js";
 import { readCorpus } from "./corpus.js";
 import { tinyModelFiles, tinyTokenizer } from "./files.js";
 import { type TinyModelFiles, tinyFilesToModel } from "./generate.js";
-import { f32Tensors, filled, nearestRivalGap } from "./weights.js";
+import { f32Tensors } from "./weights.js";
 
 /**
  * A constructed (not trained) two-layer llama whose weights implement an exact-copy retrieval
- * circuit, so that a needle gate can be seen passing on the embedded engine.
+ * circuit, so that a needle gate can be seen passing on the embedded engine: the engine's copy
+ * circuit (copy-circuit-placement.ts) placed into the llama shape below.
  *
  * Residual stream (hidden 240), as slots of unit-norm random codes:
  *   own_m [0,16)     the token's match code m(t)              (written by the embedding)
@@ -30,13 +23,13 @@ import { f32Tensors, filled, nearestRivalGap } from "./weights.js";
  * rotated features: per frequency pair f the key is (1, 0) and the query is A·(cos, sin)(-ω_f δ),
  * so the score between positions i and j is A/√128 · Σ_f cos(ω_f (i - j - δ)): largest at exactly
  * i - j = δ. A is chosen so the gap to every other distance within max_position_embeddings is at
- * least PREV_MARGIN logits (the nearest rival is always a neighbour, about 0.69·A/√128 lower with
+ * least 30 logits (the nearest rival is always a neighbour, about 0.69·A/√128 lower with
  * theta 10000), which makes the softmax a one-hot pick. The value copies own_m, and o_proj writes
  * it into the head's prev slot.
  *
  * Layer 1, one induction head. Its query (unrotated features) is m of the last six tokens at i,
  * and its key at j is m of the six tokens before j, so the score counts how many of them agree,
- * times MATCH_LOGIT. The head attends to the position that follows the earlier occurrence of the
+ * times 30 logits. The head attends to the position that follows the earlier occurrence of the
  * current 6-gram, copies its u code into out_u, and the LM head (rows u(t)) turns it into a logit
  * margin of tens, so greedy decoding reproduces the text that followed: a needle
  * "... for KEY is: VALUE." is recalled from a prompt ending "for KEY is:". Six tokens (not two or
@@ -48,22 +41,11 @@ import { f32Tensors, filled, nearestRivalGap } from "./weights.js";
  * and accidental matches stay well below a full match.
  */
 
-/** Tokens matched by the induction head: the current one and WINDOW - 1 before it. */
-const WINDOW = 6;
-const M = 16;
-const U = 64;
+/** The circuit's sizes: 6-token matches over 16-feature match codes, 64-feature output codes. */
+const CIRCUIT = { m: 16, u: 64, ngram: 6, matchLogit: 30, prevMargin: 30, outputLogit: 40 } as const;
 const ROTARY = 32;
-const HEAD_DIM = ROTARY + WINDOW * M;
-const HEADS = WINDOW;
-const SLOTS = copySlots(M, U, WINDOW);
-const { hidden: HIDDEN, ownM: OWN_M, ownU: OWN_U, prev: PREV, outU: OUT_U } = SLOTS;
-const ROPE_THETA = 10000;
-/** Logits between the previous-token pick and any other position. */
-const PREV_MARGIN = 30;
-/** Logits per matching token in the induction head. */
-const MATCH_LOGIT = 30;
-/** Scale of the LM head over the copied output code. */
-const OUTPUT_LOGIT = 40;
+const HEAD_DIM = ROTARY + CIRCUIT.ngram * CIRCUIT.m;
+const HEADS = CIRCUIT.ngram;
 
 export interface RetrievalOptions {
   /** Seed of the random codes (default 0). */
@@ -80,53 +62,29 @@ export function generateRetrievalModel(corpus: string, options: RetrievalOptions
   const maxPos = options.maxPositionEmbeddings ?? 16384;
   const tok = tinyTokenizer(corpus, options.bpeVocab ?? 512, maxPos);
   const { vocab, eos } = tok;
-  const codes = tokenCodes(seed, vocab, M, U);
-  const { tensors, put } = f32Tensors();
-  put("model.embed_tokens.weight", [vocab, HIDDEN], codeEmbedding(codes, HIDDEN, OWN_M, OWN_U));
-
+  const hidden = copySlots(CIRCUIT.m, CIRCUIT.u, CIRCUIT.ngram).hidden;
   const qkv = HEADS * HEAD_DIM;
-  // |x| is the norm of the unit codes the stream holds: sqrt(2) before layer 0, sqrt(2 + WINDOW) before layer 1.
-  const layer = (i: number, norm: number) => zeroMlpLayer(put, i, HIDDEN, norm / Math.sqrt(HIDDEN));
-
-  // Layer 0: previous-token heads, positions only.
-  const p0 = layer(0, Math.SQRT2);
-  const invFreq = Array.from({ length: ROTARY / 2 }, (_, f) => 1 / ROPE_THETA ** ((2 * f) / ROTARY));
-  const amplitude = (PREV_MARGIN * Math.sqrt(HEAD_DIM)) / nearestRivalGap(invFreq, maxPos);
-  const q0Bias = new Float32Array(qkv);
-  const k0Bias = new Float32Array(qkv);
-  const v0 = new Float32Array(qkv * HIDDEN);
-  const o0 = new Float32Array(HIDDEN * qkv);
-  for (let h = 0; h < HEADS; h++) {
-    const offset = h + 1;
-    const base = h * HEAD_DIM;
-    for (const [f, w] of invFreq.entries()) {
-      q0Bias[base + f] = amplitude * Math.cos(-w * offset);
-      q0Bias[base + f + ROTARY / 2] = amplitude * Math.sin(-w * offset);
-      k0Bias[base + f] = 1;
+  // Every tensor of the shape at zero; the circuit writes the ones it uses.
+  const { tensors, put } = f32Tensors();
+  const zeros = (name: string, shape: number[]) =>
+    put(name, shape, new Float32Array(shape.reduce((a, b) => a * b, 1)));
+  zeros("model.embed_tokens.weight", [vocab, hidden]);
+  for (let i = 0; i < 2; i++) {
+    const p = `model.layers.${i}`;
+    zeroMlpLayer(put, i, hidden, 1);
+    for (const name of ["q_proj", "k_proj", "v_proj"]) {
+      zeros(`${p}.self_attn.${name}.weight`, [qkv, hidden]);
+      zeros(`${p}.self_attn.${name}.bias`, [qkv]);
     }
-    for (let r = 0; r < M; r++) {
-      v0[(base + r) * HIDDEN + OWN_M + r] = 1;
-      o0[(PREV + h * M + r) * qkv + base + r] = 1;
-    }
+    zeros(`${p}.self_attn.o_proj.weight`, [hidden, qkv]);
   }
-  const [q0, k0] = [new Float32Array(qkv * HIDDEN), new Float32Array(qkv * HIDDEN)];
-  putAttention(put, p0, HIDDEN, { q: q0, k: k0, v: v0, o: o0, qBias: q0Bias, kBias: k0Bias });
-
-  // Layer 1: one induction head (head 0) over the unrotated features; the other heads stay silent.
-  const p1 = layer(1, Math.sqrt(2 + WINDOW));
-  const gain = Math.sqrt(MATCH_LOGIT * Math.sqrt(HEAD_DIM));
-  const { q: q1, k: k1 } = inductionQueryKey(SLOTS, qkv, ROTARY, gain);
-  const { v: v1, o: o1 } = copyOutputCode(SLOTS, qkv, qkv);
-  putAttention(put, p1, HIDDEN, { q: q1, k: k1, v: v1, o: o1 });
-
-  put("model.norm.weight", [HIDDEN], filled(HIDDEN, Math.sqrt((3 + WINDOW) / HIDDEN)));
-  put("lm_head.weight", [vocab, HIDDEN], codeLmHead(codes, HIDDEN, OUT_U, OUTPUT_LOGIT));
-
+  zeros("model.norm.weight", [hidden]);
+  zeros("lm_head.weight", [vocab, hidden]);
   const config: Record<string, unknown> = {
     architectures: ["LlamaForCausalLM"],
     model_type: "llama",
     vocab_size: vocab,
-    hidden_size: HIDDEN,
+    hidden_size: hidden,
     intermediate_size: 1,
     num_hidden_layers: 2,
     num_attention_heads: HEADS,
@@ -135,7 +93,7 @@ export function generateRetrievalModel(corpus: string, options: RetrievalOptions
     partial_rotary_factor: ROTARY / HEAD_DIM,
     hidden_act: "silu",
     rms_norm_eps: 1e-6,
-    rope_theta: ROPE_THETA,
+    rope_theta: 10000,
     max_position_embeddings: maxPos,
     tie_word_embeddings: false,
     attention_bias: true,
@@ -144,7 +102,8 @@ export function generateRetrievalModel(corpus: string, options: RetrievalOptions
     torch_dtype: "float32",
     bringup_tiny: { size: "retrieval", seed, construction: "previous-token + induction heads" },
   };
-  return tinyModelFiles(config, tok, tensors);
+  const files = tinyModelFiles(config, tok, tensors);
+  return placeCopyCircuit(files, tinyFilesToModel("retrieval", files), { ...CIRCUIT, seed });
 }
 
 /** The retrieval model over the shipped corpus, ready for an Engine or startServer({ model }). */
