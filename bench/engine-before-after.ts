@@ -3,7 +3,8 @@
  * (built, dist/) and on another checkout's (--before DIR, built with `npx tsc -p
  * tsconfig.build.json`), both loaded into one process and measured in alternating order (ABBA) over
  * several rounds, so the machine's drift falls on both alike. Each round's after/before ratio is
- * printed, then their median and range.
+ * printed, then their median and range, in wall time and in the process's CPU time (all threads),
+ * which a loaded machine disturbs less than wall time.
  *
  *   git worktree add /tmp/before <commit> && (cd /tmp/before && ln -s "$PWD/node_modules" . && npx tsc -p tsconfig.build.json)
  *   npm run build && npx tsx bench/engine-before-after.ts --before /tmp/before [--size bench-100m]
@@ -52,10 +53,25 @@ const arms = {
   after: await engineOf(join(import.meta.dirname, "..")),
 };
 
-/** Prefill tok/s (to the first token) and decode tok/s (first token to last) of one request. */
-async function measure(engine: InstanceType<EngineModule["Engine"]>) {
+interface Rates {
+  prefill: number;
+  decode: number;
+  /** Tokens per CPU-second of the whole process. */
+  prefillCpu: number;
+  decodeCpu: number;
+}
+
+const cpuSeconds = () => {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1e6;
+};
+
+/** Prefill (to the first token) and decode (first token to last) rates of one request. */
+async function measure(engine: InstanceType<EngineModule["Engine"]>): Promise<Rates> {
   const prompt = Array.from({ length: promptTokens }, (_, i) => 3 + ((i * 7919) % 2000));
   const start = performance.now();
+  const cpuStart = cpuSeconds();
+  let cpuFirst = 0;
   let first = 0;
   let last = 0;
   let n = 0;
@@ -67,10 +83,19 @@ async function measure(engine: InstanceType<EngineModule["Engine"]>) {
   })) {
     if (!out.token) continue;
     last = performance.now();
-    if (n === 0) first = last;
+    if (n === 0) {
+      first = last;
+      cpuFirst = cpuSeconds();
+    }
     n++;
   }
-  return { prefill: promptTokens / ((first - start) / 1000), decode: (n - 1) / ((last - first) / 1000) };
+  const cpuLast = cpuSeconds();
+  return {
+    prefill: promptTokens / ((first - start) / 1000),
+    decode: (n - 1) / ((last - first) / 1000),
+    prefillCpu: promptTokens / (cpuFirst - cpuStart),
+    decodeCpu: (n - 1) / (cpuLast - cpuFirst),
+  };
 }
 
 const engines = await Promise.all(
@@ -87,20 +112,23 @@ const engines = await Promise.all(
   }),
 );
 
-const ratios = { prefill: [] as number[], decode: [] as number[] };
+const KEYS = ["prefill", "decode", "prefillCpu", "decodeCpu"] as const;
+const ratios = Object.fromEntries(KEYS.map((k) => [k, [] as number[]])) as Record<
+  (typeof KEYS)[number],
+  number[]
+>;
 console.log(
   `${args.size}: prompt ${promptTokens}, decode ${decodeTokens}, ${threads} threads, ${rounds} ABBA rounds`,
 );
 for (let r = 0; r < rounds; r++) {
   const order = r % 2 === 0 ? engines : [...engines].reverse();
-  const got: Record<string, { prefill: number; decode: number }> = {};
+  const got: Record<string, Rates> = {};
   for (const { name, engine } of order) got[name] = await measure(engine);
-  const before = got.before as { prefill: number; decode: number };
-  const after = got.after as { prefill: number; decode: number };
-  ratios.prefill.push(after.prefill / before.prefill);
-  ratios.decode.push(after.decode / before.decode);
+  const before = got.before as Rates;
+  const after = got.after as Rates;
+  for (const k of KEYS) ratios[k].push(after[k] / before[k]);
   console.log(
-    `round ${r + 1}: prefill ${before.prefill.toFixed(1)} -> ${after.prefill.toFixed(1)} tok/s (${(after.prefill / before.prefill).toFixed(3)}x), decode ${before.decode.toFixed(2)} -> ${after.decode.toFixed(2)} tok/s (${(after.decode / before.decode).toFixed(3)}x)`,
+    `round ${r + 1}: ${KEYS.map((k) => `${k} ${before[k].toFixed(1)} -> ${after[k].toFixed(1)} (${(after[k] / before[k]).toFixed(3)}x)`).join(", ")}`,
   );
 }
 for (const { engine } of engines) await engine.close();
@@ -109,7 +137,8 @@ const median = (xs: number[]) => {
   const mid = Math.floor(s.length / 2);
   return s.length % 2 === 1 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
 };
-for (const key of ["prefill", "decode"] as const) {
+console.log("tok/s of wall time (prefill, decode) and tok per CPU-second (prefillCpu, decodeCpu)");
+for (const key of KEYS) {
   const xs = ratios[key];
   console.log(
     `${key} after/before: median ${median(xs).toFixed(3)}x, range ${Math.min(...xs).toFixed(3)}x to ${Math.max(...xs).toFixed(3)}x`,

@@ -41,9 +41,9 @@ import {
   CausalLM,
   copySlots,
   embeddingAndHead,
-  f32Tensors,
   filled,
   GqaAttention,
+  HF_MLP_NAMES,
   KDA_SWITCHES,
   KdaAttention,
   type KdaSpec,
@@ -52,13 +52,10 @@ import {
   MhcResidual,
   MIXTRAL_MLP_NAMES,
   placeCopyCircuit,
-  Rng,
   RoutedMoe,
   SwigluMlp,
-  tensorSeed,
   tinyFilesToModel,
-  tinyModelFiles,
-  tinyTokenizer,
+  tinyKit,
 } from "../../src/engine/index.js";
 
 export const MODEL_TYPE = "glm5_3_flash";
@@ -286,9 +283,6 @@ export const glmArchitecture: Architecture<GlmConfig> = {
   build: buildGlm,
 };
 
-/** Specials the tiny tokenizers append after the trained vocabulary. */
-const SPECIALS = 3;
-
 /**
  * The tiny reference model of `config`: a byte-level BPE trained on `corpus` and seeded random f32
  * weights for every tensor the config implies, initialized as the lineage initializes them where it
@@ -302,51 +296,19 @@ export function glmTinyModel(
 ): TinyModelFiles {
   const seed = options.seed ?? 0;
   const spec = parseGlmConfig(config, "reference config");
-  if (spec.vocabSize <= 256 + SPECIALS) {
-    throw new BringupError(
-      "MODEL_CONFIG_INVALID",
-      `reference config: vocab_size: ${spec.vocabSize} leaves no room for BPE merges over 256 bytes and ${SPECIALS} specials; raise it.`,
-      { subject: "vocab_size" },
-    );
-  }
-  const tok = tinyTokenizer(corpus, spec.vocabSize - SPECIALS, spec.maxPositionEmbeddings);
-  const { vocab, eos } = tok;
+  const kit = tinyKit(spec, corpus, seed);
   const H = spec.hiddenSize;
-  const { tensors, put } = f32Tensors();
-  const rngOf = (name: string) => new Rng(tensorSeed(seed, name));
-  const random = (name: string, shape: number[], std: number) => {
-    const n = shape.reduce((a, b) => a * b, 1);
-    put(name, shape, rngOf(name).fillNormal(new Float32Array(n), std));
-  };
-  const uniform = (name: string, shape: number[], map: (u: number) => number) => {
-    const rng = rngOf(name);
-    put(
-      name,
-      shape,
-      Float32Array.from({ length: shape.reduce((a, b) => a * b, 1) }, () => map(rng.next())),
-    );
-  };
-  // Scaled by fan-in so activations stay near unit size.
-  const matrix = (name: string, rows: number, cols: number) =>
-    random(name, [rows, cols], 1 / Math.sqrt(cols));
-  const ones = (name: string, n: number) => put(name, [n], filled(n, 1));
-  const mlp = (prefix: string, names: readonly [string, string, string], inter: number) => {
-    matrix(`${prefix}.${names[0]}.weight`, inter, H);
-    matrix(`${prefix}.${names[1]}.weight`, inter, H);
-    matrix(`${prefix}.${names[2]}.weight`, H, inter);
-  };
   const n = spec.mhc.streams;
   const mhcSite = (site: string) => {
-    random(`${site}.fn`, [(2 + n) * n, n * H], 0.02);
-    random(`${site}.base`, [(2 + n) * n], 0.5);
-    put(`${site}.scale`, [3], filled(3, 1));
+    kit.random(`${site}.fn`, [(2 + n) * n, n * H], 0.02);
+    kit.random(`${site}.base`, [(2 + n) * n], 0.5);
+    kit.put(`${site}.scale`, [3], filled(3, 1));
   };
-
-  random("model.embed_tokens.weight", [vocab, H], 1);
+  kit.random("model.embed_tokens.weight", [kit.vocab, H], 1);
   spec.layers.forEach((layer, i) => {
     const p = `model.layers.${i}`;
-    ones(`${p}.input_layernorm.weight`, H);
-    ones(`${p}.post_attention_layernorm.weight`, H);
+    kit.ones(`${p}.input_layernorm.weight`, H);
+    kit.ones(`${p}.post_attention_layernorm.weight`, H);
     mhcSite(`${p}.attn_hc`);
     mhcSite(`${p}.ffn_hc`);
     const a = `${p}.self_attn`;
@@ -354,61 +316,39 @@ export function glmTinyModel(
       const { numHeads: h, headDim: d, convKernel: K } = spec.kda;
       const P = h * d;
       for (const x of ["q", "k", "v"]) {
-        matrix(`${a}.${x}_proj.weight`, P, H);
-        random(`${a}.${x}_conv1d.weight`, [P, 1, K], 1 / Math.sqrt(K));
+        kit.matrix(`${a}.${x}_proj.weight`, P, H);
+        kit.random(`${a}.${x}_conv1d.weight`, [P, 1, K], 1 / Math.sqrt(K));
       }
-      matrix(`${a}.f_a_proj.weight`, d, H);
-      matrix(`${a}.f_b_proj.weight`, P, d);
-      matrix(`${a}.g_a_proj.weight`, d, H);
-      matrix(`${a}.g_b_proj.weight`, P, d);
-      matrix(`${a}.b_proj.weight`, h, H);
-      matrix(`${a}.o_proj.weight`, H, P);
-      uniform(`${a}.A_log`, [1, 1, h, 1], (r) => Math.log(1 + 15 * r));
+      kit.matrix(`${a}.f_a_proj.weight`, d, H);
+      kit.matrix(`${a}.f_b_proj.weight`, P, d);
+      kit.matrix(`${a}.g_a_proj.weight`, d, H);
+      kit.matrix(`${a}.g_b_proj.weight`, P, d);
+      kit.matrix(`${a}.b_proj.weight`, h, H);
+      kit.matrix(`${a}.o_proj.weight`, H, P);
+      kit.uniform(`${a}.A_log`, [1, 1, h, 1], (r) => Math.log(1 + 15 * r));
       // dt in [0.001, 0.1] log-uniformly, stored as its inverse softplus log(e^dt - 1).
-      uniform(`${a}.dt_bias`, [P], (r) => Math.log(Math.expm1(0.001 * 100 ** r)));
-      ones(`${a}.o_norm.weight`, d);
+      kit.uniform(`${a}.dt_bias`, [P], (r) => Math.log(Math.expm1(0.001 * 100 ** r)));
+      kit.ones(`${a}.o_norm.weight`, d);
     } else {
-      const s = spec.attention;
-      matrix(`${a}.q_proj.weight`, s.numHeads * s.headDim, H);
-      matrix(`${a}.k_proj.weight`, s.numKvHeads * s.headDim, H);
-      matrix(`${a}.v_proj.weight`, s.numKvHeads * s.vHeadDim, H);
-      matrix(`${a}.o_proj.weight`, H, s.numHeads * s.vHeadDim);
-      if (s.bias) {
-        random(`${a}.q_proj.bias`, [s.numHeads * s.headDim], 0.1);
-        random(`${a}.k_proj.bias`, [s.numKvHeads * s.headDim], 0.1);
-        random(`${a}.v_proj.bias`, [s.numKvHeads * s.vHeadDim], 0.1);
-      }
+      kit.attention(attentionNames(p), spec.attention, H);
     }
     if (layer.mlp === "moe" && spec.moe !== undefined) {
       const m = spec.moe;
       const base = `${p}.block_sparse_moe`;
-      matrix(`${base}.gate.weight`, m.numExperts, H);
-      random(`${base}.gate.e_score_correction_bias`, [m.numExperts], 0.1);
+      kit.matrix(`${base}.gate.weight`, m.numExperts, H);
+      kit.random(`${base}.gate.e_score_correction_bias`, [m.numExperts], 0.1);
       for (let e = 0; e < m.numExperts; e++)
-        mlp(`${base}.experts.${e}`, MIXTRAL_MLP_NAMES, m.intermediateSize);
+        kit.mlp(`${base}.experts.${e}`, MIXTRAL_MLP_NAMES, H, m.intermediateSize);
     } else {
-      mlp(`${p}.mlp`, ["gate_proj", "up_proj", "down_proj"], spec.intermediateSize);
+      kit.mlp(`${p}.mlp`, HF_MLP_NAMES, H, spec.intermediateSize);
     }
   });
-  random("model.hc_head.hc_fn", [n, n * H], 0.02);
-  random("model.hc_head.hc_base", [n], 0.5);
-  put("model.hc_head.hc_scale", [1], filled(1, 1));
-  ones("model.norm.weight", H);
-  if (!spec.tieWordEmbeddings) matrix("lm_head.weight", vocab, H);
-
-  return tinyModelFiles(
-    {
-      ...config,
-      architectures: ["Glm53FlashForCausalLM"],
-      vocab_size: vocab,
-      bos_token_id: null,
-      eos_token_id: eos,
-      torch_dtype: "float32",
-      bringup_tiny: { port: "glm-5.3-flash", seed },
-    },
-    tok,
-    tensors,
-  );
+  kit.random("model.hc_head.hc_fn", [n, n * H], 0.02);
+  kit.random("model.hc_head.hc_base", [n], 0.5);
+  kit.put("model.hc_head.hc_scale", [1], filled(1, 1));
+  kit.ones("model.norm.weight", H);
+  if (!spec.tieWordEmbeddings) kit.matrix("lm_head.weight", kit.vocab, H);
+  return kit.files(config, "Glm53FlashForCausalLM", "glm-5.3-flash");
 }
 
 /**
@@ -430,7 +370,7 @@ export function glmRetrievalModel(
   const seed = options.seed ?? 0;
   const config: Record<string, unknown> = {
     model_type: MODEL_TYPE,
-    vocab_size: 512 + SPECIALS,
+    vocab_size: 515,
     hidden_size: copySlots(CIRCUIT.m, CIRCUIT.u, CIRCUIT.ngram).hidden,
     intermediate_size: 1,
     num_hidden_layers: 4,

@@ -39,19 +39,14 @@ import type {
 import {
   attentionNames,
   copySlots,
-  f32Tensors,
-  filled,
   GqaAttention,
   HF_MLP_NAMES,
   placeCopyCircuit,
   preNormDecoder,
-  Rng,
   RoutedMoe,
   SwigluMlp,
-  tensorSeed,
   tinyFilesToModel,
-  tinyModelFiles,
-  tinyTokenizer,
+  tinyKit,
 } from "../../src/engine/index.js";
 
 export const MODEL_TYPE = "mimo_v2_flash";
@@ -367,9 +362,6 @@ export const mimoArchitecture: Architecture<DecoderConfig> = {
   ignoresTensor: (name) => name.startsWith("model.mtp."),
 };
 
-/** Specials the tiny tokenizers append after the trained vocabulary. */
-const SPECIALS = 3;
-
 /**
  * The tiny reference model of `config` (a MiMo config.json object): a byte-level BPE trained on
  * `corpus` to vocab_size ids (fewer where the corpus has fewer merges; the returned config says
@@ -383,73 +375,30 @@ export function mimoTinyModel(
 ): TinyModelFiles {
   const seed = options.seed ?? 0;
   const spec = parseMimoConfig(config, "reference config");
-  if (spec.vocabSize <= 256 + SPECIALS) {
-    throw new BringupError(
-      "MODEL_CONFIG_INVALID",
-      `reference config: vocab_size: ${spec.vocabSize} leaves no room for BPE merges over 256 bytes and ${SPECIALS} specials; raise it.`,
-      { subject: "vocab_size" },
-    );
-  }
-  const tok = tinyTokenizer(corpus, spec.vocabSize - SPECIALS, spec.maxPositionEmbeddings);
-  const { vocab, eos } = tok;
+  const kit = tinyKit(spec, corpus, seed);
   const H = spec.hiddenSize;
-  const { tensors, put } = f32Tensors();
-  const random = (name: string, shape: number[], std: number) => {
-    const n = shape.reduce((a, b) => a * b, 1);
-    put(name, shape, new Rng(tensorSeed(seed, name)).fillNormal(new Float32Array(n), std));
-  };
-  // Scaled by fan-in so activations stay near unit size and attention is far from uniform.
-  const matrix = (name: string, rows: number, cols: number) =>
-    random(name, [rows, cols], 1 / Math.sqrt(cols));
-  const ones = (name: string, n: number) => put(name, [n], filled(n, 1));
-  const mlp = (prefix: string, inter: number) => {
-    matrix(`${prefix}.gate_proj.weight`, inter, H);
-    matrix(`${prefix}.up_proj.weight`, inter, H);
-    matrix(`${prefix}.down_proj.weight`, H, inter);
-  };
-
-  random("model.embed_tokens.weight", [vocab, H], 1);
+  kit.random("model.embed_tokens.weight", [kit.vocab, H], 1);
   spec.layers.forEach((layer, i) => {
     const p = `model.layers.${i}`;
     const a = layer.attention;
-    ones(`${p}.input_layernorm.weight`, H);
-    ones(`${p}.post_attention_layernorm.weight`, H);
-    matrix(`${p}.self_attn.q_proj.weight`, a.numHeads * a.headDim, H);
-    matrix(`${p}.self_attn.k_proj.weight`, a.numKvHeads * a.headDim, H);
-    matrix(`${p}.self_attn.v_proj.weight`, a.numKvHeads * a.vHeadDim, H);
-    matrix(`${p}.self_attn.o_proj.weight`, H, a.numHeads * a.vHeadDim);
-    if (a.bias) {
-      random(`${p}.self_attn.q_proj.bias`, [a.numHeads * a.headDim], 0.1);
-      random(`${p}.self_attn.k_proj.bias`, [a.numKvHeads * a.headDim], 0.1);
-      random(`${p}.self_attn.v_proj.bias`, [a.numKvHeads * a.vHeadDim], 0.1);
-    }
+    kit.ones(`${p}.input_layernorm.weight`, H);
+    kit.ones(`${p}.post_attention_layernorm.weight`, H);
+    kit.attention(attentionNames(p, HUB_SINKS_NAME), a, H);
     // Sinks of about the size of a score, so each head gives a visible share to nothing.
-    if (a.sinks) random(`${p}${HUB_SINKS}`, [a.numHeads], 1);
+    if (a.sinks) kit.random(`${p}${HUB_SINKS}`, [a.numHeads], 1);
     if (layer.mlp === "moe" && spec.moe !== undefined) {
       const m = spec.moe;
-      matrix(`${p}.mlp.gate.weight`, m.numExperts, H);
-      random(`${p}.mlp.gate.e_score_correction_bias`, [m.numExperts], 0.1);
-      for (let e = 0; e < m.numExperts; e++) mlp(`${p}.mlp.experts.${e}`, m.intermediateSize);
+      kit.matrix(`${p}.mlp.gate.weight`, m.numExperts, H);
+      kit.random(`${p}.mlp.gate.e_score_correction_bias`, [m.numExperts], 0.1);
+      for (let e = 0; e < m.numExperts; e++)
+        kit.mlp(`${p}.mlp.experts.${e}`, HF_MLP_NAMES, H, m.intermediateSize);
     } else {
-      mlp(`${p}.mlp`, spec.intermediateSize);
+      kit.mlp(`${p}.mlp`, HF_MLP_NAMES, H, spec.intermediateSize);
     }
   });
-  ones("model.norm.weight", H);
-  if (!spec.tieWordEmbeddings) matrix("lm_head.weight", vocab, H);
-
-  return tinyModelFiles(
-    {
-      ...config,
-      architectures: ["MiMoV2FlashForCausalLM"],
-      vocab_size: vocab,
-      bos_token_id: null,
-      eos_token_id: eos,
-      torch_dtype: "float32",
-      bringup_tiny: { port: "mimo-v2.6-flash", seed },
-    },
-    tok,
-    tensors,
-  );
+  kit.ones("model.norm.weight", H);
+  if (!spec.tieWordEmbeddings) kit.matrix("lm_head.weight", kit.vocab, H);
+  return kit.files(config, "MiMoV2FlashForCausalLM", "mimo-v2.6-flash");
 }
 
 /**
@@ -484,7 +433,7 @@ export function mimoRetrievalModel(
   const seed = options.seed ?? 0;
   const config: Record<string, unknown> = {
     model_type: MODEL_TYPE,
-    vocab_size: 512 + SPECIALS,
+    vocab_size: 515,
     hidden_size: copySlots(CIRCUIT.m, CIRCUIT.u, NGRAM).hidden,
     intermediate_size: 1,
     num_hidden_layers: 2,

@@ -130,6 +130,8 @@ export type { TinyDtype, TinyModelFiles, TinyOptions } from "./tiny/generate.js"
 export { createTinyModel, generateTinyModel, TINY_DTYPES, tinyFilesToModel } from "./tiny/generate.js";
 export type { RetrievalOptions } from "./tiny/retrieval.js";
 export { createRetrievalModel, generateRetrievalModel } from "./tiny/retrieval.js";
+export type { TinyKit } from "./tiny/port-kit.js";
+export { tinyKit } from "./tiny/port-kit.js";
 export type { TinySize } from "./tiny/sizes.js";
 export { findTinySize, TINY_SIZES, tinyParameterCount } from "./tiny/sizes.js";
 export type { PutF32 } from "./tiny/weights.js";
