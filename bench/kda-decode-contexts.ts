@@ -9,7 +9,9 @@
  * printed with each context's ratio to the shortest: a KDA layer's state does not grow, so the
  * KDA-only model's ratios should stay near 1 while full attention's fall with the context.
  *
- *   npx tsx bench/kda-decode-contexts.ts [--contexts 1024,8192,32768] [--decode 32] [--rounds 2]
+ * Run with --expose-gc (NODE_OPTIONS) so the prefill's garbage is collected before decode is timed.
+ *
+ *   NODE_OPTIONS=--expose-gc npx tsx bench/kda-decode-contexts.ts [--contexts 1024,8192,32768] [--decode 32] [--rounds 2]
  *     [--threads 2] [--models kda-only,port,full-only] [--record]
  *
  * --record appends the port's medians to ports/glm-5.3-flash/results/ as a single-run record (an
@@ -85,11 +87,13 @@ async function decodeRate(
   let n = 0;
   for await (const out of engine.submit({ promptTokenIds: prompt, maxTokens: decode, ignoreEos: true })) {
     if (!out.token) continue;
-    last = performance.now();
     if (n === 0) {
-      first = last;
+      // The prefill's garbage is the prefill's cost: collect it before decode is timed.
+      (globalThis as { gc?: () => void }).gc?.();
+      first = performance.now();
       cpuFirst = cpuSeconds();
     }
+    last = performance.now();
     n++;
   }
   return { wall: (n - 1) / ((last - first) / 1000), cpu: (n - 1) / (cpuSeconds() - cpuFirst) };

@@ -61,9 +61,12 @@ export type { AttentionNames, AttentionSpec, AttentionWeights } from "./blocks/a
 export { attentionNames, attentionState, GqaAttention } from "./blocks/attention/gqa-attention.js";
 export type { KdaSpec } from "./blocks/linear-attention/kda-attention.js";
 export { KDA_CHUNK, KDA_SWITCHES, KdaAttention } from "./blocks/linear-attention/kda-attention.js";
+export type { ClampedMoeSpec } from "./blocks/mlp/clamped-swiglu-moe.js";
+export { ClampedSwigluMoe, clampedSwiglu } from "./blocks/mlp/clamped-swiglu-moe.js";
 export type { MoeNames } from "./blocks/mlp/routed-moe.js";
 export { RoutedMoe } from "./blocks/mlp/routed-moe.js";
 export type { MoeSpec } from "./blocks/mlp/routing.js";
+export { routeTopKThenSoftmax } from "./blocks/mlp/routing.js";
 export type { MlpNames } from "./blocks/mlp/swiglu-mlp.js";
 export { HF_MLP_NAMES, MIXTRAL_MLP_NAMES, SwigluMlp } from "./blocks/mlp/swiglu-mlp.js";
 export type { MhcConfig } from "./blocks/residual/mhc.js";

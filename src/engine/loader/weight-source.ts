@@ -30,6 +30,51 @@ export class WeightSource {
     return toWeight(base, rows, cols, this.recordingLookup, (n) => this.need(n), this.source);
   }
 
+  /**
+   * `count` matrices [rows, cols] stacked in one tensor, as gpt-oss stores its experts: MXFP4
+   * `<base>_blocks` [count, rows, cols/32, 16] with `<base>_scales` [count, rows, cols/32], or a
+   * plain `<base>` [count, rows, cols] in f32. Each matrix is a view of its slice, not a copy.
+   */
+  stackedMatrices(base: string, count: number, rows: number, cols: number): Weight[] {
+    const blocks = this.recordingLookup(`${base}_blocks`);
+    if (blocks !== undefined) {
+      const scales = this.need(`${base}_scales`);
+      expectShape(blocks, `${base}_blocks`, [count, rows, cols / 32, 16], this.source);
+      expectShape(scales, `${base}_scales`, [count, rows, cols / 32], this.source);
+      const data = share(blocks.data as Uint8Array);
+      const mxScales = share(scales.data as Uint8Array);
+      const bytes = (rows * cols) / 2;
+      const groups = (rows * cols) / 32;
+      return Array.from({ length: count }, (_, e) => {
+        const w: Weight = {
+          dtype: "mxfp4",
+          rows,
+          cols,
+          data: data.subarray(e * bytes, (e + 1) * bytes),
+          mxScales: mxScales.subarray(e * groups, (e + 1) * groups),
+        };
+        checkWeight(w, `${base}[${e}]`);
+        return w;
+      });
+    }
+    const t = this.need(base);
+    expectShape(t, base, [count, rows, cols], this.source);
+    if (t.dtype !== "F32") {
+      throw new BringupError(
+        "MODEL_WEIGHT_DTYPE",
+        `${this.source}: ${base} has dtype ${t.dtype}; stacked expert weights are read as MXFP4 blocks or F32.`,
+        { subject: base },
+      );
+    }
+    const data = share(t.data as Float32Array);
+    return Array.from({ length: count }, (_, e) => ({
+      dtype: "f32" as const,
+      rows,
+      cols,
+      data: data.subarray(e * rows * cols, (e + 1) * rows * cols),
+    }));
+  }
+
   /** The vector `name` of `length` values, decoded to f32. */
   vector(name: string, length: number): Float32Array {
     return toVector(this.need(name), name, length, this.source);

@@ -1,6 +1,7 @@
 import type { WeightSource } from "../../loader/weight-source.js";
 import type { FeedForward, ForwardContext } from "../../model/model.js";
 import type { Weight } from "../../tensor/weight.js";
+import { mixExperts } from "./expert-dispatch.js";
 import { checkMoeSpec, type MoeSpec, type Routing, route } from "./routing.js";
 import { type MlpNames, SwigluMlp } from "./swiglu-mlp.js";
 
@@ -57,36 +58,9 @@ export class RoutedMoe implements FeedForward {
     const routes: Routing[] = Array.from({ length: T }, (_, t) =>
       route(logits, t * spec.numExperts, spec, this.routerBias),
     );
-    // Run each expert once over the tokens routed to it, keeping each (token, rank) output apart so
-    // the final mix adds them in rank order whatever the batch.
-    const perRank = new Float32Array(T * spec.topK * H);
-    for (let e = 0; e < spec.numExperts; e++) {
-      const members: number[] = [];
-      for (let t = 0; t < T; t++) {
-        const ex = (routes[t] as Routing).experts;
-        for (let r = 0; r < spec.topK; r++) if (ex[r] === e) members.push(t * spec.topK + r);
-      }
-      if (members.length === 0) continue;
-      const gathered = new Float32Array(members.length * H);
-      members.forEach((m, i) => {
-        const t = Math.floor(m / spec.topK);
-        gathered.set(h.subarray(t * H, (t + 1) * H), i * H);
-      });
-      const y = (this.experts[e] as SwigluMlp).run(gathered, members.length, pool);
-      members.forEach((m, i) => {
-        perRank.set(y.subarray(i * H, (i + 1) * H), m * H);
-      });
-    }
     const out = this.shared ? this.shared.run(h, T, pool) : new Float32Array(T * H);
-    for (let t = 0; t < T; t++) {
-      const { weights } = routes[t] as Routing;
-      for (let i = 0; i < H; i++) {
-        let s = 0;
-        for (let r = 0; r < spec.topK; r++)
-          s += (weights[r] as number) * (perRank[(t * spec.topK + r) * H + i] as number);
-        out[t * H + i] = (out[t * H + i] as number) + s;
-      }
-    }
+    const run = (e: number, x: Float32Array, n: number) => (this.experts[e] as SwigluMlp).run(x, n, pool);
+    mixExperts(h, T, H, spec.numExperts, routes, run, out);
     return out;
   }
 }

@@ -109,3 +109,22 @@ export function route(logits: Float32Array, offset: number, spec: MoeSpec, bias?
   }
   return { experts, weights };
 }
+
+/**
+ * gpt-oss's routing: the top-k router logits (ties to the lower expert id), then a softmax over
+ * those k alone, so the chosen experts' weights sum to 1.
+ */
+export function routeTopKThenSoftmax(logits: Float32Array, offset: number, E: number, topK: number): Routing {
+  const order = Array.from({ length: E }, (_, e) => e);
+  order.sort((a, b) => (logits[offset + b] as number) - (logits[offset + a] as number) || a - b);
+  const experts = Int32Array.from(order.slice(0, topK));
+  const weights = new Float64Array(topK);
+  const max = logits[offset + (experts[0] as number)] as number;
+  let sum = 0;
+  for (let r = 0; r < topK; r++) {
+    weights[r] = Math.exp((logits[offset + (experts[r] as number)] as number) - max);
+    sum += weights[r] as number;
+  }
+  for (let r = 0; r < topK; r++) weights[r] = (weights[r] as number) / sum;
+  return { experts, weights };
+}

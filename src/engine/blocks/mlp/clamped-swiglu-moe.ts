@@ -1,0 +1,112 @@
+import type { WeightSource } from "../../loader/weight-source.js";
+import type { FeedForward, ForwardContext } from "../../model/model.js";
+import type { Weight } from "../../tensor/weight.js";
+import { addBias } from "../attention/gqa-attention.js";
+import { mixExperts } from "./expert-dispatch.js";
+import { type Routing, routeTopKThenSoftmax } from "./routing.js";
+
+/** The sizes and activation constants of a gpt-oss-style mixture of experts. */
+export interface ClampedMoeSpec {
+  readonly numExperts: number;
+  readonly topK: number;
+  /** Features of each expert's hidden layer (its gate and linear halves each have this many). */
+  readonly intermediateSize: number;
+  /** swiglu_limit: the gate is clamped above, the linear half on both sides (7 in gpt-oss). */
+  readonly limit: number;
+  /** The sigmoid's slope (1.702 in gpt-oss). */
+  readonly alpha: number;
+}
+
+/**
+ * gpt-oss's clamped SwiGLU on an expert's gate_up output [n, 2I], whose gate and linear halves are
+ * interleaved (even and odd columns): glu = min(gate, limit), lin = clamp(lin, -limit, limit),
+ * out = glu · sigmoid(alpha · glu) · (lin + 1), [n, I]. Each value in float64, rounded once.
+ */
+export function clampedSwiglu(
+  gateUp: Float32Array,
+  n: number,
+  I: number,
+  limit: number,
+  alpha: number,
+): Float32Array {
+  const out = new Float32Array(n * I);
+  for (let t = 0; t < n; t++) {
+    for (let i = 0; i < I; i++) {
+      const glu = Math.min(gateUp[t * 2 * I + 2 * i] as number, limit);
+      const lin = Math.min(Math.max(gateUp[t * 2 * I + 2 * i + 1] as number, -limit), limit);
+      out[t * I + i] = (glu / (1 + Math.exp(-alpha * glu))) * (lin + 1);
+    }
+  }
+  return out;
+}
+
+/**
+ * gpt-oss's mixture of experts: a router with a bias picks each token's top-k experts and weighs
+ * them by a softmax over those k; each expert's gate_up projection (with bias) feeds the clamped
+ * SwiGLU, its down projection (with bias) maps back. Names as gpt-oss's checkpoints give them:
+ * `<prefix>.router.{weight,bias}`, `<prefix>.experts.gate_up_proj{_blocks,_scales}` [E, 2I, ...],
+ * `gate_up_proj_bias` [E, 2I], `down_proj{_blocks,_scales}` [E, H, ...], `down_proj_bias` [E, H].
+ */
+export class ClampedSwigluMoe implements FeedForward {
+  readonly outputTensors: readonly string[];
+
+  constructor(
+    readonly spec: ClampedMoeSpec,
+    private readonly router: Weight,
+    private readonly routerBias: Float32Array,
+    private readonly gateUp: readonly Weight[],
+    private readonly gateUpBias: Float32Array,
+    private readonly down: readonly Weight[],
+    private readonly downBias: Float32Array,
+    /** The down projection's stored tensor (`_blocks` for MXFP4) and its bias. */
+    outputTensors: readonly string[],
+  ) {
+    this.outputTensors = outputTensors;
+  }
+
+  static load(w: WeightSource, prefix: string, spec: ClampedMoeSpec, hidden: number): ClampedSwigluMoe {
+    const { numExperts: E, intermediateSize: I } = spec;
+    const experts = `${prefix}.experts`;
+    return new ClampedSwigluMoe(
+      spec,
+      w.matrix(`${prefix}.router`, E, hidden),
+      w.vector(`${prefix}.router.bias`, E),
+      w.stackedMatrices(`${experts}.gate_up_proj`, E, 2 * I, hidden),
+      w.tensor(`${experts}.gate_up_proj_bias`, [E, 2 * I]),
+      w.stackedMatrices(`${experts}.down_proj`, E, hidden, I),
+      w.tensor(`${experts}.down_proj_bias`, [E, hidden]),
+      [
+        w.has(`${experts}.down_proj_blocks`) ? `${experts}.down_proj_blocks` : `${experts}.down_proj`,
+        `${experts}.down_proj_bias`,
+      ],
+    );
+  }
+
+  forward(h: Float32Array, ctx: ForwardContext): Float32Array {
+    const { pool } = ctx;
+    const { numExperts: E, topK, intermediateSize: I, limit, alpha } = this.spec;
+    const H = this.router.cols;
+    const T = h.length / H;
+    const logits = new Float32Array(T * E);
+    pool.matmul(h, T, this.router, logits);
+    for (let t = 0; t < T; t++)
+      for (let e = 0; e < E; e++)
+        logits[t * E + e] = (logits[t * E + e] as number) + (this.routerBias[e] as number);
+    const routes: Routing[] = Array.from({ length: T }, (_, t) =>
+      routeTopKThenSoftmax(logits, t * E, E, topK),
+    );
+    const run = (e: number, x: Float32Array, n: number) => {
+      const gateUp = new Float32Array(n * 2 * I);
+      pool.matmul(x, n, this.gateUp[e] as Weight, gateUp);
+      addBias(gateUp, this.gateUpBias.subarray(e * 2 * I, (e + 1) * 2 * I), n);
+      const act = clampedSwiglu(gateUp, n, I, limit, alpha);
+      const y = new Float32Array(n * H);
+      pool.matmul(act, n, this.down[e] as Weight, y);
+      addBias(y, this.downBias.subarray(e * H, (e + 1) * H), n);
+      return y;
+    };
+    const out = new Float32Array(T * H);
+    mixExperts(h, T, H, E, routes, run, out);
+    return out;
+  }
+}
