@@ -108,7 +108,7 @@ describe("checkpoints", () => {
       most = Math.max(most, (await openFiles()) - before);
     }
     await ck.close();
-    expect(most).toBeLessThanOrEqual(24);
+    expect(most).toBeLessThanOrEqual(16);
     expect(await openFiles()).toBeLessThanOrEqual(before);
   });
 });

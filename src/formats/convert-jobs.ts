@@ -18,7 +18,7 @@ export type JobOp =
   | { op: "copy"; stored: string; rowBytes: number }
   | { op: "to-bf16" }
   | { op: "mxfp4-to-fp8"; block: "tile128" | "block32"; allowInexact: boolean }
-  | { op: "float-to-fp8" }
+  | { op: "float-to-fp8"; allowNonFinite: boolean }
   | { op: "float-to-mxfp4" };
 
 export type Job = JobOp & { tensor: LogicalTensor; start: number; end: number };
@@ -136,7 +136,7 @@ export async function runJob(
       const result = await convertRows(ck, { ...job, start, end }, scratch);
       try {
         for (const [k, part] of result.parts.entries()) {
-          writeAtSync(fd, part, positions[k] as number);
+          writeAtSync(fd, part, positions[k] as number, target.path);
           positions[k] = (positions[k] as number) + part.byteLength;
         }
       } finally {
@@ -296,6 +296,7 @@ async function convertOther(
     }
     case "float-to-fp8": {
       const values = await readLogicalRows(ck, tensor, start, end);
+      if (!job.allowNonFinite) refuseNonFinite(values, subject, start * cols);
       const out = tileOutputs(tensor, start, end, scratch);
       for (const band of bands(tensor, start, end)) {
         floatToFp8Tile128(values.subarray(band.from * cols, band.to * cols), band.rows, cols, band.view(out));
@@ -306,6 +307,18 @@ async function convertOther(
       const { blocks, scales } = encodeMxfp4(await readLogicalRows(ck, tensor, start, end), subject);
       return { parts: [blocks, scales] };
     }
+  }
+}
+
+/** Throws naming the first NaN or infinity, counted from element `first` of the tensor. */
+function refuseNonFinite(values: Float32Array, subject: string, first: number): void {
+  for (let i = 0; i < values.length; i += 1) {
+    if (Number.isFinite(values[i] as number)) continue;
+    throw new BringupError(
+      "NOT_FINITE",
+      `${subject}: element ${first + i} is ${values[i]}; quantizing it would spoil its whole 128x128 tile. Fix the source weight, or pass --allow-non-finite to quantize NaN as NaN and infinities as the largest finite value.`,
+      { subject },
+    );
   }
 }
 

@@ -51,8 +51,8 @@ export class FileHandles {
   }
 }
 
-/** At most this many source files open per thread: a converter's three threads keep under 100. */
-export const READ_HANDLES = new FileHandles(24);
+/** At most this many source files open per thread: a converter's three threads keep about 50. */
+export const READ_HANDLES = new FileHandles(16);
 
 function openForReading(path: string): number {
   try {

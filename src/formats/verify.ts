@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { availableParallelism } from "node:os";
+import { BringupError } from "../common/errors.js";
 import { type Checkpoint, openCheckpoint } from "./checkpoint.js";
 import {
   detectLogicalTensors,
@@ -156,6 +157,8 @@ function differences(
 export interface VerifyOptions {
   /** Worker threads decoding and comparing values; 0 does it on the calling thread. Default: up to 2. */
   readonly workers?: number;
+  /** Stops the comparison early: it rejects with INTERRUPTED. */
+  readonly signal?: AbortSignal;
 }
 
 /**
@@ -230,7 +233,12 @@ async function compare(
           : undefined;
       try {
         const [values, sums] = await Promise.all([
-          runInOrder(jobs, 2 * Math.max(1, workerCount), (job) => pool?.run(job) ?? compareRows(x, y, job)),
+          runInOrder(jobs, 2 * Math.max(1, workerCount), (job) => {
+            if (options.signal?.aborted === true) {
+              throw new BringupError("INTERRUPTED", `comparing ${pathA} with ${pathB} was interrupted.`);
+            }
+            return pool?.run(job) ?? compareRows(x, y, job);
+          }),
           hash?.(x, y, pairs),
         ]);
         const byWeight = new Map<string, RowsComparison[]>();
