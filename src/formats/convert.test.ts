@@ -439,7 +439,11 @@ describe("convertCheckpoint", () => {
       chunkBytes: 8,
       verify: true,
       onProgress: () => {
-        seen.push(openFiles().then((n) => void (most = Math.max(most, n - before))));
+        seen.push(
+          openFiles().then((n) => {
+            most = Math.max(most, n - before);
+          }),
+        );
       },
     });
     await Promise.all(seen);

@@ -15,19 +15,19 @@ import {
   Scratch,
   sourceRowBytes,
 } from "./convert-jobs.js";
+import { checkFreeSpace, refuseInexactTiles, writeOutput } from "./convert-preflight.js";
 import { type Dtype, dtypeBytes, elementCount } from "./dtypes.js";
 import { detectLogicalTensors, type LogicalTensor, logicalRows, scaleGridShape } from "./logical.js";
 import { MXFP4_BLOCK, MXFP4_BLOCK_BYTES } from "./mxfp4.js";
 import { TILE } from "./mxfp4-to-fp8.js";
-import type { TensorLayout } from "./safetensors-header.js";
-import { SafetensorsWriter } from "./safetensors-writer.js";
-import { checkFreeSpace, refuseInexactTiles, writeOutput } from "./convert-preflight.js";
 import {
   describeQuantization,
   keptBySource,
   readModelConfig,
   type WrittenFormat,
 } from "./quantization-config.js";
+import type { TensorLayout } from "./safetensors-header.js";
+import { SafetensorsWriter } from "./safetensors-writer.js";
 import { compareCheckpointValues } from "./verify.js";
 import { siblingModule, WorkerPool } from "./worker-pool.js";
 

@@ -17,6 +17,7 @@ export {
   type ConvertTarget,
   convertCheckpoint,
   DEFAULT_KEEP,
+  DEFAULT_WORKERS,
   type Fp8Block,
   type TensorConversion,
 } from "./convert.js";
