@@ -406,14 +406,30 @@ describe("convertCheckpoint", () => {
     await expectSameValues(dir, out);
   });
 
-  it("refuses to label FP8 weights MXFP4, and two FP8 scale layouts in one output", async () => {
-    const b32 = join(root, "fp8-b32");
+  it("refuses an output that would hold two FP8 scale layouts, before writing it", async () => {
+    const dir = join(root, "mixed");
+    await writeCheckpoint(dir, [
+      { name: "a.weight", dtype: "F8_E4M3", shape: [4, 32], data: new Uint8Array(128).fill(0x38) },
+      {
+        name: "a.weight_scale_inv",
+        dtype: "F32",
+        shape: [1, 1],
+        data: new Uint8Array(new Float32Array([1]).buffer),
+      },
+      { name: "b_blocks", dtype: "U8", shape: [4, 1, 16], data: new Uint8Array(64).fill(0x22) },
+      { name: "b_scales", dtype: "U8", shape: [4, 1], data: new Uint8Array(4).fill(127) },
+    ]);
     await expect(
-      convertCheckpoint(b32, join(root, "relabel"), { to: "mxfp4", workers: 0 }),
-    ).rejects.toMatchObject({
-      code: "NOT_REPRESENTABLE",
+      convertCheckpoint(dir, join(root, "mixed-b32"), { to: "fp8", fp8Block: "block32", workers: 0 }),
+    ).rejects.toMatchObject({ code: "MIXED_FP8_BLOCKS", message: expect.stringMatching(/128x128 and 1x32/) });
+    expect(existsSync(join(root, "mixed-b32"))).toBe(false);
+    const report = await convertCheckpoint(dir, join(root, "mixed-tiles"), {
+      to: "fp8",
+      workers: 0,
+      verify: true,
     });
-    expect(existsSync(join(root, "relabel"))).toBe(false);
+    expect(report.quantizationConfig).toMatchObject({ weight_block_size: [128, 128] });
+    expect(report.quantizationConfig?.scale_fmt).toBeUndefined();
   });
 
   it("keeps its open files bounded whatever the number of shards, converting and verifying", async () => {
@@ -463,5 +479,114 @@ describe("convertCheckpoint", () => {
         /^\/sys\/bringup-convert-test: cannot write there .*choose a destination/,
       ),
     });
+  });
+
+  it("brings MXFP4 back from FP8 bit for bit, through 1x32 scales and through 128x128 tiles", async () => {
+    /** Every tensor of a and b, by name, byte for byte. */
+    const expectSameBytes = async (a: string, b: string) => {
+      const [x, y] = [await openCheckpoint(a), await openCheckpoint(b)];
+      expect(y.tensors.map((t) => t.name).sort()).toEqual(x.tensors.map((t) => t.name).sort());
+      for (const t of x.tensors)
+        expect(Buffer.from(await y.readTensor(t.name)).equals(await x.readTensor(t.name)), t.name).toBe(true);
+      await x.close();
+      await y.close();
+    };
+    // Through 1x32: each block's own scale comes back, whatever scale the source chose.
+    await convertCheckpoint(join(root, "fp8-b32"), join(root, "b32-back"), {
+      to: "mxfp4",
+      workers: 1,
+      verify: true,
+    });
+    await expectSameBytes(source, join(root, "b32-back"));
+    // Through 128x128 tiles: the scale an MXFP4 encoder chooses comes back.
+    const rand = random(7);
+    const values = Float32Array.from(
+      { length: 3 * 256 * 96 },
+      () => (rand() - 0.5) * 2 ** Math.floor(rand() * 6),
+    );
+    const { blocks, scales } = encodeMxfp4(values);
+    const dir = join(root, "encoded");
+    await writeCheckpoint(dir, [
+      { name: "e.w_blocks", dtype: "U8", shape: [3, 256, 3, 16], data: blocks },
+      { name: "e.w_scales", dtype: "U8", shape: [3, 256, 3], data: scales },
+    ]);
+    await convertCheckpoint(dir, join(root, "encoded-fp8"), { to: "fp8", workers: 0 });
+    const report = await convertCheckpoint(join(root, "encoded-fp8"), join(root, "encoded-back"), {
+      to: "mxfp4",
+      workers: 0,
+      verify: true,
+    });
+    expect(report.tensors).toMatchObject([
+      { name: "e.w", from: "fp8-e4m3 [128x128]", to: "mxfp4", exact: true, verified: true },
+    ]);
+    await expectSameBytes(dir, join(root, "encoded-back"));
+    const config = JSON.parse(await readFile(join(root, "encoded-back", "config.json"), "utf8"));
+    expect(config.quantization_config).toEqual({
+      quant_method: "mxfp4",
+      modules_to_not_convert: [],
+      ignored_layers: [],
+    });
+  });
+
+  it("refuses FP8 values that MXFP4 cannot carry, naming tensor and element", async () => {
+    await expect(
+      convertCheckpoint(join(root, "fp8-attention"), join(root, "attention-mxfp4"), {
+        to: "mxfp4",
+        workers: 0,
+      }),
+    ).rejects.toMatchObject({
+      code: "NOT_REPRESENTABLE",
+      message: expect.stringMatching(
+        /#model\.layers\.0\.self_attn\.q_proj\.weight: element \d+ is .* no MXFP4 block scale carries exactly/,
+      ),
+    });
+    expect(existsSync(join(root, "attention-mxfp4"))).toBe(false);
+  });
+
+  it("makes bf16 of FP8 with float32 scales exactly where it can, and says where it cannot", async () => {
+    const fp8 = (scale: number) => {
+      const codes = Uint8Array.from({ length: 128 * 128 }, (_, i) => (i * 37) % 126);
+      return [
+        { name: "w.weight", dtype: "F8_E4M3" as const, shape: [128, 128], data: codes },
+        {
+          name: "w.weight_scale_inv",
+          dtype: "F32" as const,
+          shape: [1, 1],
+          data: new Uint8Array(new Float32Array([scale]).buffer),
+        },
+      ];
+    };
+    // 0.75 has two significant bits: every E4M3 value times it fits bf16's eight.
+    const exact = join(root, "ds-exact");
+    await writeCheckpoint(exact, fp8(0.75));
+    const ok = await convertCheckpoint(exact, join(root, "ds-exact-bf16"), {
+      to: "bf16",
+      workers: 1,
+      verify: true,
+    });
+    expect(ok.tensors).toMatchObject([{ name: "w.weight", to: "BF16", exact: true, verified: true }]);
+    // A scale as DeepSeek's checkpoints have (amax / 448) gives products bf16 must round.
+    const rounded = join(root, "ds-rounded");
+    await writeCheckpoint(rounded, fp8(0.0123456789));
+    await expect(
+      convertCheckpoint(rounded, join(root, "ds-rounded-bf16"), { to: "bf16", workers: 1, verify: true }),
+    ).rejects.toMatchObject({
+      code: "NOT_REPRESENTABLE",
+      message: expect.stringMatching(
+        /ds-rounded\/model\.safetensors#w\.weight: element \d+ is .* which bf16 cannot hold exactly/,
+      ),
+    });
+    const allowed = await convertCheckpoint(rounded, join(root, "ds-rounded-bf16"), {
+      to: "bf16",
+      workers: 0,
+      verify: true,
+      allowInexact: true,
+    });
+    const [w] = allowed.tensors;
+    expect(w).toMatchObject({ exact: false });
+    expect(w?.roundedValues).toBeGreaterThan(1000);
+    // Half a unit in the last of bf16's 8 significant bits: at most 2^-8 of the value.
+    expect(w?.maxRelError).toBeGreaterThan(0);
+    expect(w?.maxRelError).toBeLessThanOrEqual(2 ** -8);
   });
 });

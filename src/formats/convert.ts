@@ -9,7 +9,9 @@ import {
   type Job,
   type JobOp,
   type JobOutcome,
+  mergeRoundings,
   partBytes,
+  type Rounding,
   rowRanges,
   runJob,
   Scratch,
@@ -81,6 +83,8 @@ export interface TensorConversion {
   readonly verified?: boolean;
   readonly inexactTiles?: number;
   readonly maxBlockExponentSpan?: number;
+  /** Values rounded with `allowInexact` where the target format could not hold them. */
+  readonly roundedValues?: number;
   readonly maxAbsError?: number;
   readonly maxRelError?: number;
 }
@@ -175,7 +179,7 @@ function planTensors(
     if (options.to === "bf16" && tensor.kind !== "plain") {
       plans.push({
         ...base,
-        op: { op: "to-bf16" },
+        op: { op: "to-bf16", allowInexact: options.allowInexact === true },
         outputs: [{ name: tensor.name, dtype: "BF16", shape: tensor.shape }],
         to: "BF16",
         written: { kind: "plain", dtype: "BF16" },
@@ -223,11 +227,24 @@ function planTensors(
         written: { kind: "fp8", block: [TILE, TILE], powerOfTwoScales: false },
       });
     } else if (options.to === "mxfp4" && tensor.kind === "fp8") {
-      throw new BringupError(
-        "NOT_REPRESENTABLE",
-        `${subject}: FP8 weights are not converted to MXFP4; convert --to bf16, or keep the checkpoint FP8.`,
-        { subject },
-      );
+      if (cols % MXFP4_BLOCK !== 0) {
+        throw new BringupError(
+          "NOT_REPRESENTABLE",
+          `${subject}: ${cols} columns are not whole MXFP4 blocks of 32; keep the checkpoint FP8 or convert it --to bf16.`,
+          { subject },
+        );
+      }
+      const groups = [...tensor.shape.slice(0, -1), cols / MXFP4_BLOCK];
+      plans.push({
+        ...base,
+        op: { op: "fp8-to-mxfp4" },
+        outputs: [
+          { name: `${tensor.name}_blocks`, dtype: "U8", shape: [...groups, MXFP4_BLOCK_BYTES] },
+          { name: `${tensor.name}_scales`, dtype: "U8", shape: groups },
+        ],
+        to: "mxfp4",
+        written: { kind: "mxfp4" },
+      });
     } else if (options.to === "mxfp4" && quantizable && cols % MXFP4_BLOCK === 0) {
       const groups = [...tensor.shape.slice(0, -1), cols / MXFP4_BLOCK];
       plans.push({
@@ -317,6 +334,7 @@ export async function convertCheckpoint(
     const totalBytes = ck.byteLength;
     const results = new Map<Plan, TensorConversion>();
     const inexact = new Map<Plan, { tiles: number; span: number; abs: number; rel: number }>();
+    const roundings = new Map<Plan, Rounding>();
     let outputBytes = 0;
     const copiedFiles: string[] = [];
 
@@ -387,21 +405,27 @@ export async function convertCheckpoint(
               );
               outputBytes += sizes.reduce((a, b) => a + b, 0);
               track(
-                execute({ job, target: { path: writer.temporaryPath, positions } }).then(({ report }) => {
-                  doneBytes += bytes;
-                  options.onProgress?.({ doneBytes, totalBytes, tensor: plan.tensor.name });
-                  const left = (remaining.get(plan.shard) as number) - 1;
-                  remaining.set(plan.shard, left);
-                  if (left === 0 && failure === undefined) track(finishShard(writers, plan.shard));
-                  if (report === undefined || report.inexactTiles.length === 0) return;
-                  const seen = inexact.get(plan) ?? { tiles: 0, span: 0, abs: 0, rel: 0 };
-                  inexact.set(plan, {
-                    tiles: seen.tiles + report.inexactTiles.length,
-                    span: Math.max(seen.span, ...report.inexactTiles.map((t) => t.blockExponentSpan)),
-                    abs: Math.max(seen.abs, report.maxAbsError),
-                    rel: Math.max(seen.rel, report.maxRelError),
-                  });
-                }),
+                execute({ job, target: { path: writer.temporaryPath, positions } }).then(
+                  ({ report, rounded }) => {
+                    doneBytes += bytes;
+                    options.onProgress?.({ doneBytes, totalBytes, tensor: plan.tensor.name });
+                    const left = (remaining.get(plan.shard) as number) - 1;
+                    remaining.set(plan.shard, left);
+                    if (left === 0 && failure === undefined) track(finishShard(writers, plan.shard));
+                    if (rounded !== undefined) {
+                      const seen = roundings.get(plan);
+                      roundings.set(plan, seen === undefined ? rounded : mergeRoundings([seen, rounded]));
+                    }
+                    if (report === undefined || report.inexactTiles.length === 0) return;
+                    const seen = inexact.get(plan) ?? { tiles: 0, span: 0, abs: 0, rel: 0 };
+                    inexact.set(plan, {
+                      tiles: seen.tiles + report.inexactTiles.length,
+                      span: Math.max(seen.span, ...report.inexactTiles.map((t) => t.blockExponentSpan)),
+                      abs: Math.max(seen.abs, report.maxAbsError),
+                      rel: Math.max(seen.rel, report.maxRelError),
+                    });
+                  },
+                ),
               );
             }
           }
@@ -410,16 +434,24 @@ export async function convertCheckpoint(
         if (failure !== undefined) throw failure.error;
         for (const plan of plans) {
           const bad = inexact.get(plan);
+          const rounded = roundings.get(plan);
           results.set(plan, {
             name: plan.tensor.name,
             from: plan.from,
             to: plan.to,
-            exact: bad === undefined && !quantizing(plan),
+            exact: bad === undefined && rounded === undefined && !quantizing(plan),
             quantized: quantizing(plan),
             ...(bad === undefined ? {} : { inexactTiles: bad.tiles, maxBlockExponentSpan: bad.span }),
             ...(bad !== undefined && options.allowInexact === true
               ? { maxAbsError: bad.abs, maxRelError: bad.rel }
               : {}),
+            ...(rounded === undefined
+              ? {}
+              : {
+                  roundedValues: rounded.values,
+                  maxAbsError: rounded.maxAbsError,
+                  maxRelError: rounded.maxRelError,
+                }),
           });
         }
         if (inexact.size > 0 && options.allowInexact !== true)

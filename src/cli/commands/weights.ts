@@ -166,8 +166,8 @@ function addConvert(weights: Command): void {
             ? "exact, verified bit for bit"
             : "exact"
           : t.quantized
-            ? "quantized (lossy by design)"
-            : `INEXACT (${t.inexactTiles} tiles, span ${t.maxBlockExponentSpan}, max abs error ${t.maxAbsError?.toExponential(3)}, max rel error ${t.maxRelError?.toExponential(3)})`,
+            ? "quantized (lossy, asked for)"
+            : `INEXACT (${t.roundedValues === undefined ? `${t.inexactTiles} tiles, span ${t.maxBlockExponentSpan}` : `${t.roundedValues} values rounded`}, max abs error ${t.maxAbsError?.toExponential(3)}, max rel error ${t.maxRelError?.toExponential(3)})`,
       ]);
       process.stdout.write(`${table([["TENSOR", "FROM", "TO", "RESULT"], ...rows])}\n`);
       const inexact = report.tensors.filter((t) => !t.exact && !t.quantized).length;
