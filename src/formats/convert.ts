@@ -234,34 +234,29 @@ function planTensors(
           { subject },
         );
       }
-      const groups = [...tensor.shape.slice(0, -1), cols / MXFP4_BLOCK];
-      plans.push({
-        ...base,
-        op: { op: "fp8-to-mxfp4" },
-        outputs: [
-          { name: `${tensor.name}_blocks`, dtype: "U8", shape: [...groups, MXFP4_BLOCK_BYTES] },
-          { name: `${tensor.name}_scales`, dtype: "U8", shape: groups },
-        ],
-        to: "mxfp4",
-        written: { kind: "mxfp4" },
-      });
+      plans.push({ ...base, ...toMxfp4(tensor, "fp8-to-mxfp4") });
     } else if (options.to === "mxfp4" && quantizable && cols % MXFP4_BLOCK === 0) {
-      const groups = [...tensor.shape.slice(0, -1), cols / MXFP4_BLOCK];
-      plans.push({
-        ...base,
-        op: { op: "float-to-mxfp4" },
-        outputs: [
-          { name: `${tensor.name}_blocks`, dtype: "U8", shape: [...groups, MXFP4_BLOCK_BYTES] },
-          { name: `${tensor.name}_scales`, dtype: "U8", shape: groups },
-        ],
-        to: "mxfp4",
-        written: { kind: "mxfp4" },
-      });
+      plans.push({ ...base, ...toMxfp4(tensor, "float-to-mxfp4") });
     } else {
       keep(tensor);
     }
   }
   return plans;
+}
+
+/** What a plan to MXFP4 writes: `W_blocks` and `W_scales`. */
+function toMxfp4(tensor: LogicalTensor, op: "fp8-to-mxfp4" | "float-to-mxfp4") {
+  const cols = tensor.shape.at(-1) as number;
+  const groups = [...tensor.shape.slice(0, -1), cols / MXFP4_BLOCK];
+  return {
+    op: { op },
+    outputs: [
+      { name: `${tensor.name}_blocks`, dtype: "U8" as const, shape: [...groups, MXFP4_BLOCK_BYTES] },
+      { name: `${tensor.name}_scales`, dtype: "U8" as const, shape: groups },
+    ],
+    to: "mxfp4",
+    written: { kind: "mxfp4" as const },
+  };
 }
 
 /** Row ranges of at most about `chunkBytes` of source; tiled ops get whole 128-row bands or whole matrices. */
@@ -300,7 +295,11 @@ export async function convertCheckpoint(
       output,
     );
     const byShard = new Map<string, Plan[]>();
-    for (const plan of plans) byShard.set(plan.shard, [...(byShard.get(plan.shard) ?? []), plan]);
+    for (const plan of plans) {
+      const list = byShard.get(plan.shard) ?? [];
+      byShard.set(plan.shard, list);
+      list.push(plan);
+    }
     const shardLayouts = [...byShard].map(([shard, shardPlans]) => ({
       shard,
       layouts: shardPlans.flatMap((p) => p.outputs),

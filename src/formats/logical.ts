@@ -251,7 +251,7 @@ export async function readLogicalRows(
 }
 
 /** The scale-grid rows that rows [start, end) of an FP8 weight use, and where their bytes lie. */
-function fp8ScaleRows(tensor: LogicalTensor & { kind: "fp8" }, start: number, end: number) {
+export function fp8ScaleRows(tensor: LogicalTensor & { kind: "fp8" }, start: number, end: number) {
   const { cols } = logicalRows(tensor);
   const matrixRows = tensor.shape.at(-2) as number;
   const [blockRows, blockCols] = tensor.block;
