@@ -11,7 +11,7 @@
  * - "I/O alone" (see ioArm): the conversion's reads and writes, the FP8 output's sizes, through the
  *   same reader, writer and pieces, with no kernel and no verification: the floor under the conversion;
  * - `convertCheckpoint(..., { to: "fp8", verify: true })` with 1 and with 2 workers: the CLI's
- *   default, measured at both worker counts so the default (DEFAULT_WORKERS) follows from it;
+ *   default, measured at both worker counts so the default (defaultWorkers) follows from it;
  * - `verifyCheckpoints(source, fp8)` with the default workers: what `weights verify` does.
  * Every arm reads the same source, in the page cache since it was generated, and writes fresh files
  * that are deleted before the next arm starts, after which the bench syncs and waits (see settle), so
@@ -248,12 +248,13 @@ if (values.arm !== undefined) {
     const fp8 = join(root, "fp8");
     await (await builtFormats()).convertCheckpoint(src, fp8, { to: "fp8" });
     await settle();
-    const { DEFAULT_WORKERS } = await builtFormats();
+    // The default as the CLI would pick it now; both counts are measured either way.
+    const defaultCount = (await builtFormats()).defaultWorkers();
     const half = [
       { arm: "io", workers: 0 },
       { arm: "convert", workers: 1 },
       { arm: "convert", workers: 2 },
-      { arm: "verify", workers: DEFAULT_WORKERS },
+      { arm: "verify", workers: defaultCount },
     ];
     const order = [...half, ...[...half].reverse()];
     const results: ArmResult[] = [];
@@ -289,10 +290,10 @@ if (values.arm !== undefined) {
     for (const { name, picked } of halves) {
       const io = seconds("io", 0, picked);
       const [convert1, convert2] = [seconds("convert", 1, picked), seconds("convert", 2, picked)];
-      const convertDefault = DEFAULT_WORKERS === 1 ? convert1 : convert2;
-      const verify = seconds("verify", DEFAULT_WORKERS, picked);
+      const convertDefault = defaultCount === 1 ? convert1 : convert2;
+      const verify = seconds("verify", defaultCount, picked);
       process.stdout.write(
-        `${name}: convert + verify (default ${DEFAULT_WORKERS} worker${DEFAULT_WORKERS === 1 ? "" : "s"}) at ${(io / convertDefault).toFixed(2)}x of its I/O alone; ` +
+        `${name}: convert + verify (default ${defaultCount} worker${defaultCount === 1 ? "" : "s"}) at ${(io / convertDefault).toFixed(2)}x of its I/O alone; ` +
           `2 workers vs 1 ${(convert1 / convert2).toFixed(2)}x; weights verify vs the conversion ${(convertDefault / verify).toFixed(2)}x\n`,
       );
     }

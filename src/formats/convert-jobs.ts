@@ -10,6 +10,7 @@ import { type LogicalTensor, logicalRows, readLogicalRows, readLogicalRowsWide }
 import { checkMxfp4Scales, encodeMxfp4, MXFP4_BLOCK, MXFP4_BLOCK_BYTES } from "./mxfp4.js";
 import { SimdArena } from "./mxfp4-fp8-simd.js";
 import { mxfp4ToFp8Block32, mxfp4ToFp8Tile128, nibbleCodes, TILE, type TileReport } from "./mxfp4-to-fp8.js";
+import { outputError } from "./output-errors.js";
 import { writeAtSync } from "./safetensors-writer.js";
 
 /**
@@ -136,7 +137,12 @@ export async function runJob(
   const positions = [...target.positions];
   const reports: TileReport[] = [];
   const roundings: Rounding[] = [];
-  const fd = openSync(target.path, "r+");
+  let fd: number;
+  try {
+    fd = openSync(target.path, "r+");
+  } catch (error) {
+    throw outputError(error, target.path);
+  }
   try {
     const rowBytes = sourceRowBytes(ck, job.tensor);
     for (const [start, end] of rowRanges(

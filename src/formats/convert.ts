@@ -1,4 +1,3 @@
-import { availableParallelism } from "node:os";
 import { basename, join } from "node:path";
 import { BringupError } from "../common/errors.js";
 import { type Checkpoint, openCheckpoint, writeShardIndex } from "./checkpoint.js";
@@ -31,7 +30,7 @@ import {
 import type { TensorLayout } from "./safetensors-header.js";
 import { SafetensorsWriter } from "./safetensors-writer.js";
 import { compareCheckpointValues } from "./verify.js";
-import { siblingModule, WorkerPool } from "./worker-pool.js";
+import { defaultWorkers, siblingModule, WorkerPool } from "./worker-pool.js";
 
 export type ConvertTarget = "bf16" | "fp8" | "mxfp4";
 export type Fp8Block = "tile128" | "block32";
@@ -48,7 +47,7 @@ export interface ConvertOptions {
   readonly fp8Block?: Fp8Block;
   /** Convert tensors that cannot be exact anyway, reporting the largest error. */
   readonly allowInexact?: boolean;
-  /** Worker threads; 0 runs everything on the calling thread. Default: DEFAULT_WORKERS. */
+  /** Worker threads; 0 runs everything on the calling thread. Default: defaultWorkers(). */
   readonly workers?: number;
   /** Source bytes per unit of work (default 16 MiB): bounds memory whatever the checkpoint's size. */
   readonly chunkBytes?: number;
@@ -265,9 +264,6 @@ function chunksOf(ck: Checkpoint, plan: Plan, chunkBytes: number): [number, numb
   return rowRanges(plan.tensor, isTiled(plan.op), sourceRowBytes(ck, plan.tensor), chunkBytes, 0, rows);
 }
 
-/** Worker threads by default (see bench/weights-convert.ts for the measurement behind it). */
-export const DEFAULT_WORKERS = Math.min(2, availableParallelism());
-
 /**
  * Converts a checkpoint (file or directory) into a new directory `output`, tensor by tensor in
  * bounded chunks on worker threads. Everything that can fail without the long work fails first
@@ -278,7 +274,7 @@ export async function convertCheckpoint(
   output: string,
   options: ConvertOptions,
 ): Promise<ConvertReport> {
-  const workerCount = options.workers ?? DEFAULT_WORKERS;
+  const workerCount = options.workers ?? defaultWorkers();
   if (!Number.isSafeInteger(workerCount) || workerCount < 0) {
     throw new BringupError(
       "BAD_OPTION",

@@ -17,7 +17,6 @@ export {
   type ConvertTarget,
   convertCheckpoint,
   DEFAULT_KEEP,
-  DEFAULT_WORKERS,
   type Fp8Block,
   type TensorConversion,
 } from "./convert.js";
@@ -79,3 +78,4 @@ export {
   verifyCheckpoints,
   type WeightComparison,
 } from "./verify.js";
+export { defaultWorkers } from "./worker-pool.js";

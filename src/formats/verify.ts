@@ -1,5 +1,4 @@
 import { createHash } from "node:crypto";
-import { availableParallelism } from "node:os";
 import { BringupError } from "../common/errors.js";
 import { type Checkpoint, openCheckpoint } from "./checkpoint.js";
 import { decodeToFloat32 } from "./decode.js";
@@ -14,7 +13,7 @@ import {
   withRowBuffers,
 } from "./logical.js";
 import { MXFP4_BLOCK } from "./mxfp4.js";
-import { siblingModule, WorkerPool } from "./worker-pool.js";
+import { defaultWorkers, siblingModule, WorkerPool } from "./worker-pool.js";
 
 /** How one weight's decoded values compare. */
 export interface ValueComparison {
@@ -171,7 +170,7 @@ function differences(
 }
 
 export interface VerifyOptions {
-  /** Worker threads decoding and comparing values; 0 does it on the calling thread. Default: up to 2. */
+  /** Worker threads decoding and comparing values; 0 does it on the calling thread. Default: defaultWorkers(). */
   readonly workers?: number;
   /** Stops the comparison early: it rejects with INTERRUPTED. */
   readonly signal?: AbortSignal;
@@ -216,7 +215,7 @@ async function compare(
   options: VerifyOptions,
   hash?: (x: Checkpoint, y: Checkpoint, pairs: readonly Pair[]) => Promise<[string, string][]>,
 ): Promise<{ report: ComparisonReport<ValueComparison>; sums?: [string, string][] }> {
-  const workerCount = options.workers ?? Math.min(2, availableParallelism());
+  const workerCount = options.workers ?? defaultWorkers();
   const x = await openCheckpoint(pathA);
   try {
     const y = await openCheckpoint(pathB);

@@ -139,6 +139,29 @@ describe("bringup weights", () => {
     expect(String(badWorkers.error)).toMatch(/--workers -1/);
   });
 
+  it("counts quantized weights as lossy in the summary, and says when every value was carried", async () => {
+    const dir = join(work, "attention");
+    await writeCheckpoint(dir, [
+      {
+        name: "attn.q.weight",
+        dtype: "F32",
+        shape: [4, 32],
+        data: new Uint8Array(new Float32Array(128).map((_, i) => Math.sin(i)).buffer),
+      },
+    ]);
+    const plain = await run(["convert", dir, join(work, "attention-kept"), "--to", "fp8", "--workers", "0"]);
+    expect(plain.out).toMatch(/attn\.q\.weight\s+F32\s+F32\s+exact, verified bit for bit/);
+    expect(plain.out).toMatch(/1 tensors, .*; every value carried exactly/);
+    const asked = await run([
+      ...["convert", dir, join(work, "attention-fp8"), "--to", "fp8", "--workers", "0"],
+      ...["--include", "attn"],
+    ]);
+    expect(asked.out).toMatch(
+      /attn\.q\.weight\s+F32\s+fp8-e4m3 \[128x128\]\s+quantized \(lossy, asked for\)/,
+    );
+    expect(asked.out).toMatch(/; 1 quantized \(lossy, --include\)/);
+  });
+
   describe("as a process", () => {
     const REPO = join(import.meta.dirname, "../../..");
     let big: string;

@@ -5,7 +5,6 @@ import {
   type ConvertReport,
   type ConvertTarget,
   convertCheckpoint,
-  DEFAULT_WORKERS,
   type Fp8Block,
   type InspectReport,
   inspectCheckpoint,
@@ -101,7 +100,7 @@ function addConvert(weights: Command): void {
         .default("tile128"),
     )
     .option("--allow-inexact", "convert tensors that cannot be exact, reporting the largest error")
-    .option("--workers <n>", `worker threads (default ${DEFAULT_WORKERS}; 0 = none)`)
+    .option("--workers <n>", "worker threads (default 2 where two cores are idle, else 1; 0 = none)")
     .option(
       "--include <regex>",
       "plain weights to quantize for fp8 or mxfp4 (lossy; by default none is: only MXFP4 is converted)",
