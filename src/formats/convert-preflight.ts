@@ -59,12 +59,12 @@ export async function checkFreeSpace(
 }
 
 /**
- * Refuses, before anything is written, MXFP4 weights with 128x128 tiles that cannot be FP8 exactly.
- * Reads only scales: a tile whose block scales span at most EXACT_SCALE_SPAN binades is exact
+ * The MXFP4 weights with 128x128 tiles that cannot be FP8 exactly, found before anything is written
+ * so they can be refused. Reads only scales: a tile whose block scales span at most EXACT_SCALE_SPAN binades is exact
  * whatever its elements, and only the rare band with a wider tile has its blocks read and checked.
  * NaN scales are refused here too.
  */
-export async function refuseInexactTiles(
+export async function findInexactTiles(
   ck: Checkpoint,
   plans: readonly { tensor: LogicalTensor; op: { op: string; block?: string } }[],
   signal?: AbortSignal,

@@ -16,7 +16,7 @@ import {
   Scratch,
   sourceRowBytes,
 } from "./convert-jobs.js";
-import { checkFreeSpace, refuseInexactTiles, writeOutput } from "./convert-preflight.js";
+import { checkFreeSpace, findInexactTiles, writeOutput } from "./convert-preflight.js";
 import { type Dtype, dtypeBytes, elementCount } from "./dtypes.js";
 import { detectLogicalTensors, type LogicalTensor, logicalRows, scaleGridShape } from "./logical.js";
 import { MXFP4_BLOCK, MXFP4_BLOCK_BYTES } from "./mxfp4.js";
@@ -304,7 +304,7 @@ export async function convertCheckpoint(
     checkAborted(options.signal, output);
     await checkFreeSpace(source, output, shardLayouts);
     if (options.allowInexact !== true) {
-      const inexactTiles = await refuseInexactTiles(ck, plans, options.signal);
+      const inexactTiles = await findInexactTiles(ck, plans, options.signal);
       if (inexactTiles.length > 0)
         throw inexactError(
           source,
@@ -512,7 +512,7 @@ function checkAborted(signal: AbortSignal | undefined, output: string): void {
 }
 
 /** The refusal naming every tensor with tiles that cannot be FP8 exactly. */
-export function inexactError(
+function inexactError(
   source: string,
   tensors: readonly (readonly [string, { tiles: number; span: number }])[],
 ): BringupError {
