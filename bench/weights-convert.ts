@@ -1,25 +1,23 @@
 /**
- * Benchmark: MXFP4 to FP8 conversion throughput against a plain copy of the same bytes, in one run.
+ * Benchmark: MXFP4 to FP8 conversion as `bringup weights convert` runs it (verifying by default),
+ * against the conversion's I/O alone, and standalone `weights verify` against the conversion, in one run.
  *
  *   npx tsx bench/weights-convert.ts [--gib 2] [--dir /tmp] [--settle 10]
  *
  * Builds the library (`tsc -p tsconfig.build.json`, as `npm ci` does) and generates an MXFP4 checkpoint
- * of at least --gib GiB (gpt-oss layout: *_blocks / *_scales experts, sharded with an index), then runs
- * each arm in its own child process so each arm's peak RSS is its own, on the built JavaScript the
- * CLI runs (from sources, each worker thread would also spend half a second compiling TypeScript).
- * The arms: the copy baseline (see copyArm: the same reader, writer and pieces, no transform) and
- * `convertCheckpoint(..., { to: "fp8" })`, each on one core (the child pinned to CPU 0 with taskset,
- * every thread of it, the converter with one worker) and on two (unpinned, two workers); and on one
- * core, the conversion's I/O alone (copyArm writing the FP8 output's sizes), the ceiling of
- * convert/copy there whatever the kernel. Pinning is what makes "one core" mean one: unpinned, even
- * one worker thread converts beside a main thread that reads and writes on the other core. Every arm
- * reads the same source, in the page cache since it was generated, and writes fresh files that are
- * deleted before the next arm starts, after which the bench syncs and waits (see settle), so each
- * arm finds the page cache and the VM's memory in the same state (dropping caches would need root,
- * would hit everyone on the host, and would not touch what made the copy arm unstable). Arms run in
- * the order copy 1, I/O 1, convert 1, copy 2, convert 2, then the reverse (ABBA), so drift in the
- * machine hits both sides; ratios are taken within each half and over both, with CPU seconds per
- * arm: on a shared machine, wall time alone misleads.
+ * of at least --gib GiB (gpt-oss layout: *_blocks / *_scales experts, sharded with an index), and its
+ * FP8 conversion for the verify arms. Each arm runs in its own child process so each arm's peak RSS
+ * is its own, on the built JavaScript the CLI runs, unpinned on every core as a user runs it. The arms:
+ * - "I/O alone" (see ioArm): the conversion's reads and writes, the FP8 output's sizes, through the
+ *   same reader, writer and pieces, with no kernel and no verification: the floor under the conversion;
+ * - `convertCheckpoint(..., { to: "fp8", verify: true })` with 1 and with 2 workers: the CLI's
+ *   default, measured at both worker counts so the default (defaultWorkers) follows from it;
+ * - `verifyCheckpoints(source, fp8)` with the default workers: what `weights verify` does.
+ * Every arm reads the same source, in the page cache since it was generated, and writes fresh files
+ * that are deleted before the next arm starts, after which the bench syncs and waits (see settle), so
+ * each arm finds the page cache and the VM's memory in the same state. Arms run in one order, then
+ * the reverse (ABBA), so drift in the machine hits both sides; ratios are taken within each half and
+ * over both, with CPU seconds per arm: on a shared machine, wall time alone misleads.
  */
 
 import { execFileSync } from "node:child_process";
@@ -89,17 +87,14 @@ async function generate(dir: string, gib: number): Promise<number> {
 }
 
 /**
- * The copy baseline: the same bytes through the same reader and writer the conversion uses, in the
- * same pieces (PIECE_BYTES of source), read and written on one thread with blocking calls as each
- * worker does: a SafetensorsWriter per shard whose bytes go in place where it reserves them. It reads
- * the same page-cached source and writes fresh files, as the conversion does; only the transform (and
- * its 1.9x more output bytes) differs.
- *
- * With `asFp8`, the same loop writes the conversion's output sizes instead (see fp8Layout): each
- * blocks piece twice, for the FP8 elements it becomes, and each tensor's tile scale grid once. That is
- * the conversion with its kernel taken out, the I/O floor no kernel can go under on this machine.
+ * The conversion's I/O alone: the same reader and writer the conversion uses, in the same pieces
+ * (PIECE_BYTES of source), read and written on one thread with blocking calls as each worker does, a
+ * SafetensorsWriter per shard whose bytes go in place where it reserves them, writing the
+ * conversion's output sizes (see fp8Layout): each blocks piece twice, for the FP8 elements it
+ * becomes, and each tensor's tile scale grid once. That is the conversion with its kernel and its
+ * verification taken out, the I/O floor no conversion can go under on this machine.
  */
-async function copyArm(src: string, dst: string, asFp8: boolean): Promise<number> {
+async function ioArm(src: string, dst: string): Promise<number> {
   const { openCheckpoint, PIECE_BYTES, SafetensorsWriter, writeAtSync } = await builtFormats();
   await mkdir(dst);
   const ck = await openCheckpoint(src, { blockingReads: true });
@@ -107,12 +102,12 @@ async function copyArm(src: string, dst: string, asFp8: boolean): Promise<number
   let bytes = 0;
   try {
     for (const shard of ck.shards) {
-      const layouts = asFp8 ? shard.tensors.map(fp8Layout) : shard.tensors;
+      const layouts = shard.tensors.map(fp8Layout);
       const writer = await SafetensorsWriter.create(join(dst, basename(shard.path)), layouts, shard.metadata);
       const fd = openSync(writer.temporaryPath, "r+");
       try {
         for (const tensor of shard.tensors) {
-          const scales = asFp8 && tensor.name.endsWith("_scales");
+          const scales = tensor.name.endsWith("_scales");
           for (let at = 0; at < tensor.byteLength; at += PIECE_BYTES) {
             const piece = await shard.readTensorRange(
               tensor.name,
@@ -122,7 +117,7 @@ async function copyArm(src: string, dst: string, asFp8: boolean): Promise<number
             );
             bytes += piece.length;
             if (scales) continue;
-            for (let copies = asFp8 ? 2 : 1; copies > 0; copies -= 1)
+            for (let copies = 2; copies > 0; copies -= 1)
               writeAtSync(fd, piece, writer.reserve(tensor.name, piece.length));
           }
           if (scales) {
@@ -154,13 +149,21 @@ function fp8Layout(tensor: { name: string; shape: readonly number[] }) {
 }
 
 async function runArm(arm: string, src: string, dst: string, workers: number): Promise<ArmResult> {
+  const formats = await builtFormats();
   const before = process.resourceUsage();
   const started = performance.now();
   let sourceBytes: number;
-  if (arm === "copy" || arm === "io") sourceBytes = await copyArm(src, dst, arm === "io");
-  else {
-    const { convertCheckpoint } = await builtFormats();
-    sourceBytes = (await convertCheckpoint(src, dst, { to: "fp8", workers })).sourceBytes;
+  if (arm === "io") sourceBytes = await ioArm(src, dst);
+  else if (arm === "verify") {
+    // dst is the FP8 conversion made once, before the arms.
+    const report = await formats.verifyCheckpoints(src, dst, { workers });
+    if (!report.ok) throw new Error(`${dst} does not verify against ${src}`);
+    const ck = await formats.openCheckpoint(src);
+    sourceBytes = ck.byteLength;
+    await ck.close();
+  } else {
+    sourceBytes = (await formats.convertCheckpoint(src, dst, { to: "fp8", workers, verify: true }))
+      .sourceBytes;
   }
   const seconds = (performance.now() - started) / 1000;
   // The arm's own CPU time: the child's start (loader, imports) is not the arm's.
@@ -175,16 +178,16 @@ async function runArm(arm: string, src: string, dst: string, workers: number): P
   };
 }
 
-function child(arm: string, src: string, dst: string, cores: number): ArmResult {
+function child(arm: string, src: string, dst: string, workers: number): ArmResult {
   const loader = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
-  const command = [
+  const out = execFileSync(
     process.execPath,
-    ...["--import", loader, fileURLToPath(import.meta.url)],
-    ...["--arm", arm, "--src", src, "--dst", dst, "--workers", String(cores)],
-  ];
-  // One core: the child and every thread it starts may run on CPU 0 only.
-  const pinned = cores === 1 ? ["taskset", "--cpu-list", "0", ...command] : command;
-  const out = execFileSync(pinned[0] as string, pinned.slice(1), { encoding: "utf8", maxBuffer: 1 << 20 });
+    [
+      ...["--import", loader, fileURLToPath(import.meta.url)],
+      ...["--arm", arm, "--src", src, "--dst", dst, "--workers", String(workers)],
+    ],
+    { encoding: "utf8", maxBuffer: 1 << 20 },
+  );
   return JSON.parse(out.trim().split("\n").at(-1) as string) as ArmResult;
 }
 
@@ -242,24 +245,30 @@ if (values.arm !== undefined) {
     process.stdout.write(
       `generated ${gib(bytes)} GiB MXFP4 checkpoint in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`,
     );
-    const cores = [1, 2];
-    // On one core, the conversion's I/O alone too: the ceiling of convert/copy there.
-    const half = cores.flatMap((n) => [
-      { arm: "copy", cores: n },
-      ...(n === 1 ? [{ arm: "io", cores: n }] : []),
-      { arm: "convert", cores: n },
-    ]);
-    // copy 1, I/O 1, convert 1, copy 2, convert 2, then the same backwards.
+    const fp8 = join(root, "fp8");
+    await (await builtFormats()).convertCheckpoint(src, fp8, { to: "fp8" });
+    await settle();
+    // The default as the CLI would pick it now; both counts are measured either way.
+    const defaultCount = (await builtFormats()).defaultWorkers();
+    const half = [
+      { arm: "io", workers: 0 },
+      { arm: "convert", workers: 1 },
+      { arm: "convert", workers: 2 },
+      { arm: "verify", workers: defaultCount },
+    ];
     const order = [...half, ...[...half].reverse()];
     const results: ArmResult[] = [];
-    for (const [i, { arm, cores }] of order.entries()) {
-      const dst = join(root, `out-${i}`);
-      const result = child(arm, src, dst, cores);
-      await rm(dst, { recursive: true, force: true });
+    for (const [i, { arm, workers }] of order.entries()) {
+      const dst = arm === "verify" ? fp8 : join(root, `out-${i}`);
+      const result = child(arm, src, dst, workers);
+      if (arm !== "verify") await rm(dst, { recursive: true, force: true });
       await settle();
       results.push(result);
-      const what = { copy: "copy", io: "conversion's I/O alone" }[arm];
-      const label = `${what ?? `convert fp8, ${cores} worker${cores === 1 ? "" : "s"}`}, ${cores} core${cores === 1 ? "" : "s"}`;
+      const label = {
+        io: "conversion's I/O alone",
+        convert: `convert + verify, ${workers} worker${workers === 1 ? "" : "s"}`,
+        verify: `weights verify, ${workers} worker${workers === 1 ? "" : "s"}`,
+      }[arm] as string;
       const rate = result.sourceBytes / 2 ** 30 / result.seconds;
       process.stdout.write(
         `${label.padEnd(34)} ${result.seconds.toFixed(2).padStart(7)} s  ${rate.toFixed(3)} GiB/s of source  ` +
@@ -267,9 +276,10 @@ if (values.arm !== undefined) {
       );
     }
     // Each side's seconds over the arms picked (both halves: each side's total, so one slow arm counts once).
-    const seconds = (arm: string, n: number, picked: number[]) =>
+    const seconds = (arm: string, workers: number, picked: number[]) =>
       picked.reduce(
-        (t, k) => (order[k]?.arm === arm && order[k]?.cores === n ? t + (results[k]?.seconds ?? 0) : t),
+        (t, k) =>
+          order[k]?.arm === arm && order[k]?.workers === workers ? t + (results[k]?.seconds ?? 0) : t,
         0,
       );
     const halves = [
@@ -278,16 +288,13 @@ if (values.arm !== undefined) {
       { name: "both halves", picked: order.map((_, k) => k) },
     ];
     for (const { name, picked } of halves) {
-      const [copy1, io1, convert1, copy2, convert2] = [
-        seconds("copy", 1, picked),
-        seconds("io", 1, picked),
-        seconds("convert", 1, picked),
-        seconds("copy", 2, picked),
-        seconds("convert", 2, picked),
-      ];
+      const io = seconds("io", 0, picked);
+      const [convert1, convert2] = [seconds("convert", 1, picked), seconds("convert", 2, picked)];
+      const convertDefault = defaultCount === 1 ? convert1 : convert2;
+      const verify = seconds("verify", defaultCount, picked);
       process.stdout.write(
-        `${name}: convert/copy on 1 core ${(copy1 / convert1).toFixed(2)}x (its I/O alone ${(copy1 / io1).toFixed(2)}x), on 2 cores ${(copy2 / convert2).toFixed(2)}x; ` +
-          `convert 2 cores vs 1 ${(convert1 / convert2).toFixed(2)}x (copy ${(copy1 / copy2).toFixed(2)}x)\n`,
+        `${name}: convert + verify (default ${defaultCount} worker${defaultCount === 1 ? "" : "s"}) at ${(io / convertDefault).toFixed(2)}x of its I/O alone; ` +
+          `2 workers vs 1 ${(convert1 / convert2).toFixed(2)}x; weights verify vs the conversion ${(convertDefault / verify).toFixed(2)}x\n`,
       );
     }
   } finally {

@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -71,5 +71,44 @@ describe("checkpoints", () => {
     await writeSafetensors(join(dir, "two.safetensors"), [tensor("a", 2)]);
     await expect(openCheckpoint(dir)).rejects.toThrow(/"a" is in both one\.safetensors and two\.safetensors/);
     await expect(openCheckpoint(join(dir, "nope"))).rejects.toThrow(/no such file/);
+  });
+
+  it("refuses a tensor that a shard holds but the index does not list, or lists elsewhere", async () => {
+    await writeSafetensors(join(dir, "one.safetensors"), [tensor("a", 2), tensor("c", 3)]);
+    await writeSafetensors(join(dir, "two.safetensors"), [tensor("b", 2)]);
+    await writeFile(
+      join(dir, INDEX_FILE),
+      JSON.stringify({ weight_map: { a: "one.safetensors", b: "two.safetensors" } }),
+    );
+    await expect(openCheckpoint(dir)).rejects.toMatchObject({
+      code: "INDEX_DISAGREES",
+      message: expect.stringMatching(/one\.safetensors: holds tensor "c", but .* does not list it/),
+    });
+    await writeFile(
+      join(dir, INDEX_FILE),
+      JSON.stringify({ weight_map: { a: "one.safetensors", b: "two.safetensors", c: "two.safetensors" } }),
+    );
+    await expect(openCheckpoint(dir)).rejects.toThrow(/holds tensor "c", but .* puts it in two\.safetensors/);
+  });
+
+  it("keeps its open files bounded whatever the number of shards", async () => {
+    const shards = 300;
+    await writeCheckpoint(
+      dir,
+      Array.from({ length: shards }, (_, i) => tensor(`t${i}`, 8)),
+      { maxShardBytes: 8 },
+    );
+    expect((await readdir(dir)).filter((n) => n.endsWith(".safetensors"))).toHaveLength(shards);
+    const openFiles = async () => (await readdir("/proc/self/fd")).length;
+    const before = await openFiles();
+    const ck = await openCheckpoint(dir);
+    let most = 0;
+    for (const t of ck.tensors) {
+      expect(await ck.readTensor(t.name)).toEqual(new Uint8Array(8).fill(8));
+      most = Math.max(most, (await openFiles()) - before);
+    }
+    await ck.close();
+    expect(most).toBeLessThanOrEqual(16);
+    expect(await openFiles()).toBeLessThanOrEqual(before);
   });
 });

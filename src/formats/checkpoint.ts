@@ -194,7 +194,16 @@ async function openIndexed(dir: string, options: OpenOptions): Promise<Checkpoin
   const tensors: CheckpointTensor[] = [];
   for (const shard of shards) {
     for (const t of shard.tensors) {
-      if (index.weight_map[t.name] === basename(shard.path)) tensors.push({ ...t, file: shard.path });
+      const listed = index.weight_map[t.name];
+      if (listed !== basename(shard.path)) {
+        await Promise.all(shards.map((s) => s.close()));
+        throw new BringupError(
+          "INDEX_DISAGREES",
+          `${shard.path}: holds tensor ${JSON.stringify(t.name)}, but ${INDEX_FILE} ${listed === undefined ? "does not list it" : `puts it in ${listed}`}; the index and the shards must agree, so download the checkpoint again or fix the index.`,
+          { subject: `${shard.path}#${t.name}` },
+        );
+      }
+      tensors.push({ ...t, file: shard.path });
     }
   }
   for (const [name, file] of Object.entries(index.weight_map)) {

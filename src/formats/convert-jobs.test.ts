@@ -148,7 +148,7 @@ describe("runJob", () => {
       Array.from(scales.subarray(g0, g0 + 3), (s) => 2 ** (s - 127)),
     );
 
-    const [bf16] = await runWhole({ op: "to-bf16", tensor, start, end });
+    const [bf16] = await runWhole({ op: "to-bf16", allowInexact: false, tensor, start, end });
     const values = dequantizeMxfp4(blocks.subarray(g0 * 16, g1 * 16), scales.subarray(g0, g1));
     expect(bf16?.equals(new Uint8Array(float32ToBf16(values).buffer))).toBe(true);
   });

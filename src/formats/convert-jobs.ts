@@ -1,13 +1,16 @@
 import { closeSync, openSync } from "node:fs";
 import { BringupError } from "../common/errors.js";
-import { float32ToBf16 } from "./bf16.js";
+import { bf16ToFloat32, float32ToBf16 } from "./bf16.js";
 import type { Checkpoint } from "./checkpoint.js";
+import { decodeToFloat32 } from "./decode.js";
 import { e8m0Table } from "./e8m0.js";
 import { floatToFp8Tile128 } from "./fp8-blockwise.js";
-import { type LogicalTensor, logicalRows, readLogicalRows } from "./logical.js";
+import { fp8ValuesToMxfp4 } from "./fp8-to-mxfp4.js";
+import { type LogicalTensor, logicalRows, readLogicalRows, readLogicalRowsWide } from "./logical.js";
 import { checkMxfp4Scales, encodeMxfp4, MXFP4_BLOCK, MXFP4_BLOCK_BYTES } from "./mxfp4.js";
 import { SimdArena } from "./mxfp4-fp8-simd.js";
 import { mxfp4ToFp8Block32, mxfp4ToFp8Tile128, nibbleCodes, TILE, type TileReport } from "./mxfp4-to-fp8.js";
+import { outputError } from "./output-errors.js";
 import { writeAtSync } from "./safetensors-writer.js";
 
 /**
@@ -16,17 +19,26 @@ import { writeAtSync } from "./safetensors-writer.js";
  */
 export type JobOp =
   | { op: "copy"; stored: string; rowBytes: number }
-  | { op: "to-bf16" }
+  | { op: "to-bf16"; allowInexact: boolean }
+  | { op: "fp8-to-mxfp4" }
   | { op: "mxfp4-to-fp8"; block: "tile128" | "block32"; allowInexact: boolean }
-  | { op: "float-to-fp8" }
+  | { op: "float-to-fp8"; allowNonFinite: boolean }
   | { op: "float-to-mxfp4" };
 
 export type Job = JobOp & { tensor: LogicalTensor; start: number; end: number };
+
+/** Values rounded where a conversion allowed to be inexact could not carry them. */
+export interface Rounding {
+  readonly values: number;
+  readonly maxAbsError: number;
+  readonly maxRelError: number;
+}
 
 export interface JobResult {
   parts: Uint8Array[];
   /** For MXFP4 to FP8 tiles: what could not be exact. */
   report?: TileReport;
+  rounded?: Rounding;
 }
 
 /** Where a job's parts go: the file written in place, and where each part's first byte goes in it. */
@@ -44,6 +56,7 @@ export interface ConvertTask {
 /** What a job that wrote its parts reports. */
 export interface JobOutcome {
   readonly report?: TileReport;
+  readonly rounded?: Rounding;
 }
 
 /**
@@ -101,6 +114,7 @@ export function partBytes(job: Job): number[] {
     case "to-bf16":
       return [rows * cols * 2];
     case "float-to-mxfp4":
+    case "fp8-to-mxfp4":
       return [(rows * cols * MXFP4_BLOCK_BYTES) / MXFP4_BLOCK, (rows * cols) / MXFP4_BLOCK];
     case "mxfp4-to-fp8":
     case "float-to-fp8":
@@ -122,7 +136,13 @@ export async function runJob(
   const expected = partBytes(job);
   const positions = [...target.positions];
   const reports: TileReport[] = [];
-  const fd = openSync(target.path, "r+");
+  const roundings: Rounding[] = [];
+  let fd: number;
+  try {
+    fd = openSync(target.path, "r+");
+  } catch (error) {
+    throw outputError(error, target.path);
+  }
   try {
     const rowBytes = sourceRowBytes(ck, job.tensor);
     for (const [start, end] of rowRanges(
@@ -136,13 +156,14 @@ export async function runJob(
       const result = await convertRows(ck, { ...job, start, end }, scratch);
       try {
         for (const [k, part] of result.parts.entries()) {
-          writeAtSync(fd, part, positions[k] as number);
+          writeAtSync(fd, part, positions[k] as number, target.path);
           positions[k] = (positions[k] as number) + part.byteLength;
         }
       } finally {
         for (const part of result.parts) scratch.give(part);
       }
       if (result.report) reports.push(result.report);
+      if (result.rounded) roundings.push(result.rounded);
     }
   } finally {
     closeSync(fd);
@@ -155,7 +176,18 @@ export async function runJob(
       { subject: `${target.path}#${job.tensor.name}` },
     );
   }
-  return reports.length > 0 ? { report: mergeReports(reports) } : {};
+  return {
+    ...(reports.length > 0 ? { report: mergeReports(reports) } : {}),
+    ...(roundings.length > 0 ? { rounded: mergeRoundings(roundings) } : {}),
+  };
+}
+
+export function mergeRoundings(roundings: readonly Rounding[]): Rounding {
+  return {
+    values: roundings.reduce((n, r) => n + r.values, 0),
+    maxAbsError: Math.max(0, ...roundings.map((r) => r.maxAbsError)),
+    maxRelError: Math.max(0, ...roundings.map((r) => r.maxRelError)),
+  };
 }
 
 /** One report for several pieces: every inexact tile, and the largest errors. */
@@ -282,6 +314,13 @@ async function convertOther(
         ],
       };
     case "to-bf16": {
+      if (tensor.kind === "fp8")
+        return fp8ToBf16(
+          await readLogicalRowsWide(ck, tensor, start, end),
+          subject,
+          start * cols,
+          job.allowInexact,
+        );
       const values = await readLogicalRows(ck, tensor, start, end);
       for (let i = 0; i < values.length; i += 1) {
         if (!Number.isFinite(values[i] as number)) {
@@ -296,6 +335,7 @@ async function convertOther(
     }
     case "float-to-fp8": {
       const values = await readLogicalRows(ck, tensor, start, end);
+      if (!job.allowNonFinite) refuseNonFinite(values, subject, start * cols);
       const out = tileOutputs(tensor, start, end, scratch);
       for (const band of bands(tensor, start, end)) {
         floatToFp8Tile128(values.subarray(band.from * cols, band.to * cols), band.rows, cols, band.view(out));
@@ -306,6 +346,68 @@ async function convertOther(
       const { blocks, scales } = encodeMxfp4(await readLogicalRows(ck, tensor, start, end), subject);
       return { parts: [blocks, scales] };
     }
+    case "fp8-to-mxfp4": {
+      if (tensor.kind !== "fp8") {
+        throw new BringupError("CONVERT_INTERNAL", `${subject}: not FP8; this is a bug, please report it.`, {
+          subject,
+        });
+      }
+      const values = await readLogicalRowsWide(ck, tensor, start, end);
+      // With per-32 scales, each block's own scale is the first one tried.
+      const groups = cols / MXFP4_BLOCK;
+      const own =
+        tensor.block[0] === 1 && tensor.block[1] === MXFP4_BLOCK
+          ? decodeToFloat32(
+              "F32",
+              await ck.readTensorRange(tensor.parts[1], start * groups * 4, end * groups * 4),
+              tensor.parts[1],
+            )
+          : undefined;
+      const { blocks, scales } = fp8ValuesToMxfp4(values, subject, start * cols, own);
+      return { parts: [blocks, scales] };
+    }
+  }
+}
+
+/**
+ * FP8 values (exact, in float64) as bf16: exact where bf16 holds them (NaN stays NaN). Any other
+ * value is refused, naming its element, or with `allowInexact` rounded (through float32) and counted.
+ */
+function fp8ToBf16(values: Float64Array, subject: string, first: number, allowInexact: boolean): JobResult {
+  const out = float32ToBf16(Float32Array.from(values));
+  const back = bf16ToFloat32(out);
+  let rounded = 0;
+  let maxAbsError = 0;
+  let maxRelError = 0;
+  for (let i = 0; i < values.length; i += 1) {
+    const [want, got] = [values[i] as number, back[i] as number];
+    if (want === got || Number.isNaN(want)) continue;
+    if (!allowInexact) {
+      throw new BringupError(
+        "NOT_REPRESENTABLE",
+        `${subject}: element ${first + i} is ${want}, which bf16 cannot hold exactly (nearest ${got}); keep the weight FP8, or pass --allow-inexact to round such values and report the error.`,
+        { subject },
+      );
+    }
+    rounded += 1;
+    maxAbsError = Math.max(maxAbsError, Math.abs(got - want));
+    maxRelError = Math.max(maxRelError, Math.abs(got - want) / Math.abs(want));
+  }
+  return {
+    parts: [bytesOf(out)],
+    ...(rounded > 0 ? { rounded: { values: rounded, maxAbsError, maxRelError } } : {}),
+  };
+}
+
+/** Throws naming the first NaN or infinity, counted from element `first` of the tensor. */
+function refuseNonFinite(values: Float32Array, subject: string, first: number): void {
+  for (let i = 0; i < values.length; i += 1) {
+    if (Number.isFinite(values[i] as number)) continue;
+    throw new BringupError(
+      "NOT_FINITE",
+      `${subject}: element ${first + i} is ${values[i]}; quantizing it would spoil its whole 128x128 tile. Fix the source weight, or pass --allow-non-finite to quantize NaN as NaN and infinities as the largest finite value.`,
+      { subject },
+    );
   }
 }
 

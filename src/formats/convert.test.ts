@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { float32ToBf16 } from "./bf16.js";
 import { openCheckpoint, writeCheckpoint } from "./checkpoint.js";
 import { type ConvertProgress, convertCheckpoint } from "./convert.js";
-import { detectLogicalTensors, readLogicalTensor } from "./logical.js";
+import { detectLogicalTensors, type LogicalTensor, readLogicalTensor } from "./logical.js";
 import { dequantizeMxfp4, encodeMxfp4 } from "./mxfp4.js";
 
 let root: string;
@@ -85,7 +85,7 @@ async function expectSameValues(a: string, b: string, except: string[] = []) {
 }
 
 describe("convertCheckpoint", () => {
-  it("converts MXFP4 to FP8 128x128 exactly on worker threads, with index, config and companions", async () => {
+  it("converts MXFP4 to FP8 128x128 exactly on worker threads, keeping every other weight as it was", async () => {
     const out = join(root, "fp8");
     const progress: ConvertProgress[] = [];
     const report = await convertCheckpoint(source, out, {
@@ -95,25 +95,58 @@ describe("convertCheckpoint", () => {
       onProgress: (p) => progress.push(p),
       verify: true,
     });
-    expect(report.tensors.map((t) => [t.name, t.exact, t.quantized, t.verified])).toEqual([
-      ["model.embed_tokens.weight", true, false, true],
-      ["model.layers.0.mlp.experts.gate_up_proj", true, false, true],
-      ["model.layers.0.input_layernorm.weight", true, false, true],
-      ["model.layers.0.self_attn.q_proj.weight", false, true, undefined],
+    expect(report.tensors.map((t) => [t.name, t.from, t.to, t.exact, t.quantized, t.verified])).toEqual([
+      ["model.embed_tokens.weight", "BF16", "BF16", true, false, true],
+      ["model.layers.0.mlp.experts.gate_up_proj", "mxfp4", "fp8-e4m3 [128x128]", true, false, true],
+      ["model.layers.0.input_layernorm.weight", "BF16", "BF16", true, false, true],
+      ["model.layers.0.self_attn.q_proj.weight", "BF16", "BF16", true, false, true],
     ]);
-    expect(report.tensors.find((t) => t.name === "model.layers.0.mlp.experts.gate_up_proj")?.to).toBe(
-      "fp8-e4m3 [128x128]",
-    );
     expect(progress.at(-1)?.doneBytes).toBe(progress.at(-1)?.totalBytes);
-    const q = "model.layers.0.self_attn.q_proj.weight";
-    await expectSameValues(source, out, [q]);
+    await expectSameValues(source, out);
     const ck = await openCheckpoint(out);
     expect(ck.indexed).toBe(true);
     expect(ck.tensor("model.layers.0.mlp.experts.gate_up_proj_scale_inv").shape).toEqual([2, 2, 2]);
+    expect(ck.tensor("model.layers.0.self_attn.q_proj.weight").dtype).toBe("BF16");
+    await ck.close();
+    // The config says what was written: FP8 in 128x128 tiles of power-of-two scales, and every
+    // module left in BF16 under both names engines read.
+    const config = JSON.parse(await readFile(join(out, "config.json"), "utf8"));
+    const kept = ["model.embed_tokens", "model.layers.0.input_layernorm", "model.layers.0.self_attn.q_proj"];
+    expect(config.quantization_config).toEqual({
+      quant_method: "fp8",
+      fmt: "e4m3",
+      activation_scheme: "dynamic",
+      weight_block_size: [128, 128],
+      scale_fmt: "ue8m0",
+      modules_to_not_convert: kept,
+      ignored_layers: kept,
+    });
+    expect(report.quantizationConfig).toEqual(config.quantization_config);
+    expect(config.model_type).toBe("gpt_oss");
+    expect(await readFile(join(out, "tokenizer.json"), "utf8")).toBe("{}");
+    // The same conversion on the calling thread writes the same bytes.
+    const inline = join(root, "fp8-inline");
+    await convertCheckpoint(source, inline, { to: "fp8", workers: 0 });
+    for (const name of (await readdir(out)).filter((n) => n.endsWith(".safetensors"))) {
+      expect((await readFile(join(inline, name))).equals(await readFile(join(out, name))), name).toBe(true);
+    }
+  });
+
+  it("quantizes plain weights only when asked, as lossy, and lists the rest as unquantized", async () => {
+    const out = join(root, "fp8-attention");
+    const report = await convertCheckpoint(source, out, { to: "fp8", workers: 0, include: /self_attn/ });
+    const q = "model.layers.0.self_attn.q_proj.weight";
+    expect(report.tensors.find((t) => t.name === q)).toMatchObject({
+      to: "fp8-e4m3 [128x128]",
+      exact: false,
+      quantized: true,
+    });
+    expect(report.tensors.filter((t) => t.quantized).map((t) => t.name)).toEqual([q]);
+    await expectSameValues(source, out, [q]);
     // bf16 to fp8 is lossy by nature: within half an E4M3 step, 2^-4 of the value (or of the
     // subnormal step 2^-9 times the scale amax / 448).
-    const [src, dst] = [await openCheckpoint(source), ck];
-    const find = (c: typeof ck) =>
+    const [src, dst] = [await openCheckpoint(source), await openCheckpoint(out)];
+    const find = (c: typeof src) =>
       detectLogicalTensors(c.tensors).find((t) => t.name === q) as NonNullable<
         ReturnType<typeof detectLogicalTensors>[number]
       >;
@@ -125,23 +158,39 @@ describe("convertCheckpoint", () => {
     );
     expect(worst).toBeLessThanOrEqual(0);
     await src.close();
-    expect(ck.tensor("model.embed_tokens.weight").dtype).toBe("BF16");
-    await ck.close();
+    await dst.close();
     const config = JSON.parse(await readFile(join(out, "config.json"), "utf8"));
-    expect(config.quantization_config).toEqual({
-      quant_method: "fp8",
-      fmt: "e4m3",
-      activation_scheme: "dynamic",
-      weight_block_size: [128, 128],
-    });
-    expect(config.model_type).toBe("gpt_oss");
-    expect(await readFile(join(out, "tokenizer.json"), "utf8")).toBe("{}");
-    // The same conversion on the calling thread writes the same bytes.
-    const inline = join(root, "fp8-inline");
-    await convertCheckpoint(source, inline, { to: "fp8", workers: 0 });
-    for (const name of (await readdir(out)).filter((n) => n.endsWith(".safetensors"))) {
-      expect((await readFile(join(inline, name))).equals(await readFile(join(out, name))), name).toBe(true);
-    }
+    expect(config.quantization_config.scale_fmt).toBeUndefined();
+    expect(config.quantization_config.modules_to_not_convert).toEqual([
+      "model.embed_tokens",
+      "model.layers.0.input_layernorm",
+    ]);
+    expect(config.quantization_config.ignored_layers).toEqual(
+      config.quantization_config.modules_to_not_convert,
+    );
+  });
+
+  it("honours the source's modules_to_not_convert even when asked to quantize everything", async () => {
+    const dir = join(root, "src-skip");
+    await mkdir(dir);
+    await makeMxfp4Checkpoint(dir, false);
+    await writeFile(
+      join(dir, "config.json"),
+      JSON.stringify({
+        model_type: "gpt_oss",
+        quantization_config: {
+          quant_method: "mxfp4",
+          modules_to_not_convert: ["model.layers.*.self_attn", "model.embed_tokens", "lm_head"],
+        },
+      }),
+    );
+    const out = join(root, "skip-fp8");
+    const report = await convertCheckpoint(dir, out, { to: "fp8", workers: 0, include: /./, exclude: /^$/ });
+    expect(report.tensors.filter((t) => !t.exact).map((t) => t.name)).toEqual([]);
+    await expectSameValues(dir, out);
+    const ck = await openCheckpoint(out);
+    expect(ck.tensor("model.layers.0.self_attn.q_proj.weight").dtype).toBe("BF16");
+    await ck.close();
   });
 
   it("keeps the per-32 scales with --fp8-block block32, exactly", async () => {
@@ -156,6 +205,12 @@ describe("convertCheckpoint", () => {
     const config = JSON.parse(await readFile(join(out, "config.json"), "utf8"));
     expect(config.quantization_config.weight_block_size).toEqual([1, 32]);
     expect(config.quantization_config.scale_fmt).toBe("ue8m0");
+    // Converting that FP8 again keeps its 1x32 scales, and the config still says so.
+    const again = join(root, "fp8-b32-again");
+    await convertCheckpoint(out, again, { to: "fp8", workers: 0, verify: true });
+    const config2 = JSON.parse(await readFile(join(again, "config.json"), "utf8"));
+    expect(config2.quantization_config.weight_block_size).toEqual([1, 32]);
+    expect(config2.quantization_config.modules_to_not_convert).toContain("model.layers.0.self_attn.q_proj");
   });
 
   it("names tensors that cannot be exact, leaves no output, and converts them only when allowed", async () => {
@@ -163,9 +218,12 @@ describe("convertCheckpoint", () => {
     await mkdir(wide);
     await makeMxfp4Checkpoint(wide, true);
     const out = join(root, "wide-fp8");
-    await expect(convertCheckpoint(wide, out, { to: "fp8", workers: 0 })).rejects.toThrow(
-      /gate_up_proj: 1 tile\(s\) of 128x128 span up to 2[0-9] binades/,
-    );
+    const progress: ConvertProgress[] = [];
+    await expect(
+      convertCheckpoint(wide, out, { to: "fp8", workers: 0, onProgress: (p) => progress.push(p) }),
+    ).rejects.toThrow(/gate_up_proj: 1 tile\(s\) of 128x128 span up to 2[0-9] binades/);
+    // Found from the scales before any conversion work started.
+    expect(progress).toEqual([]);
     expect((await readdir(root)).filter((n) => n.includes("wide-fp8"))).toEqual([]);
     const report = await convertCheckpoint(wide, out, { to: "fp8", workers: 0, allowInexact: true });
     const experts = report.tensors.find((t) => t.name.endsWith("gate_up_proj"));
@@ -180,7 +238,12 @@ describe("convertCheckpoint", () => {
     const config = JSON.parse(await readFile(join(bf16, "config.json"), "utf8"));
     expect(config.quantization_config).toBeUndefined();
     const back = join(root, "mxfp4");
-    const report = await convertCheckpoint(bf16, back, { to: "mxfp4", workers: 2, verify: true });
+    const report = await convertCheckpoint(bf16, back, {
+      to: "mxfp4",
+      workers: 2,
+      verify: true,
+      include: /experts|self_attn/,
+    });
     expect(report.tensors.filter((t) => t.verified).map((t) => t.name)).toEqual([
       "model.embed_tokens.weight",
       "model.layers.0.input_layernorm.weight",
@@ -220,7 +283,10 @@ describe("convertCheckpoint", () => {
     await b.close();
     const config2 = JSON.parse(await readFile(join(back, "config.json"), "utf8"));
     expect(config2.quantization_config.quant_method).toBe("mxfp4");
-    expect(config2.quantization_config.modules_to_not_convert).toEqual(["model.embed_tokens"]);
+    expect(config2.quantization_config.modules_to_not_convert).toEqual([
+      "model.embed_tokens",
+      "model.layers.0.input_layernorm",
+    ]);
   });
 
   it("names the file and tensor of a NaN scale, leaving no output", async () => {
@@ -284,5 +350,243 @@ describe("convertCheckpoint", () => {
       await expect(convertCheckpoint(source, out, { to: "fp8", workers })).rejects.toThrow(/whole number/);
       expect(existsSync(out)).toBe(false);
     }
+  });
+
+  it("refuses NaN and infinities in a weight to quantize, naming tensor and element, unless allowed", async () => {
+    const dir = join(root, "non-finite");
+    const values = Float32Array.from({ length: 128 * 64 }, (_, i) => Math.sin(i));
+    values[300] = Number.NaN;
+    values[700] = Number.POSITIVE_INFINITY;
+    await writeCheckpoint(dir, [
+      {
+        name: "w.weight",
+        dtype: "BF16",
+        shape: [128, 64],
+        data: new Uint8Array(float32ToBf16(values).buffer),
+      },
+    ]);
+    await expect(
+      convertCheckpoint(dir, join(root, "non-finite-fp8"), { to: "fp8", workers: 1, include: /./ }),
+    ).rejects.toMatchObject({
+      code: "NOT_FINITE",
+      message: expect.stringMatching(/non-finite\/model\.safetensors#w\.weight: element 300 is NaN/),
+    });
+    expect(existsSync(join(root, "non-finite-fp8"))).toBe(false);
+    const out = join(root, "non-finite-allowed");
+    await convertCheckpoint(dir, out, { to: "fp8", workers: 0, include: /./, allowNonFinite: true });
+    const ck = await openCheckpoint(out);
+    const decoded = await readLogicalTensor(ck, detectLogicalTensors(ck.tensors)[0] as LogicalTensor);
+    await ck.close();
+    // The tile keeps a finite scale: NaN stays NaN, infinity saturates, the rest stay close.
+    expect(decoded[300]).toBeNaN();
+    expect(decoded[700]).toBeCloseTo(1, 1);
+    const rest = [...decoded.keys()].filter((i) => i !== 300 && i !== 700);
+    expect(rest.every((i) => Math.abs((decoded[i] as number) - Math.sin(i)) < 0.07)).toBe(true);
+  });
+
+  it("converts a 1-D MXFP4 weight to bf16 and refuses it cleanly for FP8 block scales", async () => {
+    const dir = join(root, "one-d");
+    await writeCheckpoint(dir, [
+      {
+        name: "v_blocks",
+        dtype: "U8",
+        shape: [2, 16],
+        data: Uint8Array.from({ length: 32 }, (_, i) => i * 9),
+      },
+      { name: "v_scales", dtype: "U8", shape: [2], data: new Uint8Array([126, 130]) },
+    ]);
+    await expect(
+      convertCheckpoint(dir, join(root, "one-d-fp8"), { to: "fp8", workers: 0 }),
+    ).rejects.toMatchObject({
+      code: "NOT_REPRESENTABLE",
+      message: expect.stringMatching(/one-d\/model\.safetensors#v: a 1-D MXFP4 weight/),
+    });
+    const out = join(root, "one-d-bf16");
+    await convertCheckpoint(dir, out, { to: "bf16", workers: 0, verify: true });
+    await expectSameValues(dir, out);
+  });
+
+  it("refuses an output that would hold two FP8 scale layouts, before writing it", async () => {
+    const dir = join(root, "mixed");
+    await writeCheckpoint(dir, [
+      { name: "a.weight", dtype: "F8_E4M3", shape: [4, 32], data: new Uint8Array(128).fill(0x38) },
+      {
+        name: "a.weight_scale_inv",
+        dtype: "F32",
+        shape: [1, 1],
+        data: new Uint8Array(new Float32Array([1]).buffer),
+      },
+      { name: "b_blocks", dtype: "U8", shape: [4, 1, 16], data: new Uint8Array(64).fill(0x22) },
+      { name: "b_scales", dtype: "U8", shape: [4, 1], data: new Uint8Array(4).fill(127) },
+    ]);
+    await expect(
+      convertCheckpoint(dir, join(root, "mixed-b32"), { to: "fp8", fp8Block: "block32", workers: 0 }),
+    ).rejects.toMatchObject({ code: "MIXED_FP8_BLOCKS", message: expect.stringMatching(/128x128 and 1x32/) });
+    expect(existsSync(join(root, "mixed-b32"))).toBe(false);
+    const report = await convertCheckpoint(dir, join(root, "mixed-tiles"), {
+      to: "fp8",
+      workers: 0,
+      verify: true,
+    });
+    expect(report.quantizationConfig).toMatchObject({ weight_block_size: [128, 128] });
+    expect(report.quantizationConfig?.scale_fmt).toBeUndefined();
+  });
+
+  it("keeps its open files bounded whatever the number of shards, converting and verifying", async () => {
+    const dir = join(root, "many-shards");
+    const shards = 300;
+    await writeCheckpoint(
+      dir,
+      Array.from({ length: shards }, (_, i) => ({
+        name: `layers.${i}.w`,
+        dtype: "F32" as const,
+        shape: [2, 2],
+        data: new Uint8Array(new Float32Array([i, 1, 2, 3]).buffer),
+      })),
+      { maxShardBytes: 16 },
+    );
+    const openFiles = async () => (await readdir("/proc/self/fd")).length;
+    const before = await openFiles();
+    let most = 0;
+    const seen: Promise<void>[] = [];
+    await convertCheckpoint(dir, join(root, "many-shards-bf16"), {
+      to: "bf16",
+      workers: 2,
+      chunkBytes: 8,
+      verify: true,
+      onProgress: () => {
+        seen.push(
+          openFiles().then((n) => {
+            most = Math.max(most, n - before);
+          }),
+        );
+      },
+    });
+    await Promise.all(seen);
+    // Two worker threads and this one, each with its bounded readers, and a few shards written at
+    // once: about 100, where one file per shard per thread would be well over 300.
+    expect(most).toBeGreaterThan(0);
+    expect(most).toBeLessThan(shards / 2);
+    expect(await readdir(join(root, "many-shards-bf16"))).toHaveLength(shards + 1);
+  });
+
+  it("says a destination cannot be written, without a stack trace or leftovers", async () => {
+    // /sys refuses new directories even to root, as a read-only mount would.
+    const out = "/sys/bringup-convert-test";
+    await expect(convertCheckpoint(source, out, { to: "fp8", workers: 0 })).rejects.toMatchObject({
+      code: "OUTPUT_NOT_WRITABLE",
+      message: expect.stringMatching(
+        /^\/sys\/bringup-convert-test: cannot write there .*choose a destination/,
+      ),
+    });
+  });
+
+  it("brings MXFP4 back from FP8 bit for bit, through 1x32 scales and through 128x128 tiles", async () => {
+    /** Every tensor of a and b, by name, byte for byte. */
+    const expectSameBytes = async (a: string, b: string) => {
+      const [x, y] = [await openCheckpoint(a), await openCheckpoint(b)];
+      expect(y.tensors.map((t) => t.name).sort()).toEqual(x.tensors.map((t) => t.name).sort());
+      for (const t of x.tensors)
+        expect(Buffer.from(await y.readTensor(t.name)).equals(await x.readTensor(t.name)), t.name).toBe(true);
+      await x.close();
+      await y.close();
+    };
+    // Through 1x32: each block's own scale comes back, whatever scale the source chose.
+    await convertCheckpoint(join(root, "fp8-b32"), join(root, "b32-back"), {
+      to: "mxfp4",
+      workers: 1,
+      verify: true,
+    });
+    await expectSameBytes(source, join(root, "b32-back"));
+    // Through 128x128 tiles: the scale an MXFP4 encoder chooses comes back.
+    const rand = random(7);
+    const values = Float32Array.from(
+      { length: 3 * 256 * 96 },
+      () => (rand() - 0.5) * 2 ** Math.floor(rand() * 6),
+    );
+    const { blocks, scales } = encodeMxfp4(values);
+    const dir = join(root, "encoded");
+    await writeCheckpoint(dir, [
+      { name: "e.w_blocks", dtype: "U8", shape: [3, 256, 3, 16], data: blocks },
+      { name: "e.w_scales", dtype: "U8", shape: [3, 256, 3], data: scales },
+    ]);
+    await convertCheckpoint(dir, join(root, "encoded-fp8"), { to: "fp8", workers: 0 });
+    const report = await convertCheckpoint(join(root, "encoded-fp8"), join(root, "encoded-back"), {
+      to: "mxfp4",
+      workers: 0,
+      verify: true,
+    });
+    expect(report.tensors).toMatchObject([
+      { name: "e.w", from: "fp8-e4m3 [128x128]", to: "mxfp4", exact: true, verified: true },
+    ]);
+    await expectSameBytes(dir, join(root, "encoded-back"));
+    const config = JSON.parse(await readFile(join(root, "encoded-back", "config.json"), "utf8"));
+    expect(config.quantization_config).toEqual({
+      quant_method: "mxfp4",
+      modules_to_not_convert: [],
+      ignored_layers: [],
+    });
+  });
+
+  it("refuses FP8 values that MXFP4 cannot carry, naming tensor and element", async () => {
+    await expect(
+      convertCheckpoint(join(root, "fp8-attention"), join(root, "attention-mxfp4"), {
+        to: "mxfp4",
+        workers: 0,
+      }),
+    ).rejects.toMatchObject({
+      code: "NOT_REPRESENTABLE",
+      message: expect.stringMatching(
+        /#model\.layers\.0\.self_attn\.q_proj\.weight: element \d+ is .* no MXFP4 block scale carries exactly/,
+      ),
+    });
+    expect(existsSync(join(root, "attention-mxfp4"))).toBe(false);
+  });
+
+  it("makes bf16 of FP8 with float32 scales exactly where it can, and says where it cannot", async () => {
+    const fp8 = (scale: number) => {
+      const codes = Uint8Array.from({ length: 128 * 128 }, (_, i) => (i * 37) % 126);
+      return [
+        { name: "w.weight", dtype: "F8_E4M3" as const, shape: [128, 128], data: codes },
+        {
+          name: "w.weight_scale_inv",
+          dtype: "F32" as const,
+          shape: [1, 1],
+          data: new Uint8Array(new Float32Array([scale]).buffer),
+        },
+      ];
+    };
+    // 0.75 has two significant bits: every E4M3 value times it fits bf16's eight.
+    const exact = join(root, "ds-exact");
+    await writeCheckpoint(exact, fp8(0.75));
+    const ok = await convertCheckpoint(exact, join(root, "ds-exact-bf16"), {
+      to: "bf16",
+      workers: 1,
+      verify: true,
+    });
+    expect(ok.tensors).toMatchObject([{ name: "w.weight", to: "BF16", exact: true, verified: true }]);
+    // A scale as DeepSeek's checkpoints have (amax / 448) gives products bf16 must round.
+    const rounded = join(root, "ds-rounded");
+    await writeCheckpoint(rounded, fp8(0.0123456789));
+    await expect(
+      convertCheckpoint(rounded, join(root, "ds-rounded-bf16"), { to: "bf16", workers: 1, verify: true }),
+    ).rejects.toMatchObject({
+      code: "NOT_REPRESENTABLE",
+      message: expect.stringMatching(
+        /ds-rounded\/model\.safetensors#w\.weight: element \d+ is .* which bf16 cannot hold exactly/,
+      ),
+    });
+    const allowed = await convertCheckpoint(rounded, join(root, "ds-rounded-bf16"), {
+      to: "bf16",
+      workers: 0,
+      verify: true,
+      allowInexact: true,
+    });
+    const [w] = allowed.tensors;
+    expect(w).toMatchObject({ exact: false });
+    expect(w?.roundedValues).toBeGreaterThan(1000);
+    // Half a unit in the last of bf16's 8 significant bits: at most 2^-8 of the value.
+    expect(w?.maxRelError).toBeGreaterThan(0);
+    expect(w?.maxRelError).toBeLessThanOrEqual(2 ** -8);
   });
 });

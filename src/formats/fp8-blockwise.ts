@@ -7,6 +7,7 @@ const E4M3_MAX = maxFinite(FP8_E4M3FN);
  * Quantizes a [rows, cols] float matrix to FP8 E4M3 with one float32 scale per 128x128 tile, the way
  * DeepSeek-style FP8 checkpoints are made: scale_inv = amax / 448 (in float32), element =
  * e4m3(value / scale_inv) rounded to nearest even, saturating. An all-zero tile gets scale_inv 1.
+ * NaN stays NaN and infinities saturate to ±448 * scale_inv; neither counts toward amax.
  */
 export function floatToFp8Tile128(
   values: Float32Array,
@@ -25,7 +26,11 @@ export function floatToFp8Tile128(
       const c1 = Math.min(cols, c0 + TILE);
       let amax = 0;
       for (let r = tr * TILE; r < r1; r += 1) {
-        for (let c = c0; c < c1; c += 1) amax = Math.max(amax, Math.abs(values[r * cols + c] as number));
+        for (let c = c0; c < c1; c += 1) {
+          const magnitude = Math.abs(values[r * cols + c] as number);
+          // A NaN or infinity (callers refuse them unless allowed) must not spoil the tile's scale.
+          if (magnitude < Number.POSITIVE_INFINITY) amax = Math.max(amax, magnitude);
+        }
       }
       const scale = amax === 0 ? 1 : Math.fround(amax / E4M3_MAX);
       scaleInv[tr * tileCols + tc] = scale;

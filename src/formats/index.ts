@@ -78,3 +78,4 @@ export {
   verifyCheckpoints,
   type WeightComparison,
 } from "./verify.js";
+export { defaultWorkers } from "./worker-pool.js";

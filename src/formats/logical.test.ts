@@ -70,6 +70,29 @@ describe("logical weights", () => {
     expect(() => findLogical(detectLogicalTensors(ck.tensors), "zz", root)).toThrow(/no weight named "zz"/);
   });
 
+  it("refuses MXFP4 blocks without their scales, or of a shape that is not blocks, naming them", () => {
+    const info = (name: string, shape: number[]) => ({
+      name,
+      dtype: "U8" as const,
+      shape,
+      byteLength: shape.reduce((a, b) => a * b, 1),
+      dataOffsets: [0, 0] as const,
+    });
+    expect(() => detectLogicalTensors([info("x.w_blocks", [4, 2, 16])])).toThrow(
+      /x\.w_blocks: MXFP4 blocks need x\.w_scales, U8 of shape \[4, 2\], which is missing/,
+    );
+    expect(() => detectLogicalTensors([info("x.w_blocks", [4, 2, 16]), info("x.w_scales", [4, 3])])).toThrow(
+      /not U8 \[4, 3\]/,
+    );
+    expect(() => detectLogicalTensors([info("x.w_blocks", [16]), info("x.w_scales", [])])).toThrow(
+      /x\.w_blocks: MXFP4 blocks need shape \[\.\.\., groups, 16\], not \[16\]/,
+    );
+    // One row of blocks is a 1-D weight.
+    expect(detectLogicalTensors([info("v_blocks", [2, 16]), info("v_scales", [2])])).toMatchObject([
+      { kind: "mxfp4", name: "v", shape: [64] },
+    ]);
+  });
+
   it("decodes any row range with the right scales", async () => {
     const weights = detectLogicalTensors(ck.tensors);
     const a = findLogical(weights, "a.weight", root);

@@ -4,6 +4,8 @@ import { codeTable, decodeToFloat32 } from "./decode.js";
 import { type DecodeSpace, fp8Fits, SimdDecoder } from "./decode-simd.js";
 import type { Dtype } from "./dtypes.js";
 import { dtypeBytes, elementCount } from "./dtypes.js";
+import { decodeE8m0 } from "./e8m0.js";
+import { decodeTable, FP4_E2M1 } from "./minifloat.js";
 import {
   checkMxfp4Scales,
   dequantizeMxfp4,
@@ -54,18 +56,32 @@ export function detectLogicalTensors(tensors: readonly TensorInfo[]): LogicalTen
   const used = new Set<string>();
   const out: LogicalTensor[] = [];
   for (const t of tensors) {
-    if (t.name.endsWith("_blocks") && t.dtype === "U8" && t.shape.at(-1) === MXFP4_BLOCK_BYTES) {
+    if (t.name.endsWith("_blocks") && t.dtype === "U8") {
       const base = t.name.slice(0, -"_blocks".length);
       const scales = byName.get(`${base}_scales`);
-      if (scales?.dtype === "U8" && sameDims(scales.shape, t.shape.slice(0, -1))) {
-        out.push({
-          kind: "mxfp4",
-          name: base,
-          shape: mxfp4LogicalShape(t.shape),
-          parts: [t.name, scales.name],
-        });
-        used.add(t.name).add(scales.name);
+      const where = `${"file" in t ? `${String(t.file)}#` : ""}${t.name}`;
+      if (t.shape.length < 2 || t.shape.at(-1) !== MXFP4_BLOCK_BYTES) {
+        throw new BringupError(
+          "MXFP4_BAD_SHAPE",
+          `${where}: MXFP4 blocks need shape [..., groups, 16], not [${t.shape.join(", ")}]; the checkpoint is corrupt or this U8 tensor is misnamed.`,
+          { subject: where },
+        );
       }
+      const wanted = t.shape.slice(0, -1);
+      if (scales?.dtype !== "U8" || !sameDims(scales.shape, wanted)) {
+        throw new BringupError(
+          "MXFP4_SCALES_MISSING",
+          `${where}: MXFP4 blocks need ${base}_scales, U8 of shape [${wanted.join(", ")}], ${scales === undefined ? "which is missing" : `not ${scales.dtype} [${scales.shape.join(", ")}]`}; without it the values cannot be decoded, so download the checkpoint again.`,
+          { subject: where },
+        );
+      }
+      out.push({
+        kind: "mxfp4",
+        name: base,
+        shape: mxfp4LogicalShape(t.shape),
+        parts: [t.name, scales.name],
+      });
+      used.add(t.name).add(scales.name);
     }
   }
   for (const t of tensors) {
@@ -209,15 +225,8 @@ export async function readLogicalRows(
     }
     case "fp8": {
       if (end <= start) return new Float32Array(0);
-      const matrixRows = tensor.shape.at(-2) as number;
-      const [blockRows, blockCols] = tensor.block;
-      const gridCols = Math.ceil(cols / blockCols);
-      const gridRowsPerMatrix = Math.ceil(matrixRows / blockRows);
-      const gridRow = (row: number) =>
-        Math.floor(row / matrixRows) * gridRowsPerMatrix + Math.floor((row % matrixRows) / blockRows);
-      const first = gridRow(start);
-      const last = gridRow(end - 1) + 1;
-      const [scaleStart, scaleEnd] = [first * gridCols * 4, last * gridCols * 4];
+      const { first, gridCols, gridRow, scaleStart, scaleEnd } = fp8ScaleRows(tensor, start, end);
+      const blockCols = tensor.block[1];
       const space = fp8Fits(cols, blockCols)
         ? buffers?.space(scaleEnd - scaleStart, count, count)
         : undefined;
@@ -228,8 +237,6 @@ export async function readLogicalRows(
           space.fp8Row((row - start) * cols, cols, blockCols, (gridRow(row) - first) * gridCols);
         return space.values;
       }
-      const scaleBytes = await ck.readTensorRange(tensor.parts[1], scaleStart, scaleEnd);
-      const scaleInv = decodeToFloat32("F32", scaleBytes, tensor.parts[1]);
       const codes = await ck.readTensorRange(
         tensor.parts[0],
         start * cols,
@@ -237,10 +244,106 @@ export async function readLogicalRows(
         buffers?.bytes(count),
       );
       const values = buffers?.values(count) ?? new Float32Array(count);
-      for (let row = start; row < end; row += 1) {
-        const offset = (row - start) * cols;
-        decodeScaledRow(codes, values, offset, cols, blockCols, scaleInv, (gridRow(row) - first) * gridCols);
+      await decodeFp8Rows(ck, tensor, start, end, codes, values);
+      return values;
+    }
+  }
+}
+
+/** The scale-grid rows that rows [start, end) of an FP8 weight use, and where their bytes lie. */
+export function fp8ScaleRows(tensor: LogicalTensor & { kind: "fp8" }, start: number, end: number) {
+  const { cols } = logicalRows(tensor);
+  const matrixRows = tensor.shape.at(-2) as number;
+  const [blockRows, blockCols] = tensor.block;
+  const gridCols = Math.ceil(cols / blockCols);
+  const gridRowsPerMatrix = Math.ceil(matrixRows / blockRows);
+  const gridRow = (row: number) =>
+    Math.floor(row / matrixRows) * gridRowsPerMatrix + Math.floor((row % matrixRows) / blockRows);
+  const first = gridRow(start);
+  const last = gridRow(end - 1) + 1;
+  return { first, gridCols, gridRow, scaleStart: first * gridCols * 4, scaleEnd: last * gridCols * 4 };
+}
+
+/** Scalar FP8 decoding of rows [start, end) whose codes are read, into float32 or (exactly) float64. */
+async function decodeFp8Rows(
+  ck: Checkpoint,
+  tensor: LogicalTensor & { kind: "fp8" },
+  start: number,
+  end: number,
+  codes: Uint8Array,
+  values: Float32Array | Float64Array,
+): Promise<void> {
+  const { cols } = logicalRows(tensor);
+  const { first, gridCols, gridRow, scaleStart, scaleEnd } = fp8ScaleRows(tensor, start, end);
+  const scaleBytes = await ck.readTensorRange(tensor.parts[1], scaleStart, scaleEnd);
+  const scaleInv = decodeToFloat32("F32", scaleBytes, tensor.parts[1]);
+  for (let row = start; row < end; row += 1) {
+    const offset = (row - start) * cols;
+    decodeScaledRow(
+      codes,
+      values,
+      offset,
+      cols,
+      tensor.block[1],
+      scaleInv,
+      (gridRow(row) - first) * gridCols,
+    );
+  }
+}
+
+/**
+ * Rows [start, end) decoded to float64, where nothing here overflows or rounds (an MXFP4 element
+ * times 2^127, FP8 times a large float32 scale, F64): what a comparison falls back to where float32
+ * shows an infinity. Plain scalar code, as it runs only on such rare rows.
+ */
+export async function readLogicalRowsWide(
+  ck: Checkpoint,
+  tensor: LogicalTensor,
+  start: number,
+  end: number,
+): Promise<Float64Array> {
+  const { cols } = logicalRows(tensor);
+  const count = (end - start) * cols;
+  switch (tensor.kind) {
+    case "plain": {
+      const size = dtypeBytes(tensor.dtype);
+      const bytes = await ck.readTensorRange(tensor.parts[0], start * cols * size, end * cols * size);
+      if (tensor.dtype === "F64") return new Float64Array(bytes.slice().buffer);
+      return Float64Array.from(decodeToFloat32(tensor.dtype, bytes, tensor.name));
+    }
+    case "mxfp4": {
+      const groups = cols / MXFP4_BLOCK;
+      const [g0, g1] = [start * groups, end * groups];
+      const blocks = await ck.readTensorRange(
+        tensor.parts[0],
+        g0 * MXFP4_BLOCK_BYTES,
+        g1 * MXFP4_BLOCK_BYTES,
+      );
+      const scales = await ck.readTensorRange(tensor.parts[1], g0, g1);
+      checkMxfp4Scales(scales, `${ck.tensor(tensor.parts[0]).file}#${tensor.name}`, g0);
+      const e2m1 = decodeTable(FP4_E2M1);
+      const values = new Float64Array(count);
+      for (let b = 0; b < scales.length; b += 1) {
+        const scale = decodeE8m0(scales[b] as number);
+        for (let j = 0; j < MXFP4_BLOCK_BYTES; j += 1) {
+          const byte = blocks[b * MXFP4_BLOCK_BYTES + j] as number;
+          values[b * MXFP4_BLOCK + 2 * j] = (e2m1[byte & 15] as number) * scale;
+          values[b * MXFP4_BLOCK + 2 * j + 1] = (e2m1[byte >> 4] as number) * scale;
+        }
       }
+      return values;
+    }
+    case "fp8": {
+      const values = new Float64Array(count);
+      if (count > 0)
+        await decodeFp8Rows(
+          ck,
+          tensor,
+          start,
+          end,
+          await ck.readTensorRange(tensor.parts[0], start * cols, end * cols),
+          values,
+        );
       return values;
     }
   }
@@ -254,7 +357,7 @@ export async function readLogicalRows(
  */
 export function decodeScaledRow(
   codes: Uint8Array,
-  values: Float32Array,
+  values: Float32Array | Float64Array,
   offset: number,
   cols: number,
   blockCols: number,

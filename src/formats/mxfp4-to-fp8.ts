@@ -40,6 +40,13 @@ const SHIFTED = (() => {
 
 export { ALL_EXACT_SHIFT };
 
+/**
+ * The widest span of block scale exponents (largest minus smallest) that a 128x128 tile always
+ * converts exactly, whatever its elements: the tile scale follows the largest element, at most 2
+ * binades above its block's scale, so every block's shift stays at or above ALL_EXACT_SHIFT.
+ */
+export const EXACT_SCALE_SPAN = E4M3_TOP_EXPONENT - 2 - ALL_EXACT_SHIFT;
+
 // Per shift d >= ALL_EXACT_SHIFT, each packed byte's two E4M3 codes as one little-endian u16, so the
 // hot loop does one lookup per byte.
 const PAIRS = Array.from({ length: SHIFT_MAX - ALL_EXACT_SHIFT + 1 }, (_, i) => {

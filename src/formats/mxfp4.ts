@@ -127,6 +127,14 @@ function exponentOf(a: number): number {
 }
 
 /**
+ * The spec's scale for a block whose largest magnitude is `amax` (finite): the E8M0 code of
+ * 2^(floor(log2(amax)) - 2), clamped to the E8M0 range; code 0 for an all-zero block.
+ */
+export function mxfp4ScaleCode(amax: number): number {
+  return amax === 0 ? 0 : encodeE8m0Exponent(exponentOf(amax) - E2M1_EMAX);
+}
+
+/**
  * Encodes along the last dimension in blocks of 32 with the spec's scale choice: the shared exponent
  * is floor(log2(amax)) - 2, clamped to the E8M0 range; elements are value / scale rounded to nearest
  * even and saturated to ±6. An all-zero block gets the smallest scale (code 0).
@@ -156,7 +164,7 @@ export function encodeMxfp4(values: Float32Array | readonly number[], subject?: 
       }
       amax = Math.max(amax, Math.abs(v));
     }
-    const code = amax === 0 ? 0 : encodeE8m0Exponent(exponentOf(amax) - E2M1_EMAX);
+    const code = mxfp4ScaleCode(amax);
     scales[b] = code;
     const scale = decodeE8m0(code);
     for (let j = 0; j < MXFP4_BLOCK_BYTES; j += 1) {

@@ -10,12 +10,15 @@ const parse = (header: unknown, dataLength = 1 << 20) =>
 
 describe("safetensors header", () => {
   it("reads tensors in data order, with metadata", () => {
-    const parsed = parse({
-      __metadata__: { format: "pt" },
-      b: { dtype: "BF16", shape: [2, 3], data_offsets: [16, 28] },
-      a: { dtype: "F32", shape: [4], data_offsets: [0, 16] },
-      empty: { dtype: "U8", shape: [0], data_offsets: [28, 28] },
-    });
+    const parsed = parse(
+      {
+        __metadata__: { format: "pt" },
+        b: { dtype: "BF16", shape: [2, 3], data_offsets: [16, 28] },
+        a: { dtype: "F32", shape: [4], data_offsets: [0, 16] },
+        empty: { dtype: "U8", shape: [0], data_offsets: [28, 28] },
+      },
+      28,
+    );
     expect(parsed.metadata).toEqual({ format: "pt" });
     expect(parsed.tensors.map((t) => [t.name, t.byteLength])).toEqual([
       ["a", 16],
@@ -49,6 +52,29 @@ describe("safetensors header", () => {
         b: { dtype: "U8", shape: [4], data_offsets: [6, 10] },
       },
       /tensor "b": bytes \[6, 10\] overlap tensor "a"/,
+    ],
+    [
+      "a gap between tensors",
+      {
+        a: { dtype: "U8", shape: [8], data_offsets: [0, 8] },
+        b: { dtype: "U8", shape: [4], data_offsets: [9, 13] },
+      },
+      /tensor "b": starts at byte 9 of the data section, but the tensor before it ends at 8/,
+    ],
+    [
+      "a gap before the first tensor",
+      { a: { dtype: "U8", shape: [8], data_offsets: [4, 12] } },
+      /tensor "a": starts at byte 4/,
+    ],
+    [
+      "bytes after the last tensor",
+      { a: { dtype: "U8", shape: [8], data_offsets: [0, 8] } },
+      /data section is 1048576 bytes but its tensors end at 8; 1048568 bytes follow/,
+    ],
+    [
+      "a name listed twice",
+      '{"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]},"b":{"dtype":"U8","shape":[4],"data_offsets":[4,8]},"a":{"dtype":"U8","shape":[4],"data_offsets":[4,8]}}',
+      /tensor "a": is listed twice in the header/,
     ],
     [
       "extra keys",

@@ -113,20 +113,77 @@ export function parseSafetensorsHeader(
       dataOffsets: [begin, end],
     });
   }
+  const repeated = repeatedTopLevelKey(header);
+  if (repeated !== undefined) {
+    fail(
+      "SAFETENSORS_DUPLICATE_NAME",
+      file,
+      "is listed twice in the header (a JSON reader keeps only one); the file is corrupt.",
+      repeated,
+    );
+  }
   tensors.sort((a, b) => a.dataOffsets[0] - b.dataOffsets[0] || a.dataOffsets[1] - b.dataOffsets[1]);
-  for (let i = 1; i < tensors.length; i += 1) {
-    const previous = tensors[i - 1] as TensorInfo;
-    const current = tensors[i] as TensorInfo;
-    if (current.dataOffsets[0] < previous.dataOffsets[1]) {
+  // As the safetensors crate validates: tensors tile the data section, back to back from 0 to its end.
+  let expected = 0;
+  for (const [i, current] of tensors.entries()) {
+    const [begin, end] = current.dataOffsets;
+    const previous = tensors[i - 1];
+    if (begin < expected && previous !== undefined) {
       fail(
         "SAFETENSORS_OVERLAP",
         file,
-        `bytes [${current.dataOffsets[0]}, ${current.dataOffsets[1]}] overlap tensor ${JSON.stringify(previous.name)} [${previous.dataOffsets[0]}, ${previous.dataOffsets[1]}]; the file is corrupt.`,
+        `bytes [${begin}, ${end}] overlap tensor ${JSON.stringify(previous.name)} [${previous.dataOffsets[0]}, ${previous.dataOffsets[1]}]; the file is corrupt.`,
         current.name,
       );
     }
+    if (begin !== expected) {
+      fail(
+        "SAFETENSORS_GAP",
+        file,
+        `starts at byte ${begin} of the data section, but the tensor before it ends at ${expected}; safetensors tensors lie back to back, so the file is corrupt.`,
+        current.name,
+      );
+    }
+    expected = end;
+  }
+  if (expected !== dataLength) {
+    fail(
+      "SAFETENSORS_TRAILING_BYTES",
+      file,
+      `the data section is ${dataLength} bytes but its tensors end at ${expected}; ${dataLength - expected} bytes follow them, so the file is corrupt or was appended to.`,
+    );
   }
   return { metadata, tensors };
+}
+
+/**
+ * The first name the header's top-level object repeats. JSON.parse keeps the last of repeated keys
+ * silently and no JSON library here reports them, so this walks the (already valid) JSON text.
+ */
+function repeatedTopLevelKey(header: Uint8Array): string | undefined {
+  const text = new TextDecoder().decode(header);
+  const seen = new Set<string>();
+  let depth = 0;
+  let expectKey = false;
+  for (let i = 0; i < text.length; i += 1) {
+    const c = text[i];
+    if (c === '"') {
+      let j = i + 1;
+      while (text[j] !== '"') j += text[j] === "\\" ? 2 : 1;
+      if (depth === 1 && expectKey) {
+        const key = JSON.parse(text.slice(i, j + 1)) as string;
+        if (seen.has(key)) return key;
+        seen.add(key);
+        expectKey = false;
+      }
+      i = j;
+    } else if (c === "{" || c === "[") {
+      depth += 1;
+      expectKey = depth === 1;
+    } else if (c === "}" || c === "]") depth -= 1;
+    else if (c === "," && depth === 1) expectKey = true;
+  }
+  return undefined;
 }
 
 export interface TensorLayout {

@@ -1,6 +1,7 @@
-import { readSync } from "node:fs";
-import { type FileHandle, open } from "node:fs/promises";
+import { fstatSync, read, readSync } from "node:fs";
+import { promisify } from "node:util";
 import { BringupError } from "../common/errors.js";
+import { READ_HANDLES } from "./file-handles.js";
 import { MAX_HEADER_BYTES, parseSafetensorsHeader, type TensorInfo } from "./safetensors-header.js";
 
 export interface OpenOptions {
@@ -11,18 +12,19 @@ export interface OpenOptions {
   readonly blockingReads?: boolean;
 }
 
+const readAsync = promisify(read);
+
 /**
  * An open safetensors file. Only the header is held in memory; tensor bytes are read on request by
- * byte range through the file handle, so files of any size (past 4 GiB) stream.
+ * byte range, so files of any size (past 4 GiB) stream. The descriptor comes from this thread's
+ * bounded READ_HANDLES, so any number of files can be open.
  */
 export class SafetensorsFile {
-  readonly #handle: FileHandle;
   readonly #byName: Map<string, TensorInfo>;
   readonly #blocking: boolean;
 
   constructor(
     readonly path: string,
-    handle: FileHandle,
     /** File offset of the data section (8 + header length). */
     readonly dataStart: number,
     readonly metadata: Readonly<Record<string, string>>,
@@ -30,7 +32,6 @@ export class SafetensorsFile {
     readonly tensors: readonly TensorInfo[],
     options: OpenOptions = {},
   ) {
-    this.#handle = handle;
     this.#blocking = options.blockingReads === true;
     this.#byName = new Map(tensors.map((t) => [t.name, t]));
   }
@@ -81,45 +82,51 @@ export class SafetensorsFile {
         ? into.subarray(0, end - start)
         : new Uint8Array(end - start);
     const position = this.dataStart + info.dataOffsets[0] + start;
-    let done = 0;
-    while (done < out.length) {
-      // A single read returns at most about 2 GiB; loop until the range is in.
-      const length = Math.min(out.length - done, 1 << 30);
-      const bytesRead = this.#blocking
-        ? readSync(this.#handle.fd, out, done, length, position + done)
-        : (await this.#handle.read(out, done, length, position + done)).bytesRead;
-      if (bytesRead === 0) {
-        throw new BringupError(
-          "SAFETENSORS_TRUNCATED",
-          `${this.path}#${name}: the file ended early; it is truncated.`,
-          {
-            subject: `${this.path}#${name}`,
-          },
-        );
-      }
-      done += bytesRead;
+    const fd = READ_HANDLES.acquire(this.path);
+    try {
+      await readFully(fd, out, position, this.#blocking, `${this.path}#${name}`);
+    } finally {
+      READ_HANDLES.release(this.path);
     }
     return out;
   }
 
   close(): Promise<void> {
-    return this.#handle.close();
+    READ_HANDLES.close(this.path);
+    return Promise.resolve();
+  }
+}
+
+/** Reads all of `out` from `position` of the file. */
+async function readFully(
+  fd: number,
+  out: Uint8Array,
+  position: number,
+  blocking: boolean,
+  subject: string,
+): Promise<void> {
+  let done = 0;
+  while (done < out.length) {
+    // A single read returns at most about 2 GiB; loop until the range is in.
+    const length = Math.min(out.length - done, 1 << 30);
+    const bytesRead = blocking
+      ? readSync(fd, out, done, length, position + done)
+      : (await readAsync(fd, out, done, length, position + done)).bytesRead;
+    if (bytesRead === 0) {
+      throw new BringupError("SAFETENSORS_TRUNCATED", `${subject}: the file ended early; it is truncated.`, {
+        subject,
+      });
+    }
+    done += bytesRead;
   }
 }
 
 /** Opens and validates a safetensors file; the caller closes it. */
 export async function openSafetensors(path: string, options: OpenOptions = {}): Promise<SafetensorsFile> {
-  let handle: FileHandle;
+  const fd = READ_HANDLES.acquire(path);
+  let opened = false;
   try {
-    handle = await open(path, "r");
-  } catch (error) {
-    throw new BringupError("FILE_NOT_FOUND", `${path}: cannot open (${(error as Error).message}).`, {
-      subject: path,
-      cause: error,
-    });
-  }
-  try {
-    const { size } = await handle.stat();
+    const { size } = fstatSync(fd);
     if (size < 8) {
       throw new BringupError(
         "SAFETENSORS_TRUNCATED",
@@ -128,7 +135,7 @@ export async function openSafetensors(path: string, options: OpenOptions = {}): 
       );
     }
     const prefix = new Uint8Array(8);
-    await handle.read(prefix, 0, 8, 0);
+    await readFully(fd, prefix, 0, false, path);
     const headerLength = new DataView(prefix.buffer).getBigUint64(0, true);
     if (headerLength > BigInt(size - 8)) {
       throw new BringupError(
@@ -145,12 +152,13 @@ export async function openSafetensors(path: string, options: OpenOptions = {}): 
       );
     }
     const header = new Uint8Array(Number(headerLength));
-    await handle.read(header, 0, header.length, 8);
+    await readFully(fd, header, 8, false, path);
     const dataStart = 8 + header.length;
     const parsed = parseSafetensorsHeader(header, size - dataStart, path);
-    return new SafetensorsFile(path, handle, dataStart, parsed.metadata, parsed.tensors, options);
-  } catch (error) {
-    await handle.close();
-    throw error;
+    opened = true;
+    return new SafetensorsFile(path, dataStart, parsed.metadata, parsed.tensors, options);
+  } finally {
+    READ_HANDLES.release(path);
+    if (!opened) READ_HANDLES.close(path);
   }
 }

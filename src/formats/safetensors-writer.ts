@@ -3,6 +3,7 @@ import { type FileHandle, mkdir, open, rename, rm } from "node:fs/promises";
 import { dirname } from "node:path";
 import { temporarySibling } from "../common/atomic-write.js";
 import { BringupError } from "../common/errors.js";
+import { outputError } from "./output-errors.js";
 import { encodeSafetensorsHeader, type TensorInfo, type TensorLayout } from "./safetensors-header.js";
 
 /**
@@ -43,9 +44,14 @@ export class SafetensorsWriter {
     metadata: Readonly<Record<string, string>> = {},
   ): Promise<SafetensorsWriter> {
     const { header, tensors } = encodeSafetensorsHeader(layouts, metadata);
-    await mkdir(dirname(path), { recursive: true });
     const tmp = temporarySibling(path);
-    const handle = await open(tmp, "wx");
+    let handle: FileHandle;
+    try {
+      await mkdir(dirname(path), { recursive: true });
+      handle = await open(tmp, "wx");
+    } catch (error) {
+      throw outputError(error, path);
+    }
     const prefix = new Uint8Array(8);
     new DataView(prefix.buffer).setBigUint64(0, BigInt(header.length), true);
     try {
@@ -54,7 +60,7 @@ export class SafetensorsWriter {
     } catch (error) {
       await handle.close();
       await rm(tmp, { force: true });
-      throw error;
+      throw outputError(error, path);
     }
     return new SafetensorsWriter(path, tmp, handle, 8 + header.length, tensors);
   }
@@ -64,7 +70,11 @@ export class SafetensorsWriter {
     const position = this.reserve(name, bytes.length);
     let done = 0;
     while (done < bytes.length) {
-      const { bytesWritten } = await this.#handle.write(bytes, done, bytes.length - done, position + done);
+      const { bytesWritten } = await this.#handle
+        .write(bytes, done, bytes.length - done, position + done)
+        .catch((error: unknown) => {
+          throw outputError(error, this.path);
+        });
       done += bytesWritten;
     }
   }
@@ -110,10 +120,17 @@ export class SafetensorsWriter {
   }
 }
 
-/** Writes all of `bytes` at `position` of an open file, blocking: for bytes placed by `reserve` from a worker. */
-export function writeAtSync(fd: number, bytes: Uint8Array, position: number): void {
-  for (let done = 0; done < bytes.length; )
-    done += writeSync(fd, bytes, done, bytes.length - done, position + done);
+/**
+ * Writes all of `bytes` at `position` of an open file, blocking: for bytes placed by `reserve` from a
+ * worker. A full disk or a read-only file is reported as such for `path`.
+ */
+export function writeAtSync(fd: number, bytes: Uint8Array, position: number, path = `fd ${fd}`): void {
+  try {
+    for (let done = 0; done < bytes.length; )
+      done += writeSync(fd, bytes, done, bytes.length - done, position + done);
+  } catch (error) {
+    throw outputError(error, path);
+  }
 }
 
 export interface TensorData extends TensorLayout {

@@ -88,4 +88,27 @@ describe("verify", () => {
     const missing = await verifyCheckpoints(join(root, "a"), join(root, "norm-only"));
     expect(missing).toMatchObject({ ok: false, onlyInA: ["mlp.w"], onlyInB: [] });
   });
+
+  it("compares values past float32's range in a width where they still differ", async () => {
+    // Scale 2^127: 6 * 2^127 and 4 * 2^127 both overflow float32 to infinity, and must still differ.
+    const big = async (dir: string, nibble: number) =>
+      writeCheckpoint(join(root, dir), [
+        { name: "w_blocks", dtype: "U8", shape: [1, 1, 16], data: new Uint8Array(16).fill(nibble | 0x20) },
+        { name: "w_scales", dtype: "U8", shape: [1, 1], data: new Uint8Array([254]) },
+      ]);
+    await big("six", 7);
+    await big("four", 6);
+    for (const workers of [0, 1]) {
+      const report = await compareCheckpointValues(join(root, "six"), join(root, "four"), { workers });
+      expect(report.ok).toBe(false);
+      expect(report.weights[0]).toMatchObject({
+        mismatches: 16,
+        firstMismatch: 0,
+        maxAbsDifference: 2 ** 128,
+      });
+      expect((await compareCheckpointValues(join(root, "six"), join(root, "six"), { workers })).ok).toBe(
+        true,
+      );
+    }
+  });
 });

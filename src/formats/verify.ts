@@ -1,15 +1,19 @@
 import { createHash } from "node:crypto";
-import { availableParallelism } from "node:os";
+import { BringupError } from "../common/errors.js";
 import { type Checkpoint, openCheckpoint } from "./checkpoint.js";
+import { decodeToFloat32 } from "./decode.js";
 import {
   detectLogicalTensors,
+  fp8ScaleRows,
   type LogicalTensor,
   logicalRows,
   type RowBuffers,
   readLogicalRows,
+  readLogicalRowsWide,
   withRowBuffers,
 } from "./logical.js";
-import { siblingModule, WorkerPool } from "./worker-pool.js";
+import { MXFP4_BLOCK } from "./mxfp4.js";
+import { defaultWorkers, siblingModule, WorkerPool } from "./worker-pool.js";
 
 /** How one weight's decoded values compare. */
 export interface ValueComparison {
@@ -101,6 +105,15 @@ async function compareDecoded(
   const { cols } = logicalRows(a);
   const va = await readLogicalRows(x, a, start, end, bufferA);
   const vb = await readLogicalRows(y, b, start, end, bufferB);
+  // A value past float32's range decodes to an infinity, which would hide a difference between two
+  // such values (6 * 2^127 and 4 * 2^127): rows whose scales allow that are compared in float64.
+  if ((await mayOverflow(x, a, start, end)) || (await mayOverflow(y, b, start, end))) {
+    return differences(
+      await readLogicalRowsWide(x, a, start, end),
+      await readLogicalRowsWide(y, b, start, end),
+      start * cols,
+    );
+  }
   // The usual case, every bit the same, is one memcmp; only a difference is looked at value by value.
   if (
     Buffer.from(va.buffer, va.byteOffset, va.byteLength).equals(
@@ -108,27 +121,59 @@ async function compareDecoded(
     )
   )
     return { mismatches: 0, maxAbsDifference: 0 };
-  const [ba, bb] = [
-    new Uint32Array(va.buffer, va.byteOffset, va.length),
-    new Uint32Array(vb.buffer, vb.byteOffset, vb.length),
-  ];
+  return differences(va, vb, start * cols);
+}
+
+/** MXFP4 scale codes from which an element can pass float32's largest value: 6 * 2^126 does. */
+const OVERFLOWING_SCALES = [253, 254];
+/** FP8 scales from which an element can: 448 * scale at or past 2^128. */
+const OVERFLOWING_FP8_SCALE = 2 ** 128 / 448;
+
+/**
+ * Whether rows [start, end) of a weight may decode past float32's range, from its scales alone (a
+ * sixteenth of an MXFP4 weight's bytes, far less for FP8): scanning the decoded values instead cost
+ * more than decoding them. F64 always may, and is compared in float64.
+ */
+async function mayOverflow(ck: Checkpoint, t: LogicalTensor, start: number, end: number): Promise<boolean> {
+  const { cols } = logicalRows(t);
+  if (t.kind === "plain") return t.dtype === "F64";
+  if (t.kind === "mxfp4") {
+    const groups = cols / MXFP4_BLOCK;
+    const scales = Buffer.from(await ck.readTensorRange(t.parts[1], start * groups, end * groups));
+    return OVERFLOWING_SCALES.some((code) => scales.includes(code));
+  }
+  if (end <= start) return false;
+  const { scaleStart, scaleEnd } = fp8ScaleRows(t, start, end);
+  const bytes = await ck.readTensorRange(t.parts[1], scaleStart, scaleEnd);
+  const scales = decodeToFloat32("F32", bytes, t.parts[1]);
+  return scales.some((s) => !(Math.abs(s) < OVERFLOWING_FP8_SCALE));
+}
+
+/** Element by element (NaN matches NaN), the first mismatch counted from `first`. */
+function differences(
+  va: Float32Array | Float64Array,
+  vb: Float32Array | Float64Array,
+  first: number,
+): RowsComparison {
   let mismatches = 0;
   let firstMismatch: number | undefined;
   let maxAbsDifference = 0;
-  for (let i = 0; i < ba.length; i += 1) {
-    if (ba[i] === bb[i]) continue;
+  for (let i = 0; i < va.length; i += 1) {
     const [p, q] = [va[i] as number, vb[i] as number];
-    if (Number.isNaN(p) && Number.isNaN(q)) continue;
+    if (Object.is(p, q) || (Number.isNaN(p) && Number.isNaN(q))) continue;
     mismatches += 1;
-    firstMismatch ??= start * cols + i;
-    maxAbsDifference = Math.max(maxAbsDifference, Math.abs(p - q));
+    firstMismatch ??= first + i;
+    const gap = Math.abs(p - q);
+    maxAbsDifference = Math.max(maxAbsDifference, Number.isNaN(gap) ? Number.POSITIVE_INFINITY : gap);
   }
   return { mismatches, ...(firstMismatch === undefined ? {} : { firstMismatch }), maxAbsDifference };
 }
 
 export interface VerifyOptions {
-  /** Worker threads decoding and comparing values; 0 does it on the calling thread. Default: up to 2. */
+  /** Worker threads decoding and comparing values; 0 does it on the calling thread. Default: defaultWorkers(). */
   readonly workers?: number;
+  /** Stops the comparison early: it rejects with INTERRUPTED. */
+  readonly signal?: AbortSignal;
 }
 
 /**
@@ -170,7 +215,7 @@ async function compare(
   options: VerifyOptions,
   hash?: (x: Checkpoint, y: Checkpoint, pairs: readonly Pair[]) => Promise<[string, string][]>,
 ): Promise<{ report: ComparisonReport<ValueComparison>; sums?: [string, string][] }> {
-  const workerCount = options.workers ?? Math.min(2, availableParallelism());
+  const workerCount = options.workers ?? defaultWorkers();
   const x = await openCheckpoint(pathA);
   try {
     const y = await openCheckpoint(pathB);
@@ -203,7 +248,12 @@ async function compare(
           : undefined;
       try {
         const [values, sums] = await Promise.all([
-          runInOrder(jobs, 2 * Math.max(1, workerCount), (job) => pool?.run(job) ?? compareRows(x, y, job)),
+          runInOrder(jobs, 2 * Math.max(1, workerCount), (job) => {
+            if (options.signal?.aborted === true) {
+              throw new BringupError("INTERRUPTED", `comparing ${pathA} with ${pathB} was interrupted.`);
+            }
+            return pool?.run(job) ?? compareRows(x, y, job);
+          }),
           hash?.(x, y, pairs),
         ]);
         const byWeight = new Map<string, RowsComparison[]>();

@@ -1,4 +1,5 @@
 import { createRequire } from "node:module";
+import { availableParallelism, loadavg } from "node:os";
 import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { parentPort, Worker } from "node:worker_threads";
@@ -106,4 +107,15 @@ function startWorker(entry: URL, workerData: unknown): Worker {
   const api = pathToFileURL(join(tsxRoot, "dist/esm/api/index.mjs")).href;
   const bootstrap = `import(${JSON.stringify(api)}).then((api) => api.tsImport(${JSON.stringify(entry.href)}, ${JSON.stringify(entry.href)}))`;
   return new Worker(bootstrap, { eval: true, workerData });
+}
+
+/**
+ * Worker threads when the caller does not say: two where about two cores are idle, else one.
+ * bench/weights-convert.ts, unpinned on a 2-core machine at load 8, found convert + verify with two
+ * workers no faster than with one (1.01x and 0.93x over two ABBA runs) for 15-20% more CPU, while
+ * the earlier bench found two cores 1.33-1.55x faster than one on a quiet host: a second worker pays
+ * only on a core with nothing else to do.
+ */
+export function defaultWorkers(): number {
+  return Math.round(availableParallelism() - (loadavg()[0] ?? 0)) >= 2 ? 2 : 1;
 }

@@ -1,4 +1,5 @@
-import { mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { spawn } from "node:child_process";
+import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Command } from "commander";
@@ -136,5 +137,92 @@ describe("bringup weights", () => {
       "-1",
     ]);
     expect(String(badWorkers.error)).toMatch(/--workers -1/);
+  });
+
+  it("counts quantized weights as lossy in the summary, and says when every value was carried", async () => {
+    const dir = join(work, "attention");
+    await writeCheckpoint(dir, [
+      {
+        name: "attn.q.weight",
+        dtype: "F32",
+        shape: [4, 32],
+        data: new Uint8Array(new Float32Array(128).map((_, i) => Math.sin(i)).buffer),
+      },
+    ]);
+    const plain = await run(["convert", dir, join(work, "attention-kept"), "--to", "fp8", "--workers", "0"]);
+    expect(plain.out).toMatch(/attn\.q\.weight\s+F32\s+F32\s+exact, verified bit for bit/);
+    expect(plain.out).toMatch(/1 tensors, .*; every value carried exactly/);
+    const asked = await run([
+      ...["convert", dir, join(work, "attention-fp8"), "--to", "fp8", "--workers", "0"],
+      ...["--include", "attn"],
+    ]);
+    expect(asked.out).toMatch(
+      /attn\.q\.weight\s+F32\s+fp8-e4m3 \[128x128\]\s+quantized \(lossy, asked for\)/,
+    );
+    expect(asked.out).toMatch(/; 1 quantized \(lossy, --include\)/);
+  });
+
+  describe("as a process", () => {
+    const REPO = join(import.meta.dirname, "../../..");
+    let big: string;
+    beforeAll(async () => {
+      // 64 MiB of MXFP4 experts: converting and verifying it takes the child a second or more.
+      big = join(work, "big");
+      const [experts, rows, groups] = [16, 1024, 16];
+      const blocks = new Uint8Array(experts * rows * groups * 16);
+      for (let i = 0; i < blocks.length; i += 1) blocks[i] = Math.imul(i, 2654435761) >>> 24;
+      const scales = new Uint8Array(experts * rows * groups).map((_, i) => 118 + (i % 8));
+      await writeCheckpoint(big, [
+        { name: "experts.w_blocks", dtype: "U8", shape: [experts, rows, groups, 16], data: blocks },
+        { name: "experts.w_scales", dtype: "U8", shape: [experts, rows, groups], data: scales },
+      ]);
+    });
+    const start = (shell: string, out: string) =>
+      spawn(
+        "bash",
+        [
+          "-c",
+          `${shell} exec "$0" --import tsx src/cli/main.ts weights convert "$1" "$2" --to fp8 --workers 1 --no-progress`,
+          process.execPath,
+          big,
+          out,
+        ],
+        { cwd: REPO, stdio: ["ignore", "pipe", "pipe"] },
+      );
+    const finished = (child: ReturnType<typeof spawn>) =>
+      new Promise<{ code: number | null; stderr: string }>((done) => {
+        let stderr = "";
+        child.stderr?.on("data", (chunk) => {
+          stderr += String(chunk);
+        });
+        child.on("close", (code) => done({ code, stderr }));
+      });
+
+    it("removes everything it wrote when stopped by SIGTERM", async () => {
+      const parent = join(work, "killed");
+      await mkdir(parent);
+      const child = start("", join(parent, "out"));
+      const done = finished(child);
+      // Stop it as soon as its temporary directory appears, while it converts.
+      while ((await readdir(parent)).length === 0) await new Promise((r) => setTimeout(r, 5));
+      child.kill("SIGTERM");
+      const { code, stderr } = await done;
+      expect(stderr).toMatch(/interrupted; nothing was written/);
+      expect(code).toBe(143);
+      expect(await readdir(parent)).toEqual([]);
+    }, 60_000);
+
+    it("reports a full disk as such, with no stack trace and nothing left", async () => {
+      const parent = join(work, "full");
+      await mkdir(parent);
+      // A file size limit makes writes past 512 KiB fail as a full disk does (EFBIG).
+      const { code, stderr } = await finished(start("trap '' XFSZ; ulimit -f 1024;", join(parent, "out")));
+      expect(stderr).toMatch(
+        /^bringup: .*out.*: the disk is full or the file too large .*\[OUTPUT_DISK_FULL\]\n$/s,
+      );
+      expect(stderr).not.toMatch(/\n\s+at /);
+      expect(code).toBe(2);
+      expect(await readdir(parent)).toEqual([]);
+    }, 60_000);
   });
 });

@@ -1,7 +1,6 @@
-import { availableParallelism } from "node:os";
 import cliProgress from "cli-progress";
 import { type Command, Option } from "commander";
-import { BringupError } from "../../common/errors.js";
+import { BringupError, isBringupError } from "../../common/errors.js";
 import {
   type ConvertReport,
   type ConvertTarget,
@@ -72,6 +71,7 @@ interface ConvertFlags {
   to: ConvertTarget;
   fp8Block: Fp8Block;
   allowInexact?: boolean;
+  allowNonFinite?: boolean;
   workers?: string;
   include?: string;
   exclude?: string;
@@ -100,11 +100,18 @@ function addConvert(weights: Command): void {
         .default("tile128"),
     )
     .option("--allow-inexact", "convert tensors that cannot be exact, reporting the largest error")
-    .option("--workers <n>", `worker threads (default ${Math.min(2, availableParallelism())}; 0 = none)`)
-    .option("--include <regex>", "unquantized tensors to quantize (fp8, mxfp4 targets)")
+    .option("--workers <n>", "worker threads (default 2 where two cores are idle, else 1; 0 = none)")
+    .option(
+      "--include <regex>",
+      "plain weights to quantize for fp8 or mxfp4 (lossy; by default none is: only MXFP4 is converted)",
+    )
     .option(
       "--exclude <regex>",
-      "unquantized tensors to keep (default: embeddings, norms, lm_head, routers, biases)",
+      "of those, weights to keep (default: embeddings, norms, lm_head, routers, biases; the source's modules_to_not_convert always)",
+    )
+    .option(
+      "--allow-non-finite",
+      "quantize NaN as NaN and infinities as the largest value instead of refusing",
     )
     .option("--json", "print the report as JSON")
     .option("--no-progress", "no progress bar")
@@ -114,19 +121,35 @@ function addConvert(weights: Command): void {
     )
     .action(async (src: string, dst: string, flags: ConvertFlags) => {
       const bar = flags.progress && process.stderr.isTTY ? progressBar() : undefined;
+      // Ctrl-C or SIGTERM stops the conversion, which removes its temporary directory.
+      const stop = new AbortController();
+      const interrupt = (signal: NodeJS.Signals) => {
+        process.exitCode = signal === "SIGINT" ? 130 : 143;
+        stop.abort();
+      };
+      process.once("SIGINT", interrupt);
+      process.once("SIGTERM", interrupt);
       let report: ConvertReport;
       try {
         report = await convertCheckpoint(src, dst, {
           to: flags.to,
           fp8Block: flags.fp8Block,
           allowInexact: flags.allowInexact === true,
+          allowNonFinite: flags.allowNonFinite === true,
           workers: workers(flags.workers),
           include: regex("--include", flags.include),
           exclude: regex("--exclude", flags.exclude),
           onProgress: bar?.update,
           verify: flags.verify,
+          signal: stop.signal,
         });
+      } catch (error) {
+        if (!(stop.signal.aborted && isBringupError(error) && error.code === "INTERRUPTED")) throw error;
+        process.stderr.write(`bringup: ${error.message}\n`); // the exit code says which signal
+        return;
       } finally {
+        process.off("SIGINT", interrupt);
+        process.off("SIGTERM", interrupt);
         bar?.stop();
       }
       if (flags.json) {
@@ -142,14 +165,19 @@ function addConvert(weights: Command): void {
             ? "exact, verified bit for bit"
             : "exact"
           : t.quantized
-            ? "quantized (lossy by design)"
-            : `INEXACT (${t.inexactTiles} tiles, span ${t.maxBlockExponentSpan}, max abs error ${t.maxAbsError?.toExponential(3)}, max rel error ${t.maxRelError?.toExponential(3)})`,
+            ? "quantized (lossy, asked for)"
+            : `INEXACT (${t.roundedValues === undefined ? `${t.inexactTiles} tiles, span ${t.maxBlockExponentSpan}` : `${t.roundedValues} values rounded`}, max abs error ${t.maxAbsError?.toExponential(3)}, max rel error ${t.maxRelError?.toExponential(3)})`,
       ]);
       process.stdout.write(`${table([["TENSOR", "FROM", "TO", "RESULT"], ...rows])}\n`);
       const inexact = report.tensors.filter((t) => !t.exact && !t.quantized).length;
+      const quantized = report.tensors.filter((t) => t.quantized).length;
+      const lossy = [
+        ...(quantized > 0 ? [`${quantized} quantized (lossy, --include)`] : []),
+        ...(inexact > 0 ? [`${inexact} converted inexactly (--allow-inexact)`] : []),
+      ];
       process.stdout.write(
         `\n${report.tensors.length} tensors, ${formatBytes(report.sourceBytes)} -> ${formatBytes(report.outputBytes)} in ${report.output}` +
-          `${inexact > 0 ? `; ${inexact} converted inexactly (--allow-inexact)` : "; nothing converted inexactly"}` +
+          `; ${lossy.length > 0 ? lossy.join(", ") : "every value carried exactly"}` +
           `${report.copiedFiles.length > 0 ? `; copied ${report.copiedFiles.join(", ")}` : ""}\n`,
       );
     });
