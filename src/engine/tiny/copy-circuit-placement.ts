@@ -74,7 +74,15 @@ export function placeCopyCircuit(
     }
     tensors.set(name, { dtype: "F32", shape: existing.shape, data });
   };
-  const zero = (name: string) => put(name, new Float32Array(tensors.get(name)?.data.length ?? 0));
+  // Zeros in the tensor's own storage: MXFP4 blocks of zero bytes hold zeros too.
+  const zero = (name: string) => {
+    const existing = tensors.get(name);
+    if (existing === undefined) return put(name, new Float32Array(0));
+    const empty = new (existing.data.constructor as new (n: number) => HostTensor["data"])(
+      existing.data.length,
+    );
+    tensors.set(name, { ...existing, data: empty });
+  };
 
   const vocab = model.model.vocabSize;
   const codes = tokenCodes(options.seed ?? 0, vocab, m, u);

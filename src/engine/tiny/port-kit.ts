@@ -53,7 +53,8 @@ export function tinyKit(
   const size = (shape: number[]) => shape.reduce((a, b) => a * b, 1);
   const random = (name: string, shape: number[], std: number) =>
     put(name, shape, new Rng(tensorSeed(seed, name)).fillNormal(new Float32Array(size(shape)), std));
-  const matrix = (name: string, rows: number, cols: number) => random(name, [rows, cols], 1 / Math.sqrt(cols));
+  const matrix = (name: string, rows: number, cols: number) =>
+    random(name, [rows, cols], 1 / Math.sqrt(cols));
   return {
     vocab: tok.vocab,
     tensors,
@@ -61,7 +62,11 @@ export function tinyKit(
     random,
     uniform(name, shape, map) {
       const rng = new Rng(tensorSeed(seed, name));
-      put(name, shape, Float32Array.from({ length: size(shape) }, () => map(rng.next())));
+      put(
+        name,
+        shape,
+        Float32Array.from({ length: size(shape) }, () => map(rng.next())),
+      );
     },
     matrix,
     ones: (name, n) => put(name, [n], filled(n, 1)),

@@ -1,0 +1,87 @@
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Gate as GateSpec } from "../../../../src/catalog/index.js";
+import { loadCatalog } from "../../../../src/catalog/index.js";
+import { isBringupError } from "../../../../src/common/errors.js";
+import { type LoadedModel, readCorpus, tinyFilesToModel } from "../../../../src/engine/index.js";
+import { runGateSession } from "../../../../src/gates/index.js";
+import { type RunningServer, startServer } from "../../../../src/server/index.js";
+import { minimaxArchitecture, parseMinimaxConfig, portModel } from "../../model.js";
+
+const REPO = join(import.meta.dirname, "../../../..");
+const config =
+  (await loadCatalog(REPO)).ports.find((p) => p.id === "minimax-m3")?.manifest.reference?.config ?? {};
+const corpus = await readCorpus();
+
+function errorOf(json: unknown): string {
+  try {
+    parseMinimaxConfig(json, "config.json");
+  } catch (error) {
+    if (isBringupError(error)) return `${error.code}: ${error.message}`;
+    throw error;
+  }
+  throw new Error("the config parsed");
+}
+
+describe("MiniMax-M3 model code", () => {
+  it("reads gpt-oss's fields: alternating sliding and full layers, sinks on the sliding ones, clamped experts", () => {
+    const c = parseMinimaxConfig(config);
+    expect(c.layers.map((l) => [l.kind, l.sinks])).toEqual([
+      ["sliding", true],
+      ["full", false],
+      ["sliding", true],
+      ["full", false],
+    ]);
+    expect(c.moe).toEqual({ numExperts: 4, topK: 2, intermediateSize: 64, limit: 7, alpha: 1.702 });
+  });
+
+  it("refuses sizes MXFP4 experts cannot hold and a layer list of the wrong length, naming the field", () => {
+    expect(errorOf({ ...config, intermediate_size: 48 })).toMatch(
+      /MODEL_CONFIG_INVALID.*hidden_size.*multiples of 32/,
+    );
+    expect(errorOf({ ...config, layer_types: ["full_attention"] })).toMatch(
+      /layer_types: has 1 entries for 4/,
+    );
+  });
+
+  it("writes its experts in MXFP4 under gpt-oss's names and reads them back", () => {
+    const files = portModel.tinyModel(config, corpus, { seed: 0 });
+    expect(files.tensors.get("model.layers.1.mlp.experts.gate_up_proj_blocks")).toMatchObject({
+      dtype: "U8",
+      shape: [4, 128, 2, 16],
+    });
+    expect(files.tensors.get("model.layers.1.mlp.experts.down_proj_scales")?.shape).toEqual([4, 64, 2]);
+    expect(files.tensors.has("model.layers.1.mlp.experts.gate_up_proj")).toBe(false);
+    const model = tinyFilesToModel("mm", files, [minimaxArchitecture]);
+    expect(model.model.states.map((s) => (s.kind === "paged" ? s.attention : s.kind))).toEqual([
+      "sliding",
+      "full",
+      "sliding",
+      "full",
+    ]);
+  });
+});
+
+describe("the retrieval variant", () => {
+  let model: LoadedModel;
+  let server: RunningServer;
+  beforeAll(async () => {
+    const files = portModel.retrievalModel?.(corpus, { maxPositionEmbeddings: 2048 });
+    if (files === undefined) throw new Error("no retrieval variant");
+    model = tinyFilesToModel("mm-retrieval", files, [minimaxArchitecture]);
+    server = await startServer({ model, port: 0, threads: 2, maxNumSeqs: 1 });
+  });
+  afterAll(() => server?.close());
+
+  it("retrieves every needle at every depth with its experts silenced", async () => {
+    const contexts = [512, 1024];
+    const spec: GateSpec = { kind: "needles", contexts, needles: 3, min_retrieved: 3 };
+    const { outcomes } = await runGateSession([spec], {
+      endpointUrl: server.url,
+      corpus,
+      needleContexts: contexts,
+      needleAnswerTokens: 12,
+    });
+    expect(outcomes[0]?.status).toBe("passed");
+  });
+});
