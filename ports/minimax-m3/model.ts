@@ -34,7 +34,6 @@ import {
   tinyFilesToModel,
   tinyKit,
 } from "../../src/engine/index.js";
-import { encodeMxfp4 } from "../../src/formats/index.js";
 
 export const MODEL_TYPE = "minimax_m3";
 
@@ -177,11 +176,7 @@ export function minimaxTinyModel(
   /** A stacked [E, rows, cols] expert weight in MXFP4, drawn like a fan-in-scaled matrix. */
   const mxfp4Experts = (base: string, rows: number, cols: number) => {
     kit.random(base, [E, rows, cols], 1 / Math.sqrt(cols));
-    const drawn = kit.tensors.get(base);
-    kit.tensors.delete(base);
-    const { blocks, scales } = encodeMxfp4(drawn?.data as Float32Array, base);
-    kit.tensors.set(`${base}_blocks`, { dtype: "U8", shape: [E, rows, cols / 32, 16], data: blocks });
-    kit.tensors.set(`${base}_scales`, { dtype: "U8", shape: [E, rows, cols / 32], data: scales });
+    kit.toMxfp4(base);
   };
   kit.random("model.embed_tokens.weight", [kit.vocab, H], 1);
   spec.layers.forEach((a, i) => {

@@ -109,6 +109,7 @@ export type {
 export type { DecoderConfig, DecoderShape, LayerSpec } from "./models/decoder.js";
 export { embeddingAndHead, preNormDecoder } from "./models/decoder.js";
 export { llamaArchitecture, parseLlamaConfig } from "./models/llama.js";
+export { mimoArchitecture, mimoRetrievalModel, mimoTinyModel, parseMimoConfig } from "./models/mimo.js";
 export type { FinishReason, GeneratedToken, GenerateRequest, PromptLogprobs, StepOutput } from "./request.js";
 export type { SamplingParams, TokenLogprob } from "./sampler.js";
 export { Rng } from "./tensor/random.js";

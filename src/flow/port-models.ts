@@ -1,5 +1,6 @@
 import { portModel as glm53Flash } from "../../ports/glm-5.3-flash/model.js";
 import { portModel as mimoV26Flash } from "../../ports/mimo-v2.6-flash/model.js";
+import { portModel as mimoV26Pro } from "../../ports/mimo-v2.6-pro/model.js";
 import { portModel as minimaxM3 } from "../../ports/minimax-m3/model.js";
 import type { Architecture, PortModel } from "../engine/index.js";
 
@@ -14,6 +15,7 @@ export const PORT_MODELS: ReadonlyMap<string, PortModel> = new Map([
   ["mimo-v2.6-flash", mimoV26Flash],
   ["glm-5.3-flash", glm53Flash],
   ["minimax-m3", minimaxM3],
+  ["mimo-v2.6-pro", mimoV26Pro],
 ]);
 
 /** Every port's architecture: what `bringup serve` and the loaders read model directories with. */

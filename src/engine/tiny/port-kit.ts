@@ -1,4 +1,5 @@
 import { BringupError } from "../../common/errors.js";
+import { encodeMxfp4 } from "../../formats/index.js";
 import type { AttentionNames, AttentionSpec } from "../blocks/attention/gqa-attention.js";
 import type { MlpNames } from "../blocks/mlp/swiglu-mlp.js";
 import type { HostTensor } from "../loader/host-tensor.js";
@@ -27,8 +28,13 @@ export interface TinyKit {
   mlp(prefix: string, names: MlpNames, hidden: number, intermediate: number): void;
   /** An attention layer's q/k/v/o projections (and their biases when the spec has them). */
   attention(names: AttentionNames, spec: AttentionSpec, hidden: number): void;
+  /**
+   * Re-stores the f32 tensor `name` [..., cols] in MXFP4 as checkpoints do: `<name>_blocks`
+   * [..., cols/32, 16] and `<name>_scales` [..., cols/32] (the OCP encoder's scales and rounding).
+   */
+  toMxfp4(name: string): void;
   /** The model files: `config` with the trained vocabulary, its end token and the port's stamp. */
-  files(config: Record<string, unknown>, architecture: string, port: string): TinyModelFiles;
+  files(config: Record<string, unknown>, architecture: string, port?: string): TinyModelFiles;
 }
 
 /**
@@ -86,6 +92,17 @@ export function tinyKit(
         random(`${names.v}.bias`, [a.numKvHeads * a.vHeadDim], 0.1);
       }
     },
+    toMxfp4(name) {
+      const t = tensors.get(name);
+      if (t === undefined || t.dtype !== "F32")
+        throw new Error(`unreachable: no f32 tensor ${name} to encode`);
+      const { blocks, scales } = encodeMxfp4(t.data as Float32Array, name);
+      const lead = t.shape.slice(0, -1);
+      const groups = (t.shape.at(-1) as number) / 32;
+      tensors.delete(name);
+      tensors.set(`${name}_blocks`, { dtype: "U8", shape: [...lead, groups, 16], data: blocks });
+      tensors.set(`${name}_scales`, { dtype: "U8", shape: [...lead, groups], data: scales });
+    },
     files: (config, architecture, port) =>
       tinyModelFiles(
         {
@@ -95,7 +112,7 @@ export function tinyKit(
           bos_token_id: null,
           eos_token_id: tok.eos,
           torch_dtype: "float32",
-          bringup_tiny: { port, seed },
+          bringup_tiny: { ...(port !== undefined ? { port } : {}), seed },
         },
         tok,
         tensors,
