@@ -1,4 +1,4 @@
-import { cp, mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -14,6 +14,7 @@ const PORT = "mimo-v2.6-flash";
 
 let root: string;
 let results: string;
+let published: string;
 /** Reduced sizes: needles at 1K, a short A/B; the site is rendered in memory instead of built. */
 let quick: BringUpOptions;
 
@@ -25,7 +26,8 @@ beforeAll(async () => {
   for (const id of [PORT, "muse-glimmer-30b"]) {
     await cp(join(REPO, "ports", id), join(root, "ports", id), { recursive: true });
   }
-  results = join(root, "ports", PORT, "results");
+  results = join(root, ".bringup", "results", PORT);
+  published = join(root, "ports", PORT, "results");
   quick = {
     root,
     port: PORT,
@@ -40,9 +42,9 @@ afterAll(async () => {
   await rm(root, { recursive: true, force: true });
 });
 
-/** The ids the next run's records of these series get (the copied results may hold earlier runs). */
+/** The ids the next run's records of these series get (the copied and local results may hold earlier runs). */
 async function nextIds(...series: string[]): Promise<string[]> {
-  const ids = (await readRecords(results)).map((r) => r.id);
+  const ids = [...(await readRecords(published)), ...(await readRecords(results))].map((r) => r.id);
   return series.map((s) => nextSeriesId(`${PORT}/${s}`, ids));
 }
 
@@ -54,15 +56,24 @@ async function expectStopped(urls: readonly (string | undefined)[]): Promise<voi
   }
 }
 
+/** Every file of a directory with its text, to show that a run left it alone. */
+async function readdirContents(dir: string): Promise<Record<string, string>> {
+  const contents: Record<string, string> = {};
+  for (const name of await readdir(dir)) contents[name] = await readFile(join(dir, name), "utf8");
+  return contents;
+}
+
 describe("bringUp", () => {
   it("brings the port up end to end: gates passed, records with their methods, servers stopped", async () => {
     const events: StageEvent[] = [];
+    // A quick run's sizes name its own series, so it never replaces the full-size figure.
     const [perplexityId, needlesId, capacityId, abId] = await nextIds(
       "reference-perplexity",
-      "reference-needles",
+      "reference-needles-ctx1024",
       "reference-kv-capacity",
-      "reference-decode-ab",
+      "reference-decode-ab-p128-o8-b2",
     );
+    const publishedBefore = await readdirContents(published);
     const summary = await bringUp({ ...quick, onStage: (event) => events.push(event) });
 
     expect(summary.aborted).toBe(false);
@@ -127,11 +138,16 @@ describe("bringUp", () => {
 
     await expectStopped([summary.servers.build, summary.servers.baseline, summary.servers.retrieval]);
 
-    // The port's page shows each figure of the run with its method.
-    const site = renderSite(await loadCatalog(root), new Map());
+    // The records stay in the local store: the published ones are byte for byte as they were.
+    expect(summary.recordsDir).toBe(results);
+    expect(await readdirContents(published)).toEqual(publishedBefore);
+
+    // A preview with the local records shows each figure of the run with its method, marked local.
+    const site = renderSite(await loadCatalog(root, { local: true }), new Map());
     const page = site.pages.find((p) => p.path === `ports/${PORT}.md`)?.markdown ?? "";
     expect(page).toContain("### Reference run");
     expect(page).toContain(`\`${abId}\``);
+    expect(page).toMatch(/local run\\?, not published/);
     expect(page).toContain("same\\-pod A\\/B");
     expect(page).toContain("single run");
   });
@@ -139,8 +155,12 @@ describe("bringUp", () => {
   it("reuses the cached weights, numbers later records of a series, and on abort stops the servers and keeps what it recorded", async () => {
     const controller = new AbortController();
     const events: StageEvent[] = [];
-    const expected = await nextIds("reference-perplexity", "reference-needles", "reference-kv-capacity");
-    const [abId] = await nextIds("reference-decode-ab");
+    const expected = await nextIds(
+      "reference-perplexity",
+      "reference-needles-ctx1024",
+      "reference-kv-capacity",
+    );
+    const [abId] = await nextIds("reference-decode-ab-p128-o8-b2");
     expect(expected.every((id) => /\.[0-9]+$/.test(id))).toBe(true);
     const summary = await bringUp({
       ...quick,

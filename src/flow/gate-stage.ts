@@ -23,6 +23,8 @@ export interface ReferenceGateRun {
 export interface GateStageContext {
   readonly port: string;
   readonly resultsDir: string;
+  /** The published store, whose ids a new record must not take either. */
+  readonly publishedDir?: string;
   /** The command line the records name. */
   readonly command: string;
   readonly corpus: string;
@@ -76,7 +78,7 @@ export async function runReferenceGate(
   const stated = statedFigures(outcome);
   const record = await appendRecord(stage.resultsDir, {
     ...input,
-    id: nextSeriesId(run.series, await recordIds(stage.resultsDir)),
+    id: nextSeriesId(run.series, await recordIds(stage.resultsDir, stage.publishedDir)),
     source: { kind: "measured", tool: "bringup up", command: stage.command },
     arms: input.arms.map((arm, index) => ({
       ...arm,

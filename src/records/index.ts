@@ -1,6 +1,7 @@
 export { Fingerprint, fingerprintDifferences } from "./fingerprint.js";
 export { figureNumbers, recordNumbers } from "./numbers.js";
 export { formatProblem, type IssueContext, issueProblems, type Path, type Problem } from "./problems.js";
+export { type PublishOptions, type PublishPlan, publishRecords } from "./publish.js";
 export {
   Arm,
   BenchRecord,

@@ -25,7 +25,7 @@ import { code, frontMatter, table, text, vPre } from "./markdown.js";
 import { renderFigureRefs } from "./readme.js";
 import { renderRecipe } from "./recipe.js";
 import { type IndexedRecord, requireRecord } from "./record-index.js";
-import { renderReferenceRun } from "./reference-run.js";
+import { localMark, renderReferenceRun } from "./reference-run.js";
 
 const NONE = "—";
 
@@ -108,7 +108,7 @@ function recordsTable(port: LoadedPort): string {
     text(formatValue(record)),
     text(arms(record)),
     text(methodName(record)),
-    text(source(record)),
+    text(`${source(record)}${localMark(port, record)}`),
     record.method === "different-conditions" ? text(formatConditions(record)) : NONE,
   ]);
   const headers = ["Record", "What", "Figure", "Arms", "Method", "Source", "Conditions"];

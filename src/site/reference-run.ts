@@ -21,6 +21,11 @@ export function latestInSeries(records: readonly BenchRecord[], series: string):
   return latest;
 }
 
+/** Marks a record of a local, unpublished run on a preview built with local records. */
+export function localMark(port: LoadedPort, record: BenchRecord): string {
+  return port.localRecords?.has(record.id) ? " (local run, not published)" : "";
+}
+
 /**
  * The port's reference run: each gate and A/B of its reference section (what `bringup up` runs on
  * the tiny reference config) with the latest measured record, its method and interval; nothing
@@ -32,7 +37,8 @@ export function renderReferenceRun(port: LoadedPort): string | undefined {
   const series = referenceSeries(port.manifest);
   const cell = (id: string) => {
     const record = latestInSeries(port.records, id);
-    return record === undefined ? [NOT_YET, code(id)] : [text(formatRecordFigure(record)), code(record.id)];
+    if (record === undefined) return [NOT_YET, code(id)];
+    return [text(`${formatRecordFigure(record)}${localMark(port, record)}`), code(record.id)];
   };
   const rows = [
     ...reference.gates.map((gate, index) => [

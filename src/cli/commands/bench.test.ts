@@ -52,7 +52,7 @@ describe("bringup bench and records compare", () => {
       "1,2",
       "--metric-percentiles",
       "50,99",
-      "--port",
+      "--port-id",
       "demo",
       "--report-dir",
       reportDir,
@@ -66,7 +66,7 @@ describe("bringup bench and records compare", () => {
     ]);
     expect(report.points[0].metrics.completed).toBe(3);
     expect(report.points[0].metrics.tokenCheck.streamMismatches).toBe(0);
-    const records = await readRecords(join(root, "ports/demo/results"));
+    const records = await readRecords(join(root, ".bringup/results/demo"));
     const ttft = records.find((r) => r.id.endsWith("-concurrency-1-ttft-ms"));
     expect(ttft?.method).toBe("single-run");
     expect(ttft?.arms[0]?.samples.length).toBe(3);
@@ -100,7 +100,7 @@ describe("bringup bench and records compare", () => {
       ...workload,
       "--max-concurrency",
       "1",
-      "--port",
+      "--port-id",
       "demo",
       "--json",
     ]);
@@ -115,10 +115,12 @@ describe("bringup bench and records compare", () => {
   });
 
   it("records compare refuses different fingerprints unless different-conditions, then names them", async () => {
-    const records = await readRecords(join(root, "ports/demo/results"));
+    const records = await readRecords(join(root, ".bringup/results/demo"));
     const one = records.find((r) => r.id.endsWith("-concurrency-1-output-throughput"));
     const two = records.find((r) => r.id.endsWith("-concurrency-2-output-throughput"));
-    const trial = (await readRecords(join(root, "ports/demo/results"))).find((r) => r.id.endsWith("-t001-a"));
+    const trial = (await readRecords(join(root, ".bringup/results/demo"))).find((r) =>
+      r.id.endsWith("-t001-a"),
+    );
     if (!one || !two || !trial) throw new Error("records missing");
     expect(await run(["--root", root, "records", "compare", one.id, two.id])).toMatch(
       /the fingerprints match/,

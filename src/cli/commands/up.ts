@@ -235,6 +235,12 @@ function render(summary: BringUpSummary): string {
   }
   for (const skipped of summary.skippedBenchmarks)
     parts.push(`A/B ${skipped.record} not measured: ${skipped.reason}`);
+  if (summary.recordsDir !== undefined && summary.records.length > 0) {
+    parts.push(
+      "",
+      `${summary.records.length} record${summary.records.length === 1 ? "" : "s"} kept locally in ${summary.recordsDir} (gitignored); \`bringup records publish ${summary.port}\` shows them and adds them to the port's published results`,
+    );
+  }
   parts.push(
     "",
     table([
