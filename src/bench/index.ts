@@ -45,7 +45,8 @@ export {
 export { DEFAULT_PERCENTILES, type RunOptions, type RunResult, runBench } from "./run.js";
 export { runRecords } from "./run-records.js";
 export {
-  bootstrapRatio,
+  type BlockTrials,
+  blockedRatioInterval,
   cv,
   type Interval,
   type Summary,

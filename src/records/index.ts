@@ -1,4 +1,5 @@
 export { Fingerprint, fingerprintDifferences } from "./fingerprint.js";
+export { showsNoDifference } from "./interval.js";
 export { figureNumbers, recordNumbers } from "./numbers.js";
 export { formatProblem, type IssueContext, issueProblems, type Path, type Problem } from "./problems.js";
 export { type PublishOptions, type PublishPlan, publishRecords } from "./publish.js";

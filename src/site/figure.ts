@@ -1,4 +1,10 @@
-import type { BenchRecord, Figure, Method, Unit } from "../records/index.js";
+import {
+  type BenchRecord,
+  type Figure,
+  type Method,
+  showsNoDifference,
+  type Unit,
+} from "../records/index.js";
 
 /** Units written against the number ("1.35x", "0.4%"); every other unit follows after a space. */
 const ATTACHED_UNITS: ReadonlySet<Unit> = new Set(["x", "%"]);
@@ -98,11 +104,16 @@ export function formatArms(record: BenchRecord): string {
   return `${figures.length === 1 ? "median" : "medians"} ${text}`;
 }
 
-/** The stated or measured ratio: "ratio 2.49x, 95% CI 2.3x to 2.6x". */
+/**
+ * The stated or measured ratio: "ratio 2.49x, 95% CI 2.3x to 2.6x"; when the interval holds 1 it
+ * leads with "no difference was shown", since the run did not show either arm better.
+ */
 export function formatComparison(comparison: NonNullable<BenchRecord["comparison"]>): string {
-  const parts = [`ratio ${formatFigure(comparison.figure, "x")}`];
+  const ratio = `ratio ${formatFigure(comparison.figure, "x")}`;
+  const parts = [ratio];
   if (comparison.ci95 !== undefined) {
     const [low, high] = comparison.ci95;
+    if (showsNoDifference(comparison.ci95)) parts[0] = `no difference was shown: ${ratio}`;
     parts.push(`95% CI ${formatFigure({ shape: "range", low, high }, "x")}`);
   }
   if (comparison.cv !== undefined) parts.push(`CV ${formatNumber(comparison.cv)}`);

@@ -27,7 +27,7 @@ import {
 import { findPort, loadCatalog, localResultsDir } from "../../catalog/index.js";
 import { normalizeBaseUrl, probeEndpoint } from "../../client/index.js";
 import { BringupError } from "../../common/errors.js";
-import { appendRecord, type BenchRecord, type Fingerprint } from "../../records/index.js";
+import { appendRecord, type BenchRecord, type Fingerprint, showsNoDifference } from "../../records/index.js";
 import { projectRoot } from "../root.js";
 import { table } from "./ports.js";
 import { findRecord, registerRecordsCompare } from "./records-compare.js";
@@ -548,10 +548,13 @@ export function registerBench(program: Command): void {
         names[t.arm],
         t.value.toFixed(3),
       ]);
+      const verdict = showsNoDifference([i.low, i.high])
+        ? `no difference was shown between ${names.b} and ${names.a}: the interval holds 1`
+        : `above 1, ${names.b} is better`;
       process.stdout.write(
         `${table([["trial", "block", "arm", `${result.metric} (${spec.unit})`], ...rows])}\n\n` +
           `${result.method}: ${names.b} against ${names.a}, ratio ${i.estimate.toFixed(3)}x ` +
-          `(95% interval ${i.low.toFixed(3)}x to ${i.high.toFixed(3)}x, CV ${(result.cv * 100).toFixed(1)}%, ${result.ratios.length} ABBA blocks); above 1, ${names.b} is better\n` +
+          `(95% interval ${i.low.toFixed(3)}x to ${i.high.toFixed(3)}x, CV ${(result.cv * 100).toFixed(1)}%, ${result.ratios.length} ABBA blocks); ${verdict}\n` +
           (result.record ? `recorded as ${result.record.id}\n` : ""),
       );
     },

@@ -9,6 +9,7 @@ import {
   type ProgressEvent,
   type StageEvent,
 } from "../../flow/index.js";
+import { showsNoDifference } from "../../records/index.js";
 import { projectRoot } from "../root.js";
 import { untilSignalled } from "../signals.js";
 import { table } from "./ports.js";
@@ -225,7 +226,11 @@ function render(summary: BringUpSummary): string {
       table([
         ["figure", "method", "interval", "record"],
         ...summary.figures.map((f) => [
-          f.ratio !== undefined ? `${f.label}: ${f.ratio}x` : f.label,
+          f.ratio === undefined
+            ? f.label
+            : f.interval !== undefined && showsNoDifference(f.interval)
+              ? `${f.label}: no difference was shown (ratio ${f.ratio}x)`
+              : `${f.label}: ${f.ratio}x`,
           f.method,
           f.interval ? `${f.interval[0]}x to ${f.interval[1]}x` : "-",
           f.record,
