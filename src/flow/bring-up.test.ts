@@ -112,6 +112,12 @@ describe("bringUp", () => {
       "--kv-layout=full",
     ]);
     expect(perplexity?.source).toMatchObject({ kind: "measured", tool: "bringup up" });
+    // The fingerprint tells machines apart: host name, CPU, cores, memory, OS, Node, the weights.
+    const fingerprint = perplexity?.arms[0]?.fingerprint;
+    expect(fingerprint?.host).not.toBe("127.0.0.1");
+    expect(fingerprint?.machine).toMatchObject({ cores: expect.any(Number), cpu: expect.any(String) });
+    expect(fingerprint?.software?.node).toBe(process.versions.node);
+    expect(fingerprint?.weights_checksum).toMatch(/^sha256:[0-9a-f]{64}$/);
     // Gate records state the gate's own figures: needles out of those asked, capacities and their ratio.
     expect(byId.get(needlesId as string)?.arms[0]?.figure).toEqual({
       shape: "fraction",
@@ -128,6 +134,11 @@ describe("bringUp", () => {
     });
     const record = byId.get(abId as string);
     expect(record?.method).toBe("same-pod-ab");
+    expect(record?.arms[0]?.fingerprint).toMatchObject({
+      machine: fingerprint?.machine,
+      weights_checksum: fingerprint?.weights_checksum,
+      workload_hash: expect.stringMatching(/^sha256:/),
+    });
     expect(record?.comparison?.ci95).toHaveLength(2);
     expect(record?.arms.map((a) => [a.name, a.samples.length])).toEqual([
       ["full KV layout", 4],

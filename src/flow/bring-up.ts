@@ -549,7 +549,12 @@ function planGate(spec: GateSpec, reference: Reference, servers: Servers, option
 }
 
 function embedded(server: EmbeddedServer, name: string): GateServer {
-  return { url: server.url, name, layout: server.layout };
+  return {
+    url: server.url,
+    name,
+    layout: server.layout,
+    ...(server.weightsChecksum !== undefined ? { weightsChecksum: server.weightsChecksum } : {}),
+  };
 }
 
 type AbPlan =
@@ -572,10 +577,11 @@ function planAb(spec: AbBenchmark, reference: Reference, servers: Servers, optio
         },
       };
     }
+    const checksum = server.weightsChecksum !== undefined ? { weightsChecksum: server.weightsChecksum } : {};
     return {
       arms: {
-        a: { url: server.url, layout: spec.a.kv_layout, embedded: true },
-        b: { url: server.url, layout: spec.b.kv_layout, embedded: true },
+        a: { url: server.url, layout: spec.a.kv_layout, embedded: true, ...checksum },
+        b: { url: server.url, layout: spec.b.kv_layout, embedded: true, ...checksum },
       },
       switchTo: (arm) => server.restartAs(spec[arm].kv_layout),
     };

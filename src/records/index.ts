@@ -1,4 +1,11 @@
-export { Fingerprint, fingerprintDifferences } from "./fingerprint.js";
+export {
+  Fingerprint,
+  fingerprintDifferences,
+  fingerprintField,
+  localMachine,
+  localServerFingerprint,
+  Machine,
+} from "./fingerprint.js";
 export { showsNoDifference } from "./interval.js";
 export { figureNumbers, recordNumbers } from "./numbers.js";
 export { formatProblem, type IssueContext, issueProblems, type Path, type Problem } from "./problems.js";

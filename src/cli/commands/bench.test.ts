@@ -1,4 +1,4 @@
-import { cp, mkdtemp, readFile, rm } from "node:fs/promises";
+import { cp, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -36,6 +36,20 @@ describe("bringup bench and records compare", () => {
   afterAll(async () => {
     await server.close();
     await rm(root, { recursive: true, force: true });
+  });
+
+  it("bench run and ab check --report-dir before measuring anything", async () => {
+    const file = join(root, "a-file");
+    await writeFile(file, "x");
+    // The endpoint is closed: an error about it would mean the output was checked too late.
+    for (const args of [
+      ["run", "--endpoint", "http://127.0.0.1:9"],
+      ["ab", "--a", "http://127.0.0.1:9", "--b", "http://127.0.0.1:9"],
+    ]) {
+      await expect(
+        run(["--root", root, "bench", ...args, ...workload, "--report-dir", join(file, "report")]),
+      ).rejects.toMatchObject({ code: "FS_NOT_DIRECTORY", message: expect.stringContaining(file) });
+    }
   });
 
   it("bench run sweeps, prints JSON, writes records and a report with charts", async () => {

@@ -1,3 +1,4 @@
+import { resolve } from "node:path";
 import { Presets, SingleBar } from "cli-progress";
 import { type Command, Option } from "commander";
 import {
@@ -27,6 +28,7 @@ import {
 import { findPort, loadCatalog, localResultsDir } from "../../catalog/index.js";
 import { normalizeBaseUrl, probeEndpoint } from "../../client/index.js";
 import { BringupError } from "../../common/errors.js";
+import { checkNewOutput } from "../../common/fs-errors.js";
 import { appendRecord, type BenchRecord, type Fingerprint, showsNoDifference } from "../../records/index.js";
 import { projectRoot } from "../root.js";
 import { table } from "./ports.js";
@@ -322,6 +324,7 @@ export function registerBench(program: Command): void {
       flags: WorkloadFlags & { endpoint: string; maxConcurrency?: number[]; requestRate?: number[] },
       command: Command,
     ) => {
+      if (flags.reportDir) await checkNewOutput(resolve(flags.reportDir));
       const { target, fingerprint: probed } = await resolveTarget(flags.endpoint, flags);
       const workload = await buildWorkload(flags);
       const { metrics: percentileMetrics, percentiles } = percentilesOf(flags);
@@ -465,6 +468,7 @@ export function registerBench(program: Command): void {
       },
       command: Command,
     ) => {
+      if (flags.reportDir) await checkNewOutput(resolve(flags.reportDir));
       const urlA = flags.a;
       const urlB = flags.b ?? (flags.switch ? flags.a : undefined);
       if (!urlA || !urlB) {
