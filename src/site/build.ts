@@ -3,9 +3,10 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve, sep } from "node:path";
 import { build } from "vitepress";
-import type { Catalog } from "../catalog/index.js";
+import { type Catalog, referenceSeries } from "../catalog/index.js";
 import { temporarySibling, writeDirectoryAtomic, writeFileAtomic } from "../common/atomic-write.js";
 import { BringupError } from "../common/errors.js";
+import { portCharts, type SiteChart } from "./charts.js";
 import { inventoryCatalog } from "./inventory.js";
 import { scriptSafe } from "./markdown.js";
 import { renderSite, type SiteSource } from "./site.js";
@@ -53,6 +54,11 @@ async function writeSource(source: SiteSource, dir: string): Promise<void> {
     await mkdir(dirname(path), { recursive: true });
     await writeFile(path, page.markdown);
   }
+  for (const asset of source.assets) {
+    const path = join(dir, "public", asset.path);
+    await mkdir(dirname(path), { recursive: true });
+    await writeFile(path, asset.content);
+  }
   await mkdir(join(dir, ".vitepress"), { recursive: true });
   await writeFile(
     join(dir, ".vitepress", "config.mjs"),
@@ -98,7 +104,11 @@ async function runVitePress(source: SiteSource, outDir: string): Promise<void> {
 export async function buildSite(catalog: Catalog, outDir: string): Promise<BuiltSite> {
   const target = resolve(outDir);
   const mode = await checkOutDir(target);
-  const source = renderSite(catalog, await inventoryCatalog(catalog));
+  const charts = new Map<string, SiteChart[]>();
+  for (const port of catalog.ports) {
+    charts.set(port.id, await portCharts(port.records, referenceSeries(port.manifest).benchmarks));
+  }
+  const source = renderSite(catalog, await inventoryCatalog(catalog), charts);
   const fill = async (dir: string) => {
     await runVitePress(source, dir);
     await writeFileAtomic(

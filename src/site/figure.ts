@@ -5,6 +5,7 @@ import {
   showsNoDifference,
   type Unit,
 } from "../records/index.js";
+import { portLink, portPage } from "./paths.js";
 
 /** Units written against the number ("1.35x", "0.4%"); every other unit follows after a space. */
 const ATTACHED_UNITS: ReadonlySet<Unit> = new Set(["x", "%"]);
@@ -151,6 +152,26 @@ export function formatValue(record: BenchRecord): string {
     text = PREPOSITION.test(record.context) ? `${text} ${record.context}` : `${text}, ${record.context}`;
   }
   return text;
+}
+
+/** The id of a record's row on its port's page, the target of every link to the record. */
+export function recordAnchor(id: string): string {
+  return `record-${id.replace("/", "--")}`;
+}
+
+/** Where a record's row is, as a link from `fromPage` (a generated page path such as `ports/x.md`). */
+export function recordHref(record: BenchRecord, fromPage: string): string {
+  const page = fromPage === portPage(record.port) ? "" : portLink(fromPage, record.port);
+  return `${page}#${recordAnchor(record.id)}`;
+}
+
+/**
+ * A figure on a page: `display` (Markdown, escaped) as a link to its record's row, carrying the
+ * record id and method as data-record and data-method attributes, so every figure in the page says
+ * where it comes from (the browser test checks that each one does).
+ */
+export function figureLink(display: string, record: BenchRecord, fromPage: string): string {
+  return `[${display}](${recordHref(record, fromPage)}){data-record="${record.id}" data-method="${record.method}"}`;
 }
 
 /** A figure as every page prints it: "44.5 vs 17.9 tok/s at one stream — same-pod A/B, reported". */

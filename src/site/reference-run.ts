@@ -1,8 +1,9 @@
 import { figureRefs, inReferenceSeries, type LoadedPort, referenceSeries } from "../catalog/index.js";
 import type { BenchRecord } from "../records/index.js";
 import { GATE_NAMES, gateThreshold } from "./facts.js";
-import { formatRecordFigure, formatTokens } from "./figure.js";
+import { figureLink, formatRecordFigure, formatTokens } from "./figure.js";
 import { code, table, text } from "./markdown.js";
+import { portPage } from "./paths.js";
 
 const NOT_YET = "not measured yet";
 
@@ -55,7 +56,10 @@ export function renderReferenceRun(port: LoadedPort): string | undefined {
     const latest = latestInSeries(port.records, id);
     const newer =
       latest !== undefined && latest !== record ? `; newer run ${code(latest.id)} in Records` : "";
-    return [text(`${formatRecordFigure(record)}${localMark(port, record)}`), `${code(record.id)}${newer}`];
+    return [
+      figureLink(text(`${formatRecordFigure(record)}${localMark(port, record)}`), record, portPage(port.id)),
+      `${code(record.id)}${newer}`,
+    ];
   };
   const rows = [
     ...reference.gates.map((gate, index) => [
