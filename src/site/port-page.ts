@@ -61,6 +61,19 @@ function facts(port: LoadedPort): string {
   return lines.join("\n");
 }
 
+/** Where the architecture comes from, with links to public reference code and papers a reader can open. */
+function lineage(port: LoadedPort): string[] {
+  const declared = port.manifest.lineage;
+  if (declared === undefined) return [];
+  const sources =
+    declared.sources.length === 0
+      ? ["No public source describes this model."]
+      : declared.sources.map(
+          (source) => `- [${text(source.title)}](<${source.url.replace(/[<>\s]/g, encodeURIComponent)}>)`,
+        );
+  return ["### Lineage", "", text(declared.summary), "", ...sources, ""];
+}
+
 function features(port: LoadedPort): string {
   if (port.manifest.hard.features.length === 0) return "### Features\n\nNone listed.";
   const rows = port.manifest.hard.features.map((id) => [code(id), text(FEATURES[id])]);
@@ -185,6 +198,7 @@ export function renderPortPage(
     "",
     facts(port),
     "",
+    ...lineage(port),
     features(port),
     "",
     gates(port, records),
