@@ -3,22 +3,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { publishRecords } from "./publish.js";
-import { type BenchRecordInput, RECORD_SCHEMA_VERSION } from "./record.js";
 import { appendRecord, readRecords } from "./store.js";
+import { demoRecord } from "./tests/demo-record.js";
 
-function record(slug: string, value = 43.9): BenchRecordInput {
-  return {
-    schema: RECORD_SCHEMA_VERSION,
-    id: `demo/${slug}`,
-    port: "demo",
-    metric: "decode_tok_s",
-    label: "decode at one stream",
-    unit: "tok/s",
-    method: "single-run",
-    source: { kind: "measured", tool: "bringup bench" },
-    arms: [{ name: "port", samples: [value] }],
-    recorded_at: "2026-01-01T00:00:00Z",
-  };
+/** A record of run `slug` whose one sample is `value`. */
+function record(slug: string, value = 43.9) {
+  return demoRecord(slug, { arms: [{ name: "port", samples: [value] }] });
 }
 
 describe("publishRecords", () => {

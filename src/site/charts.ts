@@ -16,6 +16,52 @@ export interface SiteChart {
 const COLORS = ["#4c78a8", "#f58518"];
 const axisTitle = { titleFontWeight: "normal", titleFontSize: 11 };
 
+/**
+ * The marks of ratios with their intervals on a log x scale: a dashed rule at 1 (no difference),
+ * each interval (fields low, high) as a line and each ratio (field ratio) as a dot.
+ */
+function intervalMarks(options: {
+  data: string;
+  x: string;
+  y: Record<string, unknown>;
+  height: Record<string, unknown>;
+  color: string;
+}): VegaSpec[] {
+  const { data, x, y, height, color } = options;
+  return [
+    {
+      type: "rule",
+      encode: {
+        enter: {
+          x: { scale: x, value: 1 },
+          y: { value: 0 },
+          y2: height,
+          stroke: { value: "#888" },
+          strokeDash: { value: [4, 3] },
+        },
+      },
+    },
+    {
+      type: "rule",
+      from: { data },
+      encode: {
+        enter: {
+          x: { scale: x, field: "low" },
+          x2: { scale: x, field: "high" },
+          y,
+          stroke: { value: color },
+          strokeWidth: { value: 2 },
+        },
+      },
+    },
+    {
+      type: "symbol",
+      from: { data },
+      encode: { enter: { x: { scale: x, field: "ratio" }, y, fill: { value: color }, size: { value: 55 } } },
+    },
+  ];
+}
+
 /** A measured comparison: two arms with samples and a ratio with its interval. */
 function isMeasuredAb(record: BenchRecord): boolean {
   return (
@@ -122,45 +168,13 @@ export async function abRecordChart(record: BenchRecord): Promise<SiteChart> {
             ...axisTitle,
           },
         ],
-        marks: [
-          {
-            type: "rule",
-            encode: {
-              enter: {
-                x: { scale: "r", value: 1 },
-                y: { value: 0 },
-                y2: { value: 30 },
-                stroke: { value: "#888" },
-                strokeDash: { value: [4, 3] },
-              },
-            },
-          },
-          {
-            type: "rule",
-            from: { data: "ratio" },
-            encode: {
-              enter: {
-                x: { scale: "r", field: "low" },
-                x2: { scale: "r", field: "high" },
-                y: { value: 15 },
-                stroke: { value: "#333" },
-                strokeWidth: { value: 2 },
-              },
-            },
-          },
-          {
-            type: "symbol",
-            from: { data: "ratio" },
-            encode: {
-              enter: {
-                x: { scale: "r", field: "ratio" },
-                y: { value: 15 },
-                fill: { value: "#333" },
-                size: { value: 60 },
-              },
-            },
-          },
-        ],
+        marks: intervalMarks({
+          data: "ratio",
+          x: "r",
+          y: { value: 15 },
+          height: { value: 30 },
+          color: "#333",
+        }),
       },
     ],
   };
@@ -207,45 +221,13 @@ export async function seriesChart(
       { orient: "bottom", scale: "x", title: "ratio with its 95% interval (dashed: 1)", ...axisTitle },
       { orient: "left", scale: "y", title: "run", ...axisTitle },
     ],
-    marks: [
-      {
-        type: "rule",
-        encode: {
-          enter: {
-            x: { scale: "x", value: 1 },
-            y: { value: 0 },
-            y2: { signal: "height" },
-            stroke: { value: "#888" },
-            strokeDash: { value: [4, 3] },
-          },
-        },
-      },
-      {
-        type: "rule",
-        from: { data: "runs" },
-        encode: {
-          enter: {
-            x: { scale: "x", field: "low" },
-            x2: { scale: "x", field: "high" },
-            y: { scale: "y", field: "run", band: 0.5 },
-            stroke: { value: COLORS[0] },
-            strokeWidth: { value: 2 },
-          },
-        },
-      },
-      {
-        type: "symbol",
-        from: { data: "runs" },
-        encode: {
-          enter: {
-            x: { scale: "x", field: "ratio" },
-            y: { scale: "y", field: "run", band: 0.5 },
-            fill: { value: COLORS[0] },
-            size: { value: 50 },
-          },
-        },
-      },
-    ],
+    marks: intervalMarks({
+      data: "runs",
+      x: "x",
+      y: { scale: "y", field: "run", band: 0.5 },
+      height: { signal: "height" },
+      color: COLORS[0] as string,
+    }),
   };
   return {
     file: `${series}.runs.svg`,
