@@ -64,8 +64,26 @@ async function writeSource(source: SiteSource, dir: string): Promise<void> {
     join(dir, ".vitepress", "config.mjs"),
     `export default ${JSON.stringify(source.config, null, 2)};\n`,
   );
+  await mkdir(join(dir, ".vitepress", "theme"), { recursive: true });
+  await writeFile(join(dir, ".vitepress", "theme", "index.mjs"), THEME);
+  await writeFile(join(dir, ".vitepress", "theme", "wide.css"), WIDE_CSS);
   await symlink(nodeModulesDir(), join(dir, "node_modules"), "junction");
 }
+
+/** VitePress's default theme with one stylesheet added. */
+const THEME = `import DefaultTheme from "vitepress/theme";\nimport "./wide.css";\nexport default DefaultTheme;\n`;
+
+/**
+ * The port and record tables are wide: on a large screen the page body takes the width beside the
+ * sidebar instead of the default theme's reading column, and charts never exceed their column.
+ */
+const WIDE_CSS = `@media (min-width: 1280px) {
+  .VPDoc .container { max-width: 1440px !important; }
+  .VPDoc .content { max-width: none !important; }
+  .VPDoc .content-container { max-width: none !important; }
+}
+.vp-doc img { max-width: 100%; height: auto; }
+`;
 
 /** Runs VitePress on a generated source directory and writes the site into `outDir` (already created). */
 async function runVitePress(source: SiteSource, outDir: string): Promise<void> {

@@ -39,5 +39,6 @@ export function renderIndexPage(
     "",
     renderAvailability(catalog, files, INDEX_PAGE),
   ].join("\n");
-  return frontMatter({ title: "Ports" }) + vPre(body);
+  // No outline column: the port table gets the width.
+  return frontMatter({ title: "Ports", aside: false }) + vPre(body);
 }

@@ -29,7 +29,7 @@ import { portPage } from "./paths.js";
 import { renderFigureRefs } from "./readme.js";
 import { renderRecipe } from "./recipe.js";
 import { type IndexedRecord, requireRecord } from "./record-index.js";
-import { localMark, renderReferenceRun } from "./reference-run.js";
+import { latestInSeries, localMark, renderReferenceRun } from "./reference-run.js";
 
 const NONE = "—";
 
@@ -98,7 +98,7 @@ function gates(port: LoadedPort, records: Map<string, IndexedRecord>): string {
 function headlineCards(port: LoadedPort, records: Map<string, IndexedRecord>): string[] {
   if (port.manifest.headline.length === 0) return [];
   const cards = port.manifest.headline.map((item) =>
-    ["::: tip", renderHeadlineItem(item, port, records, portPage(port.id)), ":::"].join("\n"),
+    ["::: tip Headline", renderHeadlineItem(item, port, records, portPage(port.id)), ":::"].join("\n"),
   );
   return [cards.join("\n\n"), ""];
 }
@@ -155,23 +155,33 @@ function recordsTable(port: LoadedPort): string {
   return parts.join("\n");
 }
 
-/** A chart per measured A/B and per series with several runs, each image carrying its record and method. */
-function chartsSection(charts: readonly SiteChart[]): string[] {
+function chartImage(chart: SiteChart): string {
+  return `![${text(chart.caption)}](/charts/${chart.file}){data-record="${chart.record}" data-method="${chart.method}"}`;
+}
+
+/**
+ * The charts, each image carrying its record and method: every run of each reference series and
+ * the latest run's trials in view, the chart of every other measured A/B collapsed below them.
+ */
+function chartsSection(port: LoadedPort, charts: readonly SiteChart[]): string[] {
   if (charts.length === 0) return [];
-  const images = charts.map(
-    (chart) =>
-      `![${text(chart.caption)}](/charts/${chart.file}){data-record="${chart.record}" data-method="${chart.method}"}`,
+  const shown = new Set(
+    (port.manifest.reference?.benchmarks ?? []).map((ab) => latestInSeries(port.records, ab.record)?.id),
   );
-  return [
-    "### Charts",
-    "",
-    "::: details Charts of the measured A/Bs",
-    "",
-    images.join("\n\n"),
-    "",
-    ":::",
-    "",
-  ];
+  const inView = charts.filter((chart) => chart.file.endsWith(".runs.svg") || shown.has(chart.record));
+  const others = charts.filter((chart) => !inView.includes(chart));
+  const parts = ["### Charts", "", ...inView.map((chart) => `${chartImage(chart)}\n`)];
+  if (others.length > 0) {
+    parts.push(
+      `::: details Every measured A/B (${others.length})`,
+      "",
+      others.map(chartImage).join("\n\n"),
+      "",
+      ":::",
+      "",
+    );
+  }
+  return parts;
 }
 
 function referenceRunSection(port: LoadedPort): string[] {
@@ -206,7 +216,7 @@ export function renderPortPage(
     ...referenceRunSection(port),
     renderRecipe(port),
     "",
-    ...chartsSection(charts),
+    ...chartsSection(port, charts),
     recordsTable(port),
   ].join("\n");
   return frontMatter({ title: port.manifest.model.name }) + vPre(body);
