@@ -71,7 +71,7 @@ describe("bringUp", () => {
       "reference-perplexity",
       "reference-needles-ctx1024",
       "reference-kv-capacity",
-      "reference-decode-ab-p128-o8-b2",
+      "reference-decode-ab-o64-b6-p128-o8-b2",
     );
     const publishedBefore = await readdirContents(published);
     const summary = await bringUp({ ...quick, onStage: (event) => events.push(event) });
@@ -171,7 +171,7 @@ describe("bringUp", () => {
       "reference-needles-ctx1024",
       "reference-kv-capacity",
     );
-    const [abId] = await nextIds("reference-decode-ab-p128-o8-b2");
+    const [abId] = await nextIds("reference-decode-ab-o64-b6-p128-o8-b2");
     expect(expected.every((id) => /\.[0-9]+$/.test(id))).toBe(true);
     const summary = await bringUp({
       ...quick,

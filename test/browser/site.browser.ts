@@ -147,9 +147,11 @@ describe("the site in a browser", () => {
     const figures = await page.$$eval("[data-record]", (elements) =>
       elements.map((element) => element.getAttribute("data-record")),
     );
-    expect(figures).toContain("mimo-v2.6-flash/reference-decode-ab.4");
+    expect(figures).toContain("mimo-v2.6-flash/reference-decode-ab-o64-b6.5");
     // Its own chart, and the chart of every run of the series, drawn up to it.
-    expect(await page.locator('img[data-record="mimo-v2.6-flash/reference-decode-ab.4"]').count()).toBe(2);
+    expect(
+      await page.locator('img[data-record="mimo-v2.6-flash/reference-decode-ab-o64-b6.5"]').count(),
+    ).toBe(2);
     await page.close();
   });
 });

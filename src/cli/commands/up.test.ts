@@ -142,7 +142,7 @@ describe("bringup up", () => {
     expect(alone.stdout).toMatch(/perplexity\s+not-run\s+GATE_NEEDS_REFERENCE/);
     expect(alone.stdout).toContain("--disable-hybrid-kv-cache-manager");
     expect(alone.stdout).toMatch(
-      /A\/B mimo-v2\.6-flash\/reference-decode-ab not measured: no endpoint serves the full/,
+      /A\/B mimo-v2\.6-flash\/reference-decode-ab-o64-b6 not measured: no endpoint serves the full/,
     );
     expect(alone.stderr).toContain("gates done");
     expect(alone.exitCode).toBe(1);
