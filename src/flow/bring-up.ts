@@ -66,11 +66,6 @@ export interface BringUpOptions {
     readonly outputTokens?: number;
     readonly blocks?: number;
   };
-  /**
-   * Where the records go (default: the port's local store, <root>/.bringup/results/<id>, which is
-   * gitignored; `bringup records publish` moves them into ports/<id>/results/).
-   */
-  readonly resultsDir?: string;
   /** Build the site at the end (default true); it includes the local records, marked local. */
   readonly site?: boolean;
   /** Where the site is built (default: <root>/site-out, as `bringup site build`). */
@@ -148,7 +143,8 @@ export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> 
         detail: `${portId}: ${ref.gates.length} gate${ref.gates.length === 1 ? "" : "s"}, ${ref.benchmarks.length} A/B${ref.benchmarks.length === 1 ? "" : "s"}; ${ref.kv_layout} KV layout${ref.baseline ? ` against ${ref.baseline.kv_layout}` : ""}`,
       };
     });
-    const resultsDir = options.resultsDir ?? localResultsDir(options.root, portId);
+    // The local store (gitignored): `bringup records publish` moves records into ports/<id>/results/.
+    const resultsDir = localResultsDir(options.root, portId);
     recordsDir = resultsDir;
     const publishedDir = join(port.dir, RESULTS_DIR);
     const needleContexts = options.needleContexts;
