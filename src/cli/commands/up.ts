@@ -288,7 +288,7 @@ function render(summary: BringUpSummary): string {
   if (summary.recordsDir !== undefined && summary.records.length > 0) {
     parts.push(
       "",
-      `${summary.records.length} record${summary.records.length === 1 ? "" : "s"} kept locally in ${summary.recordsDir} (gitignored); \`bringup records publish ${summary.port}\` shows them and adds them to the port's published results`,
+      `${summary.records.length} record${summary.records.length === 1 ? "" : "s"} kept locally in ${summary.recordsDir} (gitignored); \`bringup records publish ${summary.port} --dry-run\` shows what publishing them would add`,
     );
   }
   parts.push(
