@@ -4,7 +4,7 @@ import type { RunMetrics } from "./metrics.js";
 import { armFingerprint, runId as makeRunId, measuredRecord, roundRatio } from "./record-builders.js";
 import { dropConnections, type Target } from "./request.js";
 import { type RunOptions, runBench } from "./run.js";
-import { bootstrapRatio, cv, type Interval } from "./stats.js";
+import { type BlockTrials, blockedRatioInterval, cv, type RatioInterval } from "./stats.js";
 import { type TrialMetric, trialMetric } from "./trial-metric.js";
 
 export type ArmKey = "a" | "b";
@@ -51,7 +51,8 @@ export interface AbResult {
   readonly trials: readonly Trial[];
   /** One per block: b over a when higher is better, a over b when lower is (above 1: b is better). */
   readonly ratios: readonly number[];
-  readonly interval: Interval;
+  /** The ratio with its 95% interval, from the trials paired within their blocks (blockedRatioInterval). */
+  readonly interval: RatioInterval;
   readonly cv: number;
   /** The A/B record, when records were written. */
   readonly record?: BenchRecord;
@@ -63,7 +64,7 @@ export function abbaOrder(blocks: number): ArmKey[] {
   return Array.from({ length: blocks }, () => ["a", "b", "b", "a"] as ArmKey[]).flat();
 }
 
-/** Runs an interleaved A/B in ABBA blocks and takes the ratio block by block, with a bootstrap 95% interval. */
+/** Runs an interleaved A/B in ABBA blocks and takes the ratio within each block, with a 95% interval (blockedRatioInterval). */
 export async function runAb(options: AbOptions): Promise<AbResult> {
   if (!Number.isInteger(options.blocks) || options.blocks < 2) {
     throw new BringupError(
@@ -143,7 +144,7 @@ export async function runAb(options: AbOptions): Promise<AbResult> {
       `the A/B stopped after ${trials.length} trials, too few for an interval.`,
     );
   }
-  const interval = bootstrapRatio(ratios);
+  const interval = blockedRatioInterval(completeBlocks(trials, spec.better));
   const spread = cv(ratios);
   let record: BenchRecord | undefined;
   if (options.records) {
@@ -185,20 +186,23 @@ export async function runAb(options: AbOptions): Promise<AbResult> {
   };
 }
 
-/** Each complete block's ratio: mean of its b trials over mean of its a trials (inverted when lower is better). */
-export function blockRatios(trials: readonly Trial[], better: "higher" | "lower"): number[] {
-  const ratios: number[] = [];
-  const blocks = new Set(trials.map((t) => t.block));
-  for (const block of blocks) {
+/** The trials of each complete block, arms swapped when lower is better so that the ratio is "above 1: b is better". */
+export function completeBlocks(trials: readonly Trial[], better: "higher" | "lower"): BlockTrials[] {
+  const blocks: BlockTrials[] = [];
+  for (const block of new Set(trials.map((t) => t.block))) {
     const inBlock = trials.filter((t) => t.block === block);
     const a = inBlock.filter((t) => t.arm === "a").map((t) => t.value);
     const b = inBlock.filter((t) => t.arm === "b").map((t) => t.value);
     if (a.length !== 2 || b.length !== 2) continue;
-    const meanA = (a[0] ?? 0) / 2 + (a[1] ?? 0) / 2;
-    const meanB = (b[0] ?? 0) / 2 + (b[1] ?? 0) / 2;
-    ratios.push(better === "higher" ? meanB / meanA : meanA / meanB);
+    blocks.push(better === "higher" ? { a, b } : { a: b, b: a });
   }
-  return ratios;
+  return blocks;
+}
+
+/** Each complete block's ratio: mean of its b trials over mean of its a trials (inverted when lower is better). */
+export function blockRatios(trials: readonly Trial[], better: "higher" | "lower"): number[] {
+  const average = (values: readonly number[]) => values.reduce((sum, v) => sum + v, 0) / values.length;
+  return completeBlocks(trials, better).map((block) => average(block.b) / average(block.a));
 }
 
 function abContext(options: AbOptions): string {

@@ -73,6 +73,13 @@ export function composeChain(records: readonly BenchRecord[]): Chain {
           { subject: record.id },
         );
       }
+      if (shared.fingerprint === undefined || armA.fingerprint === undefined) {
+        throw new BringupError(
+          "CHAIN_NO_FINGERPRINT",
+          `arm "${armA.name}" has no fingerprint in ${shared.fingerprint === undefined ? previous.id : record.id}, so nothing shows it is one arm in both records; chain only measured A/Bs.`,
+          { subject: record.id },
+        );
+      }
       const differences = fingerprintDifferences(shared.fingerprint, armA.fingerprint).filter(
         (field) => field !== "tool_version",
       );

@@ -2,10 +2,11 @@ import { parse, View } from "vega";
 import type { RunMetrics } from "./metrics.js";
 
 /** A Vega spec's top level, loosely typed: the specs below are data, checked by Vega when parsed. */
-type Spec = Record<string, unknown>;
+export type VegaSpec = Record<string, unknown>;
+type Spec = VegaSpec;
 
 /** Renders a Vega spec to standalone SVG on the server (Vega's headless renderer: no browser, no canvas). */
-async function render(spec: Spec): Promise<string> {
+export async function vegaSvg(spec: Spec): Promise<string> {
   const view = new View(
     parse({ $schema: "https://vega.github.io/schema/vega/v6.json", padding: 8, ...spec }),
     {
@@ -31,7 +32,7 @@ export function abChartSvg(input: {
 }): Promise<string> {
   const values = input.ratios.map((ratio, index) => ({ block: index + 1, ratio }));
   const all = [...input.ratios, input.low, input.high, 1];
-  return render({
+  return vegaSvg({
     width: 420,
     height: 160,
     title: { text: input.title, fontSize: 12, fontWeight: "normal" },
@@ -110,7 +111,7 @@ export function latencyChartSvg(metrics: RunMetrics, title: string): Promise<str
     ];
     return stats.map(([stat, ms]) => ({ metric, stat, ms }));
   });
-  return render({
+  return vegaSvg({
     width: 420,
     height: 180,
     title: { text: title, fontSize: 12, fontWeight: "normal" },
@@ -161,7 +162,7 @@ export function sweepChartSvg(
     { load: p.load, order, series: "output tok/s", value: p.metrics.outputThroughput },
     { load: p.load, order, series: "median TTFT (ms)", value: p.metrics.ttft.median },
   ]);
-  return render({
+  return vegaSvg({
     width: 420,
     height: 180,
     title: { text: title, fontSize: 12, fontWeight: "normal" },

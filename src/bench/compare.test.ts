@@ -40,4 +40,39 @@ describe("compareRecords", () => {
     expect(record.method).toBe("different-conditions");
     expect(record.conditions?.map((c) => c.name)).toEqual(["host", "software.vllm"]);
   });
+
+  it("refuses a record without a fingerprint (a reported figure) unless different-conditions", () => {
+    const reported = BenchRecord.parse({
+      schema: "bringup.record/1",
+      id: "demo/reported",
+      port: "demo",
+      metric: "output_throughput",
+      label: "aggregate output tokens per second",
+      unit: "tok/s",
+      method: "same-pod-ab",
+      source: { kind: "reported", where: "a vendor blog", stated_method: "same pod" },
+      arms: [
+        { name: "stock", figure: { shape: "point", value: 17.9 } },
+        { name: "kernels", figure: { shape: "point", value: 44.5 } },
+      ],
+      recorded_at: "2026-12-02T10:00:00.000Z",
+    });
+    expect(() => compareRecords(reported, a)).toThrow(
+      /demo\/reported has no fingerprint \(a figure reported by a vendor blog\)/,
+    );
+    expect(() => compareRecords(reported, reported)).toThrow(/no fingerprint/);
+    const named = compareRecords(reported, a, { method: "different-conditions" });
+    expect(named.conditions).toEqual([{ name: "fingerprint", a: "none recorded", b: "recorded" }]);
+  });
+
+  it("tells two machines apart by CPU, cores, memory and OS", () => {
+    const on = (cores: number) =>
+      single(`m${cores}`, [100], {
+        host: "h1",
+        machine: { cpu: "Xeon", cores, memory_gib: 16, os: "Linux 6.1" },
+        workload_hash: "w",
+      });
+    expect(() => compareRecords(on(2), on(2))).not.toThrow();
+    expect(() => compareRecords(on(2), on(4))).toThrow(/different conditions \(machine\.cores\)/);
+  });
 });

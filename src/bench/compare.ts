@@ -4,8 +4,8 @@ import {
   type Arm,
   type BenchRecord,
   type BenchRecordInput,
-  type Fingerprint,
   fingerprintDifferences,
+  fingerprintField,
 } from "../records/index.js";
 import { measuredRecord, roundRatio } from "./record-builders.js";
 
@@ -42,6 +42,14 @@ export function compareRecords(
   const armA = pickArm(first, options.firstArm);
   const armB = pickArm(second, options.secondArm);
   const differences = fingerprintDifferences(armA.fingerprint, armB.fingerprint);
+  if (differences.includes("fingerprint") && options.method !== "different-conditions") {
+    const bare = armA.fingerprint === undefined ? first : second;
+    throw new BringupError(
+      "RECORDS_NO_FINGERPRINT",
+      `${bare.id} has no fingerprint${bare.source.kind === "reported" ? ` (a figure reported by ${bare.source.where})` : ""}, so nothing shows that ${first.id} and ${second.id} were measured under the same conditions; compare them only as --method different-conditions.`,
+      { subject: bare.id },
+    );
+  }
   if (differences.length > 0 && options.method !== "different-conditions") {
     throw new BringupError(
       "RECORDS_NOT_COMPARABLE",
@@ -61,8 +69,8 @@ export function compareRecords(
     second: { id: second.id, arm: armB.name, value: valueB },
     conditions: differences.map((name) => ({
       name,
-      a: fieldText(armA.fingerprint, name),
-      b: fieldText(armB.fingerprint, name),
+      a: fingerprintField(armA.fingerprint, name),
+      b: fingerprintField(armB.fingerprint, name),
     })),
   };
 }
@@ -124,12 +132,4 @@ function armValue(record: BenchRecord, arm: Arm): number {
     `arm "${arm.name}" of ${record.id} has no samples and no single stated figure to compare.`,
     { subject: record.id },
   );
-}
-
-function fieldText(fingerprint: Fingerprint | undefined, name: string): string {
-  if (name.startsWith("software."))
-    return fingerprint?.software?.[name.slice("software.".length)] ?? "(none)";
-  const value = fingerprint?.[name as keyof Fingerprint];
-  if (value === undefined) return "(none)";
-  return Array.isArray(value) ? value.join(" ") : String(value);
 }

@@ -16,7 +16,7 @@ export {
   type Trial,
 } from "./ab.js";
 export { type Chain, chainRecord, composeChain } from "./chain.js";
-export { abChartSvg, latencyChartSvg, sweepChartSvg } from "./charts.js";
+export { abChartSvg, latencyChartSvg, sweepChartSvg, type VegaSpec, vegaSvg } from "./charts.js";
 export { compareRecords, differentConditionsRecord, type RecordComparison } from "./compare.js";
 export { arrivalOffsets, type LoadShape, runLoad } from "./load.js";
 export {
@@ -45,7 +45,8 @@ export {
 export { DEFAULT_PERCENTILES, type RunOptions, type RunResult, runBench } from "./run.js";
 export { runRecords } from "./run-records.js";
 export {
-  bootstrapRatio,
+  type BlockTrials,
+  blockedRatioInterval,
   cv,
   type Interval,
   type Summary,

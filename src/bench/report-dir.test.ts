@@ -20,7 +20,7 @@ const result: AbResult = {
     { block: 0, arm: "a", value: 11, metrics: noMetrics },
   ],
   ratios: [2, 1.9],
-  interval: { estimate: 1.95, low: 1.8, high: 2.1 },
+  interval: { estimate: 1.95, low: 1.8, high: 2.1, df: 5 },
   cv: 0.04,
   trialRecords: [],
 };

@@ -324,6 +324,15 @@ export function referenceSeries(manifest: PortManifest): { gates: string[]; benc
   return { gates, benchmarks: reference.benchmarks.map((benchmark) => benchmark.record) };
 }
 
+/**
+ * The series a run of a reference gate or A/B joins: the declared one when it ran the manifest's
+ * workload, else `<series>-<what differed>` (e.g. `-ctx2048`, `-p512-o16-b2`), so a quick run
+ * never replaces the full-size figure.
+ */
+export function workloadSeries(series: string, differences: readonly string[]): string {
+  return differences.length === 0 ? series : `${series}-${differences.join("-")}`;
+}
+
 /** True when `recordId` is the series id itself or one of its later runs (`<series>.<n>`). */
 export function inReferenceSeries(recordId: string, series: string): boolean {
   if (recordId === series) return true;

@@ -8,19 +8,31 @@ export {
   inspectPort,
   PORTS_DIR,
   referenceSeries,
+  workloadSeries,
 } from "./check.js";
 export { FEATURE_IDS, FEATURES, type FeatureId, isFeatureId } from "./features.js";
 export {
   type LayoutEntry,
   type LayoutKind,
   type LayoutStage,
+  LOCAL_RESULTS_DIR,
+  localResultsDir,
   MANIFEST_FILE,
   PORT_LAYOUT,
   PORTS_README,
   README_FILE,
   RESULTS_DIR,
 } from "./layout.js";
-export { type Catalog, type LoadedPort, loadCatalog } from "./load.js";
+export {
+  type BrokenPort,
+  brokenPortError,
+  brokenPortsNotice,
+  type Catalog,
+  findPort,
+  type LoadedPort,
+  type LoadOptions,
+  loadCatalog,
+} from "./load.js";
 export * from "./manifest.js";
 export { type FigureRef, figureRefs, isBacked, type UnitFigure, unitFigures } from "./prose.js";
 export { type ScaffoldOptions, scaffoldManifest, scaffoldPort } from "./scaffold.js";

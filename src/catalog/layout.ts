@@ -1,3 +1,4 @@
+import { join } from "node:path";
 /**
  * The layout every port directory follows: the single source for the linter, the scaffolder and
  * the table in ports/README.md (a test keeps that table in step with this list).
@@ -58,6 +59,17 @@ export const PORT_LAYOUT: readonly LayoutEntry[] = [
 export const MANIFEST_FILE = "port.yaml";
 export const README_FILE = "README.md";
 export const RESULTS_DIR = "results";
+/**
+ * Where runs record by default, per port, under the project root: outside the tracked ports/
+ * (gitignored), so a local run never rewrites a published figure. `bringup records publish` moves
+ * records from here into ports/<id>/results/.
+ */
+export const LOCAL_RESULTS_DIR = ".bringup/results";
+
+/** The local (unpublished) store of one port. */
+export function localResultsDir(root: string, portId: string): string {
+  return join(root, LOCAL_RESULTS_DIR, portId);
+}
 /** The only file `ports/` itself holds besides port directories. */
 export const PORTS_README = "README.md";
 

@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { loadCatalog } from "./load.js";
+import { findPort, loadCatalog } from "./load.js";
 
 const FIXTURES = join(import.meta.dirname, "fixtures");
 
@@ -17,9 +17,19 @@ describe("loadCatalog", () => {
     expect(catalog.ports[0]?.records).toEqual([]);
   });
 
-  it("throws CATALOG_INVALID listing every diagnostic", async () => {
-    const error = await loadCatalog(join(FIXTURES, "broken/duplicate-id")).catch((caught: unknown) => caught);
-    expect(error).toMatchObject({ code: "CATALOG_INVALID" });
+  it("sets a broken port aside, with its problems, and loads the others", async () => {
+    const catalog = await loadCatalog(join(FIXTURES, "broken/duplicate-id"));
+    expect(catalog.ports.map((port) => port.id)).toEqual(["demo"]);
+    expect(catalog.broken?.map((port) => port.id)).toEqual(["demo-copy"]);
+    expect(() => findPort(catalog, "demo")).not.toThrow();
+    const error = (() => {
+      try {
+        findPort(catalog, "demo-copy");
+      } catch (caught) {
+        return caught;
+      }
+    })();
+    expect(error).toMatchObject({ code: "PORT_BROKEN" });
     const message = (error as Error).message;
     expect(message).toContain(
       "ports/demo-copy/port.yaml:2: id: id demo does not match its directory demo-copy",

@@ -270,6 +270,16 @@ export const PortManifest = z
       summary: z.string().min(1).describe("one line for the index: what made the model hard to serve"),
       features: z.array(z.enum(FEATURE_IDS)).describe("at least one for a full port"),
     }),
+    lineage: z
+      .strictObject({
+        summary: z.string().min(1).describe("the public work the model descends from, in a sentence"),
+        sources: z
+          .array(z.strictObject({ title: z.string().min(1), url: z.url({ protocol: /^https$/ }) }))
+          .default([])
+          .describe("public pages a reader can open: reference code, papers"),
+      })
+      .optional()
+      .describe("where the architecture comes from, with links to public sources"),
     cookbook_kernels: z.array(z.enum(COOKBOOK_KERNELS)).default([]),
     target: Target,
     software: Software,

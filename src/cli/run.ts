@@ -1,17 +1,40 @@
-import type { Command } from "commander";
+import { type Command, CommanderError } from "commander";
+import { toolVersion } from "../bench/index.js";
 import { isBringupError } from "../common/errors.js";
+import { fileSystemError } from "../common/fs-errors.js";
 import { registerCommands } from "./commands/index.js";
 
-/** Registers every command, parses argv and turns library errors into a message and an exit code. */
+/**
+ * Exit codes: 0 done; 1 the command ran and a check failed (a gate, the linter, a verification);
+ * 2 a usage error or the command could not run (the message says why and what to do).
+ */
+export const EXIT_CHECK_FAILED = 1;
+export const EXIT_USAGE = 2;
+
+/** Every command and subcommand throws instead of exiting, so runCli decides the exit code. */
+function throwInsteadOfExit(command: Command): void {
+  command.exitOverride();
+  for (const sub of command.commands) throwInsteadOfExit(sub);
+}
+
+/** Registers every command, parses argv and turns errors into a message and an exit code. */
 export async function runCli(program: Command, argv: string[]): Promise<void> {
   registerCommands(program);
+  program.version(toolVersion().replace(/^bringup /, ""), "-V, --version", "print the bringup version");
   program.showHelpAfterError();
+  throwInsteadOfExit(program);
   try {
     await program.parseAsync(argv);
   } catch (error) {
-    if (isBringupError(error)) {
-      process.stderr.write(`bringup: ${error.message} [${error.code}]\n`);
-      process.exitCode = 2;
+    // Commander has printed its message (or the help or version it was asked for).
+    if (error instanceof CommanderError) {
+      process.exitCode = error.exitCode === 0 ? 0 : EXIT_USAGE;
+      return;
+    }
+    const known = isBringupError(error) ? error : fileSystemError(error);
+    if (known !== undefined) {
+      process.stderr.write(`bringup: ${known.message} [${known.code}]\n`);
+      process.exitCode = EXIT_USAGE;
       return;
     }
     throw error;

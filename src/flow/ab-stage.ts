@@ -11,7 +11,7 @@ import {
 import type { AbBenchmark, KvLayout } from "../catalog/index.js";
 import { probeEndpoint } from "../client/index.js";
 import type { Fingerprint } from "../records/index.js";
-import { layoutFingerprint } from "./gate-stage.js";
+import { embeddedFingerprint } from "./gate-stage.js";
 
 /** Where an arm of an A/B runs: its URL and its KV layout. */
 export interface AbArmServer {
@@ -19,6 +19,8 @@ export interface AbArmServer {
   readonly layout: KvLayout;
   /** True for the embedded server, whose fingerprint then names the layout it was started with. */
   readonly embedded: boolean;
+  /** The embedded server's weights checksum. */
+  readonly weightsChecksum?: string;
 }
 
 export interface AbStageOptions {
@@ -98,7 +100,9 @@ async function armTarget(
   const model = options.model ?? probe.model;
   const probed: Fingerprint = { ...probe.fingerprint, software: { ...probe.fingerprint.software, model } };
   // An embedded server's layout is a flag it was started with; an outside server's flags are its own.
-  const fingerprint = server.embedded ? layoutFingerprint(probed, server.layout) : probed;
+  const fingerprint = server.embedded
+    ? embeddedFingerprint(probed, server.layout, server.weightsChecksum)
+    : probed;
   return {
     target: {
       url: probe.url,

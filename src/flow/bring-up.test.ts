@@ -1,4 +1,4 @@
-import { cp, mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -14,6 +14,7 @@ const PORT = "mimo-v2.6-flash";
 
 let root: string;
 let results: string;
+let published: string;
 /** Reduced sizes: needles at 1K, a short A/B; the site is rendered in memory instead of built. */
 let quick: BringUpOptions;
 
@@ -25,7 +26,8 @@ beforeAll(async () => {
   for (const id of [PORT, "muse-glimmer-30b"]) {
     await cp(join(REPO, "ports", id), join(root, "ports", id), { recursive: true });
   }
-  results = join(root, "ports", PORT, "results");
+  results = join(root, ".bringup", "results", PORT);
+  published = join(root, "ports", PORT, "results");
   quick = {
     root,
     port: PORT,
@@ -40,9 +42,9 @@ afterAll(async () => {
   await rm(root, { recursive: true, force: true });
 });
 
-/** The ids the next run's records of these series get (the copied results may hold earlier runs). */
+/** The ids the next run's records of these series get (the copied and local results may hold earlier runs). */
 async function nextIds(...series: string[]): Promise<string[]> {
-  const ids = (await readRecords(results)).map((r) => r.id);
+  const ids = [...(await readRecords(published)), ...(await readRecords(results))].map((r) => r.id);
   return series.map((s) => nextSeriesId(`${PORT}/${s}`, ids));
 }
 
@@ -54,15 +56,24 @@ async function expectStopped(urls: readonly (string | undefined)[]): Promise<voi
   }
 }
 
+/** Every file of a directory with its text, to show that a run left it alone. */
+async function readdirContents(dir: string): Promise<Record<string, string>> {
+  const contents: Record<string, string> = {};
+  for (const name of await readdir(dir)) contents[name] = await readFile(join(dir, name), "utf8");
+  return contents;
+}
+
 describe("bringUp", () => {
   it("brings the port up end to end: gates passed, records with their methods, servers stopped", async () => {
     const events: StageEvent[] = [];
+    // A quick run's sizes name its own series, so it never replaces the full-size figure.
     const [perplexityId, needlesId, capacityId, abId] = await nextIds(
       "reference-perplexity",
-      "reference-needles",
+      "reference-needles-ctx1024",
       "reference-kv-capacity",
-      "reference-decode-ab",
+      "reference-decode-ab-o64-b6-p128-o8-b2",
     );
+    const publishedBefore = await readdirContents(published);
     const summary = await bringUp({ ...quick, onStage: (event) => events.push(event) });
 
     expect(summary.aborted).toBe(false);
@@ -101,6 +112,12 @@ describe("bringUp", () => {
       "--kv-layout=full",
     ]);
     expect(perplexity?.source).toMatchObject({ kind: "measured", tool: "bringup up" });
+    // The fingerprint tells machines apart: host name, CPU, cores, memory, OS, Node, the weights.
+    const fingerprint = perplexity?.arms[0]?.fingerprint;
+    expect(fingerprint?.host).not.toBe("127.0.0.1");
+    expect(fingerprint?.machine).toMatchObject({ cores: expect.any(Number), cpu: expect.any(String) });
+    expect(fingerprint?.software?.node).toBe(process.versions.node);
+    expect(fingerprint?.weights_checksum).toMatch(/^sha256:[0-9a-f]{64}$/);
     // Gate records state the gate's own figures: needles out of those asked, capacities and their ratio.
     expect(byId.get(needlesId as string)?.arms[0]?.figure).toEqual({
       shape: "fraction",
@@ -117,6 +134,11 @@ describe("bringUp", () => {
     });
     const record = byId.get(abId as string);
     expect(record?.method).toBe("same-pod-ab");
+    expect(record?.arms[0]?.fingerprint).toMatchObject({
+      machine: fingerprint?.machine,
+      weights_checksum: fingerprint?.weights_checksum,
+      workload_hash: expect.stringMatching(/^sha256:/),
+    });
     expect(record?.comparison?.ci95).toHaveLength(2);
     expect(record?.arms.map((a) => [a.name, a.samples.length])).toEqual([
       ["full KV layout", 4],
@@ -127,11 +149,16 @@ describe("bringUp", () => {
 
     await expectStopped([summary.servers.build, summary.servers.baseline, summary.servers.retrieval]);
 
-    // The port's page shows each figure of the run with its method.
-    const site = renderSite(await loadCatalog(root), new Map());
+    // The records stay in the local store: the published ones are byte for byte as they were.
+    expect(summary.recordsDir).toBe(results);
+    expect(await readdirContents(published)).toEqual(publishedBefore);
+
+    // A preview with the local records shows each figure of the run with its method, marked local.
+    const site = renderSite(await loadCatalog(root, { local: true }), new Map());
     const page = site.pages.find((p) => p.path === `ports/${PORT}.md`)?.markdown ?? "";
     expect(page).toContain("### Reference run");
     expect(page).toContain(`\`${abId}\``);
+    expect(page).toMatch(/local run\\?, not published/);
     expect(page).toContain("same\\-pod A\\/B");
     expect(page).toContain("single run");
   });
@@ -139,8 +166,12 @@ describe("bringUp", () => {
   it("reuses the cached weights, numbers later records of a series, and on abort stops the servers and keeps what it recorded", async () => {
     const controller = new AbortController();
     const events: StageEvent[] = [];
-    const expected = await nextIds("reference-perplexity", "reference-needles", "reference-kv-capacity");
-    const [abId] = await nextIds("reference-decode-ab");
+    const expected = await nextIds(
+      "reference-perplexity",
+      "reference-needles-ctx1024",
+      "reference-kv-capacity",
+    );
+    const [abId] = await nextIds("reference-decode-ab-o64-b6-p128-o8-b2");
     expect(expected.every((id) => /\.[0-9]+$/.test(id))).toBe(true);
     const summary = await bringUp({
       ...quick,

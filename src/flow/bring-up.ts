@@ -8,9 +8,11 @@ import {
   type KvLayout,
   type LoadedPort,
   loadCatalog,
+  localResultsDir,
   RESULTS_DIR,
   type Reference,
   referenceSeries,
+  workloadSeries,
 } from "../catalog/index.js";
 import { BringupError, isBringupError } from "../common/errors.js";
 import {
@@ -63,7 +65,7 @@ export interface BringUpOptions {
     readonly outputTokens?: number;
     readonly blocks?: number;
   };
-  /** Build the site at the end (default true). */
+  /** Build the site at the end (default true); it includes the local records, marked local. */
   readonly site?: boolean;
   /** Where the site is built (default: <root>/site-out, as `bringup site build`). */
   readonly siteDir?: string;
@@ -126,7 +128,8 @@ function gateBaseline(spec: GateSpec, reference: Reference): Build | undefined {
 /**
  * Brings a port up end to end: loads its manifest, makes (or reuses) its tiny reference weights,
  * serves them on the embedded engine (or uses `endpoint`), runs the reference section's gates and
- * A/Bs, appends every record to ports/<id>/results/ as it is measured, builds the site and stops
+ * A/Bs, appends every record to the port's local store as it is measured (a quick run's sizes name
+ * its own series), builds the site (local records marked local) and stops
  * every server, also when it fails or is aborted. Gate failures are in the summary, not thrown;
  * what keeps the run from starting (no reference section, no model code) throws BringupError.
  */
@@ -159,6 +162,7 @@ export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> 
   const figures: FigureSummary[] = [];
   const skippedBenchmarks: SkippedBenchmark[] = [];
   const records: string[] = [];
+  let recordsDir: string | undefined;
   let page: string | undefined;
   let siteDir: string | undefined;
   try {
@@ -170,7 +174,10 @@ export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> 
         detail: `${portId}: ${ref.gates.length} gate${ref.gates.length === 1 ? "" : "s"}, ${ref.benchmarks.length} A/B${ref.benchmarks.length === 1 ? "" : "s"}; ${ref.kv_layout} KV layout${ref.baseline ? ` against ${ref.baseline.kv_layout}` : ""}`,
       };
     });
-    const resultsDir = join(port.dir, RESULTS_DIR);
+    // The local store (gitignored): `bringup records publish` moves records into ports/<id>/results/.
+    const resultsDir = localResultsDir(options.root, portId);
+    recordsDir = resultsDir;
+    const publishedDir = join(port.dir, RESULTS_DIR);
     const needleContexts = options.needleContexts;
     const retrievalGates = reference.gates.filter(
       (g): g is Extract<GateSpec, { kind: "needles" }> => g.kind === "needles" && g.model === "retrieval",
@@ -217,13 +224,18 @@ export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> 
             gates.push(notRun(spec, planned.notRun.code, planned.notRun.summary));
             continue;
           }
-          const run: ReferenceGateRun = { spec, series: series[index] as string, ...planned };
+          const run: ReferenceGateRun = {
+            spec,
+            series: workloadSeries(series[index] as string, gateWorkloadDifferences(spec, needleContexts)),
+            ...planned,
+          };
           const result = await untilAborted(
             runReferenceGate(
               run,
               {
                 port: portId,
                 resultsDir,
+                publishedDir,
                 command,
                 corpus,
                 ...(needleContexts !== undefined ? { needleContexts } : {}),
@@ -297,7 +309,10 @@ export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> 
               port: portId,
               resultsDir,
               command,
-              id: nextSeriesId(spec.record, await recordIds(resultsDir)),
+              id: nextSeriesId(
+                workloadSeries(spec.record, abWorkloadDifferences(declared, spec)),
+                await recordIds(resultsDir, publishedDir),
+              ),
               arms: arms.arms,
               ...(arms.switchTo ? { switchTo: arms.switchTo } : {}),
               ...(options.model !== undefined ? { model: options.model } : {}),
@@ -341,7 +356,7 @@ export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> 
       siteDir = options.siteDir ?? join(options.root, "site-out");
       const out = siteDir;
       page = await clock.run("site", async () => {
-        const built = await buildSite(await loadCatalog(options.root), out);
+        const built = await buildSite(await loadCatalog(options.root, { local: true }), out);
         const path = join(built.outDir, "ports", `${portId}.html`);
         return { value: path, detail: `${built.pages.length} pages; ${portId}'s page is ${path}` };
       });
@@ -370,6 +385,7 @@ export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> 
       ...(servers.retrieval ? { retrieval: servers.retrieval.url } : {}),
     },
     records,
+    ...(recordsDir !== undefined ? { recordsDir } : {}),
     ...(page !== undefined ? { page } : {}),
     ...(siteDir !== undefined ? { siteDir } : {}),
     stages: clock.timings,
@@ -589,7 +605,12 @@ function planGate(spec: GateSpec, reference: Reference, servers: Servers, option
 }
 
 function embedded(server: EmbeddedServer, name: string): GateServer {
-  return { url: server.url, name, layout: server.layout };
+  return {
+    url: server.url,
+    name,
+    layout: server.layout,
+    ...(server.weightsChecksum !== undefined ? { weightsChecksum: server.weightsChecksum } : {}),
+  };
 }
 
 type AbPlan =
@@ -612,10 +633,11 @@ function planAb(spec: AbBenchmark, reference: Reference, servers: Servers, optio
         },
       };
     }
+    const checksum = server.weightsChecksum !== undefined ? { weightsChecksum: server.weightsChecksum } : {};
     return {
       arms: {
-        a: { url: server.url, layout: spec.a.kv_layout, embedded: true },
-        b: { url: server.url, layout: spec.b.kv_layout, embedded: true },
+        a: { url: server.url, layout: spec.a.kv_layout, embedded: true, ...checksum },
+        b: { url: server.url, layout: spec.b.kv_layout, embedded: true, ...checksum },
       },
       switchTo: (arm) => server.restartAs(spec[arm].kv_layout),
     };
@@ -652,6 +674,23 @@ function planAb(spec: AbBenchmark, reference: Reference, servers: Servers, optio
       b: { url: b, layout: spec.b.kv_layout, embedded: false },
     },
   };
+}
+
+/** How a needle gate's quick-run contexts differ from the manifest's, as a series suffix. */
+function gateWorkloadDifferences(spec: GateSpec, needleContexts: readonly number[] | undefined): string[] {
+  if (spec.kind !== "needles" || needleContexts === undefined) return [];
+  const same =
+    needleContexts.length === spec.contexts.length && needleContexts.every((n, i) => n === spec.contexts[i]);
+  return same ? [] : [`ctx${needleContexts.join("-")}`];
+}
+
+/** How an A/B's quick-run sizes differ from the manifest's, as a series suffix. */
+function abWorkloadDifferences(declared: AbBenchmark, run: AbBenchmark): string[] {
+  return [
+    run.prompt_tokens !== declared.prompt_tokens ? `p${run.prompt_tokens}` : "",
+    run.output_tokens !== declared.output_tokens ? `o${run.output_tokens}` : "",
+    run.blocks !== declared.blocks ? `b${run.blocks}` : "",
+  ].filter((part) => part !== "");
 }
 
 /** The A/B with the quick-run sizes applied. */

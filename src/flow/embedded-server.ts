@@ -1,6 +1,7 @@
 import type { KvLayout } from "../catalog/index.js";
 import type { LoadedModel } from "../engine/index.js";
 import { type RunningServer, startServer } from "../server/index.js";
+import { weightsChecksum } from "./model-cache.js";
 
 /** How every embedded server of one bring-up is started; only the KV layout differs between builds. */
 export interface EmbeddedServerOptions {
@@ -26,12 +27,16 @@ export class EmbeddedServer {
     private running: RunningServer | undefined,
     private current: KvLayout,
     private readonly port: number,
+    /** The served weights' checksum, when they were loaded from a directory. */
+    readonly weightsChecksum: string | undefined,
   ) {}
 
   /** Starts the server as `layout` on a free port. */
   static async start(options: EmbeddedServerOptions, layout: KvLayout): Promise<EmbeddedServer> {
+    const directory = options.model.directory;
+    const checksum = directory === undefined ? undefined : await weightsChecksum(directory);
     const running = await launch(options, layout, 0);
-    return new EmbeddedServer(options, running, layout, Number(new URL(running.url).port));
+    return new EmbeddedServer(options, running, layout, Number(new URL(running.url).port), checksum);
   }
 
   get url(): string {

@@ -1,7 +1,13 @@
 import type { Gate as GateSpec, KvLayout } from "../catalog/index.js";
 import { ProbedEndpoint, type RequestOptions } from "../client/index.js";
 import { type GateContext, type GateOutcome, gateRecord, runGateSession } from "../gates/index.js";
-import { appendRecord, type BenchRecord, type BenchRecordInput, type Fingerprint } from "../records/index.js";
+import {
+  appendRecord,
+  type BenchRecord,
+  type BenchRecordInput,
+  type Fingerprint,
+  localServerFingerprint,
+} from "../records/index.js";
 import { nextSeriesId, recordIds } from "./record-ids.js";
 
 /** A server a gate runs against: its URL, the name its arm gets in the record, its KV layout when known. */
@@ -9,6 +15,8 @@ export interface GateServer {
   readonly url: string;
   readonly name: string;
   readonly layout?: KvLayout;
+  /** An embedded server's weights checksum. */
+  readonly weightsChecksum?: string;
 }
 
 export interface ReferenceGateRun {
@@ -23,6 +31,8 @@ export interface ReferenceGateRun {
 export interface GateStageContext {
   readonly port: string;
   readonly resultsDir: string;
+  /** The published store, whose ids a new record must not take either. */
+  readonly publishedDir?: string;
   /** The command line the records name. */
   readonly command: string;
   readonly corpus: string;
@@ -66,8 +76,8 @@ export async function runReferenceGate(
   const outcome = outcomes[0] as GateOutcome;
   const described: GateContext = {
     ...context,
-    ...(context.endpoint ? { endpoint: withLayout(context.endpoint, run.endpoint.layout) } : {}),
-    ...(context.reference ? { reference: withLayout(context.reference, run.reference?.layout) } : {}),
+    ...(context.endpoint ? { endpoint: withLayout(context.endpoint, run.endpoint) } : {}),
+    ...(context.reference ? { reference: withLayout(context.reference, run.reference) } : {}),
   };
   const input = gateRecord(stage.port, spec, outcome, described, new Date(), ordinal);
   if (input === undefined) return { outcome };
@@ -76,7 +86,7 @@ export async function runReferenceGate(
   const stated = statedFigures(outcome);
   const record = await appendRecord(stage.resultsDir, {
     ...input,
-    id: nextSeriesId(run.series, await recordIds(stage.resultsDir)),
+    id: nextSeriesId(run.series, await recordIds(stage.resultsDir, stage.publishedDir)),
     source: { kind: "measured", tool: "bringup up", command: stage.command },
     arms: input.arms.map((arm, index) => ({
       ...arm,
@@ -138,16 +148,27 @@ function statedFigures(outcome: GateOutcome): {
   }
 }
 
-/** The probe with the KV layout the embedded server was started with among its server flags. */
-function withLayout(probed: ProbedEndpoint, layout: KvLayout | undefined): ProbedEndpoint {
-  if (layout === undefined) return probed;
+/** The probe of an embedded server (one with a layout) with what bringup knows of it in its fingerprint. */
+function withLayout(probed: ProbedEndpoint, server: GateServer | undefined): ProbedEndpoint {
+  if (server?.layout === undefined) return probed;
   return new ProbedEndpoint(probed.endpoint, {
     ...probed.probe,
-    fingerprint: layoutFingerprint(probed.probe.fingerprint, layout),
+    fingerprint: embeddedFingerprint(probed.probe.fingerprint, server.layout, server.weightsChecksum),
   });
 }
 
-/** A fingerprint that names the KV layout among the server flags, so two layouts never look alike. */
-export function layoutFingerprint(fingerprint: Fingerprint, layout: KvLayout): Fingerprint {
-  return { ...fingerprint, server_flags: [...(fingerprint.server_flags ?? []), `--kv-layout=${layout}`] };
+/**
+ * The fingerprint of an embedded server: the KV layout among its flags (so two layouts never look
+ * alike), this machine and runtime, and its weights' checksum.
+ */
+export function embeddedFingerprint(
+  fingerprint: Fingerprint,
+  layout: KvLayout,
+  weightsChecksum: string | undefined,
+): Fingerprint {
+  return localServerFingerprint({
+    ...fingerprint,
+    server_flags: [...(fingerprint.server_flags ?? []), `--kv-layout=${layout}`],
+    ...(weightsChecksum !== undefined ? { weights_checksum: weightsChecksum } : {}),
+  });
 }

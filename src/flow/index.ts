@@ -2,7 +2,8 @@
  * The one flow that joins the stages: `bringUp` takes a port from its manifest to a built page.
  * Tiny reference weights (cached) -> embedded servers (the build, the baseline, the retrieval
  * variant) or an outside endpoint -> the reference section's gates -> its A/Bs (same-pod, the one
- * server restarted per arm) -> records in ports/<id>/results/ -> the site. Every server stops,
+ * server restarted per arm) -> records in the port's local store (.bringup/results/<id>/, published
+ * into ports/<id>/results/ only by `bringup records publish`) -> the site. Every server stops,
  * also on failure or abort; what was recorded stays.
  *
  *   const summary = await bringUp({ root, port: "mimo-v2.6-flash", onStage, onProgress, signal });

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { access } from "node:fs/promises";
+import { access, readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { isBringupError } from "../common/errors.js";
 import { type TinyModelFiles, writeTinyModel } from "../engine/index.js";
@@ -37,6 +37,14 @@ export async function cachedModel(
     throw error;
   }
   return { dir, key, reused: false };
+}
+
+/** sha256 over a model directory's safetensors files, in name order: the fingerprint's weights checksum. */
+export async function weightsChecksum(dir: string): Promise<string> {
+  const hash = createHash("sha256");
+  const files = (await readdir(dir)).filter((name) => name.endsWith(".safetensors")).sort();
+  for (const name of files) hash.update(await readFile(join(dir, name)));
+  return `sha256:${hash.digest("hex")}`;
 }
 
 async function complete(dir: string): Promise<boolean> {

@@ -14,7 +14,11 @@ export function nextSeriesId(series: string, existingIds: Iterable<string>): str
   return highest === 0 ? series : `${series}.${highest + 1}`;
 }
 
-/** The ids of every record in a results directory (every store file). */
-export async function recordIds(resultsDir: string): Promise<string[]> {
-  return (await readRecords(resultsDir)).map((record) => record.id);
+/** The ids of every record in the given results directories (every store file; an absent one is empty). */
+export async function recordIds(...resultsDirs: (string | undefined)[]): Promise<string[]> {
+  const ids: string[] = [];
+  for (const dir of resultsDirs) {
+    if (dir !== undefined) ids.push(...(await readRecords(dir)).map((record) => record.id));
+  }
+  return ids;
 }

@@ -89,6 +89,8 @@ export interface BringUpSummary {
   readonly servers: { readonly build?: string; readonly baseline?: string; readonly retrieval?: string };
   /** Every record appended, by id, in order. */
   readonly records: readonly string[];
+  /** The store they were appended to (by default the port's local, unpublished one). */
+  readonly recordsDir?: string;
   /** The port's built page (an HTML file), when the site was built. */
   readonly page?: string;
   readonly siteDir?: string;

@@ -1,6 +1,15 @@
-export { Fingerprint, fingerprintDifferences } from "./fingerprint.js";
+export {
+  Fingerprint,
+  fingerprintDifferences,
+  fingerprintField,
+  localMachine,
+  localServerFingerprint,
+  Machine,
+} from "./fingerprint.js";
+export { showsNoDifference } from "./interval.js";
 export { figureNumbers, recordNumbers } from "./numbers.js";
 export { formatProblem, type IssueContext, issueProblems, type Path, type Problem } from "./problems.js";
+export { type PublishOptions, type PublishPlan, publishRecords } from "./publish.js";
 export {
   Arm,
   BenchRecord,

@@ -3,24 +3,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { isBringupError } from "../common/errors.js";
-import { type BenchRecordInput, RECORD_SCHEMA_VERSION } from "./record.js";
 import { appendRecord, parseRecords, readRecords } from "./store.js";
+import { demoRecord } from "./tests/demo-record.js";
 
-function record(slug: string, overrides: Partial<BenchRecordInput> = {}): BenchRecordInput {
-  return {
-    schema: RECORD_SCHEMA_VERSION,
-    id: `demo/${slug}`,
-    port: "demo",
-    metric: "decode_tok_s",
-    label: "decode at one stream",
-    unit: "tok/s",
-    method: "single-run",
-    source: { kind: "measured", tool: "bringup bench" },
-    arms: [{ name: "port", samples: [43.9] }],
-    recorded_at: "2026-01-01T00:00:00Z",
-    ...overrides,
-  };
-}
+const record = demoRecord;
 
 async function rejection(promise: Promise<unknown>): Promise<{ code: string; message: string }> {
   try {

@@ -3,9 +3,10 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve, sep } from "node:path";
 import { build } from "vitepress";
-import type { Catalog } from "../catalog/index.js";
+import { type Catalog, referenceSeries } from "../catalog/index.js";
 import { temporarySibling, writeDirectoryAtomic, writeFileAtomic } from "../common/atomic-write.js";
 import { BringupError } from "../common/errors.js";
+import { portCharts, type SiteChart } from "./charts.js";
 import { inventoryCatalog } from "./inventory.js";
 import { scriptSafe } from "./markdown.js";
 import { renderSite, type SiteSource } from "./site.js";
@@ -53,13 +54,36 @@ async function writeSource(source: SiteSource, dir: string): Promise<void> {
     await mkdir(dirname(path), { recursive: true });
     await writeFile(path, page.markdown);
   }
+  for (const asset of source.assets) {
+    const path = join(dir, "public", asset.path);
+    await mkdir(dirname(path), { recursive: true });
+    await writeFile(path, asset.content);
+  }
   await mkdir(join(dir, ".vitepress"), { recursive: true });
   await writeFile(
     join(dir, ".vitepress", "config.mjs"),
     `export default ${JSON.stringify(source.config, null, 2)};\n`,
   );
+  await mkdir(join(dir, ".vitepress", "theme"), { recursive: true });
+  await writeFile(join(dir, ".vitepress", "theme", "index.mjs"), THEME);
+  await writeFile(join(dir, ".vitepress", "theme", "wide.css"), WIDE_CSS);
   await symlink(nodeModulesDir(), join(dir, "node_modules"), "junction");
 }
+
+/** VitePress's default theme with one stylesheet added. */
+const THEME = `import DefaultTheme from "vitepress/theme";\nimport "./wide.css";\nexport default DefaultTheme;\n`;
+
+/**
+ * The port and record tables are wide: on a large screen the page body takes the width beside the
+ * sidebar instead of the default theme's reading column, and charts never exceed their column.
+ */
+const WIDE_CSS = `@media (min-width: 1280px) {
+  .VPDoc .container { max-width: 1440px !important; }
+  .VPDoc .content { max-width: none !important; }
+  .VPDoc .content-container { max-width: none !important; }
+}
+.vp-doc img { max-width: 100%; height: auto; }
+`;
 
 /** Runs VitePress on a generated source directory and writes the site into `outDir` (already created). */
 async function runVitePress(source: SiteSource, outDir: string): Promise<void> {
@@ -98,7 +122,11 @@ async function runVitePress(source: SiteSource, outDir: string): Promise<void> {
 export async function buildSite(catalog: Catalog, outDir: string): Promise<BuiltSite> {
   const target = resolve(outDir);
   const mode = await checkOutDir(target);
-  const source = renderSite(catalog, await inventoryCatalog(catalog));
+  const charts = new Map<string, SiteChart[]>();
+  for (const port of catalog.ports) {
+    charts.set(port.id, await portCharts(port.records, referenceSeries(port.manifest).benchmarks));
+  }
+  const source = renderSite(catalog, await inventoryCatalog(catalog), charts);
   const fill = async (dir: string) => {
     await runVitePress(source, dir);
     await writeFileAtomic(

@@ -43,6 +43,23 @@ describe("formatFigure", () => {
 });
 
 describe("formatRecordFigure", () => {
+  it("says no difference was shown when a ratio's interval holds 1", () => {
+    const ab = (ci95: [number, number]) =>
+      record({
+        method: "same-pod-ab",
+        source: { kind: "measured", tool: "bringup up" },
+        arms: [
+          { name: "a", samples: [10, 11] },
+          { name: "b", samples: [12, 13] },
+        ],
+        comparison: { figure: { shape: "point", value: 1.07 }, ci95, better: "higher" },
+      });
+    expect(formatRecordFigure(ab([0.678, 1.701]))).toContain(
+      "no difference was shown: ratio 1.07x, 95% CI 0.678x to 1.701x",
+    );
+    expect(formatRecordFigure(ab([1.02, 1.12]))).not.toContain("no difference");
+  });
+
   it("prints a same-pod A/B with both arms, its context and its reported source", () => {
     const r = record({
       method: "same-pod-ab",

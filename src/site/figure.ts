@@ -1,4 +1,11 @@
-import type { BenchRecord, Figure, Method, Unit } from "../records/index.js";
+import {
+  type BenchRecord,
+  type Figure,
+  type Method,
+  showsNoDifference,
+  type Unit,
+} from "../records/index.js";
+import { portLink, portPage } from "./paths.js";
 
 /** Units written against the number ("1.35x", "0.4%"); every other unit follows after a space. */
 const ATTACHED_UNITS: ReadonlySet<Unit> = new Set(["x", "%"]);
@@ -98,11 +105,16 @@ export function formatArms(record: BenchRecord): string {
   return `${figures.length === 1 ? "median" : "medians"} ${text}`;
 }
 
-/** The stated or measured ratio: "ratio 2.49x, 95% CI 2.3x to 2.6x". */
+/**
+ * The stated or measured ratio: "ratio 2.49x, 95% CI 2.3x to 2.6x"; when the interval holds 1 it
+ * leads with "no difference was shown", since the run did not show either arm better.
+ */
 export function formatComparison(comparison: NonNullable<BenchRecord["comparison"]>): string {
-  const parts = [`ratio ${formatFigure(comparison.figure, "x")}`];
+  const ratio = `ratio ${formatFigure(comparison.figure, "x")}`;
+  const parts = [ratio];
   if (comparison.ci95 !== undefined) {
     const [low, high] = comparison.ci95;
+    if (showsNoDifference(comparison.ci95)) parts[0] = `no difference was shown: ${ratio}`;
     parts.push(`95% CI ${formatFigure({ shape: "range", low, high }, "x")}`);
   }
   if (comparison.cv !== undefined) parts.push(`CV ${formatNumber(comparison.cv)}`);
@@ -140,6 +152,26 @@ export function formatValue(record: BenchRecord): string {
     text = PREPOSITION.test(record.context) ? `${text} ${record.context}` : `${text}, ${record.context}`;
   }
   return text;
+}
+
+/** The id of a record's row on its port's page, the target of every link to the record. */
+export function recordAnchor(id: string): string {
+  return `record-${id.replace("/", "--")}`;
+}
+
+/** Where a record's row is, as a link from `fromPage` (a generated page path such as `ports/x.md`). */
+export function recordHref(record: BenchRecord, fromPage: string): string {
+  const page = fromPage === portPage(record.port) ? "" : portLink(fromPage, record.port);
+  return `${page}#${recordAnchor(record.id)}`;
+}
+
+/**
+ * A figure on a page: `display` (Markdown, escaped) as a link to its record's row, carrying the
+ * record id and method as data-record and data-method attributes, so every figure in the page says
+ * where it comes from (the browser test checks that each one does).
+ */
+export function figureLink(display: string, record: BenchRecord, fromPage: string): string {
+  return `[${display}](${recordHref(record, fromPage)}){data-record="${record.id}" data-method="${record.method}"}`;
 }
 
 /** A figure as every page prints it: "44.5 vs 17.9 tok/s at one stream — same-pod A/B, reported". */

@@ -1,5 +1,5 @@
 import type { HeadlineItem, LoadedPort } from "../catalog/index.js";
-import { formatRecordFigure } from "./figure.js";
+import { figureLink, formatRecordFigure } from "./figure.js";
 import { text } from "./markdown.js";
 import { type IndexedRecord, requireRecord } from "./record-index.js";
 
@@ -8,8 +8,9 @@ export function renderHeadlineItem(
   item: HeadlineItem,
   port: LoadedPort,
   records: Map<string, IndexedRecord>,
+  fromPage: string,
 ): string {
   if ("text" in item) return text(item.text);
   const { record } = requireRecord(records, item.record, `${port.dir}/port.yaml (headline)`);
-  return text(`${record.label}: ${formatRecordFigure(record)}`);
+  return `${text(`${record.label}:`)} ${figureLink(text(formatRecordFigure(record)), record, fromPage)}`;
 }

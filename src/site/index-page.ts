@@ -23,7 +23,9 @@ export function renderIndexPage(
       .join(", ");
     const name = link(manifest.model.name, portLink(INDEX_PAGE, port.id));
     const model = summary === "" ? name : `${name} ${text(`(${summary})`)}`;
-    const headline = manifest.headline.map((item) => renderHeadlineItem(item, port, records)).join("; ");
+    const headline = manifest.headline
+      .map((item) => renderHeadlineItem(item, port, records, INDEX_PAGE))
+      .join("; ");
     return [model, text(manifest.hard.summary), text(runsOn(manifest.target)), headline];
   });
   const body = [
@@ -37,5 +39,6 @@ export function renderIndexPage(
     "",
     renderAvailability(catalog, files, INDEX_PAGE),
   ].join("\n");
-  return frontMatter({ title: "Ports" }) + vPre(body);
+  // No outline column: the port table gets the width.
+  return frontMatter({ title: "Ports", aside: false }) + vPre(body);
 }

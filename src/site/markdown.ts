@@ -46,8 +46,8 @@ export function vPre(body: string): string {
   return `${fence} v-pre\n\n${body}\n\n${fence}\n`;
 }
 
-/** YAML front matter; JSON strings are valid YAML scalars, so the title needs no other escaping. */
-export function frontMatter(fields: Record<string, string>): string {
+/** YAML front matter; JSON strings and booleans are valid YAML scalars, so no other escaping is needed. */
+export function frontMatter(fields: Record<string, string | boolean>): string {
   const lines = Object.entries(fields).map(([key, value]) => `${key}: ${JSON.stringify(value)}`);
   return `---\n${lines.join("\n")}\n---\n\n`;
 }

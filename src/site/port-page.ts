@@ -1,6 +1,7 @@
 import type { LoadedPort } from "../catalog/index.js";
 import { FEATURES } from "../catalog/index.js";
 import type { BenchRecord } from "../records/index.js";
+import type { SiteChart } from "./charts.js";
 import {
   acceleratorName,
   cardsAndNodes,
@@ -14,18 +15,21 @@ import {
 } from "./facts.js";
 import {
   armFigure,
+  figureLink,
   formatConditions,
   formatFigure,
   formatRecordFigure,
   formatValue,
   methodName,
+  recordAnchor,
 } from "./figure.js";
 import { renderHeadlineItem } from "./headline.js";
 import { code, frontMatter, table, text, vPre } from "./markdown.js";
+import { portPage } from "./paths.js";
 import { renderFigureRefs } from "./readme.js";
 import { renderRecipe } from "./recipe.js";
 import { type IndexedRecord, requireRecord } from "./record-index.js";
-import { renderReferenceRun } from "./reference-run.js";
+import { latestInSeries, localMark, renderReferenceRun } from "./reference-run.js";
 
 const NONE = "—";
 
@@ -57,6 +61,19 @@ function facts(port: LoadedPort): string {
   return lines.join("\n");
 }
 
+/** Where the architecture comes from, with links to public reference code and papers a reader can open. */
+function lineage(port: LoadedPort): string[] {
+  const declared = port.manifest.lineage;
+  if (declared === undefined) return [];
+  const sources =
+    declared.sources.length === 0
+      ? ["No public source describes this model."]
+      : declared.sources.map(
+          (source) => `- [${text(source.title)}](<${source.url.replace(/[<>\s]/g, encodeURIComponent)}>)`,
+        );
+  return ["### Lineage", "", text(declared.summary), "", ...sources, ""];
+}
+
 function features(port: LoadedPort): string {
   if (port.manifest.hard.features.length === 0) return "### Features\n\nNone listed.";
   const rows = port.manifest.hard.features.map((id) => [code(id), text(FEATURES[id])]);
@@ -66,21 +83,24 @@ function features(port: LoadedPort): string {
 function gates(port: LoadedPort, records: Map<string, IndexedRecord>): string {
   if (port.manifest.gates.length === 0) return "### Gates\n\nNo gates declared yet.";
   const rows = port.manifest.gates.map((gate) => {
-    const result =
+    const record =
       gate.record === undefined
-        ? NONE
-        : text(
-            formatRecordFigure(requireRecord(records, gate.record, `${port.dir}/port.yaml (gates)`).record),
-          );
+        ? undefined
+        : requireRecord(records, gate.record, `${port.dir}/port.yaml (gates)`).record;
+    const result =
+      record === undefined ? NONE : figureLink(text(formatRecordFigure(record)), record, portPage(port.id));
     return [text(GATE_NAMES[gate.kind]), text(gateThreshold(gate)), result];
   });
   return ["### Gates", "", table(["Gate", "Passes when", "Result"], rows)].join("\n");
 }
 
-function headline(port: LoadedPort, records: Map<string, IndexedRecord>): string {
-  if (port.manifest.headline.length === 0) return "### Headline\n\nNo headline figures yet.";
-  const items = port.manifest.headline.map((item) => `- ${renderHeadlineItem(item, port, records)}`);
-  return ["### Headline", "", ...items].join("\n");
+/** The headline figures as cards (VitePress tip boxes) at the top of the page; nothing when there are none. */
+function headlineCards(port: LoadedPort, records: Map<string, IndexedRecord>): string[] {
+  if (port.manifest.headline.length === 0) return [];
+  const cards = port.manifest.headline.map((item) =>
+    ["::: tip Headline", renderHeadlineItem(item, port, records, portPage(port.id)), ":::"].join("\n"),
+  );
+  return [cards.join("\n\n"), ""];
 }
 
 function arms(record: BenchRecord): string {
@@ -93,26 +113,75 @@ function arms(record: BenchRecord): string {
     .join("; ");
 }
 
+/**
+ * Where a record came from. A reported figure names its source only when a reader can open it (a
+ * link); the seed notes the catalog was written from are not public, so they are not cited.
+ */
 function source(record: BenchRecord): string {
   if (record.source.kind === "reported") {
-    return `reported by ${record.source.where}; stated method: ${record.source.stated_method}`;
+    const where = /^https?:\/\//.test(record.source.where) ? `, from ${record.source.where}` : "";
+    return `reported, not measured here${where}; stated method: ${record.source.stated_method}`;
   }
   return `measured with ${record.source.tool}${record.source.command === undefined ? "" : ` (${record.source.command})`}`;
 }
 
-function recordsTable(port: LoadedPort): string {
-  if (port.records.length === 0) return "### Records\n\nNo records yet.";
-  const rows = port.records.map((record) => [
-    code(record.id),
+/** A trial of an A/B (`<a/b id>-t<nnn>-<arm>`): charted with its A/B, listed apart from the figures. */
+function isTrial(record: BenchRecord): boolean {
+  return /-t[0-9]{3}-[ab]$/.test(record.id);
+}
+
+/** A table of records, each row the target of the links to its record, inside a collapsed block. */
+function collapsedRecords(port: LoadedPort, title: string, list: readonly BenchRecord[]): string {
+  const rows = list.map((record) => [
+    `${code(record.id)}{#${recordAnchor(record.id)}}`,
     text(record.label),
-    text(formatValue(record)),
+    figureLink(text(formatValue(record)), record, portPage(port.id)),
     text(arms(record)),
     text(methodName(record)),
-    text(source(record)),
+    text(`${source(record)}${localMark(port, record)}`),
     record.method === "different-conditions" ? text(formatConditions(record)) : NONE,
   ]);
   const headers = ["Record", "What", "Figure", "Arms", "Method", "Source", "Conditions"];
-  return ["### Records", "", table(headers, rows)].join("\n");
+  return [`::: details ${title} (${list.length})`, "", table(headers, rows), "", ":::"].join("\n");
+}
+
+/** Every record of the port, figures first and A/B trials apart, each list collapsed. */
+function recordsTable(port: LoadedPort): string {
+  if (port.records.length === 0) return "### Records\n\nNo records yet.";
+  const trials = port.records.filter(isTrial);
+  const figures = port.records.filter((record) => !isTrial(record));
+  const parts = ["### Records", "", collapsedRecords(port, "Figures", figures)];
+  if (trials.length > 0) parts.push("", collapsedRecords(port, "Trials of the A/Bs", trials));
+  return parts.join("\n");
+}
+
+function chartImage(chart: SiteChart): string {
+  return `![${text(chart.caption)}](/charts/${chart.file}){data-record="${chart.record}" data-method="${chart.method}"}`;
+}
+
+/**
+ * The charts, each image carrying its record and method: every run of each reference series and
+ * the latest run's trials in view, the chart of every other measured A/B collapsed below them.
+ */
+function chartsSection(port: LoadedPort, charts: readonly SiteChart[]): string[] {
+  if (charts.length === 0) return [];
+  const shown = new Set(
+    (port.manifest.reference?.benchmarks ?? []).map((ab) => latestInSeries(port.records, ab.record)?.id),
+  );
+  const inView = charts.filter((chart) => chart.file.endsWith(".runs.svg") || shown.has(chart.record));
+  const others = charts.filter((chart) => !inView.includes(chart));
+  const parts = ["### Charts", "", ...inView.map((chart) => `${chartImage(chart)}\n`)];
+  if (others.length > 0) {
+    parts.push(
+      `::: details Every measured A/B (${others.length})`,
+      "",
+      others.map(chartImage).join("\n\n"),
+      "",
+      ":::",
+      "",
+    );
+  }
+  return parts;
 }
 
 function referenceRunSection(port: LoadedPort): string[] {
@@ -121,15 +190,25 @@ function referenceRunSection(port: LoadedPort): string[] {
 }
 
 /** A port's page: its README with figures filled in, then the manifest's facts and every record. */
-export function renderPortPage(port: LoadedPort, records: Map<string, IndexedRecord>): string {
-  const readme = renderFigureRefs(port.readme, records, `${port.dir}/README.md`).trim();
+export function renderPortPage(
+  port: LoadedPort,
+  records: Map<string, IndexedRecord>,
+  charts: readonly SiteChart[] = [],
+): string {
+  const readme = renderFigureRefs(port.readme, records, `${port.dir}/README.md`, portPage(port.id)).trim();
   const title = /^#\s/.test(readme) ? [] : [`# ${text(port.manifest.model.name)}`, ""];
+  const [heading, ...rest] = readme.split("\n");
+  const opening = /^#\s/.test(readme) ? [heading ?? "", ""] : [];
+  const prose = /^#\s/.test(readme) ? rest.join("\n").trim() : readme;
   const body = [
     ...title,
-    readme,
+    ...opening,
+    ...headlineCards(port, records),
+    prose,
     "",
     facts(port),
     "",
+    ...lineage(port),
     features(port),
     "",
     gates(port, records),
@@ -137,8 +216,7 @@ export function renderPortPage(port: LoadedPort, records: Map<string, IndexedRec
     ...referenceRunSection(port),
     renderRecipe(port),
     "",
-    headline(port, records),
-    "",
+    ...chartsSection(port, charts),
     recordsTable(port),
   ].join("\n");
   return frontMatter({ title: port.manifest.model.name }) + vPre(body);

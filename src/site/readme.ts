@@ -1,6 +1,6 @@
 import { RECORD_ID_PATTERN } from "../catalog/index.js";
 import { BringupError } from "../common/errors.js";
-import { formatMethod, formatValue } from "./figure.js";
+import { figureLink, formatMethod, formatValue } from "./figure.js";
 import { text } from "./markdown.js";
 import { type IndexedRecord, requireRecord } from "./record-index.js";
 
@@ -9,7 +9,7 @@ const FIGURE_REF = /\[\[fig:([^\]\n]*)\]\]/g;
 const FENCE = /^\s*(```+|~~~+)/;
 const INLINE_CODE = /(`+)[^`]*?\1/g;
 
-function renderRef(id: string, where: string, records: Map<string, IndexedRecord>): string {
+function renderRef(id: string, where: string, records: Map<string, IndexedRecord>, page: string): string {
   if (!RECORD_ID_PATTERN.test(id)) {
     throw new BringupError(
       "SITE_BAD_FIGURE_REF",
@@ -18,21 +18,23 @@ function renderRef(id: string, where: string, records: Map<string, IndexedRecord
     );
   }
   const { record } = requireRecord(records, id, where);
-  return text(`${formatValue(record)} (${formatMethod(record)})`);
+  return figureLink(text(`${formatValue(record)} (${formatMethod(record)})`), record, page);
 }
 
 /** Replaces references in prose text, leaving inline code spans as written. */
-function renderLine(line: string, where: string, records: Map<string, IndexedRecord>): string {
+function renderLine(line: string, where: string, records: Map<string, IndexedRecord>, page: string): string {
   let out = "";
   let last = 0;
   for (const span of line.matchAll(INLINE_CODE)) {
     out += line
       .slice(last, span.index)
-      .replace(FIGURE_REF, (_m, id: string) => renderRef(id.trim(), where, records));
+      .replace(FIGURE_REF, (_m, id: string) => renderRef(id.trim(), where, records, page));
     out += span[0];
     last = span.index + span[0].length;
   }
-  return out + line.slice(last).replace(FIGURE_REF, (_m, id: string) => renderRef(id.trim(), where, records));
+  return (
+    out + line.slice(last).replace(FIGURE_REF, (_m, id: string) => renderRef(id.trim(), where, records, page))
+  );
 }
 
 /**
@@ -40,7 +42,12 @@ function renderLine(line: string, where: string, records: Map<string, IndexedRec
  * Markdown; code (fenced or inline) is left as written, as the linter reads it. `file` names the
  * README in errors, with the line of the bad reference.
  */
-export function renderFigureRefs(readme: string, records: Map<string, IndexedRecord>, file: string): string {
+export function renderFigureRefs(
+  readme: string,
+  records: Map<string, IndexedRecord>,
+  file: string,
+  page: string,
+): string {
   let fence: string | undefined;
   return readme
     .split("\n")
@@ -52,7 +59,7 @@ export function renderFigureRefs(readme: string, records: Map<string, IndexedRec
         return line;
       }
       if (fence !== undefined) return line;
-      return renderLine(line, `${file}:${index + 1}`, records);
+      return renderLine(line, `${file}:${index + 1}`, records, page);
     })
     .join("\n");
 }

@@ -66,6 +66,19 @@ describe("the reference run section", () => {
     expect(page?.match(/not measured yet/g)).toHaveLength(2);
   });
 
+  it("shows the run its prose cites, so prose and table show one record, and names a newer run", () => {
+    const m = manifest("a-port", { reference });
+    const page = renderReferenceRun(
+      port("/nowhere", m, "Decode: [[fig:a-port/ref-ab.2]].", [
+        measured("a-port/ref-ab.2", 1.25),
+        measured("a-port/ref-ab.3", 1.5),
+      ]),
+    );
+    expect(page).toContain("ratio 1\\.25x");
+    expect(page).not.toContain("ratio 1\\.5x");
+    expect(page).toContain("`a-port/ref-ab.2`; newer run `a-port/ref-ab.3` in Records");
+  });
+
   it("is left out for a port without a reference section", () => {
     expect(renderReferenceRun(port("/nowhere", manifest("a-port"), "x"))).toBeUndefined();
   });

@@ -1,8 +1,9 @@
-import { inReferenceSeries, type LoadedPort, referenceSeries } from "../catalog/index.js";
+import { figureRefs, inReferenceSeries, type LoadedPort, referenceSeries } from "../catalog/index.js";
 import type { BenchRecord } from "../records/index.js";
 import { GATE_NAMES, gateThreshold } from "./facts.js";
-import { formatRecordFigure, formatTokens } from "./figure.js";
+import { figureLink, formatRecordFigure, formatTokens } from "./figure.js";
 import { code, table, text } from "./markdown.js";
+import { portPage } from "./paths.js";
 
 const NOT_YET = "not measured yet";
 
@@ -21,6 +22,25 @@ export function latestInSeries(records: readonly BenchRecord[], series: string):
   return latest;
 }
 
+/** Marks a record of a local, unpublished run on a preview built with local records. */
+export function localMark(port: LoadedPort, record: BenchRecord): string {
+  return port.localRecords?.has(record.id) ? " (local run, not published)" : "";
+}
+
+/**
+ * The run of a series a page shows: the one its prose cites (the highest, if it cites several),
+ * so that the prose and the table show one record; else the latest.
+ */
+export function shownInSeries(port: LoadedPort, series: string): BenchRecord | undefined {
+  const cited = new Set(figureRefs(port.readme).map((ref) => ref.id));
+  return (
+    latestInSeries(
+      port.records.filter((record) => cited.has(record.id)),
+      series,
+    ) ?? latestInSeries(port.records, series)
+  );
+}
+
 /**
  * The port's reference run: each gate and A/B of its reference section (what `bringup up` runs on
  * the tiny reference config) with the latest measured record, its method and interval; nothing
@@ -31,8 +51,15 @@ export function renderReferenceRun(port: LoadedPort): string | undefined {
   if (reference === undefined) return undefined;
   const series = referenceSeries(port.manifest);
   const cell = (id: string) => {
-    const record = latestInSeries(port.records, id);
-    return record === undefined ? [NOT_YET, code(id)] : [text(formatRecordFigure(record)), code(record.id)];
+    const record = shownInSeries(port, id);
+    if (record === undefined) return [NOT_YET, code(id)];
+    const latest = latestInSeries(port.records, id);
+    const newer =
+      latest !== undefined && latest !== record ? `; newer run ${code(latest.id)} in Records` : "";
+    return [
+      figureLink(text(`${formatRecordFigure(record)}${localMark(port, record)}`), record, portPage(port.id)),
+      `${code(record.id)}${newer}`,
+    ];
   };
   const rows = [
     ...reference.gates.map((gate, index) => [
@@ -57,9 +84,9 @@ export function renderReferenceRun(port: LoadedPort): string | undefined {
     "### Reference run",
     "",
     text(
-      `bringup up ${port.id} runs the port's tiny reference config on the embedded CPU engine: the ${reference.kv_layout} KV layout${baseline}, at max_model_len ${formatTokens(reference.max_model_len)}. Each row shows its latest record.`,
+      `bringup up ${port.id} runs the port's tiny reference config on the embedded CPU engine: the ${reference.kv_layout} KV layout${baseline}, at max_model_len ${formatTokens(reference.max_model_len)}. Each row shows the run the text above cites, else the latest.`,
     ),
     "",
-    table(["Check", "Passes when, or setup", "Latest result", "Record"], rows),
+    table(["Check", "Passes when, or setup", "Result", "Record"], rows),
   ].join("\n");
 }

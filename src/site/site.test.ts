@@ -36,9 +36,26 @@ describe("renderSite", () => {
       "Decode ran at [[fig:a-port/decode]].\n\n`[[fig:a-port/decode]]`\n\n```\n[[fig:a-port/decode]]\n```\n";
     const site = renderSite({ root, ports: [port(root, manifest("a-port"), readme, [r])] }, new Map());
     const page = site.pages[1]?.markdown ?? "";
-    expect(page).toContain("Decode ran at 43\\.9 tok\\/s at one stream \\(single run\\, reported\\).");
+    expect(page).toContain(
+      'Decode ran at [43\\.9 tok\\/s at one stream \\(single run\\, reported\\)](#record-a-port--decode){data-record="a-port/decode" data-method="single-run"}.',
+    );
     expect(page).toContain("`[[fig:a-port/decode]]`");
     expect(page).toContain("```\n[[fig:a-port/decode]]\n```");
+  });
+
+  it("makes every figure a link to its record's row carrying its id and method, and cites no unopenable source", () => {
+    const r = record("a-port/decode", {
+      source: { kind: "reported", where: "Ports page (seed), a row", stated_method: "single run" },
+    });
+    const site = renderSite(
+      { root, ports: [port(root, manifest("a-port"), "Decode: [[fig:a-port/decode]].\n", [r])] },
+      new Map(),
+    );
+    const page = site.pages[1]?.markdown ?? "";
+    expect(page).toContain('](#record-a-port--decode){data-record="a-port/decode" data-method="single-run"}');
+    expect(page).toContain("`a-port/decode`{#record-a-port--decode}");
+    expect(page).not.toContain("Ports page");
+    expect(page).toContain("::: details Figures (1)");
   });
 
   it("names the README line of a reference to a record that does not exist", () => {

@@ -1,5 +1,6 @@
 import type { Catalog } from "../catalog/index.js";
 import { BringupError } from "../common/errors.js";
+import type { SiteChart } from "./charts.js";
 import { renderIndexPage } from "./index-page.js";
 import type { PortFiles } from "./inventory.js";
 import { html } from "./markdown.js";
@@ -15,6 +16,8 @@ export interface SitePage {
 
 export interface SiteSource {
   pages: SitePage[];
+  /** Files served as they are (VitePress's public/ directory), e.g. `charts/<port>/<slug>.svg`. */
+  assets: { path: string; content: string }[];
   /** The VitePress user config, plain data so it can be written as a config module. */
   config: Record<string, unknown>;
 }
@@ -22,7 +25,11 @@ export interface SiteSource {
 export const SITE_TITLE = "bringup ports";
 
 /** Every page of the site and its VitePress config, from the catalog and the port inventory. */
-export function renderSite(catalog: Catalog, files: Map<string, PortFiles>): SiteSource {
+export function renderSite(
+  catalog: Catalog,
+  files: Map<string, PortFiles>,
+  charts: ReadonlyMap<string, readonly SiteChart[]> = new Map(),
+): SiteSource {
   if (catalog.ports.length === 0) {
     throw new BringupError(
       "SITE_EMPTY_CATALOG",
@@ -33,7 +40,7 @@ export function renderSite(catalog: Catalog, files: Map<string, PortFiles>): Sit
   const records = indexRecords(catalog);
   const pages: SitePage[] = [{ path: INDEX_PAGE, markdown: renderIndexPage(catalog, records, files) }];
   for (const port of catalog.ports) {
-    pages.push({ path: portPage(port.id), markdown: renderPortPage(port, records) });
+    pages.push({ path: portPage(port.id), markdown: renderPortPage(port, records, charts.get(port.id)) });
   }
   const sidebar = [
     {
@@ -50,8 +57,14 @@ export function renderSite(catalog: Catalog, files: Map<string, PortFiles>): Sit
     description: "Ports of new LLM architectures, with every figure and how it was measured.",
     // Raw HTML stays off: every README and catalog string reaches the page as text.
     markdown: { html: false },
-    themeConfig: { sidebar, outline: [2, 3] },
+    // No favicon of its own: an empty one keeps browsers from asking for /favicon.ico (a 404).
+    head: [["link", { rel: "icon", href: "data:," }]],
+    // Local search: an index built with the site, searched in the browser, nothing sent anywhere.
+    themeConfig: { sidebar, outline: [2, 3], search: { provider: "local" } },
     vite: { logLevel: "warn" },
   };
-  return { pages, config };
+  const assets = [...charts.values()]
+    .flat()
+    .map((chart) => ({ path: `charts/${chart.file}`, content: chart.svg }));
+  return { pages, assets, config };
 }

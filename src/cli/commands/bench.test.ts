@@ -1,4 +1,4 @@
-import { cp, mkdtemp, readFile, rm } from "node:fs/promises";
+import { cp, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -38,6 +38,20 @@ describe("bringup bench and records compare", () => {
     await rm(root, { recursive: true, force: true });
   });
 
+  it("bench run and ab check --report-dir before measuring anything", async () => {
+    const file = join(root, "a-file");
+    await writeFile(file, "x");
+    // The endpoint is closed: an error about it would mean the output was checked too late.
+    for (const args of [
+      ["run", "--endpoint", "http://127.0.0.1:9"],
+      ["ab", "--a", "http://127.0.0.1:9", "--b", "http://127.0.0.1:9"],
+    ]) {
+      await expect(
+        run(["--root", root, "bench", ...args, ...workload, "--report-dir", join(file, "report")]),
+      ).rejects.toMatchObject({ code: "FS_NOT_DIRECTORY", message: expect.stringContaining(file) });
+    }
+  });
+
   it("bench run sweeps, prints JSON, writes records and a report with charts", async () => {
     const reportDir = join(root, "report");
     const out = await run([
@@ -52,7 +66,7 @@ describe("bringup bench and records compare", () => {
       "1,2",
       "--metric-percentiles",
       "50,99",
-      "--port",
+      "--port-id",
       "demo",
       "--report-dir",
       reportDir,
@@ -66,7 +80,7 @@ describe("bringup bench and records compare", () => {
     ]);
     expect(report.points[0].metrics.completed).toBe(3);
     expect(report.points[0].metrics.tokenCheck.streamMismatches).toBe(0);
-    const records = await readRecords(join(root, "ports/demo/results"));
+    const records = await readRecords(join(root, ".bringup/results/demo"));
     const ttft = records.find((r) => r.id.endsWith("-concurrency-1-ttft-ms"));
     expect(ttft?.method).toBe("single-run");
     expect(ttft?.arms[0]?.samples.length).toBe(3);
@@ -100,7 +114,7 @@ describe("bringup bench and records compare", () => {
       ...workload,
       "--max-concurrency",
       "1",
-      "--port",
+      "--port-id",
       "demo",
       "--json",
     ]);
@@ -115,10 +129,12 @@ describe("bringup bench and records compare", () => {
   });
 
   it("records compare refuses different fingerprints unless different-conditions, then names them", async () => {
-    const records = await readRecords(join(root, "ports/demo/results"));
+    const records = await readRecords(join(root, ".bringup/results/demo"));
     const one = records.find((r) => r.id.endsWith("-concurrency-1-output-throughput"));
     const two = records.find((r) => r.id.endsWith("-concurrency-2-output-throughput"));
-    const trial = (await readRecords(join(root, "ports/demo/results"))).find((r) => r.id.endsWith("-t001-a"));
+    const trial = (await readRecords(join(root, ".bringup/results/demo"))).find((r) =>
+      r.id.endsWith("-t001-a"),
+    );
     if (!one || !two || !trial) throw new Error("records missing");
     expect(await run(["--root", root, "records", "compare", one.id, two.id])).toMatch(
       /the fingerprints match/,

@@ -1,4 +1,4 @@
-import { join } from "node:path";
+import { resolve } from "node:path";
 import { Presets, SingleBar } from "cli-progress";
 import { type Command, Option } from "commander";
 import {
@@ -25,10 +25,11 @@ import {
   writeAbReportDir,
   writeRunReportDir,
 } from "../../bench/index.js";
-import { loadCatalog, RESULTS_DIR } from "../../catalog/index.js";
+import { findPort, loadCatalog, localResultsDir } from "../../catalog/index.js";
 import { normalizeBaseUrl, probeEndpoint } from "../../client/index.js";
 import { BringupError } from "../../common/errors.js";
-import { appendRecord, type BenchRecord, type Fingerprint } from "../../records/index.js";
+import { checkNewOutput } from "../../common/fs-errors.js";
+import { appendRecord, type BenchRecord, type Fingerprint, showsNoDifference } from "../../records/index.js";
 import { projectRoot } from "../root.js";
 import { table } from "./ports.js";
 import { findRecord, registerRecordsCompare } from "./records-compare.js";
@@ -105,7 +106,7 @@ interface WorkloadFlags {
   goodput?: string[];
   stallTimeout: number;
   requestTimeout: number;
-  port?: string;
+  portId?: string;
   reportDir?: string;
   json?: boolean;
   progress: boolean;
@@ -181,7 +182,10 @@ function workloadOptions(command: Command): Command {
       positiveNumber("--request-timeout"),
       600,
     )
-    .option("--port <id>", "append the results to this port's records as they are measured")
+    .option(
+      "--port-id <id>",
+      "append the results to this port's local store (.bringup/results/<id>) as they are measured; `bringup records publish` publishes them",
+    )
     .option("--report-dir <dir>", "write a markdown report and SVG charts to this new directory")
     .option("--json", "print a machine-readable report on stdout")
     .option("--no-progress", "no progress bar");
@@ -263,18 +267,8 @@ function percentilesOf(flags: WorkloadFlags): { metrics: string[]; percentiles: 
 
 async function resultsDirOf(command: Command, portId: string | undefined): Promise<string | undefined> {
   if (portId === undefined) return undefined;
-  const catalog = await loadCatalog(projectRoot(command));
-  const port = catalog.ports.find((p) => p.id === portId);
-  if (!port) {
-    throw new BringupError(
-      "PORT_NOT_FOUND",
-      `no port ${portId}; run \`bringup ports list\` to see the ports.`,
-      {
-        subject: portId,
-      },
-    );
-  }
-  return join(port.dir, RESULTS_DIR);
+  const root = projectRoot(command);
+  return localResultsDir(root, findPort(await loadCatalog(root), portId).id);
 }
 
 function progressBar(enabled: boolean, total: number, what: string): SingleBar | undefined {
@@ -330,10 +324,11 @@ export function registerBench(program: Command): void {
       flags: WorkloadFlags & { endpoint: string; maxConcurrency?: number[]; requestRate?: number[] },
       command: Command,
     ) => {
+      if (flags.reportDir) await checkNewOutput(resolve(flags.reportDir));
       const { target, fingerprint: probed } = await resolveTarget(flags.endpoint, flags);
       const workload = await buildWorkload(flags);
       const { metrics: percentileMetrics, percentiles } = percentilesOf(flags);
-      const resultsDir = await resultsDirOf(command, flags.port);
+      const resultsDir = await resultsDirOf(command, flags.portId);
       const fingerprint = armFingerprint(probed, workload.hash);
       const rates = flags.requestRate ?? [Number.POSITIVE_INFINITY];
       const concurrencies: (number | undefined)[] = flags.maxConcurrency ?? [undefined];
@@ -373,10 +368,10 @@ export function registerBench(program: Command): void {
             });
             bar?.stop();
             points.push({ load, result });
-            if (resultsDir && flags.port) {
+            if (resultsDir && flags.portId) {
               const pointId = `${id}-${slug(load)}`;
               for (const record of runRecords(result, {
-                port: flags.port,
+                port: flags.portId,
                 id: pointId,
                 context: `${workload.name}, ${workload.requests.length} prompts, ${load}`,
                 fingerprint,
@@ -473,6 +468,7 @@ export function registerBench(program: Command): void {
       },
       command: Command,
     ) => {
+      if (flags.reportDir) await checkNewOutput(resolve(flags.reportDir));
       const urlA = flags.a;
       const urlB = flags.b ?? (flags.switch ? flags.a : undefined);
       if (!urlA || !urlB) {
@@ -494,7 +490,7 @@ export function registerBench(program: Command): void {
       if (switchTo) await switchTo("b");
       const { target: targetB, fingerprint: fingerprintB } = await resolveTarget(urlB, flags);
       const workload = await buildWorkload(flags);
-      const resultsDir = await resultsDirOf(command, flags.port);
+      const resultsDir = await resultsDirOf(command, flags.portId);
       const { percentiles } = percentilesOf(flags);
       const bar = progressBar(flags.progress && !flags.json, flags.blocks * 4, "A/B trials");
       const { signal, dispose } = interruptible();
@@ -515,8 +511,8 @@ export function registerBench(program: Command): void {
           stallTimeoutMs: flags.stallTimeout * 1000,
           requestTimeoutMs: flags.requestTimeout * 1000,
           ...(switchTo ? { switchTo } : {}),
-          ...(resultsDir && flags.port
-            ? { records: { dir: resultsDir, port: flags.port, command: commandLine() } }
+          ...(resultsDir && flags.portId
+            ? { records: { dir: resultsDir, port: flags.portId, command: commandLine() } }
             : {}),
           signal,
           onTrial: () => bar?.increment({ failed: 0 }),
@@ -556,10 +552,13 @@ export function registerBench(program: Command): void {
         names[t.arm],
         t.value.toFixed(3),
       ]);
+      const verdict = showsNoDifference([i.low, i.high])
+        ? `no difference was shown between ${names.b} and ${names.a}: the interval holds 1`
+        : `above 1, ${names.b} is better`;
       process.stdout.write(
         `${table([["trial", "block", "arm", `${result.metric} (${spec.unit})`], ...rows])}\n\n` +
           `${result.method}: ${names.b} against ${names.a}, ratio ${i.estimate.toFixed(3)}x ` +
-          `(95% interval ${i.low.toFixed(3)}x to ${i.high.toFixed(3)}x, CV ${(result.cv * 100).toFixed(1)}%, ${result.ratios.length} ABBA blocks); above 1, ${names.b} is better\n` +
+          `(95% interval ${i.low.toFixed(3)}x to ${i.high.toFixed(3)}x, CV ${(result.cv * 100).toFixed(1)}%, ${result.ratios.length} ABBA blocks); ${verdict}\n` +
           (result.record ? `recorded as ${result.record.id}\n` : ""),
       );
     },
@@ -574,18 +573,17 @@ export function registerBench(program: Command): void {
     .option("--json", "print the record as JSON")
     .action(
       async (ids: string[], flags: { id?: string; dryRun?: boolean; json?: boolean }, command: Command) => {
-        const catalog = await loadCatalog(projectRoot(command));
+        const root = projectRoot(command);
+        const catalog = await loadCatalog(root, { local: true });
         const records = ids.map((id) => findRecord(catalog.ports, id));
         const first = records[0] as BenchRecord;
-        const port = catalog.ports.find((p) => p.id === first.port);
-        if (!port)
-          throw new BringupError("PORT_NOT_FOUND", `no port ${first.port}.`, { subject: first.port });
+        const port = findPort(catalog, first.port);
         const record = chainRecord(records, {
           port: first.port,
           id: flags.id ?? slug(`chain-${records.map((r) => r.id.split("/")[1]).join("-")}`),
           command: commandLine(),
         });
-        const written = flags.dryRun ? record : await appendRecord(join(port.dir, RESULTS_DIR), record);
+        const written = flags.dryRun ? record : await appendRecord(localResultsDir(root, port.id), record);
         if (flags.json) {
           process.stdout.write(`${JSON.stringify(written, null, 2)}\n`);
           return;

@@ -50,7 +50,7 @@ describe("bringup gate", () => {
     const out = JSON.parse(stdout);
     expect(out.outcomes[0].status).toBe("passed");
     expect(out.endpoint.scoring).toBe("prompt_logprobs");
-    const records = await readRecords(join(root, "ports", "demo", "results"));
+    const records = await readRecords(join(root, ".bringup", "results", "demo"));
     const written = records.find((r) => r.id === out.records[0]);
     expect(written?.method).toBe("same-pod-ab");
   });

@@ -1,6 +1,11 @@
-import { join } from "node:path";
 import { type Command, InvalidArgumentError } from "commander";
-import { GATE_KINDS, type Gate as GateSpec, loadCatalog, RESULTS_DIR } from "../../catalog/index.js";
+import {
+  findPort,
+  GATE_KINDS,
+  type Gate as GateSpec,
+  loadCatalog,
+  localResultsDir,
+} from "../../catalog/index.js";
 import { probeEndpoint } from "../../client/index.js";
 import { BringupError } from "../../common/errors.js";
 import { readCorpus } from "../../engine/index.js";
@@ -96,21 +101,17 @@ export function registerGate(program: Command): void {
       "write the golden decodes of --endpoint (a trusted build) to a file, and run no gate",
     )
     .option("--timeout <ms>", "per-request timeout in milliseconds (default 60000)", positiveInt)
-    .option("--no-record", "do not append records to the port's results")
+    .option(
+      "--no-record",
+      "do not append records to the port's local store (.bringup/results/<id>; `bringup records publish` publishes them)",
+    )
     .option("--json", "print JSON")
     .action(async (port: string, options: GateOptions, command: Command) => {
       if (options.reference !== undefined && options.referenceValue !== undefined) {
         throw new BringupError("BAD_ARGUMENT", "pass either --reference or --reference-value, not both.");
       }
-      const catalog = await loadCatalog(projectRoot(command));
-      const loaded = catalog.ports.find((p) => p.id === port);
-      if (!loaded) {
-        throw new BringupError(
-          "PORT_UNKNOWN",
-          `there is no port "${port}"; \`bringup ports list\` names them.`,
-          { subject: port },
-        );
-      }
+      const root = projectRoot(command);
+      const loaded = findPort(await loadCatalog(root), port);
       if (options.writeGolden !== undefined) {
         await writeGolden(loaded.manifest.gates, options, options.writeGolden);
         return;
@@ -144,7 +145,7 @@ export function registerGate(program: Command): void {
       });
       const records = options.record
         ? await appendGateRecords(
-            join(loaded.dir, RESULTS_DIR),
+            localResultsDir(root, loaded.id),
             port,
             specs.map((spec, i) => ({ spec, outcome: outcomes[i] as GateOutcome })),
             context,

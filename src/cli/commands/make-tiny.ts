@@ -1,6 +1,7 @@
 import { join, resolve } from "node:path";
 import { type Command, InvalidArgumentError, Option } from "commander";
 import { BringupError } from "../../common/errors.js";
+import { checkNewOutput } from "../../common/fs-errors.js";
 import {
   findTinySize,
   generateTinyModel,
@@ -94,6 +95,7 @@ export function registerMakeTiny(program: Command): void {
         if (options.out === undefined)
           throw new BringupError("OUT_MISSING", "give the directory to write with --out DIR.");
         const out = resolve(options.out);
+        await checkNewOutput(out);
         const started = performance.now();
         const corpus = await readCorpus(join(projectRoot(command), "corpus"));
         const files = generateTinyModel(size, corpus, { seed: options.seed, dtype: options.dtype });

@@ -78,6 +78,17 @@ describe("bringup ports", () => {
     expect(json.map((port: { id: string }) => port.id)).toEqual(["bare", "demo"]);
   });
 
+  it("list names a broken port as broken and still lists the others", async () => {
+    const root = join(FIXTURES, "broken/duplicate-id");
+    const table = await runCommands(["--root", root, "ports", "list"]);
+    expect(table.stdout).toMatch(/demo\s+Demo-1/);
+    expect(table.stdout).toMatch(
+      /demo-copy\s+-\s+-\s+-\s+broken \(\d+ problems; bringup ports check demo-copy\)/,
+    );
+    const json = JSON.parse((await runCommands(["--root", root, "ports", "list", "--json"])).stdout);
+    expect(json.find((port: { id: string }) => port.id === "demo-copy")).toMatchObject({ broken: true });
+  });
+
   it("schema prints the manifest's JSON Schema", async () => {
     const schema = JSON.parse((await runCommands(["ports", "schema"])).stdout);
     expect(schema.type).toBe("object");

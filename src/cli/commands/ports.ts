@@ -66,7 +66,12 @@ export function registerPorts(program: Command): void {
           status: manifest.status,
           records: records.length,
         }));
-        process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
+        const broken = (catalog.broken ?? []).map(({ id, problems }) => ({
+          id,
+          broken: true,
+          problems: problems.map(formatProblem),
+        }));
+        process.stdout.write(`${JSON.stringify([...rows, ...broken], null, 2)}\n`);
         return;
       }
       const rows = catalog.ports.map(({ id, manifest, records }) => {
@@ -85,6 +90,17 @@ export function registerPorts(program: Command): void {
           String(records.length),
         ];
       });
+      for (const { id, problems } of catalog.broken ?? []) {
+        rows.push([
+          id,
+          "-",
+          "-",
+          "-",
+          `broken (${problems.length} problems; bringup ports check ${id})`,
+          "-",
+        ]);
+      }
+      rows.sort((a, b) => (a[0] ?? "").localeCompare(b[0] ?? ""));
       process.stdout.write(`${table([["ID", "MODEL", "SIZE", "RUNS ON", "STATUS", "RECORDS"], ...rows])}\n`);
     });
 

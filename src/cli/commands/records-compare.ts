@@ -1,7 +1,6 @@
-import { join } from "node:path";
 import { type Command, Option } from "commander";
 import { compareRecords, differentConditionsRecord, slug } from "../../bench/index.js";
-import { loadCatalog, RESULTS_DIR } from "../../catalog/index.js";
+import { findPort, loadCatalog, localResultsDir } from "../../catalog/index.js";
 import { BringupError } from "../../common/errors.js";
 import { appendRecord, type BenchRecord } from "../../records/index.js";
 import { projectRoot } from "../root.js";
@@ -26,7 +25,10 @@ export function registerRecordsCompare(program: Command): void {
     )
     .option("--first-arm <name>", "which arm of the first record (default: its last)")
     .option("--second-arm <name>", "which arm of the second record (default: its last)")
-    .option("--record", "append the comparison as a different-conditions record to the second record's port")
+    .option(
+      "--record",
+      "append the comparison as a different-conditions record to the second record's port (its local store)",
+    )
     .option("--json", "print JSON")
     .action(
       async (
@@ -41,7 +43,8 @@ export function registerRecordsCompare(program: Command): void {
         },
         command: Command,
       ) => {
-        const catalog = await loadCatalog(projectRoot(command));
+        const root = projectRoot(command);
+        const catalog = await loadCatalog(root, { local: true });
         const first = findRecord(catalog.ports, firstId);
         const second = findRecord(catalog.ports, secondId);
         const comparison = compareRecords(first, second, {
@@ -57,15 +60,13 @@ export function registerRecordsCompare(program: Command): void {
               "only a different-conditions comparison is recorded here; measure same-conditions comparisons with `bringup bench ab`.",
             );
           }
-          const port = catalog.ports.find((p) => p.id === second.port);
-          if (!port)
-            throw new BringupError("PORT_NOT_FOUND", `no port ${second.port}.`, { subject: second.port });
+          const port = findPort(catalog, second.port);
           const record = differentConditionsRecord(first, second, comparison, {
             port: port.id,
             id: slug(`compare-${first.id.split("/")[1]}-${second.id.split("/")[1]}`),
             command: ["bringup", ...process.argv.slice(2)].join(" "),
           });
-          recordedId = (await appendRecord(join(port.dir, RESULTS_DIR), record)).id;
+          recordedId = (await appendRecord(localResultsDir(root, port.id), record)).id;
         }
         if (flags.json) {
           process.stdout.write(

@@ -29,19 +29,26 @@ describe("bringup records", () => {
       JSON.parse((await runCommands(["--root", ROOT, "records", "list", "bare", "--json"])).stdout),
     ).toEqual([]);
     await expect(runCommands(["--root", ROOT, "records", "list", "nope"])).rejects.toMatchObject({
-      code: "PORT_NOT_FOUND",
+      code: "PORT_UNKNOWN",
     });
     const broken = join(ROOT, "../broken/unknown-feature");
-    await expect(runCommands(["--root", broken, "records", "list"])).rejects.toMatchObject({
-      code: "CATALOG_INVALID",
+    await expect(runCommands(["--root", broken, "records", "list", "demo"])).rejects.toMatchObject({
+      code: "PORT_BROKEN",
       message: expect.stringContaining("ports/demo/port.yaml:16: hard.features.1"),
     });
+    // Listing every port goes on without the broken one and says so.
+    const all = await runCommands(["--root", broken, "records", "list"]);
+    expect(all.stderr).toContain("port demo is broken and left out");
   });
 
   it("show prints one record with what its method means, and refuses an unknown id", async () => {
     const { stdout } = await runCommands(["--root", ROOT, "records", "show", "demo/decode"]);
     expect(stdout).toContain("demo/decode: decode at one stream\n");
-    expect(stdout).toContain("method: same-pod-ab, both arms on one host in one session");
+    // A copied figure says where it came from and what its source stated, not that bringup measured it.
+    expect(stdout).toContain(
+      "reported, not measured by bringup: from the demo page; stated method: same-pod A/B; filed under same-pod-ab",
+    );
+    expect(stdout).toContain("published in ports/demo/results/");
     expect(JSON.parse(stdout.slice(stdout.indexOf("{")))).toMatchObject({ id: "demo/decode", unit: "tok/s" });
     await expect(runCommands(["--root", ROOT, "records", "show", "demo/nope"])).rejects.toMatchObject({
       code: "RECORD_NOT_FOUND",

@@ -1,7 +1,15 @@
+import { join } from "node:path";
 import type { Command } from "commander";
-import { loadCatalog } from "../../catalog/index.js";
+import {
+  brokenPortsNotice,
+  findPort,
+  loadCatalog,
+  localResultsDir,
+  RESULTS_DIR,
+} from "../../catalog/index.js";
 import { BringupError } from "../../common/errors.js";
-import { type BenchRecord, type Figure, METHOD_DESCRIPTIONS } from "../../records/index.js";
+import { type BenchRecord, type Figure, METHOD_DESCRIPTIONS, publishRecords } from "../../records/index.js";
+import { formatRecordFigure } from "../../site/index.js";
 import { projectRoot } from "../root.js";
 import { table } from "./ports.js";
 
@@ -33,51 +41,103 @@ function summary(record: BenchRecord): string {
   return arms.join("; ");
 }
 
+/** How the record came to be: who measured it with what command, or where it was reported and by what stated method. */
+export function provenance(record: BenchRecord): string {
+  const source = record.source;
+  if (source.kind === "reported") {
+    return `reported, not measured by bringup: from ${source.where}; stated method: ${source.stated_method}; filed under ${record.method} (${METHOD_DESCRIPTIONS[record.method]})`;
+  }
+  const samples = record.arms.map((arm) => `${arm.name} ${arm.samples.length}`).join(", ");
+  return `measured by ${source.tool}${source.command ? ` (${source.command})` : ""}; samples per arm: ${samples}; method: ${record.method}, ${METHOD_DESCRIPTIONS[record.method]}`;
+}
+
 export function registerRecords(program: Command): void {
   const records = program.command("records").description("the measured and reported records of the ports");
 
   records
     .command("list")
-    .description("list the records of every port, or of one")
+    .description("list the published records of every port, or of one")
     .argument("[port]", "only this port's records")
+    .option("--local", "also the records of local runs not yet published (marked local)")
     .option("--json", "print JSON")
-    .action(async (portId: string | undefined, options: { json?: boolean }, command: Command) => {
-      const catalog = await loadCatalog(projectRoot(command));
-      const ports = portId === undefined ? catalog.ports : catalog.ports.filter((port) => port.id === portId);
-      if (portId !== undefined && ports.length === 0) {
-        throw new BringupError(
-          "PORT_NOT_FOUND",
-          `no port ${portId}; run \`bringup ports list\` to see the ports.`,
-          {
-            subject: portId,
-          },
+    .action(
+      async (portId: string | undefined, options: { json?: boolean; local?: boolean }, command: Command) => {
+        const catalog = await loadCatalog(projectRoot(command), { local: options.local === true });
+        const ports = portId === undefined ? catalog.ports : [findPort(catalog, portId)];
+        const list = ports.flatMap((port) =>
+          port.records.map((record) => ({ record, local: port.localRecords?.has(record.id) === true })),
         );
-      }
-      const list = ports.flatMap((port) => port.records);
-      if (options.json) {
-        process.stdout.write(`${JSON.stringify(list, null, 2)}\n`);
-        return;
-      }
-      const rows = list.map((record) => [record.id, record.method, record.label, summary(record)]);
-      process.stdout.write(`${table([["ID", "METHOD", "WHAT", "FIGURES"], ...rows])}\n`);
-    });
+        if (options.json) {
+          process.stdout.write(
+            `${JSON.stringify(
+              list.map(({ record, local }) => (local ? { ...record, local } : record)),
+              null,
+              2,
+            )}\n`,
+          );
+          return;
+        }
+        const rows = list.map(({ record, local }) => [
+          local ? `${record.id} (local)` : record.id,
+          record.method,
+          record.label,
+          summary(record),
+        ]);
+        process.stdout.write(`${table([["ID", "METHOD", "WHAT", "FIGURES"], ...rows])}\n`);
+        const notice = brokenPortsNotice(catalog);
+        if (notice !== undefined && portId === undefined) process.stderr.write(`${notice}\n`);
+      },
+    );
 
   records
     .command("show")
-    .description("print one record in full, with what its method means")
+    .description("print one record in full: its figure, where it came from and what its method means")
     .argument("<id>", "the record id, <port>/<slug>")
     .action(async (id: string, _options: unknown, command: Command) => {
-      const catalog = await loadCatalog(projectRoot(command));
-      const record = catalog.ports.flatMap((port) => port.records).find((candidate) => candidate.id === id);
-      if (record === undefined) {
+      const catalog = await loadCatalog(projectRoot(command), { local: true });
+      const port = catalog.ports.find((candidate) => candidate.records.some((r) => r.id === id));
+      const record = port?.records.find((candidate) => candidate.id === id);
+      if (port === undefined || record === undefined) {
         throw new BringupError(
           "RECORD_NOT_FOUND",
-          `no record ${id}; run \`bringup records list\` to see the record ids.`,
+          `no record ${id}; run \`bringup records list --local\` to see the record ids.`,
           { subject: id },
         );
       }
+      const where = port.localRecords?.has(id)
+        ? `local, not published (\`bringup records publish ${port.id}\` adds it to ports/${port.id}/${RESULTS_DIR}/)`
+        : `published in ports/${port.id}/${RESULTS_DIR}/`;
       process.stdout.write(
-        `${record.id}: ${record.label}\n${summary(record)}\nmethod: ${record.method}, ${METHOD_DESCRIPTIONS[record.method]}\n\n${JSON.stringify(record, null, 2)}\n`,
+        `${record.id}: ${record.label}\n${formatRecordFigure(record)}\n${provenance(record)}\n${where}\n\n${JSON.stringify(record, null, 2)}\n`,
       );
+    });
+
+  records
+    .command("publish")
+    .description(
+      "add the records of local runs to a port's published results (ports/<id>/results/), showing each one",
+    )
+    .argument("<port>", "the port whose local records to publish")
+    .option("--record <ids...>", "only these records (an A/B brings its trial records along)")
+    .option("--dry-run", "show what would be added and write nothing")
+    .action(async (portId: string, options: { record?: string[]; dryRun?: boolean }, command: Command) => {
+      const root = projectRoot(command);
+      const port = findPort(await loadCatalog(root), portId);
+      const localDir = localResultsDir(root, port.id);
+      const plan = await publishRecords(localDir, join(port.dir, RESULTS_DIR), {
+        ...(options.record !== undefined ? { ids: options.record } : {}),
+        ...(options.dryRun ? { dryRun: true } : {}),
+      });
+      const lines = plan.adds.map(
+        ({ record, file }) => `+ ${record.id} -> ${RESULTS_DIR}/${file}: ${formatRecordFigure(record)}`,
+      );
+      for (const id of plan.alreadyPublished) lines.push(`= ${id}: already published`);
+      const verb = options.dryRun ? "would add" : "added";
+      lines.push(
+        plan.adds.length === 0
+          ? `nothing to publish from ${localDir}`
+          : `${verb} ${plan.adds.length} record${plan.adds.length === 1 ? "" : "s"} to ports/${port.id}/${RESULTS_DIR}/${options.dryRun ? " (dry run: nothing written)" : "; commit them to publish"}`,
+      );
+      process.stdout.write(`${lines.join("\n")}\n`);
     });
 }

@@ -44,6 +44,14 @@ describe("bringup site", () => {
     expect((error as Error).message).toContain(file);
   });
 
+  it("build names an --out it cannot write, as a BringupError", async () => {
+    const file = join(work, "file-parent");
+    await writeFile(file, "x");
+    const error = await run(["--root", repoRoot, "site", "build", "--out", join(file, "out")]);
+    expect(isBringupError(error) && error.code).toBe("FS_NOT_DIRECTORY");
+    expect((error as Error).message).toContain(file);
+  });
+
   it("build stops on a README reference to a missing record and writes nothing", async () => {
     const root = join(work, "root");
     const m = manifest("a-port");

@@ -1,6 +1,7 @@
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { type Command, InvalidArgumentError } from "commander";
-import { loadCatalog } from "../../catalog/index.js";
+import { brokenPortError, brokenPortsNotice, loadCatalog } from "../../catalog/index.js";
+import { checkWritableDirectory } from "../../common/fs-errors.js";
 import { buildSite, serveSite } from "../../site/index.js";
 import { projectRoot } from "../root.js";
 import { untilSignalled } from "../signals.js";
@@ -31,10 +32,17 @@ export function registerSite(program: Command): void {
       "--out <dir>",
       `output directory, replaced only if an earlier build wrote it (default: ${DEFAULT_OUT}/ in the project root)`,
     )
-    .action(async (options: { out?: string }, command: Command) => {
-      const catalog = await loadCatalog(projectRoot(command));
+    .option("--local", "a preview that also shows the records of local runs not yet published, marked local")
+    .action(async (options: { out?: string; local?: boolean }, command: Command) => {
+      const out = outDir(command, options.out);
+      await checkWritableDirectory(dirname(out));
+      const catalog = await loadCatalog(projectRoot(command), { local: options.local === true });
+      const [firstBroken] = catalog.broken ?? [];
+      if (catalog.ports.length === 0 && firstBroken !== undefined) throw brokenPortError(firstBroken);
+      const notice = brokenPortsNotice(catalog);
+      if (notice !== undefined) process.stderr.write(`${notice}\n`);
       const started = performance.now();
-      const built = await buildSite(catalog, outDir(command, options.out));
+      const built = await buildSite(catalog, out);
       const seconds = ((performance.now() - started) / 1000).toFixed(1);
       process.stdout.write(
         `built ${built.pages.length} pages (${catalog.ports.length} ports) into ${built.outDir} in ${seconds} s\n`,

@@ -1,4 +1,4 @@
-import { cp, mkdir, mkdtemp, rm } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -66,7 +66,33 @@ describe("bringup up", () => {
       ["--root", root, "up", PORT, "--reference", "http://127.0.0.1:9"],
       { captureThrown: true },
     );
-    expect(orphan.thrown).toMatchObject({ code: "UP_REFERENCE_WITHOUT_ENDPOINT" });
+    expect(orphan.thrown).toMatchObject({ code: "UP_FLAG_NEEDS_ENDPOINT" });
+  });
+
+  it("refuses bad flags and unwritable outputs before anything starts", async () => {
+    const refused = async (args: string[]) => {
+      const run = await runInProcess([registerUp], ["--root", root, "up", PORT, ...args], {
+        captureThrown: true,
+      });
+      // Nothing ran: no stage was announced.
+      expect(run.stderr).not.toContain("manifest");
+      return run.thrown;
+    };
+    expect(await refused(["--ab-blocks", "1"])).toMatchObject({
+      code: "commander.invalidArgument",
+      message: expect.stringContaining("at least 2 ABBA blocks"),
+    });
+    expect(await refused(["--endpoint", "notaurl"])).toMatchObject({ code: "commander.invalidArgument" });
+    expect(await refused(["--model", "m"])).toMatchObject({ code: "UP_FLAG_NEEDS_ENDPOINT" });
+    const file = join(root, "a-file");
+    await writeFile(file, "x");
+    expect(await refused(["--cache-dir", join(file, "cache")])).toMatchObject({
+      code: "FS_NOT_DIRECTORY",
+      message: expect.stringContaining(file),
+    });
+    expect(await refused(["--site-out", join(file, "site", "out")])).toMatchObject({
+      code: "FS_NOT_DIRECTORY",
+    });
   });
 
   it("runs the reference gates and the A/B against outside endpoints and exits 1 when a gate fails", async () => {
@@ -109,7 +135,7 @@ describe("bringup up", () => {
     expect(alone.stdout).toMatch(/perplexity\s+not-run\s+GATE_NEEDS_REFERENCE/);
     expect(alone.stdout).toContain("--disable-hybrid-kv-cache-manager");
     expect(alone.stdout).toMatch(
-      /A\/B mimo-v2\.6-flash\/reference-decode-ab not measured: no endpoint serves the full/,
+      /A\/B mimo-v2\.6-flash\/reference-decode-ab-o64-b6 not measured: no endpoint serves the full/,
     );
     expect(alone.stderr).toContain("gates done");
     expect(alone.exitCode).toBe(1);

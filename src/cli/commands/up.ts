@@ -1,6 +1,8 @@
-import { resolve } from "node:path";
+import { dirname, resolve } from "node:path";
 import { Presets, SingleBar } from "cli-progress";
 import { type Command, InvalidArgumentError } from "commander";
+import { BringupError } from "../../common/errors.js";
+import { checkWritableDirectory } from "../../common/fs-errors.js";
 import {
   type BringUpSummary,
   bringUp,
@@ -9,6 +11,7 @@ import {
   type ProgressEvent,
   type StageEvent,
 } from "../../flow/index.js";
+import { showsNoDifference } from "../../records/index.js";
 import { projectRoot } from "../root.js";
 import { untilSignalled } from "../signals.js";
 import { table } from "./ports.js";
@@ -35,6 +38,40 @@ function positiveInt(value: string): number {
   return Number(value);
 }
 
+function abBlocks(value: string): number {
+  const blocks = positiveInt(value);
+  if (blocks < 2) throw new InvalidArgumentError("an A/B needs at least 2 ABBA blocks for an interval.");
+  return blocks;
+}
+
+function httpUrl(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new InvalidArgumentError("expected a URL such as http://127.0.0.1:8000.");
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:")
+    throw new InvalidArgumentError("expected an http:// or https:// URL.");
+  return value;
+}
+
+/** Flags that only mean something with others, refused before anything starts. */
+function checkFlagCombinations(flags: UpFlags): void {
+  if (flags.endpoint === undefined) {
+    const orphans = [
+      flags.reference !== undefined ? "--reference" : undefined,
+      flags.model !== undefined ? "--model" : undefined,
+    ].filter((flag) => flag !== undefined);
+    if (orphans.length > 0) {
+      throw new BringupError(
+        "UP_FLAG_NEEDS_ENDPOINT",
+        `${orphans.join(" and ")} go${orphans.length === 1 ? "es" : ""} with --endpoint URL (an outside server); pass --endpoint too, or leave ${orphans.length === 1 ? "it" : "them"} out to run on the embedded engine.`,
+      );
+    }
+  }
+}
+
 function lengths(value: string): number[] {
   return value.split(",").map((s) => positiveInt(s.trim()));
 }
@@ -46,10 +83,15 @@ export function registerUp(program: Command): void {
       "bring a port up end to end: tiny reference weights, the embedded server, its gates and A/Bs, records, its page",
     )
     .argument("[port]", `port id, as in ports/<id>/ (default: ${DEFAULT_PORT})`)
-    .option("--endpoint <url>", "run the gates and A/Bs against this server instead of the embedded engine")
+    .option(
+      "--endpoint <url>",
+      "run the gates and A/Bs against this server instead of the embedded engine",
+      httpUrl,
+    )
     .option(
       "--reference <url>",
       "with --endpoint: the baseline build for gates that compare and the A/B's other arm (for vllm-gaudi, served with --disable-hybrid-kv-cache-manager)",
+      httpUrl,
     )
     .option("--model <id>", "with --endpoint: the model id to send (default: the endpoint's own)")
     .option("--api-key <key>", "bearer token for the endpoints (default: $OPENAI_API_KEY)")
@@ -62,12 +104,16 @@ export function registerUp(program: Command): void {
     )
     .option("--ab-prompt-tokens <n>", "A/B prompt length instead of the manifest's (quick runs)", positiveInt)
     .option("--ab-output-tokens <n>", "A/B output length instead of the manifest's (quick runs)", positiveInt)
-    .option("--ab-blocks <n>", "ABBA blocks instead of the manifest's (at least 2)", positiveInt)
+    .option("--ab-blocks <n>", "ABBA blocks instead of the manifest's (at least 2)", abBlocks)
     .option("--cache-dir <dir>", "where tiny reference models are cached (default: .cache/bringup/models)")
     .option("--site-out <dir>", "where the site is built (default: site-out/ in the project root)")
     .option("--threads <n>", "matmul threads of each embedded engine (default: all cores)", positiveInt)
     .action(async (port: string | undefined, flags: UpFlags, command: Command) => {
       const id = port ?? DEFAULT_PORT;
+      checkFlagCombinations(flags);
+      // Outputs are checked before the long work, so a bad path fails in a second, not after the run.
+      if (flags.cacheDir !== undefined) await checkWritableDirectory(resolve(flags.cacheDir));
+      if (flags.siteOut !== undefined) await checkWritableDirectory(dirname(resolve(flags.siteOut)));
       const apiKey = flags.apiKey ?? process.env.OPENAI_API_KEY;
       const controller = new AbortController();
       void untilSignalled().then(() => controller.abort());
@@ -225,7 +271,11 @@ function render(summary: BringUpSummary): string {
       table([
         ["figure", "method", "interval", "record"],
         ...summary.figures.map((f) => [
-          f.ratio !== undefined ? `${f.label}: ${f.ratio}x` : f.label,
+          f.ratio === undefined
+            ? f.label
+            : f.interval !== undefined && showsNoDifference(f.interval)
+              ? `${f.label}: no difference was shown (ratio ${f.ratio}x)`
+              : `${f.label}: ${f.ratio}x`,
           f.method,
           f.interval ? `${f.interval[0]}x to ${f.interval[1]}x` : "-",
           f.record,
@@ -235,6 +285,12 @@ function render(summary: BringUpSummary): string {
   }
   for (const skipped of summary.skippedBenchmarks)
     parts.push(`A/B ${skipped.record} not measured: ${skipped.reason}`);
+  if (summary.recordsDir !== undefined && summary.records.length > 0) {
+    parts.push(
+      "",
+      `${summary.records.length} record${summary.records.length === 1 ? "" : "s"} kept locally in ${summary.recordsDir} (gitignored); \`bringup records publish ${summary.port} --dry-run\` shows what publishing them would add`,
+    );
+  }
   parts.push(
     "",
     table([

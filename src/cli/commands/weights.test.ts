@@ -225,4 +225,22 @@ describe("bringup weights", () => {
       expect(await readdir(parent)).toEqual([]);
     }, 60_000);
   });
+
+  it("names an output path it cannot write before converting, as a BringupError", async () => {
+    const file = join(work, "a-file");
+    await writeFile(file, "x");
+    for (const command of ["convert", "relayout"]) {
+      const args = [
+        command,
+        join(work, "src"),
+        join(file, "dst"),
+        ...(command === "convert" ? ["--to", "bf16"] : []),
+      ];
+      const result = await run(args);
+      expect(result.error).toMatchObject({
+        code: "FS_NOT_DIRECTORY",
+        message: expect.stringContaining(file),
+      });
+    }
+  });
 });

@@ -1,6 +1,8 @@
+import { resolve } from "node:path";
 import cliProgress from "cli-progress";
 import { type Command, Option } from "commander";
 import { BringupError, isBringupError } from "../../common/errors.js";
+import { checkNewOutput } from "../../common/fs-errors.js";
 import {
   type ConvertReport,
   type ConvertTarget,
@@ -120,6 +122,7 @@ function addConvert(weights: Command): void {
       "skip decoding source and output to prove exactness bit for bit (it reads everything again)",
     )
     .action(async (src: string, dst: string, flags: ConvertFlags) => {
+      await checkNewOutput(resolve(dst));
       const bar = flags.progress && process.stderr.isTTY ? progressBar() : undefined;
       // Ctrl-C or SIGTERM stops the conversion, which removes its temporary directory.
       const stop = new AbortController();
@@ -246,6 +249,7 @@ function addRelayout(weights: Command): void {
           return { from: match, to };
         }),
       };
+      await checkNewOutput(resolve(dst));
       const report = await relayoutCheckpoint(src, dst, rules);
       if (flags.json) {
         process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);

@@ -1,5 +1,6 @@
 import { Command } from "commander";
 import { vi } from "vitest";
+import { fileSystemError } from "../../common/fs-errors.js";
 
 export interface CommandRun {
   stdout: string;
@@ -28,7 +29,9 @@ export async function runInProcess(
   let thrown: unknown;
   try {
     await program.parseAsync(["node", "bringup", ...args]);
-  } catch (error) {
+  } catch (caught) {
+    // As runCli does: a filesystem error comes out as a BringupError naming its path.
+    const error = fileSystemError(caught) ?? caught;
     if (!options.captureThrown) throw error;
     thrown = error;
   } finally {

@@ -25,17 +25,18 @@ export function clean(value: string): string {
 
 /** The rows of the table whose header cells are `headers`, as cell texts and the first cell's link. */
 export function tableRows($: CheerioAPI, headers: readonly string[]): { cells: string[]; href?: string }[] {
-  const table = $(".vp-doc table")
+  // Every table with these headers, in page order (a long list may be split, e.g. figures and trials).
+  const tables = $(".vp-doc table")
     .toArray()
-    .find((t) => {
+    .filter((t) => {
       const found = $(t)
         .find("thead th")
         .toArray()
         .map((th) => clean($(th).text()));
       return JSON.stringify(found) === JSON.stringify(headers);
     });
-  expect(table, `a table headed ${headers.join(" | ")}`).toBeDefined();
-  return $(table)
+  expect(tables.length, `a table headed ${headers.join(" | ")}`).toBeGreaterThan(0);
+  return $(tables)
     .find("tbody tr")
     .toArray()
     .map((tr) => ({
@@ -140,14 +141,24 @@ export function expectPortPage($: CheerioAPI, catalog: Catalog, port: LoadedPort
   }
   if (port.records.length === 0) return;
   const rows = tableRows($, ["Record", "What", "Figure", "Arms", "Method", "Source", "Conditions"]);
-  expect(rows.map((row) => row.cells[0])).toEqual(port.records.map((record) => record.id));
-  for (const [index, record] of port.records.entries()) {
+  // Figures first, then the trials of the A/Bs, each in store order.
+  const trial = (id: string) => /-t[0-9]{3}-[ab]$/.test(id);
+  const ordered = [
+    ...port.records.filter((record) => !trial(record.id)),
+    ...port.records.filter((record) => trial(record.id)),
+  ];
+  expect(rows.map((row) => row.cells[0])).toEqual(ordered.map((record) => record.id));
+  for (const [index, record] of ordered.entries()) {
     const [, label = "", , arms = "", method = "", source = "", conditions = ""] = rows[index]?.cells ?? [];
     expect(label).toBe(clean(record.label));
     for (const arm of record.arms) expect(arms).toContain(clean(arm.name));
     expect(method).toContain(METHOD_LABELS[record.method]);
-    if (record.source.kind === "reported") expect(source).toContain(clean(record.source.where));
-    else expect(source).toContain(record.source.tool);
+    // A reported figure states its method; its source is cited only when a reader can open it.
+    if (record.source.kind === "reported") {
+      expect(source).toContain(clean(record.source.stated_method));
+      if (/^https?:\/\//.test(record.source.where)) expect(source).toContain(record.source.where);
+      else expect(source).not.toContain(clean(record.source.where));
+    } else expect(source).toContain(record.source.tool);
     for (const condition of record.conditions ?? []) {
       for (const part of [condition.name, condition.a, condition.b])
         expect(conditions).toContain(clean(part));

@@ -1,0 +1,61 @@
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Command } from "commander";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { toolVersion } from "../bench/index.js";
+import { EXIT_USAGE, runCli } from "./run.js";
+
+/** Runs the whole CLI as main.ts does, capturing output and the exit code it sets. */
+async function cli(args: string[]): Promise<{ stdout: string; stderr: string; exitCode: unknown }> {
+  const program = new Command("bringup").option("--root <dir>");
+  const stdout: string[] = [];
+  const stderr: string[] = [];
+  const out = vi.spyOn(process.stdout, "write").mockImplementation((chunk) => stdout.push(String(chunk)) > 0);
+  const err = vi.spyOn(process.stderr, "write").mockImplementation((chunk) => stderr.push(String(chunk)) > 0);
+  process.exitCode = undefined;
+  try {
+    await runCli(program, ["node", "bringup", ...args]);
+  } finally {
+    out.mockRestore();
+    err.mockRestore();
+  }
+  const exitCode = process.exitCode;
+  process.exitCode = undefined;
+  return { stdout: stdout.join(""), stderr: stderr.join(""), exitCode };
+}
+
+describe("runCli", () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), "bringup-run-"));
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it("prints the version", async () => {
+    const run = await cli(["--version"]);
+    expect(run.stdout.trim()).toBe(toolVersion().replace("bringup ", ""));
+    expect(run.exitCode).toBe(0);
+  });
+
+  it("exits 2 on a usage error: an unknown option, a bad value, a missing argument", async () => {
+    expect((await cli(["ports", "list", "--bogus"])).exitCode).toBe(EXIT_USAGE);
+    const blocks = await cli(["up", "--ab-blocks", "1"]);
+    expect(blocks.exitCode).toBe(EXIT_USAGE);
+    expect(blocks.stderr).toContain("at least 2 ABBA blocks");
+    expect((await cli(["records", "show"])).exitCode).toBe(EXIT_USAGE);
+  });
+
+  it("turns a filesystem error into one line naming the path, exit 2, no stack trace", async () => {
+    const file = join(dir, "file");
+    await writeFile(file, "x");
+    const run = await cli(["weights", "make-tiny", "tiny", "--out", join(file, "model")]);
+    expect(run.exitCode).toBe(EXIT_USAGE);
+    expect(run.stderr).toMatch(
+      new RegExp(`^bringup: cannot use ${file}.*a part of the path is a file.*\\[FS_NOT_DIRECTORY\\]\\n$`),
+    );
+    expect(run.stderr).not.toContain("    at ");
+  });
+});

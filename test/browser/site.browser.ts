@@ -1,0 +1,157 @@
+/// <reference lib="dom" />
+import { mkdir, mkdtemp, readdir, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { load } from "cheerio";
+import { type Browser, chromium } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadCatalog } from "../../src/catalog/index.js";
+import { buildSite, type SiteServer, serveSite } from "../../src/site/index.js";
+
+const REPO = join(import.meta.dirname, "../..");
+/** Debian's chromium; never a browser a tool downloads for itself. */
+const CHROMIUM = process.env.BRINGUP_CHROMIUM ?? "/usr/bin/chromium";
+const CHROMIUM_FLAGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
+/** Where the screenshots go (gitignored); CI keeps them with its log. */
+const SCREENSHOTS = process.env.BRINGUP_SCREENSHOTS ?? join(REPO, ".cache", "site-screenshots");
+const WIDTHS = { desktop: { width: 1280, height: 900 }, phone: { width: 390, height: 844 } } as const;
+
+let work: string;
+let server: SiteServer;
+let browser: Browser;
+let pages: string[];
+let origin: string;
+
+beforeAll(async () => {
+  work = await mkdtemp(join(tmpdir(), "bringup-site-browser-"));
+  const out = join(work, "site");
+  await buildSite(await loadCatalog(REPO), out);
+  pages = ["/index.html", ...(await readdir(join(out, "ports"))).map((name) => `/ports/${name}`)];
+  server = await serveSite(out, { port: 0 });
+  origin = new URL(server.url).origin;
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_FLAGS });
+  await mkdir(SCREENSHOTS, { recursive: true });
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await server?.close();
+  await rm(work, { recursive: true, force: true });
+});
+
+/** The HTML of a page of the site, parsed, cached: to check that a link's page and anchor exist. */
+const parsed = new Map<string, ReturnType<typeof load> | undefined>();
+async function sitePage(path: string): Promise<ReturnType<typeof load> | undefined> {
+  if (!parsed.has(path)) {
+    const response = await fetch(`${origin}${path}`);
+    parsed.set(path, response.ok ? load(await response.text()) : undefined);
+  }
+  return parsed.get(path);
+}
+
+describe("the site in a browser", () => {
+  it("loads every page without console errors, every internal link resolves, every figure names its record and method", async () => {
+    const problems: string[] = [];
+    let linksChecked = 0;
+    let figuresChecked = 0;
+    for (const path of pages) {
+      const context = await browser.newContext({ viewport: WIDTHS.desktop });
+      const page = await context.newPage();
+      page.on("console", (message) => {
+        if (message.type() === "error") problems.push(`${path}: console error: ${message.text()}`);
+      });
+      page.on("pageerror", (error) => problems.push(`${path}: page error: ${error.message}`));
+      page.on("response", (response) => {
+        if (response.url().startsWith(origin) && response.status() >= 400)
+          problems.push(`${path}: ${response.status()} for ${response.url()}`);
+      });
+      const response = await page.goto(`${origin}${path}`, { waitUntil: "networkidle" });
+      if (response?.status() !== 200) problems.push(`${path}: status ${response?.status()}`);
+
+      // Every internal link: its page exists and, with an anchor, so does the element it names.
+      const links = await page.$$eval(".VPDoc a[href], .VPHome a[href]", (anchors) =>
+        anchors.map((a) => (a as HTMLAnchorElement).href),
+      );
+      for (const href of links) {
+        const url = new URL(href);
+        if (url.origin !== origin) continue;
+        linksChecked++;
+        const target = await sitePage(url.pathname);
+        if (target === undefined) problems.push(`${path}: dead link ${url.pathname}`);
+        else if (url.hash !== "" && target(`[id="${decodeURIComponent(url.hash.slice(1))}"]`).length === 0)
+          problems.push(`${path}: link ${url.pathname}${url.hash} names no element`);
+      }
+
+      // Every figure drawn from a record (a link to a record, or a chart) carries its id and method.
+      const figures = await page.$$eval('a[href*="#record-"], img[src*="/charts/"]', (elements) =>
+        elements.map((element) => ({
+          html: element.outerHTML.slice(0, 120),
+          record: element.getAttribute("data-record"),
+          method: element.getAttribute("data-method"),
+        })),
+      );
+      figuresChecked += figures.length;
+      for (const figure of figures) {
+        if (!figure.record || !figure.method)
+          problems.push(`${path}: figure without record or method: ${figure.html}`);
+      }
+      const charts = await page.$$eval('img[src*="/charts/"]', (images) =>
+        images.map((image) => ({
+          src: (image as HTMLImageElement).src,
+          width: (image as HTMLImageElement).naturalWidth,
+        })),
+      );
+      for (const chart of charts)
+        if (chart.width === 0) problems.push(`${path}: chart ${chart.src} did not load`);
+
+      // No section is left empty: every heading of the page body has something after it.
+      const empty = await page.$$eval(".vp-doc h2, .vp-doc h3", (headings) =>
+        headings
+          .filter((heading) => {
+            const next = heading.nextElementSibling;
+            return next === null || /^H[1-3]$/.test(next.tagName);
+          })
+          .map((heading) => heading.textContent ?? ""),
+      );
+      for (const heading of empty) problems.push(`${path}: empty section "${heading.trim()}"`);
+
+      const name = path
+        .replace(/^\//, "")
+        .replace(/\//g, "_")
+        .replace(/\.html$/, "");
+      await page.screenshot({ path: join(SCREENSHOTS, `${name}-desktop.png`), fullPage: true });
+      await page.setViewportSize(WIDTHS.phone);
+      // At phone width nothing but a table's own scroll area may be wider than the screen.
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      if (overflow > 1) problems.push(`${path}: page ${overflow}px wider than a phone screen`);
+      await page.screenshot({ path: join(SCREENSHOTS, `${name}-phone.png`), fullPage: true });
+      await context.close();
+    }
+    expect(problems).toEqual([]);
+    // The checks above looked at something: every page links, and the measured figures are there.
+    expect(linksChecked).toBeGreaterThan(pages.length);
+    expect(figuresChecked).toBeGreaterThan(pages.length);
+  });
+
+  it("shows the reference A/B's chart and figures with their records on MiMo's page", async () => {
+    const page = await browser.newPage({ viewport: WIDTHS.desktop });
+    await page.goto(`${origin}/ports/mimo-v2.6-flash.html`, { waitUntil: "networkidle" });
+    const figures = await page.$$eval("[data-record]", (elements) =>
+      elements.map((element) => element.getAttribute("data-record")),
+    );
+    expect(figures).toContain("mimo-v2.6-flash/reference-decode-ab-o64-b6.5");
+    // Its own chart, and the chart of every run of the series, drawn up to it.
+    expect(
+      await page.locator('img[data-record="mimo-v2.6-flash/reference-decode-ab-o64-b6.5"]').count(),
+    ).toBe(2);
+    await page.close();
+  });
+});
