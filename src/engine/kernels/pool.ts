@@ -1,7 +1,6 @@
 import { availableParallelism } from "node:os";
 import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from "node:worker_threads";
 import { BringupError } from "../../common/errors.js";
-import { relaxedSimdAvailable } from "../../common/wasm-assembler.js";
 import {
   type AttentionSimd,
   attendTokens,
@@ -109,11 +108,11 @@ export class MatmulPool {
     this.threads = threads;
     const arena = wasmArena();
     const wantSimd = (options.simd ?? process.env.BRINGUP_ENGINE_SIMD !== "0") && arena !== null;
-    const fused =
-      wantSimd && (options.fma ?? process.env.BRINGUP_ENGINE_FMA !== "0") && relaxedSimdAvailable();
-    const module = wantSimd ? compileSimdTile(fused) : undefined;
+    const wantFma = wantSimd && (options.fma ?? process.env.BRINGUP_ENGINE_FMA !== "0");
+    const fusedModule = wantFma ? compileSimdTile(true) : undefined;
+    const module = fusedModule ?? (wantSimd ? compileSimdTile(false) : undefined);
     this.simd = module !== undefined;
-    this.fma = fused && module !== undefined;
+    this.fma = fusedModule !== undefined;
     this.arena = module === undefined ? null : arena;
     this.simdTile = module === undefined || arena === null ? null : instantiateTile(module, arena.memory);
     const attnModule = module === undefined ? undefined : compileAttentionSimd();
