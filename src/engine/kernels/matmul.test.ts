@@ -1,8 +1,8 @@
 import { existsSync, readFileSync } from "node:fs";
 import { afterAll, describe, expect, it } from "vitest";
 import { Rng } from "../tensor/random.js";
-import { DTYPE_CODE, shareArray, type Weight } from "../tensor/weight.js";
-import { buildDecodeTables, matmulRange } from "./matmul-kernel.js";
+import { shareArray, type Weight } from "../tensor/weight.js";
+import { buildDecodeTables, matmulRange, weightParts } from "./matmul-kernel.js";
 import { MatmulPool } from "./pool.js";
 import { matmulReference, weightAt } from "./reference.js";
 import { compileSimdTile, instantiateTile } from "./simd-module.js";
@@ -255,25 +255,19 @@ describe("matmulRange with the SIMD tile", () => {
           xShared.set(x);
           const run = (inPlaceX: boolean, out: Float32Array, outOffset: number, n0: number, n1: number) => {
             matmulRange(
-              inPlaceX ? xShared : x,
-              inPlaceX ? xAt : -1,
-              M,
-              K,
-              DTYPE_CODE[dtype],
-              w.data,
-              dtype === "f32" ? arena.offsetOf(w.data) : -1,
-              w.scale?.data ?? null,
-              w.scale?.blockRows ?? 1,
-              w.scale?.blockCols ?? 1,
-              w.mxScales ?? null,
-              out,
-              outOffset,
-              N,
-              n0,
-              n1,
-              new Float32Array(4 * K),
-              tables,
-              tile,
+              {
+                x: inPlaceX ? xShared : x,
+                xOffset: inPlaceX ? xAt : -1,
+                M,
+                K,
+                weight: weightParts(w, arena),
+                out,
+                outOffset,
+                N,
+                n0,
+                n1,
+              },
+              { tables, scratch: new Float32Array(4 * K), tile },
             );
           };
           const whole = new Float32Array(M * N);
