@@ -5,7 +5,7 @@ import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from "
 import { BringupError } from "../../common/errors.js";
 import { attentionSimdBytes } from "../attention/attention-kernel.js";
 import type { Weight } from "../tensor/weight.js";
-import { type AttentionParams, attendRange } from "./attention-job.js";
+import { type AttentionParams, type AttentionRows, attendRange } from "./attention-job.js";
 import { compileAttentionSimd } from "./attention-simd-module.js";
 import {
   applyState,
@@ -66,23 +66,7 @@ function workerEntry(): { filename: string | URL; eval: boolean } {
 }
 
 /** One layer's attention over a step: what pool.attention needs (see attendTokens). */
-export interface AttentionJob {
-  /** Per token: position, first visible position, offset of its block table in `tables`. */
-  readonly meta: Int32Array;
-  readonly tables: Int32Array;
-  readonly blockSize: number;
-  readonly ringBlocks: number;
-  readonly q: Float32Array;
-  readonly out: Float32Array;
-  readonly keys: Float32Array;
-  readonly values: Float32Array;
-  readonly numHeads: number;
-  readonly numKvHeads: number;
-  readonly headDim: number;
-  readonly vHeadDim: number;
-  readonly scale: number;
-  readonly sinks: Float32Array | null;
-}
+export type AttentionJob = Omit<AttentionParams, "simd" | "tile"> & AttentionRows;
 
 /**
  * Runs the engine's kernels on the calling thread plus `threads - 1` worker threads (worker.ts)
