@@ -1,7 +1,7 @@
-import type { WasmMemory, WasmModule } from "../../common/wasm-runtime.js";
+import { instantiateWasm, type WasmMemory, type WasmModule } from "../../common/wasm-runtime.js";
 import type { AttentionSimd } from "../attention/attention-kernel.js";
 import { instantiateAttentionSimd } from "./attention-simd-module.js";
-import { buildDecodeTables, type MatmulThread, type WeightParts } from "./matmul-kernel.js";
+import { buildDecodeTables, type MatmulThread, type Mxfp4Rows, type WeightParts } from "./matmul-kernel.js";
 import { instantiateTile } from "./simd-module.js";
 import { instantiateSwigluSimd, type SwigluSimd } from "./swiglu-simd-module.js";
 
@@ -15,6 +15,8 @@ export interface AttentionScratch {
 /** The compiled WebAssembly kernels a pool runs (each absent where SIMD is off or unavailable). */
 export interface KernelModules {
   readonly tile?: WasmModule;
+  /** The fused MXFP4 rows, built like the tile (fused or not), and where their scale table lies. */
+  readonly mxfp4?: { readonly module: WasmModule; readonly halfScales: number };
   readonly attention?: WasmModule;
   readonly swiglu?: WasmModule;
 }
@@ -46,6 +48,10 @@ export function kernelThread(modules: KernelModules, memory: WasmMemory | undefi
     tables: buildDecodeTables(),
     scratch: new Float32Array(1),
     tile: instance(modules.tile, instantiateTile),
+    mxfp4: instance(modules.mxfp4?.module, (m, mem) => ({
+      rows: (instantiateWasm(m, mem) as { mxfp4: Mxfp4Rows["rows"] }).mxfp4,
+      halfScales: modules.mxfp4?.halfScales as number,
+    })),
     attention: instance(modules.attention, instantiateAttentionSimd),
     swiglu: instance(modules.swiglu, instantiateSwigluSimd),
     weights: new Map(),

@@ -47,20 +47,23 @@ export function buildDecodeTables(): DecodeTables {
 export interface WeightParts {
   readonly dtype: number;
   readonly data: Float32Array | Uint16Array | Uint8Array;
-  /** Byte offset of an f32 `data` inside the shared WebAssembly memory, or -1 when it lies elsewhere. */
+  /** Byte offset of `data` inside the shared WebAssembly memory, or -1 when it lies elsewhere. */
   readonly offset: number;
+  /** Byte offset of `mxScales` there, or -1. */
+  readonly scalesOffset: number;
   readonly scaleData: Float32Array | null;
   readonly scaleBlockRows: number;
   readonly scaleBlockCols: number;
   readonly mxScales: Uint8Array | null;
 }
 
-/** The kernel's view of `w`; an f32 weight the arena holds is read in place by the SIMD tile. */
+/** The kernel's view of `w`; f32 and MXFP4 weights the arena holds are read in place by the SIMD kernels. */
 export function weightParts(w: Weight, arena: WasmArena | null): WeightParts {
   return {
     dtype: DTYPE_CODE[w.dtype],
     data: w.data,
-    offset: arena === null || w.dtype !== "f32" ? -1 : arena.offsetOf(w.data),
+    offset: arena === null ? -1 : arena.offsetOf(w.data),
+    scalesOffset: arena === null || w.mxScales === undefined ? -1 : arena.offsetOf(w.mxScales),
     scaleData: w.scale?.data ?? null,
     scaleBlockRows: w.scale?.blockRows ?? 1,
     scaleBlockCols: w.scale?.blockCols ?? 1,
@@ -83,12 +86,31 @@ export interface MatmulRange {
   readonly n1: number;
 }
 
-/** What a thread keeps between matmuls: decoding tables, a row scratch, its SIMD tile instance. */
+/** What a thread keeps between matmuls: decoding tables, a row scratch, its SIMD kernel instances. */
 export interface MatmulThread {
   readonly tables: DecodeTables;
   /** At least 4K floats; grown here as needed. */
   scratch: Float32Array;
   readonly tile: SimdTile | null;
+  /** The fused MXFP4 rows (null: MXFP4 weights are unpacked into f32 rows for the tile). */
+  readonly mxfp4: Mxfp4Rows | null;
+}
+
+/** wasm/mxfp4-rows.wat's export, and the byte offset of its table of half E8M0 scales. */
+export interface Mxfp4Rows {
+  rows: (
+    K: number,
+    M: number,
+    x: number,
+    blocks: number,
+    scales: number,
+    halfScales: number,
+    acc: number,
+    o: number,
+    N: number,
+    ldo: number,
+  ) => void;
+  readonly halfScales: number;
 }
 
 /**
@@ -186,8 +208,23 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
       xAt = S * 4;
     }
     const inPlace = dtype === 0 && wOffset >= 0;
+    const { scalesOffset } = range.weight;
+    const packed = dtype === 4 && wOffset >= 0 && scalesOffset >= 0 ? thread.mxfp4 : null;
     for (let c0 = n0; c0 < n1; c0 += CHUNK) {
       const rows = Math.min(CHUNK, n1 - c0);
+      if (packed !== null) {
+        // MXFP4 rows decoded inside the SIMD loop (wasm/mxfp4-rows.wat), the rows area as its
+        // accumulators: the tile's operations on the unpacked rows, so the same bits.
+        const direct = outOffset >= 0;
+        const at = direct ? outOffset + c0 * 4 : O * 4;
+        const wAt = wOffset + (c0 * K) / 2;
+        const sAt = scalesOffset + (c0 * K) / 32;
+        packed.rows(K, M, xAt, wAt, sAt, packed.halfScales, W * 4, at, rows, direct ? N * 4 : CHUNK * 4);
+        if (!direct) {
+          for (let m = 0; m < M; m++) out.set(heap.subarray(O + m * CHUNK, O + m * CHUNK + rows), m * N + c0);
+        }
+        continue;
+      }
       const whole = rows >> 2;
       const groups = Math.ceil(rows / 4);
       // Whole groups of four columns go straight into an output in the shared memory; the others

@@ -17,13 +17,14 @@ import {
   type StateMessage,
 } from "./kernel-thread.js";
 import type { MatmulSegment } from "./matmul-job.js";
-import { matmulRange, type WeightParts, weightParts } from "./matmul-kernel.js";
+import { buildDecodeTables, matmulRange, type WeightParts, weightParts } from "./matmul-kernel.js";
 import { type JobMessage, type KernelName, type KernelParams, runUnit } from "./registry.js";
 import { compileSimdTile } from "./simd-module.js";
 import { swiglu } from "./swiglu.js";
 import { compileSwigluSimd } from "./swiglu-simd-module.js";
 import { type KernelSwitches, kernelSwitches } from "./switches.js";
 import { type WasmArena, wasmArena } from "./wasm-arena.js";
+import { compileKernel } from "./wasm-kernels.js";
 import type { WorkerInit } from "./worker.js";
 
 /** Below this many multiply-adds a matmul stays on the calling thread: waking workers costs more. */
@@ -67,6 +68,16 @@ function workerEntry(): { filename: string | URL; eval: boolean } {
 
 /** One layer's attention over a step: what pool.attention needs (see attendTokens). */
 export type AttentionJob = Omit<AttentionParams, "simd" | "tile"> & AttentionRows;
+
+/** The fused MXFP4 kernel built like the tile, and its table of half E8M0 scales in the arena. */
+function mxfp4Rows(arena: WasmArena, fused: boolean): KernelModules["mxfp4"] {
+  const module = compileKernel(fused ? "mxfp4-rows" : "mxfp4-rows.unfused");
+  const halfScales = arena.allocate(256 * 4);
+  if (module === undefined || halfScales < 0) return undefined;
+  const e8m0 = buildDecodeTables().e8m0;
+  new Float32Array(arena.memory.buffer, halfScales, 256).set(e8m0.map((s) => s / 2));
+  return { module, halfScales };
+}
 
 /**
  * Runs the engine's kernels on the calling thread plus `threads - 1` worker threads (worker.ts)
@@ -113,7 +124,14 @@ export class MatmulPool {
     this.fma = fusedTile !== undefined;
     this.arena = tile === undefined ? null : arena;
     const modules: KernelModules =
-      tile === undefined ? {} : { tile, attention: compileAttentionSimd(), swiglu: compileSwigluSimd() };
+      tile === undefined || arena === null
+        ? {}
+        : {
+            tile,
+            mxfp4: switches.mxfp4 === "fused" ? mxfp4Rows(arena, this.fma) : undefined,
+            attention: compileAttentionSimd(),
+            swiglu: compileSwigluSimd(),
+          };
     const memory = this.arena?.memory;
     this.thread = kernelThread(modules, memory);
     for (let i = 1; i < threads; i++) {

@@ -6,9 +6,16 @@ import { compileWasm, type WasmModule, wasmApi } from "../../common/wasm-runtime
 /**
  * The kernels written in WebAssembly text in ./wasm/, each built to a binary beside it by
  * scripts/build-kernels.mjs (which `npm ci` and `npm run build` run). "matmul-tile" multiplies and
- * adds in one fused step (relaxed SIMD); "matmul-tile.unfused" is the same tile with a mul then an add.
+ * adds in one fused step (relaxed SIMD); "matmul-tile.unfused" is the same tile with a mul then an add,
+ * and likewise for "mxfp4-rows", the fused MXFP4 matmul.
  */
-export type KernelBinary = "matmul-tile" | "matmul-tile.unfused" | "attention" | "swiglu";
+export type KernelBinary =
+  | "matmul-tile"
+  | "matmul-tile.unfused"
+  | "mxfp4-rows"
+  | "mxfp4-rows.unfused"
+  | "attention"
+  | "swiglu";
 
 /** The built binary of a kernel. */
 export function kernelBytes(name: KernelBinary): Uint8Array {
