@@ -2,7 +2,11 @@
  * The reference engine against llama.cpp (through node-llama-cpp) on the same f32 llama-style
  * weights and the same CPU threads, measured in one run: prefill tok/s, decode tok/s at batch 1,
  * aggregate decode tok/s with 16 streams, their ratios, and the decode roofline (weight bytes per
- * token against measured memory bandwidth).
+ * token against the memory bandwidth the same number of threads reaches together).
+ *
+ * The engine's model is loaded as `bringup serve` loads it: written to a directory, then read by
+ * loadModel. The two arms alternate over several rounds after a warm-up round; every round is
+ * printed, then the median of each ratio.
  *
  * Batch-1 decode is timed from a stream's first token to its last, so its prefill is excluded. The
  * 16-stream aggregate is given two ways, each measured alike for both engines: "all decoding", the
@@ -11,24 +15,41 @@
  * "from submission", every stream's tokens over the time from submitting them all to the last
  * token, which also pays for the sixteen 16-token prefills.
  *
- *   npx tsx bench/engine-vs-llamacpp.ts [--size bench-100m] [--threads 2] [--decode 32]
+ * node-llama-cpp (with its CPU binaries, about 80 MB) is not part of the default install: the first
+ * run installs it into .cache/bench-deps/ and says so.
+ *
+ *   npx tsx bench/engine-vs-llamacpp.ts [--size bench-100m] [--threads 2] [--decode 32] [--rounds 5]
  */
+import { execFileSync } from "node:child_process";
+import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
-import { getLlama } from "node-llama-cpp";
+import { Worker } from "node:worker_threads";
+import { median } from "simple-statistics";
 import {
   Engine,
   findTinySize,
   generateTinyModel,
   type LoadedModel,
+  loadModel,
   readCorpus,
   type TinyModelFiles,
+  writeTinyModel,
 } from "../src/engine/index.js";
-import { tinyFilesToModel } from "../src/engine/tiny/generate.js";
 import { type GgufTensor, gguf, writeGguf } from "./gguf-writer.js";
 
+const USAGE = `usage: npx tsx bench/engine-vs-llamacpp.ts [options]
+  --size NAME      tiny model size to generate (default bench-100m)
+  --threads N      CPU threads for both engines (default: all cores)
+  --prompt N       prefill prompt tokens (default 256)
+  --decode N       tokens decoded per stream (default 32)
+  --streams N      concurrent streams for the aggregate figures (default 16)
+  --rounds N       measured rounds, arms alternated, after one warm-up round (default 5)
+  --help           print this and exit
+`;
 const { values: args } = parseArgs({
   options: {
     size: { type: "string", default: "bench-100m" },
@@ -36,12 +57,79 @@ const { values: args } = parseArgs({
     prompt: { type: "string", default: "256" },
     decode: { type: "string", default: "32" },
     streams: { type: "string", default: "16" },
+    rounds: { type: "string", default: "5" },
+    help: { type: "boolean", default: false },
   },
 });
+if (args.help) {
+  process.stdout.write(USAGE);
+  process.exit(0);
+}
 const threads = Number(args.threads);
 const promptLen = Number(args.prompt);
 const decodeLen = Number(args.decode);
 const streams = Number(args.streams);
+const rounds = Number(args.rounds);
+
+/** The part of node-llama-cpp's API this bench uses. */
+interface LlamaSequence {
+  evaluate(tokens: never, options: { temperature: number; yieldEogToken: boolean }): AsyncIterable<unknown>;
+  dispose(): void;
+}
+interface LlamaContext {
+  getSequence(): LlamaSequence;
+  dispose(): Promise<void>;
+}
+interface LlamaModel {
+  createContext(options: object): Promise<LlamaContext>;
+  dispose(): Promise<void>;
+}
+interface Llama {
+  loadModel(options: { modelPath: string; gpuLayers: number }): Promise<LlamaModel>;
+  dispose(): Promise<void>;
+}
+interface NodeLlamaCpp {
+  getLlama(options: object): Promise<Llama>;
+}
+
+const NODE_LLAMA_CPP = "3.21.1";
+
+/**
+ * node-llama-cpp from node_modules when present, else from .cache/bench-deps/, installing it there
+ * first (with only the CPU binaries for this platform) from the npm registry.
+ */
+async function nodeLlamaCpp(): Promise<NodeLlamaCpp> {
+  const specifier = "node-llama-cpp";
+  try {
+    return (await import(specifier)) as NodeLlamaCpp;
+  } catch {
+    // Not installed with the project: use or make the bench's own copy.
+  }
+  const prefix = join(import.meta.dirname, "..", ".cache", "bench-deps");
+  const entry = join(prefix, "node_modules", "node-llama-cpp", "dist", "index.js");
+  if (!existsSync(entry)) {
+    const binaries = `@node-llama-cpp/${process.platform}-${process.arch}@${NODE_LLAMA_CPP}`;
+    process.stdout.write(
+      `installing node-llama-cpp@${NODE_LLAMA_CPP} and ${binaries} into ${prefix} for the llama.cpp arm (once)\n`,
+    );
+    execFileSync(
+      "npm",
+      [
+        "install",
+        "--prefix",
+        prefix,
+        "--no-save",
+        "--omit=optional",
+        "--no-audit",
+        "--no-fund",
+        `node-llama-cpp@${NODE_LLAMA_CPP}`,
+        binaries,
+      ],
+      { stdio: "inherit" },
+    );
+  }
+  return (await import(pathToFileURL(entry).href)) as NodeLlamaCpp;
+}
 
 interface Figures {
   prefill: number;
@@ -184,128 +272,175 @@ async function toGguf(files: TinyModelFiles, path: string): Promise<void> {
   );
 }
 
-/** Native read bandwidth: memcmp of two equal 256 MiB buffers, best of three (bytes/s). */
-function memoryBandwidth(): number {
-  const n = 256 << 20;
-  const a = Buffer.alloc(n, 7);
-  const b = Buffer.alloc(n, 7);
+/**
+ * Native read bandwidth of `threads` threads reading at once: each memcmps its own two equal
+ * 128 MiB buffers four times, all started together; best of three (bytes/s over the whole run).
+ */
+async function memoryBandwidth(threads: number): Promise<number> {
+  const n = 128 << 20;
+  const reps = 4;
+  const code = `const { workerData, parentPort } = require("node:worker_threads");
+const { n, reps, go } = workerData;
+const a = Buffer.alloc(n, 7);
+const b = Buffer.alloc(n, 7);
+Atomics.add(go, 1, 1);
+Atomics.notify(go, 1);
+Atomics.wait(go, 0, 0);
+for (let i = 0; i < reps; i++) a.compare(b);
+parentPort.postMessage("done");`;
   let best = 0;
-  for (let i = 0; i < 3; i++) {
+  for (let trial = 0; trial < 3; trial++) {
+    const go = new Int32Array(new SharedArrayBuffer(8));
+    const workers = Array.from(
+      { length: threads },
+      () => new Worker(code, { eval: true, workerData: { n, reps, go } }),
+    );
+    const done = workers.map((w) => new Promise((resolve) => w.once("message", resolve)));
+    while (Atomics.load(go, 1) < threads) await new Promise((resolve) => setTimeout(resolve, 5));
     const t0 = performance.now();
-    a.compare(b);
-    best = Math.max(best, (2 * n) / ((performance.now() - t0) / 1000));
+    Atomics.store(go, 0, 1);
+    Atomics.notify(go, 0);
+    await Promise.all(done);
+    best = Math.max(best, (threads * reps * 2 * n) / ((performance.now() - t0) / 1000));
+    await Promise.all(workers.map((w) => w.terminate()));
   }
   return best;
 }
 
-async function benchEngine(model: LoadedModel, prompt: number[]): Promise<Figures> {
-  const engine = new Engine(model, { threads, maxNumSeqs: streams, maxModelLen: 4096 });
-  try {
-    let t0 = performance.now();
-    for await (const _ of engine.submit({ promptTokenIds: prompt, maxTokens: 0 })) {
-      // prefill only
-    }
-    const prefill = prompt.length / ((performance.now() - t0) / 1000);
-    const decodeOnce = async (start: number) => {
-      const times: number[] = [];
-      const req = {
-        promptTokenIds: prompt.slice(start, start + 16),
-        maxTokens: decodeLen,
-        sampling: { temperature: 0 },
-        ignoreEos: true,
-      };
-      for await (const o of engine.submit(req)) if (o.token) times.push(performance.now());
-      return times;
-    };
-    const decode = decodeRate(await decodeOnce(0));
-    t0 = performance.now();
-    const all = await Promise.all(Array.from({ length: streams }, (_, i) => decodeOnce(i)));
-    return { prefill, decode, ...aggregateRates(all, t0) };
-  } finally {
-    await engine.close();
+async function engineFigures(engine: Engine, prompt: number[]): Promise<Figures> {
+  let t0 = performance.now();
+  for await (const _ of engine.submit({ promptTokenIds: prompt, maxTokens: 0 })) {
+    // prefill only
   }
+  const prefill = prompt.length / ((performance.now() - t0) / 1000);
+  const decodeOnce = async (start: number) => {
+    const times: number[] = [];
+    const req = {
+      promptTokenIds: prompt.slice(start, start + 16),
+      maxTokens: decodeLen,
+      sampling: { temperature: 0 },
+      ignoreEos: true,
+    };
+    for await (const o of engine.submit(req)) if (o.token) times.push(performance.now());
+    return times;
+  };
+  const decode = decodeRate(await decodeOnce(0));
+  t0 = performance.now();
+  const all = await Promise.all(Array.from({ length: streams }, (_, i) => decodeOnce(i)));
+  return { prefill, decode, ...aggregateRates(all, t0) };
 }
 
-async function benchLlamaCpp(path: string, prompt: number[]): Promise<Figures> {
-  const llama = await getLlama({ gpu: false, build: "never", maxThreads: threads });
-  const model = await llama.loadModel({ modelPath: path, gpuLayers: 0 });
-  const context = await model.createContext({
-    contextSize: 4096,
-    sequences: streams,
-    threads,
-    batchSize: 512,
-  });
-  try {
-    const run = async (tokens: number[], n: number) => {
-      const seq = context.getSequence();
-      const times: number[] = [];
-      // Like the engine's ignoreEos: an end-of-generation token is yielded and decoding goes on.
-      for await (const _ of seq.evaluate(tokens as never, { temperature: 0, yieldEogToken: true })) {
-        times.push(performance.now());
-        if (times.length === n) break;
-      }
-      seq.dispose();
-      return times;
-    };
-    let t0 = performance.now();
-    const first = await run(prompt, 1);
-    // Time to the first token includes one decode step, as small next to a 256-token prefill.
-    const prefill = prompt.length / (((first[0] as number) - t0) / 1000);
-    const decode = decodeRate(await run(prompt.slice(0, 16), decodeLen));
-    t0 = performance.now();
-    const all = await Promise.all(
-      Array.from({ length: streams }, (_, i) => run(prompt.slice(i, i + 16), decodeLen)),
-    );
-    return { prefill, decode, ...aggregateRates(all, t0) };
-  } finally {
-    await context.dispose();
-    await model.dispose();
-    await llama.dispose();
-  }
+async function llamaFigures(context: LlamaContext, prompt: number[]): Promise<Figures> {
+  const run = async (tokens: number[], n: number) => {
+    const seq = context.getSequence();
+    const times: number[] = [];
+    // Like the engine's ignoreEos: an end-of-generation token is yielded and decoding goes on.
+    for await (const _ of seq.evaluate(tokens as never, { temperature: 0, yieldEogToken: true })) {
+      times.push(performance.now());
+      if (times.length === n) break;
+    }
+    seq.dispose();
+    return times;
+  };
+  let t0 = performance.now();
+  const first = await run(prompt, 1);
+  // Time to the first token includes one decode step, as small next to a 256-token prefill.
+  const prefill = prompt.length / (((first[0] as number) - t0) / 1000);
+  const decode = decodeRate(await run(prompt.slice(0, 16), decodeLen));
+  t0 = performance.now();
+  const all = await Promise.all(
+    Array.from({ length: streams }, (_, i) => run(prompt.slice(i, i + 16), decodeLen)),
+  );
+  return { prefill, decode, ...aggregateRates(all, t0) };
 }
+
+const METRICS: { key: keyof Figures; label: string }[] = [
+  { key: "prefill", label: `prefill tok/s (${promptLen})` },
+  { key: "decode", label: "decode tok/s, batch 1" },
+  { key: "steady", label: `decode tok/s, ${streams} streams, all decoding` },
+  { key: "aggregate", label: `output tok/s, ${streams} streams, from submission` },
+];
+const WIDTH = 44;
+const row = (label: string, a: number, b: number) =>
+  `${label.padEnd(WIDTH)} ${a.toFixed(1).padStart(9)} ${b.toFixed(1).padStart(11)} ${(a / b).toFixed(2).padStart(7)}x\n`;
+const tableHead = `${"".padEnd(WIDTH)} ${"engine".padStart(9)} ${"llama.cpp".padStart(11)} ${"ratio".padStart(8)}\n`;
 
 const size = findTinySize(String(args.size));
 if (size === undefined) throw new Error(`unknown size ${args.size}`);
 const dir = await mkdtemp(join(tmpdir(), "bringup-bench-"));
 try {
-  const files = generateTinyModel(size, await readCorpus(), { seed: 0 });
-  const model = tinyFilesToModel(size.name, files);
+  const corpus = await readCorpus();
+  const files = generateTinyModel(size, corpus, { seed: 0 });
+  const modelDir = join(dir, size.name);
+  await writeTinyModel(modelDir, files);
+  // As `bringup serve` loads it: from the written directory.
+  const model: LoadedModel = await loadModel(modelDir);
   const ggufPath = join(dir, "model.gguf");
   await toGguf(files, ggufPath);
-  const text = (await readCorpus()).slice(0, 20000);
-  const prompt = model.tokenizer.encode(text).slice(0, promptLen + streams);
-  const bandwidth = memoryBandwidth();
+  const prompt = model.tokenizer.encode(corpus.slice(0, 20000)).slice(0, promptLen + streams);
+  const bandwidth = await memoryBandwidth(threads);
   let weightBytes = 0;
   for (const [name, t] of files.tensors)
     if (name !== "model.embed_tokens.weight") weightBytes += t.data.byteLength;
   const roofline = bandwidth / weightBytes;
   process.stdout.write(
-    `model ${size.name}: ${model.numParameters.toLocaleString("en-US")} parameters, f32, ${threads} threads\n`,
+    `model ${size.name}: ${model.numParameters.toLocaleString("en-US")} parameters, f32, loaded from ${modelDir}, ${threads} threads\n`,
   );
   process.stdout.write(
-    `memory read bandwidth ${(bandwidth / 1e9).toFixed(1)} GB/s; ${(weightBytes / 1e6).toFixed(0)} MB of weights per decode token; roofline ${roofline.toFixed(1)} tok/s\n`,
+    `memory read bandwidth ${(bandwidth / 1e9).toFixed(1)} GB/s on ${threads} threads; ${(weightBytes / 1e6).toFixed(0)} MB of weights per decode token; roofline ${roofline.toFixed(1)} tok/s\n`,
   );
-  const ours = await benchEngine(model, prompt.slice(0, promptLen));
-  const theirs = await benchLlamaCpp(ggufPath, prompt.slice(0, promptLen));
-  const width = 44;
-  const row = (label: string, a: number, b: number) =>
-    `${label.padEnd(width)} ${a.toFixed(1).padStart(9)} ${b.toFixed(1).padStart(11)} ${(a / b).toFixed(2).padStart(7)}x\n`;
+  const { getLlama } = await nodeLlamaCpp();
+  const llama = await getLlama({ gpu: false, build: "never", maxThreads: threads });
+  const llamaModel = await llama.loadModel({ modelPath: ggufPath, gpuLayers: 0 });
+  const context = await llamaModel.createContext({
+    contextSize: 4096,
+    sequences: streams,
+    threads,
+    batchSize: 512,
+  });
+  const engine = new Engine(model, { threads, maxNumSeqs: streams, maxModelLen: 4096 });
+  const measured: { ours: Figures; theirs: Figures }[] = [];
+  try {
+    for (let round = 0; round <= rounds; round++) {
+      // Alternate which arm goes first, so neither always runs on a machine the other just warmed.
+      let ours: Figures;
+      let theirs: Figures;
+      if (round % 2 === 0) {
+        ours = await engineFigures(engine, prompt.slice(0, promptLen));
+        theirs = await llamaFigures(context, prompt.slice(0, promptLen));
+      } else {
+        theirs = await llamaFigures(context, prompt.slice(0, promptLen));
+        ours = await engineFigures(engine, prompt.slice(0, promptLen));
+      }
+      process.stdout.write(`\nround ${round}${round === 0 ? " (warm-up, not counted)" : ""}\n${tableHead}`);
+      for (const m of METRICS) process.stdout.write(row(m.label, ours[m.key], theirs[m.key]));
+      if (round > 0) measured.push({ ours, theirs });
+    }
+  } finally {
+    await engine.close();
+    await context.dispose();
+    await llamaModel.dispose();
+    await llama.dispose();
+  }
+  const med = (f: (r: { ours: Figures; theirs: Figures }) => number) => median(measured.map(f));
+  process.stdout.write(`\nmedians over ${rounds} rounds (ratio: median of the rounds' ratios)\n${tableHead}`);
+  for (const { key, label } of METRICS) {
+    const ratio = med((r) => r.ours[key] / r.theirs[key]);
+    process.stdout.write(
+      `${label.padEnd(WIDTH)} ${med((r) => r.ours[key])
+        .toFixed(1)
+        .padStart(9)} ${med((r) => r.theirs[key])
+        .toFixed(1)
+        .padStart(11)} ${ratio.toFixed(2).padStart(7)}x\n`,
+    );
+  }
+  const scaling = (side: "ours" | "theirs") =>
+    `${med((r) => r[side].steady / r[side].decode).toFixed(2)}x all decoding, ${med((r) => r[side].aggregate / r[side].decode).toFixed(2)}x from submission`;
   process.stdout.write(
-    `${"".padEnd(width)} ${"engine".padStart(9)} ${"llama.cpp".padStart(11)} ${"ratio".padStart(8)}\n`,
+    `engine: ${streams} streams / 1 stream = ${scaling("ours")} (llama.cpp ${scaling("theirs")}); "all decoding" is the aggregate decode rate while every stream decodes over batch-1 decode, both first token to last; "from submission" also counts the ${streams} prefills\n`,
   );
-  process.stdout.write(row(`prefill tok/s (${promptLen})`, ours.prefill, theirs.prefill));
-  process.stdout.write(row("decode tok/s, batch 1", ours.decode, theirs.decode));
-  process.stdout.write(row(`decode tok/s, ${streams} streams, all decoding`, ours.steady, theirs.steady));
   process.stdout.write(
-    row(`output tok/s, ${streams} streams, from submission`, ours.aggregate, theirs.aggregate),
-  );
-  const scaling = (f: Figures) =>
-    `${(f.steady / f.decode).toFixed(2)}x all decoding, ${(f.aggregate / f.decode).toFixed(2)}x from submission`;
-  process.stdout.write(
-    `engine: ${streams} streams / 1 stream = ${scaling(ours)} (llama.cpp ${scaling(theirs)}); "all decoding" is the aggregate decode rate while every stream decodes over batch-1 decode, both first token to last; "from submission" also counts the ${streams} prefills\n`,
-  );
-  process.stdout.write(
-    `batch-1 decode at ${((100 * ours.decode) / roofline).toFixed(0)}% of roofline (llama.cpp ${((100 * theirs.decode) / roofline).toFixed(0)}%)\n`,
+    `batch-1 decode at ${((100 * med((r) => r.ours.decode)) / roofline).toFixed(0)}% of roofline (llama.cpp ${((100 * med((r) => r.theirs.decode)) / roofline).toFixed(0)}%)\n`,
   );
 } finally {
   await rm(dir, { recursive: true, force: true });

@@ -1,7 +1,6 @@
 /**
  * The fast attention kernel: grouped-query attention of tokens [t0, t1) of a step over a paged
- * cache. Self-contained (no imports, no outer variables) because its source also runs inside the
- * matmul pool's worker threads, which split a step's tokens between them.
+ * cache. The pool's worker threads (kernels/worker.ts) run it too, splitting a step's tokens.
  *
  * Per token t, meta[3t..3t+2] = [pos, first visible position, offset of its block table in
  * `tables`]. A position p lives in slot table[b] * blockSize + p % blockSize with
@@ -146,7 +145,7 @@ export function attendTokens(
   }
 }
 
-/** The attention module's exports (kernels/attention-simd-module.ts) and this thread's region of the shared memory. */
+/** The attention module's exports (kernels/wasm/attention.wat) and this thread's region of the shared memory. */
 export interface AttentionSimd {
   dot4: (
     q: number,
@@ -224,7 +223,7 @@ export function attentionSimdBytes(
  * (resolving the block table) and each visible (query row, position) dotted; the softmax in
  * JavaScript over the f64 scores; then values block by block, accumulated per row in ascending
  * positions (rows in pairs over their common positions). A tile that does not fit the region runs
- * through `plain` (attendTokens). Self-contained for the worker threads, like attendTokens.
+ * through `plain` (attendTokens).
  */
 export function attendTokensSimd(
   t0: number,

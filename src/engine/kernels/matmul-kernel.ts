@@ -1,7 +1,8 @@
-/**
- * The fast matmul kernel. Both functions here are self-contained (no imports, no outer variables)
- * because their source text is also evaluated inside worker threads (see pool.ts).
- */
+import { DTYPE_CODE, type Weight } from "../tensor/weight.js";
+import type { SimdTile } from "./simd-module.js";
+import type { WasmArena } from "./wasm-arena.js";
+
+/** The fast matmul kernel, run on the calling thread and in the pool's workers (worker.ts). */
 
 /** Decoding tables for the narrow dtypes: f16 (65536), fp8 e4m3fn (256), e2m1 (16), e8m0 (256). */
 export interface DecodeTables {
@@ -42,49 +43,104 @@ export function buildDecodeTables(): DecodeTables {
   return { f16, fp8, fp4, e8m0 };
 }
 
+/** A weight as the kernel reads it: its storage dtype's code (DTYPE_CODE) and its arrays. */
+export interface WeightParts {
+  readonly dtype: number;
+  readonly data: Float32Array | Uint16Array | Uint8Array;
+  /** Byte offset of `data` inside the shared WebAssembly memory, or -1 when it lies elsewhere. */
+  readonly offset: number;
+  /** Byte offset of `mxScales` there, or -1. */
+  readonly scalesOffset: number;
+  readonly scaleData: Float32Array | null;
+  readonly scaleBlockRows: number;
+  readonly scaleBlockCols: number;
+  readonly mxScales: Uint8Array | null;
+}
+
+/** The kernel's view of `w`; f32 and MXFP4 weights the arena holds are read in place by the SIMD kernels. */
+export function weightParts(w: Weight, arena: WasmArena | null): WeightParts {
+  return {
+    dtype: DTYPE_CODE[w.dtype],
+    data: w.data,
+    offset: arena === null ? -1 : arena.offsetOf(w.data),
+    scalesOffset: arena === null || w.mxScales === undefined ? -1 : arena.offsetOf(w.mxScales),
+    scaleData: w.scale?.data ?? null,
+    scaleBlockRows: w.scale?.blockRows ?? 1,
+    scaleBlockCols: w.scale?.blockCols ?? 1,
+    mxScales: w.mxScales ?? null,
+  };
+}
+
+/** One matmul over rows [n0, n1) of a weight; offsets are bytes in the shared memory (-1: elsewhere). */
+export interface MatmulRange {
+  readonly x: Float32Array;
+  readonly xOffset: number;
+  readonly M: number;
+  readonly K: number;
+  readonly weight: WeightParts;
+  /** Output [M, N], row-major. */
+  readonly out: Float32Array;
+  readonly outOffset: number;
+  readonly N: number;
+  readonly n0: number;
+  readonly n1: number;
+}
+
+/** What a thread keeps between matmuls: decoding tables, a row scratch, its SIMD kernel instances. */
+export interface MatmulThread {
+  readonly tables: DecodeTables;
+  /** At least 4K floats; grown here as needed. */
+  scratch: Float32Array;
+  readonly tile: SimdTile | null;
+  /** The fused MXFP4 rows (null: MXFP4 weights are unpacked into f32 rows for the tile). */
+  readonly mxfp4: Mxfp4Rows | null;
+}
+
+/** wasm/mxfp4-rows.wat's export, and the byte offset of its table of half E8M0 scales. */
+export interface Mxfp4Rows {
+  rows: (
+    K: number,
+    M: number,
+    x: number,
+    blocks: number,
+    scales: number,
+    halfScales: number,
+    acc: number,
+    o: number,
+    N: number,
+    ldo: number,
+  ) => void;
+  readonly halfScales: number;
+}
+
 /**
  * out[m*N + n] = sum_k x[m*K + k] * W[n][k] for every m < M and n0 <= n < n1.
  *
- * Weight rows are taken four at a time: narrow dtypes are dequantized into `scratch` (length >= 4K)
+ * Weight rows are taken four at a time: narrow dtypes are dequantized into the thread's scratch
  * so they never exist in f32 beyond four rows, and each group of rows is dotted with two input rows
  * at once to share loads. Every output is one sequential sum over k in double precision, whatever
  * M, n0 and n1 are, so results do not depend on batch composition or on how rows are split between
  * threads, and equal the scalar reference's sum bit for bit.
  *
- * With `simd` (a WebAssembly SIMD tile instance) the sums run in four f32 lanes instead, each
+ * With the thread's SIMD tile (wasm/matmul-tile.wat) the sums run in four f32 lanes instead, each
  * step a fused multiply-add when the tile was built fused: still independent of batch and split,
  * but within f32 accumulation error of the reference (at most K·2^-24·Σ|x·w|, fused or not) rather
  * than equal to it.
  */
-export function matmulRange(
-  x: Float32Array,
-  /** Byte offset of x inside simd.memory, or -1 when it lies elsewhere. */
-  xOffset: number,
-  M: number,
-  K: number,
-  dtype: number,
-  wData: Float32Array | Uint16Array | Uint8Array,
-  /** Byte offset of an f32 wData inside simd.memory, or -1 when it lies elsewhere. */
-  wOffset: number,
-  scaleData: Float32Array | null,
-  scaleBlockRows: number,
-  scaleBlockCols: number,
-  mxScales: Uint8Array | null,
-  out: Float32Array,
-  /** Byte offset of out inside simd.memory, or -1 when it lies elsewhere. */
-  outOffset: number,
-  N: number,
-  n0: number,
-  n1: number,
-  scratch: Float32Array,
-  tables: { f16: Float32Array; fp8: Float32Array; fp4: Float32Array; e8m0: Float32Array },
-  simd: {
-    tile: (K: number, M: number, x: number, w: number, o: number, G: number, ldo: number) => void;
-    memory: { readonly buffer: ArrayBufferLike };
-    base: number;
-    bytes: number;
-  } | null,
-): void {
+export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
+  const { x, xOffset, M, K, out, outOffset, N, n0, n1 } = range;
+  const {
+    dtype,
+    data: wData,
+    offset: wOffset,
+    scaleData,
+    scaleBlockRows,
+    scaleBlockCols,
+    mxScales,
+  } = range.weight;
+  const { tables, tile: simd } = thread;
+  if (thread.scratch.length < 4 * K) thread.scratch = new Float32Array(4 * K);
+  let scratch = thread.scratch;
   let scratchBits = new Uint32Array(scratch.buffer, scratch.byteOffset, scratch.length);
   /** Dequantizes weight row n into scratch[dst, dst+K). */
   const unpack = (n: number, dst: number): void => {
@@ -152,8 +208,23 @@ export function matmulRange(
       xAt = S * 4;
     }
     const inPlace = dtype === 0 && wOffset >= 0;
+    const { scalesOffset } = range.weight;
+    const packed = dtype === 4 && wOffset >= 0 && scalesOffset >= 0 ? thread.mxfp4 : null;
     for (let c0 = n0; c0 < n1; c0 += CHUNK) {
       const rows = Math.min(CHUNK, n1 - c0);
+      if (packed !== null) {
+        // MXFP4 rows decoded inside the SIMD loop (wasm/mxfp4-rows.wat), the rows area as its
+        // accumulators: the tile's operations on the unpacked rows, so the same bits.
+        const direct = outOffset >= 0;
+        const at = direct ? outOffset + c0 * 4 : O * 4;
+        const wAt = wOffset + (c0 * K) / 2;
+        const sAt = scalesOffset + (c0 * K) / 32;
+        packed.rows(K, M, xAt, wAt, sAt, packed.halfScales, W * 4, at, rows, direct ? N * 4 : CHUNK * 4);
+        if (!direct) {
+          for (let m = 0; m < M; m++) out.set(heap.subarray(O + m * CHUNK, O + m * CHUNK + rows), m * N + c0);
+        }
+        continue;
+      }
       const whole = rows >> 2;
       const groups = Math.ceil(rows / 4);
       // Whole groups of four columns go straight into an output in the shared memory; the others

@@ -1,8 +1,8 @@
 import { existsSync, readFileSync } from "node:fs";
 import { afterAll, describe, expect, it } from "vitest";
 import { Rng } from "../tensor/random.js";
-import { DTYPE_CODE, shareArray, type Weight } from "../tensor/weight.js";
-import { buildDecodeTables, matmulRange } from "./matmul-kernel.js";
+import { shareArray, type Weight } from "../tensor/weight.js";
+import { buildDecodeTables, matmulRange, weightParts } from "./matmul-kernel.js";
 import { MatmulPool } from "./pool.js";
 import { matmulReference, weightAt } from "./reference.js";
 import { compileSimdTile, instantiateTile } from "./simd-module.js";
@@ -255,25 +255,19 @@ describe("matmulRange with the SIMD tile", () => {
           xShared.set(x);
           const run = (inPlaceX: boolean, out: Float32Array, outOffset: number, n0: number, n1: number) => {
             matmulRange(
-              inPlaceX ? xShared : x,
-              inPlaceX ? xAt : -1,
-              M,
-              K,
-              DTYPE_CODE[dtype],
-              w.data,
-              dtype === "f32" ? arena.offsetOf(w.data) : -1,
-              w.scale?.data ?? null,
-              w.scale?.blockRows ?? 1,
-              w.scale?.blockCols ?? 1,
-              w.mxScales ?? null,
-              out,
-              outOffset,
-              N,
-              n0,
-              n1,
-              new Float32Array(4 * K),
-              tables,
-              tile,
+              {
+                x: inPlaceX ? xShared : x,
+                xOffset: inPlaceX ? xAt : -1,
+                M,
+                K,
+                weight: weightParts(w, arena),
+                out,
+                outOffset,
+                N,
+                n0,
+                n1,
+              },
+              { tables, scratch: new Float32Array(4 * K), tile, mxfp4: null },
             );
           };
           const whole = new Float32Array(M * N);
@@ -294,5 +288,53 @@ describe("matmulRange with the SIMD tile", () => {
         }
       }
     }
+  });
+});
+
+describe("the fused MXFP4 matmul (wasm/mxfp4-rows.wat)", () => {
+  it("gives the unpacked path's bits on every byte of codes and on extreme scales, at any batch and split", () => {
+    const N = 70; // more than one chunk of rows
+    const K = 64;
+    const data = new Uint8Array((N * K) / 2);
+    // Every byte value (so every pair of nibbles) several times, in rows of different scales.
+    for (let i = 0; i < data.length; i++) data[i] = (i * 37 + (i >> 8)) & 255;
+    const extremes = [0, 1, 2, 126, 127, 128, 253, 254, 255];
+    const mxScales = new Uint8Array((N * K) / 32);
+    for (let i = 0; i < mxScales.length; i++)
+      mxScales[i] = i < 2 * extremes.length ? (extremes[i >> 1] as number) : 110 + ((i * 7) % 30);
+    const w: Weight = {
+      dtype: "mxfp4",
+      rows: N,
+      cols: K,
+      data: shareArray(data),
+      mxScales: shareArray(mxScales),
+    };
+    const fused = [pool(1, true), pool(2, true)];
+    const unpacked = [1, 2].map((t) => {
+      const p = new MatmulPool(t, { simd: true, mxfp4: "unpacked" });
+      pools.push(p);
+      return p;
+    });
+    for (const M of [1, 2, 3]) {
+      const x = rng.fillNormal(new Float32Array(M * K), 1);
+      const want = new Float32Array(M * N);
+      (unpacked[0] as MatmulPool).matmul(x, M, w, want);
+      for (const p of [...fused, ...unpacked]) {
+        const got = new Float32Array(M * N);
+        p.matmul(x, M, w, got);
+        expect(Array.from(new Uint32Array(got.buffer))).toEqual(Array.from(new Uint32Array(want.buffer)));
+      }
+      // Batch-invariant: each input row's outputs are those of that row alone.
+      for (let m = 0; m < M; m++) {
+        const alone = new Float32Array(N);
+        (fused[0] as MatmulPool).matmul(x.subarray(m * K, (m + 1) * K), 1, w, alone);
+        expect(Array.from(alone)).toEqual(Array.from(want.subarray(m * N, (m + 1) * N)));
+      }
+    }
+    // Scale 255 is NaN: the rows that use it come out NaN, the others finite.
+    const out = new Float32Array(N);
+    (fused[0] as MatmulPool).matmul(rng.fillNormal(new Float32Array(K), 1), 1, w, out);
+    expect(Number.isNaN(out[8])).toBe(true);
+    expect(Number.isFinite(out[20])).toBe(true);
   });
 });

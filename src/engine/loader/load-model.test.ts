@@ -3,12 +3,24 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { Engine } from "../engine.js";
+import { wasmArena } from "../kernels/wasm-arena.js";
 import type { StepOutput } from "../request.js";
+import type { Weight } from "../tensor/weight.js";
 import { readCorpus } from "../tiny/corpus.js";
 import { generateTinyModel, tinyFilesToModel } from "../tiny/generate.js";
 import { findTinySize, type TinySize } from "../tiny/sizes.js";
 import { writeTinyModel } from "../tiny/write.js";
 import { loadModel } from "./load-model.js";
+
+/** Every f32 matmul weight reachable from `root` (objects with a dtype, rows, cols and data). */
+function matmulWeights(root: unknown, seen = new Set<object>()): Weight[] {
+  if (typeof root !== "object" || root === null || seen.has(root) || ArrayBuffer.isView(root)) return [];
+  seen.add(root);
+  const w = root as Partial<Weight>;
+  if (w.dtype === "f32" && typeof w.rows === "number" && typeof w.cols === "number" && w.data)
+    return [w as Weight];
+  return Object.values(root).flatMap((v) => matmulWeights(v, seen));
+}
 
 const root = await mkdtemp(join(tmpdir(), "bringup-load-"));
 afterAll(() => rm(root, { recursive: true, force: true }));
@@ -47,6 +59,18 @@ describe("loadModel", () => {
       await Promise.all([a.close(), b.close()]);
     });
   }
+
+  it("places every matmul weight in the shared WebAssembly memory, where the SIMD tile reads it in place", async () => {
+    const files = generateTinyModel(findTinySize("tiny") as TinySize, corpus, { seed: 6, dtype: "f32" });
+    const dir = join(root, "tiny-in-place");
+    await writeTinyModel(dir, files);
+    const loaded = await loadModel(dir);
+    const arena = wasmArena();
+    if (arena === null) throw new Error("this runtime has no shared WebAssembly memory");
+    const weights = matmulWeights(loaded.model);
+    expect(weights.length).toBeGreaterThan(4);
+    for (const w of weights) expect(arena.offsetOf(w.data)).toBeGreaterThanOrEqual(0);
+  });
 
   it("names the missing file", async () => {
     const dir = join(root, "missing");

@@ -4,6 +4,7 @@ import { BringupError } from "../../common/errors.js";
 import { openCheckpoint } from "../../formats/index.js";
 import type { Architecture } from "../architecture.js";
 import type { LoadedModel } from "../model/loaded-model.js";
+import { shareBytes } from "../tensor/weight.js";
 import { TextTokenizer } from "../tokenizer/tokenizer.js";
 import { buildModel, resolveConfig } from "./build-model.js";
 import type { HostTensor } from "./host-tensor.js";
@@ -53,15 +54,14 @@ export async function loadModel(
     for (const t of checkpoint.tensors) {
       if (!ENGINE_DTYPES.has(t.dtype)) continue;
       const bytes = await checkpoint.readTensor(t.name);
-      // Copy into shared memory so the matmul workers can read the weights in place.
-      const shared = new Uint8Array(new SharedArrayBuffer(bytes.byteLength));
-      shared.set(bytes);
+      // Into the shared WebAssembly memory, where the kernels and their worker threads read
+      // the weights in place (a plain shared buffer would have every matmul copy its rows).
       const data =
         t.dtype === "F32"
-          ? new Float32Array(shared.buffer)
+          ? shareBytes(bytes, Float32Array)
           : t.dtype === "BF16" || t.dtype === "F16"
-            ? new Uint16Array(shared.buffer)
-            : shared;
+            ? shareBytes(bytes, Uint16Array)
+            : shareBytes(bytes, Uint8Array);
       tensors.set(t.name, { dtype: t.dtype as HostTensor["dtype"], shape: t.shape, data });
       numParameters += t.name.endsWith("_blocks")
         ? bytes.byteLength * 2

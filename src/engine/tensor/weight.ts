@@ -32,14 +32,26 @@ export interface Weight {
  * WebAssembly memory where there is one, so the SIMD matmul reads it in place.
  */
 export function shareArray<T extends Float32Array | Uint16Array | Uint8Array>(src: T): T {
-  const ctor = src.constructor as {
-    new (buffer: ArrayBufferLike, offset?: number, length?: number): T;
-    BYTES_PER_ELEMENT: number;
-  };
-  const out =
-    wasmArena()?.array(ctor, src.length) ??
-    new ctor(new SharedArrayBuffer(src.length * ctor.BYTES_PER_ELEMENT));
-  out.set(src as never);
+  const ctor = src.constructor as SharedArrayKind<T>;
+  return shareBytes(new Uint8Array(src.buffer, src.byteOffset, src.byteLength), ctor);
+}
+
+type SharedArrayKind<T> = {
+  new (buffer: ArrayBufferLike, offset?: number, length?: number): T;
+  BYTES_PER_ELEMENT: number;
+};
+
+/**
+ * Raw little-endian `bytes` (a checkpoint tensor as read) as a new array of `ctor`'s kind, placed
+ * like shareArray's: in the shared WebAssembly memory where it fits, so the kernels read it in place.
+ */
+export function shareBytes<T extends Float32Array | Uint16Array | Uint8Array>(
+  bytes: Uint8Array,
+  ctor: SharedArrayKind<T>,
+): T {
+  const length = bytes.byteLength / ctor.BYTES_PER_ELEMENT;
+  const out = wasmArena()?.array(ctor, length) ?? new ctor(new SharedArrayBuffer(bytes.byteLength));
+  new Uint8Array(out.buffer, out.byteOffset, out.byteLength).set(bytes);
   return out;
 }
 

@@ -1,0 +1,61 @@
+// Compiles every WebAssembly text kernel under src/ (src/**/*.wat) to a binary beside it and under
+// dist/, with wabt (installed from npm, so a fresh clone needs nothing else). A kernel that uses
+// f32x4.relaxed_madd also gets an ".unfused" binary in which each relaxed_madd of three locals is a
+// mul then an add, for runtimes without relaxed SIMD or runs that ask for the unfused tile.
+// With --check it writes nothing and exits 1 if a binary under src/ differs from its source.
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { dirname, join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+import wabtInit from "wabt";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const FEATURES = { simd: true, threads: true, relaxed_simd: true };
+const MADD = /\(f32x4\.relaxed_madd (\(local\.get \$\w+\)) (\(local\.get \$\w+\)) (\(local\.get \$\w+\))\)/g;
+
+/** The unfused text of a kernel: a·b + c as (c + a·b), rounded twice. */
+function unfusedText(text) {
+  const out = text.replace(MADD, "(f32x4.add $3 (f32x4.mul $1 $2))");
+  if (out.includes("(f32x4.relaxed_madd")) throw new Error("a relaxed_madd whose operands are not locals");
+  return out;
+}
+
+function watFiles(dir) {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? watFiles(join(dir, e.name)) : e.name.endsWith(".wat") ? [join(dir, e.name)] : [],
+  );
+}
+
+/** Writes atomically (temp file then rename), so a reader never sees half a binary. */
+function writeAtomic(path, bytes) {
+  mkdirSync(dirname(path), { recursive: true });
+  const temp = `${path}.tmp-${process.pid}`;
+  writeFileSync(temp, bytes);
+  renameSync(temp, path);
+}
+
+const check = process.argv.includes("--check");
+const stale = [];
+const wabt = await wabtInit();
+for (const file of watFiles(join(root, "src"))) {
+  const text = readFileSync(file, "utf8");
+  const variants = [[".wasm", text]];
+  if (text.includes("(f32x4.relaxed_madd")) variants.push([".unfused.wasm", unfusedText(text)]);
+  for (const [suffix, source] of variants) {
+    const module = wabt.parseWat(file, source, FEATURES);
+    module.validate(FEATURES);
+    const { buffer } = module.toBinary({});
+    module.destroy();
+    const rel = relative(root, file).replace(/\.wat$/, suffix);
+    if (check) {
+      if (!existsSync(join(root, rel)) || !Buffer.from(buffer).equals(readFileSync(join(root, rel))))
+        stale.push(rel);
+    } else {
+      writeAtomic(join(root, rel), buffer);
+      writeAtomic(join(root, "dist", rel), buffer);
+    }
+  }
+}
+if (stale.length > 0) {
+  console.error(`stale kernel binaries (run npm run build:kernels): ${stale.join(", ")}`);
+  process.exit(1);
+}

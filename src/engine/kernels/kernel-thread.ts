@@ -1,0 +1,136 @@
+import { instantiateWasm, type WasmMemory, type WasmModule } from "../../common/wasm-runtime.js";
+import type { AttentionSimd } from "../attention/attention-kernel.js";
+import { instantiateAttentionSimd } from "./attention-simd-module.js";
+import { buildDecodeTables, type MatmulThread, type Mxfp4Rows, type WeightParts } from "./matmul-kernel.js";
+import { instantiateTile } from "./simd-module.js";
+import { instantiateSwigluSimd, type SwigluSimd } from "./swiglu-simd-module.js";
+
+/** The attention kernel's growable working arrays (see attendTokens). */
+export interface AttentionScratch {
+  scores: Float64Array;
+  acc: Float64Array;
+  slots: Int32Array;
+}
+
+/** The compiled WebAssembly kernels a pool runs (each absent where SIMD is off or unavailable). */
+export interface KernelModules {
+  readonly tile?: WasmModule;
+  /** The fused MXFP4 rows, built like the tile (fused or not), and where their scale table lies. */
+  readonly mxfp4?: { readonly module: WasmModule; readonly halfScales: number };
+  readonly attention?: WasmModule;
+  readonly swiglu?: WasmModule;
+}
+
+/**
+ * What one thread of the pool holds: its kernel instances over the shared memory, the weights and
+ * KV caches registered with it, the staged input and output of a dispatch, and its scratch. The
+ * calling thread keeps one and each worker keeps one, changed by the same messages.
+ */
+export interface KernelThread extends MatmulThread {
+  readonly attention: AttentionSimd | null;
+  readonly swiglu: SwigluSimd | null;
+  readonly weights: Map<number, WeightParts>;
+  readonly kvs: Map<number, { readonly keys: Float32Array; readonly values: Float32Array }>;
+  readonly attentionScratch: AttentionScratch;
+  x: Float32Array;
+  out: Float32Array;
+}
+
+/** A kernel that runs a dispatch's units on any thread from its typed parameters. */
+export interface ThreadKernel<Params> {
+  run(thread: KernelThread, params: Params, unit: number): void;
+}
+
+export function kernelThread(modules: KernelModules, memory: WasmMemory | undefined): KernelThread {
+  const instance = <T>(module: WasmModule | undefined, make: (m: WasmModule, mem: WasmMemory) => T) =>
+    module === undefined || memory === undefined ? null : make(module, memory);
+  return {
+    tables: buildDecodeTables(),
+    scratch: new Float32Array(1),
+    tile: instance(modules.tile, instantiateTile),
+    mxfp4: instance(modules.mxfp4?.module, (m, mem) => ({
+      rows: (instantiateWasm(m, mem) as { mxfp4: Mxfp4Rows["rows"] }).mxfp4,
+      halfScales: modules.mxfp4?.halfScales as number,
+    })),
+    attention: instance(modules.attention, instantiateAttentionSimd),
+    swiglu: instance(modules.swiglu, instantiateSwigluSimd),
+    weights: new Map(),
+    kvs: new Map(),
+    attentionScratch: {
+      scores: new Float64Array(256),
+      acc: new Float64Array(64),
+      slots: new Int32Array(256),
+    },
+    x: new Float32Array(1),
+    out: new Float32Array(1),
+  };
+}
+
+/** Messages that change a thread's state; every thread applies them in the order they were sent. */
+export type StateMessage =
+  | { readonly type: "weight"; readonly id: number; readonly parts: WeightParts }
+  | { readonly type: "kv"; readonly id: number; readonly keys: Float32Array; readonly values: Float32Array }
+  | { readonly type: "stage"; readonly which: "x" | "out"; readonly buffer: Float32Array }
+  | {
+      readonly type: "scratch";
+      readonly kernel: "tile" | "attention";
+      readonly base: number;
+      readonly bytes: number;
+    };
+
+export function applyState(thread: KernelThread, message: StateMessage): void {
+  switch (message.type) {
+    case "weight":
+      thread.weights.set(message.id, message.parts);
+      break;
+    case "kv":
+      thread.kvs.set(message.id, { keys: message.keys, values: message.values });
+      break;
+    case "stage":
+      thread[message.which] = message.buffer;
+      break;
+    case "scratch": {
+      const region = message.kernel === "tile" ? thread.tile : thread.attention;
+      if (region !== null) {
+        region.base = message.base;
+        region.bytes = message.bytes;
+      }
+      break;
+    }
+  }
+}
+
+/** Slots of the pool's shared Int32Array. */
+export const CONTROL = {
+  /** Bumped once per dispatch: the workers sleep on it. */
+  SEQ: 0,
+  /** Non-zero once a thread failed. */
+  FAILED: 2,
+  /** Next unclaimed unit of a dispatch (grows forever: each dispatch owns a range of values). */
+  NEXT: 3,
+  /** Units finished (grows forever, like NEXT). */
+  FINISHED: 4,
+} as const;
+
+/**
+ * Claims units of a dispatch whose counter starts at `base` from the shared NEXT slot until all
+ * `units` are taken, running each and counting it in FINISHED: a thread that starts late or runs
+ * slow (a busy machine) leaves its share to the others.
+ */
+export function claimUnits(
+  ctrl: Int32Array,
+  base: number,
+  units: number,
+  runUnit: (unit: number) => void,
+): void {
+  for (;;) {
+    const c = Atomics.load(ctrl, CONTROL.NEXT);
+    // Differences in int32 arithmetic: the counters wrap around on a long-running server.
+    const unit = (c - base) | 0;
+    if (unit >= units || unit < 0) return;
+    if (Atomics.compareExchange(ctrl, CONTROL.NEXT, c, c + 1) !== c) continue;
+    runUnit(unit);
+    Atomics.add(ctrl, CONTROL.FINISHED, 1);
+    Atomics.notify(ctrl, CONTROL.FINISHED);
+  }
+}

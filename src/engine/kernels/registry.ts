@@ -1,0 +1,41 @@
+import { attentionJob } from "./attention-job.js";
+import type { ThreadKernel } from "./kernel-thread.js";
+import { matmulJob } from "./matmul-job.js";
+import { swigluJob } from "./swiglu-job.js";
+
+/**
+ * Every kernel the pool's threads run, by name. Adding one: its file (a ThreadKernel over a typed
+ * parameter object) and its line here; MatmulPool.run then dispatches it.
+ */
+export const KERNELS = {
+  matmul: matmulJob,
+  attention: attentionJob,
+  swiglu: swigluJob,
+} as const;
+
+export type KernelName = keyof typeof KERNELS;
+
+/** The parameter object of kernel `N`. */
+export type KernelParams<N extends KernelName> =
+  (typeof KERNELS)[N] extends ThreadKernel<infer P> ? P : never;
+
+/** A dispatch as the workers receive it: which kernel, its parameters, and its share of the counter. */
+export type JobMessage = {
+  [N in KernelName]: {
+    readonly type: "job";
+    readonly kernel: N;
+    readonly params: KernelParams<N>;
+    /** Where the shared NEXT counter started for this dispatch. */
+    readonly base: number;
+    readonly units: number;
+  };
+}[KernelName];
+
+/** Runs unit `unit` of a dispatch on `thread`. */
+export function runUnit(
+  thread: Parameters<ThreadKernel<unknown>["run"]>[0],
+  job: JobMessage,
+  unit: number,
+): void {
+  (KERNELS[job.kernel] as ThreadKernel<typeof job.params>).run(thread, job.params, unit);
+}

@@ -1,0 +1,118 @@
+;; The matmul's inner tile (see ../matmul-kernel.ts):
+;;
+;;   tile(K, M, x, w, o, G, ldo): for g < G, m < M, j < 4:
+;;     f32 at byte o + m*ldo + 4*(4g + j) = Σ_k x[m*K + k] · w[(4g + j)*K + k]
+;;
+;; x, w and o are byte offsets into the imported shared memory (../wasm-arena.ts, which also holds
+;; the weights and the pool's staged activations), K a multiple of 4 and ldo the output's row stride
+;; in bytes, so the tile writes straight into a row-major [M, N] matrix. Each output keeps four f32
+;; partial sums (lanes k mod 4) added as (l0 + l1) + (l2 + l3), so an output depends only on its own
+;; row and input, never on M or on the other rows of the tile.
+;;
+;; Each step acc + x·w is f32x4.relaxed_madd (one rounding where the CPU has FMA, which V8 uses in
+;; every tier). The build also writes an unfused variant, where every relaxed_madd becomes f32x4.mul
+;; then f32x4.add (two roundings), for runtimes without relaxed SIMD (scripts/build-kernels.mjs).
+(module
+  (import "env" "memory" (memory 1 65536 shared))
+
+  ;; (l0 + l1) + (l2 + l3) of an accumulator's lanes.
+  (func $sum (param $acc v128) (result f32)
+    (f32.add
+      (f32.add (f32x4.extract_lane 0 (local.get $acc)) (f32x4.extract_lane 1 (local.get $acc)))
+      (f32.add (f32x4.extract_lane 2 (local.get $acc)) (f32x4.extract_lane 3 (local.get $acc)))))
+
+  ;; Stores the sums of four accumulators as four consecutive f32 at byte address $at.
+  (func $store4 (param $at i32) (param $s0 v128) (param $s1 v128) (param $s2 v128) (param $s3 v128)
+    (f32.store offset=0 (local.get $at) (call $sum (local.get $s0)))
+    (f32.store offset=4 (local.get $at) (call $sum (local.get $s1)))
+    (f32.store offset=8 (local.get $at) (call $sum (local.get $s2)))
+    (f32.store offset=12 (local.get $at) (call $sum (local.get $s3))))
+
+  (func (export "tile")
+    (param $K i32) (param $M i32) (param $x i32) (param $w0 i32) (param $o i32) (param $G i32) (param $ldo i32)
+    (local $rowBytes i32) (local $g i32) (local $m i32) (local $kb i32)
+    (local $w1 i32) (local $w2 i32) (local $w3 i32)
+    (local $xp i32) (local $xp2 i32) (local $op i32)
+    (local $a0 v128) (local $a1 v128) (local $a2 v128) (local $a3 v128)
+    (local $b0 v128) (local $b1 v128) (local $b2 v128) (local $b3 v128)
+    (local $xv v128) (local $xv2 v128) (local $wv v128)
+    (local.set $rowBytes (i32.shl (local.get $K) (i32.const 2)))
+    (if (i32.eqz (local.get $G)) (then (return)))
+    ;; Four weight rows (four output columns) per group.
+    (loop $groups
+      (local.set $w1 (i32.add (local.get $w0) (local.get $rowBytes)))
+      (local.set $w2 (i32.add (local.get $w1) (local.get $rowBytes)))
+      (local.set $w3 (i32.add (local.get $w2) (local.get $rowBytes)))
+      (local.set $m (i32.const 0))
+      (local.set $xp (local.get $x))
+      (local.set $op (local.get $o))
+      ;; Input rows two at a time: each weight vector loaded once feeds eight independent
+      ;; accumulators. Every output sees the same operations in the same order as in the one-row
+      ;; block below, so its bits do not depend on whether it was paired.
+      (block $pairsDone
+        (loop $pairs
+          (br_if $pairsDone (i32.ge_u (i32.add (local.get $m) (i32.const 1)) (local.get $M)))
+          (local.set $a0 (v128.const i64x2 0 0))
+          (local.set $a1 (v128.const i64x2 0 0))
+          (local.set $a2 (v128.const i64x2 0 0))
+          (local.set $a3 (v128.const i64x2 0 0))
+          (local.set $b0 (v128.const i64x2 0 0))
+          (local.set $b1 (v128.const i64x2 0 0))
+          (local.set $b2 (v128.const i64x2 0 0))
+          (local.set $b3 (v128.const i64x2 0 0))
+          (local.set $kb (i32.const 0))
+          (local.set $xp2 (i32.add (local.get $xp) (local.get $rowBytes)))
+          (loop $k
+            (local.set $xv (v128.load (i32.add (local.get $xp) (local.get $kb))))
+            (local.set $xv2 (v128.load (i32.add (local.get $xp2) (local.get $kb))))
+            (local.set $wv (v128.load (i32.add (local.get $w0) (local.get $kb))))
+            (local.set $a0 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a0)))
+            (local.set $b0 (f32x4.relaxed_madd (local.get $xv2) (local.get $wv) (local.get $b0)))
+            (local.set $wv (v128.load (i32.add (local.get $w1) (local.get $kb))))
+            (local.set $a1 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a1)))
+            (local.set $b1 (f32x4.relaxed_madd (local.get $xv2) (local.get $wv) (local.get $b1)))
+            (local.set $wv (v128.load (i32.add (local.get $w2) (local.get $kb))))
+            (local.set $a2 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a2)))
+            (local.set $b2 (f32x4.relaxed_madd (local.get $xv2) (local.get $wv) (local.get $b2)))
+            (local.set $wv (v128.load (i32.add (local.get $w3) (local.get $kb))))
+            (local.set $a3 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a3)))
+            (local.set $b3 (f32x4.relaxed_madd (local.get $xv2) (local.get $wv) (local.get $b3)))
+            (br_if $k (i32.lt_u
+              (local.tee $kb (i32.add (local.get $kb) (i32.const 16)))
+              (local.get $rowBytes))))
+          (call $store4 (local.get $op)
+            (local.get $a0) (local.get $a1) (local.get $a2) (local.get $a3))
+          (call $store4 (i32.add (local.get $op) (local.get $ldo))
+            (local.get $b0) (local.get $b1) (local.get $b2) (local.get $b3))
+          (local.set $xp (i32.add (local.get $xp2) (local.get $rowBytes)))
+          (local.set $op (i32.add (local.get $op) (i32.shl (local.get $ldo) (i32.const 1))))
+          (local.set $m (i32.add (local.get $m) (i32.const 2)))
+          (br $pairs)))
+      ;; After the pairs at most one input row is left.
+      (if (i32.lt_u (local.get $m) (local.get $M))
+        (then
+          (local.set $a0 (v128.const i64x2 0 0))
+          (local.set $a1 (v128.const i64x2 0 0))
+          (local.set $a2 (v128.const i64x2 0 0))
+          (local.set $a3 (v128.const i64x2 0 0))
+          (local.set $kb (i32.const 0))
+          (loop $k
+            (local.set $xv (v128.load (i32.add (local.get $xp) (local.get $kb))))
+            (local.set $wv (v128.load (i32.add (local.get $w0) (local.get $kb))))
+            (local.set $a0 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a0)))
+            (local.set $wv (v128.load (i32.add (local.get $w1) (local.get $kb))))
+            (local.set $a1 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a1)))
+            (local.set $wv (v128.load (i32.add (local.get $w2) (local.get $kb))))
+            (local.set $a2 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a2)))
+            (local.set $wv (v128.load (i32.add (local.get $w3) (local.get $kb))))
+            (local.set $a3 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a3)))
+            (br_if $k (i32.lt_u
+              (local.tee $kb (i32.add (local.get $kb) (i32.const 16)))
+              (local.get $rowBytes))))
+          (call $store4 (local.get $op)
+            (local.get $a0) (local.get $a1) (local.get $a2) (local.get $a3))))
+      (local.set $w0 (i32.add (local.get $w3) (local.get $rowBytes)))
+      (local.set $o (i32.add (local.get $o) (i32.const 16)))
+      (br_if $groups (i32.lt_u
+        (local.tee $g (i32.add (local.get $g) (i32.const 1)))
+        (local.get $G))))))
