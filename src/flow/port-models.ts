@@ -1,4 +1,6 @@
 import { portModel as glm53Flash } from "../../ports/glm-5.3-flash/model.js";
+import { portModel as glm5Mxfp4 } from "../../ports/glm-5-mxfp4/model.js";
+import { portModel as kimiK27Code } from "../../ports/kimi-k2.7-code/model.js";
 import { portModel as mimoV26Flash } from "../../ports/mimo-v2.6-flash/model.js";
 import type { Architecture, PortModel } from "../engine/index.js";
 
@@ -12,6 +14,8 @@ export const DEFAULT_PORT = "mimo-v2.6-flash";
 export const PORT_MODELS: ReadonlyMap<string, PortModel> = new Map([
   ["mimo-v2.6-flash", mimoV26Flash],
   ["glm-5.3-flash", glm53Flash],
+  ["glm-5-mxfp4", glm5Mxfp4],
+  ["kimi-k2.7-code", kimiK27Code],
 ]);
 
 /** Every port's architecture: what `bringup serve` and the loaders read model directories with. */
