@@ -59,16 +59,26 @@
 
 export type { Architecture, ModelConfig, PortModel } from "./architecture.js";
 export { findArchitecture } from "./architecture.js";
+export type { DsaNames, DsaSpec } from "./blocks/attention/dsa-indexer.js";
+export {
+  DSA_SWITCHES,
+  DsaIndexer,
+  dsaNames,
+  hadamardFp8,
+  topKPositions,
+} from "./blocks/attention/dsa-indexer.js";
 export type { AttentionNames, AttentionSpec, AttentionWeights } from "./blocks/attention/gqa-attention.js";
 export { attentionNames, attentionState, GqaAttention } from "./blocks/attention/gqa-attention.js";
+export type { MlaNames, MlaSpec, MlaWeights } from "./blocks/attention/mla-attention.js";
+export { MLA_SWITCHES, MlaAttention, mlaNames } from "./blocks/attention/mla-attention.js";
 export type { KdaSpec } from "./blocks/linear-attention/kda-attention.js";
 export { KDA_CHUNK, KDA_SWITCHES, KdaAttention } from "./blocks/linear-attention/kda-attention.js";
 export type { ClampedMoeSpec } from "./blocks/mlp/clamped-swiglu-moe.js";
 export { ClampedSwigluMoe, clampedSwiglu } from "./blocks/mlp/clamped-swiglu-moe.js";
 export type { MoeNames } from "./blocks/mlp/routed-moe.js";
 export { RoutedMoe } from "./blocks/mlp/routed-moe.js";
-export type { MoeSpec } from "./blocks/mlp/routing.js";
-export { routeTopKThenSoftmax } from "./blocks/mlp/routing.js";
+export type { MoeSpec, Routing } from "./blocks/mlp/routing.js";
+export { route, routeTopKThenSoftmax } from "./blocks/mlp/routing.js";
 export type { MlpNames } from "./blocks/mlp/swiglu-mlp.js";
 export { HF_MLP_NAMES, MIXTRAL_MLP_NAMES, SwigluMlp } from "./blocks/mlp/swiglu-mlp.js";
 export type { MhcConfig } from "./blocks/residual/mhc.js";
@@ -110,6 +120,13 @@ export type {
 } from "./model/model.js";
 export type { DecoderConfig, DecoderShape, LayerSpec } from "./models/decoder.js";
 export { embeddingAndHead, preNormDecoder } from "./models/decoder.js";
+export type { DeepseekV3Config } from "./models/deepseek-v3.js";
+export {
+  buildDeepseekV3,
+  deepseekV3TinyModel,
+  deepseekV3TinyTensors,
+  parseDeepseekV3,
+} from "./models/deepseek-v3.js";
 export { llamaArchitecture, parseLlamaConfig } from "./models/llama.js";
 export { mimoArchitecture, mimoRetrievalModel, mimoTinyModel, parseMimoConfig } from "./models/mimo.js";
 export type { FinishReason, GeneratedToken, GenerateRequest, PromptLogprobs, StepOutput } from "./request.js";
@@ -134,6 +151,7 @@ export type { TinyTokenizer } from "./tiny/files.js";
 export { countParameters, tinyModelFiles, tinyTokenizer } from "./tiny/files.js";
 export type { TinyDtype, TinyModelFiles, TinyOptions } from "./tiny/generate.js";
 export { createTinyModel, generateTinyModel, TINY_DTYPES, tinyFilesToModel } from "./tiny/generate.js";
+export { latentCopyHidden, placeLatentCopyCircuit } from "./tiny/latent-copy-circuit.js";
 export type { TinyKit } from "./tiny/port-kit.js";
 export { tinyKit } from "./tiny/port-kit.js";
 export type { RetrievalOptions } from "./tiny/retrieval.js";

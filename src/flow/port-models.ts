@@ -1,4 +1,6 @@
 import { portModel as glm53Flash } from "../../ports/glm-5.3-flash/model.js";
+import { portModel as glm5Mxfp4 } from "../../ports/glm-5-mxfp4/model.js";
+import { portModel as kimiK27Code } from "../../ports/kimi-k2.7-code/model.js";
 import { portModel as mimoV26Flash } from "../../ports/mimo-v2.6-flash/model.js";
 import { portModel as mimoV26Pro } from "../../ports/mimo-v2.6-pro/model.js";
 import { portModel as minimaxM3 } from "../../ports/minimax-m3/model.js";
@@ -16,6 +18,8 @@ export const PORT_MODELS: ReadonlyMap<string, PortModel> = new Map([
   ["glm-5.3-flash", glm53Flash],
   ["minimax-m3", minimaxM3],
   ["mimo-v2.6-pro", mimoV26Pro],
+  ["glm-5-mxfp4", glm5Mxfp4],
+  ["kimi-k2.7-code", kimiK27Code],
 ]);
 
 /** Every port's architecture: what `bringup serve` and the loaders read model directories with. */

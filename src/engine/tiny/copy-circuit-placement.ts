@@ -62,27 +62,7 @@ export function placeCopyCircuit(
     throw new BringupError("RETRIEVAL_CONFIG_INVALID", `the retrieval variant's config: ${message}`);
   };
   if (H !== slots.hidden) fail(`hidden_size must be ${slots.hidden} (the circuit's slots), got ${H}.`);
-  const tensors = new Map<string, HostTensor>(files.tensors);
-  const put = (name: string, data: Float32Array) => {
-    const existing = tensors.get(name);
-    if (existing === undefined || existing.data.length !== data.length) {
-      throw new BringupError(
-        "RETRIEVAL_CONFIG_INVALID",
-        `the retrieval circuit writes ${data.length} values into ${name}, which the model ${existing === undefined ? "does not have" : `holds as [${existing.shape.join(", ")}]`}.`,
-        { subject: name },
-      );
-    }
-    tensors.set(name, { dtype: "F32", shape: existing.shape, data });
-  };
-  // Zeros in the tensor's own storage: MXFP4 blocks of zero bytes hold zeros too.
-  const zero = (name: string) => {
-    const existing = tensors.get(name);
-    if (existing === undefined) return put(name, new Float32Array(0));
-    const empty = new (existing.data.constructor as new (n: number) => HostTensor["data"])(
-      existing.data.length,
-    );
-    tensors.set(name, { ...existing, data: empty });
-  };
+  const { tensors, put, zero } = circuitTensors(files);
 
   const vocab = model.model.vocabSize;
   const codes = tokenCodes(options.seed ?? 0, vocab, m, u);
@@ -126,6 +106,39 @@ export function placeCopyCircuit(
 }
 
 type Put = (name: string, data: Float32Array) => void;
+
+/**
+ * A copy of `files`' tensors and how a circuit rewrites them: `put` replaces a tensor's values
+ * (refusing one the model lacks or holds at another size), `zero` zeroes one.
+ */
+export function circuitTensors(files: TinyModelFiles): {
+  readonly tensors: Map<string, HostTensor>;
+  readonly put: Put;
+  readonly zero: (name: string) => void;
+} {
+  const tensors = new Map<string, HostTensor>(files.tensors);
+  const put = (name: string, data: Float32Array) => {
+    const existing = tensors.get(name);
+    if (existing === undefined || existing.data.length !== data.length) {
+      throw new BringupError(
+        "RETRIEVAL_CONFIG_INVALID",
+        `the retrieval circuit writes ${data.length} values into ${name}, which the model ${existing === undefined ? "does not have" : `holds as [${existing.shape.join(", ")}]`}.`,
+        { subject: name },
+      );
+    }
+    tensors.set(name, { dtype: "F32", shape: existing.shape, data });
+  };
+  // Zeros in the tensor's own storage: MXFP4 blocks of zero bytes hold zeros too.
+  const zero = (name: string) => {
+    const existing = tensors.get(name);
+    if (existing === undefined) return put(name, new Float32Array(0));
+    const empty = new (existing.data.constructor as new (n: number) => HostTensor["data"])(
+      existing.data.length,
+    );
+    tensors.set(name, { ...existing, data: empty });
+  };
+  return { tensors, put, zero };
+}
 type Fail = (message: string) => never;
 
 /** The rotated features of a head and their RoPE frequencies (HF's rotate-half pairs f, f + pairs). */

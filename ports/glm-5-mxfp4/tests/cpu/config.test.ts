@@ -1,0 +1,69 @@
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { loadCatalog } from "../../../../src/catalog/index.js";
+import { isBringupError } from "../../../../src/common/errors.js";
+import { DsaIndexer, type MlaAttention, readCorpus, tinyFilesToModel } from "../../../../src/engine/index.js";
+import { parseGlm5Config, portModel } from "../../model.js";
+
+const REPO = join(import.meta.dirname, "../../../..");
+const config = (await loadCatalog(REPO)).ports.find((p) => p.id === "glm-5-mxfp4")?.manifest.reference
+  ?.config as Record<string, unknown>;
+
+function errorOf(run: () => unknown): { code: string; message: string } {
+  try {
+    run();
+  } catch (error) {
+    if (isBringupError(error)) return { code: error.code, message: error.message };
+    throw error;
+  }
+  throw new Error("no error");
+}
+
+describe("GLM-5 config parsing and loading", () => {
+  it("reads the indexer's sizes and top-k beside latent attention and the experts", () => {
+    const c = parseGlm5Config(config);
+    expect(c.dsa).toEqual({ numHeads: 4, headDim: 32, ropeDim: 8, ropeTheta: 10000, topK: 64 });
+    expect(c.layers).toEqual(["dense", "moe", "moe", "moe"]);
+    expect(c.moe).toMatchObject({
+      numExperts: 8,
+      topK: 2,
+      numGroups: 1,
+      topKGroups: 1,
+      routedScalingFactor: 2.5,
+    });
+  });
+
+  it("refuses a top-k of zero or beyond max_position_embeddings, and an indexer without a query latent", () => {
+    for (const topk of [0, 8193]) {
+      expect(errorOf(() => parseGlm5Config({ ...config, index_topk: topk }))).toEqual({
+        code: "MODEL_CONFIG_INVALID",
+        message: expect.stringMatching(
+          new RegExp(`index_topk: ${topk} must be between 1 and max_position_embeddings`),
+        ),
+      });
+    }
+    expect(errorOf(() => parseGlm5Config({ ...config, index_head_dim: 48 })).message).toMatch(
+      /index_head_dim: 48 must be a power of two/,
+    );
+    expect(errorOf(() => parseGlm5Config({ ...config, q_lora_rank: 0 })).message).toMatch(/q_lora_rank/);
+  });
+
+  it("loads MXFP4 experts and an indexer per layer, and refuses a missing indexer tensor by name", async () => {
+    const files = portModel.tinyModel(config, await readCorpus());
+    const model = tinyFilesToModel("glm5", files, [portModel.architecture]);
+    for (const layer of model.model.layers) {
+      expect((layer.mixer as MlaAttention).indexer).toBeInstanceOf(DsaIndexer);
+      // The cache keeps the latent and rotary key (40) and the indexer key (32) per token.
+      expect(layer.mixer.state).toMatchObject({ kind: "paged", numKvHeads: 1, headDim: 40, vHeadDim: 32 });
+    }
+    expect(files.tensors.get("model.layers.1.mlp.experts.0.down_proj.weight_blocks")?.shape).toEqual([
+      64, 1, 16,
+    ]);
+    const tensors = new Map(files.tensors);
+    tensors.delete("model.layers.3.self_attn.indexer.k_norm.bias");
+    expect(errorOf(() => tinyFilesToModel("glm5", { ...files, tensors }, [portModel.architecture]))).toEqual({
+      code: "MODEL_WEIGHT_MISSING",
+      message: expect.stringMatching(/model\.layers\.3\.self_attn\.indexer\.k_norm\.bias is missing/),
+    });
+  });
+});

@@ -1,0 +1,75 @@
+import { afterAll, describe, expect, it } from "vitest";
+import {
+  Engine,
+  MlaAttention,
+  type PromptLogprobs,
+  RoutedMoe,
+  readCorpus,
+} from "../../../../src/engine/index.js";
+import { referenceModel } from "./reference.js";
+
+const model = await referenceModel();
+const corpus = await readCorpus();
+const prompt = model.tokenizer.encode(corpus.slice(0, 2000)).slice(0, 200);
+const engines: Engine[] = [];
+afterAll(() => Promise.all(engines.map((e) => e.close())));
+
+/** Prompt logprobs and six greedy tokens of the prompt under `switches`, prefilled in chunks of `chunk`. */
+async function run(switches: Record<string, string>, chunk?: number) {
+  const engine = new Engine(model, {
+    threads: 2,
+    maxModelLen: 512,
+    switches,
+    ...(chunk ? { maxNumBatchedTokens: chunk } : {}),
+  });
+  engines.push(engine);
+  let logprobs: PromptLogprobs = [];
+  const tokens: number[] = [];
+  for await (const out of engine.submit({
+    promptTokenIds: prompt,
+    maxTokens: 6,
+    promptLogprobs: 0,
+    sampling: { temperature: 0 },
+    ignoreEos: true,
+  })) {
+    if (out.promptLogprobs) logprobs = out.promptLogprobs;
+    if (out.token) tokens.push(out.token.tokenId);
+  }
+  return { logprobs: logprobs.slice(1).map((p) => p?.logprob as number), tokens };
+}
+
+const maxDiff = (a: readonly number[], b: readonly number[]) =>
+  Math.max(...a.map((x, i) => Math.abs(x - (b[i] as number))));
+
+describe("Kimi-K2.7-Code's tiny model on the engine", () => {
+  it("keeps 40 floats per token and layer (latent 32 + rotary key 8), and MXFP4 routed experts beside an f32 shared one", () => {
+    for (const layer of model.model.layers) {
+      expect(layer.mixer).toBeInstanceOf(MlaAttention);
+      expect(layer.mixer.state).toMatchObject({ kind: "paged", numKvHeads: 1, headDim: 40, vHeadDim: 0 });
+    }
+    const moe = model.model.layers[1]?.ffn;
+    expect(moe).toBeInstanceOf(RoutedMoe);
+    const experts = (moe as RoutedMoe).experts;
+    expect(experts.map((e) => [e.gate.dtype, e.up.dtype, e.down.dtype])).toEqual(
+      Array(8).fill(["mxfp4", "mxfp4", "mxfp4"]),
+    );
+    expect((moe as RoutedMoe).shared?.gate.dtype).toBe("f32");
+    expect(model.model.layers[0]?.ffn).not.toBeInstanceOf(RoutedMoe);
+  });
+
+  it("absorbed, expanded and vLLM's split forms agree within rounding and pick the same tokens", async () => {
+    const absorbed = await run({ mla_form: "absorbed" });
+    const expanded = await run({ mla_form: "expanded" });
+    const split = await run({ mla_form: "prefill-expanded" }, 64);
+    for (const other of [expanded, split]) {
+      expect(other.tokens).toEqual(absorbed.tokens);
+      // Sums over 32 latent features in another order: logprobs move by rounding only.
+      expect(maxDiff(other.logprobs, absorbed.logprobs)).toBeLessThan(1e-4);
+    }
+    expect(maxDiff(expanded.logprobs, absorbed.logprobs)).toBeGreaterThan(0);
+  });
+
+  it("gives the same bits whatever the prefill chunking in the absorbed form", async () => {
+    expect(await run({ mla_form: "absorbed" }, 7)).toEqual(await run({ mla_form: "absorbed" }));
+  });
+});

@@ -1,0 +1,155 @@
+import { afterAll, describe, expect, it } from "vitest";
+import { FullCacheSpec } from "../../cache/full-spec.js";
+import { LayerKvCache } from "../../cache/kv-cache.js";
+import { MatmulPool } from "../../kernels/pool.js";
+import { Rope } from "../../kernels/rope.js";
+import { Rng } from "../../tensor/random.js";
+import { f32Weight } from "../../tensor/weight.js";
+import { DsaIndexer, type DsaSpec, dsaNames, hadamardFp8, topKPositions } from "./dsa-indexer.js";
+import { MlaAttention } from "./mla-attention.js";
+import { MLA_TEST_HIDDEN as H, MLA_TEST_SPEC, mlaBlock, randomMla, runSequence } from "./mla-fixture.js";
+
+const pool = new MatmulPool(2);
+afterAll(() => pool.close());
+
+const SPEC: DsaSpec = { numHeads: 4, headDim: 16, ropeDim: 6, ropeTheta: 10_000, topK: 8 };
+const Q_LATENT = 12;
+
+function randomIndexer(seed: number, spec: DsaSpec = SPEC): DsaIndexer {
+  const rng = new Rng(seed);
+  const { numHeads: n, headDim: d } = spec;
+  const m = (rows: number, cols: number) =>
+    f32Weight(rows, cols, rng.fillNormal(new Float32Array(rows * cols), 1 / Math.sqrt(cols)));
+  return new DsaIndexer(
+    spec,
+    m(n * d, Q_LATENT),
+    m(d, H),
+    Float32Array.from({ length: d }, () => 1 + 0.1 * rng.normal()),
+    rng.fillNormal(new Float32Array(d), 0.1),
+    m(n, H),
+    dsaNames("model.layers.0"),
+  );
+}
+
+/** Every token's selection over one sequence of n tokens, with the indexer's scores from its cache. */
+function selections(indexer: DsaIndexer, h: Float32Array, qLatent: Float32Array, n: number, mode: string) {
+  const switches = new Map([["dsa_indexer", mode]]);
+  const positions = Array.from({ length: n }, (_, i) => i);
+  const spec = new FullCacheSpec(4);
+  const cache = new LayerKvCache(spec, spec.blocksNeeded(n), 1, 1, indexer.spec.headDim);
+  const table = Array.from({ length: spec.blocksNeeded(n) }, (_, b) => b);
+  const keys = indexer.keys(h, n, positions, pool, switches);
+  for (let p = 0; p < n; p++)
+    cache.write(cache.slot(table, p), new Float32Array(1), 0, keys, p * indexer.spec.headDim);
+  const chosen = indexer.select(h, qLatent, n, positions, cache, () => table, pool, switches) as Int32Array[];
+  return { chosen, keys };
+}
+
+describe("DeepSeek sparse attention's indexer", () => {
+  const n = 96;
+  const rng = new Rng(11);
+  const h = rng.fillNormal(new Float32Array(n * H), 1);
+  const qLatent = rng.fillNormal(new Float32Array(n * Q_LATENT), 1);
+  const indexer = randomIndexer(3);
+
+  it("exact mode picks the top-k of Σ_h w_h·ReLU(q_h·k_s) over the causal prefix, every position while they fit", () => {
+    const { chosen, keys } = selections(indexer, h, qLatent, n, "exact");
+    const { numHeads: nh, headDim: d, topK } = SPEC;
+    // The indexer's queries and weights recomputed from its weights: RoPE pairs i with i + ropeDim/2.
+    const q = new Float32Array(n * nh * d);
+    pool.matmul(qLatent, n, indexer.qB, q);
+    const rope = new Rope(d, SPEC.ropeDim / d, SPEC.ropeTheta);
+    for (let t = 0; t < n; t++) rope.apply(q, t * nh * d, nh, d, t);
+    const w = new Float32Array(n * nh);
+    pool.matmul(h, n, indexer.weightsProj, w);
+    for (let t = 0; t < n; t++) {
+      if (t < topK) {
+        expect(Array.from(chosen[t] as Int32Array)).toEqual(Array.from({ length: t + 1 }, (_, p) => p));
+        continue;
+      }
+      const scores = Float64Array.from({ length: t + 1 }, (_, s) => {
+        let score = 0;
+        for (let head = 0; head < nh; head++) {
+          let dot = 0;
+          for (let i = 0; i < d; i++)
+            dot += (q[(t * nh + head) * d + i] as number) * (keys[s * d + i] as number);
+          score += ((w[t * nh + head] as number) / Math.sqrt(nh * d)) * Math.max(0, dot);
+        }
+        return score;
+      });
+      const expected = Array.from({ length: t + 1 }, (_, s) => s)
+        .sort((a, b) => (scores[b] as number) - (scores[a] as number) || a - b)
+        .slice(0, topK)
+        .sort((a, b) => a - b);
+      expect(Array.from(chosen[t] as Int32Array)).toEqual(expected);
+    }
+  });
+
+  it("the FP8 mode (Hadamard, E4M3 per 128 values) chooses differently only near the k-th exact score", () => {
+    const exact = selections(indexer, h, qLatent, n, "exact").chosen;
+    const fp8 = selections(indexer, h, qLatent, n, "fp8").chosen;
+    const differing = exact.flatMap((e, t) =>
+      Array.from(e).join() === Array.from(fp8[t] as Int32Array).join() ? [] : [t],
+    );
+    // On these inputs quantization swaps tokens for some queries but keeps most choices.
+    expect(differing.length).toBeGreaterThan(0);
+    expect(differing.length).toBeLessThan(n / 2);
+    for (const t of differing) {
+      const inExact = new Set(exact[t]);
+      const inFp8 = new Set(fp8[t]);
+      const swapped = [...inExact].filter((s) => !inFp8.has(s)).length;
+      // A handful of tokens at the boundary trade places, never the whole selection.
+      expect(swapped).toBeGreaterThan(0);
+      expect(swapped).toBeLessThanOrEqual(SPEC.topK / 2);
+    }
+  });
+
+  it("the Hadamard transform keeps dot products, and FP8 per 128 values rounds each value within 2^-4 of its block's scale", () => {
+    const d = 256;
+    const a = new Rng(2).fillNormal(new Float32Array(d), 1);
+    const rotated = Float32Array.from(a);
+    hadamardFp8(rotated, 1, d);
+    // Undo the rotation (the orthonormal Hadamard is its own inverse) without quantizing again.
+    const back = Float64Array.from(rotated);
+    for (let len = 1; len < d; len *= 2)
+      for (let i = 0; i < d; i += 2 * len)
+        for (let j = i; j < i + len; j++) {
+          const [x, y] = [back[j] as number, back[j + len] as number];
+          back[j] = x + y;
+          back[j + len] = x - y;
+        }
+    const amax = Math.max(...a.map(Math.abs));
+    for (let i = 0; i < d; i++) {
+      const restored = (back[i] as number) / Math.sqrt(d);
+      // Two blocks of 128, each value's error at most half an E4M3 step (2^-4 relative) of its block max.
+      expect(Math.abs(restored - (a[i] as number))).toBeLessThan(amax * 2 ** -4);
+    }
+    expect(Array.from(topKPositions(Float64Array.from([3, 1, 3, 2, 5]), 3))).toEqual([0, 2, 4]);
+  });
+
+  it("restricts latent attention to the chosen tokens: equal to dense MLA while every token fits in top-k", () => {
+    const m = randomMla(5);
+    const sizes = { ...SPEC, ropeDim: MLA_TEST_SPEC.qkRopeHeadDim };
+    const withTopK = (topK: number) => {
+      const dense = mlaBlock(m);
+      return new MlaAttention(
+        dense.spec,
+        dense.weights,
+        dense.names,
+        H,
+        1e-6,
+        randomIndexer(3, { ...sizes, topK }),
+      );
+    };
+    const x = new Rng(6).fillNormal(new Float32Array(40 * H), 1);
+    const run = (block: MlaAttention, attention: string) =>
+      runSequence(block, x, [30, ...Array(10).fill(1)], pool, new Map([["dsa_attention", attention]])).out;
+    const plain = runSequence(mlaBlock(m), x, [30, ...Array(10).fill(1)], pool, new Map()).out;
+    expect(run(withTopK(40), "sparse")).toEqual(plain);
+    expect(run(withTopK(8), "dense")).toEqual(plain);
+    const sparse = run(withTopK(8), "sparse");
+    // The first 8 tokens see everything either way; later ones see 8 of their prefix.
+    expect(sparse.subarray(0, 8 * H)).toEqual(plain.subarray(0, 8 * H));
+    expect(sparse.subarray(8 * H)).not.toEqual(plain.subarray(8 * H));
+  });
+});

@@ -1,0 +1,279 @@
+import { BringupError } from "../../../common/errors.js";
+import { decodeTable, encodeMinifloat, FP8_E4M3FN, maxFinite } from "../../../formats/index.js";
+import type { LayerKvCache } from "../../cache/kv-cache.js";
+import type { MatmulPool } from "../../kernels/pool.js";
+import { Rope } from "../../kernels/rope.js";
+import type { WeightSource } from "../../loader/weight-source.js";
+import type { ModelSwitch } from "../../model/model.js";
+import type { Weight } from "../../tensor/weight.js";
+
+/**
+ * The indexer of DeepSeek sparse attention (deepseek-ai/DeepSeek-V3.2-Exp `inference/model.py`,
+ * HF `GlmMoeDsaIndexer`): its own small heads score every earlier token and MLA attends only to
+ * the top-k.
+ */
+export interface DsaSpec {
+  readonly numHeads: number;
+  /** Features of each indexer head and of the one indexer key per token (a power of two). */
+  readonly headDim: number;
+  /** Leading features of each head and key that are rotated (MLA's qk_rope_head_dim). */
+  readonly ropeDim: number;
+  readonly ropeTheta: number;
+  readonly topK: number;
+}
+
+/** Checkpoint names under `<prefix>.self_attn.indexer` (bases without `.weight`). */
+export interface DsaNames {
+  readonly qB: string;
+  readonly k: string;
+  readonly kNorm: string;
+  readonly weights: string;
+}
+
+export function dsaNames(prefix: string): DsaNames {
+  const p = `${prefix}.self_attn.indexer`;
+  return { qB: `${p}.wq_b`, k: `${p}.wk`, kNorm: `${p}.k_norm`, weights: `${p}.weights_proj` };
+}
+
+/**
+ * - dsa_indexer: score in f32 from the exact indexer queries and keys ("exact"), or as the
+ *   reference does, after a Hadamard transform and FP8 E4M3 quantization with one scale per 128
+ *   values ("fp8"), which can change which tokens are chosen near the k-th score;
+ * - dsa_attention: attend only to the top-k ("sparse"), or to every earlier token ("dense", as
+ *   vllm-gaudi runs these layers, its indexer kernels being CUDA-only). The indexer keys are cached
+ *   either way.
+ */
+export const DSA_SWITCHES: readonly ModelSwitch[] = [
+  {
+    name: "dsa_indexer",
+    values: ["exact", "fp8"],
+    default: "exact",
+    description:
+      "DSA indexer scores from exact f32 queries and keys, or Hadamard-rotated FP8 ones as the reference",
+  },
+  {
+    name: "dsa_attention",
+    values: ["sparse", "dense"],
+    default: "sparse",
+    description:
+      "latent attention over the indexer's top-k tokens, or over every earlier token (the dense fallback)",
+  },
+];
+
+/** FP8 scales cover this many values, as the reference's act_quant blocks. */
+const QUANT_BLOCK = 128;
+const LAYER_NORM_EPS = 1e-6;
+const E4M3_MAX = maxFinite(FP8_E4M3FN);
+const E4M3_VALUES = decodeTable(FP8_E4M3FN);
+
+/**
+ * The indexer of one layer. Its key per token (LayerNorm(wk·h), RoPE on the leading ropeDim
+ * features pairing i with i + ropeDim/2, unlike MLA's adjacent pairs) is kept in the MLA layer's
+ * paged cache beside the latent. A query's score for an earlier token s is
+ * Σ_h w_h · ReLU(q_h · k_s), w = weights_proj(h) / sqrt(heads · headDim); the top-k scores up to
+ * the query's own position win, ties to the earlier token.
+ */
+export class DsaIndexer {
+  private readonly rope: Rope;
+
+  constructor(
+    readonly spec: DsaSpec,
+    readonly qB: Weight,
+    readonly k: Weight,
+    readonly kNormWeight: Float32Array,
+    readonly kNormBias: Float32Array,
+    readonly weightsProj: Weight,
+    readonly names: DsaNames,
+  ) {
+    const { headDim: d, ropeDim, topK } = spec;
+    const fail = (message: string): never => {
+      throw new BringupError("MODEL_CONFIG_INVALID", `DSA indexer: ${message}`, { subject: "indexer" });
+    };
+    if (!Number.isInteger(Math.log2(d)))
+      fail(`index_head_dim ${d} must be a power of two (the Hadamard transform).`);
+    if (ropeDim % 2 !== 0 || ropeDim > d)
+      fail(`the rotary dim ${ropeDim} must be even and at most index_head_dim ${d}.`);
+    if (!Number.isInteger(topK) || topK < 1) fail(`index_topk ${topK} must be a whole number of at least 1.`);
+    this.rope = new Rope(d, ropeDim / d, spec.ropeTheta);
+  }
+
+  static load(
+    w: WeightSource,
+    names: DsaNames,
+    spec: DsaSpec,
+    hiddenSize: number,
+    qLoraRank: number,
+  ): DsaIndexer {
+    if (qLoraRank <= 0) {
+      throw new BringupError(
+        "MODEL_CONFIG_INVALID",
+        "DSA indexer: its queries come from MLA's query latent; set q_lora_rank above 0.",
+        { subject: "q_lora_rank" },
+      );
+    }
+    const { numHeads: n, headDim: d } = spec;
+    return new DsaIndexer(
+      spec,
+      w.matrix(names.qB, n * d, qLoraRank),
+      w.matrix(names.k, d, hiddenSize),
+      w.vector(`${names.kNorm}.weight`, d),
+      w.vector(`${names.kNorm}.bias`, d),
+      w.matrix(names.weights, n, hiddenSize),
+      names,
+    );
+  }
+
+  /** The indexer key of each of T tokens [T, headDim], as the cache keeps it under `switches`. */
+  keys(
+    h: Float32Array,
+    T: number,
+    positions: ArrayLike<number>,
+    pool: MatmulPool,
+    switches: ReadonlyMap<string, string>,
+  ): Float32Array {
+    const d = this.spec.headDim;
+    const k = new Float32Array(T * d);
+    pool.matmul(h, T, this.k, k);
+    for (let t = 0; t < T; t++) {
+      layerNorm(k, t * d, d, this.kNormWeight, this.kNormBias);
+      this.rope.apply(k, t * d, 1, d, positions[t] as number);
+    }
+    if (switches.get("dsa_indexer") === "fp8") hadamardFp8(k, T, d);
+    return k;
+  }
+
+  /**
+   * For each token, the positions MLA attends in ascending order: all up to its own while they
+   * number at most top-k, else the indexer's top-k; undefined for every token under dense attention.
+   */
+  select(
+    h: Float32Array,
+    qLatent: Float32Array | undefined,
+    T: number,
+    positions: ArrayLike<number>,
+    cache: LayerKvCache,
+    tableOf: (t: number) => readonly number[],
+    pool: MatmulPool,
+    switches: ReadonlyMap<string, string>,
+  ): Int32Array[] | undefined {
+    if (switches.get("dsa_attention") === "dense") return undefined;
+    const { numHeads: n, headDim: d, topK } = this.spec;
+    const q = new Float32Array(T * n * d);
+    pool.matmul(qLatent as Float32Array, T, this.qB, q);
+    for (let t = 0; t < T; t++) this.rope.apply(q, t * n * d, n, d, positions[t] as number);
+    if (switches.get("dsa_indexer") === "fp8") hadamardFp8(q, T * n, d);
+    const w = new Float32Array(T * n);
+    pool.matmul(h, T, this.weightsProj, w);
+    const weightScale = 1 / Math.sqrt(n * d);
+    const out: Int32Array[] = [];
+    const values = cache.values;
+    const stride = cache.valueStride;
+    let bases = new Int32Array(0);
+    let basesOf: readonly number[] | undefined;
+    let last = 0;
+    for (let t = 0; t < T; t++) last = Math.max(last, positions[t] as number);
+    for (let t = 0; t < T; t++) {
+      const pos = positions[t] as number;
+      if (pos + 1 <= topK) {
+        out.push(Int32Array.from({ length: pos + 1 }, (_, p) => p));
+        continue;
+      }
+      // Each cached key's offset, computed once per block table (a sequence's) up to the step's
+      // last position; entries past the sequence's own blocks are never read.
+      const table = tableOf(t);
+      if (table !== basesOf) {
+        const blocks = table.length * cache.spec.blockSize;
+        bases = Int32Array.from(
+          { length: Math.min(last + 1, blocks) },
+          (_, p) => cache.slot(table, p) * stride,
+        );
+        basesOf = table;
+      }
+      const scores = new Float64Array(pos + 1);
+      for (let hd = 0; hd < n; hd++) {
+        const weight = ((w[t * n + hd] as number) * weightScale) as number;
+        // A head weighted zero adds ReLU(·)·0 = 0 to every score.
+        if (weight === 0) continue;
+        const head = q.subarray((t * n + hd) * d, (t * n + hd + 1) * d);
+        for (let s = 0; s <= pos; s++) {
+          const base = bases[s] as number;
+          let dot = 0;
+          for (let i = 0; i < d; i++) dot += (head[i] as number) * (values[base + i] as number);
+          if (dot > 0) scores[s] = (scores[s] as number) + weight * dot;
+        }
+      }
+      out.push(topKPositions(scores, topK));
+    }
+    return out;
+  }
+}
+
+/** The k highest of `scores` (ties to the lower position), returned in ascending position order. */
+export function topKPositions(scores: Float64Array, k: number): Int32Array {
+  // A running list of the best k, sorted best first: one pass instead of sorting every position.
+  const best: number[] = [];
+  const better = (a: number, b: number) =>
+    (scores[a] as number) > (scores[b] as number) ||
+    ((scores[a] as number) === (scores[b] as number) && a < b);
+  for (let s = 0; s < scores.length; s++) {
+    if (best.length === k && !better(s, best[k - 1] as number)) continue;
+    let i = best.length === k ? k - 1 : best.length;
+    while (i > 0 && better(s, best[i - 1] as number)) {
+      best[i] = best[i - 1] as number;
+      i--;
+    }
+    best[i] = s;
+  }
+  return Int32Array.from(best).sort();
+}
+
+function layerNorm(
+  x: Float32Array,
+  offset: number,
+  n: number,
+  weight: Float32Array,
+  bias: Float32Array,
+): void {
+  let mean = 0;
+  for (let i = 0; i < n; i++) mean += x[offset + i] as number;
+  mean /= n;
+  let variance = 0;
+  for (let i = 0; i < n; i++) variance += ((x[offset + i] as number) - mean) ** 2;
+  const inv = 1 / Math.sqrt(variance / n + LAYER_NORM_EPS);
+  for (let i = 0; i < n; i++)
+    x[offset + i] = ((x[offset + i] as number) - mean) * inv * (weight[i] as number) + (bias[i] as number);
+}
+
+/**
+ * Each of `rows` vectors of `d` (a power of two) through the orthonormal Hadamard transform
+ * (Sylvester order, scaled by d^-1/2, as the reference's rotate_activation), then through FP8
+ * E4M3 with one scale per 128 values (amax / 448): the values the reference's indexer multiplies.
+ */
+export function hadamardFp8(x: Float32Array, rows: number, d: number): void {
+  const scale = 1 / Math.sqrt(d);
+  const block = Math.min(QUANT_BLOCK, d);
+  for (let r = 0; r < rows; r++) {
+    const o = r * d;
+    for (let len = 1; len < d; len *= 2) {
+      for (let i = 0; i < d; i += 2 * len) {
+        for (let j = i; j < i + len; j++) {
+          const a = x[o + j] as number;
+          const b = x[o + j + len] as number;
+          x[o + j] = a + b;
+          x[o + j + len] = a - b;
+        }
+      }
+    }
+    for (let i = 0; i < d; i++) x[o + i] = (x[o + i] as number) * scale;
+    for (let b = 0; b < d; b += block) {
+      let amax = 0;
+      for (let i = b; i < b + block; i++) amax = Math.max(amax, Math.abs(x[o + i] as number));
+      if (amax === 0) continue;
+      const s = amax / E4M3_MAX;
+      for (let i = b; i < b + block; i++) {
+        const code = encodeMinifloat(FP8_E4M3FN, (x[o + i] as number) / s, { saturate: true });
+        x[o + i] = (E4M3_VALUES[code] as number) * s;
+      }
+    }
+  }
+}

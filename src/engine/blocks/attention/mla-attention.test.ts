@@ -1,0 +1,142 @@
+import { afterAll, describe, expect, it } from "vitest";
+import { MatmulPool } from "../../kernels/pool.js";
+import { Rng } from "../../tensor/random.js";
+import {
+  MLA_TEST_HIDDEN as H,
+  type MlaMatrices,
+  maxAbsDiff,
+  mlaBlock,
+  randomMla,
+  runSequence,
+  MLA_TEST_SPEC as S,
+} from "./mla-fixture.js";
+
+const pool = new MatmulPool(2);
+afterAll(() => pool.close());
+
+const form = (value: string) => new Map([["mla_form", value]]);
+
+/**
+ * DeepSeek-V3's naive MLA (inference/model.py, attn_impl "naive") written out in f64 over the whole
+ * sequence, without a cache: q = q_b(norm(q_a x)), [c, k_pe] = kv_a x, k/v per head = kv_b(norm(c)),
+ * RoPE as complex rotation of adjacent pairs, causal softmax scaled by (nope + rope)^-1/2, o_proj.
+ */
+function naiveMla(m: MlaMatrices, x: Float32Array, n: number): Float64Array {
+  const { numHeads: nh, qLoraRank: r, kvLoraRank: C, qkNopeHeadDim: dn, qkRopeHeadDim: dr, vHeadDim: dv } = S;
+  const matvec = (w: Float32Array, rows: number, cols: number, v: ArrayLike<number>) =>
+    Float64Array.from({ length: rows }, (_, i) => {
+      let s = 0;
+      for (let j = 0; j < cols; j++) s += (w[i * cols + j] as number) * (v[j] as number);
+      return s;
+    });
+  const rms = (v: Float64Array, w: Float32Array) => {
+    let ss = 0;
+    for (const a of v) ss += a * a;
+    const inv = 1 / Math.sqrt(ss / v.length + 1e-6);
+    return v.map((a, i) => a * inv * (w[i] as number));
+  };
+  const rotate = (v: Float64Array, offset: number, pos: number) => {
+    for (let i = 0; i < dr / 2; i++) {
+      const angle = pos / S.ropeTheta ** ((2 * i) / dr);
+      const [a, b] = [v[offset + 2 * i] as number, v[offset + 2 * i + 1] as number];
+      v[offset + 2 * i] = a * Math.cos(angle) - b * Math.sin(angle);
+      v[offset + 2 * i + 1] = a * Math.sin(angle) + b * Math.cos(angle);
+    }
+  };
+  const qs: Float64Array[] = [];
+  const ks: Float64Array[] = [];
+  const vs: Float64Array[] = [];
+  for (let t = 0; t < n; t++) {
+    const xt = x.subarray(t * H, (t + 1) * H);
+    const q = matvec(m.qB, nh * (dn + dr), r, rms(matvec(m.qA, r, H, xt), m.qANorm));
+    for (let h = 0; h < nh; h++) rotate(q, h * (dn + dr) + dn, t);
+    const kv = matvec(m.kvA, C + dr, H, xt);
+    const kPe = kv.slice(C);
+    rotate(kPe, 0, t);
+    const up = matvec(m.kvB, nh * (dn + dv), C, rms(kv.slice(0, C), m.kvANorm));
+    const k = new Float64Array(nh * (dn + dr));
+    const v = new Float64Array(nh * dv);
+    for (let h = 0; h < nh; h++) {
+      k.set(up.subarray(h * (dn + dv), h * (dn + dv) + dn), h * (dn + dr));
+      k.set(kPe, h * (dn + dr) + dn);
+      v.set(up.subarray(h * (dn + dv) + dn, (h + 1) * (dn + dv)), h * dv);
+    }
+    qs.push(q);
+    ks.push(k);
+    vs.push(v);
+  }
+  const out = new Float64Array(n * H);
+  for (let t = 0; t < n; t++) {
+    const heads = new Float64Array(nh * dv);
+    for (let h = 0; h < nh; h++) {
+      const scores = Array.from({ length: t + 1 }, (_, s) => {
+        let dot = 0;
+        for (let i = 0; i < dn + dr; i++)
+          dot += (qs[t]?.[h * (dn + dr) + i] as number) * (ks[s]?.[h * (dn + dr) + i] as number);
+        return dot / Math.sqrt(dn + dr);
+      });
+      const max = Math.max(...scores);
+      const e = scores.map((a) => Math.exp(a - max));
+      const sum = e.reduce((a, b) => a + b, 0);
+      for (let j = 0; j < dv; j++)
+        heads[h * dv + j] = e.reduce((acc, p, s) => acc + (p / sum) * (vs[s]?.[h * dv + j] as number), 0);
+    }
+    out.set(matvec(m.o, H, nh * dv, heads), t * H);
+  }
+  return out;
+}
+
+describe("multi-head latent attention", () => {
+  const m = randomMla(5);
+  const block = mlaBlock(m);
+  const n = 23;
+  const x = new Rng(6).fillNormal(new Float32Array(n * H), 1);
+
+  it("caches only the latent and the shared rotary key per token", () => {
+    expect(block.state).toEqual({
+      kind: "paged",
+      attention: "full",
+      numKvHeads: 1,
+      headDim: S.kvLoraRank + S.qkRopeHeadDim,
+      vHeadDim: 0,
+    });
+  });
+
+  it("absorbed and expanded forms equal DeepSeek's naive MLA within f32 rounding", () => {
+    const reference = Float32Array.from(naiveMla(m, x, n));
+    const scale = Math.max(...reference.map(Math.abs));
+    for (const value of ["absorbed", "expanded"]) {
+      const { out } = runSequence(block, x, [n], pool, form(value));
+      expect(maxAbsDiff(out, reference) / scale).toBeLessThan(1e-5);
+    }
+  });
+
+  it("absorbed decode equals expanded prefill within rounding, and each form is bit-identical across chunkings", () => {
+    const steps = [9, 1, 1, 5, ...Array(7).fill(1)];
+    const absorbed = runSequence(block, x, [n], pool, form("absorbed")).out;
+    const expanded = runSequence(block, x, [n], pool, form("expanded")).out;
+    expect(runSequence(block, x, steps, pool, form("absorbed")).out).toEqual(absorbed);
+    expect(runSequence(block, x, steps, pool, form("expanded")).out).toEqual(expanded);
+    // vLLM's split: the chunks of more than one token expand, the single-token steps absorb.
+    const split = runSequence(block, x, steps, pool, form("prefill-expanded")).out;
+    const scale = Math.max(...absorbed.map(Math.abs));
+    expect(maxAbsDiff(split, absorbed) / scale).toBeLessThan(1e-5);
+    expect(maxAbsDiff(split, expanded) / scale).toBeLessThan(1e-5);
+    expect(maxAbsDiff(absorbed, expanded)).toBeGreaterThan(0);
+    // The first chunk's tokens are the expanded form's bits, a decode step's the absorbed form's.
+    expect(split.subarray(0, 9 * H)).toEqual(expanded.subarray(0, 9 * H));
+    expect(split.subarray(9 * H, 10 * H)).toEqual(absorbed.subarray(9 * H, 10 * H));
+  });
+
+  it("writes each token's normalized latent and rotated key into its cache slot", () => {
+    const { cache } = runSequence(block, x, [n], pool, form("absorbed"));
+    const C = S.kvLoraRank;
+    // RMSNorm's output has root mean square equal to the norm weight's scale: check one slot's latent.
+    const table = Array.from({ length: Math.ceil(n / 4) }, (_, b) => Math.ceil(n / 4) + 1 - b);
+    const slot = cache.slot(table, 7) * cache.keyStride;
+    const latent = cache.keys.subarray(slot, slot + C);
+    const unscaled = latent.map((v, i) => v / (m.kvANorm[i] as number));
+    const rms = Math.sqrt(unscaled.reduce((a, v) => a + v * v, 0) / C);
+    expect(rms).toBeCloseTo(1, 4);
+  });
+});

@@ -1,0 +1,129 @@
+import { FullCacheSpec } from "../../cache/full-spec.js";
+import { LayerKvCache } from "../../cache/kv-cache.js";
+import type { MatmulPool } from "../../kernels/pool.js";
+import type { ForwardContext } from "../../model/model.js";
+import { Rng } from "../../tensor/random.js";
+import { f32Weight } from "../../tensor/weight.js";
+import { MlaAttention, type MlaSpec, mlaNames } from "./mla-attention.js";
+
+/** Tests' shared setup: a random MLA layer and steps of one sequence over its own paged cache. */
+
+export const MLA_TEST_SPEC: MlaSpec = {
+  numHeads: 3,
+  qLoraRank: 12,
+  kvLoraRank: 16,
+  qkNopeHeadDim: 8,
+  qkRopeHeadDim: 6,
+  vHeadDim: 5,
+  ropeTheta: 10_000,
+};
+export const MLA_TEST_HIDDEN = 20;
+export const BLOCK_SIZE = 4;
+
+/** The raw f32 matrices [rows, cols] of a random MLA layer, for the block and a reference alike. */
+export interface MlaMatrices {
+  readonly qA: Float32Array;
+  readonly qANorm: Float32Array;
+  readonly qB: Float32Array;
+  readonly kvA: Float32Array;
+  readonly kvANorm: Float32Array;
+  readonly kvB: Float32Array;
+  readonly o: Float32Array;
+}
+
+export function randomMla(seed: number, spec: MlaSpec = MLA_TEST_SPEC, H = MLA_TEST_HIDDEN): MlaMatrices {
+  const rng = new Rng(seed);
+  const {
+    numHeads: nh,
+    qLoraRank: r,
+    kvLoraRank: C,
+    qkNopeHeadDim: dn,
+    qkRopeHeadDim: dr,
+    vHeadDim: dv,
+  } = spec;
+  const m = (n: number, fanIn: number) => rng.fillNormal(new Float32Array(n), 1 / Math.sqrt(fanIn));
+  const norm = (n: number) => Float32Array.from({ length: n }, () => 1 + 0.2 * rng.normal());
+  return {
+    qA: m(r * H, H),
+    qANorm: norm(r),
+    qB: m(nh * (dn + dr) * r, r),
+    kvA: m((C + dr) * H, H),
+    kvANorm: norm(C),
+    kvB: m(nh * (dn + dv) * C, C),
+    o: m(H * nh * dv, nh * dv),
+  };
+}
+
+export function mlaBlock(m: MlaMatrices, spec: MlaSpec = MLA_TEST_SPEC, H = MLA_TEST_HIDDEN): MlaAttention {
+  const {
+    numHeads: nh,
+    qLoraRank: r,
+    kvLoraRank: C,
+    qkNopeHeadDim: dn,
+    qkRopeHeadDim: dr,
+    vHeadDim: dv,
+  } = spec;
+  return new MlaAttention(
+    spec,
+    {
+      qA: f32Weight(r, H, m.qA),
+      qANorm: m.qANorm,
+      qB: f32Weight(nh * (dn + dr), r, m.qB),
+      kvA: f32Weight(C + dr, H, m.kvA),
+      kvANorm: m.kvANorm,
+      kvB: f32Weight(nh * (dn + dv), C, m.kvB),
+      o: f32Weight(H, nh * dv, m.o),
+    },
+    mlaNames("model.layers.0"),
+    H,
+    1e-6,
+  );
+}
+
+/**
+ * Runs `block` over one sequence's hidden states x [n, H] in steps of `chunks` tokens each (their
+ * sum n), with the switches given; returns the outputs [n, H] and the layer's cache.
+ */
+export function runSequence(
+  block: MlaAttention,
+  x: Float32Array,
+  chunks: readonly number[],
+  pool: MatmulPool,
+  switches: ReadonlyMap<string, string>,
+  H = MLA_TEST_HIDDEN,
+): { out: Float32Array; cache: LayerKvCache } {
+  const n = chunks.reduce((a, b) => a + b, 0);
+  const s = block.state;
+  if (s.kind !== "paged") throw new Error("MLA keeps paged storage");
+  const spec = new FullCacheSpec(BLOCK_SIZE);
+  const blocks = spec.blocksNeeded(n);
+  const cache = new LayerKvCache(spec, blocks + 2, s.numKvHeads, s.headDim, s.vHeadDim);
+  // A table that is not the identity, so slots are read through it.
+  const table = Array.from({ length: blocks }, (_, b) => blocks + 1 - b);
+  const out = new Float32Array(n * H);
+  let first = 0;
+  for (const count of chunks) {
+    const positions = Array.from({ length: count }, (_, i) => first + i);
+    const ctx: ForwardContext = {
+      pool,
+      switches,
+      batch: {
+        tokens: new Int32Array(count),
+        positions,
+        blockTables: positions.map(() => [table]),
+        sequences: [{ first: 0, count, slot: -1 }],
+        logitRows: [],
+      },
+    };
+    const y = block.forward(x.slice(first * H, (first + count) * H), ctx, { cache, group: 0 });
+    out.set(y, first * H);
+    first += count;
+  }
+  return { out, cache };
+}
+
+export function maxAbsDiff(a: Float32Array, b: Float32Array): number {
+  let d = 0;
+  for (let i = 0; i < a.length; i++) d = Math.max(d, Math.abs((a[i] as number) - (b[i] as number)));
+  return d;
+}

@@ -1,0 +1,342 @@
+/**
+ * The DeepSeek-V3 layout that Kimi K2 and GLM-5 share (deepseek-ai/DeepSeek-V3 `inference/model.py`,
+ * HF `DeepseekV3ForCausalLM`): multi-head latent attention in every layer (with DeepSeek sparse
+ * attention's indexer where the config has `index_topk`), dense MLPs in the first
+ * `first_k_dense_replace` layers, then a mixture of experts with sigmoid scores, a score-correction
+ * bias, grouped top-k (noaux_tc) and shared experts. Ports parse their config.json with
+ * `parseDeepseekV3`, build with `buildDeepseekV3`, and make their tiny weights with
+ * `deepseekV3TinyTensors`. RoPE scaling (YaRN with DeepSeek's softmax mscale) is not read yet:
+ * rope_scaling must be null.
+ */
+import { z } from "zod";
+import { BringupError } from "../../common/errors.js";
+import { encodeMxfp4 } from "../../formats/index.js";
+import type { ModelConfig } from "../architecture.js";
+import { DSA_SWITCHES, DsaIndexer, type DsaSpec, dsaNames } from "../blocks/attention/dsa-indexer.js";
+import { MLA_SWITCHES, MlaAttention, type MlaSpec, mlaNames } from "../blocks/attention/mla-attention.js";
+import { RoutedMoe } from "../blocks/mlp/routed-moe.js";
+import { checkMoeSpec, type MoeSpec } from "../blocks/mlp/routing.js";
+import { HF_MLP_NAMES, SwigluMlp } from "../blocks/mlp/swiglu-mlp.js";
+import type { HostTensor } from "../loader/host-tensor.js";
+import type { WeightSource } from "../loader/weight-source.js";
+import type { CausalLM } from "../model/causal-lm.js";
+import { Rng } from "../tensor/random.js";
+import { tinyModelFiles, tinyTokenizer } from "../tiny/files.js";
+import type { TinyModelFiles } from "../tiny/generate.js";
+import { filled, tensorSeed } from "../tiny/weights.js";
+import { preNormDecoder } from "./decoder.js";
+
+const positive = z.number().int().positive();
+const nonNegative = z.number().int().nonnegative();
+
+/** The config.json fields of the DeepSeek-V3 layout this code reads; others are ignored. */
+const DEEPSEEK_V3_FIELDS = {
+  vocab_size: positive,
+  hidden_size: positive,
+  intermediate_size: positive,
+  num_hidden_layers: positive,
+  num_attention_heads: positive,
+  hidden_act: z.literal("silu").default("silu"),
+  rms_norm_eps: z.number().positive().default(1e-6),
+  max_position_embeddings: positive,
+  tie_word_embeddings: z.boolean().default(false),
+  attention_bias: z.literal(false).default(false),
+  rope_theta: z.number().positive().default(10_000),
+  rope_scaling: z.null().optional(),
+  q_lora_rank: nonNegative.nullish(),
+  kv_lora_rank: positive,
+  qk_nope_head_dim: positive,
+  qk_rope_head_dim: positive,
+  v_head_dim: positive,
+  n_routed_experts: positive.nullish(),
+  num_experts_per_tok: positive.nullish(),
+  moe_intermediate_size: positive.nullish(),
+  n_shared_experts: nonNegative.default(0),
+  first_k_dense_replace: nonNegative.default(0),
+  moe_layer_freq: positive.default(1),
+  scoring_func: z.enum(["sigmoid", "softmax"]).default("sigmoid"),
+  topk_method: z.enum(["noaux_tc", "greedy"]).default("noaux_tc"),
+  n_group: positive.default(1),
+  topk_group: positive.default(1),
+  norm_topk_prob: z.boolean().default(true),
+  routed_scaling_factor: z.number().positive().default(1),
+  index_n_heads: positive.nullish(),
+  index_head_dim: positive.nullish(),
+  index_topk: z.number().int().nullish(),
+  bos_token_id: nonNegative.nullish(),
+  eos_token_id: z.union([nonNegative, z.array(nonNegative)]).nullish(),
+};
+
+const DeepseekV3Fields = z.looseObject(DEEPSEEK_V3_FIELDS);
+type DeepseekV3Fields = z.infer<typeof DeepseekV3Fields>;
+
+/**
+ * Parses a DeepSeek-V3-layout config.json of `modelType` (its `family` names it in errors);
+ * MODEL_CONFIG_INVALID names `source` and the field to fix.
+ */
+export function parseDeepseekV3(
+  json: unknown,
+  source: string,
+  modelType: string,
+  family: string,
+): DeepseekV3Config {
+  const fail: Fail = (field, message) => {
+    throw new BringupError("MODEL_CONFIG_INVALID", `${source}: ${field}: ${message}`, { subject: source });
+  };
+  const parsed = z.looseObject({ ...DEEPSEEK_V3_FIELDS, model_type: z.literal(modelType) }).safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    fail(
+      issue?.path.join(".") || "(root)",
+      `${issue?.message ?? "invalid"}; fix this field (a ${family} config.json is read).`,
+    );
+  }
+  return deepseekV3Config(parsed.data as DeepseekV3Fields, modelType, fail);
+}
+
+/** The engine's view of a DeepSeek-V3-layout config. */
+export interface DeepseekV3Config extends ModelConfig {
+  readonly intermediateSize: number;
+  readonly rmsNormEps: number;
+  readonly tieWordEmbeddings: boolean;
+  readonly mla: MlaSpec;
+  /** DSA's indexer in every layer when the config has index_topk. */
+  readonly dsa?: DsaSpec;
+  readonly moe?: MoeSpec;
+  /** Width of the shared experts' one MLP (n_shared_experts x moe_intermediate_size); 0 for none. */
+  readonly sharedIntermediateSize: number;
+  readonly layers: readonly ("dense" | "moe")[];
+}
+
+type Fail = (field: string, message: string) => never;
+
+function deepseekV3Config(c: DeepseekV3Fields, modelType: string, fail: Fail): DeepseekV3Config {
+  const mla: MlaSpec = {
+    numHeads: c.num_attention_heads,
+    qLoraRank: c.q_lora_rank ?? 0,
+    kvLoraRank: c.kv_lora_rank,
+    qkNopeHeadDim: c.qk_nope_head_dim,
+    qkRopeHeadDim: c.qk_rope_head_dim,
+    vHeadDim: c.v_head_dim,
+    ropeTheta: c.rope_theta,
+  };
+  if (mla.qkRopeHeadDim % 2 !== 0)
+    fail("qk_rope_head_dim", `${mla.qkRopeHeadDim} must be even (RoPE rotates pairs).`);
+  let dsa: DsaSpec | undefined;
+  if (c.index_topk != null) {
+    const topK = c.index_topk;
+    if (topK < 1 || topK > c.max_position_embeddings) {
+      fail(
+        "index_topk",
+        `${topK} must be between 1 and max_position_embeddings (${c.max_position_embeddings}); it is how many earlier tokens each query attends.`,
+      );
+    }
+    const headDim = c.index_head_dim ?? fail("index_head_dim", "DSA's indexer needs its head size; set it.");
+    if (!Number.isInteger(Math.log2(headDim)))
+      fail("index_head_dim", `${headDim} must be a power of two (the indexer's Hadamard transform).`);
+    if (mla.qLoraRank === 0)
+      fail("q_lora_rank", "DSA's indexer reads MLA's query latent; set q_lora_rank above 0.");
+    dsa = {
+      numHeads: c.index_n_heads ?? fail("index_n_heads", "DSA's indexer needs its head count; set it."),
+      headDim,
+      ropeDim: mla.qkRopeHeadDim,
+      ropeTheta: c.rope_theta,
+      topK,
+    };
+    if (dsa.ropeDim > headDim)
+      fail(
+        "index_head_dim",
+        `${headDim} is smaller than the ${dsa.ropeDim} rotated features (qk_rope_head_dim).`,
+      );
+  }
+  let moe: MoeSpec | undefined;
+  if (c.n_routed_experts != null) {
+    moe = {
+      numExperts: c.n_routed_experts,
+      topK:
+        c.num_experts_per_tok ??
+        fail("num_experts_per_tok", "a mixture of experts needs the experts per token."),
+      intermediateSize:
+        c.moe_intermediate_size ??
+        fail("moe_intermediate_size", "a mixture of experts needs each expert's size."),
+      scoring: c.scoring_func,
+      normTopKProb: c.norm_topk_prob,
+      routedScalingFactor: c.routed_scaling_factor,
+      numGroups: c.topk_method === "noaux_tc" ? c.n_group : 1,
+      topKGroups: c.topk_method === "noaux_tc" ? c.topk_group : 1,
+    };
+    try {
+      checkMoeSpec(moe);
+    } catch (error) {
+      fail("n_group", (error as Error).message);
+    }
+  }
+  const eos = c.eos_token_id;
+  return {
+    modelType,
+    vocabSize: c.vocab_size,
+    hiddenSize: c.hidden_size,
+    maxPositionEmbeddings: c.max_position_embeddings,
+    intermediateSize: c.intermediate_size,
+    rmsNormEps: c.rms_norm_eps,
+    tieWordEmbeddings: c.tie_word_embeddings,
+    mla,
+    ...(dsa ? { dsa } : {}),
+    ...(moe ? { moe } : {}),
+    sharedIntermediateSize: moe ? c.n_shared_experts * moe.intermediateSize : 0,
+    layers: Array.from({ length: c.num_hidden_layers }, (_, i) =>
+      moe !== undefined && i >= c.first_k_dense_replace && i % c.moe_layer_freq === 0 ? "moe" : "dense",
+    ),
+    ...(c.bos_token_id != null ? { bosTokenId: c.bos_token_id } : {}),
+    eosTokenIds: eos == null ? [] : Array.isArray(eos) ? eos : [eos],
+  };
+}
+
+/** The model of a DeepSeek-V3-layout config over HF DeepSeek-V3's tensor names. */
+export function buildDeepseekV3(config: DeepseekV3Config, w: WeightSource): CausalLM {
+  const H = config.hiddenSize;
+  const eps = config.rmsNormEps;
+  const switches = config.dsa ? [...MLA_SWITCHES, ...DSA_SWITCHES] : MLA_SWITCHES;
+  return preNormDecoder(
+    w,
+    { ...config, numLayers: config.layers.length },
+    (i, p) => {
+      const indexer = config.dsa
+        ? DsaIndexer.load(w, dsaNames(p), config.dsa, H, config.mla.qLoraRank)
+        : undefined;
+      const mixer = MlaAttention.load(w, mlaNames(p), config.mla, H, eps, indexer);
+      const moe = config.moe;
+      if (config.layers[i] === "dense" || moe === undefined)
+        return { mixer, ffn: SwigluMlp.load(w, `${p}.mlp`, H, config.intermediateSize) };
+      const routed = RoutedMoe.load(w, { base: `${p}.mlp`, expert: HF_MLP_NAMES }, moe, H);
+      const shared =
+        config.sharedIntermediateSize > 0
+          ? SwigluMlp.load(w, `${p}.mlp.shared_experts`, H, config.sharedIntermediateSize)
+          : undefined;
+      return { mixer, ffn: new RoutedMoe(moe, routed.router, routed.experts, routed.routerBias, shared) };
+    },
+    switches,
+  );
+}
+
+/**
+ * Seeded random tensors for every weight `config` implies, under HF DeepSeek-V3's names: matrices
+ * scaled by fan-in, norms one, the indexer's LayerNorm bias zero, a small score-correction bias.
+ * With `mxfp4Experts` the routed experts' matrices are stored as MXFP4 (`.weight_blocks` and
+ * `.weight_scales`, encoded by formats' encodeMxfp4), as the published checkpoints hold them.
+ */
+export function deepseekV3TinyTensors(
+  config: DeepseekV3Config,
+  vocab: number,
+  seed: number,
+  options: { readonly mxfp4Experts?: boolean } = {},
+): Map<string, HostTensor> {
+  const tensors = new Map<string, HostTensor>();
+  const H = config.hiddenSize;
+  const values = (name: string, n: number, std: number) =>
+    new Rng(tensorSeed(seed, name)).fillNormal(new Float32Array(n), std);
+  const put = (name: string, shape: number[], data: Float32Array) =>
+    void tensors.set(name, { dtype: "F32", shape, data });
+  const matrix = (name: string, rows: number, cols: number) =>
+    put(`${name}.weight`, [rows, cols], values(`${name}.weight`, rows * cols, 1 / Math.sqrt(cols)));
+  const mxfp4 = (name: string, rows: number, cols: number) => {
+    const { blocks, scales } = encodeMxfp4(values(`${name}.weight`, rows * cols, 1 / Math.sqrt(cols)), name);
+    tensors.set(`${name}.weight_blocks`, { dtype: "U8", shape: [rows, cols / 32, 16], data: blocks });
+    tensors.set(`${name}.weight_scales`, { dtype: "U8", shape: [rows, cols / 32], data: scales });
+  };
+  const ones = (name: string, n: number) => put(name, [n], filled(n, 1));
+  const mlp = (prefix: string, inter: number, expert = false) => {
+    const make = expert && options.mxfp4Experts ? mxfp4 : matrix;
+    make(`${prefix}.gate_proj`, inter, H);
+    make(`${prefix}.up_proj`, inter, H);
+    make(`${prefix}.down_proj`, H, inter);
+  };
+  const {
+    numHeads: nh,
+    qLoraRank,
+    kvLoraRank: C,
+    qkNopeHeadDim: dn,
+    qkRopeHeadDim: dr,
+    vHeadDim: dv,
+  } = config.mla;
+  put("model.embed_tokens.weight", [vocab, H], values("model.embed_tokens.weight", vocab * H, 1));
+  config.layers.forEach((kind, i) => {
+    const p = `model.layers.${i}`;
+    const a = `${p}.self_attn`;
+    ones(`${p}.input_layernorm.weight`, H);
+    ones(`${p}.post_attention_layernorm.weight`, H);
+    if (qLoraRank > 0) {
+      matrix(`${a}.q_a_proj`, qLoraRank, H);
+      ones(`${a}.q_a_layernorm.weight`, qLoraRank);
+      matrix(`${a}.q_b_proj`, nh * (dn + dr), qLoraRank);
+    } else matrix(`${a}.q_proj`, nh * (dn + dr), H);
+    matrix(`${a}.kv_a_proj_with_mqa`, C + dr, H);
+    ones(`${a}.kv_a_layernorm.weight`, C);
+    matrix(`${a}.kv_b_proj`, nh * (dn + dv), C);
+    matrix(`${a}.o_proj`, H, nh * dv);
+    const dsa = config.dsa;
+    if (dsa) {
+      const x = `${a}.indexer`;
+      matrix(`${x}.wq_b`, dsa.numHeads * dsa.headDim, qLoraRank);
+      matrix(`${x}.wk`, dsa.headDim, H);
+      ones(`${x}.k_norm.weight`, dsa.headDim);
+      put(`${x}.k_norm.bias`, [dsa.headDim], new Float32Array(dsa.headDim));
+      matrix(`${x}.weights_proj`, dsa.numHeads, H);
+    }
+    const moe = config.moe;
+    if (kind === "moe" && moe !== undefined) {
+      matrix(`${p}.mlp.gate`, moe.numExperts, H);
+      put(
+        `${p}.mlp.gate.e_score_correction_bias`,
+        [moe.numExperts],
+        values(`${p}.mlp.gate.bias`, moe.numExperts, 0.1),
+      );
+      for (let e = 0; e < moe.numExperts; e++) mlp(`${p}.mlp.experts.${e}`, moe.intermediateSize, true);
+      if (config.sharedIntermediateSize > 0) mlp(`${p}.mlp.shared_experts`, config.sharedIntermediateSize);
+    } else mlp(`${p}.mlp`, config.intermediateSize);
+  });
+  ones("model.norm.weight", H);
+  if (!config.tieWordEmbeddings) matrix("lm_head", vocab, H);
+  return tensors;
+}
+
+/** Specials the tiny tokenizers append after the trained vocabulary. */
+const SPECIALS = 3;
+
+/**
+ * A port's tiny model of `config` (its config.json object, parsed as `spec`): a byte-level BPE
+ * trained on `corpus` to vocab_size ids and deepseekV3TinyTensors' weights, routed experts in
+ * MXFP4; `architecture` and `port` are written into the config. Same inputs, same bytes.
+ */
+export function deepseekV3TinyModel(
+  spec: DeepseekV3Config,
+  config: Record<string, unknown>,
+  corpus: string,
+  options: { readonly seed: number; readonly architecture: string; readonly port: string },
+): TinyModelFiles {
+  if (spec.vocabSize <= 256 + SPECIALS) {
+    throw new BringupError(
+      "MODEL_CONFIG_INVALID",
+      `reference config: vocab_size: ${spec.vocabSize} leaves no room for BPE merges over 256 bytes and ${SPECIALS} specials; raise it.`,
+      { subject: "vocab_size" },
+    );
+  }
+  const tok = tinyTokenizer(corpus, spec.vocabSize - SPECIALS, spec.maxPositionEmbeddings);
+  return tinyModelFiles(
+    {
+      ...config,
+      architectures: [options.architecture],
+      vocab_size: tok.vocab,
+      bos_token_id: null,
+      eos_token_id: tok.eos,
+      torch_dtype: "float32",
+      quantization_config: {
+        quant_method: "mxfp4",
+        modules_to_not_convert: ["self_attn", "shared_experts", "mlp.gate", "lm_head"],
+      },
+      bringup_tiny: { port: options.port, seed: options.seed },
+    },
+    tok,
+    deepseekV3TinyTensors(spec, tok.vocab, options.seed, { mxfp4Experts: true }),
+  );
+}
