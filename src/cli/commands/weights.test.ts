@@ -203,8 +203,10 @@ describe("bringup weights", () => {
       await mkdir(parent);
       const child = start("", join(parent, "out"));
       const done = finished(child);
-      // Stop it as soon as its temporary directory appears, while it converts.
-      while ((await readdir(parent)).length === 0) await new Promise((r) => setTimeout(r, 5));
+      // Stop it as soon as its temporary directory appears, while it converts (the output check's
+      // probe file comes and goes before that).
+      const converting = async () => (await readdir(parent)).some((n) => !n.startsWith(".bringup-probe-"));
+      while (!(await converting())) await new Promise((r) => setTimeout(r, 5));
       child.kill("SIGTERM");
       const { code, stderr } = await done;
       expect(stderr).toMatch(/interrupted; nothing was written/);

@@ -122,9 +122,8 @@ function addConvert(weights: Command): void {
       "skip decoding source and output to prove exactness bit for bit (it reads everything again)",
     )
     .action(async (src: string, dst: string, flags: ConvertFlags) => {
-      await checkNewOutput(resolve(dst));
-      const bar = flags.progress && process.stderr.isTTY ? progressBar() : undefined;
-      // Ctrl-C or SIGTERM stops the conversion, which removes its temporary directory.
+      // Ctrl-C or SIGTERM stops the conversion, which removes its temporary directory; the handlers
+      // come first so a signal during the output check is handled too.
       const stop = new AbortController();
       const interrupt = (signal: NodeJS.Signals) => {
         process.exitCode = signal === "SIGINT" ? 130 : 143;
@@ -132,8 +131,10 @@ function addConvert(weights: Command): void {
       };
       process.once("SIGINT", interrupt);
       process.once("SIGTERM", interrupt);
+      const bar = flags.progress && process.stderr.isTTY ? progressBar() : undefined;
       let report: ConvertReport;
       try {
+        await checkNewOutput(resolve(dst));
         report = await convertCheckpoint(src, dst, {
           to: flags.to,
           fp8Block: flags.fp8Block,
