@@ -100,12 +100,12 @@ const cases: Case[] = [
     says: /`max_tokens`.*expected/,
   },
   {
-    name: "n above 1",
-    body: { prompt: "hi", n: 2 },
+    name: "n above the cap",
+    body: { prompt: "hi", n: 17 },
     status: 400,
     code: "invalid_value",
     param: "n",
-    says: /must be 1.*separate|several requests/,
+    says: /`n`/,
   },
   {
     name: "too many logprobs",
@@ -131,12 +131,12 @@ const cases: Case[] = [
     says: /outside the vocabulary/,
   },
   {
-    name: "several prompts",
-    body: { prompt: ["a", "b"] },
+    name: "an empty list of prompts",
+    body: { prompt: [] },
     status: 400,
-    code: "invalid_value",
+    code: "invalid_prompt",
     param: "prompt",
-    says: /one prompt per request/,
+    says: /at least one prompt/,
   },
   {
     name: "a missing prompt",
@@ -189,11 +189,11 @@ const cases: Case[] = [
     says: /Bearer <key>/,
   },
   {
-    name: "a body over 32 MiB",
-    body: JSON.stringify({ prompt: "x".repeat(33 * 2 ** 20) }),
+    name: "a body far over what max_model_len needs",
+    body: JSON.stringify({ prompt: "x".repeat(4 * 2 ** 20) }),
     status: 413,
     code: "body_too_large",
-    says: /over 32 MiB/,
+    says: /max_model_len \(64\)/,
   },
   {
     name: "an unknown route",

@@ -1,0 +1,87 @@
+/**
+ * Benchmark: does the server answer while its engine works, and what does n = 4 cost, in one run.
+ *
+ *   npx tsx bench/server-responsiveness.ts [--size medium] [--prompt 8000] [--threads 2]
+ *
+ * 1. /health polled every 50 ms while one long prompt (--prompt tokens of ids) prefills, with the
+ *    engine on its own thread (a generated tiny size) and on the HTTP thread (the same size, the
+ *    model in memory); p50/p99/max of /health latency for each and their ratio.
+ * 2. One request with n = 4 against 4 separate requests sent at once (both 64 tokens, seeded):
+ *    wall time of each and the ratio. The engine does not share the prompt's KV between the four
+ *    sequences, so the ratio shows batching alone.
+ */
+import { parseArgs } from "node:util";
+import { quantile } from "simple-statistics";
+import { createTinyModel, findTinySize, type TinySize } from "../src/engine/index.js";
+import { type RunningServer, startServer } from "../src/server/index.js";
+
+const { values } = parseArgs({
+  options: {
+    size: { type: "string", default: "medium" },
+    prompt: { type: "string", default: "8000" },
+    threads: { type: "string", default: "2" },
+  },
+});
+const size = findTinySize(values.size) as TinySize;
+const promptLen = Number(values.prompt);
+const threads = Number(values.threads);
+
+async function healthWhilePrefilling(server: RunningServer): Promise<number[]> {
+  const prompt = Array.from({ length: promptLen }, (_, i) => 5 + ((i * 7) % 250));
+  let done = false;
+  const request = fetch(`${server.url}/v1/completions`, {
+    method: "POST",
+    body: JSON.stringify({ prompt, max_tokens: 1, temperature: 0 }),
+  }).then(async (r) => {
+    await r.text();
+    done = true;
+  });
+  const latencies: number[] = [];
+  while (!done) {
+    const t0 = performance.now();
+    await fetch(`${server.url}/health`).then((r) => r.arrayBuffer());
+    latencies.push(performance.now() - t0);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  await request;
+  return latencies;
+}
+
+const summary = (xs: number[]) =>
+  `p50 ${quantile(xs, 0.5).toFixed(1)} ms, p99 ${quantile(xs, 0.99).toFixed(1)} ms, max ${Math.max(...xs).toFixed(1)} ms (${xs.length} polls)`;
+
+const maxModelLen = promptLen + 256;
+const common = { port: 0, threads, maxModelLen, maxNumSeqs: 8 };
+const threaded = await startServer({ ...common, tinySize: size.name });
+const onThread = await healthWhilePrefilling(threaded);
+console.log(`engine on its own thread:  /health ${summary(onThread)}`);
+
+const body = {
+  prompt: "The lamp on the breakwater",
+  max_tokens: 64,
+  temperature: 1,
+  seed: 7,
+  ignore_eos: true,
+};
+const post = (json: object) =>
+  fetch(`${threaded.url}/v1/completions`, { method: "POST", body: JSON.stringify(json) }).then((r) =>
+    r.json(),
+  );
+let t0 = performance.now();
+await post({ ...body, n: 4 });
+const nFour = performance.now() - t0;
+t0 = performance.now();
+await Promise.all(Array.from({ length: 4 }, (_, i) => post({ ...body, seed: 7 + i })));
+const separate = performance.now() - t0;
+console.log(
+  `n=4: ${nFour.toFixed(0)} ms; 4 separate requests: ${separate.toFixed(0)} ms; ratio ${(nFour / separate).toFixed(2)}`,
+);
+await threaded.close();
+
+const inThread = await startServer({ ...common, model: await createTinyModel(size) });
+const onHttp = await healthWhilePrefilling(inThread);
+console.log(`engine on the HTTP thread: /health ${summary(onHttp)}`);
+console.log(
+  `p99 ratio (HTTP thread / own thread): ${(quantile(onHttp, 0.99) / quantile(onThread, 0.99)).toFixed(1)}`,
+);
+await inThread.close();
