@@ -106,6 +106,7 @@ export type {
 export type { DecoderConfig, DecoderShape, LayerSpec } from "./models/decoder.js";
 export { embeddingAndHead, preNormDecoder } from "./models/decoder.js";
 export { llamaArchitecture, parseLlamaConfig } from "./models/llama.js";
+export { OutputQueue } from "./output-queue.js";
 export type { FinishReason, GeneratedToken, GenerateRequest, PromptLogprobs, StepOutput } from "./request.js";
 export type { SamplingParams, TokenLogprob } from "./sampler.js";
 export { Rng } from "./tensor/random.js";

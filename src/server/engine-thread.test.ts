@@ -76,6 +76,8 @@ describe("OutputBuffer", () => {
     for (let i = 0; i < 5; i++)
       buffer.push({ finishReason: null, numPromptTokens: 1, numGeneratedTokens: i });
     expect(aborted).toBe(true);
+    // What was buffered is still read; then the stream ends with the reason, and nothing more is kept.
+    for (let i = 0; i < 4; i++) expect((await buffer.next()).done).toBe(false);
     await expect(buffer.next()).rejects.toThrow(/unread/);
   });
 });
