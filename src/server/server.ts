@@ -65,7 +65,7 @@ export interface ServerOptions {
   readonly log?: LogSink;
   /** One line per request (default true); errors are logged either way. */
   readonly requestLines?: boolean;
-  /** Seconds a client has to send its request headers (default 10). */
+  /** Seconds a client has to send its request headers (default 10; 300 with an in-memory `model`). */
   readonly headersTimeoutSeconds?: number;
   /** Most open connections; more are closed on arrival (default 512). */
   readonly maxConnections?: number;
@@ -137,7 +137,10 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   );
   const host = options.host ?? "127.0.0.1";
   const port = options.port ?? 8000;
-  const headersTimeout = (options.headersTimeoutSeconds ?? 10) * 1000;
+  // On the HTTP thread a step can hold the event loop for many seconds, and headers that arrived
+  // meanwhile would count as late; there the default is the body's 5 minutes.
+  const headersTimeout =
+    (options.headersTimeoutSeconds ?? (engine instanceof InThreadEngine ? 300 : 10)) * 1000;
   try {
     return await new Promise<RunningServer>((resolve, reject) => {
       const server = serve(
