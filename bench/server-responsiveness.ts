@@ -11,6 +11,7 @@
  *    sequences, so the ratio shows batching alone.
  */
 import { parseArgs } from "node:util";
+import { Worker } from "node:worker_threads";
 import { quantile } from "simple-statistics";
 import { createTinyModel, findTinySize, type TinySize } from "../src/engine/index.js";
 import { type RunningServer, startServer } from "../src/server/index.js";
@@ -26,29 +27,41 @@ const size = findTinySize(values.size) as TinySize;
 const promptLen = Number(values.prompt);
 const threads = Number(values.threads);
 
-async function healthWhilePrefilling(server: RunningServer): Promise<number[]> {
-  const prompt = Array.from({ length: promptLen }, (_, i) => 5 + ((i * 7) % 250));
-  let done = false;
-  const request = fetch(`${server.url}/v1/completions`, {
-    method: "POST",
-    body: JSON.stringify({ prompt, max_tokens: 1, temperature: 0 }),
-  }).then(async (r) => {
-    await r.text();
-    done = true;
-  });
-  const latencies: number[] = [];
-  while (!done) {
+/**
+ * Polls /health every 50 ms from a worker thread until told to stop: with the engine on the HTTP
+ * thread of this very process, a poller on the main thread would be frozen with it.
+ */
+const POLLER = `
+const { parentPort, workerData } = require("node:worker_threads");
+const latencies = [];
+let stop = false;
+parentPort.on("message", () => { stop = true; });
+(async () => {
+  while (!stop) {
     const t0 = performance.now();
     // A poll that fails counts with the time it took to fail.
-    await fetch(`${server.url}/health`).then(
-      (r) => r.arrayBuffer(),
-      () => undefined,
-    );
+    await fetch(workerData + "/health").then((r) => r.arrayBuffer(), () => undefined);
     latencies.push(performance.now() - t0);
     await new Promise((r) => setTimeout(r, 50));
   }
-  await request;
-  return latencies;
+  parentPort.postMessage(latencies);
+})();
+`;
+
+async function healthWhilePrefilling(server: RunningServer): Promise<number[]> {
+  const prompt = Array.from({ length: promptLen }, (_, i) => 5 + ((i * 7) % 250));
+  const poller = new Worker(POLLER, { eval: true, workerData: server.url });
+  const latencies = new Promise<number[]>((resolve) => poller.once("message", resolve));
+  await new Promise((r) => setTimeout(r, 200));
+  const res = await fetch(`${server.url}/v1/completions`, {
+    method: "POST",
+    body: JSON.stringify({ prompt, max_tokens: 1, temperature: 0 }),
+  });
+  await res.text();
+  poller.postMessage("stop");
+  const result = await latencies;
+  await poller.terminate();
+  return result;
 }
 
 const summary = (xs: number[]) =>

@@ -97,7 +97,8 @@ async function main(): Promise<void> {
     }
     aborts.set(id, abort);
     post({ type: "accepted", id });
-    queueStats();
+    // Now, not after a microtask: the engine's next step (maybe a long prefill) runs first otherwise.
+    post({ type: "stats", stats: engine.stats() });
     try {
       for await (const output of outputs) {
         post({ type: "output", id, output });

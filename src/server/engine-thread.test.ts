@@ -30,9 +30,13 @@ describe("the engine on its own thread", () => {
       method: "POST",
       body: JSON.stringify({ prompt, max_tokens: 100, temperature: 0, ignore_eos: true }),
     });
-    // Wait until the engine has the request, then ask while it prefills.
+    let finished = false;
+    void done.then(() => {
+      finished = true;
+    });
+    // Ask until the engine's figures show the request (they do from its acceptance on).
     let inFlight = 0;
-    for (let i = 0; i < 200 && inFlight === 0; i++) {
+    while (inFlight === 0 && !finished) {
       const text = await (await fetch(`${server.url}/metrics`)).text();
       inFlight = metric(text, "vllm:num_requests_running") + metric(text, "vllm:num_requests_waiting");
     }

@@ -221,6 +221,14 @@ const cases: Case[] = [
     says: /max_model_len \(64\)/,
   },
   {
+    name: "a /tokenize body far over what max_model_len needs (refused before reading it)",
+    path: "/tokenize",
+    body: JSON.stringify({ prompt: "x".repeat(4 * 2 ** 20) }),
+    status: 413,
+    code: "body_too_large",
+    says: /max_model_len \(64\)/,
+  },
+  {
     name: "an unknown route",
     path: "/v1/embeddings",
     body: { input: "hi" },
