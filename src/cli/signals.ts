@@ -1,9 +1,68 @@
-/** Resolves when the process is asked to stop (Ctrl-C or SIGTERM), so a long-running command can clean up. */
+import { readFileSync } from "node:fs";
+
+/** How often a long-running command checks that its launcher is still there. */
+const LAUNCHER_POLL_MS = 1000;
+
+/** The parent pid of `pid` from /proc (Linux), or undefined elsewhere or when it is gone. */
+function parentOf(pid: number): number | undefined {
+  try {
+    // /proc/<pid>/stat: "pid (comm) state ppid ..."; comm may hold spaces, so read after the last ')'.
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+  } catch {
+    return undefined;
+  }
+}
+
+function commandOf(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " ");
+  } catch {
+    return "";
+  }
+}
+
+/**
+ * The process that launched this one for the user: npm exec / npx, which runs the bin through a
+ * shell and does not pass SIGTERM on to it. Undefined when not launched by npm.
+ */
+export function findLauncher(): number | undefined {
+  if (process.env.npm_command === undefined && process.env.npm_execpath === undefined) return undefined;
+  let pid: number | undefined = process.ppid;
+  for (let depth = 0; pid !== undefined && pid > 1 && depth < 2; depth++) {
+    if (/\bnpm\b|\bnpx\b|npm-cli\.js|npx-cli\.js/.test(commandOf(pid))) return pid;
+    pid = parentOf(pid);
+  }
+  return process.ppid > 1 ? process.ppid : undefined;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/**
+ * Resolves when the process is asked to stop (Ctrl-C or SIGTERM), or when the npm/npx launcher it
+ * was started through ends: stopping what the user started stops this process too.
+ */
 export function untilSignalled(): Promise<void> {
   return new Promise((done) => {
+    const launcher = findLauncher();
+    const watch =
+      launcher === undefined
+        ? undefined
+        : setInterval(() => {
+            if (!alive(launcher)) stop();
+          }, LAUNCHER_POLL_MS);
+    watch?.unref();
     const stop = () => {
       process.off("SIGINT", stop);
       process.off("SIGTERM", stop);
+      if (watch !== undefined) clearInterval(watch);
       done();
     };
     process.once("SIGINT", stop);

@@ -1,4 +1,4 @@
-import { randomInt } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { BringupError } from "../common/errors.js";
 import { BlockManager } from "./cache/block-manager.js";
 import {
@@ -17,8 +17,7 @@ import type { LoadedModel } from "./model/loaded-model.js";
 import type { ForwardBatch, LayerStorage, SequenceRun } from "./model/model.js";
 import { OutputQueue } from "./output-queue.js";
 import type { FinishReason, GeneratedToken, GenerateRequest, StepOutput } from "./request.js";
-import { logprobsOf, sampleToken, validateSampling } from "./sampler.js";
-import { Rng } from "./tensor/random.js";
+import { logprobsOf, SeededStream, sampleToken, validateSampling } from "./sampler.js";
 
 export interface EngineOptions {
   /** Most sequences running at once (default 64). */
@@ -120,8 +119,14 @@ class Sequence {
   status: "waiting" | "running" | "finished" = "waiting";
   promptLogprobs: (GeneratedToken | null)[] | undefined;
   promptLogprobsSent = false;
-  readonly rng: Rng;
+  readonly rng: SeededStream;
   readonly stopIds: ReadonlySet<number>;
+  readonly arrivedAt = performance.now();
+  onScheduled: ((queueSeconds: number) => void) | undefined;
+  /** When the scheduler first admitted it (vLLM's queue time ends there). */
+  scheduledAt: number | undefined;
+  /** The generated tokens (a view for penalties and bad words). */
+  readonly outputTokenIds: number[] = [];
 
   constructor(
     readonly id: number,
@@ -133,7 +138,7 @@ class Sequence {
     this.tokens = [...request.promptTokenIds];
     this.numPrompt = this.tokens.length;
     this.tables = Array.from({ length: groups }, () => []);
-    this.rng = new Rng(request.sampling?.seed ?? randomInt(0x7fffffff));
+    this.rng = new SeededStream(request.sampling?.seed ?? randomBytes(8).readBigUInt64LE());
     this.stopIds = new Set([...(request.ignoreEos ? [] : eos), ...(request.stopTokenIds ?? [])]);
     if (request.promptLogprobs !== undefined) this.promptLogprobs = [null];
   }
@@ -264,9 +269,14 @@ export class Engine {
    * Queues a request and returns its output stream. Throws BringupError at once for a request that
    * can never run (empty prompt, over max_model_len, larger than the whole KV cache, bad parameters).
    * Aborting `signal` (or leaving the for-await loop) ends the stream with finish reason "abort"
-   * and frees the request's KV blocks before the next step.
+   * and frees the request's KV blocks before the next step. `onScheduled` is told the seconds the
+   * request waited before the scheduler first admitted it (vLLM's queue time).
    */
-  submit(request: GenerateRequest, signal?: AbortSignal): AsyncIterableIterator<StepOutput> {
+  submit(
+    request: GenerateRequest,
+    signal?: AbortSignal,
+    onScheduled?: (queueSeconds: number) => void,
+  ): AsyncIterableIterator<StepOutput> {
     if (this.closed) throw new BringupError("ENGINE_CLOSED", "the engine has been closed; start a new one.");
     this.validate(request);
     const id = this.nextId++;
@@ -284,6 +294,7 @@ export class Engine {
         : this.model.config.eosTokenIds,
     );
     const s = seq;
+    s.onScheduled = onScheduled;
     if (signal) {
       if (signal.aborted) {
         queue.push(this.output(s, undefined, "abort"));
@@ -355,6 +366,13 @@ export class Engine {
     if (!Number.isInteger(r.maxTokens) || r.maxTokens < 0)
       bad("INVALID_MAX_TOKENS", `max_tokens must be an integer >= 0, got ${r.maxTokens}.`, "max_tokens");
     const { maxModelLen, blockSize } = this.limits;
+    const minTokens = r.minTokens ?? 0;
+    if (!Number.isInteger(minTokens) || minTokens < 0 || minTokens > r.maxTokens)
+      bad(
+        "INVALID_MAX_TOKENS",
+        `min_tokens must be an integer from 0 to max_tokens (${r.maxTokens}), got ${minTokens}.`,
+        "min_tokens",
+      );
     if (n + r.maxTokens > maxModelLen) {
       bad(
         "CONTEXT_TOO_LONG",
@@ -385,6 +403,15 @@ export class Engine {
       }
     }
     validateSampling(r.sampling ?? {});
+    const vocab = this.model.config.vocabSize;
+    const outside = (ids: readonly number[] | undefined) =>
+      ids?.find((id) => !Number.isInteger(id) || id < 0 || id >= vocab);
+    if (outside(r.sampling?.allowedTokenIds) !== undefined)
+      bad(
+        "INVALID_SAMPLING_PARAMS",
+        `allowed_token_ids has ${outside(r.sampling?.allowedTokenIds)}, outside the vocabulary (0..${vocab - 1}).`,
+        "allowed_token_ids",
+      );
   }
 
   private abort(seq: Sequence): void {
@@ -506,6 +533,10 @@ export class Engine {
       const count = Math.min(seq.tokens.length - seq.numComputed, budget, this.maxChunkTokens);
       if (!this.tryAllocate(seq, seq.numComputed + count)) break;
       this.waiting.shift();
+      if (seq.scheduledAt === undefined) {
+        seq.scheduledAt = performance.now();
+        seq.onScheduled?.((seq.scheduledAt - seq.arrivedAt) / 1000);
+      }
       seq.status = "running";
       this.running.push(seq);
       chunks.push({ seq, start: seq.numComputed, count });
@@ -576,7 +607,11 @@ export class Engine {
         return;
       }
       const row = rows[count - 1] as number;
-      const tokenId = sampleToken(logits, row * V, V, seq.request.sampling ?? {}, seq.rng);
+      const tokenId = sampleToken(logits, row * V, V, seq.request.sampling ?? {}, seq.rng, {
+        promptTokenIds: seq.request.promptTokenIds,
+        outputTokenIds: seq.outputTokenIds,
+        ...(seq.numGenerated < (seq.request.minTokens ?? 0) ? { banned: seq.stopIds } : {}),
+      });
       const lp = logprobsOf(logits, row * V, V, tokenId, seq.request.logprobs ?? 0, this.logprobScratch);
       const token: GeneratedToken = {
         tokenId,
@@ -585,6 +620,7 @@ export class Engine {
         ...(seq.request.logprobs !== undefined ? { top: lp.top } : {}),
       };
       seq.tokens.push(tokenId);
+      seq.outputTokenIds.push(tokenId);
       seq.numGenerated++;
       this.generationTokensTotal++;
       if (seq.stopIds.has(tokenId)) this.finish(seq, "stop", token);

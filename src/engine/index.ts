@@ -31,6 +31,12 @@
  * kvCapacityRatio(config, "window-sized", "full", blockSize, context) gives the theoretical gain.
  *   await engine.close();
  *
+ * Sampling (SamplingParams) follows vLLM: temperature below 1e-5 is greedy; top_k, top_p, min_p;
+ * presence, frequency and repetition penalties, logit_bias, allowed_token_ids and bad_words (token
+ * sequences) act on a copy of the logits, so reported logprobs stay the model's own; seeds use all
+ * 64 bits (SplitMix64). GenerateRequest.minTokens keeps stop tokens out until that many tokens.
+ * `submit(request, signal, onScheduled)` tells onScheduled how long the request queued.
+ *
  * `submit` throws BringupError synchronously for a request that can never run; codes:
  * PROMPT_EMPTY, TOKEN_OUT_OF_RANGE, INVALID_MAX_TOKENS, CONTEXT_TOO_LONG, KV_CAPACITY_EXCEEDED,
  * INVALID_LOGPROBS, INVALID_SAMPLING_PARAMS, ENGINE_CLOSED. Requests that fit but find the KV cache
@@ -129,6 +135,7 @@ export {
 } from "./models/deepseek-v3.js";
 export { llamaArchitecture, parseLlamaConfig } from "./models/llama.js";
 export { mimoArchitecture, mimoRetrievalModel, mimoTinyModel, parseMimoConfig } from "./models/mimo.js";
+export { OutputQueue } from "./output-queue.js";
 export type { FinishReason, GeneratedToken, GenerateRequest, PromptLogprobs, StepOutput } from "./request.js";
 export type { SamplingParams, TokenLogprob } from "./sampler.js";
 export { Rng } from "./tensor/random.js";

@@ -8,6 +8,11 @@ export class OutputQueue<T> implements AsyncIterableIterator<T> {
 
   constructor(private readonly onReturn: () => void) {}
 
+  /** Items pushed and not yet read. */
+  get unread(): number {
+    return this.items.length;
+  }
+
   push(item: T): void {
     if (this.done) return;
     if (this.waiter) {

@@ -17,6 +17,8 @@ export interface GenerateRequest {
   readonly stopTokenIds?: readonly number[];
   /** Keep generating past end-of-sequence tokens. */
   readonly ignoreEos?: boolean;
+  /** End-of-sequence and stop tokens are not chosen before this many tokens (default 0). */
+  readonly minTokens?: number;
 }
 
 /** A generated token with its log-probability under the model's raw distribution. */

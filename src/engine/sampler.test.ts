@@ -1,5 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { argmax, logprobsOf, orderByLogit, sampleToken, validateSampling } from "./sampler.js";
+import {
+  adjustLogits,
+  argmax,
+  logprobsOf,
+  orderByLogit,
+  SeededStream,
+  sampleToken,
+  validateSampling,
+} from "./sampler.js";
 import { Rng } from "./tensor/random.js";
 
 const logits = new Float32Array([0.1, 2.0, -1, 1.9, 0.5]);
@@ -60,5 +68,47 @@ describe("sampler", () => {
     );
     expect(() => validateSampling({ topK: 1.5 })).toThrow(expect.objectContaining({ subject: "top_k" }));
     expect(() => validateSampling({ seed: 0.5 })).toThrow(expect.objectContaining({ subject: "seed" }));
+  });
+});
+
+describe("vLLM's logits processors", () => {
+  it("applies bans, bias, allowed ids, bad words and the three penalties as vLLM does", () => {
+    const row = new Float32Array([2, -1, 0.5, 1, 3]);
+    const history = { promptTokenIds: [1], outputTokenIds: [3, 3, 2] };
+    const out = adjustLogits(
+      row,
+      0,
+      5,
+      { repetitionPenalty: 2, frequencyPenalty: 0.5, presencePenalty: 0.25 },
+      history,
+    );
+    // Repetition: positive divided, negative multiplied (prompt and output); then frequency x count + presence.
+    expect(Array.from(out)).toEqual([2, -2, 0.25 - 0.5 - 0.25, 0.5 - 1 - 0.25, 3]);
+    expect(row[1]).toBe(-1); // the raw row is untouched
+    const masked = adjustLogits(
+      row,
+      0,
+      5,
+      { allowedTokenIds: [0, 4], badWords: [[2, 4]], logitBias: new Map([[0, 5]]) },
+      { promptTokenIds: [], outputTokenIds: [2], banned: new Set([1]) },
+    );
+    expect(Array.from(masked)).toEqual([7, -Infinity, -Infinity, -Infinity, -Infinity]);
+  });
+
+  it("is greedy below a temperature of 1e-5 and keeps every bit of a 64-bit seed", () => {
+    expect(sampleToken(logits, 0, 5, { temperature: 1e-310 }, new SeededStream(1))).toBe(1);
+    const draws = (seed: bigint) => {
+      const s = new SeededStream(seed);
+      return [s.next(), s.next()];
+    };
+    expect(draws(2n ** 63n + 1n)).not.toEqual(draws(1n));
+    expect(draws(2n ** 63n + 1n)).toEqual(draws(2n ** 63n + 1n));
+  });
+
+  it("keeps only tokens within min_p of the most likely", () => {
+    for (let i = 0; i < 50; i++) {
+      const t = sampleToken(logits, 0, 5, { temperature: 1, minP: 0.8 }, new SeededStream(i));
+      expect([1, 3]).toContain(t);
+    }
   });
 });

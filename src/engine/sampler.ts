@@ -1,17 +1,69 @@
 import { BringupError } from "../common/errors.js";
 import { logSoftmax } from "./kernels/softmax.js";
-import type { Rng } from "./tensor/random.js";
+
+/** Below this temperature sampling is greedy, as in vLLM (dividing by it overflows the softmax). */
+export const GREEDY_TEMPERATURE = 1e-5;
 
 /** How the next token is chosen. temperature 0 is greedy (lowest id wins ties). */
 export interface SamplingParams {
-  /** Default 1. 0 means greedy. */
+  /** Default 1. Below 1e-5 means greedy. */
   readonly temperature?: number;
   /** Keep only the k most likely tokens; 0 or -1 means all (default). */
   readonly topK?: number;
   /** Keep the smallest set of tokens whose probability reaches p (default 1). */
   readonly topP?: number;
-  /** Seed for a reproducible stream of choices; absent means a random seed. */
-  readonly seed?: number;
+  /** Keep only tokens whose probability is at least min_p times the most likely one's (default 0). */
+  readonly minP?: number;
+  /** vLLM's: subtracted from the logit of every token already generated (default 0). */
+  readonly presencePenalty?: number;
+  /** vLLM's: subtracted once per earlier occurrence in the output (default 0). */
+  readonly frequencyPenalty?: number;
+  /** vLLM's: logits of tokens in the prompt or output divided (positive) or multiplied by it (default 1). */
+  readonly repetitionPenalty?: number;
+  /** Added to the logits of these token ids before the choice (OpenAI's logit_bias). */
+  readonly logitBias?: ReadonlyMap<number, number>;
+  /** Only these token ids may be chosen. */
+  readonly allowedTokenIds?: readonly number[];
+  /** Token sequences never generated: a sequence's last token is banned after its prefix. */
+  readonly badWords?: readonly (readonly number[])[];
+  /** Seed for a reproducible stream of choices, all 64 bits used; absent means a random seed. */
+  readonly seed?: number | bigint;
+}
+
+/** What a sequence has seen so far, for penalties, bad words and banned tokens. */
+export interface SamplingHistory {
+  readonly promptTokenIds: readonly number[];
+  readonly outputTokenIds: readonly number[];
+  /** Tokens that may not be chosen now (stop tokens before min_tokens). */
+  readonly banned?: ReadonlySet<number>;
+}
+
+/** A source of uniform floats in [0, 1). */
+export interface UniformSource {
+  next(): number;
+}
+
+const MASK64 = (1n << 64n) - 1n;
+
+/**
+ * SplitMix64 over a 64-bit state: every bit of a 64-bit seed changes the stream (the tensor Rng
+ * keeps 32). BigInt costs microseconds per draw, nothing beside a model step.
+ */
+export class SeededStream implements UniformSource {
+  private state: bigint;
+
+  constructor(seed: number | bigint) {
+    this.state = BigInt.asUintN(64, BigInt(seed));
+  }
+
+  next(): number {
+    this.state = (this.state + 0x9e3779b97f4a7c15n) & MASK64;
+    let z = this.state;
+    z = ((z ^ (z >> 30n)) * 0xbf58476d1ce4e5b9n) & MASK64;
+    z = ((z ^ (z >> 27n)) * 0x94d049bb133111ebn) & MASK64;
+    z ^= z >> 31n;
+    return Number(z >> 11n) / 9007199254740992;
+  }
 }
 
 export interface TokenLogprob {
@@ -30,7 +82,86 @@ export function validateSampling(p: SamplingParams): void {
     bad("top_k", "must be -1, 0 or a positive integer.");
   if (p.topP !== undefined && !(Number.isFinite(p.topP) && p.topP > 0 && p.topP <= 1))
     bad("top_p", "must be in (0, 1].");
-  if (p.seed !== undefined && !Number.isInteger(p.seed)) bad("seed", "must be an integer.");
+  if (
+    p.seed !== undefined &&
+    !(typeof p.seed === "bigint"
+      ? p.seed >= -(1n << 63n) && p.seed < 1n << 64n
+      : Number.isInteger(p.seed) && Math.abs(p.seed) < 2 ** 64)
+  )
+    bad("seed", "must be an integer that fits 64 bits.");
+  if (p.minP !== undefined && !(Number.isFinite(p.minP) && p.minP >= 0 && p.minP <= 1))
+    bad("min_p", "must be in [0, 1].");
+  for (const [field, v] of [
+    ["presence_penalty", p.presencePenalty],
+    ["frequency_penalty", p.frequencyPenalty],
+  ] as const) {
+    if (v !== undefined && !(Number.isFinite(v) && v >= -2 && v <= 2)) bad(field, "must be in [-2, 2].");
+  }
+  if (p.repetitionPenalty !== undefined && !(Number.isFinite(p.repetitionPenalty) && p.repetitionPenalty > 0))
+    bad("repetition_penalty", "must be a number > 0.");
+  if (p.allowedTokenIds !== undefined && p.allowedTokenIds.length === 0)
+    bad("allowed_token_ids", "must list at least one token id.");
+}
+
+/** Whether any parameter changes the logits before the choice (else the raw row is used as is). */
+function adjusts(p: SamplingParams, h: SamplingHistory | undefined): boolean {
+  return (
+    (h?.banned?.size ?? 0) > 0 ||
+    (p.presencePenalty ?? 0) !== 0 ||
+    (p.frequencyPenalty ?? 0) !== 0 ||
+    (p.repetitionPenalty ?? 1) !== 1 ||
+    p.allowedTokenIds !== undefined ||
+    (p.logitBias?.size ?? 0) > 0 ||
+    (p.badWords?.length ?? 0) > 0
+  );
+}
+
+/**
+ * The row after vLLM's logits processors, in vLLM's order: banned tokens to -inf, logit bias,
+ * disallowed tokens and bad words to -inf, then repetition, frequency and presence penalties. A copy; the raw row stays
+ * for logprobs.
+ */
+export function adjustLogits(
+  logits: Float32Array,
+  offset: number,
+  vocab: number,
+  p: SamplingParams,
+  h: SamplingHistory,
+): Float32Array {
+  const row = logits.slice(offset, offset + vocab);
+  const ban = (id: number) => {
+    if (id >= 0 && id < vocab) row[id] = Number.NEGATIVE_INFINITY;
+  };
+  for (const id of h.banned ?? []) ban(id);
+  for (const [id, bias] of p.logitBias ?? []) if (id < vocab) row[id] = (row[id] as number) + bias;
+  if (p.allowedTokenIds !== undefined) {
+    const allowed = new Set(p.allowedTokenIds);
+    for (let i = 0; i < vocab; i++) if (!allowed.has(i)) row[i] = Number.NEGATIVE_INFINITY;
+  }
+  const out = h.outputTokenIds;
+  for (const word of p.badWords ?? []) {
+    const prefix = word.length - 1;
+    if (prefix > out.length) continue;
+    let matches = true;
+    for (let i = 0; i < prefix && matches; i++) matches = out[out.length - prefix + i] === word[i];
+    if (matches) ban(word[prefix] as number);
+  }
+  const repetition = p.repetitionPenalty ?? 1;
+  if (repetition !== 1) {
+    const seen = new Set([...h.promptTokenIds, ...out]);
+    for (const id of seen) {
+      const v = row[id] as number;
+      row[id] = v > 0 ? v / repetition : v * repetition;
+    }
+  }
+  const frequency = p.frequencyPenalty ?? 0;
+  const presence = p.presencePenalty ?? 0;
+  if (frequency !== 0 || presence !== 0) {
+    const counts = new Map<number, number>();
+    for (const id of out) counts.set(id, (counts.get(id) ?? 0) + 1);
+    for (const [id, n] of counts) row[id] = (row[id] as number) - frequency * n - presence;
+  }
+  return row;
 }
 
 /** Picks a token from logits[offset, offset+vocab) under `params`, drawing from `rng` when not greedy. */
@@ -39,10 +170,14 @@ export function sampleToken(
   offset: number,
   vocab: number,
   params: SamplingParams,
-  rng: Rng,
+  rng: UniformSource,
+  history?: SamplingHistory,
 ): number {
+  if (history !== undefined && adjusts(params, history)) {
+    return sampleToken(adjustLogits(logits, offset, vocab, params, history), 0, vocab, params, rng);
+  }
   const temperature = params.temperature ?? 1;
-  if (temperature === 0) return argmax(logits, offset, vocab);
+  if (temperature < GREEDY_TEMPERATURE) return argmax(logits, offset, vocab);
   const order = orderByLogit(logits, offset, vocab);
   const topK = params.topK !== undefined && params.topK > 0 ? Math.min(params.topK, vocab) : vocab;
   const kept = order.subarray(0, topK);
@@ -50,12 +185,17 @@ export function sampleToken(
   const probs = new Float64Array(topK);
   for (let i = 0; i < topK; i++)
     probs[i] = Math.exp((logits[offset + (kept[i] as number)] as number) / temperature - max);
-  let total = probs.reduce((s, p) => s + p, 0);
-  const topP = params.topP ?? 1;
   let n = kept.length;
+  const minP = params.minP ?? 0;
+  if (minP > 0) {
+    // probs[0] is the most likely token's, scaled to 1; the rest are relative to it.
+    while (n > 1 && (probs[n - 1] as number) < minP) n--;
+  }
+  let total = probs.slice(0, n).reduce((s, p) => s + p, 0);
+  const topP = params.topP ?? 1;
   if (topP < 1) {
     let cumulative = 0;
-    for (let i = 0; i < kept.length; i++) {
+    for (let i = 0; i < n; i++) {
       cumulative += (probs[i] as number) / total;
       if (cumulative >= topP) {
         n = i + 1;

@@ -24,7 +24,7 @@ export interface ErrorBody {
  */
 export class ApiError extends Error {
   constructor(
-    readonly status: 400 | 401 | 404 | 413 | 500 | 503,
+    readonly status: 400 | 401 | 404 | 408 | 413 | 500 | 503,
     message: string,
     readonly code: string | null = null,
     readonly param: string | null = null,
@@ -59,6 +59,9 @@ export function toApiError(error: unknown): ApiError {
   if (isBringupError(error)) {
     const code = REQUEST_ERRORS[error.code];
     if (code !== undefined) return new ApiError(400, error.message, code, error.subject ?? null);
+    if (error.code === "CLIENT_TOO_SLOW") return new ApiError(408, error.message, "client_too_slow");
+    if (error.code === "SERVER_SHUTTING_DOWN")
+      return new ApiError(503, error.message, "server_shutting_down");
     if (error.code === "ENGINE_CLOSED")
       return new ApiError(
         503,

@@ -1,3 +1,4 @@
+import { getConnInfo } from "@hono/node-server/conninfo";
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import packageJson from "../../package.json" with { type: "json" };
@@ -5,17 +6,46 @@ import { ApiError, toApiError } from "./api-error.js";
 import { requireApiKey } from "./auth.js";
 import { chatCompletions } from "./chat.js";
 import { completions } from "./completions.js";
-import type { ServerContext } from "./context.js";
+import { newRequestId, type ServerContext } from "./context.js";
+import { maxBodyBytes } from "./prompt-limits.js";
+import type { RequestRecord } from "./request-log.js";
 import { detokenize, tokenize } from "./tokenize.js";
 
-/** Far above any prompt the engine can take (even token ids at the longest context), far below harm. */
-const MAX_BODY_BYTES = 32 * 2 ** 20;
+type AppEnv = { Variables: { record: RequestRecord } };
 
 /** The OpenAI-compatible routes over one engine. Every failure answers with an OpenAI error body. */
-export function createApp(ctx: ServerContext, options: { readonly apiKey?: string } = {}): Hono {
-  const app = new Hono();
+export function createApp(ctx: ServerContext, options: { readonly apiKey?: string } = {}): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+  // The body limit follows the context length: no prompt that fits needs more.
+  const maxBytes = maxBodyBytes(ctx.engine.limits.maxModelLen, ctx.engine.tokenizer);
+  app.use("*", async (c, next) => {
+    const requested = c.req.header("x-request-id");
+    let client = "-";
+    try {
+      const info = getConnInfo(c).remote;
+      client = `${info.address}:${info.port}`;
+    } catch {
+      // Not served by node-server (app.request in tests): no socket to name.
+    }
+    const record: RequestRecord = {
+      requestId: requested && /^[\w.-]{1,128}$/.test(requested) ? requested : newRequestId(),
+      method: c.req.method,
+      path: c.req.path,
+      client,
+      arrival: performance.now(),
+    };
+    c.set("record", record);
+    c.header("X-Request-Id", record.requestId);
+    await next();
+    if (!record.deferred) ctx.log.request(record, c.res.status);
+  });
   app.onError((error, c) => {
     const api = toApiError(error);
+    const record = c.get("record");
+    if (record !== undefined) {
+      record.deferred = false;
+      ctx.log.error(record, api.status, api.code, api.message);
+    }
     return c.json(api.body(), api.status);
   });
   app.notFound((c) => {
@@ -30,11 +60,11 @@ export function createApp(ctx: ServerContext, options: { readonly apiKey?: strin
   app.use(
     "*",
     bodyLimit({
-      maxSize: MAX_BODY_BYTES,
+      maxSize: maxBytes,
       onError: () => {
         throw new ApiError(
           413,
-          `the request body is over ${MAX_BODY_BYTES / 2 ** 20} MiB; send a shorter prompt.`,
+          `the request body is over ${maxBytes} bytes, more than a prompt of max_model_len (${ctx.engine.limits.maxModelLen}) tokens needs; send a shorter prompt.`,
           "body_too_large",
         );
       },
@@ -57,15 +87,15 @@ export function createApp(ctx: ServerContext, options: { readonly apiKey?: strin
           object: "model",
           created: ctx.startedAt,
           owned_by: "bringup",
-          root: ctx.engine.model.directory ?? ctx.engine.model.name,
+          root: ctx.engine.modelRoot,
           parent: null,
           max_model_len: ctx.engine.limits.maxModelLen,
         },
       ],
     }),
   );
-  app.post("/v1/completions", (c) => completions(ctx, c, performance.now()));
-  app.post("/v1/chat/completions", (c) => chatCompletions(ctx, c, performance.now()));
+  app.post("/v1/completions", (c) => completions(ctx, c, c.get("record")));
+  app.post("/v1/chat/completions", (c) => chatCompletions(ctx, c, c.get("record")));
   app.post("/tokenize", (c) => tokenize(ctx, c));
   app.post("/detokenize", (c) => detokenize(ctx, c));
   return app;

@@ -1,19 +1,14 @@
 import type { Context } from "hono";
 import type { ChatMessage, GeneratedToken, PromptLogprobs } from "../engine/index.js";
 import { ApiError } from "./api-error.js";
-import {
-  requireModel,
-  responseId,
-  type ServerContext,
-  samplingOf,
-  stopStringsOf,
-  unixSeconds,
-} from "./context.js";
-import { Generation } from "./generation.js";
-import { chatLogprobs, vllmPromptLogprobs } from "./logprobs.js";
+import { bestChoices, type Choice, choiceCounts, startChoices, usageOf } from "./choices.js";
+import { requireModel, type ServerContext, samplingOf, stopStringsOf, unixSeconds } from "./context.js";
+import { chatLogprobs, tokenNamer, vllmPromptLogprobs } from "./logprobs.js";
+import { checkMessageCount, checkTextLength } from "./prompt-limits.js";
 import { parseBody } from "./request-body.js";
+import type { RequestRecord } from "./request-log.js";
 import { type ChatRequestMessage, chatRequestSchema } from "./schemas.js";
-import { eventStream } from "./sse.js";
+import { eventStream, requireStreamForOptions } from "./sse.js";
 
 /** Messages as the chat template takes them; text parts are joined with newlines, as vLLM does. */
 export function templateMessages(messages: readonly ChatRequestMessage[]): ChatMessage[] {
@@ -23,12 +18,37 @@ export function templateMessages(messages: readonly ChatRequestMessage[]): ChatM
   }));
 }
 
+/** A chat's prompt token ids, with its length checked before the template runs and before tokenizing. */
+export function chatPromptIds(
+  ctx: ServerContext,
+  messages: readonly ChatRequestMessage[],
+  addGenerationPrompt: boolean,
+  addSpecialTokens: boolean,
+  /** Refuse a rendered chat longer than max_model_len tokens could be (not on /tokenize, which counts). */
+  checkLength = true,
+): number[] {
+  checkMessageCount(ctx, messages.length);
+  const rendered = ctx.engine.tokenizer.applyChatTemplate(templateMessages(messages), {
+    addGenerationPrompt,
+  });
+  if (checkLength) checkTextLength(ctx, rendered, "messages");
+  // The template writes the special tokens itself, so none are added by default (vLLM's rule).
+  return ctx.engine.tokenizer.encode(rendered, { addSpecialTokens });
+}
+
 /** POST /v1/chat/completions. */
-export async function chatCompletions(ctx: ServerContext, c: Context, arrival: number): Promise<Response> {
+export async function chatCompletions(
+  ctx: ServerContext,
+  c: Context,
+  record: RequestRecord,
+): Promise<Response> {
   const body = parseBody(await c.req.text(), chatRequestSchema);
   const model = requireModel(ctx, body.model);
+  requireStreamForOptions(body);
+  if (body.request_id != null) record.requestId = body.request_id;
   const { engine } = ctx;
   const tokenizer = engine.tokenizer;
+  const names = tokenNamer(tokenizer, body.return_tokens_as_token_ids ?? false);
   if (body.top_logprobs != null && !body.logprobs) {
     throw new ApiError(
       400,
@@ -37,109 +57,133 @@ export async function chatCompletions(ctx: ServerContext, c: Context, arrival: n
       "top_logprobs",
     );
   }
-  const rendered = tokenizer.applyChatTemplate(templateMessages(body.messages), {
-    addGenerationPrompt: body.add_generation_prompt ?? true,
-  });
-  const promptIds = tokenizer.encode(rendered, { addSpecialTokens: false });
+  const stream = body.stream ?? false;
+  const { n, bestOf } = choiceCounts(body, stream);
+  let promptIds = chatPromptIds(
+    ctx,
+    body.messages,
+    body.add_generation_prompt ?? true,
+    body.add_special_tokens ?? false,
+  );
+  if (body.truncate_prompt_tokens != null) promptIds = promptIds.slice(-body.truncate_prompt_tokens);
   // Without a limit, generate up to the context length (and no more than the whole KV cache holds).
-  const room = Math.min(engine.limits.maxModelLen, engine.stats().kvTokenCapacity) - promptIds.length;
+  const room = Math.min(engine.limits.maxModelLen, engine.limits.kvTokenCapacity) - promptIds.length;
   const maxTokens = body.max_completion_tokens ?? body.max_tokens ?? Math.max(0, room);
   const topLogprobs = body.logprobs ? (body.top_logprobs ?? 0) : undefined;
   const abort = new AbortController();
-  const generation = new Generation(
-    engine,
+  const choices = await startChoices(
+    ctx,
+    [promptIds],
     {
-      promptTokenIds: promptIds,
       maxTokens,
-      sampling: samplingOf(body),
+      sampling: samplingOf(body, tokenizer),
       ...(topLogprobs !== undefined ? { logprobs: topLogprobs } : {}),
       ...(body.prompt_logprobs != null ? { promptLogprobs: body.prompt_logprobs } : {}),
       stop: stopStringsOf(body.stop),
+      ...(body.include_stop_str_in_output ? { includeStopString: true } : {}),
       ...(body.stop_token_ids ? { stopTokenIds: body.stop_token_ids } : {}),
       ...(body.ignore_eos ? { ignoreEos: true } : {}),
+      ...(body.min_tokens ? { minTokens: body.min_tokens } : {}),
     },
+    bestOf,
     AbortSignal.any([c.req.raw.signal, abort.signal]),
-    ctx.metrics,
-    arrival,
+    record,
   );
-  const id = responseId("chatcmpl");
+  const id = `chatcmpl-${record.requestId}`;
   const created = unixSeconds();
-  const usage = () => ({
-    prompt_tokens: generation.promptTokens,
-    completion_tokens: generation.completionTokens,
-    total_tokens: generation.promptTokens + generation.completionTokens,
-  });
+  const usage = () => usageOf(choices, promptIds.length);
   const logprobsOf = (tokens: readonly GeneratedToken[]) =>
-    topLogprobs === undefined ? null : { content: chatLogprobs(tokenizer, tokens, topLogprobs) };
+    topLogprobs === undefined ? null : { content: chatLogprobs(names, tokens, topLogprobs) };
   const promptLogprobsOf = (p: PromptLogprobs | undefined) =>
-    body.prompt_logprobs != null && p ? vllmPromptLogprobs(tokenizer, p, body.prompt_logprobs) : null;
+    body.prompt_logprobs != null && p ? vllmPromptLogprobs(names, p, body.prompt_logprobs) : null;
+  const finished = () => {
+    record.completionTokens = usage().completion_tokens;
+    record.finishReasons = choices.map((ch) => ch.generation.finishReason ?? "abort");
+  };
 
-  if (body.stream) {
+  if (stream) {
     const includeUsage = body.stream_options?.include_usage ?? false;
-    const frame = (choice: Record<string, unknown>) => ({
+    const continuous = includeUsage && (body.stream_options?.continuous_usage_stats ?? false);
+    const frame = (index: number, choice: Record<string, unknown>) => ({
       id,
       object: "chat.completion.chunk",
       created,
       model,
-      choices: [{ index: 0, logprobs: null, finish_reason: null, ...choice }],
-      ...(includeUsage ? { usage: null } : {}),
+      choices: [{ index, logprobs: null, finish_reason: null, ...choice }],
+      ...(includeUsage ? { usage: continuous ? usage() : null } : {}),
     });
-    return eventStream(c, abort, async (send) => {
-      let first = true;
-      for await (const chunk of generation) {
-        if (first) {
-          // The role comes first, on its own, as OpenAI sends it; vLLM adds prompt logprobs there.
-          await send({
-            ...frame({ delta: { role: "assistant", content: "" } }),
-            ...(body.prompt_logprobs != null
-              ? { prompt_logprobs: promptLogprobsOf(chunk.promptLogprobs) }
-              : {}),
-          });
-          first = false;
+    record.deferred = true;
+    return eventStream(c, abort, ctx, record, async (send) => {
+      const runOne = async ({ index, generation }: Choice) => {
+        let first = true;
+        for await (const chunk of generation) {
+          if (first) {
+            // The role comes first, on its own, as OpenAI sends it; vLLM adds prompt logprobs there.
+            await send({
+              ...frame(index, { delta: { role: "assistant", content: "" } }),
+              ...(body.prompt_logprobs != null
+                ? { prompt_logprobs: promptLogprobsOf(chunk.promptLogprobs) }
+                : {}),
+            });
+            first = false;
+          }
+          const withLogprobs = topLogprobs !== undefined && chunk.tokens.length > 0;
+          if (chunk.finishReason === null && chunk.text === "" && !withLogprobs) continue;
+          await send(
+            frame(index, {
+              delta: chunk.text === "" && chunk.finishReason !== null ? {} : { content: chunk.text },
+              logprobs: withLogprobs ? logprobsOf(chunk.tokens) : null,
+              finish_reason: chunk.finishReason,
+              stop_reason: chunk.stopReason,
+            }),
+          );
         }
-        const withLogprobs = topLogprobs !== undefined && chunk.tokens.length > 0;
-        if (chunk.finishReason === null && chunk.text === "" && !withLogprobs) continue;
-        await send(
-          frame({
-            delta: chunk.text === "" && chunk.finishReason !== null ? {} : { content: chunk.text },
-            logprobs: withLogprobs ? logprobsOf(chunk.tokens) : null,
-            finish_reason: chunk.finishReason,
-            stop_reason: chunk.stopReason,
-          }),
-        );
+      };
+      try {
+        await Promise.all(choices.map(runOne));
+      } finally {
+        finished();
       }
       if (includeUsage)
         await send({ id, object: "chat.completion.chunk", created, model, choices: [], usage: usage() });
     });
   }
 
-  let text = "";
-  const tokens: GeneratedToken[] = [];
-  let promptLp: PromptLogprobs | undefined;
-  let finishReason: string | null = null;
-  let stopReason: string | number | null = null;
-  for await (const chunk of generation) {
-    text += chunk.text;
-    tokens.push(...chunk.tokens);
-    promptLp ??= chunk.promptLogprobs;
-    finishReason = chunk.finishReason;
-    stopReason = chunk.stopReason;
-  }
+  const runOne = async (choice: Choice) => {
+    let text = "";
+    const tokens: GeneratedToken[] = [];
+    let promptLp: PromptLogprobs | undefined;
+    let finishReason: string | null = null;
+    let stopReason: string | number | null = null;
+    for await (const chunk of choice.generation) {
+      text += chunk.text;
+      tokens.push(...chunk.tokens);
+      promptLp ??= chunk.promptLogprobs;
+      finishReason = chunk.finishReason;
+      stopReason = chunk.stopReason;
+    }
+    return { choice, text, tokens, promptLp, finishReason, stopReason };
+  };
+  const done = await Promise.all(choices.map(runOne))
+    .catch((error: unknown) => {
+      abort.abort();
+      throw error;
+    })
+    .finally(finished);
+  const best = bestChoices(done, n, bestOf);
   return c.json({
     id,
     object: "chat.completion",
     created,
     model,
-    choices: [
-      {
-        index: 0,
-        message: { role: "assistant", content: text },
-        logprobs: logprobsOf(tokens),
-        finish_reason: finishReason,
-        stop_reason: stopReason,
-      },
-    ],
+    choices: best.map((d, i) => ({
+      index: i,
+      message: { role: "assistant", content: d.text },
+      logprobs: logprobsOf(d.tokens),
+      finish_reason: d.finishReason,
+      stop_reason: d.stopReason,
+    })),
     usage: usage(),
-    prompt_logprobs: promptLogprobsOf(promptLp),
+    prompt_logprobs: promptLogprobsOf(best[0]?.promptLp),
   });
 }

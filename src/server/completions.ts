@@ -1,42 +1,32 @@
 import type { Context } from "hono";
 import type { GeneratedToken, PromptLogprobs } from "../engine/index.js";
 import { ApiError } from "./api-error.js";
-import {
-  requireModel,
-  responseId,
-  type ServerContext,
-  samplingOf,
-  stopStringsOf,
-  unixSeconds,
-} from "./context.js";
-import { Generation } from "./generation.js";
+import { bestChoices, type Choice, choiceCounts, startChoices, usageOf } from "./choices.js";
+import { requireModel, type ServerContext, samplingOf, stopStringsOf, unixSeconds } from "./context.js";
 import {
   appendCompletionLogprobs,
   type CompletionLogprobs,
   completionLogprobs,
   type PositionLogprob,
+  tokenNamer,
   vllmPromptLogprobs,
 } from "./logprobs.js";
+import { promptTokenIds } from "./prompt-limits.js";
 import { parseBody } from "./request-body.js";
+import type { RequestRecord } from "./request-log.js";
 import { type CompletionRequest, completionRequestSchema } from "./schemas.js";
-import { eventStream } from "./sse.js";
+import { eventStream, requireStreamForOptions } from "./sse.js";
 
 /** vLLM's and OpenAI's default for the legacy completions API. */
 const DEFAULT_MAX_TOKENS = 16;
 
-/** The one prompt of a request, as text (when given as text) or token ids. */
-function singlePrompt(prompt: CompletionRequest["prompt"]): string | number[] {
-  if (typeof prompt === "string") return prompt;
-  if (prompt.every((p) => typeof p === "number")) return prompt as number[];
-  if (prompt.length !== 1) {
-    throw new ApiError(
-      400,
-      `\`prompt\`: this server takes one prompt per request, got ${prompt.length}; send them as separate requests.`,
-      "invalid_value",
-      "prompt",
-    );
-  }
-  return prompt[0] as string | number[];
+/** The request's prompts: one text or token list, or a list of either. */
+function promptsOf(prompt: CompletionRequest["prompt"]): (string | number[])[] {
+  if (typeof prompt === "string") return [prompt];
+  if (prompt.length > 0 && prompt.every((p) => typeof p === "number")) return [prompt as number[]];
+  if (prompt.length === 0)
+    throw new ApiError(400, "`prompt`: send at least one prompt.", "invalid_prompt", "prompt");
+  return prompt as (string | number[])[];
 }
 
 /** The echoed prompt's positions: the first has no logprob, the rest come from the prompt logprobs. */
@@ -49,134 +39,164 @@ function tokenPositions(tokens: readonly GeneratedToken[]): PositionLogprob[] {
 }
 
 /** POST /v1/completions. */
-export async function completions(ctx: ServerContext, c: Context, arrival: number): Promise<Response> {
+export async function completions(ctx: ServerContext, c: Context, record: RequestRecord): Promise<Response> {
   const body = parseBody(await c.req.text(), completionRequestSchema);
   const model = requireModel(ctx, body.model);
+  requireStreamForOptions(body);
+  if (body.request_id != null) record.requestId = body.request_id;
   const tokenizer = ctx.engine.tokenizer;
-  const prompt = singlePrompt(body.prompt);
-  const promptIds = typeof prompt === "string" ? tokenizer.encode(prompt) : prompt;
+  const names = tokenNamer(tokenizer, body.return_tokens_as_token_ids ?? false);
+  const stream = body.stream ?? false;
+  const { n, bestOf } = choiceCounts(body, stream);
+  const prompts = promptsOf(body.prompt);
+  const promptIds = prompts.map((p) =>
+    promptTokenIds(ctx, p, body.add_special_tokens ?? true, body.truncate_prompt_tokens ?? undefined),
+  );
   const echo = body.echo ?? false;
   const logprobs = body.logprobs ?? undefined;
   // Echo with logprobs scores the prompt too, so the engine is asked for enough prompt alternatives for both uses.
   const wantPrompt = Math.max(body.prompt_logprobs ?? -1, echo && logprobs !== undefined ? logprobs : -1);
   const abort = new AbortController();
-  const generation = new Generation(
-    ctx.engine,
+  const choices = await startChoices(
+    ctx,
+    promptIds,
     {
-      promptTokenIds: promptIds,
       maxTokens: body.max_tokens ?? DEFAULT_MAX_TOKENS,
-      sampling: samplingOf(body),
+      sampling: samplingOf(body, tokenizer),
       ...(logprobs !== undefined ? { logprobs } : {}),
       ...(wantPrompt >= 0 ? { promptLogprobs: wantPrompt } : {}),
       stop: stopStringsOf(body.stop),
+      ...(body.include_stop_str_in_output ? { includeStopString: true } : {}),
       ...(body.stop_token_ids ? { stopTokenIds: body.stop_token_ids } : {}),
       ...(body.ignore_eos ? { ignoreEos: true } : {}),
+      ...(body.min_tokens ? { minTokens: body.min_tokens } : {}),
     },
+    bestOf,
     AbortSignal.any([c.req.raw.signal, abort.signal]),
-    ctx.metrics,
-    arrival,
+    record,
   );
-  const echoText = echo ? (typeof prompt === "string" ? prompt : tokenizer.decode(prompt)) : "";
-  const id = responseId("cmpl");
-  const created = unixSeconds();
-  const usage = () => ({
-    prompt_tokens: generation.promptTokens,
-    completion_tokens: generation.completionTokens,
-    total_tokens: generation.promptTokens + generation.completionTokens,
-  });
-  let offset = 0;
-  /** The logprobs of one chunk (echoed prompt positions first, on the first chunk). */
-  const chunkLogprobs = (
-    tokens: readonly GeneratedToken[],
-    promptLp: PromptLogprobs | undefined,
-    first: boolean,
-  ) => {
-    if (logprobs === undefined) return null;
-    const positions = tokenPositions(tokens);
-    if (first && echo) positions.unshift(...promptPositions(promptIds, promptLp ?? []));
-    const shaped = completionLogprobs(tokenizer, positions, logprobs, offset);
-    offset = shaped.end;
-    return shaped.logprobs;
+  const echoText = (p: number) => {
+    if (!echo) return "";
+    const prompt = prompts[p] as string | number[];
+    return typeof prompt === "string" ? prompt : tokenizer.decode(prompt);
   };
+  const id = `cmpl-${record.requestId}`;
+  const created = unixSeconds();
+  const promptTokens = record.promptTokens ?? 0;
+  const usage = () => usageOf(choices, promptTokens);
   const promptLogprobsField = (promptLp: PromptLogprobs | undefined) =>
     body.prompt_logprobs != null && promptLp
-      ? vllmPromptLogprobs(tokenizer, promptLp, body.prompt_logprobs)
+      ? vllmPromptLogprobs(names, promptLp, body.prompt_logprobs)
       : null;
+  const finished = () => {
+    record.completionTokens = usage().completion_tokens;
+    record.finishReasons = choices.map((ch) => ch.generation.finishReason ?? "abort");
+  };
 
-  if (body.stream) {
+  if (stream) {
     const includeUsage = body.stream_options?.include_usage ?? false;
-    return eventStream(c, abort, async (send) => {
-      let first = true;
-      for await (const chunk of generation) {
-        const text = (first ? echoText : "") + chunk.text;
-        const lp = chunkLogprobs(chunk.tokens, chunk.promptLogprobs, first);
-        // A step whose text is still held back is sent only when it carries logprobs.
-        if (
-          !first &&
-          chunk.finishReason === null &&
-          text === "" &&
-          (lp === null || chunk.tokens.length === 0)
-        )
-          continue;
-        await send({
-          id,
-          object: "text_completion",
-          created,
-          model,
-          choices: [
-            {
-              index: 0,
-              text,
-              logprobs: lp,
-              finish_reason: chunk.finishReason,
-              stop_reason: chunk.stopReason,
-              ...(first && body.prompt_logprobs != null
-                ? { prompt_logprobs: promptLogprobsField(chunk.promptLogprobs) }
-                : {}),
-            },
-          ],
-          ...(includeUsage ? { usage: null } : {}),
-        });
-        first = false;
+    const continuous = includeUsage && (body.stream_options?.continuous_usage_stats ?? false);
+    record.deferred = true;
+    return eventStream(c, abort, ctx, record, async (send) => {
+      const runOne = async ({ index, prompt, generation }: Choice) => {
+        let first = true;
+        let offset = 0;
+        for await (const chunk of generation) {
+          const text = (first ? echoText(prompt) : "") + chunk.text;
+          let lp: CompletionLogprobs | null = null;
+          if (logprobs !== undefined) {
+            const positions = tokenPositions(chunk.tokens);
+            if (first && echo)
+              positions.unshift(...promptPositions(promptIds[prompt] ?? [], chunk.promptLogprobs ?? []));
+            const shaped = completionLogprobs(names, positions, logprobs, offset);
+            offset = shaped.end;
+            lp = shaped.logprobs;
+          }
+          // A step whose text is still held back is sent only when it carries logprobs.
+          if (
+            !first &&
+            chunk.finishReason === null &&
+            text === "" &&
+            (lp === null || chunk.tokens.length === 0)
+          )
+            continue;
+          await send({
+            id,
+            object: "text_completion",
+            created,
+            model,
+            choices: [
+              {
+                index,
+                text,
+                logprobs: lp,
+                finish_reason: chunk.finishReason,
+                stop_reason: chunk.stopReason,
+                ...(first && body.prompt_logprobs != null
+                  ? { prompt_logprobs: promptLogprobsField(chunk.promptLogprobs) }
+                  : {}),
+              },
+            ],
+            ...(includeUsage ? { usage: continuous ? usage() : null } : {}),
+          });
+          first = false;
+        }
+      };
+      try {
+        await Promise.all(choices.map(runOne));
+      } finally {
+        finished();
       }
       if (includeUsage)
         await send({ id, object: "text_completion", created, model, choices: [], usage: usage() });
     });
   }
 
-  let text = echoText;
-  let lp: CompletionLogprobs | null = null;
-  let promptLp: PromptLogprobs | undefined;
-  let finishReason: string | null = null;
-  let stopReason: string | number | null = null;
-  let first = true;
-  for await (const chunk of generation) {
-    text += chunk.text;
-    const more = chunkLogprobs(chunk.tokens, chunk.promptLogprobs, first);
-    if (more) {
-      if (lp) appendCompletionLogprobs(lp, more);
-      else lp = more;
+  const runOne = async (choice: Choice) => {
+    let text = echoText(choice.prompt);
+    let lp: CompletionLogprobs | null = null;
+    let promptLp: PromptLogprobs | undefined;
+    let finishReason: string | null = null;
+    let stopReason: string | number | null = null;
+    let first = true;
+    let offset = 0;
+    for await (const chunk of choice.generation) {
+      text += chunk.text;
+      if (logprobs !== undefined) {
+        const positions = tokenPositions(chunk.tokens);
+        if (first && echo)
+          positions.unshift(...promptPositions(promptIds[choice.prompt] ?? [], chunk.promptLogprobs ?? []));
+        const shaped = completionLogprobs(names, positions, logprobs, offset);
+        offset = shaped.end;
+        if (lp) appendCompletionLogprobs(lp, shaped.logprobs);
+        else lp = shaped.logprobs;
+      }
+      promptLp ??= chunk.promptLogprobs;
+      finishReason = chunk.finishReason;
+      stopReason = chunk.stopReason;
+      first = false;
     }
-    promptLp ??= chunk.promptLogprobs;
-    finishReason = chunk.finishReason;
-    stopReason = chunk.stopReason;
-    first = false;
-  }
+    return { choice, text, lp, promptLp, finishReason, stopReason };
+  };
+  const done = await Promise.all(choices.map(runOne))
+    .catch((error: unknown) => {
+      abort.abort();
+      throw error;
+    })
+    .finally(finished);
   return c.json({
     id,
     object: "text_completion",
     created,
     model,
-    choices: [
-      {
-        index: 0,
-        text,
-        logprobs: lp,
-        finish_reason: finishReason,
-        stop_reason: stopReason,
-        prompt_logprobs: promptLogprobsField(promptLp),
-      },
-    ],
+    choices: bestChoices(done, n, bestOf).map((d, i) => ({
+      index: i,
+      text: d.text,
+      logprobs: d.lp,
+      finish_reason: d.finishReason,
+      stop_reason: d.stopReason,
+      prompt_logprobs: promptLogprobsField(d.promptLp),
+    })),
     usage: usage(),
   });
 }

@@ -1,25 +1,18 @@
+import { BringupError } from "../common/errors.js";
 import type {
-  Engine,
   FinishReason,
   GeneratedToken,
+  GenerateRequest,
   PromptLogprobs,
-  SamplingParams,
   StepOutput,
 } from "../engine/index.js";
-import type { ServerMetrics } from "./metrics.js";
+import type { ServerContext } from "./context.js";
 import { StopStringMatcher } from "./stop-strings.js";
 
-export interface GenerationParams {
-  readonly promptTokenIds: readonly number[];
-  readonly maxTokens: number;
-  readonly sampling: SamplingParams;
-  /** Top alternatives per generated token; undefined asks for no logprobs. */
-  readonly logprobs?: number;
-  /** Top alternatives per prompt position; undefined asks for no prompt logprobs. */
-  readonly promptLogprobs?: number;
+export interface GenerationParams extends GenerateRequest {
   readonly stop: readonly string[];
-  readonly stopTokenIds?: readonly number[];
-  readonly ignoreEos?: boolean;
+  /** Keep a matched stop string at the end of the text (vLLM's include_stop_str_in_output). */
+  readonly includeStopString?: boolean;
 }
 
 /** What one step of a request adds: text that may be sent, the tokens behind it, and its end. */
@@ -36,42 +29,46 @@ export interface GenerationChunk {
 }
 
 /**
- * One request running in the engine, as a stream of text chunks. The request is submitted when the
- * Generation is constructed, so a request the engine refuses throws there, before any response is
- * started. Leaving the loop early, or aborting `signal`, aborts the request and frees its KV blocks.
+ * One sequence running in the engine, as a stream of text chunks. `start` resolves once the engine
+ * accepted the request, so a refusal answers before any response starts. Leaving the loop early,
+ * or aborting `signal`, aborts the request and frees its KV blocks; if the server's drain time
+ * ran out, the stream ends with a 503 error instead of a truncated answer.
  */
 export class Generation implements AsyncIterable<GenerationChunk> {
-  private readonly outputs: AsyncIterableIterator<StepOutput>;
   private readonly stopTokens: ReadonlySet<number>;
   readonly promptTokens: number;
   completionTokens = 0;
+  /** Sum of the generated tokens' logprobs (best_of keeps the highest). */
+  cumulativeLogprob = 0;
+  finishReason: FinishReason | null = null;
 
-  constructor(
-    private readonly engine: Engine,
+  private constructor(
+    private readonly ctx: ServerContext,
     private readonly params: GenerationParams,
-    signal: AbortSignal,
-    private readonly metrics: ServerMetrics,
+    private readonly outputs: AsyncIterableIterator<StepOutput>,
     /** performance.now() when the HTTP request arrived. */
     private readonly arrival: number,
   ) {
     this.promptTokens = params.promptTokenIds.length;
     this.stopTokens = new Set(params.stopTokenIds ?? []);
-    this.outputs = engine.submit(
-      {
-        promptTokenIds: params.promptTokenIds,
-        maxTokens: params.maxTokens,
-        sampling: params.sampling,
-        ...(params.logprobs !== undefined ? { logprobs: params.logprobs } : {}),
-        ...(params.promptLogprobs !== undefined ? { promptLogprobs: params.promptLogprobs } : {}),
-        ...(params.stopTokenIds !== undefined ? { stopTokenIds: params.stopTokenIds } : {}),
-        ...(params.ignoreEos ? { ignoreEos: true } : {}),
-      },
-      signal,
+  }
+
+  static async start(
+    ctx: ServerContext,
+    params: GenerationParams,
+    signal: AbortSignal,
+    arrival: number,
+  ): Promise<Generation> {
+    const { stop: _stop, includeStopString: _include, ...request } = params;
+    const outputs = await ctx.engine.submit(request, AbortSignal.any([signal, ctx.shutdown]), (seconds) =>
+      ctx.metrics.queued(seconds),
     );
+    return new Generation(ctx, params, outputs, arrival);
   }
 
   async *[Symbol.asyncIterator](): AsyncGenerator<GenerationChunk> {
-    const detokenizer = this.engine.tokenizer.createDetokenizer();
+    const { metrics, shutdown } = this.ctx;
+    const detokenizer = this.ctx.engine.tokenizer.createDetokenizer();
     const matcher = new StopStringMatcher(this.params.stop);
     let last = this.arrival;
     let finish: FinishReason = "abort";
@@ -83,24 +80,36 @@ export class Generation implements AsyncIterable<GenerationChunk> {
         const tokens = out.token ? [out.token] : [];
         if (out.token) {
           const now = performance.now();
-          if (this.completionTokens === 0) this.metrics.firstToken((now - this.arrival) / 1000);
-          else this.metrics.nextToken((now - last) / 1000);
+          if (this.completionTokens === 0) metrics.firstToken((now - this.arrival) / 1000);
+          else metrics.nextToken((now - last) / 1000);
           last = now;
           this.completionTokens = out.numGeneratedTokens;
+          this.cumulativeLogprob += out.token.logprob;
           // Like vLLM, the token that stopped the request adds no text.
           if (out.finishReason === "stop") {
             if (this.stopTokens.has(out.token.tokenId)) stopReason = out.token.tokenId;
           } else {
             const step = matcher.push(detokenizer.push(out.token.tokenId));
             text = step.text;
-            if (step.stop !== undefined) [finishReason, stopReason] = ["stop", step.stop];
+            if (step.stop !== undefined) {
+              [finishReason, stopReason] = ["stop", step.stop];
+              if (this.params.includeStopString) text += step.stop;
+            }
           }
+        }
+        if (finishReason === "abort" && shutdown.aborted) {
+          throw new BringupError(
+            "SERVER_SHUTTING_DOWN",
+            "the server is shutting down and this request did not finish in its drain time; retry against a running server.",
+          );
         }
         if (finishReason !== null && finishReason !== "abort" && typeof stopReason !== "string") {
           const tail = matcher.push(detokenizer.flush());
           text += tail.text;
-          if (tail.stop !== undefined) [finishReason, stopReason] = ["stop", tail.stop];
-          else text += matcher.flush();
+          if (tail.stop !== undefined) {
+            [finishReason, stopReason] = ["stop", tail.stop];
+            if (this.params.includeStopString) text += tail.stop;
+          } else text += matcher.flush();
         }
         yield {
           text,
@@ -111,12 +120,18 @@ export class Generation implements AsyncIterable<GenerationChunk> {
         };
         if (finishReason !== null) {
           finish = finishReason;
+          this.finishReason = finishReason;
           // Returning leaves the engine's stream, which aborts the request if it is still running.
           return;
         }
       }
     } finally {
-      this.metrics.finish(finish, (performance.now() - this.arrival) / 1000);
+      metrics.finish(
+        finish,
+        (performance.now() - this.arrival) / 1000,
+        this.promptTokens,
+        this.completionTokens,
+      );
     }
   }
 }

@@ -11,5 +11,7 @@
 
 export type { ErrorBody } from "./api-error.js";
 export { METRIC_NAMES } from "./metrics.js";
+export type { LogLevel, LogSink } from "./request-log.js";
+export { LOG_LEVELS } from "./request-log.js";
 export type { RunningServer, ServerOptions } from "./server.js";
 export { DEFAULT_TINY_SIZE, startServer } from "./server.js";

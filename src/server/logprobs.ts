@@ -1,5 +1,12 @@
 import type { GeneratedToken, PromptLogprobs, TextTokenizer } from "../engine/index.js";
 
+/** How a token is shown in logprobs: its text, or vLLM's `token_id:N` (return_tokens_as_token_ids). */
+export type TokenNamer = Pick<TextTokenizer, "tokenText">;
+
+export function tokenNamer(tokenizer: TextTokenizer, asTokenIds: boolean): TokenNamer {
+  return asTokenIds ? { tokenText: (id) => `token_id:${id}` } : tokenizer;
+}
+
 /** JSON has no -Infinity; vLLM reports impossible tokens as -9999.0, and so do we. */
 function finite(logprob: number): number {
   return Number.isFinite(logprob) ? logprob : -9999;
@@ -26,7 +33,7 @@ export interface CompletionLogprobs {
  * the choice's text; the returned `end` is where the next position's would start.
  */
 export function completionLogprobs(
-  tokenizer: TextTokenizer,
+  tokenizer: TokenNamer,
   positions: readonly PositionLogprob[],
   top: number,
   offset: number,
@@ -70,7 +77,7 @@ export interface ChatTokenLogprob {
 
 /** Generated tokens in the chat completions shape: `content` entries with their `top` alternatives. */
 export function chatLogprobs(
-  tokenizer: TextTokenizer,
+  tokenizer: TokenNamer,
   tokens: readonly GeneratedToken[],
   top: number,
 ): ChatTokenLogprob[] {
@@ -95,7 +102,7 @@ export interface VllmLogprob {
  * dict from token id to {logprob, rank, decoded_token} holding the actual token and the top `top`.
  */
 export function vllmPromptLogprobs(
-  tokenizer: TextTokenizer,
+  tokenizer: TokenNamer,
   prompt: PromptLogprobs,
   top: number,
 ): (Record<string, VllmLogprob> | null)[] {

@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { EngineStats, FinishReason } from "../engine/index.js";
 
 /**
@@ -18,6 +18,9 @@ export const METRIC_NAMES = {
   ttft: "vllm:time_to_first_token_seconds",
   interToken: "vllm:inter_token_latency_seconds",
   e2e: "vllm:e2e_request_latency_seconds",
+  queueTime: "vllm:request_queue_time_seconds",
+  requestPromptTokens: "vllm:request_prompt_tokens",
+  requestGenerationTokens: "vllm:request_generation_tokens",
   kvBlocksUsed: "bringup:kv_cache_blocks_used",
   kvBlocksTotal: "bringup:kv_cache_blocks_total",
   kvTokenCapacity: "bringup:kv_cache_token_capacity",
@@ -27,6 +30,10 @@ export const METRIC_NAMES = {
 
 const LATENCY_BUCKETS = [
   0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80,
+];
+/** vLLM's 1-2-5 token-count buckets, up to a million tokens. */
+const TOKEN_COUNT_BUCKETS = [
+  1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000, 200000, 500000, 1000000,
 ];
 const TOKEN_GAP_BUCKETS = [
   0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5,
@@ -38,6 +45,9 @@ export class ServerMetrics {
   private readonly ttft: Histogram<"model_name">;
   private readonly interToken: Histogram<"model_name">;
   private readonly e2e: Histogram<"model_name">;
+  private readonly queueTime: Histogram<"model_name">;
+  private readonly promptTokens: Histogram<"model_name">;
+  private readonly generationTokens: Histogram<"model_name">;
   private readonly finished: Counter<"model_name" | "finished_reason">;
 
   constructor(modelName: string, stats: () => EngineStats) {
@@ -129,6 +139,27 @@ export class ServerMetrics {
       TOKEN_GAP_BUCKETS,
     );
     this.e2e = histogram(METRIC_NAMES.e2e, "Seconds from a request's arrival to its end.", LATENCY_BUCKETS);
+    this.queueTime = histogram(
+      METRIC_NAMES.queueTime,
+      "Seconds a request waited in the engine before the scheduler first admitted it.",
+      LATENCY_BUCKETS,
+    );
+    this.promptTokens = histogram(
+      METRIC_NAMES.requestPromptTokens,
+      "Prompt tokens of each finished request.",
+      TOKEN_COUNT_BUCKETS,
+    );
+    this.generationTokens = histogram(
+      METRIC_NAMES.requestGenerationTokens,
+      "Generated tokens of each finished request.",
+      TOKEN_COUNT_BUCKETS,
+    );
+    // process_cpu_seconds_total, process_resident_memory_bytes, nodejs_eventloop_lag_seconds, …
+    collectDefaultMetrics({ register: this.registry });
+  }
+
+  queued(seconds: number): void {
+    this.queueTime.observe(this.labels, seconds);
   }
 
   firstToken(seconds: number): void {
@@ -139,9 +170,11 @@ export class ServerMetrics {
     this.interToken.observe(this.labels, seconds);
   }
 
-  finish(reason: FinishReason, seconds: number): void {
+  finish(reason: FinishReason, seconds: number, promptTokens: number, generationTokens: number): void {
     this.finished.inc({ ...this.labels, finished_reason: reason });
     this.e2e.observe(this.labels, seconds);
+    this.promptTokens.observe(this.labels, promptTokens);
+    this.generationTokens.observe(this.labels, generationTokens);
   }
 
   /** The Prometheus text exposition and its content type. */

@@ -1,10 +1,17 @@
+import { isInteger, parse } from "lossless-json";
 import type { z } from "zod";
 import { ApiError } from "./api-error.js";
 
 /** The first problem zod found, as "`field`: what is wrong", and the field's name. */
 function describeIssue(issue: z.core.$ZodIssue): { message: string; param: string | null } {
   const param = issue.path.length === 0 ? null : issue.path.map(String).join(".");
-  if (issue.code === "unrecognized_keys") return { message: issue.message, param };
+  if (issue.code === "unrecognized_keys") {
+    const keys = issue.keys.map((k) => `\`${k}\``).join(", ");
+    return {
+      message: `${keys}: not a field this server knows, so it cannot be honored; remove it`,
+      param: issue.keys[0] ?? param,
+    };
+  }
   const where = param === null ? "the request body" : `\`${param}\``;
   return { message: `${where}: ${issue.message}`, param };
 }
@@ -16,7 +23,11 @@ function describeIssue(issue: z.core.$ZodIssue): { message: string; param: strin
 export function parseBody<S extends z.ZodType>(text: string, schema: S): z.infer<S> {
   let json: unknown;
   try {
-    json = JSON.parse(text);
+    // Integers beyond 2^53 stay exact as bigints (64-bit seeds); lossless-json, since JSON.parse rounds them.
+    json = parse(text, null, (n) => {
+      const value = Number(n);
+      return isInteger(n) && !Number.isSafeInteger(value) ? BigInt(n) : value;
+    });
   } catch (cause) {
     throw new ApiError(
       400,

@@ -3,62 +3,96 @@ import { z } from "zod";
 /** Most logprob alternatives a request may ask for (vLLM's default max_logprobs). */
 export const MAX_LOGPROBS = 20;
 
+/** Most choices (n, best_of) one request may ask for. */
+export const MAX_CHOICES = 16;
+
 const tokenIds = z.array(z.int().min(0), { error: "expected a list of token ids (integers >= 0)" });
 const count = (max: number) => z.int().min(0).max(max).nullish();
+/** A 64-bit seed: the body parser keeps integers beyond 2^53 as bigints. */
+const seed = z.union([z.int(), z.bigint()], { error: "expected an integer" }).nullish();
 
-/** Fields that change nothing here unless left at their neutral value; anything else is refused. */
-const neutral = {
-  presence_penalty: z
-    .literal(0, { error: "is not supported by the reference engine; leave it out or send 0" })
-    .nullish(),
-  frequency_penalty: z
-    .literal(0, { error: "is not supported by the reference engine; leave it out or send 0" })
-    .nullish(),
-  repetition_penalty: z
-    .literal(1, { error: "is not supported by the reference engine; leave it out or send 1" })
-    .nullish(),
-  logit_bias: z
-    .record(z.string(), z.number())
-    .refine((v) => Object.keys(v).length === 0, {
-      error: "is not supported by the reference engine; leave it out",
-    })
-    .nullish(),
-  n: z
-    .literal(1, {
-      error: "must be 1: this server returns one choice per request; send several requests instead",
-    })
-    .nullish(),
-};
+/** A field this server refuses unless it is absent or holds its neutral value (named in the 400). */
+const refused = (why: string) =>
+  z.union([z.null(), z.undefined()], { error: `is not supported: ${why}` }).optional();
+const onlyValue = <T extends string | number | boolean>(value: T, why: string) =>
+  z.literal(value, { error: `is not supported except ${JSON.stringify(value)}: ${why}` }).nullish();
 
-/** Sampling and streaming fields shared by completions and chat completions (OpenAI's plus vLLM's extras). */
+const STRUCTURED =
+  "structured output (guided decoding) has no well-kept constrained-decoding library for Node this engine can use; leave it out";
+
+/** Fields vLLM takes on both routes (OpenAI's plus vLLM's sampling extras). Unknown fields are refused. */
 const common = {
   model: z.string().nullish(),
   max_tokens: z.int().min(0).nullish(),
+  n: z.int().min(1).max(MAX_CHOICES).nullish(),
+  best_of: z.int().min(1).max(MAX_CHOICES).nullish(),
   temperature: z.number().nullish(),
   top_p: z.number().nullish(),
   top_k: z.int().nullish(),
-  seed: z.int().nullish(),
+  min_p: z.number().nullish(),
+  seed,
+  presence_penalty: z.number().nullish(),
+  frequency_penalty: z.number().nullish(),
+  repetition_penalty: z.number().nullish(),
+  logit_bias: z.record(z.string(), z.number()).nullish(),
   stop: z
     .union([z.string(), z.array(z.string())], { error: "expected a string or a list of strings" })
     .nullish(),
   stop_token_ids: tokenIds.nullish(),
+  include_stop_str_in_output: z.boolean().nullish(),
   ignore_eos: z.boolean().nullish(),
+  min_tokens: z.int().min(0).nullish(),
+  allowed_token_ids: tokenIds.nullish(),
+  bad_words: z.array(z.string()).nullish(),
+  truncate_prompt_tokens: z.int().min(1).nullish(),
+  return_tokens_as_token_ids: z.boolean().nullish(),
   stream: z.boolean().nullish(),
-  stream_options: z.object({ include_usage: z.boolean().nullish() }).nullish(),
+  stream_options: z
+    .strictObject({
+      include_usage: z.boolean().nullish(),
+      continuous_usage_stats: z.boolean().nullish(),
+    })
+    .nullish(),
   prompt_logprobs: count(MAX_LOGPROBS),
+  add_special_tokens: z.boolean().nullish(),
   user: z.string().nullish(),
-  ...neutral,
+  request_id: z.string().min(1).max(128).nullish(),
+  skip_special_tokens: onlyValue(true, "special tokens are always left out of the text"),
+  spaces_between_special_tokens: onlyValue(true, "special tokens are always left out of the text"),
+  use_beam_search: onlyValue(false, "beam search is not implemented; use best_of"),
+  length_penalty: onlyValue(1, "it only applies to beam search, which is not implemented"),
+  priority: onlyValue(0, "the scheduler serves requests in arrival order"),
+  guided_json: refused(STRUCTURED),
+  guided_regex: refused(STRUCTURED),
+  guided_choice: refused(STRUCTURED),
+  guided_grammar: refused(STRUCTURED),
+  guided_decoding_backend: refused(STRUCTURED),
+  guided_whitespace_pattern: refused(STRUCTURED),
+  structured_outputs: refused(STRUCTURED),
+  logits_processors: refused("custom logits processors cannot be loaded"),
+  cache_salt: refused("there is no prefix cache to salt"),
+  kv_transfer_params: refused("there is no disaggregated prefill"),
+  vllm_xargs: refused("no extension reads extra arguments"),
 };
 
-export const completionRequestSchema = z.object({
+const responseFormat = z
+  .strictObject({
+    type: z.literal("text", {
+      error: `only the text response format is supported (${STRUCTURED})`,
+    }),
+  })
+  .nullish();
+
+export const completionRequestSchema = z.strictObject({
   ...common,
   prompt: z.union([z.string(), tokenIds, z.array(z.string()), z.array(tokenIds)], {
-    error: "expected a string, a list of token ids, or a one-element list of either",
+    error: "expected a string, a list of token ids, or a list of either",
   }),
   echo: z.boolean().nullish(),
   logprobs: count(MAX_LOGPROBS),
-  best_of: z.literal(1, { error: "must be 1: this server returns one choice per request" }).nullish(),
-  suffix: z.null({ error: "is not supported; send the whole prompt instead" }).optional(),
+  suffix: refused("send the whole prompt instead"),
+  response_format: responseFormat,
+  prompt_embeds: refused("prompts are text or token ids"),
 });
 export type CompletionRequest = z.infer<typeof completionRequestSchema>;
 
@@ -74,7 +108,7 @@ export const chatMessageSchema = z.object({
     .optional(),
 });
 
-export const chatRequestSchema = z.object({
+export const chatRequestSchema = z.strictObject({
   ...common,
   messages: z.array(chatMessageSchema).min(1, { error: "send at least one message" }),
   max_completion_tokens: z.int().min(0).nullish(),
@@ -85,9 +119,16 @@ export const chatRequestSchema = z.object({
     .array(z.unknown())
     .max(0, { error: "tool calling is not supported by this server; leave tools out" })
     .nullish(),
-  response_format: z
-    .object({ type: z.literal("text", { error: "only the text response format is supported" }) })
-    .nullish(),
+  tool_choice: onlyValue("none", "tool calling is not supported by this server"),
+  parallel_tool_calls: refused("tool calling is not supported by this server"),
+  response_format: responseFormat,
+  echo: onlyValue(false, "echoing the last message is not implemented; leave it out"),
+  continue_final_message: onlyValue(false, "the template always starts a new message"),
+  chat_template: refused("the model's own chat template is used; leave it out"),
+  chat_template_kwargs: refused("the model's own chat template is used with its defaults"),
+  documents: refused("the model's own chat template is used; put documents in the messages"),
+  reasoning_effort: refused("the reference engine has no reasoning switch"),
+  mm_processor_kwargs: refused("the reference engine takes text only"),
 });
 export type ChatRequest = z.infer<typeof chatRequestSchema>;
 export type ChatRequestMessage = z.infer<typeof chatMessageSchema>;

@@ -1,11 +1,11 @@
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Server } from "node:net";
 import { serve } from "@hono/node-server";
 import { BringupError } from "../common/errors.js";
 import {
   type Architecture,
-  createTinyModel,
   Engine,
   type EngineLimits,
+  type EngineOptions,
   findTinySize,
   type KvLayout,
   type LoadedModel,
@@ -13,7 +13,11 @@ import {
   TINY_SIZES,
 } from "../engine/index.js";
 import { createApp } from "./app.js";
+import { EngineThread } from "./engine-thread.js";
+import type { ModelSource } from "./engine-thread-protocol.js";
 import { ServerMetrics } from "./metrics.js";
+import { type LogSink, RequestLog } from "./request-log.js";
+import { InThreadEngine, type ServedEngine } from "./served-engine.js";
 
 /** The tiny size served when no model is given: the size table's end-to-end and server default. */
 export const DEFAULT_TINY_SIZE = "small";
@@ -25,9 +29,19 @@ export interface ServerOptions {
   readonly tinySize?: string;
   /** Model code for modelDir's model_type beyond the built-in llama family (the ports' architectures). */
   readonly architectures?: readonly Architecture[];
+  /**
+   * The same architectures as a module URL and export name, which the engine's own thread imports
+   * (code cannot be sent to a thread). With `architectures` but not this, a modelDir is served
+   * with the engine on the HTTP thread.
+   */
+  readonly architecturesModule?: { readonly module: string; readonly exportName: string };
   /** Values of the model's switches (see the architecture's declaration). */
   readonly switches?: Readonly<Record<string, string>>;
-  /** An already loaded model (takes precedence over modelDir and tinySize; lets tests share one). */
+  /**
+   * An already loaded model (takes precedence over modelDir and tinySize; lets tests share one).
+   * Its engine steps on the HTTP thread, so a long prefill delays every route: a directory or a
+   * tiny size runs the engine on a thread of its own instead.
+   */
   readonly model?: LoadedModel;
   /** Default 127.0.0.1. */
   readonly host?: string;
@@ -47,6 +61,14 @@ export interface ServerOptions {
   readonly maxNumBatchedTokens?: number;
   /** Matmul threads (default: all cores). */
   readonly threads?: number;
+  /** Receives the log lines (request lines, errors); absent logs nothing. */
+  readonly log?: LogSink;
+  /** One line per request (default true); errors are logged either way. */
+  readonly requestLines?: boolean;
+  /** Seconds a client has to send its request headers (default 10; 300 with an in-memory `model`). */
+  readonly headersTimeoutSeconds?: number;
+  /** Most open connections; more are closed on arrival (default 512). */
+  readonly maxConnections?: number;
 }
 
 export interface RunningServer {
@@ -55,32 +77,45 @@ export interface RunningServer {
   readonly modelName: string;
   /** The engine's limits as resolved from the options. */
   readonly limits: EngineLimits;
-  /** Stops listening, aborts requests in flight, stops the engine. */
-  close(): Promise<void>;
+  /**
+   * Stops accepting connections, lets requests in flight finish for up to `drainSeconds` (default
+   * 0), ends the rest with an error (503; a stream gets an error event), then stops the engine.
+   */
+  close(options?: { readonly drainSeconds?: number }): Promise<void>;
 }
 
-async function resolveModel(options: ServerOptions): Promise<LoadedModel> {
-  if (options.model !== undefined) return options.model;
-  if (options.modelDir !== undefined)
-    return loadModel(options.modelDir, { architectures: options.architectures ?? [] });
+function tinySizeOf(options: ServerOptions): string {
   const name = options.tinySize ?? DEFAULT_TINY_SIZE;
-  const size = findTinySize(name);
-  if (size === undefined) {
+  if (findTinySize(name) === undefined) {
     throw new BringupError(
       "TINY_SIZE_UNKNOWN",
       `there is no tiny size "${name}"; pick one of ${TINY_SIZES.map((s) => s.name).join(", ")}.`,
-      {
-        subject: name,
-      },
+      { subject: name },
     );
   }
-  return createTinyModel(size);
+  return name;
+}
+
+/** The engine on its own thread, unless the model is already in memory on this one. */
+async function startEngine(options: ServerOptions, engineOptions: EngineOptions): Promise<ServedEngine> {
+  let model = options.model;
+  if (model === undefined && options.modelDir !== undefined && options.architecturesModule === undefined)
+    if ((options.architectures ?? []).length > 0)
+      model = await loadModel(options.modelDir, { architectures: options.architectures ?? [] });
+  if (model !== undefined) return new InThreadEngine(new Engine(model, engineOptions));
+  const source: ModelSource =
+    options.modelDir !== undefined
+      ? {
+          modelDir: options.modelDir,
+          ...(options.architecturesModule ? { architectures: options.architecturesModule } : {}),
+        }
+      : { tinySize: tinySizeOf(options) };
+  return EngineThread.start(source, engineOptions);
 }
 
 /** Loads the model, starts an engine and serves the OpenAI-compatible API over HTTP until closed. */
 export async function startServer(options: ServerOptions = {}): Promise<RunningServer> {
-  const model = await resolveModel(options);
-  const engine = new Engine(model, {
+  const engine = await startEngine(options, {
     ...(options.maxNumSeqs !== undefined ? { maxNumSeqs: options.maxNumSeqs } : {}),
     ...(options.switches !== undefined ? { switches: options.switches } : {}),
     ...(options.maxModelLen !== undefined ? { maxModelLen: options.maxModelLen } : {}),
@@ -92,28 +127,56 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       : {}),
     ...(options.threads !== undefined ? { threads: options.threads } : {}),
   });
-  const modelName = options.servedModelName ?? model.name;
+  const modelName = options.servedModelName ?? engine.modelName;
   const metrics = new ServerMetrics(modelName, () => engine.stats());
-  const app = createApp({ engine, metrics, modelName, startedAt: Math.floor(Date.now() / 1000) }, options);
+  const shutdown = new AbortController();
+  const log = new RequestLog(options.log, options.requestLines ?? true);
+  const app = createApp(
+    { engine, metrics, modelName, startedAt: Math.floor(Date.now() / 1000), shutdown: shutdown.signal, log },
+    options,
+  );
   const host = options.host ?? "127.0.0.1";
   const port = options.port ?? 8000;
+  // On the HTTP thread a step can hold the event loop for many seconds, and headers that arrived
+  // meanwhile would count as late; there the default is the body's 5 minutes.
+  const headersTimeout =
+    (options.headersTimeoutSeconds ?? (engine instanceof InThreadEngine ? 300 : 10)) * 1000;
   try {
     return await new Promise<RunningServer>((resolve, reject) => {
-      const server = serve({ fetch: app.fetch, hostname: host, port }, (info: AddressInfo) => {
-        const shown = host.includes(":") ? `[${host}]` : host;
-        resolve({
-          url: `http://${shown}:${info.port}`,
-          modelName,
-          limits: engine.limits,
-          close: async () => {
-            const closed = new Promise<void>((done) => server.close(() => done()));
-            // Ending every request first lets their streams finish; then idle keep-alive sockets go.
-            await engine.close();
-            if ("closeAllConnections" in server) server.closeAllConnections();
-            await closed;
-          },
-        });
-      });
+      const server = serve(
+        {
+          fetch: app.fetch,
+          hostname: host,
+          port,
+          // Slow headers are cut after headersTimeout, checked every second (Node's default is 30 s); a body has 5 minutes.
+          serverOptions: { headersTimeout, requestTimeout: 300_000, connectionsCheckingInterval: 1000 },
+        },
+        (info: AddressInfo) => {
+          const shown = host.includes(":") ? `[${host}]` : host;
+          resolve({
+            url: `http://${shown}:${info.port}`,
+            modelName,
+            limits: engine.limits,
+            close: async ({ drainSeconds = 0 } = {}) => {
+              const closed = new Promise<void>((done) => server.close(() => done()));
+              if ("closeIdleConnections" in server) server.closeIdleConnections();
+              const idle = () => {
+                const s = engine.stats();
+                return s.running + s.waiting === 0;
+              };
+              const until = performance.now() + drainSeconds * 1000;
+              while (!idle() && performance.now() < until) await new Promise((r) => setTimeout(r, 50));
+              // Requests still running end with a 503 (or an error event); their streams finish.
+              shutdown.abort();
+              await new Promise((r) => setTimeout(r, 50));
+              await engine.close();
+              if ("closeAllConnections" in server) server.closeAllConnections();
+              await closed;
+            },
+          });
+        },
+      );
+      (server as Server).maxConnections = options.maxConnections ?? 512;
       server.once("error", (error: NodeJS.ErrnoException) => {
         reject(
           new BringupError(

@@ -1,24 +1,28 @@
 import type { Context } from "hono";
-import { templateMessages } from "./chat.js";
+import { ApiError } from "./api-error.js";
+import { chatPromptIds } from "./chat.js";
 import { requireModel, type ServerContext } from "./context.js";
 import { parseBody } from "./request-body.js";
 import { detokenizeRequestSchema, tokenizeRequestSchema } from "./schemas.js";
 
-/** POST /tokenize, vLLM's shape: a prompt (or chat messages, templated) in, `{count, max_model_len, tokens}` out. */
+/**
+ * POST /tokenize, vLLM's shape: a prompt (or chat messages, templated) in, `{count, max_model_len,
+ * tokens}` out. Like vLLM it counts texts longer than max_model_len (clients tokenize corpora with
+ * it); the body limit, set from max_model_len, bounds the work.
+ */
 export async function tokenize(ctx: ServerContext, c: Context): Promise<Response> {
   const body = parseBody(await c.req.text(), tokenizeRequestSchema);
   requireModel(ctx, body.model);
-  const tokenizer = ctx.engine.tokenizer;
-  let tokens: number[];
-  if ("prompt" in body) {
-    tokens = tokenizer.encode(body.prompt, { addSpecialTokens: body.add_special_tokens ?? true });
-  } else {
-    const text = tokenizer.applyChatTemplate(templateMessages(body.messages), {
-      addGenerationPrompt: body.add_generation_prompt ?? true,
-    });
-    // The template writes the special tokens itself, so none are added by default (vLLM's rule).
-    tokens = tokenizer.encode(text, { addSpecialTokens: body.add_special_tokens ?? false });
-  }
+  const tokens =
+    "prompt" in body
+      ? ctx.engine.tokenizer.encode(body.prompt, { addSpecialTokens: body.add_special_tokens ?? true })
+      : chatPromptIds(
+          ctx,
+          body.messages,
+          body.add_generation_prompt ?? true,
+          body.add_special_tokens ?? false,
+          false,
+        );
   return c.json({
     count: tokens.length,
     max_model_len: ctx.engine.limits.maxModelLen,
@@ -31,5 +35,14 @@ export async function tokenize(ctx: ServerContext, c: Context): Promise<Response
 export async function detokenize(ctx: ServerContext, c: Context): Promise<Response> {
   const body = parseBody(await c.req.text(), detokenizeRequestSchema);
   requireModel(ctx, body.model);
+  const vocab = ctx.engine.vocabSize;
+  const outside = body.tokens.findIndex((id) => id >= vocab);
+  if (outside >= 0)
+    throw new ApiError(
+      400,
+      `\`tokens.${outside}\`: token id ${body.tokens[outside]} is outside the vocabulary (0..${vocab - 1}).`,
+      "invalid_value",
+      `tokens.${outside}`,
+    );
   return c.json({ prompt: ctx.engine.tokenizer.decode(body.tokens) });
 }

@@ -3,6 +3,8 @@ import { KV_LAYOUT_NAMES, type KvLayout, TINY_SIZES } from "../../engine/index.j
 import { PORT_ARCHITECTURES } from "../../flow/index.js";
 import {
   DEFAULT_TINY_SIZE,
+  LOG_LEVELS,
+  type LogLevel,
   type RunningServer,
   type ServerOptions,
   startServer,
@@ -72,13 +74,31 @@ interface ServeFlags {
   threads?: number;
   switch?: Record<string, string>;
   tiny: string;
+  logLevel?: LogLevel;
+  requestLines?: boolean;
+  drainTimeout?: number;
 }
 
 /** Options for startServer from the command line (exported for the command's test). */
 export function serverOptions(modelDir: string | undefined, flags: ServeFlags): ServerOptions {
   const apiKey = flags.apiKey ?? process.env.BRINGUP_API_KEY;
   return {
-    ...(modelDir !== undefined ? { modelDir, architectures: PORT_ARCHITECTURES } : { tinySize: flags.tiny }),
+    ...(modelDir !== undefined
+      ? {
+          modelDir,
+          architectures: PORT_ARCHITECTURES,
+          // The engine's own thread imports the same list itself.
+          architecturesModule: {
+            module: new URL("../../flow/port-models.js", import.meta.url).href,
+            exportName: "PORT_ARCHITECTURES",
+          },
+        }
+      : { tinySize: flags.tiny }),
+    log: (level, line) => {
+      if (LOG_LEVELS.indexOf(level) >= LOG_LEVELS.indexOf(flags.logLevel ?? "info"))
+        (level === "info" || level === "debug" ? process.stdout : process.stderr).write(`${line}\n`);
+    },
+    requestLines: flags.requestLines ?? true,
     ...(flags.switch !== undefined ? { switches: flags.switch } : {}),
     host: flags.host,
     port: flags.port,
@@ -144,6 +164,16 @@ export function registerServe(
       modelSwitch,
     )
     .addOption(
+      new Option("--log-level <level>", "least severe log lines printed").choices(LOG_LEVELS).default("info"),
+    )
+    .option("--no-request-lines", "do not log a line per request (errors are still logged)")
+    .option(
+      "--drain-timeout <seconds>",
+      "on SIGTERM/SIGINT, seconds requests in flight may take to finish before they end with an error",
+      positiveInt,
+      30,
+    )
+    .addOption(
       new Option("--tiny <size>", "tiny model generated when there is no MODEL_DIR")
         .choices(TINY_SIZES.map((s) => s.name))
         .default(DEFAULT_TINY_SIZE),
@@ -161,6 +191,7 @@ export function registerServe(
           `${flags.apiKey || process.env.BRINGUP_API_KEY ? ", API key required" : ""}; Ctrl-C stops\n`,
       );
       await (onListening ? onListening(server) : untilSignalled());
-      await server.close();
+      process.stdout.write(`draining requests in flight (up to ${flags.drainTimeout} s)\n`);
+      await server.close({ drainSeconds: flags.drainTimeout ?? 0 });
     });
 }

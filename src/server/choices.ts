@@ -1,0 +1,107 @@
+import { ApiError } from "./api-error.js";
+import type { ServerContext } from "./context.js";
+import { Generation, type GenerationParams } from "./generation.js";
+import type { RequestRecord } from "./request-log.js";
+
+/** One choice's generation and the index it answers under. */
+export interface Choice {
+  readonly index: number;
+  readonly prompt: number;
+  readonly generation: Generation;
+}
+
+/** `n` and `best_of` as vLLM checks them. */
+export function choiceCounts(
+  body: { n?: number | null; best_of?: number | null },
+  stream: boolean,
+): { n: number; bestOf: number } {
+  const n = body.n ?? 1;
+  const bestOf = body.best_of ?? n;
+  if (bestOf < n)
+    throw new ApiError(
+      400,
+      `\`best_of\` (${bestOf}) must be at least \`n\` (${n}).`,
+      "invalid_value",
+      "best_of",
+    );
+  if (stream && bestOf > n)
+    throw new ApiError(
+      400,
+      "`best_of` above `n` cannot stream (the best are known only at the end); drop stream or best_of.",
+      "invalid_value",
+      "best_of",
+    );
+  return { n, bestOf };
+}
+
+/** The i-th sequence's seed: distinct and reproducible for a seeded request. */
+function seedOf(seed: number | bigint | undefined, i: number): number | bigint | undefined {
+  if (seed === undefined || i === 0) return seed;
+  return BigInt.asIntN(64, BigInt(seed) + BigInt(i));
+}
+
+/**
+ * Starts `bestOf` sequences for each prompt (all accepted, or none: a refusal aborts the rest).
+ * Each sequence runs its prompt's prefill on its own: the engine does not share KV between them.
+ */
+export async function startChoices(
+  ctx: ServerContext,
+  prompts: readonly (readonly number[])[],
+  params: Omit<GenerationParams, "promptTokenIds">,
+  bestOf: number,
+  signal: AbortSignal,
+  record: RequestRecord,
+): Promise<Choice[]> {
+  const abort = new AbortController();
+  const both = AbortSignal.any([signal, abort.signal]);
+  const started = prompts.flatMap((promptTokenIds, p) =>
+    Array.from({ length: bestOf }, (_, i) => {
+      const seed = seedOf(params.sampling?.seed, i);
+      return Generation.start(
+        ctx,
+        {
+          ...params,
+          promptTokenIds,
+          sampling: { ...params.sampling, ...(seed !== undefined ? { seed } : {}) },
+        },
+        both,
+        record.arrival,
+      ).then((generation) => ({ index: p * bestOf + i, prompt: p, generation }));
+    }),
+  );
+  const settled = await Promise.allSettled(started);
+  const failed = settled.find((s) => s.status === "rejected");
+  if (failed !== undefined) {
+    abort.abort();
+    throw failed.reason;
+  }
+  const choices = settled.map((s) => (s as PromiseFulfilledResult<Choice>).value);
+  record.promptTokens = prompts.reduce((sum, p) => sum + p.length, 0);
+  return choices;
+}
+
+/** After the choices ran: keeps the n with the highest cumulative logprob per prompt, renumbered. */
+export function bestChoices<T extends { choice: Choice }>(
+  done: readonly T[],
+  n: number,
+  bestOf: number,
+): T[] {
+  if (bestOf === n) return [...done];
+  const byPrompt = new Map<number, T[]>();
+  for (const d of done) byPrompt.set(d.choice.prompt, [...(byPrompt.get(d.choice.prompt) ?? []), d]);
+  return [...byPrompt.values()].flatMap((list) =>
+    [...list]
+      .sort((a, b) => b.choice.generation.cumulativeLogprob - a.choice.generation.cumulativeLogprob)
+      .slice(0, n),
+  );
+}
+
+/** Usage over every sequence run (best_of counts the ones not returned too, as vLLM bills them). */
+export function usageOf(choices: readonly Choice[], promptTokens: number) {
+  const completion = choices.reduce((s, c) => s + c.generation.completionTokens, 0);
+  return {
+    prompt_tokens: promptTokens,
+    completion_tokens: completion,
+    total_tokens: promptTokens + completion,
+  };
+}

@@ -1,0 +1,55 @@
+import type {
+  EngineLimits,
+  EngineOptions,
+  EngineStats,
+  GenerateRequest,
+  StepOutput,
+} from "../engine/index.js";
+
+/** Where the engine thread gets its model: a generated tiny size or a model directory. */
+export type ModelSource =
+  | { readonly tinySize: string }
+  | {
+      readonly modelDir: string;
+      /** A module (URL) and the name of its export listing the architectures to load with. */
+      readonly architectures?: { readonly module: string; readonly exportName: string };
+    };
+
+export interface EngineThreadData {
+  readonly source: ModelSource;
+  readonly options: EngineOptions;
+}
+
+/** A BringupError as it crosses threads. */
+export interface ThreadError {
+  readonly code: string;
+  readonly message: string;
+  readonly subject?: string;
+}
+
+export type ToEngine =
+  | { readonly type: "submit"; readonly id: number; readonly request: GenerateRequest }
+  | { readonly type: "abort"; readonly id: number }
+  | { readonly type: "close" };
+
+export type FromEngine =
+  | {
+      readonly type: "ready";
+      readonly name: string;
+      readonly root: string;
+      readonly limits: EngineLimits;
+      readonly vocabSize: number;
+      readonly tokenizerJson: unknown;
+      readonly tokenizerConfig: unknown;
+      readonly eosTokenIds: readonly number[];
+      readonly stats: EngineStats;
+    }
+  | { readonly type: "load-failed"; readonly error: ThreadError }
+  | { readonly type: "accepted"; readonly id: number }
+  | { readonly type: "rejected"; readonly id: number; readonly error: ThreadError }
+  | { readonly type: "output"; readonly id: number; readonly output: StepOutput }
+  | { readonly type: "end"; readonly id: number }
+  | { readonly type: "scheduled"; readonly id: number; readonly queueSeconds: number }
+  | { readonly type: "failed"; readonly id: number; readonly error: ThreadError }
+  | { readonly type: "stats"; readonly stats: EngineStats }
+  | { readonly type: "closed" };

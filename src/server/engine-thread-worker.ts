@@ -1,0 +1,125 @@
+// The engine's own thread: loads the model, runs the engine loop, relays outputs to the HTTP thread.
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { parentPort, workerData } from "node:worker_threads";
+import { BringupError, isBringupError } from "../common/errors.js";
+import {
+  type Architecture,
+  Engine,
+  findTinySize,
+  type GenerateRequest,
+  generateTinyModel,
+  loadModel,
+  readCorpus,
+  type StepOutput,
+  tinyFilesToModel,
+} from "../engine/index.js";
+import type { EngineThreadData, FromEngine, ThreadError, ToEngine } from "./engine-thread-protocol.js";
+
+const port = parentPort as NonNullable<typeof parentPort>;
+const post = (message: FromEngine) => port.postMessage(message);
+
+function threadError(error: unknown): ThreadError {
+  if (isBringupError(error))
+    return { code: error.code, message: error.message, ...(error.subject ? { subject: error.subject } : {}) };
+  return { code: "ENGINE_THREAD_FAILED", message: error instanceof Error ? error.message : String(error) };
+}
+
+async function load(data: EngineThreadData) {
+  const { source } = data;
+  if ("tinySize" in source) {
+    const size = findTinySize(source.tinySize);
+    if (size === undefined)
+      throw new BringupError("TINY_SIZE_UNKNOWN", `there is no tiny size "${source.tinySize}".`);
+    const files = generateTinyModel(size, await readCorpus());
+    return {
+      model: tinyFilesToModel(size.name, files),
+      tokenizerJson: files.tokenizerJson as unknown,
+      tokenizerConfig: files.tokenizerConfig as unknown,
+    };
+  }
+  const from = source.architectures;
+  const architectures: readonly Architecture[] =
+    from === undefined ? [] : (await import(from.module))[from.exportName];
+  const model = await loadModel(source.modelDir, { architectures });
+  const dir = model.directory ?? source.modelDir;
+  const tokenizerJson = JSON.parse(await readFile(join(dir, "tokenizer.json"), "utf8"));
+  const tokenizerConfig = await readFile(join(dir, "tokenizer_config.json"), "utf8").then(
+    (text) => JSON.parse(text) as unknown,
+    () => ({}),
+  );
+  return { model, tokenizerJson, tokenizerConfig };
+}
+
+async function main(): Promise<void> {
+  const data = workerData as EngineThreadData;
+  let engine: Engine;
+  try {
+    const loaded = await load(data);
+    engine = new Engine(loaded.model, data.options);
+    post({
+      type: "ready",
+      name: loaded.model.name,
+      root: loaded.model.directory ?? loaded.model.name,
+      limits: engine.limits,
+      vocabSize: loaded.model.config.vocabSize,
+      tokenizerJson: loaded.tokenizerJson,
+      tokenizerConfig: loaded.tokenizerConfig,
+      eosTokenIds: loaded.model.tokenizer.eosTokenIds,
+      stats: engine.stats(),
+    });
+  } catch (error) {
+    post({ type: "load-failed", error: threadError(error) });
+    port.close();
+    return;
+  }
+  const aborts = new Map<number, AbortController>();
+  // One stats message per burst of outputs, sent before the engine's next step starts.
+  let statsQueued = false;
+  const queueStats = () => {
+    if (statsQueued) return;
+    statsQueued = true;
+    queueMicrotask(() => {
+      statsQueued = false;
+      post({ type: "stats", stats: engine.stats() });
+    });
+  };
+  const run = async (id: number, request: GenerateRequest) => {
+    const abort = new AbortController();
+    let outputs: AsyncIterableIterator<StepOutput>;
+    try {
+      outputs = engine.submit(request, abort.signal, (queueSeconds) =>
+        post({ type: "scheduled", id, queueSeconds }),
+      );
+    } catch (error) {
+      post({ type: "rejected", id, error: threadError(error) });
+      return;
+    }
+    aborts.set(id, abort);
+    post({ type: "accepted", id });
+    // Now, not after a microtask: the engine's next step (maybe a long prefill) runs first otherwise.
+    post({ type: "stats", stats: engine.stats() });
+    try {
+      for await (const output of outputs) {
+        post({ type: "output", id, output });
+        queueStats();
+      }
+      post({ type: "end", id });
+    } catch (error) {
+      post({ type: "failed", id, error: threadError(error) });
+    } finally {
+      aborts.delete(id);
+    }
+  };
+  port.on("message", (message: ToEngine) => {
+    if (message.type === "submit") void run(message.id, message.request);
+    else if (message.type === "abort") aborts.get(message.id)?.abort();
+    else
+      void engine.close().then(() => {
+        post({ type: "closed" });
+        port.close();
+      });
+  });
+}
+
+void main();

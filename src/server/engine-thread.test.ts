@@ -1,0 +1,105 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type RunningServer, startServer } from "./index.js";
+import { OutputBuffer } from "./output-buffer.js";
+import type { LogLevel } from "./request-log.js";
+
+// A generated tiny size runs the engine on its own thread: routes answer while it steps, every
+// request is logged, slow clients are cut off, and closing drains then fails what is left.
+const lines: { level: LogLevel; line: string }[] = [];
+let server: RunningServer;
+
+beforeAll(async () => {
+  server = await startServer({
+    tinySize: "tiny",
+    port: 0,
+    threads: 1,
+    log: (level, line) => lines.push({ level, line }),
+  });
+});
+afterAll(async () => {
+  await server.close();
+});
+
+const metric = (text: string, name: string) =>
+  Number(new RegExp(`^${name}\\{[^}]*\\} (\\S+)$`, "m").exec(text)?.[1] ?? Number.NaN);
+
+describe("the engine on its own thread", () => {
+  it("answers /metrics and /health while a request runs, showing it in flight", async () => {
+    const prompt = Array.from({ length: 1500 }, (_, i) => 5 + (i % 200));
+    const done = fetch(`${server.url}/v1/completions`, {
+      method: "POST",
+      body: JSON.stringify({ prompt, max_tokens: 100, temperature: 0, ignore_eos: true }),
+    });
+    let finished = false;
+    void done.then(() => {
+      finished = true;
+    });
+    // Ask until the engine's figures show the request (they do from its acceptance on).
+    let inFlight = 0;
+    while (inFlight === 0 && !finished) {
+      const text = await (await fetch(`${server.url}/metrics`)).text();
+      inFlight = metric(text, "vllm:num_requests_running") + metric(text, "vllm:num_requests_waiting");
+    }
+    expect(inFlight).toBe(1);
+    expect((await fetch(`${server.url}/health`)).status).toBe(200);
+    expect((await done).status).toBe(200);
+    const text = await (await fetch(`${server.url}/metrics`)).text();
+    expect(text).toContain("vllm:request_queue_time_seconds_count");
+    expect(text).toContain("vllm:request_prompt_tokens_bucket");
+    expect(text).toContain("process_resident_memory_bytes");
+  });
+
+  it("logs one line per request and every error with its request id", async () => {
+    const ok = await fetch(`${server.url}/v1/completions`, {
+      method: "POST",
+      body: JSON.stringify({ prompt: "Orla", max_tokens: 3, temperature: 0, ignore_eos: true }),
+    });
+    const id = ok.headers.get("x-request-id") as string;
+    expect(((await ok.json()) as { id: string }).id).toBe(`cmpl-${id}`);
+    const bad = await fetch(`${server.url}/v1/completions`, {
+      method: "POST",
+      body: JSON.stringify({ prompt: "Orla", temperature: -1 }),
+    });
+    const badId = bad.headers.get("x-request-id") as string;
+    const line = lines.find((l) => l.line.includes(id))?.line ?? "";
+    expect(line).toMatch(
+      /^INFO .*"POST \/v1\/completions" 200 prompt_tokens=\d+ completion_tokens=3 finish_reason=length/,
+    );
+    expect(lines.some((l) => l.level === "warning" && l.line.includes(badId) && l.line.includes("400"))).toBe(
+      true,
+    );
+  });
+});
+
+describe("OutputBuffer", () => {
+  it("aborts a request whose reader falls more than the limit behind", async () => {
+    let aborted = false;
+    const buffer = new OutputBuffer(3, () => {
+      aborted = true;
+    });
+    for (let i = 0; i < 5; i++)
+      buffer.push({ finishReason: null, numPromptTokens: 1, numGeneratedTokens: i });
+    expect(aborted).toBe(true);
+    // What was buffered is still read; then the stream ends with the reason, and nothing more is kept.
+    for (let i = 0; i < 4; i++) expect((await buffer.next()).done).toBe(false);
+    await expect(buffer.next()).rejects.toThrow(/unread/);
+  });
+});
+
+describe("closing", () => {
+  it("drains, then ends the rest with 503 or an error event instead of a truncated 200", async () => {
+    const own = await startServer({ tinySize: "tiny", port: 0, threads: 1 });
+    const long = { prompt: "Orla", max_tokens: 1500, temperature: 0, ignore_eos: true };
+    const plain = fetch(`${own.url}/v1/completions`, { method: "POST", body: JSON.stringify(long) });
+    const streamed = fetch(`${own.url}/v1/completions`, {
+      method: "POST",
+      body: JSON.stringify({ ...long, stream: true }),
+    }).then((r) => r.text());
+    await new Promise((r) => setTimeout(r, 300));
+    await own.close({ drainSeconds: 0.1 });
+    const res = await plain;
+    expect(res.status).toBe(503);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe("server_shutting_down");
+    expect(await streamed).toMatch(/"code":"server_shutting_down"[\s\S]*\[DONE\]/);
+  });
+});

@@ -1,0 +1,181 @@
+import { Worker } from "node:worker_threads";
+import { BringupError } from "../common/errors.js";
+import {
+  type EngineLimits,
+  type EngineOptions,
+  type EngineStats,
+  type GenerateRequest,
+  type StepOutput,
+  TextTokenizer,
+} from "../engine/index.js";
+import type {
+  EngineThreadData,
+  FromEngine,
+  ModelSource,
+  ThreadError,
+  ToEngine,
+} from "./engine-thread-protocol.js";
+import { OutputBuffer } from "./output-buffer.js";
+import { MAX_UNREAD_OUTPUTS, type ServedEngine } from "./served-engine.js";
+
+/** Run from TypeScript sources (tests, tsx), the worker needs tsx's loader too (a dev dependency). */
+const FROM_SOURCE = import.meta.url.endsWith(".ts");
+const WORKER_URL = new URL(
+  FROM_SOURCE ? "./engine-thread-worker.ts" : "./engine-thread-worker.js",
+  import.meta.url,
+);
+
+function fromThread(error: ThreadError): BringupError {
+  return new BringupError(error.code, error.message, error.subject ? { subject: error.subject } : undefined);
+}
+
+interface Pending {
+  readonly onScheduled: (queueSeconds: number) => void;
+  readonly accept: (outputs: OutputBuffer) => void;
+  readonly reject: (error: unknown) => void;
+  readonly outputs: OutputBuffer;
+}
+
+/**
+ * The engine on a worker thread of its own, which loads the model itself: the HTTP thread only
+ * tokenizes and relays, so /health and /metrics answer while a long prefill runs. Stats arrive
+ * after every step and are read from here without waiting.
+ */
+export class EngineThread implements ServedEngine {
+  private readonly pending = new Map<number, Pending>();
+  private nextId = 0;
+  private closed = false;
+  private latest: EngineStats;
+  private readonly exited: Promise<void>;
+
+  private constructor(
+    private readonly worker: Worker,
+    ready: Extract<FromEngine, { type: "ready" }>,
+    readonly tokenizer: TextTokenizer,
+  ) {
+    this.limits = ready.limits;
+    this.vocabSize = ready.vocabSize;
+    this.modelName = ready.name;
+    this.modelRoot = ready.root;
+    this.latest = ready.stats;
+    this.exited = new Promise((done) => worker.once("exit", () => done()));
+    worker.on("message", (m: FromEngine) => this.receive(m));
+    worker.on("error", (error) => this.failAll(error));
+    worker.once("exit", () => {
+      this.closed = true;
+      this.failAll(new BringupError("ENGINE_CLOSED", "the engine has been closed; start a new one."));
+    });
+  }
+
+  readonly limits: EngineLimits;
+  readonly vocabSize: number;
+  readonly modelName: string;
+  readonly modelRoot: string;
+
+  /** Starts the thread and waits until its model is loaded and its engine built. */
+  static async start(source: ModelSource, options: EngineOptions): Promise<EngineThread> {
+    const data: EngineThreadData = { source, options };
+    const worker = FROM_SOURCE
+      ? // From sources, the thread registers tsx's loader before importing the worker module.
+        new Worker(
+          `import("tsx/esm/api").then((tsx) => { tsx.register(); return import(${JSON.stringify(WORKER_URL.href)}); });`,
+          { eval: true, workerData: data },
+        )
+      : new Worker(WORKER_URL, { workerData: data });
+    const ready = await new Promise<Extract<FromEngine, { type: "ready" }>>((resolve, reject) => {
+      const onMessage = (m: FromEngine) => {
+        if (m.type === "ready") resolve(m);
+        else if (m.type === "load-failed") reject(fromThread(m.error));
+      };
+      worker.on("message", onMessage);
+      worker.once("error", reject);
+      worker.once("exit", (code) =>
+        reject(
+          new BringupError("ENGINE_THREAD_FAILED", `the engine thread exited (code ${code}) while loading.`),
+        ),
+      );
+    }).finally(() => {
+      worker.removeAllListeners("message").removeAllListeners("error").removeAllListeners("exit");
+    });
+    const tokenizer = new TextTokenizer(ready.tokenizerJson, ready.tokenizerConfig, {
+      eosTokenIds: ready.eosTokenIds,
+    });
+    return new EngineThread(worker, ready, tokenizer);
+  }
+
+  submit(
+    request: GenerateRequest,
+    signal: AbortSignal,
+    onScheduled: (queueSeconds: number) => void,
+  ): Promise<AsyncIterableIterator<StepOutput>> {
+    if (this.closed)
+      return Promise.reject(
+        new BringupError("ENGINE_CLOSED", "the engine has been closed; start a new one."),
+      );
+    const id = this.nextId++;
+    const abort = () => this.send({ type: "abort", id });
+    const outputs = new OutputBuffer(MAX_UNREAD_OUTPUTS, abort);
+    signal.addEventListener("abort", abort, { once: true });
+    return new Promise((accept, reject) => {
+      this.pending.set(id, { accept, reject, outputs, onScheduled });
+      this.send({ type: "submit", id, request });
+    });
+  }
+
+  stats(): EngineStats {
+    return this.latest;
+  }
+
+  async close(): Promise<void> {
+    if (!this.closed) {
+      this.closed = true;
+      this.send({ type: "close" });
+    }
+    await this.exited;
+  }
+
+  private send(message: ToEngine): void {
+    this.worker.postMessage(message);
+  }
+
+  private receive(m: FromEngine): void {
+    if (m.type === "stats") {
+      this.latest = m.stats;
+      return;
+    }
+    if (!("id" in m)) return;
+    const p = this.pending.get(m.id);
+    if (p === undefined) return;
+    switch (m.type) {
+      case "accepted":
+        p.accept(p.outputs);
+        break;
+      case "rejected":
+        this.pending.delete(m.id);
+        p.reject(fromThread(m.error));
+        break;
+      case "scheduled":
+        p.onScheduled(m.queueSeconds);
+        break;
+      case "output":
+        p.outputs.push(m.output);
+        break;
+      case "end":
+        this.pending.delete(m.id);
+        p.outputs.close();
+        break;
+      case "failed":
+        this.pending.delete(m.id);
+        p.outputs.fail(fromThread(m.error));
+        break;
+    }
+  }
+
+  private failAll(error: unknown): void {
+    for (const p of this.pending.values()) {
+      p.reject(error);
+      p.outputs.fail(error);
+    }
+    this.pending.clear();
+  }
+}

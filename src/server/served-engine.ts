@@ -1,0 +1,88 @@
+import type {
+  Engine,
+  EngineLimits,
+  EngineStats,
+  GenerateRequest,
+  StepOutput,
+  TextTokenizer,
+} from "../engine/index.js";
+import { OutputBuffer } from "./output-buffer.js";
+
+/** Most step outputs a request may leave unread before it is aborted (see OutputBuffer). */
+export const MAX_UNREAD_OUTPUTS = 1024;
+
+/**
+ * The engine as the routes see it, wherever it runs: on its own thread (EngineThread) or on the
+ * HTTP thread (InThreadEngine, for a model already in memory). Nothing here waits for a step.
+ */
+export interface ServedEngine {
+  readonly tokenizer: TextTokenizer;
+  readonly limits: EngineLimits;
+  readonly vocabSize: number;
+  /** The model's own name and where it came from (the `root` of /v1/models). */
+  readonly modelName: string;
+  readonly modelRoot: string;
+  /**
+   * Queues a request; resolves with its output stream once the engine accepted it, rejects with
+   * the engine's BringupError when it refused it (so a response has not started yet).
+   */
+  submit(
+    request: GenerateRequest,
+    signal: AbortSignal,
+    onScheduled: (queueSeconds: number) => void,
+  ): Promise<AsyncIterableIterator<StepOutput>>;
+  /** The latest figures (as of the last step boundary when the engine runs on its own thread). */
+  stats(): EngineStats;
+  /** Aborts every request and stops the engine. */
+  close(): Promise<void>;
+}
+
+/** An engine stepping on the HTTP thread: a long prefill delays every route while it runs. */
+export class InThreadEngine implements ServedEngine {
+  readonly modelName: string;
+  readonly modelRoot: string;
+
+  constructor(private readonly engine: Engine) {
+    this.modelName = engine.model.name;
+    this.modelRoot = engine.model.directory ?? engine.model.name;
+  }
+
+  get tokenizer(): TextTokenizer {
+    return this.engine.tokenizer;
+  }
+
+  get limits(): EngineLimits {
+    return this.engine.limits;
+  }
+
+  get vocabSize(): number {
+    return this.engine.model.config.vocabSize;
+  }
+
+  async submit(
+    request: GenerateRequest,
+    signal: AbortSignal,
+    onScheduled: (queueSeconds: number) => void,
+  ): Promise<AsyncIterableIterator<StepOutput>> {
+    const abort = new AbortController();
+    const outputs = this.engine.submit(request, AbortSignal.any([signal, abort.signal]), onScheduled);
+    const buffer = new OutputBuffer(MAX_UNREAD_OUTPUTS, () => abort.abort());
+    void (async () => {
+      try {
+        for await (const out of outputs) buffer.push(out);
+        buffer.close();
+      } catch (error) {
+        buffer.fail(error);
+      }
+    })();
+    return buffer;
+  }
+
+  stats(): EngineStats {
+    return this.engine.stats();
+  }
+
+  close(): Promise<void> {
+    return this.engine.close();
+  }
+}
