@@ -26,14 +26,19 @@ const exitOf = (child: ChildProcess) =>
 
 describe("bringup serve as a process", () => {
   it("on SIGTERM drains, answers what is left with 503 and exits 0", async () => {
-    const server = spawn(process.execPath, [...SERVE, "--drain-timeout", "1"], { stdio: "pipe" });
+    // The small size decodes 8,000 tokens for far longer than the one second of drain.
+    const args = ["--import", "tsx", MAIN, "serve", "--tiny", "small", "--port", "0", "--threads", "1"];
+    const server = spawn(process.execPath, [...args, "--drain-timeout", "1"], { stdio: "pipe" });
     const url = await urlOf(server);
     const exited = exitOf(server);
     const long = fetch(`${url}/v1/completions`, {
       method: "POST",
-      body: JSON.stringify({ prompt: "Orla", max_tokens: 1900, temperature: 0, ignore_eos: true }),
+      body: JSON.stringify({ prompt: "Orla", max_tokens: 8000, temperature: 0, ignore_eos: true }),
     });
-    await new Promise((r) => setTimeout(r, 300));
+    // Signal once the request is running, not after a guessed delay.
+    const running = async () =>
+      /^vllm:num_requests_running\{[^}]*\} 1$/m.test(await (await fetch(`${url}/metrics`)).text());
+    while (!(await running())) await new Promise((r) => setTimeout(r, 20));
     server.kill("SIGTERM");
     const res = await long;
     expect(res.status).toBe(503);
