@@ -14,8 +14,9 @@
  *   NODE_OPTIONS=--expose-gc npx tsx bench/kda-decode-contexts.ts [--contexts 1024,8192,32768] [--decode 32] [--rounds 2]
  *     [--threads 2] [--models kda-only,port,full-only] [--record]
  *
- * --record appends the port's medians to ports/glm-5.3-flash/results/ as a single-run record (an
- * explicit step: nothing is written otherwise).
+ * --record keeps the port's rounds as a single-run record in the local store
+ * (.bringup/results/glm-5.3-flash/, gitignored); `bringup records publish glm-5.3-flash` adds it to
+ * the published results.
  */
 import { readFile } from "node:fs/promises";
 import { availableParallelism, cpus } from "node:os";
@@ -24,8 +25,9 @@ import { parseArgs } from "node:util";
 import { parse } from "yaml";
 import { glmArchitecture, glmTinyModel } from "../ports/glm-5.3-flash/model.js";
 import { measuredRecord, toolVersion } from "../src/bench/index.js";
+import { localResultsDir } from "../src/catalog/index.js";
 import { Engine, type LoadedModel, Rng, readCorpus, tinyFilesToModel } from "../src/engine/index.js";
-import { appendRecord } from "../src/records/index.js";
+import { appendRecord, localServerFingerprint } from "../src/records/index.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -150,12 +152,11 @@ for (const unit of ["wall", "cpu"] as const) {
 
 const port = results.get("port");
 if (args.record && port !== undefined) {
-  const fingerprint = {
-    host: "localhost",
-    hardware: `${cpus()[0]?.model ?? "unknown CPU"}, ${availableParallelism()} cores`,
-    software: { node: process.version, model: "glm-5.3-flash-tiny" },
+  const fingerprint = localServerFingerprint({
+    software: { model: "glm-5.3-flash-tiny" },
+    server_flags: [`--threads=${threads}`, "--switch=kda_prefill=recurrent"],
     tool_version: toolVersion(),
-  };
+  });
   const record = measuredRecord({
     port: "glm-5.3-flash",
     id: `reference-decode-across-contexts-${new Date().toISOString().slice(0, 10)}`,
@@ -171,6 +172,6 @@ if (args.record && port !== undefined) {
       fingerprint,
     })),
   });
-  const saved = await appendRecord(join(PORT_DIR, "results"), record);
+  const saved = await appendRecord(localResultsDir(join(import.meta.dirname, ".."), "glm-5.3-flash"), record);
   console.log(`\nrecorded ${saved.id}`);
 }
