@@ -1,13 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Gate as GateSpec } from "../../../../src/catalog/index.js";
 import { type LoadedModel, readCorpus, tinyFilesToModel } from "../../../../src/engine/index.js";
-import { runGateSession } from "../../../../src/gates/index.js";
+import { expectEveryNeedle } from "../../../../src/gates/tests/every-needle.js";
 import { type RunningServer, startServer } from "../../../../src/server/index.js";
 import { portModel } from "../../model.js";
 
 // The manifest asks for 1K and 4K (run by `bringup up`); 512 and 1K keep this to seconds.
 const contexts = [512, 1024];
-const spec: GateSpec = { kind: "needles", contexts: [1024, 4096], needles: 3, min_retrieved: 3 };
 let corpus: string;
 let model: LoadedModel;
 let server: RunningServer;
@@ -36,17 +34,6 @@ describe("the retrieval variant", () => {
   });
 
   it("retrieves every needle at every depth through the needles gate", async () => {
-    const { outcomes } = await runGateSession([spec], {
-      endpointUrl: server.url,
-      corpus,
-      needleContexts: contexts,
-      needleAnswerTokens: 12,
-    });
-    const [outcome] = outcomes;
-    expect(outcome?.status).toBe("passed");
-    expect(outcome?.grid).toEqual({
-      depths: [0.25, 0.5, 0.75],
-      rows: contexts.map((context) => ({ context, retrieved: [true, true, true] })),
-    });
+    await expectEveryNeedle(server.url, corpus, contexts);
   });
 });

@@ -1,14 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Gate as GateSpec } from "../../../../src/catalog/index.js";
 import { type DecoderConfig, type LoadedModel, readCorpus } from "../../../../src/engine/index.js";
-import { runGateSession } from "../../../../src/gates/index.js";
+import { expectEveryNeedle } from "../../../../src/gates/tests/every-needle.js";
 import { type RunningServer, startServer } from "../../../../src/server/index.js";
 import { portModel } from "../../model.js";
 import { loadFiles } from "./reference.js";
 
 // The manifest asks for 16K and 32K (run by `bringup up`); two short lengths keep this to seconds.
 const contexts = [1024, 2048];
-const spec: GateSpec = { kind: "needles", contexts: [16384, 32768], needles: 3, min_retrieved: 3 };
 let corpus: string;
 let model: LoadedModel;
 let server: RunningServer;
@@ -34,17 +32,6 @@ describe("the retrieval variant", () => {
   });
 
   it("retrieves every needle at every depth through the needles gate, window-sized KV", async () => {
-    const { outcomes } = await runGateSession([spec], {
-      endpointUrl: server.url,
-      corpus,
-      needleContexts: contexts,
-      needleAnswerTokens: 12,
-    });
-    const [outcome] = outcomes;
-    expect(outcome?.status).toBe("passed");
-    expect(outcome?.grid).toEqual({
-      depths: [0.25, 0.5, 0.75],
-      rows: contexts.map((context) => ({ context, retrieved: [true, true, true] })),
-    });
+    await expectEveryNeedle(server.url, corpus, contexts);
   });
 });

@@ -1,10 +1,9 @@
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Gate as GateSpec } from "../../../../src/catalog/index.js";
 import { loadCatalog } from "../../../../src/catalog/index.js";
 import { isBringupError } from "../../../../src/common/errors.js";
 import { type LoadedModel, readCorpus, tinyFilesToModel } from "../../../../src/engine/index.js";
-import { runGateSession } from "../../../../src/gates/index.js";
+import { expectEveryNeedle } from "../../../../src/gates/tests/every-needle.js";
 import { type RunningServer, startServer } from "../../../../src/server/index.js";
 import { minimaxArchitecture, parseMinimaxConfig, portModel } from "../../model.js";
 
@@ -74,14 +73,6 @@ describe("the retrieval variant", () => {
   afterAll(() => server?.close());
 
   it("retrieves every needle at every depth with its experts silenced", async () => {
-    const contexts = [512, 1024];
-    const spec: GateSpec = { kind: "needles", contexts, needles: 3, min_retrieved: 3 };
-    const { outcomes } = await runGateSession([spec], {
-      endpointUrl: server.url,
-      corpus,
-      needleContexts: contexts,
-      needleAnswerTokens: 12,
-    });
-    expect(outcomes[0]?.status).toBe("passed");
+    await expectEveryNeedle(server.url, corpus, [512, 1024]);
   });
 });
