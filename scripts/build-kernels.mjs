@@ -1,7 +1,8 @@
 // Compiles every WebAssembly text kernel under src/ (src/**/*.wat) to a binary beside it and under
 // dist/, with wabt (installed from npm, so a fresh clone needs nothing else). A kernel that uses
-// f32x4.relaxed_madd also gets an ".unfused" binary in which each relaxed_madd of three locals is a
-// mul then an add, for runtimes without relaxed SIMD or runs that ask for the unfused tile.
+// relaxed SIMD also gets a binary without it, for runtimes that lack it (and, for the matmul, runs
+// that ask for the unfused tile): ".unfused" where each f32x4.relaxed_madd of three locals becomes a
+// mul then an add, ".plain-swizzle" where each i8x16.relaxed_swizzle becomes i8x16.swizzle.
 // With --check it writes nothing and exits 1 if a binary under src/ differs from its source.
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
@@ -18,6 +19,16 @@ function unfusedText(text) {
   if (out.includes("(f32x4.relaxed_madd")) throw new Error("a relaxed_madd whose operands are not locals");
   return out;
 }
+
+/** The binaries without relaxed SIMD: for each relaxed instruction a kernel uses, a suffix and a rewrite. */
+const WITHOUT_RELAXED = [
+  { instruction: "(f32x4.relaxed_madd", suffix: ".unfused.wasm", rewrite: unfusedText },
+  {
+    instruction: "(i8x16.relaxed_swizzle",
+    suffix: ".plain-swizzle.wasm",
+    rewrite: (text) => text.replaceAll("(i8x16.relaxed_swizzle", "(i8x16.swizzle"),
+  },
+];
 
 function watFiles(dir) {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
@@ -39,7 +50,10 @@ const wabt = await wabtInit();
 for (const file of watFiles(join(root, "src"))) {
   const text = readFileSync(file, "utf8");
   const variants = [[".wasm", text]];
-  if (text.includes("(f32x4.relaxed_madd")) variants.push([".unfused.wasm", unfusedText(text)]);
+  const relaxed = WITHOUT_RELAXED.filter((r) => text.includes(r.instruction));
+  if (relaxed.length > 1)
+    throw new Error(`${file}: one kind of relaxed instruction per kernel, or name its variants`);
+  for (const { suffix, rewrite } of relaxed) variants.push([suffix, rewrite(text)]);
   for (const [suffix, source] of variants) {
     const module = wabt.parseWat(file, source, FEATURES);
     module.validate(FEATURES);

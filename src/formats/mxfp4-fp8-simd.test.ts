@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { decodeMinifloat, FP4_E2M1, FP8_E4M3FN } from "./minifloat.js";
-import { SIMD_SHIFT_MAX, SIMD_SHIFT_MIN, SimdArena, simdModuleBytes } from "./mxfp4-fp8-simd.js";
+import { SIMD_SHIFT_MAX, SIMD_SHIFT_MIN, SimdArena } from "./mxfp4-fp8-simd.js";
 import { mxfp4ToFp8Block32, mxfp4ToFp8Tile128, nibbleCodes, shiftedE4m3 } from "./mxfp4-to-fp8.js";
 
 // Both kernels: with the plain swizzle, and with relaxed SIMD's, which the converter prefers.
@@ -50,8 +50,7 @@ describe.each([false, true])("the SIMD MXFP4 to FP8 kernel, relaxed swizzle %s",
     return plain;
   }
 
-  it("assembles into a module this Node compiles, so the SIMD path is what the tests below run", () => {
-    expect(simdModuleBytes(relaxed).subarray(0, 4)).toEqual(new Uint8Array([0, 0x61, 0x73, 0x6d]));
+  it("compiles on this Node, so the SIMD path is what the tests below run", () => {
     expect(arena).toBeInstanceOf(SimdArena);
     expect(arena.relaxed).toBe(relaxed); // Node 20 has relaxed SIMD behind a flag the runtime sets
   });
