@@ -100,6 +100,21 @@ export function applyState(thread: KernelThread, message: StateMessage): void {
   }
 }
 
+/** The shared memory as a worker holds it: growing it by 0 pages brings its view up to date. */
+export interface GrowableMemory extends WasmMemory {
+  grow(pages: number): number;
+}
+
+/**
+ * Makes `memory.buffer` cover at least `bytes`. Another thread's grow reaches this one's
+ * `memory.buffer` only when V8 handles the interrupt that grow sends, at a later stack check (a
+ * wait that returns at once, or inlined calls, pass none), so a job can name offsets past this
+ * thread's view; a grow by 0 pages refreshes the view in this thread at once.
+ */
+export function coverMemory(memory: GrowableMemory | undefined, bytes: number): void {
+  if (memory !== undefined && memory.buffer.byteLength < bytes) memory.grow(0);
+}
+
 /** Slots of the pool's shared Int32Array. */
 export const CONTROL = {
   /** Bumped once per dispatch: the workers sleep on it. */

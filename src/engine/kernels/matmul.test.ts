@@ -218,6 +218,28 @@ describe("matmul fast path", () => {
     }
   });
 
+  it("SIMD: helpers read regions the calling thread placed after the shared memory grew, job after job", () => {
+    // Each round grows the memory, then a larger batch makes the pool place new scratch regions and
+    // staged arrays past what the helper's view covered before the grow (the job carries the
+    // memory's length, and a helper whose view is shorter refreshes it). A ragged f32 tail and bf16
+    // rows go through the scratch region; on a stale view the copy throws and the unpacking drops.
+    const K = 64;
+    const ws = [randomWeight("f32", 130, K), randomWeight("bf16", 66, K)];
+    const grown = pool(2, true);
+    const arena = wasmArena();
+    for (let M = 1; M <= 24; M += 1) {
+      arena?.allocate(3 << 16);
+      const x = rng.fillNormal(new Float32Array(M * K), 1);
+      const outs = ws.map((w) => new Float32Array(M * w.rows));
+      grown.matmulMany(x, M, ws, outs);
+      ws.forEach((w, j) => {
+        const alone = new Float32Array(M * w.rows);
+        simdSingle.matmul(x, M, w, alone);
+        expect(Array.from(outs[j] as Float32Array)).toEqual(Array.from(alone));
+      });
+    }
+  });
+
   it("rejects buffers that are too small", () => {
     const w = randomWeight("f32", 4, 8);
     expect(() => single.matmul(new Float32Array(7), 1, w, new Float32Array(4))).toThrow(/shapes disagree/);

@@ -295,7 +295,8 @@ export class MatmulPool {
   run<N extends KernelName>(kernel: N, params: KernelParams<N>, units: number): void {
     const base = Atomics.load(this.ctrl, CONTROL.NEXT);
     const finishedBase = Atomics.load(this.ctrl, CONTROL.FINISHED);
-    const job = { type: "job", kernel, params, base, units } as JobMessage;
+    const memoryBytes = this.arena?.memory.buffer.byteLength ?? 0;
+    const job = { type: "job", kernel, params, base, units, memoryBytes } as JobMessage;
     for (const { port } of this.workers) port.postMessage(job);
     Atomics.add(this.ctrl, CONTROL.SEQ, 1);
     Atomics.notify(this.ctrl, CONTROL.SEQ);

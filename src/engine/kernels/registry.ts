@@ -28,6 +28,8 @@ export type JobMessage = {
     /** Where the shared NEXT counter started for this dispatch. */
     readonly base: number;
     readonly units: number;
+    /** The shared memory's byte length when the job was sent: every offset in it lies below. */
+    readonly memoryBytes: number;
   };
 }[KernelName];
 

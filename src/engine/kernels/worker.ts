@@ -1,9 +1,10 @@
 import { type MessagePort, receiveMessageOnPort, workerData } from "node:worker_threads";
-import type { WasmMemory } from "../../common/wasm-runtime.js";
 import {
   applyState,
   CONTROL,
   claimUnits,
+  coverMemory,
+  type GrowableMemory,
   type KernelModules,
   kernelThread,
   type StateMessage,
@@ -15,7 +16,7 @@ export interface WorkerInit {
   readonly ctrl: Int32Array;
   readonly port: MessagePort;
   readonly modules: KernelModules;
-  readonly memory: WasmMemory | undefined;
+  readonly memory: GrowableMemory | undefined;
 }
 
 const { ctrl, port, modules, memory } = workerData as WorkerInit;
@@ -38,6 +39,7 @@ for (;;) {
       continue;
     }
     try {
+      coverMemory(memory, message.memoryBytes);
       claimUnits(ctrl, message.base, message.units, (unit) => runUnit(thread, message, unit));
     } catch (error) {
       port.postMessage({ type: "error", message: String((error as Error)?.stack ?? error) });
