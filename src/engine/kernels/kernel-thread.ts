@@ -15,8 +15,15 @@ export interface AttentionScratch {
 /** The compiled WebAssembly kernels a pool runs (each absent where SIMD is off or unavailable). */
 export interface KernelModules {
   readonly tile?: WasmModule;
-  /** The fused MXFP4 rows, built like the tile (fused or not), and where their scale table lies. */
-  readonly mxfp4?: { readonly module: WasmModule; readonly halfScales: number };
+  /**
+   * The fused MXFP4 rows, built like the tile (fused or not), where their scale table lies, and
+   * from how many input rows they decode into scratch for the tile (see Mxfp4Rows).
+   */
+  readonly mxfp4?: {
+    readonly module: WasmModule;
+    readonly halfScales: number;
+    readonly scratchTokens: number;
+  };
   readonly attention?: WasmModule;
   readonly swiglu?: WasmModule;
 }
@@ -48,10 +55,15 @@ export function kernelThread(modules: KernelModules, memory: WasmMemory | undefi
     tables: buildDecodeTables(),
     scratch: new Float32Array(1),
     tile: instance(modules.tile, instantiateTile),
-    mxfp4: instance(modules.mxfp4?.module, (m, mem) => ({
-      rows: (instantiateWasm(m, mem) as { mxfp4: Mxfp4Rows["rows"] }).mxfp4,
-      halfScales: modules.mxfp4?.halfScales as number,
-    })),
+    mxfp4: instance(modules.mxfp4?.module, (m, mem) => {
+      const exports = instantiateWasm(m, mem) as { mxfp4: Mxfp4Rows["rows"]; decode: Mxfp4Rows["decode"] };
+      return {
+        rows: exports.mxfp4,
+        decode: exports.decode,
+        halfScales: modules.mxfp4?.halfScales as number,
+        scratchTokens: modules.mxfp4?.scratchTokens as number,
+      };
+    }),
     attention: instance(modules.attention, instantiateAttentionSimd),
     swiglu: instance(modules.swiglu, instantiateSwigluSimd),
     weights: new Map(),

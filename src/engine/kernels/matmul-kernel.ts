@@ -96,7 +96,11 @@ export interface MatmulThread {
   readonly mxfp4: Mxfp4Rows | null;
 }
 
-/** wasm/mxfp4-rows.wat's export, and the byte offset of its table of half E8M0 scales. */
+/**
+ * wasm/mxfp4-rows.wat's exports, the byte offset of their table of half E8M0 scales, and from how
+ * many input rows a matmul decodes a chunk of rows into scratch for the tile instead of decoding
+ * inside the loop.
+ */
 export interface Mxfp4Rows {
   rows: (
     K: number,
@@ -110,7 +114,9 @@ export interface Mxfp4Rows {
     N: number,
     ldo: number,
   ) => void;
+  decode: (blocks: number, scales: number, halfScales: number, out: number, count: number) => void;
   readonly halfScales: number;
+  readonly scratchTokens: number;
 }
 
 /**
@@ -212,7 +218,7 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
     const packed = dtype === 4 && wOffset >= 0 && scalesOffset >= 0 ? thread.mxfp4 : null;
     for (let c0 = n0; c0 < n1; c0 += CHUNK) {
       const rows = Math.min(CHUNK, n1 - c0);
-      if (packed !== null) {
+      if (packed !== null && M < packed.scratchTokens) {
         // MXFP4 rows decoded inside the SIMD loop (wasm/mxfp4-rows.wat), the rows area as its
         // accumulators: the tile's operations on the unpacked rows, so the same bits.
         const direct = outOffset >= 0;
@@ -245,7 +251,13 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
       if (fromWeights < groups) {
         const r0 = fromWeights * 4;
         if (dtype === 0) heap.set((wData as Float32Array).subarray((c0 + r0) * K, (c0 + rows) * K), W);
-        else for (let j = r0; j < rows; j++) unpack(c0 + j, W + (j - r0) * K);
+        else if (packed !== null) {
+          // The chunk's MXFP4 rows decoded once (the fused kernel's exact values, so the same
+          // bits), then the tile over them.
+          const blocks = ((rows - r0) * K) / 32;
+          const first = ((c0 + r0) * K) / 32;
+          packed.decode(wOffset + first * 16, scalesOffset + first, packed.halfScales, W * 4, blocks);
+        } else for (let j = r0; j < rows; j++) unpack(c0 + j, W + (j - r0) * K);
         if (rows < groups * 4) heap.fill(0, W + (rows - r0) * K, W + (groups * 4 - r0) * K);
         run(W * 4, fromWeights, groups);
       }

@@ -314,7 +314,7 @@ describe("matmulRange with the SIMD tile", () => {
 });
 
 describe("the fused MXFP4 matmul (wasm/mxfp4-rows.wat)", () => {
-  it("gives the unpacked path's bits on every byte of codes and on extreme scales, at any batch and split", () => {
+  it("gives the unpacked path's bits on every byte of codes and on extreme scales, at any batch and split, decoding in the loop or into scratch", () => {
     const N = 70; // more than one chunk of rows
     const K = 64;
     const data = new Uint8Array((N * K) / 2);
@@ -331,13 +331,16 @@ describe("the fused MXFP4 matmul (wasm/mxfp4-rows.wat)", () => {
       data: shareArray(data),
       mxScales: shareArray(mxScales),
     };
-    const fused = [pool(1, true), pool(2, true)];
-    const unpacked = [1, 2].map((t) => {
-      const p = new MatmulPool(t, { simd: true, mxfp4: "unpacked" });
+    const made = (p: MatmulPool) => {
       pools.push(p);
       return p;
-    });
-    for (const M of [1, 2, 3]) {
+    };
+    // Decoding inside the loop (few input rows), into scratch for the tile (many), or chosen by M.
+    const fused = [pool(1, true), pool(2, true)];
+    for (const mxfp4ScratchTokens of [1, Number.POSITIVE_INFINITY])
+      for (const t of [1, 2]) fused.push(made(new MatmulPool(t, { simd: true, mxfp4ScratchTokens })));
+    const unpacked = [1, 2].map((t) => made(new MatmulPool(t, { simd: true, mxfp4: "unpacked" })));
+    for (const M of [1, 2, 3, 8, 13]) {
       const x = rng.fillNormal(new Float32Array(M * K), 1);
       const want = new Float32Array(M * N);
       (unpacked[0] as MatmulPool).matmul(x, M, w, want);

@@ -70,13 +70,13 @@ function workerEntry(): { filename: string | URL; eval: boolean } {
 export type AttentionJob = Omit<AttentionParams, "simd" | "tile"> & AttentionRows;
 
 /** The fused MXFP4 kernel built like the tile, and its table of half E8M0 scales in the arena. */
-function mxfp4Rows(arena: WasmArena, fused: boolean): KernelModules["mxfp4"] {
+function mxfp4Rows(arena: WasmArena, fused: boolean, scratchTokens: number): KernelModules["mxfp4"] {
   const module = compileKernel(fused ? "mxfp4-rows" : "mxfp4-rows.unfused");
   const halfScales = arena.allocate(256 * 4);
   if (module === undefined || halfScales < 0) return undefined;
   const e8m0 = buildDecodeTables().e8m0;
   new Float32Array(arena.memory.buffer, halfScales, 256).set(e8m0.map((s) => s / 2));
-  return { module, halfScales };
+  return { module, halfScales, scratchTokens };
 }
 
 /**
@@ -128,7 +128,10 @@ export class MatmulPool {
         ? {}
         : {
             tile,
-            mxfp4: switches.mxfp4 === "fused" ? mxfp4Rows(arena, this.fma) : undefined,
+            mxfp4:
+              switches.mxfp4 === "fused"
+                ? mxfp4Rows(arena, this.fma, switches.mxfp4ScratchTokens)
+                : undefined,
             attention: compileAttentionSimd(),
             swiglu: compileSwigluSimd(),
           };

@@ -4,17 +4,26 @@
  * BRINGUP_ENGINE_FMA=0 forces the unfused matmul tile (a mul then an add, rounded twice);
  * BRINGUP_ENGINE_MXFP4=unpacked has MXFP4 weights unpacked to f32 rows for the tile (the stock
  * op) instead of decoded inside the fused MXFP4 kernel (the same bits, more work).
+ * mxfp4ScratchTokens is not read from the environment: from that many input rows the fused MXFP4
+ * path decodes a chunk of rows once into scratch for the tile, below it inside its own loop (the
+ * same bits). bench/mxfp4-prefill.ts found the scratch form as fast or faster at every batch it
+ * measured (1 to 512 input rows, 1 and 2 threads), hence 1; Infinity keeps the in-loop form, for A/B.
  */
 export interface KernelSwitches {
   readonly simd: boolean;
   readonly fma: boolean;
   readonly mxfp4: "fused" | "unpacked";
+  readonly mxfp4ScratchTokens: number;
 }
+
+/** See KernelSwitches.mxfp4ScratchTokens. */
+export const MXFP4_SCRATCH_TOKENS = 1;
 
 export function kernelSwitches(env: NodeJS.ProcessEnv = process.env): KernelSwitches {
   return {
     simd: env.BRINGUP_ENGINE_SIMD !== "0",
     fma: env.BRINGUP_ENGINE_FMA !== "0",
     mxfp4: env.BRINGUP_ENGINE_MXFP4 === "unpacked" ? "unpacked" : "fused",
+    mxfp4ScratchTokens: MXFP4_SCRATCH_TOKENS,
   };
 }
