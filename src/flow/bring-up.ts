@@ -1,5 +1,4 @@
 import { createHash } from "node:crypto";
-import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { type AbResult, toolVersion } from "../bench/index.js";
 import {
@@ -37,7 +36,7 @@ import { type AbArmServer, runReferenceAb } from "./ab-stage.js";
 import { checkBuildSwitches, type DeclaredBuild } from "./build-check.js";
 import { EmbeddedServer } from "./embedded-server.js";
 import { type GateServer, gateCompares, type ReferenceGateRun, runReferenceGate } from "./gate-stage.js";
-import { cachedModel } from "./model-cache.js";
+import { cachedModel, weightsCode } from "./model-cache.js";
 import { DEFAULT_PORT, PORT_MODELS } from "./port-models.js";
 import { nextSeriesId, recordIds } from "./record-ids.js";
 import { StageClock } from "./stage-clock.js";
@@ -432,11 +431,9 @@ async function makeWeights(
 ) {
   const architectures = [portModel.architecture];
   const cacheDir = options.cacheDir ?? join(options.root, ".cache", "bringup", "models");
-  // What decides the bytes: the config, the seed, the corpus and the code that turns them into weights.
-  const code = {
-    tool: toolVersion(),
-    model_code: sha256(await readFile(join(port.dir, "model.ts"), "utf8").catch(() => "")),
-  };
+  // What decides the bytes: the config, the seed, the corpus and the code that turns them into
+  // weights (the port's model.ts and the engine blocks and codecs it builds on).
+  const code = { tool: toolVersion(), ...(await weightsCode(port.dir)) };
   const corpusHash = sha256(corpus);
   const tiny = await cachedModel(
     cacheDir,
