@@ -53,7 +53,8 @@
  * for bit. SwiGLU runs a SIMD kernel under the same switch (f64 with an exp within about 1e-14,
  * kernels/wasm/swiglu.wat), split between the threads. MXFP4 weights are decoded inside the SIMD
  * loop (kernels/wasm/mxfp4-rows.wat), with the bits of unpacking them to f32 rows for the tile,
- * which BRINGUP_ENGINE_MXFP4=unpacked selects instead (kernels/switches.ts reads every switch).
+ * which BRINGUP_ENGINE_MXFP4=unpacked selects instead (kernels/switches.ts reads every switch),
+ * or per engine the `mxfp4` switch that every model holding MXFP4 weights has.
  * Attention runs the same way: a SIMD kernel over tiles of a prefill's queries (pairs of f64 in the
  * reference's order) and a plain tiled kernel under the same switch; both equal
  * attention/paged-attention.ts bit for bit.
