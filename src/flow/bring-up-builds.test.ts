@@ -3,8 +3,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse, stringify } from "yaml";
+import { createTinyModel, findTinySize, type TinySize } from "../engine/index.js";
 import { readRecords } from "../records/index.js";
 import { type BringUpOptions, bringUp } from "./bring-up.js";
+import { EmbeddedServer } from "./embedded-server.js";
 
 const REPO = join(import.meta.dirname, "../..");
 /** A port whose tiny model holds MXFP4 experts, so it has the mxfp4 switch. */
@@ -72,6 +74,32 @@ describe("bringUp's A/Bs of two builds", () => {
       ["--kv-layout=window-sized", "--switch=mxfp4=unpacked"],
       ["--kv-layout=window-sized", "--switch=mxfp4=fused"],
     ]);
+  });
+
+  it("leaves an A/B of switches out against an outside endpoint, which decides its own", async () => {
+    await writeManifest({ switches: { mxfp4: "unpacked" } }, { switches: { mxfp4: "fused" } });
+    const endpoint = await EmbeddedServer.start(
+      {
+        model: await createTinyModel(findTinySize("tiny") as TinySize),
+        servedModelName: "outside",
+        maxModelLen: 256,
+        blockSize: 16,
+        maxNumSeqs: 4,
+        threads: 1,
+      },
+      "window-sized",
+    );
+    try {
+      const summary = await bringUp({ ...quick, endpoint: endpoint.url });
+      expect(summary.skippedBenchmarks).toEqual([
+        expect.objectContaining({
+          code: "UP_AB_SWITCHES_EXTERNAL",
+          reason: expect.stringContaining("arm a sets switches (mxfp4=unpacked)"),
+        }),
+      ]);
+    } finally {
+      await endpoint.close();
+    }
   });
 
   it("refuses an arm's switch the model does not have before serving anything", async () => {

@@ -643,14 +643,13 @@ function planAb(spec: AbBenchmark, reference: Reference, servers: Servers, optio
   }
   const setsSwitches = (["a", "b"] as const).find((key) => spec[key].switches !== undefined);
   if (setsSwitches !== undefined) {
+    const flags = Object.entries(spec[setsSwitches].switches ?? {}).map(
+      ([name, value]) => `${name}=${value}`,
+    );
     return {
       skip: {
         code: "UP_AB_SWITCHES_EXTERNAL",
-        reason: `arm ${setsSwitches} sets switches (${Object.entries(spec[setsSwitches].switches ?? {})
-          .map(([name, value]) => `${name}=${value}`)
-          .join(
-            ", ",
-          )}), which an outside server decides for itself; serve each build and measure them with \`bringup bench ab --switch\`.`,
+        reason: `arm ${setsSwitches} sets switches (${flags.join(", ")}), which an outside server decides for itself; serve each build and measure them with \`bringup bench ab --switch\`.`,
       },
     };
   }
