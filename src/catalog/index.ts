@@ -1,4 +1,13 @@
 export {
+  abArmBuild,
+  abArmNames,
+  type Build,
+  type BuildDefaults,
+  buildKey,
+  describeBuild,
+  switchFlags,
+} from "./builds.js";
+export {
   type CatalogInspection,
   checkCatalog,
   type Diagnostic,

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { abArmBuild, abArmNames, buildKey, describeBuild } from "./builds.js";
 import { FEATURE_IDS } from "./features.js";
 
 /** Port ids double as directory names and URL slugs. */
@@ -219,6 +220,22 @@ export const KvLayout = z
     "window-sized: sliding-window layers keep only their window; full: every layer keeps every token",
   );
 
+/**
+ * One arm of an A/B: a build of the port, each unset field the reference section's. A build is
+ * what the embedded server is started with; a weights variant would be one more field here.
+ */
+export const AbArm = z.strictObject({
+  kv_layout: KvLayout.optional().describe("the arm's KV layout (default: the reference section's)"),
+  switches: Switches.optional().describe("the arm's switches, set over the reference section's"),
+  name: z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      "what the record calls the arm, e.g. `unpacked MXFP4 experts` (default: what its build has that the other arm's lacks)",
+    ),
+});
+
 /** An interleaved A/B benchmark of two builds of the tiny reference model on the embedded engine. */
 export const AbBenchmark = z.strictObject({
   kind: z.literal("ab"),
@@ -226,8 +243,8 @@ export const AbBenchmark = z.strictObject({
     .string()
     .min(1)
     .describe("the per-trial metric compared, as `bringup bench ab --metric` names it"),
-  a: z.strictObject({ kv_layout: KvLayout }),
-  b: z.strictObject({ kv_layout: KvLayout }),
+  a: AbArm,
+  b: AbArm,
   prompt_tokens: z.int().positive().describe("prompt length of each request: the context decode runs at"),
   output_tokens: z.int().positive(),
   requests: z.int().positive().default(1).describe("requests per trial"),
@@ -240,22 +257,45 @@ export const AbBenchmark = z.strictObject({
  * model.ts builds seeded weights for `config`, the embedded engine serves them, and the gates and
  * benchmarks here run against that server (or against --endpoint).
  */
-export const Reference = z.strictObject({
-  config: z
-    .record(z.string(), z.unknown())
-    .describe(
-      "an HF config.json object whose model_type the port's model.ts reads; small enough for two CPU cores",
-    ),
-  max_model_len: z.int().positive().describe("the context the embedded server is started with"),
-  kv_layout: KvLayout.default("window-sized").describe("the layout the port's build serves with"),
-  switches: Switches.optional().describe("the switches the port's build serves with"),
-  baseline: z
-    .strictObject({ kv_layout: KvLayout, switches: Switches.optional() })
-    .optional()
-    .describe("the build that reference-comparing gates (perplexity, kv-capacity) compare against"),
-  gates: z.array(Gate).min(1),
-  benchmarks: z.array(AbBenchmark).default([]),
-});
+export const Reference = z
+  .strictObject({
+    config: z
+      .record(z.string(), z.unknown())
+      .describe(
+        "an HF config.json object whose model_type the port's model.ts reads; small enough for two CPU cores",
+      ),
+    max_model_len: z.int().positive().describe("the context the embedded server is started with"),
+    kv_layout: KvLayout.default("window-sized").describe("the layout the port's build serves with"),
+    switches: Switches.optional().describe("the switches the port's build serves with"),
+    baseline: z
+      .strictObject({ kv_layout: KvLayout, switches: Switches.optional() })
+      .optional()
+      .describe("the build that reference-comparing gates (perplexity, kv-capacity) compare against"),
+    gates: z.array(Gate).min(1),
+    benchmarks: z.array(AbBenchmark).default([]),
+  })
+  .superRefine((reference, ctx) => {
+    reference.benchmarks.forEach((spec, index) => {
+      const path = ["benchmarks", index];
+      const a = abArmBuild(spec.a, reference);
+      if (buildKey(a) === buildKey(abArmBuild(spec.b, reference))) {
+        ctx.addIssue({
+          code: "custom",
+          path,
+          message: `arms a and b are the same build (${describeBuild(a)}); give one of them another kv_layout or switch.`,
+        });
+        return;
+      }
+      const names = abArmNames(spec, reference);
+      if (names.a === names.b) {
+        ctx.addIssue({
+          code: "custom",
+          path,
+          message: `arms a and b are both named "${names.a}"; name each for what it runs.`,
+        });
+      }
+    });
+  });
 
 export const COOKBOOK_KERNELS = ["mxfp4-moe-decode"] as const;
 
@@ -299,6 +339,7 @@ export type Gate = z.infer<typeof Gate>;
 export type HeadlineItem = z.infer<typeof HeadlineItem>;
 export type Reference = z.infer<typeof Reference>;
 export type AbBenchmark = z.infer<typeof AbBenchmark>;
+export type AbArm = z.infer<typeof AbArm>;
 export type KvLayout = z.infer<typeof KvLayout>;
 
 /** The manifest schema as JSON Schema, for editors and for `bringup ports schema`. */

@@ -12,6 +12,7 @@ import { LayerKvCache } from "./cache/kv-cache.js";
 import { type CacheSpec, KV_LAYOUT_NAMES, type KvLayout } from "./cache/spec.js";
 import { StateSlotSpec, StateSlots } from "./cache/state-slots.js";
 import { MatmulPool } from "./kernels/pool.js";
+import type { KernelSwitches } from "./kernels/switches.js";
 import type { CausalLM } from "./model/causal-lm.js";
 import type { LoadedModel } from "./model/loaded-model.js";
 import type { ForwardBatch, LayerStorage, SequenceRun } from "./model/model.js";
@@ -256,9 +257,18 @@ export class Engine {
     });
     // A sequence puts no more tokens in flight per step than its smallest ring allows.
     this.maxChunkTokens = Math.min(...plan.groups.map((g) => g.spec.maxChunkTokens));
-    this.pool = new MatmulPool(options.threads, options.simd === undefined ? {} : { simd: options.simd });
+    const mxfp4 = this.switches.get("mxfp4") as KernelSwitches["mxfp4"] | undefined;
+    this.pool = new MatmulPool(options.threads, {
+      ...(options.simd !== undefined ? { simd: options.simd } : {}),
+      ...(mxfp4 !== undefined ? { mxfp4 } : {}),
+    });
     this.logprobScratch = new Float64Array(this.network.vocabSize);
     this.loop = this.run();
+  }
+
+  /** The kernels this engine's matmuls run (SIMD, fused multiply-add, the MXFP4 path). */
+  get kernels(): KernelSwitches {
+    return { simd: this.pool.simd, fma: this.pool.fma, mxfp4: this.pool.mxfp4 };
   }
 
   get tokenizer(): LoadedModel["tokenizer"] {
@@ -642,6 +652,13 @@ function resolveSwitches(
   const values = new Map(model.switches.map((s) => [s.name, s.default]));
   for (const [name, value] of Object.entries(given)) {
     const declared = model.switches.find((s) => s.name === name);
+    if (declared === undefined && name === "mxfp4") {
+      throw new BringupError(
+        "ENGINE_OPTIONS_INVALID",
+        "switch mxfp4 chooses how MXFP4 weights are multiplied, and this model holds no MXFP4 weights; drop the switch, or serve a checkpoint with MXFP4 weights.",
+        { subject: name },
+      );
+    }
     if (declared === undefined) {
       const known = model.switches.map((s) => s.name);
       throw new BringupError(

@@ -55,7 +55,7 @@
  * (kernels/wasm/mxfp4-rows.wat) a chunk of rows at a time into scratch for the tile, or inside its
  * own loop (KernelSwitches.mxfp4ScratchTokens), with the bits of unpacking them to f32 rows in
  * JavaScript, which BRINGUP_ENGINE_MXFP4=unpacked selects instead (kernels/switches.ts reads every
- * switch).
+ * switch), or per engine the `mxfp4` switch that every model holding MXFP4 weights has.
  * Attention runs the same way: a SIMD kernel over tiles of a prefill's queries (pairs of f64 in the
  * reference's order) and a plain tiled kernel under the same switch; both equal
  * attention/paged-attention.ts bit for bit.

@@ -13,11 +13,15 @@ import { probeEndpoint } from "../client/index.js";
 import type { Fingerprint } from "../records/index.js";
 import { embeddedFingerprint } from "./gate-stage.js";
 
-/** Where an arm of an A/B runs: its URL and its KV layout. */
+/** Where an arm of an A/B runs: its URL, what the record calls it, and its build. */
 export interface AbArmServer {
   readonly url: string;
+  /** What the arm's build has that the other's lacks (see abArmNames in the catalog). */
+  readonly name: string;
   readonly layout: KvLayout;
-  /** True for the embedded server, whose fingerprint then names the layout it was started with. */
+  /** The embedded build's switches as `name=value` (an outside server's are its own). */
+  readonly switches?: readonly string[];
+  /** True for the embedded server, whose fingerprint then names the build it was started as. */
   readonly embedded: boolean;
   /** The embedded server's weights checksum. */
   readonly weightsChecksum?: string;
@@ -54,10 +58,6 @@ export const AB_WORKLOAD_SEED = 0;
  */
 export async function runReferenceAb(spec: AbBenchmark, options: AbStageOptions): Promise<AbResult> {
   const metric = trialMetric(spec.metric);
-  const names: Record<ArmKey, string> = {
-    a: `${spec.a.kv_layout} KV layout`,
-    b: `${spec.b.kv_layout} KV layout`,
-  };
   // Each arm is identified while it is the one serving; b first, so the server ends as arm a,
   // where the ABBA order starts (the build usually serves b already: no restart is wasted).
   const identify = async (arm: ArmKey) => {
@@ -76,8 +76,8 @@ export async function runReferenceAb(spec: AbBenchmark, options: AbStageOptions)
   const total = spec.blocks * 4;
   let done = 0;
   return runAb({
-    a: { name: names.a, ...a },
-    b: { name: names.b, ...b },
+    a: { name: options.arms.a.name, ...a },
+    b: { name: options.arms.b.name, ...b },
     workload,
     blocks: spec.blocks,
     metric: metric.name,
@@ -101,7 +101,7 @@ async function armTarget(
   const probed: Fingerprint = { ...probe.fingerprint, software: { ...probe.fingerprint.software, model } };
   // An embedded server's layout is a flag it was started with; an outside server's flags are its own.
   const fingerprint = server.embedded
-    ? embeddedFingerprint(probed, server.layout, server.weightsChecksum)
+    ? embeddedFingerprint(probed, server.layout, server.weightsChecksum, server.switches)
     : probed;
   return {
     target: {

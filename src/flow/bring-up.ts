@@ -1,9 +1,13 @@
 import { createHash } from "node:crypto";
-import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { type AbResult, toolVersion } from "../bench/index.js";
 import {
   type AbBenchmark,
+  abArmBuild,
+  abArmNames,
+  type Build,
+  buildKey,
+  describeBuild,
   type Gate as GateSpec,
   type KvLayout,
   type LoadedPort,
@@ -12,6 +16,7 @@ import {
   RESULTS_DIR,
   type Reference,
   referenceSeries,
+  switchFlags,
   workloadSeries,
 } from "../catalog/index.js";
 import { BringupError, isBringupError } from "../common/errors.js";
@@ -27,10 +32,11 @@ import {
 import type { GateOutcome } from "../gates/index.js";
 import type { BenchRecord } from "../records/index.js";
 import { buildSite, formatRecordFigure } from "../site/index.js";
-import { runReferenceAb } from "./ab-stage.js";
+import { type AbArmServer, runReferenceAb } from "./ab-stage.js";
+import { checkBuildSwitches, type DeclaredBuild } from "./build-check.js";
 import { EmbeddedServer } from "./embedded-server.js";
 import { type GateServer, gateCompares, type ReferenceGateRun, runReferenceGate } from "./gate-stage.js";
-import { cachedModel } from "./model-cache.js";
+import { cachedModel, weightsCode } from "./model-cache.js";
 import { DEFAULT_PORT, PORT_MODELS } from "./port-models.js";
 import { nextSeriesId, recordIds } from "./record-ids.js";
 import { StageClock } from "./stage-clock.js";
@@ -97,22 +103,6 @@ interface Servers {
   retrieval?: EmbeddedServer;
   /** Builds that single gates compare against (their own `baseline`), by buildKey. */
   gateBaselines: Map<string, EmbeddedServer>;
-}
-
-/** A build the embedded engine serves: a KV layout and the model's switches. */
-interface Build {
-  readonly kv_layout: KvLayout;
-  readonly switches?: Readonly<Record<string, string>>;
-}
-
-function buildKey(build: Build): string {
-  const switches = Object.entries(build.switches ?? {}).sort(([a], [b]) => a.localeCompare(b));
-  return JSON.stringify([build.kv_layout, switches]);
-}
-
-function describeBuild(build: Build): string {
-  const switches = Object.entries(build.switches ?? {}).map(([k, v]) => `${k}=${v}`);
-  return [`${build.kv_layout} KV layout`, ...switches].join(", ");
 }
 
 /** The build a comparing gate runs against: its own baseline over the reference section's. */
@@ -194,6 +184,7 @@ export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> 
       models = await clock.run("weights", () =>
         makeWeights(port, reference, code, corpus, retrievalGates, needleContexts, options),
       );
+      checkBuildSwitches(portId, declaredBuilds(reference), models.tiny.model.switches);
       clock.skip(
         "convert",
         `no conversion: ${portId}'s reference weights are served as the model code writes them`,
@@ -326,7 +317,7 @@ export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> 
                   stage: "benchmarks",
                   done,
                   total,
-                  item: `${spec.metric} ${spec[trial.arm].kv_layout} ${trial.value.toFixed(2)}`,
+                  item: `${spec.metric} ${arms.arms[trial.arm].name} ${trial.value.toFixed(2)}`,
                 }),
             });
           } catch (error) {
@@ -440,11 +431,9 @@ async function makeWeights(
 ) {
   const architectures = [portModel.architecture];
   const cacheDir = options.cacheDir ?? join(options.root, ".cache", "bringup", "models");
-  // What decides the bytes: the config, the seed, the corpus and the code that turns them into weights.
-  const code = {
-    tool: toolVersion(),
-    model_code: sha256(await readFile(join(port.dir, "model.ts"), "utf8").catch(() => "")),
-  };
+  // What decides the bytes: the config, the seed, the corpus and the code that turns them into
+  // weights (the port's model.ts and the engine blocks and codecs it builds on).
+  const code = { tool: toolVersion(), ...(await weightsCode(port.dir)) };
   const corpusHash = sha256(corpus);
   const tiny = await cachedModel(
     cacheDir,
@@ -615,14 +604,19 @@ function embedded(server: EmbeddedServer, name: string): GateServer {
 
 type AbPlan =
   | {
-      arms: Record<"a" | "b", { url: string; layout: KvLayout; embedded: boolean }>;
+      arms: Record<"a" | "b", AbArmServer>;
       switchTo?: (arm: "a" | "b") => Promise<void>;
     }
   | { skip: { reason: string; code: string } };
 
-/** Where each arm of an A/B runs: the embedded server restarted per arm, or the two outside endpoints. */
+/**
+ * Where each arm of an A/B runs: the embedded server restarted as each arm's build, or the two
+ * outside endpoints (which serve the reference's and the baseline's layouts, their switches their own).
+ */
 function planAb(spec: AbBenchmark, reference: Reference, servers: Servers, options: BringUpOptions): AbPlan {
   const length = spec.prompt_tokens + spec.output_tokens;
+  const names = abArmNames(spec, reference);
+  const builds = { a: abArmBuild(spec.a, reference), b: abArmBuild(spec.b, reference) };
   if (options.endpoint === undefined) {
     const server = servers.build as EmbeddedServer;
     if (length > reference.max_model_len) {
@@ -634,12 +628,29 @@ function planAb(spec: AbBenchmark, reference: Reference, servers: Servers, optio
       };
     }
     const checksum = server.weightsChecksum !== undefined ? { weightsChecksum: server.weightsChecksum } : {};
+    const arm = (key: "a" | "b"): AbArmServer => ({
+      url: server.url,
+      name: names[key],
+      layout: builds[key].kv_layout,
+      switches: switchFlags(builds[key]),
+      embedded: true,
+      ...checksum,
+    });
     return {
-      arms: {
-        a: { url: server.url, layout: spec.a.kv_layout, embedded: true, ...checksum },
-        b: { url: server.url, layout: spec.b.kv_layout, embedded: true, ...checksum },
+      arms: { a: arm("a"), b: arm("b") },
+      switchTo: (key) => server.restartAs(builds[key].kv_layout, builds[key].switches),
+    };
+  }
+  const setsSwitches = (["a", "b"] as const).find((key) => spec[key].switches !== undefined);
+  if (setsSwitches !== undefined) {
+    const flags = Object.entries(spec[setsSwitches].switches ?? {}).map(
+      ([name, value]) => `${name}=${value}`,
+    );
+    return {
+      skip: {
+        code: "UP_AB_SWITCHES_EXTERNAL",
+        reason: `arm ${setsSwitches} sets switches (${flags.join(", ")}), which an outside server decides for itself; serve each build and measure them with \`bringup bench ab --switch\`.`,
       },
-      switchTo: (arm) => server.restartAs(spec[arm].kv_layout),
     };
   }
   const urlOf = (layout: KvLayout): string | undefined =>
@@ -648,10 +659,10 @@ function planAb(spec: AbBenchmark, reference: Reference, servers: Servers, optio
       : layout === reference.baseline?.kv_layout
         ? options.reference
         : undefined;
-  const a = urlOf(spec.a.kv_layout);
-  const b = urlOf(spec.b.kv_layout);
+  const a = urlOf(builds.a.kv_layout);
+  const b = urlOf(builds.b.kv_layout);
   if (a === undefined || b === undefined) {
-    const missing = a === undefined ? spec.a.kv_layout : spec.b.kv_layout;
+    const missing = a === undefined ? builds.a.kv_layout : builds.b.kv_layout;
     return {
       skip: {
         code: "UP_AB_ARM_MISSING",
@@ -670,10 +681,33 @@ function planAb(spec: AbBenchmark, reference: Reference, servers: Servers, optio
   }
   return {
     arms: {
-      a: { url: a, layout: spec.a.kv_layout, embedded: false },
-      b: { url: b, layout: spec.b.kv_layout, embedded: false },
+      a: { url: a, name: names.a, layout: builds.a.kv_layout, embedded: false },
+      b: { url: b, name: names.b, layout: builds.b.kv_layout, embedded: false },
     },
   };
+}
+
+/** Every build the reference section serves, with where port.yaml declares it. */
+function declaredBuilds(reference: Reference): DeclaredBuild[] {
+  const own: Build = {
+    kv_layout: reference.kv_layout,
+    ...(reference.switches !== undefined ? { switches: reference.switches } : {}),
+  };
+  return [
+    { where: "reference", build: own },
+    ...(reference.baseline !== undefined ? [{ where: "reference.baseline", build: reference.baseline }] : []),
+    ...reference.gates.flatMap((gate, index) => {
+      const build =
+        "baseline" in gate && gate.baseline !== undefined ? gateBaseline(gate, reference) : undefined;
+      return build === undefined ? [] : [{ where: `reference.gates[${index}].baseline`, build }];
+    }),
+    ...reference.benchmarks.flatMap((spec, index) =>
+      (["a", "b"] as const).map((key) => ({
+        where: `reference.benchmarks[${index}].${key}`,
+        build: abArmBuild(spec[key], reference),
+      })),
+    ),
+  ];
 }
 
 /** How a needle gate's quick-run contexts differ from the manifest's, as a series suffix. */

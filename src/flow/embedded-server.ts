@@ -1,9 +1,9 @@
-import type { KvLayout } from "../catalog/index.js";
+import { buildKey, type KvLayout } from "../catalog/index.js";
 import type { LoadedModel } from "../engine/index.js";
 import { type RunningServer, startServer } from "../server/index.js";
 import { weightsChecksum } from "./model-cache.js";
 
-/** How every embedded server of one bring-up is started; only the KV layout differs between builds. */
+/** How every embedded server of one bring-up is started; builds differ in KV layout and switches. */
 export interface EmbeddedServerOptions {
   readonly model: LoadedModel;
   readonly servedModelName: string;
@@ -18,14 +18,15 @@ export interface EmbeddedServerOptions {
 }
 
 /**
- * An embedded server on 127.0.0.1 that can be restarted as another KV layout on the same port,
- * so a same-pod A/B reaches both arms at one URL.
+ * An embedded server on 127.0.0.1 that can be restarted as another build (KV layout and switches)
+ * on the same port, so a same-pod A/B reaches both arms at one URL.
  */
 export class EmbeddedServer {
   private constructor(
     private readonly options: EmbeddedServerOptions,
     private running: RunningServer | undefined,
     private current: KvLayout,
+    private currentSwitches: Readonly<Record<string, string>> | undefined,
     private readonly port: number,
     /** The served weights' checksum, when they were loaded from a directory. */
     readonly weightsChecksum: string | undefined,
@@ -36,7 +37,8 @@ export class EmbeddedServer {
     const directory = options.model.directory;
     const checksum = directory === undefined ? undefined : await weightsChecksum(directory);
     const running = await launch(options, layout, 0);
-    return new EmbeddedServer(options, running, layout, Number(new URL(running.url).port), checksum);
+    const port = Number(new URL(running.url).port);
+    return new EmbeddedServer(options, running, layout, options.switches, port, checksum);
   }
 
   get url(): string {
@@ -47,12 +49,22 @@ export class EmbeddedServer {
     return this.current;
   }
 
-  /** Stops the server and starts it again as `layout` on the same port (nothing to do when it already is). */
-  async restartAs(layout: KvLayout): Promise<void> {
-    if (this.running !== undefined && layout === this.current) return;
+  /**
+   * Stops the server and starts it again as `layout` with `switches` (default: those it was first
+   * started with) on the same port; nothing to do when it already serves that build.
+   */
+  async restartAs(layout: KvLayout, switches = this.options.switches): Promise<void> {
+    const same = buildKey({ kv_layout: layout, ...(switches ? { switches } : {}) });
+    const current = buildKey({
+      kv_layout: this.current,
+      ...(this.currentSwitches ? { switches: this.currentSwitches } : {}),
+    });
+    if (this.running !== undefined && same === current) return;
     await this.close();
-    this.running = await launch(this.options, layout, this.port);
+    const { switches: _started, ...common } = this.options;
+    this.running = await launch({ ...common, ...(switches ? { switches } : {}) }, layout, this.port);
     this.current = layout;
+    this.currentSwitches = switches;
   }
 
   /** Stops listening and stops the engine; safe to call twice. */

@@ -158,17 +158,22 @@ function withLayout(probed: ProbedEndpoint, server: GateServer | undefined): Pro
 }
 
 /**
- * The fingerprint of an embedded server: the KV layout among its flags (so two layouts never look
- * alike), this machine and runtime, and its weights' checksum.
+ * The fingerprint of an embedded server: the KV layout and the switches among its flags (so two
+ * builds never look alike), this machine and runtime, and its weights' checksum.
  */
 export function embeddedFingerprint(
   fingerprint: Fingerprint,
   layout: KvLayout,
   weightsChecksum: string | undefined,
+  switches: readonly string[] = [],
 ): Fingerprint {
   return localServerFingerprint({
     ...fingerprint,
-    server_flags: [...(fingerprint.server_flags ?? []), `--kv-layout=${layout}`],
+    server_flags: [
+      ...(fingerprint.server_flags ?? []),
+      `--kv-layout=${layout}`,
+      ...switches.map((flag) => `--switch=${flag}`),
+    ],
     ...(weightsChecksum !== undefined ? { weights_checksum: weightsChecksum } : {}),
   });
 }

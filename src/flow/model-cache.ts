@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { access, readdir, readFile } from "node:fs/promises";
-import { join } from "node:path";
+import { join, relative, sep } from "node:path";
 import { isBringupError } from "../common/errors.js";
 import { type TinyModelFiles, writeTinyModel } from "../engine/index.js";
 
@@ -37,6 +37,49 @@ export async function cachedModel(
     throw error;
   }
   return { dir, key, reused: false };
+}
+
+/** The source of the code that turns a port's config into weights besides its model.ts: the engine and its codecs. */
+export const WEIGHTS_CODE_DIRS: readonly string[] = [
+  join(import.meta.dirname, "..", "engine"),
+  join(import.meta.dirname, "..", "formats"),
+];
+
+/**
+ * A short sha256 of every file under `dirs` except tests, by path (relative to its dir) and
+ * content in path order: the same sources give the same digest wherever the tree is checked out.
+ */
+export async function sourceDigest(dirs: readonly string[]): Promise<string> {
+  const hash = createHash("sha256");
+  for (const [index, dir] of dirs.entries()) {
+    const entries = await readdir(dir, { recursive: true, withFileTypes: true });
+    const files = entries
+      .filter((e) => e.isFile())
+      .map((e) => relative(dir, join(e.parentPath, e.name)).split(sep).join("/"))
+      .filter((path) => !/\.test\.[cm]?[jt]s$/.test(path) && !path.split("/").includes("tests"))
+      .sort();
+    for (const path of files) {
+      hash.update(`${index}/${path}\0`);
+      hash.update(await readFile(join(dir, path)));
+      hash.update("\0");
+    }
+  }
+  return hash.digest("hex").slice(0, 16);
+}
+
+/**
+ * The code that turns a port's config into weights, as cache-key parts: its model.ts and the
+ * sources under `dirs` (the engine's blocks and codecs), so editing either makes new weights.
+ */
+export async function weightsCode(
+  portDir: string,
+  dirs: readonly string[] = WEIGHTS_CODE_DIRS,
+): Promise<{ model_code: string; engine_code: string }> {
+  const modelCode = await readFile(join(portDir, "model.ts"), "utf8").catch(() => "");
+  return {
+    model_code: createHash("sha256").update(modelCode).digest("hex"),
+    engine_code: await sourceDigest(dirs),
+  };
 }
 
 /** sha256 over a model directory's safetensors files, in name order: the fingerprint's weights checksum. */

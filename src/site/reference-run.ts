@@ -1,4 +1,10 @@
-import { figureRefs, inReferenceSeries, type LoadedPort, referenceSeries } from "../catalog/index.js";
+import {
+  abArmNames,
+  figureRefs,
+  inReferenceSeries,
+  type LoadedPort,
+  referenceSeries,
+} from "../catalog/index.js";
 import type { BenchRecord } from "../records/index.js";
 import { GATE_NAMES, gateThreshold } from "./facts.js";
 import { figureLink, formatRecordFigure, formatTokens } from "./figure.js";
@@ -6,6 +12,14 @@ import { code, table, text } from "./markdown.js";
 import { portPage } from "./paths.js";
 
 const NOT_YET = "not measured yet";
+
+/** "window-sized against full KV layout", or "b against a" when the arms differ in more than the layout. */
+function armsAgainst(names: { a: string; b: string }): string {
+  const layout = " KV layout";
+  return names.a.endsWith(layout) && names.b.endsWith(layout)
+    ? `${names.b.slice(0, -layout.length)} against ${names.a}`
+    : `${names.b} against ${names.a}`;
+}
 
 /** The latest record of a reference series: the highest run (`<series>.<n>`), the series id itself being run 1. */
 export function latestInSeries(records: readonly BenchRecord[], series: string): BenchRecord | undefined {
@@ -70,7 +84,7 @@ export function renderReferenceRun(port: LoadedPort): string | undefined {
       ...cell(series.gates[index] as string),
     ]),
     ...reference.benchmarks.map((ab) => [
-      text(`A/B: ${ab.metric}, ${ab.b.kv_layout} against ${ab.a.kv_layout} KV layout`),
+      text(`A/B: ${ab.metric}, ${armsAgainst(abArmNames(ab, reference))}`),
       text(
         `${formatTokens(ab.prompt_tokens)}-token prompts, ${ab.output_tokens} output tokens, ${ab.requests} per trial, ${ab.blocks} ABBA blocks`,
       ),

@@ -92,6 +92,8 @@ export class MatmulPool {
   readonly simd: boolean;
   /** Whether the matmul tile multiplies and adds in one fused step (relaxed SIMD). */
   readonly fma: boolean;
+  /** How MXFP4 weights are multiplied: in the fused kernel, or unpacked to f32 rows first (also without SIMD). */
+  readonly mxfp4: KernelSwitches["mxfp4"];
   private readonly ctrl = new Int32Array(new SharedArrayBuffer(32));
   private readonly workers: { worker: Worker; port: MessagePort }[] = [];
   private readonly arena: WasmArena | null;
@@ -135,6 +137,7 @@ export class MatmulPool {
             attention: compileAttentionSimd(),
             swiglu: compileSwigluSimd(),
           };
+    this.mxfp4 = modules.mxfp4 === undefined ? "unpacked" : "fused";
     const memory = this.arena?.memory;
     this.thread = kernelThread(modules, memory);
     for (let i = 1; i < threads; i++) {

@@ -1,3 +1,5 @@
+import type { ModelSwitch } from "../model/model.js";
+
 /**
  * The engine's kernel switches, read from the environment here and nowhere else, then passed in:
  * BRINGUP_ENGINE_SIMD=0 forces the plain JavaScript kernels (the reference-exact ones);
@@ -18,6 +20,20 @@ export interface KernelSwitches {
 
 /** See KernelSwitches.mxfp4ScratchTokens. */
 export const MXFP4_SCRATCH_TOKENS = 1;
+
+/**
+ * The `mxfp4` switch every model that holds MXFP4 weights declares (the loader adds it): which of
+ * the two MXFP4 paths its engine runs, the same bits either way; its default is the environment's.
+ */
+export function mxfp4Switch(env: NodeJS.ProcessEnv = process.env): ModelSwitch {
+  return {
+    name: "mxfp4",
+    values: ["fused", "unpacked"],
+    default: kernelSwitches(env).mxfp4,
+    description:
+      "how MXFP4 weights are multiplied: decoded inside the fused kernel, or unpacked to f32 rows first (the stock op)",
+  };
+}
 
 export function kernelSwitches(env: NodeJS.ProcessEnv = process.env): KernelSwitches {
   return {

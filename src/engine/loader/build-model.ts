@@ -1,5 +1,6 @@
 import { BringupError } from "../../common/errors.js";
 import { type Architecture, findArchitecture, type ModelConfig } from "../architecture.js";
+import { mxfp4Switch } from "../kernels/switches.js";
 import type { CausalLM } from "../model/causal-lm.js";
 import { llamaArchitecture } from "../models/llama.js";
 import type { TensorLookup } from "./host-tensor.js";
@@ -34,7 +35,8 @@ export function resolveConfig(
 /**
  * Builds the model from the checkpoint's tensors `names`. A tensor no block reads, and that the
  * architecture does not knowingly skip, is MODEL_WEIGHTS_MISMATCH: a checkpoint of another shape
- * must not serve silently. `source` names the checkpoint in errors.
+ * must not serve silently. A model that reads MXFP4 weights gets the `mxfp4` switch. `source`
+ * names the checkpoint in errors.
  */
 export function buildModel(
   { architecture, config }: ResolvedConfig,
@@ -52,5 +54,5 @@ export function buildModel(
       { subject: extra[0] as string },
     );
   }
-  return model;
+  return weights.readMxfp4 ? model.withSwitches([mxfp4Switch()]) : model;
 }

@@ -10,6 +10,7 @@ import type { HostTensor, TensorLookup } from "./host-tensor.js";
  */
 export class WeightSource {
   private readonly used = new Set<string>();
+  private mxfp4 = false;
 
   constructor(
     private readonly lookup: TensorLookup,
@@ -27,7 +28,14 @@ export class WeightSource {
    * `weight_scale_inv` / `weight_scale`, or MXFP4 as `<base>.weight_blocks` / `_scales`).
    */
   matrix(base: string, rows: number, cols: number): Weight {
-    return toWeight(base, rows, cols, this.recordingLookup, (n) => this.need(n), this.source);
+    const w = toWeight(base, rows, cols, this.recordingLookup, (n) => this.need(n), this.source);
+    if (w.dtype === "mxfp4") this.mxfp4 = true;
+    return w;
+  }
+
+  /** Whether any matrix read so far is MXFP4 (the model then has the `mxfp4` switch). */
+  get readMxfp4(): boolean {
+    return this.mxfp4;
   }
 
   /**
@@ -41,6 +49,7 @@ export class WeightSource {
       const scales = this.need(`${base}_scales`);
       expectShape(blocks, `${base}_blocks`, [count, rows, cols / 32, 16], this.source);
       expectShape(scales, `${base}_scales`, [count, rows, cols / 32], this.source);
+      this.mxfp4 = true;
       const data = share(blocks.data as Uint8Array);
       const mxScales = share(scales.data as Uint8Array);
       const bytes = (rows * cols) / 2;

@@ -51,6 +51,11 @@ export class CausalLM {
     }
   }
 
+  /** The same model with `extra` switches declared beside its own (the engine's, such as `mxfp4`). */
+  withSwitches(extra: readonly ModelSwitch[]): CausalLM {
+    return new CausalLM({ ...this.parts, switches: [...this.switches, ...extra] });
+  }
+
   /** What each layer keeps per sequence, for the cache planner. */
   get states(): LayerState[] {
     return this.layers.map((l) => l.mixer.state);

@@ -22,7 +22,7 @@ function errorOf(run: () => unknown): { code: string; message: string } {
 describe("GLM-5 config parsing and loading", () => {
   it("reads the indexer's sizes and top-k beside latent attention and the experts", () => {
     const c = parseGlm5Config(config);
-    expect(c.dsa).toEqual({ numHeads: 4, headDim: 32, ropeDim: 8, ropeTheta: 10000, topK: 64 });
+    expect(c.dsa).toEqual({ numHeads: 4, headDim: 32, ropeDim: 8, ropeTheta: 10000, topK: 256 });
     expect(c.layers).toEqual(["dense", "moe", "moe", "moe"]);
     expect(c.moe).toMatchObject({
       numExperts: 8,
