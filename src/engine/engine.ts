@@ -267,7 +267,7 @@ export class Engine {
   }
 
   /** The kernels this engine's matmuls run (SIMD, fused multiply-add, the MXFP4 path). */
-  get kernels(): KernelSwitches {
+  get kernels(): Pick<KernelSwitches, "simd" | "fma" | "mxfp4"> {
     return { simd: this.pool.simd, fma: this.pool.fma, mxfp4: this.pool.mxfp4 };
   }
 
