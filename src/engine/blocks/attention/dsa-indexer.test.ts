@@ -151,5 +151,9 @@ describe("DeepSeek sparse attention's indexer", () => {
     // The first 8 tokens see everything either way; later ones see 8 of their prefix.
     expect(sparse.subarray(0, 8 * H)).toEqual(plain.subarray(0, 8 * H));
     expect(sparse.subarray(8 * H)).not.toEqual(plain.subarray(8 * H));
+    // Per-head K/V has no row for the indexer's key: refused, naming the switch's way out.
+    expect(() => withTopK(8).stateUnder(new Map([["mla_cache", "per-head"]]))).toThrow(
+      /mla_cache=per-head does not combine with DSA's indexer/,
+    );
   });
 });
