@@ -15,7 +15,8 @@ export type KernelBinary =
   | "mxfp4-rows"
   | "mxfp4-rows.unfused"
   | "attention"
-  | "swiglu";
+  | "swiglu"
+  | "indexer-scores";
 
 /** The built binary of a kernel. */
 export function kernelBytes(name: KernelBinary): Uint8Array {
