@@ -36,8 +36,16 @@ describe("the DSA indexer's scoring kernel", () => {
       const plain = new Float64Array(count).fill(7);
       const fast = new Float64Array(count).fill(7);
       indexerScores(q, weights, d, keys, offsets, count, plain);
-      simd?.scores(q, weights, d, keys, offsets, count, fast);
+      simd?.load(keys, offsets, count, d);
+      simd?.scores(q, weights, count, fast);
       expect(fast).toEqual(plain);
+      // A prefix of the loaded keys, as each token of a prefill chunk scores its own.
+      const prefix = Math.ceil(count / 2);
+      const plainPrefix = new Float64Array(prefix);
+      const fastPrefix = new Float64Array(prefix);
+      indexerScores(q, weights, d, keys, offsets, prefix, plainPrefix);
+      simd?.scores(q, weights, prefix, fastPrefix);
+      expect(fastPrefix).toEqual(plainPrefix);
       expect(plain.some((s) => s !== 0)).toBe(true);
       // The same bits as each head's dot alone, added in head order.
       const p = count - 1;

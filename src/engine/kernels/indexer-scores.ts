@@ -39,10 +39,14 @@ const PAGE = 65536;
 
 /**
  * indexerScores through wasm/indexer-scores.wat, in an instance with its own memory (the indexer
- * scores on the calling thread): queries widened to f64 and interleaved by head pair, the keys
- * copied in run by run (consecutive offsets `d` apart are one copy), the scores copied out.
+ * scores on the calling thread). `load` copies a sequence's keys in once, run by run (consecutive
+ * offsets `d` apart are one copy); then each query of the step scores a prefix of them: its f64
+ * query interleaved by head pair and its weights go in, its scores come out.
  */
 export class IndexerScoresSimd {
+  private loaded = 0;
+  private d = 0;
+
   private constructor(
     private readonly kernel: ScoresExports,
     private readonly memory: WasmUnsharedMemory,
@@ -56,35 +60,11 @@ export class IndexerScoresSimd {
     return new IndexerScoresSimd(instantiateWasm(module, memory) as ScoresExports, memory);
   }
 
-  scores(
-    q: Float32Array,
-    weights: Float64Array,
-    d: number,
-    keys: Float32Array,
-    offsets: Int32Array,
-    count: number,
-    scores: Float64Array,
-  ): void {
-    const heads = weights.length;
-    const pairs = (heads + 1) >> 1;
-    // Layout: f64 query pairs [d][pairs][2], f64 weights [2 pairs], f64 scores [count], then the
-    // f32 keys [count + 1][d] (the kernel may read one row past the last).
-    const wOff = 16 * pairs * d;
-    const sOff = wOff + 16 * pairs;
-    const kOff = (sOff + 8 * count + 15) & ~15;
-    const end = kOff + 4 * (count + 1) * d;
-    if (end > this.memory.buffer.byteLength)
-      this.memory.grow(Math.ceil((end - this.memory.buffer.byteLength) / PAGE));
-    const buffer = this.memory.buffer;
-    const F = new Float64Array(buffer, 0, sOff / 8 + count);
-    // A missing odd head has query and weight zero: its dot is never positive, so it adds nothing.
-    F.fill(0, 0, sOff / 8 + count);
-    for (let h = 0; h < heads; h++) {
-      // Head h is lane h % 2 of pair h / 2.
-      for (let i = 0; i < d; i++) F[i * 2 * pairs + h] = q[h * d + i] as number;
-      F[wOff / 8 + h] = weights[h] as number;
-    }
-    const K = new Float32Array(buffer, kOff, (count + 1) * d);
+  /** Copies the keys of `d` values at keys[offsets[p]] for p < count in, replacing those loaded before. */
+  load(keys: Float32Array, offsets: Int32Array, count: number, d: number): void {
+    // Keys [count + 1][d] f32 from byte 0: the kernel may read one row past the last it scores.
+    this.reserve(4 * (count + 1) * d);
+    const K = new Float32Array(this.memory.buffer, 0, (count + 1) * d);
     for (let s = 0; s < count; ) {
       const start = offsets[s] as number;
       let run = 1;
@@ -92,7 +72,38 @@ export class IndexerScoresSimd {
       K.set(keys.subarray(start, start + run * d), s * d);
       s += run;
     }
-    this.kernel.scores(0, pairs, d, wOff, kOff, count, sOff);
-    scores.set(F.subarray(sOff / 8, sOff / 8 + count));
+    this.loaded = count;
+    this.d = d;
+  }
+
+  /** indexerScores of query `q` over the first `count` loaded keys (count at most those loaded). */
+  scores(q: Float32Array, weights: Float64Array, count: number, scores: Float64Array): void {
+    const d = this.d;
+    if (count > this.loaded) throw new RangeError(`${count} keys scored, ${this.loaded} loaded`);
+    const heads = weights.length;
+    const pairs = (heads + 1) >> 1;
+    // After the keys: f64 query pairs [d][pairs][2], f64 weights [2 pairs], f64 scores [count].
+    const qOff = (4 * (this.loaded + 1) * d + 15) & ~15;
+    const wOff = qOff + 16 * pairs * d;
+    const sOff = wOff + 16 * pairs;
+    this.reserve(sOff + 8 * count);
+    const F = new Float64Array(this.memory.buffer, qOff, (sOff - qOff) / 8 + count);
+    // A missing odd head has query and weight zero: its dot is never positive, so it adds nothing.
+    F.fill(0);
+    const w = (wOff - qOff) / 8;
+    for (let h = 0; h < heads; h++) {
+      // Head h is lane h % 2 of pair h / 2.
+      for (let i = 0; i < d; i++) F[i * 2 * pairs + h] = q[h * d + i] as number;
+      F[w + h] = weights[h] as number;
+    }
+    this.kernel.scores(qOff, pairs, d, wOff, 0, count, sOff);
+    const first = (sOff - qOff) / 8;
+    scores.set(F.subarray(first, first + count));
+  }
+
+  /** Grows the memory to at least `bytes` (growing keeps its contents). */
+  private reserve(bytes: number): void {
+    const have = this.memory.buffer.byteLength;
+    if (bytes > have) this.memory.grow(Math.ceil((bytes - have) / PAGE));
   }
 }

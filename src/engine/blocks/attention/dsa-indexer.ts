@@ -191,12 +191,13 @@ export class DsaIndexer {
           const first = cache.slot(table, p) * stride;
           for (let j = 0; j < size && p + j < bases.length; j++) bases[p + j] = first + j * stride;
         }
+        simd?.load(values, bases, bases.length, d);
         basesOf = table;
       }
       const scores = new Float64Array(pos + 1);
       const weights = Float64Array.from({ length: n }, (_, hd) => (w[t * n + hd] as number) * weightScale);
       const heads = q.subarray(t * n * d, (t + 1) * n * d);
-      if (simd !== undefined) simd.scores(heads, weights, d, values, bases, pos + 1, scores);
+      if (simd !== undefined) simd.scores(heads, weights, pos + 1, scores);
       else indexerScores(heads, weights, d, values, bases, pos + 1, scores);
       out.push(topKPositions(scores, topK));
     }
