@@ -10,9 +10,16 @@
  * Latent attention runs in one of three forms (the `mla_form` switch): absorbed (the default:
  * kv_b_proj folded into the query and the output, attention over the latent itself), expanded
  * (per-head keys and values from the latent) or vLLM's split of the two between prefill and decode.
+ * The `mla_cache` switch keeps every head's key and value instead of the latent, as an engine
+ * without MLA support would: the baseline of the port's KV capacity gate.
  */
 import type { Architecture, DeepseekV3Config, PortModel } from "../../src/engine/index.js";
-import { buildDeepseekV3, deepseekV3TinyModel, parseDeepseekV3 } from "../../src/engine/index.js";
+import {
+  buildDeepseekV3,
+  deepseekV3KvValuesPerToken,
+  deepseekV3TinyModel,
+  parseDeepseekV3,
+} from "../../src/engine/index.js";
 
 export const MODEL_TYPE = "kimi_k2";
 
@@ -35,4 +42,7 @@ export const portModel: PortModel = {
       architecture: "DeepseekV3ForCausalLM",
       port: "kimi-k2.7-code",
     }),
+  /** Latent (kv_lora_rank + qk_rope_head_dim per layer) or per-head K/V, by the mla_cache switch. */
+  kvValuesPerToken: (config, switches) =>
+    deepseekV3KvValuesPerToken(parseKimiConfig(config, "reference config"), switches),
 };

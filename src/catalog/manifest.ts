@@ -177,8 +177,12 @@ export const BitIdenticalDecodeGate = z.strictObject({
 
 export const KvCapacityGate = z.strictObject({
   kind: z.literal("kv-capacity"),
-  expected_ratio: z.number().positive().describe("token capacity relative to a full-attention KV layout"),
+  expected_ratio: z
+    .number()
+    .positive()
+    .describe("token capacity relative to the baseline build (by default a full-attention KV layout)"),
   tolerance: RelativeFraction.describe("allowed relative deviation from expected_ratio"),
+  baseline: GateBaseline,
   record: RecordRef.optional(),
 });
 

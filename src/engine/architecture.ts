@@ -47,6 +47,11 @@ export interface PortModel {
    * earlier occurrence of the current text), so a needle gate can pass on the embedded engine.
    */
   retrievalModel?(corpus: string, options: { readonly maxPositionEmbeddings: number }): TinyModelFiles;
+  /**
+   * The KV cache values one token takes across the layers of `config` under `switches`, from the
+   * config's sizes: the theory a kv-capacity gate comparing two switch settings is held to.
+   */
+  kvValuesPerToken?(config: Record<string, unknown>, switches: Readonly<Record<string, string>>): number;
 }
 
 /**

@@ -210,7 +210,8 @@ export class Engine {
     }
     this.network = model.model;
     this.switches = resolveSwitches(this.network, options.switches ?? {});
-    const plan = planKvCache(this.network.states, kvLayout, blockSize);
+    const states = this.network.statesUnder(this.switches);
+    const plan = planKvCache(states, kvLayout, blockSize);
     const wanted = maxNumSeqs * kvBytesPerSequence(plan.groups, maxModelLen);
     const budget = opt("kv_cache_bytes", options.kvCacheBytes, Math.min(wanted, 1 << 30));
     const split = splitKvBudget(plan.groups, budget, maxModelLen);
@@ -244,7 +245,7 @@ export class Engine {
       })),
     };
     // Each paged layer stores in its group's blocks but reads through its own spec (its mask).
-    this.storage = this.network.states.map((state, i): LayerStorage => {
+    this.storage = states.map((state, i): LayerStorage => {
       const group = plan.layerGroups[i] as number;
       if (state.kind === "none") return {};
       const count = split[group] as number;

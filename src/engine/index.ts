@@ -78,7 +78,7 @@ export {
 export type { AttentionNames, AttentionSpec, AttentionWeights } from "./blocks/attention/gqa-attention.js";
 export { attentionNames, attentionState, GqaAttention } from "./blocks/attention/gqa-attention.js";
 export type { MlaNames, MlaSpec, MlaWeights } from "./blocks/attention/mla-attention.js";
-export { MLA_SWITCHES, MlaAttention, mlaNames } from "./blocks/attention/mla-attention.js";
+export { MLA_CACHE_SWITCH, MLA_SWITCHES, MlaAttention, mlaNames } from "./blocks/attention/mla-attention.js";
 export type { KdaSpec } from "./blocks/linear-attention/kda-attention.js";
 export { KDA_CHUNK, KDA_SWITCHES, KdaAttention } from "./blocks/linear-attention/kda-attention.js";
 export type { ClampedMoeSpec } from "./blocks/mlp/clamped-swiglu-moe.js";
@@ -131,6 +131,7 @@ export { embeddingAndHead, preNormDecoder } from "./models/decoder.js";
 export type { DeepseekV3Config } from "./models/deepseek-v3.js";
 export {
   buildDeepseekV3,
+  deepseekV3KvValuesPerToken,
   deepseekV3TinyModel,
   deepseekV3TinyTensors,
   parseDeepseekV3,

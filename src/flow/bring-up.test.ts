@@ -89,7 +89,7 @@ describe("bringUp", () => {
     ]);
     // The capacity is held to the layouts' own ratio at max_model_len, not only to the manifest's limit.
     expect(summary.gates.find((g) => g.kind === "kv-capacity")?.summary).toMatch(
-      /and the layouts' 5\.2\d\dx at this context within 2\.0%/,
+      /and the builds' 5\.2\d\dx by construction within 2\.0%/,
     );
     expect(summary.skippedBenchmarks).toEqual([]);
     const ab = summary.figures.find((f) => f.record === abId);

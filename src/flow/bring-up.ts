@@ -220,6 +220,7 @@ export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> 
             series: workloadSeries(series[index] as string, gateWorkloadDifferences(spec, needleContexts)),
             ...planned,
           };
+          const theory = models && kvCapacityTheory(spec, reference, models.tiny, portModel);
           const result = await untilAborted(
             runReferenceGate(
               run,
@@ -230,18 +231,7 @@ export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> 
                 command,
                 corpus,
                 ...(needleContexts !== undefined ? { needleContexts } : {}),
-                ...(models !== undefined && reference.baseline !== undefined
-                  ? {
-                      // What the embedded layouts give by construction at the served context.
-                      theoreticalRatio: kvCapacityRatio(
-                        models.tiny.model.states,
-                        reference.kv_layout,
-                        reference.baseline.kv_layout,
-                        EMBEDDED_BLOCK_SIZE,
-                        reference.max_model_len,
-                      ),
-                    }
-                  : {}),
+                ...(theory !== undefined ? { theoreticalRatio: theory } : {}),
                 request: {
                   timeoutMs: external ? ENDPOINT_REQUEST_TIMEOUT_MS : EMBEDDED_REQUEST_TIMEOUT_MS,
                   ...(options.apiKey !== undefined ? { apiKey: options.apiKey } : {}),
@@ -381,6 +371,36 @@ export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> 
     ...(siteDir !== undefined ? { siteDir } : {}),
     stages: clock.timings,
   };
+}
+
+/**
+ * What the embedded build and the gate's baseline give by construction at the served context: for
+ * a gate whose own baseline sets switches in the build's layout, the port model's KV values per
+ * token under each (from the config, not from the engine's own accounting; none when the port does
+ * not state them); otherwise the layouts' ratio over the model's layer states.
+ */
+function kvCapacityTheory(
+  spec: GateSpec,
+  reference: Reference,
+  model: LoadedModel,
+  portModel: PortModel | undefined,
+): number | undefined {
+  const against = gateBaseline(spec, reference);
+  if (spec.kind !== "kv-capacity" || against === undefined) return undefined;
+  if (spec.baseline?.switches === undefined) {
+    return kvCapacityRatio(
+      model.model.states,
+      reference.kv_layout,
+      against.kv_layout,
+      EMBEDDED_BLOCK_SIZE,
+      reference.max_model_len,
+    );
+  }
+  const values = portModel?.kvValuesPerToken?.bind(portModel);
+  if (values === undefined || against.kv_layout !== reference.kv_layout) return undefined;
+  return (
+    values(reference.config, spec.baseline.switches) / values(reference.config, reference.switches ?? {})
+  );
 }
 
 /** The port with its reference section and model code, or a BringupError naming what it lacks. */

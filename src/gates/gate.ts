@@ -19,9 +19,10 @@ export interface GateContext {
   /** Full-attention KV token capacity to compare against, when no reference endpoint is given. */
   readonly fullAttentionCapacity?: number;
   /**
-   * KV capacity: the ratio the layouts give by construction at the endpoint's context, when the
-   * caller knows the model (the embedded engine's kvCapacityRatio); the measured ratio must then
-   * also be within tolerance of it, not only of the manifest's long-context expected_ratio.
+   * KV capacity: the ratio the two builds give by construction at the endpoint's context, when the
+   * caller knows the model (the embedded engine's kvCapacityRatio of two layouts, or the port's
+   * values per token under two switch settings); the measured ratio must then also be within
+   * tolerance of it, not only of the manifest's expected_ratio.
    */
   readonly theoreticalRatio?: number;
   /** The text perplexity and needle haystacks are cut from. */

@@ -45,7 +45,7 @@ describe("KV capacity gate", () => {
       theoreticalRatio: 2.01,
     });
     expect(near.outcomes[0]?.status).toBe("passed");
-    expect(near.outcomes[0]?.summary).toMatch(/the layouts' 2\.010x at this context/);
+    expect(near.outcomes[0]?.summary).toMatch(/the builds' 2\.010x by construction/);
     expect(near.outcomes[0]?.measured?.theoretical_ratio).toBe(2.01);
     const far = await runGateSession([gate(2)], {
       endpointUrl: big.url,

@@ -13,7 +13,8 @@ export type KernelBinary =
   | "mxfp4-rows"
   | "mxfp4-rows.unfused"
   | "attention"
-  | "swiglu";
+  | "swiglu"
+  | "indexer-scores";
 
 const kernelUrl = (name: KernelBinary) => new URL(`./wasm/${name}.wasm`, import.meta.url);
 

@@ -61,6 +61,11 @@ export class CausalLM {
     return this.layers.map((l) => l.mixer.state);
   }
 
+  /** What each layer keeps per sequence when the model runs with `switches`. */
+  statesUnder(switches: ReadonlyMap<string, string>): LayerState[] {
+    return this.layers.map((l) => l.mixer.stateUnder?.(switches) ?? l.mixer.state);
+  }
+
   /** Runs one step; storage[l] is layer l's. Returns logits [logitRows.length, vocabSize]. */
   forward(ctx: ForwardContext, storage: readonly LayerStorage[]): Float32Array {
     const { batch, pool } = ctx;

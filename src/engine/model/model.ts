@@ -66,7 +66,10 @@ export interface ForwardContext {
 
 /** A layer's token mixer: attention of some kind, or a recurrent mixer. */
 export interface TokenMixer {
+  /** What the layer keeps under its switches' defaults. */
   readonly state: LayerState;
+  /** What it keeps under `switches`, for a mixer whose storage depends on one; else `state`. */
+  stateUnder?(switches: ReadonlyMap<string, string>): LayerState;
   /** Maps normalized inputs h [T, hidden] to the mixer's output [T, hidden]. */
   forward(h: Float32Array, ctx: ForwardContext, storage: LayerStorage): Float32Array;
   /** Tensors whose zeroing silences the block exactly (its output projections). */

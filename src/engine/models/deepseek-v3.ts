@@ -13,7 +13,13 @@ import { BringupError } from "../../common/errors.js";
 import { encodeMxfp4 } from "../../formats/index.js";
 import type { ModelConfig } from "../architecture.js";
 import { DSA_SWITCHES, DsaIndexer, type DsaSpec, dsaNames } from "../blocks/attention/dsa-indexer.js";
-import { MLA_SWITCHES, MlaAttention, type MlaSpec, mlaNames } from "../blocks/attention/mla-attention.js";
+import {
+  MLA_CACHE_SWITCH,
+  MLA_SWITCHES,
+  MlaAttention,
+  type MlaSpec,
+  mlaNames,
+} from "../blocks/attention/mla-attention.js";
 import { RoutedMoe } from "../blocks/mlp/routed-moe.js";
 import { checkMoeSpec, type MoeSpec } from "../blocks/mlp/routing.js";
 import { HF_MLP_NAMES, SwigluMlp } from "../blocks/mlp/swiglu-mlp.js";
@@ -196,7 +202,7 @@ function deepseekV3Config(c: DeepseekV3Fields, modelType: string, fail: Fail): D
 export function buildDeepseekV3(config: DeepseekV3Config, w: WeightSource): CausalLM {
   const H = config.hiddenSize;
   const eps = config.rmsNormEps;
-  const switches = config.dsa ? [...MLA_SWITCHES, ...DSA_SWITCHES] : MLA_SWITCHES;
+  const switches = config.dsa ? [...MLA_SWITCHES, ...DSA_SWITCHES] : [...MLA_SWITCHES, MLA_CACHE_SWITCH];
   return preNormDecoder(
     w,
     { ...config, numLayers: config.layers.length },
@@ -217,6 +223,24 @@ export function buildDeepseekV3(config: DeepseekV3Config, w: WeightSource): Caus
     },
     switches,
   );
+}
+
+/**
+ * The KV cache one token takes across all layers under `switches`, in values of one element size,
+ * written from the config's sizes alone (the theory the kv-capacity gate holds the engine to):
+ * per layer, mla_cache=latent keeps kv_lora_rank + qk_rope_head_dim (plus DSA's index_head_dim),
+ * mla_cache=per-head keeps heads x (qk_nope_head_dim + qk_rope_head_dim + v_head_dim).
+ */
+export function deepseekV3KvValuesPerToken(
+  config: DeepseekV3Config,
+  switches: Readonly<Record<string, string>>,
+): number {
+  const { numHeads, kvLoraRank, qkNopeHeadDim, qkRopeHeadDim, vHeadDim } = config.mla;
+  const perLayer =
+    (switches[MLA_CACHE_SWITCH.name] ?? MLA_CACHE_SWITCH.default) === "per-head"
+      ? numHeads * (qkNopeHeadDim + qkRopeHeadDim + vHeadDim)
+      : kvLoraRank + qkRopeHeadDim + (config.dsa?.headDim ?? 0);
+  return config.layers.length * perLayer;
 }
 
 /**

@@ -59,11 +59,31 @@ describe("GLM-5 config parsing and loading", () => {
     expect(files.tensors.get("model.layers.1.mlp.experts.0.down_proj.weight_blocks")?.shape).toEqual([
       64, 1, 16,
     ]);
-    const tensors = new Map(files.tensors);
-    tensors.delete("model.layers.3.self_attn.indexer.k_norm.bias");
-    expect(errorOf(() => tinyFilesToModel("glm5", { ...files, tensors }, [portModel.architecture]))).toEqual({
-      code: "MODEL_WEIGHT_MISSING",
-      message: expect.stringMatching(/model\.layers\.3\.self_attn\.indexer\.k_norm\.bias is missing/),
-    });
+    for (const name of ["wq_b.weight", "wk.weight", "k_norm.weight", "k_norm.bias", "weights_proj.weight"]) {
+      const tensors = new Map(files.tensors);
+      tensors.delete(`model.layers.3.self_attn.indexer.${name}`);
+      expect(
+        errorOf(() => tinyFilesToModel("glm5", { ...files, tensors }, [portModel.architecture])),
+      ).toEqual({
+        code: "MODEL_WEIGHT_MISSING",
+        message: expect.stringContaining(`model.layers.3.self_attn.indexer.${name} is missing`),
+      });
+    }
+  });
+
+  it("refuses a config whose latent, rotary or indexer sizes disagree with the weights, naming the tensor", async () => {
+    const files = portModel.tinyModel(config, await readCorpus());
+    for (const [field, value, tensor] of [
+      ["kv_lora_rank", 48, /self_attn\.kv_a_proj_with_mqa\.weight has shape/],
+      ["qk_rope_head_dim", 16, /self_attn\.(q_b_proj|kv_a_proj_with_mqa)\.weight has shape/],
+      ["index_head_dim", 64, /self_attn\.indexer\.wq_b\.weight has shape/],
+      ["index_n_heads", 8, /self_attn\.indexer\.wq_b\.weight has shape/],
+    ] as const) {
+      const wrong = { ...files, config: { ...files.config, [field]: value } };
+      expect(errorOf(() => tinyFilesToModel("glm5", wrong, [portModel.architecture]))).toEqual({
+        code: "MODEL_WEIGHTS_MISMATCH",
+        message: expect.stringMatching(tensor),
+      });
+    }
   });
 });

@@ -69,6 +69,16 @@ describe("Kimi-K2.7-Code's tiny model on the engine", () => {
     expect(maxDiff(expanded.logprobs, absorbed.logprobs)).toBeGreaterThan(0);
   });
 
+  it("with per-head K/V cached (mla_cache=per-head) gives the expanded form's bits, and the absorbed form's tokens", async () => {
+    const perHead = await run({ mla_cache: "per-head" });
+    expect(perHead).toEqual(await run({ mla_form: "expanded" }));
+    const absorbed = await run({ mla_form: "absorbed" });
+    expect(perHead.tokens).toEqual(absorbed.tokens);
+    // The same rounding bound as the forms above: sums over the latent in another order.
+    expect(maxDiff(perHead.logprobs, absorbed.logprobs)).toBeLessThan(1e-4);
+    expect(maxDiff(perHead.logprobs, absorbed.logprobs)).toBeGreaterThan(0);
+  });
+
   it("gives the same bits whatever the prefill chunking in the absorbed form", async () => {
     expect(await run({ mla_form: "absorbed" }, 7)).toEqual(await run({ mla_form: "absorbed" }));
   });

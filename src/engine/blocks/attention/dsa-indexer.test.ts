@@ -127,6 +127,27 @@ describe("DeepSeek sparse attention's indexer", () => {
     expect(Array.from(topKPositions(Float64Array.from([3, 1, 3, 2, 5]), 3))).toEqual([0, 2, 4]);
   });
 
+  it("top-k selection equals a stable sort by score, best first, ties to the earlier position", () => {
+    const rng = new Rng(8);
+    for (const [n, k, levels] of [
+      [300, 17, 5],
+      [64, 64, 3],
+      [50, 80, 4],
+      [1000, 128, 0],
+      [9, 1, 2],
+    ] as const) {
+      // Few distinct levels make many ties; levels 0 draws continuous scores, ascending ones too.
+      const scores = Float64Array.from({ length: n }, (_, s) =>
+        levels > 0 ? Math.floor(rng.next() * levels) : s % 7 === 0 ? s : rng.normal(),
+      );
+      const sorted = Array.from({ length: n }, (_, s) => s).sort(
+        (a, b) => (scores[b] as number) - (scores[a] as number) || a - b,
+      );
+      const expected = sorted.slice(0, k).sort((a, b) => a - b);
+      expect(Array.from(topKPositions(scores, k))).toEqual(expected);
+    }
+  });
+
   it("restricts latent attention to the chosen tokens: equal to dense MLA while every token fits in top-k", () => {
     const m = randomMla(5);
     const sizes = { ...SPEC, ropeDim: MLA_TEST_SPEC.qkRopeHeadDim };
@@ -151,5 +172,9 @@ describe("DeepSeek sparse attention's indexer", () => {
     // The first 8 tokens see everything either way; later ones see 8 of their prefix.
     expect(sparse.subarray(0, 8 * H)).toEqual(plain.subarray(0, 8 * H));
     expect(sparse.subarray(8 * H)).not.toEqual(plain.subarray(8 * H));
+    // Per-head K/V has no row for the indexer's key: refused, naming the switch's way out.
+    expect(() => withTopK(8).stateUnder(new Map([["mla_cache", "per-head"]]))).toThrow(
+      /mla_cache=per-head does not combine with DSA's indexer/,
+    );
   });
 });

@@ -1,6 +1,7 @@
 import { BringupError } from "../../../common/errors.js";
 import { decodeTable, encodeMinifloat, FP8_E4M3FN, maxFinite } from "../../../formats/index.js";
 import type { LayerKvCache } from "../../cache/kv-cache.js";
+import { IndexerScoresSimd, indexerScores } from "../../kernels/indexer-scores.js";
 import type { MatmulPool } from "../../kernels/pool.js";
 import { Rope } from "../../kernels/rope.js";
 import type { WeightSource } from "../../loader/weight-source.js";
@@ -165,6 +166,7 @@ export class DsaIndexer {
     const w = new Float32Array(T * n);
     pool.matmul(h, T, this.weightsProj, w);
     const weightScale = 1 / Math.sqrt(n * d);
+    const simd = pool.simd ? scoresSimd() : undefined;
     const out: Int32Array[] = [];
     const values = cache.values;
     const stride = cache.valueStride;
@@ -182,49 +184,67 @@ export class DsaIndexer {
       // last position; entries past the sequence's own blocks are never read.
       const table = tableOf(t);
       if (table !== basesOf) {
-        const blocks = table.length * cache.spec.blockSize;
-        bases = Int32Array.from(
-          { length: Math.min(last + 1, blocks) },
-          (_, p) => cache.slot(table, p) * stride,
-        );
+        const size = cache.spec.blockSize;
+        bases = new Int32Array(Math.min(last + 1, table.length * size));
+        // A block's positions sit in consecutive slots: one lookup per block.
+        for (let p = 0; p < bases.length; p += size) {
+          const first = cache.slot(table, p) * stride;
+          for (let j = 0; j < size && p + j < bases.length; j++) bases[p + j] = first + j * stride;
+        }
+        simd?.load(values, bases, bases.length, d);
         basesOf = table;
       }
       const scores = new Float64Array(pos + 1);
-      for (let hd = 0; hd < n; hd++) {
-        const weight = ((w[t * n + hd] as number) * weightScale) as number;
-        // A head weighted zero adds ReLU(·)·0 = 0 to every score.
-        if (weight === 0) continue;
-        const head = q.subarray((t * n + hd) * d, (t * n + hd + 1) * d);
-        for (let s = 0; s <= pos; s++) {
-          const base = bases[s] as number;
-          let dot = 0;
-          for (let i = 0; i < d; i++) dot += (head[i] as number) * (values[base + i] as number);
-          if (dot > 0) scores[s] = (scores[s] as number) + weight * dot;
-        }
-      }
+      const weights = Float64Array.from({ length: n }, (_, hd) => (w[t * n + hd] as number) * weightScale);
+      const heads = q.subarray(t * n * d, (t + 1) * n * d);
+      if (simd !== undefined) simd.scores(heads, weights, pos + 1, scores);
+      else indexerScores(heads, weights, d, values, bases, pos + 1, scores);
       out.push(topKPositions(scores, topK));
     }
     return out;
   }
 }
 
+let scoresKernel: IndexerScoresSimd | null | undefined;
+
+/** The indexer's WebAssembly scoring kernel, made on first use; undefined where SIMD is unavailable. */
+function scoresSimd(): IndexerScoresSimd | undefined {
+  if (scoresKernel === undefined) scoresKernel = IndexerScoresSimd.create() ?? null;
+  return scoresKernel ?? undefined;
+}
+
 /** The k highest of `scores` (ties to the lower position), returned in ascending position order. */
 export function topKPositions(scores: Float64Array, k: number): Int32Array {
-  // A running list of the best k, sorted best first: one pass instead of sorting every position.
-  const best: number[] = [];
-  const better = (a: number, b: number) =>
-    (scores[a] as number) > (scores[b] as number) ||
-    ((scores[a] as number) === (scores[b] as number) && a < b);
-  for (let s = 0; s < scores.length; s++) {
-    if (best.length === k && !better(s, best[k - 1] as number)) continue;
-    let i = best.length === k ? k - 1 : best.length;
-    while (i > 0 && better(s, best[i - 1] as number)) {
-      best[i] = best[i - 1] as number;
-      i--;
+  const n = scores.length;
+  if (n <= k) return Int32Array.from({ length: n }, (_, s) => s);
+  // A selection instead of a sort: a min-heap of the best k so far, its root the worst of them
+  // (lowest score, then highest position). Positions arrive in ascending order, so a later one
+  // equal to the root is not better and ties keep the lower position, as a stable sort would.
+  const heap = Int32Array.from({ length: k }, (_, s) => s);
+  const worse = (a: number, b: number) =>
+    (scores[a] as number) < (scores[b] as number) ||
+    ((scores[a] as number) === (scores[b] as number) && a > b);
+  const siftDown = (from: number) => {
+    let i = from;
+    for (;;) {
+      const l = 2 * i + 1;
+      if (l >= k) return;
+      const r = l + 1;
+      const c = r < k && worse(heap[r] as number, heap[l] as number) ? r : l;
+      if (!worse(heap[c] as number, heap[i] as number)) return;
+      const x = heap[i] as number;
+      heap[i] = heap[c] as number;
+      heap[c] = x;
+      i = c;
     }
-    best[i] = s;
+  };
+  for (let i = (k >> 1) - 1; i >= 0; i--) siftDown(i);
+  for (let s = k; s < n; s++) {
+    if ((scores[s] as number) <= (scores[heap[0] as number] as number)) continue;
+    heap[0] = s;
+    siftDown(0);
   }
-  return Int32Array.from(best).sort();
+  return heap.sort();
 }
 
 function layerNorm(

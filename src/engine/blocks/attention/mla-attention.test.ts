@@ -128,6 +128,30 @@ describe("multi-head latent attention", () => {
     expect(split.subarray(9 * H, 10 * H)).toEqual(absorbed.subarray(9 * H, 10 * H));
   });
 
+  it("with mla_cache=per-head keeps every head's key and value and gives the expanded form's bits", () => {
+    const perHead = new Map([["mla_cache", "per-head"]]);
+    const { qkNopeHeadDim: dn, qkRopeHeadDim: dr, vHeadDim: dv, numHeads: nh } = S;
+    expect(block.stateUnder(perHead)).toEqual({
+      kind: "paged",
+      attention: "full",
+      numKvHeads: nh,
+      headDim: dn + dr,
+      vHeadDim: dv,
+    });
+    expect(block.stateUnder(form("expanded"))).toBe(block.state);
+    // The same kv_b_proj rows times the same latents, summed in the same order.
+    const expanded = runSequence(block, x, [n], pool, form("expanded")).out;
+    const { out, cache } = runSequence(block, x, [n], pool, perHead);
+    expect(out).toEqual(expanded);
+    expect(runSequence(block, x, [9, 1, 1, 5, ...Array(7).fill(1)], pool, perHead).out).toEqual(expanded);
+    // Each head's stored key ends in the shared rotary key.
+    const table = Array.from({ length: Math.ceil(n / 4) }, (_, b) => Math.ceil(n / 4) + 1 - b);
+    const slot = cache.slot(table, 11) * cache.keyStride;
+    const rope = (hd: number) => cache.keys.subarray(slot + hd * (dn + dr) + dn, slot + (hd + 1) * (dn + dr));
+    for (let hd = 1; hd < nh; hd++) expect(rope(hd)).toEqual(rope(0));
+    expect(Math.max(...rope(0).map(Math.abs))).toBeGreaterThan(0);
+  });
+
   it("writes each token's normalized latent and rotated key into its cache slot", () => {
     const { cache } = runSequence(block, x, [n], pool, form("absorbed"));
     const C = S.kvLoraRank;

@@ -1,3 +1,4 @@
+import { BringupError } from "../../../common/errors.js";
 import type { LayerKvCache } from "../../cache/kv-cache.js";
 import { weightAt } from "../../kernels/reference.js";
 import { rmsNorm } from "../../kernels/rmsnorm.js";
@@ -90,6 +91,23 @@ export const MLA_SWITCHES: readonly ModelSwitch[] = [
 ];
 
 /**
+ * What MLA keeps per token (`--switch mla_cache=...`), for comparing KV capacity in one budget:
+ * - latent: the normalized latent and the shared rotary key (kv_lora_rank + qk_rope_head_dim);
+ * - per-head: every head's full key (nope and rope parts) and value, as an engine without MLA
+ *   support stores this model (heads x (qk_nope + qk_rope + v_head)), attended as ordinary
+ *   multi-head attention; mla_form then has nothing to choose. Each key and value is the expanded
+ *   form's, so outputs equal mla_form=expanded bit for bit. Not with DSA's indexer, whose key
+ *   shares the latent's cache rows.
+ */
+export const MLA_CACHE_SWITCH: ModelSwitch = {
+  name: "mla_cache",
+  values: ["latent", "per-head"],
+  default: "latent",
+  description:
+    "latent attention's cache: the latent and shared rotary key per token, or every head's key and value as a stock engine keeps them",
+};
+
+/**
  * Multi-head latent attention over a paged cache holding, per token, only the normalized latent
  * and the rotated shared key ([kvLoraRank + qkRopeHeadDim] as the "key" of one KV head); with a
  * DSA indexer (dsa-indexer.ts) its key sits in the "value" part and each query attends only to the
@@ -97,6 +115,7 @@ export const MLA_SWITCHES: readonly ModelSwitch[] = [
  */
 export class MlaAttention implements TokenMixer {
   readonly state: LayerState;
+  private readonly perHeadState: LayerState;
   readonly outputTensors: readonly string[];
   /** kv_b_proj in f32, read by the absorbed form's per-head folds. */
   private readonly kvB: Float32Array;
@@ -118,6 +137,13 @@ export class MlaAttention implements TokenMixer {
       numKvHeads: 1,
       headDim: C + R,
       vHeadDim: indexer?.spec.headDim ?? 0,
+    };
+    this.perHeadState = {
+      kind: "paged",
+      attention: "full",
+      numKvHeads: spec.numHeads,
+      headDim: spec.qkNopeHeadDim + R,
+      vHeadDim: spec.vHeadDim,
     };
     this.outputTensors = [`${names.o}.weight`];
     this.rope = new Rope(R, 1, spec.ropeTheta);
@@ -165,6 +191,22 @@ export class MlaAttention implements TokenMixer {
     return new MlaAttention(spec, weights, names, hiddenSize, normEps, indexer);
   }
 
+  stateUnder(switches: ReadonlyMap<string, string>): LayerState {
+    return this.perHeadCache(switches) ? this.perHeadState : this.state;
+  }
+
+  private perHeadCache(switches: ReadonlyMap<string, string>): boolean {
+    if (switches.get(MLA_CACHE_SWITCH.name) !== "per-head") return false;
+    if (this.indexer !== undefined) {
+      throw new BringupError(
+        "ENGINE_OPTIONS_INVALID",
+        `${this.names.kvB}: mla_cache=per-head does not combine with DSA's indexer, whose key shares the latent's cache rows; use mla_cache=latent.`,
+        { subject: MLA_CACHE_SWITCH.name },
+      );
+    }
+    return true;
+  }
+
   forward(h: Float32Array, ctx: ForwardContext, storage: LayerStorage): Float32Array {
     const { batch, pool } = ctx;
     const {
@@ -200,27 +242,149 @@ export class MlaAttention implements TokenMixer {
       for (let hd = 0; hd < nh; hd++) rotateAdjacentPairs(this.rope, q, t * nh * qk + hd * qk + dn, dr, pos);
       rotateAdjacentPairs(this.rope, kv, t * (C + dr) + C, dr, pos);
     }
-    const indexKeys = this.indexer?.keys(h, T, batch.positions, pool, ctx.switches) ?? new Float32Array(0);
-    const ki = this.indexer?.spec.headDim ?? 0;
     const cache = storage.cache as LayerKvCache;
     const group = storage.group as number;
     const tableOf = (t: number) =>
       (batch.blockTables[t] as readonly (readonly number[])[])[group] as readonly number[];
+    const out = new Float32Array(T * nh * dv);
+    if (this.perHeadCache(ctx.switches)) {
+      this.writePerHead(latent, kv, T, cache, tableOf, batch.positions, pool);
+      for (const run of batch.sequences)
+        this.perHead(run, q, out, cache, tableOf(run.first), batch.positions);
+    } else this.latentAttention(h, qLatent, kv, q, out, T, cache, tableOf, ctx);
+    const o = new Float32Array(T * this.hiddenSize);
+    pool.matmul(out, T, w.o, o);
+    return o;
+  }
+
+  /** Writes the latent rows (and indexer keys) and attends over them in the mla_form switch's form. */
+  private latentAttention(
+    h: Float32Array,
+    qLatent: Float32Array | undefined,
+    kv: Float32Array,
+    q: Float32Array,
+    out: Float32Array,
+    T: number,
+    cache: LayerKvCache,
+    tableOf: (t: number) => readonly number[],
+    ctx: ForwardContext,
+  ): void {
+    const { batch, pool } = ctx;
+    const { kvLoraRank: C, qkRopeHeadDim: dr } = this.spec;
+    const indexKeys = this.indexer?.keys(h, T, batch.positions, pool, ctx.switches) ?? new Float32Array(0);
+    const ki = this.indexer?.spec.headDim ?? 0;
     for (let t = 0; t < T; t++) {
       cache.write(cache.slot(tableOf(t), batch.positions[t] as number), kv, t * (C + dr), indexKeys, t * ki);
     }
     const selected = this.indexer?.select(h, qLatent, T, batch.positions, cache, tableOf, pool, ctx.switches);
 
     const form = ctx.switches.get("mla_form") ?? "absorbed";
-    const out = new Float32Array(T * nh * dv);
     for (const run of batch.sequences) {
       const expand = form === "expanded" || (form === "prefill-expanded" && run.count > 1);
       if (expand) this.expanded(run, q, out, cache, tableOf(run.first), batch.positions, pool, selected);
       else this.absorbed(run, q, out, cache, tableOf(run.first), batch.positions, selected);
     }
-    const o = new Float32Array(T * this.hiddenSize);
-    pool.matmul(out, T, w.o, o);
-    return o;
+  }
+
+  /**
+   * Each token's per-head keys [kv_b_proj's key rows x latent, the shared rotated key] and values
+   * (its value rows x latent) into the cache: the rows the expanded form computes, bit for bit.
+   */
+  private writePerHead(
+    latent: Float32Array,
+    kv: Float32Array,
+    T: number,
+    cache: LayerKvCache,
+    tableOf: (t: number) => readonly number[],
+    positions: ArrayLike<number>,
+    pool: ForwardContext["pool"],
+  ): void {
+    const { numHeads: nh, kvLoraRank: C, qkNopeHeadDim: dn, qkRopeHeadDim: dr, vHeadDim: dv } = this.spec;
+    const rowsPerHead = dn + dv;
+    const up = new Float32Array(T * nh * rowsPerHead);
+    pool.matmul(latent, T, this.weights.kvB, up);
+    const k = new Float32Array(nh * (dn + dr));
+    const v = new Float32Array(nh * dv);
+    for (let t = 0; t < T; t++) {
+      for (let hd = 0; hd < nh; hd++) {
+        const row = (t * nh + hd) * rowsPerHead;
+        k.set(up.subarray(row, row + dn), hd * (dn + dr));
+        k.set(kv.subarray(t * (C + dr) + C, (t + 1) * (C + dr)), hd * (dn + dr) + dn);
+        v.set(up.subarray(row + dn, row + rowsPerHead), hd * dv);
+      }
+      cache.write(cache.slot(tableOf(t), positions[t] as number), k, 0, v, 0);
+    }
+  }
+
+  /** Ordinary multi-head attention over the per-head keys and values in the cache. */
+  private perHead(
+    run: SequenceRun,
+    q: Float32Array,
+    out: Float32Array,
+    cache: LayerKvCache,
+    table: readonly number[],
+    positions: ArrayLike<number>,
+  ): void {
+    const { numHeads: nh, qkNopeHeadDim: dn, qkRopeHeadDim: dr, vHeadDim: dv } = this.spec;
+    const qk = dn + dr;
+    for (let t = run.first; t < run.first + run.count; t++) {
+      const S = (positions[t] as number) + 1;
+      const slots = Int32Array.from({ length: S }, (_, p) => cache.slot(table, p));
+      const keyAt = new Int32Array(S);
+      const ropeAt = new Int32Array(S);
+      const valueAt = new Int32Array(S);
+      const scores = new Float64Array(S);
+      for (let hd = 0; hd < nh; hd++) {
+        for (let p = 0; p < S; p++) {
+          keyAt[p] = (slots[p] as number) * cache.keyStride + hd * qk;
+          ropeAt[p] = (keyAt[p] as number) + dn;
+          valueAt[p] = (slots[p] as number) * cache.valueStride + hd * dv;
+        }
+        const heads = {
+          keys: cache.keys,
+          keyAt,
+          ropeKeys: cache.keys,
+          ropeAt,
+          values: cache.values,
+          valueAt,
+        };
+        this.attendHead(q, t * nh * qk + hd * qk, heads, scores, out, t * nh * dv + hd * dv);
+      }
+    }
+  }
+
+  /**
+   * One query head's softmax attention over keys and values at per-position offsets (the nope part
+   * of its key, the rotary part, its value), writing vHeadDim outputs at `outOffset`.
+   */
+  private attendHead(
+    q: Float32Array,
+    qOffset: number,
+    rows: HeadRows,
+    scores: Float64Array,
+    out: Float32Array,
+    outOffset: number,
+  ): void {
+    const { qkNopeHeadDim: dn, qkRopeHeadDim: dr, vHeadDim: dv } = this.spec;
+    const { keys, keyAt, ropeKeys, ropeAt, values, valueAt } = rows;
+    const S = keyAt.length;
+    let max = Number.NEGATIVE_INFINITY;
+    for (let s = 0; s < S; s++) {
+      const k = keyAt[s] as number;
+      const r0 = ropeAt[s] as number;
+      let dot = 0;
+      for (let d = 0; d < dn; d++) dot += (q[qOffset + d] as number) * (keys[k + d] as number);
+      for (let r = 0; r < dr; r++) dot += (q[qOffset + dn + r] as number) * (ropeKeys[r0 + r] as number);
+      scores[s] = dot * this.scale;
+      max = Math.max(max, dot * this.scale);
+    }
+    const sum = softmaxInPlace(scores, max);
+    for (let j = 0; j < dv; j++) {
+      let v = 0;
+      for (let s = 0; s < S; s++)
+        v += ((scores[s] as number) / sum) * (values[(valueAt[s] as number) + j] as number);
+      out[outOffset + j] = v;
+    }
   }
 
   /** Positions token t attends: the indexer's choice, or every position up to its own. */
@@ -313,34 +477,32 @@ export class MlaAttention implements TokenMixer {
     const expandedKv = new Float32Array(S * nh * rowsPerHead);
     pool.matmul(latents, S, this.weights.kvB, expandedKv);
     for (let t = run.first; t < run.first + run.count; t++) {
-      const pos = positions[t] as number;
-      const seen = this.visible(t, pos, selected);
-      const scores = new Float64Array(seen.length);
+      const seen = this.visible(t, positions[t] as number, selected);
+      const n = seen.length;
+      const scores = new Float64Array(n);
+      const ropeAt = Int32Array.from(seen, (p) => cache.slot(table, p) * stride + C);
+      const keyAt = new Int32Array(n);
+      const valueAt = new Int32Array(n);
       for (let hd = 0; hd < nh; hd++) {
-        const qOff = t * nh * qk + hd * qk;
-        let max = Number.NEGATIVE_INFINITY;
-        for (let s = 0; s < seen.length; s++) {
-          const p = seen[s] as number;
-          const kOff = (p * nh + hd) * rowsPerHead;
-          const rope = cache.slot(table, p) * stride + C;
-          let dot = 0;
-          for (let d = 0; d < dn; d++) dot += (q[qOff + d] as number) * (expandedKv[kOff + d] as number);
-          for (let r = 0; r < dr; r++) dot += (q[qOff + dn + r] as number) * (keys[rope + r] as number);
-          scores[s] = dot * this.scale;
-          max = Math.max(max, dot * this.scale);
+        for (let s = 0; s < n; s++) {
+          keyAt[s] = ((seen[s] as number) * nh + hd) * rowsPerHead;
+          valueAt[s] = (keyAt[s] as number) + dn;
         }
-        const sum = softmaxInPlace(scores, max);
-        for (let j = 0; j < dv; j++) {
-          let v = 0;
-          for (let s = 0; s < seen.length; s++) {
-            const p = seen[s] as number;
-            v += ((scores[s] as number) / sum) * (expandedKv[(p * nh + hd) * rowsPerHead + dn + j] as number);
-          }
-          out[t * nh * dv + hd * dv + j] = v;
-        }
+        const heads = { keys: expandedKv, keyAt, ropeKeys: keys, ropeAt, values: expandedKv, valueAt };
+        this.attendHead(q, t * nh * qk + hd * qk, heads, scores, out, t * nh * dv + hd * dv);
       }
     }
   }
+}
+
+/** Where one head's key parts and value sit for each attended position (offsets into the arrays). */
+interface HeadRows {
+  readonly keys: Float32Array;
+  readonly keyAt: Int32Array;
+  readonly ropeKeys: Float32Array;
+  readonly ropeAt: Int32Array;
+  readonly values: Float32Array;
+  readonly valueAt: Int32Array;
 }
 
 /** exp(x - max) in place; returns the sum. */

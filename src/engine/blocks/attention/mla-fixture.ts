@@ -93,7 +93,7 @@ export function runSequence(
   H = MLA_TEST_HIDDEN,
 ): { out: Float32Array; cache: LayerKvCache } {
   const n = chunks.reduce((a, b) => a + b, 0);
-  const s = block.state;
+  const s = block.stateUnder(switches);
   if (s.kind !== "paged") throw new Error("MLA keeps paged storage");
   const spec = new FullCacheSpec(BLOCK_SIZE);
   const blocks = spec.blocksNeeded(n);
