@@ -59,6 +59,22 @@ describe("request fields", () => {
     expect(chatN.json.choices).toHaveLength(3);
   });
 
+  it("prefills the prompt once for n choices, each the answer of a separate request with its seed", async () => {
+    const promptTokens = async () => {
+      const text = await (await fetch(`${server.url}/metrics`)).text();
+      return Number(/^vllm:prompt_tokens_total\{[^}]*\} (\S+)$/m.exec(text)?.[1]);
+    };
+    const request = { ...base, max_tokens: 12, temperature: 1.2 };
+    const separate: string[] = [];
+    for (const seed of [40, 41, 42, 43])
+      separate.push((await post("/v1/completions", { ...request, seed })).json.choices[0].text);
+    const before = await promptTokens();
+    const four = await post("/v1/completions", { ...request, n: 4, seed: 40 });
+    expect(four.json.choices.map((c: { text: string }) => c.text)).toEqual(separate);
+    expect(new Set(separate).size).toBe(4);
+    expect((await promptTokens()) - before).toBe(four.json.usage.prompt_tokens);
+  });
+
   it("honors the sampling fields: penalties, min_p, allowed ids, bad words, min_tokens", async () => {
     const greedy = await post("/v1/completions", { ...base, max_tokens: 16, logprobs: 0 });
     const ids = (r: { json: any }) =>

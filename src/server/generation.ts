@@ -53,17 +53,22 @@ export class Generation implements AsyncIterable<GenerationChunk> {
     this.stopTokens = new Set(params.stopTokenIds ?? []);
   }
 
+  /** One generation per seed, sharing the prompt's prefill (each samples with its seed). */
   static async start(
     ctx: ServerContext,
     params: GenerationParams,
+    seeds: readonly (number | bigint | undefined)[],
     signal: AbortSignal,
     arrival: number,
-  ): Promise<Generation> {
+  ): Promise<Generation[]> {
     const { stop: _stop, includeStopString: _include, ...request } = params;
-    const outputs = await ctx.engine.submit(request, AbortSignal.any([signal, ctx.shutdown]), (seconds) =>
-      ctx.metrics.queued(seconds),
+    const streams = await ctx.engine.submit(
+      request,
+      seeds,
+      AbortSignal.any([signal, ctx.shutdown]),
+      (seconds) => ctx.metrics.queued(seconds),
     );
-    return new Generation(ctx, params, outputs, arrival);
+    return streams.map((outputs) => new Generation(ctx, params, outputs, arrival));
   }
 
   async *[Symbol.asyncIterator](): AsyncGenerator<GenerationChunk> {

@@ -23,14 +23,17 @@ export interface ServedEngine {
   readonly modelName: string;
   readonly modelRoot: string;
   /**
-   * Queues a request; resolves with its output stream once the engine accepted it, rejects with
-   * the engine's BringupError when it refused it (so a response has not started yet).
+   * Queues a request as one sequence per seed, sharing the prompt's prefill (Engine.submitShared);
+   * resolves with their output streams once the engine accepted it, rejects with the engine's
+   * BringupError when it refused it (so a response has not started yet). Leaving one stream
+   * aborts that sequence; aborting `signal` aborts them all.
    */
   submit(
     request: GenerateRequest,
+    seeds: readonly (number | bigint | undefined)[],
     signal: AbortSignal,
     onScheduled: (queueSeconds: number) => void,
-  ): Promise<AsyncIterableIterator<StepOutput>>;
+  ): Promise<AsyncIterableIterator<StepOutput>[]>;
   /** The latest figures (as of the last step boundary when the engine runs on its own thread). */
   stats(): EngineStats;
   /** Aborts every request and stops the engine. */
@@ -61,21 +64,23 @@ export class InThreadEngine implements ServedEngine {
 
   async submit(
     request: GenerateRequest,
+    seeds: readonly (number | bigint | undefined)[],
     signal: AbortSignal,
     onScheduled: (queueSeconds: number) => void,
-  ): Promise<AsyncIterableIterator<StepOutput>> {
-    const abort = new AbortController();
-    const outputs = this.engine.submit(request, AbortSignal.any([signal, abort.signal]), onScheduled);
-    const buffer = new OutputBuffer(MAX_UNREAD_OUTPUTS, () => abort.abort());
-    void (async () => {
-      try {
-        for await (const out of outputs) buffer.push(out);
-        buffer.close();
-      } catch (error) {
-        buffer.fail(error);
-      }
-    })();
-    return buffer;
+  ): Promise<AsyncIterableIterator<StepOutput>[]> {
+    const streams = this.engine.submitShared(request, seeds, signal, onScheduled);
+    return streams.map((outputs) => {
+      const buffer = new OutputBuffer(MAX_UNREAD_OUTPUTS, () => void outputs.return?.());
+      void (async () => {
+        try {
+          for await (const out of outputs) buffer.push(out);
+          buffer.close();
+        } catch (error) {
+          buffer.fail(error);
+        }
+      })();
+      return buffer;
+    });
   }
 
   stats(): EngineStats {
