@@ -338,7 +338,13 @@ export class Engine {
         seq.queue?.close();
       }
     } else {
-      signal?.addEventListener("abort", () => sequences.forEach((seq) => this.abort(seq)), { once: true });
+      signal?.addEventListener(
+        "abort",
+        () => {
+          for (const seq of sequences) this.abort(seq);
+        },
+        { once: true },
+      );
       this.waiting.push(first);
       this.wake?.();
     }

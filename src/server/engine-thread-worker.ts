@@ -113,7 +113,9 @@ async function main(): Promise<void> {
       post({ type: "rejected", id, error: threadError(error) });
       return;
     }
-    outputs.forEach((o, i) => streams.set(ids[i] as number, o));
+    outputs.forEach((o, i) => {
+      streams.set(ids[i] as number, o);
+    });
     post({ type: "accepted", id });
     // Now, not after a microtask: the engine's next step (maybe a long prefill) runs first otherwise.
     post({ type: "stats", stats: engine.stats() });
