@@ -155,6 +155,10 @@ describe("request fields", () => {
     const stop = text.slice(2, 4);
     const kept = await post("/v1/completions", { ...base, stop: [stop], include_stop_str_in_output: true });
     expect(kept.json.choices[0].text.endsWith(stop)).toBe(true);
+    // Like vLLM, stop strings are not checked before min_tokens tokens.
+    const early = await post("/v1/completions", { ...base, stop: [stop], min_tokens: 8 });
+    expect(early.json.choices[0].text).toBe(text);
+    expect(early.json.usage.completion_tokens).toBe(8);
     const truncated = await post("/v1/completions", { ...base, truncate_prompt_tokens: 2 });
     expect(truncated.json.usage.prompt_tokens).toBe(2);
     const res = await fetch(`${server.url}/v1/completions`, {

@@ -71,6 +71,11 @@ export class Generation implements AsyncIterable<GenerationChunk> {
     return streams.map((outputs) => new Generation(ctx, params, outputs, arrival));
   }
 
+  /** vLLM checks stop strings only once min_tokens tokens were generated. */
+  private get pastMinTokens(): boolean {
+    return this.completionTokens >= (this.params.minTokens ?? 0);
+  }
+
   async *[Symbol.asyncIterator](): AsyncGenerator<GenerationChunk> {
     const { metrics, shutdown } = this.ctx;
     const detokenizer = this.ctx.engine.tokenizer.createDetokenizer();
@@ -94,7 +99,7 @@ export class Generation implements AsyncIterable<GenerationChunk> {
           if (out.finishReason === "stop") {
             if (this.stopTokens.has(out.token.tokenId)) stopReason = out.token.tokenId;
           } else {
-            const step = matcher.push(detokenizer.push(out.token.tokenId));
+            const step = matcher.push(detokenizer.push(out.token.tokenId), this.pastMinTokens);
             text = step.text;
             if (step.stop !== undefined) {
               [finishReason, stopReason] = ["stop", step.stop];
@@ -109,7 +114,7 @@ export class Generation implements AsyncIterable<GenerationChunk> {
           );
         }
         if (finishReason !== null && finishReason !== "abort" && typeof stopReason !== "string") {
-          const tail = matcher.push(detokenizer.flush());
+          const tail = matcher.push(detokenizer.flush(), this.pastMinTokens);
           text += tail.text;
           if (tail.stop !== undefined) {
             [finishReason, stopReason] = ["stop", tail.stop];
