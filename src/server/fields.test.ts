@@ -35,8 +35,8 @@ describe("request fields", () => {
     ["/v1/completions", { ...base, no_such_field: 1 }, "no_such_field"],
     ["/v1/completions", { ...base, use_beam_search: true }, "use_beam_search"],
     ["/v1/chat/completions", { ...chat, tool_choice: "auto" }, "tool_choice"],
-    ["/v1/chat/completions", { ...chat, chat_template: "{{ messages }}" }, "chat_template"],
-    ["/v1/chat/completions", { ...chat, echo: true }, "echo"],
+    ["/v1/chat/completions", { ...chat, chat_template: "{% for m in messages %}" }, "chat_template"],
+    ["/v1/chat/completions", { ...chat, chat_template: "{{ no_such_function() }}" }, "chat_template"],
   ])("%s refuses %j naming it", async (path, body, param) => {
     const { status, json } = await post(path, body);
     expect(status, JSON.stringify(json)).toBe(400);
@@ -73,6 +73,43 @@ describe("request fields", () => {
     expect(four.json.choices.map((c: { text: string }) => c.text)).toEqual(separate);
     expect(new Set(separate).size).toBe(4);
     expect((await promptTokens()) - before).toBe(four.json.usage.prompt_tokens);
+  });
+
+  it("echoes the last message as vLLM does: when it is in the answer's role", async () => {
+    const greedy = await post("/v1/chat/completions", chat);
+    const answer = greedy.json.choices[0].message.content as string;
+    // With a generation prompt the answer is the assistant's and the user's message is not echoed.
+    const echoUser = await post("/v1/chat/completions", { ...chat, echo: true });
+    expect(echoUser.json.choices[0].message).toEqual({ role: "assistant", content: answer });
+    const partial = [...chat.messages, { role: "assistant", content: "The boats" }];
+    const continued = { ...chat, messages: partial, add_generation_prompt: false };
+    const plain = await post("/v1/chat/completions", continued);
+    const echoed = await post("/v1/chat/completions", { ...continued, echo: true });
+    expect(echoed.json.choices[0].message).toEqual({
+      role: "assistant",
+      content: `The boats${plain.json.choices[0].message.content}`,
+    });
+    const res = await fetch(`${server.url}/v1/chat/completions`, {
+      method: "POST",
+      body: JSON.stringify({ ...continued, echo: true, stream: true }),
+    });
+    const deltas = (await res.text())
+      .split("\n\n")
+      .filter((e) => e.startsWith("data: {"))
+      .map((e) => JSON.parse(e.slice(6)).choices[0].delta);
+    expect(deltas[0]).toEqual({ role: "assistant", content: "" });
+    expect(deltas[1]).toEqual({ content: "The boats" });
+    expect(deltas.map((d) => d.content ?? "").join("")).toBe(echoed.json.choices[0].message.content);
+  });
+
+  it("renders a request's own chat_template instead of the model's", async () => {
+    const template = "{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}";
+    const own = await post("/v1/chat/completions", { ...chat, chat_template: template });
+    expect(own.status).toBe(200);
+    const expected = model.tokenizer.encode("[user] Orla\n", { addSpecialTokens: false });
+    expect(own.json.usage.prompt_tokens).toBe(expected.length);
+    const asPrompt = await post("/v1/completions", { ...base, prompt: expected, max_tokens: 4 });
+    expect(own.json.choices[0].message.content).toBe(asPrompt.json.choices[0].text);
   });
 
   it("honors the sampling fields: penalties, min_p, allowed ids, bad words, min_tokens", async () => {
