@@ -77,6 +77,8 @@ export interface RunningServer {
   readonly modelName: string;
   /** The engine's limits as resolved from the options. */
   readonly limits: EngineLimits;
+  /** The engine steps on a thread of its own (false: on the HTTP thread, over a model in memory). */
+  readonly engineThread: boolean;
   /**
    * Stops accepting connections, lets requests in flight finish for up to `drainSeconds` (default
    * 0), ends the rest with an error (503; a stream gets an error event), then stops the engine.
@@ -157,6 +159,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
             url: `http://${shown}:${info.port}`,
             modelName,
             limits: engine.limits,
+            engineThread: engine instanceof EngineThread,
             close: async ({ drainSeconds = 0 } = {}) => {
               const closed = new Promise<void>((done) => server.close(() => done()));
               if ("closeIdleConnections" in server) server.closeIdleConnections();

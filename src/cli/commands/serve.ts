@@ -1,6 +1,6 @@
 import { type Command, InvalidArgumentError, Option } from "commander";
 import { KV_LAYOUT_NAMES, type KvLayout, TINY_SIZES } from "../../engine/index.js";
-import { PORT_ARCHITECTURES } from "../../flow/index.js";
+import { PORT_ARCHITECTURES, PORT_ARCHITECTURES_MODULE } from "../../flow/index.js";
 import {
   DEFAULT_TINY_SIZE,
   LOG_LEVELS,
@@ -88,10 +88,7 @@ export function serverOptions(modelDir: string | undefined, flags: ServeFlags): 
           modelDir,
           architectures: PORT_ARCHITECTURES,
           // The engine's own thread imports the same list itself.
-          architecturesModule: {
-            module: new URL("../../flow/port-models.js", import.meta.url).href,
-            exportName: "PORT_ARCHITECTURES",
-          },
+          architecturesModule: PORT_ARCHITECTURES_MODULE,
         }
       : { tinySize: flags.tiny }),
     log: (level, line) => {
