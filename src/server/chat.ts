@@ -99,6 +99,8 @@ export async function chatCompletions(
     bestOf,
     AbortSignal.any([c.req.raw.signal, abort.signal]),
     record,
+    // A stream blocked writing to a client that stopped reading ends here (see eventStream).
+    (error) => abort.abort(error),
   );
   const id = `chatcmpl-${record.requestId}`;
   const created = unixSeconds();

@@ -51,13 +51,15 @@ export async function startChoices(
   bestOf: number,
   signal: AbortSignal,
   record: RequestRecord,
+  /** Hears at once of a choice whose reader fell too far behind (see Generation.start). */
+  onTooSlow?: (error: unknown) => void,
 ): Promise<Choice[]> {
   const abort = new AbortController();
   const both = AbortSignal.any([signal, abort.signal]);
   const seeds = Array.from({ length: bestOf }, (_, i) => seedOf(params.sampling?.seed, i));
   const started = prompts.map((promptTokenIds, p) =>
-    Generation.start(ctx, { ...params, promptTokenIds }, seeds, both, record.arrival).then((generations) =>
-      generations.map((generation, i) => ({ index: p * bestOf + i, prompt: p, generation })),
+    Generation.start(ctx, { ...params, promptTokenIds }, seeds, both, record.arrival, onTooSlow).then(
+      (generations) => generations.map((generation, i) => ({ index: p * bestOf + i, prompt: p, generation })),
     ),
   );
   const settled = await Promise.allSettled(started);

@@ -55,6 +55,7 @@ export class EngineThread implements ServedEngine {
     private readonly worker: Worker,
     ready: Extract<FromEngine, { type: "ready" }>,
     readonly tokenizer: TextTokenizer,
+    private readonly maxUnreadOutputs: number,
   ) {
     this.limits = ready.limits;
     this.vocabSize = ready.vocabSize;
@@ -76,7 +77,11 @@ export class EngineThread implements ServedEngine {
   readonly modelRoot: string;
 
   /** Starts the thread and waits until its model is loaded and its engine built. */
-  static async start(source: ModelSource, options: EngineOptions): Promise<EngineThread> {
+  static async start(
+    source: ModelSource,
+    options: EngineOptions,
+    maxUnreadOutputs = MAX_UNREAD_OUTPUTS,
+  ): Promise<EngineThread> {
     const data: EngineThreadData = { source, options };
     const worker = FROM_SOURCE
       ? // From sources, the thread registers tsx's loader before importing the worker module.
@@ -103,7 +108,7 @@ export class EngineThread implements ServedEngine {
     const tokenizer = new TextTokenizer(ready.tokenizerJson, ready.tokenizerConfig, {
       eosTokenIds: ready.eosTokenIds,
     });
-    return new EngineThread(worker, ready, tokenizer);
+    return new EngineThread(worker, ready, tokenizer, maxUnreadOutputs);
   }
 
   submit(
@@ -111,16 +116,23 @@ export class EngineThread implements ServedEngine {
     seeds: readonly (number | bigint | undefined)[],
     signal: AbortSignal,
     onScheduled: (queueSeconds: number) => void,
+    onTooSlow?: (error: unknown) => void,
   ): Promise<AsyncIterableIterator<StepOutput>[]> {
     if (this.closed)
       return Promise.reject(
         new BringupError("ENGINE_CLOSED", "the engine has been closed; start a new one."),
       );
     const ids = seeds.map(() => this.nextId++);
+    signal.addEventListener(
+      "abort",
+      () => {
+        for (const id of ids) this.send({ type: "abort", id });
+      },
+      { once: true },
+    );
     const outputs = ids.map((id) => {
       const abort = () => this.send({ type: "abort", id });
-      signal.addEventListener("abort", abort, { once: true });
-      const stream = new OutputBuffer(MAX_UNREAD_OUTPUTS, abort);
+      const stream = new OutputBuffer(this.maxUnreadOutputs, abort, onTooSlow);
       this.streams.set(id, stream);
       return stream;
     });

@@ -53,13 +53,17 @@ export class Generation implements AsyncIterable<GenerationChunk> {
     this.stopTokens = new Set(params.stopTokenIds ?? []);
   }
 
-  /** One generation per seed, sharing the prompt's prefill (each samples with its seed). */
+  /**
+   * One generation per seed, sharing the prompt's prefill (each samples with its seed).
+   * `onTooSlow` hears at once of a stream its reader left too far behind.
+   */
   static async start(
     ctx: ServerContext,
     params: GenerationParams,
     seeds: readonly (number | bigint | undefined)[],
     signal: AbortSignal,
     arrival: number,
+    onTooSlow?: (error: unknown) => void,
   ): Promise<Generation[]> {
     const { stop: _stop, includeStopString: _include, ...request } = params;
     const streams = await ctx.engine.submit(
@@ -67,6 +71,7 @@ export class Generation implements AsyncIterable<GenerationChunk> {
       seeds,
       AbortSignal.any([signal, ctx.shutdown]),
       (seconds) => ctx.metrics.queued(seconds),
+      onTooSlow,
     );
     return streams.map((outputs) => new Generation(ctx, params, outputs, arrival));
   }

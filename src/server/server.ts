@@ -69,6 +69,11 @@ export interface ServerOptions {
   readonly headersTimeoutSeconds?: number;
   /** Most open connections; more are closed on arrival (default 512). */
   readonly maxConnections?: number;
+  /**
+   * Most step outputs a streaming client may leave unread before its request is aborted and its
+   * socket closed (default 1024; the socket's own buffers come first).
+   */
+  readonly maxUnreadOutputs?: number;
 }
 
 export interface RunningServer {
@@ -104,7 +109,8 @@ async function startEngine(options: ServerOptions, engineOptions: EngineOptions)
   if (model === undefined && options.modelDir !== undefined && options.architecturesModule === undefined)
     if ((options.architectures ?? []).length > 0)
       model = await loadModel(options.modelDir, { architectures: options.architectures ?? [] });
-  if (model !== undefined) return new InThreadEngine(new Engine(model, engineOptions));
+  if (model !== undefined)
+    return new InThreadEngine(new Engine(model, engineOptions), options.maxUnreadOutputs);
   const source: ModelSource =
     options.modelDir !== undefined
       ? {
@@ -112,7 +118,7 @@ async function startEngine(options: ServerOptions, engineOptions: EngineOptions)
           ...(options.architecturesModule ? { architectures: options.architecturesModule } : {}),
         }
       : { tinySize: tinySizeOf(options) };
-  return EngineThread.start(source, engineOptions);
+  return EngineThread.start(source, engineOptions, options.maxUnreadOutputs);
 }
 
 /** Loads the model, starts an engine and serves the OpenAI-compatible API over HTTP until closed. */

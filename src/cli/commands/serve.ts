@@ -77,6 +77,7 @@ interface ServeFlags {
   logLevel?: LogLevel;
   requestLines?: boolean;
   drainTimeout?: number;
+  maxConnections?: number;
 }
 
 /** Options for startServer from the command line (exported for the command's test). */
@@ -108,6 +109,7 @@ export function serverOptions(modelDir: string | undefined, flags: ServeFlags): 
     ...(flags.kvLayout !== undefined ? { kvLayout: flags.kvLayout } : {}),
     ...(flags.maxNumBatchedTokens !== undefined ? { maxNumBatchedTokens: flags.maxNumBatchedTokens } : {}),
     ...(flags.threads !== undefined ? { threads: flags.threads } : {}),
+    ...(flags.maxConnections !== undefined ? { maxConnections: flags.maxConnections } : {}),
   };
 }
 
@@ -169,6 +171,11 @@ export function registerServe(
       "on SIGTERM/SIGINT, seconds requests in flight may take to finish before they end with an error",
       positiveInt,
       30,
+    )
+    .option(
+      "--max-connections <n>",
+      "most open connections; more are closed on arrival (default 512)",
+      positiveInt,
     )
     .addOption(
       new Option("--tiny <size>", "tiny model generated when there is no MODEL_DIR")
