@@ -125,8 +125,8 @@ export const chatRequestSchema = z.strictObject({
   echo: z.boolean().nullish(),
   continue_final_message: onlyValue(false, "the template always starts a new message"),
   chat_template: z.string().nullish(),
-  chat_template_kwargs: refused("the model's own chat template is used with its defaults"),
-  documents: refused("the model's own chat template is used; put documents in the messages"),
+  chat_template_kwargs: refused("the chat template gets only the messages and add_generation_prompt"),
+  documents: refused("the chat template gets only the messages; put documents in the messages"),
   reasoning_effort: refused("the reference engine has no reasoning switch"),
   mm_processor_kwargs: refused("the reference engine takes text only"),
 });
