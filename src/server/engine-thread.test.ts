@@ -50,6 +50,26 @@ describe("the engine on its own thread", () => {
     expect(text).toContain("process_resident_memory_bytes");
   });
 
+  it("relays n sequences over one prefill, each the answer of a separate request with its seed", async () => {
+    const post = (body: object) =>
+      fetch(`${server.url}/v1/completions`, { method: "POST", body: JSON.stringify(body) }).then(
+        (r) => r.json() as Promise<{ choices: { text: string }[]; usage: { prompt_tokens: number } }>,
+      );
+    const request = {
+      prompt: "The lamp on the breakwater",
+      max_tokens: 8,
+      temperature: 1.2,
+      ignore_eos: true,
+    };
+    const separate: string[] = [];
+    for (const seed of [5, 6, 7]) separate.push((await post({ ...request, seed })).choices[0]?.text ?? "");
+    const before = metric(await (await fetch(`${server.url}/metrics`)).text(), "vllm:prompt_tokens_total");
+    const three = await post({ ...request, n: 3, seed: 5 });
+    expect(three.choices.map((c) => c.text)).toEqual(separate);
+    const after = metric(await (await fetch(`${server.url}/metrics`)).text(), "vllm:prompt_tokens_total");
+    expect(after - before).toBe(three.usage.prompt_tokens);
+  });
+
   it("logs one line per request and every error with its request id", async () => {
     const ok = await fetch(`${server.url}/v1/completions`, {
       method: "POST",
