@@ -93,6 +93,20 @@ describe("Engine with sliding-window layers", () => {
     expect(tight.stats().kvBlocksTotal).toBe(tight.limits.kvGroups.reduce((s, g) => s + g.blocks, 0));
   });
 
+  it("shares a prefill between seeded sequences: ring blocks copied, the same bits as separate requests", async () => {
+    const ring = engine({ kvLayout: "window-sized" });
+    const request = { ...greedy(prompts[0] as number[], 12), sampling: { temperature: 1.5 } };
+    const seeds = [3, 4, 5];
+    const separate: StepOutput[][] = [];
+    for (const seed of seeds)
+      separate.push(await collect(ring.submit({ ...request, sampling: { ...request.sampling, seed } })));
+    const before = ring.stats().promptTokensTotal;
+    const shared = await Promise.all(ring.submitShared(request, seeds).map(collect));
+    expect(shared).toEqual(separate);
+    expect(ring.stats().promptTokensTotal - before).toBe(prompts[0]?.length);
+    expect(ring.stats().kvBlocksUsed).toBe(0);
+  });
+
   it("reports capacity in the ratio the formula gives, and a full-attention model's as blocks x block size", () => {
     const budget = 4 << 20;
     const maxModelLen = 2048;

@@ -122,6 +122,13 @@ class Sequence {
   promptLogprobsSent = false;
   readonly rng: SeededStream;
   readonly stopIds: ReadonlySet<number>;
+  /**
+   * A lead of shared sequences: it prefills the prompt once and produces no output itself; when its
+   * prompt is computed it hands its KV to these sequences (forked) and leaves. Undefined after that.
+   */
+  forks: Sequence[] | undefined;
+  /** Of a sequence still waiting for its lead to fork it. */
+  lead: Sequence | undefined;
   readonly arrivedAt = performance.now();
   onScheduled: ((queueSeconds: number) => void) | undefined;
   /** When the scheduler first admitted it (vLLM's queue time ends there). */
@@ -132,7 +139,8 @@ class Sequence {
   constructor(
     readonly id: number,
     readonly request: GenerateRequest,
-    readonly queue: OutputQueue<StepOutput>,
+    /** Where its outputs go (a lead has none: its forks report). */
+    readonly queue: OutputQueue<StepOutput> | undefined,
     groups: number,
     eos: readonly number[],
   ) {
@@ -288,35 +296,70 @@ export class Engine {
     signal?: AbortSignal,
     onScheduled?: (queueSeconds: number) => void,
   ): AsyncIterableIterator<StepOutput> {
+    return this.submitShared(
+      request,
+      [request.sampling?.seed],
+      signal,
+      onScheduled,
+    )[0] as AsyncIterableIterator<StepOutput>;
+  }
+
+  /**
+   * Queues `request` as one sequence per entry of `seeds` (sequence i samples with seeds[i];
+   * undefined draws a random seed) and returns their output streams, in order. The prompt is
+   * prefilled once: when it is computed, the first sequence takes its KV blocks and state slots and
+   * the others get copies, then each samples on its own, so each stream equals that of a separate
+   * request with its seed. A copy that finds no free blocks recomputes the prompt later, as after a
+   * preemption. Leaving one stream aborts that sequence only; aborting `signal` aborts them all.
+   * Throws like `submit`.
+   */
+  submitShared(
+    request: GenerateRequest,
+    seeds: readonly (number | bigint | undefined)[],
+    signal?: AbortSignal,
+    onScheduled?: (queueSeconds: number) => void,
+  ): AsyncIterableIterator<StepOutput>[] {
     if (this.closed) throw new BringupError("ENGINE_CLOSED", "the engine has been closed; start a new one.");
     this.validate(request);
-    const id = this.nextId++;
-    let seq: Sequence | undefined;
-    const queue = new OutputQueue<StepOutput>(() => {
-      if (seq) this.abort(seq);
-    });
-    seq = new Sequence(
-      id,
-      request,
-      queue,
-      this.groups.length,
+    if (seeds.length === 0)
+      throw new BringupError("INVALID_SAMPLING_PARAMS", "ask for at least one sequence.", { subject: "n" });
+    const eos =
       this.model.tokenizer.eosTokenIds.length > 0
         ? this.model.tokenizer.eosTokenIds
-        : this.model.config.eosTokenIds,
-    );
-    const s = seq;
-    s.onScheduled = onScheduled;
-    if (signal) {
-      if (signal.aborted) {
-        queue.push(this.output(s, undefined, "abort"));
-        queue.close();
-        return queue;
+        : this.model.config.eosTokenIds;
+    const lead =
+      seeds.length > 1 ? new Sequence(this.nextId++, request, undefined, this.groups.length, eos) : undefined;
+    const sequences = seeds.map((seed) => {
+      let seq: Sequence | undefined;
+      const queue = new OutputQueue<StepOutput>(() => {
+        if (seq) this.abort(seq);
+      });
+      const sampling = { ...request.sampling, ...(seed !== undefined ? { seed } : {}) };
+      seq = new Sequence(this.nextId++, { ...request, sampling }, queue, this.groups.length, eos);
+      seq.lead = lead;
+      return seq;
+    });
+    const first = lead ?? (sequences[0] as Sequence);
+    if (lead) lead.forks = [...sequences];
+    first.onScheduled = onScheduled;
+    if (signal?.aborted) {
+      for (const seq of sequences) {
+        seq.status = "finished";
+        seq.queue?.push(this.output(seq, undefined, "abort"));
+        seq.queue?.close();
       }
-      signal.addEventListener("abort", () => this.abort(s), { once: true });
+    } else {
+      signal?.addEventListener(
+        "abort",
+        () => {
+          for (const seq of sequences) this.abort(seq);
+        },
+        { once: true },
+      );
+      this.waiting.push(first);
+      this.wake?.();
     }
-    this.waiting.push(s);
-    this.wake?.();
-    return queue;
+    return sequences.map((seq) => seq.queue as OutputQueue<StepOutput>);
   }
 
   stats(): EngineStats {
@@ -437,8 +480,18 @@ export class Engine {
     if (run >= 0) this.running.splice(run, 1);
     this.freeBlocks(seq);
     seq.status = "finished";
-    seq.queue.push(this.output(seq, token, reason));
-    seq.queue.close();
+    seq.queue?.push(this.output(seq, token, reason));
+    seq.queue?.close();
+    // A lead's sequences end with it; a lead whose sequences all ended has nothing left to do.
+    const forks = seq.forks;
+    seq.forks = undefined;
+    for (const f of forks ?? []) this.finish(f, reason, undefined);
+    const lead = seq.lead;
+    seq.lead = undefined;
+    if (lead?.forks !== undefined) {
+      lead.forks = lead.forks.filter((f) => f !== seq);
+      if (lead.forks.length === 0) this.finish(lead, "abort", undefined);
+    }
   }
 
   private output(
@@ -483,7 +536,7 @@ export class Engine {
         for (const seq of [...this.running, ...this.waiting]) {
           this.freeBlocks(seq);
           seq.status = "finished";
-          seq.queue.fail(error);
+          for (const s of [seq, ...(seq.forks ?? [])]) s.queue?.fail(error);
         }
         this.running.length = 0;
         this.waiting.length = 0;
@@ -515,7 +568,11 @@ export class Engine {
     seq.numComputed = 0;
     seq.status = "waiting";
     this.preemptions++;
-    // Back to the queue in arrival order, ahead of anything that came later.
+    this.requeue(seq);
+  }
+
+  /** Back to the queue in arrival order, ahead of anything that came later. */
+  private requeue(seq: Sequence): void {
     let i = 0;
     while (i < this.waiting.length && (this.waiting[i] as Sequence).id < seq.id) i++;
     this.waiting.splice(i, 0, seq);
@@ -539,8 +596,12 @@ export class Engine {
       chunks.push({ seq, start: seq.numComputed, count });
       budget -= count;
     }
-    while (this.waiting.length > 0 && this.running.length < this.limits.maxNumSeqs && budget > 0) {
+    // A lead takes room for all its sequences (unless nothing else runs).
+    const width = (seq: Sequence) => seq.forks?.length ?? 1;
+    let runningWidth = this.running.reduce((sum, seq) => sum + width(seq), 0);
+    while (this.waiting.length > 0 && budget > 0) {
       const seq = this.waiting[0] as Sequence;
+      if (this.running.length > 0 && runningWidth + width(seq) > this.limits.maxNumSeqs) break;
       const count = Math.min(seq.tokens.length - seq.numComputed, budget, this.maxChunkTokens);
       if (!this.tryAllocate(seq, seq.numComputed + count)) break;
       this.waiting.shift();
@@ -550,6 +611,7 @@ export class Engine {
       }
       seq.status = "running";
       this.running.push(seq);
+      runningWidth += width(seq);
       chunks.push({ seq, start: seq.numComputed, count });
       budget -= count;
     }
@@ -613,32 +675,98 @@ export class Engine {
         });
       }
       if (seq.numComputed < seq.tokens.length) return;
-      if (seq.numGenerated >= seq.request.maxTokens) {
-        this.finish(seq, "length", undefined);
+      const row = (rows[count - 1] as number) * V;
+      for (const s of seq.forks !== undefined ? this.fork(seq) : [seq]) this.next(s, logits, row);
+    });
+  }
+
+  /**
+   * The lead's prompt is computed: its sequences replace it, the first with its blocks and slots,
+   * the others with copies of them (or, when no blocks are free, to recompute the prompt later).
+   */
+  private fork(lead: Sequence): Sequence[] {
+    const forks = lead.forks as Sequence[];
+    lead.forks = undefined;
+    let at = this.running.indexOf(lead);
+    this.running.splice(at, 1);
+    lead.status = "finished";
+    // Copies first: the first sequence then takes the lead's own blocks.
+    const copied = forks.map((child, i) => i === 0 || this.copyCache(lead, child));
+    lead.tables.forEach((table, g) => {
+      ((forks[0] as Sequence).tables[g] as number[]).push(...table);
+      table.length = 0;
+    });
+    forks.forEach((child, i) => {
+      child.lead = undefined;
+      child.scheduledAt = lead.scheduledAt;
+      if (lead.promptLogprobs !== undefined) child.promptLogprobs = lead.promptLogprobs;
+      if (!copied[i]) {
+        child.status = "waiting";
+        this.requeue(child);
         return;
       }
-      const row = rows[count - 1] as number;
-      const tokenId = sampleToken(logits, row * V, V, seq.request.sampling ?? {}, seq.rng, {
-        promptTokenIds: seq.request.promptTokenIds,
-        outputTokenIds: seq.outputTokenIds,
-        ...(seq.numGenerated < (seq.request.minTokens ?? 0) ? { banned: seq.stopIds } : {}),
-      });
-      const lp = logprobsOf(logits, row * V, V, tokenId, seq.request.logprobs ?? 0, this.logprobScratch);
-      const token: GeneratedToken = {
-        tokenId,
-        logprob: lp.logprob,
-        rank: lp.rank,
-        ...(seq.request.logprobs !== undefined ? { top: lp.top } : {}),
-      };
-      seq.tokens.push(tokenId);
-      seq.outputTokenIds.push(tokenId);
-      seq.numGenerated++;
-      this.generationTokensTotal++;
-      if (seq.stopIds.has(tokenId)) this.finish(seq, "stop", token);
-      else if (seq.numGenerated >= seq.request.maxTokens || seq.tokens.length >= this.limits.maxModelLen)
-        this.finish(seq, "length", token);
-      else seq.queue.push(this.output(seq, token, null));
+      child.numComputed = lead.numComputed;
+      child.status = "running";
+      this.running.splice(at++, 0, child);
     });
+    return forks;
+  }
+
+  /** Gives `to` blocks and slots holding what `from`'s hold; false when there are not enough free. */
+  private copyCache(from: Sequence, to: Sequence): boolean {
+    const groups = this.groups;
+    if (!from.tables.every((t, g) => (groups[g] as CacheGroup).blocks.canAllocate(t.length))) return false;
+    from.tables.forEach((t, g) => {
+      (to.tables[g] as number[]).push(...(groups[g] as CacheGroup).blocks.allocate(t.length));
+    });
+    for (const { cache, group, slots } of this.storage) {
+      if (cache !== undefined && group !== undefined) {
+        const src = from.tables[group] as number[];
+        const dst = to.tables[group] as number[];
+        const keys = cache.spec.blockSize * cache.keyStride;
+        const values = cache.spec.blockSize * cache.valueStride;
+        src.forEach((b, j) => {
+          const d = dst[j] as number;
+          cache.keys.copyWithin(d * keys, b * keys, (b + 1) * keys);
+          cache.values.copyWithin(d * values, b * values, (b + 1) * values);
+        });
+      }
+      if (slots !== undefined) {
+        const b = (from.tables[this.slotGroup] as number[])[0] as number;
+        const d = (to.tables[this.slotGroup] as number[])[0] as number;
+        slots.data.copyWithin(d * slots.floats, b * slots.floats, (b + 1) * slots.floats);
+      }
+    }
+    return true;
+  }
+
+  /** Samples `seq`'s next token from the logits at `row`, or ends it at max_tokens. */
+  private next(seq: Sequence, logits: Float32Array, row: number): void {
+    const V = this.network.vocabSize;
+    if (seq.numGenerated >= seq.request.maxTokens) {
+      this.finish(seq, "length", undefined);
+      return;
+    }
+    const tokenId = sampleToken(logits, row, V, seq.request.sampling ?? {}, seq.rng, {
+      promptTokenIds: seq.request.promptTokenIds,
+      outputTokenIds: seq.outputTokenIds,
+      ...(seq.numGenerated < (seq.request.minTokens ?? 0) ? { banned: seq.stopIds } : {}),
+    });
+    const lp = logprobsOf(logits, row, V, tokenId, seq.request.logprobs ?? 0, this.logprobScratch);
+    const token: GeneratedToken = {
+      tokenId,
+      logprob: lp.logprob,
+      rank: lp.rank,
+      ...(seq.request.logprobs !== undefined ? { top: lp.top } : {}),
+    };
+    seq.tokens.push(tokenId);
+    seq.outputTokenIds.push(tokenId);
+    seq.numGenerated++;
+    this.generationTokensTotal++;
+    if (seq.stopIds.has(tokenId)) this.finish(seq, "stop", token);
+    else if (seq.numGenerated >= seq.request.maxTokens || seq.tokens.length >= this.limits.maxModelLen)
+      this.finish(seq, "length", token);
+    else seq.queue?.push(this.output(seq, token, null));
   }
 }
 

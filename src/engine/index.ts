@@ -36,6 +36,11 @@
  * sequences) act on a copy of the logits, so reported logprobs stay the model's own; seeds use all
  * 64 bits (SplitMix64). GenerateRequest.minTokens keeps stop tokens out until that many tokens.
  * `submit(request, signal, onScheduled)` tells onScheduled how long the request queued.
+ * `submitShared(request, seeds, signal, onScheduled)` runs one sequence per seed (n, best_of) over a
+ * single prefill of the prompt: when it is computed, the first sequence takes its KV blocks and
+ * state slots and the others get copies (or recompute it later, when no blocks are free), so each
+ * stream equals a separate request with its seed bit for bit; stats().promptTokensTotal counts the
+ * prompt once.
  *
  * `submit` throws BringupError synchronously for a request that can never run; codes:
  * PROMPT_EMPTY, TOKEN_OUT_OF_RANGE, INVALID_MAX_TOKENS, CONTEXT_TOO_LONG, KV_CAPACITY_EXCEEDED,

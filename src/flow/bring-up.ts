@@ -37,7 +37,7 @@ import { checkBuildSwitches, type DeclaredBuild } from "./build-check.js";
 import { EmbeddedServer } from "./embedded-server.js";
 import { type GateServer, gateCompares, type ReferenceGateRun, runReferenceGate } from "./gate-stage.js";
 import { cachedModel, weightsCode } from "./model-cache.js";
-import { DEFAULT_PORT, PORT_MODELS } from "./port-models.js";
+import { DEFAULT_PORT, PORT_ARCHITECTURES_MODULE, PORT_MODELS } from "./port-models.js";
 import { nextSeriesId, recordIds } from "./record-ids.js";
 import { StageClock } from "./stage-clock.js";
 import type {
@@ -510,6 +510,7 @@ async function startServers(
     blockSize,
     maxNumSeqs: Math.max(EMBEDDED_MAX_NUM_SEQS, requests),
     ...(options.threads !== undefined ? { threads: options.threads } : {}),
+    ...engineThread(options),
   };
   const start = (build: Build) =>
     EmbeddedServer.start(
@@ -544,6 +545,7 @@ async function startServers(
         blockSize,
         maxNumSeqs: 1,
         ...(options.threads !== undefined ? { threads: options.threads } : {}),
+        ...engineThread(options),
       },
       reference.kv_layout,
     );
@@ -553,6 +555,11 @@ async function startServers(
     value: undefined,
     detail: `${started.join(", ")}; KV budget ${(kvCacheBytes / 2 ** 20).toFixed(1)} MiB each`,
   };
+}
+
+/** The ports' own model code can be imported by an engine thread; a caller's own cannot. */
+function engineThread(options: BringUpOptions) {
+  return options.portModels === undefined ? { architecturesModule: PORT_ARCHITECTURES_MODULE } : {};
 }
 
 type GatePlan =

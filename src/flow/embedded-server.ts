@@ -15,6 +15,12 @@ export interface EmbeddedServerOptions {
   readonly threads?: number;
   /** The model's switches this build serves with. */
   readonly switches?: Readonly<Record<string, string>>;
+  /**
+   * A module and export listing architectures that read the model's directory: with both, the
+   * engine runs on a thread of its own that loads the directory itself, so /health never waits for
+   * a step; without, it steps on the HTTP thread over the model in memory.
+   */
+  readonly architecturesModule?: { readonly module: string; readonly exportName: string };
 }
 
 /**
@@ -49,6 +55,11 @@ export class EmbeddedServer {
     return this.current;
   }
 
+  /** The engine steps on a thread of its own, so /health never waits for a step. */
+  get engineThread(): boolean {
+    return this.running?.engineThread ?? false;
+  }
+
   /**
    * Stops the server and starts it again as `layout` with `switches` (default: those it was first
    * started with) on the same port; nothing to do when it already serves that build.
@@ -76,8 +87,12 @@ export class EmbeddedServer {
 }
 
 function launch(options: EmbeddedServerOptions, layout: KvLayout, port: number): Promise<RunningServer> {
+  const directory = options.model.directory;
+  const architecturesModule = options.architecturesModule;
   return startServer({
-    model: options.model,
+    ...(directory !== undefined && architecturesModule !== undefined
+      ? { modelDir: directory, architecturesModule }
+      : { model: options.model }),
     host: "127.0.0.1",
     port,
     servedModelName: options.servedModelName,

@@ -15,7 +15,12 @@ export { AB_WORKLOAD_SEED } from "./ab-stage.js";
 export { type BringUpOptions, bringUp, REFERENCE_SEED } from "./bring-up.js";
 export { type CachedModel, cachedModel, cacheKey } from "./model-cache.js";
 export { unregisteredModelCode } from "./model-code-check.js";
-export { DEFAULT_PORT, PORT_ARCHITECTURES, PORT_MODELS } from "./port-models.js";
+export {
+  DEFAULT_PORT,
+  PORT_ARCHITECTURES,
+  PORT_ARCHITECTURES_MODULE,
+  PORT_MODELS,
+} from "./port-models.js";
 export { nextSeriesId } from "./record-ids.js";
 export {
   type BringUpSummary,

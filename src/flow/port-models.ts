@@ -26,3 +26,9 @@ export const PORT_MODELS: ReadonlyMap<string, PortModel> = new Map([
 export const PORT_ARCHITECTURES: readonly Architecture[] = [...PORT_MODELS.values()].map(
   (m) => m.architecture,
 );
+
+/** Where an engine thread imports PORT_ARCHITECTURES from (code cannot be sent to a thread). */
+export const PORT_ARCHITECTURES_MODULE = {
+  module: import.meta.url,
+  exportName: "PORT_ARCHITECTURES",
+} as const;

@@ -51,6 +51,7 @@ const REQUEST_ERRORS: Readonly<Record<string, string>> = {
   INVALID_SAMPLING_PARAMS: "invalid_value",
   NO_CHAT_TEMPLATE: "chat_template_missing",
   CHAT_TEMPLATE_FAILED: "chat_template_failed",
+  CHAT_TEMPLATE_INVALID: "chat_template_invalid",
 };
 
 /** Any thrown value as an ApiError: request errors from the engine become 400s, the rest 500 or 503. */

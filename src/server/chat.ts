@@ -26,10 +26,13 @@ export function chatPromptIds(
   addSpecialTokens: boolean,
   /** Refuse a rendered chat longer than max_model_len tokens could be (not on /tokenize, which counts). */
   checkLength = true,
+  /** The request's own chat template, instead of the model's. */
+  template?: string,
 ): number[] {
   checkMessageCount(ctx, messages.length);
   const rendered = ctx.engine.tokenizer.applyChatTemplate(templateMessages(messages), {
     addGenerationPrompt,
+    ...(template !== undefined ? { template } : {}),
   });
   if (checkLength) checkTextLength(ctx, rendered, "messages");
   // The template writes the special tokens itself, so none are added by default (vLLM's rule).
@@ -59,12 +62,20 @@ export async function chatCompletions(
   }
   const stream = body.stream ?? false;
   const { n, bestOf } = choiceCounts(body, stream);
+  const addGenerationPrompt = body.add_generation_prompt ?? true;
   let promptIds = chatPromptIds(
     ctx,
     body.messages,
-    body.add_generation_prompt ?? true,
+    addGenerationPrompt,
     body.add_special_tokens ?? false,
+    true,
+    body.chat_template ?? undefined,
   );
+  // vLLM's role: the assistant's, or without a generation prompt the last message's (continued).
+  const lastMessage = templateMessages(body.messages.slice(-1))[0] as ChatMessage;
+  const role = addGenerationPrompt ? "assistant" : lastMessage.role;
+  // vLLM's echo: the last message's content comes first when it is in the answer's role.
+  const echoed = body.echo && lastMessage.role === role ? lastMessage.content : "";
   if (body.truncate_prompt_tokens != null) promptIds = promptIds.slice(-body.truncate_prompt_tokens);
   // Without a limit, generate up to the context length (and no more than the whole KV cache holds).
   const room = Math.min(engine.limits.maxModelLen, engine.limits.kvTokenCapacity) - promptIds.length;
@@ -88,6 +99,8 @@ export async function chatCompletions(
     bestOf,
     AbortSignal.any([c.req.raw.signal, abort.signal]),
     record,
+    // A stream blocked writing to a client that stopped reading ends here (see eventStream).
+    (error) => abort.abort(error),
   );
   const id = `chatcmpl-${record.requestId}`;
   const created = unixSeconds();
@@ -120,11 +133,12 @@ export async function chatCompletions(
           if (first) {
             // The role comes first, on its own, as OpenAI sends it; vLLM adds prompt logprobs there.
             await send({
-              ...frame(index, { delta: { role: "assistant", content: "" } }),
+              ...frame(index, { delta: { role, content: "" } }),
               ...(body.prompt_logprobs != null
                 ? { prompt_logprobs: promptLogprobsOf(chunk.promptLogprobs) }
                 : {}),
             });
+            if (echoed !== "") await send(frame(index, { delta: { content: echoed } }));
             first = false;
           }
           const withLogprobs = topLogprobs !== undefined && chunk.tokens.length > 0;
@@ -178,7 +192,7 @@ export async function chatCompletions(
     model,
     choices: best.map((d, i) => ({
       index: i,
-      message: { role: "assistant", content: d.text },
+      message: { role, content: echoed + d.text },
       logprobs: logprobsOf(d.tokens),
       finish_reason: d.finishReason,
       stop_reason: d.stopReason,

@@ -42,7 +42,7 @@ function seedOf(seed: number | bigint | undefined, i: number): number | bigint |
 
 /**
  * Starts `bestOf` sequences for each prompt (all accepted, or none: a refusal aborts the rest).
- * Each sequence runs its prompt's prefill on its own: the engine does not share KV between them.
+ * A prompt's sequences share its prefill: the engine computes it once and copies its KV.
  */
 export async function startChoices(
   ctx: ServerContext,
@@ -51,23 +51,16 @@ export async function startChoices(
   bestOf: number,
   signal: AbortSignal,
   record: RequestRecord,
+  /** Hears at once of a choice whose reader fell too far behind (see Generation.start). */
+  onTooSlow?: (error: unknown) => void,
 ): Promise<Choice[]> {
   const abort = new AbortController();
   const both = AbortSignal.any([signal, abort.signal]);
-  const started = prompts.flatMap((promptTokenIds, p) =>
-    Array.from({ length: bestOf }, (_, i) => {
-      const seed = seedOf(params.sampling?.seed, i);
-      return Generation.start(
-        ctx,
-        {
-          ...params,
-          promptTokenIds,
-          sampling: { ...params.sampling, ...(seed !== undefined ? { seed } : {}) },
-        },
-        both,
-        record.arrival,
-      ).then((generation) => ({ index: p * bestOf + i, prompt: p, generation }));
-    }),
+  const seeds = Array.from({ length: bestOf }, (_, i) => seedOf(params.sampling?.seed, i));
+  const started = prompts.map((promptTokenIds, p) =>
+    Generation.start(ctx, { ...params, promptTokenIds }, seeds, both, record.arrival, onTooSlow).then(
+      (generations) => generations.map((generation, i) => ({ index: p * bestOf + i, prompt: p, generation })),
+    ),
   );
   const settled = await Promise.allSettled(started);
   const failed = settled.find((s) => s.status === "rejected");
@@ -75,7 +68,7 @@ export async function startChoices(
     abort.abort();
     throw failed.reason;
   }
-  const choices = settled.map((s) => (s as PromiseFulfilledResult<Choice>).value);
+  const choices = settled.flatMap((s) => (s as PromiseFulfilledResult<Choice[]>).value);
   record.promptTokens = prompts.reduce((sum, p) => sum + p.length, 0);
   return choices;
 }

@@ -74,6 +74,8 @@ export async function completions(ctx: ServerContext, c: Context, record: Reques
     bestOf,
     AbortSignal.any([c.req.raw.signal, abort.signal]),
     record,
+    // A stream blocked writing to a client that stopped reading ends here (see eventStream).
+    (error) => abort.abort(error),
   );
   const echoText = (p: number) => {
     if (!echo) return "";

@@ -28,7 +28,13 @@ export interface ThreadError {
 }
 
 export type ToEngine =
-  | { readonly type: "submit"; readonly id: number; readonly request: GenerateRequest }
+  | {
+      readonly type: "submit";
+      /** One per sequence (seed); the first also names the request in accepted/rejected/scheduled. */
+      readonly ids: readonly number[];
+      readonly request: GenerateRequest;
+      readonly seeds: readonly (number | bigint | undefined)[];
+    }
   | { readonly type: "abort"; readonly id: number }
   | { readonly type: "close" };
 

@@ -73,7 +73,8 @@ async function main(): Promise<void> {
     port.close();
     return;
   }
-  const aborts = new Map<number, AbortController>();
+  /** Each sequence's stream, by id, to leave when the HTTP thread aborts it. */
+  const streams = new Map<number, AsyncIterableIterator<StepOutput>>();
   // One stats message per burst of outputs, sent before the engine's next step starts.
   let statsQueued = false;
   const queueStats = () => {
@@ -84,21 +85,7 @@ async function main(): Promise<void> {
       post({ type: "stats", stats: engine.stats() });
     });
   };
-  const run = async (id: number, request: GenerateRequest) => {
-    const abort = new AbortController();
-    let outputs: AsyncIterableIterator<StepOutput>;
-    try {
-      outputs = engine.submit(request, abort.signal, (queueSeconds) =>
-        post({ type: "scheduled", id, queueSeconds }),
-      );
-    } catch (error) {
-      post({ type: "rejected", id, error: threadError(error) });
-      return;
-    }
-    aborts.set(id, abort);
-    post({ type: "accepted", id });
-    // Now, not after a microtask: the engine's next step (maybe a long prefill) runs first otherwise.
-    post({ type: "stats", stats: engine.stats() });
+  const relay = async (id: number, outputs: AsyncIterableIterator<StepOutput>) => {
     try {
       for await (const output of outputs) {
         post({ type: "output", id, output });
@@ -108,12 +95,35 @@ async function main(): Promise<void> {
     } catch (error) {
       post({ type: "failed", id, error: threadError(error) });
     } finally {
-      aborts.delete(id);
+      streams.delete(id);
     }
   };
+  const run = (
+    ids: readonly number[],
+    request: GenerateRequest,
+    seeds: readonly (number | bigint | undefined)[],
+  ) => {
+    const id = ids[0] as number;
+    let outputs: AsyncIterableIterator<StepOutput>[];
+    try {
+      outputs = engine.submitShared(request, seeds, undefined, (queueSeconds) =>
+        post({ type: "scheduled", id, queueSeconds }),
+      );
+    } catch (error) {
+      post({ type: "rejected", id, error: threadError(error) });
+      return;
+    }
+    outputs.forEach((o, i) => {
+      streams.set(ids[i] as number, o);
+    });
+    post({ type: "accepted", id });
+    // Now, not after a microtask: the engine's next step (maybe a long prefill) runs first otherwise.
+    post({ type: "stats", stats: engine.stats() });
+    outputs.forEach((o, i) => void relay(ids[i] as number, o));
+  };
   port.on("message", (message: ToEngine) => {
-    if (message.type === "submit") void run(message.id, message.request);
-    else if (message.type === "abort") aborts.get(message.id)?.abort();
+    if (message.type === "submit") run(message.ids, message.request, message.seeds);
+    else if (message.type === "abort") void streams.get(message.id)?.return?.();
     else
       void engine.close().then(() => {
         post({ type: "closed" });

@@ -1,3 +1,4 @@
+import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningServer, startServer } from "./index.js";
 import { OutputBuffer } from "./output-buffer.js";
@@ -49,6 +50,26 @@ describe("the engine on its own thread", () => {
     expect(text).toContain("process_resident_memory_bytes");
   });
 
+  it("relays n sequences over one prefill, each the answer of a separate request with its seed", async () => {
+    const post = (body: object) =>
+      fetch(`${server.url}/v1/completions`, { method: "POST", body: JSON.stringify(body) }).then(
+        (r) => r.json() as Promise<{ choices: { text: string }[]; usage: { prompt_tokens: number } }>,
+      );
+    const request = {
+      prompt: "The lamp on the breakwater",
+      max_tokens: 8,
+      temperature: 1.2,
+      ignore_eos: true,
+    };
+    const separate: string[] = [];
+    for (const seed of [5, 6, 7]) separate.push((await post({ ...request, seed })).choices[0]?.text ?? "");
+    const before = metric(await (await fetch(`${server.url}/metrics`)).text(), "vllm:prompt_tokens_total");
+    const three = await post({ ...request, n: 3, seed: 5 });
+    expect(three.choices.map((c) => c.text)).toEqual(separate);
+    const after = metric(await (await fetch(`${server.url}/metrics`)).text(), "vllm:prompt_tokens_total");
+    expect(after - before).toBe(three.usage.prompt_tokens);
+  });
+
   it("logs one line per request and every error with its request id", async () => {
     const ok = await fetch(`${server.url}/v1/completions`, {
       method: "POST",
@@ -68,6 +89,51 @@ describe("the engine on its own thread", () => {
     expect(lines.some((l) => l.level === "warning" && l.line.includes(badId) && l.line.includes("400"))).toBe(
       true,
     );
+  });
+});
+
+describe("a client that stops reading", () => {
+  it("has its stream aborted past the unread limit, its socket closed and its KV freed", async () => {
+    const logged: string[] = [];
+    const own = await startServer({
+      tinySize: "tiny",
+      port: 0,
+      threads: 1,
+      maxUnreadOutputs: 8,
+      log: (_, line) => logged.push(line),
+    });
+    try {
+      const socket = connect(Number(new URL(own.url).port), "127.0.0.1");
+      await new Promise((r) => socket.once("connect", r));
+      // 16 choices of large events (20 alternatives a token) fill the socket's buffers soon.
+      const body = JSON.stringify({
+        prompt: "Orla",
+        max_tokens: 1500,
+        n: 16,
+        temperature: 0,
+        ignore_eos: true,
+        logprobs: 20,
+        stream: true,
+      });
+      socket.write(
+        `POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+      );
+      // Read the response's start, then stop reading until the server gives up on this client.
+      await new Promise((r) => socket.once("data", r));
+      socket.pause();
+      socket.on("error", () => undefined);
+      while (!logged.some((l) => l.includes("client_too_slow"))) await new Promise((r) => setTimeout(r, 100));
+      const text = await (await fetch(`${own.url}/metrics`)).text();
+      expect(metric(text, "vllm:num_requests_running") + metric(text, "vllm:num_requests_waiting")).toBe(0);
+      expect(metric(text, "vllm:kv_cache_usage_perc")).toBe(0);
+      expect(logged.some((l) => /"POST \/v1\/completions" 408 .*finish_reason=abort/.test(l))).toBe(true);
+      // The server closed the socket: reading again finds its end.
+      const closed = new Promise((r) => socket.once("close", r));
+      socket.resume();
+      await closed;
+    } finally {
+      await own.close();
+    }
   });
 });
 

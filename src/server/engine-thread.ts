@@ -29,11 +29,10 @@ function fromThread(error: ThreadError): BringupError {
   return new BringupError(error.code, error.message, error.subject ? { subject: error.subject } : undefined);
 }
 
+/** A request not yet accepted or refused, under its first sequence's id. */
 interface Pending {
-  readonly onScheduled: (queueSeconds: number) => void;
-  readonly accept: (outputs: OutputBuffer) => void;
+  readonly accept: () => void;
   readonly reject: (error: unknown) => void;
-  readonly outputs: OutputBuffer;
 }
 
 /**
@@ -43,6 +42,10 @@ interface Pending {
  */
 export class EngineThread implements ServedEngine {
   private readonly pending = new Map<number, Pending>();
+  /** Each sequence's output stream, by id, until it ends. */
+  private readonly streams = new Map<number, OutputBuffer>();
+  /** Who hears a request's queue time, under its first sequence's id, until it is scheduled. */
+  private readonly onScheduled = new Map<number, (queueSeconds: number) => void>();
   private nextId = 0;
   private closed = false;
   private latest: EngineStats;
@@ -52,6 +55,7 @@ export class EngineThread implements ServedEngine {
     private readonly worker: Worker,
     ready: Extract<FromEngine, { type: "ready" }>,
     readonly tokenizer: TextTokenizer,
+    private readonly maxUnreadOutputs: number,
   ) {
     this.limits = ready.limits;
     this.vocabSize = ready.vocabSize;
@@ -73,7 +77,11 @@ export class EngineThread implements ServedEngine {
   readonly modelRoot: string;
 
   /** Starts the thread and waits until its model is loaded and its engine built. */
-  static async start(source: ModelSource, options: EngineOptions): Promise<EngineThread> {
+  static async start(
+    source: ModelSource,
+    options: EngineOptions,
+    maxUnreadOutputs = MAX_UNREAD_OUTPUTS,
+  ): Promise<EngineThread> {
     const data: EngineThreadData = { source, options };
     const worker = FROM_SOURCE
       ? // From sources, the thread registers tsx's loader before importing the worker module.
@@ -100,25 +108,45 @@ export class EngineThread implements ServedEngine {
     const tokenizer = new TextTokenizer(ready.tokenizerJson, ready.tokenizerConfig, {
       eosTokenIds: ready.eosTokenIds,
     });
-    return new EngineThread(worker, ready, tokenizer);
+    return new EngineThread(worker, ready, tokenizer, maxUnreadOutputs);
   }
 
   submit(
     request: GenerateRequest,
+    seeds: readonly (number | bigint | undefined)[],
     signal: AbortSignal,
     onScheduled: (queueSeconds: number) => void,
-  ): Promise<AsyncIterableIterator<StepOutput>> {
+    onTooSlow?: (error: unknown) => void,
+  ): Promise<AsyncIterableIterator<StepOutput>[]> {
     if (this.closed)
       return Promise.reject(
         new BringupError("ENGINE_CLOSED", "the engine has been closed; start a new one."),
       );
-    const id = this.nextId++;
-    const abort = () => this.send({ type: "abort", id });
-    const outputs = new OutputBuffer(MAX_UNREAD_OUTPUTS, abort);
-    signal.addEventListener("abort", abort, { once: true });
+    const ids = seeds.map(() => this.nextId++);
+    signal.addEventListener(
+      "abort",
+      () => {
+        for (const id of ids) this.send({ type: "abort", id });
+      },
+      { once: true },
+    );
+    const outputs = ids.map((id) => {
+      const abort = () => this.send({ type: "abort", id });
+      const stream = new OutputBuffer(this.maxUnreadOutputs, abort, onTooSlow);
+      this.streams.set(id, stream);
+      return stream;
+    });
+    this.onScheduled.set(ids[0] as number, onScheduled);
     return new Promise((accept, reject) => {
-      this.pending.set(id, { accept, reject, outputs, onScheduled });
-      this.send({ type: "submit", id, request });
+      this.pending.set(ids[0] as number, {
+        accept: () => accept(outputs),
+        reject: (error) => {
+          for (const id of ids) this.streams.delete(id);
+          this.onScheduled.delete(ids[0] as number);
+          reject(error);
+        },
+      });
+      this.send({ type: "submit", ids, request, seeds });
     });
   }
 
@@ -144,38 +172,34 @@ export class EngineThread implements ServedEngine {
       return;
     }
     if (!("id" in m)) return;
-    const p = this.pending.get(m.id);
-    if (p === undefined) return;
-    switch (m.type) {
-      case "accepted":
-        p.accept(p.outputs);
-        break;
-      case "rejected":
-        this.pending.delete(m.id);
-        p.reject(fromThread(m.error));
-        break;
-      case "scheduled":
-        p.onScheduled(m.queueSeconds);
-        break;
-      case "output":
-        p.outputs.push(m.output);
-        break;
-      case "end":
-        this.pending.delete(m.id);
-        p.outputs.close();
-        break;
-      case "failed":
-        this.pending.delete(m.id);
-        p.outputs.fail(fromThread(m.error));
-        break;
+    if (m.type === "scheduled") {
+      this.onScheduled.get(m.id)?.(m.queueSeconds);
+      this.onScheduled.delete(m.id);
+      return;
+    }
+    if (m.type === "accepted" || m.type === "rejected") {
+      const p = this.pending.get(m.id);
+      this.pending.delete(m.id);
+      if (m.type === "accepted") p?.accept();
+      else p?.reject(fromThread(m.error));
+      return;
+    }
+    const stream = this.streams.get(m.id);
+    if (stream === undefined) return;
+    if (m.type === "output") stream.push(m.output);
+    else {
+      this.streams.delete(m.id);
+      this.onScheduled.delete(m.id);
+      if (m.type === "end") stream.close();
+      else stream.fail(fromThread(m.error));
     }
   }
 
   private failAll(error: unknown): void {
-    for (const p of this.pending.values()) {
-      p.reject(error);
-      p.outputs.fail(error);
-    }
+    for (const p of this.pending.values()) p.reject(error);
+    for (const s of this.streams.values()) s.fail(error);
     this.pending.clear();
+    this.streams.clear();
+    this.onScheduled.clear();
   }
 }

@@ -35,8 +35,8 @@ describe("request fields", () => {
     ["/v1/completions", { ...base, no_such_field: 1 }, "no_such_field"],
     ["/v1/completions", { ...base, use_beam_search: true }, "use_beam_search"],
     ["/v1/chat/completions", { ...chat, tool_choice: "auto" }, "tool_choice"],
-    ["/v1/chat/completions", { ...chat, chat_template: "{{ messages }}" }, "chat_template"],
-    ["/v1/chat/completions", { ...chat, echo: true }, "echo"],
+    ["/v1/chat/completions", { ...chat, chat_template: "{% for m in messages %}" }, "chat_template"],
+    ["/v1/chat/completions", { ...chat, chat_template: "{{ no_such_function() }}" }, "chat_template"],
   ])("%s refuses %j naming it", async (path, body, param) => {
     const { status, json } = await post(path, body);
     expect(status, JSON.stringify(json)).toBe(400);
@@ -57,6 +57,59 @@ describe("request fields", () => {
     expect(many.json.choices[1].text).toBe(one.json.choices[0].text);
     const chatN = await post("/v1/chat/completions", { ...chat, n: 3 });
     expect(chatN.json.choices).toHaveLength(3);
+  });
+
+  it("prefills the prompt once for n choices, each the answer of a separate request with its seed", async () => {
+    const promptTokens = async () => {
+      const text = await (await fetch(`${server.url}/metrics`)).text();
+      return Number(/^vllm:prompt_tokens_total\{[^}]*\} (\S+)$/m.exec(text)?.[1]);
+    };
+    const request = { ...base, max_tokens: 12, temperature: 1.2 };
+    const separate: string[] = [];
+    for (const seed of [40, 41, 42, 43])
+      separate.push((await post("/v1/completions", { ...request, seed })).json.choices[0].text);
+    const before = await promptTokens();
+    const four = await post("/v1/completions", { ...request, n: 4, seed: 40 });
+    expect(four.json.choices.map((c: { text: string }) => c.text)).toEqual(separate);
+    expect(new Set(separate).size).toBe(4);
+    expect((await promptTokens()) - before).toBe(four.json.usage.prompt_tokens);
+  });
+
+  it("echoes the last message as vLLM does: when it is in the answer's role", async () => {
+    const greedy = await post("/v1/chat/completions", chat);
+    const answer = greedy.json.choices[0].message.content as string;
+    // With a generation prompt the answer is the assistant's and the user's message is not echoed.
+    const echoUser = await post("/v1/chat/completions", { ...chat, echo: true });
+    expect(echoUser.json.choices[0].message).toEqual({ role: "assistant", content: answer });
+    const partial = [...chat.messages, { role: "assistant", content: "The boats" }];
+    const continued = { ...chat, messages: partial, add_generation_prompt: false };
+    const plain = await post("/v1/chat/completions", continued);
+    const echoed = await post("/v1/chat/completions", { ...continued, echo: true });
+    expect(echoed.json.choices[0].message).toEqual({
+      role: "assistant",
+      content: `The boats${plain.json.choices[0].message.content}`,
+    });
+    const res = await fetch(`${server.url}/v1/chat/completions`, {
+      method: "POST",
+      body: JSON.stringify({ ...continued, echo: true, stream: true }),
+    });
+    const deltas = (await res.text())
+      .split("\n\n")
+      .filter((e) => e.startsWith("data: {"))
+      .map((e) => JSON.parse(e.slice(6)).choices[0].delta);
+    expect(deltas[0]).toEqual({ role: "assistant", content: "" });
+    expect(deltas[1]).toEqual({ content: "The boats" });
+    expect(deltas.map((d) => d.content ?? "").join("")).toBe(echoed.json.choices[0].message.content);
+  });
+
+  it("renders a request's own chat_template instead of the model's", async () => {
+    const template = "{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}";
+    const own = await post("/v1/chat/completions", { ...chat, chat_template: template });
+    expect(own.status).toBe(200);
+    const expected = model.tokenizer.encode("[user] Orla\n", { addSpecialTokens: false });
+    expect(own.json.usage.prompt_tokens).toBe(expected.length);
+    const asPrompt = await post("/v1/completions", { ...base, prompt: expected, max_tokens: 4 });
+    expect(own.json.choices[0].message.content).toBe(asPrompt.json.choices[0].text);
   });
 
   it("honors the sampling fields: penalties, min_p, allowed ids, bad words, min_tokens", async () => {
@@ -139,6 +192,10 @@ describe("request fields", () => {
     const stop = text.slice(2, 4);
     const kept = await post("/v1/completions", { ...base, stop: [stop], include_stop_str_in_output: true });
     expect(kept.json.choices[0].text.endsWith(stop)).toBe(true);
+    // Like vLLM, stop strings are not checked before min_tokens tokens.
+    const early = await post("/v1/completions", { ...base, stop: [stop], min_tokens: 8 });
+    expect(early.json.choices[0].text).toBe(text);
+    expect(early.json.usage.completion_tokens).toBe(8);
     const truncated = await post("/v1/completions", { ...base, truncate_prompt_tokens: 2 });
     expect(truncated.json.usage.prompt_tokens).toBe(2);
     const res = await fetch(`${server.url}/v1/completions`, {

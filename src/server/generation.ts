@@ -53,17 +53,32 @@ export class Generation implements AsyncIterable<GenerationChunk> {
     this.stopTokens = new Set(params.stopTokenIds ?? []);
   }
 
+  /**
+   * One generation per seed, sharing the prompt's prefill (each samples with its seed).
+   * `onTooSlow` hears at once of a stream its reader left too far behind.
+   */
   static async start(
     ctx: ServerContext,
     params: GenerationParams,
+    seeds: readonly (number | bigint | undefined)[],
     signal: AbortSignal,
     arrival: number,
-  ): Promise<Generation> {
+    onTooSlow?: (error: unknown) => void,
+  ): Promise<Generation[]> {
     const { stop: _stop, includeStopString: _include, ...request } = params;
-    const outputs = await ctx.engine.submit(request, AbortSignal.any([signal, ctx.shutdown]), (seconds) =>
-      ctx.metrics.queued(seconds),
+    const streams = await ctx.engine.submit(
+      request,
+      seeds,
+      AbortSignal.any([signal, ctx.shutdown]),
+      (seconds) => ctx.metrics.queued(seconds),
+      onTooSlow,
     );
-    return new Generation(ctx, params, outputs, arrival);
+    return streams.map((outputs) => new Generation(ctx, params, outputs, arrival));
+  }
+
+  /** vLLM checks stop strings only once min_tokens tokens were generated. */
+  private get pastMinTokens(): boolean {
+    return this.completionTokens >= (this.params.minTokens ?? 0);
   }
 
   async *[Symbol.asyncIterator](): AsyncGenerator<GenerationChunk> {
@@ -89,7 +104,7 @@ export class Generation implements AsyncIterable<GenerationChunk> {
           if (out.finishReason === "stop") {
             if (this.stopTokens.has(out.token.tokenId)) stopReason = out.token.tokenId;
           } else {
-            const step = matcher.push(detokenizer.push(out.token.tokenId));
+            const step = matcher.push(detokenizer.push(out.token.tokenId), this.pastMinTokens);
             text = step.text;
             if (step.stop !== undefined) {
               [finishReason, stopReason] = ["stop", step.stop];
@@ -104,7 +119,7 @@ export class Generation implements AsyncIterable<GenerationChunk> {
           );
         }
         if (finishReason !== null && finishReason !== "abort" && typeof stopReason !== "string") {
-          const tail = matcher.push(detokenizer.flush());
+          const tail = matcher.push(detokenizer.flush(), this.pastMinTokens);
           text += tail.text;
           if (tail.stop !== undefined) {
             [finishReason, stopReason] = ["stop", tail.stop];

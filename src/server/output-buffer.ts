@@ -11,6 +11,8 @@ export class OutputBuffer extends OutputQueue<StepOutput> {
     private readonly limit: number,
     /** Stops the request in the engine (the client left or fell too far behind). */
     private readonly abort: () => void,
+    /** Told at once when the limit is passed: a route blocked writing to the client can stop. */
+    private readonly onOverflow?: (error: BringupError) => void,
   ) {
     super(abort);
   }
@@ -18,12 +20,12 @@ export class OutputBuffer extends OutputQueue<StepOutput> {
   override push(item: StepOutput): void {
     super.push(item);
     if (this.unread <= this.limit) return;
-    this.fail(
-      new BringupError(
-        "CLIENT_TOO_SLOW",
-        `the client left ${this.limit} outputs unread, so the request was aborted; read the stream as it arrives.`,
-      ),
+    const error = new BringupError(
+      "CLIENT_TOO_SLOW",
+      `the client left ${this.limit} outputs unread, so the request was aborted; read the stream as it arrives.`,
     );
+    this.fail(error);
     this.abort();
+    this.onOverflow?.(error);
   }
 }

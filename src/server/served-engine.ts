@@ -8,7 +8,7 @@ import type {
 } from "../engine/index.js";
 import { OutputBuffer } from "./output-buffer.js";
 
-/** Most step outputs a request may leave unread before it is aborted (see OutputBuffer). */
+/** Most step outputs a request may leave unread before it is aborted, by default (see OutputBuffer). */
 export const MAX_UNREAD_OUTPUTS = 1024;
 
 /**
@@ -23,14 +23,19 @@ export interface ServedEngine {
   readonly modelName: string;
   readonly modelRoot: string;
   /**
-   * Queues a request; resolves with its output stream once the engine accepted it, rejects with
-   * the engine's BringupError when it refused it (so a response has not started yet).
+   * Queues a request as one sequence per seed, sharing the prompt's prefill (Engine.submitShared);
+   * resolves with their output streams once the engine accepted it, rejects with the engine's
+   * BringupError when it refused it (so a response has not started yet). Leaving one stream
+   * aborts that sequence; aborting `signal` aborts them all. A stream left more than its unread
+   * limit (MAX_UNREAD_OUTPUTS by default) behind is aborted and `onTooSlow` told.
    */
   submit(
     request: GenerateRequest,
+    seeds: readonly (number | bigint | undefined)[],
     signal: AbortSignal,
     onScheduled: (queueSeconds: number) => void,
-  ): Promise<AsyncIterableIterator<StepOutput>>;
+    onTooSlow?: (error: unknown) => void,
+  ): Promise<AsyncIterableIterator<StepOutput>[]>;
   /** The latest figures (as of the last step boundary when the engine runs on its own thread). */
   stats(): EngineStats;
   /** Aborts every request and stops the engine. */
@@ -42,7 +47,10 @@ export class InThreadEngine implements ServedEngine {
   readonly modelName: string;
   readonly modelRoot: string;
 
-  constructor(private readonly engine: Engine) {
+  constructor(
+    private readonly engine: Engine,
+    private readonly maxUnreadOutputs = MAX_UNREAD_OUTPUTS,
+  ) {
     this.modelName = engine.model.name;
     this.modelRoot = engine.model.directory ?? engine.model.name;
   }
@@ -61,21 +69,24 @@ export class InThreadEngine implements ServedEngine {
 
   async submit(
     request: GenerateRequest,
+    seeds: readonly (number | bigint | undefined)[],
     signal: AbortSignal,
     onScheduled: (queueSeconds: number) => void,
-  ): Promise<AsyncIterableIterator<StepOutput>> {
-    const abort = new AbortController();
-    const outputs = this.engine.submit(request, AbortSignal.any([signal, abort.signal]), onScheduled);
-    const buffer = new OutputBuffer(MAX_UNREAD_OUTPUTS, () => abort.abort());
-    void (async () => {
-      try {
-        for await (const out of outputs) buffer.push(out);
-        buffer.close();
-      } catch (error) {
-        buffer.fail(error);
-      }
-    })();
-    return buffer;
+    onTooSlow?: (error: unknown) => void,
+  ): Promise<AsyncIterableIterator<StepOutput>[]> {
+    const streams = this.engine.submitShared(request, seeds, signal, onScheduled);
+    return streams.map((outputs) => {
+      const buffer = new OutputBuffer(this.maxUnreadOutputs, () => void outputs.return?.(), onTooSlow);
+      void (async () => {
+        try {
+          for await (const out of outputs) buffer.push(out);
+          buffer.close();
+        } catch (error) {
+          buffer.fail(error);
+        }
+      })();
+      return buffer;
+    });
   }
 
   stats(): EngineStats {

@@ -69,6 +69,11 @@ export interface ServerOptions {
   readonly headersTimeoutSeconds?: number;
   /** Most open connections; more are closed on arrival (default 512). */
   readonly maxConnections?: number;
+  /**
+   * Most step outputs a streaming client may leave unread before its request is aborted and its
+   * socket closed (default 1024; the socket's own buffers come first).
+   */
+  readonly maxUnreadOutputs?: number;
 }
 
 export interface RunningServer {
@@ -77,6 +82,8 @@ export interface RunningServer {
   readonly modelName: string;
   /** The engine's limits as resolved from the options. */
   readonly limits: EngineLimits;
+  /** The engine steps on a thread of its own (false: on the HTTP thread, over a model in memory). */
+  readonly engineThread: boolean;
   /**
    * Stops accepting connections, lets requests in flight finish for up to `drainSeconds` (default
    * 0), ends the rest with an error (503; a stream gets an error event), then stops the engine.
@@ -102,7 +109,8 @@ async function startEngine(options: ServerOptions, engineOptions: EngineOptions)
   if (model === undefined && options.modelDir !== undefined && options.architecturesModule === undefined)
     if ((options.architectures ?? []).length > 0)
       model = await loadModel(options.modelDir, { architectures: options.architectures ?? [] });
-  if (model !== undefined) return new InThreadEngine(new Engine(model, engineOptions));
+  if (model !== undefined)
+    return new InThreadEngine(new Engine(model, engineOptions), options.maxUnreadOutputs);
   const source: ModelSource =
     options.modelDir !== undefined
       ? {
@@ -110,7 +118,7 @@ async function startEngine(options: ServerOptions, engineOptions: EngineOptions)
           ...(options.architecturesModule ? { architectures: options.architecturesModule } : {}),
         }
       : { tinySize: tinySizeOf(options) };
-  return EngineThread.start(source, engineOptions);
+  return EngineThread.start(source, engineOptions, options.maxUnreadOutputs);
 }
 
 /** Loads the model, starts an engine and serves the OpenAI-compatible API over HTTP until closed. */
@@ -157,6 +165,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
             url: `http://${shown}:${info.port}`,
             modelName,
             limits: engine.limits,
+            engineThread: engine instanceof EngineThread,
             close: async ({ drainSeconds = 0 } = {}) => {
               const closed = new Promise<void>((done) => server.close(() => done()));
               if ("closeIdleConnections" in server) server.closeIdleConnections();

@@ -1,5 +1,6 @@
 import type { Context } from "hono";
 import { streamSSE } from "hono/streaming";
+import { isBringupError } from "../common/errors.js";
 import { ApiError, toApiError } from "./api-error.js";
 import type { ServerContext } from "./context.js";
 import type { RequestRecord } from "./request-log.js";
@@ -28,6 +29,16 @@ export function eventStream(
   record: RequestRecord,
   produce: (send: (event: unknown) => Promise<void>) => Promise<void>,
 ): Response {
+  // The client stopped reading: a write may be waiting for it forever, so the socket is closed.
+  const closeSocket = () => (c.env as { outgoing?: { destroy(): void } } | undefined)?.outgoing?.destroy();
+  abort.signal.addEventListener(
+    "abort",
+    () => {
+      if (isBringupError(abort.signal.reason) && abort.signal.reason.code === "CLIENT_TOO_SLOW")
+        closeSocket();
+    },
+    { once: true },
+  );
   return streamSSE(c, async (stream) => {
     stream.onAbort(() => abort.abort());
     const send = async (event: unknown) => {
@@ -42,7 +53,7 @@ export function eventStream(
       ctx.log.error(record, api.status, api.code, api.message);
       if (api.code === "client_too_slow") {
         // It is not reading: writing it an error would wait forever, so the socket is closed.
-        (c.env as { outgoing?: { destroy(): void } } | undefined)?.outgoing?.destroy();
+        closeSocket();
         ctx.log.request(record, status);
         return;
       }

@@ -27,6 +27,13 @@ describe("StopStringMatcher", () => {
     expect(m.flush()).toBe("");
   });
 
+  it("matches nothing while told not to, not even later (vLLM before min_tokens)", () => {
+    const m = new StopStringMatcher(["END"]);
+    expect(m.push("a END b", false)).toEqual({ text: "a END b" });
+    expect(m.push(" E", false)).toEqual({ text: " " });
+    expect(m.push("ND c")).toEqual({ text: "", stop: "END" });
+  });
+
   it("picks the earliest of several stop strings", () => {
     expect(run(["zz", "b"], ["azz b"])).toEqual({ out: "a", stop: "zz" });
   });

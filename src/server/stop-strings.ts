@@ -14,13 +14,17 @@ export class StopStringMatcher {
     return this.text;
   }
 
-  /** Adds newly decoded text; returns what may be sent now and the stop string it ran into, if any. */
-  push(delta: string): { readonly text: string; readonly stop?: string } {
+  /**
+   * Adds newly decoded text; returns what may be sent now and the stop string it ran into, if any.
+   * With `match` false (vLLM: before min_tokens) no stop string ends the text, and one that ended in
+   * this text will not end it later either.
+   */
+  push(delta: string, match = true): { readonly text: string; readonly stop?: string } {
     const before = this.text.length;
     this.text += delta;
     let cut = -1;
     let matched: string | undefined;
-    for (const stop of this.stops) {
+    for (const stop of match ? this.stops : []) {
       // A match must end in the new text; earlier positions were checked on earlier pushes.
       const at = this.text.indexOf(stop, Math.max(0, before - stop.length + 1));
       if (at >= 0 && (cut < 0 || at < cut)) {

@@ -1,4 +1,5 @@
 import { cp, mkdtemp, readFile, rm, truncate, writeFile } from "node:fs/promises";
+import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Command } from "commander";
@@ -103,7 +104,7 @@ describe("bringup serve", () => {
       out += String(chunk);
       return true;
     });
-    const seen: { models?: unknown; unauthorized?: number; capacity?: string } = {};
+    const seen: { models?: unknown; unauthorized?: number; capacity?: string; overCap?: string } = {};
     registerServe(program, async (server: RunningServer) => {
       const headers = { authorization: "Bearer k" };
       seen.unauthorized = (await fetch(`${server.url}/v1/models`)).status;
@@ -111,6 +112,23 @@ describe("bringup serve", () => {
       seen.capacity = /^bringup:kv_cache_token_capacity\{[^}]*\} (\d+)$/m.exec(
         await (await fetch(`${server.url}/metrics`)).text(),
       )?.[1];
+      // The fetches hold at most three connections, so with --max-connections 3 at least one of
+      // four new sockets is over the cap: closed at once, unanswered (not a 408 after 10 s).
+      const sockets = [0, 1, 2, 3].map(() => connect(Number(new URL(server.url).port), "127.0.0.1"));
+      seen.overCap = await Promise.race(
+        sockets.map(
+          (s) =>
+            new Promise<string>((done) => {
+              let received = "";
+              s.on("data", (d) => {
+                received += String(d);
+              });
+              s.on("error", () => undefined);
+              s.on("close", () => done(received));
+            }),
+        ),
+      );
+      for (const s of sockets) s.destroy();
     });
     try {
       await program.parseAsync(
@@ -127,7 +145,10 @@ describe("bringup serve", () => {
           "128",
           "--max-num-seqs",
           "2",
-        ].concat(["--kv-cache-memory-bytes", "64KiB", "--block-size", "8", "--threads", "1"]),
+        ].concat(
+          ["--kv-cache-memory-bytes", "64KiB", "--block-size", "8", "--threads", "1"],
+          ["--max-connections", "3"],
+        ),
         { from: "user" },
       );
     } finally {
@@ -139,6 +160,7 @@ describe("bringup serve", () => {
     expect(seen.models).toMatchObject({ data: [{ id: "lamp", max_model_len: 128 }] });
     // 64 KiB at 1 KiB per token (4 layers, 2 KV heads of 16, keys and values in f32) holds 64 tokens.
     expect(seen.capacity).toBe("64");
+    expect(seen.overCap).toBe("");
   });
 
   it("refuses an unknown --kv-layout, naming the layouts", async () => {

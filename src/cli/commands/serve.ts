@@ -1,6 +1,6 @@
 import { type Command, InvalidArgumentError, Option } from "commander";
 import { KV_LAYOUT_NAMES, type KvLayout, TINY_SIZES } from "../../engine/index.js";
-import { PORT_ARCHITECTURES } from "../../flow/index.js";
+import { PORT_ARCHITECTURES, PORT_ARCHITECTURES_MODULE } from "../../flow/index.js";
 import {
   DEFAULT_TINY_SIZE,
   LOG_LEVELS,
@@ -77,6 +77,7 @@ interface ServeFlags {
   logLevel?: LogLevel;
   requestLines?: boolean;
   drainTimeout?: number;
+  maxConnections?: number;
 }
 
 /** Options for startServer from the command line (exported for the command's test). */
@@ -88,10 +89,7 @@ export function serverOptions(modelDir: string | undefined, flags: ServeFlags): 
           modelDir,
           architectures: PORT_ARCHITECTURES,
           // The engine's own thread imports the same list itself.
-          architecturesModule: {
-            module: new URL("../../flow/port-models.js", import.meta.url).href,
-            exportName: "PORT_ARCHITECTURES",
-          },
+          architecturesModule: PORT_ARCHITECTURES_MODULE,
         }
       : { tinySize: flags.tiny }),
     log: (level, line) => {
@@ -111,6 +109,7 @@ export function serverOptions(modelDir: string | undefined, flags: ServeFlags): 
     ...(flags.kvLayout !== undefined ? { kvLayout: flags.kvLayout } : {}),
     ...(flags.maxNumBatchedTokens !== undefined ? { maxNumBatchedTokens: flags.maxNumBatchedTokens } : {}),
     ...(flags.threads !== undefined ? { threads: flags.threads } : {}),
+    ...(flags.maxConnections !== undefined ? { maxConnections: flags.maxConnections } : {}),
   };
 }
 
@@ -172,6 +171,11 @@ export function registerServe(
       "on SIGTERM/SIGINT, seconds requests in flight may take to finish before they end with an error",
       positiveInt,
       30,
+    )
+    .option(
+      "--max-connections <n>",
+      "most open connections; more are closed on arrival (default 512)",
+      positiveInt,
     )
     .addOption(
       new Option("--tiny <size>", "tiny model generated when there is no MODEL_DIR")

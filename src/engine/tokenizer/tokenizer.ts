@@ -10,6 +10,11 @@ export interface ChatMessage {
 export interface ChatTemplateOptions {
   /** Append the assistant turn's opening so the model answers (default true). */
   readonly addGenerationPrompt?: boolean;
+  /**
+   * A Jinja template to render instead of the model's (vLLM's per-request chat_template); its
+   * errors are CHAT_TEMPLATE_INVALID or CHAT_TEMPLATE_FAILED with the subject "chat_template".
+   */
+  readonly template?: string;
 }
 
 /**
@@ -106,25 +111,32 @@ export class TextTokenizer {
 
   /** Renders messages through the model's chat template; throws NO_CHAT_TEMPLATE if it has none. */
   applyChatTemplate(messages: readonly ChatMessage[], options: ChatTemplateOptions = {}): string {
-    if (this.template === undefined) {
+    const given = options.template === undefined ? undefined : parseRequestTemplate(options.template);
+    const template = given ?? this.template;
+    if (template === undefined) {
       throw new BringupError(
         "NO_CHAT_TEMPLATE",
         "this model's tokenizer_config.json has no chat_template; use the completions API instead.",
       );
     }
     try {
-      return this.template.render({
+      return template.render({
         messages: messages.map((m) => ({ role: m.role, content: m.content })),
         add_generation_prompt: options.addGenerationPrompt ?? true,
         bos_token: this.bosToken ?? "",
         eos_token: this.eosToken ?? "",
       });
     } catch (cause) {
-      throw new BringupError(
-        "CHAT_TEMPLATE_FAILED",
-        `the chat template failed on these messages: ${(cause as Error).message}`,
-        { cause },
-      );
+      const reason = (cause as Error).message;
+      throw given === undefined
+        ? new BringupError("CHAT_TEMPLATE_FAILED", `the chat template failed on these messages: ${reason}`, {
+            cause,
+          })
+        : new BringupError(
+            "CHAT_TEMPLATE_FAILED",
+            `the request's chat_template failed on these messages: ${reason}; fix it or leave it out to use the model's.`,
+            { subject: "chat_template", cause },
+          );
     }
   }
 
@@ -140,6 +152,18 @@ export class TextTokenizer {
         `token id ${id} is outside the vocabulary (0..${this.size - 1}).`,
       );
     }
+  }
+}
+
+function parseRequestTemplate(text: string): Template {
+  try {
+    return new Template(text);
+  } catch (cause) {
+    throw new BringupError(
+      "CHAT_TEMPLATE_INVALID",
+      `the chat_template does not parse as Jinja: ${(cause as Error).message}; fix it or leave it out to use the model's.`,
+      { subject: "chat_template", cause },
+    );
   }
 }
 
