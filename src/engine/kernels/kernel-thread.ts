@@ -1,7 +1,13 @@
 import { instantiateWasm, type WasmMemory, type WasmModule } from "../../common/wasm-runtime.js";
 import type { AttentionSimd } from "../attention/attention-kernel.js";
 import { instantiateAttentionSimd } from "./attention-simd-module.js";
-import { buildDecodeTables, type MatmulThread, type Mxfp4Rows, type WeightParts } from "./matmul-kernel.js";
+import {
+  buildDecodeTables,
+  type Fp8Rows,
+  type MatmulThread,
+  type Mxfp4Rows,
+  type WeightParts,
+} from "./matmul-kernel.js";
 import { instantiateTile } from "./simd-module.js";
 import { instantiateSwigluSimd, type SwigluSimd } from "./swiglu-simd-module.js";
 
@@ -17,6 +23,8 @@ export interface KernelModules {
   readonly tile?: WasmModule;
   /** The fused MXFP4 rows, built like the tile (fused or not), and where their scale table lies. */
   readonly mxfp4?: { readonly module: WasmModule; readonly halfScales: number };
+  /** The fused block-scaled FP8 rows, built like the tile. */
+  readonly fp8?: WasmModule;
   readonly attention?: WasmModule;
   readonly swiglu?: WasmModule;
 }
@@ -52,6 +60,7 @@ export function kernelThread(modules: KernelModules, memory: WasmMemory | undefi
       rows: (instantiateWasm(m, mem) as { mxfp4: Mxfp4Rows["rows"] }).mxfp4,
       halfScales: modules.mxfp4?.halfScales as number,
     })),
+    fp8: instance(modules.fp8, (m, mem) => (instantiateWasm(m, mem) as { fp8: Fp8Rows }).fp8),
     attention: instance(modules.attention, instantiateAttentionSimd),
     swiglu: instance(modules.swiglu, instantiateSwigluSimd),
     weights: new Map(),

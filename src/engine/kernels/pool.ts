@@ -129,6 +129,10 @@ export class MatmulPool {
         : {
             tile,
             mxfp4: switches.mxfp4 === "fused" ? mxfp4Rows(arena, this.fma) : undefined,
+            fp8:
+              switches.mxfp4 === "fused"
+                ? compileKernel(this.fma ? "fp8-rows" : "fp8-rows.unfused")
+                : undefined,
             attention: compileAttentionSimd(),
             swiglu: compileSwigluSimd(),
           };

@@ -2,8 +2,9 @@
  * The engine's kernel switches, read from the environment here and nowhere else, then passed in:
  * BRINGUP_ENGINE_SIMD=0 forces the plain JavaScript kernels (the reference-exact ones);
  * BRINGUP_ENGINE_FMA=0 forces the unfused matmul tile (a mul then an add, rounded twice);
- * BRINGUP_ENGINE_MXFP4=unpacked has MXFP4 weights unpacked to f32 rows for the tile (the stock
- * op) instead of decoded inside the fused MXFP4 kernel (the same bits, more work).
+ * BRINGUP_ENGINE_MXFP4=unpacked has MXFP4 weights (and block-scaled FP8 ones) unpacked to f32
+ * rows for the tile (the stock op) instead of decoded inside the fused MXFP4 (FP8) kernel (the
+ * same bits, more work).
  */
 export interface KernelSwitches {
   readonly simd: boolean;
