@@ -134,9 +134,26 @@ export const Switches = z
   .record(z.string().regex(/^[A-Za-z0-9_.-]+$/), z.string().min(1))
   .describe("values of the model's switches, as the port's model code declares them");
 
+/** A conversion of the tiny checkpoint that `bringup up` runs, as `bringup weights convert` does. */
+export const WeightsConversion = z
+  .strictObject({
+    to: z.enum(["fp8", "bf16", "mxfp4"]),
+    fp8_block: z
+      .enum(["block32", "tile128"])
+      .optional()
+      .describe(
+        "FP8 scale blocks from MXFP4: block32 keeps a scale per 32 values (exact), tile128 one per tile",
+      ),
+  })
+  .describe("on the embedded engine: the tiny checkpoint converted with `bringup weights convert`");
+
 /** A gate's own build to compare against, where it differs from the reference section's baseline. */
 const GateBaseline = z
-  .strictObject({ kv_layout: z.enum(["window-sized", "full"]).optional(), switches: Switches.optional() })
+  .strictObject({
+    kv_layout: z.enum(["window-sized", "full"]).optional(),
+    switches: Switches.optional(),
+    weights: WeightsConversion.optional().describe("serve the tiny checkpoint converted so instead"),
+  })
   .optional()
   .describe(
     "on the embedded engine: the build this gate compares against, instead of the reference section's baseline",
@@ -187,6 +204,9 @@ export const WeightsBitIdentityGate = z.strictObject({
     .string()
     .min(1)
     .describe("the conversion or loader whose output must equal its source bit for bit"),
+  convert: WeightsConversion.optional().describe(
+    "on the embedded engine: the conversion `bringup up` runs on the tiny checkpoint and compares with it",
+  ),
   record: RecordRef.optional(),
 });
 
@@ -300,6 +320,7 @@ export type HeadlineItem = z.infer<typeof HeadlineItem>;
 export type Reference = z.infer<typeof Reference>;
 export type AbBenchmark = z.infer<typeof AbBenchmark>;
 export type KvLayout = z.infer<typeof KvLayout>;
+export type WeightsConversion = z.infer<typeof WeightsConversion>;
 
 /** The manifest schema as JSON Schema, for editors and for `bringup ports schema`. */
 export function manifestJsonSchema(): Record<string, unknown> {

@@ -12,6 +12,7 @@ import {
   RESULTS_DIR,
   type Reference,
   referenceSeries,
+  type WeightsConversion,
   workloadSeries,
 } from "../catalog/index.js";
 import { BringupError, isBringupError } from "../common/errors.js";
@@ -28,6 +29,14 @@ import type { GateOutcome } from "../gates/index.js";
 import type { BenchRecord } from "../records/index.js";
 import { buildSite, formatRecordFigure } from "../site/index.js";
 import { runReferenceAb } from "./ab-stage.js";
+import {
+  type ConvertedWeights,
+  conversionKey,
+  convertReferenceWeights,
+  describeConversion,
+  referenceConversions,
+  removeConverted,
+} from "./convert-stage.js";
 import { EmbeddedServer } from "./embedded-server.js";
 import { type GateServer, gateCompares, type ReferenceGateRun, runReferenceGate } from "./gate-stage.js";
 import { cachedModel } from "./model-cache.js";
@@ -99,20 +108,22 @@ interface Servers {
   gateBaselines: Map<string, EmbeddedServer>;
 }
 
-/** A build the embedded engine serves: a KV layout and the model's switches. */
+/** A build the embedded engine serves: a KV layout, the model's switches, and its weights if converted. */
 interface Build {
   readonly kv_layout: KvLayout;
   readonly switches?: Readonly<Record<string, string>>;
+  readonly weights?: WeightsConversion;
 }
 
 function buildKey(build: Build): string {
   const switches = Object.entries(build.switches ?? {}).sort(([a], [b]) => a.localeCompare(b));
-  return JSON.stringify([build.kv_layout, switches]);
+  return JSON.stringify([build.kv_layout, switches, build.weights ? conversionKey(build.weights) : null]);
 }
 
 function describeBuild(build: Build): string {
   const switches = Object.entries(build.switches ?? {}).map(([k, v]) => `${k}=${v}`);
-  return [`${build.kv_layout} KV layout`, ...switches].join(", ");
+  const weights = build.weights ? [`weights ${describeConversion(build.weights)}`] : [];
+  return [`${build.kv_layout} KV layout`, ...switches, ...weights].join(", ");
 }
 
 /** The build a comparing gate runs against: its own baseline over the reference section's. */
@@ -122,6 +133,7 @@ function gateBaseline(spec: GateSpec, reference: Reference): Build | undefined {
   return {
     kv_layout: own.kv_layout ?? reference.baseline?.kv_layout ?? reference.kv_layout,
     ...(own.switches !== undefined ? { switches: own.switches } : {}),
+    ...(own.weights !== undefined ? { weights: own.weights } : {}),
   };
 }
 
@@ -163,6 +175,7 @@ export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> 
   const skippedBenchmarks: SkippedBenchmark[] = [];
   const records: string[] = [];
   let recordsDir: string | undefined;
+  let converted: ConvertedWeights | undefined;
   let page: string | undefined;
   let siteDir: string | undefined;
   try {
@@ -194,12 +207,30 @@ export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> 
       models = await clock.run("weights", () =>
         makeWeights(port, reference, code, corpus, retrievalGates, needleContexts, options),
       );
-      clock.skip(
-        "convert",
-        `no conversion: ${portId}'s reference weights are served as the model code writes them`,
-      );
+      const conversions = referenceConversions(reference);
+      if (conversions.length === 0 || aborted()) {
+        clock.skip(
+          "convert",
+          `no conversion: ${portId}'s reference weights are served as the model code writes them`,
+        );
+      } else {
+        const source = models.tiny.directory as string;
+        converted = await clock.run("convert", async () => {
+          const value = await convertReferenceWeights(
+            source,
+            conversions,
+            join(modelCacheDir(options), portId),
+            [code.architecture],
+            signal,
+          );
+          return {
+            value,
+            detail: `${conversions.map(describeConversion).join("; ")} (${value.workDir}, removed at the end)`,
+          };
+        });
+      }
       if (!aborted()) {
-        const loaded = models;
+        const loaded = { ...models, converted: converted?.models ?? new Map<string, LoadedModel>() };
         await clock.run("serve", () => startServers(portId, reference, loaded, servers, options));
       }
     }
@@ -219,7 +250,7 @@ export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> 
             total: reference.gates.length,
             item: spec.kind,
           });
-          const planned = planGate(spec, reference, servers, options);
+          const planned = planGate(spec, reference, servers, options, models?.tiny, converted);
           if ("notRun" in planned) {
             gates.push(notRun(spec, planned.notRun.code, planned.notRun.summary));
             continue;
@@ -366,6 +397,7 @@ export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> 
     await clock.run("stop", async () => {
       const started = allServers().length;
       await closeAll();
+      if (converted !== undefined) await removeConverted(converted.workDir);
       return {
         value: undefined,
         detail: started === 0 ? "no embedded server ran" : `all ${started} embedded servers stopped`,
@@ -439,7 +471,7 @@ async function makeWeights(
   options: BringUpOptions,
 ) {
   const architectures = [portModel.architecture];
-  const cacheDir = options.cacheDir ?? join(options.root, ".cache", "bringup", "models");
+  const cacheDir = modelCacheDir(options);
   // What decides the bytes: the config, the seed, the corpus and the code that turns them into weights.
   const code = {
     tool: toolVersion(),
@@ -473,6 +505,10 @@ async function makeWeights(
   };
 }
 
+function modelCacheDir(options: BringUpOptions): string {
+  return options.cacheDir ?? join(options.root, ".cache", "bringup", "models");
+}
+
 /**
  * The build (reference.kv_layout) and the baseline (reference.baseline) on one KV byte budget, room
  * for the longest A/B's requests at max_model_len in the full layout, so their capacities compare;
@@ -481,7 +517,12 @@ async function makeWeights(
 async function startServers(
   portId: string,
   reference: Reference,
-  models: { tiny: LoadedModel; retrieval?: LoadedModel },
+  models: {
+    tiny: LoadedModel;
+    retrieval?: LoadedModel;
+    /** Converted checkpoints gates' baselines serve, by conversionKey. */
+    converted: ReadonlyMap<string, LoadedModel>;
+  },
   servers: Servers,
   options: BringUpOptions,
 ) {
@@ -504,7 +545,13 @@ async function startServers(
   };
   const start = (build: Build) =>
     EmbeddedServer.start(
-      { ...common, ...(build.switches !== undefined ? { switches: build.switches } : {}) },
+      {
+        ...common,
+        ...(build.weights
+          ? { model: models.converted.get(conversionKey(build.weights)) as LoadedModel }
+          : {}),
+        ...(build.switches !== undefined ? { switches: build.switches } : {}),
+      },
       build.kv_layout,
     );
   const buildSpec: Build = {
@@ -547,16 +594,35 @@ async function startServers(
 }
 
 type GatePlan =
-  | { endpoint: GateServer; reference?: GateServer }
+  | Pick<ReferenceGateRun, "endpoint" | "reference" | "checkpoints">
   | { notRun: { code: string; summary: string } };
 
-/** Which servers a gate runs against, or why it cannot run in this bring-up. */
-function planGate(spec: GateSpec, reference: Reference, servers: Servers, options: BringUpOptions): GatePlan {
+/** Which servers (or checkpoints) a gate runs against, or why it cannot run in this bring-up. */
+function planGate(
+  spec: GateSpec,
+  reference: Reference,
+  servers: Servers,
+  options: BringUpOptions,
+  tiny: LoadedModel | undefined,
+  converted: ConvertedWeights | undefined,
+): GatePlan {
   if (spec.kind === "weights-bit-identity") {
+    const model = spec.convert ? converted?.models.get(conversionKey(spec.convert)) : undefined;
+    if (spec.convert === undefined || model?.directory === undefined || tiny?.directory === undefined) {
+      return {
+        notRun: {
+          code: "UP_NO_CONVERSION",
+          summary: `bringup up converts no weights for this gate${options.endpoint !== undefined ? " on an outside endpoint" : " (give it `convert:` in port.yaml)"}, so there is nothing to compare bit for bit; run \`bringup gate ${options.port ?? DEFAULT_PORT} --only weights-bit-identity --source DIR --converted DIR\`.`,
+        },
+      };
+    }
     return {
-      notRun: {
-        code: "UP_NO_CONVERSION",
-        summary: `bringup up converts no weights, so there is nothing to compare bit for bit; run \`bringup gate ${options.port ?? DEFAULT_PORT} --only weights-bit-identity --source DIR --converted DIR\`.`,
+      checkpoints: {
+        source: { dir: tiny.directory, name: "tiny reference checkpoint" },
+        converted: {
+          dir: model.directory,
+          name: `tiny reference checkpoint ${describeConversion(spec.convert)}`,
+        },
       },
     };
   }
