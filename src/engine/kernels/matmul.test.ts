@@ -291,6 +291,45 @@ describe("matmulRange with the SIMD tile", () => {
   });
 });
 
+/** Pools over the fused MXFP4 and FP8 rows and over the unpacked path, on one thread and two. */
+function fusedAndUnpacked(): { fused: MatmulPool[]; unpacked: MatmulPool[] } {
+  const unpacked = [1, 2].map((t) => {
+    const p = new MatmulPool(t, { simd: true, mxfp4: "unpacked" });
+    pools.push(p);
+    return p;
+  });
+  return { fused: [pool(1, true), pool(2, true)], unpacked };
+}
+
+const bitsOf = (a: Float32Array) => Array.from(new Uint32Array(a.buffer, a.byteOffset, a.length));
+
+/**
+ * Expects every pool's matmul of `w` to give the unpacked path's bits at batches of 1 to 3, and
+ * each input row's outputs to be those of that row alone (batch invariance); returns the pools.
+ */
+function expectUnpackedBits(w: Weight): ReturnType<typeof fusedAndUnpacked> {
+  const pools = fusedAndUnpacked();
+  const [N, K] = [w.rows, w.cols];
+  for (const M of [1, 2, 3]) {
+    const x = rng.fillNormal(new Float32Array(M * K), 1);
+    const want = new Float32Array(M * N);
+    (pools.unpacked[0] as MatmulPool).matmul(x, M, w, want);
+    for (const p of [...pools.fused, ...pools.unpacked]) {
+      const got = new Float32Array(M * N);
+      p.matmul(x, M, w, got);
+      expect(bitsOf(got)).toEqual(bitsOf(want));
+    }
+    for (const p of pools.fused) {
+      for (let m = 0; m < M; m++) {
+        const alone = new Float32Array(N);
+        p.matmul(x.subarray(m * K, (m + 1) * K), 1, w, alone);
+        expect(bitsOf(alone)).toEqual(bitsOf(want.subarray(m * N, (m + 1) * N)));
+      }
+    }
+  }
+  return pools;
+}
+
 describe("the fused MXFP4 matmul (wasm/mxfp4-rows.wat)", () => {
   it("gives the unpacked path's bits on every byte of codes and on extreme scales, at any batch and split", () => {
     const N = 70; // more than one chunk of rows
@@ -309,28 +348,7 @@ describe("the fused MXFP4 matmul (wasm/mxfp4-rows.wat)", () => {
       data: shareArray(data),
       mxScales: shareArray(mxScales),
     };
-    const fused = [pool(1, true), pool(2, true)];
-    const unpacked = [1, 2].map((t) => {
-      const p = new MatmulPool(t, { simd: true, mxfp4: "unpacked" });
-      pools.push(p);
-      return p;
-    });
-    for (const M of [1, 2, 3]) {
-      const x = rng.fillNormal(new Float32Array(M * K), 1);
-      const want = new Float32Array(M * N);
-      (unpacked[0] as MatmulPool).matmul(x, M, w, want);
-      for (const p of [...fused, ...unpacked]) {
-        const got = new Float32Array(M * N);
-        p.matmul(x, M, w, got);
-        expect(Array.from(new Uint32Array(got.buffer))).toEqual(Array.from(new Uint32Array(want.buffer)));
-      }
-      // Batch-invariant: each input row's outputs are those of that row alone.
-      for (let m = 0; m < M; m++) {
-        const alone = new Float32Array(N);
-        (fused[0] as MatmulPool).matmul(x.subarray(m * K, (m + 1) * K), 1, w, alone);
-        expect(Array.from(alone)).toEqual(Array.from(want.subarray(m * N, (m + 1) * N)));
-      }
-    }
+    const { fused } = expectUnpackedBits(w);
     // Scale 255 is NaN: the rows that use it come out NaN, the others finite.
     const out = new Float32Array(N);
     (fused[0] as MatmulPool).matmul(rng.fillNormal(new Float32Array(K), 1), 1, w, out);
@@ -340,17 +358,6 @@ describe("the fused MXFP4 matmul (wasm/mxfp4-rows.wat)", () => {
 });
 
 describe("the fused FP8 matmul (wasm/fp8-rows.wat)", () => {
-  /** Pools over the fused FP8 rows and over the unpacked path, on one thread and two. */
-  const pairs = () => {
-    const unpacked = [1, 2].map((t) => {
-      const p = new MatmulPool(t, { simd: true, mxfp4: "unpacked" });
-      pools.push(p);
-      return p;
-    });
-    return { fused: [pool(1, true), pool(2, true)], unpacked };
-  };
-  const bits = (a: Float32Array) => Array.from(new Uint32Array(a.buffer, a.byteOffset, a.length));
-
   it("decodes every code byte as the plain reference does, at extreme scales", () => {
     // Row n holds code n then zeros, so the first input alone reads back the decoded weight.
     const N = 256;
@@ -359,7 +366,7 @@ describe("the fused FP8 matmul (wasm/fp8-rows.wat)", () => {
     for (let n = 0; n < N; n++) codes[n * K] = n;
     const x = new Float32Array(K);
     x[0] = 1;
-    const { fused } = pairs();
+    const { fused } = fusedAndUnpacked();
     // f32 subnormal, tiny, one, the E8M0 extremes, one that overflows the large codes, not a power of two.
     for (const s of [2 ** -149, 2 ** -127, 2 ** -64, 1, 2 ** 7, 2 ** 120, 2 ** 127, 3.1e-3, 1e38]) {
       const scale = new Float32Array(N).fill(s);
@@ -388,7 +395,6 @@ describe("the fused FP8 matmul (wasm/fp8-rows.wat)", () => {
       const code = (i * 37 + (i >> 9)) & 255;
       codes[i] = (code & 0x7f) === 0x7f ? code - 1 : code;
     }
-    const { fused, unpacked } = pairs();
     // 1x32 (the MXFP4 conversion's), bands of rows that do not divide a chunk, 128x128 tiles.
     for (const [blockRows, blockCols] of [
       [1, 32],
@@ -397,28 +403,13 @@ describe("the fused FP8 matmul (wasm/fp8-rows.wat)", () => {
     ] as const) {
       const scale = new Float32Array(Math.ceil(N / blockRows) * Math.ceil(K / blockCols));
       for (let i = 0; i < scale.length; i++) scale[i] = 2 ** ((i % 40) - 20) * (1 + (i % 3) / 4);
-      const w: Weight = {
+      expectUnpackedBits({
         dtype: "fp8_e4m3",
         rows: N,
         cols: K,
         data: shareArray(codes),
         scale: { data: shareArray(scale), blockRows, blockCols },
-      };
-      for (const M of [1, 2, 3]) {
-        const x = rng.fillNormal(new Float32Array(M * K), 1);
-        const want = new Float32Array(M * N);
-        (unpacked[0] as MatmulPool).matmul(x, M, w, want);
-        for (const p of [...fused, ...unpacked]) {
-          const got = new Float32Array(M * N);
-          p.matmul(x, M, w, got);
-          expect(bits(got)).toEqual(bits(want));
-        }
-        for (let m = 0; m < M; m++) {
-          const alone = new Float32Array(N);
-          (fused[1] as MatmulPool).matmul(x.subarray(m * K, (m + 1) * K), 1, w, alone);
-          expect(bits(alone)).toEqual(bits(want.subarray(m * N, (m + 1) * N)));
-        }
-      }
+      });
     }
   });
 
@@ -441,7 +432,7 @@ describe("the fused FP8 matmul (wasm/fp8-rows.wat)", () => {
     const want = new Float32Array(M * N);
     matmulReference(x, M, w, want);
     const got = new Float32Array(M * N);
-    pairs().fused[0]?.matmul(x, M, w, got);
+    fusedAndUnpacked().fused[0]?.matmul(x, M, w, got);
     for (let m = 0; m < M; m++)
       for (let n = 0; n < N; n++)
         expect(Math.abs((got[m * N + n] as number) - (want[m * N + n] as number))).toBeLessThanOrEqual(

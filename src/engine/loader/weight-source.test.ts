@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { isBringupError } from "../../common/errors.js";
 import { weightAt } from "../kernels/reference.js";
+import { wasmArena } from "../kernels/wasm-arena.js";
 import type { HostTensor } from "./host-tensor.js";
 import { WeightSource } from "./weight-source.js";
 
@@ -51,6 +52,11 @@ describe("FP8 expert weights with block scales", () => {
     const single = { dtype: "fp8_e4m3" as const, rows: 1, cols: 1, data: Uint8Array.of(0) };
     single.data[0] = codes[(e * ROWS + row) * COLS + col] as number;
     expect(weightAt(fp8, row, col)).toBe(Math.fround(weightAt(single, 0, 0) * scale));
+    // Each expert's codes and scales are slices the fused kernel reads in place.
+    const arena = wasmArena();
+    if (arena === null) throw new Error("this runtime has no shared WebAssembly memory");
+    for (const part of [fp8.data, fp8.scale?.data ?? new Float32Array(1)])
+      expect(arena.offsetOf(part)).toBe(part.byteOffset);
   });
 
   it("reads an unstacked matrix with a scale per 32 values or per tile", () => {
