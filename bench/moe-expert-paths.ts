@@ -15,7 +15,7 @@
  * roofline those bytes give at the read bandwidth the same threads reach together (measured in
  * this run), and the ratios between arms with 95% intervals (rounds as blocks).
  *
- *   npx tsx bench/moe-expert-paths.ts [--hidden 1024] [--intermediate 2048] [--experts 32] [--rounds 5]
+ *   npx tsx bench/moe-expert-paths.ts [--hidden 1024] [--intermediate 1024] [--experts 32] [--rounds 5]
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -39,7 +39,7 @@ import { memoryBandwidth } from "./memory-bandwidth.js";
 
 const USAGE = `usage: npx tsx bench/moe-expert-paths.ts [options]
   --hidden N        hidden size (default 1024)
-  --intermediate N  each expert's intermediate size (default 2048)
+  --intermediate N  each expert's intermediate size (default 1024)
   --experts N       experts per layer (default 32)
   --top-k N         experts per token (default 8)
   --layers N        layers, sliding and full attention alternating (default 2)
@@ -51,7 +51,7 @@ const USAGE = `usage: npx tsx bench/moe-expert-paths.ts [options]
 const { values: args } = parseArgs({
   options: {
     hidden: { type: "string", default: "1024" },
-    intermediate: { type: "string", default: "2048" },
+    intermediate: { type: "string", default: "1024" },
     experts: { type: "string", default: "32" },
     "top-k": { type: "string", default: "8" },
     layers: { type: "string", default: "2" },
