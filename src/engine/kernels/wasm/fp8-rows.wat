@@ -12,10 +12,10 @@
 ;; exponent and mantissa bits at bits 20-26, which is the value times 2^-120 exactly (E4M3's
 ;; subnormals land on f32 subnormals); times 2^120 is the value again, exactly, then times the
 ;; scale is the one rounding ../matmul-kernel.ts's table decoding does. 0x7f and 0xff, E4M3FN's
-;; NaN, become NaN. Each output keeps four f32 lane sums over k mod 4, in ascending k, added as
-;; (l0 + l1) + (l2 + l3), each step a relaxed_madd (unfused in the .unfused build): the operations of
-;; ./matmul-tile.wat on the decoded rows, so the result equals that tile's on the unpacked weight bit
-;; for bit. K is a multiple of 32.
+;; NaN, become NaN (a mask checked once per 32 codes). Each output keeps four f32 lane sums over
+;; k mod 4, in ascending k, added as (l0 + l1) + (l2 + l3), each step a relaxed_madd (unfused in
+;; the .unfused build): the operations of ./matmul-tile.wat on the decoded rows, so the result
+;; equals that tile's on the unpacked weight bit for bit. K is a multiple of 32.
 (module
   (import "env" "memory" (memory 1 65536 shared))
 
@@ -25,7 +25,7 @@
     (param $acc i32) (param $o i32) (param $N i32) (param $ldo i32)
     (local $n i32) (local $blk i32) (local $nBlocks i32) (local $m i32) (local $xp i32) (local $ap i32)
     (local $rowBytes i32) (local $inBand i32) (local $rowCodes i32)
-    (local $first v128) (local $second v128) (local $bits v128)
+    (local $first v128) (local $second v128) (local $nanFirst v128) (local $nanSecond v128)
     (local $scale v128) (local $xv v128) (local $a v128)
     (local $w0 v128) (local $w1 v128) (local $w2 v128) (local $w3 v128)
     (local $w4 v128) (local $w5 v128) (local $w6 v128) (local $w7 v128)
@@ -50,63 +50,49 @@
         (local.set $second (v128.load offset=16 (local.get $rowCodes)))
         (local.set $scale (f32x4.splat (f32.load (i32.add (local.get $scales)
           (i32.shl (i32.div_u (local.get $blk) (local.get $blocksPerScale)) (i32.const 2))))))
-        ;; Four codes each into the top byte of a lane, shifted down to f32 bits of value · 2^-120.
-        (local.set $bits (v128.and (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)
-          (i32x4.shr_s (i8x16.shuffle 16 16 16 0 16 16 16 1 16 16 16 2 16 16 16 3
-            (local.get $first) (v128.const i64x2 0 0)) (i32.const 4))))
-        (local.set $w0 (v128.or
-          (f32x4.mul (f32x4.mul (local.get $bits) (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale))
-          (i32x4.eq (v128.and (local.get $bits) (v128.const i32x4 0x07f00000 0x07f00000 0x07f00000 0x07f00000))
-            (v128.const i32x4 0x07f00000 0x07f00000 0x07f00000 0x07f00000))))
-        (local.set $bits (v128.and (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)
-          (i32x4.shr_s (i8x16.shuffle 16 16 16 4 16 16 16 5 16 16 16 6 16 16 16 7
-            (local.get $first) (v128.const i64x2 0 0)) (i32.const 4))))
-        (local.set $w1 (v128.or
-          (f32x4.mul (f32x4.mul (local.get $bits) (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale))
-          (i32x4.eq (v128.and (local.get $bits) (v128.const i32x4 0x07f00000 0x07f00000 0x07f00000 0x07f00000))
-            (v128.const i32x4 0x07f00000 0x07f00000 0x07f00000 0x07f00000))))
-        (local.set $bits (v128.and (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)
-          (i32x4.shr_s (i8x16.shuffle 16 16 16 8 16 16 16 9 16 16 16 10 16 16 16 11
-            (local.get $first) (v128.const i64x2 0 0)) (i32.const 4))))
-        (local.set $w2 (v128.or
-          (f32x4.mul (f32x4.mul (local.get $bits) (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale))
-          (i32x4.eq (v128.and (local.get $bits) (v128.const i32x4 0x07f00000 0x07f00000 0x07f00000 0x07f00000))
-            (v128.const i32x4 0x07f00000 0x07f00000 0x07f00000 0x07f00000))))
-        (local.set $bits (v128.and (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)
-          (i32x4.shr_s (i8x16.shuffle 16 16 16 12 16 16 16 13 16 16 16 14 16 16 16 15
-            (local.get $first) (v128.const i64x2 0 0)) (i32.const 4))))
-        (local.set $w3 (v128.or
-          (f32x4.mul (f32x4.mul (local.get $bits) (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale))
-          (i32x4.eq (v128.and (local.get $bits) (v128.const i32x4 0x07f00000 0x07f00000 0x07f00000 0x07f00000))
-            (v128.const i32x4 0x07f00000 0x07f00000 0x07f00000 0x07f00000))))
-        (local.set $bits (v128.and (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)
-          (i32x4.shr_s (i8x16.shuffle 16 16 16 0 16 16 16 1 16 16 16 2 16 16 16 3
-            (local.get $second) (v128.const i64x2 0 0)) (i32.const 4))))
-        (local.set $w4 (v128.or
-          (f32x4.mul (f32x4.mul (local.get $bits) (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale))
-          (i32x4.eq (v128.and (local.get $bits) (v128.const i32x4 0x07f00000 0x07f00000 0x07f00000 0x07f00000))
-            (v128.const i32x4 0x07f00000 0x07f00000 0x07f00000 0x07f00000))))
-        (local.set $bits (v128.and (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)
-          (i32x4.shr_s (i8x16.shuffle 16 16 16 4 16 16 16 5 16 16 16 6 16 16 16 7
-            (local.get $second) (v128.const i64x2 0 0)) (i32.const 4))))
-        (local.set $w5 (v128.or
-          (f32x4.mul (f32x4.mul (local.get $bits) (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale))
-          (i32x4.eq (v128.and (local.get $bits) (v128.const i32x4 0x07f00000 0x07f00000 0x07f00000 0x07f00000))
-            (v128.const i32x4 0x07f00000 0x07f00000 0x07f00000 0x07f00000))))
-        (local.set $bits (v128.and (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)
-          (i32x4.shr_s (i8x16.shuffle 16 16 16 8 16 16 16 9 16 16 16 10 16 16 16 11
-            (local.get $second) (v128.const i64x2 0 0)) (i32.const 4))))
-        (local.set $w6 (v128.or
-          (f32x4.mul (f32x4.mul (local.get $bits) (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale))
-          (i32x4.eq (v128.and (local.get $bits) (v128.const i32x4 0x07f00000 0x07f00000 0x07f00000 0x07f00000))
-            (v128.const i32x4 0x07f00000 0x07f00000 0x07f00000 0x07f00000))))
-        (local.set $bits (v128.and (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)
-          (i32x4.shr_s (i8x16.shuffle 16 16 16 12 16 16 16 13 16 16 16 14 16 16 16 15
-            (local.get $second) (v128.const i64x2 0 0)) (i32.const 4))))
-        (local.set $w7 (v128.or
-          (f32x4.mul (f32x4.mul (local.get $bits) (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale))
-          (i32x4.eq (v128.and (local.get $bits) (v128.const i32x4 0x07f00000 0x07f00000 0x07f00000 0x07f00000))
-            (v128.const i32x4 0x07f00000 0x07f00000 0x07f00000 0x07f00000))))
+        ;; NaN's codes (0x7f, 0xff) among the 32: a mask byte each, checked once for the block.
+        (local.set $nanFirst (i8x16.eq (v128.and (local.get $first) (v128.const i8x16 127 127 127 127 127 127 127 127 127 127 127 127 127 127 127 127))
+          (v128.const i8x16 127 127 127 127 127 127 127 127 127 127 127 127 127 127 127 127)))
+        (local.set $nanSecond (i8x16.eq (v128.and (local.get $second) (v128.const i8x16 127 127 127 127 127 127 127 127 127 127 127 127 127 127 127 127))
+          (v128.const i8x16 127 127 127 127 127 127 127 127 127 127 127 127 127 127 127 127)))
+        ;; Four codes each into the top byte of a lane, shifted down to f32 bits of value · 2^-120,
+        ;; times 2^120 (exact), times the scale (the one rounding).
+        (local.set $w0 (f32x4.mul (f32x4.mul (v128.and (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)
+          (i32x4.shr_s (i8x16.shuffle 16 16 16 0 16 16 16 1 16 16 16 2 16 16 16 3 (local.get $first) (v128.const i64x2 0 0)) (i32.const 4)))
+          (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale)))
+        (local.set $w1 (f32x4.mul (f32x4.mul (v128.and (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)
+          (i32x4.shr_s (i8x16.shuffle 16 16 16 4 16 16 16 5 16 16 16 6 16 16 16 7 (local.get $first) (v128.const i64x2 0 0)) (i32.const 4)))
+          (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale)))
+        (local.set $w2 (f32x4.mul (f32x4.mul (v128.and (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)
+          (i32x4.shr_s (i8x16.shuffle 16 16 16 8 16 16 16 9 16 16 16 10 16 16 16 11 (local.get $first) (v128.const i64x2 0 0)) (i32.const 4)))
+          (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale)))
+        (local.set $w3 (f32x4.mul (f32x4.mul (v128.and (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)
+          (i32x4.shr_s (i8x16.shuffle 16 16 16 12 16 16 16 13 16 16 16 14 16 16 16 15 (local.get $first) (v128.const i64x2 0 0)) (i32.const 4)))
+          (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale)))
+        (local.set $w4 (f32x4.mul (f32x4.mul (v128.and (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)
+          (i32x4.shr_s (i8x16.shuffle 16 16 16 0 16 16 16 1 16 16 16 2 16 16 16 3 (local.get $second) (v128.const i64x2 0 0)) (i32.const 4)))
+          (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale)))
+        (local.set $w5 (f32x4.mul (f32x4.mul (v128.and (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)
+          (i32x4.shr_s (i8x16.shuffle 16 16 16 4 16 16 16 5 16 16 16 6 16 16 16 7 (local.get $second) (v128.const i64x2 0 0)) (i32.const 4)))
+          (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale)))
+        (local.set $w6 (f32x4.mul (f32x4.mul (v128.and (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)
+          (i32x4.shr_s (i8x16.shuffle 16 16 16 8 16 16 16 9 16 16 16 10 16 16 16 11 (local.get $second) (v128.const i64x2 0 0)) (i32.const 4)))
+          (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale)))
+        (local.set $w7 (f32x4.mul (f32x4.mul (v128.and (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)
+          (i32x4.shr_s (i8x16.shuffle 16 16 16 12 16 16 16 13 16 16 16 14 16 16 16 15 (local.get $second) (v128.const i64x2 0 0)) (i32.const 4)))
+          (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale)))
+        ;; A NaN code's lane becomes NaN (all ones), as the table decoding makes it.
+        (if (v128.any_true (v128.or (local.get $nanFirst) (local.get $nanSecond)))
+          (then
+            (local.set $w0 (v128.or (local.get $w0) (i8x16.shuffle 0 0 0 0 1 1 1 1 2 2 2 2 3 3 3 3 (local.get $nanFirst) (local.get $nanFirst))))
+            (local.set $w1 (v128.or (local.get $w1) (i8x16.shuffle 4 4 4 4 5 5 5 5 6 6 6 6 7 7 7 7 (local.get $nanFirst) (local.get $nanFirst))))
+            (local.set $w2 (v128.or (local.get $w2) (i8x16.shuffle 8 8 8 8 9 9 9 9 10 10 10 10 11 11 11 11 (local.get $nanFirst) (local.get $nanFirst))))
+            (local.set $w3 (v128.or (local.get $w3) (i8x16.shuffle 12 12 12 12 13 13 13 13 14 14 14 14 15 15 15 15 (local.get $nanFirst) (local.get $nanFirst))))
+            (local.set $w4 (v128.or (local.get $w4) (i8x16.shuffle 0 0 0 0 1 1 1 1 2 2 2 2 3 3 3 3 (local.get $nanSecond) (local.get $nanSecond))))
+            (local.set $w5 (v128.or (local.get $w5) (i8x16.shuffle 4 4 4 4 5 5 5 5 6 6 6 6 7 7 7 7 (local.get $nanSecond) (local.get $nanSecond))))
+            (local.set $w6 (v128.or (local.get $w6) (i8x16.shuffle 8 8 8 8 9 9 9 9 10 10 10 10 11 11 11 11 (local.get $nanSecond) (local.get $nanSecond))))
+            (local.set $w7 (v128.or (local.get $w7) (i8x16.shuffle 12 12 12 12 13 13 13 13 14 14 14 14 15 15 15 15 (local.get $nanSecond) (local.get $nanSecond))))
+))
         ;; Every input row takes the 32 weights into its accumulator.
         (local.set $m (i32.const 0))
         (local.set $xp (i32.add (local.get $x) (i32.shl (local.get $blk) (i32.const 7))))
