@@ -357,6 +357,24 @@ describe("the fused MXFP4 matmul (wasm/mxfp4-rows.wat)", () => {
   });
 });
 
+/** An FP8 weight [N, K] of `codes` with `scale` per block of blockRows x blockCols. */
+function fp8Weight(
+  codes: Uint8Array,
+  N: number,
+  K: number,
+  scale: Float32Array,
+  blockRows: number,
+  blockCols: number,
+): Weight {
+  return {
+    dtype: "fp8_e4m3",
+    rows: N,
+    cols: K,
+    data: shareArray(codes),
+    scale: { data: shareArray(scale), blockRows, blockCols },
+  };
+}
+
 describe("the fused FP8 matmul (wasm/fp8-rows.wat)", () => {
   it("decodes every code byte as the plain reference does, at extreme scales", () => {
     // Row n holds code n then zeros, so the first input alone reads back the decoded weight.
@@ -370,13 +388,7 @@ describe("the fused FP8 matmul (wasm/fp8-rows.wat)", () => {
     // f32 subnormal, tiny, one, the E8M0 extremes, one that overflows the large codes, not a power of two.
     for (const s of [2 ** -149, 2 ** -127, 2 ** -64, 1, 2 ** 7, 2 ** 120, 2 ** 127, 3.1e-3, 1e38]) {
       const scale = new Float32Array(N).fill(s);
-      const w: Weight = {
-        dtype: "fp8_e4m3",
-        rows: N,
-        cols: K,
-        data: shareArray(codes),
-        scale: { data: shareArray(scale), blockRows: 1, blockCols: 32 },
-      };
+      const w = fp8Weight(codes, N, K, scale, 1, 32);
       const want = Array.from({ length: N }, (_, n) => weightAt(w, n, 0));
       const got = new Float32Array(N);
       (fused[0] as MatmulPool).matmul(x, 1, w, got);
@@ -403,13 +415,7 @@ describe("the fused FP8 matmul (wasm/fp8-rows.wat)", () => {
     ] as const) {
       const scale = new Float32Array(Math.ceil(N / blockRows) * Math.ceil(K / blockCols));
       for (let i = 0; i < scale.length; i++) scale[i] = 2 ** ((i % 40) - 20) * (1 + (i % 3) / 4);
-      expectUnpackedBits({
-        dtype: "fp8_e4m3",
-        rows: N,
-        cols: K,
-        data: shareArray(codes),
-        scale: { data: shareArray(scale), blockRows, blockCols },
-      });
+      expectUnpackedBits(fp8Weight(codes, N, K, scale, blockRows, blockCols));
     }
   });
 
@@ -420,13 +426,7 @@ describe("the fused FP8 matmul (wasm/fp8-rows.wat)", () => {
     for (let i = 0; i < codes.length; i++) codes[i] = (rng.nextU32() % 0x7f) | (rng.nextU32() % 2 ? 0x80 : 0);
     const scale = new Float32Array(N * 3);
     for (let i = 0; i < scale.length; i++) scale[i] = 2 ** ((i % 9) - 12);
-    const w: Weight = {
-      dtype: "fp8_e4m3",
-      rows: N,
-      cols: K,
-      data: shareArray(codes),
-      scale: { data: shareArray(scale), blockRows: 1, blockCols: 32 },
-    };
+    const w = fp8Weight(codes, N, K, scale, 1, 32);
     const M = 2;
     const x = rng.fillNormal(new Float32Array(M * K), 1);
     const want = new Float32Array(M * N);
