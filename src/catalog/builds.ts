@@ -1,9 +1,22 @@
-import type { AbArm, AbBenchmark, KvLayout, Reference } from "./manifest.js";
+import type { AbArm, AbBenchmark, KvLayout, Reference, WeightsConversion } from "./manifest.js";
 
-/** A build the embedded engine serves: a KV layout and the model's switches. */
+/** A build the embedded engine serves: a KV layout, the model's switches, its weights if converted. */
 export interface Build {
   readonly kv_layout: KvLayout;
   readonly switches?: Readonly<Record<string, string>>;
+  readonly weights?: WeightsConversion;
+}
+
+/** A conversion's stable name: its target and, for FP8, its scale blocks (`fp8-block32`). */
+export function conversionKey(conversion: WeightsConversion): string {
+  return [conversion.to, conversion.fp8_block].filter((part) => part !== undefined).join("-");
+}
+
+/** How a conversion reads in a build's name and a record's arm. */
+export function describeConversion(conversion: WeightsConversion): string {
+  const blocks = { block32: " with a scale per 32 values", tile128: " with a scale per 128x128 tile" };
+  const to = conversion.to === "fp8" ? "FP8 E4M3" : conversion.to.toUpperCase();
+  return `converted to ${to}${conversion.fp8_block ? blocks[conversion.fp8_block] : ""}`;
 }
 
 /** The reference section's fields an arm's unset fields take. */
@@ -16,13 +29,20 @@ export function switchFlags(build: Build): string[] {
     .map(([name, value]) => `${name}=${value}`);
 }
 
+/** The build's weights as a name part: none for the weights the model code writes. */
+function weightsParts(build: Build): string[] {
+  return build.weights ? [`weights ${describeConversion(build.weights)}`] : [];
+}
+
+const weightsKey = (build: Build): string | null => (build.weights ? conversionKey(build.weights) : null);
+
 /** One string per build: two builds are the same exactly when their keys are. */
 export function buildKey(build: Build): string {
-  return JSON.stringify([build.kv_layout, switchFlags(build)]);
+  return JSON.stringify([build.kv_layout, switchFlags(build), weightsKey(build)]);
 }
 
 export function describeBuild(build: Build): string {
-  return [`${build.kv_layout} KV layout`, ...switchFlags(build)].join(", ");
+  return [`${build.kv_layout} KV layout`, ...switchFlags(build), ...weightsParts(build)].join(", ");
 }
 
 /** An A/B arm's build: its own fields over the reference section's (its switches merged over them). */
@@ -31,6 +51,7 @@ export function abArmBuild(arm: AbArm, reference: BuildDefaults): Build {
   return {
     kv_layout: arm.kv_layout ?? reference.kv_layout,
     ...(Object.keys(switches).length > 0 ? { switches } : {}),
+    ...(arm.weights ? { weights: arm.weights } : {}),
   };
 }
 
@@ -49,6 +70,7 @@ export function abArmNames(
     return [
       ...(own.kv_layout !== other.kv_layout ? [`${own.kv_layout} KV layout`] : []),
       ...switchFlags(own).filter((flag) => !theirs.has(flag)),
+      ...(weightsKey(own) !== weightsKey(other) ? weightsParts(own) : []),
     ];
   };
   const derived = (own: Build, other: Build) => differences(own, other).join(", ") || describeBuild(own);

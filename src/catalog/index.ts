@@ -4,7 +4,9 @@ export {
   type Build,
   type BuildDefaults,
   buildKey,
+  conversionKey,
   describeBuild,
+  describeConversion,
   switchFlags,
 } from "./builds.js";
 export {

@@ -135,9 +135,26 @@ export const Switches = z
   .record(z.string().regex(/^[A-Za-z0-9_.-]+$/), z.string().min(1))
   .describe("values of the model's switches, as the port's model code declares them");
 
+/** A conversion of the tiny checkpoint that `bringup up` runs, as `bringup weights convert` does. */
+export const WeightsConversion = z
+  .strictObject({
+    to: z.enum(["fp8", "bf16", "mxfp4"]),
+    fp8_block: z
+      .enum(["block32", "tile128"])
+      .optional()
+      .describe(
+        "FP8 scale blocks from MXFP4: block32 keeps a scale per 32 values (exact), tile128 one per tile",
+      ),
+  })
+  .describe("on the embedded engine: the tiny checkpoint converted with `bringup weights convert`");
+
 /** A gate's own build to compare against, where it differs from the reference section's baseline. */
 const GateBaseline = z
-  .strictObject({ kv_layout: z.enum(["window-sized", "full"]).optional(), switches: Switches.optional() })
+  .strictObject({
+    kv_layout: z.enum(["window-sized", "full"]).optional(),
+    switches: Switches.optional(),
+    weights: WeightsConversion.optional().describe("serve the tiny checkpoint converted so instead"),
+  })
   .optional()
   .describe(
     "on the embedded engine: the build this gate compares against, instead of the reference section's baseline",
@@ -192,6 +209,9 @@ export const WeightsBitIdentityGate = z.strictObject({
     .string()
     .min(1)
     .describe("the conversion or loader whose output must equal its source bit for bit"),
+  convert: WeightsConversion.optional().describe(
+    "on the embedded engine: the conversion `bringup up` runs on the tiny checkpoint and compares with it",
+  ),
   record: RecordRef.optional(),
 });
 
@@ -226,11 +246,14 @@ export const KvLayout = z
 
 /**
  * One arm of an A/B: a build of the port, each unset field the reference section's. A build is
- * what the embedded server is started with; a weights variant would be one more field here.
+ * what the embedded server is started with.
  */
 export const AbArm = z.strictObject({
   kv_layout: KvLayout.optional().describe("the arm's KV layout (default: the reference section's)"),
   switches: Switches.optional().describe("the arm's switches, set over the reference section's"),
+  weights: WeightsConversion.optional().describe(
+    "serve the tiny checkpoint converted so (default: the weights the model code writes)",
+  ),
   name: z
     .string()
     .min(1)
@@ -345,6 +368,7 @@ export type Reference = z.infer<typeof Reference>;
 export type AbBenchmark = z.infer<typeof AbBenchmark>;
 export type AbArm = z.infer<typeof AbArm>;
 export type KvLayout = z.infer<typeof KvLayout>;
+export type WeightsConversion = z.infer<typeof WeightsConversion>;
 
 /** The manifest schema as JSON Schema, for editors and for `bringup ports schema`. */
 export function manifestJsonSchema(): Record<string, unknown> {

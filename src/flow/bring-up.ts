@@ -7,7 +7,9 @@ import {
   abArmNames,
   type Build,
   buildKey,
+  conversionKey,
   describeBuild,
+  describeConversion,
   type Gate as GateSpec,
   type KvLayout,
   type LoadedPort,
@@ -34,6 +36,12 @@ import type { BenchRecord } from "../records/index.js";
 import { buildSite, formatRecordFigure } from "../site/index.js";
 import { type AbArmServer, runReferenceAb } from "./ab-stage.js";
 import { checkBuildSwitches, type DeclaredBuild } from "./build-check.js";
+import {
+  type ConvertedWeights,
+  convertReferenceWeights,
+  referenceConversions,
+  removeConverted,
+} from "./convert-stage.js";
 import { EmbeddedServer } from "./embedded-server.js";
 import { type GateServer, gateCompares, type ReferenceGateRun, runReferenceGate } from "./gate-stage.js";
 import { cachedModel, weightsCode } from "./model-cache.js";
@@ -112,6 +120,7 @@ function gateBaseline(spec: GateSpec, reference: Reference): Build | undefined {
   return {
     kv_layout: own.kv_layout ?? reference.baseline?.kv_layout ?? reference.kv_layout,
     ...(own.switches !== undefined ? { switches: own.switches } : {}),
+    ...(own.weights !== undefined ? { weights: own.weights } : {}),
   };
 }
 
@@ -153,6 +162,7 @@ export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> 
   const skippedBenchmarks: SkippedBenchmark[] = [];
   const records: string[] = [];
   let recordsDir: string | undefined;
+  let converted: ConvertedWeights | undefined;
   let page: string | undefined;
   let siteDir: string | undefined;
   try {
@@ -185,12 +195,30 @@ export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> 
         makeWeights(port, reference, code, corpus, retrievalGates, needleContexts, options),
       );
       checkBuildSwitches(portId, declaredBuilds(reference), models.tiny.model.switches);
-      clock.skip(
-        "convert",
-        `no conversion: ${portId}'s reference weights are served as the model code writes them`,
-      );
+      const conversions = referenceConversions(reference);
+      if (conversions.length === 0 || aborted()) {
+        clock.skip(
+          "convert",
+          `no conversion: ${portId}'s reference weights are served as the model code writes them`,
+        );
+      } else {
+        const source = models.tiny.directory as string;
+        converted = await clock.run("convert", async () => {
+          const value = await convertReferenceWeights(
+            source,
+            conversions,
+            join(modelCacheDir(options), portId),
+            [code.architecture],
+            signal,
+          );
+          return {
+            value,
+            detail: `${conversions.map(describeConversion).join("; ")} (${value.workDir}, removed at the end)`,
+          };
+        });
+      }
       if (!aborted()) {
-        const loaded = models;
+        const loaded = { ...models, converted: converted?.models ?? new Map<string, LoadedModel>() };
         await clock.run("serve", () => startServers(portId, reference, loaded, servers, options));
       }
     }
@@ -210,7 +238,7 @@ export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> 
             total: reference.gates.length,
             item: spec.kind,
           });
-          const planned = planGate(spec, reference, servers, options);
+          const planned = planGate(spec, reference, servers, options, models?.tiny, converted);
           if ("notRun" in planned) {
             gates.push(notRun(spec, planned.notRun.code, planned.notRun.summary));
             continue;
@@ -347,6 +375,7 @@ export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> 
     await clock.run("stop", async () => {
       const started = allServers().length;
       await closeAll();
+      if (converted !== undefined) await removeConverted(converted.workDir);
       return {
         value: undefined,
         detail: started === 0 ? "no embedded server ran" : `all ${started} embedded servers stopped`,
@@ -450,7 +479,7 @@ async function makeWeights(
   options: BringUpOptions,
 ) {
   const architectures = [portModel.architecture];
-  const cacheDir = options.cacheDir ?? join(options.root, ".cache", "bringup", "models");
+  const cacheDir = modelCacheDir(options);
   // What decides the bytes: the config, the seed, the corpus and the code that turns them into
   // weights (the port's model.ts and the engine blocks and codecs it builds on).
   const code = { tool: toolVersion(), ...(await weightsCode(port.dir)) };
@@ -482,6 +511,10 @@ async function makeWeights(
   };
 }
 
+function modelCacheDir(options: BringUpOptions): string {
+  return options.cacheDir ?? join(options.root, ".cache", "bringup", "models");
+}
+
 /**
  * The build (reference.kv_layout) and the baseline (reference.baseline) on one KV byte budget, room
  * for the longest A/B's requests at max_model_len in the full layout, so their capacities compare;
@@ -490,7 +523,12 @@ async function makeWeights(
 async function startServers(
   portId: string,
   reference: Reference,
-  models: { tiny: LoadedModel; retrieval?: LoadedModel },
+  models: {
+    tiny: LoadedModel;
+    retrieval?: LoadedModel;
+    /** Converted checkpoints gates' baselines serve, by conversionKey. */
+    converted: ReadonlyMap<string, LoadedModel>;
+  },
   servers: Servers,
   options: BringUpOptions,
 ) {
@@ -514,7 +552,13 @@ async function startServers(
   };
   const start = (build: Build) =>
     EmbeddedServer.start(
-      { ...common, ...(build.switches !== undefined ? { switches: build.switches } : {}) },
+      {
+        ...common,
+        ...(build.weights
+          ? { model: models.converted.get(conversionKey(build.weights)) as LoadedModel }
+          : {}),
+        ...(build.switches !== undefined ? { switches: build.switches } : {}),
+      },
       build.kv_layout,
     );
   const buildSpec: Build = {
@@ -563,16 +607,35 @@ function engineThread(options: BringUpOptions) {
 }
 
 type GatePlan =
-  | { endpoint: GateServer; reference?: GateServer }
+  | Pick<ReferenceGateRun, "endpoint" | "reference" | "checkpoints">
   | { notRun: { code: string; summary: string } };
 
-/** Which servers a gate runs against, or why it cannot run in this bring-up. */
-function planGate(spec: GateSpec, reference: Reference, servers: Servers, options: BringUpOptions): GatePlan {
+/** Which servers (or checkpoints) a gate runs against, or why it cannot run in this bring-up. */
+function planGate(
+  spec: GateSpec,
+  reference: Reference,
+  servers: Servers,
+  options: BringUpOptions,
+  tiny: LoadedModel | undefined,
+  converted: ConvertedWeights | undefined,
+): GatePlan {
   if (spec.kind === "weights-bit-identity") {
+    const model = spec.convert ? converted?.models.get(conversionKey(spec.convert)) : undefined;
+    if (spec.convert === undefined || model?.directory === undefined || tiny?.directory === undefined) {
+      return {
+        notRun: {
+          code: "UP_NO_CONVERSION",
+          summary: `bringup up converts no weights for this gate${options.endpoint !== undefined ? " on an outside endpoint" : " (give it `convert:` in port.yaml)"}, so there is nothing to compare bit for bit; run \`bringup gate ${options.port ?? DEFAULT_PORT} --only weights-bit-identity --source DIR --converted DIR\`.`,
+        },
+      };
+    }
     return {
-      notRun: {
-        code: "UP_NO_CONVERSION",
-        summary: `bringup up converts no weights, so there is nothing to compare bit for bit; run \`bringup gate ${options.port ?? DEFAULT_PORT} --only weights-bit-identity --source DIR --converted DIR\`.`,
+      checkpoints: {
+        source: { dir: tiny.directory, name: "tiny reference checkpoint" },
+        converted: {
+          dir: model.directory,
+          name: `tiny reference checkpoint ${describeConversion(spec.convert)}`,
+        },
       },
     };
   }

@@ -23,9 +23,15 @@ export interface ReferenceGateRun {
   readonly spec: GateSpec;
   /** The record series the gate's record joins (see referenceSeries in the catalog). */
   readonly series: string;
-  readonly endpoint: GateServer;
+  /** The server the gate measures (absent for a gate over checkpoints). */
+  readonly endpoint?: GateServer;
   /** The build compared against, for gates that compare. */
   readonly reference?: GateServer;
+  /** The weights gate's checkpoints: a source and its conversion, each with the name its record gives it. */
+  readonly checkpoints?: {
+    readonly source: { readonly dir: string; readonly name: string };
+    readonly converted: { readonly dir: string; readonly name: string };
+  };
 }
 
 export interface GateStageContext {
@@ -60,10 +66,13 @@ export async function runReferenceGate(
   stage: GateStageContext,
   ordinal: number,
 ): Promise<{ outcome: GateOutcome; record?: BenchRecord }> {
-  const { spec } = run;
+  const { spec, checkpoints } = run;
   const { context, outcomes } = await runGateSession([spec], {
-    endpointUrl: run.endpoint.url,
+    ...(run.endpoint !== undefined ? { endpointUrl: run.endpoint.url } : {}),
     ...(run.reference !== undefined ? { referenceUrl: run.reference.url } : {}),
+    ...(checkpoints !== undefined
+      ? { sourceCheckpoint: checkpoints.source.dir, convertedCheckpoint: checkpoints.converted.dir }
+      : {}),
     request: stage.request,
     corpus: stage.corpus,
     ...(spec.kind === "needles" && stage.needleContexts !== undefined
@@ -81,8 +90,10 @@ export async function runReferenceGate(
   };
   const input = gateRecord(stage.port, spec, outcome, described, new Date(), ordinal);
   if (input === undefined) return { outcome };
-  const names = new Map([[run.endpoint.url, run.endpoint.name]]);
-  if (run.reference !== undefined) names.set(run.reference.url, run.reference.name);
+  // Arms by what they are, not by where this run put them (URLs, temporary directories).
+  const names = new Map<string, string>();
+  for (const named of [run.endpoint, run.reference]) if (named) names.set(named.url, named.name);
+  if (checkpoints !== undefined) names.set(checkpoints.converted.dir, checkpoints.converted.name);
   const stated = statedFigures(outcome);
   const record = await appendRecord(stage.resultsDir, {
     ...input,

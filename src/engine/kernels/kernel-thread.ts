@@ -1,7 +1,13 @@
 import { instantiateWasm, type WasmMemory, type WasmModule } from "../../common/wasm-runtime.js";
 import type { AttentionSimd } from "../attention/attention-kernel.js";
 import { instantiateAttentionSimd } from "./attention-simd-module.js";
-import { buildDecodeTables, type MatmulThread, type Mxfp4Rows, type WeightParts } from "./matmul-kernel.js";
+import {
+  buildDecodeTables,
+  type Fp8Rows,
+  type MatmulThread,
+  type Mxfp4Rows,
+  type WeightParts,
+} from "./matmul-kernel.js";
 import { instantiateTile } from "./simd-module.js";
 import { instantiateSwigluSimd, type SwigluSimd } from "./swiglu-simd-module.js";
 
@@ -24,6 +30,8 @@ export interface KernelModules {
     readonly halfScales: number;
     readonly scratchTokens: number;
   };
+  /** The fused block-scaled FP8 rows, built like the tile. */
+  readonly fp8?: WasmModule;
   readonly attention?: WasmModule;
   readonly swiglu?: WasmModule;
 }
@@ -64,6 +72,7 @@ export function kernelThread(modules: KernelModules, memory: WasmMemory | undefi
         scratchTokens: modules.mxfp4?.scratchTokens as number,
       };
     }),
+    fp8: instance(modules.fp8, (m, mem) => (instantiateWasm(m, mem) as { fp8: Fp8Rows }).fp8),
     attention: instance(modules.attention, instantiateAttentionSimd),
     swiglu: instance(modules.swiglu, instantiateSwigluSimd),
     weights: new Map(),

@@ -49,7 +49,7 @@ export interface WeightParts {
   readonly data: Float32Array | Uint16Array | Uint8Array;
   /** Byte offset of `data` inside the shared WebAssembly memory, or -1 when it lies elsewhere. */
   readonly offset: number;
-  /** Byte offset of `mxScales` there, or -1. */
+  /** Byte offset of `mxScales` (FP8: of the scale blocks' `scaleData`) there, or -1. */
   readonly scalesOffset: number;
   readonly scaleData: Float32Array | null;
   readonly scaleBlockRows: number;
@@ -57,13 +57,17 @@ export interface WeightParts {
   readonly mxScales: Uint8Array | null;
 }
 
-/** The kernel's view of `w`; f32 and MXFP4 weights the arena holds are read in place by the SIMD kernels. */
+/**
+ * The kernel's view of `w`; f32, MXFP4 and block-scaled FP8 weights the arena holds are read in
+ * place by the SIMD kernels.
+ */
 export function weightParts(w: Weight, arena: WasmArena | null): WeightParts {
+  const scales = w.mxScales ?? w.scale?.data;
   return {
     dtype: DTYPE_CODE[w.dtype],
     data: w.data,
     offset: arena === null ? -1 : arena.offsetOf(w.data),
-    scalesOffset: arena === null || w.mxScales === undefined ? -1 : arena.offsetOf(w.mxScales),
+    scalesOffset: arena === null || scales === undefined ? -1 : arena.offsetOf(scales),
     scaleData: w.scale?.data ?? null,
     scaleBlockRows: w.scale?.blockRows ?? 1,
     scaleBlockCols: w.scale?.blockCols ?? 1,
@@ -94,7 +98,26 @@ export interface MatmulThread {
   readonly tile: SimdTile | null;
   /** The fused MXFP4 rows (null: MXFP4 weights are unpacked into f32 rows for the tile). */
   readonly mxfp4: Mxfp4Rows | null;
+  /** The fused block-scaled FP8 rows (null, or absent: unpacked into f32 rows for the tile). */
+  readonly fp8?: Fp8Rows | null;
 }
+
+/** wasm/fp8-rows.wat's export (see there for the arguments). */
+export type Fp8Rows = (
+  K: number,
+  M: number,
+  x: number,
+  codes: number,
+  scales: number,
+  scaleRowBytes: number,
+  blocksPerScale: number,
+  blockRows: number,
+  band0: number,
+  acc: number,
+  o: number,
+  N: number,
+  ldo: number,
+) => void;
 
 /**
  * wasm/mxfp4-rows.wat's exports, the byte offset of their table of half E8M0 scales, and from how
@@ -216,8 +239,37 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
     const inPlace = dtype === 0 && wOffset >= 0;
     const { scalesOffset } = range.weight;
     const packed = dtype === 4 && wOffset >= 0 && scalesOffset >= 0 ? thread.mxfp4 : null;
+    // FP8 with scale blocks of whole groups of 32 values is read in place by wasm/fp8-rows.wat.
+    const fp8 =
+      dtype === 3 && wOffset >= 0 && scalesOffset >= 0 && K % 32 === 0 && scaleBlockCols % 32 === 0
+        ? (thread.fp8 ?? null)
+        : null;
     for (let c0 = n0; c0 < n1; c0 += CHUNK) {
       const rows = Math.min(CHUNK, n1 - c0);
+      if (fp8 !== null) {
+        // Like the MXFP4 rows below: decoded inside the SIMD loop, the same bits as the tile's.
+        const direct = outOffset >= 0;
+        const scaleRowBytes = Math.ceil(K / scaleBlockCols) * 4;
+        fp8(
+          K,
+          M,
+          xAt,
+          wOffset + c0 * K,
+          scalesOffset + Math.floor(c0 / scaleBlockRows) * scaleRowBytes,
+          scaleRowBytes,
+          scaleBlockCols / 32,
+          scaleBlockRows,
+          c0 % scaleBlockRows,
+          W * 4,
+          direct ? outOffset + c0 * 4 : O * 4,
+          rows,
+          direct ? N * 4 : CHUNK * 4,
+        );
+        if (!direct) {
+          for (let m = 0; m < M; m++) out.set(heap.subarray(O + m * CHUNK, O + m * CHUNK + rows), m * N + c0);
+        }
+        continue;
+      }
       if (packed !== null && M < packed.scratchTokens) {
         // MXFP4 rows decoded inside the SIMD loop (wasm/mxfp4-rows.wat), the rows area as its
         // accumulators: the tile's operations on the unpacked rows, so the same bits.

@@ -313,6 +313,50 @@ describe("matmulRange with the SIMD tile", () => {
   });
 });
 
+/** Pools over the fused MXFP4 and FP8 rows and over the unpacked path, on one thread and two. */
+function fusedAndUnpacked(more: MatmulPool[] = []): { fused: MatmulPool[]; unpacked: MatmulPool[] } {
+  const unpacked = [1, 2].map((t) => {
+    const p = new MatmulPool(t, { simd: true, mxfp4: "unpacked" });
+    pools.push(p);
+    return p;
+  });
+  return { fused: [pool(1, true), pool(2, true), ...more], unpacked };
+}
+
+const bitsOf = (a: Float32Array) => Array.from(new Uint32Array(a.buffer, a.byteOffset, a.length));
+
+/**
+ * Expects every pool's matmul of `w` (`more` beside the default fused ones) to give the unpacked
+ * path's bits at each batch size, and each input row's outputs to be those of that row alone
+ * (batch invariance); returns the pools.
+ */
+function expectUnpackedBits(
+  w: Weight,
+  batches = [1, 2, 3],
+  more: MatmulPool[] = [],
+): ReturnType<typeof fusedAndUnpacked> {
+  const pools = fusedAndUnpacked(more);
+  const [N, K] = [w.rows, w.cols];
+  for (const M of batches) {
+    const x = rng.fillNormal(new Float32Array(M * K), 1);
+    const want = new Float32Array(M * N);
+    (pools.unpacked[0] as MatmulPool).matmul(x, M, w, want);
+    for (const p of [...pools.fused, ...pools.unpacked]) {
+      const got = new Float32Array(M * N);
+      p.matmul(x, M, w, got);
+      expect(bitsOf(got)).toEqual(bitsOf(want));
+    }
+    for (const p of pools.fused) {
+      for (let m = 0; m < M; m++) {
+        const alone = new Float32Array(N);
+        p.matmul(x.subarray(m * K, (m + 1) * K), 1, w, alone);
+        expect(bitsOf(alone)).toEqual(bitsOf(want.subarray(m * N, (m + 1) * N)));
+      }
+    }
+  }
+  return pools;
+}
+
 describe("the fused MXFP4 matmul (wasm/mxfp4-rows.wat)", () => {
   it("gives the unpacked path's bits on every byte of codes and on extreme scales, at any batch and split, decoding in the loop or into scratch", () => {
     const N = 70; // more than one chunk of rows
@@ -331,35 +375,103 @@ describe("the fused MXFP4 matmul (wasm/mxfp4-rows.wat)", () => {
       data: shareArray(data),
       mxScales: shareArray(mxScales),
     };
-    const made = (p: MatmulPool) => {
-      pools.push(p);
-      return p;
-    };
     // Decoding inside the loop (few input rows), into scratch for the tile (many), or chosen by M.
-    const fused = [pool(1, true), pool(2, true)];
-    for (const mxfp4ScratchTokens of [1, Number.POSITIVE_INFINITY])
-      for (const t of [1, 2]) fused.push(made(new MatmulPool(t, { simd: true, mxfp4ScratchTokens })));
-    const unpacked = [1, 2].map((t) => made(new MatmulPool(t, { simd: true, mxfp4: "unpacked" })));
-    for (const M of [1, 2, 3, 8, 13]) {
-      const x = rng.fillNormal(new Float32Array(M * K), 1);
-      const want = new Float32Array(M * N);
-      (unpacked[0] as MatmulPool).matmul(x, M, w, want);
-      for (const p of [...fused, ...unpacked]) {
-        const got = new Float32Array(M * N);
-        p.matmul(x, M, w, got);
-        expect(Array.from(new Uint32Array(got.buffer))).toEqual(Array.from(new Uint32Array(want.buffer)));
-      }
-      // Batch-invariant: each input row's outputs are those of that row alone.
-      for (let m = 0; m < M; m++) {
-        const alone = new Float32Array(N);
-        (fused[0] as MatmulPool).matmul(x.subarray(m * K, (m + 1) * K), 1, w, alone);
-        expect(Array.from(alone)).toEqual(Array.from(want.subarray(m * N, (m + 1) * N)));
-      }
-    }
+    const forms = [1, Number.POSITIVE_INFINITY].flatMap((mxfp4ScratchTokens) =>
+      [1, 2].map((t) => {
+        const p = new MatmulPool(t, { simd: true, mxfp4ScratchTokens });
+        pools.push(p);
+        return p;
+      }),
+    );
+    const { fused } = expectUnpackedBits(w, [1, 2, 3, 8, 13], forms);
     // Scale 255 is NaN: the rows that use it come out NaN, the others finite.
     const out = new Float32Array(N);
     (fused[0] as MatmulPool).matmul(rng.fillNormal(new Float32Array(K), 1), 1, w, out);
     expect(Number.isNaN(out[8])).toBe(true);
     expect(Number.isFinite(out[20])).toBe(true);
+  });
+});
+
+/** An FP8 weight [N, K] of `codes` with `scale` per block of blockRows x blockCols. */
+function fp8Weight(
+  codes: Uint8Array,
+  N: number,
+  K: number,
+  scale: Float32Array,
+  blockRows: number,
+  blockCols: number,
+): Weight {
+  return {
+    dtype: "fp8_e4m3",
+    rows: N,
+    cols: K,
+    data: shareArray(codes),
+    scale: { data: shareArray(scale), blockRows, blockCols },
+  };
+}
+
+describe("the fused FP8 matmul (wasm/fp8-rows.wat)", () => {
+  it("decodes every code byte as the plain reference does, at extreme scales", () => {
+    // Row n holds code n then zeros, so the first input alone reads back the decoded weight.
+    const N = 256;
+    const K = 32;
+    const codes = new Uint8Array(N * K);
+    for (let n = 0; n < N; n++) codes[n * K] = n;
+    const x = new Float32Array(K);
+    x[0] = 1;
+    const { fused } = fusedAndUnpacked();
+    // f32 subnormal, tiny, one, the E8M0 extremes, one that overflows the large codes, not a power of two.
+    for (const s of [2 ** -149, 2 ** -127, 2 ** -64, 1, 2 ** 7, 2 ** 120, 2 ** 127, 3.1e-3, 1e38]) {
+      const scale = new Float32Array(N).fill(s);
+      const w = fp8Weight(codes, N, K, scale, 1, 32);
+      const want = Array.from({ length: N }, (_, n) => weightAt(w, n, 0));
+      const got = new Float32Array(N);
+      (fused[0] as MatmulPool).matmul(x, 1, w, got);
+      // The lane sums give +0 for a weight of -0; every other value must be the reference's.
+      expect(Array.from(got)).toEqual(want.map((v) => (v === 0 ? 0 : Math.fround(v))));
+      expect(Number.isNaN(got[0x7f]) && Number.isNaN(got[0xff])).toBe(true);
+    }
+  });
+
+  it("gives the unpacked path's bits for every code byte and scale layout, at any batch and split", () => {
+    const N = 150; // more than two chunks of rows, ragged
+    const K = 512;
+    const codes = new Uint8Array(N * K);
+    // Every byte value many times over, but NaN's two (decoded above), which would make each sum NaN.
+    for (let i = 0; i < codes.length; i++) {
+      const code = (i * 37 + (i >> 9)) & 255;
+      codes[i] = (code & 0x7f) === 0x7f ? code - 1 : code;
+    }
+    // 1x32 (the MXFP4 conversion's), bands of rows that do not divide a chunk, 128x128 tiles.
+    for (const [blockRows, blockCols] of [
+      [1, 32],
+      [3, 64],
+      [128, 128],
+    ] as const) {
+      const scale = new Float32Array(Math.ceil(N / blockRows) * Math.ceil(K / blockCols));
+      for (let i = 0; i < scale.length; i++) scale[i] = 2 ** ((i % 40) - 20) * (1 + (i % 3) / 4);
+      expectUnpackedBits(fp8Weight(codes, N, K, scale, blockRows, blockCols));
+    }
+  });
+
+  it("stays within f32 accumulation error of the reference on finite codes", () => {
+    const N = 70;
+    const K = 96;
+    const codes = new Uint8Array(N * K);
+    for (let i = 0; i < codes.length; i++) codes[i] = (rng.nextU32() % 0x7f) | (rng.nextU32() % 2 ? 0x80 : 0);
+    const scale = new Float32Array(N * 3);
+    for (let i = 0; i < scale.length; i++) scale[i] = 2 ** ((i % 9) - 12);
+    const w = fp8Weight(codes, N, K, scale, 1, 32);
+    const M = 2;
+    const x = rng.fillNormal(new Float32Array(M * K), 1);
+    const want = new Float32Array(M * N);
+    matmulReference(x, M, w, want);
+    const got = new Float32Array(M * N);
+    fusedAndUnpacked().fused[0]?.matmul(x, M, w, got);
+    for (let m = 0; m < M; m++)
+      for (let n = 0; n < N; n++)
+        expect(Math.abs((got[m * N + n] as number) - (want[m * N + n] as number))).toBeLessThanOrEqual(
+          errorBound(x, m, w, n),
+        );
   });
 });

@@ -134,6 +134,10 @@ export class MatmulPool {
               switches.mxfp4 === "fused"
                 ? mxfp4Rows(arena, this.fma, switches.mxfp4ScratchTokens)
                 : undefined,
+            fp8:
+              switches.mxfp4 === "fused"
+                ? compileKernel(this.fma ? "fp8-rows" : "fp8-rows.unfused")
+                : undefined,
             attention: compileAttentionSimd(),
             swiglu: compileSwigluSimd(),
           };

@@ -4,8 +4,9 @@ import type { ModelSwitch } from "../model/model.js";
  * The engine's kernel switches, read from the environment here and nowhere else, then passed in:
  * BRINGUP_ENGINE_SIMD=0 forces the plain JavaScript kernels (the reference-exact ones);
  * BRINGUP_ENGINE_FMA=0 forces the unfused matmul tile (a mul then an add, rounded twice);
- * BRINGUP_ENGINE_MXFP4=unpacked has MXFP4 weights unpacked to f32 rows for the tile (the stock
- * op) instead of decoded inside the fused MXFP4 kernel (the same bits, more work).
+ * BRINGUP_ENGINE_MXFP4=unpacked has MXFP4 weights (and block-scaled FP8 ones) unpacked to f32
+ * rows for the tile (the stock op) instead of decoded inside the fused MXFP4 (FP8) kernel (the
+ * same bits, more work).
  * mxfp4ScratchTokens is not read from the environment: from that many input rows the fused MXFP4
  * path decodes a chunk of rows once into scratch for the tile, below it inside its own loop (the
  * same bits). bench/mxfp4-prefill.ts found the scratch form as fast or faster at every batch it

@@ -49,12 +49,17 @@ export class WasmArena {
     if (offset < 0) return null;
     const out = new ctor(this.memory.buffer, offset, length);
     this.owned.add(out);
+    this.owned.add(out.buffer);
     return out;
   }
 
-  /** The byte offset of an array this arena made, or -1 for any other array. */
-  offsetOf(a: object & { readonly byteOffset: number }): number {
-    return this.owned.has(a) ? a.byteOffset : -1;
+  /**
+   * The byte offset of an array this arena made, or of a view of one (a stacked expert's slice),
+   * or -1 for any other array. Views share their array's buffer object, which only this memory
+   * hands out (a grown memory hands out a new one; the old still addresses the same bytes).
+   */
+  offsetOf(a: object & { readonly byteOffset: number; readonly buffer?: ArrayBufferLike }): number {
+    return this.owned.has(a) || (a.buffer !== undefined && this.owned.has(a.buffer)) ? a.byteOffset : -1;
   }
 }
 

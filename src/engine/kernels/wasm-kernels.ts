@@ -5,13 +5,15 @@ import type { WasmModule } from "../../common/wasm-runtime.js";
  * The kernels written in WebAssembly text in ./wasm/, each built to a binary beside it by
  * scripts/build-kernels.mjs (which `npm ci` and `npm run build` run). "matmul-tile" multiplies and
  * adds in one fused step (relaxed SIMD); "matmul-tile.unfused" is the same tile with a mul then an add,
- * and likewise for "mxfp4-rows", the fused MXFP4 matmul.
+ * and likewise for "mxfp4-rows" and "fp8-rows", the fused MXFP4 and block-scaled FP8 matmuls.
  */
 export type KernelBinary =
   | "matmul-tile"
   | "matmul-tile.unfused"
   | "mxfp4-rows"
   | "mxfp4-rows.unfused"
+  | "fp8-rows"
+  | "fp8-rows.unfused"
   | "attention"
   | "swiglu"
   | "indexer-scores";

@@ -40,7 +40,9 @@ export class WeightSource {
 
   /**
    * `count` matrices [rows, cols] stacked in one tensor, as gpt-oss stores its experts: MXFP4
-   * `<base>_blocks` [count, rows, cols/32, 16] with `<base>_scales` [count, rows, cols/32], or a
+   * `<base>_blocks` [count, rows, cols/32, 16] with `<base>_scales` [count, rows, cols/32]; FP8
+   * E4M3 `<base>` [count, rows, cols] with block scales `<base>_scale_inv` [count, ...grid] (what
+   * `weights convert --to fp8` writes from MXFP4: a grid of [rows, cols/32] for 1x32 blocks); or a
    * plain `<base>` [count, rows, cols] in f32. Each matrix is a view of its slice, not a copy.
    */
   stackedMatrices(base: string, count: number, rows: number, cols: number): Weight[] {
@@ -68,10 +70,29 @@ export class WeightSource {
     }
     const t = this.need(base);
     expectShape(t, base, [count, rows, cols], this.source);
+    if (t.dtype === "F8_E4M3") {
+      const scaleName = `${base}_scale_inv`;
+      const s = this.need(scaleName);
+      const grid = fp8ScaleGrid(s, scaleName, rows, cols, this.source, count);
+      const scales = share(checkFp8Scales(s, scaleName, this.source));
+      const codes = share(t.data as Uint8Array);
+      const perMatrix = grid.rows * grid.cols;
+      return Array.from({ length: count }, (_, e) => {
+        const w: Weight = {
+          dtype: "fp8_e4m3",
+          rows,
+          cols,
+          data: codes.subarray(e * rows * cols, (e + 1) * rows * cols),
+          scale: { ...grid.blocks, data: scales.subarray(e * perMatrix, (e + 1) * perMatrix) },
+        };
+        checkWeight(w, `${base}[${e}]`);
+        return w;
+      });
+    }
     if (t.dtype !== "F32") {
       throw new BringupError(
         "MODEL_WEIGHT_DTYPE",
-        `${this.source}: ${base} has dtype ${t.dtype}; stacked expert weights are read as MXFP4 blocks or F32.`,
+        `${this.source}: ${base} has dtype ${t.dtype}; stacked expert weights are read as MXFP4 blocks, FP8 E4M3 with block scales, or F32.`,
         { subject: base },
       );
     }
@@ -163,31 +184,19 @@ function toWeight(
         w = { dtype: "f16", rows, cols, data: share(t.data) };
         break;
       case "F8_E4M3": {
-        const s = lookup(`${base}.weight_scale_inv`) ?? lookup(`${base}.weight_scale`);
+        const scaleName = lookup(`${base}.weight_scale_inv`) ? `${name}_scale_inv` : `${name}_scale`;
+        const s = lookup(scaleName);
         if (s === undefined) {
           w = { dtype: "fp8_e4m3", rows, cols, data: share(t.data) };
           break;
         }
-        const scaleValues = toFloat32(s);
-        const sRows = s.shape.length === 2 ? (s.shape[0] as number) : 1;
-        const sCols = s.shape.length === 2 ? (s.shape[1] as number) : 1;
-        if (scaleValues.length !== sRows * sCols) {
-          throw new BringupError(
-            "MODEL_WEIGHTS_MISMATCH",
-            `${source}: the scale of ${name} has shape [${s.shape}]; expected a scalar or a 2-D block grid.`,
-            { subject: name },
-          );
-        }
+        const { blocks } = fp8ScaleGrid(s, scaleName, rows, cols, source);
         w = {
           dtype: "fp8_e4m3",
           rows,
           cols,
           data: share(t.data),
-          scale: {
-            data: shareArray(scaleValues),
-            blockRows: Math.ceil(rows / sRows),
-            blockCols: Math.ceil(cols / sCols),
-          },
+          scale: { ...blocks, data: shareArray(checkFp8Scales(s, scaleName, source)) },
         };
         break;
       }
@@ -201,6 +210,56 @@ function toWeight(
   }
   checkWeight(w, base);
   return w;
+}
+
+/**
+ * The block grid of an FP8 matrix's scales: a scalar, or [gridRows, gridCols] (after `count`
+ * stacked matrices when given) whose blocks tile the [rows, cols] matrix, each block a power of two
+ * or the whole dimension on each side (1x32, 128x128, per row), every block but the last of a row
+ * or column whole. Refused naming the scale tensor otherwise.
+ */
+function fp8ScaleGrid(
+  s: HostTensor,
+  name: string,
+  rows: number,
+  cols: number,
+  source: string,
+  count?: number,
+): { rows: number; cols: number; blocks: { blockRows: number; blockCols: number } } {
+  const lead = count === undefined ? [] : [count];
+  const grid = s.shape.slice(lead.length);
+  const scalar = count === undefined && grid.reduce((a, b) => a * b, 1) === 1 && grid.length <= 2;
+  const [gridRows, gridCols] = scalar ? [1, 1] : [grid[0] ?? 0, grid[1] ?? 0];
+  const blockRows = Math.ceil(rows / gridRows);
+  const blockCols = Math.ceil(cols / gridCols);
+  const side = (block: number, dim: number, cells: number) =>
+    cells > 0 && Math.ceil(dim / block) === cells && (block === dim || (block & (block - 1)) === 0);
+  const tiles =
+    (scalar || (grid.length === 2 && lead.every((d, i) => s.shape[i] === d))) &&
+    side(blockRows, rows, gridRows) &&
+    side(blockCols, cols, gridCols);
+  if (!tiles) {
+    throw new BringupError(
+      "MODEL_WEIGHTS_MISMATCH",
+      `${source}: ${name} has shape [${s.shape.join(", ")}], which is no grid of scale blocks over ${count === undefined ? "" : `${count} stacked `}[${rows}, ${cols}] matrices (1x32 blocks take [${[...lead, rows, Math.ceil(cols / 32)].join(", ")}]); the checkpoint and config.json do not match.`,
+      { subject: name },
+    );
+  }
+  return { rows: gridRows, cols: gridCols, blocks: { blockRows, blockCols } };
+}
+
+/** An FP8 scale tensor decoded to f32, refused naming it when a scale is NaN or infinite. */
+function checkFp8Scales(s: HostTensor, name: string, source: string): Float32Array {
+  const values = toFloat32(s);
+  const at = values.findIndex((v) => !Number.isFinite(v));
+  if (at >= 0) {
+    throw new BringupError(
+      "MODEL_WEIGHTS_INVALID",
+      `${source}: ${name} holds ${values[at]} at index ${at}; an FP8 block scale must be finite (the checkpoint is corrupt).`,
+      { subject: name },
+    );
+  }
+  return values;
 }
 
 function toVector(t: HostTensor, name: string, length: number, source: string): Float32Array {

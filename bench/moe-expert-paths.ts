@@ -1,0 +1,254 @@
+/**
+ * Decode at one stream of a gpt-oss-style MoE whose experts are far beyond the caches, on four
+ * expert paths of the same weights, measured in one process: FP8 experts (E4M3 with a scale per
+ * 32 values, decoded inside the SIMD loop), fused MXFP4 (decoded inside the SIMD loop), unpacked
+ * MXFP4 (each expert row dequantized to f32, then the ordinary tile: the stock op), and f32 experts.
+ *
+ * The model is MiniMax-M3's tiny kit (ports/minimax-m3/model.ts) at a larger size, made in memory
+ * from a fixed seed, its experts in MXFP4 as the port writes them; the f32 arm holds the same
+ * values dequantized, and the FP8 arm is the checkpoint converted by `bringup weights convert`'s
+ * code and loaded as `bringup serve` loads it. All four decode the same tokens.
+ *
+ * After a warm-up round the arms alternate over rounds (the order rotates and reverses from round
+ * to round), each round printed; then each arm's median, the weight bytes it reads per token
+ * (expert tensors at top-k of the experts, the rest whole, the embedding's one row left out), the
+ * roofline those bytes give at the read bandwidth the same threads reach together (measured in
+ * this run), and the ratios between arms with 95% intervals (rounds as blocks).
+ *
+ *   npx tsx bench/moe-expert-paths.ts [--hidden 1024] [--intermediate 1024] [--experts 32] [--rounds 5]
+ */
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { median } from "simple-statistics";
+import { minimaxArchitecture, minimaxTinyModel } from "../ports/minimax-m3/model.js";
+import { blockedRatioInterval } from "../src/bench/index.js";
+import {
+  Engine,
+  type HostTensor,
+  type LoadedModel,
+  loadModel,
+  readCorpus,
+  type TinyModelFiles,
+  tinyFilesToModel,
+  writeTinyModel,
+} from "../src/engine/index.js";
+import { convertCheckpoint, dequantizeMxfp4, openCheckpoint } from "../src/formats/index.js";
+import { memoryBandwidth } from "./memory-bandwidth.js";
+
+const USAGE = `usage: npx tsx bench/moe-expert-paths.ts [options]
+  --hidden N        hidden size (default 1024)
+  --intermediate N  each expert's intermediate size (default 1024)
+  --experts N       experts per layer (default 32)
+  --top-k N         experts per token (default 8)
+  --layers N        layers, sliding and full attention alternating (default 2)
+  --threads N       matmul threads, and threads of the bandwidth measurement (default 2)
+  --decode N        tokens decoded per trial (default 32)
+  --rounds N        measured rounds, arms alternated, after one warm-up round (default 5)
+  --help            print this and exit
+`;
+const { values: args } = parseArgs({
+  options: {
+    hidden: { type: "string", default: "1024" },
+    intermediate: { type: "string", default: "1024" },
+    experts: { type: "string", default: "32" },
+    "top-k": { type: "string", default: "8" },
+    layers: { type: "string", default: "2" },
+    threads: { type: "string", default: "2" },
+    decode: { type: "string", default: "32" },
+    rounds: { type: "string", default: "5" },
+    help: { type: "boolean", default: false },
+  },
+});
+if (args.help) {
+  process.stdout.write(USAGE);
+  process.exit(0);
+}
+const count = (name: keyof typeof args) => {
+  const n = Number(args[name]);
+  if (!Number.isInteger(n) || n < 1)
+    throw new Error(`--${name} must be a positive integer, got ${args[name]}`);
+  return n;
+};
+const [hidden, intermediate, experts, topK, layers, threads, decodeLen, rounds] = (
+  ["hidden", "intermediate", "experts", "top-k", "layers", "threads", "decode", "rounds"] as const
+).map(count) as number[] as [number, number, number, number, number, number, number, number];
+
+/** MiniMax-M3's reference config at the bench's sizes: heads of 64, four query heads per KV head. */
+const config: Record<string, unknown> = {
+  model_type: "minimax_m3",
+  vocab_size: 512,
+  hidden_size: hidden,
+  num_hidden_layers: layers,
+  num_attention_heads: 8,
+  num_key_value_heads: 2,
+  head_dim: 64,
+  rope_theta: 150000,
+  attention_bias: true,
+  layer_types: Array.from({ length: layers }, (_, i) =>
+    i % 2 === 0 ? "sliding_attention" : "full_attention",
+  ),
+  sliding_window: 128,
+  num_local_experts: experts,
+  num_experts_per_tok: topK,
+  intermediate_size: intermediate,
+  swiglu_limit: 7.0,
+  rms_norm_eps: 1.0e-5,
+  max_position_embeddings: 4096,
+};
+
+const EXPERT = /\.mlp\.experts\./;
+
+/** Weight bytes one decode token reads: expert tensors at topK of the experts, the embedding's row. */
+function bytesPerToken(tensors: readonly { name: string; byteLength: number }[]): number {
+  let bytes = 0;
+  for (const { name, byteLength } of tensors) {
+    if (name === "model.embed_tokens.weight") bytes += (byteLength / 512) * 1;
+    else bytes += EXPERT.test(name) ? (byteLength * topK) / experts : byteLength;
+  }
+  return bytes;
+}
+
+/** The same checkpoint with its MXFP4 experts dequantized to f32 [E, rows, cols]. */
+function withF32Experts(files: TinyModelFiles): TinyModelFiles {
+  const tensors = new Map<string, HostTensor>();
+  for (const [name, t] of files.tensors) {
+    if (name.endsWith("_scales")) continue;
+    if (!name.endsWith("_blocks")) {
+      tensors.set(name, t);
+      continue;
+    }
+    const base = name.slice(0, -"_blocks".length);
+    const scales = files.tensors.get(`${base}_scales`)?.data as Uint8Array;
+    const data = dequantizeMxfp4(t.data as Uint8Array, scales, t.shape, base);
+    tensors.set(base, {
+      dtype: "F32",
+      shape: [...t.shape.slice(0, -2), (t.shape.at(-2) as number) * 32],
+      data,
+    });
+  }
+  return { ...files, tensors };
+}
+
+interface Arm {
+  readonly name: string;
+  readonly engine: Engine;
+  readonly bytes: number;
+}
+
+/** An engine over `model`; `unpacked` selects the stock op through the engine's own switch. */
+function engineFor(model: LoadedModel, unpacked = false): Engine {
+  const before = process.env.BRINGUP_ENGINE_MXFP4;
+  if (unpacked) process.env.BRINGUP_ENGINE_MXFP4 = "unpacked";
+  try {
+    return new Engine(model, { threads, maxNumSeqs: 1, maxModelLen: 512, kvCacheBytes: 64 << 20 });
+  } finally {
+    if (before === undefined) delete process.env.BRINGUP_ENGINE_MXFP4;
+    else process.env.BRINGUP_ENGINE_MXFP4 = before;
+  }
+}
+
+/** Decode tok/s from the first token to the last (prefill excluded), and the tokens. */
+async function decode(engine: Engine, prompt: number[]): Promise<{ rate: number; tokens: number[] }> {
+  const times: number[] = [];
+  const tokens: number[] = [];
+  for await (const out of engine.submit({
+    promptTokenIds: prompt,
+    maxTokens: decodeLen,
+    sampling: { temperature: 0 },
+    ignoreEos: true,
+  })) {
+    if (!out.token) continue;
+    times.push(performance.now());
+    tokens.push(out.token.tokenId);
+  }
+  const span = ((times.at(-1) as number) - (times[0] as number)) / 1000;
+  return { rate: (times.length - 1) / span, tokens };
+}
+
+const dir = await mkdtemp(join(tmpdir(), "bringup-moe-bench-"));
+const arms: Arm[] = [];
+try {
+  const corpus = await readCorpus();
+  const t0 = performance.now();
+  const files = minimaxTinyModel(config, corpus, { seed: 0 });
+  const listed = (f: TinyModelFiles) =>
+    [...f.tensors].map(([name, t]) => ({ name, byteLength: t.data.byteLength }));
+  const mxfp4 = tinyFilesToModel("mxfp4", files, [minimaxArchitecture]);
+  const mxfp4Bytes = bytesPerToken(listed(files));
+  await writeTinyModel(join(dir, "mxfp4"), files);
+  await convertCheckpoint(join(dir, "mxfp4"), join(dir, "fp8"), { to: "fp8", fp8Block: "block32" });
+  const fp8 = await loadModel(join(dir, "fp8"), { architectures: [minimaxArchitecture] });
+  const fp8Checkpoint = await openCheckpoint(join(dir, "fp8"));
+  const fp8Bytes = bytesPerToken(fp8Checkpoint.tensors);
+  await fp8Checkpoint.close();
+  const f32Files = withF32Experts(files);
+  const f32 = tinyFilesToModel("f32", f32Files, [minimaxArchitecture]);
+  const f32Bytes = bytesPerToken(listed(f32Files));
+  const expertBytes = [...files.tensors]
+    .filter(([name]) => EXPERT.test(name))
+    .reduce((s, [, t]) => s + t.data.byteLength, 0);
+  process.stdout.write(
+    `MiniMax-M3 kit: hidden ${hidden}, ${layers} layers, ${experts} experts of ${intermediate} (top ${topK}); ` +
+      `${(mxfp4.numParameters / 1e6).toFixed(0)}M parameters, ${(expertBytes / 2 ** 20).toFixed(0)} MiB of MXFP4 experts; ` +
+      `made and converted in ${((performance.now() - t0) / 1000).toFixed(1)} s; ${threads} threads\n`,
+  );
+  arms.push(
+    { name: "FP8 experts", engine: engineFor(fp8), bytes: fp8Bytes },
+    { name: "fused MXFP4", engine: engineFor(mxfp4), bytes: mxfp4Bytes },
+    { name: "unpacked MXFP4", engine: engineFor(mxfp4, true), bytes: mxfp4Bytes },
+    { name: "f32 experts", engine: engineFor(f32), bytes: f32Bytes },
+  );
+  const bandwidth = await memoryBandwidth(threads);
+  process.stdout.write(`memory read bandwidth ${(bandwidth / 1e9).toFixed(1)} GB/s on ${threads} threads\n`);
+  const prompt = mxfp4.tokenizer.encode(corpus.slice(0, 4000)).slice(0, 16);
+
+  const rates = arms.map(() => [] as number[]);
+  for (let round = 0; round <= rounds; round++) {
+    const order = arms.map((_, i) => (i + round) % arms.length);
+    if (round % 2 === 1) order.reverse();
+    const tokens: number[][] = [];
+    const line: string[] = [];
+    for (const i of order) {
+      const run = await decode((arms[i] as Arm).engine, prompt);
+      tokens[i] = run.tokens;
+      if (round > 0) rates[i]?.push(run.rate);
+      line.push(`${(arms[i] as Arm).name} ${run.rate.toFixed(2)}`);
+    }
+    const same = tokens.every((t) => t.join() === tokens[0]?.join());
+    process.stdout.write(
+      `round ${round}${round === 0 ? " (warm-up)" : ""}: ${line.join(", ")} tok/s; ${same ? "same tokens on every arm" : "ARMS DECODED DIFFERENT TOKENS"}\n`,
+    );
+  }
+
+  process.stdout.write(
+    `\n${"arm".padEnd(16)} ${"tok/s".padStart(8)} ${"MB/token".padStart(9)} ${"roofline".padStart(9)} ${"of it".padStart(6)}\n`,
+  );
+  arms.forEach((arm, i) => {
+    const rate = median(rates[i] as number[]);
+    const roofline = bandwidth / arm.bytes;
+    process.stdout.write(
+      `${arm.name.padEnd(16)} ${rate.toFixed(2).padStart(8)} ${(arm.bytes / 1e6).toFixed(1).padStart(9)} ${roofline.toFixed(1).padStart(9)} ${((100 * rate) / roofline).toFixed(0).padStart(5)}%\n`,
+    );
+  });
+  process.stdout.write(
+    "\nratios of decode tok/s (95% interval, rounds as blocks); where weight traffic binds, each follows its bytes ratio\n",
+  );
+  const compare = (b: number, a: number) => {
+    const interval = blockedRatioInterval(
+      (rates[a] as number[]).map((rate, r) => ({ a: [rate], b: [(rates[b] as number[])[r] as number] })),
+    );
+    const [A, B] = [arms[a] as Arm, arms[b] as Arm];
+    process.stdout.write(
+      `${`${B.name} vs ${A.name}`.padEnd(32)} ${interval.estimate.toFixed(2)}x [${interval.low.toFixed(2)}, ${interval.high.toFixed(2)}]; bytes per token ${A.name} / ${B.name} ${(A.bytes / B.bytes).toFixed(2)}x\n`,
+    );
+  };
+  compare(1, 2);
+  compare(1, 3);
+  compare(0, 1);
+  compare(0, 3);
+} finally {
+  await Promise.all(arms.map((arm) => arm.engine.close()));
+  await rm(dir, { recursive: true, force: true });
+}

@@ -1,0 +1,82 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadCatalog } from "../../../../src/catalog/index.js";
+import { Engine, type LoadedModel, loadModel, readCorpus } from "../../../../src/engine/index.js";
+import { writeTinyModel } from "../../../../src/engine/tiny/write.js";
+import { convertCheckpoint, openCheckpoint } from "../../../../src/formats/index.js";
+import { minimaxArchitecture, portModel } from "../../model.js";
+
+const REPO = join(import.meta.dirname, "../../../..");
+const config =
+  (await loadCatalog(REPO)).ports.find((p) => p.id === "minimax-m3")?.manifest.reference?.config ?? {};
+
+/** Every logprob of the vocabulary at every prompt position, then eight greedy tokens with theirs. */
+async function scores(model: LoadedModel, options: { simd: boolean; threads: number }): Promise<unknown> {
+  const engine = new Engine(model, { ...options, maxNumSeqs: 1 });
+  const vocab = model.config.vocabSize;
+  try {
+    const prompt = model.tokenizer.encode("Salt tightens the gluten, so a dough salted early feels firmer.");
+    const out: unknown[] = [];
+    for await (const step of engine.submit({
+      promptTokenIds: prompt,
+      maxTokens: 8,
+      promptLogprobs: vocab,
+      logprobs: vocab,
+      sampling: { temperature: 0 },
+      ignoreEos: true,
+    })) {
+      out.push(step.promptLogprobs ?? null, step.token ?? null);
+    }
+    return out;
+  } finally {
+    await engine.close();
+  }
+}
+
+describe("MiniMax-M3's experts converted exactly from MXFP4 to FP8", () => {
+  let dir: string;
+  let mxfp4: LoadedModel;
+  let fp8: LoadedModel;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), "minimax-fp8-"));
+    await writeTinyModel(join(dir, "mxfp4"), portModel.tinyModel(config, await readCorpus(), { seed: 0 }));
+    await convertCheckpoint(join(dir, "mxfp4"), join(dir, "fp8"), {
+      to: "fp8",
+      fp8Block: "block32",
+      workers: 0,
+    });
+    const architectures = [minimaxArchitecture];
+    mxfp4 = await loadModel(join(dir, "mxfp4"), { architectures });
+    fp8 = await loadModel(join(dir, "fp8"), { architectures });
+  });
+  afterAll(() => rm(dir, { recursive: true, force: true }));
+
+  it("stores them as FP8 E4M3 with a scale per 32 values, stacked under gpt-oss's names", async () => {
+    const ck = await openCheckpoint(join(dir, "fp8"));
+    try {
+      const names = new Map(ck.tensors.map((t) => [t.name, t]));
+      expect(names.get("model.layers.0.mlp.experts.gate_up_proj")).toMatchObject({
+        dtype: "F8_E4M3",
+        shape: [4, 128, 64],
+      });
+      expect(names.get("model.layers.0.mlp.experts.gate_up_proj_scale_inv")).toMatchObject({
+        dtype: "F32",
+        shape: [4, 128, 2],
+      });
+      expect(names.has("model.layers.0.mlp.experts.gate_up_proj_blocks")).toBe(false);
+    } finally {
+      await ck.close();
+    }
+  });
+
+  it("gives the MXFP4 build's logprobs bit for bit, on the fused SIMD kernels and on the plain ones", async () => {
+    for (const options of [
+      { simd: true, threads: 2 },
+      { simd: false, threads: 1 },
+    ]) {
+      expect(await scores(fp8, options)).toEqual(await scores(mxfp4, options));
+    }
+  });
+});

@@ -1,0 +1,114 @@
+import { describe, expect, it } from "vitest";
+import { isBringupError } from "../../common/errors.js";
+import { weightAt } from "../kernels/reference.js";
+import { wasmArena } from "../kernels/wasm-arena.js";
+import type { HostTensor } from "./host-tensor.js";
+import { WeightSource } from "./weight-source.js";
+
+const E = 3;
+const ROWS = 4;
+const COLS = 64;
+
+/** FP8 experts as `weights convert --to fp8` writes them from MXFP4: codes and a scale per 32. */
+function fp8Experts(scaleShape: number[], scaleAt: (i: number) => number): Map<string, HostTensor> {
+  const codes = Uint8Array.from({ length: E * ROWS * COLS }, (_, i) => (i * 7) % 0x7f);
+  const count = scaleShape.reduce((a, b) => a * b, 1);
+  return new Map<string, HostTensor>([
+    ["experts.down_proj", { dtype: "F8_E4M3", shape: [E, ROWS, COLS], data: codes }],
+    [
+      "experts.down_proj_scale_inv",
+      { dtype: "F32", shape: scaleShape, data: Float32Array.from({ length: count }, (_, i) => scaleAt(i)) },
+    ],
+  ]);
+}
+
+function source(tensors: Map<string, HostTensor>): WeightSource {
+  return new WeightSource((n) => tensors.get(n), [...tensors.keys()], "ckpt");
+}
+
+function errorOf(run: () => unknown): string {
+  try {
+    run();
+  } catch (error) {
+    if (isBringupError(error)) return `${error.code} ${error.subject}: ${error.message}`;
+    throw error;
+  }
+  throw new Error("no error");
+}
+
+describe("FP8 expert weights with block scales", () => {
+  it("reads stacked experts as views, each value its code times its block's scale", () => {
+    const tensors = fp8Experts([E, ROWS, COLS / 32], (i) => 2 ** (i % 5) / 8);
+    const experts = source(tensors).stackedMatrices("experts.down_proj", E, ROWS, COLS);
+    const codes = tensors.get("experts.down_proj")?.data as Uint8Array;
+    expect(experts.map((w) => [w.dtype, w.scale?.blockRows, w.scale?.blockCols])).toEqual(
+      Array(E).fill(["fp8_e4m3", 1, 32]),
+    );
+    const e = 2;
+    const [row, col] = [3, 40];
+    const fp8 = experts[e];
+    if (fp8 === undefined) throw new Error("no expert");
+    const scale = 2 ** ((e * ROWS * 2 + row * 2 + 1) % 5) / 8;
+    const single = { dtype: "fp8_e4m3" as const, rows: 1, cols: 1, data: Uint8Array.of(0) };
+    single.data[0] = codes[(e * ROWS + row) * COLS + col] as number;
+    expect(weightAt(fp8, row, col)).toBe(Math.fround(weightAt(single, 0, 0) * scale));
+    // Each expert's codes and scales are slices the fused kernel reads in place.
+    const arena = wasmArena();
+    if (arena === null) throw new Error("this runtime has no shared WebAssembly memory");
+    for (const part of [fp8.data, fp8.scale?.data ?? new Float32Array(1)])
+      expect(arena.offsetOf(part)).toBe(part.byteOffset);
+  });
+
+  it("reads an unstacked matrix with a scale per 32 values or per tile", () => {
+    for (const [grid, blocks] of [
+      [
+        [ROWS, COLS / 32],
+        [1, 32],
+      ],
+      [
+        [1, 1],
+        [ROWS, COLS],
+      ],
+    ] as const) {
+      const tensors = new Map<string, HostTensor>([
+        ["proj.weight", { dtype: "F8_E4M3", shape: [ROWS, COLS], data: new Uint8Array(ROWS * COLS) }],
+        [
+          "proj.weight_scale_inv",
+          { dtype: "F32", shape: [...grid], data: new Float32Array(grid[0] * grid[1]).fill(0.5) },
+        ],
+      ]);
+      const w = source(tensors).matrix("proj", ROWS, COLS);
+      expect([w.scale?.blockRows, w.scale?.blockCols]).toEqual(blocks);
+    }
+  });
+
+  it("refuses scales whose grid does not tile the experts, naming the tensor", () => {
+    for (const shape of [
+      [E, ROWS, 3],
+      [E - 1, ROWS, COLS / 32],
+      [E, ROWS * 2, COLS / 32],
+      [ROWS, COLS / 32],
+    ]) {
+      expect(
+        errorOf(() => source(fp8Experts(shape, () => 1)).stackedMatrices("experts.down_proj", E, ROWS, COLS)),
+      ).toMatch(/^MODEL_WEIGHTS_MISMATCH experts\.down_proj_scale_inv: ckpt: .*no grid of scale blocks/);
+    }
+  });
+
+  it("refuses a NaN or infinite scale, naming the tensor", () => {
+    for (const bad of [Number.NaN, Number.POSITIVE_INFINITY]) {
+      const tensors = fp8Experts([E, ROWS, COLS / 32], (i) => (i === 17 ? bad : 1));
+      expect(errorOf(() => source(tensors).stackedMatrices("experts.down_proj", E, ROWS, COLS))).toMatch(
+        new RegExp(`^MODEL_WEIGHTS_INVALID experts\\.down_proj_scale_inv: .*holds ${bad} at index 17`),
+      );
+    }
+  });
+
+  it("refuses FP8 experts without their scales", () => {
+    const tensors = fp8Experts([E, ROWS, COLS / 32], () => 1);
+    tensors.delete("experts.down_proj_scale_inv");
+    expect(errorOf(() => source(tensors).stackedMatrices("experts.down_proj", E, ROWS, COLS))).toMatch(
+      /^MODEL_WEIGHT_MISSING experts\.down_proj_scale_inv/,
+    );
+  });
+});

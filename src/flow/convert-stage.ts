@@ -1,0 +1,59 @@
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { join } from "node:path";
+import { type WeightsConversion as Conversion, conversionKey, type Reference } from "../catalog/index.js";
+import { type Architecture, type LoadedModel, loadModel } from "../engine/index.js";
+import { convertCheckpoint } from "../formats/index.js";
+
+/** Every conversion the reference section's gates ask for: what weights gates compare, what baselines serve. */
+export function referenceConversions(reference: Reference): Conversion[] {
+  const all = reference.gates.flatMap((gate) => {
+    if (gate.kind === "weights-bit-identity") return gate.convert ? [gate.convert] : [];
+    return "baseline" in gate && gate.baseline?.weights ? [gate.baseline.weights] : [];
+  });
+  return [...new Map(all.map((c) => [conversionKey(c), c])).values()];
+}
+
+/** The converted checkpoints of one bring-up, loaded, and the directory that holds them all. */
+export interface ConvertedWeights {
+  readonly workDir: string;
+  readonly models: ReadonlyMap<string, LoadedModel>;
+}
+
+/**
+ * Converts the tiny checkpoint at `source` once per conversion, with the code of `bringup weights
+ * convert`, into a fresh directory under `parent` (each output appears whole or not at all), and
+ * loads each. The caller removes `workDir` when the run ends (removeConverted); a failed conversion
+ * removes it here.
+ */
+export async function convertReferenceWeights(
+  source: string,
+  conversions: readonly Conversion[],
+  parent: string,
+  architectures: readonly Architecture[],
+  signal?: AbortSignal,
+): Promise<ConvertedWeights> {
+  await mkdir(parent, { recursive: true });
+  const workDir = await mkdtemp(join(parent, "converted-"));
+  try {
+    const models = new Map<string, LoadedModel>();
+    for (const conversion of conversions) {
+      const key = conversionKey(conversion);
+      const dir = join(workDir, key);
+      await convertCheckpoint(source, dir, {
+        to: conversion.to,
+        ...(conversion.fp8_block !== undefined ? { fp8Block: conversion.fp8_block } : {}),
+        workers: 0,
+        ...(signal !== undefined ? { signal } : {}),
+      });
+      models.set(key, await loadModel(dir, { name: key, architectures }));
+    }
+    return { workDir, models };
+  } catch (error) {
+    await removeConverted(workDir);
+    throw error;
+  }
+}
+
+export async function removeConverted(workDir: string): Promise<void> {
+  await rm(workDir, { recursive: true, force: true });
+}
