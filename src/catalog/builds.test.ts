@@ -63,6 +63,16 @@ describe("A/B arms as builds", () => {
     ).toEqual({ a: "fused MXFP4 experts", b: "mxfp4=unpacked" });
   });
 
+  it("name converted weights where the arms differ in them", () => {
+    const fp8 = { to: "fp8", fp8_block: "block32" } as const;
+    expect(abArmBuild({ weights: fp8 }, reference).weights).toEqual(fp8);
+    expect(abArmNames({ a: {}, b: { weights: fp8 } }, reference).b).toBe(
+      "weights converted to FP8 E4M3 with a scale per 32 values",
+    );
+    expect(buildKey({ kv_layout: "full", weights: fp8 })).not.toBe(buildKey({ kv_layout: "full" }));
+    expect(withAb({}, { weights: fp8 }).success).toBe(true);
+  });
+
   it("compare by layout and sorted switches", () => {
     const one = { kv_layout: "full" as const, switches: { b: "1", a: "2" } };
     const two = { kv_layout: "full" as const, switches: { a: "2", b: "1" } };

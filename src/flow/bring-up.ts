@@ -307,7 +307,7 @@ export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> 
             skippedBenchmarks.push({ record: spec.record, reason: "the run was stopped before this A/B" });
             continue;
           }
-          const arms = planAb(spec, reference, servers, options);
+          const arms = planAb(spec, reference, servers, options, converted);
           if ("skip" in arms) {
             skippedBenchmarks.push({ record: spec.record, ...arms.skip });
             continue;
@@ -703,7 +703,13 @@ type AbPlan =
  * Where each arm of an A/B runs: the embedded server restarted as each arm's build, or the two
  * outside endpoints (which serve the reference's and the baseline's layouts, their switches their own).
  */
-function planAb(spec: AbBenchmark, reference: Reference, servers: Servers, options: BringUpOptions): AbPlan {
+function planAb(
+  spec: AbBenchmark,
+  reference: Reference,
+  servers: Servers,
+  options: BringUpOptions,
+  converted: ConvertedWeights | undefined,
+): AbPlan {
   const length = spec.prompt_tokens + spec.output_tokens;
   const names = abArmNames(spec, reference);
   const builds = { a: abArmBuild(spec.a, reference), b: abArmBuild(spec.b, reference) };
@@ -717,18 +723,33 @@ function planAb(spec: AbBenchmark, reference: Reference, servers: Servers, optio
         },
       };
     }
-    const checksum = server.weightsChecksum !== undefined ? { weightsChecksum: server.weightsChecksum } : {};
     const arm = (key: "a" | "b"): AbArmServer => ({
       url: server.url,
       name: names[key],
       layout: builds[key].kv_layout,
       switches: switchFlags(builds[key]),
       embedded: true,
-      ...checksum,
+      // Read once the server serves this arm (after switchTo), so an arm of converted weights
+      // names their checksum.
+      get weightsChecksum() {
+        return server.weightsChecksum;
+      },
     });
+    const weightsOf = (build: Build) =>
+      build.weights === undefined ? undefined : converted?.models.get(conversionKey(build.weights));
     return {
       arms: { a: arm("a"), b: arm("b") },
-      switchTo: (key) => server.restartAs(builds[key].kv_layout, builds[key].switches),
+      switchTo: (key) =>
+        server.restartAs(builds[key].kv_layout, builds[key].switches, weightsOf(builds[key])),
+    };
+  }
+  const setsWeights = (["a", "b"] as const).find((key) => spec[key].weights !== undefined);
+  if (setsWeights !== undefined) {
+    return {
+      skip: {
+        code: "UP_AB_WEIGHTS_EXTERNAL",
+        reason: `arm ${setsWeights} serves converted weights (${describeBuild(builds[setsWeights])}), which an outside server loads for itself; serve each checkpoint and measure them with \`bringup bench ab --switch\`.`,
+      },
     };
   }
   const setsSwitches = (["a", "b"] as const).find((key) => spec[key].switches !== undefined);

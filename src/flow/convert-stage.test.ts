@@ -35,6 +35,22 @@ beforeAll(async () => {
       },
     ]),
   );
+  // One short A/B whose arm b serves the conversion, the one server restarted as each arm.
+  doc.setIn(
+    ["reference", "benchmarks"],
+    doc.createNode([
+      {
+        kind: "ab",
+        metric: "decode_tok_s",
+        a: { name: "MXFP4 experts" },
+        b: { weights: FP8, name: "FP8 experts" },
+        prompt_tokens: 8,
+        output_tokens: 4,
+        blocks: 2,
+        record: `${PORT}/ab`,
+      },
+    ]),
+  );
   await writeFile(file, doc.toString());
 });
 
@@ -48,7 +64,7 @@ describe("bringUp's conversion of the tiny checkpoint", () => {
     expect(describeConversion(FP8)).toBe("converted to FP8 E4M3 with a scale per 32 values");
   });
 
-  it("converts once, gates the conversion and its decode against the MXFP4 build, and removes it", async () => {
+  it("converts once, gates the conversion and its decode against the MXFP4 build, serves it as an A/B arm, and removes it", async () => {
     const events: StageEvent[] = [];
     const cacheDir = join(root, "cache");
     const summary = await bringUp({
@@ -75,5 +91,12 @@ describe("bringUp's conversion of the tiny checkpoint", () => {
       "tiny reference checkpoint converted to FP8 E4M3 with a scale per 32 values",
     ]);
     expect(records.get(`${PORT}/d`)?.arms.map((a) => a.name)).toEqual(["window-sized KV layout"]);
+    // Each A/B arm's fingerprint names the weights it served: the source's, then the conversion's.
+    const ab = records.get(`${PORT}/ab`);
+    expect(ab?.arms.map((a) => a.name)).toEqual(["MXFP4 experts", "FP8 experts"]);
+    const [source, fp8] = (ab?.arms ?? []).map((a) => a.fingerprint?.weights_checksum);
+    expect(source).toMatch(/^sha256:/);
+    expect(fp8).toMatch(/^sha256:/);
+    expect(fp8).not.toBe(source);
   });
 });

@@ -4,12 +4,17 @@ import { type WeightsConversion as Conversion, conversionKey, type Reference } f
 import { type Architecture, type LoadedModel, loadModel } from "../engine/index.js";
 import { convertCheckpoint } from "../formats/index.js";
 
-/** Every conversion the reference section's gates ask for: what weights gates compare, what baselines serve. */
+/**
+ * Every conversion the reference section asks for: what weights gates compare, what gates'
+ * baselines and A/B arms serve.
+ */
 export function referenceConversions(reference: Reference): Conversion[] {
-  const all = reference.gates.flatMap((gate) => {
+  const gates = reference.gates.flatMap((gate) => {
     if (gate.kind === "weights-bit-identity") return gate.convert ? [gate.convert] : [];
     return "baseline" in gate && gate.baseline?.weights ? [gate.baseline.weights] : [];
   });
+  const arms = reference.benchmarks.flatMap((spec) => [spec.a.weights, spec.b.weights]);
+  const all = [...gates, ...arms.filter((w): w is Conversion => w !== undefined)];
   return [...new Map(all.map((c) => [conversionKey(c), c])).values()];
 }
 

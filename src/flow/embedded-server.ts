@@ -33,10 +33,15 @@ export class EmbeddedServer {
     private running: RunningServer | undefined,
     private current: KvLayout,
     private currentSwitches: Readonly<Record<string, string>> | undefined,
+    private currentModel: LoadedModel,
     private readonly port: number,
-    /** The served weights' checksum, when they were loaded from a directory. */
-    readonly weightsChecksum: string | undefined,
+    private currentChecksum: string | undefined,
   ) {}
+
+  /** The served weights' checksum, when they were loaded from a directory. */
+  get weightsChecksum(): string | undefined {
+    return this.currentChecksum;
+  }
 
   /** Starts the server as `layout` on a free port. */
   static async start(options: EmbeddedServerOptions, layout: KvLayout): Promise<EmbeddedServer> {
@@ -44,7 +49,7 @@ export class EmbeddedServer {
     const checksum = directory === undefined ? undefined : await weightsChecksum(directory);
     const running = await launch(options, layout, 0);
     const port = Number(new URL(running.url).port);
-    return new EmbeddedServer(options, running, layout, options.switches, port, checksum);
+    return new EmbeddedServer(options, running, layout, options.switches, options.model, port, checksum);
   }
 
   get url(): string {
@@ -62,20 +67,30 @@ export class EmbeddedServer {
 
   /**
    * Stops the server and starts it again as `layout` with `switches` (default: those it was first
-   * started with) on the same port; nothing to do when it already serves that build.
+   * started with), serving `model` (default: the one it was first started with), on the same port;
+   * nothing to do when it already serves that build.
    */
-  async restartAs(layout: KvLayout, switches = this.options.switches): Promise<void> {
+  async restartAs(
+    layout: KvLayout,
+    switches = this.options.switches,
+    model: LoadedModel = this.options.model,
+  ): Promise<void> {
     const same = buildKey({ kv_layout: layout, ...(switches ? { switches } : {}) });
     const current = buildKey({
       kv_layout: this.current,
       ...(this.currentSwitches ? { switches: this.currentSwitches } : {}),
     });
-    if (this.running !== undefined && same === current) return;
+    if (this.running !== undefined && same === current && model === this.currentModel) return;
     await this.close();
     const { switches: _started, ...common } = this.options;
-    this.running = await launch({ ...common, ...(switches ? { switches } : {}) }, layout, this.port);
+    this.running = await launch({ ...common, model, ...(switches ? { switches } : {}) }, layout, this.port);
     this.current = layout;
     this.currentSwitches = switches;
+    if (model !== this.currentModel) {
+      this.currentModel = model;
+      this.currentChecksum =
+        model.directory === undefined ? undefined : await weightsChecksum(model.directory);
+    }
   }
 
   /** Stops listening and stops the engine; safe to call twice. */
