@@ -112,3 +112,60 @@ describe("FP8 expert weights with block scales", () => {
     );
   });
 });
+
+describe("MXFP4 weights", () => {
+  /** MXFP4 blocks and E8M0 scales for `lead` x [ROWS, COLS], scale 127 (one) except `bad` at index 5. */
+  function mxfp4(name: string, lead: number[], bad?: number): Map<string, HostTensor> {
+    const groups = [...lead, ROWS, COLS / 32];
+    const count = groups.reduce((a, b) => a * b, 1);
+    const scales = new Uint8Array(count).fill(127);
+    if (bad !== undefined) scales[5] = bad;
+    return new Map<string, HostTensor>([
+      [
+        `${name}_blocks`,
+        { dtype: "U8", shape: [...groups, 16], data: new Uint8Array(count * 16).fill(0x21) },
+      ],
+      [`${name}_scales`, { dtype: "U8", shape: groups, data: scales }],
+    ]);
+  }
+
+  it("refuses a scale of 255 (NaN) at load, stacked or not, naming the tensor", () => {
+    expect(
+      errorOf(() =>
+        source(mxfp4("experts.down_proj", [E], 255)).stackedMatrices("experts.down_proj", E, ROWS, COLS),
+      ),
+    ).toMatch(/^MODEL_WEIGHTS_INVALID experts\.down_proj_scales: .*holds 255 \(NaN in E8M0\) at index 5/);
+    expect(errorOf(() => source(mxfp4("mlp.up.weight", [], 255)).matrix("mlp.up", ROWS, COLS))).toMatch(
+      /^MODEL_WEIGHTS_INVALID mlp\.up\.weight_scales: .*holds 255/,
+    );
+  });
+
+  it("reads the largest finite scale, 254", () => {
+    const [w] = source(mxfp4("experts.down_proj", [E], 254)).stackedMatrices(
+      "experts.down_proj",
+      E,
+      ROWS,
+      COLS,
+    );
+    expect(w?.dtype).toBe("mxfp4");
+    expect(source(mxfp4("mlp.up.weight", [], 254)).matrix("mlp.up", ROWS, COLS).dtype).toBe("mxfp4");
+  });
+
+  it("refuses blocks whose shape does not match the scales or the expert count, naming the tensor", () => {
+    expect(
+      errorOf(() =>
+        source(mxfp4("experts.down_proj", [E])).stackedMatrices("experts.down_proj", E + 1, ROWS, COLS),
+      ),
+    ).toMatch(/^MODEL_WEIGHTS_MISMATCH experts\.down_proj_blocks: .*config\.json implies \[4, 4, 2, 16\]/);
+    const tensors = mxfp4("experts.down_proj", [E]);
+    const scales = tensors.get("experts.down_proj_scales") as HostTensor;
+    tensors.set("experts.down_proj_scales", {
+      ...scales,
+      shape: [E, ROWS, 1],
+      data: new Uint8Array(E * ROWS),
+    });
+    expect(errorOf(() => source(tensors).stackedMatrices("experts.down_proj", E, ROWS, COLS))).toMatch(
+      /^MODEL_WEIGHTS_MISMATCH experts\.down_proj_scales/,
+    );
+  });
+});

@@ -51,6 +51,7 @@ export class WeightSource {
       const scales = this.need(`${base}_scales`);
       expectShape(blocks, `${base}_blocks`, [count, rows, cols / 32, 16], this.source);
       expectShape(scales, `${base}_scales`, [count, rows, cols / 32], this.source);
+      checkMxScales(scales, `${base}_scales`, this.source);
       this.mxfp4 = true;
       const data = share(blocks.data as Uint8Array);
       const mxScales = share(scales.data as Uint8Array);
@@ -162,6 +163,7 @@ function toWeight(
     const scales = need(`${mxName}_scales`);
     expectShape(blocks, `${mxName}_blocks`, [rows, cols / 32, 16], source);
     expectShape(scales, `${mxName}_scales`, [rows, cols / 32], source);
+    checkMxScales(scales, `${mxName}_scales`, source);
     w = {
       dtype: "mxfp4",
       rows,
@@ -260,6 +262,18 @@ function checkFp8Scales(s: HostTensor, name: string, source: string): Float32Arr
     );
   }
   return values;
+}
+
+/** MXFP4 scales as stored (E8M0), refused naming the tensor where one is 255, E8M0's NaN. */
+function checkMxScales(s: HostTensor, name: string, source: string): void {
+  const at = (s.data as Uint8Array).indexOf(255);
+  if (at >= 0) {
+    throw new BringupError(
+      "MODEL_WEIGHTS_INVALID",
+      `${source}: ${name} holds 255 (NaN in E8M0) at index ${at}; every 32 values it scales would decode to NaN (the checkpoint is corrupt).`,
+      { subject: name },
+    );
+  }
 }
 
 function toVector(t: HostTensor, name: string, length: number, source: string): Float32Array {
