@@ -16,7 +16,6 @@
  * and tokens/s. CPU time is printed beside wall time because a shared machine's load skews the latter.
  */
 import { availableParallelism } from "node:os";
-import { parseArgs } from "node:util";
 import { AttentionScratch, pagedAttention } from "../src/engine/attention/paged-attention.js";
 import { LayerKvCache } from "../src/engine/cache/kv-cache.js";
 import { FullCacheSpec } from "../src/engine/cache/spec.js";
@@ -24,15 +23,14 @@ import { Engine, findTinySize, type LoadedModel, readCorpus } from "../src/engin
 import { MatmulPool } from "../src/engine/kernels/pool.js";
 import { Rng } from "../src/engine/tensor/random.js";
 import { generateTinyModel, tinyFilesToModel } from "../src/engine/tiny/generate.js";
+import { benchArgs } from "./args.js";
 
-const { values: args } = parseArgs({
-  options: {
-    threads: { type: "string", default: String(availableParallelism()) },
-    chunk: { type: "string", default: "512" },
-    contexts: { type: "string", default: "4096,8192,16384" },
-    engine: { type: "string", default: "16384,32768" },
-    "engine-simd": { type: "string", default: "1" },
-  },
+const args = benchArgs(import.meta.url, {
+  threads: { type: "string", default: String(availableParallelism()) },
+  chunk: { type: "string", default: "512" },
+  contexts: { type: "string", default: "4096,8192,16384" },
+  engine: { type: "string", default: "16384,32768" },
+  "engine-simd": { type: "string", default: "1" },
 });
 const threads = Number(args.threads);
 const chunk = Number(args.chunk);

@@ -33,18 +33,16 @@ import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseArgs } from "node:util";
 import { randomWorkload, runBench, summarize } from "../src/bench/index.js";
 import { readTokenStream } from "../src/client/index.js";
+import { benchArgs } from "./args.js";
 
-const { values } = parseArgs({
-  options: {
-    seconds: { type: "string", default: "5" },
-    connections: { type: "string", default: "64" },
-    streams: { type: "string", default: "256" },
-    // One part alone, e.g. to profile it: rate, parse or ttft.
-    only: { type: "string" },
-  },
+const values = benchArgs(import.meta.url, {
+  seconds: { type: "string", default: "5" },
+  connections: { type: "string", default: "64" },
+  streams: { type: "string", default: "256" },
+  // One part alone, e.g. to profile it: rate, parse or ttft.
+  only: { type: "string" },
 });
 const SECONDS = Number(values.seconds);
 const CONNECTIONS = Number(values.connections);

@@ -13,17 +13,15 @@
 import { availableParallelism } from "node:os";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import { parseArgs } from "node:util";
+import { benchArgs } from "./args.js";
 
-const { values: args } = parseArgs({
-  options: {
-    before: { type: "string" },
-    size: { type: "string", default: "bench-100m" },
-    prompt: { type: "string", default: "512" },
-    decode: { type: "string", default: "32" },
-    rounds: { type: "string", default: "4" },
-    threads: { type: "string", default: String(Math.min(2, availableParallelism())) },
-  },
+const args = benchArgs(import.meta.url, {
+  before: { type: "string" },
+  size: { type: "string", default: "bench-100m" },
+  prompt: { type: "string", default: "512" },
+  decode: { type: "string", default: "32" },
+  rounds: { type: "string", default: "4" },
+  threads: { type: "string", default: String(Math.min(2, availableParallelism())) },
 });
 if (args.before === undefined) throw new Error("pass --before DIR: a built checkout to compare against");
 const promptTokens = Number(args.prompt);

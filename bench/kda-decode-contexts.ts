@@ -21,23 +21,21 @@
 import { readFile } from "node:fs/promises";
 import { availableParallelism, cpus } from "node:os";
 import { join } from "node:path";
-import { parseArgs } from "node:util";
 import { parse } from "yaml";
 import { glmArchitecture, glmTinyModel } from "../ports/glm-5.3-flash/model.js";
 import { measuredRecord, toolVersion } from "../src/bench/index.js";
 import { localResultsDir } from "../src/catalog/index.js";
 import { Engine, type LoadedModel, Rng, readCorpus, tinyFilesToModel } from "../src/engine/index.js";
 import { appendRecord, localServerFingerprint } from "../src/records/index.js";
+import { benchArgs } from "./args.js";
 
-const { values: args } = parseArgs({
-  options: {
-    contexts: { type: "string", default: "1024,8192,32768" },
-    decode: { type: "string", default: "128" },
-    rounds: { type: "string", default: "2" },
-    threads: { type: "string", default: String(Math.min(2, availableParallelism())) },
-    models: { type: "string", default: "kda-only,port,full-only" },
-    record: { type: "boolean", default: false },
-  },
+const args = benchArgs(import.meta.url, {
+  contexts: { type: "string", default: "1024,8192,32768" },
+  decode: { type: "string", default: "128" },
+  rounds: { type: "string", default: "2" },
+  threads: { type: "string", default: String(Math.min(2, availableParallelism())) },
+  models: { type: "string", default: "kda-only,port,full-only" },
+  record: { type: "boolean", default: false },
 });
 const contexts = (args.contexts as string).split(",").map(Number);
 const decode = Number(args.decode);

@@ -18,23 +18,21 @@
 import { readFile } from "node:fs/promises";
 import { availableParallelism, cpus } from "node:os";
 import { join } from "node:path";
-import { parseArgs } from "node:util";
 import { parse } from "yaml";
 import { portModel as glm5 } from "../ports/glm-5-mxfp4/model.js";
 import { portModel as kimi } from "../ports/kimi-k2.7-code/model.js";
 import { type BlockTrials, blockedRatioInterval } from "../src/bench/index.js";
 import { Engine, type PortModel, Rng, readCorpus, tinyFilesToModel } from "../src/engine/index.js";
 import { showsNoDifference } from "../src/records/index.js";
+import { benchArgs } from "./args.js";
 
-const { values: args } = parseArgs({
-  options: {
-    context: { type: "string", default: "4096" },
-    "topk-fraction": { type: "string", default: "16" },
-    decode: { type: "string", default: "24" },
-    blocks: { type: "string", default: "3" },
-    threads: { type: "string", default: String(Math.min(2, availableParallelism())) },
-    pairs: { type: "string", default: "sparse,absorbed" },
-  },
+const args = benchArgs(import.meta.url, {
+  context: { type: "string", default: "4096" },
+  "topk-fraction": { type: "string", default: "16" },
+  decode: { type: "string", default: "24" },
+  blocks: { type: "string", default: "3" },
+  threads: { type: "string", default: String(Math.min(2, availableParallelism())) },
+  pairs: { type: "string", default: "sparse,absorbed" },
 });
 const context = Number(args.context);
 const decode = Number(args.decode);

@@ -14,20 +14,18 @@
  *     [--blocks 4] [--threads 2]
  */
 import { availableParallelism } from "node:os";
-import { parseArgs } from "node:util";
 import { type BlockTrials, blockedRatioInterval } from "../src/bench/index.js";
 import { MatmulPool } from "../src/engine/kernels/pool.js";
 import { Rng } from "../src/engine/tensor/random.js";
 import { shareArray, type Weight } from "../src/engine/tensor/weight.js";
+import { benchArgs } from "./args.js";
 
-const { values: args } = parseArgs({
-  options: {
-    rows: { type: "string", default: "2880" },
-    cols: { type: "string", default: "2880" },
-    tokens: { type: "string", default: "1,4,8,16,64,512" },
-    blocks: { type: "string", default: "4" },
-    threads: { type: "string", default: String(Math.min(2, availableParallelism())) },
-  },
+const args = benchArgs(import.meta.url, {
+  rows: { type: "string", default: "2880" },
+  cols: { type: "string", default: "2880" },
+  tokens: { type: "string", default: "1,4,8,16,64,512" },
+  blocks: { type: "string", default: "4" },
+  threads: { type: "string", default: String(Math.min(2, availableParallelism())) },
 });
 const N = Number(args.rows);
 const K = Number(args.cols);

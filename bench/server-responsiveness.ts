@@ -11,22 +11,20 @@
  *    prompt, 16 tokens each, seeded), in --blocks ABBA blocks: the ratio of wall times with its 95%
  *    interval. The n = 4 request prefills its prompt once and copies its KV to the other three.
  */
-import { parseArgs } from "node:util";
 import { Worker } from "node:worker_threads";
 import { quantile } from "simple-statistics";
 import { type BlockTrials, blockedRatioInterval } from "../src/bench/index.js";
 import { createTinyModel, findTinySize, type TinySize } from "../src/engine/index.js";
 import { type RunningServer, startServer } from "../src/server/index.js";
+import { benchArgs } from "./args.js";
 
-const { values } = parseArgs({
-  options: {
-    size: { type: "string", default: "medium" },
-    prompt: { type: "string", default: "8000" },
-    streams: { type: "string", default: "16" },
-    "shared-prompt": { type: "string", default: "1000" },
-    blocks: { type: "string", default: "3" },
-    threads: { type: "string", default: "2" },
-  },
+const values = benchArgs(import.meta.url, {
+  size: { type: "string", default: "medium" },
+  prompt: { type: "string", default: "8000" },
+  streams: { type: "string", default: "16" },
+  "shared-prompt": { type: "string", default: "1000" },
+  blocks: { type: "string", default: "3" },
+  threads: { type: "string", default: "2" },
 });
 const size = findTinySize(values.size) as TinySize;
 const promptLen = Number(values.prompt);

@@ -28,8 +28,8 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { parseArgs } from "node:util";
 import { SafetensorsWriter, shardName, writeShardIndex } from "../src/formats/index.js";
+import { benchArgs } from "./args.js";
 
 /** The built library, which the arms measure. */
 type Formats = typeof import("../src/formats/index.js");
@@ -191,16 +191,14 @@ function child(arm: string, src: string, dst: string, workers: number): ArmResul
   return JSON.parse(out.trim().split("\n").at(-1) as string) as ArmResult;
 }
 
-const { values } = parseArgs({
-  options: {
-    gib: { type: "string", default: "2" },
-    dir: { type: "string", default: tmpdir() },
-    arm: { type: "string" },
-    src: { type: "string" },
-    dst: { type: "string" },
-    workers: { type: "string", default: "1" },
-    settle: { type: "string", default: "10" },
-  },
+const values = benchArgs(import.meta.url, {
+  gib: { type: "string", default: "2" },
+  dir: { type: "string", default: tmpdir() },
+  arm: { type: "string" },
+  src: { type: "string" },
+  dst: { type: "string" },
+  workers: { type: "string", default: "1" },
+  settle: { type: "string", default: "10" },
 });
 
 /**

@@ -16,13 +16,14 @@
  */
 
 import { randomFillSync } from "node:crypto";
-import { parseArgs } from "node:util";
 import { SimdDecoder } from "../src/formats/decode-simd.js";
 import { decodeScaledRow } from "../src/formats/logical.js";
 import { dequantizeMxfp4Scalar } from "../src/formats/mxfp4.js";
+import { benchArgs } from "./args.js";
 
-const { values: args } = parseArgs({
-  options: { mib: { type: "string", default: "16" }, rounds: { type: "string", default: "4" } },
+const args = benchArgs(import.meta.url, {
+  mib: { type: "string", default: "16" },
+  rounds: { type: "string", default: "4" },
 });
 const COLS = 2048;
 const TILE = 128;
