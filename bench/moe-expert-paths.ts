@@ -137,16 +137,22 @@ interface Arm {
   readonly bytes: number;
 }
 
-/** An engine over `model`; `unpacked` selects the stock op through the engine's own switch. */
+/**
+ * An engine over `model`; `unpacked` sets the model's `mxfp4` switch to the stock op, and the
+ * engine is asked which path it runs, so an arm cannot silently measure the other path.
+ */
 function engineFor(model: LoadedModel, unpacked = false): Engine {
-  const before = process.env.BRINGUP_ENGINE_MXFP4;
-  if (unpacked) process.env.BRINGUP_ENGINE_MXFP4 = "unpacked";
-  try {
-    return new Engine(model, { threads, maxNumSeqs: 1, maxModelLen: 512, kvCacheBytes: 64 << 20 });
-  } finally {
-    if (before === undefined) delete process.env.BRINGUP_ENGINE_MXFP4;
-    else process.env.BRINGUP_ENGINE_MXFP4 = before;
+  const engine = new Engine(model, {
+    threads,
+    maxNumSeqs: 1,
+    maxModelLen: 512,
+    kvCacheBytes: 64 << 20,
+    ...(unpacked ? { switches: { mxfp4: "unpacked" } } : {}),
+  });
+  if (engine.kernels.mxfp4 !== (unpacked ? "unpacked" : "fused")) {
+    throw new Error(`the engine runs ${engine.kernels.mxfp4} MXFP4 kernels, not the arm's`);
   }
+  return engine;
 }
 
 /** Decode tok/s from the first token to the last (prefill excluded), and the tokens. */
