@@ -17,7 +17,9 @@
  *
  * With --llama-cpp a fifth arm is llama.cpp (through node-llama-cpp, installed on first use into
  * .cache/bench-deps/) on the same weights: the checkpoint written as a GGUF of llama.cpp's gpt-oss
- * architecture with the experts in GGML's MXFP4 type (bench/gguf-gpt-oss.ts), on as many threads.
+ * architecture with the experts in GGML's MXFP4 type (bench/gguf-gpt-oss.ts), on as many threads
+ * unless --llama-threads says otherwise (where threads fill every core, ggml's spinning workers
+ * contend with the node thread that samples and feeds each token).
  * Its greedy tokens are checked against the fused arm's before anything is timed, and printed
  * as how many of the first tokens agree (f32 sums in another order may part ways late).
  *
@@ -55,6 +57,7 @@ const USAGE = `usage: npx tsx bench/moe-expert-paths.ts [options]
   --decode N        tokens decoded per trial (default 32)
   --rounds N        measured rounds, arms alternated, after one warm-up round (default 5)
   --llama-cpp       add llama.cpp on the same MXFP4 weights as a fifth arm
+  --llama-threads N llama.cpp's threads (default: --threads)
   --help            print this and exit
 `;
 const { values: args } = parseArgs({
@@ -68,6 +71,7 @@ const { values: args } = parseArgs({
     decode: { type: "string", default: "32" },
     rounds: { type: "string", default: "5" },
     "llama-cpp": { type: "boolean", default: false },
+    "llama-threads": { type: "string" },
     help: { type: "boolean", default: false },
   },
 });
@@ -84,6 +88,7 @@ const count = (name: keyof typeof args) => {
 const [hidden, intermediate, experts, topK, layers, threads, decodeLen, rounds] = (
   ["hidden", "intermediate", "experts", "top-k", "layers", "threads", "decode", "rounds"] as const
 ).map(count) as number[] as [number, number, number, number, number, number, number, number];
+const llamaThreads = args["llama-threads"] === undefined ? threads : count("llama-threads");
 
 /** MiniMax-M3's reference config at the bench's sizes: heads of 64, four query heads per KV head. */
 const config: Record<string, unknown> = {
@@ -237,7 +242,7 @@ async function checkTokens(engine: Engine, llama: Arm, prompt: number[]): Promis
 /** llama.cpp on the GGUF at `path`, greedy and past end-of-generation tokens, as the engine arms. */
 async function llamaCppArm(path: string, bytes: number): Promise<Arm> {
   const { getLlama } = await nodeLlamaCpp();
-  const llama: Llama = await getLlama({ gpu: false, build: "never", maxThreads: threads });
+  const llama: Llama = await getLlama({ gpu: false, build: "never", maxThreads: llamaThreads });
   let model: LlamaModel | undefined;
   let context: LlamaContext | undefined;
   const close = async () => {
@@ -252,7 +257,7 @@ async function llamaCppArm(path: string, bytes: number): Promise<Arm> {
     context = await model.createContext({
       contextSize: 512,
       sequences: 1,
-      threads,
+      threads: llamaThreads,
       batchSize: 512,
       experimentalKvCacheKeyType: "F32",
       experimentalKvCacheValueType: "F32",
@@ -277,7 +282,12 @@ async function llamaCppArm(path: string, bytes: number): Promise<Arm> {
     }
     return decoded(times, tokens);
   };
-  return { name: "llama.cpp MXFP4", decode, bytes, close };
+  return {
+    name: `llama.cpp MXFP4${llamaThreads === threads ? "" : ` ${llamaThreads}t`}`,
+    decode,
+    bytes,
+    close,
+  };
 }
 
 const dir = await mkdtemp(join(tmpdir(), "bringup-moe-bench-"));
