@@ -355,14 +355,15 @@ try {
     );
   }
 
+  const nameWidth = Math.max(...arms.map((arm) => arm.name.length));
   process.stdout.write(
-    `\n${"arm".padEnd(16)} ${"tok/s".padStart(8)} ${"MB/token".padStart(9)} ${"roofline".padStart(9)} ${"of it".padStart(6)}\n`,
+    `\n${"arm".padEnd(nameWidth)} ${"tok/s".padStart(8)} ${"MB/token".padStart(9)} ${"roofline".padStart(9)} ${"of it".padStart(6)}\n`,
   );
   arms.forEach((arm, i) => {
     const rate = median(rates[i] as number[]);
     const roofline = bandwidth / arm.bytes;
     process.stdout.write(
-      `${arm.name.padEnd(16)} ${rate.toFixed(2).padStart(8)} ${(arm.bytes / 1e6).toFixed(1).padStart(9)} ${roofline.toFixed(1).padStart(9)} ${((100 * rate) / roofline).toFixed(0).padStart(5)}%\n`,
+      `${arm.name.padEnd(nameWidth)} ${rate.toFixed(2).padStart(8)} ${(arm.bytes / 1e6).toFixed(1).padStart(9)} ${roofline.toFixed(1).padStart(9)} ${((100 * rate) / roofline).toFixed(0).padStart(5)}%\n`,
     );
   });
   process.stdout.write(
@@ -374,7 +375,7 @@ try {
     );
     const [A, B] = [arms[a] as Arm, arms[b] as Arm];
     process.stdout.write(
-      `${`${B.name} vs ${A.name}`.padEnd(32)} ${interval.estimate.toFixed(2)}x [${interval.low.toFixed(2)}, ${interval.high.toFixed(2)}]; bytes per token ${A.name} / ${B.name} ${(A.bytes / B.bytes).toFixed(2)}x\n`,
+      `${`${B.name} vs ${A.name}`.padEnd(2 * nameWidth)} ${interval.estimate.toFixed(2)}x [${interval.low.toFixed(2)}, ${interval.high.toFixed(2)}]; bytes per token ${A.name} / ${B.name} ${(A.bytes / B.bytes).toFixed(2)}x\n`,
     );
   };
   compare(1, 2);
