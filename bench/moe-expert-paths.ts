@@ -26,7 +26,7 @@
  *   npx tsx bench/moe-expert-paths.ts [--hidden 1024] [--intermediate 1024] [--experts 32] [--rounds 5] [--llama-cpp]
  */
 import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { median } from "simple-statistics";
@@ -329,6 +329,10 @@ try {
     const ggufPath = join(dir, "gpt-oss.gguf");
     await writeGptOssGguf(files, ggufPath);
     // The same tensors llama.cpp reads per token: its MXFP4 blocks carry the scale byte inline.
+    if (llamaThreads >= availableParallelism())
+      process.stdout.write(
+        `llama.cpp's ${llamaThreads} threads fill all ${availableParallelism()} cores: its spinning workers contend with node's thread that feeds each token, so its decode may stall (--llama-threads sets fewer)\n`,
+      );
     const llama = await llamaCppArm(ggufPath, mxfp4Bytes);
     arms.push(llama);
     await checkTokens(fused, llama, prompt);
