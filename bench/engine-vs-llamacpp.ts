@@ -16,16 +16,13 @@
  * token, which also pays for the sixteen 16-token prefills.
  *
  * node-llama-cpp (with its CPU binaries, about 80 MB) is not part of the default install: the first
- * run installs it into .cache/bench-deps/ and says so.
+ * run installs it into .cache/bench-deps/ and says so (bench/node-llama-cpp.ts).
  *
  *   npx tsx bench/engine-vs-llamacpp.ts [--size bench-100m] [--threads 2] [--decode 32] [--rounds 5]
  */
-import { execFileSync } from "node:child_process";
-import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
-import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { median } from "simple-statistics";
 import {
@@ -38,8 +35,9 @@ import {
   type TinyModelFiles,
   writeTinyModel,
 } from "../src/engine/index.js";
-import { type GgufTensor, gguf, writeGguf } from "./gguf-writer.js";
+import { type GgufTensor, gguf, ggufBpeTokenizer, writeGguf } from "./gguf-writer.js";
 import { memoryBandwidth } from "./memory-bandwidth.js";
+import { type LlamaContext, nodeLlamaCpp } from "./node-llama-cpp.js";
 
 const USAGE = `usage: npx tsx bench/engine-vs-llamacpp.ts [options]
   --size NAME      tiny model size to generate (default bench-100m)
@@ -70,66 +68,6 @@ const promptLen = Number(args.prompt);
 const decodeLen = Number(args.decode);
 const streams = Number(args.streams);
 const rounds = Number(args.rounds);
-
-/** The part of node-llama-cpp's API this bench uses. */
-interface LlamaSequence {
-  evaluate(tokens: never, options: { temperature: number; yieldEogToken: boolean }): AsyncIterable<unknown>;
-  dispose(): void;
-}
-interface LlamaContext {
-  getSequence(): LlamaSequence;
-  dispose(): Promise<void>;
-}
-interface LlamaModel {
-  createContext(options: object): Promise<LlamaContext>;
-  dispose(): Promise<void>;
-}
-interface Llama {
-  loadModel(options: { modelPath: string; gpuLayers: number }): Promise<LlamaModel>;
-  dispose(): Promise<void>;
-}
-interface NodeLlamaCpp {
-  getLlama(options: object): Promise<Llama>;
-}
-
-const NODE_LLAMA_CPP = "3.21.1";
-
-/**
- * node-llama-cpp from node_modules when present, else from .cache/bench-deps/, installing it there
- * first (with only the CPU binaries for this platform) from the npm registry.
- */
-async function nodeLlamaCpp(): Promise<NodeLlamaCpp> {
-  const specifier = "node-llama-cpp";
-  try {
-    return (await import(specifier)) as NodeLlamaCpp;
-  } catch {
-    // Not installed with the project: use or make the bench's own copy.
-  }
-  const prefix = join(import.meta.dirname, "..", ".cache", "bench-deps");
-  const entry = join(prefix, "node_modules", "node-llama-cpp", "dist", "index.js");
-  if (!existsSync(entry)) {
-    const binaries = `@node-llama-cpp/${process.platform}-${process.arch}@${NODE_LLAMA_CPP}`;
-    process.stdout.write(
-      `installing node-llama-cpp@${NODE_LLAMA_CPP} and ${binaries} into ${prefix} for the llama.cpp arm (once)\n`,
-    );
-    execFileSync(
-      "npm",
-      [
-        "install",
-        "--prefix",
-        prefix,
-        "--no-save",
-        "--omit=optional",
-        "--no-audit",
-        "--no-fund",
-        `node-llama-cpp@${NODE_LLAMA_CPP}`,
-        binaries,
-      ],
-      { stdio: "inherit" },
-    );
-  }
-  return (await import(pathToFileURL(entry).href)) as NodeLlamaCpp;
-}
 
 interface Figures {
   prefill: number;
@@ -229,19 +167,6 @@ async function toGguf(files: TinyModelFiles, path: string): Promise<void> {
     { name: "output_norm.weight", ne: [H], data: get("model.norm.weight") },
     { name: "output.weight", ne: [H, c.vocab_size as number], data: get("lm_head.weight") },
   );
-  const model = files.tokenizerJson.model as { vocab: Record<string, number>; merges: [string, string][] };
-  const added = files.tokenizerJson.added_tokens as { id: number; content: string }[];
-  const tokens: string[] = [];
-  const types: number[] = [];
-  for (const [token, id] of Object.entries(model.vocab)) {
-    tokens[id] = token;
-    types[id] = 1;
-  }
-  for (const t of added) {
-    tokens[t.id] = t.content;
-    types[t.id] = 3;
-  }
-  const eos = (c.eos_token_id as unknown as number[])[0] as number;
   await writeGguf(
     path,
     {
@@ -259,14 +184,7 @@ async function toGguf(files: TinyModelFiles, path: string): Promise<void> {
       "llama.attention.value_length": gguf.u32(headDim),
       "llama.attention.layer_norm_rms_epsilon": gguf.f32(c.rms_norm_eps as number),
       "llama.rope.freq_base": gguf.f32(c.rope_theta as number),
-      "tokenizer.ggml.model": gguf.str("gpt2"),
-      "tokenizer.ggml.pre": gguf.str("gpt-2"),
-      "tokenizer.ggml.tokens": gguf.strs(tokens),
-      "tokenizer.ggml.token_type": gguf.i32s(types),
-      "tokenizer.ggml.merges": gguf.strs(model.merges.map(([a, b]) => `${a} ${b}`)),
-      "tokenizer.ggml.eos_token_id": gguf.u32(eos),
-      "tokenizer.ggml.bos_token_id": gguf.u32(eos),
-      "tokenizer.ggml.add_bos_token": gguf.bool(false),
+      ...ggufBpeTokenizer(files),
     },
     tensors,
   );

@@ -1,8 +1,9 @@
 import { writeFileAtomic } from "../src/common/atomic-write.js";
+import type { TinyModelFiles } from "../src/engine/index.js";
 
 /**
- * A minimal GGUF (v3) writer for f32 llama-architecture models, so llama.cpp can run the very
- * weights the engine runs. Hand-written: no maintained npm package writes GGUF.
+ * A minimal GGUF (v3) writer for f32 tensors and GGML's MXFP4 blocks, so llama.cpp can run the
+ * very weights the engine runs. Hand-written: no maintained npm package writes GGUF.
  */
 
 type Value =
@@ -13,15 +14,21 @@ type Value =
   | { readonly t: "strs"; readonly v: readonly string[] }
   | { readonly t: "i32s"; readonly v: readonly number[] };
 
-export interface GgufTensor {
+export type GgufTensor = {
   readonly name: string;
   /** Dimensions in ggml order: innermost (row length) first. */
   readonly ne: readonly number[];
-  readonly data: Float32Array;
-}
+} & (
+  | { readonly type?: "f32"; readonly data: Float32Array }
+  /** GGML's block_mxfp4 (ggml-common.h): per 32 values an E8M0 byte, then 16 bytes of E2M1 codes. */
+  | { readonly type: "mxfp4"; readonly data: Uint8Array }
+);
 
 const TYPE = { u32: 4, i32: 5, f32: 6, bool: 7, str: 8, arr: 9 } as const;
-const GGML_F32 = 0;
+/** ggml_type codes (ggml.h). */
+const GGML_TYPE = { f32: 0, mxfp4: 39 } as const;
+/** Bytes of one block_mxfp4, which holds 32 values. */
+export const GGML_MXFP4_BLOCK_BYTES = 17;
 const ALIGN = 32;
 
 class Bytes {
@@ -130,10 +137,16 @@ export async function writeGguf(
   let offset = 0;
   const offsets: number[] = [];
   for (const t of tensors) {
+    const values = t.ne.reduce((a, b) => a * b, 1);
+    const bytes = t.type === "mxfp4" ? (values / 32) * GGML_MXFP4_BLOCK_BYTES : values * 4;
+    if (t.data.byteLength !== bytes || (t.type === "mxfp4" && (t.ne[0] as number) % 32 !== 0))
+      throw new Error(
+        `GGUF tensor ${t.name}: ${t.data.byteLength} bytes do not hold [${t.ne}] ${t.type ?? "f32"}`,
+      );
     h.str(t.name);
     h.u32(t.ne.length);
     for (const d of t.ne) h.u64(d);
-    h.u32(GGML_F32);
+    h.u32(GGML_TYPE[t.type ?? "f32"]);
     h.u64(offset);
     offsets.push(offset);
     offset += Math.ceil(t.data.byteLength / ALIGN) * ALIGN;
@@ -159,3 +172,34 @@ export const gguf = {
   strs: (v: readonly string[]): Value => ({ t: "strs", v }),
   i32s: (v: readonly number[]): Value => ({ t: "i32s", v }),
 };
+
+/**
+ * The GGUF tokenizer keys of a tiny model's byte-level BPE (llama.cpp's "gpt2" vocab type), its
+ * added tokens marked as control tokens; no BOS is added, as the engine adds none.
+ */
+export function ggufBpeTokenizer(files: TinyModelFiles): Record<string, Value> {
+  const model = files.tokenizerJson.model as { vocab: Record<string, number>; merges: [string, string][] };
+  const added = files.tokenizerJson.added_tokens as { id: number; content: string }[];
+  const tokens: string[] = [];
+  const types: number[] = [];
+  for (const [token, id] of Object.entries(model.vocab)) {
+    tokens[id] = token;
+    types[id] = 1;
+  }
+  for (const t of added) {
+    tokens[t.id] = t.content;
+    types[t.id] = 3;
+  }
+  const eosId = files.config.eos_token_id as number | number[];
+  const eos = Array.isArray(eosId) ? (eosId[0] as number) : eosId;
+  return {
+    "tokenizer.ggml.model": gguf.str("gpt2"),
+    "tokenizer.ggml.pre": gguf.str("gpt-2"),
+    "tokenizer.ggml.tokens": gguf.strs(tokens),
+    "tokenizer.ggml.token_type": gguf.i32s(types),
+    "tokenizer.ggml.merges": gguf.strs(model.merges.map(([a, b]) => `${a} ${b}`)),
+    "tokenizer.ggml.eos_token_id": gguf.u32(eos),
+    "tokenizer.ggml.bos_token_id": gguf.u32(eos),
+    "tokenizer.ggml.add_bos_token": gguf.bool(false),
+  };
+}

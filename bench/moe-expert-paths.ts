@@ -15,10 +15,18 @@
  * roofline those bytes give at the read bandwidth the same threads reach together (measured in
  * this run), and the ratios between arms with 95% intervals (rounds as blocks).
  *
- *   npx tsx bench/moe-expert-paths.ts [--hidden 1024] [--intermediate 1024] [--experts 32] [--rounds 5]
+ * With --llama-cpp a fifth arm is llama.cpp (through node-llama-cpp, installed on first use into
+ * .cache/bench-deps/) on the same weights: the checkpoint written as a GGUF of llama.cpp's gpt-oss
+ * architecture with the experts in GGML's MXFP4 type (bench/gguf-gpt-oss.ts), on as many threads
+ * unless --llama-threads says otherwise (where threads fill every core, ggml's spinning workers
+ * contend with the node thread that samples and feeds each token).
+ * Its greedy tokens are checked against the fused arm's before anything is timed, and printed
+ * as how many of the first tokens agree (f32 sums in another order may part ways late).
+ *
+ *   npx tsx bench/moe-expert-paths.ts [--hidden 1024] [--intermediate 1024] [--experts 32] [--rounds 5] [--llama-cpp]
  */
 import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { median } from "simple-statistics";
@@ -35,7 +43,9 @@ import {
   writeTinyModel,
 } from "../src/engine/index.js";
 import { convertCheckpoint, dequantizeMxfp4, openCheckpoint } from "../src/formats/index.js";
+import { writeGptOssGguf } from "./gguf-gpt-oss.js";
 import { memoryBandwidth } from "./memory-bandwidth.js";
+import { type Llama, type LlamaContext, type LlamaModel, nodeLlamaCpp } from "./node-llama-cpp.js";
 
 const USAGE = `usage: npx tsx bench/moe-expert-paths.ts [options]
   --hidden N        hidden size (default 1024)
@@ -46,6 +56,8 @@ const USAGE = `usage: npx tsx bench/moe-expert-paths.ts [options]
   --threads N       matmul threads, and threads of the bandwidth measurement (default 2)
   --decode N        tokens decoded per trial (default 32)
   --rounds N        measured rounds, arms alternated, after one warm-up round (default 5)
+  --llama-cpp       add llama.cpp on the same MXFP4 weights as a fifth arm
+  --llama-threads N llama.cpp's threads (default: --threads)
   --help            print this and exit
 `;
 const { values: args } = parseArgs({
@@ -58,6 +70,8 @@ const { values: args } = parseArgs({
     threads: { type: "string", default: "2" },
     decode: { type: "string", default: "32" },
     rounds: { type: "string", default: "5" },
+    "llama-cpp": { type: "boolean", default: false },
+    "llama-threads": { type: "string" },
     help: { type: "boolean", default: false },
   },
 });
@@ -74,6 +88,7 @@ const count = (name: keyof typeof args) => {
 const [hidden, intermediate, experts, topK, layers, threads, decodeLen, rounds] = (
   ["hidden", "intermediate", "experts", "top-k", "layers", "threads", "decode", "rounds"] as const
 ).map(count) as number[] as [number, number, number, number, number, number, number, number];
+const llamaThreads = args["llama-threads"] === undefined ? threads : count("llama-threads");
 
 /** MiniMax-M3's reference config at the bench's sizes: heads of 64, four query heads per KV head. */
 const config: Record<string, unknown> = {
@@ -97,6 +112,9 @@ const config: Record<string, unknown> = {
   rms_norm_eps: 1.0e-5,
   max_position_embeddings: 4096,
 };
+
+/** The engine's four arms come first; llama.cpp, when asked for, after them. */
+const ENGINE_ARMS = 4;
 
 const EXPERT = /\.mlp\.experts\./;
 
@@ -131,10 +149,18 @@ function withF32Experts(files: TinyModelFiles): TinyModelFiles {
   return { ...files, tensors };
 }
 
+interface Decoded {
+  /** Decode tok/s from the first token to the last (prefill excluded). */
+  readonly rate: number;
+  readonly tokens: number[];
+}
+
 interface Arm {
   readonly name: string;
-  readonly engine: Engine;
+  /** Greedy decode of `maxTokens` (default --decode) after `prompt`. */
+  readonly decode: (prompt: number[], maxTokens?: number) => Promise<Decoded>;
   readonly bytes: number;
+  readonly close: () => Promise<void>;
 }
 
 /**
@@ -155,22 +181,119 @@ function engineFor(model: LoadedModel, unpacked = false): Engine {
   return engine;
 }
 
-/** Decode tok/s from the first token to the last (prefill excluded), and the tokens. */
-async function decode(engine: Engine, prompt: number[]): Promise<{ rate: number; tokens: number[] }> {
-  const times: number[] = [];
+/** The rate over the tokens' arrival times, from the first token to the last. */
+function decoded(times: number[], tokens: number[]): Decoded {
+  const span = ((times.at(-1) as number) - (times[0] as number)) / 1000;
+  return { rate: (times.length - 1) / span, tokens };
+}
+
+/** An arm of an engine over `model`, greedy and past EOS. */
+function engineArm(name: string, engine: Engine, bytes: number): Arm {
+  const decode = async (prompt: number[], maxTokens = decodeLen) => {
+    const times: number[] = [];
+    const tokens: number[] = [];
+    for await (const out of engine.submit({
+      promptTokenIds: prompt,
+      maxTokens,
+      sampling: { temperature: 0 },
+      ignoreEos: true,
+    })) {
+      if (!out.token) continue;
+      times.push(performance.now());
+      tokens.push(out.token.tokenId);
+    }
+    return decoded(times, tokens);
+  };
+  return { name, decode, bytes, close: () => engine.close() };
+}
+
+/**
+ * How far llama.cpp's greedy tokens follow the engine's: the first free-running token where they
+ * part, and, fed the engine's tokens as context (so one parting does not carry on), at how many
+ * positions llama.cpp picks the engine's next token; at each position it does not, the engine's
+ * gap between its first and second choice in log-probability says whether that was a near tie.
+ */
+async function checkTokens(engine: Engine, llama: Arm, prompt: number[]): Promise<void> {
   const tokens: number[] = [];
+  const gaps: number[] = [];
   for await (const out of engine.submit({
     promptTokenIds: prompt,
     maxTokens: decodeLen,
     sampling: { temperature: 0 },
     ignoreEos: true,
+    logprobs: 2,
   })) {
     if (!out.token) continue;
-    times.push(performance.now());
     tokens.push(out.token.tokenId);
+    const [first, second] = out.token.top ?? [];
+    gaps.push((first?.logprob ?? 0) - (second?.logprob ?? 0));
   }
-  const span = ((times.at(-1) as number) - (times[0] as number)) / 1000;
-  return { rate: (times.length - 1) / span, tokens };
+  const free = (await llama.decode(prompt)).tokens;
+  const parted = tokens.findIndex((t, i) => t !== free[i]);
+  const misses: string[] = [];
+  for (let k = 0; k < tokens.length; k++) {
+    const [next] = (await llama.decode([...prompt, ...tokens.slice(0, k)], 1)).tokens;
+    if (next !== tokens[k])
+      misses.push(`position ${k} (engine's top-2 gap ${(gaps[k] as number).toFixed(3)} nats)`);
+  }
+  process.stdout.write(
+    `llama.cpp loaded the gpt-oss GGUF with GGML MXFP4 experts; greedy from the same ${prompt.length}-token prompt:\n` +
+      `  engine    ${tokens.join(" ")}\n  llama.cpp ${free.join(" ")}\n` +
+      `  free-running, the first ${parted === -1 ? tokens.length : parted} of ${tokens.length} tokens match; ` +
+      `fed the engine's tokens, llama.cpp picks the engine's next token at ${tokens.length - misses.length} of ${tokens.length} positions` +
+      `${misses.length > 0 ? `, not at ${misses.join(", ")}` : ""}\n`,
+  );
+}
+
+/** llama.cpp on the GGUF at `path`, greedy and past end-of-generation tokens, as the engine arms. */
+async function llamaCppArm(path: string, bytes: number): Promise<Arm> {
+  const { getLlama } = await nodeLlamaCpp();
+  const llama: Llama = await getLlama({ gpu: false, build: "never", maxThreads: llamaThreads });
+  let model: LlamaModel | undefined;
+  let context: LlamaContext | undefined;
+  const close = async () => {
+    await context?.dispose();
+    await model?.dispose();
+    await llama.dispose();
+  };
+  try {
+    model = await llama.loadModel({ modelPath: path, gpuLayers: 0 });
+    // An f32 KV cache as the engine keeps (llama.cpp's default is f16); at these lengths its size
+    // does not move decode speed.
+    context = await model.createContext({
+      contextSize: 512,
+      sequences: 1,
+      threads: llamaThreads,
+      batchSize: 512,
+      experimentalKvCacheKeyType: "F32",
+      experimentalKvCacheValueType: "F32",
+    });
+  } catch (error) {
+    await close();
+    throw error;
+  }
+  const ctx = context;
+  const decode = async (prompt: number[], maxTokens = decodeLen) => {
+    const seq = ctx.getSequence();
+    const times: number[] = [];
+    const tokens: number[] = [];
+    try {
+      for await (const token of seq.evaluate(prompt as never, { temperature: 0, yieldEogToken: true })) {
+        times.push(performance.now());
+        tokens.push(token);
+        if (tokens.length === maxTokens) break;
+      }
+    } finally {
+      seq.dispose();
+    }
+    return decoded(times, tokens);
+  };
+  return {
+    name: `llama.cpp MXFP4${llamaThreads === threads ? "" : ` ${llamaThreads}t`}`,
+    decode,
+    bytes,
+    close,
+  };
 }
 
 const dir = await mkdtemp(join(tmpdir(), "bringup-moe-bench-"));
@@ -200,15 +323,28 @@ try {
       `${(mxfp4.numParameters / 1e6).toFixed(0)}M parameters, ${(expertBytes / 2 ** 20).toFixed(0)} MiB of MXFP4 experts; ` +
       `made and converted in ${((performance.now() - t0) / 1000).toFixed(1)} s; ${threads} threads\n`,
   );
+  const fused = engineFor(mxfp4);
   arms.push(
-    { name: "FP8 experts", engine: engineFor(fp8), bytes: fp8Bytes },
-    { name: "fused MXFP4", engine: engineFor(mxfp4), bytes: mxfp4Bytes },
-    { name: "unpacked MXFP4", engine: engineFor(mxfp4, true), bytes: mxfp4Bytes },
-    { name: "f32 experts", engine: engineFor(f32), bytes: f32Bytes },
+    engineArm("FP8 experts", engineFor(fp8), fp8Bytes),
+    engineArm("fused MXFP4", fused, mxfp4Bytes),
+    engineArm("unpacked MXFP4", engineFor(mxfp4, true), mxfp4Bytes),
+    engineArm("f32 experts", engineFor(f32), f32Bytes),
   );
+  const prompt = mxfp4.tokenizer.encode(corpus.slice(0, 4000)).slice(0, 16);
+  if (args["llama-cpp"]) {
+    const ggufPath = join(dir, "gpt-oss.gguf");
+    await writeGptOssGguf(files, ggufPath);
+    // The same tensors llama.cpp reads per token: its MXFP4 blocks carry the scale byte inline.
+    if (llamaThreads >= availableParallelism())
+      process.stdout.write(
+        `llama.cpp's ${llamaThreads} threads fill all ${availableParallelism()} cores: its spinning workers contend with node's thread that feeds each token, so its decode may stall (--llama-threads sets fewer)\n`,
+      );
+    const llama = await llamaCppArm(ggufPath, mxfp4Bytes);
+    arms.push(llama);
+    await checkTokens(fused, llama, prompt);
+  }
   const bandwidth = await memoryBandwidth(threads);
   process.stdout.write(`memory read bandwidth ${(bandwidth / 1e9).toFixed(1)} GB/s on ${threads} threads\n`);
-  const prompt = mxfp4.tokenizer.encode(corpus.slice(0, 4000)).slice(0, 16);
 
   const rates = arms.map(() => [] as number[]);
   for (let round = 0; round <= rounds; round++) {
@@ -217,25 +353,27 @@ try {
     const tokens: number[][] = [];
     const line: string[] = [];
     for (const i of order) {
-      const run = await decode((arms[i] as Arm).engine, prompt);
+      const run = await (arms[i] as Arm).decode(prompt);
       tokens[i] = run.tokens;
       if (round > 0) rates[i]?.push(run.rate);
       line.push(`${(arms[i] as Arm).name} ${run.rate.toFixed(2)}`);
     }
-    const same = tokens.every((t) => t.join() === tokens[0]?.join());
+    // The engine's arms must agree exactly; llama.cpp's agreement was shown before the rounds.
+    const same = tokens.slice(0, ENGINE_ARMS).every((t) => t.join() === tokens[0]?.join());
     process.stdout.write(
-      `round ${round}${round === 0 ? " (warm-up)" : ""}: ${line.join(", ")} tok/s; ${same ? "same tokens on every arm" : "ARMS DECODED DIFFERENT TOKENS"}\n`,
+      `round ${round}${round === 0 ? " (warm-up)" : ""}: ${line.join(", ")} tok/s; ${same ? "same tokens on every engine arm" : "ENGINE ARMS DECODED DIFFERENT TOKENS"}\n`,
     );
   }
 
+  const nameWidth = Math.max(...arms.map((arm) => arm.name.length));
   process.stdout.write(
-    `\n${"arm".padEnd(16)} ${"tok/s".padStart(8)} ${"MB/token".padStart(9)} ${"roofline".padStart(9)} ${"of it".padStart(6)}\n`,
+    `\n${"arm".padEnd(nameWidth)} ${"tok/s".padStart(8)} ${"MB/token".padStart(9)} ${"roofline".padStart(9)} ${"of it".padStart(6)}\n`,
   );
   arms.forEach((arm, i) => {
     const rate = median(rates[i] as number[]);
     const roofline = bandwidth / arm.bytes;
     process.stdout.write(
-      `${arm.name.padEnd(16)} ${rate.toFixed(2).padStart(8)} ${(arm.bytes / 1e6).toFixed(1).padStart(9)} ${roofline.toFixed(1).padStart(9)} ${((100 * rate) / roofline).toFixed(0).padStart(5)}%\n`,
+      `${arm.name.padEnd(nameWidth)} ${rate.toFixed(2).padStart(8)} ${(arm.bytes / 1e6).toFixed(1).padStart(9)} ${roofline.toFixed(1).padStart(9)} ${((100 * rate) / roofline).toFixed(0).padStart(5)}%\n`,
     );
   });
   process.stdout.write(
@@ -247,14 +385,15 @@ try {
     );
     const [A, B] = [arms[a] as Arm, arms[b] as Arm];
     process.stdout.write(
-      `${`${B.name} vs ${A.name}`.padEnd(32)} ${interval.estimate.toFixed(2)}x [${interval.low.toFixed(2)}, ${interval.high.toFixed(2)}]; bytes per token ${A.name} / ${B.name} ${(A.bytes / B.bytes).toFixed(2)}x\n`,
+      `${`${B.name} vs ${A.name}`.padEnd(2 * nameWidth)} ${interval.estimate.toFixed(2)}x [${interval.low.toFixed(2)}, ${interval.high.toFixed(2)}]; bytes per token ${A.name} / ${B.name} ${(A.bytes / B.bytes).toFixed(2)}x\n`,
     );
   };
   compare(1, 2);
   compare(1, 3);
   compare(0, 1);
   compare(0, 3);
+  if (arms.length > ENGINE_ARMS) compare(1, ENGINE_ARMS);
 } finally {
-  await Promise.all(arms.map((arm) => arm.engine.close()));
+  await Promise.all(arms.map((arm) => arm.close()));
   await rm(dir, { recursive: true, force: true });
 }
