@@ -3,15 +3,21 @@ import { readFileSync } from "node:fs";
 /** How often a long-running command checks that its launcher is still there. */
 const LAUNCHER_POLL_MS = 1000;
 
-/** The parent pid of `pid` from /proc (Linux), or undefined elsewhere or when it is gone. */
-function parentOf(pid: number): number | undefined {
+/** The fields of /proc/<pid>/stat after the command (state, ppid, ...): Linux only, else undefined. */
+function statOf(pid: number): string[] | undefined {
   try {
-    // /proc/<pid>/stat: "pid (comm) state ppid ..."; comm may hold spaces, so read after the last ')'.
+    // "pid (comm) state ppid ..."; comm may hold spaces, so read after the last ')'.
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   } catch {
     return undefined;
   }
+}
+
+/** The parent pid of `pid`, or undefined where /proc is absent or the process is gone. */
+function parentOf(pid: number): number | undefined {
+  const parent = statOf(pid)?.[1];
+  return parent === undefined ? undefined : Number(parent);
 }
 
 function commandOf(pid: number): string {
@@ -36,13 +42,14 @@ export function findLauncher(): number | undefined {
   return process.ppid > 1 ? process.ppid : undefined;
 }
 
-function alive(pid: number): boolean {
+/** Whether `pid` still runs: a zombie (exited, not yet reaped by its parent) has ended. */
+export function isRunning(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === "EPERM";
   }
+  return statOf(pid)?.[0] !== "Z";
 }
 
 /**
@@ -56,7 +63,7 @@ export function untilSignalled(): Promise<void> {
       launcher === undefined
         ? undefined
         : setInterval(() => {
-            if (!alive(launcher)) stop();
+            if (!isRunning(launcher)) stop();
           }, LAUNCHER_POLL_MS);
     watch?.unref();
     const stop = () => {
