@@ -19,6 +19,7 @@ import {
   MlaAttention,
   type MlaSpec,
   mlaNames,
+  mlaShapes,
 } from "../blocks/attention/mla-attention.js";
 import { RoutedMoe } from "../blocks/mlp/routed-moe.js";
 import { checkMoeSpec, type MoeSpec } from "../blocks/mlp/routing.js";
@@ -27,8 +28,9 @@ import type { HostTensor } from "../loader/host-tensor.js";
 import type { WeightSource } from "../loader/weight-source.js";
 import type { CausalLM } from "../model/causal-lm.js";
 import { Rng } from "../tensor/random.js";
-import { tinyModelFiles, tinyTokenizer } from "../tiny/files.js";
+import { tinyModelFiles } from "../tiny/files.js";
 import type { TinyModelFiles } from "../tiny/generate.js";
+import { tinyPortTokenizer } from "../tiny/port-kit.js";
 import { filled, tensorSeed } from "../tiny/weights.js";
 import { preNormDecoder } from "./decoder.js";
 
@@ -275,14 +277,8 @@ export function deepseekV3TinyTensors(
     make(`${prefix}.up_proj`, inter, H);
     make(`${prefix}.down_proj`, H, inter);
   };
-  const {
-    numHeads: nh,
-    qLoraRank,
-    kvLoraRank: C,
-    qkNopeHeadDim: dn,
-    qkRopeHeadDim: dr,
-    vHeadDim: dv,
-  } = config.mla;
+  const { qLoraRank, kvLoraRank } = config.mla;
+  const shape = mlaShapes(config.mla, H);
   put("model.embed_tokens.weight", [vocab, H], values("model.embed_tokens.weight", vocab * H, 1));
   config.layers.forEach((kind, i) => {
     const p = `model.layers.${i}`;
@@ -290,14 +286,14 @@ export function deepseekV3TinyTensors(
     ones(`${p}.input_layernorm.weight`, H);
     ones(`${p}.post_attention_layernorm.weight`, H);
     if (qLoraRank > 0) {
-      matrix(`${a}.q_a_proj`, qLoraRank, H);
+      matrix(`${a}.q_a_proj`, ...shape.qA);
       ones(`${a}.q_a_layernorm.weight`, qLoraRank);
-      matrix(`${a}.q_b_proj`, nh * (dn + dr), qLoraRank);
-    } else matrix(`${a}.q_proj`, nh * (dn + dr), H);
-    matrix(`${a}.kv_a_proj_with_mqa`, C + dr, H);
-    ones(`${a}.kv_a_layernorm.weight`, C);
-    matrix(`${a}.kv_b_proj`, nh * (dn + dv), C);
-    matrix(`${a}.o_proj`, H, nh * dv);
+      matrix(`${a}.q_b_proj`, ...shape.qB);
+    } else matrix(`${a}.q_proj`, ...shape.q);
+    matrix(`${a}.kv_a_proj_with_mqa`, ...shape.kvA);
+    ones(`${a}.kv_a_layernorm.weight`, kvLoraRank);
+    matrix(`${a}.kv_b_proj`, ...shape.kvB);
+    matrix(`${a}.o_proj`, ...shape.o);
     const dsa = config.dsa;
     if (dsa) {
       const x = `${a}.indexer`;
@@ -324,9 +320,6 @@ export function deepseekV3TinyTensors(
   return tensors;
 }
 
-/** Specials the tiny tokenizers append after the trained vocabulary. */
-const SPECIALS = 3;
-
 /**
  * A port's tiny model of `config` (its config.json object, parsed as `spec`): a byte-level BPE
  * trained on `corpus` to vocab_size ids and deepseekV3TinyTensors' weights, routed experts in
@@ -338,14 +331,7 @@ export function deepseekV3TinyModel(
   corpus: string,
   options: { readonly seed: number; readonly architecture: string; readonly port: string },
 ): TinyModelFiles {
-  if (spec.vocabSize <= 256 + SPECIALS) {
-    throw new BringupError(
-      "MODEL_CONFIG_INVALID",
-      `reference config: vocab_size: ${spec.vocabSize} leaves no room for BPE merges over 256 bytes and ${SPECIALS} specials; raise it.`,
-      { subject: "vocab_size" },
-    );
-  }
-  const tok = tinyTokenizer(corpus, spec.vocabSize - SPECIALS, spec.maxPositionEmbeddings);
+  const tok = tinyPortTokenizer(spec, corpus);
   return tinyModelFiles(
     {
       ...config,

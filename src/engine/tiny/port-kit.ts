@@ -37,16 +37,17 @@ export interface TinyKit {
   files(config: Record<string, unknown>, architecture: string, port?: string): TinyModelFiles;
 }
 
+/** The config fields a tiny tokenizer is trained to. */
+export interface TinyVocabSpec {
+  readonly vocabSize: number;
+  readonly maxPositionEmbeddings: number;
+}
+
 /**
- * The start of every port's tiny reference model: a byte-level BPE trained on `corpus` to the
- * config's vocab_size (three of its ids are specials) and seeded tensor writers, so the same
- * config, corpus and seed give the same bytes whatever order the tensors are written in.
+ * A byte-level BPE trained on `corpus` to the config's vocab_size, three of its ids specials;
+ * refused naming vocab_size when that leaves no room for merges.
  */
-export function tinyKit(
-  spec: { readonly vocabSize: number; readonly maxPositionEmbeddings: number },
-  corpus: string,
-  seed: number,
-): TinyKit {
+export function tinyPortTokenizer(spec: TinyVocabSpec, corpus: string): ReturnType<typeof tinyTokenizer> {
   if (spec.vocabSize <= 256 + SPECIALS) {
     throw new BringupError(
       "MODEL_CONFIG_INVALID",
@@ -54,7 +55,16 @@ export function tinyKit(
       { subject: "vocab_size" },
     );
   }
-  const tok = tinyTokenizer(corpus, spec.vocabSize - SPECIALS, spec.maxPositionEmbeddings);
+  return tinyTokenizer(corpus, spec.vocabSize - SPECIALS, spec.maxPositionEmbeddings);
+}
+
+/**
+ * The start of every port's tiny reference model: a byte-level BPE trained on `corpus` to the
+ * config's vocab_size (three of its ids are specials) and seeded tensor writers, so the same
+ * config, corpus and seed give the same bytes whatever order the tensors are written in.
+ */
+export function tinyKit(spec: TinyVocabSpec, corpus: string, seed: number): TinyKit {
+  const tok = tinyPortTokenizer(spec, corpus);
   const { tensors, put } = f32Tensors();
   const size = (shape: number[]) => shape.reduce((a, b) => a * b, 1);
   const random = (name: string, shape: number[], std: number) =>

@@ -57,6 +57,26 @@ export function mlaNames(prefix: string): MlaNames {
   };
 }
 
+/** [rows, cols] of each MLA projection for `spec` at hidden size `hidden` (q_a/q_b only with q_lora_rank). */
+export function mlaShapes(spec: MlaSpec, hidden: number) {
+  const {
+    numHeads: nh,
+    qLoraRank: r,
+    kvLoraRank: C,
+    qkNopeHeadDim: dn,
+    qkRopeHeadDim: dr,
+    vHeadDim: dv,
+  } = spec;
+  return {
+    q: [nh * (dn + dr), hidden],
+    qA: [r, hidden],
+    qB: [nh * (dn + dr), r],
+    kvA: [C + dr, hidden],
+    kvB: [nh * (dn + dv), C],
+    o: [hidden, nh * dv],
+  } as const;
+}
+
 export interface MlaWeights {
   /** q_proj, or q_a_proj + q_a_layernorm + q_b_proj. */
   readonly q?: Weight;
@@ -163,30 +183,21 @@ export class MlaAttention implements TokenMixer {
     normEps: number,
     indexer?: DsaIndexer,
   ): MlaAttention {
-    const H = hiddenSize;
-    const {
-      numHeads: nh,
-      qLoraRank,
-      kvLoraRank: C,
-      qkNopeHeadDim: dn,
-      qkRopeHeadDim: dr,
-      vHeadDim: dv,
-    } = spec;
-    const qOut = nh * (dn + dr);
+    const shape = mlaShapes(spec, hiddenSize);
     const q =
-      qLoraRank > 0
+      spec.qLoraRank > 0
         ? {
-            qA: w.matrix(names.qA, qLoraRank, H),
-            qANorm: w.vector(names.qANorm, qLoraRank),
-            qB: w.matrix(names.qB, qOut, qLoraRank),
+            qA: w.matrix(names.qA, ...shape.qA),
+            qANorm: w.vector(names.qANorm, spec.qLoraRank),
+            qB: w.matrix(names.qB, ...shape.qB),
           }
-        : { q: w.matrix(names.q, qOut, H) };
+        : { q: w.matrix(names.q, ...shape.q) };
     const weights: MlaWeights = {
       ...q,
-      kvA: w.matrix(names.kvA, C + dr, H),
-      kvANorm: w.vector(names.kvANorm, C),
-      kvB: w.matrix(names.kvB, nh * (dn + dv), C),
-      o: w.matrix(names.o, H, nh * dv),
+      kvA: w.matrix(names.kvA, ...shape.kvA),
+      kvANorm: w.vector(names.kvANorm, spec.kvLoraRank),
+      kvB: w.matrix(names.kvB, ...shape.kvB),
+      o: w.matrix(names.o, ...shape.o),
     };
     return new MlaAttention(spec, weights, names, hiddenSize, normEps, indexer);
   }

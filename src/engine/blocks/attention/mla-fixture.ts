@@ -4,7 +4,7 @@ import type { MatmulPool } from "../../kernels/pool.js";
 import type { ForwardContext } from "../../model/model.js";
 import { Rng } from "../../tensor/random.js";
 import { f32Weight } from "../../tensor/weight.js";
-import { MlaAttention, type MlaSpec, mlaNames } from "./mla-attention.js";
+import { MlaAttention, type MlaSpec, mlaNames, mlaShapes } from "./mla-attention.js";
 
 /** Tests' shared setup: a random MLA layer and steps of one sequence over its own paged cache. */
 
@@ -33,46 +33,33 @@ export interface MlaMatrices {
 
 export function randomMla(seed: number, spec: MlaSpec = MLA_TEST_SPEC, H = MLA_TEST_HIDDEN): MlaMatrices {
   const rng = new Rng(seed);
-  const {
-    numHeads: nh,
-    qLoraRank: r,
-    kvLoraRank: C,
-    qkNopeHeadDim: dn,
-    qkRopeHeadDim: dr,
-    vHeadDim: dv,
-  } = spec;
-  const m = (n: number, fanIn: number) => rng.fillNormal(new Float32Array(n), 1 / Math.sqrt(fanIn));
+  const shape = mlaShapes(spec, H);
+  const m = ([rows, cols]: readonly [number, number]) =>
+    rng.fillNormal(new Float32Array(rows * cols), 1 / Math.sqrt(cols));
   const norm = (n: number) => Float32Array.from({ length: n }, () => 1 + 0.2 * rng.normal());
   return {
-    qA: m(r * H, H),
-    qANorm: norm(r),
-    qB: m(nh * (dn + dr) * r, r),
-    kvA: m((C + dr) * H, H),
-    kvANorm: norm(C),
-    kvB: m(nh * (dn + dv) * C, C),
-    o: m(H * nh * dv, nh * dv),
+    qA: m(shape.qA),
+    qANorm: norm(spec.qLoraRank),
+    qB: m(shape.qB),
+    kvA: m(shape.kvA),
+    kvANorm: norm(spec.kvLoraRank),
+    kvB: m(shape.kvB),
+    o: m(shape.o),
   };
 }
 
 export function mlaBlock(m: MlaMatrices, spec: MlaSpec = MLA_TEST_SPEC, H = MLA_TEST_HIDDEN): MlaAttention {
-  const {
-    numHeads: nh,
-    qLoraRank: r,
-    kvLoraRank: C,
-    qkNopeHeadDim: dn,
-    qkRopeHeadDim: dr,
-    vHeadDim: dv,
-  } = spec;
+  const shape = mlaShapes(spec, H);
   return new MlaAttention(
     spec,
     {
-      qA: f32Weight(r, H, m.qA),
+      qA: f32Weight(...shape.qA, m.qA),
       qANorm: m.qANorm,
-      qB: f32Weight(nh * (dn + dr), r, m.qB),
-      kvA: f32Weight(C + dr, H, m.kvA),
+      qB: f32Weight(...shape.qB, m.qB),
+      kvA: f32Weight(...shape.kvA, m.kvA),
       kvANorm: m.kvANorm,
-      kvB: f32Weight(nh * (dn + dv), C, m.kvB),
-      o: f32Weight(H, nh * dv, m.o),
+      kvB: f32Weight(...shape.kvB, m.kvB),
+      o: f32Weight(...shape.o, m.o),
     },
     mlaNames("model.layers.0"),
     H,
