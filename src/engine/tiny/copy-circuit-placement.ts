@@ -2,6 +2,7 @@ import { BringupError } from "../../common/errors.js";
 import { type AttentionSpec, GqaAttention } from "../blocks/attention/gqa-attention.js";
 import type { HostTensor } from "../loader/host-tensor.js";
 import type { LoadedModel } from "../model/loaded-model.js";
+import type { TokenMixer } from "../model/model.js";
 import {
   codeEmbedding,
   codeLmHead,
@@ -55,42 +56,94 @@ export function placeCopyCircuit(
   model: LoadedModel,
   options: CopyCircuitOptions,
 ): TinyModelFiles {
+  return placeCircuit(files, model, options, {
+    layerKind: "GQA attention",
+    carries: (mixer) => mixer instanceof GqaAttention,
+    constantFeature: false,
+    construction: "copy circuit",
+    previousTokenHeads: (mixer, c) =>
+      previousTokenHeads(mixer as GqaAttention, c.maxPos, c.options, c.put, c.fail),
+    inductionHead: (mixer, c) => inductionHead(mixer as GqaAttention, c.options, c.put, c.fail),
+  });
+}
+
+/** How one attention form carries the circuit: which layers, and how their heads are written. */
+export interface CircuitForm {
+  /** What the two layers the circuit needs are, for errors ("GQA attention"). */
+  readonly layerKind: string;
+  readonly carries: (mixer: TokenMixer) => boolean;
+  /** Whether the residual's last feature is 1 for every token, read where the layers lack biases. */
+  readonly constantFeature: boolean;
+  /** The `bringup_tiny.construction` stamp of the result. */
+  readonly construction: string;
+  previousTokenHeads(mixer: TokenMixer, context: CircuitContext): void;
+  inductionHead(mixer: TokenMixer, context: CircuitContext): void;
+}
+
+/** What a form's head writers get: the model's sizes, the options, and the tensor writers. */
+export interface CircuitContext {
+  readonly hidden: number;
+  /** Positions a previous-token head must tell apart (max_position_embeddings). */
+  readonly maxPos: number;
+  readonly options: CopyCircuitOptions;
+  readonly put: Put;
+  readonly fail: Fail;
+}
+
+/**
+ * The circuit's placement shared by every attention form: the code embedding and LM head, the
+ * norms that hand each layer the codes unscaled, plain residual connections, the first two layers
+ * of `form` as previous-token and induction heads, and every other block silenced.
+ */
+export function placeCircuit(
+  files: TinyModelFiles,
+  model: LoadedModel,
+  options: CopyCircuitOptions,
+  form: CircuitForm,
+): TinyModelFiles {
   const { m, u, ngram } = options;
   const slots = copySlots(m, u, ngram);
   const H = model.model.hiddenSize;
+  const constant = form.constantFeature ? 1 : 0;
   const fail = (message: string): never => {
     throw new BringupError("RETRIEVAL_CONFIG_INVALID", `the retrieval variant's config: ${message}`);
   };
-  if (H !== slots.hidden) fail(`hidden_size must be ${slots.hidden} (the circuit's slots), got ${H}.`);
+  if (H !== slots.hidden + constant)
+    fail(
+      `hidden_size must be ${slots.hidden + constant} (the circuit's slots${constant ? " and a constant feature" : ""}), got ${H}.`,
+    );
   const { tensors, put, zero } = circuitTensors(files);
 
   const vocab = model.model.vocabSize;
   const codes = tokenCodes(options.seed ?? 0, vocab, m, u);
-  put("model.embed_tokens.weight", codeEmbedding(codes, H, slots.ownM, slots.ownU));
+  const embedding = codeEmbedding(codes, H, slots.ownM, slots.ownU);
+  if (constant) for (let t = 0; t < vocab; t++) embedding[t * H + H - 1] = 1;
+  put("model.embed_tokens.weight", embedding);
   put("lm_head.weight", codeLmHead(codes, H, slots.outU, options.outputLogit));
-  // Every slot holds a unit code by the end: own_m, own_u, ngram previous codes, out_u.
-  put("model.norm.weight", filled(H, Math.sqrt((3 + ngram) / H)));
+  // Every slot holds a unit code by the end (own_m, own_u, ngram previous, out_u), plus the constant.
+  put("model.norm.weight", filled(H, Math.sqrt((3 + ngram + constant) / H)));
   for (const [name, value] of model.model.residual.plainResidualTensors ?? []) put(name, value);
 
-  const attention = model.model.layers.flatMap((l, i) => (l.mixer instanceof GqaAttention ? [i] : []));
-  if (attention.length < 2)
-    fail(`the circuit needs two GQA attention layers; the model has ${attention.length}.`);
-  const [previousLayer, inductionLayer] = attention as [number, number];
+  const carriers = model.model.layers.flatMap((l, i) => (form.carries(l.mixer) ? [i] : []));
+  if (carriers.length < 2)
+    fail(`the circuit needs two ${form.layerKind} layers; the model has ${carriers.length}.`);
+  const [previousLayer, inductionLayer] = carriers as [number, number];
+  const context = { hidden: H, maxPos: model.config.maxPositionEmbeddings, options, put, fail };
   let filledSlots = 2;
   model.model.layers.forEach((layer, i) => {
     for (const connection of [layer.mixerConnection, layer.ffnConnection]) {
       for (const [name, value] of connection.plainResidualTensors ?? []) put(name, value);
     }
     // RMSNorm's output has norm sqrt(hidden); this weight hands attention the unit codes unscaled.
-    put(layer.mixerConnection.normTensor, filled(H, Math.sqrt(filledSlots / H)));
+    put(layer.mixerConnection.normTensor, filled(H, Math.sqrt((filledSlots + constant) / H)));
     put(layer.ffnConnection.normTensor, filled(H, 1));
     for (const name of layer.ffn.outputTensors) zero(name);
     const mixer = layer.mixer;
     if (i === previousLayer) {
-      previousTokenHeads(mixer as GqaAttention, model.config.maxPositionEmbeddings, options, put, fail);
+      form.previousTokenHeads(mixer, context);
       filledSlots += ngram;
     } else if (i === inductionLayer) {
-      inductionHead(mixer as GqaAttention, options, put, fail);
+      form.inductionHead(mixer, context);
     } else {
       for (const name of mixer.outputTensors) zero(name);
     }
@@ -99,13 +152,13 @@ export function placeCopyCircuit(
     ...files,
     config: {
       ...files.config,
-      bringup_tiny: { ...(files.config.bringup_tiny as object), construction: "copy circuit" },
+      bringup_tiny: { ...(files.config.bringup_tiny as object), construction: form.construction },
     },
     tensors,
   };
 }
 
-type Put = (name: string, data: Float32Array) => void;
+export type Put = (name: string, data: Float32Array) => void;
 
 /**
  * A copy of `files`' tensors and how a circuit rewrites them: `put` replaces a tensor's values
@@ -139,7 +192,7 @@ export function circuitTensors(files: TinyModelFiles): {
   };
   return { tensors, put, zero };
 }
-type Fail = (message: string) => never;
+export type Fail = (message: string) => never;
 
 /** The rotated features of a head and their RoPE frequencies (HF's rotate-half pairs f, f + pairs). */
 function rotary(spec: AttentionSpec): number[] {

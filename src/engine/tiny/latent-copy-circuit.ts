@@ -1,9 +1,8 @@
-import { BringupError } from "../../common/errors.js";
 import type { DsaIndexer } from "../blocks/attention/dsa-indexer.js";
 import { MlaAttention } from "../blocks/attention/mla-attention.js";
 import type { LoadedModel } from "../model/loaded-model.js";
-import { codeEmbedding, codeLmHead, copySlots, tokenCodes } from "./copy-circuit.js";
-import { type CopyCircuitOptions, circuitTensors } from "./copy-circuit-placement.js";
+import { copySlots } from "./copy-circuit.js";
+import { type CopyCircuitOptions, type Fail, type Put, placeCircuit } from "./copy-circuit-placement.js";
 import type { TinyModelFiles } from "./generate.js";
 import { filled, nearestRivalGap } from "./weights.js";
 
@@ -37,64 +36,22 @@ export function placeLatentCopyCircuit(
   model: LoadedModel,
   options: CopyCircuitOptions,
 ): TinyModelFiles {
-  const { m, u, ngram } = options;
-  const slots = copySlots(m, u, ngram);
-  const H = model.model.hiddenSize;
-  const one = H - 1;
-  const fail = (message: string): never => {
-    throw new BringupError("RETRIEVAL_CONFIG_INVALID", `the retrieval variant's config: ${message}`);
-  };
-  if (H !== latentCopyHidden(m, u, ngram))
-    fail(
-      `hidden_size must be ${latentCopyHidden(m, u, ngram)} (the circuit's slots and a constant feature), got ${H}.`,
-    );
-  const { tensors, put, zero } = circuitTensors(files);
-
-  const codes = tokenCodes(options.seed ?? 0, model.model.vocabSize, m, u);
-  const embedding = codeEmbedding(codes, H, slots.ownM, slots.ownU);
-  for (let t = 0; t < model.model.vocabSize; t++) embedding[t * H + one] = 1;
-  put("model.embed_tokens.weight", embedding);
-  put("lm_head.weight", codeLmHead(codes, H, slots.outU, options.outputLogit));
-  // Every slot holds a unit code by the end (own_m, own_u, ngram previous, out_u), plus the constant.
-  put("model.norm.weight", filled(H, Math.sqrt((4 + ngram) / H)));
-
-  const layers = model.model.layers;
-  const mla = layers.flatMap((l, i) => (l.mixer instanceof MlaAttention ? [i] : []));
-  if (mla.length < 2) fail(`the circuit needs two latent attention layers; the model has ${mla.length}.`);
-  const [previousLayer, inductionLayer] = mla as [number, number];
-  let filledSlots = 2;
-  layers.forEach((layer, i) => {
-    // RMSNorm's output has norm sqrt(hidden); this weight hands attention the codes unscaled.
-    put(layer.mixerConnection.normTensor, filled(H, Math.sqrt((filledSlots + 1) / H)));
-    put(layer.ffnConnection.normTensor, filled(H, 1));
-    for (const name of layer.ffn.outputTensors) zero(name);
-    const mixer = layer.mixer as MlaAttention;
-    if (i === previousLayer) {
-      previousTokenHeads(mixer, model.config.maxPositionEmbeddings, options, one, put, fail);
-      filledSlots += ngram;
-    } else if (i === inductionLayer) {
-      inductionHead(mixer, options, one, put, fail);
-    } else {
-      for (const name of mixer.outputTensors) zero(name);
-    }
+  return placeCircuit(files, model, options, {
+    layerKind: "latent attention",
+    carries: (mixer) => mixer instanceof MlaAttention,
+    constantFeature: true,
+    construction: "latent copy circuit",
+    // The constant feature is the residual's last.
+    previousTokenHeads: (mixer, c) =>
+      previousTokenHeads(mixer as MlaAttention, c.maxPos, c.options, c.hidden - 1, c.put, c.fail),
+    inductionHead: (mixer, c) => inductionHead(mixer as MlaAttention, c.options, c.hidden - 1, c.put, c.fail),
   });
-  return {
-    ...files,
-    config: {
-      ...files.config,
-      bringup_tiny: { ...(files.config.bringup_tiny as object), construction: "latent copy circuit" },
-    },
-    tensors,
-  };
 }
 
 /** The hidden size the latent copy circuit needs: the copy slots and one constant feature. */
 export function latentCopyHidden(m: number, u: number, ngram: number): number {
   return copySlots(m, u, ngram).hidden + 1;
 }
-
-type Put = (name: string, data: Float32Array) => void;
-type Fail = (message: string) => never;
 
 function invFreqs(dim: number, theta: number): number[] {
   return Array.from({ length: dim / 2 }, (_, f) => 1 / theta ** ((2 * f) / dim));
