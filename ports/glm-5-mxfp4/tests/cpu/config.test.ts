@@ -1,23 +1,9 @@
-import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { loadCatalog } from "../../../../src/catalog/index.js";
-import { isBringupError } from "../../../../src/common/errors.js";
 import { DsaIndexer, type MlaAttention, readCorpus, tinyFilesToModel } from "../../../../src/engine/index.js";
+import { bringupErrorOf as errorOf, portReference } from "../../../../test/helpers/port-reference.js";
 import { parseGlm5Config, portModel } from "../../model.js";
 
-const REPO = join(import.meta.dirname, "../../../..");
-const config = (await loadCatalog(REPO)).ports.find((p) => p.id === "glm-5-mxfp4")?.manifest.reference
-  ?.config as Record<string, unknown>;
-
-function errorOf(run: () => unknown): { code: string; message: string } {
-  try {
-    run();
-  } catch (error) {
-    if (isBringupError(error)) return { code: error.code, message: error.message };
-    throw error;
-  }
-  throw new Error("no error");
-}
+const config = await portReference("glm-5-mxfp4", portModel).referenceConfig();
 
 describe("GLM-5 config parsing and loading", () => {
   it("reads the indexer's sizes and top-k beside latent attention and the experts", () => {

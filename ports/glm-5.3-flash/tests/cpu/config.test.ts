@@ -1,21 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { isBringupError } from "../../../../src/common/errors.js";
 import { readCorpus, tinyFilesToModel } from "../../../../src/engine/index.js";
+import { bringupErrorOf } from "../../../../test/helpers/port-reference.js";
 import { glmArchitecture, parseGlmConfig, portModel } from "../../model.js";
 import { referenceConfig } from "./reference.js";
 
 const config = await referenceConfig();
 const lin = config.linear_attn_config as Record<string, unknown>;
 
-function errorOf(json: unknown): { code: string; message: string } {
-  try {
-    parseGlmConfig(json, "config.json");
-  } catch (error) {
-    if (isBringupError(error)) return { code: error.code, message: error.message };
-    throw error;
-  }
-  throw new Error("the config parsed");
-}
+/** The BringupError parsing `json` throws. */
+const errorOf = (json: unknown) => bringupErrorOf(() => parseGlmConfig(json, "config.json"));
 
 describe("GLM-5.3-Flash config parsing", () => {
   it("reads the tiny reference config: KDA layers from Kimi Linear's 1-based lists, four mHC streams, MoE after the first layer", () => {

@@ -1,20 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { isBringupError } from "../../../../src/common/errors.js";
 import { tinyFilesToModel } from "../../../../src/engine/index.js";
+import { bringupErrorOf as errorOf } from "../../../../test/helpers/port-reference.js";
 import { parseKimiConfig, portModel } from "../../model.js";
 import { referenceConfig, referenceFiles } from "./reference.js";
 
 const config = await referenceConfig();
-
-function errorOf(run: () => unknown): { code: string; message: string } {
-  try {
-    run();
-  } catch (error) {
-    if (isBringupError(error)) return { code: error.code, message: error.message };
-    throw error;
-  }
-  throw new Error("no error");
-}
 
 describe("Kimi K2 config parsing and loading", () => {
   it("reads the tiny reference config: latent attention sizes, a dense first layer, grouped sigmoid routing", () => {
