@@ -1,31 +1,14 @@
-import { afterAll, describe, expect, it } from "vitest";
-import { Engine, type EngineOptions, type PromptLogprobs, readCorpus } from "../../../../src/engine/index.js";
+import { describe, expect, it } from "vitest";
+import { Engine, type EngineOptions, readCorpus } from "../../../../src/engine/index.js";
+import { promptAndGreedy } from "../../../../test/helpers/engine-runs.js";
 import { referenceModel } from "./reference.js";
 
 const model = await referenceModel();
 const corpus = await readCorpus();
 const prompt = model.tokenizer.encode(corpus.slice(0, 2000)).slice(0, 300);
-const engines: Engine[] = [];
-afterAll(() => Promise.all(engines.map((e) => e.close())));
-
 /** Prompt logprobs and six greedy tokens of the prompt under `switches`. */
-async function run(switches: Record<string, string>, options: EngineOptions = {}) {
-  const engine = new Engine(model, { threads: 2, maxModelLen: 512, switches, ...options });
-  engines.push(engine);
-  let logprobs: PromptLogprobs = [];
-  const tokens: number[] = [];
-  for await (const out of engine.submit({
-    promptTokenIds: prompt,
-    maxTokens: 6,
-    promptLogprobs: 0,
-    sampling: { temperature: 0 },
-    ignoreEos: true,
-  })) {
-    if (out.promptLogprobs) logprobs = out.promptLogprobs;
-    if (out.token) tokens.push(out.token.tokenId);
-  }
-  return { logprobs: logprobs.slice(1).map((p) => p?.logprob as number), tokens };
-}
+const run = (switches: Record<string, string>, options: EngineOptions = {}) =>
+  promptAndGreedy(model, prompt, { switches, ...options });
 
 describe("KDA's prefill forms and kernels on the tiny reference model", () => {
   it("the fused recurrence gives the reference kernel's bits, prefill and decode", async () => {

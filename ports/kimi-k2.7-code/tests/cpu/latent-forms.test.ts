@@ -1,42 +1,14 @@
-import { afterAll, describe, expect, it } from "vitest";
-import {
-  Engine,
-  MlaAttention,
-  type PromptLogprobs,
-  RoutedMoe,
-  readCorpus,
-} from "../../../../src/engine/index.js";
+import { describe, expect, it } from "vitest";
+import { MlaAttention, RoutedMoe, readCorpus } from "../../../../src/engine/index.js";
+import { promptAndGreedy } from "../../../../test/helpers/engine-runs.js";
 import { referenceModel } from "./reference.js";
 
 const model = await referenceModel();
 const corpus = await readCorpus();
 const prompt = model.tokenizer.encode(corpus.slice(0, 2000)).slice(0, 200);
-const engines: Engine[] = [];
-afterAll(() => Promise.all(engines.map((e) => e.close())));
-
 /** Prompt logprobs and six greedy tokens of the prompt under `switches`, prefilled in chunks of `chunk`. */
-async function run(switches: Record<string, string>, chunk?: number) {
-  const engine = new Engine(model, {
-    threads: 2,
-    maxModelLen: 512,
-    switches,
-    ...(chunk ? { maxNumBatchedTokens: chunk } : {}),
-  });
-  engines.push(engine);
-  let logprobs: PromptLogprobs = [];
-  const tokens: number[] = [];
-  for await (const out of engine.submit({
-    promptTokenIds: prompt,
-    maxTokens: 6,
-    promptLogprobs: 0,
-    sampling: { temperature: 0 },
-    ignoreEos: true,
-  })) {
-    if (out.promptLogprobs) logprobs = out.promptLogprobs;
-    if (out.token) tokens.push(out.token.tokenId);
-  }
-  return { logprobs: logprobs.slice(1).map((p) => p?.logprob as number), tokens };
-}
+const run = (switches: Record<string, string>, chunk?: number) =>
+  promptAndGreedy(model, prompt, { switches, ...(chunk ? { maxNumBatchedTokens: chunk } : {}) });
 
 const maxDiff = (a: readonly number[], b: readonly number[]) =>
   Math.max(...a.map((x, i) => Math.abs(x - (b[i] as number))));
