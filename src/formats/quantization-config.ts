@@ -1,6 +1,7 @@
-import { readFile, stat } from "node:fs/promises";
+import { stat } from "node:fs/promises";
 import { join } from "node:path";
-import { BringupError } from "../common/errors.js";
+import { BringupError, isBringupError } from "../common/errors.js";
+import { MAX_CONFIG_BYTES, readBoundedText } from "./bounded-file.js";
 import type { Dtype } from "./dtypes.js";
 
 /** How one logical weight is stored in a written checkpoint. */
@@ -22,8 +23,9 @@ export async function readModelConfig(source: string): Promise<Record<string, un
   const path = join(source, "config.json");
   let text: string;
   try {
-    text = await readFile(path, "utf8");
-  } catch {
+    text = await readBoundedText(path, MAX_CONFIG_BYTES);
+  } catch (error) {
+    if (isBringupError(error)) throw error;
     return undefined;
   }
   try {
