@@ -1,12 +1,15 @@
 import { open } from "node:fs/promises";
 import { BringupError } from "../common/errors.js";
+import { openError } from "./file-handles.js";
 
 /**
  * A JSON file beside the weights (an index, a config) read only when at most `maxBytes`: these are
  * kilobytes to a few megabytes, and one of gigabytes would only exhaust memory before failing.
  */
 export async function readBoundedText(path: string, maxBytes: number): Promise<string> {
-  const handle = await open(path, "r");
+  const handle = await open(path, "r").catch((error: unknown) => {
+    throw openError(error, path);
+  });
   try {
     const { size } = await handle.stat();
     if (size > maxBytes) {

@@ -1,6 +1,6 @@
 import { copyFile, readdir, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { BringupError } from "../common/errors.js";
+import { BringupError, isBringupError } from "../common/errors.js";
 import { MAX_CONFIG_BYTES, readBoundedText } from "./bounded-file.js";
 import { INDEX_FILE } from "./checkpoint.js";
 
@@ -28,6 +28,7 @@ export async function copyCompanions(
       try {
         config = JSON.parse(await readBoundedText(from, MAX_CONFIG_BYTES)) as Record<string, unknown>;
       } catch (error) {
+        if (isBringupError(error)) throw error;
         throw new BringupError(
           "BAD_CONFIG",
           `${from}: not valid JSON (${(error as Error).message}); fix it before converting.`,

@@ -18,7 +18,13 @@ import {
 } from "./convert-jobs.js";
 import { checkFreeSpace, findInexactTiles, writeOutput } from "./convert-preflight.js";
 import { type Dtype, dtypeBytes, elementCount } from "./dtypes.js";
-import { detectLogicalTensors, type LogicalTensor, logicalRows, scaleGridShape } from "./logical.js";
+import {
+  detectLogicalTensors,
+  type LogicalTensor,
+  logicalRows,
+  scaleGridShape,
+  shortRows,
+} from "./logical.js";
 import { MXFP4_BLOCK, MXFP4_BLOCK_BYTES } from "./mxfp4.js";
 import { TILE } from "./mxfp4-to-fp8.js";
 import {
@@ -175,9 +181,12 @@ function planTensors(
       !keptBySource(tensor.name);
     const [rows, cols] = [tensor.shape.at(-2) ?? 1, tensor.shape.at(-1) ?? 1];
     const lead = tensor.shape.slice(0, -2);
+    // Ops that work element by element (or block by block along the elements) read short rows.
+    const streamed = shortRows([tensor])[0] as LogicalTensor;
     if (options.to === "bf16" && tensor.kind !== "plain") {
       plans.push({
         ...base,
+        tensor: streamed,
         op: { op: "to-bf16", allowInexact: options.allowInexact === true },
         outputs: [{ name: tensor.name, dtype: "BF16", shape: tensor.shape }],
         to: "BF16",
@@ -198,6 +207,7 @@ function planTensors(
           : [...lead, rows, cols / MXFP4_BLOCK];
       plans.push({
         ...base,
+        ...(block === "block32" ? { tensor: streamed } : {}),
         op: { op: "mxfp4-to-fp8", block, allowInexact: options.allowInexact === true },
         outputs: [
           { name: tensor.name, dtype: "F8_E4M3", shape: tensor.shape },
@@ -233,7 +243,7 @@ function planTensors(
           { subject },
         );
       }
-      plans.push({ ...base, ...toMxfp4(tensor, "fp8-to-mxfp4") });
+      plans.push({ ...base, tensor: streamed, ...toMxfp4(tensor, "fp8-to-mxfp4") });
     } else if (options.to === "mxfp4" && quantizable && cols % MXFP4_BLOCK === 0) {
       plans.push({ ...base, ...toMxfp4(tensor, "float-to-mxfp4") });
     } else {
@@ -281,6 +291,12 @@ export async function convertCheckpoint(
       `workers must be a whole number of threads, 0 or more (0 converts on the calling thread); got ${workerCount}.`,
     );
   }
+  if (options.allowNonFinite === true && options.to !== "fp8") {
+    throw new BringupError(
+      "BAD_OPTION",
+      `allowNonFinite applies to weights quantized to FP8 only (--to fp8 with --include); MXFP4 has no NaN or infinity to carry them and bf16 carries them as they are, so drop it.`,
+    );
+  }
   const ck = await openCheckpoint(source);
   try {
     const sourceConfig = await readModelConfig(source);
@@ -296,10 +312,11 @@ export async function convertCheckpoint(
       byShard.set(plan.shard, list);
       list.push(plan);
     }
-    const shardLayouts = [...byShard].map(([shard, shardPlans]) => ({
-      shard,
-      layouts: shardPlans.flatMap((p) => p.outputs),
-      metadata: ck.shards.find((s) => basename(s.path) === shard)?.metadata ?? {},
+    // Every source shard has its output shard, one without tensors too (a header of `{}`).
+    const shardLayouts = ck.shards.map((s) => ({
+      shard: basename(s.path),
+      layouts: (byShard.get(basename(s.path)) ?? []).flatMap((p) => p.outputs),
+      metadata: s.metadata,
     }));
     checkAborted(options.signal, output);
     await checkFreeSpace(source, output, shardLayouts);

@@ -110,6 +110,27 @@ export function logicalRows(tensor: LogicalTensor): { rows: number; cols: number
 }
 
 /**
+ * The same weights read in rows as short as all of them allow, so a comparison or conversion of a
+ * 1-D weight, or of one huge row, streams in bounded chunks instead of holding the row whole: a
+ * plain weight splits anywhere, MXFP4 and FP8 with [1, 32] scale blocks after each 32 elements
+ * (their blocks run along the flattened elements), FP8 with 128x128 tiles not at all. Each view
+ * holds the same values in the same order, so element k of one is element k of the other.
+ */
+export function shortRows(tensors: readonly LogicalTensor[]): LogicalTensor[] {
+  const fits = (t: LogicalTensor, length: number) => {
+    const { cols } = logicalRows(t);
+    if (length === cols) return true;
+    if (t.kind === "plain") return elementCount(t.shape) % length === 0;
+    const blockCols = t.kind === "mxfp4" ? MXFP4_BLOCK : t.block[0] === 1 ? t.block[1] : Number.NaN;
+    return length === blockCols && cols % blockCols === 0;
+  };
+  const widths = tensors.map((t) => logicalRows(t).cols);
+  const length = [1, MXFP4_BLOCK, ...widths].find((l) => l > 0 && tensors.every((t) => fits(t, l)));
+  if (length === undefined) return [...tensors];
+  return tensors.map((t) => ({ ...t, shape: [elementCount(t.shape) / length, length] }));
+}
+
+/**
  * Memory one reader of many row ranges reuses (see readLogicalRows), grown as needed: fresh arrays
  * per range cost more in page faults and garbage collection than decoding them did. Quantized
  * weights are read into a SIMD decoder's memory of their own and decoded there.

@@ -25,7 +25,7 @@ export async function readModelConfig(source: string): Promise<Record<string, un
   try {
     text = await readBoundedText(path, MAX_CONFIG_BYTES);
   } catch (error) {
-    if (isBringupError(error)) throw error;
+    if (isBringupError(error) && error.code !== "FILE_NOT_FOUND") throw error;
     return undefined;
   }
   try {

@@ -145,7 +145,7 @@ describe("safetensors header", () => {
     ).toHaveLength(10);
     expect(budget.tensors).toBe(0);
     expect(() => parseSafetensorsHeader(text(header), 0, "m.safetensors", { tensors: 9 })).toThrow(
-      /more than 524288 tensors/,
+      /more than 262144 tensors/,
     );
     const long = `{"${"n".repeat(MAX_NAME_BYTES + 1)}":{"dtype":"U8","shape":[0],"data_offsets":[0,0]}}`;
     expect(() => parse(long, 0)).toThrow(/string longer than 4096 bytes/);
