@@ -20,6 +20,7 @@ import { checkFreeSpace, findInexactTiles, writeOutput } from "./convert-preflig
 import { type Dtype, dtypeBytes, elementCount } from "./dtypes.js";
 import {
   detectLogicalTensors,
+  FP8_BLOCKS,
   type LogicalTensor,
   logicalRows,
   scaleGridShape,
@@ -131,16 +132,31 @@ function describe(tensor: LogicalTensor): string {
   return "mxfp4";
 }
 
-function formatOf(tensor: LogicalTensor): WrittenFormat {
+/**
+ * How a weight is stored when copied as it is. An FP8 weight's scales are powers of two where the
+ * source's config says so (scale_fmt ue8m0), as the copy keeps them.
+ */
+function formatOf(tensor: LogicalTensor, powerOfTwoScales: boolean): WrittenFormat {
   if (tensor.kind === "plain") return { kind: "plain", dtype: tensor.dtype };
-  if (tensor.kind === "fp8") return { kind: "fp8", block: tensor.block, powerOfTwoScales: false };
+  if (tensor.kind === "fp8") return fp8Written(tensor.shape, tensor.block, powerOfTwoScales);
   return { kind: "mxfp4" };
+}
+
+/** An FP8 weight of this shape written with scale blocks `block`, and every layout its scales fit. */
+function fp8Written(
+  shape: readonly number[],
+  block: readonly [number, number],
+  powerOfTwoScales: boolean,
+): WrittenFormat {
+  const grid = scaleGridShape(shape, block).join();
+  const blocks = FP8_BLOCKS.filter((b) => scaleGridShape(shape, b).join() === grid);
+  return { kind: "fp8", blocks, powerOfTwoScales };
 }
 
 function planTensors(
   ck: Checkpoint,
   options: ConvertOptions,
-  keptBySource: (weight: string) => boolean,
+  source: { kept: (weight: string) => boolean; powerOfTwoScales: boolean },
 ): Plan[] {
   const exclude = options.exclude ?? DEFAULT_KEEP;
   const plans: Plan[] = [];
@@ -164,7 +180,7 @@ function planTensors(
         shard: basename(info.file),
         from: describe(tensor),
         to: describe(tensor),
-        written: formatOf(tensor),
+        written: formatOf(tensor, source.powerOfTwoScales),
       });
     }
   };
@@ -178,7 +194,7 @@ function planTensors(
       tensor.shape.length >= 2 &&
       options.include?.test(tensor.name) === true &&
       !exclude.test(tensor.name) &&
-      !keptBySource(tensor.name);
+      !source.kept(tensor.name);
     const [rows, cols] = [tensor.shape.at(-2) ?? 1, tensor.shape.at(-1) ?? 1];
     const lead = tensor.shape.slice(0, -2);
     // Ops that work element by element (or block by block along the elements) read short rows.
@@ -214,11 +230,7 @@ function planTensors(
           { name: `${tensor.name}_scale_inv`, dtype: "F32", shape: grid },
         ],
         to: `fp8-e4m3 [${block === "tile128" ? "128x128" : "1x32"}]`,
-        written: {
-          kind: "fp8",
-          block: block === "tile128" ? [TILE, TILE] : [1, MXFP4_BLOCK],
-          powerOfTwoScales: true,
-        },
+        written: fp8Written(tensor.shape, block === "tile128" ? [TILE, TILE] : [1, MXFP4_BLOCK], true),
       });
     } else if (options.to === "fp8" && quantizable) {
       plans.push({
@@ -233,7 +245,7 @@ function planTensors(
           },
         ],
         to: "fp8-e4m3 [128x128]",
-        written: { kind: "fp8", block: [TILE, TILE], powerOfTwoScales: false },
+        written: fp8Written(tensor.shape, [TILE, TILE], false),
       });
     } else if (options.to === "mxfp4" && tensor.kind === "fp8") {
       if (cols % MXFP4_BLOCK !== 0) {
@@ -300,7 +312,12 @@ export async function convertCheckpoint(
   const ck = await openCheckpoint(source);
   try {
     const sourceConfig = await readModelConfig(source);
-    const plans = planTensors(ck, options, keptBySource(sourceConfig));
+    const sourceQuantization = sourceConfig?.quantization_config as Record<string, unknown> | undefined;
+    const plans = planTensors(ck, options, {
+      kept: keptBySource(sourceConfig),
+      powerOfTwoScales:
+        sourceQuantization?.quant_method === "fp8" && sourceQuantization.scale_fmt === "ue8m0",
+    });
     const quantization = describeQuantization(
       new Map(plans.map((p) => [p.weight, p.written])),
       sourceConfig,
