@@ -52,9 +52,8 @@ function facts(port: LoadedPort): string {
       `  - ${text(`${kind}: ${variantSummary(variant)} on ${acceleratorName(target.accelerator)}: ${variant.note}`)}`,
     );
   }
-  const image = software.base_image === undefined ? "" : `; base image ${code(software.base_image)}`;
   lines.push(
-    `- **Software.** ${text(`Gaudi software ${software.gaudi_software}`)}${image}; ${text(EXECUTION_MODE_LABELS[software.execution_mode])}; HPU graphs ${software.hpu_graphs ? "on" : "off"}`,
+    `- **Software.** ${text(`Gaudi software ${software.gaudi_software}`)}; ${text(EXECUTION_MODE_LABELS[software.execution_mode])}; HPU graphs ${software.hpu_graphs ? "on" : "off"}`,
     `- **Cookbook kernels.** ${manifest.cookbook_kernels.length > 0 ? manifest.cookbook_kernels.map(code).join(", ") : "none"}`,
     `- **Status.** ${text(statusText(manifest.status))}`,
   );
