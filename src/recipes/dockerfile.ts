@@ -1,4 +1,10 @@
-import { BUILD_WHEEL, deviceRunNotice, generatedNotice, HOST_WHEEL_DIR, WHEEL_DIR } from "./install-script.js";
+import {
+  BUILD_WHEEL,
+  deviceRunNotice,
+  generatedNotice,
+  HOST_WHEEL_DIR,
+  WHEEL_DIR,
+} from "./install-script.js";
 import { assertPlainValue } from "./shell.js";
 import type { Recipe } from "./source.js";
 

@@ -68,7 +68,8 @@ export async function recipeProblems(
   if (manifest.reference === undefined) {
     return [...present.keys()].map((path) => ({
       file: `${label}/${path}`,
-      message: "is checked in, but the port has no engine model code, so there is no device plugin to install",
+      message:
+        "is checked in, but the port has no engine model code, so there is no device plugin to install",
       expected: "no recipe files until the port runs on the engine",
     }));
   }

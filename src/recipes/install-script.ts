@@ -76,7 +76,9 @@ export function pinComments(recipe: Recipe, comment: string): string {
       pkg.origin,
     ]),
   ];
-  return pins.map(([name, value, origin]) => `${comment}   ${name} ${value}\n${comment}     ${describeOrigin(origin)}`).join("\n");
+  return pins
+    .map(([name, value, origin]) => `${comment}   ${name} ${value}\n${comment}     ${describeOrigin(origin)}`)
+    .join("\n");
 }
 
 /**

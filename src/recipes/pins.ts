@@ -1,5 +1,5 @@
 import { BringupError } from "../common/errors.js";
-import { PLATFORM, type Pin, type Platform } from "./platform.js";
+import { type Pin, PLATFORM, type Platform } from "./platform.js";
 import { serveEnv } from "./serve.js";
 import { assertPlainValue } from "./shell.js";
 import { normalizePackageName, type Recipe, type RecipeManifest } from "./source.js";

@@ -64,7 +64,12 @@ export function serveEnv(
  * model as the port states (its cards and context); `tiny` serves the port's tiny reference
  * checkpoint on one card at the context the reference engine serves it with.
  */
-export function serveArgs(recipe: Recipe, model: string, httpPort: string, size: "full" | "tiny" = "full"): string[][] {
+export function serveArgs(
+  recipe: Recipe,
+  model: string,
+  httpPort: string,
+  size: "full" | "tiny" = "full",
+): string[][] {
   const maxModelLen = size === "tiny" ? recipe.tinyMaxModelLen : recipe.maxModelLen;
   const args = [
     ["-m", VLLM_SERVER_MODULE],

@@ -1,7 +1,7 @@
 import { dockerBuildCommand, portInImage } from "./dockerfile.js";
 import { BUILD_WHEEL, PLUGIN_DISTRIBUTION, pinsStampPath } from "./install-script.js";
 import { resolveRecipe } from "./pins.js";
-import { PLATFORM, type Pin, type Platform } from "./platform.js";
+import { type Pin, PLATFORM, type Platform } from "./platform.js";
 import { serveCommandLine } from "./serve.js";
 import type { RecipeManifest } from "./source.js";
 
@@ -29,7 +29,10 @@ export type RecipeSummary =
 
 export function recipeSummary(manifest: RecipeManifest, platform: Platform = PLATFORM): RecipeSummary {
   if (manifest.reference === undefined) {
-    return { state: "none", why: "the port has no engine model code yet, so there is no device plugin to install" };
+    return {
+      state: "none",
+      why: "the port has no engine model code yet, so there is no device plugin to install",
+    };
   }
   const recipe = resolveRecipe(manifest, platform);
   return {

@@ -1,11 +1,6 @@
 import type { Command } from "commander";
 import { inspectCatalog, PORTS_DIR } from "../../catalog/index.js";
-import {
-  recipeProblems,
-  resolveRecipe,
-  serveCommandLine,
-  writeRecipe,
-} from "../../recipes/index.js";
+import { recipeProblems, resolveRecipe, serveCommandLine, writeRecipe } from "../../recipes/index.js";
 import { formatProblem } from "../../records/index.js";
 import { projectRoot } from "../root.js";
 
