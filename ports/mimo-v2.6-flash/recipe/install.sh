@@ -173,7 +173,7 @@ fi
 # Everything matches: install the plugin next to vllm-gaudi, without dependencies or an index.
 find_dist 'vllm-gaudi'
 site=$found_dir
-"$root$python" -m pip install --no-deps --no-index --no-cache-dir --disable-pip-version-check --target "$site" "$wheel"
+"$root$python" -m pip install --no-deps --no-index --no-cache-dir --disable-pip-version-check --root-user-action=ignore --target "$site" "$wheel"
 find_dist 'bringup-vllm'
 if [ "${found_dir:-}" != "$site" ]; then
   printf 'install.sh: pip finished but %s is not in %s; the image is left as pip left it.\n' 'bringup-vllm' "${site#"$root"}" >&2
