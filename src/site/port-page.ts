@@ -56,7 +56,7 @@ function facts(port: LoadedPort): string {
   lines.push(
     `- **Software.** ${text(`Gaudi software ${software.gaudi_software}`)}; ${text(EXECUTION_MODE_LABELS[software.execution_mode])}; HPU graphs ${software.hpu_graphs ? "on" : "off"}`,
     `- **Cookbook kernels.** ${manifest.cookbook_kernels.length > 0 ? manifest.cookbook_kernels.map(code).join(", ") : "none"}`,
-    `- **Status.** ${text(`${statusText(manifest.status)} (the Ports page's claim about its device runs)`)}`,
+    `- **Status.** ${text(`${statusText(manifest.status)} (claimed for its device runs elsewhere; what this repository proves follows)`)}`,
     ...renderProven(port, portPage(port.id)),
   );
   return lines.join("\n");
