@@ -1,4 +1,5 @@
 export { dockerBuildCommand, portInImage, renderDockerfile } from "./dockerfile.js";
+export { PLATFORM_FINDINGS, type PlatformFinding, type Source } from "./findings.js";
 export { generateRecipe, RECIPE_PATHS, type RecipeFile, recipeProblems, writeRecipe } from "./generate.js";
 export {
   BUILD_WHEEL,

@@ -1,6 +1,8 @@
 import type { LoadedPort } from "../catalog/index.js";
 import { type PinOrigin, recipeSummary } from "../recipes/index.js";
+import { portFindings } from "./findings-page.js";
 import { code, table, text } from "./markdown.js";
+import { portPage } from "./paths.js";
 
 /** Where a pin comes from, as a table cell: the public source it was read off, or the device run's record. */
 function origin(from: PinOrigin): string {
@@ -39,6 +41,7 @@ export function renderRecipe(port: LoadedPort): string {
     "",
     ran,
     "",
+    ...portFindings(port.id, portPage(port.id)).flatMap((line) => [line, ""]),
     text(
       `The recipe follows vllm-gaudi ${summary.row.vllmGaudi} on Gaudi software ${summary.row.gaudiSoftware} with PyTorch ${summary.row.pytorch}, the newest validated row of vllm-gaudi's compatibility matrix. recipe/Dockerfile builds vLLM and vllm-gaudi on the stock image at those tags; recipe/install.sh checks the image against every pin below, stops the build on any mismatch, and installs the device plugin ${summary.plugin} and nothing else.`,
     ),
