@@ -19,6 +19,7 @@ import type { ForwardBatch, LayerStorage, SequenceRun } from "./model/model.js";
 import { OutputQueue } from "./output-queue.js";
 import type { FinishReason, GeneratedToken, GenerateRequest, StepOutput } from "./request.js";
 import { logprobsOf, SeededStream, sampleToken, validateSampling } from "./sampler.js";
+import type { ErrorCode } from "../common/error-catalogue.js";
 
 export interface EngineOptions {
   /** Most sequences running at once (default 64). */
@@ -403,7 +404,7 @@ export class Engine {
   }
 
   private validate(r: GenerateRequest): void {
-    const bad = (code: string, message: string, subject?: string): never => {
+    const bad = (code: ErrorCode, message: string, subject?: string): never => {
       throw new BringupError(code, message, subject === undefined ? undefined : { subject });
     };
     const n = r.promptTokenIds.length;

@@ -1,5 +1,6 @@
 import { closeSync, openSync } from "node:fs";
 import { BringupError } from "../common/errors.js";
+import type { ErrorCode } from "../common/error-catalogue.js";
 
 /**
  * Open file descriptors shared by this thread's safetensors readers, at most `limit` at once: a
@@ -59,7 +60,7 @@ function openForReading(path: string): number {
     return openSync(path, "r");
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    const [ours, advice] =
+    const [ours, advice]: [ErrorCode, string] =
       code === "ENOENT" || code === "ENOTDIR"
         ? ["FILE_NOT_FOUND", "check the path"]
         : code === "EMFILE" || code === "ENFILE"

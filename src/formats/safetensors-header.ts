@@ -1,5 +1,6 @@
 import { BringupError } from "../common/errors.js";
 import { type Dtype, dtypeBytes, elementCount, isDtype } from "./dtypes.js";
+import type { ErrorCode } from "../common/error-catalogue.js";
 
 /** One tensor of a safetensors file: where its bytes lie, relative to the start of the data section. */
 export interface TensorInfo {
@@ -20,7 +21,7 @@ export interface SafetensorsHeader {
 export const MAX_HEADER_BYTES = 100_000_000;
 const METADATA_KEY = "__metadata__";
 
-function fail(code: string, file: string, what: string, tensor?: string): never {
+function fail(code: ErrorCode, file: string, what: string, tensor?: string): never {
   const where = tensor === undefined ? file : `${file}: tensor ${JSON.stringify(tensor)}`;
   throw new BringupError(code, `${where}: ${what}`, {
     subject: tensor === undefined ? file : `${file}#${tensor}`,

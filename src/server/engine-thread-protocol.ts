@@ -5,6 +5,7 @@ import type {
   GenerateRequest,
   StepOutput,
 } from "../engine/index.js";
+import type { ErrorCode } from "../common/error-catalogue.js";
 
 /** Where the engine thread gets its model: a generated tiny size or a model directory. */
 export type ModelSource =
@@ -22,7 +23,7 @@ export interface EngineThreadData {
 
 /** A BringupError as it crosses threads. */
 export interface ThreadError {
-  readonly code: string;
+  readonly code: ErrorCode;
   readonly message: string;
   readonly subject?: string;
 }
