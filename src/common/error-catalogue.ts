@@ -260,8 +260,8 @@ export const ERROR_CATALOGUE = {
   // recipes
   RECIPE_ENV_CONFLICT: { category: "input" },
   RECIPE_MULTI_NODE: { category: "input" },
-  RECIPE_PIN_DUPLICATE: { category: "input" },
-  RECIPE_PINS_MISSING: { category: "input" },
+  RECIPE_NO_MODEL_CODE: { category: "input" },
+  RECIPE_PLATFORM_MISMATCH: { category: "input" },
   RECIPE_VALUE_UNSAFE: { category: "input" },
 
   // cli and the flow
