@@ -11,8 +11,8 @@ import {
   tokenNamer,
   vllmPromptLogprobs,
 } from "./logprobs.js";
-import { promptTokenIds } from "./prompt-limits.js";
-import { parseBody } from "./request-body.js";
+import { checkBodySize, promptTokenIds } from "./prompt-limits.js";
+import { parseBody, readBodyText } from "./request-body.js";
 import type { RequestRecord } from "./request-log.js";
 import { type CompletionRequest, completionRequestSchema } from "./schemas.js";
 import { eventStream, requireStreamForOptions } from "./sse.js";
@@ -40,7 +40,8 @@ function tokenPositions(tokens: readonly GeneratedToken[]): PositionLogprob[] {
 
 /** POST /v1/completions. */
 export async function completions(ctx: ServerContext, c: Context, record: RequestRecord): Promise<Response> {
-  const body = parseBody(await c.req.text(), completionRequestSchema);
+  const text = await readBodyText(c.req.raw, ctx.maxRequestBodyBytes);
+  const body = parseBody(text, completionRequestSchema);
   const model = requireModel(ctx, body.model);
   requireStreamForOptions(body);
   if (body.request_id != null) record.requestId = body.request_id;
@@ -49,6 +50,7 @@ export async function completions(ctx: ServerContext, c: Context, record: Reques
   const stream = body.stream ?? false;
   const { n, bestOf } = choiceCounts(body, stream);
   const prompts = promptsOf(body.prompt);
+  checkBodySize(ctx, Buffer.byteLength(text), prompts.length);
   const promptIds = prompts.map((p) =>
     promptTokenIds(ctx, p, body.add_special_tokens ?? true, body.truncate_prompt_tokens ?? undefined),
   );

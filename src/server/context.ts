@@ -3,6 +3,7 @@ import type { SamplingParams, TextTokenizer } from "../engine/index.js";
 import { ApiError } from "./api-error.js";
 import type { ServerMetrics } from "./metrics.js";
 import type { RequestLog } from "./request-log.js";
+import type { RequestTemplateRenderer } from "./request-template.js";
 import type { ServedEngine } from "./served-engine.js";
 
 /** What every route needs: the engine, the metrics, and the name the model is served under. */
@@ -15,6 +16,10 @@ export interface ServerContext {
   /** Aborted when the server's drain time is up: requests still running end with an error. */
   readonly shutdown: AbortSignal;
   readonly log: RequestLog;
+  /** Most bytes of any request body (serve's hard cap; routes also hold a body to its prompts). */
+  readonly maxRequestBodyBytes: number;
+  /** Renders requests' own chat templates; absent unless serve trusts them (--trust-request-chat-template). */
+  readonly templates?: RequestTemplateRenderer;
 }
 
 /** Checks the request's `model` (absent means the served model, as in vLLM) and returns the name to report. */

@@ -146,6 +146,7 @@ export const tokenizeRequestSchema = z.union(
       messages: z.array(chatMessageSchema).min(1, { error: "send at least one message" }),
       add_generation_prompt: z.boolean().nullish(),
       add_special_tokens: z.boolean().nullish(),
+      chat_template: z.string().nullish(),
     }),
   ],
   { error: "send either `prompt` (a string) or `messages` (a list of chat messages)" },

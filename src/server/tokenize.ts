@@ -2,7 +2,8 @@ import type { Context } from "hono";
 import { ApiError } from "./api-error.js";
 import { chatPromptIds } from "./chat.js";
 import { requireModel, type ServerContext } from "./context.js";
-import { parseBody } from "./request-body.js";
+import { checkBodySize } from "./prompt-limits.js";
+import { parseBody, readBodyText } from "./request-body.js";
 import { detokenizeRequestSchema, tokenizeRequestSchema } from "./schemas.js";
 
 /**
@@ -11,17 +12,20 @@ import { detokenizeRequestSchema, tokenizeRequestSchema } from "./schemas.js";
  * it); the body limit, set from max_model_len, bounds the work.
  */
 export async function tokenize(ctx: ServerContext, c: Context): Promise<Response> {
-  const body = parseBody(await c.req.text(), tokenizeRequestSchema);
+  const text = await readBodyText(c.req.raw, ctx.maxRequestBodyBytes);
+  const body = parseBody(text, tokenizeRequestSchema);
+  checkBodySize(ctx, Buffer.byteLength(text), 1);
   requireModel(ctx, body.model);
   const tokens =
     "prompt" in body
       ? ctx.engine.tokenizer.encode(body.prompt, { addSpecialTokens: body.add_special_tokens ?? true })
-      : chatPromptIds(
+      : await chatPromptIds(
           ctx,
           body.messages,
           body.add_generation_prompt ?? true,
           body.add_special_tokens ?? false,
           false,
+          body.chat_template ?? undefined,
         );
   return c.json({
     count: tokens.length,
@@ -33,7 +37,7 @@ export async function tokenize(ctx: ServerContext, c: Context): Promise<Response
 
 /** POST /detokenize, vLLM's shape: `{tokens}` in, `{prompt}` out. */
 export async function detokenize(ctx: ServerContext, c: Context): Promise<Response> {
-  const body = parseBody(await c.req.text(), detokenizeRequestSchema);
+  const body = parseBody(await readBodyText(c.req.raw, ctx.maxRequestBodyBytes), detokenizeRequestSchema);
   requireModel(ctx, body.model);
   const vocab = ctx.engine.vocabSize;
   const outside = body.tokens.findIndex((id) => id >= vocab);
