@@ -64,6 +64,8 @@ export function createApp(ctx: ServerContext, options: { readonly apiKey?: strin
       `there is no route ${c.req.method} ${c.req.path}; see /v1/models, /v1/completions, /v1/chat/completions.`,
       "not_found",
     );
+    const record = c.get("record");
+    if (record !== undefined) ctx.log.error(record, api.status, api.code, api.message);
     return c.json(api.body(), 404);
   });
   if (options.apiKey !== undefined) app.use("*", requireApiKey(options.apiKey));
