@@ -114,7 +114,7 @@ export async function chatCompletions(
     [promptIds],
     {
       maxTokens,
-      sampling: samplingOf(body, tokenizer),
+      sampling: samplingOf(body, ctx.engine),
       ...(topLogprobs !== undefined ? { logprobs: topLogprobs } : {}),
       ...(body.prompt_logprobs != null ? { promptLogprobs: body.prompt_logprobs } : {}),
       stop: stopStringsOf(body.stop),
@@ -135,7 +135,7 @@ export async function chatCompletions(
   const logprobsOf = (tokens: readonly GeneratedToken[]) =>
     topLogprobs === undefined ? null : { content: chatLogprobs(names, tokens, topLogprobs) };
   const promptLogprobsOf = (p: PromptLogprobs | undefined) =>
-    body.prompt_logprobs != null && p ? vllmPromptLogprobs(names, p, body.prompt_logprobs) : null;
+    body.prompt_logprobs != null && p ? vllmPromptLogprobs(tokenizer, p, body.prompt_logprobs) : null;
   const finished = () => {
     record.completionTokens = usage().completion_tokens;
     record.finishReasons = choices.map((ch) => ch.generation.finishReason ?? "abort");

@@ -58,13 +58,16 @@ export async function completions(ctx: ServerContext, c: Context, record: Reques
   const logprobs = body.logprobs ?? undefined;
   // Echo with logprobs scores the prompt too, so the engine is asked for enough prompt alternatives for both uses.
   const wantPrompt = Math.max(body.prompt_logprobs ?? -1, echo && logprobs !== undefined ? logprobs : -1);
+  // vLLM answers prompt_logprobs for echo + logprobs too, with `logprobs` alternatives
+  // (vllm/entrypoints/openai/protocol.py, CompletionRequest.to_sampling_params).
+  const answerPrompt = body.prompt_logprobs ?? (echo ? logprobs : undefined);
   const abort = new AbortController();
   const choices = await startChoices(
     ctx,
     promptIds,
     {
       maxTokens: body.max_tokens ?? DEFAULT_MAX_TOKENS,
-      sampling: samplingOf(body, tokenizer),
+      sampling: samplingOf(body, ctx.engine),
       ...(logprobs !== undefined ? { logprobs } : {}),
       ...(wantPrompt >= 0 ? { promptLogprobs: wantPrompt } : {}),
       stop: stopStringsOf(body.stop),
@@ -89,9 +92,7 @@ export async function completions(ctx: ServerContext, c: Context, record: Reques
   const promptTokens = record.promptTokens ?? 0;
   const usage = () => usageOf(choices, promptTokens);
   const promptLogprobsField = (promptLp: PromptLogprobs | undefined) =>
-    body.prompt_logprobs != null && promptLp
-      ? vllmPromptLogprobs(names, promptLp, body.prompt_logprobs)
-      : null;
+    answerPrompt !== undefined && promptLp ? vllmPromptLogprobs(tokenizer, promptLp, answerPrompt) : null;
   const finished = () => {
     record.completionTokens = usage().completion_tokens;
     record.finishReasons = choices.map((ch) => ch.generation.finishReason ?? "abort");
@@ -136,7 +137,7 @@ export async function completions(ctx: ServerContext, c: Context, record: Reques
                 logprobs: lp,
                 finish_reason: chunk.finishReason,
                 stop_reason: chunk.stopReason,
-                ...(first && body.prompt_logprobs != null
+                ...(first && answerPrompt !== undefined
                   ? { prompt_logprobs: promptLogprobsField(chunk.promptLogprobs) }
                   : {}),
               },

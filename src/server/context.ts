@@ -59,13 +59,28 @@ function badWordIds(tokenizer: TextTokenizer, words: readonly string[]): number[
   return out;
 }
 
-/** OpenAI's and vLLM's sampling fields as the engine's; the engine checks their ranges. */
-export function samplingOf(body: SamplingFields, tokenizer: TextTokenizer): SamplingParams {
+/**
+ * OpenAI's and vLLM's sampling fields as the engine's; the engine checks their ranges. A
+ * logit_bias id outside the vocabulary is refused, as vLLM's processor does
+ * (vllm/v1/engine/processor.py, _validate_logit_bias).
+ */
+export function samplingOf(
+  body: SamplingFields,
+  engine: Pick<ServedEngine, "tokenizer" | "vocabSize">,
+): SamplingParams {
+  const { tokenizer, vocabSize } = engine;
   const bias = body.logit_bias ?? {};
   const biasEntries = Object.entries(bias).map(([id, v]) => {
     const tokenId = Number(id);
-    if (!Number.isInteger(tokenId) || tokenId < 0)
+    if (!/^\d+$/.test(id.trim()) || !Number.isSafeInteger(tokenId))
       throw new ApiError(400, `\`logit_bias\`: "${id}" is not a token id.`, "invalid_value", "logit_bias");
+    if (tokenId >= vocabSize)
+      throw new ApiError(
+        400,
+        `\`logit_bias\`: token id ${tokenId} is out of the vocabulary (size ${vocabSize}); bias ids 0..${vocabSize - 1}.`,
+        "invalid_value",
+        "logit_bias",
+      );
     if (!(v >= -100 && v <= 100))
       throw new ApiError(400, "`logit_bias`: biases must be in [-100, 100].", "invalid_value", "logit_bias");
     return [tokenId, v] as const;

@@ -76,9 +76,12 @@ export class Generation implements AsyncIterable<GenerationChunk> {
     return streams.map((outputs) => new Generation(ctx, params, outputs, arrival));
   }
 
-  /** vLLM checks stop strings only once min_tokens tokens were generated. */
+  /**
+   * vLLM matches stop strings only in text after the first min_tokens tokens: a match must end
+   * in the text of a later token (vllm/v1/engine/detokenizer.py, BaseIncrementalDetokenizer.update).
+   */
   private get pastMinTokens(): boolean {
-    return this.completionTokens >= (this.params.minTokens ?? 0);
+    return this.completionTokens > (this.params.minTokens ?? 0);
   }
 
   async *[Symbol.asyncIterator](): AsyncGenerator<GenerationChunk> {
@@ -98,11 +101,16 @@ export class Generation implements AsyncIterable<GenerationChunk> {
           if (this.completionTokens === 0) metrics.firstToken((now - this.arrival) / 1000);
           else metrics.nextToken((now - last) / 1000);
           last = now;
+          // Counted here, as the answer's usage counts them: not the tokens the engine made past a stop string.
+          metrics.generated(out.numGeneratedTokens - this.completionTokens);
           this.completionTokens = out.numGeneratedTokens;
           this.cumulativeLogprob += out.token.logprob;
-          // Like vLLM, the token that stopped the request adds no text.
+          // Like vLLM, the token that stopped the request adds its text only with
+          // include_stop_str_in_output (vllm/v1/engine/detokenizer.py, update()).
           if (out.finishReason === "stop") {
             if (this.stopTokens.has(out.token.tokenId)) stopReason = out.token.tokenId;
+            if (this.params.includeStopString)
+              text = matcher.push(detokenizer.push(out.token.tokenId), false).text;
           } else {
             const step = matcher.push(detokenizer.push(out.token.tokenId), this.pastMinTokens);
             text = step.text;

@@ -49,6 +49,7 @@ export class ServerMetrics {
   private readonly promptTokens: Histogram<"model_name">;
   private readonly generationTokens: Histogram<"model_name">;
   private readonly finished: Counter<"model_name" | "finished_reason">;
+  private readonly generationTokensTotal: Counter<"model_name">;
 
   constructor(modelName: string, stats: () => EngineStats) {
     const labels = { model_name: modelName };
@@ -119,7 +120,12 @@ export class ServerMetrics {
       "Prompt tokens run through the model (recomputation included).",
       (s) => s.promptTokensTotal,
     );
-    counter(METRIC_NAMES.generationTokens, "Tokens generated.", (s) => s.generationTokensTotal);
+    this.generationTokensTotal = new Counter({
+      name: METRIC_NAMES.generationTokens,
+      help: "Tokens generated, as the answers' usage counts them (none past a matched stop string).",
+      labelNames,
+      registers,
+    });
     this.finished = new Counter({
       name: METRIC_NAMES.requestSuccess,
       help: "Requests finished, by finish reason (stop, length, abort).",
@@ -164,6 +170,10 @@ export class ServerMetrics {
 
   firstToken(seconds: number): void {
     this.ttft.observe(this.labels, seconds);
+  }
+
+  generated(tokens: number): void {
+    if (tokens > 0) this.generationTokensTotal.inc(this.labels, tokens);
   }
 
   nextToken(seconds: number): void {

@@ -8,7 +8,7 @@ import { detokenizeRequestSchema, tokenizeRequestSchema } from "./schemas.js";
 
 /**
  * POST /tokenize, vLLM's shape: a prompt (or chat messages, templated) in, `{count, max_model_len,
- * tokens}` out. Like vLLM it counts texts longer than max_model_len (clients tokenize corpora with
+ * tokens, token_strs}` out (vllm/entrypoints/openai/serving_tokenization.py). Like vLLM it counts texts longer than max_model_len (clients tokenize corpora with
  * it); the body limit, set from max_model_len, bounds the work.
  */
 export async function tokenize(ctx: ServerContext, c: Context): Promise<Response> {
@@ -31,7 +31,8 @@ export async function tokenize(ctx: ServerContext, c: Context): Promise<Response
     count: tokens.length,
     max_model_len: ctx.engine.limits.maxModelLen,
     tokens,
-    token_strs: null,
+    // vLLM's token_strs are the vocabulary's own strings (convert_ids_to_tokens), e.g. "Ġthe".
+    token_strs: body.return_token_strs ? tokens.map((id) => ctx.engine.tokenizer.vocabToken(id)) : null,
   });
 }
 

@@ -113,6 +113,12 @@ export class TextTokenizer {
     return this.decode([id]);
   }
 
+  /** The vocabulary's own string for a token (e.g. "Ġthe"), as HF's convert_ids_to_tokens gives it. */
+  vocabToken(id: number): string {
+    this.checkId(id);
+    return this.inner.id_to_token(id) ?? "";
+  }
+
   isSpecial(id: number): boolean {
     return this.specialIds.has(id);
   }
