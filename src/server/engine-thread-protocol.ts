@@ -1,3 +1,4 @@
+import type { ErrorCode } from "../common/error-catalogue.js";
 import type {
   EngineLimits,
   EngineOptions,
@@ -5,7 +6,6 @@ import type {
   GenerateRequest,
   StepOutput,
 } from "../engine/index.js";
-import type { ErrorCode } from "../common/error-catalogue.js";
 
 /** Where the engine thread gets its model: a generated tiny size or a model directory. */
 export type ModelSource =
