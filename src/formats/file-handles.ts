@@ -1,4 +1,5 @@
 import { closeSync, openSync } from "node:fs";
+import type { ErrorCode } from "../common/error-catalogue.js";
 import { BringupError } from "../common/errors.js";
 
 /**
@@ -65,7 +66,7 @@ function openForReading(path: string): number {
 /** A failure to open `path` for reading, as a BringupError saying what to do. */
 export function openError(error: unknown, path: string): BringupError {
   const code = (error as NodeJS.ErrnoException).code;
-  const [ours, advice] =
+  const [ours, advice]: [ErrorCode, string] =
     code === "ENOENT" || code === "ENOTDIR"
       ? ["FILE_NOT_FOUND", "check the path"]
       : code === "EMFILE" || code === "ENFILE"

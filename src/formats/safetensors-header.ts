@@ -1,3 +1,4 @@
+import type { ErrorCode } from "../common/error-catalogue.js";
 import { BringupError } from "../common/errors.js";
 import { type Dtype, dtypeBytes, elementCount, isDtype } from "./dtypes.js";
 import { JsonScanner } from "./json-scanner.js";
@@ -39,7 +40,7 @@ export interface HeaderBudget {
   tensors: number;
 }
 
-function fail(code: string, file: string, what: string, tensor?: string): never {
+function fail(code: ErrorCode, file: string, what: string, tensor?: string): never {
   const where = tensor === undefined ? file : `${file}: tensor ${JSON.stringify(tensor)}`;
   throw new BringupError(code, `${where}: ${what}`, {
     subject: tensor === undefined ? file : `${file}#${tensor}`,
