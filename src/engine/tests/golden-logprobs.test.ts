@@ -13,13 +13,13 @@ const ports = await goldenPortModels();
 
 describe("every tiny model keeps its bits", () => {
   it.each(Object.keys(family))("%s: prompt logprobs and greedy tokens equal the saved ones", async (name) => {
-    const model = tinyFilesToModel(name, family[name] as (typeof family)[string]);
+    const model = await tinyFilesToModel(name, family[name] as (typeof family)[string]);
     expect(await goldenLogprobs(model)).toEqual(saved[name]);
   });
 
   it.each(Object.keys(ports))("%s: prompt logprobs and greedy tokens equal the saved ones", async (name) => {
-    const { files, architectures } = ports[name] as (typeof ports)[string];
-    expect(await goldenLogprobs(tinyFilesToModel(name, files, architectures))).toEqual(saved[name]);
+    const model = await tinyFilesToModel(name, ports[name] as (typeof ports)[string]);
+    expect(await goldenLogprobs(model)).toEqual(saved[name]);
   });
 
   it("pins every model it has values for", () => {

@@ -3,7 +3,7 @@ import { MlaAttention } from "../blocks/attention/mla-attention.js";
 import type { LoadedModel } from "../model/loaded-model.js";
 import { copySlots } from "./copy-circuit.js";
 import { type CopyCircuitOptions, type Fail, type Put, placeCircuit } from "./copy-circuit-placement.js";
-import type { TinyModelFiles } from "./generate.js";
+import type { TinyModelFiles } from "./files.js";
 import { filled, nearestRivalGap } from "./weights.js";
 
 /** Indexer score (before its head weight) of the one position each previous-token indexer head picks. */

@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { readCorpus, tinyFilesToModel } from "../../../../src/engine/index.js";
-import { bringupErrorOf } from "../../../../test/helpers/port-reference.js";
-import { glmArchitecture, parseGlmConfig, portModel } from "../../model.js";
-import { referenceConfig } from "./reference.js";
+import { parseGlmConfig } from "../../../../src/engine/models/glm-5.3-flash.js";
+import { bringupErrorOf, portReference } from "../../../../test/helpers/port-reference.js";
 
-const config = await referenceConfig();
+const ref = await portReference("glm-5.3-flash");
+
+const config = ref.referenceConfig;
 const lin = config.linear_attn_config as Record<string, unknown>;
 
 /** The BringupError parsing `json` throws. */
@@ -41,9 +41,9 @@ describe("GLM-5.3-Flash config parsing", () => {
   });
 
   it("refuses weights whose state shapes do not match the config, naming the tensor", async () => {
-    const files = portModel.tinyModel(config, await readCorpus(), { seed: 0 });
+    const files = ref.referenceFiles();
     const wider = { ...files, config: { ...files.config, linear_attn_config: { ...lin, head_dim: 16 } } };
-    expect(() => tinyFilesToModel("glm", wider, [glmArchitecture])).toThrow(
+    expect(() => ref.build("glm", wider)).toThrow(
       expect.objectContaining({
         code: "MODEL_WEIGHTS_MISMATCH",
         subject: "model.layers.0.self_attn.q_proj.weight",
@@ -53,7 +53,7 @@ describe("GLM-5.3-Flash config parsing", () => {
       ...files,
       config: { ...files.config, linear_attn_config: { ...lin, short_conv_kernel_size: 3 } },
     };
-    expect(() => tinyFilesToModel("glm", kernel, [glmArchitecture])).toThrow(
+    expect(() => ref.build("glm", kernel)).toThrow(
       expect.objectContaining({
         code: "MODEL_WEIGHTS_MISMATCH",
         subject: "model.layers.0.self_attn.q_conv1d.weight",

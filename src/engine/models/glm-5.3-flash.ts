@@ -2,7 +2,7 @@
  * GLM-5.3-Flash on the reference engine: KDA layers with a few full-attention layers, joined by an
  * mHC residual, with a mixture of experts after the first dense layers.
  *
- * Lineage (see ../../../shared/reference/architectures.md): Kimi Linear for the layer mix and KDA
+ * Lineage (see the design's reference/architectures.md): Kimi Linear for the layer mix and KDA
  * (vLLM `models/kimi_linear.py`, `layers/kda.py`; fla `layers/kda.py`) and DeepSeek-V4 for the
  * hyper-connections (HF transformers `models/deepseek_v4`). config.json reads Kimi Linear's fields
  * (`linear_attn_config` with 1-based `kda_layers` / `full_attn_layers`, `num_heads`, `head_dim`,
@@ -25,43 +25,27 @@
  * `self_attn.q/k/v/o_proj` names. The port's page says so.
  */
 import { z } from "zod";
-import { BringupError } from "../../src/common/errors.js";
-import type {
-  Architecture,
-  AttentionSpec,
-  DecoderLayer,
-  ModelConfig,
-  MoeSpec,
-  PortModel,
-  TinyModelFiles,
-  WeightSource,
-} from "../../src/engine/index.js";
-import {
-  attentionNames,
-  CausalLM,
-  copySlots,
-  embeddingAndHead,
-  filled,
-  GqaAttention,
-  HF_MLP_NAMES,
-  KDA_SWITCHES,
-  KdaAttention,
-  type KdaSpec,
-  type MhcConfig,
-  MhcConnection,
-  MhcResidual,
-  MIXTRAL_MLP_NAMES,
-  placeCopyCircuit,
-  RoutedMoe,
-  SwigluMlp,
-  tinyFilesToModel,
-  tinyKit,
-} from "../../src/engine/index.js";
+import type { Architecture, ModelConfig, TinyModelOptions } from "../architecture.js";
+import { type AttentionSpec, attentionNames, GqaAttention } from "../blocks/attention/gqa-attention.js";
+import { KDA_SWITCHES, KdaAttention, type KdaSpec } from "../blocks/linear-attention/kda-attention.js";
+import { RoutedMoe } from "../blocks/mlp/routed-moe.js";
+import type { MoeSpec } from "../blocks/mlp/routing.js";
+import { HF_MLP_NAMES, MIXTRAL_MLP_NAMES, SwigluMlp } from "../blocks/mlp/swiglu-mlp.js";
+import type { MhcConfig } from "../blocks/residual/mhc.js";
+import { MhcConnection, MhcResidual } from "../blocks/residual/mhc-connection.js";
+import { modelOfFiles } from "../loader/build-model.js";
+import type { WeightSource } from "../loader/weight-source.js";
+import { CausalLM } from "../model/causal-lm.js";
+import type { DecoderLayer } from "../model/model.js";
+import { copySlots } from "../tiny/copy-circuit.js";
+import { placeCopyCircuit } from "../tiny/copy-circuit-placement.js";
+import type { TinyModelFiles } from "../tiny/files.js";
+import { tinyKit } from "../tiny/port-kit.js";
+import { filled } from "../tiny/weights.js";
+import { nonNegative, parseConfigFields, positive, TOKEN_ID_FIELDS, tokenIdConfig } from "./config-fields.js";
+import { embeddingAndHead } from "./decoder.js";
 
 export const MODEL_TYPE = "glm5_3_flash";
-
-const positive = z.number().int().positive();
-const nonNegative = z.number().int().nonnegative();
 
 /** The config.json fields this code reads; others are ignored. */
 const GlmConfig = z.looseObject({
@@ -105,8 +89,7 @@ const GlmConfig = z.looseObject({
   num_expert_group: positive.default(1),
   topk_group: positive.default(1),
   num_shared_experts: nonNegative.default(0),
-  bos_token_id: nonNegative.nullish(),
-  eos_token_id: z.union([nonNegative, z.array(nonNegative)]).nullish(),
+  ...TOKEN_ID_FIELDS,
 });
 
 /** Each layer's mixer and feed-forward kind. */
@@ -129,18 +112,7 @@ export interface GlmConfig extends ModelConfig {
 
 /** Parses a GLM-5.3-Flash config.json; MODEL_CONFIG_INVALID names the field to fix. */
 export function parseGlmConfig(json: unknown, source = "config.json"): GlmConfig {
-  const fail = (field: string, message: string): never => {
-    throw new BringupError("MODEL_CONFIG_INVALID", `${source}: ${field}: ${message}`, { subject: source });
-  };
-  const parsed = GlmConfig.safeParse(json);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    fail(
-      issue?.path.join(".") || "(root)",
-      `${issue?.message ?? "invalid"}; fix this field (a GLM-5.3-Flash config.json is read).`,
-    );
-  }
-  const c = parsed.data as z.infer<typeof GlmConfig>;
+  const { fields: c, fail } = parseConfigFields(GlmConfig, json, source, "GLM-5.3-Flash");
   const L = c.num_hidden_layers;
   const lin = c.linear_attn_config;
   // Kimi Linear numbers its layers from 1 in these lists.
@@ -192,7 +164,6 @@ export function parseGlmConfig(json: unknown, source = "config.json"): GlmConfig
       topKGroups: c.topk_group,
     };
   }
-  const eos = c.eos_token_id;
   return {
     modelType: MODEL_TYPE,
     vocabSize: c.vocab_size,
@@ -226,8 +197,7 @@ export function parseGlmConfig(json: unknown, source = "config.json"): GlmConfig
       mixer,
       mlp: moe !== undefined && i >= c.first_k_dense_replace ? "moe" : "dense",
     })),
-    ...(c.bos_token_id != null ? { bosTokenId: c.bos_token_id } : {}),
-    eosTokenIds: eos == null ? [] : Array.isArray(eos) ? eos : [eos],
+    ...tokenIdConfig(c),
   };
 }
 
@@ -277,12 +247,6 @@ export function buildGlm(config: GlmConfig, w: WeightSource): CausalLM {
   });
 }
 
-export const glmArchitecture: Architecture<GlmConfig> = {
-  modelTypes: [MODEL_TYPE],
-  parseConfig: parseGlmConfig,
-  build: buildGlm,
-};
-
 /**
  * The tiny reference model of `config`: a byte-level BPE trained on `corpus` and seeded random f32
  * weights for every tensor the config implies, initialized as the lineage initializes them where it
@@ -292,7 +256,7 @@ export const glmArchitecture: Architecture<GlmConfig> = {
 export function glmTinyModel(
   config: Record<string, unknown>,
   corpus: string,
-  options: { readonly seed?: number } = {},
+  options: TinyModelOptions = {},
 ): TinyModelFiles {
   const seed = options.seed ?? 0;
   const spec = parseGlmConfig(config, "reference config");
@@ -348,7 +312,7 @@ export function glmTinyModel(
   kit.put("model.hc_head.hc_scale", [1], filled(1, 1));
   kit.ones("model.norm.weight", H);
   if (!spec.tieWordEmbeddings) kit.matrix("lm_head.weight", kit.vocab, H);
-  return kit.files(config, "Glm53FlashForCausalLM", "glm-5.3-flash");
+  return kit.files(config, "Glm53FlashForCausalLM", options.port);
 }
 
 /**
@@ -365,7 +329,7 @@ const RETRIEVAL_HEAD = RETRIEVAL_ROTARY + CIRCUIT.ngram * CIRCUIT.m;
 
 export function glmRetrievalModel(
   corpus: string,
-  options: { readonly maxPositionEmbeddings: number; readonly seed?: number },
+  options: TinyModelOptions & { readonly maxPositionEmbeddings: number },
 ): TinyModelFiles {
   const seed = options.seed ?? 0;
   const config: Record<string, unknown> = {
@@ -393,14 +357,14 @@ export function glmRetrievalModel(
     max_position_embeddings: options.maxPositionEmbeddings,
     tie_word_embeddings: false,
   };
-  const files = glmTinyModel(config, corpus, { seed });
-  const built = tinyFilesToModel("retrieval", files, [glmArchitecture]);
+  const files = glmTinyModel(config, corpus, options);
+  const built = modelOfFiles("retrieval", files, glmFlashArchitecture);
   return placeCopyCircuit(files, built, { ...CIRCUIT, seed });
 }
 
-export const portModel: PortModel = {
-  architecture: glmArchitecture,
+export const glmFlashArchitecture: Architecture<GlmConfig> = {
+  parseConfig: parseGlmConfig,
+  build: buildGlm,
   tinyModel: glmTinyModel,
-  retrievalModel: (corpus, options) =>
-    glmRetrievalModel(corpus, { maxPositionEmbeddings: options.maxPositionEmbeddings }),
+  retrievalModel: (_config, corpus, options) => glmRetrievalModel(corpus, options),
 };
