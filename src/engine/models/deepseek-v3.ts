@@ -18,7 +18,7 @@ import {
   MlaAttention,
   type MlaSpec,
   mlaNames,
-  mlaShapes,
+  mlaParameters,
 } from "../blocks/attention/mla-attention.js";
 import { RoutedMoe } from "../blocks/mlp/routed-moe.js";
 import { checkMoeSpec, type MoeSpec } from "../blocks/mlp/routing.js";
@@ -29,9 +29,13 @@ import type { WeightSource } from "../loader/weight-source.js";
 import type { CausalLM } from "../model/causal-lm.js";
 import { Rng } from "../tensor/random.js";
 import { type TinyModelFiles, tinyModelFiles } from "../tiny/files.js";
-import { latentCopyHidden, placeLatentCopyCircuit } from "../tiny/latent-copy-circuit.js";
+import {
+  LATENT_CIRCUIT,
+  latentCircuitAttention,
+  placeLatentCopyCircuit,
+} from "../tiny/latent-copy-circuit.js";
 import { tinyPortTokenizer } from "../tiny/port-kit.js";
-import { filled, tensorSeed } from "../tiny/weights.js";
+import { filled, putParameters, tensorSeed } from "../tiny/weights.js";
 import {
   type Fail,
   nonNegative,
@@ -276,23 +280,14 @@ function deepseekV3TinyTensors(
     make(`${prefix}.up_proj`, inter, H);
     make(`${prefix}.down_proj`, H, inter);
   };
-  const { qLoraRank, kvLoraRank } = config.mla;
-  const shape = mlaShapes(config.mla, H);
+  const { qLoraRank } = config.mla;
   put("model.embed_tokens.weight", [vocab, H], values("model.embed_tokens.weight", vocab * H, 1));
   config.layers.forEach((kind, i) => {
     const p = `model.layers.${i}`;
     const a = `${p}.self_attn`;
     ones(`${p}.input_layernorm.weight`, H);
     ones(`${p}.post_attention_layernorm.weight`, H);
-    if (qLoraRank > 0) {
-      matrix(`${a}.q_a_proj`, ...shape.qA);
-      ones(`${a}.q_a_layernorm.weight`, qLoraRank);
-      matrix(`${a}.q_b_proj`, ...shape.qB);
-    } else matrix(`${a}.q_proj`, ...shape.q);
-    matrix(`${a}.kv_a_proj_with_mqa`, ...shape.kvA);
-    ones(`${a}.kv_a_layernorm.weight`, kvLoraRank);
-    matrix(`${a}.kv_b_proj`, ...shape.kvB);
-    matrix(`${a}.o_proj`, ...shape.o);
+    putParameters(put, seed, mlaParameters(mlaNames(p), config.mla, H));
     const dsa = config.dsa;
     if (dsa) {
       const x = `${a}.indexer`;
@@ -351,7 +346,6 @@ function deepseekV3TinyModel(
   );
 }
 
-const CIRCUIT = { m: 8, u: 32, ngram: 6, matchLogit: 60, prevMargin: 30, outputLogit: 40 } as const;
 /** Tokens each query attends in the retrieval variant: far fewer than the needle gate's contexts. */
 export const RETRIEVAL_TOP_K = 32;
 
@@ -359,9 +353,8 @@ export const RETRIEVAL_TOP_K = 32;
  * The retrieval variant of a config with DSA's indexer (none without one): the engine's copy
  * circuit placed in latent-attention terms (tiny/latent-copy-circuit.ts) into two MLA + DSA layers
  * (dense MLPs, silenced) whose indexers' top-k is far below the context, so the indexer itself must
- * find the needle for it to be copied. Six heads with 48 non-rotary and 8 rotary query/key
- * features, a query latent of the six match codes (48) and a KV latent of those plus an output
- * code (80), indexers of 8 heads of 64.
+ * find the needle for it to be copied; layers sized by latentCircuitAttention, indexers of 8 heads
+ * of 64.
  */
 function dsaRetrievalModel(
   reference: Record<string, unknown>,
@@ -370,20 +363,12 @@ function dsaRetrievalModel(
 ): TinyModelFiles | undefined {
   if (reference.index_topk == null) return undefined;
   const seed = options.seed ?? 0;
-  const codes = CIRCUIT.ngram * CIRCUIT.m;
   const config: Record<string, unknown> = {
     model_type: reference.model_type,
     vocab_size: 515,
-    hidden_size: latentCopyHidden(CIRCUIT.m, CIRCUIT.u, CIRCUIT.ngram),
+    ...latentCircuitAttention(),
     intermediate_size: 1,
     num_hidden_layers: 2,
-    num_attention_heads: CIRCUIT.ngram,
-    q_lora_rank: codes,
-    kv_lora_rank: codes + CIRCUIT.u,
-    qk_nope_head_dim: codes,
-    qk_rope_head_dim: 8,
-    v_head_dim: CIRCUIT.u,
-    rope_theta: 10_000,
     index_n_heads: 8,
     index_head_dim: 64,
     index_topk: RETRIEVAL_TOP_K,
@@ -393,7 +378,7 @@ function dsaRetrievalModel(
   };
   const files = deepseekV3TinyModel(config, corpus, options);
   const built = modelOfFiles("retrieval", files, deepseekV3Architecture);
-  return placeLatentCopyCircuit(files, built, { ...CIRCUIT, seed });
+  return placeLatentCopyCircuit(files, built, { ...LATENT_CIRCUIT, seed });
 }
 
 /**

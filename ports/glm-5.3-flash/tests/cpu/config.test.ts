@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { MlaAttention } from "../../../../src/engine/index.js";
 import { parseGlmConfig } from "../../../../src/engine/models/glm-5.3-flash.js";
 import { bringupErrorOf, portReference } from "../../../../test/helpers/port-reference.js";
 
@@ -18,6 +19,25 @@ describe("GLM-5.3-Flash config parsing", () => {
     expect(c.kda).toEqual({ numHeads: 2, headDim: 32, convKernel: 4 });
     expect(c.mhc).toEqual({ streams: 4, sinkhornIters: 20, hcEps: 1e-6, normEps: 1e-6 });
     expect(c.moe).toMatchObject({ numExperts: 4, topK: 2, scoring: "sigmoid", normTopKProb: true });
+  });
+
+  it("reads Kimi Linear's full layers as latent attention without RoPE, caching one latent and key part", () => {
+    const c = parseGlmConfig(config);
+    expect(c.mla).toEqual({
+      numHeads: 4,
+      qLoraRank: 0,
+      kvLoraRank: 32,
+      qkNopeHeadDim: 16,
+      qkRopeHeadDim: 8,
+      vHeadDim: 16,
+    });
+    expect(parseGlmConfig({ ...config, mla_use_nope: false }).mla.ropeTheta).toBe(10_000);
+    const model = ref.referenceModel();
+    const full = model.model.layers.filter((l) => l.mixer instanceof MlaAttention);
+    expect(full).toHaveLength(2);
+    for (const layer of full)
+      expect(layer.mixer.state).toMatchObject({ kind: "paged", numKvHeads: 1, headDim: 40 });
+    expect(errorOf({ ...config, attention_bias: true }).message).toMatch(/attention_bias/);
   });
 
   it("refuses a layer listed as both kinds or neither, naming the field", () => {
