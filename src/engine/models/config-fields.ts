@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { BringupError } from "../../common/errors.js";
+import type { YarnScaling } from "../kernels/rope.js";
 
 /** Throws MODEL_CONFIG_INVALID naming the config.json field to fix. */
 export type Fail = (field: string, message: string) => never;
@@ -47,5 +48,80 @@ export function tokenIdConfig(c: {
   return {
     ...(c.bos_token_id != null ? { bosTokenId: c.bos_token_id } : {}),
     eosTokenIds: eos == null ? [] : typeof eos === "number" ? [eos] : [...eos],
+  };
+}
+
+/** One public spelling of RoPE parameters: HF's `rope_scaling`, or transformers v5's `rope_parameters`. */
+const ropeParametersField = z
+  .looseObject({
+    rope_type: z.string().optional(),
+    type: z.string().optional(),
+    rope_theta: z.number().positive().optional(),
+    factor: z.number().positive().optional(),
+    original_max_position_embeddings: positive.optional(),
+    beta_fast: z.number().optional(),
+    beta_slow: z.number().optional(),
+    mscale: z.number().optional(),
+    mscale_all_dim: z.number().optional(),
+  })
+  .nullish();
+
+/**
+ * The RoPE fields of a single-θ config.json in every public spelling: `rope_theta` at the top
+ * (DeepSeek-V3, Kimi K2, Llama), `rope_parameters: {rope_theta, rope_type, ...}` (transformers v5;
+ * the public GLM-5.x configs have no top-level `rope_theta`), and `rope_scaling` (HF's YaRN, as
+ * DeepSeek-V3 and gpt-oss spell it). Read them with `ropeConfig`.
+ */
+export const ROPE_FIELDS = {
+  rope_theta: z.number().positive().optional(),
+  rope_parameters: ropeParametersField,
+  rope_scaling: ropeParametersField,
+};
+
+/** What `ropeConfig` reads from ROPE_FIELDS. */
+export interface RopeFields {
+  readonly rope_theta?: number | undefined;
+  readonly rope_parameters?: z.infer<typeof ropeParametersField>;
+  readonly rope_scaling?: z.infer<typeof ropeParametersField>;
+}
+
+/**
+ * The RoPE base and YaRN scaling of `c`, whichever public spelling it uses. θ is
+ * `rope_parameters.rope_theta`, else `rope_theta`, else `defaultTheta`: as transformers v5 reads
+ * them, `rope_parameters` wins, since GLM-5.x configs may keep an inherited top-level default. A scaling type other than "default" (in `rope_scaling` or `rope_parameters`) is read
+ * when it is YaRN and the family applies it (`yarn` true, `maxPositions` the fallback original
+ * context), and otherwise refused naming the field, never silently dropped.
+ */
+export function ropeConfig(
+  c: RopeFields,
+  fail: Fail,
+  options: { readonly defaultTheta: number; readonly yarn?: { readonly maxPositions: number } },
+): { readonly theta: number; readonly yarn?: YarnScaling } {
+  const theta = c.rope_parameters?.rope_theta ?? c.rope_theta ?? options.defaultTheta;
+  const scalings = (["rope_scaling", "rope_parameters"] as const).flatMap((field) => {
+    const s = c[field];
+    const kind = s?.rope_type ?? s?.type ?? "default";
+    return s == null || kind === "default" ? [] : [{ field, s, kind }];
+  });
+  if (scalings.length > 1)
+    fail("rope_scaling", "both rope_scaling and rope_parameters scale RoPE; keep one of them.");
+  const scaling = scalings[0];
+  if (scaling === undefined) return { theta };
+  const { field, s, kind } = scaling;
+  if (kind !== "yarn" || options.yarn === undefined)
+    fail(
+      field,
+      `RoPE scaling "${kind}" is not applied by this family in the reference engine${kind === "yarn" ? " yet" : " (it reads default or yarn)"}; a checkpoint needing it cannot be computed faithfully.`,
+    );
+  return {
+    theta,
+    yarn: {
+      factor: s.factor ?? fail(`${field}.factor`, "is required for yarn; set it."),
+      originalMaxPositionEmbeddings: s.original_max_position_embeddings ?? options.yarn.maxPositions,
+      betaFast: s.beta_fast ?? 32,
+      betaSlow: s.beta_slow ?? 1,
+      ...(s.mscale === undefined ? {} : { mscale: s.mscale }),
+      ...(s.mscale_all_dim === undefined ? {} : { mscaleAllDim: s.mscale_all_dim }),
+    },
   };
 }

@@ -5,8 +5,9 @@
  * `first_k_dense_replace` layers, then a mixture of experts with sigmoid scores, a score-correction
  * bias, grouped top-k (noaux_tc) and shared experts. Ports parse their config.json with
  * `parseDeepseekV3`, build with `buildDeepseekV3`, and make their tiny weights with
- * `deepseekV3TinyTensors`. RoPE scaling (YaRN with DeepSeek's softmax mscale) is not read yet:
- * rope_scaling must be null.
+ * `deepseekV3TinyTensors`. The RoPE base is read in every public spelling (`rope_theta`, or
+ * `rope_parameters.rope_theta` as public GLM-5.x configs have it); RoPE scaling (YaRN with
+ * DeepSeek's softmax mscale) is not applied yet and is refused by name.
  */
 import { z } from "zod";
 import { encodeMxfp4 } from "../../formats/index.js";
@@ -41,6 +42,8 @@ import {
   nonNegative,
   parseConfigFields,
   positive,
+  ROPE_FIELDS,
+  ropeConfig,
   TOKEN_ID_FIELDS,
   tokenIdConfig,
 } from "./config-fields.js";
@@ -65,8 +68,7 @@ const DEEPSEEK_V3_FIELDS = {
   max_position_embeddings: positive,
   tie_word_embeddings: z.boolean().default(false),
   attention_bias: z.literal(false).default(false),
-  rope_theta: z.number().positive().default(10_000),
-  rope_scaling: z.null().optional(),
+  ...ROPE_FIELDS,
   q_lora_rank: nonNegative.nullish(),
   kv_lora_rank: positive,
   qk_nope_head_dim: positive,
@@ -87,6 +89,7 @@ const DEEPSEEK_V3_FIELDS = {
   index_n_heads: positive.nullish(),
   index_head_dim: positive.nullish(),
   index_topk: z.number().int().nullish(),
+  indexer_rope_interleave: z.boolean().default(false),
   ...TOKEN_ID_FIELDS,
 };
 
@@ -123,6 +126,8 @@ export interface DeepseekV3Config extends ModelConfig {
 }
 
 function deepseekV3Config(c: DeepseekV3Fields, modelType: string, fail: Fail): DeepseekV3Config {
+  // YaRN here also scales MLA's softmax by DeepSeek's mscale, which the engine does not apply yet.
+  const { theta: ropeTheta } = ropeConfig(c, fail, { defaultTheta: 10_000 });
   const mla: MlaSpec = {
     numHeads: c.num_attention_heads,
     qLoraRank: c.q_lora_rank ?? 0,
@@ -130,7 +135,7 @@ function deepseekV3Config(c: DeepseekV3Fields, modelType: string, fail: Fail): D
     qkNopeHeadDim: c.qk_nope_head_dim,
     qkRopeHeadDim: c.qk_rope_head_dim,
     vHeadDim: c.v_head_dim,
-    ropeTheta: c.rope_theta,
+    ropeTheta,
   };
   if (mla.qkRopeHeadDim % 2 !== 0)
     fail("qk_rope_head_dim", `${mla.qkRopeHeadDim} must be even (RoPE rotates pairs).`);
@@ -152,7 +157,8 @@ function deepseekV3Config(c: DeepseekV3Fields, modelType: string, fail: Fail): D
       numHeads: c.index_n_heads ?? fail("index_n_heads", "DSA's indexer needs its head count; set it."),
       headDim,
       ropeDim: mla.qkRopeHeadDim,
-      ropeTheta: c.rope_theta,
+      ropeTheta,
+      ropeInterleave: c.indexer_rope_interleave,
       topK,
     };
     if (dsa.ropeDim > headDim)

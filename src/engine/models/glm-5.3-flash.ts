@@ -56,7 +56,15 @@ import {
 } from "../tiny/latent-copy-circuit.js";
 import { tinyKit } from "../tiny/port-kit.js";
 import { filled, putParameters } from "../tiny/weights.js";
-import { nonNegative, parseConfigFields, positive, TOKEN_ID_FIELDS, tokenIdConfig } from "./config-fields.js";
+import {
+  nonNegative,
+  parseConfigFields,
+  positive,
+  ROPE_FIELDS,
+  ropeConfig,
+  TOKEN_ID_FIELDS,
+  tokenIdConfig,
+} from "./config-fields.js";
 import { embeddingAndHead } from "./decoder.js";
 
 export const MODEL_TYPE = "glm5_3_flash";
@@ -80,7 +88,7 @@ const GlmConfig = z.looseObject({
   qk_rope_head_dim: positive,
   v_head_dim: positive,
   mla_use_nope: z.boolean().default(true),
-  rope_theta: z.number().positive().default(10_000),
+  ...ROPE_FIELDS,
   attention_bias: z.literal(false).default(false),
   // KDA layers (Kimi Linear).
   linear_attn_config: z.strictObject({
@@ -129,6 +137,7 @@ export interface GlmConfig extends ModelConfig {
 /** Parses a GLM-5.3-Flash config.json; MODEL_CONFIG_INVALID names the field to fix. */
 export function parseGlmConfig(json: unknown, source = "config.json"): GlmConfig {
   const { fields: c, fail } = parseConfigFields(GlmConfig, json, source, "GLM-5.3-Flash");
+  const { theta: ropeTheta } = ropeConfig(c, fail, { defaultTheta: 10_000 });
   const L = c.num_hidden_layers;
   const lin = c.linear_attn_config;
   // Kimi Linear numbers its layers from 1 in these lists.
@@ -191,7 +200,7 @@ export function parseGlmConfig(json: unknown, source = "config.json"): GlmConfig
       qkNopeHeadDim: c.qk_nope_head_dim,
       qkRopeHeadDim: c.qk_rope_head_dim,
       vHeadDim: c.v_head_dim,
-      ...(c.mla_use_nope ? {} : { ropeTheta: c.rope_theta }),
+      ...(c.mla_use_nope ? {} : { ropeTheta }),
     },
     kda: { numHeads: lin.num_heads, headDim: lin.head_dim, convKernel: lin.short_conv_kernel_size },
     mhc: {

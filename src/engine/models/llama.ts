@@ -4,10 +4,17 @@ import { type AttentionSpec, attentionNames, GqaAttention } from "../blocks/atte
 import { RoutedMoe } from "../blocks/mlp/routed-moe.js";
 import type { MoeSpec } from "../blocks/mlp/routing.js";
 import { HF_MLP_NAMES, MIXTRAL_MLP_NAMES, SwigluMlp } from "../blocks/mlp/swiglu-mlp.js";
-import type { YarnScaling } from "../kernels/rope.js";
 import type { WeightSource } from "../loader/weight-source.js";
 import type { CausalLM } from "../model/causal-lm.js";
-import { type Fail, parseConfigFields, positive, TOKEN_ID_FIELDS, tokenIdConfig } from "./config-fields.js";
+import {
+  type Fail,
+  parseConfigFields,
+  positive,
+  ROPE_FIELDS,
+  ropeConfig,
+  TOKEN_ID_FIELDS,
+  tokenIdConfig,
+} from "./config-fields.js";
 import { type DecoderConfig, type LayerSpec, preNormDecoder } from "./decoder.js";
 
 /** The HF config.json fields the engine reads; others are allowed and ignored. */
@@ -22,20 +29,8 @@ const HfConfig = z.looseObject({
   head_dim: positive.nullish(),
   v_head_dim: positive.nullish(),
   rms_norm_eps: z.number().positive().default(1e-6),
-  rope_theta: z.number().positive().default(10000),
+  ...ROPE_FIELDS,
   partial_rotary_factor: z.number().gt(0).lte(1).default(1),
-  rope_scaling: z
-    .looseObject({
-      rope_type: z.string().optional(),
-      type: z.string().optional(),
-      factor: z.number().positive().optional(),
-      original_max_position_embeddings: positive.optional(),
-      beta_fast: z.number().optional(),
-      beta_slow: z.number().optional(),
-      mscale: z.number().optional(),
-      mscale_all_dim: z.number().optional(),
-    })
-    .nullish(),
   max_position_embeddings: positive.default(4096),
   tie_word_embeddings: z.boolean().default(false),
   attention_bias: z.boolean().optional(),
@@ -92,23 +87,10 @@ export function parseLlamaConfig(json: unknown, source = "config.json"): Decoder
   if (rotary % 2 !== 0)
     fail("partial_rotary_factor", `the rotary part of each head (${rotary}) must be even.`);
 
-  let ropeScaling: YarnScaling | undefined;
-  const rs = c.rope_scaling;
-  if (rs) {
-    const kind = rs.rope_type ?? rs.type ?? "default";
-    if (kind === "yarn") {
-      ropeScaling = {
-        factor: rs.factor ?? fail("rope_scaling.factor", "is required for yarn."),
-        originalMaxPositionEmbeddings: rs.original_max_position_embeddings ?? c.max_position_embeddings,
-        betaFast: rs.beta_fast ?? 32,
-        betaSlow: rs.beta_slow ?? 1,
-        ...(rs.mscale === undefined ? {} : { mscale: rs.mscale }),
-        ...(rs.mscale_all_dim === undefined ? {} : { mscaleAllDim: rs.mscale_all_dim }),
-      };
-    } else if (kind !== "default") {
-      fail("rope_scaling", `type "${kind}" is not supported (default or yarn).`);
-    }
-  }
+  const rope = ropeConfig(c, fail, {
+    defaultTheta: 10000,
+    yarn: { maxPositions: c.max_position_embeddings },
+  });
 
   const numExperts = c.num_local_experts ?? c.num_experts ?? c.n_routed_experts;
   let moe: MoeSpec | undefined;
@@ -139,7 +121,7 @@ export function parseLlamaConfig(json: unknown, source = "config.json"): Decoder
     numKvHeads,
     headDim,
     vHeadDim: c.v_head_dim ?? headDim,
-    ropeTheta: c.rope_theta,
+    ropeTheta: rope.theta,
     partialRotaryFactor: c.partial_rotary_factor,
     // Qwen2 always has q/k/v biases (its HF code ignores attention_bias); others say so in the config.
     bias: BIAS_ALWAYS.has(c.model_type) || (c.attention_bias ?? false),
@@ -163,7 +145,7 @@ export function parseLlamaConfig(json: unknown, source = "config.json"): Decoder
     rmsNormEps: c.rms_norm_eps,
     maxPositionEmbeddings: c.max_position_embeddings,
     tieWordEmbeddings: c.tie_word_embeddings,
-    ...(ropeScaling ? { ropeScaling } : {}),
+    ...(rope.yarn ? { ropeScaling: rope.yarn } : {}),
     ...(moe ? { moe } : {}),
     layers,
     ...tokenIdConfig(c),

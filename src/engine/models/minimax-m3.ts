@@ -23,7 +23,14 @@ import { copySlots } from "../tiny/copy-circuit.js";
 import { placeCopyCircuit } from "../tiny/copy-circuit-placement.js";
 import type { TinyModelFiles } from "../tiny/files.js";
 import { tinyKit } from "../tiny/port-kit.js";
-import { parseConfigFields, positive, TOKEN_ID_FIELDS, tokenIdConfig } from "./config-fields.js";
+import {
+  parseConfigFields,
+  positive,
+  ROPE_FIELDS,
+  ropeConfig,
+  TOKEN_ID_FIELDS,
+  tokenIdConfig,
+} from "./config-fields.js";
 import { preNormDecoder } from "./decoder.js";
 
 export const MODEL_TYPE = "minimax_m3";
@@ -36,7 +43,7 @@ const MinimaxConfig = z.looseObject({
   num_attention_heads: positive,
   num_key_value_heads: positive,
   head_dim: positive,
-  rope_theta: z.number().positive().default(150_000),
+  ...ROPE_FIELDS,
   partial_rotary_factor: z.number().gt(0).lte(1).default(1),
   attention_bias: z.boolean().default(true),
   layer_types: z.array(z.enum(["sliding_attention", "full_attention"])),
@@ -48,7 +55,6 @@ const MinimaxConfig = z.looseObject({
   rms_norm_eps: z.number().positive().default(1e-5),
   max_position_embeddings: positive.default(131_072),
   tie_word_embeddings: z.boolean().default(false),
-  rope_scaling: z.null().optional(),
   ...TOKEN_ID_FIELDS,
 });
 
@@ -65,6 +71,7 @@ const SWIGLU_ALPHA = 1.702;
 
 export function parseMinimaxConfig(json: unknown, source = "config.json"): MinimaxConfig {
   const { fields: c, fail } = parseConfigFields(MinimaxConfig, json, source, "MiniMax-M3");
+  const { theta: ropeTheta } = ropeConfig(c, fail, { defaultTheta: 150_000 });
   if (c.layer_types.length !== c.num_hidden_layers) {
     fail(
       "layer_types",
@@ -100,7 +107,7 @@ export function parseMinimaxConfig(json: unknown, source = "config.json"): Minim
       numKvHeads: c.num_key_value_heads,
       headDim: c.head_dim,
       vHeadDim: c.head_dim,
-      ropeTheta: c.rope_theta,
+      ropeTheta,
       partialRotaryFactor: rotary / c.head_dim,
       bias: c.attention_bias,
       qkNorm: false,

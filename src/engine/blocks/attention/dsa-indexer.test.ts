@@ -12,7 +12,14 @@ import { MLA_TEST_HIDDEN as H, MLA_TEST_SPEC, mlaBlock, randomMla, runSequence }
 const pool = new MatmulPool(2);
 afterAll(() => pool.close());
 
-const SPEC: DsaSpec = { numHeads: 4, headDim: 16, ropeDim: 6, ropeTheta: 10_000, topK: 8 };
+const SPEC: DsaSpec = {
+  numHeads: 4,
+  headDim: 16,
+  ropeDim: 6,
+  ropeTheta: 10_000,
+  ropeInterleave: false,
+  topK: 8,
+};
 const Q_LATENT = 12;
 
 function randomIndexer(seed: number, spec: DsaSpec = SPEC): DsaIndexer {
@@ -83,6 +90,30 @@ describe("DeepSeek sparse attention's indexer", () => {
         .sort((a, b) => a - b);
       expect(Array.from(chosen[t] as Int32Array)).toEqual(expected);
     }
+  });
+
+  it.each([
+    [false, "i with i + ropeDim/2 (DeepSeek-V3.2-Exp)"],
+    [true, "adjacent 2i, 2i+1 (GLM-5's indexer_rope_interleave)"],
+  ])("with ropeInterleave %s the indexer key's RoPE pairs %s", (ropeInterleave) => {
+    // vLLM's DeepseekV32 indexer: is_neox_style = not indexer_rope_interleave; neox rotates
+    // (x_i, x_{i+R/2}), GPT-J style (x_2i, x_2i+1), both by the angle pos * theta^(-2i/R).
+    const spec = { ...SPEC, ropeInterleave };
+    const at = (pos: number) =>
+      randomIndexer(3, spec).keys(h, 1, [pos], pool, new Map([["dsa_indexer", "exact"]]));
+    const unrotated = at(0);
+    const pos = 37;
+    const { ropeDim: R, headDim: d } = spec;
+    const expected = Float64Array.from(unrotated);
+    for (let i = 0; i < R / 2; i++) {
+      const [a, b] = ropeInterleave ? [2 * i, 2 * i + 1] : [i, i + R / 2];
+      const angle = pos * SPEC.ropeTheta ** ((-2 * i) / R);
+      const [x, y] = [unrotated[a] as number, unrotated[b] as number];
+      expected[a] = x * Math.cos(angle) - y * Math.sin(angle);
+      expected[b] = y * Math.cos(angle) + x * Math.sin(angle);
+    }
+    const rotated = at(pos);
+    for (let i = 0; i < d; i++) expect(rotated[i]).toBeCloseTo(expected[i] as number, 5);
   });
 
   it("the FP8 mode (Hadamard, E4M3 per 128 values) chooses differently only near the k-th exact score", () => {

@@ -7,6 +7,7 @@ import { Rope } from "../../kernels/rope.js";
 import type { WeightSource } from "../../loader/weight-source.js";
 import type { ModelSwitch } from "../../model/model.js";
 import type { Weight } from "../../tensor/weight.js";
+import { rotateAdjacentPairs } from "./mla-attention.js";
 
 /**
  * The indexer of DeepSeek sparse attention (deepseek-ai/DeepSeek-V3.2-Exp `inference/model.py`,
@@ -20,6 +21,12 @@ export interface DsaSpec {
   /** Leading features of each head and key that are rotated (MLA's qk_rope_head_dim). */
   readonly ropeDim: number;
   readonly ropeTheta: number;
+  /**
+   * RoPE pairing of those features: adjacent pairs (2i, 2i+1) when true, as GLM-5's
+   * `indexer_rope_interleave: true` asks (vLLM and SGLang: is_neox_style = not it); else i with
+   * i + ropeDim/2, as DeepSeek-V3.2-Exp's indexer (`apply_rotary_emb(..., interleaved=False)`).
+   */
+  readonly ropeInterleave: boolean;
   readonly topK: number;
 }
 
@@ -69,7 +76,7 @@ const E4M3_VALUES = decodeTable(FP8_E4M3FN);
 
 /**
  * The indexer of one layer. Its key per token (LayerNorm(wk·h), RoPE on the leading ropeDim
- * features pairing i with i + ropeDim/2, unlike MLA's adjacent pairs) is kept in the MLA layer's
+ * features, paired as spec.ropeInterleave says) is kept in the MLA layer's
  * paged cache beside the latent. A query's score for an earlier token s is
  * Σ_h w_h · ReLU(q_h · k_s), w = weights_proj(h) / sqrt(heads · headDim); the top-k scores up to
  * the query's own position win, ties to the earlier token.
@@ -124,6 +131,13 @@ export class DsaIndexer {
     );
   }
 
+  /** Rotates the leading ropeDim features of `numHeads` heads at x[offset...] for a token at `pos`. */
+  private rotate(x: Float32Array, offset: number, numHeads: number, pos: number): void {
+    const { headDim: d, ropeDim, ropeInterleave } = this.spec;
+    if (!ropeInterleave) return this.rope.apply(x, offset, numHeads, d, pos);
+    for (let h = 0; h < numHeads; h++) rotateAdjacentPairs(this.rope, x, offset + h * d, ropeDim, pos);
+  }
+
   /** The indexer key of each of T tokens [T, headDim], as the cache keeps it under `switches`. */
   keys(
     h: Float32Array,
@@ -137,7 +151,7 @@ export class DsaIndexer {
     pool.matmul(h, T, this.k, k);
     for (let t = 0; t < T; t++) {
       layerNorm(k, t * d, d, this.kNormWeight, this.kNormBias);
-      this.rope.apply(k, t * d, 1, d, positions[t] as number);
+      this.rotate(k, t * d, 1, positions[t] as number);
     }
     if (switches.get("dsa_indexer") === "fp8") hadamardFp8(k, T, d);
     return k;
@@ -161,7 +175,7 @@ export class DsaIndexer {
     const { numHeads: n, headDim: d, topK } = this.spec;
     const q = new Float32Array(T * n * d);
     pool.matmul(qLatent as Float32Array, T, this.qB, q);
-    for (let t = 0; t < T; t++) this.rope.apply(q, t * n * d, n, d, positions[t] as number);
+    for (let t = 0; t < T; t++) this.rotate(q, t * n * d, n, positions[t] as number);
     if (switches.get("dsa_indexer") === "fp8") hadamardFp8(q, T * n, d);
     const w = new Float32Array(T * n);
     pool.matmul(h, T, this.weightsProj, w);
