@@ -35,6 +35,15 @@ describe("the DeepSeek-V3 layout reads a real checkpoint's config as its lineage
     expect(parseDeepseekV3({ ...v32, model_type: "deepseek_v3" }).dsa?.ropeInterleave).toBe(false);
   });
 
+  it("takes the FP8 indexer's scale format from quantization_config.scale_fmt (DeepSeek-V3.2), amax / 448 without it", () => {
+    const fp8 = { quant_method: "fp8", fmt: "e4m3", scale_fmt: "ue8m0", weight_block_size: [128, 128] };
+    expect(parseDeepseekV3({ ...GLM5, quantization_config: fp8 }).dsa?.fp8Scale).toBe("ue8m0");
+    expect(parseDeepseekV3(GLM5).dsa?.fp8Scale).toBe("amax");
+    expect(() => parseDeepseekV3({ ...GLM5, quantization_config: { ...fp8, scale_fmt: "e8m0" } })).toThrow(
+      /quantization_config\.scale_fmt/,
+    );
+  });
+
   it("refuses Kimi K2's YaRN rope_scaling by name rather than computing without it", () => {
     const { index_topk: _, ...k2 } = GLM5;
     const yarn = {

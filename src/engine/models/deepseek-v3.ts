@@ -90,6 +90,8 @@ const DEEPSEEK_V3_FIELDS = {
   index_head_dim: positive.nullish(),
   index_topk: z.number().int().nullish(),
   indexer_rope_interleave: z.boolean().default(false),
+  // Only its FP8 scale format is read here; the loader reads the weights' quantization.
+  quantization_config: z.looseObject({ scale_fmt: z.literal("ue8m0").nullish() }).nullish(),
   ...TOKEN_ID_FIELDS,
 };
 
@@ -159,6 +161,7 @@ function deepseekV3Config(c: DeepseekV3Fields, modelType: string, fail: Fail): D
       ropeDim: mla.qkRopeHeadDim,
       ropeTheta,
       ropeInterleave: c.indexer_rope_interleave,
+      fp8Scale: c.quantization_config?.scale_fmt === "ue8m0" ? "ue8m0" : "amax",
       topK,
     };
     if (dsa.ropeDim > headDim)

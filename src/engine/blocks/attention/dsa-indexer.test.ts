@@ -1,4 +1,5 @@
 import { afterAll, describe, expect, it } from "vitest";
+import { decodeTable, FP8_E4M3FN } from "../../../formats/index.js";
 import { FullCacheSpec } from "../../cache/full-spec.js";
 import { LayerKvCache } from "../../cache/kv-cache.js";
 import { MatmulPool } from "../../kernels/pool.js";
@@ -18,6 +19,7 @@ const SPEC: DsaSpec = {
   ropeDim: 6,
   ropeTheta: 10_000,
   ropeInterleave: false,
+  fp8Scale: "amax",
   topK: 8,
 };
 const Q_LATENT = 12;
@@ -50,6 +52,20 @@ function selections(indexer: DsaIndexer, h: Float32Array, qLatent: Float32Array,
     cache.write(cache.slot(table, p), new Float32Array(1), 0, keys, p * indexer.spec.headDim);
   const chosen = indexer.select(h, qLatent, n, positions, cache, () => table, pool, switches) as Int32Array[];
   return { chosen, keys };
+}
+
+/** The orthonormal Hadamard transform of `x` (Sylvester order, scaled by its length^-1/2), in float64. */
+function hadamard(x: ArrayLike<number>): Float64Array {
+  const out = Float64Array.from(x);
+  const d = out.length;
+  for (let len = 1; len < d; len *= 2)
+    for (let i = 0; i < d; i += 2 * len)
+      for (let j = i; j < i + len; j++) {
+        const [a, b] = [out[j] as number, out[j + len] as number];
+        out[j] = a + b;
+        out[j + len] = a - b;
+      }
+  return out.map((v) => v / Math.sqrt(d));
 }
 
 describe("DeepSeek sparse attention's indexer", () => {
@@ -135,23 +151,35 @@ describe("DeepSeek sparse attention's indexer", () => {
     }
   });
 
+  it("scale_fmt ue8m0 puts every 128-value block on a power-of-two grid, 2^ceil(log2(amax / 448)), unlike amax / 448", () => {
+    // DeepSeek-V3.2-Exp inference/kernel.py act_quant: round_scale (scale_fmt set) rounds the scale up to 2^k.
+    const d = 256;
+    const a = new Rng(5).fillNormal(new Float32Array(d), 1);
+    const exact = hadamard(a);
+    const e4m3 = new Set(decodeTable(FP8_E4M3FN));
+    const onGrid = (format: "amax" | "ue8m0") => {
+      const q = Float32Array.from(a);
+      hadamardFp8(q, 1, d, format);
+      return [0, 128].map((b) => {
+        const amax = Math.max(...exact.subarray(b, b + 128).map(Math.abs));
+        const scale = 2 ** Math.ceil(Math.log2(amax / 448));
+        return Array.from(q.subarray(b, b + 128)).every((v) => e4m3.has(v / scale));
+      });
+    };
+    expect(onGrid("ue8m0")).toEqual([true, true]);
+    expect(onGrid("amax")).toEqual([false, false]);
+  });
+
   it("the Hadamard transform keeps dot products, and FP8 per 128 values rounds each value within 2^-4 of its block's scale", () => {
     const d = 256;
     const a = new Rng(2).fillNormal(new Float32Array(d), 1);
     const rotated = Float32Array.from(a);
-    hadamardFp8(rotated, 1, d);
+    hadamardFp8(rotated, 1, d, "amax");
     // Undo the rotation (the orthonormal Hadamard is its own inverse) without quantizing again.
-    const back = Float64Array.from(rotated);
-    for (let len = 1; len < d; len *= 2)
-      for (let i = 0; i < d; i += 2 * len)
-        for (let j = i; j < i + len; j++) {
-          const [x, y] = [back[j] as number, back[j + len] as number];
-          back[j] = x + y;
-          back[j + len] = x - y;
-        }
+    const back = hadamard(rotated);
     const amax = Math.max(...a.map(Math.abs));
     for (let i = 0; i < d; i++) {
-      const restored = (back[i] as number) / Math.sqrt(d);
+      const restored = back[i] as number;
       // Two blocks of 128, each value's error at most half an E4M3 step (2^-4 relative) of its block max.
       expect(Math.abs(restored - (a[i] as number))).toBeLessThan(amax * 2 ** -4);
     }

@@ -27,8 +27,17 @@ export interface DsaSpec {
    * i + ropeDim/2, as DeepSeek-V3.2-Exp's indexer (`apply_rotary_emb(..., interleaved=False)`).
    */
   readonly ropeInterleave: boolean;
+  /** The FP8 mode's scale per 128 values: amax / 448, or that rounded up to a power of two ("ue8m0"). */
+  readonly fp8Scale: Fp8ScaleFormat;
   readonly topK: number;
 }
+
+/**
+ * How an FP8 block scale is chosen: "amax" is amax / 448 (DeepSeek's act_quant without a
+ * scale_fmt), "ue8m0" is 2^ceil(log2(amax / 448)) (act_quant with scale_fmt "ue8m0", as
+ * DeepSeek-V3.2's config.json gives it in quantization_config).
+ */
+export type Fp8ScaleFormat = "amax" | "ue8m0";
 
 /** Checkpoint names under `<prefix>.self_attn.indexer` (bases without `.weight`). */
 export interface DsaNames {
@@ -153,7 +162,7 @@ export class DsaIndexer {
       layerNorm(k, t * d, d, this.kNormWeight, this.kNormBias);
       this.rotate(k, t * d, 1, positions[t] as number);
     }
-    if (switches.get("dsa_indexer") === "fp8") hadamardFp8(k, T, d);
+    if (switches.get("dsa_indexer") === "fp8") hadamardFp8(k, T, d, this.spec.fp8Scale);
     return k;
   }
 
@@ -176,7 +185,7 @@ export class DsaIndexer {
     const q = new Float32Array(T * n * d);
     pool.matmul(qLatent as Float32Array, T, this.qB, q);
     for (let t = 0; t < T; t++) this.rotate(q, t * n * d, n, positions[t] as number);
-    if (switches.get("dsa_indexer") === "fp8") hadamardFp8(q, T * n, d);
+    if (switches.get("dsa_indexer") === "fp8") hadamardFp8(q, T * n, d, this.spec.fp8Scale);
     const w = new Float32Array(T * n);
     pool.matmul(h, T, this.weightsProj, w);
     const weightScale = 1 / Math.sqrt(n * d);
@@ -281,9 +290,10 @@ function layerNorm(
 /**
  * Each of `rows` vectors of `d` (a power of two) through the orthonormal Hadamard transform
  * (Sylvester order, scaled by d^-1/2, as the reference's rotate_activation), then through FP8
- * E4M3 with one scale per 128 values (amax / 448): the values the reference's indexer multiplies.
+ * E4M3 with one scale per 128 values (as `scaleFormat` says): the values the reference's indexer
+ * multiplies.
  */
-export function hadamardFp8(x: Float32Array, rows: number, d: number): void {
+export function hadamardFp8(x: Float32Array, rows: number, d: number, scaleFormat: Fp8ScaleFormat): void {
   const scale = 1 / Math.sqrt(d);
   const block = Math.min(QUANT_BLOCK, d);
   for (let r = 0; r < rows; r++) {
@@ -303,7 +313,7 @@ export function hadamardFp8(x: Float32Array, rows: number, d: number): void {
       let amax = 0;
       for (let i = b; i < b + block; i++) amax = Math.max(amax, Math.abs(x[o + i] as number));
       if (amax === 0) continue;
-      const s = amax / E4M3_MAX;
+      const s = scaleFormat === "ue8m0" ? 2 ** Math.ceil(Math.log2(amax / E4M3_MAX)) : amax / E4M3_MAX;
       for (let i = b; i < b + block; i++) {
         const code = encodeMinifloat(FP8_E4M3FN, (x[o + i] as number) / s, { saturate: true });
         x[o + i] = (E4M3_VALUES[code] as number) * s;
