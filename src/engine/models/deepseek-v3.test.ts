@@ -44,6 +44,15 @@ describe("the DeepSeek-V3 layout reads a real checkpoint's config as its lineage
     );
   });
 
+  it("refuses what it would compute differently: shared indexer layers, half-split latent-attention RoPE", () => {
+    const indexer_types = ["full", "shared", "full"];
+    expect(
+      parseDeepseekV3({ ...GLM5, indexer_types: ["full", "full"], rope_interleave: true }).dsa,
+    ).toBeDefined();
+    expect(() => parseDeepseekV3({ ...GLM5, indexer_types })).toThrow(/indexer_types: layer 1 is "shared"/);
+    expect(() => parseDeepseekV3({ ...GLM5, rope_interleave: false })).toThrow(/rope_interleave: false/);
+  });
+
   it("refuses Kimi K2's YaRN rope_scaling by name rather than computing without it", () => {
     const { index_topk: _, ...k2 } = GLM5;
     const yarn = {

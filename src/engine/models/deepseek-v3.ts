@@ -90,6 +90,10 @@ const DEEPSEEK_V3_FIELDS = {
   index_head_dim: positive.nullish(),
   index_topk: z.number().int().nullish(),
   indexer_rope_interleave: z.boolean().default(false),
+  indexer_types: z.array(z.enum(["full", "shared"])).nullish(),
+  // MLA's RoPE pairs adjacent features (DeepSeek's inference code, vLLM); HF's glm_moe_dsa rotates
+  // half-split whatever this says. The engine follows the config and DeepSeek: true, or refused.
+  rope_interleave: z.boolean().default(true),
   // Only its FP8 scale format is read here; the loader reads the weights' quantization.
   quantization_config: z.looseObject({ scale_fmt: z.literal("ue8m0").nullish() }).nullish(),
   ...TOKEN_ID_FIELDS,
@@ -130,6 +134,16 @@ export interface DeepseekV3Config extends ModelConfig {
 function deepseekV3Config(c: DeepseekV3Fields, modelType: string, fail: Fail): DeepseekV3Config {
   // YaRN here also scales MLA's softmax by DeepSeek's mscale, which the engine does not apply yet.
   const { theta: ropeTheta } = ropeConfig(c, fail, { defaultTheta: 10_000 });
+  if (!c.rope_interleave)
+    fail(
+      "rope_interleave",
+      "false (half-split RoPE in latent attention) is not implemented; the engine rotates adjacent pairs as DeepSeek's and vLLM's code do.",
+    );
+  if (c.indexer_types?.includes("shared"))
+    fail(
+      "indexer_types",
+      `layer ${c.indexer_types.indexOf("shared")} is "shared" (reuse the previous layer's top-k), which the engine does not implement yet; it would compute every layer's own top-k instead.`,
+    );
   const mla: MlaSpec = {
     numHeads: c.num_attention_heads,
     qLoraRank: c.q_lora_rank ?? 0,
