@@ -14,7 +14,7 @@ export function resolveRecipe(manifest: RecipeManifest, platform: Platform = PLA
   if (manifest.reference === undefined) {
     throw new BringupError(
       "RECIPE_NO_MODEL_CODE",
-      `port ${port} has no recipe: it has no engine model code and tiny reference config yet, so there is nothing for the device plugin to serve and no reference to gate it against. Bring it up on the engine first (a reference section in port.yaml and a model.ts).`,
+      `port ${port} has no recipe: it has no engine model code and tiny reference config yet, so there is nothing for the device plugin to serve and no reference to gate it against. Bring it up on the engine first (a reference section in port.yaml whose architecture a family in src/engine/models/ serves).`,
       { subject: port },
     );
   }
