@@ -1,22 +1,15 @@
 import { instantiateWasm, type WasmMemory, type WasmModule } from "../../common/wasm-runtime.js";
-import type { AttentionSimd } from "../attention/attention-kernel.js";
-import { instantiateAttentionSimd } from "./attention-simd-module.js";
+import type { AttentionScratch, AttentionSimd } from "./attention/attention-kernel.js";
+import { instantiateAttentionSimd } from "./attention/attention-simd-module.js";
 import {
   buildDecodeTables,
   type Fp8Rows,
   type MatmulThread,
   type Mxfp4Rows,
   type WeightParts,
-} from "./matmul-kernel.js";
-import { instantiateTile } from "./simd-module.js";
-import { instantiateSwigluSimd, type SwigluSimd } from "./swiglu-simd-module.js";
-
-/** The attention kernel's growable working arrays (see attendTokens). */
-export interface AttentionScratch {
-  scores: Float64Array;
-  acc: Float64Array;
-  slots: Int32Array;
-}
+} from "./matmul/matmul-kernel.js";
+import { instantiateTile } from "./matmul/tile-module.js";
+import { instantiateSwigluSimd, type SwigluSimd } from "./swiglu/swiglu-simd-module.js";
 
 /** The compiled WebAssembly kernels a pool runs (each absent where SIMD is off or unavailable). */
 export interface KernelModules {

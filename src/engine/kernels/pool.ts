@@ -3,10 +3,11 @@ import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
 import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from "node:worker_threads";
 import { BringupError } from "../../common/errors.js";
-import { attentionSimdBytes } from "../attention/attention-kernel.js";
 import type { Weight } from "../tensor/weight.js";
-import { type AttentionParams, type AttentionRows, attendRange } from "./attention-job.js";
-import { compileAttentionSimd } from "./attention-simd-module.js";
+import { type AttentionParams, attendRange } from "./attention/attention-job.js";
+import type { AttentionRows } from "./attention/attention-kernel.js";
+import { attentionSimdBytes } from "./attention/attention-kernel.js";
+import { compileAttentionSimd } from "./attention/attention-simd-module.js";
 import {
   applyState,
   CONTROL,
@@ -16,12 +17,12 @@ import {
   kernelThread,
   type StateMessage,
 } from "./kernel-thread.js";
-import type { MatmulSegment } from "./matmul-job.js";
-import { buildDecodeTables, matmulRange, type WeightParts, weightParts } from "./matmul-kernel.js";
+import type { MatmulSegment } from "./matmul/matmul-job.js";
+import { buildDecodeTables, matmulRange, type WeightParts, weightParts } from "./matmul/matmul-kernel.js";
+import { compileSimdTile } from "./matmul/tile-module.js";
 import { type JobMessage, type KernelName, type KernelParams, runUnit } from "./registry.js";
-import { compileSimdTile } from "./simd-module.js";
-import { swiglu } from "./swiglu.js";
-import { compileSwigluSimd } from "./swiglu-simd-module.js";
+import { swiglu } from "./swiglu/swiglu.js";
+import { compileSwigluSimd } from "./swiglu/swiglu-simd-module.js";
 import { type KernelSwitches, kernelSwitches } from "./switches.js";
 import { type WasmArena, wasmArena } from "./wasm-arena.js";
 import { compileKernel } from "./wasm-kernels.js";
@@ -71,7 +72,7 @@ export type AttentionJob = Omit<AttentionParams, "simd" | "tile"> & AttentionRow
 
 /** The fused MXFP4 kernel built like the tile, and its table of half E8M0 scales in the arena. */
 function mxfp4Rows(arena: WasmArena, fused: boolean, scratchTokens: number): KernelModules["mxfp4"] {
-  const module = compileKernel(fused ? "mxfp4-rows" : "mxfp4-rows.unfused");
+  const module = compileKernel(fused ? "matmul/mxfp4-rows" : "matmul/mxfp4-rows.unfused");
   const halfScales = arena.allocate(256 * 4);
   if (module === undefined || halfScales < 0) return undefined;
   const e8m0 = buildDecodeTables().e8m0;
@@ -136,7 +137,7 @@ export class MatmulPool {
                 : undefined,
             fp8:
               switches.mxfp4 === "fused"
-                ? compileKernel(this.fma ? "fp8-rows" : "fp8-rows.unfused")
+                ? compileKernel(this.fma ? "matmul/fp8-rows" : "matmul/fp8-rows.unfused")
                 : undefined,
             attention: compileAttentionSimd(),
             swiglu: compileSwigluSimd(),
@@ -204,7 +205,7 @@ export class MatmulPool {
   }
 
   /**
-   * gate = silu(gate) · up over n values. With SIMD: wasm/swiglu.wat (several times faster than
+   * gate = silu(gate) · up over n values. With SIMD: swiglu/swiglu.wat (several times faster than
    * Math.exp) over copies staged in the shared memory, split between the threads in ranges of
    * whole vectors (each value is computed alone, so the split changes no bits); otherwise
    * swiglu.ts's on the calling thread.

@@ -1,7 +1,7 @@
-import { attentionJob } from "./attention-job.js";
+import { attentionJob } from "./attention/attention-job.js";
 import type { ThreadKernel } from "./kernel-thread.js";
-import { matmulJob } from "./matmul-job.js";
-import { swigluJob } from "./swiglu-job.js";
+import { matmulJob } from "./matmul/matmul-job.js";
+import { swigluJob } from "./swiglu/swiglu-job.js";
 
 /**
  * Every kernel the pool's threads run, by name. Adding one: its file (a ThreadKernel over a typed

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { Rng } from "../tensor/random.js";
+import { Rng } from "../../tensor/random.js";
 import { IndexerScoresSimd, indexerScores } from "./indexer-scores.js";
 
 const simd = IndexerScoresSimd.create();

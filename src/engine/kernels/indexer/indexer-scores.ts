@@ -1,12 +1,12 @@
-import { instantiateWasm, type WasmUnsharedMemory, wasmApi } from "../../common/wasm-runtime.js";
-import { compileKernel } from "./wasm-kernels.js";
+import { instantiateWasm, type WasmUnsharedMemory, wasmApi } from "../../../common/wasm-runtime.js";
+import { compileKernel } from "../wasm-kernels.js";
 
 /**
  * One query's DSA indexer scores over `count` cached keys: for position p (its key the `d` values
  * at keys[offsets[p]]), scores[p] = Σ_h weights[h] · ReLU(q_h · key_p) with q_h the h-th row of d
  * values of `q`, each dot accumulated in f64 in ascending feature order and the heads added in
  * ascending order (a head whose dot is not positive adds nothing). `scores` is zeroed first.
- * The plain reference: the WebAssembly kernel (wasm/indexer-scores.wat) must give its bits.
+ * The plain reference: the WebAssembly kernel (indexer-scores.wat) must give its bits.
  */
 export function indexerScores(
   q: Float32Array,
@@ -38,7 +38,7 @@ interface ScoresExports {
 const PAGE = 65536;
 
 /**
- * indexerScores through wasm/indexer-scores.wat, in an instance with its own memory (the indexer
+ * indexerScores through indexer-scores.wat, in an instance with its own memory (the indexer
  * scores on the calling thread). `load` copies a sequence's keys in once, run by run (consecutive
  * offsets `d` apart are one copy); then each query of the step scores a prefix of them: its f64
  * query interleaved by head pair and its weights go in, its scores come out.
@@ -54,7 +54,7 @@ export class IndexerScoresSimd {
 
   /** An instance, or undefined where WebAssembly SIMD is unavailable. */
   static create(): IndexerScoresSimd | undefined {
-    const module = compileKernel("indexer-scores");
+    const module = compileKernel("indexer/indexer-scores");
     if (module === undefined || wasmApi === undefined) return undefined;
     const memory = new wasmApi.Memory({ initial: 1, maximum: 65536 });
     return new IndexerScoresSimd(instantiateWasm(module, memory) as ScoresExports, memory);

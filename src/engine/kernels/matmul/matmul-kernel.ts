@@ -1,6 +1,6 @@
-import { DTYPE_CODE, type Weight } from "../tensor/weight.js";
-import type { SimdTile } from "./simd-module.js";
-import type { WasmArena } from "./wasm-arena.js";
+import { DTYPE_CODE, type Weight } from "../../tensor/weight.js";
+import type { WasmArena } from "../wasm-arena.js";
+import type { SimdTile } from "./tile-module.js";
 
 /** The fast matmul kernel, run on the calling thread and in the pool's workers (worker.ts). */
 
@@ -102,7 +102,7 @@ export interface MatmulThread {
   readonly fp8?: Fp8Rows | null;
 }
 
-/** wasm/fp8-rows.wat's export (see there for the arguments). */
+/** matmul/fp8-rows.wat's export (see there for the arguments). */
 export type Fp8Rows = (
   K: number,
   M: number,
@@ -120,7 +120,7 @@ export type Fp8Rows = (
 ) => void;
 
 /**
- * wasm/mxfp4-rows.wat's exports, the byte offset of their table of half E8M0 scales, and from how
+ * matmul/mxfp4-rows.wat's exports, the byte offset of their table of half E8M0 scales, and from how
  * many input rows a matmul decodes a chunk of rows into scratch for the tile instead of decoding
  * inside the loop.
  */
@@ -151,7 +151,7 @@ export interface Mxfp4Rows {
  * M, n0 and n1 are, so results do not depend on batch composition or on how rows are split between
  * threads, and equal the scalar reference's sum bit for bit.
  *
- * With the thread's SIMD tile (wasm/matmul-tile.wat) the sums run in four f32 lanes instead, each
+ * With the thread's SIMD tile (matmul/matmul-tile.wat) the sums run in four f32 lanes instead, each
  * step a fused multiply-add when the tile was built fused: still independent of batch and split,
  * but within f32 accumulation error of the reference (at most K·2^-24·Σ|x·w|, fused or not) rather
  * than equal to it.
@@ -239,7 +239,7 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
     const inPlace = dtype === 0 && wOffset >= 0;
     const { scalesOffset } = range.weight;
     const packed = dtype === 4 && wOffset >= 0 && scalesOffset >= 0 ? thread.mxfp4 : null;
-    // FP8 with scale blocks of whole groups of 32 values is read in place by wasm/fp8-rows.wat.
+    // FP8 with scale blocks of whole groups of 32 values is read in place by matmul/fp8-rows.wat.
     const fp8 =
       dtype === 3 && wOffset >= 0 && scalesOffset >= 0 && K % 32 === 0 && scaleBlockCols % 32 === 0
         ? (thread.fp8 ?? null)
@@ -271,7 +271,7 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
         continue;
       }
       if (packed !== null && M < packed.scratchTokens) {
-        // MXFP4 rows decoded inside the SIMD loop (wasm/mxfp4-rows.wat), the rows area as its
+        // MXFP4 rows decoded inside the SIMD loop (matmul/mxfp4-rows.wat), the rows area as its
         // accumulators: the tile's operations on the unpacked rows, so the same bits.
         const direct = outOffset >= 0;
         const at = direct ? outOffset + c0 * 4 : O * 4;
