@@ -1,6 +1,7 @@
 import { instantiateWasm, type WasmMemory, type WasmModule } from "../../common/wasm-runtime.js";
 import type { AttentionScratch, AttentionSimd } from "./attention/attention-kernel.js";
 import { instantiateAttentionSimd } from "./attention/attention-simd-module.js";
+import { type IndexerScoresSimd, instantiateIndexerScores } from "./indexer/indexer-job.js";
 import {
   buildDecodeTables,
   type Fp8Rows,
@@ -27,6 +28,7 @@ export interface KernelModules {
   readonly fp8?: WasmModule;
   readonly attention?: WasmModule;
   readonly swiglu?: WasmModule;
+  readonly indexer?: WasmModule;
 }
 
 /**
@@ -37,6 +39,7 @@ export interface KernelModules {
 export interface KernelThread extends MatmulThread {
   readonly attention: AttentionSimd | null;
   readonly swiglu: SwigluSimd | null;
+  readonly indexer: IndexerScoresSimd | null;
   readonly weights: Map<number, WeightParts>;
   readonly kvs: Map<number, { readonly keys: Float32Array; readonly values: Float32Array }>;
   readonly attentionScratch: AttentionScratch;
@@ -68,6 +71,7 @@ export function kernelThread(modules: KernelModules, memory: WasmMemory | undefi
     fp8: instance(modules.fp8, (m, mem) => (instantiateWasm(m, mem) as { fp8: Fp8Rows }).fp8),
     attention: instance(modules.attention, instantiateAttentionSimd),
     swiglu: instance(modules.swiglu, instantiateSwigluSimd),
+    indexer: instance(modules.indexer, instantiateIndexerScores),
     weights: new Map(),
     kvs: new Map(),
     attentionScratch: {

@@ -9,6 +9,14 @@ import type { AttentionRows } from "./attention/attention-kernel.js";
 import { attentionSimdBytes } from "./attention/attention-kernel.js";
 import { compileAttentionSimd } from "./attention/attention-simd-module.js";
 import {
+  compileIndexerScores,
+  type IndexerScoresJob,
+  indexerScoresJob,
+  indexerSizes,
+  stageIndexerScores,
+} from "./indexer/indexer-job.js";
+import { indexerScores } from "./indexer/indexer-scores.js";
+import {
   applyState,
   CONTROL,
   claimUnits,
@@ -141,6 +149,7 @@ export class MatmulPool {
                 : undefined,
             attention: compileAttentionSimd(),
             swiglu: compileSwigluSimd(),
+            indexer: compileIndexerScores(),
           };
     this.mxfp4 = modules.mxfp4 === undefined ? "unpacked" : "fused";
     const memory = this.arena?.memory;
@@ -230,6 +239,39 @@ export class MatmulPool {
       this.run("swiglu", { g, u, vectors, units }, units);
     }
     gate.set(staged.subarray(0, n));
+  }
+
+  /**
+   * The DSA indexer's scores of queries over one sequence's cached keys (see indexerScores). With
+   * SIMD: indexer/indexer-scores.wat over the keys gathered once into the staged input, each
+   * query's positions split between the threads in ranges (each position's score is computed
+   * alone, so the split changes no bits); otherwise indexer-scores.ts's on the calling thread.
+   */
+  indexerScores(job: IndexerScoresJob): void {
+    const sizes = indexerSizes(job);
+    const staged = this.thread.indexer === null ? null : this.stage("x", sizes.input / 4);
+    const stagedOut = staged === null ? null : this.stage("out", sizes.output / 4);
+    if (staged === null || stagedOut === null || this.xOffset < 0 || this.outOffset < 0) {
+      for (const { q, weights, count, scores } of job.queries)
+        indexerScores(q, weights, job.d, job.keys, job.offsets, count, scores);
+      return;
+    }
+    const params = stageIndexerScores(
+      job,
+      (this.arena as WasmArena).memory.buffer,
+      this.xOffset,
+      this.outOffset,
+    );
+    const units = params.units.length / 3;
+    if (this.workers.length === 0 || this.closed || sizes.macs < PARALLEL_MIN_MACS) {
+      for (let u = 0; u < units; u++) indexerScoresJob.run(this.thread, params, u);
+    } else this.run("indexer", params, units);
+    const all = new Float64Array(stagedOut.buffer, this.outOffset, sizes.output / 8);
+    let at = 0;
+    for (const { count, scores } of job.queries) {
+      scores.set(all.subarray(at, at + count));
+      at += count;
+    }
   }
 
   /**

@@ -1,4 +1,5 @@
 import { attentionJob } from "./attention/attention-job.js";
+import { indexerScoresJob } from "./indexer/indexer-job.js";
 import type { ThreadKernel } from "./kernel-thread.js";
 import { matmulJob } from "./matmul/matmul-job.js";
 import { swigluJob } from "./swiglu/swiglu-job.js";
@@ -11,6 +12,7 @@ export const KERNELS = {
   matmul: matmulJob,
   attention: attentionJob,
   swiglu: swigluJob,
+  indexer: indexerScoresJob,
 } as const;
 
 export type KernelName = keyof typeof KERNELS;
