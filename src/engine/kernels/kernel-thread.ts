@@ -9,6 +9,7 @@ import {
   type Mxfp4Rows,
   type WeightParts,
 } from "./matmul/matmul-kernel.js";
+import type { Mxfp4Int8 } from "./matmul/mxfp4-int8.js";
 import { instantiateTile } from "./matmul/tile-module.js";
 import { instantiateSwigluSimd, type SwigluSimd } from "./swiglu/swiglu-simd-module.js";
 
@@ -24,6 +25,8 @@ export interface KernelModules {
     readonly halfScales: number;
     readonly scratchTokens: number;
   };
+  /** The integer MXFP4 path (relaxed dot products, or their plain form) and its scale table. */
+  readonly mxfp4Int8?: { readonly module: WasmModule; readonly halfScales: number };
   /** The fused block-scaled FP8 rows, built like the tile. */
   readonly fp8?: WasmModule;
   readonly attention?: WasmModule;
@@ -68,6 +71,10 @@ export function kernelThread(modules: KernelModules, memory: WasmMemory | undefi
         scratchTokens: modules.mxfp4?.scratchTokens as number,
       };
     }),
+    mxfp4Int8: instance(modules.mxfp4Int8?.module, (m, mem) => ({
+      rows: (instantiateWasm(m, mem) as { mxfp4_int8: Mxfp4Int8 }).mxfp4_int8,
+      halfScales: modules.mxfp4Int8?.halfScales as number,
+    })),
     fp8: instance(modules.fp8, (m, mem) => (instantiateWasm(m, mem) as { fp8: Fp8Rows }).fp8),
     attention: instance(modules.attention, instantiateAttentionSimd),
     swiglu: instance(modules.swiglu, instantiateSwigluSimd),

@@ -78,14 +78,30 @@ function workerEntry(): { filename: string | URL; eval: boolean } {
 /** One layer's attention over a step: what pool.attention needs (see attendTokens). */
 export type AttentionJob = Omit<AttentionParams, "simd" | "tile"> & AttentionRows;
 
-/** The fused MXFP4 kernel built like the tile, and its table of half E8M0 scales in the arena. */
-function mxfp4Rows(arena: WasmArena, fused: boolean, scratchTokens: number): KernelModules["mxfp4"] {
-  const module = compileKernel(fused ? "matmul/mxfp4-rows" : "matmul/mxfp4-rows.unfused");
-  const halfScales = arena.allocate(256 * 4);
-  if (module === undefined || halfScales < 0) return undefined;
-  const e8m0 = buildDecodeTables().e8m0;
-  new Float32Array(arena.memory.buffer, halfScales, 256).set(e8m0.map((s) => s / 2));
-  return { module, halfScales, scratchTokens };
+/** The table of half E8M0 scales, 2^(e - 128), that both MXFP4 kernels read from the arena. */
+function halfScaleTable(arena: WasmArena): number {
+  const at = arena.allocate(256 * 4);
+  if (at >= 0) new Float32Array(arena.memory.buffer, at, 256).set(buildDecodeTables().e8m0.map((s) => s / 2));
+  return at;
+}
+
+/** The MXFP4 kernels the switch asks for: the fused rows (built like the tile), or the integer path. */
+function mxfp4Modules(
+  arena: WasmArena,
+  fma: boolean,
+  switches: KernelSwitches,
+): Pick<KernelModules, "mxfp4" | "mxfp4Int8"> {
+  if (switches.mxfp4 === "unpacked") return {};
+  const halfScales = halfScaleTable(arena);
+  if (halfScales < 0) return {};
+  if (switches.mxfp4 === "int8") {
+    const module = compileKernel("matmul/mxfp4-int8") ?? compileKernel("matmul/mxfp4-int8.plain-dot");
+    return module === undefined ? {} : { mxfp4Int8: { module, halfScales } };
+  }
+  const module = compileKernel(fma ? "matmul/mxfp4-rows" : "matmul/mxfp4-rows.unfused");
+  return module === undefined
+    ? {}
+    : { mxfp4: { module, halfScales, scratchTokens: switches.mxfp4ScratchTokens } };
 }
 
 /**
@@ -101,7 +117,7 @@ export class MatmulPool {
   readonly simd: boolean;
   /** Whether the matmul tile multiplies and adds in one fused step (relaxed SIMD). */
   readonly fma: boolean;
-  /** How MXFP4 weights are multiplied: in the fused kernel, or unpacked to f32 rows first (also without SIMD). */
+  /** How MXFP4 weights are multiplied: in the fused kernel, on int8 dot products, or unpacked to f32 rows first (also without SIMD). */
   readonly mxfp4: KernelSwitches["mxfp4"];
   private readonly ctrl = new Int32Array(new SharedArrayBuffer(32));
   private readonly workers: { worker: Worker; port: MessagePort }[] = [];
@@ -139,19 +155,17 @@ export class MatmulPool {
         ? {}
         : {
             tile,
-            mxfp4:
-              switches.mxfp4 === "fused"
-                ? mxfp4Rows(arena, this.fma, switches.mxfp4ScratchTokens)
-                : undefined,
+            ...mxfp4Modules(arena, this.fma, switches),
             fp8:
-              switches.mxfp4 === "fused"
+              switches.mxfp4 !== "unpacked"
                 ? compileKernel(this.fma ? "matmul/fp8-rows" : "matmul/fp8-rows.unfused")
                 : undefined,
             attention: compileAttentionSimd(),
             swiglu: compileSwigluSimd(),
             indexer: compileIndexerScores(),
           };
-    this.mxfp4 = modules.mxfp4 === undefined ? "unpacked" : "fused";
+    this.mxfp4 =
+      modules.mxfp4Int8 !== undefined ? "int8" : modules.mxfp4 === undefined ? "unpacked" : "fused";
     const memory = this.arena?.memory;
     this.thread = kernelThread(modules, memory);
     for (let i = 1; i < threads; i++) {

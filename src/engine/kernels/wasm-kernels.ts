@@ -13,6 +13,8 @@ export type KernelBinary =
   | "matmul/matmul-tile.unfused"
   | "matmul/mxfp4-rows"
   | "matmul/mxfp4-rows.unfused"
+  | "matmul/mxfp4-int8"
+  | "matmul/mxfp4-int8.plain-dot"
   | "matmul/fp8-rows"
   | "matmul/fp8-rows.unfused"
   | "attention/attention"

@@ -1,5 +1,6 @@
 import { DTYPE_CODE, type Weight } from "../../tensor/weight.js";
 import type { WasmArena } from "../wasm-arena.js";
+import { type Mxfp4Int8, quantizeInput } from "./mxfp4-int8.js";
 import type { SimdTile } from "./tile-module.js";
 
 /** The fast matmul kernel, run on the calling thread and in the pool's workers (worker.ts). */
@@ -100,6 +101,8 @@ export interface MatmulThread {
   readonly mxfp4: Mxfp4Rows | null;
   /** The fused block-scaled FP8 rows (null, or absent: unpacked into f32 rows for the tile). */
   readonly fp8?: Fp8Rows | null;
+  /** The integer MXFP4 path and its table of half E8M0 scales (absent or null: not chosen). */
+  readonly mxfp4Int8?: { readonly rows: Mxfp4Int8; readonly halfScales: number } | null;
 }
 
 /** matmul/fp8-rows.wat's export (see there for the arguments). */
@@ -244,8 +247,26 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
       dtype === 3 && wOffset >= 0 && scalesOffset >= 0 && K % 32 === 0 && scaleBlockCols % 32 === 0
         ? (thread.fp8 ?? null)
         : null;
+    // MXFP4 on integer dot products: the input quantized once into the x area, then every row.
+    const int8 = dtype === 4 && wOffset >= 0 && scalesOffset >= 0 ? (thread.mxfp4Int8 ?? null) : null;
+    const qAt = S * 4;
+    // It fits: quantizedBytes(M, K) is 1.625 bytes a value, the x area 4.
+    const qsAt = int8 === null ? -1 : quantizeInput(x, M, K, simd.memory.buffer, qAt);
+    /** Columns [c0, c0 + rows) of every input row from the out area (an [M, CHUNK] matrix) into `out`. */
+    const fromOutArea = (c0: number, rows: number) => {
+      for (let m = 0; m < M; m++) out.set(heap.subarray(O + m * CHUNK, O + m * CHUNK + rows), m * N + c0);
+    };
     for (let c0 = n0; c0 < n1; c0 += CHUNK) {
       const rows = Math.min(CHUNK, n1 - c0);
+      if (int8 !== null) {
+        const direct = outOffset >= 0;
+        const wAt = wOffset + (c0 * K) / 2;
+        const sAt = scalesOffset + (c0 * K) / 32;
+        const at = direct ? outOffset + c0 * 4 : O * 4;
+        int8.rows(K, M, qAt, qsAt, wAt, sAt, int8.halfScales, at, rows, direct ? N * 4 : CHUNK * 4);
+        if (!direct) fromOutArea(c0, rows);
+        continue;
+      }
       if (fp8 !== null) {
         // Like the MXFP4 rows below: decoded inside the SIMD loop, the same bits as the tile's.
         const direct = outOffset >= 0;
@@ -265,9 +286,7 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
           rows,
           direct ? N * 4 : CHUNK * 4,
         );
-        if (!direct) {
-          for (let m = 0; m < M; m++) out.set(heap.subarray(O + m * CHUNK, O + m * CHUNK + rows), m * N + c0);
-        }
+        if (!direct) fromOutArea(c0, rows);
         continue;
       }
       if (packed !== null && M < packed.scratchTokens) {
@@ -278,9 +297,7 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
         const wAt = wOffset + (c0 * K) / 2;
         const sAt = scalesOffset + (c0 * K) / 32;
         packed.rows(K, M, xAt, wAt, sAt, packed.halfScales, W * 4, at, rows, direct ? N * 4 : CHUNK * 4);
-        if (!direct) {
-          for (let m = 0; m < M; m++) out.set(heap.subarray(O + m * CHUNK, O + m * CHUNK + rows), m * N + c0);
-        }
+        if (!direct) fromOutArea(c0, rows);
         continue;
       }
       const whole = rows >> 2;
