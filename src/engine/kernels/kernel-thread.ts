@@ -27,7 +27,7 @@ export interface KernelModules {
   };
   /** The integer MXFP4 path (relaxed dot products, or their plain form) and its scale table. */
   readonly mxfp4Int8?: { readonly module: WasmModule; readonly halfScales: number };
-  /** The fused block-scaled FP8 rows, built like the tile. */
+  /** The block-scaled FP8 rows' SIMD decoding into scratch for the tile. */
   readonly fp8?: WasmModule;
   readonly attention?: WasmModule;
   readonly swiglu?: WasmModule;
@@ -75,7 +75,7 @@ export function kernelThread(modules: KernelModules, memory: WasmMemory | undefi
       rows: (instantiateWasm(m, mem) as { mxfp4_int8: Mxfp4Int8 }).mxfp4_int8,
       halfScales: modules.mxfp4Int8?.halfScales as number,
     })),
-    fp8: instance(modules.fp8, (m, mem) => (instantiateWasm(m, mem) as { fp8: Fp8Rows }).fp8),
+    fp8: instance(modules.fp8, (m, mem) => (instantiateWasm(m, mem) as { decode: Fp8Rows }).decode),
     attention: instance(modules.attention, instantiateAttentionSimd),
     swiglu: instance(modules.swiglu, instantiateSwigluSimd),
     indexer: instance(modules.indexer, instantiateIndexerScores),

@@ -156,10 +156,7 @@ export class MatmulPool {
         : {
             tile,
             ...mxfp4Modules(arena, this.fma, switches),
-            fp8:
-              switches.mxfp4 !== "unpacked"
-                ? compileKernel(this.fma ? "matmul/fp8-rows" : "matmul/fp8-rows.unfused")
-                : undefined,
+            fp8: switches.mxfp4 !== "unpacked" ? compileKernel("matmul/fp8-rows") : undefined,
             attention: compileAttentionSimd(),
             swiglu: compileSwigluSimd(),
             indexer: compileIndexerScores(),

@@ -3,10 +3,11 @@ import type { WasmModule } from "../../common/wasm-runtime.js";
 
 /**
  * The kernels written in WebAssembly text, each in its op's folder (./<op>/<name>.wat), built to a
- * binary beside it by
- * scripts/build-kernels.mjs (which `npm ci` and `npm run build` run). "matmul-tile" multiplies and
- * adds in one fused step (relaxed SIMD); "matmul-tile.unfused" is the same tile with a mul then an add,
- * and likewise for "mxfp4-rows" and "fp8-rows", the fused MXFP4 and block-scaled FP8 matmuls.
+ * binary beside it by scripts/build-kernels.mjs (which `npm ci` and `npm run build` run).
+ * "matmul-tile" multiplies and adds in one fused step (relaxed SIMD); "matmul-tile.unfused" is the
+ * same tile with a mul then an add, and likewise "mxfp4-rows" (the fused MXFP4 matmul).
+ * "mxfp4-int8" dots on relaxed integer dot products; "mxfp4-int8.plain-dot" makes the same sums
+ * from plain SIMD.
  */
 export type KernelBinary =
   | "matmul/matmul-tile"
@@ -16,7 +17,6 @@ export type KernelBinary =
   | "matmul/mxfp4-int8"
   | "matmul/mxfp4-int8.plain-dot"
   | "matmul/fp8-rows"
-  | "matmul/fp8-rows.unfused"
   | "attention/attention"
   | "swiglu/swiglu"
   | "indexer/indexer-scores";

@@ -99,27 +99,23 @@ export interface MatmulThread {
   readonly tile: SimdTile | null;
   /** The fused MXFP4 rows (null: MXFP4 weights are unpacked into f32 rows for the tile). */
   readonly mxfp4: Mxfp4Rows | null;
-  /** The fused block-scaled FP8 rows (null, or absent: unpacked into f32 rows for the tile). */
+  /** The block-scaled FP8 rows' SIMD decoding (null, or absent: unpacked in JavaScript for the tile). */
   readonly fp8?: Fp8Rows | null;
   /** The integer MXFP4 path and its table of half E8M0 scales (absent or null: not chosen). */
   readonly mxfp4Int8?: { readonly rows: Mxfp4Int8; readonly halfScales: number } | null;
 }
 
-/** matmul/fp8-rows.wat's export (see there for the arguments). */
+/** matmul/fp8-rows.wat's decode (see there for the arguments). */
 export type Fp8Rows = (
   K: number,
-  M: number,
-  x: number,
   codes: number,
   scales: number,
   scaleRowBytes: number,
   blocksPerScale: number,
   blockRows: number,
   band0: number,
-  acc: number,
-  o: number,
+  out: number,
   N: number,
-  ldo: number,
 ) => void;
 
 /**
@@ -242,7 +238,7 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
     const inPlace = dtype === 0 && wOffset >= 0;
     const { scalesOffset } = range.weight;
     const packed = dtype === 4 && wOffset >= 0 && scalesOffset >= 0 ? thread.mxfp4 : null;
-    // FP8 with scale blocks of whole groups of 32 values is read in place by matmul/fp8-rows.wat.
+    // FP8 with scale blocks of whole groups of 32 values is decoded by matmul/fp8-rows.wat.
     const fp8 =
       dtype === 3 && wOffset >= 0 && scalesOffset >= 0 && K % 32 === 0 && scaleBlockCols % 32 === 0
         ? (thread.fp8 ?? null)
@@ -264,28 +260,6 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
         const sAt = scalesOffset + (c0 * K) / 32;
         const at = direct ? outOffset + c0 * 4 : O * 4;
         int8.rows(K, M, qAt, qsAt, wAt, sAt, int8.halfScales, at, rows, direct ? N * 4 : CHUNK * 4);
-        if (!direct) fromOutArea(c0, rows);
-        continue;
-      }
-      if (fp8 !== null) {
-        // Like the MXFP4 rows below: decoded inside the SIMD loop, the same bits as the tile's.
-        const direct = outOffset >= 0;
-        const scaleRowBytes = Math.ceil(K / scaleBlockCols) * 4;
-        fp8(
-          K,
-          M,
-          xAt,
-          wOffset + c0 * K,
-          scalesOffset + Math.floor(c0 / scaleBlockRows) * scaleRowBytes,
-          scaleRowBytes,
-          scaleBlockCols / 32,
-          scaleBlockRows,
-          c0 % scaleBlockRows,
-          W * 4,
-          direct ? outOffset + c0 * 4 : O * 4,
-          rows,
-          direct ? N * 4 : CHUNK * 4,
-        );
         if (!direct) fromOutArea(c0, rows);
         continue;
       }
@@ -326,6 +300,20 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
           const blocks = ((rows - r0) * K) / 32;
           const first = ((c0 + r0) * K) / 32;
           packed.decode(wOffset + first * 16, scalesOffset + first, packed.halfScales, W * 4, blocks);
+        } else if (fp8 !== null) {
+          // The chunk's FP8 rows decoded once (the table decoding's exact values), then the tile.
+          const scaleRowBytes = Math.ceil(K / scaleBlockCols) * 4;
+          fp8(
+            K,
+            wOffset + c0 * K,
+            scalesOffset + Math.floor(c0 / scaleBlockRows) * scaleRowBytes,
+            scaleRowBytes,
+            scaleBlockCols / 32,
+            scaleBlockRows,
+            c0 % scaleBlockRows,
+            W * 4,
+            rows,
+          );
         } else for (let j = r0; j < rows; j++) unpack(c0 + j, W + (j - r0) * K);
         if (rows < groups * 4) heap.fill(0, W + (rows - r0) * K, W + (groups * 4 - r0) * K);
         run(W * 4, fromWeights, groups);
