@@ -1,8 +1,8 @@
 /**
  * Decode at one stream of a gpt-oss-style MoE whose experts are far beyond the caches, on five
  * expert paths of the same weights, measured in one process: FP8 experts (E4M3 with a scale per
- * 32 values, decoded inside the SIMD loop), fused MXFP4 (mxfp4=fused: decoded inside the SIMD
- * loop), unpacked MXFP4 (mxfp4=unpacked: each expert row dequantized to f32, then the ordinary
+ * 32 values, a chunk of rows decoded into scratch for the tile), fused MXFP4 (mxfp4=fused: the
+ * same by its own SIMD kernel), unpacked MXFP4 (mxfp4=unpacked: each expert row dequantized to f32, then the ordinary
  * tile: the stock op), f32 experts, and integer MXFP4 (mxfp4=int8: the input quantized to int8 per
  * block of 32, relaxed integer dot products; not the same bits, so its tokens are counted against
  * the fused arm's rather than required to match).
