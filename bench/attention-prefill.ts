@@ -19,7 +19,7 @@ import { availableParallelism } from "node:os";
 import { LayerKvCache } from "../src/engine/cache/kv-cache.js";
 import { FullCacheSpec } from "../src/engine/cache/spec.js";
 import { Engine, findTinySize, type LoadedModel, readCorpus } from "../src/engine/index.js";
-import { AttentionScratch, pagedAttention } from "../src/engine/kernels/attention/paged-attention.js";
+import { AttentionScratch, pagedAttention } from "../src/engine/kernels/paged-attention/paged-attention.js";
 import { MatmulPool } from "../src/engine/kernels/pool.js";
 import { Rng } from "../src/engine/tensor/random.js";
 import { generateTinyModel, tinyFilesToModel } from "../src/engine/tiny/generate.js";

@@ -63,7 +63,7 @@
  * switch), or per engine the `mxfp4` switch that every model holding MXFP4 weights has.
  * Attention runs the same way: a SIMD kernel over tiles of a prefill's queries (pairs of f64 in the
  * reference's order) and a plain tiled kernel under the same switch; both equal
- * kernels/attention/paged-attention.ts bit for bit.
+ * kernels/paged-attention/paged-attention.ts bit for bit.
  *
  * KV layouts (`kvLayout`): "window-sized" keeps each sliding-window layer's window as a ring of
  * blocks; "full" keeps every token in every layer and masks the window. The byte budget is split

@@ -1,7 +1,5 @@
 import { instantiateWasm, type WasmMemory, type WasmModule } from "../../common/wasm-runtime.js";
-import type { AttentionScratch, AttentionSimd } from "./attention/attention-kernel.js";
-import { instantiateAttentionSimd } from "./attention/attention-simd-module.js";
-import { type IndexerScoresSimd, instantiateIndexerScores } from "./indexer/indexer-job.js";
+import { type IndexerScoresSimd, instantiateIndexerScores } from "./indexer-scores/indexer-job.js";
 import {
   buildDecodeTables,
   type Fp8Rows,
@@ -11,6 +9,8 @@ import {
 } from "./matmul/matmul-kernel.js";
 import type { Mxfp4Int8 } from "./matmul/mxfp4-int8.js";
 import { instantiateTile } from "./matmul/tile-module.js";
+import type { AttentionScratch, AttentionSimd } from "./paged-attention/attention-kernel.js";
+import { instantiateAttentionSimd } from "./paged-attention/attention-simd-module.js";
 import { instantiateSwigluSimd, type SwigluSimd } from "./swiglu/swiglu-simd-module.js";
 
 /** The compiled WebAssembly kernels a pool runs (each absent where SIMD is off or unavailable). */

@@ -4,18 +4,14 @@ import { fileURLToPath } from "node:url";
 import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from "node:worker_threads";
 import { BringupError } from "../../common/errors.js";
 import type { Weight } from "../tensor/weight.js";
-import { type AttentionParams, attendRange } from "./attention/attention-job.js";
-import type { AttentionRows } from "./attention/attention-kernel.js";
-import { attentionSimdBytes } from "./attention/attention-kernel.js";
-import { compileAttentionSimd } from "./attention/attention-simd-module.js";
 import {
   compileIndexerScores,
   type IndexerScoresJob,
   indexerScoresJob,
   indexerSizes,
   stageIndexerScores,
-} from "./indexer/indexer-job.js";
-import { indexerScores } from "./indexer/indexer-scores.js";
+} from "./indexer-scores/indexer-job.js";
+import { indexerScores } from "./indexer-scores/indexer-scores.js";
 import {
   applyState,
   CONTROL,
@@ -28,6 +24,10 @@ import {
 import type { MatmulSegment } from "./matmul/matmul-job.js";
 import { buildDecodeTables, matmulRange, type WeightParts, weightParts } from "./matmul/matmul-kernel.js";
 import { compileSimdTile } from "./matmul/tile-module.js";
+import { type AttentionParams, attendRange } from "./paged-attention/attention-job.js";
+import type { AttentionRows } from "./paged-attention/attention-kernel.js";
+import { attentionSimdBytes } from "./paged-attention/attention-kernel.js";
+import { compileAttentionSimd } from "./paged-attention/attention-simd-module.js";
 import { type JobMessage, type KernelName, type KernelParams, runUnit } from "./registry.js";
 import { swiglu } from "./swiglu/swiglu.js";
 import { compileSwigluSimd } from "./swiglu/swiglu-simd-module.js";
@@ -254,7 +254,7 @@ export class MatmulPool {
 
   /**
    * The DSA indexer's scores of queries over one sequence's cached keys (see indexerScores). With
-   * SIMD: indexer/indexer-scores.wat over the keys gathered once into the staged input, each
+   * SIMD: indexer-scores/indexer-scores.wat over the keys gathered once into the staged input, each
    * query's positions split between the threads in ranges (each position's score is computed
    * alone, so the split changes no bits); otherwise indexer-scores.ts's on the calling thread.
    */

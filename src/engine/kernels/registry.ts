@@ -1,7 +1,7 @@
-import { attentionJob } from "./attention/attention-job.js";
-import { indexerScoresJob } from "./indexer/indexer-job.js";
+import { indexerScoresJob } from "./indexer-scores/indexer-job.js";
 import type { ThreadKernel } from "./kernel-thread.js";
 import { matmulJob } from "./matmul/matmul-job.js";
+import { attentionJob } from "./paged-attention/attention-job.js";
 import { swigluJob } from "./swiglu/swiglu-job.js";
 
 /**

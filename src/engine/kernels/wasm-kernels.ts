@@ -17,9 +17,9 @@ export type KernelBinary =
   | "matmul/mxfp4-int8"
   | "matmul/mxfp4-int8.plain-dot"
   | "matmul/fp8-rows"
-  | "attention/attention"
+  | "paged-attention/attention"
   | "swiglu/swiglu"
-  | "indexer/indexer-scores";
+  | "indexer-scores/indexer-scores";
 
 const kernelUrl = (name: KernelBinary) => new URL(`./${name}.wasm`, import.meta.url);
 

@@ -1,7 +1,7 @@
 import { BringupError } from "../../../common/errors.js";
 import { decodeTable, encodeMinifloat, FP8_E4M3FN, maxFinite } from "../../../formats/index.js";
 import type { LayerKvCache } from "../../cache/kv-cache.js";
-import type { IndexerQuery } from "../../kernels/indexer/indexer-job.js";
+import type { IndexerQuery } from "../../kernels/indexer-scores/indexer-job.js";
 import type { MatmulPool } from "../../kernels/pool.js";
 import { Rope } from "../../kernels/rope.js";
 import type { WeightSource } from "../../loader/weight-source.js";

@@ -9,7 +9,7 @@ export interface IndexerScoresSimd {
 
 /** The compiled scoring loop, or undefined where WebAssembly SIMD is unavailable. */
 export function compileIndexerScores(): WasmModule | undefined {
-  return compileKernel("indexer/indexer-scores");
+  return compileKernel("indexer-scores/indexer-scores");
 }
 
 /** An instance over the shared memory (one per thread). */
