@@ -1,5 +1,6 @@
 import { type ChildProcess, fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import type { ErrorCode } from "../common/error-catalogue.js";
 import { BringupError } from "../common/errors.js";
 import type { ChatTemplateContext } from "../engine/index.js";
 import { ApiError } from "./api-error.js";
@@ -25,7 +26,7 @@ export type FromTemplateProcess =
   | { readonly type: "ready" }
   | { readonly type: "rendered"; readonly text: string }
   | { readonly type: "too-long"; readonly chars: number }
-  | { readonly type: "failed"; readonly code: string; readonly message: string };
+  | { readonly type: "failed"; readonly code: ErrorCode; readonly message: string };
 
 interface Job extends ToTemplateProcess {
   readonly resolve: (text: string) => void;
