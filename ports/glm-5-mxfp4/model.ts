@@ -17,6 +17,7 @@
 import type { Architecture, DeepseekV3Config, PortModel, TinyModelFiles } from "../../src/engine/index.js";
 import {
   buildDeepseekV3,
+  deepseekV3States,
   deepseekV3TinyModel,
   latentCopyHidden,
   parseDeepseekV3,
@@ -34,6 +35,7 @@ export const glm5Architecture: Architecture<DeepseekV3Config> = {
   modelTypes: [MODEL_TYPE],
   parseConfig: parseGlm5Config,
   build: buildDeepseekV3,
+  states: deepseekV3States,
 };
 
 /** A BPE trained on the corpus and seeded random weights, routed experts MXFP4-encoded. */

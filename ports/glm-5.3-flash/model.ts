@@ -43,10 +43,12 @@ import {
   embeddingAndHead,
   filled,
   GqaAttention,
+  gqaStates,
   HF_MLP_NAMES,
   KDA_SWITCHES,
   KdaAttention,
   type KdaSpec,
+  kdaStates,
   type MhcConfig,
   MhcConnection,
   MhcResidual,
@@ -281,6 +283,8 @@ export const glmArchitecture: Architecture<GlmConfig> = {
   modelTypes: [MODEL_TYPE],
   parseConfig: parseGlmConfig,
   build: buildGlm,
+  states: (config) =>
+    config.layers.map((l) => (l.mixer === "kda" ? kdaStates(config.kda) : gqaStates(config.attention))),
 };
 
 /**

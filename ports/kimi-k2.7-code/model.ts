@@ -16,7 +16,7 @@
 import type { Architecture, DeepseekV3Config, PortModel } from "../../src/engine/index.js";
 import {
   buildDeepseekV3,
-  deepseekV3KvValuesPerToken,
+  deepseekV3States,
   deepseekV3TinyModel,
   parseDeepseekV3,
 } from "../../src/engine/index.js";
@@ -31,6 +31,7 @@ export const kimiArchitecture: Architecture<DeepseekV3Config> = {
   modelTypes: [MODEL_TYPE],
   parseConfig: parseKimiConfig,
   build: buildDeepseekV3,
+  states: deepseekV3States,
 };
 
 export const portModel: PortModel = {
@@ -42,7 +43,4 @@ export const portModel: PortModel = {
       architecture: "DeepseekV3ForCausalLM",
       port: "kimi-k2.7-code",
     }),
-  /** Latent (kv_lora_rank + qk_rope_head_dim per layer) or per-head K/V, by the mla_cache switch. */
-  kvValuesPerToken: (config, switches) =>
-    deepseekV3KvValuesPerToken(parseKimiConfig(config, "reference config"), switches),
 };

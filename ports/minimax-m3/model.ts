@@ -29,6 +29,7 @@ import {
   ClampedSwigluMoe,
   copySlots,
   GqaAttention,
+  gqaStates,
   placeCopyCircuit,
   preNormDecoder,
   tinyFilesToModel,
@@ -156,6 +157,7 @@ export const minimaxArchitecture: Architecture<MinimaxConfig> = {
   modelTypes: [MODEL_TYPE],
   parseConfig: parseMinimaxConfig,
   build: buildMinimax,
+  states: (config) => config.layers.map(gqaStates),
 };
 
 /**

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { type Architecture, findArchitecture } from "./architecture.js";
-import type { DecoderConfig } from "./models/decoder.js";
+import { type DecoderConfig, decoderStates } from "./models/decoder.js";
 import { buildLlama, llamaArchitecture, parseLlamaConfig } from "./models/llama.js";
 import { readCorpus } from "./tiny/corpus.js";
 import { generateTinyModel, tinyFilesToModel } from "./tiny/generate.js";
@@ -17,6 +17,7 @@ const alternating: Architecture<DecoderConfig> = {
     return { ...base, modelType: "arch_test_alternating", layers };
   },
   build: buildLlama,
+  states: decoderStates,
 };
 
 const files = generateTinyModel(findTinySize("tiny") as TinySize, await readCorpus());
@@ -26,12 +27,14 @@ describe("architectures", () => {
   it("builds a model_type with the model code given for it, its layers declaring their own state", () => {
     const model = tinyFilesToModel("alt", asAlternating, [alternating]);
     expect(model.architecture).toBe(alternating);
-    expect(model.model.states.map((s) => (s.kind === "paged" ? s.attention : s.kind))).toEqual([
-      "sliding",
+    expect(model.model.states().map((s) => s.kv?.kind)).toEqual([
+      "sliding-window",
       "full",
-      "sliding",
+      "sliding-window",
       "full",
     ]);
+    // The same from the parsed config alone, without building the model.
+    expect(alternating.states(model.config as DecoderConfig, new Map())).toEqual(model.model.states());
   });
 
   it("refuses a model_type no given code reads, naming the supported ones", () => {

@@ -1,4 +1,5 @@
 import { BringupError } from "../common/errors.js";
+import type { LayerStates } from "./cache/state-spec.js";
 import type { WeightSource } from "./loader/weight-source.js";
 import type { CausalLM } from "./model/causal-lm.js";
 import type { TinyModelFiles } from "./tiny/generate.js";
@@ -25,6 +26,11 @@ export interface Architecture<C extends ModelConfig = ModelConfig> {
   parseConfig(json: unknown, source: string): C;
   /** Builds the model from `weights`; throws MODEL_WEIGHT_MISSING / MODEL_WEIGHTS_MISMATCH naming the tensor. */
   build(config: C, weights: WeightSource): CausalLM;
+  /**
+   * What each layer keeps per sequence when run with `switches` (a missing switch takes its
+   * default), from the config alone: equal to the built model's `states(switches)`.
+   */
+  states(config: C, switches: ReadonlyMap<string, string>): LayerStates[];
   /** Checkpoint tensors the model knowingly does not use (for example MTP layers). */
   ignoresTensor?(name: string): boolean;
 }
@@ -47,11 +53,6 @@ export interface PortModel {
    * earlier occurrence of the current text), so a needle gate can pass on the embedded engine.
    */
   retrievalModel?(corpus: string, options: { readonly maxPositionEmbeddings: number }): TinyModelFiles;
-  /**
-   * The KV cache values one token takes across the layers of `config` under `switches`, from the
-   * config's sizes: the theory a kv-capacity gate comparing two switch settings is held to.
-   */
-  kvValuesPerToken?(config: Record<string, unknown>, switches: Readonly<Record<string, string>>): number;
 }
 
 /**

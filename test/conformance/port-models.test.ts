@@ -20,6 +20,8 @@ import {
   readCorpus,
   type StepOutput,
   tinyFilesToModel,
+  unitBytes,
+  unitsNeeded,
   writeTinyModel,
 } from "../../src/engine/index.js";
 import { goldenLogprobs } from "../../src/engine/tests/golden-logprobs.js";
@@ -129,9 +131,11 @@ describe.each([...PORT_MODELS.keys()])("port %s", (portId) => {
     // Rings and state slots for three sequences but growing blocks for two of their full 34 tokens:
     // admitted on their prompts' blocks, three outgrow the cache as they decode and the latest is
     // preempted.
-    const groups = planKvCache(model.model.states, "window-sized", BLOCK_SIZE).groups;
-    const budget = groups.reduce(
-      (sum, g) => sum + (g.spec.ringBlocks > 0 ? 3 : 2.2) * g.spec.blocksNeeded(34) * g.bytesPerBlock,
+    const pools = planKvCache(model.model.states(), "window-sized", BLOCK_SIZE).pools;
+    const budget = pools.reduce(
+      (sum, g) =>
+        sum +
+        (g.pool === "slots" || g.placement.ringBlocks > 0 ? 3 : 2.2) * unitsNeeded(g, 34) * unitBytes(g),
       0,
     );
     const tight = engine(model, { kvCacheBytes: Math.floor(budget), maxModelLen: 34 });

@@ -8,7 +8,7 @@ import { HF_MLP_NAMES, MIXTRAL_MLP_NAMES, SwigluMlp } from "../blocks/mlp/swiglu
 import type { YarnScaling } from "../kernels/rope.js";
 import type { WeightSource } from "../loader/weight-source.js";
 import type { CausalLM } from "../model/causal-lm.js";
-import { type DecoderConfig, type LayerSpec, preNormDecoder } from "./decoder.js";
+import { type DecoderConfig, decoderStates, type LayerSpec, preNormDecoder } from "./decoder.js";
 
 const positive = z.number().int().positive();
 const tokenIds = z.union([z.number().int().nonnegative(), z.array(z.number().int().nonnegative())]);
@@ -251,4 +251,5 @@ export const llamaArchitecture: Architecture<DecoderConfig> = {
   modelTypes: [...SUPPORTED],
   parseConfig: parseLlamaConfig,
   build: buildLlama,
+  states: decoderStates,
 };

@@ -37,7 +37,7 @@ import { copySlots } from "../tiny/copy-circuit.js";
 import { placeCopyCircuit } from "../tiny/copy-circuit-placement.js";
 import { type TinyModelFiles, tinyFilesToModel } from "../tiny/generate.js";
 import { tinyKit } from "../tiny/port-kit.js";
-import { type DecoderConfig, type LayerSpec, preNormDecoder } from "./decoder.js";
+import { type DecoderConfig, decoderStates, type LayerSpec, preNormDecoder } from "./decoder.js";
 
 export const MODEL_TYPE = "mimo_v2_flash";
 
@@ -348,6 +348,7 @@ export const mimoArchitecture: Architecture<DecoderConfig> = {
   modelTypes: [MODEL_TYPE],
   parseConfig: parseMimoConfig,
   build: buildMimo,
+  states: decoderStates,
   // The multi-token-prediction layers draft for speculative decoding, which the engine does not run.
   ignoresTensor: (name) => name.startsWith("model.mtp."),
 };

@@ -29,7 +29,9 @@ afterAll(async () => {
 
 describe("the retrieval variant", () => {
   it("keeps the port's shape: KDA layers, full-attention layers and mHC streams around the circuit", () => {
-    expect(model.model.states.map((s) => s.kind)).toEqual(["slot", "paged", "slot", "paged"]);
+    const kinds = model.model.states().map((s) => Object.values(s).map((spec) => spec.kind));
+    const kda = ["recurrent-state", "conv-tail", "conv-tail", "conv-tail"];
+    expect(kinds).toEqual([kda, ["full"], kda, ["full"]]);
     expect(model.model.residual.streams).toBe(2);
   });
 

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from "vitest";
-import { Engine } from "../../../../src/engine/index.js";
-import { portModel } from "../../model.js";
+import { Engine, kvFloatsPerToken } from "../../../../src/engine/index.js";
+import { kimiArchitecture, parseKimiConfig } from "../../model.js";
 import { referenceConfig, referenceModel } from "./reference.js";
 
 const config = await referenceConfig();
@@ -12,6 +12,12 @@ const BLOCK = 16;
 /** Bytes one block of 16 tokens takes in the four layers with per-head K/V: 4 x 4 x (16 + 8 + 16) floats a token. */
 const PER_HEAD_BLOCK_BYTES = BLOCK * 4 * 4 * 40 * 4;
 
+/** KV floats one token takes over every layer under `switches`, from the config alone. */
+function floatsPerToken(switches: Record<string, string>): number {
+  const states = kimiArchitecture.states(parseKimiConfig(config), new Map(Object.entries(switches)));
+  return kvFloatsPerToken(states);
+}
+
 function engine(switches: Record<string, string>, kvCacheBytes: number): Engine {
   const e = new Engine(model, { threads: 1, maxModelLen: 512, blockSize: BLOCK, switches, kvCacheBytes });
   engines.push(e);
@@ -20,11 +26,11 @@ function engine(switches: Record<string, string>, kvCacheBytes: number): Engine 
 
 describe("Kimi-K2.7-Code's latent cache against per-head K/V", () => {
   it("states the theory from the config: 4 heads x (16 + 8 + 16) over 32 + 8 values per token and layer", () => {
-    const latent = portModel.kvValuesPerToken?.(config, {});
-    const perHead = portModel.kvValuesPerToken?.(config, { mla_cache: "per-head" });
+    const latent = floatsPerToken({});
+    const perHead = floatsPerToken({ mla_cache: "per-head" });
     expect(latent).toBe(4 * (32 + 8));
     expect(perHead).toBe(4 * 4 * (16 + 8 + 16));
-    expect(portModel.kvValuesPerToken?.(config, { mla_cache: "latent" })).toBe(latent);
+    expect(floatsPerToken({ mla_cache: "latent" })).toBe(latent);
   });
 
   it("holds the theory's ratio of tokens in one KV budget", () => {
@@ -32,9 +38,7 @@ describe("Kimi-K2.7-Code's latent cache against per-head K/V", () => {
     const latent = engine({}, kvCacheBytes).limits;
     const perHead = engine({ mla_cache: "per-head" }, kvCacheBytes).limits;
     expect(perHead.kvTokenCapacity).toBe(8 * BLOCK);
-    const theory =
-      (portModel.kvValuesPerToken?.(config, { mla_cache: "per-head" }) as number) /
-      (portModel.kvValuesPerToken?.(config, {}) as number);
+    const theory = floatsPerToken({ mla_cache: "per-head" }) / floatsPerToken({});
     expect(latent.kvTokenCapacity / perHead.kvTokenCapacity).toBe(theory);
   });
 });
