@@ -21,14 +21,16 @@ import {
   switchFlags,
   workloadSeries,
 } from "../catalog/index.js";
+import type { ErrorCode } from "../common/error-catalogue.js";
 import { BringupError, isBringupError } from "../common/errors.js";
 import {
+  type Architecture,
+  findArchitecture,
   kvBytesPerSequence,
   kvCapacityRatio,
   kvFloatsPerToken,
   type LoadedModel,
   loadModel,
-  type PortModel,
   planKvCache,
   readCorpus,
 } from "../engine/index.js";
@@ -43,10 +45,10 @@ import {
   referenceConversions,
   removeConverted,
 } from "./convert-stage.js";
+import { DEFAULT_PORT } from "./default-port.js";
 import { EmbeddedServer } from "./embedded-server.js";
 import { type GateServer, gateCompares, type ReferenceGateRun, runReferenceGate } from "./gate-stage.js";
 import { cachedModel, weightsCode } from "./model-cache.js";
-import { DEFAULT_PORT, PORT_ARCHITECTURES_MODULE, PORT_MODELS } from "./port-models.js";
 import { nextSeriesId, recordIds } from "./record-ids.js";
 import { StageClock } from "./stage-clock.js";
 import type {
@@ -92,8 +94,6 @@ export interface BringUpOptions {
   readonly signal?: AbortSignal;
   readonly onStage?: (event: StageEvent) => void;
   readonly onProgress?: (event: ProgressEvent) => void;
-  /** Port model code by port id (default: PORT_MODELS, the ports' model.ts files). */
-  readonly portModels?: ReadonlyMap<string, PortModel>;
 }
 
 /** The weight seed of every tiny reference model: the manifest's config alone decides the model. */
@@ -168,7 +168,7 @@ export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> 
   let siteDir: string | undefined;
   try {
     const { port, reference, portModel } = await clock.run("manifest", async () => {
-      const value = await loadPort(options.root, portId, external, options.portModels ?? PORT_MODELS);
+      const value = await loadPort(options.root, portId, external);
       const ref = value.reference;
       return {
         value,
@@ -191,7 +191,7 @@ export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> 
       clock.skip("convert", "no conversion: the endpoint's weights are served as they are");
       clock.skip("serve", `--endpoint ${options.endpoint}: no embedded server`);
     } else if (!aborted()) {
-      const code = portModel as PortModel;
+      const code = portModel as Architecture;
       models = await clock.run("weights", () =>
         makeWeights(port, reference, code, corpus, retrievalGates, needleContexts, options),
       );
@@ -209,7 +209,6 @@ export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> 
             source,
             conversions,
             join(modelCacheDir(options), portId),
-            [code.architecture],
             signal,
           );
           return {
@@ -433,8 +432,7 @@ async function loadPort(
   root: string,
   portId: string,
   external: boolean,
-  portModels: ReadonlyMap<string, PortModel>,
-): Promise<{ port: LoadedPort; reference: Reference; portModel?: PortModel }> {
+): Promise<{ port: LoadedPort; reference: Reference; portModel?: Architecture }> {
   const catalog = await loadCatalog(root);
   const port = catalog.ports.find((p) => p.id === portId);
   if (port === undefined) {
@@ -453,11 +451,21 @@ async function loadPort(
     );
   }
   if (external) return { port, reference };
-  const portModel = portModels.get(portId);
-  if (portModel === undefined) {
+  const portModel = await findArchitecture(
+    reference.config,
+    `ports/${portId}/port.yaml reference.config`,
+  ).catch((error: unknown) => {
+    if (!isBringupError(error)) throw error;
     throw new BringupError(
       "PORT_NO_MODEL_CODE",
-      `port ${portId} has no model code for the embedded engine: write ports/${portId}/model.ts exporting \`portModel\` (its architecture and tiny reference model) and add it to PORT_MODELS in src/flow/port-models.ts; or run its gates against a server with --endpoint URL.`,
+      `port ${portId} has no model code for the embedded engine: ${error.message} Or run its gates against a server with --endpoint URL.`,
+      { subject: portId, cause: error },
+    );
+  });
+  if (portModel.tinyModel === undefined) {
+    throw new BringupError(
+      "PORT_NO_MODEL_CODE",
+      `port ${portId}'s family makes no tiny reference model from a config: give its Architecture a tinyModel (src/engine/models/), or run its gates against a server with --endpoint URL.`,
       { subject: portId },
     );
   }
@@ -468,37 +476,39 @@ async function loadPort(
 async function makeWeights(
   port: LoadedPort,
   reference: Reference,
-  portModel: PortModel,
+  portModel: Architecture,
   corpus: string,
   retrievalGates: readonly { contexts: readonly number[] }[],
   needleContexts: readonly number[] | undefined,
   options: BringUpOptions,
 ) {
-  const architectures = [portModel.architecture];
   const cacheDir = modelCacheDir(options);
   // What decides the bytes: the config, the seed, the corpus and the code that turns them into
-  // weights (the port's model.ts and the engine blocks and codecs it builds on).
-  const code = { tool: toolVersion(), ...(await weightsCode(port.dir)) };
+  // weights (the engine's model families and blocks, and the codecs they build on).
+  const code = { tool: toolVersion(), ...(await weightsCode()) };
+  const tinyModelOf = portModel.tinyModel?.bind(portModel) as NonNullable<Architecture["tinyModel"]>;
   const corpusHash = sha256(corpus);
   const tiny = await cachedModel(
     cacheDir,
     `${port.id}/tiny`,
     { config: reference.config, seed: REFERENCE_SEED, corpus: corpusHash, ...code },
-    () => portModel.tinyModel(reference.config, corpus, { seed: REFERENCE_SEED }),
+    () => tinyModelOf(reference.config, corpus, { seed: REFERENCE_SEED, port: port.id }),
   );
   const made = [`tiny ${tiny.reused ? "reused" : "made"} (${tiny.dir})`];
-  const tinyModel = await loadModel(tiny.dir, { architectures });
+  const tinyModel = await loadModel(tiny.dir);
   let retrieval: LoadedModel | undefined;
   const longest = Math.max(0, ...retrievalGates.flatMap((g) => needleContexts ?? g.contexts));
-  if (longest > 0 && portModel.retrievalModel !== undefined) {
-    const make = portModel.retrievalModel.bind(portModel);
+  const make = portModel.retrievalModel?.bind(portModel);
+  const retrievalOptions = { maxPositionEmbeddings: longest, seed: REFERENCE_SEED, port: port.id };
+  const retrievalFiles = longest > 0 ? make?.(reference.config, corpus, retrievalOptions) : undefined;
+  if (retrievalFiles !== undefined) {
     const cached = await cachedModel(
       cacheDir,
       `${port.id}/retrieval`,
       { max_position_embeddings: longest, corpus: corpusHash, ...code },
-      () => make(corpus, { maxPositionEmbeddings: longest }),
+      () => retrievalFiles,
     );
-    retrieval = await loadModel(cached.dir, { architectures });
+    retrieval = await loadModel(cached.dir);
     made.push(`retrieval variant ${cached.reused ? "reused" : "made"}`);
   }
   return {
@@ -544,7 +554,6 @@ async function startServers(
     blockSize,
     maxNumSeqs: Math.max(EMBEDDED_MAX_NUM_SEQS, requests),
     ...(options.threads !== undefined ? { threads: options.threads } : {}),
-    ...engineThread(options),
   };
   const start = (build: Build) =>
     EmbeddedServer.start(
@@ -585,7 +594,6 @@ async function startServers(
         blockSize,
         maxNumSeqs: 1,
         ...(options.threads !== undefined ? { threads: options.threads } : {}),
-        ...engineThread(options),
       },
       reference.kv_layout,
     );
@@ -597,14 +605,9 @@ async function startServers(
   };
 }
 
-/** The ports' own model code can be imported by an engine thread; a caller's own cannot. */
-function engineThread(options: BringUpOptions) {
-  return options.portModels === undefined ? { architecturesModule: PORT_ARCHITECTURES_MODULE } : {};
-}
-
 type GatePlan =
   | Pick<ReferenceGateRun, "endpoint" | "reference" | "checkpoints">
-  | { notRun: { code: string; summary: string } };
+  | { notRun: { code: ErrorCode; summary: string } };
 
 /** Which servers (or checkpoints) a gate runs against, or why it cannot run in this bring-up. */
 function planGate(
@@ -653,7 +656,7 @@ function planGate(
       return {
         notRun: {
           code: "PORT_NO_RETRIEVAL_MODEL",
-          summary: `the needle gate runs on the retrieval variant, which ports/${options.port ?? DEFAULT_PORT}/model.ts does not export (portModel.retrievalModel).`,
+          summary: `the needle gate runs on the retrieval variant, which the model family of ${options.port ?? DEFAULT_PORT} does not make (its Architecture's retrievalModel, under src/engine/models/).`,
         },
       };
     }
@@ -693,7 +696,7 @@ type AbPlan =
       arms: Record<"a" | "b", AbArmServer>;
       switchTo?: (arm: "a" | "b") => Promise<void>;
     }
-  | { skip: { reason: string; code: string } };
+  | { skip: { reason: string; code: ErrorCode } };
 
 /**
  * Where each arm of an A/B runs: the embedded server restarted as each arm's build, or the two
@@ -844,7 +847,7 @@ function sized(spec: AbBenchmark, size: BringUpOptions["benchmarkSize"]): AbBenc
   };
 }
 
-function notRun(spec: GateSpec, code: string, summary: string): GateSummary {
+function notRun(spec: GateSpec, code: ErrorCode, summary: string): GateSummary {
   return { kind: spec.kind, status: "not-run", code, summary };
 }
 

@@ -1,3 +1,4 @@
+import type { ErrorCode } from "../common/error-catalogue.js";
 import type {
   EngineLimits,
   EngineOptions,
@@ -7,13 +8,7 @@ import type {
 } from "../engine/index.js";
 
 /** Where the engine thread gets its model: a generated tiny size or a model directory. */
-export type ModelSource =
-  | { readonly tinySize: string }
-  | {
-      readonly modelDir: string;
-      /** A module (URL) and the name of its export listing the architectures to load with. */
-      readonly architectures?: { readonly module: string; readonly exportName: string };
-    };
+export type ModelSource = { readonly tinySize: string } | { readonly modelDir: string };
 
 export interface EngineThreadData {
   readonly source: ModelSource;
@@ -22,7 +17,7 @@ export interface EngineThreadData {
 
 /** A BringupError as it crosses threads. */
 export interface ThreadError {
-  readonly code: string;
+  readonly code: ErrorCode;
   readonly message: string;
   readonly subject?: string;
 }

@@ -1,3 +1,4 @@
+import type { ErrorCode } from "../../common/error-catalogue.js";
 import { BringupError } from "../../common/errors.js";
 import type { GenerateRequest } from "../request.js";
 import { validateSampling } from "../sampler.js";
@@ -15,7 +16,7 @@ export function validateRequest(
   cache: CacheManager,
   vocab: number,
 ): void {
-  const bad = (code: string, message: string, subject?: string): never => {
+  const bad = (code: ErrorCode, message: string, subject?: string): never => {
     throw new BringupError(code, message, subject === undefined ? undefined : { subject });
   };
   const n = r.promptTokenIds.length;

@@ -1,10 +1,11 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { Engine, kvFloatsPerToken } from "../../../../src/engine/index.js";
-import { kimiArchitecture, parseKimiConfig } from "../../model.js";
-import { referenceConfig, referenceModel } from "./reference.js";
+import { portReference } from "../../../../test/helpers/port-reference.js";
 
-const config = await referenceConfig();
-const model = await referenceModel();
+const ref = await portReference("kimi-k2.7-code");
+
+const config = ref.referenceConfig;
+const model = ref.referenceModel();
 const engines: Engine[] = [];
 afterAll(() => Promise.all(engines.map((e) => e.close())));
 
@@ -12,10 +13,10 @@ const BLOCK = 16;
 /** Bytes one block of 16 tokens takes in the four layers with per-head K/V: 4 x 4 x (16 + 8 + 16) floats a token. */
 const PER_HEAD_BLOCK_BYTES = BLOCK * 4 * 4 * 40 * 4;
 
-/** KV floats one token takes over every layer under `switches`, from the config alone. */
+/** KV floats one token takes over every layer under `switches`, read off the config alone. */
 function floatsPerToken(switches: Record<string, string>): number {
-  const states = kimiArchitecture.states(parseKimiConfig(config), new Map(Object.entries(switches)));
-  return kvFloatsPerToken(states);
+  const parsed = ref.architecture.parseConfig(config, "reference config");
+  return kvFloatsPerToken(ref.architecture.states(parsed, new Map(Object.entries(switches))));
 }
 
 function engine(switches: Record<string, string>, kvCacheBytes: number): Engine {
