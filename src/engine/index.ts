@@ -20,9 +20,15 @@
  * family on demand. Blocks: token mixers (GQA and latent attention, KDA), feed-forward parts
  * (SwiGLU MLP, routed MoE) and the residual's connections (pre-norm, mHC). `loadModel(dir)` takes
  * a directory and nothing else; a tensor no block reads is refused by name. Each mixer
- * declares what it keeps per sequence (LayerState): paged per-token storage or one state slot; the
- * planner puts every kind in one byte budget, and a sequence holds its slot from admission to
- * finish, abort or preemption (recomputed after). A model's switches (ModelSwitch, for example
+ * declares what it keeps per sequence (LayerStates: named specs from one closed union, StateSpec:
+ * full, sliding window or mask, latent, indexer keys, recurrent state, convolution tail), computed
+ * from its spec alone, so an architecture gives them from the parsed config without building the
+ * model; the planner (cache/capacity.ts) groups per-token states that place positions alike into
+ * block groups and per-sequence states into one pool of slots, splits one byte budget between
+ * them, and each layer gets back storage of the kind it asked for (LayerStorage: paged K/V, paged
+ * rows, slots). A sequence holds its slot from admission to finish, abort or preemption
+ * (recomputed after). The engine core is in parts (core/): sequence, scheduler, cache manager
+ * (blocks and slots, fork copies), model runner; engine.ts joins them. A model's switches (ModelSwitch, for example
  * KDA's prefill form) are set per engine with `switches`.
  *
  * KV layout: sliding-window layers keep only their window as a ring of blocks by default
@@ -84,11 +90,17 @@ export {
   topKPositions,
 } from "./blocks/attention/dsa-indexer.js";
 export type { AttentionNames, AttentionSpec, AttentionWeights } from "./blocks/attention/gqa-attention.js";
-export { attentionNames, attentionState, GqaAttention } from "./blocks/attention/gqa-attention.js";
+export { attentionNames, GqaAttention, gqaStates } from "./blocks/attention/gqa-attention.js";
 export type { MlaNames, MlaSpec, MlaWeights } from "./blocks/attention/mla-attention.js";
-export { MLA_CACHE_SWITCH, MLA_SWITCHES, MlaAttention, mlaNames } from "./blocks/attention/mla-attention.js";
+export {
+  MLA_CACHE_SWITCH,
+  MLA_SWITCHES,
+  MlaAttention,
+  mlaNames,
+  mlaStates,
+} from "./blocks/attention/mla-attention.js";
 export type { KdaSpec } from "./blocks/linear-attention/kda-attention.js";
-export { KDA_CHUNK, KDA_SWITCHES, KdaAttention } from "./blocks/linear-attention/kda-attention.js";
+export { KDA_CHUNK, KDA_SWITCHES, KdaAttention, kdaStates } from "./blocks/linear-attention/kda-attention.js";
 export type { ClampedMoeSpec } from "./blocks/mlp/clamped-swiglu-moe.js";
 export { ClampedSwigluMoe, clampedSwiglu } from "./blocks/mlp/clamped-swiglu-moe.js";
 export type { MoeNames } from "./blocks/mlp/routed-moe.js";
@@ -100,16 +112,35 @@ export { HF_MLP_NAMES, MIXTRAL_MLP_NAMES, SwigluMlp } from "./blocks/mlp/swiglu-
 export type { MhcConfig } from "./blocks/residual/mhc.js";
 export { MhcConnection, MhcResidual } from "./blocks/residual/mhc-connection.js";
 export { PLAIN_RESIDUAL, PreNormConnection } from "./blocks/residual/pre-norm.js";
-export type { KvCacheGroup, KvCachePlan } from "./cache/capacity.js";
+export type { BlockGroup, KvCachePlan, PlannedState, SlotPool, StatePool } from "./cache/capacity.js";
 export {
   kvBytesPerSequence,
   kvCapacityRatio,
   kvTokenCapacity,
   planKvCache,
   splitKvBudget,
+  unitBytes,
+  unitsNeeded,
 } from "./cache/capacity.js";
-export type { CacheSpec, KvLayout } from "./cache/spec.js";
-export { cacheSpecFor, KV_LAYOUT_NAMES } from "./cache/spec.js";
+export { BlockPlacement, placementOf } from "./cache/placement.js";
+export type {
+  AttentionState,
+  ConvTailState,
+  FullAttentionState,
+  IndexerKeysState,
+  KvLayout,
+  LatentState,
+  LayerStates,
+  PerSequenceState,
+  PerTokenState,
+  RecurrentState,
+  SlidingMaskState,
+  SlidingWindowState,
+  StateSpec,
+} from "./cache/state-spec.js";
+export { floatsPerSequence, floatsPerToken, KV_LAYOUT_NAMES, kvFloatsPerToken } from "./cache/state-spec.js";
+export type { StateStorage } from "./cache/storage.js";
+export { LayerStorage, PagedKv, PagedRows, SequenceSlots } from "./cache/storage.js";
 export type { EngineLimits, EngineOptions, EngineStats, KvGroupLimits } from "./engine.js";
 export { Engine } from "./engine.js";
 export type { YarnScaling } from "./kernels/rope.js";
@@ -127,8 +158,6 @@ export type {
   FeedForward,
   ForwardBatch,
   ForwardContext,
-  LayerState,
-  LayerStorage,
   ModelSwitch,
   ResidualStream,
   SequenceRun,

@@ -1,6 +1,6 @@
 import { BringupError } from "../../../common/errors.js";
 import { decodeTable, encodeMinifloat, FP8_E4M3FN, maxFinite } from "../../../formats/index.js";
-import type { LayerKvCache } from "../../cache/kv-cache.js";
+import type { PagedRows } from "../../cache/storage.js";
 import type { IndexerQuery } from "../../kernels/indexer-scores/indexer-job.js";
 import type { MatmulPool } from "../../kernels/pool.js";
 import { Rope } from "../../kernels/rope.js";
@@ -69,8 +69,8 @@ const E4M3_VALUES = decodeTable(FP8_E4M3FN);
 
 /**
  * The indexer of one layer. Its key per token (LayerNorm(wk·h), RoPE on the leading ropeDim
- * features pairing i with i + ropeDim/2, unlike MLA's adjacent pairs) is kept in the MLA layer's
- * paged cache beside the latent. A query's score for an earlier token s is
+ * features pairing i with i + ropeDim/2, unlike MLA's adjacent pairs) is the MLA layer's second
+ * paged state (`indexer-keys`), beside its latent. A query's score for an earlier token s is
  * Σ_h w_h · ReLU(q_h · k_s), w = weights_proj(h) / sqrt(heads · headDim); the top-k scores up to
  * the query's own position win, ties to the earlier token.
  */
@@ -152,7 +152,7 @@ export class DsaIndexer {
     qLatent: Float32Array | undefined,
     T: number,
     positions: ArrayLike<number>,
-    cache: LayerKvCache,
+    cache: PagedRows,
     tableOf: (t: number) => readonly number[],
     pool: MatmulPool,
     switches: ReadonlyMap<string, string>,
@@ -167,8 +167,8 @@ export class DsaIndexer {
     pool.matmul(h, T, this.weightsProj, w);
     const weightScale = 1 / Math.sqrt(n * d);
     const out: Int32Array[] = [];
-    const values = cache.values;
-    const stride = cache.valueStride;
+    const values = cache.rows;
+    const stride = cache.width;
     let bases = new Int32Array(0);
     let basesOf: readonly number[] | undefined;
     let last = 0;
@@ -191,11 +191,11 @@ export class DsaIndexer {
       const table = tableOf(t);
       if (table !== basesOf) {
         score();
-        const size = cache.spec.blockSize;
+        const size = cache.placement.blockSize;
         bases = new Int32Array(Math.min(last + 1, table.length * size));
         // A block's positions sit in consecutive slots: one lookup per block.
         for (let p = 0; p < bases.length; p += size) {
-          const first = cache.slot(table, p) * stride;
+          const first = cache.placement.slot(table, p) * stride;
           for (let j = 0; j < size && p + j < bases.length; j++) bases[p + j] = first + j * stride;
         }
         basesOf = table;

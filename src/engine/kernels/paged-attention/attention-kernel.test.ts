@@ -1,8 +1,6 @@
 import { afterAll, describe, expect, it } from "vitest";
-import { LayerKvCache } from "../../cache/kv-cache.js";
-import { SlidingMaskCacheSpec } from "../../cache/sliding-mask-spec.js";
-import { SlidingWindowCacheSpec } from "../../cache/sliding-window-spec.js";
-import { type CacheSpec, FullCacheSpec } from "../../cache/spec.js";
+import { BlockPlacement } from "../../cache/placement.js";
+import { PagedKv } from "../../cache/storage.js";
 import { Rng } from "../../tensor/random.js";
 import { MatmulPool } from "../pool.js";
 import { wasmArena } from "../wasm-arena.js";
@@ -20,7 +18,7 @@ afterAll(() => Promise.all(pools.map((p) => p.close())));
 type Token = { table: number[]; pos: number };
 
 interface Case {
-  spec: CacheSpec;
+  spec: BlockPlacement;
   numHeads: number;
   numKvHeads: number;
   headDim: number;
@@ -31,7 +29,7 @@ interface Case {
 
 function run(c: Case) {
   const rng = new Rng(5);
-  const cache = new LayerKvCache(c.spec, 64, c.numKvHeads, c.headDim, c.vHeadDim);
+  const cache = new PagedKv(c.spec, 0, 64, c.numKvHeads, c.headDim, c.vHeadDim);
   rng.fillNormal(cache.keys, 1);
   rng.fillNormal(cache.values, 1);
   const T = c.tokens.length;
@@ -131,7 +129,7 @@ const ringB = [19, 23, 29, 37, 41];
 describe("attention kernel", () => {
   it("equals the scalar reference bit for bit: GQA, tiles across blocks, a decode token, a mid-sequence chunk, sinks, plain and SIMD, one or two threads", () => {
     expectIdentical({
-      spec: new FullCacheSpec(4),
+      spec: new BlockPlacement(4, 0, false),
       numHeads: 6,
       numKvHeads: 2,
       headDim: 12,
@@ -147,7 +145,7 @@ describe("attention kernel", () => {
 
   it("equals the reference with head sizes the SIMD kernel leaves to the plain one (dot tail, odd value size)", () => {
     expectIdentical({
-      spec: new FullCacheSpec(4),
+      spec: new BlockPlacement(4, 0, false),
       numHeads: 4,
       numKvHeads: 2,
       headDim: 14,
@@ -159,7 +157,7 @@ describe("attention kernel", () => {
 
   it("equals the reference without sinks, one head of asymmetric sizes (128/64-like)", () => {
     expectIdentical({
-      spec: new FullCacheSpec(4),
+      spec: new BlockPlacement(4, 0, false),
       numHeads: 1,
       numKvHeads: 1,
       headDim: 24,
@@ -171,7 +169,7 @@ describe("attention kernel", () => {
 
   it("equals the reference over a sliding window (firstVisible > 0) kept as a ring of blocks", () => {
     expectIdentical({
-      spec: new SlidingWindowCacheSpec(4, 7), // a ring of 5 blocks, chunks of up to 8 tokens
+      spec: new BlockPlacement(4, 7, true), // a ring of 5 blocks, chunks of up to 8 tokens
       numHeads: 4,
       numKvHeads: 2,
       headDim: 16,
@@ -188,7 +186,7 @@ describe("attention kernel", () => {
 
   it("equals the reference over a sliding window in the full layout (no ring)", () => {
     expectIdentical({
-      spec: new SlidingMaskCacheSpec(4, 11),
+      spec: new BlockPlacement(4, 11, false),
       numHeads: 2,
       numKvHeads: 1,
       headDim: 8,

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from "vitest";
-import { LayerKvCache } from "../../cache/kv-cache.js";
-import { SlidingWindowCacheSpec } from "../../cache/sliding-window-spec.js";
+import { BlockPlacement } from "../../cache/placement.js";
+import { PagedKv } from "../../cache/storage.js";
 import { Rng } from "../../tensor/random.js";
 import { MatmulPool } from "../pool.js";
 import { AttentionScratch, pagedAttention } from "./paged-attention.js";
@@ -12,8 +12,8 @@ describe("scalar reference attention over a window kept as a ring", () => {
   it("equals the sliding-window softmax with a sink written out by hand, and the fast kernel", () => {
     const rng = new Rng(17);
     const [numHeads, numKvHeads, headDim, vHeadDim, blockSize, window] = [4, 2, 8, 4, 4, 7];
-    const spec = new SlidingWindowCacheSpec(blockSize, window);
-    const cache = new LayerKvCache(spec, 16, numKvHeads, headDim, vHeadDim);
+    const spec = new BlockPlacement(blockSize, window, true);
+    const cache = new PagedKv(spec, 0, 16, numKvHeads, headDim, vHeadDim);
     const table = [11, 3, 8, 14];
     expect(spec.ringBlocks).toBe(table.length);
     // 40 positions written in order through the ring; the last ones overwrite the first laps.
@@ -21,7 +21,13 @@ describe("scalar reference attention over a window kept as a ring", () => {
     const keys = rng.fillNormal(new Float32Array(n * numKvHeads * headDim), 1);
     const values = rng.fillNormal(new Float32Array(n * numKvHeads * vHeadDim), 1);
     for (let p = 0; p < n; p++)
-      cache.write(cache.slot(table, p), keys, p * numKvHeads * headDim, values, p * numKvHeads * vHeadDim);
+      cache.write(
+        cache.placement.slot(table, p),
+        keys,
+        p * numKvHeads * headDim,
+        values,
+        p * numKvHeads * vHeadDim,
+      );
     const sinks = new Float32Array([0.5, -1, 2, 0]);
     const scale = 1 / Math.sqrt(headDim);
     // Queries at the last positions of one chunk (the ring holds window + chunk - 1 of them).

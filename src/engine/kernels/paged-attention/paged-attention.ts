@@ -1,4 +1,4 @@
-import type { LayerKvCache } from "../../cache/kv-cache.js";
+import type { PagedKv } from "../../cache/storage.js";
 import { softmax } from "../softmax.js";
 
 /** What one query token needs to attend over its sequence's cached keys and values. */
@@ -30,21 +30,22 @@ export interface AttentionParams {
  */
 export function pagedAttention(
   query: AttentionQuery,
-  cache: LayerKvCache,
+  cache: PagedKv,
   params: AttentionParams,
   scratch: AttentionScratch,
 ): void {
   const { q, qOffset, blocks, pos, out, outOffset } = query;
   const { numHeads, scale, sinks } = params;
   const { headDim, vHeadDim, numKvHeads, keys, values, keyStride, valueStride } = cache;
-  const first = cache.spec.firstVisible(pos);
+  const { placement } = cache;
+  const first = placement.firstVisible(pos);
   const n = pos - first + 1;
   const slots = scratch.slots(n);
   // Slots of consecutive positions are consecutive within a block: look the block up once per block.
-  const bs = cache.spec.blockSize;
+  const bs = placement.blockSize;
   for (let i = 0; i < n; ) {
     const pos = first + i;
-    const base = cache.slot(blocks, pos);
+    const base = placement.slot(blocks, pos);
     const run = Math.min(n - i, bs - (pos % bs));
     for (let j = 0; j < run; j++) slots[i + j] = base + j;
     i += run;
