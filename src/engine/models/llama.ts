@@ -15,7 +15,7 @@ import {
   TOKEN_ID_FIELDS,
   tokenIdConfig,
 } from "./config-fields.js";
-import { type DecoderConfig, type LayerSpec, preNormDecoder } from "./decoder.js";
+import { type DecoderConfig, decoderStates, type LayerSpec, preNormDecoder } from "./decoder.js";
 
 /** The HF config.json fields the engine reads; others are allowed and ignored. */
 const HfConfig = z.looseObject({
@@ -224,4 +224,5 @@ export function buildLlama(config: DecoderConfig, w: WeightSource): CausalLM {
 export const llamaArchitecture: Architecture<DecoderConfig> = {
   parseConfig: parseLlamaConfig,
   build: buildLlama,
+  states: decoderStates,
 };
