@@ -10,7 +10,15 @@ const config = ref.referenceConfig;
 describe("GLM-5 config parsing and loading", () => {
   it("reads the indexer's sizes and top-k beside latent attention and the experts", () => {
     const c = parseDeepseekV3(config);
-    expect(c.dsa).toEqual({ numHeads: 4, headDim: 32, ropeDim: 8, ropeTheta: 10000, topK: 256 });
+    expect(c.dsa).toEqual({
+      numHeads: 4,
+      headDim: 32,
+      ropeDim: 8,
+      ropeTheta: 10000,
+      ropeInterleave: false,
+      fp8Scale: "amax",
+      topK: 256,
+    });
     expect(c.layers).toEqual(["dense", "moe", "moe", "moe"]);
     expect(c.moe).toMatchObject({
       numExperts: 8,
