@@ -28,6 +28,7 @@ import {
   findArchitecture,
   kvBytesPerSequence,
   kvCapacityRatio,
+  kvFloatsPerToken,
   type LoadedModel,
   loadModel,
   planKvCache,
@@ -247,7 +248,7 @@ export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> 
             series: workloadSeries(series[index] as string, gateWorkloadDifferences(spec, needleContexts)),
             ...planned,
           };
-          const theory = models && kvCapacityTheory(spec, reference, models.tiny, portModel);
+          const theory = models && kvCapacityTheory(spec, reference, models.tiny);
           const result = await untilAborted(
             runReferenceGate(
               run,
@@ -402,33 +403,28 @@ export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> 
 }
 
 /**
- * What the embedded build and the gate's baseline give by construction at the served context: for
- * a gate whose own baseline sets switches in the build's layout, the port model's KV values per
- * token under each (from the config, not from the engine's own accounting; none when the port does
- * not state them); otherwise the layouts' ratio over the model's layer states.
+ * What the embedded build and the gate's baseline give by construction at the served context, from
+ * the layers' states the architecture reads off the config (the model is not consulted): for a
+ * gate whose own baseline sets switches in the build's layout, the ratio of the KV values per token
+ * under each; otherwise the layouts' ratio.
  */
-function kvCapacityTheory(
-  spec: GateSpec,
-  reference: Reference,
-  model: LoadedModel,
-  portModel: Architecture | undefined,
-): number | undefined {
+function kvCapacityTheory(spec: GateSpec, reference: Reference, model: LoadedModel): number | undefined {
   const against = gateBaseline(spec, reference);
   if (spec.kind !== "kv-capacity" || against === undefined) return undefined;
+  const states = (switches: Readonly<Record<string, string>> | undefined) =>
+    model.architecture.states(model.config, new Map(Object.entries(switches ?? {})));
+  const own = states(reference.switches);
   if (spec.baseline?.switches === undefined) {
     return kvCapacityRatio(
-      model.model.states,
+      own,
       reference.kv_layout,
       against.kv_layout,
       EMBEDDED_BLOCK_SIZE,
       reference.max_model_len,
     );
   }
-  const values = portModel?.kvValuesPerToken?.bind(portModel);
-  if (values === undefined || against.kv_layout !== reference.kv_layout) return undefined;
-  return (
-    values(reference.config, spec.baseline.switches) / values(reference.config, reference.switches ?? {})
-  );
+  if (against.kv_layout !== reference.kv_layout) return undefined;
+  return kvFloatsPerToken(states(spec.baseline.switches)) / kvFloatsPerToken(own);
 }
 
 /** The port with its reference section and model code, or a BringupError naming what it lacks. */
@@ -547,7 +543,7 @@ async function startServers(
   const kvCacheBytes =
     requests *
     kvBytesPerSequence(
-      planKvCache(models.tiny.model.states, "full", blockSize).groups,
+      planKvCache(models.tiny.architecture.states(models.tiny.config, new Map()), "full", blockSize).pools,
       reference.max_model_len,
     );
   const common = {
