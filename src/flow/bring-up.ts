@@ -1,6 +1,5 @@
-import { createHash } from "node:crypto";
 import { join } from "node:path";
-import { type AbResult, toolVersion } from "../bench/index.js";
+import type { AbResult } from "../bench/index.js";
 import {
   type AbBenchmark,
   abArmBuild,
@@ -44,7 +43,7 @@ import {
 } from "./convert-stage.js";
 import { EmbeddedServer } from "./embedded-server.js";
 import { type GateServer, gateCompares, type ReferenceGateRun, runReferenceGate } from "./gate-stage.js";
-import { cachedModel, weightsCode } from "./model-cache.js";
+import { cachedModel } from "./model-cache.js";
 import { DEFAULT_PORT, PORT_ARCHITECTURES_MODULE, PORT_MODELS } from "./port-models.js";
 import { nextSeriesId, recordIds } from "./record-ids.js";
 import { StageClock } from "./stage-clock.js";
@@ -56,6 +55,7 @@ import type {
   SkippedBenchmark,
   StageEvent,
 } from "./summary.js";
+import { cachedTinyModel, sha256, weightsParts } from "./tiny-model.js";
 
 export interface BringUpOptions {
   /** The project root holding ports/ (and where the site and the model cache go by default). */
@@ -95,8 +95,8 @@ export interface BringUpOptions {
   readonly portModels?: ReadonlyMap<string, PortModel>;
 }
 
-/** The weight seed of every tiny reference model: the manifest's config alone decides the model. */
-export const REFERENCE_SEED = 0;
+export { REFERENCE_SEED } from "./tiny-model.js";
+
 /** Requests in flight the embedded build and baseline accept (gates send one at a time). */
 /** Tokens per KV block on the embedded servers (the engine's default). */
 const EMBEDDED_BLOCK_SIZE = 16;
@@ -482,14 +482,9 @@ async function makeWeights(
   const cacheDir = modelCacheDir(options);
   // What decides the bytes: the config, the seed, the corpus and the code that turns them into
   // weights (the port's model.ts and the engine blocks and codecs it builds on).
-  const code = { tool: toolVersion(), ...(await weightsCode(port.dir)) };
+  const code = await weightsParts(port);
   const corpusHash = sha256(corpus);
-  const tiny = await cachedModel(
-    cacheDir,
-    `${port.id}/tiny`,
-    { config: reference.config, seed: REFERENCE_SEED, corpus: corpusHash, ...code },
-    () => portModel.tinyModel(reference.config, corpus, { seed: REFERENCE_SEED }),
-  );
+  const tiny = await cachedTinyModel(port, reference.config, portModel, corpus, cacheDir);
   const made = [`tiny ${tiny.reused ? "reused" : "made"} (${tiny.dir})`];
   const tinyModel = await loadModel(tiny.dir, { architectures });
   let retrieval: LoadedModel | undefined;
@@ -896,8 +891,4 @@ async function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined
   } finally {
     if (stop) signal.removeEventListener("abort", stop);
   }
-}
-
-function sha256(text: string): string {
-  return createHash("sha256").update(text).digest("hex");
 }
