@@ -38,6 +38,7 @@ from vllm.model_executor.models.utils import (
 from vllm.v1.attention.backend import AttentionType
 
 from bringup_vllm.config_check import Config, UnsupportedConfigError
+from bringup_vllm.mxfp4 import decoded
 from bringup_vllm.padded_heads import pad_heads, served_head_size, unpad_heads
 from bringup_vllm.rope import rotary
 
@@ -297,4 +298,6 @@ class MiMoForCausalLM(nn.Module):
     def load_weights(self, weights: Iterable[tuple[str, torch.Tensor]]) -> set[str]:
         # The multi-token-prediction layers draft for speculative decoding, which is not served.
         skip = ["model.mtp."] + (["lm_head."] if self.config.tie_word_embeddings else [])
-        return AutoWeightsLoader(self, ignore_unexpected_prefixes=skip).load_weights(weights)
+        # MiMo-V2.6-Pro ships its routed experts in MXFP4; they are decoded as they are read.
+        loader = AutoWeightsLoader(self, ignore_unexpected_prefixes=skip)
+        return loader.load_weights(decoded(weights))
