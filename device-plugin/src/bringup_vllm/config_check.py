@@ -34,7 +34,9 @@ class Config:
 
     def need(self, name: str) -> Any:
         if self.values.get(name) is None:
-            raise UnsupportedConfigError(f"{self.family}: config.json lacks {name}; it is required.")
+            raise UnsupportedConfigError(
+                f"{self.family}: config.json lacks {name}; it is required."
+            )
         return self.values[name]
 
     def require(self, name: str, allowed: tuple[object, ...], why: str) -> None:

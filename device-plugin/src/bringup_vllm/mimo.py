@@ -15,7 +15,7 @@ feature of V contributes zero to every output feature it is not.
 """
 
 from collections.abc import Iterable
-from typing import Any
+from typing import ClassVar
 
 import torch
 from torch import nn
@@ -28,7 +28,7 @@ from vllm.model_executor.layers.vocab_parallel_embedding import (
     ParallelLMHead,
     VocabParallelEmbedding,
 )
-from vllm.model_executor.models.mimo_v2 import MiMoV2MLP, MiMoV2MoE, MiMoV2Model
+from vllm.model_executor.models.mimo_v2 import MiMoV2MLP, MiMoV2Model, MiMoV2MoE
 from vllm.model_executor.models.utils import (
     AutoWeightsLoader,
     extract_layer_index,
@@ -253,7 +253,12 @@ class MiMoModel(nn.Module):
         positions: torch.Tensor,
         inputs_embeds: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        hidden = inputs_embeds if inputs_embeds is not None else self.embed_input_ids(input_ids)
+        if inputs_embeds is not None:
+            hidden = inputs_embeds
+        elif input_ids is not None:
+            hidden = self.embed_input_ids(input_ids)
+        else:
+            raise ValueError("MiMo's forward needs input_ids or inputs_embeds")
         residual = None
         for layer in self.layers:
             hidden, residual = layer(positions, hidden, residual)
@@ -262,7 +267,7 @@ class MiMoModel(nn.Module):
 
 
 class MiMoForCausalLM(nn.Module):
-    packed_modules_mapping = {
+    packed_modules_mapping: ClassVar[dict[str, list[str]]] = {
         "qkv_proj": ["q_proj", "k_proj", "v_proj"],
         "gate_up_proj": ["gate_proj", "up_proj"],
     }

@@ -22,7 +22,9 @@ _BLOCK_BYTES = 16
 def dequantize(blocks: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
     """[..., groups, 16] u8 blocks and [..., groups] u8 scales -> [..., groups * 32] float32."""
     if blocks.dtype != torch.uint8 or scales.dtype != torch.uint8:
-        raise ValueError(f"MXFP4 blocks and scales must be uint8, got {blocks.dtype}, {scales.dtype}")
+        raise ValueError(
+            f"MXFP4 blocks and scales must be uint8, got {blocks.dtype}, {scales.dtype}"
+        )
     if blocks.shape[-1] != _BLOCK_BYTES or blocks.shape[:-1] != scales.shape:
         raise ValueError(
             f"MXFP4 blocks {list(blocks.shape)} do not match scales {list(scales.shape)}: "

@@ -35,7 +35,7 @@ def pad_heads(x: torch.Tensor, heads: int, size: int, served: int) -> torch.Tens
 
 
 def unpad_heads(x: torch.Tensor, heads: int, size: int, served: int) -> torch.Tensor:
-    """[tokens, heads * served] -> [tokens, heads * size], the first `size` features of each head."""
+    """[tokens, heads * served] -> [tokens, heads * size]: each head's first `size` features."""
     if served == size:
         return x
     tokens = x.shape[0]
