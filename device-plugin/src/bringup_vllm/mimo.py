@@ -47,7 +47,10 @@ FAMILY = "MiMo-V2-Flash"
 
 def read_config(vllm_config: VllmConfig) -> Config:
     """The checkpoint's config, refusing by name what the plugin does not serve (as the engine)."""
-    c = Config.of(vllm_config, FAMILY)
+    return checked(Config.of(vllm_config, FAMILY))
+
+
+def checked(c: Config) -> Config:
     c.require("hidden_act", ("silu",), "MiMo's MLPs and experts use SwiGLU")
     c.require("rope_scaling", (None,), "RoPE scaling of the global layers")
     c.require("rope_parameters", (None,), "per-layer-type RoPE tables; give rope_theta fields")
