@@ -1,13 +1,20 @@
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
-import { type LoadedPort, loadCatalog, localResultsDir } from "../catalog/index.js";
+import {
+  type DeviceLogprobsGate,
+  type LoadedPort,
+  loadCatalog,
+  localResultsDir,
+  RESULTS_DIR,
+} from "../catalog/index.js";
 import { BringupError } from "../common/errors.js";
 import { readCorpus } from "../engine/index.js";
-import { appendGateRecords, type GateOutcome, runGateSession } from "../gates/index.js";
-import type { BenchRecord } from "../records/index.js";
+import { type GateContext, type GateOutcome, gateRecord, runGateSession } from "../gates/index.js";
+import { appendRecord, type BenchRecord } from "../records/index.js";
 import { startServer } from "../server/index.js";
 import { startDeviceServer } from "./device-server.js";
 import { PORT_ARCHITECTURES_MODULE, PORT_MODELS } from "./port-models.js";
+import { nextSeriesId, recordIds } from "./record-ids.js";
 import { cachedTinyModel } from "./tiny-model.js";
 
 export interface DeviceCheckOptions {
@@ -93,15 +100,10 @@ export async function deviceCheck(options: DeviceCheckOptions): Promise<DeviceCh
         corpus,
       });
       const outcome = outcomes[0] as GateOutcome;
-      const [record] =
+      const record =
         options.record === false
-          ? []
-          : await appendGateRecords(
-              localResultsDir(options.root, port.id),
-              port.id,
-              [{ spec, outcome }],
-              context,
-            );
+          ? undefined
+          : await recordCheck(options.root, port.id, spec, outcome, context);
       return { port: port.id, modelDir: tiny.dir, outcome, vllmLog, ...(record ? { record } : {}) };
     } finally {
       await device.stop();
@@ -109,4 +111,31 @@ export async function deviceCheck(options: DeviceCheckOptions): Promise<DeviceCh
   } finally {
     await engine.close();
   }
+}
+
+/**
+ * The gate's record in the port's local results, as the next run of the manifest's series
+ * (`<port>/device-logprobs`, then `.2`, ...), its arm named for what it served rather than where.
+ */
+async function recordCheck(
+  root: string,
+  portId: string,
+  spec: typeof DeviceLogprobsGate._output,
+  outcome: GateOutcome,
+  context: GateContext,
+): Promise<BenchRecord | undefined> {
+  const input = gateRecord(portId, spec, outcome, context);
+  if (input === undefined) return undefined;
+  const local = localResultsDir(root, portId);
+  const published = join(root, "ports", portId, RESULTS_DIR);
+  return appendRecord(local, {
+    ...input,
+    id: nextSeriesId(spec.record as string, await recordIds(local, published)),
+    source: { kind: "measured", tool: "bringup device check", command: `bringup device check ${portId}` },
+    arms: input.arms.map((arm) => ({
+      ...arm,
+      name: spec.device,
+      figure: { shape: "point", value: Number((outcome.value as number).toPrecision(3)) },
+    })),
+  });
 }
