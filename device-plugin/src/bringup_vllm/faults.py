@@ -10,6 +10,11 @@ KNOWN = frozenset({"rope-pairing"})
 
 
 def active(name: str) -> bool:
-    if name not in KNOWN:
-        raise ValueError(f"unknown fault {name!r}; known: {sorted(KNOWN)}")
-    return name in os.environ.get("BRINGUP_VLLM_FAULT", "").split(",")
+    """Whether fault `name` is switched on; an unknown name in the variable is refused."""
+    asked = {n for n in os.environ.get("BRINGUP_VLLM_FAULT", "").split(",") if n}
+    unknown = (asked | {name}) - KNOWN
+    if unknown:
+        raise ValueError(
+            f"unknown fault(s) {sorted(unknown)} in BRINGUP_VLLM_FAULT; known: {sorted(KNOWN)}"
+        )
+    return name in asked
