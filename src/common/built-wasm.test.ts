@@ -9,28 +9,30 @@ describe("WebAssembly binaries built next to their module", () => {
     const missing = new URL("./wasm/not-built.wasm", import.meta.url);
     const error = (() => {
       try {
-        builtWasmBytes(missing, "TEST_KERNELS_NOT_BUILT");
+        builtWasmBytes(missing, "ENGINE_KERNELS_NOT_BUILT");
       } catch (caught) {
         return caught;
       }
     })();
     expect(error).toBeInstanceOf(BringupError);
-    expect((error as BringupError).code).toBe("TEST_KERNELS_NOT_BUILT");
+    expect((error as BringupError).code).toBe("ENGINE_KERNELS_NOT_BUILT");
     expect((error as BringupError).message).toContain("npm run build");
     expect((error as BringupError).subject).toBe(missing.pathname);
   });
 
   it("compiles a built binary, turning relaxed SIMD on where Node 20 keeps it behind a flag", () => {
-    expect(Array.from(builtWasmBytes(decode, "X").subarray(0, 4))).toEqual([0, 0x61, 0x73, 0x6d]);
-    expect(compileBuiltWasm(decode, "X")).toBeDefined();
+    expect(Array.from(builtWasmBytes(decode, "FORMATS_KERNELS_NOT_BUILT").subarray(0, 4))).toEqual([
+      0, 0x61, 0x73, 0x6d,
+    ]);
+    expect(compileBuiltWasm(decode, "FORMATS_KERNELS_NOT_BUILT")).toBeDefined();
   });
 
   it("gives a swizzle kernel's relaxed build when asked for it, else its plain-swizzle build", () => {
-    const relaxed = compileSwizzleKernel(decode, "X", true);
-    const plain = compileSwizzleKernel(decode, "X", false);
+    const relaxed = compileSwizzleKernel(decode, "FORMATS_KERNELS_NOT_BUILT", true);
+    const plain = compileSwizzleKernel(decode, "FORMATS_KERNELS_NOT_BUILT", false);
     expect(relaxed?.relaxed).toBe(true);
     expect(plain?.relaxed).toBe(false);
     expect(plain?.module).not.toBe(relaxed?.module);
-    expect(compileSwizzleKernel(decode, "X", true)?.module).toBe(relaxed?.module); // compiled once
+    expect(compileSwizzleKernel(decode, "FORMATS_KERNELS_NOT_BUILT", true)?.module).toBe(relaxed?.module); // compiled once
   });
 });

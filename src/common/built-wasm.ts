@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { setFlagsFromString } from "node:v8";
+import type { ErrorCode } from "./error-catalogue.js";
 import { BringupError } from "./errors.js";
 import { compileWasm, type WasmModule, wasmApi } from "./wasm-runtime.js";
 
@@ -9,7 +10,7 @@ import { compileWasm, type WasmModule, wasmApi } from "./wasm-runtime.js";
  * `new URL("./wasm/name.wasm", import.meta.url)` and the error code the caller's module reports when
  * the binary is missing.
  */
-export function builtWasmBytes(url: URL, notBuiltCode: string): Uint8Array {
+export function builtWasmBytes(url: URL, notBuiltCode: ErrorCode): Uint8Array {
   try {
     return new Uint8Array(readFileSync(url));
   } catch (cause) {
@@ -27,7 +28,7 @@ export function builtWasmBytes(url: URL, notBuiltCode: string): Uint8Array {
  * process-wide, so worker threads instantiate the module too) only when the bytes do not validate
  * without it.
  */
-export function compileBuiltWasm(url: URL, notBuiltCode: string): WasmModule | undefined {
+export function compileBuiltWasm(url: URL, notBuiltCode: ErrorCode): WasmModule | undefined {
   const bytes = builtWasmBytes(url, notBuiltCode);
   if (wasmApi !== undefined && !wasmApi.validate(bytes)) {
     try {
@@ -49,7 +50,7 @@ const swizzleKernels = new Map<string, WasmModule | null>();
  */
 export function compileSwizzleKernel(
   url: URL,
-  notBuiltCode: string,
+  notBuiltCode: ErrorCode,
   relaxed: boolean,
 ): { module: WasmModule; relaxed: boolean } | undefined {
   const compiled = (at: URL) => {

@@ -1,10 +1,11 @@
 import { randomBytes } from "node:crypto";
 import { mkdir, rm, stat, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
+import type { ErrorCode } from "./error-catalogue.js";
 import { BringupError } from "./errors.js";
 
 /** What to tell a person for each filesystem error a write can meet. */
-const ERRNO_ADVICE: Record<string, { code: string; what: string; next: string }> = {
+const ERRNO_ADVICE: Record<string, { code: ErrorCode; what: string; next: string }> = {
   EACCES: {
     code: "FS_PERMISSION_DENIED",
     what: "permission denied",

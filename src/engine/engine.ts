@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import type { ErrorCode } from "../common/error-catalogue.js";
 import { BringupError } from "../common/errors.js";
 import { BlockManager } from "./cache/block-manager.js";
 import {
@@ -403,7 +404,7 @@ export class Engine {
   }
 
   private validate(r: GenerateRequest): void {
-    const bad = (code: string, message: string, subject?: string): never => {
+    const bad = (code: ErrorCode, message: string, subject?: string): never => {
       throw new BringupError(code, message, subject === undefined ? undefined : { subject });
     };
     const n = r.promptTokenIds.length;

@@ -178,7 +178,7 @@ export { f32Tensors, filled, nearestRivalGap, tensorSeed, unitCode } from "./tin
 export { writeTinyModel } from "./tiny/write.js";
 export type { TrainedBpe } from "./tokenizer/bpe-train.js";
 export { trainByteLevelBpe } from "./tokenizer/bpe-train.js";
-export type { ChatMessage, ChatTemplateOptions } from "./tokenizer/tokenizer.js";
-export { IncrementalDetokenizer, TextTokenizer } from "./tokenizer/tokenizer.js";
+export type { ChatMessage, ChatTemplateContext, ChatTemplateOptions } from "./tokenizer/tokenizer.js";
+export { IncrementalDetokenizer, renderRequestTemplate, TextTokenizer } from "./tokenizer/tokenizer.js";
 export type { TokenizerFiles } from "./tokenizer/tokenizer-files.js";
 export { buildTokenizerFiles } from "./tokenizer/tokenizer-files.js";

@@ -20,6 +20,7 @@ import {
   switchFlags,
   workloadSeries,
 } from "../catalog/index.js";
+import type { ErrorCode } from "../common/error-catalogue.js";
 import { BringupError, isBringupError } from "../common/errors.js";
 import {
   kvBytesPerSequence,
@@ -603,7 +604,7 @@ function engineThread(options: BringUpOptions) {
 
 type GatePlan =
   | Pick<ReferenceGateRun, "endpoint" | "reference" | "checkpoints">
-  | { notRun: { code: string; summary: string } };
+  | { notRun: { code: ErrorCode; summary: string } };
 
 /** Which servers (or checkpoints) a gate runs against, or why it cannot run in this bring-up. */
 function planGate(
@@ -692,7 +693,7 @@ type AbPlan =
       arms: Record<"a" | "b", AbArmServer>;
       switchTo?: (arm: "a" | "b") => Promise<void>;
     }
-  | { skip: { reason: string; code: string } };
+  | { skip: { reason: string; code: ErrorCode } };
 
 /**
  * Where each arm of an A/B runs: the embedded server restarted as each arm's build, or the two
@@ -843,7 +844,7 @@ function sized(spec: AbBenchmark, size: BringUpOptions["benchmarkSize"]): AbBenc
   };
 }
 
-function notRun(spec: GateSpec, code: string, summary: string): GateSummary {
+function notRun(spec: GateSpec, code: ErrorCode, summary: string): GateSummary {
   return { kind: spec.kind, status: "not-run", code, summary };
 }
 

@@ -1,3 +1,4 @@
+import type { ErrorCode } from "../common/error-catalogue.js";
 import type { GateKind, GateStatus } from "../gates/index.js";
 import type { Method, Unit } from "../records/index.js";
 
@@ -39,7 +40,7 @@ export interface GateSummary {
   readonly status: GateStatus;
   /** One line: what was measured against what, or why it did not run. */
   readonly summary: string;
-  readonly code?: string;
+  readonly code?: ErrorCode;
   /** The gate's headline value and unit, when it ran. */
   readonly value?: number;
   readonly unit?: Unit;
@@ -65,7 +66,7 @@ export interface FigureSummary {
 export interface SkippedBenchmark {
   readonly record: string;
   readonly reason: string;
-  readonly code?: string;
+  readonly code?: ErrorCode;
 }
 
 export interface StageTiming {

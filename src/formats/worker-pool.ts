@@ -3,12 +3,13 @@ import { availableParallelism, loadavg } from "node:os";
 import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { parentPort, Worker } from "node:worker_threads";
+import type { ErrorCode } from "../common/error-catalogue.js";
 import { BringupError, isBringupError } from "../common/errors.js";
 
 export type WorkerRequest<J> = { id: number; job: J };
 export type WorkerReply<R> =
   | { id: number; ok: true; result: R }
-  | { id: number; ok: false; error: { code?: string; message: string; subject?: string } };
+  | { id: number; ok: false; error: { code?: ErrorCode; message: string; subject?: string } };
 
 /**
  * A fixed set of worker threads running one module. Jobs go to the least busy worker; results come

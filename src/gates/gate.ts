@@ -1,5 +1,6 @@
 import type { Gate as GateSpec } from "../catalog/index.js";
 import type { ProbedEndpoint } from "../client/index.js";
+import type { ErrorCode } from "../common/error-catalogue.js";
 import type { BringupError } from "../common/errors.js";
 import type { Unit } from "../records/index.js";
 
@@ -55,7 +56,7 @@ export interface GateOutcome {
   /** One line: what was measured against what, or why it could not run. */
   readonly summary: string;
   /** The BringupError code that kept the gate from running. */
-  readonly code?: string;
+  readonly code?: ErrorCode;
   readonly metric?: string;
   readonly label?: string;
   readonly unit?: Unit;

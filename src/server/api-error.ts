@@ -1,3 +1,4 @@
+import { type ErrorHttpStatus, errorCategory, httpStatus, openaiCode } from "../common/error-catalogue.js";
 import { isBringupError } from "../common/errors.js";
 
 /** The `type` field of an OpenAI error body, by HTTP status. */
@@ -8,13 +9,17 @@ function errorType(status: number): string {
   return "invalid_request_error";
 }
 
-/** OpenAI's error body: `{ error: { message, type, param, code } }`. */
+/**
+ * OpenAI's error body as vLLM sends it: `{ error: { message, type, param, code } }` with the HTTP
+ * status as `code` (vllm/entrypoints/openai/protocol.py, ErrorInfo). The server's own stable
+ * code (ApiError.code) is in the log line.
+ */
 export interface ErrorBody {
   readonly error: {
     readonly message: string;
     readonly type: string;
     readonly param: string | null;
-    readonly code: string | null;
+    readonly code: number;
   };
 }
 
@@ -24,7 +29,7 @@ export interface ErrorBody {
  */
 export class ApiError extends Error {
   constructor(
-    readonly status: 400 | 401 | 404 | 408 | 413 | 500 | 503,
+    readonly status: ErrorHttpStatus | 401 | 404 | 413,
     message: string,
     readonly code: string | null = null,
     readonly param: string | null = null,
@@ -35,41 +40,30 @@ export class ApiError extends Error {
 
   body(): ErrorBody {
     return {
-      error: { message: this.message, type: errorType(this.status), param: this.param, code: this.code },
+      error: { message: this.message, type: errorType(this.status), param: this.param, code: this.status },
     };
   }
 }
 
-/** Engine and tokenizer error codes that mean "the request is wrong", with the OpenAI code to report. */
-const REQUEST_ERRORS: Readonly<Record<string, string>> = {
-  PROMPT_EMPTY: "invalid_prompt",
-  TOKEN_OUT_OF_RANGE: "invalid_prompt",
-  INVALID_MAX_TOKENS: "invalid_value",
-  CONTEXT_TOO_LONG: "context_length_exceeded",
-  KV_CAPACITY_EXCEEDED: "context_length_exceeded",
-  INVALID_LOGPROBS: "invalid_value",
-  INVALID_SAMPLING_PARAMS: "invalid_value",
-  NO_CHAT_TEMPLATE: "chat_template_missing",
-  CHAT_TEMPLATE_FAILED: "chat_template_failed",
-  CHAT_TEMPLATE_INVALID: "chat_template_invalid",
-};
-
-/** Any thrown value as an ApiError: request errors from the engine become 400s, the rest 500 or 503. */
+/**
+ * Any thrown value as an ApiError: a BringupError answers with its catalogued status, a request
+ * error with its OpenAI code and the field it is about; anything else is a 500.
+ */
 export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
   if (isBringupError(error)) {
-    const code = REQUEST_ERRORS[error.code];
-    if (code !== undefined) return new ApiError(400, error.message, code, error.subject ?? null);
-    if (error.code === "CLIENT_TOO_SLOW") return new ApiError(408, error.message, "client_too_slow");
-    if (error.code === "SERVER_SHUTTING_DOWN")
-      return new ApiError(503, error.message, "server_shutting_down");
+    const status = httpStatus(error.code);
+    const category = errorCategory(error.code);
+    if (category === "request")
+      return new ApiError(status, error.message, openaiCode(error.code), error.subject ?? null);
     if (error.code === "ENGINE_CLOSED")
       return new ApiError(
-        503,
+        status,
         "the server is shutting down; retry against a running server.",
         "engine_closed",
       );
-    return new ApiError(500, `${error.message} [${error.code}]`, error.code.toLowerCase());
+    if (category === "unavailable") return new ApiError(status, error.message, openaiCode(error.code));
+    return new ApiError(status, `${error.message} [${error.code}]`, openaiCode(error.code));
   }
   const message = error instanceof Error ? error.message : String(error);
   return new ApiError(500, `internal error: ${message}`, "internal_error");

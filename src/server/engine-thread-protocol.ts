@@ -1,3 +1,4 @@
+import type { ErrorCode } from "../common/error-catalogue.js";
 import type {
   EngineLimits,
   EngineOptions,
@@ -22,7 +23,7 @@ export interface EngineThreadData {
 
 /** A BringupError as it crosses threads. */
 export interface ThreadError {
-  readonly code: string;
+  readonly code: ErrorCode;
   readonly message: string;
   readonly subject?: string;
 }

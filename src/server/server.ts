@@ -17,7 +17,11 @@ import { EngineThread } from "./engine-thread.js";
 import type { ModelSource } from "./engine-thread-protocol.js";
 import { ServerMetrics } from "./metrics.js";
 import { type LogSink, RequestLog } from "./request-log.js";
+import { RequestTemplateRenderer, type TemplateBudget } from "./request-template.js";
 import { InThreadEngine, type ServedEngine } from "./served-engine.js";
+
+/** Most bytes of a request body by default, whatever its prompts (serve's --max-request-body-size). */
+export const DEFAULT_MAX_REQUEST_BODY_BYTES = 32 * 1024 * 1024;
 
 /** The tiny size served when no model is given: the size table's end-to-end and server default. */
 export const DEFAULT_TINY_SIZE = "small";
@@ -74,6 +78,15 @@ export interface ServerOptions {
    * socket closed (default 1024; the socket's own buffers come first).
    */
   readonly maxUnreadOutputs?: number;
+  /**
+   * Run requests' own `chat_template`s (vLLM's --trust-request-chat-template); without it they are
+   * refused. They render on a thread of their own under `requestTemplateBudget`.
+   */
+  readonly trustRequestChatTemplate?: boolean;
+  /** Time and heap one request template may use (default DEFAULT_TEMPLATE_BUDGET: 2000 ms, 64 MiB). */
+  readonly requestTemplateBudget?: TemplateBudget;
+  /** Most bytes of any request body (default 32 MiB); a body is also held to what its prompts need. */
+  readonly maxRequestBodyBytes?: number;
 }
 
 export interface RunningServer {
@@ -139,8 +152,20 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const metrics = new ServerMetrics(modelName, () => engine.stats());
   const shutdown = new AbortController();
   const log = new RequestLog(options.log, options.requestLines ?? true);
+  const templates = options.trustRequestChatTemplate
+    ? new RequestTemplateRenderer(options.requestTemplateBudget)
+    : undefined;
   const app = createApp(
-    { engine, metrics, modelName, startedAt: Math.floor(Date.now() / 1000), shutdown: shutdown.signal, log },
+    {
+      engine,
+      metrics,
+      modelName,
+      startedAt: Math.floor(Date.now() / 1000),
+      shutdown: shutdown.signal,
+      log,
+      maxRequestBodyBytes: options.maxRequestBodyBytes ?? DEFAULT_MAX_REQUEST_BODY_BYTES,
+      ...(templates !== undefined ? { templates } : {}),
+    },
     options,
   );
   const host = options.host ?? "127.0.0.1";
@@ -178,7 +203,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
               // Requests still running end with a 503 (or an error event); their streams finish.
               shutdown.abort();
               await new Promise((r) => setTimeout(r, 50));
-              await engine.close();
+              await Promise.all([engine.close(), templates?.close()]);
               if ("closeAllConnections" in server) server.closeAllConnections();
               await closed;
             },
@@ -200,7 +225,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       });
     });
   } catch (error) {
-    await engine.close();
+    await Promise.all([engine.close(), templates?.close()]);
     throw error;
   }
 }

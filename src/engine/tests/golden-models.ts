@@ -1,3 +1,8 @@
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { parse } from "yaml";
+import { PORT_MODELS } from "../../flow/port-models.js";
+import type { Architecture } from "../architecture.js";
 import type { HostTensor } from "../loader/host-tensor.js";
 import { Rng } from "../tensor/random.js";
 import { readCorpus } from "../tiny/corpus.js";
@@ -42,4 +47,32 @@ export async function goldenFamilyModels(): Promise<Record<string, TinyModelFile
     ]),
     mistral: variant("mistral", () => [], { sliding_window: 8 }),
   };
+}
+
+/** Context length of the pinned retrieval variants: enough for the golden prompt, small to build. */
+export const GOLDEN_RETRIEVAL_CONTEXT = 256;
+
+/** A port's pinned model: its files and the architectures that read them. */
+export interface GoldenPortModel {
+  readonly files: TinyModelFiles;
+  readonly architectures: readonly Architecture[];
+}
+
+/**
+ * Every port's models that golden-logprobs.json pins: `<port>` is the tiny reference model of the
+ * manifest's reference config (seed 0) and `<port>/retrieval` its retrieval variant, when it has one.
+ */
+export async function goldenPortModels(): Promise<Record<string, GoldenPortModel>> {
+  const corpus = await readCorpus();
+  const out: Record<string, GoldenPortModel> = {};
+  for (const [id, portModel] of PORT_MODELS) {
+    const manifest = parse(
+      await readFile(join(import.meta.dirname, "../../../ports", id, "port.yaml"), "utf8"),
+    );
+    const architectures = [portModel.architecture];
+    out[id] = { files: portModel.tinyModel(manifest.reference.config, corpus, { seed: 0 }), architectures };
+    const retrieval = portModel.retrievalModel?.(corpus, { maxPositionEmbeddings: GOLDEN_RETRIEVAL_CONTEXT });
+    if (retrieval !== undefined) out[`${id}/retrieval`] = { files: retrieval, architectures };
+  }
+  return out;
 }
