@@ -89,7 +89,7 @@ async function untilHealthy(url: string, child: ChildProcess, options: DeviceSer
     exit = error.message;
   });
   while (Date.now() < deadline) {
-    if (options.signal?.aborted) throw new BringupError("ABORTED", "stopped before vLLM came up.");
+    if (options.signal?.aborted) throw new BringupError("DEVICE_ABORTED", "stopped before vLLM came up.");
     if (exit !== undefined) {
       throw new BringupError(
         "DEVICE_SERVER_EXITED",
