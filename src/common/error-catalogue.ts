@@ -278,6 +278,7 @@ export const ERROR_CATALOGUE = {
   DEVICE_ABORTED: { category: "interrupted" },
   DEVICE_SERVER_EXITED: { category: "environment" },
   DEVICE_SERVER_TIMEOUT: { category: "environment" },
+  DEVICE_VENV_MISSING: { category: "environment" },
   OUT_MISSING: { category: "usage" },
   PORT_NO_DEVICE_CHECK: { category: "usage" },
   PORT_NO_MODEL_CODE: { category: "usage" },

@@ -1,4 +1,5 @@
-import { mkdir } from "node:fs/promises";
+import { constants } from "node:fs";
+import { access, mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import {
   type DeviceLogprobsGate,
@@ -62,6 +63,16 @@ export async function deviceCheck(options: DeviceCheckOptions): Promise<DeviceCh
       { subject: options.portId },
     );
   }
+  const python = options.python ?? defaultDevicePython(options.root);
+  try {
+    await access(python, constants.X_OK);
+  } catch {
+    throw new BringupError(
+      "DEVICE_VENV_MISSING",
+      `there is no Python at ${python} to run vLLM with: run device-plugin/scripts/setup-venv.sh (it makes .cache/device-venv), or pass --python PATH.`,
+      { subject: python },
+    );
+  }
   const reference = (port as LoadedPort).manifest.reference as NonNullable<
     LoadedPort["manifest"]["reference"]
   >;
@@ -84,7 +95,7 @@ export async function deviceCheck(options: DeviceCheckOptions): Promise<DeviceCh
   try {
     progress(`reference engine at ${engine.url}; starting vLLM (log ${vllmLog})`);
     const device = await startDeviceServer({
-      python: options.python ?? defaultDevicePython(options.root),
+      python,
       modelDir: tiny.dir,
       servedModelName: port.id,
       maxModelLen: reference.max_model_len,
