@@ -251,16 +251,17 @@ export const AbBenchmark = z.strictObject({
 });
 
 /**
- * The tiny reference config of the port's architecture and what `bringup up` runs on it: the port's
- * model.ts builds seeded weights for `config`, the embedded engine serves them, and the gates and
- * benchmarks here run against that server (or against --endpoint).
+ * The tiny reference config of the port's architecture and what `bringup up` runs on it: the
+ * engine's model family that reads `config` (src/engine/models/) builds seeded weights for it, the
+ * embedded engine serves them, and the gates and benchmarks here run against that server (or
+ * against --endpoint).
  */
 export const Reference = z
   .strictObject({
     config: z
       .record(z.string(), z.unknown())
       .describe(
-        "an HF config.json object whose model_type the port's model.ts reads; small enough for two CPU cores",
+        "an HF config.json object (architectures, model_type) that a model family of the engine reads; small enough for two CPU cores",
       ),
     max_model_len: z.int().positive().describe("the context the embedded server is started with"),
     kv_layout: KvLayout.default("window-sized").describe("the layout the port's build serves with"),

@@ -100,7 +100,6 @@ export const ERROR_CATALOGUE = {
   RELAYOUT_INVALID: { category: "usage" },
   SAFETENSORS_BAD_HEADER: { category: "input" },
   SAFETENSORS_BAD_NAME: { category: "input" },
-  SAFETENSORS_DUPLICATE_NAME: { category: "input" },
   SAFETENSORS_GAP: { category: "input" },
   SAFETENSORS_HEADER_PAST_END: { category: "input" },
   SAFETENSORS_OUT_OF_RANGE: { category: "input" },

@@ -23,11 +23,12 @@ import {
 import type { ErrorCode } from "../common/error-catalogue.js";
 import { BringupError, isBringupError } from "../common/errors.js";
 import {
+  type Architecture,
+  findArchitecture,
   kvBytesPerSequence,
   kvCapacityRatio,
   type LoadedModel,
   loadModel,
-  type PortModel,
   planKvCache,
   readCorpus,
 } from "../engine/index.js";
@@ -42,10 +43,10 @@ import {
   referenceConversions,
   removeConverted,
 } from "./convert-stage.js";
+import { DEFAULT_PORT } from "./default-port.js";
 import { EmbeddedServer } from "./embedded-server.js";
 import { type GateServer, gateCompares, type ReferenceGateRun, runReferenceGate } from "./gate-stage.js";
 import { cachedModel } from "./model-cache.js";
-import { DEFAULT_PORT, PORT_ARCHITECTURES_MODULE, PORT_MODELS } from "./port-models.js";
 import { nextSeriesId, recordIds } from "./record-ids.js";
 import { StageClock } from "./stage-clock.js";
 import type {
@@ -56,7 +57,7 @@ import type {
   SkippedBenchmark,
   StageEvent,
 } from "./summary.js";
-import { cachedTinyModel, sha256, weightsParts } from "./tiny-model.js";
+import { cachedTinyModel, REFERENCE_SEED, sha256, weightsParts } from "./tiny-model.js";
 
 export interface BringUpOptions {
   /** The project root holding ports/ (and where the site and the model cache go by default). */
@@ -92,8 +93,6 @@ export interface BringUpOptions {
   readonly signal?: AbortSignal;
   readonly onStage?: (event: StageEvent) => void;
   readonly onProgress?: (event: ProgressEvent) => void;
-  /** Port model code by port id (default: PORT_MODELS, the ports' model.ts files). */
-  readonly portModels?: ReadonlyMap<string, PortModel>;
 }
 
 export { REFERENCE_SEED } from "./tiny-model.js";
@@ -168,7 +167,7 @@ export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> 
   let siteDir: string | undefined;
   try {
     const { port, reference, portModel } = await clock.run("manifest", async () => {
-      const value = await loadPort(options.root, portId, external, options.portModels ?? PORT_MODELS);
+      const value = await loadPort(options.root, portId, external);
       const ref = value.reference;
       return {
         value,
@@ -191,7 +190,7 @@ export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> 
       clock.skip("convert", "no conversion: the endpoint's weights are served as they are");
       clock.skip("serve", `--endpoint ${options.endpoint}: no embedded server`);
     } else if (!aborted()) {
-      const code = portModel as PortModel;
+      const code = portModel as Architecture;
       models = await clock.run("weights", () =>
         makeWeights(port, reference, code, corpus, retrievalGates, needleContexts, options),
       );
@@ -209,7 +208,6 @@ export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> 
             source,
             conversions,
             join(modelCacheDir(options), portId),
-            [code.architecture],
             signal,
           );
           return {
@@ -413,7 +411,7 @@ function kvCapacityTheory(
   spec: GateSpec,
   reference: Reference,
   model: LoadedModel,
-  portModel: PortModel | undefined,
+  portModel: Architecture | undefined,
 ): number | undefined {
   const against = gateBaseline(spec, reference);
   if (spec.kind !== "kv-capacity" || against === undefined) return undefined;
@@ -438,8 +436,7 @@ async function loadPort(
   root: string,
   portId: string,
   external: boolean,
-  portModels: ReadonlyMap<string, PortModel>,
-): Promise<{ port: LoadedPort; reference: Reference; portModel?: PortModel }> {
+): Promise<{ port: LoadedPort; reference: Reference; portModel?: Architecture }> {
   const catalog = await loadCatalog(root);
   const port = catalog.ports.find((p) => p.id === portId);
   if (port === undefined) {
@@ -458,11 +455,21 @@ async function loadPort(
     );
   }
   if (external) return { port, reference };
-  const portModel = portModels.get(portId);
-  if (portModel === undefined) {
+  const portModel = await findArchitecture(
+    reference.config,
+    `ports/${portId}/port.yaml reference.config`,
+  ).catch((error: unknown) => {
+    if (!isBringupError(error)) throw error;
     throw new BringupError(
       "PORT_NO_MODEL_CODE",
-      `port ${portId} has no model code for the embedded engine: write ports/${portId}/model.ts exporting \`portModel\` (its architecture and tiny reference model) and add it to PORT_MODELS in src/flow/port-models.ts; or run its gates against a server with --endpoint URL.`,
+      `port ${portId} has no model code for the embedded engine: ${error.message} Or run its gates against a server with --endpoint URL.`,
+      { subject: portId, cause: error },
+    );
+  });
+  if (portModel.tinyModel === undefined) {
+    throw new BringupError(
+      "PORT_NO_MODEL_CODE",
+      `port ${portId}'s family makes no tiny reference model from a config: give its Architecture a tinyModel (src/engine/models/), or run its gates against a server with --endpoint URL.`,
       { subject: portId },
     );
   }
@@ -473,32 +480,33 @@ async function loadPort(
 async function makeWeights(
   port: LoadedPort,
   reference: Reference,
-  portModel: PortModel,
+  portModel: Architecture,
   corpus: string,
   retrievalGates: readonly { contexts: readonly number[] }[],
   needleContexts: readonly number[] | undefined,
   options: BringUpOptions,
 ) {
-  const architectures = [portModel.architecture];
   const cacheDir = modelCacheDir(options);
   // What decides the bytes: the config, the seed, the corpus and the code that turns them into
-  // weights (the port's model.ts and the engine blocks and codecs it builds on).
-  const code = await weightsParts(port);
+  // weights (the engine's model families and blocks, and the codecs they build on).
+  const code = await weightsParts();
   const corpusHash = sha256(corpus);
-  const tiny = await cachedTinyModel(port, reference.config, portModel, corpus, cacheDir);
+  const tiny = await cachedTinyModel(port.id, reference.config, portModel, corpus, cacheDir);
   const made = [`tiny ${tiny.reused ? "reused" : "made"} (${tiny.dir})`];
-  const tinyModel = await loadModel(tiny.dir, { architectures });
+  const tinyModel = await loadModel(tiny.dir);
   let retrieval: LoadedModel | undefined;
   const longest = Math.max(0, ...retrievalGates.flatMap((g) => needleContexts ?? g.contexts));
-  if (longest > 0 && portModel.retrievalModel !== undefined) {
-    const make = portModel.retrievalModel.bind(portModel);
+  const make = portModel.retrievalModel?.bind(portModel);
+  const retrievalOptions = { maxPositionEmbeddings: longest, seed: REFERENCE_SEED, port: port.id };
+  const retrievalFiles = longest > 0 ? make?.(reference.config, corpus, retrievalOptions) : undefined;
+  if (retrievalFiles !== undefined) {
     const cached = await cachedModel(
       cacheDir,
       `${port.id}/retrieval`,
       { max_position_embeddings: longest, corpus: corpusHash, ...code },
-      () => make(corpus, { maxPositionEmbeddings: longest }),
+      () => retrievalFiles,
     );
-    retrieval = await loadModel(cached.dir, { architectures });
+    retrieval = await loadModel(cached.dir);
     made.push(`retrieval variant ${cached.reused ? "reused" : "made"}`);
   }
   return {
@@ -544,7 +552,6 @@ async function startServers(
     blockSize,
     maxNumSeqs: Math.max(EMBEDDED_MAX_NUM_SEQS, requests),
     ...(options.threads !== undefined ? { threads: options.threads } : {}),
-    ...engineThread(options),
   };
   const start = (build: Build) =>
     EmbeddedServer.start(
@@ -585,7 +592,6 @@ async function startServers(
         blockSize,
         maxNumSeqs: 1,
         ...(options.threads !== undefined ? { threads: options.threads } : {}),
-        ...engineThread(options),
       },
       reference.kv_layout,
     );
@@ -595,11 +601,6 @@ async function startServers(
     value: undefined,
     detail: `${started.join(", ")}; KV budget ${(kvCacheBytes / 2 ** 20).toFixed(1)} MiB each`,
   };
-}
-
-/** The ports' own model code can be imported by an engine thread; a caller's own cannot. */
-function engineThread(options: BringUpOptions) {
-  return options.portModels === undefined ? { architecturesModule: PORT_ARCHITECTURES_MODULE } : {};
 }
 
 type GatePlan =
@@ -653,7 +654,7 @@ function planGate(
       return {
         notRun: {
           code: "PORT_NO_RETRIEVAL_MODEL",
-          summary: `the needle gate runs on the retrieval variant, which ports/${options.port ?? DEFAULT_PORT}/model.ts does not export (portModel.retrievalModel).`,
+          summary: `the needle gate runs on the retrieval variant, which the model family of ${options.port ?? DEFAULT_PORT} does not make (its Architecture's retrievalModel, under src/engine/models/).`,
         },
       };
     }

@@ -9,12 +9,11 @@ import {
   RESULTS_DIR,
 } from "../catalog/index.js";
 import { BringupError } from "../common/errors.js";
-import { readCorpus } from "../engine/index.js";
+import { findArchitecture, readCorpus } from "../engine/index.js";
 import { type GateContext, type GateOutcome, gateRecord, runGateSession } from "../gates/index.js";
 import { appendRecord, type BenchRecord } from "../records/index.js";
 import { startServer } from "../server/index.js";
 import { startDeviceServer } from "./device-server.js";
-import { PORT_ARCHITECTURES_MODULE, PORT_MODELS } from "./port-models.js";
 import { nextSeriesId, recordIds } from "./record-ids.js";
 import { cachedTinyModel } from "./tiny-model.js";
 
@@ -55,11 +54,10 @@ export async function deviceCheck(options: DeviceCheckOptions): Promise<DeviceCh
   const catalog = await loadCatalog(options.root);
   const port = catalog.ports.find((p) => p.id === options.portId);
   const spec = port?.manifest.reference?.device_check;
-  const portModel = PORT_MODELS.get(options.portId);
-  if (port === undefined || spec === undefined || portModel === undefined) {
+  if (port === undefined || spec === undefined) {
     throw new BringupError(
       "PORT_NO_DEVICE_CHECK",
-      `port ${options.portId} has no device check: it needs model code on the engine (PORT_MODELS) and a \`reference.device_check\` in its port.yaml (\`bringup ports list\` names the ports).`,
+      `port ${options.portId} has no device check: it needs a \`reference.device_check\` in its port.yaml (\`bringup ports list\` names the ports).`,
       { subject: options.portId },
     );
   }
@@ -73,13 +71,12 @@ export async function deviceCheck(options: DeviceCheckOptions): Promise<DeviceCh
       { subject: python },
     );
   }
-  const reference = (port as LoadedPort).manifest.reference as NonNullable<
-    LoadedPort["manifest"]["reference"]
-  >;
+  const reference = port.manifest.reference as NonNullable<LoadedPort["manifest"]["reference"]>;
   const progress = options.onProgress ?? (() => {});
   const corpus = await readCorpus();
   const cacheDir = options.cacheDir ?? join(options.root, ".cache", "bringup", "models");
-  const tiny = await cachedTinyModel(port, reference.config, portModel, corpus, cacheDir);
+  const family = await findArchitecture(reference.config, `ports/${port.id}/port.yaml reference.config`);
+  const tiny = await cachedTinyModel(port.id, reference.config, family, corpus, cacheDir);
   progress(`tiny checkpoint ${tiny.reused ? "reused" : "made"}: ${tiny.dir}`);
   const logDir = join(options.root, ".cache", "device-logs");
   await mkdir(logDir, { recursive: true });
@@ -87,7 +84,6 @@ export async function deviceCheck(options: DeviceCheckOptions): Promise<DeviceCh
   // Both serve the same directory under the port's name, at the port's context.
   const engine = await startServer({
     modelDir: tiny.dir,
-    architecturesModule: PORT_ARCHITECTURES_MODULE,
     servedModelName: port.id,
     maxModelLen: reference.max_model_len,
     port: 0,

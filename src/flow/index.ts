@@ -13,6 +13,7 @@
  */
 export { AB_WORKLOAD_SEED } from "./ab-stage.js";
 export { type BringUpOptions, bringUp, REFERENCE_SEED } from "./bring-up.js";
+export { DEFAULT_PORT } from "./default-port.js";
 export {
   type DeviceCheckOptions,
   type DeviceCheckResult,
@@ -20,13 +21,6 @@ export {
   deviceCheck,
 } from "./device-check.js";
 export { type CachedModel, cachedModel, cacheKey } from "./model-cache.js";
-export { unregisteredModelCode } from "./model-code-check.js";
-export {
-  DEFAULT_PORT,
-  PORT_ARCHITECTURES,
-  PORT_ARCHITECTURES_MODULE,
-  PORT_MODELS,
-} from "./port-models.js";
 export { nextSeriesId } from "./record-ids.js";
 export {
   type BringUpSummary,

@@ -2,14 +2,12 @@ import type { AddressInfo, Server } from "node:net";
 import { serve } from "@hono/node-server";
 import { BringupError } from "../common/errors.js";
 import {
-  type Architecture,
   Engine,
   type EngineLimits,
   type EngineOptions,
   findTinySize,
   type KvLayout,
   type LoadedModel,
-  loadModel,
   TINY_SIZES,
 } from "../engine/index.js";
 import { createApp } from "./app.js";
@@ -31,14 +29,6 @@ export interface ServerOptions {
   readonly modelDir?: string;
   /** Which tiny size to generate when there is no modelDir (default "small"). */
   readonly tinySize?: string;
-  /** Model code for modelDir's model_type beyond the built-in llama family (the ports' architectures). */
-  readonly architectures?: readonly Architecture[];
-  /**
-   * The same architectures as a module URL and export name, which the engine's own thread imports
-   * (code cannot be sent to a thread). With `architectures` but not this, a modelDir is served
-   * with the engine on the HTTP thread.
-   */
-  readonly architecturesModule?: { readonly module: string; readonly exportName: string };
   /** Values of the model's switches (see the architecture's declaration). */
   readonly switches?: Readonly<Record<string, string>>;
   /**
@@ -118,19 +108,11 @@ function tinySizeOf(options: ServerOptions): string {
 
 /** The engine on its own thread, unless the model is already in memory on this one. */
 async function startEngine(options: ServerOptions, engineOptions: EngineOptions): Promise<ServedEngine> {
-  let model = options.model;
-  if (model === undefined && options.modelDir !== undefined && options.architecturesModule === undefined)
-    if ((options.architectures ?? []).length > 0)
-      model = await loadModel(options.modelDir, { architectures: options.architectures ?? [] });
+  const model = options.model;
   if (model !== undefined)
     return new InThreadEngine(new Engine(model, engineOptions), options.maxUnreadOutputs);
   const source: ModelSource =
-    options.modelDir !== undefined
-      ? {
-          modelDir: options.modelDir,
-          ...(options.architecturesModule ? { architectures: options.architecturesModule } : {}),
-        }
-      : { tinySize: tinySizeOf(options) };
+    options.modelDir !== undefined ? { modelDir: options.modelDir } : { tinySize: tinySizeOf(options) };
   return EngineThread.start(source, engineOptions, options.maxUnreadOutputs);
 }
 

@@ -11,7 +11,6 @@ import {
   scaffoldPort,
   WEIGHT_FORMATS,
 } from "../../catalog/index.js";
-import { PORT_MODELS, unregisteredModelCode } from "../../flow/index.js";
 import { formatProblem } from "../../records/index.js";
 import { projectRoot } from "../root.js";
 
@@ -127,10 +126,7 @@ export function registerPorts(program: Command): void {
     .option("--json", "print the diagnostics as JSON")
     .action(async (id: string | undefined, options: { json?: boolean }, command: Command) => {
       const root = projectRoot(command);
-      const diagnostics = [
-        ...(await checkCatalog(root, id)),
-        ...(await unregisteredModelCode(root, PORT_MODELS, id)),
-      ];
+      const diagnostics = await checkCatalog(root, id);
       if (options.json) {
         process.stdout.write(`${JSON.stringify({ ok: diagnostics.length === 0, diagnostics }, null, 2)}\n`);
       } else if (diagnostics.length === 0) {

@@ -1,6 +1,5 @@
 import { type Command, InvalidArgumentError, Option } from "commander";
 import { KV_LAYOUT_NAMES, type KvLayout, TINY_SIZES } from "../../engine/index.js";
-import { PORT_ARCHITECTURES, PORT_ARCHITECTURES_MODULE } from "../../flow/index.js";
 import {
   DEFAULT_MAX_REQUEST_BODY_BYTES,
   DEFAULT_TEMPLATE_BUDGET,
@@ -88,14 +87,7 @@ interface ServeFlags {
 export function serverOptions(modelDir: string | undefined, flags: ServeFlags): ServerOptions {
   const apiKey = flags.apiKey ?? process.env.BRINGUP_API_KEY;
   return {
-    ...(modelDir !== undefined
-      ? {
-          modelDir,
-          architectures: PORT_ARCHITECTURES,
-          // The engine's own thread imports the same list itself.
-          architecturesModule: PORT_ARCHITECTURES_MODULE,
-        }
-      : { tinySize: flags.tiny }),
+    ...(modelDir !== undefined ? { modelDir } : { tinySize: flags.tiny }),
     log: (level, line) => {
       if (LOG_LEVELS.indexOf(level) >= LOG_LEVELS.indexOf(flags.logLevel ?? "info"))
         (level === "info" || level === "debug" ? process.stdout : process.stderr).write(`${line}\n`);

@@ -1,12 +1,12 @@
-import { readFile } from "node:fs/promises";
+import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { parse } from "yaml";
-import { PORT_MODELS } from "../../flow/port-models.js";
-import type { Architecture } from "../architecture.js";
 import type { HostTensor } from "../loader/host-tensor.js";
+import { findArchitecture } from "../models/registry.js";
 import { Rng } from "../tensor/random.js";
 import { readCorpus } from "../tiny/corpus.js";
-import { generateTinyModel, type TinyModelFiles } from "../tiny/generate.js";
+import type { TinyModelFiles } from "../tiny/files.js";
+import { generateTinyModel } from "../tiny/generate.js";
 import { findTinySize, type TinySize } from "../tiny/sizes.js";
 
 /**
@@ -52,27 +52,29 @@ export async function goldenFamilyModels(): Promise<Record<string, TinyModelFile
 /** Context length of the pinned retrieval variants: enough for the golden prompt, small to build. */
 export const GOLDEN_RETRIEVAL_CONTEXT = 256;
 
-/** A port's pinned model: its files and the architectures that read them. */
-export interface GoldenPortModel {
-  readonly files: TinyModelFiles;
-  readonly architectures: readonly Architecture[];
-}
+const PORTS_DIR = join(import.meta.dirname, "../../../ports");
 
 /**
- * Every port's models that golden-logprobs.json pins: `<port>` is the tiny reference model of the
- * manifest's reference config (seed 0) and `<port>/retrieval` its retrieval variant, when it has one.
+ * Every port's models that golden-logprobs.json pins, made by the family the registry finds for
+ * the port's reference config: `<port>` is the tiny reference model (seed 0) and
+ * `<port>/retrieval` its retrieval variant, when the family makes one.
  */
-export async function goldenPortModels(): Promise<Record<string, GoldenPortModel>> {
+export async function goldenPortModels(): Promise<Record<string, TinyModelFiles>> {
   const corpus = await readCorpus();
-  const out: Record<string, GoldenPortModel> = {};
-  for (const [id, portModel] of PORT_MODELS) {
-    const manifest = parse(
-      await readFile(join(import.meta.dirname, "../../../ports", id, "port.yaml"), "utf8"),
-    );
-    const architectures = [portModel.architecture];
-    out[id] = { files: portModel.tinyModel(manifest.reference.config, corpus, { seed: 0 }), architectures };
-    const retrieval = portModel.retrievalModel?.(corpus, { maxPositionEmbeddings: GOLDEN_RETRIEVAL_CONTEXT });
-    if (retrieval !== undefined) out[`${id}/retrieval`] = { files: retrieval, architectures };
+  const out: Record<string, TinyModelFiles> = {};
+  for (const port of (await readdir(PORTS_DIR, { withFileTypes: true })).filter((e) => e.isDirectory())) {
+    const manifest = parse(await readFile(join(PORTS_DIR, port.name, "port.yaml"), "utf8"));
+    const config = manifest.reference?.config as Record<string, unknown> | undefined;
+    if (config === undefined) continue;
+    const family = await findArchitecture(config, `ports/${port.name}/port.yaml`);
+    const options = { seed: 0, port: port.name };
+    const tiny = family.tinyModel?.(config, corpus, options);
+    if (tiny !== undefined) out[port.name] = tiny;
+    const retrieval = family.retrievalModel?.(config, corpus, {
+      ...options,
+      maxPositionEmbeddings: GOLDEN_RETRIEVAL_CONTEXT,
+    });
+    if (retrieval !== undefined) out[`${port.name}/retrieval`] = retrieval;
   }
   return out;
 }

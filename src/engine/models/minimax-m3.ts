@@ -3,7 +3,7 @@
  * with sink logits and full attention, and a mixture of experts with gpt-oss's clamped SwiGLU whose
  * experts are stored in MXFP4.
  *
- * Lineage (../../../shared/reference/architectures.md): the MiniMax-M2 family with gpt-oss's
+ * Lineage (the design's reference/architectures.md): the MiniMax-M2 family with gpt-oss's
  * experts. config.json reads gpt-oss's fields (`layer_types`, `sliding_window`,
  * `num_local_experts`, `num_experts_per_tok`, `swiglu_limit`, `attention_bias`, `head_dim`,
  * `rope_theta`) and the tensors carry gpt-oss's checkpoint names: q/k/v/o_proj with biases,
@@ -13,32 +13,20 @@
  * this port's model code (the released MiniMax-M3 config does not enable it).
  */
 import { z } from "zod";
-import { BringupError } from "../../src/common/errors.js";
-import type {
-  Architecture,
-  AttentionSpec,
-  CausalLM,
-  ClampedMoeSpec,
-  ModelConfig,
-  PortModel,
-  TinyModelFiles,
-  WeightSource,
-} from "../../src/engine/index.js";
-import {
-  attentionNames,
-  ClampedSwigluMoe,
-  copySlots,
-  GqaAttention,
-  placeCopyCircuit,
-  preNormDecoder,
-  tinyFilesToModel,
-  tinyKit,
-} from "../../src/engine/index.js";
+import type { Architecture, ModelConfig, TinyModelOptions } from "../architecture.js";
+import { type AttentionSpec, attentionNames, GqaAttention } from "../blocks/attention/gqa-attention.js";
+import { type ClampedMoeSpec, ClampedSwigluMoe } from "../blocks/mlp/clamped-swiglu-moe.js";
+import { modelOfFiles } from "../loader/build-model.js";
+import type { WeightSource } from "../loader/weight-source.js";
+import type { CausalLM } from "../model/causal-lm.js";
+import { copySlots } from "../tiny/copy-circuit.js";
+import { placeCopyCircuit } from "../tiny/copy-circuit-placement.js";
+import type { TinyModelFiles } from "../tiny/files.js";
+import { tinyKit } from "../tiny/port-kit.js";
+import { parseConfigFields, positive, TOKEN_ID_FIELDS, tokenIdConfig } from "./config-fields.js";
+import { preNormDecoder } from "./decoder.js";
 
 export const MODEL_TYPE = "minimax_m3";
-
-const positive = z.number().int().positive();
-const nonNegative = z.number().int().nonnegative();
 
 const MinimaxConfig = z.looseObject({
   model_type: z.literal(MODEL_TYPE),
@@ -61,8 +49,7 @@ const MinimaxConfig = z.looseObject({
   max_position_embeddings: positive.default(131_072),
   tie_word_embeddings: z.boolean().default(false),
   rope_scaling: z.null().optional(),
-  bos_token_id: nonNegative.nullish(),
-  eos_token_id: z.union([nonNegative, z.array(nonNegative)]).nullish(),
+  ...TOKEN_ID_FIELDS,
 });
 
 /** The engine's view of a MiniMax-M3 config.json. */
@@ -77,18 +64,7 @@ export interface MinimaxConfig extends ModelConfig {
 const SWIGLU_ALPHA = 1.702;
 
 export function parseMinimaxConfig(json: unknown, source = "config.json"): MinimaxConfig {
-  const fail = (field: string, message: string): never => {
-    throw new BringupError("MODEL_CONFIG_INVALID", `${source}: ${field}: ${message}`, { subject: source });
-  };
-  const parsed = MinimaxConfig.safeParse(json);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    fail(
-      issue?.path.join(".") || "(root)",
-      `${issue?.message ?? "invalid"}; fix this field (a MiniMax-M3 config.json is read).`,
-    );
-  }
-  const c = parsed.data as z.infer<typeof MinimaxConfig>;
+  const { fields: c, fail } = parseConfigFields(MinimaxConfig, json, source, "MiniMax-M3");
   if (c.layer_types.length !== c.num_hidden_layers) {
     fail(
       "layer_types",
@@ -110,7 +86,6 @@ export function parseMinimaxConfig(json: unknown, source = "config.json"): Minim
   const rotary = Math.round(c.head_dim * c.partial_rotary_factor);
   if (rotary % 2 !== 0)
     fail("partial_rotary_factor", `rotates ${rotary} features of each head; make it even.`);
-  const eos = c.eos_token_id;
   return {
     modelType: MODEL_TYPE,
     vocabSize: c.vocab_size,
@@ -138,8 +113,7 @@ export function parseMinimaxConfig(json: unknown, source = "config.json"): Minim
       limit: c.swiglu_limit,
       alpha: SWIGLU_ALPHA,
     },
-    ...(c.bos_token_id != null ? { bosTokenId: c.bos_token_id } : {}),
-    eosTokenIds: eos == null ? [] : Array.isArray(eos) ? eos : [eos],
+    ...tokenIdConfig(c),
   };
 }
 
@@ -152,12 +126,6 @@ export function buildMinimax(config: MinimaxConfig, w: WeightSource): CausalLM {
   }));
 }
 
-export const minimaxArchitecture: Architecture<MinimaxConfig> = {
-  modelTypes: [MODEL_TYPE],
-  parseConfig: parseMinimaxConfig,
-  build: buildMinimax,
-};
-
 /**
  * The tiny reference model of `config`: a BPE trained on `corpus` and seeded weights, the experts
  * drawn in f32 and stored in MXFP4 (OCP encoding: scale floor(log2 amax) - 2, round to nearest even)
@@ -166,7 +134,7 @@ export const minimaxArchitecture: Architecture<MinimaxConfig> = {
 export function minimaxTinyModel(
   config: Record<string, unknown>,
   corpus: string,
-  options: { readonly seed?: number } = {},
+  options: TinyModelOptions = {},
 ): TinyModelFiles {
   const seed = options.seed ?? 0;
   const spec = parseMinimaxConfig(config, "reference config");
@@ -195,7 +163,7 @@ export function minimaxTinyModel(
   });
   kit.ones("model.norm.weight", H);
   if (!spec.tieWordEmbeddings) kit.matrix("lm_head.weight", kit.vocab, H);
-  return kit.files(config, "MiniMaxM3ForCausalLM", "minimax-m3");
+  return kit.files(config, "MiniMaxM3ForCausalLM", options.port);
 }
 
 /**
@@ -212,7 +180,7 @@ const HEAD = ROTARY + CIRCUIT.ngram * CIRCUIT.m;
 
 export function minimaxRetrievalModel(
   corpus: string,
-  options: { readonly maxPositionEmbeddings: number; readonly seed?: number },
+  options: TinyModelOptions & { readonly maxPositionEmbeddings: number },
 ): TinyModelFiles {
   const seed = options.seed ?? 0;
   const { hidden } = copySlots(CIRCUIT.m, CIRCUIT.u, CIRCUIT.ngram);
@@ -235,14 +203,14 @@ export function minimaxRetrievalModel(
     rms_norm_eps: 1e-6,
     max_position_embeddings: options.maxPositionEmbeddings,
   };
-  const files = minimaxTinyModel(config, corpus, { seed });
-  const built = tinyFilesToModel("retrieval", files, [minimaxArchitecture]);
+  const files = minimaxTinyModel(config, corpus, options);
+  const built = modelOfFiles("retrieval", files, minimaxArchitecture);
   return placeCopyCircuit(files, built, { ...CIRCUIT, seed });
 }
 
-export const portModel: PortModel = {
-  architecture: minimaxArchitecture,
+export const minimaxArchitecture: Architecture<MinimaxConfig> = {
+  parseConfig: parseMinimaxConfig,
+  build: buildMinimax,
   tinyModel: minimaxTinyModel,
-  retrievalModel: (corpus, options) =>
-    minimaxRetrievalModel(corpus, { maxPositionEmbeddings: options.maxPositionEmbeddings }),
+  retrievalModel: (_config, corpus, options) => minimaxRetrievalModel(corpus, options),
 };

@@ -2,7 +2,7 @@
  * GLM-5.3-Flash on the reference engine: KDA layers with a few full-attention layers, joined by an
  * mHC residual, with a mixture of experts after the first dense layers.
  *
- * Lineage (see ../../../shared/reference/architectures.md): Kimi Linear for the layer mix and KDA
+ * Lineage (see the design's reference/architectures.md): Kimi Linear for the layer mix and KDA
  * (vLLM `models/kimi_linear.py`, `layers/kda.py`; fla `layers/kda.py`) and DeepSeek-V4 for the
  * hyper-connections (HF transformers `models/deepseek_v4`). config.json reads Kimi Linear's fields
  * (`linear_attn_config` with 1-based `kda_layers` / `full_attn_layers`, `num_heads`, `head_dim`,
@@ -18,50 +18,48 @@
  * DeepSeek-V4 names (`model.layers.N.attn_hc.{fn,base,scale}`, `ffn_hc.*`,
  * `model.hc_head.hc_{fn,base,scale}`).
  *
- * One departure: Kimi Linear's full-attention layers are latent attention without RoPE. Until the
- * engine has the MLA block (it comes with the Kimi-K2.7-Code and GLM-5 MXFP4 ports), this port's
- * full layers are GQA with RoPE (`num_attention_heads`, `num_key_value_heads`, `head_dim`,
- * `v_head_dim`, `rope_theta`, `partial_rotary_factor`, `attention_bias`), under the usual
- * `self_attn.q/k/v/o_proj` names. The port's page says so.
+ * The full-attention layers are Kimi Linear's: multi-head latent attention (the engine's MLA block,
+ * shared with the DeepSeek-V3 layout) read from `num_attention_heads`, `q_lora_rank` (null in Kimi
+ * Linear: queries straight from `q_proj`), `kv_lora_rank`, `qk_nope_head_dim`, `qk_rope_head_dim`,
+ * `v_head_dim` and `mla_use_nope` (true in Kimi Linear: the rotary part of each query and of the
+ * shared key is left unrotated, positions reach the model through the KDA layers' short
+ * convolutions; false rotates it with `rope_theta`), under DeepSeek's names (`self_attn.q_proj`,
+ * `kv_a_proj_with_mqa`, `kv_a_layernorm`, `kv_b_proj`, `o_proj`). Kimi Linear's `head_dim` and
+ * `num_key_value_heads` describe no tensor of these layers (vLLM's KimiMLAAttention does not read
+ * them) and are ignored; `attention_bias` must be false, as its projections have no biases.
  */
 import { z } from "zod";
-import { BringupError } from "../../src/common/errors.js";
-import type {
-  Architecture,
-  AttentionSpec,
-  DecoderLayer,
-  ModelConfig,
-  MoeSpec,
-  PortModel,
-  TinyModelFiles,
-  WeightSource,
-} from "../../src/engine/index.js";
+import type { Architecture, ModelConfig, TinyModelOptions } from "../architecture.js";
 import {
-  attentionNames,
-  CausalLM,
-  copySlots,
-  embeddingAndHead,
-  filled,
-  GqaAttention,
-  HF_MLP_NAMES,
-  KDA_SWITCHES,
-  KdaAttention,
-  type KdaSpec,
-  type MhcConfig,
-  MhcConnection,
-  MhcResidual,
-  MIXTRAL_MLP_NAMES,
-  placeCopyCircuit,
-  RoutedMoe,
-  SwigluMlp,
-  tinyFilesToModel,
-  tinyKit,
-} from "../../src/engine/index.js";
+  MLA_CACHE_SWITCH,
+  MLA_SWITCHES,
+  MlaAttention,
+  type MlaSpec,
+  mlaNames,
+  mlaParameters,
+} from "../blocks/attention/mla-attention.js";
+import { KDA_SWITCHES, KdaAttention, type KdaSpec } from "../blocks/linear-attention/kda-attention.js";
+import { RoutedMoe } from "../blocks/mlp/routed-moe.js";
+import type { MoeSpec } from "../blocks/mlp/routing.js";
+import { HF_MLP_NAMES, MIXTRAL_MLP_NAMES, SwigluMlp } from "../blocks/mlp/swiglu-mlp.js";
+import type { MhcConfig } from "../blocks/residual/mhc.js";
+import { MhcConnection, MhcResidual } from "../blocks/residual/mhc-connection.js";
+import { modelOfFiles } from "../loader/build-model.js";
+import type { WeightSource } from "../loader/weight-source.js";
+import { CausalLM } from "../model/causal-lm.js";
+import type { DecoderLayer } from "../model/model.js";
+import type { TinyModelFiles } from "../tiny/files.js";
+import {
+  LATENT_CIRCUIT,
+  latentCircuitAttention,
+  placeLatentCopyCircuit,
+} from "../tiny/latent-copy-circuit.js";
+import { tinyKit } from "../tiny/port-kit.js";
+import { filled, putParameters } from "../tiny/weights.js";
+import { nonNegative, parseConfigFields, positive, TOKEN_ID_FIELDS, tokenIdConfig } from "./config-fields.js";
+import { embeddingAndHead } from "./decoder.js";
 
 export const MODEL_TYPE = "glm5_3_flash";
-
-const positive = z.number().int().positive();
-const nonNegative = z.number().int().nonnegative();
 
 /** The config.json fields this code reads; others are ignored. */
 const GlmConfig = z.looseObject({
@@ -74,14 +72,16 @@ const GlmConfig = z.looseObject({
   rms_norm_eps: z.number().positive().default(1e-6),
   max_position_embeddings: positive.default(1_048_576),
   tie_word_embeddings: z.boolean().default(false),
-  // Full-attention layers (GQA here; see the file's doc).
+  // Full-attention layers: Kimi Linear's latent attention (see the file's doc).
   num_attention_heads: positive,
-  num_key_value_heads: positive,
-  head_dim: positive,
-  v_head_dim: positive.nullish(),
+  q_lora_rank: nonNegative.nullish(),
+  kv_lora_rank: positive,
+  qk_nope_head_dim: positive,
+  qk_rope_head_dim: positive,
+  v_head_dim: positive,
+  mla_use_nope: z.boolean().default(true),
   rope_theta: z.number().positive().default(10_000),
-  partial_rotary_factor: z.number().gt(0).lte(1).default(1),
-  attention_bias: z.boolean().default(false),
+  attention_bias: z.literal(false).default(false),
   // KDA layers (Kimi Linear).
   linear_attn_config: z.strictObject({
     kda_layers: z.array(positive),
@@ -105,8 +105,7 @@ const GlmConfig = z.looseObject({
   num_expert_group: positive.default(1),
   topk_group: positive.default(1),
   num_shared_experts: nonNegative.default(0),
-  bos_token_id: nonNegative.nullish(),
-  eos_token_id: z.union([nonNegative, z.array(nonNegative)]).nullish(),
+  ...TOKEN_ID_FIELDS,
 });
 
 /** Each layer's mixer and feed-forward kind. */
@@ -120,7 +119,7 @@ export interface GlmConfig extends ModelConfig {
   readonly intermediateSize: number;
   readonly rmsNormEps: number;
   readonly tieWordEmbeddings: boolean;
-  readonly attention: AttentionSpec;
+  readonly mla: MlaSpec;
   readonly kda: KdaSpec;
   readonly mhc: MhcConfig;
   readonly moe?: MoeSpec;
@@ -129,18 +128,7 @@ export interface GlmConfig extends ModelConfig {
 
 /** Parses a GLM-5.3-Flash config.json; MODEL_CONFIG_INVALID names the field to fix. */
 export function parseGlmConfig(json: unknown, source = "config.json"): GlmConfig {
-  const fail = (field: string, message: string): never => {
-    throw new BringupError("MODEL_CONFIG_INVALID", `${source}: ${field}: ${message}`, { subject: source });
-  };
-  const parsed = GlmConfig.safeParse(json);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    fail(
-      issue?.path.join(".") || "(root)",
-      `${issue?.message ?? "invalid"}; fix this field (a GLM-5.3-Flash config.json is read).`,
-    );
-  }
-  const c = parsed.data as z.infer<typeof GlmConfig>;
+  const { fields: c, fail } = parseConfigFields(GlmConfig, json, source, "GLM-5.3-Flash");
   const L = c.num_hidden_layers;
   const lin = c.linear_attn_config;
   // Kimi Linear numbers its layers from 1 in these lists.
@@ -163,15 +151,11 @@ export function parseGlmConfig(json: unknown, source = "config.json"): GlmConfig
     if (beyond !== undefined)
       fail(`linear_attn_config.${field}`, `layer ${beyond} is beyond num_hidden_layers ${L} (1-based).`);
   }
-  if (c.num_attention_heads % c.num_key_value_heads !== 0) {
+  if (!c.mla_use_nope && c.qk_rope_head_dim % 2 !== 0)
     fail(
-      "num_attention_heads",
-      `${c.num_attention_heads} query heads are not a multiple of the ${c.num_key_value_heads} key/value heads; make them divisible.`,
+      "qk_rope_head_dim",
+      `${c.qk_rope_head_dim} must be even when mla_use_nope is false (RoPE rotates pairs).`,
     );
-  }
-  const rotary = Math.round(c.head_dim * c.partial_rotary_factor);
-  if (rotary % 2 !== 0)
-    fail("partial_rotary_factor", `rotates ${rotary} features of each head; make it even.`);
   if (c.num_shared_experts > 0)
     fail("num_shared_experts", "shared experts are not in this port's model code yet; set 0.");
   let moe: MoeSpec | undefined;
@@ -192,7 +176,6 @@ export function parseGlmConfig(json: unknown, source = "config.json"): GlmConfig
       topKGroups: c.topk_group,
     };
   }
-  const eos = c.eos_token_id;
   return {
     modelType: MODEL_TYPE,
     vocabSize: c.vocab_size,
@@ -201,18 +184,14 @@ export function parseGlmConfig(json: unknown, source = "config.json"): GlmConfig
     rmsNormEps: c.rms_norm_eps,
     maxPositionEmbeddings: c.max_position_embeddings,
     tieWordEmbeddings: c.tie_word_embeddings,
-    attention: {
-      kind: "full",
-      window: 0,
+    mla: {
       numHeads: c.num_attention_heads,
-      numKvHeads: c.num_key_value_heads,
-      headDim: c.head_dim,
-      vHeadDim: c.v_head_dim ?? c.head_dim,
-      ropeTheta: c.rope_theta,
-      partialRotaryFactor: rotary / c.head_dim,
-      bias: c.attention_bias,
-      qkNorm: false,
-      sinks: false,
+      qLoraRank: c.q_lora_rank ?? 0,
+      kvLoraRank: c.kv_lora_rank,
+      qkNopeHeadDim: c.qk_nope_head_dim,
+      qkRopeHeadDim: c.qk_rope_head_dim,
+      vHeadDim: c.v_head_dim,
+      ...(c.mla_use_nope ? {} : { ropeTheta: c.rope_theta }),
     },
     kda: { numHeads: lin.num_heads, headDim: lin.head_dim, convKernel: lin.short_conv_kernel_size },
     mhc: {
@@ -226,8 +205,7 @@ export function parseGlmConfig(json: unknown, source = "config.json"): GlmConfig
       mixer,
       mlp: moe !== undefined && i >= c.first_k_dense_replace ? "moe" : "dense",
     })),
-    ...(c.bos_token_id != null ? { bosTokenId: c.bos_token_id } : {}),
-    eosTokenIds: eos == null ? [] : Array.isArray(eos) ? eos : [eos],
+    ...tokenIdConfig(c),
   };
 }
 
@@ -240,7 +218,7 @@ export function buildGlm(config: GlmConfig, w: WeightSource): CausalLM {
     const mixer =
       spec.mixer === "kda"
         ? KdaAttention.load(w, `${p}.self_attn`, config.kda, H)
-        : GqaAttention.load(w, attentionNames(p), config.attention, H, eps);
+        : MlaAttention.load(w, mlaNames(p), config.mla, H, eps);
     const ffn =
       spec.mlp === "moe" && config.moe !== undefined
         ? RoutedMoe.load(w, { base: `${p}.block_sparse_moe`, expert: MIXTRAL_MLP_NAMES }, config.moe, H)
@@ -273,15 +251,9 @@ export function buildGlm(config: GlmConfig, w: WeightSource): CausalLM {
     residual: MhcResidual.load(w, config.mhc, H),
     layers,
     ...embeddingAndHead(w, config),
-    switches: KDA_SWITCHES,
+    switches: [...KDA_SWITCHES, ...MLA_SWITCHES, MLA_CACHE_SWITCH],
   });
 }
-
-export const glmArchitecture: Architecture<GlmConfig> = {
-  modelTypes: [MODEL_TYPE],
-  parseConfig: parseGlmConfig,
-  build: buildGlm,
-};
 
 /**
  * The tiny reference model of `config`: a byte-level BPE trained on `corpus` and seeded random f32
@@ -292,7 +264,7 @@ export const glmArchitecture: Architecture<GlmConfig> = {
 export function glmTinyModel(
   config: Record<string, unknown>,
   corpus: string,
-  options: { readonly seed?: number } = {},
+  options: TinyModelOptions = {},
 ): TinyModelFiles {
   const seed = options.seed ?? 0;
   const spec = parseGlmConfig(config, "reference config");
@@ -330,7 +302,7 @@ export function glmTinyModel(
       kit.uniform(`${a}.dt_bias`, [P], (r) => Math.log(Math.expm1(0.001 * 100 ** r)));
       kit.ones(`${a}.o_norm.weight`, d);
     } else {
-      kit.attention(attentionNames(p), spec.attention, H);
+      putParameters(kit.put, seed, mlaParameters(mlaNames(p), spec.mla, H));
     }
     if (layer.mlp === "moe" && spec.moe !== undefined) {
       const m = spec.moe;
@@ -348,39 +320,28 @@ export function glmTinyModel(
   kit.put("model.hc_head.hc_scale", [1], filled(1, 1));
   kit.ones("model.norm.weight", H);
   if (!spec.tieWordEmbeddings) kit.matrix("lm_head.weight", kit.vocab, H);
-  return kit.files(config, "Glm53FlashForCausalLM", "glm-5.3-flash");
+  return kit.files(config, "Glm53FlashForCausalLM", options.port);
 }
 
 /**
- * The retrieval variant: the engine's copy circuit placed into a four-layer GLM (KDA, full, KDA,
- * full) with two residual streams. The KDA layers and MLPs are silenced, the mHC connections made
- * plain, the first full layer carries six previous-token heads over one shared key/value head and
- * the second one induction head (its other five heads silent). Both see the whole context, so the
- * rotary part of their heads (8 features: four frequency pairs) keeps the previous-token pick 30
- * logits above every other distance up to max_position_embeddings.
+ * The retrieval variant: the engine's latent copy circuit (tiny/latent-copy-circuit.ts) placed into
+ * a four-layer GLM (KDA, full, KDA, full) with two residual streams. The KDA layers and MLPs are
+ * silenced and the mHC connections made plain; the first MLA layer carries the previous-token
+ * heads and the second the induction head, sized by latentCircuitAttention. The previous-token
+ * heads find their distance through RoPE, so this variant sets mla_use_nope false (Kimi Linear's
+ * full layers, unrotated, leave positions to the KDA layers, which the circuit silences).
  */
-const CIRCUIT = { m: 8, u: 32, ngram: 6, matchLogit: 60, prevMargin: 30, outputLogit: 40 } as const;
-const RETRIEVAL_ROTARY = 8;
-const RETRIEVAL_HEAD = RETRIEVAL_ROTARY + CIRCUIT.ngram * CIRCUIT.m;
-
 export function glmRetrievalModel(
   corpus: string,
-  options: { readonly maxPositionEmbeddings: number; readonly seed?: number },
+  options: TinyModelOptions & { readonly maxPositionEmbeddings: number },
 ): TinyModelFiles {
-  const seed = options.seed ?? 0;
   const config: Record<string, unknown> = {
     model_type: MODEL_TYPE,
     vocab_size: 515,
-    hidden_size: copySlots(CIRCUIT.m, CIRCUIT.u, CIRCUIT.ngram).hidden,
+    ...latentCircuitAttention(),
+    mla_use_nope: false,
     intermediate_size: 1,
     num_hidden_layers: 4,
-    num_attention_heads: CIRCUIT.ngram,
-    num_key_value_heads: 1,
-    head_dim: RETRIEVAL_HEAD,
-    v_head_dim: CIRCUIT.u,
-    rope_theta: 10_000,
-    partial_rotary_factor: RETRIEVAL_ROTARY / RETRIEVAL_HEAD,
-    attention_bias: true,
     linear_attn_config: {
       kda_layers: [1, 3],
       full_attn_layers: [2, 4],
@@ -393,14 +354,14 @@ export function glmRetrievalModel(
     max_position_embeddings: options.maxPositionEmbeddings,
     tie_word_embeddings: false,
   };
-  const files = glmTinyModel(config, corpus, { seed });
-  const built = tinyFilesToModel("retrieval", files, [glmArchitecture]);
-  return placeCopyCircuit(files, built, { ...CIRCUIT, seed });
+  const files = glmTinyModel(config, corpus, options);
+  const built = modelOfFiles("retrieval", files, glmFlashArchitecture);
+  return placeLatentCopyCircuit(files, built, { ...LATENT_CIRCUIT, seed: options.seed ?? 0 });
 }
 
-export const portModel: PortModel = {
-  architecture: glmArchitecture,
+export const glmFlashArchitecture: Architecture<GlmConfig> = {
+  parseConfig: parseGlmConfig,
+  build: buildGlm,
   tinyModel: glmTinyModel,
-  retrievalModel: (corpus, options) =>
-    glmRetrievalModel(corpus, { maxPositionEmbeddings: options.maxPositionEmbeddings }),
+  retrievalModel: (_config, corpus, options) => glmRetrievalModel(corpus, options),
 };
