@@ -16,10 +16,10 @@
  * and tokens/s. CPU time is printed beside wall time because a shared machine's load skews the latter.
  */
 import { availableParallelism } from "node:os";
-import { AttentionScratch, pagedAttention } from "../src/engine/attention/paged-attention.js";
 import { LayerKvCache } from "../src/engine/cache/kv-cache.js";
 import { FullCacheSpec } from "../src/engine/cache/spec.js";
 import { Engine, findTinySize, type LoadedModel, readCorpus } from "../src/engine/index.js";
+import { AttentionScratch, pagedAttention } from "../src/engine/kernels/paged-attention/paged-attention.js";
 import { MatmulPool } from "../src/engine/kernels/pool.js";
 import { Rng } from "../src/engine/tensor/random.js";
 import { generateTinyModel, tinyFilesToModel } from "../src/engine/tiny/generate.js";

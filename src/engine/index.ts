@@ -57,14 +57,17 @@
  * the tile's steps are fused multiply-adds; BRINGUP_ENGINE_FMA=0 forces the unfused tile. Either
  * tile is within f32 accumulation error of the reference (K·2^-24·Σ|x·w|) and batch-invariant bit
  * for bit. SwiGLU runs a SIMD kernel under the same switch (f64 with an exp within about 1e-14,
- * kernels/wasm/swiglu.wat), split between the threads. MXFP4 weights are decoded by a SIMD kernel
- * (kernels/wasm/mxfp4-rows.wat) a chunk of rows at a time into scratch for the tile, or inside its
+ * kernels/swiglu/swiglu.wat), split between the threads. MXFP4 weights are decoded by a SIMD kernel
+ * (kernels/matmul/mxfp4-rows.wat) a chunk of rows at a time into scratch for the tile, or inside its
  * own loop (KernelSwitches.mxfp4ScratchTokens), with the bits of unpacking them to f32 rows in
  * JavaScript, which BRINGUP_ENGINE_MXFP4=unpacked selects instead (kernels/switches.ts reads every
- * switch), or per engine the `mxfp4` switch that every model holding MXFP4 weights has.
+ * switch), or per engine the `mxfp4` switch that every model holding MXFP4 weights has. Its third
+ * value, int8 (BRINGUP_ENGINE_MXFP4=int8), multiplies on relaxed integer dot products over the input
+ * quantized per block of 32 (kernels/matmul/mxfp4-int8.ts states its error; not the same bits).
+ * Block-scaled FP8 weights are decoded a chunk of rows at a time into scratch the same way.
  * Attention runs the same way: a SIMD kernel over tiles of a prefill's queries (pairs of f64 in the
  * reference's order) and a plain tiled kernel under the same switch; both equal
- * attention/paged-attention.ts bit for bit.
+ * kernels/paged-attention/paged-attention.ts bit for bit.
  *
  * KV layouts (`kvLayout`): "window-sized" keeps each sliding-window layer's window as a ring of
  * blocks; "full" keeps every token in every layer and masks the window. The byte budget is split

@@ -1,7 +1,7 @@
 import { BringupError } from "../../../common/errors.js";
 import { decodeTable, encodeMinifloat, FP8_E4M3FN, maxFinite } from "../../../formats/index.js";
 import type { LayerKvCache } from "../../cache/kv-cache.js";
-import { IndexerScoresSimd, indexerScores } from "../../kernels/indexer-scores.js";
+import type { IndexerQuery } from "../../kernels/indexer-scores/indexer-job.js";
 import type { MatmulPool } from "../../kernels/pool.js";
 import { Rope } from "../../kernels/rope.js";
 import type { WeightSource } from "../../loader/weight-source.js";
@@ -166,7 +166,6 @@ export class DsaIndexer {
     const w = new Float32Array(T * n);
     pool.matmul(h, T, this.weightsProj, w);
     const weightScale = 1 / Math.sqrt(n * d);
-    const simd = pool.simd ? scoresSimd() : undefined;
     const out: Int32Array[] = [];
     const values = cache.values;
     const stride = cache.valueStride;
@@ -174,16 +173,24 @@ export class DsaIndexer {
     let basesOf: readonly number[] | undefined;
     let last = 0;
     for (let t = 0; t < T; t++) last = Math.max(last, positions[t] as number);
+    // Tokens that read the same block table (a sequence's) are scored in one dispatch.
+    let queries: (IndexerQuery & { readonly t: number })[] = [];
+    const score = () => {
+      if (queries.length > 0) pool.indexerScores({ keys: values, offsets: bases, d, queries });
+      for (const query of queries) out[query.t] = topKPositions(query.scores, topK);
+      queries = [];
+    };
     for (let t = 0; t < T; t++) {
       const pos = positions[t] as number;
       if (pos + 1 <= topK) {
-        out.push(Int32Array.from({ length: pos + 1 }, (_, p) => p));
+        out[t] = Int32Array.from({ length: pos + 1 }, (_, p) => p);
         continue;
       }
       // Each cached key's offset, computed once per block table (a sequence's) up to the step's
       // last position; entries past the sequence's own blocks are never read.
       const table = tableOf(t);
       if (table !== basesOf) {
+        score();
         const size = cache.spec.blockSize;
         bases = new Int32Array(Math.min(last + 1, table.length * size));
         // A block's positions sit in consecutive slots: one lookup per block.
@@ -191,26 +198,19 @@ export class DsaIndexer {
           const first = cache.slot(table, p) * stride;
           for (let j = 0; j < size && p + j < bases.length; j++) bases[p + j] = first + j * stride;
         }
-        simd?.load(values, bases, bases.length, d);
         basesOf = table;
       }
-      const scores = new Float64Array(pos + 1);
-      const weights = Float64Array.from({ length: n }, (_, hd) => (w[t * n + hd] as number) * weightScale);
-      const heads = q.subarray(t * n * d, (t + 1) * n * d);
-      if (simd !== undefined) simd.scores(heads, weights, pos + 1, scores);
-      else indexerScores(heads, weights, d, values, bases, pos + 1, scores);
-      out.push(topKPositions(scores, topK));
+      queries.push({
+        t,
+        q: q.subarray(t * n * d, (t + 1) * n * d),
+        weights: Float64Array.from({ length: n }, (_, hd) => (w[t * n + hd] as number) * weightScale),
+        count: pos + 1,
+        scores: new Float64Array(pos + 1),
+      });
     }
+    score();
     return out;
   }
-}
-
-let scoresKernel: IndexerScoresSimd | null | undefined;
-
-/** The indexer's WebAssembly scoring kernel, made on first use; undefined where SIMD is unavailable. */
-function scoresSimd(): IndexerScoresSimd | undefined {
-  if (scoresKernel === undefined) scoresKernel = IndexerScoresSimd.create() ?? null;
-  return scoresKernel ?? undefined;
 }
 
 /** The k highest of `scores` (ties to the lower position), returned in ascending position order. */

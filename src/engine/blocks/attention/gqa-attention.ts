@@ -73,7 +73,7 @@ export function attentionNames(prefix: string, sinksName = "sinks"): AttentionNa
  * Attention over the paged KV cache: q/k/v projections (with biases, q/k norms, value scale as the
  * spec says), RoPE on the rotated part of each head, the step's keys and values written to the
  * cache, then each query attends to its visible positions (kernels equal to
- * attention/paged-attention.ts bit for bit) and o_proj maps the heads back.
+ * kernels/paged-attention/paged-attention.ts bit for bit) and o_proj maps the heads back.
  */
 export class GqaAttention implements TokenMixer {
   readonly state: LayerState;

@@ -1,8 +1,11 @@
-import { describe, expect, it } from "vitest";
-import { Rng } from "../tensor/random.js";
-import { IndexerScoresSimd, indexerScores } from "./indexer-scores.js";
+import { afterAll, describe, expect, it } from "vitest";
+import { Rng } from "../../tensor/random.js";
+import { MatmulPool } from "../pool.js";
+import { indexerScores } from "./indexer-scores.js";
 
-const simd = IndexerScoresSimd.create();
+// The SIMD kernel on one thread and split between two, and the pool without SIMD.
+const pools = [new MatmulPool(1), new MatmulPool(2), new MatmulPool(2, { simd: false })];
+afterAll(() => Promise.all(pools.map((p) => p.close())));
 
 /** Keys in blocks of 4 slots laid out through a shuffled block table, as a paged cache holds them. */
 function paged(rng: Rng, count: number, d: number) {
@@ -15,7 +18,7 @@ function paged(rng: Rng, count: number, d: number) {
 
 describe("the DSA indexer's scoring kernel", () => {
   it("is available where WebAssembly SIMD is (Node 20 has it)", () => {
-    expect(simd).toBeDefined();
+    expect(pools[0]?.simd).toBe(true);
   });
 
   it("gives the plain reference's scores bit for bit: odd head and position counts, zero and negative weights, FP8-like repeats", () => {
@@ -26,6 +29,7 @@ describe("the DSA indexer's scoring kernel", () => {
       [1, 8, 2],
       [8, 128, 65],
       [2, 4, 1],
+      [16, 64, 3000],
     ] as const) {
       const q = rng.fillNormal(new Float32Array(heads * d), 1);
       // Coarse values make exact ties and zero dots likely, where a reordered sum would show.
@@ -34,18 +38,22 @@ describe("the DSA indexer's scoring kernel", () => {
       const { keys, offsets } = paged(rng, count, d);
       if (d === 16) for (let i = 0; i < keys.length; i++) keys[i] = Math.round(keys[i] as number);
       const plain = new Float64Array(count).fill(7);
-      const fast = new Float64Array(count).fill(7);
       indexerScores(q, weights, d, keys, offsets, count, plain);
-      simd?.load(keys, offsets, count, d);
-      simd?.scores(q, weights, count, fast);
-      expect(fast).toEqual(plain);
-      // A prefix of the loaded keys, as each token of a prefill chunk scores its own.
+      // A prefix of the keys too, as each token of a prefill chunk scores its own.
       const prefix = Math.ceil(count / 2);
       const plainPrefix = new Float64Array(prefix);
-      const fastPrefix = new Float64Array(prefix);
       indexerScores(q, weights, d, keys, offsets, prefix, plainPrefix);
-      simd?.scores(q, weights, prefix, fastPrefix);
-      expect(fastPrefix).toEqual(plainPrefix);
+      for (const pool of pools) {
+        const queries = [count, prefix].map((n) => ({
+          q,
+          weights,
+          count: n,
+          scores: new Float64Array(n).fill(7),
+        }));
+        pool.indexerScores({ keys, offsets, d, queries });
+        expect(queries[0]?.scores).toEqual(plain);
+        expect(queries[1]?.scores).toEqual(plainPrefix);
+      }
       expect(plain.some((s) => s !== 0)).toBe(true);
       // The same bits as each head's dot alone, added in head order.
       const p = count - 1;

@@ -1,13 +1,13 @@
 import { afterAll, describe, expect, it } from "vitest";
-import { LayerKvCache } from "../cache/kv-cache.js";
-import { SlidingMaskCacheSpec } from "../cache/sliding-mask-spec.js";
-import { SlidingWindowCacheSpec } from "../cache/sliding-window-spec.js";
-import { type CacheSpec, FullCacheSpec } from "../cache/spec.js";
-import { compileAttentionSimd, instantiateAttentionSimd } from "../kernels/attention-simd-module.js";
-import { MatmulPool } from "../kernels/pool.js";
-import { wasmArena } from "../kernels/wasm-arena.js";
-import { Rng } from "../tensor/random.js";
+import { LayerKvCache } from "../../cache/kv-cache.js";
+import { SlidingMaskCacheSpec } from "../../cache/sliding-mask-spec.js";
+import { SlidingWindowCacheSpec } from "../../cache/sliding-window-spec.js";
+import { type CacheSpec, FullCacheSpec } from "../../cache/spec.js";
+import { Rng } from "../../tensor/random.js";
+import { MatmulPool } from "../pool.js";
+import { wasmArena } from "../wasm-arena.js";
 import { attendTokens, attendTokensSimd, attentionSimdBytes } from "./attention-kernel.js";
+import { compileAttentionSimd, instantiateAttentionSimd } from "./attention-simd-module.js";
 import { AttentionScratch, pagedAttention } from "./paged-attention.js";
 
 // The plain kernel and the SIMD one, on one thread and split between two.
@@ -88,33 +88,13 @@ function run(c: Case) {
   for (const tile of [1, 3, 8, 64]) {
     const out = new Float32Array(ref.length);
     const s = { scores: new Float64Array(1), acc: new Float64Array(1), slots: new Int32Array(1) };
-    const { tables: tb, blockSize, ringBlocks, numHeads, numKvHeads, headDim, vHeadDim } = job;
-    attendTokens(
-      0,
-      T,
-      meta,
-      tb,
-      blockSize,
-      ringBlocks,
-      q,
-      out,
-      job.keys,
-      job.values,
-      numHeads,
-      numKvHeads,
-      headDim,
-      vHeadDim,
-      scale,
-      sinks,
-      s,
-      tile,
-    );
+    attendTokens({ ...job, out, tile, t0: 0, t1: T }, s);
     outs.push(out);
   }
   // The SIMD kernel directly, with position blocks small enough to split every range.
   if (c.headDim % 4 === 0 && c.vHeadDim % 8 === 0) {
     if (arena === null || attnModule === undefined) throw new Error("WebAssembly SIMD unavailable");
-    const { tables: tb, blockSize, ringBlocks, numHeads, numKvHeads, headDim, vHeadDim } = job;
+    const { numHeads, numKvHeads, headDim, vHeadDim } = job;
     for (const [tile, positionBlock] of [
       [1, 5],
       [3, 5],
@@ -126,29 +106,7 @@ function run(c: Case) {
       simd.base = arena.allocate(simd.bytes);
       const out = new Float32Array(ref.length);
       const s = { scores: new Float64Array(1), acc: new Float64Array(1), slots: new Int32Array(1) };
-      attendTokensSimd(
-        0,
-        T,
-        meta,
-        tb,
-        blockSize,
-        ringBlocks,
-        q,
-        out,
-        job.keys,
-        job.values,
-        numHeads,
-        numKvHeads,
-        headDim,
-        vHeadDim,
-        scale,
-        sinks,
-        s,
-        simd,
-        attendTokens,
-        tile,
-        positionBlock,
-      );
+      attendTokensSimd({ ...job, out, tile, t0: 0, t1: T }, s, simd, positionBlock);
       outs.push(out);
     }
   }

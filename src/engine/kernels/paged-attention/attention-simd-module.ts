@@ -1,10 +1,10 @@
-import { instantiateWasm, type WasmMemory, type WasmModule } from "../../common/wasm-runtime.js";
-import type { AttentionSimd } from "../attention/attention-kernel.js";
-import { compileKernel } from "./wasm-kernels.js";
+import { instantiateWasm, type WasmMemory, type WasmModule } from "../../../common/wasm-runtime.js";
+import { compileKernel } from "../wasm-kernels.js";
+import type { AttentionSimd } from "./attention-kernel.js";
 
-/** The compiled attention loops (wasm/attention.wat), or undefined where WebAssembly SIMD is unavailable. */
+/** The compiled attention loops (attention.wat), or undefined where WebAssembly SIMD is unavailable. */
 export function compileAttentionSimd(): WasmModule | undefined {
-  return compileKernel("attention");
+  return compileKernel("paged-attention/attention");
 }
 
 /** An instance over the shared memory, with an empty region (the pool assigns one). */

@@ -1,12 +1,12 @@
 import { existsSync, readFileSync } from "node:fs";
 import { afterAll, describe, expect, it } from "vitest";
-import { Rng } from "../tensor/random.js";
-import { shareArray, type Weight } from "../tensor/weight.js";
+import { Rng } from "../../tensor/random.js";
+import { shareArray, type Weight } from "../../tensor/weight.js";
+import { MatmulPool } from "../pool.js";
+import { matmulReference, weightAt } from "../reference.js";
+import { wasmArena } from "../wasm-arena.js";
 import { buildDecodeTables, matmulRange, weightParts } from "./matmul-kernel.js";
-import { MatmulPool } from "./pool.js";
-import { matmulReference, weightAt } from "./reference.js";
-import { compileSimdTile, instantiateTile } from "./simd-module.js";
-import { wasmArena } from "./wasm-arena.js";
+import { compileSimdTile, instantiateTile } from "./tile-module.js";
 
 const rng = new Rng(7);
 
@@ -357,7 +357,7 @@ function expectUnpackedBits(
   return pools;
 }
 
-describe("the fused MXFP4 matmul (wasm/mxfp4-rows.wat)", () => {
+describe("the fused MXFP4 matmul (matmul/mxfp4-rows.wat)", () => {
   it("gives the unpacked path's bits on every byte of codes and on extreme scales, at any batch and split, decoding in the loop or into scratch", () => {
     const N = 70; // more than one chunk of rows
     const K = 64;
@@ -410,7 +410,7 @@ function fp8Weight(
   };
 }
 
-describe("the fused FP8 matmul (wasm/fp8-rows.wat)", () => {
+describe("the fused FP8 matmul (matmul/fp8-rows.wat)", () => {
   it("decodes every code byte as the plain reference does, at extreme scales", () => {
     // Row n holds code n then zeros, so the first input alone reads back the decoded weight.
     const N = 256;

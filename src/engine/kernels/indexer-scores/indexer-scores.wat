@@ -1,4 +1,4 @@
-;; The scoring loop of DeepSeek sparse attention's indexer (../indexer-scores.ts; the block is
+;; The scoring loop of DeepSeek sparse attention's indexer (indexer-scores.ts; the block is
 ;; ../../blocks/attention/dsa-indexer.ts). All arithmetic is f64 on f32 inputs promoted exactly:
 ;; each head's dot product is accumulated in ascending feature order and the heads are added to a
 ;; score in ascending head order, the plain reference's operations in its order, so the scores are
@@ -13,7 +13,7 @@
 ;;     dot_h > 0 (ReLU). Positions go two at a time, so two dot chains overlap; an odd count reads
 ;;     one row past the last key (the caller leaves it in the memory) and stores nothing for it.
 (module
-  (import "env" "memory" (memory 1 65536))
+  (import "env" "memory" (memory 1 65536 shared))
 
   (func (export "scores")
     (param $q i32) (param $pairs i32) (param $d i32) (param $w i32) (param $k i32) (param $count i32)

@@ -1,6 +1,6 @@
 /**
  * gate = silu(gate) * up, elementwise over n values, in f64 with Math.exp and rounded to f32 once.
- * The pool runs wasm/swiglu.wat instead where it runs the SIMD matmul tile.
+ * The pool runs swiglu.wat instead where it runs the SIMD matmul tile.
  */
 export function swiglu(gate: Float32Array, up: Float32Array, n: number): void {
   for (let i = 0; i < n; i++) {

@@ -1,8 +1,8 @@
 import { afterAll, describe, expect, it } from "vitest";
-import { LayerKvCache } from "../cache/kv-cache.js";
-import { SlidingWindowCacheSpec } from "../cache/sliding-window-spec.js";
-import { MatmulPool } from "../kernels/pool.js";
-import { Rng } from "../tensor/random.js";
+import { LayerKvCache } from "../../cache/kv-cache.js";
+import { SlidingWindowCacheSpec } from "../../cache/sliding-window-spec.js";
+import { Rng } from "../../tensor/random.js";
+import { MatmulPool } from "../pool.js";
 import { AttentionScratch, pagedAttention } from "./paged-attention.js";
 
 const pool = new MatmulPool(2);

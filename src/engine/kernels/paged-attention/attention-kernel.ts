@@ -1,3 +1,42 @@
+/** One layer's attention over a step's tokens, apart from the arrays it reads and writes. */
+export interface AttentionStep {
+  /** Per token: position, first visible position, offset of its block table in `tables`. */
+  readonly meta: Int32Array;
+  readonly tables: Int32Array;
+  readonly blockSize: number;
+  /** Blocks of a ring (a window kept as a ring), or 0 for none. */
+  readonly ringBlocks: number;
+  readonly numHeads: number;
+  readonly numKvHeads: number;
+  readonly headDim: number;
+  readonly vHeadDim: number;
+  readonly scale: number;
+  readonly sinks: Float32Array | null;
+  /** Queries of one sequence taken together, each key/value row read once for all. */
+  readonly tile: number;
+}
+
+/** The queries, outputs and KV cache attention reads and writes. */
+export interface AttentionRows {
+  readonly q: Float32Array;
+  readonly out: Float32Array;
+  readonly keys: Float32Array;
+  readonly values: Float32Array;
+}
+
+/** Attention of tokens [t0, t1) of a step: what attendTokens and attendTokensSimd take. */
+export interface AttentionCall extends AttentionStep, AttentionRows {
+  readonly t0: number;
+  readonly t1: number;
+}
+
+/** The attention kernels' growable working arrays, one set per thread. */
+export interface AttentionScratch {
+  scores: Float64Array;
+  acc: Float64Array;
+  slots: Int32Array;
+}
+
 /**
  * The fast attention kernel: grouped-query attention of tokens [t0, t1) of a step over a paged
  * cache. The pool's worker threads (kernels/worker.ts) run it too, splitting a step's tokens.
@@ -13,26 +52,9 @@
  * position, the f64 softmax with its sink, and the weighted values summed over positions in
  * ascending order. So its bits depend only on its own sequence, whichever tile or thread it lands in.
  */
-export function attendTokens(
-  t0: number,
-  t1: number,
-  meta: Int32Array,
-  tables: Int32Array,
-  blockSize: number,
-  ringBlocks: number,
-  q: Float32Array,
-  out: Float32Array,
-  keys: Float32Array,
-  values: Float32Array,
-  numHeads: number,
-  numKvHeads: number,
-  headDim: number,
-  vHeadDim: number,
-  scale: number,
-  sinks: Float32Array | null,
-  scratch: { scores: Float64Array; acc: Float64Array; slots: Int32Array },
-  tile = 32,
-): void {
+export function attendTokens(call: AttentionCall, scratch: AttentionScratch): void {
+  const { t0, t1, meta, tables, blockSize, ringBlocks, q, out, keys, values, tile } = call;
+  const { numHeads, numKvHeads, headDim, vHeadDim, scale, sinks } = call;
   const group = numHeads / numKvHeads;
   const keyStride = numKvHeads * headDim;
   const valueStride = numKvHeads * vHeadDim;
@@ -145,7 +167,7 @@ export function attendTokens(
   }
 }
 
-/** The attention module's exports (kernels/wasm/attention.wat) and this thread's region of the shared memory. */
+/** The attention module's exports (attention.wat) and this thread's region of the shared memory. */
 export interface AttentionSimd {
   dot4: (
     q: number,
@@ -223,31 +245,16 @@ export function attentionSimdBytes(
  * (resolving the block table) and each visible (query row, position) dotted; the softmax in
  * JavaScript over the f64 scores; then values block by block, accumulated per row in ascending
  * positions (rows in pairs over their common positions). A tile that does not fit the region runs
- * through `plain` (attendTokens).
+ * through attendTokens.
  */
 export function attendTokensSimd(
-  t0: number,
-  t1: number,
-  meta: Int32Array,
-  tables: Int32Array,
-  blockSize: number,
-  ringBlocks: number,
-  q: Float32Array,
-  out: Float32Array,
-  keys: Float32Array,
-  values: Float32Array,
-  numHeads: number,
-  numKvHeads: number,
-  headDim: number,
-  vHeadDim: number,
-  scale: number,
-  sinks: Float32Array | null,
-  scratch: { scores: Float64Array; acc: Float64Array; slots: Int32Array },
+  call: AttentionCall,
+  scratch: AttentionScratch,
   simd: AttentionSimd,
-  plain: typeof attendTokens,
-  tile: number,
-  positionBlock: number,
+  positionBlock: number = SIMD_POSITION_BLOCK,
 ): void {
+  const { t0, t1, meta, tables, blockSize, ringBlocks, q, out, keys, values, tile } = call;
+  const { numHeads, numKvHeads, headDim, vHeadDim, scale, sinks } = call;
   const group = numHeads / numKvHeads;
   const keyStride = numKvHeads * headDim;
   const valueStride = numKvHeads * vHeadDim;
@@ -280,25 +287,7 @@ export function attendTokensSimd(
       J = Math.ceil(J / 2);
     }
     if (numHeads * J * span > scoresRoom) {
-      plain(
-        t,
-        t + 1,
-        meta,
-        tables,
-        blockSize,
-        ringBlocks,
-        q,
-        out,
-        keys,
-        values,
-        numHeads,
-        numKvHeads,
-        headDim,
-        vHeadDim,
-        scale,
-        sinks,
-        scratch,
-      );
+      attendTokens({ ...call, t0: t, t1: t + 1 }, scratch);
       t += 1;
       continue;
     }

@@ -1,5 +1,5 @@
-import type { LayerKvCache } from "../cache/kv-cache.js";
-import { softmax } from "../kernels/softmax.js";
+import type { LayerKvCache } from "../../cache/kv-cache.js";
+import { softmax } from "../softmax.js";
 
 /** What one query token needs to attend over its sequence's cached keys and values. */
 export interface AttentionQuery {
@@ -23,7 +23,7 @@ export interface AttentionParams {
 
 /**
  * The scalar reference for attention. The fast kernels (attention-kernel.ts, plain and tiled, and
- * kernels/wasm/attention.wat) must equal it bit for bit.
+ * attention.wat) must equal it bit for bit.
  * Grouped-query attention of one token over a paged cache: each group of numHeads/numKvHeads query
  * heads shares one key/value head. Scores are summed position by position in a fixed order, so the
  * result depends only on the sequence itself, not on what else is in the batch.

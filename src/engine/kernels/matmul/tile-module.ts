@@ -1,10 +1,10 @@
-import { instantiateWasm, type WasmMemory, type WasmModule } from "../../common/wasm-runtime.js";
-import { compileKernel } from "./wasm-kernels.js";
+import { instantiateWasm, type WasmMemory, type WasmModule } from "../../../common/wasm-runtime.js";
+import { compileKernel } from "../wasm-kernels.js";
 
 export type { WasmMemory, WasmModule };
 
 /**
- * The matmul's inner tile (wasm/matmul-tile.wat): tile(K, M, x, w, o, G, ldo) writes the dot
+ * The matmul's inner tile (matmul/matmul-tile.wat): tile(K, M, x, w, o, G, ldo) writes the dot
  * products of M input rows with 4G weight rows, byte offsets into the shared memory.
  */
 export interface SimdTile {
@@ -20,7 +20,7 @@ export interface SimdTile {
  * WebAssembly SIMD (or, when `fused`, relaxed SIMD) is unavailable.
  */
 export function compileSimdTile(fused: boolean): WasmModule | undefined {
-  return compileKernel(fused ? "matmul-tile" : "matmul-tile.unfused");
+  return compileKernel(fused ? "matmul/matmul-tile" : "matmul/matmul-tile.unfused");
 }
 
 /** An instance over the shared memory (one per thread; `base` is set by the pool). */

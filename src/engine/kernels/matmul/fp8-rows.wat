@@ -1,8 +1,8 @@
-;; FP8 E4M3FN rows with block scales dotted with the input, decoded inside the loop (the fused FP8
-;; matmul, ./mxfp4-rows.wat's twin for weights stored one byte a value):
+;; FP8 E4M3FN rows with block scales decoded to f32 (the FP8 matmul's scratch form, as
+;; ./mxfp4-rows.wat's decode for weights stored one byte a value):
 ;;
-;;   fp8(K, M, x, codes, scales, scaleRowBytes, blocksPerScale, blockRows, band0, acc, o, N, ldo):
-;;     for n < N, m < M: f32 at byte o + m*ldo + 4n = Σ_k x[m*K + k] · w_n[k]
+;;   decode(K, codes, scales, scaleRowBytes, blocksPerScale, blockRows, band0, out, N): for n < N,
+;;     f32 at byte out + 4(n*K + k) = w_n[k]
 ;;
 ;; where row n's K codes are K bytes at codes + n*K and w_n[k] = E4M3(code) · scale, the scale an
 ;; f32 of the row's scale row (starting at `scales`, blocksPerScale blocks of 32 values each). Rows
@@ -12,36 +12,24 @@
 ;; exponent and mantissa bits at bits 20-26, which is the value times 2^-120 exactly (E4M3's
 ;; subnormals land on f32 subnormals); times 2^120 is the value again, exactly, then times the
 ;; scale is the one rounding ../matmul-kernel.ts's table decoding does. 0x7f and 0xff, E4M3FN's
-;; NaN, become NaN (a mask checked once per 32 codes). Each output keeps four f32 lane sums over
-;; k mod 4, in ascending k, added as (l0 + l1) + (l2 + l3), each step a relaxed_madd (unfused in
-;; the .unfused build): the operations of ./matmul-tile.wat on the decoded rows, so the result
-;; equals that tile's on the unpacked weight bit for bit. K is a multiple of 32.
+;; NaN, become NaN (a mask checked once per 32 codes). ../matmul-kernel.ts decodes a chunk of rows
+;; with it into scratch and runs ./matmul-tile.wat over them, so the result is that tile's on the
+;; unpacked weight bit for bit. K is a multiple of 32.
 (module
   (import "env" "memory" (memory 1 65536 shared))
 
-  (func (export "fp8")
-    (param $K i32) (param $M i32) (param $x i32) (param $codes i32) (param $scales i32)
-    (param $scaleRowBytes i32) (param $blocksPerScale i32) (param $blockRows i32) (param $band0 i32)
-    (param $acc i32) (param $o i32) (param $N i32) (param $ldo i32)
-    (local $n i32) (local $blk i32) (local $nBlocks i32) (local $m i32) (local $xp i32) (local $ap i32)
-    (local $rowBytes i32) (local $inBand i32) (local $rowCodes i32)
+  (func (export "decode")
+    (param $K i32) (param $codes i32) (param $scales i32) (param $scaleRowBytes i32)
+    (param $blocksPerScale i32) (param $blockRows i32) (param $band0 i32) (param $out i32) (param $N i32)
+    (local $n i32) (local $blk i32) (local $nBlocks i32) (local $inBand i32) (local $rowCodes i32)
     (local $first v128) (local $second v128) (local $nanFirst v128) (local $nanSecond v128)
-    (local $scale v128) (local $xv v128) (local $a v128)
+    (local $scale v128)
     (local $w0 v128) (local $w1 v128) (local $w2 v128) (local $w3 v128)
     (local $w4 v128) (local $w5 v128) (local $w6 v128) (local $w7 v128)
     (local.set $nBlocks (i32.shr_u (local.get $K) (i32.const 5)))
-    (local.set $rowBytes (i32.shl (local.get $K) (i32.const 2)))
     (local.set $inBand (local.get $band0))
-    (if (i32.or (i32.or (i32.eqz (local.get $N)) (i32.eqz (local.get $M))) (i32.eqz (local.get $nBlocks)))
-      (then (return)))
+    (if (i32.or (i32.eqz (local.get $N)) (i32.eqz (local.get $nBlocks))) (then (return)))
     (loop $rows
-      (local.set $m (i32.const 0))
-      (block $zeroed
-        (loop $zero
-          (br_if $zeroed (i32.ge_u (local.get $m) (local.get $M)))
-          (v128.store (i32.add (local.get $acc) (i32.shl (local.get $m) (i32.const 4))) (v128.const i64x2 0 0))
-          (local.set $m (i32.add (local.get $m) (i32.const 1)))
-          (br $zero)))
       (local.set $blk (i32.const 0))
       (local.set $rowCodes (local.get $codes))
       (loop $blocks32
@@ -93,49 +81,19 @@
             (local.set $w6 (v128.or (local.get $w6) (i8x16.shuffle 8 8 8 8 9 9 9 9 10 10 10 10 11 11 11 11 (local.get $nanSecond) (local.get $nanSecond))))
             (local.set $w7 (v128.or (local.get $w7) (i8x16.shuffle 12 12 12 12 13 13 13 13 14 14 14 14 15 15 15 15 (local.get $nanSecond) (local.get $nanSecond))))
 ))
-        ;; Every input row takes the 32 weights into its accumulator.
-        (local.set $m (i32.const 0))
-        (local.set $xp (i32.add (local.get $x) (i32.shl (local.get $blk) (i32.const 7))))
-        (loop $inputs
-          (local.set $ap (i32.add (local.get $acc) (i32.shl (local.get $m) (i32.const 4))))
-          (local.set $a (v128.load (local.get $ap)))
-          (local.set $xv (v128.load offset=0 (local.get $xp)))
-          (local.set $a (f32x4.relaxed_madd (local.get $xv) (local.get $w0) (local.get $a)))
-          (local.set $xv (v128.load offset=16 (local.get $xp)))
-          (local.set $a (f32x4.relaxed_madd (local.get $xv) (local.get $w1) (local.get $a)))
-          (local.set $xv (v128.load offset=32 (local.get $xp)))
-          (local.set $a (f32x4.relaxed_madd (local.get $xv) (local.get $w2) (local.get $a)))
-          (local.set $xv (v128.load offset=48 (local.get $xp)))
-          (local.set $a (f32x4.relaxed_madd (local.get $xv) (local.get $w3) (local.get $a)))
-          (local.set $xv (v128.load offset=64 (local.get $xp)))
-          (local.set $a (f32x4.relaxed_madd (local.get $xv) (local.get $w4) (local.get $a)))
-          (local.set $xv (v128.load offset=80 (local.get $xp)))
-          (local.set $a (f32x4.relaxed_madd (local.get $xv) (local.get $w5) (local.get $a)))
-          (local.set $xv (v128.load offset=96 (local.get $xp)))
-          (local.set $a (f32x4.relaxed_madd (local.get $xv) (local.get $w6) (local.get $a)))
-          (local.set $xv (v128.load offset=112 (local.get $xp)))
-          (local.set $a (f32x4.relaxed_madd (local.get $xv) (local.get $w7) (local.get $a)))
-          (v128.store (local.get $ap) (local.get $a))
-          (local.set $xp (i32.add (local.get $xp) (local.get $rowBytes)))
-          (br_if $inputs (i32.lt_u
-            (local.tee $m (i32.add (local.get $m) (i32.const 1)))
-            (local.get $M))))
+        (v128.store offset=0 (local.get $out) (local.get $w0))
+        (v128.store offset=16 (local.get $out) (local.get $w1))
+        (v128.store offset=32 (local.get $out) (local.get $w2))
+        (v128.store offset=48 (local.get $out) (local.get $w3))
+        (v128.store offset=64 (local.get $out) (local.get $w4))
+        (v128.store offset=80 (local.get $out) (local.get $w5))
+        (v128.store offset=96 (local.get $out) (local.get $w6))
+        (v128.store offset=112 (local.get $out) (local.get $w7))
+        (local.set $out (i32.add (local.get $out) (i32.const 128)))
         (local.set $rowCodes (i32.add (local.get $rowCodes) (i32.const 32)))
         (br_if $blocks32 (i32.lt_u
           (local.tee $blk (i32.add (local.get $blk) (i32.const 1)))
           (local.get $nBlocks))))
-      ;; (l0 + l1) + (l2 + l3) of each input row's accumulator, into column n.
-      (local.set $m (i32.const 0))
-      (loop $store
-        (local.set $a (v128.load (i32.add (local.get $acc) (i32.shl (local.get $m) (i32.const 4)))))
-        (f32.store
-          (i32.add (i32.add (local.get $o) (i32.mul (local.get $m) (local.get $ldo))) (i32.shl (local.get $n) (i32.const 2)))
-          (f32.add
-            (f32.add (f32x4.extract_lane 0 (local.get $a)) (f32x4.extract_lane 1 (local.get $a)))
-            (f32.add (f32x4.extract_lane 2 (local.get $a)) (f32x4.extract_lane 3 (local.get $a)))))
-        (br_if $store (i32.lt_u
-          (local.tee $m (i32.add (local.get $m) (i32.const 1)))
-          (local.get $M))))
       (local.set $codes (i32.add (local.get $codes) (local.get $K)))
       ;; The next row starts a new band of rows: its scales are the next scale row.
       (local.set $inBand (i32.add (local.get $inBand) (i32.const 1)))

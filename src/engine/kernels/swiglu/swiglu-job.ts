@@ -1,4 +1,4 @@
-import type { ThreadKernel } from "./kernel-thread.js";
+import type { ThreadKernel } from "../kernel-thread.js";
 import type { SwigluSimd } from "./swiglu-simd-module.js";
 
 /** gate = silu(gate) · up over `vectors` groups of four f32 at byte offsets g and u, in `units` ranges. */

@@ -1,6 +1,7 @@
-import { DTYPE_CODE, type Weight } from "../tensor/weight.js";
-import type { SimdTile } from "./simd-module.js";
-import type { WasmArena } from "./wasm-arena.js";
+import { DTYPE_CODE, type Weight } from "../../tensor/weight.js";
+import type { WasmArena } from "../wasm-arena.js";
+import { type Mxfp4Int8, quantizeInput } from "./mxfp4-int8.js";
+import type { SimdTile } from "./tile-module.js";
 
 /** The fast matmul kernel, run on the calling thread and in the pool's workers (worker.ts). */
 
@@ -98,29 +99,27 @@ export interface MatmulThread {
   readonly tile: SimdTile | null;
   /** The fused MXFP4 rows (null: MXFP4 weights are unpacked into f32 rows for the tile). */
   readonly mxfp4: Mxfp4Rows | null;
-  /** The fused block-scaled FP8 rows (null, or absent: unpacked into f32 rows for the tile). */
+  /** The block-scaled FP8 rows' SIMD decoding (null, or absent: unpacked in JavaScript for the tile). */
   readonly fp8?: Fp8Rows | null;
+  /** The integer MXFP4 path and its table of half E8M0 scales (absent or null: not chosen). */
+  readonly mxfp4Int8?: { readonly rows: Mxfp4Int8; readonly halfScales: number } | null;
 }
 
-/** wasm/fp8-rows.wat's export (see there for the arguments). */
+/** matmul/fp8-rows.wat's decode (see there for the arguments). */
 export type Fp8Rows = (
   K: number,
-  M: number,
-  x: number,
   codes: number,
   scales: number,
   scaleRowBytes: number,
   blocksPerScale: number,
   blockRows: number,
   band0: number,
-  acc: number,
-  o: number,
+  out: number,
   N: number,
-  ldo: number,
 ) => void;
 
 /**
- * wasm/mxfp4-rows.wat's exports, the byte offset of their table of half E8M0 scales, and from how
+ * matmul/mxfp4-rows.wat's exports, the byte offset of their table of half E8M0 scales, and from how
  * many input rows a matmul decodes a chunk of rows into scratch for the tile instead of decoding
  * inside the loop.
  */
@@ -151,7 +150,7 @@ export interface Mxfp4Rows {
  * M, n0 and n1 are, so results do not depend on batch composition or on how rows are split between
  * threads, and equal the scalar reference's sum bit for bit.
  *
- * With the thread's SIMD tile (wasm/matmul-tile.wat) the sums run in four f32 lanes instead, each
+ * With the thread's SIMD tile (matmul/matmul-tile.wat) the sums run in four f32 lanes instead, each
  * step a fused multiply-add when the tile was built fused: still independent of batch and split,
  * but within f32 accumulation error of the reference (at most K·2^-24·Σ|x·w|, fused or not) rather
  * than equal to it.
@@ -239,48 +238,40 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
     const inPlace = dtype === 0 && wOffset >= 0;
     const { scalesOffset } = range.weight;
     const packed = dtype === 4 && wOffset >= 0 && scalesOffset >= 0 ? thread.mxfp4 : null;
-    // FP8 with scale blocks of whole groups of 32 values is read in place by wasm/fp8-rows.wat.
+    // FP8 with scale blocks of whole groups of 32 values is decoded by matmul/fp8-rows.wat.
     const fp8 =
       dtype === 3 && wOffset >= 0 && scalesOffset >= 0 && K % 32 === 0 && scaleBlockCols % 32 === 0
         ? (thread.fp8 ?? null)
         : null;
+    // MXFP4 on integer dot products: the input quantized once into the x area, then every row.
+    const int8 = dtype === 4 && wOffset >= 0 && scalesOffset >= 0 ? (thread.mxfp4Int8 ?? null) : null;
+    const qAt = S * 4;
+    // It fits: quantizedBytes(M, K) is 1.625 bytes a value, the x area 4.
+    const qsAt = int8 === null ? -1 : quantizeInput(x, M, K, simd.memory.buffer, qAt);
+    /** Columns [c0, c0 + rows) of every input row from the out area (an [M, CHUNK] matrix) into `out`. */
+    const fromOutArea = (c0: number, rows: number) => {
+      for (let m = 0; m < M; m++) out.set(heap.subarray(O + m * CHUNK, O + m * CHUNK + rows), m * N + c0);
+    };
     for (let c0 = n0; c0 < n1; c0 += CHUNK) {
       const rows = Math.min(CHUNK, n1 - c0);
-      if (fp8 !== null) {
-        // Like the MXFP4 rows below: decoded inside the SIMD loop, the same bits as the tile's.
+      if (int8 !== null) {
         const direct = outOffset >= 0;
-        const scaleRowBytes = Math.ceil(K / scaleBlockCols) * 4;
-        fp8(
-          K,
-          M,
-          xAt,
-          wOffset + c0 * K,
-          scalesOffset + Math.floor(c0 / scaleBlockRows) * scaleRowBytes,
-          scaleRowBytes,
-          scaleBlockCols / 32,
-          scaleBlockRows,
-          c0 % scaleBlockRows,
-          W * 4,
-          direct ? outOffset + c0 * 4 : O * 4,
-          rows,
-          direct ? N * 4 : CHUNK * 4,
-        );
-        if (!direct) {
-          for (let m = 0; m < M; m++) out.set(heap.subarray(O + m * CHUNK, O + m * CHUNK + rows), m * N + c0);
-        }
+        const wAt = wOffset + (c0 * K) / 2;
+        const sAt = scalesOffset + (c0 * K) / 32;
+        const at = direct ? outOffset + c0 * 4 : O * 4;
+        int8.rows(K, M, qAt, qsAt, wAt, sAt, int8.halfScales, at, rows, direct ? N * 4 : CHUNK * 4);
+        if (!direct) fromOutArea(c0, rows);
         continue;
       }
       if (packed !== null && M < packed.scratchTokens) {
-        // MXFP4 rows decoded inside the SIMD loop (wasm/mxfp4-rows.wat), the rows area as its
+        // MXFP4 rows decoded inside the SIMD loop (matmul/mxfp4-rows.wat), the rows area as its
         // accumulators: the tile's operations on the unpacked rows, so the same bits.
         const direct = outOffset >= 0;
         const at = direct ? outOffset + c0 * 4 : O * 4;
         const wAt = wOffset + (c0 * K) / 2;
         const sAt = scalesOffset + (c0 * K) / 32;
         packed.rows(K, M, xAt, wAt, sAt, packed.halfScales, W * 4, at, rows, direct ? N * 4 : CHUNK * 4);
-        if (!direct) {
-          for (let m = 0; m < M; m++) out.set(heap.subarray(O + m * CHUNK, O + m * CHUNK + rows), m * N + c0);
-        }
+        if (!direct) fromOutArea(c0, rows);
         continue;
       }
       const whole = rows >> 2;
@@ -309,6 +300,20 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
           const blocks = ((rows - r0) * K) / 32;
           const first = ((c0 + r0) * K) / 32;
           packed.decode(wOffset + first * 16, scalesOffset + first, packed.halfScales, W * 4, blocks);
+        } else if (fp8 !== null) {
+          // The chunk's FP8 rows decoded once (the table decoding's exact values), then the tile.
+          const scaleRowBytes = Math.ceil(K / scaleBlockCols) * 4;
+          fp8(
+            K,
+            wOffset + c0 * K,
+            scalesOffset + Math.floor(c0 / scaleBlockRows) * scaleRowBytes,
+            scaleRowBytes,
+            scaleBlockCols / 32,
+            scaleBlockRows,
+            c0 % scaleBlockRows,
+            W * 4,
+            rows,
+          );
         } else for (let j = r0; j < rows; j++) unpack(c0 + j, W + (j - r0) * K);
         if (rows < groups * 4) heap.fill(0, W + (rows - r0) * K, W + (groups * 4 - r0) * K);
         run(W * 4, fromWeights, groups);

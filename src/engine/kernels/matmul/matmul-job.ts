@@ -1,4 +1,4 @@
-import type { ThreadKernel } from "./kernel-thread.js";
+import type { ThreadKernel } from "../kernel-thread.js";
 import { matmulRange } from "./matmul-kernel.js";
 
 /** One registered weight's share of a matmul dispatch. */
