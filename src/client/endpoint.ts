@@ -22,6 +22,7 @@ const CompletionChoice = z.looseObject({
     .looseObject({
       tokens: z.array(z.string()),
       token_logprobs: z.array(z.number().nullable()),
+      top_logprobs: z.array(z.record(z.string(), z.number()).nullable()).nullish(),
     })
     .nullish(),
   prompt_logprobs: z.array(PromptLogprobEntry.nullable()).nullish(),

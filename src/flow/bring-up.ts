@@ -1,6 +1,5 @@
-import { createHash } from "node:crypto";
 import { join } from "node:path";
-import { type AbResult, toolVersion } from "../bench/index.js";
+import type { AbResult } from "../bench/index.js";
 import {
   type AbBenchmark,
   abArmBuild,
@@ -48,7 +47,7 @@ import {
 import { DEFAULT_PORT } from "./default-port.js";
 import { EmbeddedServer } from "./embedded-server.js";
 import { type GateServer, gateCompares, type ReferenceGateRun, runReferenceGate } from "./gate-stage.js";
-import { cachedModel, weightsCode } from "./model-cache.js";
+import { cachedModel } from "./model-cache.js";
 import { nextSeriesId, recordIds } from "./record-ids.js";
 import { StageClock } from "./stage-clock.js";
 import type {
@@ -59,6 +58,7 @@ import type {
   SkippedBenchmark,
   StageEvent,
 } from "./summary.js";
+import { cachedTinyModel, REFERENCE_SEED, sha256, weightsParts } from "./tiny-model.js";
 
 export interface BringUpOptions {
   /** The project root holding ports/ (and where the site and the model cache go by default). */
@@ -96,8 +96,8 @@ export interface BringUpOptions {
   readonly onProgress?: (event: ProgressEvent) => void;
 }
 
-/** The weight seed of every tiny reference model: the manifest's config alone decides the model. */
-export const REFERENCE_SEED = 0;
+export { REFERENCE_SEED } from "./tiny-model.js";
+
 /** Requests in flight the embedded build and baseline accept (gates send one at a time). */
 /** Tokens per KV block on the embedded servers (the engine's default). */
 const EMBEDDED_BLOCK_SIZE = 16;
@@ -485,15 +485,9 @@ async function makeWeights(
   const cacheDir = modelCacheDir(options);
   // What decides the bytes: the config, the seed, the corpus and the code that turns them into
   // weights (the engine's model families and blocks, and the codecs they build on).
-  const code = { tool: toolVersion(), ...(await weightsCode()) };
-  const tinyModelOf = portModel.tinyModel?.bind(portModel) as NonNullable<Architecture["tinyModel"]>;
+  const code = await weightsParts();
   const corpusHash = sha256(corpus);
-  const tiny = await cachedModel(
-    cacheDir,
-    `${port.id}/tiny`,
-    { config: reference.config, seed: REFERENCE_SEED, corpus: corpusHash, ...code },
-    () => tinyModelOf(reference.config, corpus, { seed: REFERENCE_SEED, port: port.id }),
-  );
+  const tiny = await cachedTinyModel(port.id, reference.config, portModel, corpus, cacheDir);
   const made = [`tiny ${tiny.reused ? "reused" : "made"} (${tiny.dir})`];
   const tinyModel = await loadModel(tiny.dir);
   let retrieval: LoadedModel | undefined;
@@ -895,8 +889,4 @@ async function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined
   } finally {
     if (stop) signal.removeEventListener("abort", stop);
   }
-}
-
-function sha256(text: string): string {
-  return createHash("sha256").update(text).digest("hex");
 }

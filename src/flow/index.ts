@@ -14,6 +14,12 @@
 export { AB_WORKLOAD_SEED } from "./ab-stage.js";
 export { type BringUpOptions, bringUp, REFERENCE_SEED } from "./bring-up.js";
 export { DEFAULT_PORT } from "./default-port.js";
+export {
+  type DeviceCheckOptions,
+  type DeviceCheckResult,
+  defaultDevicePython,
+  deviceCheck,
+} from "./device-check.js";
 export { type CachedModel, cachedModel, cacheKey } from "./model-cache.js";
 export { nextSeriesId } from "./record-ids.js";
 export {

@@ -9,6 +9,7 @@
  */
 export { bitIdenticalDecodeGate } from "./bit-identical-decode.js";
 export { DECODE_TOKENS, type Decode, decodeRequests, type SamplingMode } from "./decodes.js";
+export { DEVICE_WINDOW_TOKENS, DEVICE_WINDOWS, deviceLogprobsGate, greedyClose } from "./device-logprobs.js";
 export type { Gate, GateArm, GateContext, GateKind, GateOutcome, GateStatus, NeedleRow } from "./gate.js";
 export { type GoldenFile, readGoldenDecodes, writeGoldenDecodes } from "./golden.js";
 export { kvCapacityGate } from "./kv-capacity.js";

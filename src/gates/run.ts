@@ -1,6 +1,7 @@
 import type { Gate as GateSpec } from "../catalog/index.js";
 import { isBringupError } from "../common/errors.js";
 import { bitIdenticalDecodeGate } from "./bit-identical-decode.js";
+import { deviceLogprobsGate } from "./device-logprobs.js";
 import type { Gate, GateContext, GateKind, GateOutcome } from "./gate.js";
 import { kvCapacityGate } from "./kv-capacity.js";
 import { needlesGate } from "./needles.js";
@@ -13,6 +14,7 @@ const GATES: { [K in GateKind]: Gate<Extract<GateSpec, { kind: K }>> } = {
   "bit-identical-decode": bitIdenticalDecodeGate,
   "kv-capacity": kvCapacityGate,
   "weights-bit-identity": weightsBitIdentityGate,
+  "device-logprobs": deviceLogprobsGate,
 };
 
 /** Runs one gate; a BringupError (a missing piece, a misbehaving endpoint) makes it not-run, never passed. */
