@@ -12,7 +12,8 @@
  *   summary.page;      // the port's built page
  */
 export { AB_WORKLOAD_SEED } from "./ab-stage.js";
-export { type BringUpOptions, bringUp, REFERENCE_SEED } from "./bring-up.js";
+export { bringUp } from "./bring-up.js";
+export { type BringUpOptions, REFERENCE_SEED } from "./bring-up-options.js";
 export { type CachedModel, cachedModel, cacheKey } from "./model-cache.js";
 export { unregisteredModelCode } from "./model-code-check.js";
 export {

@@ -1,0 +1,96 @@
+// A port's reference section and model code, and its tiny weights made once and cached on disk.
+import { createHash } from "node:crypto";
+import { join } from "node:path";
+import { toolVersion } from "../bench/index.js";
+import { type LoadedPort, loadCatalog, type Reference } from "../catalog/index.js";
+import { BringupError } from "../common/errors.js";
+import { type LoadedModel, loadModel, type PortModel } from "../engine/index.js";
+import { type BringUpOptions, REFERENCE_SEED } from "./bring-up-options.js";
+import { cachedModel, weightsCode } from "./model-cache.js";
+
+/** The port with its reference section and model code, or a BringupError naming what it lacks. */
+export async function loadPort(
+  root: string,
+  portId: string,
+  external: boolean,
+  portModels: ReadonlyMap<string, PortModel>,
+): Promise<{ port: LoadedPort; reference: Reference; portModel?: PortModel }> {
+  const catalog = await loadCatalog(root);
+  const port = catalog.ports.find((p) => p.id === portId);
+  if (port === undefined) {
+    throw new BringupError(
+      "PORT_UNKNOWN",
+      `there is no port "${portId}"; \`bringup ports list\` names them.`,
+      { subject: portId },
+    );
+  }
+  const reference = port.manifest.reference;
+  if (reference === undefined) {
+    throw new BringupError(
+      "PORT_NO_REFERENCE",
+      `port ${portId} has no tiny reference config: add a \`reference:\` section to ports/${portId}/port.yaml (a small \`config\` of its architecture, \`max_model_len\`, the \`gates\` and \`benchmarks\` to run; see ports/README.md), then run bringup up ${portId} again.`,
+      { subject: portId },
+    );
+  }
+  if (external) return { port, reference };
+  const portModel = portModels.get(portId);
+  if (portModel === undefined) {
+    throw new BringupError(
+      "PORT_NO_MODEL_CODE",
+      `port ${portId} has no model code for the embedded engine: write ports/${portId}/model.ts exporting \`portModel\` (its architecture and tiny reference model) and add it to PORT_MODELS in src/flow/port-models.ts; or run its gates against a server with --endpoint URL.`,
+      { subject: portId },
+    );
+  }
+  return { port, reference, portModel };
+}
+
+/** The tiny reference model (and the retrieval variant when a needle gate asks for it), cached on disk. */
+export async function makeWeights(
+  port: LoadedPort,
+  reference: Reference,
+  portModel: PortModel,
+  corpus: string,
+  retrievalGates: readonly { contexts: readonly number[] }[],
+  needleContexts: readonly number[] | undefined,
+  options: BringUpOptions,
+) {
+  const architectures = [portModel.architecture];
+  const cacheDir = modelCacheDir(options);
+  // What decides the bytes: the config, the seed, the corpus and the code that turns them into
+  // weights (the port's model.ts and the engine blocks and codecs it builds on).
+  const code = { tool: toolVersion(), ...(await weightsCode(port.dir)) };
+  const corpusHash = sha256(corpus);
+  const tiny = await cachedModel(
+    cacheDir,
+    `${port.id}/tiny`,
+    { config: reference.config, seed: REFERENCE_SEED, corpus: corpusHash, ...code },
+    () => portModel.tinyModel(reference.config, corpus, { seed: REFERENCE_SEED }),
+  );
+  const made = [`tiny ${tiny.reused ? "reused" : "made"} (${tiny.dir})`];
+  const tinyModel = await loadModel(tiny.dir, { architectures });
+  let retrieval: LoadedModel | undefined;
+  const longest = Math.max(0, ...retrievalGates.flatMap((g) => needleContexts ?? g.contexts));
+  if (longest > 0 && portModel.retrievalModel !== undefined) {
+    const make = portModel.retrievalModel.bind(portModel);
+    const cached = await cachedModel(
+      cacheDir,
+      `${port.id}/retrieval`,
+      { max_position_embeddings: longest, corpus: corpusHash, ...code },
+      () => make(corpus, { maxPositionEmbeddings: longest }),
+    );
+    retrieval = await loadModel(cached.dir, { architectures });
+    made.push(`retrieval variant ${cached.reused ? "reused" : "made"}`);
+  }
+  return {
+    value: { tiny: tinyModel, ...(retrieval ? { retrieval } : {}) },
+    detail: made.join("; "),
+  };
+}
+
+export function modelCacheDir(options: BringUpOptions): string {
+  return options.cacheDir ?? join(options.root, ".cache", "bringup", "models");
+}
+
+export function sha256(text: string): string {
+  return createHash("sha256").update(text).digest("hex");
+}
