@@ -9,6 +9,7 @@ import {
   referenceSeries,
   workloadSeries,
 } from "../catalog/index.js";
+import { checkEndpoint, describeEndpoint } from "../client/index.js";
 import { BringupError, isBringupError } from "../common/errors.js";
 import { type LoadedModel, type PortModel, readCorpus } from "../engine/index.js";
 import type { BenchRecord } from "../records/index.js";
@@ -55,6 +56,8 @@ export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> 
       "--reference names the baseline of an outside endpoint; pass --endpoint URL as well, or neither to run on the embedded engine.",
     );
   }
+  // An outside endpoint is checked before any work, so a dead one stops the run in seconds.
+  const endpoints = external ? await checkEndpoints(options) : undefined;
   const signal = options.signal;
   const aborted = () => signal?.aborted === true;
   const clock = new StageClock(options.onStage);
@@ -102,7 +105,7 @@ export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> 
     if (external) {
       clock.skip("weights", `--endpoint ${options.endpoint}: the endpoint serves its own weights`);
       clock.skip("convert", "no conversion: the endpoint's weights are served as they are");
-      clock.skip("serve", `--endpoint ${options.endpoint}: no embedded server`);
+      clock.skip("serve", `no embedded server: ${endpoints?.join("; ")}`);
     } else if (!aborted()) {
       const code = portModel as PortModel;
       models = await clock.run("weights", () =>
@@ -200,6 +203,11 @@ export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> 
           item: "done",
         });
         const passed = gates.filter((g) => g.status === "passed").length;
+        const ran = gates.filter((g) => g.status !== "not-run").length;
+        if (ran === 0) {
+          const codes = [...new Set(gates.map((g) => g.code ?? g.status))];
+          return { value: undefined, detail: `no gate ran (${codes.join(", ")})`, skipped: true };
+        }
         return { value: undefined, detail: `${passed} of ${gates.length} passed` };
       });
     }
@@ -268,13 +276,16 @@ export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> 
           }
         }
         const measured = reference.benchmarks.length - skippedBenchmarks.length;
-        return { value: undefined, detail: `${measured} of ${reference.benchmarks.length} measured` };
+        const detail = `${measured} of ${reference.benchmarks.length} measured`;
+        return { value: undefined, detail, ...(measured === 0 ? { skipped: true } : {}) };
       });
     }
     await servers.build?.close();
 
     if (aborted()) clock.skip("site", "stopped before the site");
     else if (options.site === false) clock.skip("site", "--no-site");
+    else if (records.length === 0)
+      clock.skip("site", "no gate ran and no A/B was measured: nothing new to show");
     else {
       siteDir = options.siteDir ?? join(options.root, "site-out");
       const out = siteDir;
@@ -348,4 +359,15 @@ async function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined
   } finally {
     if (stop) signal.removeEventListener("abort", stop);
   }
+}
+
+/** Checks --endpoint (and --reference) answer and list a model; one line each of what they serve. */
+async function checkEndpoints(options: BringUpOptions): Promise<string[]> {
+  const request = options.apiKey !== undefined ? { apiKey: options.apiKey } : {};
+  const found = [describeEndpoint(await checkEndpoint(options.endpoint as string, "--endpoint", request))];
+  if (options.reference !== undefined)
+    found.push(
+      `reference ${describeEndpoint(await checkEndpoint(options.reference, "--reference", request))}`,
+    );
+  return found;
 }
