@@ -290,7 +290,13 @@ export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> 
       siteDir = options.siteDir ?? join(options.root, "site-out");
       const out = siteDir;
       page = await clock.run("site", async () => {
-        const built = await buildSite(await loadCatalog(options.root, { local: true }), out);
+        const catalog = await loadCatalog(options.root, { local: true });
+        const built = await buildSite(catalog, out, signal ? { signal } : {}).catch((error: unknown) => {
+          if (aborted()) return undefined;
+          throw error;
+        });
+        if (built === undefined)
+          return { value: undefined, detail: "stopped; nothing was written", skipped: true };
         const path = join(built.outDir, "ports", `${portId}.html`);
         return { value: path, detail: `${built.pages.length} pages; ${portId}'s page is ${path}` };
       });

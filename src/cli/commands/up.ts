@@ -14,6 +14,7 @@ import {
 import { showsNoDifference } from "../../records/index.js";
 import { projectRoot } from "../root.js";
 import { untilSignalled } from "../signals.js";
+import { timeLeft } from "../time-left.js";
 import { table } from "./ports.js";
 
 interface UpFlags {
@@ -191,6 +192,7 @@ class StageDisplay {
   private timer: NodeJS.Timeout | undefined;
   private frame = 0;
   private readonly started = performance.now();
+  private stageStarted = performance.now();
 
   constructor(private readonly tty: boolean) {}
 
@@ -208,7 +210,10 @@ class StageDisplay {
   progress(event: ProgressEvent): void {
     if (this.bar) {
       this.bar.setTotal(event.total);
-      this.bar.update(event.done, { item: event.item });
+      this.bar.update(event.done, {
+        item: event.item,
+        left: timeLeft(performance.now() - this.stageStarted, event),
+      });
     } else if (!this.tty) {
       this.line(`  ${event.stage} ${event.done}/${event.total} ${event.item}`);
     }
@@ -219,16 +224,17 @@ class StageDisplay {
   }
 
   private open(stage: string): void {
+    this.stageStarted = performance.now();
     this.bar = new SingleBar(
       {
         stream: process.stderr,
-        format: `  {spinner} ${stage.padEnd(10)} [{bar}] {value}/{total} {item} ({duration}s)`,
+        format: `  {spinner} ${stage.padEnd(10)} [{bar}] {value}/{total} {item} ({duration}s{left})`,
         hideCursor: true,
         clearOnComplete: true,
       },
       Presets.shades_classic,
     );
-    this.bar.start(1, 0, { spinner: SPINNER[0], item: "" });
+    this.bar.start(1, 0, { spinner: SPINNER[0], item: "", left: "" });
     this.timer = setInterval(() => {
       this.frame = (this.frame + 1) % SPINNER.length;
       this.bar?.update({ spinner: SPINNER[this.frame] });
