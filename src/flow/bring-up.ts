@@ -34,7 +34,7 @@ import { type ReferenceGateRun, runReferenceGate } from "./gate-stage.js";
 import { DEFAULT_PORT, PORT_MODELS } from "./port-models.js";
 import { loadPort, makeWeights, modelCacheDir } from "./port-weights.js";
 import { nextSeriesId, recordIds } from "./record-ids.js";
-import { declaredBuilds } from "./reference-builds.js";
+import { declaredBuilds, describeReferencePlan } from "./reference-builds.js";
 import { type Servers, startServers } from "./reference-servers.js";
 import { StageClock } from "./stage-clock.js";
 import type { BringUpSummary, FigureSummary, GateSummary, SkippedBenchmark } from "./summary.js";
@@ -85,11 +85,7 @@ export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> 
   try {
     const { port, reference, portModel } = await clock.run("manifest", async () => {
       const value = await loadPort(options.root, portId, external, options.portModels ?? PORT_MODELS);
-      const ref = value.reference;
-      return {
-        value,
-        detail: `${portId}: ${ref.gates.length} gate${ref.gates.length === 1 ? "" : "s"}, ${ref.benchmarks.length} A/B${ref.benchmarks.length === 1 ? "" : "s"}; ${ref.kv_layout} KV layout${ref.baseline ? ` against ${ref.baseline.kv_layout}` : ""}`,
-      };
+      return { value, detail: describeReferencePlan(portId, value.reference) };
     });
     // The local store (gitignored): `bringup records publish` moves records into ports/<id>/results/.
     const resultsDir = localResultsDir(options.root, portId);

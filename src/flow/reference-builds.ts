@@ -1,5 +1,11 @@
 // The builds a port's reference section declares (its own, the baseline, gates' and A/B arms').
-import { abArmBuild, type Build, type Gate as GateSpec, type Reference } from "../catalog/index.js";
+import {
+  abArmBuild,
+  abArmNames,
+  type Build,
+  type Gate as GateSpec,
+  type Reference,
+} from "../catalog/index.js";
 import type { DeclaredBuild } from "./build-check.js";
 
 /** The build a comparing gate runs against: its own baseline over the reference section's. */
@@ -34,4 +40,19 @@ export function declaredBuilds(reference: Reference): DeclaredBuild[] {
       })),
     ),
   ];
+}
+
+/**
+ * One line of what a bring-up of the reference section will run: its gates with the builds they
+ * compare, and each A/B by its own arms (which need not be the build and the baseline).
+ */
+export function describeReferencePlan(portId: string, reference: Reference): string {
+  const gates = `${reference.gates.length} gate${reference.gates.length === 1 ? "" : "s"} on the ${reference.kv_layout} KV layout${reference.baseline ? ` (baseline ${reference.baseline.kv_layout})` : ""}`;
+  const abs = reference.benchmarks.map((spec) => {
+    const names = abArmNames(spec, reference);
+    return `${spec.metric}, ${names.b} against ${names.a}`;
+  });
+  const benchmarks =
+    abs.length === 0 ? "no A/B" : `${abs.length} A/B${abs.length === 1 ? "" : "s"}: ${abs.join("; ")}`;
+  return `${portId}: ${gates}; ${benchmarks}`;
 }
