@@ -161,6 +161,7 @@ export function gateSummary(outcome: GateOutcome, record: BenchRecord | undefine
     ...(outcome.code !== undefined ? { code: outcome.code } : {}),
     ...(outcome.value !== undefined ? { value: outcome.value } : {}),
     ...(outcome.unit !== undefined ? { unit: outcome.unit } : {}),
+    ...(outcome.label !== undefined ? { label: outcome.label } : {}),
     ...(record ? { record: record.id, method: record.method } : {}),
   };
 }

@@ -12,6 +12,7 @@ import {
   type StageEvent,
 } from "../../flow/index.js";
 import { showsNoDifference } from "../../records/index.js";
+import { formatGateValue } from "../gate-value.js";
 import { projectRoot } from "../root.js";
 import { untilSignalled } from "../signals.js";
 import { timeLeft } from "../time-left.js";
@@ -252,13 +253,6 @@ class StageDisplay {
     const at = ((performance.now() - this.started) / 1000).toFixed(1).padStart(6);
     process.stderr.write(`[${at} s] ${text}\n`);
   }
-}
-
-function formatGateValue(gate: BringUpSummary["gates"][number]): string {
-  if (gate.status === "not-run") return gate.code ?? "-";
-  if (gate.value === undefined) return "-";
-  const value = Number.isInteger(gate.value) ? String(gate.value) : gate.value.toFixed(4);
-  return gate.unit === undefined ? value : `${value} ${gate.unit}`;
 }
 
 /** The summary: gates, figures with their methods, what was left out, where the page is, the stage times. */
