@@ -29,7 +29,13 @@ import { findPort, loadCatalog, localResultsDir } from "../../catalog/index.js";
 import { checkEndpoint, normalizeBaseUrl, probeEndpoint } from "../../client/index.js";
 import { BringupError } from "../../common/errors.js";
 import { checkNewOutput } from "../../common/fs-errors.js";
-import { appendRecord, type BenchRecord, type Fingerprint, showsNoDifference } from "../../records/index.js";
+import {
+  abVerdict,
+  appendRecord,
+  type BenchRecord,
+  type Fingerprint,
+  NOISY_INTERVAL_SPAN,
+} from "../../records/index.js";
 import { projectRoot } from "../root.js";
 import { table } from "./ports.js";
 import { findRecord, registerRecordsCompare } from "./records-compare.js";
@@ -559,9 +565,11 @@ export function registerBench(program: Command): void {
         names[t.arm],
         t.value.toFixed(3),
       ]);
-      const verdict = showsNoDifference([i.low, i.high])
-        ? `no difference was shown between ${names.b} and ${names.a}: the interval holds 1`
-        : `above 1, ${names.b} is better`;
+      const verdict = {
+        "no-difference": `no difference was shown between ${names.b} and ${names.a}: the interval holds 1`,
+        noisy: `noisy: the interval spans more than ${NOISY_INTERVAL_SPAN}x, too wide to headline; run more blocks`,
+        shown: `above 1, ${names.b} is better`,
+      }[abVerdict([i.low, i.high])];
       process.stdout.write(
         `${table([["trial", "block", "arm", `${result.metric} (${spec.unit})`], ...rows])}\n\n` +
           `${result.method}: ${names.b} against ${names.a}, ratio ${i.estimate.toFixed(3)}x ` +

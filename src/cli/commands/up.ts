@@ -11,7 +11,7 @@ import {
   type ProgressEvent,
   type StageEvent,
 } from "../../flow/index.js";
-import { showsNoDifference } from "../../records/index.js";
+import { verdictWords } from "../../records/index.js";
 import { formatGateValue } from "../gate-value.js";
 import { projectRoot } from "../root.js";
 import { untilSignalled } from "../signals.js";
@@ -273,9 +273,7 @@ function render(summary: BringUpSummary): string {
         ...summary.figures.map((f) => [
           f.ratio === undefined
             ? f.label
-            : f.interval !== undefined && showsNoDifference(f.interval)
-              ? `${f.label}: no difference was shown (ratio ${f.ratio}x)`
-              : `${f.label}: ${f.ratio}x`,
+            : `${f.label}: ${f.interval !== undefined ? verdictWords(f.interval) : ""}${f.ratio}x`,
           f.method,
           f.interval ? `${f.interval[0]}x to ${f.interval[1]}x` : "-",
           f.record,
