@@ -70,8 +70,39 @@ async function writeSource(source: SiteSource, dir: string): Promise<void> {
   await symlink(nodeModulesDir(), join(dir, "node_modules"), "junction");
 }
 
-/** VitePress's default theme with one stylesheet added. */
-const THEME = `import DefaultTheme from "vitepress/theme";\nimport "./wide.css";\nexport default DefaultTheme;\n`;
+/**
+ * VitePress's default theme with one stylesheet added, and a figure's link made to show its
+ * record: a record row sits in a collapsed section, so on load, on a hash change and after a click
+ * on an in-page link the sections around the element the hash names are opened and it is scrolled
+ * into view.
+ */
+const THEME = `import DefaultTheme from "vitepress/theme";
+import "./wide.css";
+
+function revealHash() {
+  const id = decodeURIComponent(window.location.hash.slice(1));
+  const target = id === "" ? null : document.getElementById(id);
+  if (target === null) return;
+  for (let at = target.parentElement; at !== null; at = at.parentElement) {
+    if (at.tagName === "DETAILS") at.open = true;
+  }
+  target.scrollIntoView({ block: "center" });
+}
+
+export default {
+  extends: DefaultTheme,
+  enhanceApp({ router }) {
+    if (typeof window === "undefined") return;
+    const later = () => setTimeout(revealHash, 50);
+    window.addEventListener("hashchange", later);
+    window.addEventListener("load", later);
+    document.addEventListener("click", (event) => {
+      if (event.target instanceof Element && event.target.closest('a[href*="#"]')) later();
+    });
+    router.onAfterRouteChange = later;
+  },
+};
+`;
 
 /**
  * The port and record tables are wide: on a large screen the page body takes the width beside the
