@@ -154,7 +154,7 @@ async function needleShapedModel(maxLen: number): Promise<LoadedModel> {
     const data = rng.fillNormal(new Float32Array(V_HEAD_DIM * 256), 0.02);
     tensors.set(name, { dtype: "F32", shape, data });
   }
-  return tinyFilesToModel(size.name, { ...files, config, tensors });
+  return await tinyFilesToModel(size.name, { ...files, config, tensors });
 }
 
 async function engineFigures(): Promise<void> {

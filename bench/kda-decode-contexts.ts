@@ -22,10 +22,10 @@ import { readFile } from "node:fs/promises";
 import { availableParallelism, cpus } from "node:os";
 import { join } from "node:path";
 import { parse } from "yaml";
-import { glmArchitecture, glmTinyModel } from "../ports/glm-5.3-flash/model.js";
 import { measuredRecord, toolVersion } from "../src/bench/index.js";
 import { localResultsDir } from "../src/catalog/index.js";
-import { Engine, type LoadedModel, Rng, readCorpus, tinyFilesToModel } from "../src/engine/index.js";
+import { Engine, type LoadedModel, modelOfFiles, Rng, readCorpus } from "../src/engine/index.js";
+import { glmFlashArchitecture, glmTinyModel } from "../src/engine/models/glm-5.3-flash.js";
 import { appendRecord, localServerFingerprint } from "../src/records/index.js";
 import { benchArgs } from "./args.js";
 
@@ -60,7 +60,7 @@ const corpus = await readCorpus();
 
 function build(config: Record<string, unknown>): LoadedModel {
   const files = glmTinyModel({ ...config, max_position_embeddings: maxLen }, corpus, { seed: 0 });
-  return tinyFilesToModel("glm", files, [glmArchitecture]);
+  return modelOfFiles("glm", files, glmFlashArchitecture);
 }
 
 const cpuSeconds = () => {

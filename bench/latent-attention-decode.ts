@@ -19,10 +19,9 @@ import { readFile } from "node:fs/promises";
 import { availableParallelism, cpus } from "node:os";
 import { join } from "node:path";
 import { parse } from "yaml";
-import { portModel as glm5 } from "../ports/glm-5-mxfp4/model.js";
-import { portModel as kimi } from "../ports/kimi-k2.7-code/model.js";
 import { type BlockTrials, blockedRatioInterval } from "../src/bench/index.js";
-import { Engine, type PortModel, Rng, readCorpus, tinyFilesToModel } from "../src/engine/index.js";
+import { Engine, Rng, readCorpus, type TinyModelFiles, tinyFilesToModel } from "../src/engine/index.js";
+import { deepseekV3Architecture } from "../src/engine/models/deepseek-v3.js";
 import { showsNoDifference } from "../src/records/index.js";
 import { benchArgs } from "./args.js";
 
@@ -48,7 +47,6 @@ async function referenceConfig(port: string): Promise<Record<string, unknown>> {
 
 interface Pair {
   readonly port: string;
-  readonly code: PortModel;
   readonly config: Record<string, unknown>;
   readonly a: Record<string, string>;
   readonly b: Record<string, string>;
@@ -57,7 +55,6 @@ interface Pair {
 const pairs: Record<string, () => Promise<Pair>> = {
   sparse: async () => ({
     port: "glm-5-mxfp4",
-    code: glm5,
     config: {
       ...(await referenceConfig("glm-5-mxfp4")),
       index_topk: Math.floor(context / Number(args["topk-fraction"])),
@@ -67,7 +64,6 @@ const pairs: Record<string, () => Promise<Pair>> = {
   }),
   absorbed: async () => ({
     port: "kimi-k2.7-code",
-    code: kimi,
     config: await referenceConfig("kimi-k2.7-code"),
     a: { mla_form: "expanded" },
     b: { mla_form: "absorbed" },
@@ -104,8 +100,10 @@ for (const name of (args.pairs as string).split(",")) {
   const make = pairs[name];
   if (make === undefined) throw new Error(`unknown pair ${name}; pick from ${Object.keys(pairs).join(", ")}`);
   const pair = await make();
-  const files = pair.code.tinyModel({ ...pair.config, max_position_embeddings: maxLen }, corpus, { seed: 0 });
-  const model = tinyFilesToModel(pair.port, files, [pair.code.architecture]);
+  // Kimi K2 and GLM-5 are both the DeepSeek-V3 layout's family.
+  const config = { ...pair.config, max_position_embeddings: maxLen };
+  const files = deepseekV3Architecture.tinyModel?.(config, corpus, { seed: 0 }) as TinyModelFiles;
+  const model = await tinyFilesToModel(pair.port, files);
   const engines = {
     a: new Engine(model, { threads, maxModelLen: maxLen, maxNumSeqs: 1, switches: pair.a }),
     b: new Engine(model, { threads, maxModelLen: maxLen, maxNumSeqs: 1, switches: pair.b }),

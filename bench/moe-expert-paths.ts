@@ -30,18 +30,18 @@ import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { median } from "simple-statistics";
-import { minimaxArchitecture, minimaxTinyModel } from "../ports/minimax-m3/model.js";
 import { blockedRatioInterval } from "../src/bench/index.js";
 import {
   Engine,
   type HostTensor,
   type LoadedModel,
   loadModel,
+  modelOfFiles,
   readCorpus,
   type TinyModelFiles,
-  tinyFilesToModel,
   writeTinyModel,
 } from "../src/engine/index.js";
+import { minimaxArchitecture, minimaxTinyModel } from "../src/engine/models/minimax-m3.js";
 import { convertCheckpoint, dequantizeMxfp4, openCheckpoint } from "../src/formats/index.js";
 import { writeGptOssGguf } from "./gguf-gpt-oss.js";
 import { memoryBandwidth } from "./memory-bandwidth.js";
@@ -304,16 +304,16 @@ try {
   const files = minimaxTinyModel(config, corpus, { seed: 0 });
   const listed = (f: TinyModelFiles) =>
     [...f.tensors].map(([name, t]) => ({ name, byteLength: t.data.byteLength }));
-  const mxfp4 = tinyFilesToModel("mxfp4", files, [minimaxArchitecture]);
+  const mxfp4 = modelOfFiles("mxfp4", files, minimaxArchitecture);
   const mxfp4Bytes = bytesPerToken(listed(files));
   await writeTinyModel(join(dir, "mxfp4"), files);
   await convertCheckpoint(join(dir, "mxfp4"), join(dir, "fp8"), { to: "fp8", fp8Block: "block32" });
-  const fp8 = await loadModel(join(dir, "fp8"), { architectures: [minimaxArchitecture] });
+  const fp8 = await loadModel(join(dir, "fp8"));
   const fp8Checkpoint = await openCheckpoint(join(dir, "fp8"));
   const fp8Bytes = bytesPerToken(fp8Checkpoint.tensors);
   await fp8Checkpoint.close();
   const f32Files = withF32Experts(files);
-  const f32 = tinyFilesToModel("f32", f32Files, [minimaxArchitecture]);
+  const f32 = modelOfFiles("f32", f32Files, minimaxArchitecture);
   const f32Bytes = bytesPerToken(listed(f32Files));
   const expertBytes = [...files.tensors]
     .filter(([name]) => EXPERT.test(name))

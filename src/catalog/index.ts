@@ -46,4 +46,15 @@ export {
 } from "./load.js";
 export * from "./manifest.js";
 export { type FigureRef, figureRefs, isBacked, type UnitFigure, unitFigures } from "./prose.js";
+export {
+  gatePassed,
+  latestInSeries,
+  PROOF_LEVEL_NAMES,
+  PROOF_LEVELS,
+  type Proof,
+  type ProofLevel,
+  type ProofState,
+  provenLevels,
+  provenSummary,
+} from "./proven.js";
 export { type ScaffoldOptions, scaffoldManifest, scaffoldPort } from "./scaffold.js";

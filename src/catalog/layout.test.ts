@@ -25,7 +25,6 @@ describe("the layout spec", () => {
       ["port.yaml", "file"],
       ["README.md", "file"],
       ["results", "dir"],
-      ["model.ts", "file"],
       ["tests", "dir"],
       ["recipe", "dir"],
     ]);

@@ -29,12 +29,6 @@ export const PORT_LAYOUT: readonly LayoutEntry[] = [
     stage: "gained",
     what: "append-only `*.jsonl` record stores, nothing else",
   },
-  {
-    path: "model.ts",
-    kind: "file",
-    stage: "gained",
-    what: "the port's model code composed from engine blocks (exports `portModel`)",
-  },
   { path: "tests/cpu/", kind: "dir", stage: "gained", what: "CPU tests on the port's tiny reference config" },
   {
     path: "tests/hpu/run_gates.sh",

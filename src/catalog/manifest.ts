@@ -45,75 +45,14 @@ export const Target = z.strictObject({
 
 export const EXECUTION_MODES = ["lazy", "torch-compile-static"] as const;
 
-/**
- * Pins are written into generated shell (recipes), so each pattern admits only characters that
- * cannot start a shell expansion, in addition to the quoting the generator does.
- */
-export const IMAGE_REF_PATTERN =
-  /^[a-z0-9]+(?:[._-][a-z0-9]+)*(?::[0-9]+)?(?:\/[a-z0-9]+(?:[._-][a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?@sha256:[0-9a-f]{64}$/;
-/** PEP 440 versions as pip prints them, local labels included (e.g. 2.7.1+hpu.1.24.1.482). */
-export const PYTHON_VERSION_PATTERN =
-  /^[0-9]+(?:\.[0-9]+)*(?:(?:a|b|rc)[0-9]+)?(?:\.post[0-9]+)?(?:\.dev[0-9]+)?(?:\+[A-Za-z0-9]+(?:\.[A-Za-z0-9]+)*)?$/;
-/** PEP 508 distribution names. */
-export const PYTHON_PACKAGE_PATTERN = /^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$/;
+/** serve_env is written into generated shell (recipes): names and values admit no shell expansion. */
 export const ENV_NAME_PATTERN = /^[A-Z_][A-Z0-9_]*$/;
 export const ENV_VALUE_PATTERN = /^[A-Za-z0-9_.,:/=+@%-]+$/;
 
-const PythonVersion = z
-  .string()
-  .regex(PYTHON_VERSION_PATTERN, "an exact version as `pip show` prints it, such as 0.11.2");
-
-/** Packages with a pin of their own, which `packages` must not repeat. */
-export const DEDICATED_PACKAGES = ["vllm", "vllm-gaudi", "torch", "habana-torch-plugin"] as const;
-
-/**
- * What the port was validated on, stated once someone has served it on the hardware. Each pin is
- * optional so a partial set can be recorded; `bringup recipe` names every one still missing.
- */
-export const Pins = z
-  .strictObject({
-    gaudi_build: z
-      .string()
-      .regex(/^[0-9]+$/, "the build number, such as 482 in habanalabs-graph 1.24.1-482")
-      .optional()
-      .describe(
-        "build of the Gaudi software release (dpkg-query -W habanalabs-graph prints <version>-<build>)",
-      ),
-    python: z
-      .string()
-      .regex(/^3\.[0-9]+$/, "major.minor, such as 3.12")
-      .optional()
-      .describe("the image's Python, major.minor"),
-    vllm: PythonVersion.optional().describe("`pip show vllm` in the image"),
-    vllm_gaudi: PythonVersion.optional().describe("`pip show vllm-gaudi` in the image"),
-    torch: PythonVersion.optional().describe("`pip show torch` in the image"),
-    packages: z
-      .record(z.string().regex(PYTHON_PACKAGE_PATTERN, "a Python distribution name"), PythonVersion)
-      .optional()
-      .describe("every other Python package the port depends on, name to exact version; {} when none"),
-  })
-  .refine(
-    (pins) =>
-      Object.keys(pins.packages ?? {}).every(
-        (name) =>
-          !(DEDICATED_PACKAGES as readonly string[]).includes(name.toLowerCase().replace(/[-_.]+/g, "-")),
-      ),
-    { path: ["packages"], message: `vllm, vllm-gaudi, torch and habana-torch-plugin have pins of their own` },
-  );
-
 export const Software = z.strictObject({
   gaudi_software: z.string().regex(/^\d+\.\d+\.\d+$/, "a version such as 1.24.1"),
-  base_image: z
-    .string()
-    .regex(
-      IMAGE_REF_PATTERN,
-      "an image reference with its digest, such as vault.habana.ai/...:tag@sha256:<64 hex>",
-    )
-    .optional()
-    .describe("the stock vllm-gaudi serving image the port builds from, pinned by digest"),
   execution_mode: z.enum(EXECUTION_MODES).describe("lazy mode, or torch.compile with static shapes"),
   hpu_graphs: z.boolean(),
-  pins: Pins.optional().describe("the image contents the port was validated on; a recipe needs all of them"),
   serve_env: z
     .record(
       z.string().regex(ENV_NAME_PATTERN, "an environment variable name such as VLLM_SKIP_WARMUP"),
@@ -280,16 +219,17 @@ export const AbBenchmark = z.strictObject({
 });
 
 /**
- * The tiny reference config of the port's architecture and what `bringup up` runs on it: the port's
- * model.ts builds seeded weights for `config`, the embedded engine serves them, and the gates and
- * benchmarks here run against that server (or against --endpoint).
+ * The tiny reference config of the port's architecture and what `bringup up` runs on it: the
+ * engine's model family that reads `config` (src/engine/models/) builds seeded weights for it, the
+ * embedded engine serves them, and the gates and benchmarks here run against that server (or
+ * against --endpoint).
  */
 export const Reference = z
   .strictObject({
     config: z
       .record(z.string(), z.unknown())
       .describe(
-        "an HF config.json object whose model_type the port's model.ts reads; small enough for two CPU cores",
+        "an HF config.json object (architectures, model_type) that a model family of the engine reads; small enough for two CPU cores",
       ),
     max_model_len: z.int().positive().describe("the context the embedded server is started with"),
     kv_layout: KvLayout.default("window-sized").describe("the layout the port's build serves with"),

@@ -1,8 +1,7 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Command } from "commander";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { toolVersion } from "../bench/index.js";
 import { EXIT_USAGE } from "./run.js";
 import { runWholeCli } from "./tests/run-whole-cli.js";

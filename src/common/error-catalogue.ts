@@ -81,6 +81,7 @@ export const ERROR_CATALOGUE = {
   FILE_NOT_FOUND: { category: "input" },
   FILE_NOT_READABLE: { category: "environment" },
   FILE_UNREADABLE: { category: "environment" },
+  FILE_TOO_LARGE: { category: "input" },
   FORMATS_KERNELS_NOT_BUILT: { category: "environment" },
   INDEX_DISAGREES: { category: "input" },
   INEXACT_CONVERSION: { category: "check" },
@@ -90,6 +91,8 @@ export const ERROR_CATALOGUE = {
   MXFP4_NAN_SCALE: { category: "input" },
   MXFP4_NOT_FINITE: { category: "input" },
   MXFP4_SCALES_MISSING: { category: "input" },
+  MXFP4_BAD_DTYPE: { category: "input" },
+  MXFP4_BLOCKS_MISSING: { category: "input" },
   NO_WEIGHTS: { category: "input" },
   NOT_FINITE: { category: "input" },
   NOT_REPRESENTABLE: { category: "input" },
@@ -97,7 +100,6 @@ export const ERROR_CATALOGUE = {
   RELAYOUT_INVALID: { category: "usage" },
   SAFETENSORS_BAD_HEADER: { category: "input" },
   SAFETENSORS_BAD_NAME: { category: "input" },
-  SAFETENSORS_DUPLICATE_NAME: { category: "input" },
   SAFETENSORS_GAP: { category: "input" },
   SAFETENSORS_HEADER_PAST_END: { category: "input" },
   SAFETENSORS_OUT_OF_RANGE: { category: "input" },
@@ -106,6 +108,7 @@ export const ERROR_CATALOGUE = {
   SAFETENSORS_TRAILING_BYTES: { category: "input" },
   SAFETENSORS_TRUNCATED: { category: "input" },
   SAFETENSORS_UNKNOWN_DTYPE: { category: "input" },
+  SAFETENSORS_TOO_MANY_TENSORS: { category: "input" },
   SHARD_MISSING: { category: "input" },
   TENSOR_MISSING: { category: "input" },
   TENSOR_NOT_FOUND: { category: "input" },
@@ -260,8 +263,8 @@ export const ERROR_CATALOGUE = {
   // recipes
   RECIPE_ENV_CONFLICT: { category: "input" },
   RECIPE_MULTI_NODE: { category: "input" },
-  RECIPE_PIN_DUPLICATE: { category: "input" },
-  RECIPE_PINS_MISSING: { category: "input" },
+  RECIPE_NO_MODEL_CODE: { category: "input" },
+  RECIPE_PLATFORM_MISMATCH: { category: "input" },
   RECIPE_VALUE_UNSAFE: { category: "input" },
 
   // cli and the flow

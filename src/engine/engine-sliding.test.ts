@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { kvCapacityRatio } from "./cache/capacity.js";
 import type { EngineOptions } from "./engine.js";
+import { modelOfFiles } from "./loader/build-model.js";
 import type { GenerateRequest, StepOutput } from "./request.js";
 import { collect, engineFactory } from "./tests/engines.js";
 import { sinksArchitecture, withSinks } from "./tests/sinks-model.js";
@@ -15,15 +16,15 @@ import { findTinySize, type TinySize } from "./tiny/sizes.js";
  */
 const files = generateTinyModel(findTinySize("tiny") as TinySize, await readCorpus(), { seed: 4 });
 const kinds = ["sliding_attention", "full_attention", "sliding_attention", "sliding_attention"];
-const slidingModel = tinyFilesToModel(
+const slidingModel = modelOfFiles(
   "tiny-swa",
   withSinks(
     { ...files, config: { ...files.config, layer_types: kinds, sliding_window: 6 } },
     { seed: 9, sinkLayers: "sliding" },
   ),
-  [sinksArchitecture],
+  sinksArchitecture,
 );
-const globalModel = tinyFilesToModel("tiny", files);
+const globalModel = await tinyFilesToModel("tiny", files);
 
 const engine = engineFactory(slidingModel, { threads: 2, blockSize: 4 });
 

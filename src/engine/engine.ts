@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import type { ErrorCode } from "../common/error-catalogue.js";
 import { BringupError } from "../common/errors.js";
 import { BlockManager } from "./cache/block-manager.js";
 import {
@@ -19,7 +20,6 @@ import type { ForwardBatch, LayerStorage, SequenceRun } from "./model/model.js";
 import { OutputQueue } from "./output-queue.js";
 import type { FinishReason, GeneratedToken, GenerateRequest, StepOutput } from "./request.js";
 import { logprobsOf, SeededStream, sampleToken, validateSampling } from "./sampler.js";
-import type { ErrorCode } from "../common/error-catalogue.js";
 
 export interface EngineOptions {
   /** Most sequences running at once (default 64). */

@@ -4,7 +4,7 @@
  *
  * Typical use (what src/server does):
  *
- *   const model = await loadModel(dir, { architectures });  // or: await createTinyModel(findTinySize("small")!)
+ *   const model = await loadModel(dir);  // or: await createTinyModel(findTinySize("small")!)
  *   const engine = new Engine(model, { maxNumSeqs: 64, maxModelLen: 4096 });
  *   const ids = engine.tokenizer.encode(engine.tokenizer.applyChatTemplate(messages), { addSpecialTokens: false });
  *   const detok = engine.tokenizer.createDetokenizer();
@@ -14,11 +14,12 @@
  *   }
  *   engine.stats();                                 // running, waiting, kvBlocksUsed/Total, kvTokenCapacity, blockSize
  *
- * Models: an Architecture (models/llama.ts for the built-in llama family, a port's model.ts for
- * the rest) parses config.json and builds a CausalLM from blocks/ over the checkpoint's own tensor
- * names: token mixers (GQA attention, KDA), feed-forward parts (SwiGLU MLP, routed MoE) and the
- * residual's connections (pre-norm, mHC). Loaders take the architectures they may use
- * (`loadModel(dir, { architectures })`); a tensor no block reads is refused by name. Each mixer
+ * Models: each family is one file under models/ (an Architecture: it parses config.json, builds a
+ * CausalLM from blocks/ over the checkpoint's own tensor names, and makes its tiny models), found
+ * from config.json's `architectures`, then `model_type`, by models/registry.ts, which imports the
+ * family on demand. Blocks: token mixers (GQA and latent attention, KDA), feed-forward parts
+ * (SwiGLU MLP, routed MoE) and the residual's connections (pre-norm, mHC). `loadModel(dir)` takes
+ * a directory and nothing else; a tensor no block reads is refused by name. Each mixer
  * declares what it keeps per sequence (LayerState): paged per-token storage or one state slot; the
  * planner puts every kind in one byte budget, and a sequence holds its slot from admission to
  * finish, abort or preemption (recomputed after). A model's switches (ModelSwitch, for example
@@ -70,8 +71,7 @@
  * between cache groups so each holds the same number of max_model_len sequences (cache/capacity.ts).
  */
 
-export type { Architecture, ModelConfig, PortModel } from "./architecture.js";
-export { findArchitecture } from "./architecture.js";
+export type { Architecture, ModelConfig, TinyModelOptions } from "./architecture.js";
 export type { DsaNames, DsaSpec } from "./blocks/attention/dsa-indexer.js";
 export {
   DSA_SWITCHES,
@@ -111,7 +111,7 @@ export type { EngineLimits, EngineOptions, EngineStats, KvGroupLimits } from "./
 export { Engine } from "./engine.js";
 export type { YarnScaling } from "./kernels/rope.js";
 export type { ResolvedConfig } from "./loader/build-model.js";
-export { BUILT_IN_ARCHITECTURES, buildModel, resolveConfig } from "./loader/build-model.js";
+export { buildModel, modelOfFiles } from "./loader/build-model.js";
 export type { HostTensor } from "./loader/host-tensor.js";
 export { loadModel } from "./loader/load-model.js";
 export { WeightSource } from "./loader/weight-source.js";
@@ -134,15 +134,10 @@ export type {
 export type { DecoderConfig, DecoderShape, LayerSpec } from "./models/decoder.js";
 export { embeddingAndHead, preNormDecoder } from "./models/decoder.js";
 export type { DeepseekV3Config } from "./models/deepseek-v3.js";
-export {
-  buildDeepseekV3,
-  deepseekV3KvValuesPerToken,
-  deepseekV3TinyModel,
-  deepseekV3TinyTensors,
-  parseDeepseekV3,
-} from "./models/deepseek-v3.js";
+export { parseDeepseekV3 } from "./models/deepseek-v3.js";
 export { llamaArchitecture, parseLlamaConfig } from "./models/llama.js";
-export { mimoArchitecture, mimoRetrievalModel, mimoTinyModel, parseMimoConfig } from "./models/mimo.js";
+export { parseMimoConfig } from "./models/mimo.js";
+export { findArchitecture } from "./models/registry.js";
 export { OutputQueue } from "./output-queue.js";
 export type { FinishReason, GeneratedToken, GenerateRequest, PromptLogprobs, StepOutput } from "./request.js";
 export type { SamplingParams, TokenLogprob } from "./sampler.js";
@@ -162,9 +157,9 @@ export {
 export type { CopyCircuitOptions } from "./tiny/copy-circuit-placement.js";
 export { placeCopyCircuit } from "./tiny/copy-circuit-placement.js";
 export { readCorpus, shippedCorpusDir } from "./tiny/corpus.js";
-export type { TinyTokenizer } from "./tiny/files.js";
+export type { TinyModelFiles, TinyTokenizer } from "./tiny/files.js";
 export { countParameters, tinyModelFiles, tinyTokenizer } from "./tiny/files.js";
-export type { TinyDtype, TinyModelFiles, TinyOptions } from "./tiny/generate.js";
+export type { TinyDtype, TinyOptions } from "./tiny/generate.js";
 export { createTinyModel, generateTinyModel, TINY_DTYPES, tinyFilesToModel } from "./tiny/generate.js";
 export { latentCopyHidden, placeLatentCopyCircuit } from "./tiny/latent-copy-circuit.js";
 export type { TinyKit } from "./tiny/port-kit.js";
@@ -178,7 +173,7 @@ export { f32Tensors, filled, nearestRivalGap, tensorSeed, unitCode } from "./tin
 export { writeTinyModel } from "./tiny/write.js";
 export type { TrainedBpe } from "./tokenizer/bpe-train.js";
 export { trainByteLevelBpe } from "./tokenizer/bpe-train.js";
-export type { ChatMessage, ChatTemplateOptions } from "./tokenizer/tokenizer.js";
-export { IncrementalDetokenizer, TextTokenizer } from "./tokenizer/tokenizer.js";
+export type { ChatMessage, ChatTemplateContext, ChatTemplateOptions } from "./tokenizer/tokenizer.js";
+export { IncrementalDetokenizer, renderRequestTemplate, TextTokenizer } from "./tokenizer/tokenizer.js";
 export type { TokenizerFiles } from "./tokenizer/tokenizer-files.js";
 export { buildTokenizerFiles } from "./tokenizer/tokenizer-files.js";

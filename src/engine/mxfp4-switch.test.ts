@@ -8,8 +8,8 @@ import { findTinySize, type TinySize } from "./tiny/sizes.js";
 
 const corpus = await readCorpus();
 const tiny = findTinySize("tiny") as TinySize;
-const mxfp4Model = tinyFilesToModel("tiny-mxfp4", generateTinyModel(tiny, corpus, { dtype: "mxfp4" }));
-const f32Model = tinyFilesToModel("tiny-f32", generateTinyModel(tiny, corpus));
+const mxfp4Model = await tinyFilesToModel("tiny-mxfp4", generateTinyModel(tiny, corpus, { dtype: "mxfp4" }));
+const f32Model = await tinyFilesToModel("tiny-f32", generateTinyModel(tiny, corpus));
 const engines: Engine[] = [];
 afterAll(() => Promise.all(engines.map((e) => e.close())));
 

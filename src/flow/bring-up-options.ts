@@ -1,6 +1,5 @@
 // What a caller of bringUp chooses: the port, the target (embedded or an endpoint), quick-run sizes,
 // where outputs go, and the hooks a display listens on.
-import type { PortModel } from "../engine/index.js";
 import type { ProgressEvent, StageEvent } from "./summary.js";
 
 export interface BringUpOptions {
@@ -37,8 +36,6 @@ export interface BringUpOptions {
   readonly signal?: AbortSignal;
   readonly onStage?: (event: StageEvent) => void;
   readonly onProgress?: (event: ProgressEvent) => void;
-  /** Port model code by port id (default: PORT_MODELS, the ports' model.ts files). */
-  readonly portModels?: ReadonlyMap<string, PortModel>;
 }
 
 /** The weight seed of every tiny reference model: the manifest's config alone decides the model. */

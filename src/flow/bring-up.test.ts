@@ -1,4 +1,4 @@
-import { cp, mkdir, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -206,10 +206,27 @@ describe("bringUp", () => {
       code: "PORT_NO_REFERENCE",
       message: expect.stringContaining("add a `reference:` section to ports/muse-glimmer-30b/port.yaml"),
     });
-    await expect(bringUp({ ...quick, portModels: new Map() })).rejects.toMatchObject({
-      code: "PORT_NO_MODEL_CODE",
-      message: expect.stringContaining(`ports/${PORT}/model.ts exporting \`portModel\``),
-    });
+    // The port's reference config naming an architecture no engine family reads.
+    const other = await mkdtemp(join(tmpdir(), "bringup-up-nofamily-"));
+    try {
+      await cp(join(root, "ports"), join(other, "ports"), { recursive: true });
+      const manifest = join(other, "ports", PORT, "port.yaml");
+      const text = await readFile(manifest, "utf8");
+      await writeFile(
+        manifest,
+        text
+          .replace("model_type: mimo_v2_flash", "model_type: no_family")
+          .replaceAll("[MiMoV2FlashForCausalLM]", "[NoFamilyForCausalLM]"),
+      );
+      await expect(bringUp({ ...quick, root: other, cacheDir: join(other, "cache") })).rejects.toMatchObject({
+        code: "PORT_NO_MODEL_CODE",
+        message: expect.stringMatching(
+          /"NoFamilyForCausalLM" and model_type "no_family" are not supported.*src\/engine\/models\//,
+        ),
+      });
+    } finally {
+      await rm(other, { recursive: true, force: true });
+    }
     await expect(bringUp({ ...quick, port: "no-such-port" })).rejects.toMatchObject({ code: "PORT_UNKNOWN" });
   });
 });

@@ -11,7 +11,7 @@ import {
 } from "../catalog/index.js";
 import { checkEndpoint, describeEndpoint } from "../client/index.js";
 import { BringupError, isBringupError } from "../common/errors.js";
-import { type LoadedModel, type PortModel, readCorpus } from "../engine/index.js";
+import { type Architecture, type LoadedModel, readCorpus } from "../engine/index.js";
 import type { BenchRecord } from "../records/index.js";
 import { buildSite, formatRecordFigure } from "../site/index.js";
 import { abWorkloadDifferences, planAb, sized } from "./ab-plan.js";
@@ -28,10 +28,10 @@ import {
   referenceConversions,
   removeConverted,
 } from "./convert-stage.js";
+import { DEFAULT_PORT } from "./default-port.js";
 import type { EmbeddedServer } from "./embedded-server.js";
 import { gateSummary, gateWorkloadDifferences, kvCapacityTheory, notRun, planGate } from "./gate-plan.js";
 import { type ReferenceGateRun, runReferenceGate } from "./gate-stage.js";
-import { DEFAULT_PORT, PORT_MODELS } from "./port-models.js";
 import { loadPort, makeWeights, modelCacheDir } from "./port-weights.js";
 import { nextSeriesId, recordIds } from "./record-ids.js";
 import { declaredBuilds, describeReferencePlan } from "./reference-builds.js";
@@ -84,7 +84,7 @@ export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> 
   let siteDir: string | undefined;
   try {
     const { port, reference, portModel } = await clock.run("manifest", async () => {
-      const value = await loadPort(options.root, portId, external, options.portModels ?? PORT_MODELS);
+      const value = await loadPort(options.root, portId, external);
       return { value, detail: describeReferencePlan(portId, value.reference) };
     });
     // The local store (gitignored): `bringup records publish` moves records into ports/<id>/results/.
@@ -103,7 +103,7 @@ export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> 
       clock.skip("convert", "no conversion: the endpoint's weights are served as they are");
       clock.skip("serve", `no embedded server: ${endpoints?.join("; ")}`);
     } else if (!aborted()) {
-      const code = portModel as PortModel;
+      const code = portModel as Architecture;
       models = await clock.run("weights", () =>
         makeWeights(port, reference, code, corpus, retrievalGates, needleContexts, options),
       );
@@ -121,7 +121,6 @@ export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> 
             source,
             conversions,
             join(modelCacheDir(options), portId),
-            [code.architecture],
             signal,
           );
           return {

@@ -1,7 +1,7 @@
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { type WeightsConversion as Conversion, conversionKey, type Reference } from "../catalog/index.js";
-import { type Architecture, type LoadedModel, loadModel } from "../engine/index.js";
+import { type LoadedModel, loadModel } from "../engine/index.js";
 import { convertCheckpoint } from "../formats/index.js";
 
 /**
@@ -34,7 +34,6 @@ export async function convertReferenceWeights(
   source: string,
   conversions: readonly Conversion[],
   parent: string,
-  architectures: readonly Architecture[],
   signal?: AbortSignal,
 ): Promise<ConvertedWeights> {
   await mkdir(parent, { recursive: true });
@@ -50,7 +49,7 @@ export async function convertReferenceWeights(
         workers: 0,
         ...(signal !== undefined ? { signal } : {}),
       });
-      models.set(key, await loadModel(dir, { name: key, architectures }));
+      models.set(key, await loadModel(dir, { name: key }));
     }
     return { workDir, models };
   } catch (error) {

@@ -2,31 +2,25 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { loadCatalog } from "../catalog/index.js";
+import { portReference } from "../../test/helpers/port-reference.js";
 import {
   createTinyModel,
   findTinySize,
   type LoadedModel,
   loadModel,
-  readCorpus,
   type TinySize,
 } from "../engine/index.js";
+import { DEFAULT_PORT } from "./default-port.js";
 import { EmbeddedServer, type EmbeddedServerOptions } from "./embedded-server.js";
 import { cachedModel } from "./model-cache.js";
-import { DEFAULT_PORT, PORT_ARCHITECTURES_MODULE, PORT_MODELS } from "./port-models.js";
 
-const REPO = join(import.meta.dirname, "../..");
+const _REPO = join(import.meta.dirname, "../..");
 const dir = await mkdtemp(join(tmpdir(), "bringup-embedded-"));
 afterAll(() => rm(dir, { recursive: true, force: true }));
 
-const port = (await loadCatalog(REPO)).ports.find((p) => p.id === DEFAULT_PORT);
-const portModel = PORT_MODELS.get(DEFAULT_PORT);
-const config = port?.manifest.reference?.config as Record<string, unknown>;
-const corpus = await readCorpus();
-const cached = await cachedModel(dir, "tiny", {}, () =>
-  (portModel as NonNullable<typeof portModel>).tinyModel(config, corpus, { seed: 0 }),
-);
-const model = await loadModel(cached.dir, { architectures: [portModel?.architecture].filter((a) => !!a) });
+const ref = await portReference(DEFAULT_PORT);
+const cached = await cachedModel(dir, "tiny", {}, () => ref.referenceFiles());
+const model = await loadModel(cached.dir);
 
 /** A greedy completion's text and its tokens' logprobs, from a server of `options`. */
 async function answer(options: EmbeddedServerOptions) {
@@ -59,8 +53,9 @@ describe("EmbeddedServer", () => {
       maxNumSeqs: 4,
       threads: 1,
     };
-    const threaded = await answer({ ...options, architecturesModule: PORT_ARCHITECTURES_MODULE });
-    const inMemory = await answer(options);
+    const threaded = await answer(options);
+    const { directory: _, ...inMemoryModel } = model;
+    const inMemory = await answer({ ...options, model: inMemoryModel });
     expect(threaded.engineThread).toBe(true);
     expect(inMemory.engineThread).toBe(false);
     expect(threaded.choice).toEqual(inMemory.choice);

@@ -15,12 +15,6 @@ export interface EmbeddedServerOptions {
   readonly threads?: number;
   /** The model's switches this build serves with. */
   readonly switches?: Readonly<Record<string, string>>;
-  /**
-   * A module and export listing architectures that read the model's directory: with both, the
-   * engine runs on a thread of its own that loads the directory itself, so /health never waits for
-   * a step; without, it steps on the HTTP thread over the model in memory.
-   */
-  readonly architecturesModule?: { readonly module: string; readonly exportName: string };
 }
 
 /**
@@ -102,12 +96,11 @@ export class EmbeddedServer {
 }
 
 function launch(options: EmbeddedServerOptions, layout: KvLayout, port: number): Promise<RunningServer> {
+  // A model read from a directory runs on an engine thread of its own that loads the directory
+  // itself, so /health never waits for a step; one only in memory steps on the HTTP thread.
   const directory = options.model.directory;
-  const architecturesModule = options.architecturesModule;
   return startServer({
-    ...(directory !== undefined && architecturesModule !== undefined
-      ? { modelDir: directory, architecturesModule }
-      : { model: options.model }),
+    ...(directory !== undefined ? { modelDir: directory } : { model: options.model }),
     host: "127.0.0.1",
     port,
     servedModelName: options.servedModelName,

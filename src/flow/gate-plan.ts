@@ -10,14 +10,14 @@ import {
   type Reference,
 } from "../catalog/index.js";
 import type { ErrorCode } from "../common/error-catalogue.js";
-import { kvCapacityRatio, type LoadedModel, type PortModel } from "../engine/index.js";
+import { type Architecture, kvCapacityRatio, type LoadedModel } from "../engine/index.js";
 import type { GateOutcome } from "../gates/index.js";
 import type { BenchRecord } from "../records/index.js";
 import type { BringUpOptions } from "./bring-up-options.js";
 import type { ConvertedWeights } from "./convert-stage.js";
+import { DEFAULT_PORT } from "./default-port.js";
 import type { EmbeddedServer } from "./embedded-server.js";
 import { type GateServer, gateCompares, type ReferenceGateRun } from "./gate-stage.js";
-import { DEFAULT_PORT } from "./port-models.js";
 import { gateBaseline } from "./reference-builds.js";
 import { EMBEDDED_BLOCK_SIZE, type Servers } from "./reference-servers.js";
 import type { GateSummary } from "./summary.js";
@@ -32,7 +32,7 @@ export function kvCapacityTheory(
   spec: GateSpec,
   reference: Reference,
   model: LoadedModel,
-  portModel: PortModel | undefined,
+  portModel: Architecture | undefined,
 ): number | undefined {
   const against = gateBaseline(spec, reference);
   if (spec.kind !== "kv-capacity" || against === undefined) return undefined;
@@ -103,7 +103,7 @@ export function planGate(
       return {
         notRun: {
           code: "PORT_NO_RETRIEVAL_MODEL",
-          summary: `the needle gate runs on the retrieval variant, which ports/${options.port ?? DEFAULT_PORT}/model.ts does not export (portModel.retrievalModel).`,
+          summary: `the needle gate runs on the retrieval variant, which the model family of ${options.port ?? DEFAULT_PORT} does not make (its Architecture's retrievalModel, under src/engine/models/).`,
         },
       };
     }

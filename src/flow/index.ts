@@ -14,14 +14,8 @@
 export { AB_WORKLOAD_SEED } from "./ab-stage.js";
 export { bringUp } from "./bring-up.js";
 export { type BringUpOptions, REFERENCE_SEED } from "./bring-up-options.js";
+export { DEFAULT_PORT } from "./default-port.js";
 export { type CachedModel, cachedModel, cacheKey } from "./model-cache.js";
-export { unregisteredModelCode } from "./model-code-check.js";
-export {
-  DEFAULT_PORT,
-  PORT_ARCHITECTURES,
-  PORT_ARCHITECTURES_MODULE,
-  PORT_MODELS,
-} from "./port-models.js";
 export { nextSeriesId } from "./record-ids.js";
 export {
   type BringUpSummary,

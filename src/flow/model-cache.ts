@@ -68,18 +68,13 @@ export async function sourceDigest(dirs: readonly string[]): Promise<string> {
 }
 
 /**
- * The code that turns a port's config into weights, as cache-key parts: its model.ts and the
- * sources under `dirs` (the engine's blocks and codecs), so editing either makes new weights.
+ * The code that turns a port's config into weights, as a cache-key part: the sources under `dirs`
+ * (the engine's model families and blocks, and the codecs), so editing them makes new weights.
  */
 export async function weightsCode(
-  portDir: string,
   dirs: readonly string[] = WEIGHTS_CODE_DIRS,
-): Promise<{ model_code: string; engine_code: string }> {
-  const modelCode = await readFile(join(portDir, "model.ts"), "utf8").catch(() => "");
-  return {
-    model_code: createHash("sha256").update(modelCode).digest("hex"),
-    engine_code: await sourceDigest(dirs),
-  };
+): Promise<{ engine_code: string }> {
+  return { engine_code: await sourceDigest(dirs) };
 }
 
 /** sha256 over a model directory's safetensors files, in name order: the fingerprint's weights checksum. */

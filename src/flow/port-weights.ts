@@ -3,8 +3,8 @@ import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { toolVersion } from "../bench/index.js";
 import { type LoadedPort, loadCatalog, type Reference } from "../catalog/index.js";
-import { BringupError } from "../common/errors.js";
-import { type LoadedModel, loadModel, type PortModel } from "../engine/index.js";
+import { BringupError, isBringupError } from "../common/errors.js";
+import { type Architecture, findArchitecture, type LoadedModel, loadModel } from "../engine/index.js";
 import { type BringUpOptions, REFERENCE_SEED } from "./bring-up-options.js";
 import { cachedModel, weightsCode } from "./model-cache.js";
 
@@ -13,8 +13,7 @@ export async function loadPort(
   root: string,
   portId: string,
   external: boolean,
-  portModels: ReadonlyMap<string, PortModel>,
-): Promise<{ port: LoadedPort; reference: Reference; portModel?: PortModel }> {
+): Promise<{ port: LoadedPort; reference: Reference; portModel?: Architecture }> {
   const catalog = await loadCatalog(root);
   const port = catalog.ports.find((p) => p.id === portId);
   if (port === undefined) {
@@ -33,11 +32,21 @@ export async function loadPort(
     );
   }
   if (external) return { port, reference };
-  const portModel = portModels.get(portId);
-  if (portModel === undefined) {
+  const portModel = await findArchitecture(
+    reference.config,
+    `ports/${portId}/port.yaml reference.config`,
+  ).catch((error: unknown) => {
+    if (!isBringupError(error)) throw error;
     throw new BringupError(
       "PORT_NO_MODEL_CODE",
-      `port ${portId} has no model code for the embedded engine: write ports/${portId}/model.ts exporting \`portModel\` (its architecture and tiny reference model) and add it to PORT_MODELS in src/flow/port-models.ts; or run its gates against a server with --endpoint URL.`,
+      `port ${portId} has no model code for the embedded engine: ${error.message} Or run its gates against a server with --endpoint URL.`,
+      { subject: portId, cause: error },
+    );
+  });
+  if (portModel.tinyModel === undefined) {
+    throw new BringupError(
+      "PORT_NO_MODEL_CODE",
+      `port ${portId}'s family makes no tiny reference model from a config: give its Architecture a tinyModel (src/engine/models/), or run its gates against a server with --endpoint URL.`,
       { subject: portId },
     );
   }
@@ -48,37 +57,39 @@ export async function loadPort(
 export async function makeWeights(
   port: LoadedPort,
   reference: Reference,
-  portModel: PortModel,
+  portModel: Architecture,
   corpus: string,
   retrievalGates: readonly { contexts: readonly number[] }[],
   needleContexts: readonly number[] | undefined,
   options: BringUpOptions,
 ) {
-  const architectures = [portModel.architecture];
   const cacheDir = modelCacheDir(options);
   // What decides the bytes: the config, the seed, the corpus and the code that turns them into
-  // weights (the port's model.ts and the engine blocks and codecs it builds on).
-  const code = { tool: toolVersion(), ...(await weightsCode(port.dir)) };
+  // weights (the engine's model families and blocks, and the codecs they build on).
+  const code = { tool: toolVersion(), ...(await weightsCode()) };
+  const tinyModelOf = portModel.tinyModel?.bind(portModel) as NonNullable<Architecture["tinyModel"]>;
   const corpusHash = sha256(corpus);
   const tiny = await cachedModel(
     cacheDir,
     `${port.id}/tiny`,
     { config: reference.config, seed: REFERENCE_SEED, corpus: corpusHash, ...code },
-    () => portModel.tinyModel(reference.config, corpus, { seed: REFERENCE_SEED }),
+    () => tinyModelOf(reference.config, corpus, { seed: REFERENCE_SEED, port: port.id }),
   );
   const made = [`tiny ${tiny.reused ? "reused" : "made"} (${tiny.dir})`];
-  const tinyModel = await loadModel(tiny.dir, { architectures });
+  const tinyModel = await loadModel(tiny.dir);
   let retrieval: LoadedModel | undefined;
   const longest = Math.max(0, ...retrievalGates.flatMap((g) => needleContexts ?? g.contexts));
-  if (longest > 0 && portModel.retrievalModel !== undefined) {
-    const make = portModel.retrievalModel.bind(portModel);
+  const make = portModel.retrievalModel?.bind(portModel);
+  const retrievalOptions = { maxPositionEmbeddings: longest, seed: REFERENCE_SEED, port: port.id };
+  const retrievalFiles = longest > 0 ? make?.(reference.config, corpus, retrievalOptions) : undefined;
+  if (retrievalFiles !== undefined) {
     const cached = await cachedModel(
       cacheDir,
       `${port.id}/retrieval`,
       { max_position_embeddings: longest, corpus: corpusHash, ...code },
-      () => make(corpus, { maxPositionEmbeddings: longest }),
+      () => retrievalFiles,
     );
-    retrieval = await loadModel(cached.dir, { architectures });
+    retrieval = await loadModel(cached.dir);
     made.push(`retrieval variant ${cached.reused ? "reused" : "made"}`);
   }
   return {

@@ -4,7 +4,6 @@ import { type Build, buildKey, conversionKey, describeBuild, type Reference } fr
 import { kvBytesPerSequence, type LoadedModel, planKvCache } from "../engine/index.js";
 import type { BringUpOptions } from "./bring-up-options.js";
 import { EmbeddedServer } from "./embedded-server.js";
-import { PORT_ARCHITECTURES_MODULE } from "./port-models.js";
 import { gateBaseline } from "./reference-builds.js";
 
 /** Tokens per KV block on the embedded servers (the engine's default). */
@@ -53,7 +52,6 @@ export async function startServers(
     blockSize,
     maxNumSeqs: Math.max(EMBEDDED_MAX_NUM_SEQS, requests),
     ...(options.threads !== undefined ? { threads: options.threads } : {}),
-    ...engineThread(options),
   };
   const start = (build: Build) =>
     EmbeddedServer.start(
@@ -94,7 +92,6 @@ export async function startServers(
         blockSize,
         maxNumSeqs: 1,
         ...(options.threads !== undefined ? { threads: options.threads } : {}),
-        ...engineThread(options),
       },
       reference.kv_layout,
     );
@@ -104,9 +101,4 @@ export async function startServers(
     value: undefined,
     detail: `${started.join(", ")}; KV budget ${(kvCacheBytes / 2 ** 20).toFixed(1)} MiB each`,
   };
-}
-
-/** The ports' own model code can be imported by an engine thread; a caller's own cannot. */
-export function engineThread(options: BringUpOptions) {
-  return options.portModels === undefined ? { architecturesModule: PORT_ARCHITECTURES_MODULE } : {};
 }

@@ -1,19 +1,9 @@
-import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { loadCatalog } from "../catalog/index.js";
-import {
-  Engine,
-  type GenerateRequest,
-  readCorpus,
-  type StepOutput,
-  tinyFilesToModel,
-} from "../engine/index.js";
-import { PORT_MODELS } from "./port-models.js";
+import { portReference, referencePortIds } from "../../test/helpers/port-reference.js";
+import { Engine, type GenerateRequest, type StepOutput } from "../engine/index.js";
 
 // Every port's tiny reference model (paged KV of every kind, KDA's state slots, latent attention):
 // sequences sharing one prefill equal separate requests with their seeds, and hold nothing after.
-const catalog = await loadCatalog(join(import.meta.dirname, "../.."));
-const corpus = await readCorpus();
 
 async function collect(stream: AsyncIterable<StepOutput>): Promise<StepOutput[]> {
   const out: StepOutput[] = [];
@@ -21,14 +11,11 @@ async function collect(stream: AsyncIterable<StepOutput>): Promise<StepOutput[]>
   return out;
 }
 
+const portIds = await referencePortIds();
+
 describe("a prefill shared between sequences, on every port's model", () => {
-  it.each([...PORT_MODELS.keys()])("%s", async (id) => {
-    const portModel = PORT_MODELS.get(id);
-    const config = catalog.ports.find((p) => p.id === id)?.manifest.reference?.config;
-    if (portModel === undefined || config === undefined) throw new Error(`${id} has no tiny model`);
-    const model = tinyFilesToModel(id, portModel.tinyModel(config, corpus, { seed: 0 }), [
-      portModel.architecture,
-    ]);
+  it.each(portIds)("%s", async (id) => {
+    const model = (await portReference(id)).referenceModel();
     const engine = new Engine(model, { threads: 1, blockSize: 4, maxModelLen: 128 });
     try {
       const promptTokenIds = model.tokenizer.encode(

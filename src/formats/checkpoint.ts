@@ -1,9 +1,10 @@
-import { readdir, readFile, stat } from "node:fs/promises";
+import { readdir, stat } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { z } from "zod";
 import { writeFileAtomic } from "../common/atomic-write.js";
-import { BringupError } from "../common/errors.js";
-import type { TensorInfo } from "./safetensors-header.js";
+import { BringupError, isBringupError } from "../common/errors.js";
+import { MAX_INDEX_BYTES, readBoundedText } from "./bounded-file.js";
+import { MAX_TENSORS, type TensorInfo } from "./safetensors-header.js";
 import { type OpenOptions, openSafetensors, type SafetensorsFile } from "./safetensors-reader.js";
 import { type TensorData, writeSafetensors } from "./safetensors-writer.js";
 
@@ -89,8 +90,13 @@ async function openAll(paths: string[], options: OpenOptions): Promise<Safetenso
   return opened;
 }
 
-/** Opens a safetensors file or a checkpoint directory (sharded or not); the caller closes it. */
-export async function openCheckpoint(path: string, options: OpenOptions = {}): Promise<Checkpoint> {
+/**
+ * Opens a safetensors file or a checkpoint directory (sharded or not); the caller closes it. Its
+ * shards together list at most MAX_TENSORS tensors, so a crafted header is refused in bounded time
+ * and memory.
+ */
+export async function openCheckpoint(path: string, given: OpenOptions = {}): Promise<Checkpoint> {
+  const options = { ...given, budget: { tensors: MAX_TENSORS } };
   const info = await stat(path).catch((error: unknown) => {
     throw new BringupError("FILE_NOT_FOUND", `${path}: no such file or directory.`, {
       subject: path,
@@ -154,8 +160,9 @@ async function openIndexed(dir: string, options: OpenOptions): Promise<Checkpoin
   const indexPath = join(dir, INDEX_FILE);
   let index: z.infer<typeof IndexSchema>;
   try {
-    index = IndexSchema.parse(JSON.parse(await readFile(indexPath, "utf8")));
+    index = IndexSchema.parse(JSON.parse(await readBoundedText(indexPath, MAX_INDEX_BYTES)));
   } catch (error) {
+    if (isBringupError(error)) throw error;
     throw new BringupError(
       "BAD_INDEX",
       `${indexPath}: not a valid index (${error instanceof Error ? error.message.split("\n")[0] : String(error)}); it needs a weight_map of tensor name to shard file.`,

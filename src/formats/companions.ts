@@ -1,6 +1,7 @@
-import { copyFile, readdir, readFile, stat, writeFile } from "node:fs/promises";
+import { copyFile, readdir, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { BringupError } from "../common/errors.js";
+import { BringupError, isBringupError } from "../common/errors.js";
+import { MAX_CONFIG_BYTES, readBoundedText } from "./bounded-file.js";
 import { INDEX_FILE } from "./checkpoint.js";
 
 /**
@@ -25,8 +26,9 @@ export async function copyCompanions(
     if (name === "config.json" && editConfig !== undefined) {
       let config: Record<string, unknown>;
       try {
-        config = JSON.parse(await readFile(from, "utf8")) as Record<string, unknown>;
+        config = JSON.parse(await readBoundedText(from, MAX_CONFIG_BYTES)) as Record<string, unknown>;
       } catch (error) {
+        if (isBringupError(error)) throw error;
         throw new BringupError(
           "BAD_CONFIG",
           `${from}: not valid JSON (${(error as Error).message}); fix it before converting.`,

@@ -590,3 +590,78 @@ describe("convertCheckpoint", () => {
     expect(w?.maxRelError).toBeLessThanOrEqual(2 ** -8);
   });
 });
+
+describe("converting our own outputs again", () => {
+  /** An MXFP4 checkpoint whose one weight has a single row of 32 columns, beside a wider one. */
+  async function tinyRows(dir: string) {
+    const wide = encodeMxfp4(
+      Float32Array.from({ length: 4 * 64 }, (_, i) => ((i % 13) - 6) / 4),
+      "w",
+    );
+    const row = encodeMxfp4(
+      Float32Array.from({ length: 32 }, (_, i) => (i - 16) / 8),
+      "r",
+    );
+    await writeCheckpoint(dir, [
+      { name: "wide.weight_blocks", dtype: "U8", shape: [4, 2, 16], data: wide.blocks },
+      { name: "wide.weight_scales", dtype: "U8", shape: [4, 2], data: wide.scales },
+      { name: "row.weight_blocks", dtype: "U8", shape: [1, 1, 16], data: row.blocks },
+      { name: "row.weight_scales", dtype: "U8", shape: [1, 1], data: row.scales },
+    ]);
+    await writeFile(
+      join(dir, "config.json"),
+      JSON.stringify({ quantization_config: { quant_method: "mxfp4" } }),
+    );
+  }
+
+  it("converts a block32 FP8 output with a one-row weight to FP8 again, keeping its layout and scale_fmt", async () => {
+    const dir = join(root, "again-src");
+    await tinyRows(dir);
+    const first = await convertCheckpoint(dir, join(root, "again-b32"), {
+      to: "fp8",
+      fp8Block: "block32",
+      workers: 0,
+    });
+    expect(first.quantizationConfig).toMatchObject({ weight_block_size: [1, 32], scale_fmt: "ue8m0" });
+    for (const fp8Block of ["block32", "tile128"] as const) {
+      const again = await convertCheckpoint(join(root, "again-b32"), join(root, `again-${fp8Block}`), {
+        to: "fp8",
+        fp8Block,
+        workers: 0,
+        verify: true,
+      });
+      expect(again.quantizationConfig).toMatchObject({ weight_block_size: [1, 32], scale_fmt: "ue8m0" });
+      expect(again.tensors.every((t) => t.exact)).toBe(true);
+    }
+    // Tiles of 128x128 written, then converted again: the one-row weight fits that layout too.
+    await convertCheckpoint(dir, join(root, "again-t128"), { to: "fp8", workers: 0 });
+    const tiles = await convertCheckpoint(join(root, "again-t128"), join(root, "again-t128-2"), {
+      to: "fp8",
+      workers: 0,
+    });
+    expect(tiles.quantizationConfig).toMatchObject({ weight_block_size: [128, 128], scale_fmt: "ue8m0" });
+  });
+
+  it("writes an empty shard for a source without tensors, naming no temporary directory", async () => {
+    const dir = join(root, "empty-src");
+    await writeCheckpoint(dir, []);
+    const report = await convertCheckpoint(dir, join(root, "empty-out"), {
+      to: "bf16",
+      workers: 0,
+      verify: true,
+    });
+    expect(report.tensors).toEqual([]);
+    expect(await readdir(join(root, "empty-out"))).toEqual(["model.safetensors"]);
+    const out = await openCheckpoint(join(root, "empty-out"));
+    expect(out.tensors).toEqual([]);
+    await out.close();
+  });
+
+  it("refuses allowNonFinite where nothing could use it", async () => {
+    for (const to of ["mxfp4", "bf16"] as const) {
+      await expect(
+        convertCheckpoint(join(root, "again-src"), join(root, "never"), { to, allowNonFinite: true }),
+      ).rejects.toMatchObject({ code: "BAD_OPTION", message: expect.stringMatching(/FP8 only/) });
+    }
+  });
+});

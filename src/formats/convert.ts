@@ -18,7 +18,14 @@ import {
 } from "./convert-jobs.js";
 import { checkFreeSpace, findInexactTiles, writeOutput } from "./convert-preflight.js";
 import { type Dtype, dtypeBytes, elementCount } from "./dtypes.js";
-import { detectLogicalTensors, type LogicalTensor, logicalRows, scaleGridShape } from "./logical.js";
+import {
+  detectLogicalTensors,
+  FP8_BLOCKS,
+  type LogicalTensor,
+  logicalRows,
+  scaleGridShape,
+  shortRows,
+} from "./logical.js";
 import { MXFP4_BLOCK, MXFP4_BLOCK_BYTES } from "./mxfp4.js";
 import { TILE } from "./mxfp4-to-fp8.js";
 import {
@@ -125,16 +132,31 @@ function describe(tensor: LogicalTensor): string {
   return "mxfp4";
 }
 
-function formatOf(tensor: LogicalTensor): WrittenFormat {
+/**
+ * How a weight is stored when copied as it is. An FP8 weight's scales are powers of two where the
+ * source's config says so (scale_fmt ue8m0), as the copy keeps them.
+ */
+function formatOf(tensor: LogicalTensor, powerOfTwoScales: boolean): WrittenFormat {
   if (tensor.kind === "plain") return { kind: "plain", dtype: tensor.dtype };
-  if (tensor.kind === "fp8") return { kind: "fp8", block: tensor.block, powerOfTwoScales: false };
+  if (tensor.kind === "fp8") return fp8Written(tensor.shape, tensor.block, powerOfTwoScales);
   return { kind: "mxfp4" };
+}
+
+/** An FP8 weight of this shape written with scale blocks `block`, and every layout its scales fit. */
+function fp8Written(
+  shape: readonly number[],
+  block: readonly [number, number],
+  powerOfTwoScales: boolean,
+): WrittenFormat {
+  const grid = scaleGridShape(shape, block).join();
+  const blocks = FP8_BLOCKS.filter((b) => scaleGridShape(shape, b).join() === grid);
+  return { kind: "fp8", blocks, powerOfTwoScales };
 }
 
 function planTensors(
   ck: Checkpoint,
   options: ConvertOptions,
-  keptBySource: (weight: string) => boolean,
+  source: { kept: (weight: string) => boolean; powerOfTwoScales: boolean },
 ): Plan[] {
   const exclude = options.exclude ?? DEFAULT_KEEP;
   const plans: Plan[] = [];
@@ -158,7 +180,7 @@ function planTensors(
         shard: basename(info.file),
         from: describe(tensor),
         to: describe(tensor),
-        written: formatOf(tensor),
+        written: formatOf(tensor, source.powerOfTwoScales),
       });
     }
   };
@@ -172,12 +194,15 @@ function planTensors(
       tensor.shape.length >= 2 &&
       options.include?.test(tensor.name) === true &&
       !exclude.test(tensor.name) &&
-      !keptBySource(tensor.name);
+      !source.kept(tensor.name);
     const [rows, cols] = [tensor.shape.at(-2) ?? 1, tensor.shape.at(-1) ?? 1];
     const lead = tensor.shape.slice(0, -2);
+    // Ops that work element by element (or block by block along the elements) read short rows.
+    const streamed = shortRows([tensor])[0] as LogicalTensor;
     if (options.to === "bf16" && tensor.kind !== "plain") {
       plans.push({
         ...base,
+        tensor: streamed,
         op: { op: "to-bf16", allowInexact: options.allowInexact === true },
         outputs: [{ name: tensor.name, dtype: "BF16", shape: tensor.shape }],
         to: "BF16",
@@ -198,17 +223,14 @@ function planTensors(
           : [...lead, rows, cols / MXFP4_BLOCK];
       plans.push({
         ...base,
+        ...(block === "block32" ? { tensor: streamed } : {}),
         op: { op: "mxfp4-to-fp8", block, allowInexact: options.allowInexact === true },
         outputs: [
           { name: tensor.name, dtype: "F8_E4M3", shape: tensor.shape },
           { name: `${tensor.name}_scale_inv`, dtype: "F32", shape: grid },
         ],
         to: `fp8-e4m3 [${block === "tile128" ? "128x128" : "1x32"}]`,
-        written: {
-          kind: "fp8",
-          block: block === "tile128" ? [TILE, TILE] : [1, MXFP4_BLOCK],
-          powerOfTwoScales: true,
-        },
+        written: fp8Written(tensor.shape, block === "tile128" ? [TILE, TILE] : [1, MXFP4_BLOCK], true),
       });
     } else if (options.to === "fp8" && quantizable) {
       plans.push({
@@ -223,7 +245,7 @@ function planTensors(
           },
         ],
         to: "fp8-e4m3 [128x128]",
-        written: { kind: "fp8", block: [TILE, TILE], powerOfTwoScales: false },
+        written: fp8Written(tensor.shape, [TILE, TILE], false),
       });
     } else if (options.to === "mxfp4" && tensor.kind === "fp8") {
       if (cols % MXFP4_BLOCK !== 0) {
@@ -233,7 +255,7 @@ function planTensors(
           { subject },
         );
       }
-      plans.push({ ...base, ...toMxfp4(tensor, "fp8-to-mxfp4") });
+      plans.push({ ...base, tensor: streamed, ...toMxfp4(tensor, "fp8-to-mxfp4") });
     } else if (options.to === "mxfp4" && quantizable && cols % MXFP4_BLOCK === 0) {
       plans.push({ ...base, ...toMxfp4(tensor, "float-to-mxfp4") });
     } else {
@@ -281,10 +303,21 @@ export async function convertCheckpoint(
       `workers must be a whole number of threads, 0 or more (0 converts on the calling thread); got ${workerCount}.`,
     );
   }
+  if (options.allowNonFinite === true && options.to !== "fp8") {
+    throw new BringupError(
+      "BAD_OPTION",
+      `allowNonFinite applies to weights quantized to FP8 only (--to fp8 with --include); MXFP4 has no NaN or infinity to carry them and bf16 carries them as they are, so drop it.`,
+    );
+  }
   const ck = await openCheckpoint(source);
   try {
     const sourceConfig = await readModelConfig(source);
-    const plans = planTensors(ck, options, keptBySource(sourceConfig));
+    const sourceQuantization = sourceConfig?.quantization_config as Record<string, unknown> | undefined;
+    const plans = planTensors(ck, options, {
+      kept: keptBySource(sourceConfig),
+      powerOfTwoScales:
+        sourceQuantization?.quant_method === "fp8" && sourceQuantization.scale_fmt === "ue8m0",
+    });
     const quantization = describeQuantization(
       new Map(plans.map((p) => [p.weight, p.written])),
       sourceConfig,
@@ -296,10 +329,11 @@ export async function convertCheckpoint(
       byShard.set(plan.shard, list);
       list.push(plan);
     }
-    const shardLayouts = [...byShard].map(([shard, shardPlans]) => ({
-      shard,
-      layouts: shardPlans.flatMap((p) => p.outputs),
-      metadata: ck.shards.find((s) => basename(s.path) === shard)?.metadata ?? {},
+    // Every source shard has its output shard, one without tensors too (a header of `{}`).
+    const shardLayouts = ck.shards.map((s) => ({
+      shard: basename(s.path),
+      layouts: (byShard.get(basename(s.path)) ?? []).flatMap((p) => p.outputs),
+      metadata: s.metadata,
     }));
     checkAborted(options.signal, output);
     await checkFreeSpace(source, output, shardLayouts);

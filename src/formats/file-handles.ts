@@ -1,6 +1,6 @@
 import { closeSync, openSync } from "node:fs";
-import { BringupError } from "../common/errors.js";
 import type { ErrorCode } from "../common/error-catalogue.js";
+import { BringupError } from "../common/errors.js";
 
 /**
  * Open file descriptors shared by this thread's safetensors readers, at most `limit` at once: a
@@ -59,18 +59,23 @@ function openForReading(path: string): number {
   try {
     return openSync(path, "r");
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    const [ours, advice]: [ErrorCode, string] =
-      code === "ENOENT" || code === "ENOTDIR"
-        ? ["FILE_NOT_FOUND", "check the path"]
-        : code === "EMFILE" || code === "ENFILE"
-          ? ["TOO_MANY_OPEN_FILES", "raise `ulimit -n` or close other programs"]
-          : code === "EACCES" || code === "EPERM"
-            ? ["FILE_NOT_READABLE", "give this user read permission"]
-            : ["FILE_UNREADABLE", "check the file and the disk"];
-    throw new BringupError(ours, `${path}: cannot open (${(error as Error).message}); ${advice}.`, {
-      subject: path,
-      cause: error,
-    });
+    throw openError(error, path);
   }
+}
+
+/** A failure to open `path` for reading, as a BringupError saying what to do. */
+export function openError(error: unknown, path: string): BringupError {
+  const code = (error as NodeJS.ErrnoException).code;
+  const [ours, advice]: [ErrorCode, string] =
+    code === "ENOENT" || code === "ENOTDIR"
+      ? ["FILE_NOT_FOUND", "check the path"]
+      : code === "EMFILE" || code === "ENFILE"
+        ? ["TOO_MANY_OPEN_FILES", "raise `ulimit -n` or close other programs"]
+        : code === "EACCES" || code === "EPERM"
+          ? ["FILE_NOT_READABLE", "give this user read permission"]
+          : ["FILE_UNREADABLE", "check the file and the disk"];
+  return new BringupError(ours, `${path}: cannot open (${(error as Error).message}); ${advice}.`, {
+    subject: path,
+    cause: error,
+  });
 }

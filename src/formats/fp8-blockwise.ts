@@ -6,7 +6,7 @@ const E4M3_MAX = maxFinite(FP8_E4M3FN);
 /**
  * Quantizes a [rows, cols] float matrix to FP8 E4M3 with one float32 scale per 128x128 tile, the way
  * DeepSeek-style FP8 checkpoints are made: scale_inv = amax / 448 (in float32), element =
- * e4m3(value / scale_inv) rounded to nearest even, saturating. An all-zero tile gets scale_inv 1.
+ * e4m3(value / scale_inv) rounded to nearest even against that stored scale_inv, saturating. An all-zero tile gets scale_inv 1.
  * NaN stays NaN and infinities saturate to ±448 * scale_inv; neither counts toward amax.
  */
 export function floatToFp8Tile128(
@@ -36,8 +36,11 @@ export function floatToFp8Tile128(
       scaleInv[tr * tileCols + tc] = scale;
       for (let r = tr * TILE; r < r1; r += 1) {
         for (let c = c0; c < c1; c += 1) {
-          // Division rounded to float32 first, as a float32 framework computes it.
-          const q = Math.fround((values[r * cols + c] as number) / scale);
+          // Rounded once, to nearest even, against the scale stored. The float64 quotient of two
+          // float32 values is never a tie unless the exact one is (a tie has 5 significant bits, and
+          // the exact quotient is that or at least 2^-48 of it away), where rounding it to float32
+          // first could land on a tie and round the wrong way.
+          const q = (values[r * cols + c] as number) / scale;
           elements[r * cols + c] = encodeMinifloat(FP8_E4M3FN, q, { saturate: true });
         }
       }

@@ -87,7 +87,7 @@ function firstMisfit(values: Float64Array, block: number, code: number): number 
 function refuse(subject: string, element: number, value: number): never {
   throw new BringupError(
     "NOT_REPRESENTABLE",
-    `${subject}: element ${element} is ${value}, which no MXFP4 block scale carries exactly beside its 31 neighbours; keep this weight FP8 or convert it --to bf16.`,
+    `${subject}: element ${element} is ${value}, which no MXFP4 block scale carries exactly beside its 31 neighbours; convert the checkpoint --to bf16 (exact), or leave it FP8 (one output cannot hold FP8 beside MXFP4 weights, so no flag keeps this one weight FP8).`,
     { subject },
   );
 }

@@ -1,5 +1,6 @@
-import { readFile, stat } from "node:fs/promises";
+import { stat } from "node:fs/promises";
 import { join } from "node:path";
+import { MAX_CONFIG_BYTES, readBoundedText } from "./bounded-file.js";
 import { openCheckpoint } from "./checkpoint.js";
 import { elementCount } from "./dtypes.js";
 import { detectLogicalTensors, type LogicalKind } from "./logical.js";
@@ -54,7 +55,9 @@ export async function inspectCheckpoint(path: string): Promise<InspectReport> {
     }
     let quantizationConfig: unknown;
     if ((await stat(path)).isDirectory()) {
-      const config = await readFile(join(path, "config.json"), "utf8").catch(() => undefined);
+      const config = await readBoundedText(join(path, "config.json"), MAX_CONFIG_BYTES).catch(
+        () => undefined,
+      );
       if (config !== undefined) {
         try {
           quantizationConfig = (JSON.parse(config) as { quantization_config?: unknown }).quantization_config;

@@ -70,7 +70,7 @@ describe("logical weights", () => {
     expect(() => findLogical(detectLogicalTensors(ck.tensors), "zz", root)).toThrow(/no weight named "zz"/);
   });
 
-  it("refuses MXFP4 blocks without their scales, or of a shape that is not blocks, naming them", () => {
+  it("refuses MXFP4 blocks without their scales or not U8, scales without blocks, or a shape that is not blocks, naming them", () => {
     const info = (name: string, shape: number[]) => ({
       name,
       dtype: "U8" as const,
@@ -86,6 +86,12 @@ describe("logical weights", () => {
     );
     expect(() => detectLogicalTensors([info("x.w_blocks", [16]), info("x.w_scales", [])])).toThrow(
       /x\.w_blocks: MXFP4 blocks need shape \[\.\.\., groups, 16\], not \[16\]/,
+    );
+    expect(() =>
+      detectLogicalTensors([{ ...info("x.w_blocks", [4, 2, 16]), dtype: "I8" }, info("x.w_scales", [4, 2])]),
+    ).toThrow(/x\.w_blocks: MXFP4 blocks are U8 bytes of two 4-bit codes, not I8/);
+    expect(() => detectLogicalTensors([info("x.w_scales", [4, 2]), info("y", [4])])).toThrow(
+      /x\.w_scales: MXFP4 scales without x\.w_blocks/,
     );
     // One row of blocks is a 1-D weight.
     expect(detectLogicalTensors([info("v_blocks", [2, 16]), info("v_scales", [2])])).toMatchObject([

@@ -55,24 +55,31 @@ export function detectLogicalTensors(tensors: readonly TensorInfo[]): LogicalTen
   const byName = new Map(tensors.map((t) => [t.name, t]));
   const used = new Set<string>();
   const out: LogicalTensor[] = [];
+  const where = (t: TensorInfo) => `${"file" in t ? `${String(t.file)}#` : ""}${t.name}`;
   for (const t of tensors) {
-    if (t.name.endsWith("_blocks") && t.dtype === "U8") {
+    if (t.name.endsWith("_blocks")) {
       const base = t.name.slice(0, -"_blocks".length);
       const scales = byName.get(`${base}_scales`);
-      const where = `${"file" in t ? `${String(t.file)}#` : ""}${t.name}`;
+      if (t.dtype !== "U8") {
+        throw new BringupError(
+          "MXFP4_BAD_DTYPE",
+          `${where(t)}: MXFP4 blocks are U8 bytes of two 4-bit codes, not ${t.dtype}; the checkpoint is corrupt or this tensor is misnamed.`,
+          { subject: where(t) },
+        );
+      }
       if (t.shape.length < 2 || t.shape.at(-1) !== MXFP4_BLOCK_BYTES) {
         throw new BringupError(
           "MXFP4_BAD_SHAPE",
-          `${where}: MXFP4 blocks need shape [..., groups, 16], not [${t.shape.join(", ")}]; the checkpoint is corrupt or this U8 tensor is misnamed.`,
-          { subject: where },
+          `${where(t)}: MXFP4 blocks need shape [..., groups, 16], not [${t.shape.join(", ")}]; the checkpoint is corrupt or this U8 tensor is misnamed.`,
+          { subject: where(t) },
         );
       }
       const wanted = t.shape.slice(0, -1);
       if (scales?.dtype !== "U8" || !sameDims(scales.shape, wanted)) {
         throw new BringupError(
           "MXFP4_SCALES_MISSING",
-          `${where}: MXFP4 blocks need ${base}_scales, U8 of shape [${wanted.join(", ")}], ${scales === undefined ? "which is missing" : `not ${scales.dtype} [${scales.shape.join(", ")}]`}; without it the values cannot be decoded, so download the checkpoint again.`,
-          { subject: where },
+          `${where(t)}: MXFP4 blocks need ${base}_scales, U8 of shape [${wanted.join(", ")}], ${scales === undefined ? "which is missing" : `not ${scales.dtype} [${scales.shape.join(", ")}]`}; without it the values cannot be decoded, so download the checkpoint again.`,
+          { subject: where(t) },
         );
       }
       out.push({
@@ -83,6 +90,15 @@ export function detectLogicalTensors(tensors: readonly TensorInfo[]): LogicalTen
       });
       used.add(t.name).add(scales.name);
     }
+  }
+  // Scales whose blocks are missing cannot be decoded, and read as plain bytes they would be wrong.
+  const orphan = tensors.find((t) => t.name.endsWith("_scales") && !used.has(t.name));
+  if (orphan !== undefined) {
+    throw new BringupError(
+      "MXFP4_BLOCKS_MISSING",
+      `${where(orphan)}: MXFP4 scales without ${orphan.name.slice(0, -"_scales".length)}_blocks; without the blocks the values cannot be decoded, so download the checkpoint again.`,
+      { subject: where(orphan) },
+    );
   }
   for (const t of tensors) {
     if (t.dtype !== "F8_E4M3" || t.shape.length < 2 || used.has(t.name)) continue;
@@ -107,6 +123,27 @@ export function detectLogicalTensors(tensors: readonly TensorInfo[]): LogicalTen
 export function logicalRows(tensor: LogicalTensor): { rows: number; cols: number } {
   const cols = tensor.shape.length === 0 ? 1 : (tensor.shape.at(-1) as number);
   return { rows: cols === 0 ? 0 : elementCount(tensor.shape) / cols, cols };
+}
+
+/**
+ * The same weights read in rows as short as all of them allow, so a comparison or conversion of a
+ * 1-D weight, or of one huge row, streams in bounded chunks instead of holding the row whole: a
+ * plain weight splits anywhere, MXFP4 and FP8 with [1, 32] scale blocks after each 32 elements
+ * (their blocks run along the flattened elements), FP8 with 128x128 tiles not at all. Each view
+ * holds the same values in the same order, so element k of one is element k of the other.
+ */
+export function shortRows(tensors: readonly LogicalTensor[]): LogicalTensor[] {
+  const fits = (t: LogicalTensor, length: number) => {
+    const { cols } = logicalRows(t);
+    if (length === cols) return true;
+    if (t.kind === "plain") return elementCount(t.shape) % length === 0;
+    const blockCols = t.kind === "mxfp4" ? MXFP4_BLOCK : t.block[0] === 1 ? t.block[1] : Number.NaN;
+    return length === blockCols && cols % blockCols === 0;
+  };
+  const widths = tensors.map((t) => logicalRows(t).cols);
+  const length = [1, MXFP4_BLOCK, ...widths].find((l) => l > 0 && tensors.every((t) => fits(t, l)));
+  if (length === undefined) return [...tensors];
+  return tensors.map((t) => ({ ...t, shape: [elementCount(t.shape) / length, length] }));
 }
 
 /**

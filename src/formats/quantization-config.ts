@@ -1,6 +1,7 @@
-import { readFile, stat } from "node:fs/promises";
+import { stat } from "node:fs/promises";
 import { join } from "node:path";
-import { BringupError } from "../common/errors.js";
+import { BringupError, isBringupError } from "../common/errors.js";
+import { MAX_CONFIG_BYTES, readBoundedText } from "./bounded-file.js";
 import type { Dtype } from "./dtypes.js";
 
 /** How one logical weight is stored in a written checkpoint. */
@@ -9,7 +10,11 @@ export type WrittenFormat =
   | { readonly kind: "mxfp4" }
   | {
       readonly kind: "fp8";
-      readonly block: readonly [number, number];
+      /**
+       * The scale blocks its scales fit: one, or several for a weight small enough that they
+       * coincide (a single row of at most 32 columns has one scale under [1, 32] and [128, 128]).
+       */
+      readonly blocks: readonly (readonly [number, number])[];
       /** Every scale is a power of two (re-encoded MXFP4), which engines may apply as a shift. */
       readonly powerOfTwoScales: boolean;
     };
@@ -22,8 +27,9 @@ export async function readModelConfig(source: string): Promise<Record<string, un
   const path = join(source, "config.json");
   let text: string;
   try {
-    text = await readFile(path, "utf8");
-  } catch {
+    text = await readBoundedText(path, MAX_CONFIG_BYTES);
+  } catch (error) {
+    if (isBringupError(error) && error.code !== "FILE_NOT_FOUND") throw error;
     return undefined;
   }
   try {
@@ -99,15 +105,23 @@ export function describeQuantization(
   ].sort();
   const unquantized = { modules_to_not_convert: kept, ignored_layers: kept };
   if (mxfp4) return { quant_method: "mxfp4", ...unquantized };
-  const layouts = [...new Set(fp8.map((f) => f.block.join("x")))];
-  if (layouts.length > 1) {
+  const sourceQuantization = source?.quantization_config as Record<string, unknown> | undefined;
+  const fitting = (fp8[0] as (typeof fp8)[number]).blocks.filter((b) =>
+    fp8.every((f) => f.blocks.some((c) => c.join("x") === b.join("x"))),
+  );
+  if (fitting.length === 0) {
+    const layouts = [...new Set(fp8.filter((f) => f.blocks.length === 1).map((f) => f.blocks[0]?.join("x")))];
     throw new BringupError(
       "MIXED_FP8_BLOCKS",
       `${output}: the output would hold FP8 weights with scale blocks of ${layouts.join(" and ")}, but weight_block_size names one; pick the source's layout with --fp8-block (block32 for 1x32, tile128 for 128x128).`,
       { subject: output },
     );
   }
-  const sourceQuantization = source?.quantization_config as Record<string, unknown> | undefined;
+  // Where every weight fits several (all are tiny), the source's own layout is kept.
+  const sourceBlock = Array.isArray(sourceQuantization?.weight_block_size)
+    ? sourceQuantization.weight_block_size.join("x")
+    : undefined;
+  const block = fitting.find((b) => b.join("x") === sourceBlock) ?? (fitting[0] as readonly [number, number]);
   const activation =
     sourceQuantization?.quant_method === "fp8" && typeof sourceQuantization.activation_scheme === "string"
       ? sourceQuantization.activation_scheme
@@ -116,7 +130,7 @@ export function describeQuantization(
     quant_method: "fp8",
     fmt: "e4m3",
     activation_scheme: activation,
-    weight_block_size: [...(fp8[0] as { block: readonly [number, number] }).block],
+    weight_block_size: [...block],
     ...(fp8.every((f) => f.powerOfTwoScales) ? { scale_fmt: "ue8m0" } : {}),
     ...unquantized,
   };

@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { isBringupError } from "../common/errors.js";
-import { encodeSafetensorsHeader, parseSafetensorsHeader } from "./safetensors-header.js";
+import { encodeSafetensorsHeader, MAX_NAME_BYTES, parseSafetensorsHeader } from "./safetensors-header.js";
 
 const text = (value: unknown) =>
   new TextEncoder().encode(typeof value === "string" ? value : JSON.stringify(value));
@@ -28,7 +28,7 @@ describe("safetensors header", () => {
   });
 
   it.each([
-    ["not JSON", "{nope", /not valid UTF-8 JSON/],
+    ["not JSON", "{nope", /not valid JSON as safetensors reads it/],
     ["not an object", [1, 2], /JSON object/],
     [
       "unknown dtype",
@@ -43,7 +43,7 @@ describe("safetensors header", () => {
     [
       "range past the data",
       { w: { dtype: "U8", shape: [8], data_offsets: [1048570, 1048578] } },
-      /tensor "w": .*past the data section/,
+      /tensor "w": .*not a range inside the data section/,
     ],
     [
       "overlap",
@@ -72,25 +72,83 @@ describe("safetensors header", () => {
       /data section is 1048576 bytes but its tensors end at 8; 1048568 bytes follow/,
     ],
     [
-      "a name listed twice",
-      '{"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]},"b":{"dtype":"U8","shape":[4],"data_offsets":[4,8]},"a":{"dtype":"U8","shape":[4],"data_offsets":[4,8]}}',
-      /tensor "a": is listed twice in the header/,
+      "a field given twice",
+      '{"w":{"dtype":"U8","dtype":"U8","shape":[4],"data_offsets":[0,4]}}',
+      /tensor "w": the entry gives dtype twice/,
     ],
+    ["a missing field", { w: { dtype: "U8", shape: [1] } }, /tensor "w": the entry lacks data_offsets/],
     [
-      "extra keys",
-      { w: { dtype: "U8", shape: [1], data_offsets: [0, 1], x: 1 } },
-      /exactly dtype, shape and data_offsets/,
+      "negative shape",
+      { w: { dtype: "U8", shape: [-1], data_offsets: [0, 0] } },
+      /unsigned integers.*found -1/,
     ],
-    ["negative shape", { w: { dtype: "U8", shape: [-1], data_offsets: [0, 0] } }, /non-negative/],
+    ["a shape of floats", '{"w":{"dtype":"U8","shape":[1.0],"data_offsets":[0,1]}}', /found 1\.0/],
+    ["minus zero", '{"w":{"dtype":"U8","shape":[1],"data_offsets":[-0,1]}}', /found -0/],
+    ["an exponent", '{"w":{"dtype":"U8","shape":[1e0],"data_offsets":[0,1]}}', /found 1e0/],
     [
-      "unsafe offsets",
+      "offsets past any file",
       { w: { dtype: "U8", shape: [1], data_offsets: [2 ** 60, 2 ** 60 + 1] } },
-      /non-negative integers/,
+      /not a range inside the data section/,
     ],
+    [
+      "a shape of 2^64 elements or more, though a zero follows",
+      '{"w":{"dtype":"U8","shape":[4294967296,4294967296,0],"data_offsets":[0,0]}}',
+      /2\^64 bytes or more/,
+    ],
+    [
+      "a byte-order mark",
+      `\ufeff${JSON.stringify({ w: { dtype: "U8", shape: [0], data_offsets: [0, 0] } })}`,
+      /JSON object/,
+    ],
+    [
+      "a lone surrogate",
+      '{"w\\ud800":{"dtype":"U8","shape":[0],"data_offsets":[0,0]}}',
+      /lone leading surrogate/,
+    ],
+    [
+      "a lone trailing surrogate",
+      '{"w\\udc00":{"dtype":"U8","shape":[0],"data_offsets":[0,0]}}',
+      /lone trailing surrogate/,
+    ],
+    ["a NUL in a name", '{"w\\u0000":{"dtype":"U8","shape":[0],"data_offsets":[0,0]}}', /control character/],
+    ["__metadata__ twice", '{"__metadata__":{},"__metadata__":{}}', /__metadata__ is given twice/],
+    ["nesting past 128", `{"w":{"x":${"[".repeat(128)}${"]".repeat(128)}}}`, /nesting deeper than 128/],
+    ["text after the object", "{} {}", /unexpected text after the JSON value/],
     ["bad metadata", { __metadata__: { a: 1 } }, /__metadata__ must map strings to strings/],
   ])("rejects %s, naming the file and tensor", (_label, header, message) => {
     expect(() => parse(header)).toThrow(message);
     expect(() => parse(header)).toThrow(/^m\.safetensors/);
+  });
+
+  it("reads what the reference library reads: other fields, array entries, repeated names, huge empty dimensions", () => {
+    const header =
+      '{"a":{"dtype":"U8","shape":[2],"data_offsets":[0,2],"x":[1.5,{"y":null}]},' +
+      '"b":["U8",[1],[9,10]],"c":{"dtype":{"U8":null},"shape":[0],"data_offsets":[3,3]},' +
+      '"d":{"dtype":"U8","shape":[18446744073709551615,0],"data_offsets":[3,3]},' +
+      '"b":{"dtype":"U8","shape":[1],"data_offsets":[2,3]},"__metadata__":{"k":"1","k":"2"}}';
+    const parsed = parse(header, 3);
+    expect(parsed.metadata).toEqual({ k: "2" });
+    expect(parsed.tensors.map((t) => [t.name, t.dataOffsets.join("-")])).toEqual([
+      ["a", "0-2"],
+      ["b", "2-3"],
+      ["c", "3-3"],
+      ["d", "3-3"],
+    ]);
+  });
+
+  it("refuses a header of more tensors than the budget as soon as there are, and names too long", () => {
+    const entry = (i: number) => `"t${i}":{"dtype":"U8","shape":[0],"data_offsets":[0,0]}`;
+    const header = `{${Array.from({ length: 10 }, (_, i) => entry(i)).join(",")}}`;
+    const budget = { tensors: 10 };
+    expect(
+      parse(header, 0) && parseSafetensorsHeader(text(header), 0, "m.safetensors", budget).tensors,
+    ).toHaveLength(10);
+    expect(budget.tensors).toBe(0);
+    expect(() => parseSafetensorsHeader(text(header), 0, "m.safetensors", { tensors: 9 })).toThrow(
+      /more than 262144 tensors/,
+    );
+    const long = `{"${"n".repeat(MAX_NAME_BYTES + 1)}":{"dtype":"U8","shape":[0],"data_offsets":[0,0]}}`;
+    expect(() => parse(long, 0)).toThrow(/string longer than 4096 bytes/);
   });
 
   it("encodes offsets past 4 GiB exactly and parses them back", () => {

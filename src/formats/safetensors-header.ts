@@ -1,6 +1,7 @@
+import type { ErrorCode } from "../common/error-catalogue.js";
 import { BringupError } from "../common/errors.js";
 import { type Dtype, dtypeBytes, elementCount, isDtype } from "./dtypes.js";
-import type { ErrorCode } from "../common/error-catalogue.js";
+import { JsonScanner } from "./json-scanner.js";
 
 /** One tensor of a safetensors file: where its bytes lie, relative to the start of the data section. */
 export interface TensorInfo {
@@ -19,7 +20,25 @@ export interface SafetensorsHeader {
 
 /** The reference implementation refuses headers above 100 MB; a larger one is corrupt, not big. */
 export const MAX_HEADER_BYTES = 100_000_000;
+/**
+ * The longest tensor name read, in UTF-8 bytes. Public checkpoints' names are under 200 bytes; a
+ * longer one is a crafted header, refused before the name is built (one of 99 MB took 1.5 GB).
+ */
+export const MAX_NAME_BYTES = 4096;
+/**
+ * The most tensors a checkpoint is read with. The largest public checkpoints hold about 140,000
+ * (Kimi K2: 384 experts in 60 layers, each projection an FP8 weight and its scales); a header
+ * listing millions of empty tensors only costs time and memory, so it is refused as soon as it
+ * passes this.
+ */
+export const MAX_TENSORS = 2 ** 18;
 const METADATA_KEY = "__metadata__";
+
+/** What a checkpoint may still hold while its shards' headers are read: bounds memory and time. */
+export interface HeaderBudget {
+  /** Tensors left to read. */
+  tensors: number;
+}
 
 function fail(code: ErrorCode, file: string, what: string, tensor?: string): never {
   const where = tensor === undefined ? file : `${file}: tensor ${JSON.stringify(tensor)}`;
@@ -28,100 +47,115 @@ function fail(code: ErrorCode, file: string, what: string, tensor?: string): nev
   });
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-function isSize(value: unknown): value is number {
-  return typeof value === "number" && Number.isSafeInteger(value) && value >= 0;
+/** An entry as written, before its byte range is checked against the others. */
+interface Entry {
+  dtype?: Dtype;
+  /** Dimensions past 2^53 are kept as bigint. */
+  shape?: (number | bigint)[];
+  offsets?: [number, number];
 }
 
 /**
  * Parses and validates the JSON header of a safetensors file whose data section is `dataLength`
- * bytes: known dtypes, shapes whose size matches the byte range, ranges inside the data section and
- * no two tensors sharing a byte. Offsets are plain numbers, exact up to 2^53 bytes.
+ * bytes, accepting exactly what the safetensors crate accepts (huggingface/safetensors,
+ * safetensors/src/tensor.rs: `read_metadata`, `Metadata::validate`), but for dtypes this project
+ * cannot read and names holding control characters (U+0000-U+001F, U+007F), which no checkpoint
+ * has and which would garble a terminal listing them. As there: a tensor entry is an object (other
+ * fields ignored, none repeated) or a [dtype, shape, data_offsets] array; shapes and offsets are
+ * unsigned integers written as such (`64.0` is not one); a name listed twice keeps its last entry;
+ * tensors tile the data section back to back. With `budget`, refuses a header of more tensors than
+ * it has left, as soon as there are, and takes them from it.
  */
 export function parseSafetensorsHeader(
   header: Uint8Array,
   dataLength: number,
   file: string,
+  budget: HeaderBudget = { tensors: Number.POSITIVE_INFINITY },
 ): SafetensorsHeader {
-  let json: unknown;
-  try {
-    json = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(header));
-  } catch (error) {
+  const json = new JsonScanner(header, (what, at) =>
     fail(
       "SAFETENSORS_BAD_HEADER",
       file,
-      `the header is not valid UTF-8 JSON (${error instanceof Error ? error.message : String(error)}); the file is corrupt or not safetensors.`,
-    );
-  }
-  if (!isRecord(json)) fail("SAFETENSORS_BAD_HEADER", file, "the header must be a JSON object of tensors.");
-
-  let metadata: Record<string, string> = {};
-  const tensors: TensorInfo[] = [];
-  for (const [name, entry] of Object.entries(json)) {
-    if (name === METADATA_KEY) {
-      if (!isRecord(entry) || !Object.values(entry).every((v) => typeof v === "string")) {
-        fail("SAFETENSORS_BAD_HEADER", file, "__metadata__ must map strings to strings.");
+      `the header is not valid JSON as safetensors reads it (${what} at byte ${at}); the file is corrupt or not safetensors.`,
+    ),
+  );
+  let metadata: Record<string, string> | undefined;
+  let metadataSeen = false;
+  const entries = new Map<string, Entry>();
+  let read = 0;
+  if (json.peek() !== 0x7b)
+    fail("SAFETENSORS_BAD_HEADER", file, "the header must be a JSON object of tensors.");
+  json.items(
+    "{",
+    (name) => {
+      if (name === METADATA_KEY) {
+        if (metadataSeen) fail("SAFETENSORS_BAD_HEADER", file, "__metadata__ is given twice.");
+        metadataSeen = true;
+        metadata = readMetadata(json, file);
+        return;
       }
-      metadata = entry as Record<string, string>;
-      continue;
-    }
-    if (!isRecord(entry)) fail("SAFETENSORS_BAD_HEADER", file, "the entry must be an object.", name);
-    const keys = Object.keys(entry).sort().join(",");
-    if (keys !== "data_offsets,dtype,shape") {
+      read += 1;
+      if (read > budget.tensors) {
+        fail(
+          "SAFETENSORS_TOO_MANY_TENSORS",
+          file,
+          `the checkpoint lists more than ${MAX_TENSORS} tensors; public checkpoints hold far fewer, so the header is corrupt or crafted.`,
+        );
+      }
+      if (hasControlCharacter(name)) {
+        fail(
+          "SAFETENSORS_BAD_NAME",
+          file,
+          `tensor name ${JSON.stringify(name)} holds a control character; no checkpoint names a tensor so, so the file is corrupt or crafted.`,
+        );
+      }
+      entries.delete(name); // a repeated name keeps its last entry, as a JSON map does
+      entries.set(name, readEntry(json, file, name));
+    },
+    MAX_NAME_BYTES,
+  );
+  json.end();
+  budget.tensors -= entries.size;
+
+  const tensors: TensorInfo[] = [];
+  for (const [name, { dtype, shape, offsets }] of entries) {
+    if (dtype === undefined || shape === undefined || offsets === undefined) {
+      const missing = [dtype ? "" : "dtype", shape ? "" : "shape", offsets ? "" : "data_offsets"];
       fail(
         "SAFETENSORS_BAD_HEADER",
         file,
-        `the entry must have exactly dtype, shape and data_offsets; it has ${keys || "nothing"}.`,
+        `the entry lacks ${missing.filter(Boolean).join(" and ")}; each tensor needs dtype, shape and data_offsets.`,
         name,
       );
     }
-    const { dtype, shape, data_offsets: offsets } = entry;
-    if (!isDtype(dtype))
-      fail("SAFETENSORS_UNKNOWN_DTYPE", file, `unknown dtype ${JSON.stringify(dtype)}.`, name);
-    if (!Array.isArray(shape) || !shape.every(isSize)) {
-      fail("SAFETENSORS_BAD_HEADER", file, "shape must be a list of non-negative integers.", name);
-    }
-    if (!Array.isArray(offsets) || offsets.length !== 2 || !offsets.every(isSize)) {
-      fail("SAFETENSORS_BAD_HEADER", file, "data_offsets must be two non-negative integers.", name);
-    }
-    const [begin, end] = offsets as [number, number];
-    const count = elementCount(shape as number[]);
-    const expected = count * dtypeBytes(dtype);
-    if (!Number.isSafeInteger(expected) || end < begin || end - begin !== expected) {
-      fail(
-        "SAFETENSORS_SHAPE_MISMATCH",
-        file,
-        `shape [${(shape as number[]).join(", ")}] of ${dtype} needs ${expected} bytes but data_offsets [${begin}, ${end}] give ${end - begin}.`,
-        name,
-      );
-    }
-    if (end > dataLength) {
+    const [begin, end] = offsets;
+    if (end < begin || end > dataLength) {
       fail(
         "SAFETENSORS_OUT_OF_RANGE",
         file,
-        `data_offsets [${begin}, ${end}] run past the data section (${dataLength} bytes); the file is truncated or corrupt.`,
+        `data_offsets [${begin}, ${end}] are not a range inside the data section (${dataLength} bytes); the file is truncated or corrupt.`,
         name,
       );
     }
-    tensors.push({
-      name,
-      dtype,
-      shape: shape as number[],
-      byteLength: end - begin,
-      dataOffsets: [begin, end],
-    });
-  }
-  const repeated = repeatedTopLevelKey(header);
-  if (repeated !== undefined) {
-    fail(
-      "SAFETENSORS_DUPLICATE_NAME",
-      file,
-      "is listed twice in the header (a JSON reader keeps only one); the file is corrupt.",
-      repeated,
-    );
+    const expected = byteCount(shape, dtype);
+    if (expected === undefined) {
+      fail(
+        "SAFETENSORS_SHAPE_MISMATCH",
+        file,
+        `shape [${shape.join(", ")}] of ${dtype} needs 2^64 bytes or more; the file is corrupt.`,
+        name,
+      );
+    }
+    if (end - begin !== expected) {
+      fail(
+        "SAFETENSORS_SHAPE_MISMATCH",
+        file,
+        `shape [${shape.join(", ")}] of ${dtype} needs ${expected} bytes but data_offsets [${begin}, ${end}] give ${end - begin}.`,
+        name,
+      );
+    }
+    // A dimension past 2^53 is left only in a tensor of no elements, where it is shown rounded.
+    tensors.push({ name, dtype, shape: shape.map(Number), byteLength: end - begin, dataOffsets: offsets });
   }
   tensors.sort((a, b) => a.dataOffsets[0] - b.dataOffsets[0] || a.dataOffsets[1] - b.dataOffsets[1]);
   // As the safetensors crate validates: tensors tile the data section, back to back from 0 to its end.
@@ -154,37 +188,153 @@ export function parseSafetensorsHeader(
       `the data section is ${dataLength} bytes but its tensors end at ${expected}; ${dataLength - expected} bytes follow them, so the file is corrupt or was appended to.`,
     );
   }
-  return { metadata, tensors };
+  return { metadata: metadata ?? {}, tensors };
+}
+
+function hasControlCharacter(name: string): boolean {
+  for (let i = 0; i < name.length; i += 1) {
+    const c = name.charCodeAt(i);
+    if (c < 0x20 || c === 0x7f) return true;
+  }
+  return false;
+}
+
+/** `__metadata__`: null, or an object of strings (a repeated key keeps its last value). */
+function readMetadata(json: JsonScanner, file: string): Record<string, string> | undefined {
+  if (json.literal("null")) return undefined;
+  const bad = () => fail("SAFETENSORS_BAD_HEADER", file, "__metadata__ must map strings to strings.");
+  if (json.peek() !== 0x7b) bad();
+  const metadata: Record<string, string> = {};
+  json.items("{", (key) => {
+    if (json.peek() !== 0x22) bad();
+    Object.defineProperty(metadata, key, {
+      value: json.string(),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+  });
+  return metadata;
+}
+
+const FIELDS = ["dtype", "shape", "data_offsets"] as const;
+
+/** One tensor's entry: an object of its fields, or the array [dtype, shape, data_offsets]. */
+function readEntry(json: JsonScanner, file: string, name: string): Entry {
+  const entry: Entry = {};
+  const field = (key: (typeof FIELDS)[number]) => {
+    if (key === "dtype") entry.dtype = readDtype(json, file, name);
+    else if (key === "shape") entry.shape = readUnsigned(json, file, name, "shape", 0);
+    else {
+      // An offset past 2^53 is past any file, so rounding it leaves it refused as out of range.
+      const [begin, end] = readUnsigned(json, file, name, "data_offsets", 2).map(Number);
+      entry.offsets = [begin as number, end as number];
+    }
+  };
+  const c = json.peek();
+  if (c === 0x5b) {
+    let k = 0;
+    json.items("[", () => {
+      const key = FIELDS[k++];
+      if (key === undefined)
+        fail("SAFETENSORS_BAD_HEADER", file, "an entry written as an array has 3 items.", name);
+      field(key);
+    });
+    return entry;
+  }
+  if (c !== 0x7b)
+    fail(
+      "SAFETENSORS_BAD_HEADER",
+      file,
+      "the entry must be an object of dtype, shape and data_offsets.",
+      name,
+    );
+  const seen = new Set<string>();
+  json.items("{", (key) => {
+    const known = FIELDS.find((f) => f === key);
+    if (known === undefined) return json.skip(); // other fields are ignored, as the reference does
+    if (seen.has(known)) fail("SAFETENSORS_BAD_HEADER", file, `the entry gives ${known} twice.`, name);
+    seen.add(known);
+    field(known);
+  });
+  return entry;
+}
+
+/** A dtype: its name as a string, or (as serde reads an enum) an object {name: null}. */
+function readDtype(json: JsonScanner, file: string, name: string): Dtype {
+  let dtype: string | undefined;
+  if (json.peek() === 0x22) dtype = json.string(64);
+  else if (json.peek() === 0x7b) {
+    let keys = 0;
+    let unit = true;
+    json.items("{", (key) => {
+      keys += 1;
+      dtype = key;
+      if (!json.literal("null")) {
+        unit = false;
+        json.skip();
+      }
+    });
+    if (keys !== 1 || !unit) dtype = undefined;
+  }
+  if (!isDtype(dtype))
+    fail("SAFETENSORS_UNKNOWN_DTYPE", file, `unknown dtype ${JSON.stringify(dtype ?? null)}.`, name);
+  return dtype;
 }
 
 /**
- * The first name the header's top-level object repeats. JSON.parse keeps the last of repeated keys
- * silently and no JSON library here reports them, so this walks the (already valid) JSON text.
+ * A list of unsigned integers (exactly `length` of them when length > 0), each below 2^64 as a
+ * usize is; those past 2^53 as bigint.
  */
-function repeatedTopLevelKey(header: Uint8Array): string | undefined {
-  const text = new TextDecoder().decode(header);
-  const seen = new Set<string>();
-  let depth = 0;
-  let expectKey = false;
-  for (let i = 0; i < text.length; i += 1) {
-    const c = text[i];
-    if (c === '"') {
-      let j = i + 1;
-      while (text[j] !== '"') j += text[j] === "\\" ? 2 : 1;
-      if (depth === 1 && expectKey) {
-        const key = JSON.parse(text.slice(i, j + 1)) as string;
-        if (seen.has(key)) return key;
-        seen.add(key);
-        expectKey = false;
-      }
-      i = j;
-    } else if (c === "{" || c === "[") {
-      depth += 1;
-      expectKey = depth === 1;
-    } else if (c === "}" || c === "]") depth -= 1;
-    else if (c === "," && depth === 1) expectKey = true;
+function readUnsigned(
+  json: JsonScanner,
+  file: string,
+  name: string,
+  what: string,
+  length: number,
+): (number | bigint)[] {
+  const bad = (why: string): never =>
+    fail(
+      "SAFETENSORS_BAD_HEADER",
+      file,
+      `${what} must be ${length > 0 ? `${length} ` : "a list of "}unsigned integers written without sign, fraction or exponent (${why}).`,
+      name,
+    );
+  if (json.peek() !== 0x5b) bad("it is not a list");
+  const values: (number | bigint)[] = [];
+  json.items("[", () => {
+    const c = json.peek();
+    if (c !== 0x2d && !(c >= 0x30 && c <= 0x39)) bad("found a value that is not a number");
+    const { text, unsigned } = json.number();
+    if (!unsigned) bad(`found ${text}`);
+    if (text.length <= 15) values.push(Number(text));
+    else if (BigInt(text) < U64_LIMIT) values.push(BigInt(text));
+    else bad(`${text} is 2^64 or more`);
+  });
+  if (length > 0 && values.length !== length) bad(`found ${values.length}`);
+  return values;
+}
+
+const U64_LIMIT = 2n ** 64n;
+
+/**
+ * Bytes of a tensor of this shape and dtype, or undefined where the crate's checked products
+ * overflow 64 bits (a shape past that is corrupt even when a zero among its dimensions comes later).
+ */
+function byteCount(shape: readonly (number | bigint)[], dtype: Dtype): number | undefined {
+  let product = dtypeBytes(dtype);
+  for (const d of shape) {
+    product *= Number(d);
+    if (!Number.isSafeInteger(product)) break;
   }
-  return undefined;
+  if (Number.isSafeInteger(product)) return product;
+  let exact = 1n;
+  for (const d of shape) {
+    exact *= BigInt(d);
+    if (exact >= U64_LIMIT) return undefined;
+  }
+  exact *= BigInt(dtypeBytes(dtype));
+  return exact >= U64_LIMIT ? undefined : Number(exact);
 }
 
 export interface TensorLayout {

@@ -2,7 +2,12 @@ import { fstatSync, read, readSync } from "node:fs";
 import { promisify } from "node:util";
 import { BringupError } from "../common/errors.js";
 import { READ_HANDLES } from "./file-handles.js";
-import { MAX_HEADER_BYTES, parseSafetensorsHeader, type TensorInfo } from "./safetensors-header.js";
+import {
+  type HeaderBudget,
+  MAX_HEADER_BYTES,
+  parseSafetensorsHeader,
+  type TensorInfo,
+} from "./safetensors-header.js";
 
 export interface OpenOptions {
   /**
@@ -10,6 +15,8 @@ export interface OpenOptions {
    * to do meanwhile: no hand-off per read, and the bytes land in the cache of the core that uses them.
    */
   readonly blockingReads?: boolean;
+  /** Tensors the file may still list, shared by a checkpoint's shards (see MAX_TENSORS). */
+  readonly budget?: HeaderBudget;
 }
 
 const readAsync = promisify(read);
@@ -154,7 +161,7 @@ export async function openSafetensors(path: string, options: OpenOptions = {}): 
     const header = new Uint8Array(Number(headerLength));
     await readFully(fd, header, 8, false, path);
     const dataStart = 8 + header.length;
-    const parsed = parseSafetensorsHeader(header, size - dataStart, path);
+    const parsed = parseSafetensorsHeader(header, size - dataStart, path, options.budget);
     opened = true;
     return new SafetensorsFile(path, dataStart, parsed.metadata, parsed.tensors, options);
   } finally {

@@ -95,7 +95,10 @@ describe("safetensors files", () => {
     const good = handMade('{"x":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}}', [1, 2, 3, 4]);
     const cases: [Uint8Array, RegExp][] = [
       [good.subarray(0, 5), /too short/],
-      [good.subarray(0, good.length - 1), /tensor "x": data_offsets \[0, 4\] run past the data section/],
+      [
+        good.subarray(0, good.length - 1),
+        /tensor "x": data_offsets \[0, 4\] are not a range inside the data section/,
+      ],
       [handMade("{}", []).map((b, i) => (i === 1 ? 0x10 : b)), /header length 4098 runs past the end/],
     ];
     for (const [bytes, message] of cases) {

@@ -10,6 +10,7 @@ import {
   type RowBuffers,
   readLogicalRows,
   readLogicalRowsWide,
+  shortRows,
   withRowBuffers,
 } from "./logical.js";
 import { MXFP4_BLOCK } from "./mxfp4.js";
@@ -228,7 +229,8 @@ async function compare(
       });
       const sameShape = ({ a, b }: Pair) =>
         a.shape.length === b.shape.length && a.shape.every((d, i) => d === b.shape[i]);
-      const jobs = pairs.filter(sameShape).flatMap(({ a, b }) => {
+      const jobs = pairs.filter(sameShape).flatMap((pair) => {
+        const [a, b] = shortRows([pair.a, pair.b]) as [LogicalTensor, LogicalTensor];
         const { rows, cols } = logicalRows(a);
         const step = Math.max(1, Math.floor(VALUE_CHUNK_BYTES / 4 / Math.max(1, cols)));
         return Array.from({ length: Math.ceil(rows / step) }, (_, k) => ({

@@ -3,8 +3,8 @@ import { availableParallelism, loadavg } from "node:os";
 import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { parentPort, Worker } from "node:worker_threads";
-import { BringupError, isBringupError } from "../common/errors.js";
 import type { ErrorCode } from "../common/error-catalogue.js";
+import { BringupError, isBringupError } from "../common/errors.js";
 
 export type WorkerRequest<J> = { id: number; job: J };
 export type WorkerReply<R> =

@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { checkCatalog } from "../catalog/index.js";
 import { FIXTURES_DIR, fixtureManifest, hashTree } from "./fixtures/index.js";
 import { generateRecipe, RECIPE_PATHS, recipeProblems, writeRecipe } from "./generate.js";
+import { PLATFORM } from "./platform.js";
 
 let root: string;
 let portDir: string;
@@ -32,16 +33,30 @@ describe("generateRecipe", () => {
     expect(first.map((file) => file.path)).toEqual([...RECIPE_PATHS]);
   });
 
-  it("writes a Dockerfile FROM the pinned image that copies the port and runs install.sh", async () => {
+  it("writes a Dockerfile FROM the stock image that builds vLLM and vllm-gaudi, copies the wheel and the port, and runs install.sh", async () => {
     const [dockerfile] = generateRecipe(await fixtureManifest("complete-lazy"));
     const instructions = dockerfile?.content
       .split("\n")
-      .filter((line) => line !== "" && !line.startsWith("#"));
+      .filter((line) => /^[A-Z]+ /.test(line))
+      .map((line) => line.split(" ").slice(0, 2).join(" "));
     expect(instructions).toEqual([
-      `FROM registry.example.test/fixtures/vllm-gaudi:1.24.1@sha256:${"0".repeat(63)}1`,
-      "COPY ports/fixture-lazy /opt/bringup/ports/fixture-lazy",
-      'RUN ["/bin/sh", "/opt/bringup/ports/fixture-lazy/recipe/install.sh"]',
+      "FROM vault.habana.ai/gaudi-docker/1.24.1/ubuntu24.04/habanalabs/pytorch-installer-2.11.0:latest",
+      "RUN git",
+      "COPY .cache/recipe-wheels/",
+      "COPY ports/fixture-lazy",
+      'RUN ["/bin/sh",',
     ]);
+    expect(dockerfile?.content).toContain("NOT YET RUN ON A DEVICE");
+    expect(dockerfile?.content).toContain("--branch v0.26.0 https://github.com/vllm-project/vllm.git");
+    expect(dockerfile?.content).toContain("VLLM_TARGET_DEVICE=empty pip install --no-build-isolation .");
+  });
+
+  it("says a device run once one is recorded", async () => {
+    const platform = { ...PLATFORM, deviceRuns: { "fixture-lazy": ["fixture-lazy/device-run"] } };
+    for (const file of generateRecipe(await fixtureManifest("complete-lazy"), platform)) {
+      expect(file.content, file.path).not.toContain("NOT YET RUN ON A DEVICE");
+      expect(file.content, file.path).toContain("Run on a device: record fixture-lazy/device-run.");
+    }
   });
 });
 
@@ -56,62 +71,81 @@ describe("writeRecipe", () => {
     }
   });
 
-  it("refuses a manifest with missing pins and writes nothing", async () => {
-    await catalogWith("partial", "fixture-partial");
+  it("refuses a port without engine model code and writes nothing", async () => {
+    await catalogWith("no-model-code", "fixture-no-model");
     const before = await hashTree(portDir);
-    await expect(writeRecipe(portDir, await fixtureManifest("partial"))).rejects.toMatchObject({
-      code: "RECIPE_PINS_MISSING",
+    await expect(writeRecipe(portDir, await fixtureManifest("no-model-code"))).rejects.toMatchObject({
+      code: "RECIPE_NO_MODEL_CODE",
     });
     expect(await hashTree(portDir)).toBe(before);
   });
 });
 
 describe("recipe freshness in `bringup ports check`", () => {
-  it("passes a port without a recipe and one whose recipe matches its manifest", async () => {
-    await catalogWith("partial", "fixture-partial");
+  it("passes a port without model code and no recipe, and one whose recipe matches", async () => {
+    const lazy = await fixtureManifest("complete-lazy");
+    const none = await fixtureManifest("no-model-code");
+    await catalogWith("no-model-code", "fixture-no-model");
+    expect(await recipeProblems(portDir, "ports/fixture-no-model", none)).toEqual([]);
     await catalogWith("complete-lazy", "fixture-lazy");
-    await writeRecipe(portDir, await fixtureManifest("complete-lazy"));
-    expect(await checkCatalog(root)).toEqual([]);
+    await writeRecipe(portDir, lazy);
+    expect(await recipeProblems(portDir, "ports/fixture-lazy", lazy)).toEqual([]);
   });
 
-  it("fails when the manifest changed after the recipe was generated", async () => {
+  it("fails when the manifest or the platform pins changed after the recipe was generated", async () => {
     await catalogWith("complete-lazy", "fixture-lazy");
     await writeRecipe(portDir, await fixtureManifest("complete-lazy"));
     const manifest = join(portDir, "port.yaml");
-    await writeFile(
-      manifest,
-      (await readFile(manifest, "utf8")).replace("vllm_gaudi: 0.0.2", "vllm_gaudi: 0.0.3"),
-    );
+    await writeFile(manifest, (await readFile(manifest, "utf8")).replace("cards: 8", "cards: 4"));
     const problems = await checkCatalog(root);
-    expect(problems.map((p) => p.file)).toEqual([
+    expect(problems.map((p) => p.file)).toEqual(["ports/fixture-lazy/tests/hpu/run_gates.sh"]);
+    expect(problems[0]?.message).toMatch(
+      /^is out of date with port\.yaml and src\/recipes\/platform\.ts \(first difference at line \d+\)$/,
+    );
+    expect(problems[0]?.expected).toBe("the output of `bringup recipe fixture-lazy`");
+
+    const moved = { ...PLATFORM, image: { ...PLATFORM.image, value: `${PLATFORM.image.value}-2` } };
+    const stale = await recipeProblems(
+      portDir,
+      "ports/fixture-lazy",
+      await fixtureManifest("complete-lazy"),
+      moved,
+    );
+    expect(stale.map((p) => p.file)).toEqual([
+      "ports/fixture-lazy/recipe/Dockerfile",
       "ports/fixture-lazy/recipe/install.sh",
       "ports/fixture-lazy/tests/hpu/run_gates.sh",
     ]);
-    for (const problem of problems) {
-      expect(problem.message).toMatch(/^is out of date with port\.yaml \(first difference at line \d+\)$/);
-      expect(problem.expected).toBe("the output of `bringup recipe fixture-lazy`");
-    }
   });
 
-  it("fails on a hand edit, a missing file, and recipe files without complete pins", async () => {
+  it("fails on a hand edit, a missing file or recipe, and recipe files of a port without model code", async () => {
     await catalogWith("complete-lazy", "fixture-lazy");
     const manifest = await fixtureManifest("complete-lazy");
+    expect((await recipeProblems(portDir, "ports/fixture-lazy", manifest)).map((p) => p.file)).toEqual(
+      RECIPE_PATHS.map((path) => `ports/fixture-lazy/${path}`),
+    );
     await writeRecipe(portDir, manifest);
     await writeFile(join(portDir, "recipe/Dockerfile"), "FROM somewhere-else\n");
     await rm(join(portDir, "tests/hpu/run_gates.sh"));
     expect(
       (await recipeProblems(portDir, "ports/fixture-lazy", manifest)).map((p) => [p.file, p.message]),
     ).toEqual([
-      ["ports/fixture-lazy/recipe/Dockerfile", "is out of date with port.yaml (first difference at line 1)"],
-      ["ports/fixture-lazy/tests/hpu/run_gates.sh", "is missing; the recipe's files are generated together"],
+      [
+        "ports/fixture-lazy/recipe/Dockerfile",
+        "is out of date with port.yaml and src/recipes/platform.ts (first difference at line 1)",
+      ],
+      [
+        "ports/fixture-lazy/tests/hpu/run_gates.sh",
+        "is missing; a port with engine model code has a recipe, generated as a whole",
+      ],
     ]);
 
-    const partial = await fixtureManifest("partial");
-    const problems = await recipeProblems(portDir, "ports/fixture-lazy", partial);
+    const none = await fixtureManifest("no-model-code");
+    const problems = await recipeProblems(portDir, "ports/fixture-lazy", none);
     expect(problems.map((p) => p.file)).toEqual([
       "ports/fixture-lazy/recipe/Dockerfile",
       "ports/fixture-lazy/recipe/install.sh",
     ]);
-    expect(problems[0]?.message).toContain("software.pins.gaudi_build");
+    expect(problems[0]?.message).toContain("no engine model code");
   });
 });

@@ -4,7 +4,8 @@ import { writeFileAtomic } from "../common/atomic-write.js";
 import type { Problem } from "../records/index.js";
 import { renderDockerfile } from "./dockerfile.js";
 import { renderInstallScript } from "./install-script.js";
-import { describeMissingPins, missingPins, resolveRecipe } from "./pins.js";
+import { resolveRecipe } from "./pins.js";
+import { PLATFORM, type Platform } from "./platform.js";
 import { renderRunGatesScript } from "./run-gates-script.js";
 import type { RecipeManifest } from "./source.js";
 
@@ -18,9 +19,9 @@ export interface RecipeFile {
 /** The files a recipe consists of, relative to `ports/<id>/`; they are generated and checked as a set. */
 export const RECIPE_PATHS = ["recipe/Dockerfile", "recipe/install.sh", "tests/hpu/run_gates.sh"] as const;
 
-/** The recipe of a manifest with complete pins; the same manifest always gives the same bytes. */
-export function generateRecipe(manifest: RecipeManifest): RecipeFile[] {
-  const recipe = resolveRecipe(manifest);
+/** The recipe of a port; the same manifest and platform pins always give the same bytes. */
+export function generateRecipe(manifest: RecipeManifest, platform: Platform = PLATFORM): RecipeFile[] {
+  const recipe = resolveRecipe(manifest, platform);
   return [
     { path: "recipe/Dockerfile", content: renderDockerfile(recipe), executable: false },
     { path: "recipe/install.sh", content: renderInstallScript(recipe), executable: true },
@@ -32,8 +33,12 @@ export function generateRecipe(manifest: RecipeManifest): RecipeFile[] {
  * Writes the recipe into `portDir`. Everything is generated before anything is written, so a
  * refusal leaves the port untouched, and each file is replaced whole.
  */
-export async function writeRecipe(portDir: string, manifest: RecipeManifest): Promise<string[]> {
-  const files = generateRecipe(manifest);
+export async function writeRecipe(
+  portDir: string,
+  manifest: RecipeManifest,
+  platform: Platform = PLATFORM,
+): Promise<string[]> {
+  const files = generateRecipe(manifest, platform);
   for (const file of files) {
     const path = join(portDir, file.path);
     await writeFileAtomic(path, file.content);
@@ -43,33 +48,34 @@ export async function writeRecipe(portDir: string, manifest: RecipeManifest): Pr
 }
 
 /**
- * The linter's view of a port's recipe: nothing when the port has none yet; otherwise each file
- * that is missing, out of date with the manifest, or present although the manifest's pins are
- * incomplete. `label` names the port directory in the problems (e.g. `ports/<id>`).
+ * The linter's view of a port's recipe. A port with engine model code (a reference section) has
+ * one, equal to what its manifest and the platform pins generate; a port without has none. Each
+ * file that is missing, out of date, or present where no recipe can be is a problem. `label` names
+ * the port directory in the problems (e.g. `ports/<id>`).
  */
 export async function recipeProblems(
   portDir: string,
   label: string,
   manifest: RecipeManifest,
+  platform: Platform = PLATFORM,
 ): Promise<Problem[]> {
   const present = new Map<string, string>();
   for (const path of RECIPE_PATHS) {
     const text = await readIfPresent(join(portDir, path));
     if (text !== undefined) present.set(path, text);
   }
-  if (present.size === 0) return [];
   const regenerate = `\`bringup recipe ${manifest.id}\``;
-  const missing = missingPins(manifest);
-  if (missing.length > 0) {
+  if (manifest.reference === undefined) {
     return [...present.keys()].map((path) => ({
       file: `${label}/${path}`,
-      message: `is checked in, but port.yaml lacks pins a recipe needs:\n${describeMissingPins(missing)}`,
-      expected: `complete pins in port.yaml and then ${regenerate}, or no recipe files`,
+      message:
+        "is checked in, but the port has no engine model code, so there is no device plugin to install",
+      expected: "no recipe files until the port runs on the engine",
     }));
   }
   let files: RecipeFile[];
   try {
-    files = generateRecipe(manifest);
+    files = generateRecipe(manifest, platform);
   } catch (error) {
     return [
       {
@@ -85,13 +91,13 @@ export async function recipeProblems(
     if (text === undefined) {
       problems.push({
         file: `${label}/${file.path}`,
-        message: "is missing; the recipe's files are generated together",
+        message: "is missing; a port with engine model code has a recipe, generated as a whole",
         expected: `the output of ${regenerate}`,
       });
     } else if (text !== file.content) {
       problems.push({
         file: `${label}/${file.path}`,
-        message: `is out of date with port.yaml${firstDifference(text, file.content)}`,
+        message: `is out of date with port.yaml and src/recipes/platform.ts${firstDifference(text, file.content)}`,
         expected: `the output of ${regenerate}`,
       });
     }

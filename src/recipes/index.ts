@@ -1,8 +1,26 @@
-export { portInImage, renderDockerfile } from "./dockerfile.js";
+export { dockerBuildCommand, portInImage, renderDockerfile } from "./dockerfile.js";
+export { PLATFORM_FINDINGS, type PlatformFinding, type Source } from "./findings.js";
 export { generateRecipe, RECIPE_PATHS, type RecipeFile, recipeProblems, writeRecipe } from "./generate.js";
-export { pinsStamp, pinsStampPath, renderInstallScript, sitePackageDirs } from "./install-script.js";
-export { describeMissingPins, type MissingPin, missingPins, PIN_SOURCES, resolveRecipe } from "./pins.js";
-export { renderRunGatesScript } from "./run-gates-script.js";
+export {
+  BUILD_WHEEL,
+  PLUGIN_DISTRIBUTION,
+  pinsStamp,
+  pinsStampPath,
+  renderInstallScript,
+  sitePackageDirs,
+} from "./install-script.js";
+export { resolveRecipe } from "./pins.js";
+export {
+  describeOrigin,
+  type PackagePin,
+  type Pin,
+  type PinOrigin,
+  PLATFORM,
+  type Platform,
+  platformPins,
+  type VersionMatch,
+} from "./platform.js";
+export { DEVICE_GATE, renderRunGatesScript } from "./run-gates-script.js";
 export { modeEnv, serveArgs, serveCommandLine, serveEnv, VLLM_SERVER_MODULE } from "./serve.js";
 export { shellQuote, shellWord } from "./shell.js";
 export { normalizePackageName, type PinnedPackage, type Recipe, type RecipeManifest } from "./source.js";

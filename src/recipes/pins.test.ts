@@ -5,7 +5,8 @@ import { parse } from "yaml";
 import { PortManifest } from "../catalog/index.js";
 import { BringupError } from "../common/errors.js";
 import { fixtureManifest } from "./fixtures/index.js";
-import { missingPins, resolveRecipe } from "./pins.js";
+import { resolveRecipe } from "./pins.js";
+import { PLATFORM, platformPins } from "./platform.js";
 
 function refusal(run: () => unknown): BringupError {
   try {
@@ -17,64 +18,81 @@ function refusal(run: () => unknown): BringupError {
   throw new Error("expected a refusal");
 }
 
-describe("pins", () => {
-  it("names every missing pin and where its value comes from", async () => {
-    const manifest = await fixtureManifest("partial");
-    expect(missingPins(manifest).map((pin) => pin.field)).toEqual([
-      "software.base_image",
-      "software.pins.gaudi_build",
-      "software.pins.vllm",
-      "software.pins.torch",
-      "software.pins.packages",
-      "model.context_length",
-    ]);
-    const error = refusal(() => resolveRecipe(manifest));
-    expect(error.code).toBe("RECIPE_PINS_MISSING");
-    expect(error.message).toContain("6 pins are missing");
-    expect(error.message).toContain("docker inspect --format '{{index .RepoDigests 0}}'");
-    expect(error.message).toContain("habanalabs-graph prints <version>-<build>");
-    expect(error.message).toContain("pip show torch");
-    expect(error.message).not.toContain("software.pins.python");
+describe("platform pins", () => {
+  it("say where every value comes from, and none claims a device no one has used", () => {
+    for (const [name, pin] of platformPins(PLATFORM)) {
+      expect(pin.origin.kind, name).toBe("public-source");
+      if (pin.origin.kind === "public-source") expect(pin.origin.url, name).toMatch(/^https:\/\//);
+    }
+    expect(PLATFORM.deviceRuns).toEqual({});
   });
 
-  it("gives no seed port a recipe, since none states validated pins", async () => {
+  it("follow one row of the compatibility matrix: image, Gaudi plugin, torch and the built tags agree", () => {
+    const { row } = PLATFORM;
+    expect(PLATFORM.image.value).toBe(
+      `vault.habana.ai/gaudi-docker/${row.gaudiSoftware}/ubuntu24.04/habanalabs/pytorch-installer-${row.pytorch}:latest`,
+    );
+    const version = (name: string) => PLATFORM.packages.find((pkg) => pkg.name === name)?.value;
+    expect(version("habana-torch-plugin")).toBe(`${row.gaudiSoftware}.${PLATFORM.gaudiBuild.value}`);
+    expect(version("torch")).toBe(row.pytorch);
+    expect(version("vllm-gaudi")).toBe(row.vllmGaudi);
+    expect(version("vllm")).toBe(`${row.vllmGaudi}+empty`);
+    expect(PLATFORM.builds.vllm.ref).toBe(`v${row.vllmGaudi}`);
+    expect(PLATFORM.builds.vllmGaudi.ref).toBe(`v${row.vllmGaudi}`);
+  });
+});
+
+describe("resolveRecipe", () => {
+  it("gives every seed port with engine model code a recipe and refuses the others by code", async () => {
     const ports = join(import.meta.dirname, "../../ports");
     const ids = (await readdir(ports, { withFileTypes: true }))
       .filter((e) => e.isDirectory())
       .map((e) => e.name);
-    expect(ids.length).toBeGreaterThan(0);
+    const withRecipe: string[] = [];
     for (const id of ids) {
       const manifest = PortManifest.parse(parse(await readFile(join(ports, id, "port.yaml"), "utf8")));
-      const missing = missingPins(manifest).map((pin) => pin.field);
-      expect(missing, id).toContain("software.base_image");
-      expect(refusal(() => resolveRecipe(manifest)).code).toBe("RECIPE_PINS_MISSING");
+      if (manifest.reference === undefined) {
+        expect(refusal(() => resolveRecipe(manifest)).code, id).toBe("RECIPE_NO_MODEL_CODE");
+      } else {
+        expect(resolveRecipe(manifest).port).toBe(id);
+        withRecipe.push(id);
+      }
     }
+    expect(withRecipe.sort()).toEqual([
+      "glm-5-mxfp4",
+      "glm-5.3-flash",
+      "kimi-k2.7-code",
+      "mimo-v2.6-flash",
+      "mimo-v2.6-pro",
+      "minimax-m3",
+    ]);
   });
 
-  it("resolves complete pins, the Gaudi plugin version following the Gaudi release and build", async () => {
+  it("takes the packages from the platform and the serving from the manifest", async () => {
     const recipe = resolveRecipe(await fixtureManifest("complete-lazy"));
-    expect(recipe.packages.map((pkg) => `${pkg.normalized}==${pkg.version}`)).toEqual([
-      "habana-torch-plugin==1.24.1.100",
-      "torch==2.0.3+hpu.fixture",
-      "vllm==0.0.1+fixture",
-      "vllm-gaudi==0.0.2",
-      "fixture-extra-pkg==0.0.5",
-      "transformers==0.0.4",
+    expect(recipe.packages.map((pkg) => `${pkg.normalized}==${pkg.value} (${pkg.match})`)).toEqual([
+      "habana-torch-plugin==1.24.1.482 (exact)",
+      "torch==2.11.0 (release)",
+      "vllm==0.26.0+empty (exact)",
+      "vllm-gaudi==0.26.0 (exact)",
     ]);
     expect(recipe.maxModelLen).toBe(262144);
+    expect(recipe.tinyMaxModelLen).toBe(2048);
     expect(recipe.cards).toBe(8);
+    expect(recipe.deviceRuns).toEqual([]);
   });
 
-  it("refuses a package pinned twice under two spellings", async () => {
+  it("refuses a port on another Gaudi release than the platform's", async () => {
     const manifest = await fixtureManifest("complete-lazy");
-    manifest.software.pins = {
-      ...manifest.software.pins,
-      packages: { Transformers: "1.0", transformers: "1.0" },
-    };
-    expect(refusal(() => resolveRecipe(manifest)).code).toBe("RECIPE_PIN_DUPLICATE");
+    manifest.software.gaudi_software = "1.23.0";
+    const error = refusal(() => resolveRecipe(manifest));
+    expect(error.code).toBe("RECIPE_PLATFORM_MISMATCH");
+    expect(error.message).toContain("src/recipes/platform.ts");
   });
 
-  it("refuses a multi-node target", async () => {
+  it("refuses a port without engine model code, and a multi-node target", async () => {
+    const none = await fixtureManifest("no-model-code");
+    expect(refusal(() => resolveRecipe(none)).code).toBe("RECIPE_NO_MODEL_CODE");
     const manifest = await fixtureManifest("complete-lazy");
     manifest.target.nodes = 2;
     expect(refusal(() => resolveRecipe(manifest)).code).toBe("RECIPE_MULTI_NODE");

@@ -1,17 +1,19 @@
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { copyImageRoot, FIXTURES_DIR, fixtureManifest, runSh } from "./fixtures/index.js";
+import { FIXTURES_DIR, fixtureManifest, runSh } from "./fixtures/index.js";
 import { generateRecipe } from "./generate.js";
+import { pinsStamp, pinsStampPath } from "./install-script.js";
+import { resolveRecipe } from "./pins.js";
 
 const STAND_INS = join(FIXTURES_DIR, "stand-ins");
 let work: string;
 let root: string;
 let runGates: string;
 
-/** A port the OS just handed out, free for the stand-in server to take. */
+/** A port the OS just handed out, free for a stand-in server to take. */
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
@@ -30,12 +32,22 @@ async function exists(path: string): Promise<boolean> {
   );
 }
 
+/** What install.sh records once the image matches: the only thing run_gates.sh reads from the root. */
+async function verifiedImage(): Promise<void> {
+  const stamp = join(root, pinsStampPath("fixture-lazy"));
+  await mkdir(dirname(stamp), { recursive: true });
+  await writeFile(stamp, `${pinsStamp(resolveRecipe(await fixtureManifest("complete-lazy")))}\n`);
+}
+
 beforeEach(async () => {
   work = await mkdtemp(join(tmpdir(), "bringup-gates-"));
-  const files = generateRecipe(await fixtureManifest("complete-lazy"));
-  for (const file of files) await writeFile(join(work, file.path.split("/").pop() ?? ""), file.content);
+  const file = generateRecipe(await fixtureManifest("complete-lazy")).find(
+    (f) => f.path === "tests/hpu/run_gates.sh",
+  );
   runGates = join(work, "run_gates.sh");
-  root = await copyImageRoot(join(work, "root"));
+  await writeFile(runGates, file?.content ?? "");
+  root = join(work, "root");
+  await mkdir(root);
 });
 afterEach(async () => {
   await rm(work, { recursive: true, force: true });
@@ -43,11 +55,13 @@ afterEach(async () => {
 
 async function run(extra: Record<string, string>) {
   const port = await freePort();
+  const referencePort = await freePort();
   const result = await runSh(
     runGates,
     {
-      MODEL: "/weights/fixture",
+      TINY_MODEL: "/weights/tiny",
       PORT: String(port),
+      REFERENCE_PORT: String(referencePort),
       PYTHON: join(STAND_INS, "python"),
       BRINGUP: join(STAND_INS, "bringup"),
       IMAGE_ROOT: root,
@@ -56,60 +70,83 @@ async function run(extra: Record<string, string>) {
     },
     work,
   );
-  return { ...result, port };
+  return { ...result, port, referencePort };
 }
+
+async function server(port: number): Promise<{ args: string[]; env: Record<string, string> }> {
+  return JSON.parse(await readFile(join(work, `server-${port}.json`), "utf8"));
+}
+
+const ENV = { PT_HPU_LAZY_MODE: "1", PT_HPU_ENABLE_LAZY_COLLECTIVES: "true", VLLM_SKIP_WARMUP: "true" };
 
 describe("generated run_gates.sh", () => {
   for (const gateStatus of [0, 3]) {
-    it(`serves with the port's flags, runs the gates, stops the server and exits ${gateStatus} with them`, async () => {
-      expect((await runSh(join(work, "install.sh"), { IMAGE_ROOT: root }, work)).code).toBe(0);
-      const { code, port, stderr } = await run({ STAND_IN_GATE_STATUS: String(gateStatus) });
-      expect(stderr).toBe("");
+    it(`gates the tiny checkpoint on vllm-gaudi against the reference engine and exits ${gateStatus} with the gate`, async () => {
+      await verifiedImage();
+      const { code, port, referencePort, stderr } = await run({ STAND_IN_GATE_STATUS: String(gateStatus) });
       expect(code).toBe(gateStatus);
-      const server = JSON.parse(await readFile(join(work, "server.json"), "utf8")) as {
-        args: string[];
-        env: Record<string, string>;
-      };
-      expect(server.args.join(" ")).toBe(
-        `--model /weights/fixture --served-model-name fixture-lazy --host 127.0.0.1 --port ${port} --tensor-parallel-size 8 --max-model-len 262144`,
+      expect(stderr).toContain("MODEL is not set, so only the tiny checkpoint was gated");
+      const device = await server(port);
+      expect(device.args.join(" ")).toBe(
+        `--model /weights/tiny --served-model-name fixture-lazy --host 127.0.0.1 --port ${port} --tensor-parallel-size 1 --max-model-len 2048`,
       );
-      expect(server.env).toEqual({
-        PT_HPU_LAZY_MODE: "1",
-        PT_HPU_ENABLE_LAZY_COLLECTIVES: "true",
-        VLLM_SKIP_WARMUP: "true",
-      });
-      expect((await readFile(join(work, "gate-args"), "utf8")).split("\n")).toEqual([
-        "gate",
-        "fixture-lazy",
-        "--endpoint",
-        `http://127.0.0.1:${port}`,
-        "",
-      ]);
-      expect(await exists(join(work, "gate-saw-server"))).toBe(true);
-      expect(await readFile(join(work, "server-stopped"), "utf8")).toBe("SIGTERM");
+      expect(device.env).toEqual(ENV);
+      expect((await server(referencePort)).args.join(" ")).toBe(
+        `/weights/tiny --host 127.0.0.1 --port ${referencePort} --served-model-name fixture-lazy --max-model-len 2048`,
+      );
+      expect(await readFile(join(work, "gate-args"), "utf8")).toBe(
+        `gate fixture-lazy --endpoint http://127.0.0.1:${port} --reference http://127.0.0.1:${referencePort} --only device-logprobs\n`,
+      );
+      expect(await readFile(join(work, "gate-saw"), "utf8")).toBe(
+        `--endpoint http://127.0.0.1:${port}\n--reference http://127.0.0.1:${referencePort}\n`,
+      );
+      expect(await readFile(join(work, `server-${port}-stopped`), "utf8")).toBe("SIGTERM");
+      expect(await readFile(join(work, `server-${referencePort}-stopped`), "utf8")).toBe("SIGTERM");
     });
   }
 
+  it("then serves MODEL with the port's cards and context and runs the port's gates, exiting with the first failure", async () => {
+    await verifiedImage();
+    const { code, port, stderr } = await run({ MODEL: "/weights/full", STAND_IN_GATE_STATUS: "3" });
+    expect(stderr).toBe("");
+    expect(code).toBe(3);
+    const lines = (await readFile(join(work, "gate-args"), "utf8")).split("\n");
+    expect(lines[1]).toBe(`gate fixture-lazy --endpoint http://127.0.0.1:${port}`);
+    // The same port served the tiny checkpoint first; its record is the last server started there.
+    expect((await server(port)).args.join(" ")).toBe(
+      `--model /weights/full --served-model-name fixture-lazy --host 127.0.0.1 --port ${port} --tensor-parallel-size 8 --max-model-len 262144`,
+    );
+    expect(await readFile(join(work, `server-${port}-stopped`), "utf8")).toBe("SIGTERM");
+  });
+
   it("refuses to serve in an image install.sh has not verified", async () => {
-    const { code, stderr } = await run({});
+    const { code, port, stderr } = await run({});
     expect(code).toBe(2);
     expect(stderr).toContain("/etc/bringup/ports/fixture-lazy.pins is missing or differs from the pins");
-    expect(await exists(join(work, "server.json"))).toBe(false);
+    expect(await exists(join(work, `server-${port}.json`))).toBe(false);
   });
 
-  it("gives up when /health does not answer in time, stopping the server without running the gates", async () => {
-    expect((await runSh(join(work, "install.sh"), { IMAGE_ROOT: root }, work)).code).toBe(0);
-    const { code, stderr } = await run({ STAND_IN_UNHEALTHY: "1", HEALTH_TIMEOUT: "0" });
+  it("refuses when bringup cannot run, saying how to provide it", async () => {
+    await verifiedImage();
+    const { code, stderr } = await run({ BRINGUP: join(work, "no-bringup") });
+    expect(code).toBe(2);
+    expect(stderr).toContain("mount a bringup checkout and Node 20 into the container");
+  });
+
+  it("gives up when /health does not answer in time, stopping the servers without running the gates", async () => {
+    await verifiedImage();
+    const { code, port, referencePort, stderr } = await run({ STAND_IN_UNHEALTHY: "1", HEALTH_TIMEOUT: "0" });
     expect(code).toBe(1);
-    expect(stderr).toContain("/health did not answer within 0 s");
+    expect(stderr).toContain("vllm-gaudi on the tiny checkpoint did not answer");
+    expect(stderr).toContain("/health within 0 s");
     expect(await exists(join(work, "gate-args"))).toBe(false);
-    expect(await exists(join(work, "server.json"))).toBe(true);
-    expect(await readFile(join(work, "server-stopped"), "utf8")).toBe("SIGTERM");
+    expect(await readFile(join(work, `server-${port}-stopped`), "utf8")).toBe("SIGTERM");
+    expect(await readFile(join(work, `server-${referencePort}-stopped`), "utf8")).toBe("SIGTERM");
   });
 
-  it("requires MODEL", async () => {
-    const { code, stderr } = await run({ MODEL: "" });
+  it("requires TINY_MODEL", async () => {
+    const { code, stderr } = await run({ TINY_MODEL: "" });
     expect(code).not.toBe(0);
-    expect(stderr).toContain("set MODEL to the weights directory or model id to serve");
+    expect(stderr).toContain("set TINY_MODEL to the tiny reference checkpoint directory of the port");
   });
 });

@@ -60,18 +60,26 @@ export function serveEnv(
 
 /**
  * Arguments after the interpreter, grouped as each option with its value; `model` and `httpPort`
- * are passed through as given (run_gates.sh passes shell variables).
+ * are passed through as given (run_gates.sh passes shell variables). `full` serves the released
+ * model as the port states (its cards and context); `tiny` serves the port's tiny reference
+ * checkpoint on one card at the context the reference engine serves it with.
  */
-export function serveArgs(recipe: Recipe, model: string, httpPort: string): string[][] {
+export function serveArgs(
+  recipe: Recipe,
+  model: string,
+  httpPort: string,
+  size: "full" | "tiny" = "full",
+): string[][] {
+  const maxModelLen = size === "tiny" ? recipe.tinyMaxModelLen : recipe.maxModelLen;
   const args = [
     ["-m", VLLM_SERVER_MODULE],
     ["--model", model],
     ["--served-model-name", recipe.port],
     ["--host", "127.0.0.1"],
     ["--port", httpPort],
-    ["--tensor-parallel-size", String(recipe.cards)],
-    ["--max-model-len", String(recipe.maxModelLen)],
+    ["--tensor-parallel-size", String(size === "tiny" ? 1 : recipe.cards)],
   ];
+  if (maxModelLen !== undefined) args.push(["--max-model-len", String(maxModelLen)]);
   // HPU graphs are vllm-gaudi's default; --enforce-eager turns them off.
   if (!recipe.hpuGraphs) args.push(["--enforce-eager"]);
   return args;
@@ -83,5 +91,5 @@ export function serveCommandLine(recipe: Recipe): string {
   const args = serveArgs(recipe, "MODEL", "8000")
     .flat()
     .map((arg) => (arg === "MODEL" ? '"$MODEL"' : shellWord(arg)));
-  return [...env, `python${recipe.python}`, ...args].join(" ");
+  return [...env, `python${recipe.python.value}`, ...args].join(" ");
 }

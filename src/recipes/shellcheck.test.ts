@@ -4,27 +4,32 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { fixtureManifest } from "./fixtures/index.js";
-import { generateRecipe } from "./generate.js";
+import { generateRecipe, type RecipeFile } from "./generate.js";
+import { type PackagePin, PLATFORM, type Platform } from "./platform.js";
 
 const available = spawnSync("shellcheck", ["--version"]).status === 0;
 const why = available
   ? ""
   : " [SKIPPED: shellcheck is not on PATH; apt-get install -y shellcheck, as .ci/run does]";
 
-/** The lazy fixture with metacharacters in values the schema would reject, as a library caller might pass. */
-async function hostile() {
-  const manifest = await fixtureManifest("complete-lazy");
-  manifest.software.pins = { ...manifest.software.pins, vllm: "1'$(x)`y`;|&", packages: { "a'b": '"$c"' } };
-  manifest.software.serve_env = { VLLM_X: "'\\$z" };
-  return manifest;
+/** Platform pins with metacharacters, as a library caller might pass them. */
+function hostile(): Platform {
+  const platform = structuredClone(PLATFORM);
+  for (const pkg of platform.packages) pkg.value = "1'$(x)`y`;|&";
+  platform.packages.push({ ...PLATFORM.packages[0], name: "a'b", role: '"$c"', value: '"$c"' } as PackagePin);
+  return platform;
 }
 
 // With hostile values shellcheck's notes and warnings say that quotes, backslashes and $(...) stay
 // literal (SC2016, SC2089), which is the point; the script must still parse with no error.
-const cases: [string, () => ReturnType<typeof fixtureManifest>, string][] = [
-  ["complete-lazy", () => fixtureManifest("complete-lazy"), "style"],
-  ["complete-compile", () => fixtureManifest("complete-compile"), "style"],
-  ["complete-lazy with shell metacharacters in its values", hostile, "error"],
+const cases: [string, () => Promise<RecipeFile[]>, string][] = [
+  ["complete-lazy", async () => generateRecipe(await fixtureManifest("complete-lazy")), "style"],
+  ["complete-compile", async () => generateRecipe(await fixtureManifest("complete-compile")), "style"],
+  [
+    "complete-lazy with shell metacharacters in the pins",
+    async () => generateRecipe(await fixtureManifest("complete-lazy"), hostile()),
+    "error",
+  ],
 ];
 
 describe("shellcheck", () => {
@@ -32,7 +37,7 @@ describe("shellcheck", () => {
     it.skipIf(!available)(`passes every generated script of ${name}${why}`, async () => {
       const dir = await mkdtemp(join(tmpdir(), "bringup-shellcheck-"));
       try {
-        const scripts = generateRecipe(await manifest()).filter((file) => file.path.endsWith(".sh"));
+        const scripts = (await manifest()).filter((file) => file.path.endsWith(".sh"));
         expect(scripts.length).toBe(2);
         const paths: string[] = [];
         for (const script of scripts) {

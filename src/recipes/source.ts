@@ -1,7 +1,10 @@
+import type { PackagePin, Pin, Platform } from "./platform.js";
+
 /**
  * The part of a port manifest a recipe is made from. Declared here, structurally, so `recipes/`
  * needs nothing from `catalog/` and the catalog's linter can call the recipe freshness check
- * without an import cycle; a parsed `PortManifest` is assignable to it.
+ * without an import cycle; a parsed `PortManifest` is assignable to it. The image's pins are not
+ * here: they live in one place for every port, `platform.ts`.
  */
 export interface RecipeManifest {
   id: string;
@@ -9,49 +12,44 @@ export interface RecipeManifest {
   target: { accelerator: string; cards: number; nodes: number };
   software: {
     gaudi_software: string;
-    base_image?: string;
     execution_mode: "lazy" | "torch-compile-static";
     hpu_graphs: boolean;
-    pins?: {
-      gaudi_build?: string;
-      python?: string;
-      vllm?: string;
-      vllm_gaudi?: string;
-      torch?: string;
-      packages?: Record<string, string>;
-    };
     serve_env?: Record<string, string>;
   };
+  /** The tiny reference config the engine runs; a port has a recipe only with one. */
+  reference?: { max_model_len: number };
 }
 
-/** A Python package the image must hold at an exact version. */
-export interface PinnedPackage {
-  /** As the manifest spells it, for messages. */
-  name: string;
+/** A Python package the image must hold, with its normalized name for lookups. */
+export interface PinnedPackage extends PackagePin {
   /** Compared the way pip compares names: lower case, each run of - _ . as one -. */
   normalized: string;
-  version: string;
-  /** What the pin belongs to, for messages: "Gaudi software", "vLLM", ... */
-  role: string;
 }
 
-/** A manifest whose pins are complete: everything the generated files state. */
+/** Everything the generated files state: the port's serving and the platform's pins. */
 export interface Recipe {
   port: string;
-  /** Image reference with its digest. */
-  image: string;
+  /** The stock image, `FROM`. */
+  image: Pin;
   gaudiVersion: string;
-  gaudiBuild: string;
+  gaudiBuild: Pin;
   /** major.minor */
-  python: string;
-  /** The Gaudi plugin, torch, vllm and vllm-gaudi first, then the port's others by name. */
+  python: Pin;
+  /** The Gaudi plugin, torch, vllm and vllm-gaudi. */
   packages: PinnedPackage[];
+  /** What the Dockerfile builds on the stock image before install.sh checks it. */
+  builds: Platform["builds"];
   cards: number;
-  maxModelLen: number;
+  /** The full model's context when the manifest states it; otherwise vLLM takes the checkpoint's. */
+  maxModelLen?: number;
+  /** The tiny reference checkpoint's context, for the device-vs-reference gate. */
+  tinyMaxModelLen: number;
   executionMode: "lazy" | "torch-compile-static";
   hpuGraphs: boolean;
   /** The server's environment, in the order it is set. */
   env: [name: string, value: string][];
+  /** Records of device runs of this recipe; empty until one is recorded. */
+  deviceRuns: string[];
 }
 
 export function normalizePackageName(name: string): string {

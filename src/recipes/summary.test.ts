@@ -3,28 +3,45 @@ import { fixtureManifest } from "./fixtures/index.js";
 import { recipeSummary } from "./summary.js";
 
 describe("recipeSummary", () => {
-  it("lists what an unpinned port still needs", async () => {
-    const summary = recipeSummary(await fixtureManifest("partial"));
-    expect(summary.state).toBe("unpinned");
-    if (summary.state === "unpinned")
-      expect(summary.missing.map((pin) => pin.field)).toContain("software.base_image");
+  it("says why a port without engine model code has no recipe", async () => {
+    const summary = recipeSummary(await fixtureManifest("no-model-code"));
+    expect(summary).toEqual({
+      state: "none",
+      why: "the port has no engine model code yet, so there is no device plugin to install",
+    });
   });
 
-  it("gives a pinned port's build, serve and gate commands", async () => {
+  it("gives a port's build, serve and gate commands, and every pin with its origin", async () => {
     const summary = recipeSummary(await fixtureManifest("complete-compile"));
     expect(summary).toMatchObject({
-      state: "pinned",
-      build: "docker build -f ports/fixture-compile/recipe/Dockerfile -t bringup/fixture-compile .",
+      state: "generated",
+      build: [
+        "rm -rf .cache/recipe-wheels && python3 -m pip wheel --no-deps --wheel-dir .cache/recipe-wheels device-plugin/",
+        "docker build -f ports/fixture-compile/recipe/Dockerfile -t bringup/fixture-compile .",
+      ],
       env: [
         ["PT_HPU_LAZY_MODE", "0"],
         ["VLLM_T_COMPILE_DYNAMIC_SHAPES", "false"],
       ],
-      gaudiSoftware: "1.24.1-100",
-      gates: "MODEL=/path/to/weights sh /opt/bringup/ports/fixture-compile/tests/hpu/run_gates.sh",
+      plugin: "bringup-vllm",
+      deviceRuns: [],
+      gates:
+        "TINY_MODEL=/path/to/tiny MODEL=/path/to/weights sh /opt/bringup/ports/fixture-compile/tests/hpu/run_gates.sh",
     });
-    if (summary.state === "pinned") {
+    if (summary.state === "generated") {
       expect(summary.serve).toMatch(/^PT_HPU_LAZY_MODE=0 .* --enforce-eager$/);
-      expect(summary.packages[0]).toEqual({ name: "habana-torch-plugin", version: "1.24.1.100" });
+      expect(
+        summary.pins.map(({ name, pin, release }) => `${name} ${pin.value}${release ? " (release)" : ""}`),
+      ).toEqual([
+        "image vault.habana.ai/gaudi-docker/1.24.1/ubuntu24.04/habanalabs/pytorch-installer-2.11.0:latest",
+        "Gaudi software 1.24.1-482",
+        "Python 3.12",
+        "habana-torch-plugin 1.24.1.482",
+        "torch 2.11.0 (release)",
+        "vllm 0.26.0+empty",
+        "vllm-gaudi 0.26.0",
+      ]);
+      expect(summary.pins.every(({ pin }) => pin.origin.kind === "public-source")).toBe(true);
     }
   });
 });

@@ -1,46 +1,59 @@
-import { portInImage } from "./dockerfile.js";
-import { pinsStampPath } from "./install-script.js";
-import { type MissingPin, missingPins, resolveRecipe } from "./pins.js";
+import { dockerBuildCommand, portInImage } from "./dockerfile.js";
+import { BUILD_WHEEL, PLUGIN_DISTRIBUTION, pinsStampPath } from "./install-script.js";
+import { resolveRecipe } from "./pins.js";
+import { type Pin, PLATFORM, type Platform } from "./platform.js";
 import { serveCommandLine } from "./serve.js";
 import type { RecipeManifest } from "./source.js";
 
-/** What a port's page says about its recipe: how to build and serve it, or which pins it still lacks. */
+/** What a port's page says about its recipe: how to build, serve and gate it, and where each pin comes from. */
 export type RecipeSummary =
   | {
-      state: "pinned";
-      image: string;
-      /** Run from the repository root. */
-      build: string;
+      state: "generated";
+      /** Run from the repository root, in order. */
+      build: string[];
       /** Environment then interpreter and flags; MODEL is the reader's to set. */
       serve: string;
       env: [name: string, value: string][];
-      /** Pinned package versions, the Gaudi plugin, torch, vllm and vllm-gaudi first. */
-      packages: { name: string; version: string }[];
-      gaudiSoftware: string;
-      python: string;
+      /** Every pin with where it comes from: image, Gaudi software, Python, then packages. */
+      pins: { name: string; pin: Pin; release: boolean }[];
+      /** The vllm-gaudi release and Gaudi software of the compatibility matrix row. */
+      row: Platform["row"];
+      plugin: string;
       gates: string;
       /** Where install.sh records the verified pins inside the image. */
       stamp: string;
-      /** Where the Dockerfile puts the port inside the image. */
-      portInImage: string;
+      /** Device runs of the recipe: none until one is recorded. */
+      deviceRuns: string[];
     }
-  | { state: "unpinned"; missing: MissingPin[] };
+  | { state: "none"; why: string };
 
-export function recipeSummary(manifest: RecipeManifest): RecipeSummary {
-  const missing = missingPins(manifest);
-  if (missing.length > 0) return { state: "unpinned", missing };
-  const recipe = resolveRecipe(manifest);
+export function recipeSummary(manifest: RecipeManifest, platform: Platform = PLATFORM): RecipeSummary {
+  if (manifest.reference === undefined) {
+    return {
+      state: "none",
+      why: "the port has no engine model code yet, so there is no device plugin to install",
+    };
+  }
+  const recipe = resolveRecipe(manifest, platform);
   return {
-    state: "pinned",
-    image: recipe.image,
-    build: `docker build -f ports/${recipe.port}/recipe/Dockerfile -t bringup/${recipe.port} .`,
+    state: "generated",
+    build: [BUILD_WHEEL, dockerBuildCommand(recipe.port)],
     serve: serveCommandLine(recipe),
     env: recipe.env,
-    packages: recipe.packages.map(({ name, version }) => ({ name, version })),
-    gaudiSoftware: `${recipe.gaudiVersion}-${recipe.gaudiBuild}`,
-    python: recipe.python,
-    gates: `MODEL=/path/to/weights sh ${portInImage(recipe.port)}/tests/hpu/run_gates.sh`,
+    pins: [
+      { name: "image", pin: recipe.image, release: false },
+      {
+        name: "Gaudi software",
+        pin: { ...recipe.gaudiBuild, value: `${recipe.gaudiVersion}-${recipe.gaudiBuild.value}` },
+        release: false,
+      },
+      { name: "Python", pin: recipe.python, release: false },
+      ...recipe.packages.map((pkg) => ({ name: pkg.name, pin: pkg, release: pkg.match === "release" })),
+    ],
+    row: platform.row,
+    plugin: PLUGIN_DISTRIBUTION,
+    gates: `TINY_MODEL=/path/to/tiny MODEL=/path/to/weights sh ${portInImage(recipe.port)}/tests/hpu/run_gates.sh`,
     stamp: pinsStampPath(recipe.port),
-    portInImage: portInImage(recipe.port),
+    deviceRuns: recipe.deviceRuns,
   };
 }

@@ -9,13 +9,17 @@ function errorType(status: number): string {
   return "invalid_request_error";
 }
 
-/** OpenAI's error body: `{ error: { message, type, param, code } }`. */
+/**
+ * OpenAI's error body as vLLM sends it: `{ error: { message, type, param, code } }` with the HTTP
+ * status as `code` (vllm/entrypoints/openai/protocol.py, ErrorInfo). The server's own stable
+ * code (ApiError.code) is in the log line.
+ */
 export interface ErrorBody {
   readonly error: {
     readonly message: string;
     readonly type: string;
     readonly param: string | null;
-    readonly code: string | null;
+    readonly code: number;
   };
 }
 
@@ -36,7 +40,7 @@ export class ApiError extends Error {
 
   body(): ErrorBody {
     return {
-      error: { message: this.message, type: errorType(this.status), param: this.param, code: this.code },
+      error: { message: this.message, type: errorType(this.status), param: this.param, code: this.status },
     };
   }
 }

@@ -1,23 +1,33 @@
+import type { IncomingMessage } from "node:http";
 import { getConnInfo } from "@hono/node-server/conninfo";
 import { Hono } from "hono";
-import { bodyLimit } from "hono/body-limit";
 import packageJson from "../../package.json" with { type: "json" };
 import { ApiError, toApiError } from "./api-error.js";
 import { requireApiKey } from "./auth.js";
 import { chatCompletions } from "./chat.js";
 import { completions } from "./completions.js";
 import { newRequestId, type ServerContext } from "./context.js";
-import { maxBodyBytes } from "./prompt-limits.js";
+import { discardBody } from "./drain.js";
+import { bodyTooLarge } from "./request-body.js";
 import type { RequestRecord } from "./request-log.js";
 import { detokenize, tokenize } from "./tokenize.js";
 
-type AppEnv = { Variables: { record: RequestRecord } };
+type AppEnv = {
+  Variables: { record: RequestRecord };
+  Bindings: { incoming?: IncomingMessage };
+};
 
 /** The OpenAI-compatible routes over one engine. Every failure answers with an OpenAI error body. */
 export function createApp(ctx: ServerContext, options: { readonly apiKey?: string } = {}): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
-  // The body limit follows the context length: no prompt that fits needs more.
-  const maxBytes = maxBodyBytes(ctx.engine.limits.maxModelLen, ctx.engine.tokenizer);
+  app.use("*", async (c, next) => {
+    await next();
+    // A refusal answered before the body was read (401, 404, 413): the rest is read and discarded
+    // first, so the client gets the answer and a connection it can reuse; past a bound, it is closed.
+    const incoming = c.env?.incoming;
+    if (incoming === undefined || incoming.complete || c.req.raw.body === null) return;
+    if (!(await discardBody(c.req.raw.body))) c.header("Connection", "close");
+  });
   app.use("*", async (c, next) => {
     const requested = c.req.header("x-request-id");
     let client = "-";
@@ -54,22 +64,16 @@ export function createApp(ctx: ServerContext, options: { readonly apiKey?: strin
       `there is no route ${c.req.method} ${c.req.path}; see /v1/models, /v1/completions, /v1/chat/completions.`,
       "not_found",
     );
+    const record = c.get("record");
+    if (record !== undefined) ctx.log.error(record, api.status, api.code, api.message);
     return c.json(api.body(), 404);
   });
   if (options.apiKey !== undefined) app.use("*", requireApiKey(options.apiKey));
-  app.use(
-    "*",
-    bodyLimit({
-      maxSize: maxBytes,
-      onError: () => {
-        throw new ApiError(
-          413,
-          `the request body is over ${maxBytes} bytes, more than a prompt of max_model_len (${ctx.engine.limits.maxModelLen}) tokens needs; send a shorter prompt.`,
-          "body_too_large",
-        );
-      },
-    }),
-  );
+  app.use("*", async (c, next) => {
+    const declared = Number(c.req.header("content-length") ?? 0);
+    if (declared > ctx.maxRequestBodyBytes) throw bodyTooLarge(ctx.maxRequestBodyBytes);
+    await next();
+  });
 
   app.get("/health", (c) => c.body(null, 200));
   // `server` tells a client's fingerprint this is bringup, not vLLM, which answers only `version`.

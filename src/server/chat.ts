@@ -4,8 +4,14 @@ import { ApiError } from "./api-error.js";
 import { bestChoices, type Choice, choiceCounts, startChoices, usageOf } from "./choices.js";
 import { requireModel, type ServerContext, samplingOf, stopStringsOf, unixSeconds } from "./context.js";
 import { chatLogprobs, tokenNamer, vllmPromptLogprobs } from "./logprobs.js";
-import { checkMessageCount, checkTextLength } from "./prompt-limits.js";
-import { parseBody } from "./request-body.js";
+import {
+  bodyBytesPerPrompt,
+  checkBodySize,
+  checkMessageCount,
+  checkTextLength,
+  maxPromptChars,
+} from "./prompt-limits.js";
+import { parseBody, readBodyText } from "./request-body.js";
 import type { RequestRecord } from "./request-log.js";
 import { type ChatRequestMessage, chatRequestSchema } from "./schemas.js";
 import { eventStream, requireStreamForOptions } from "./sse.js";
@@ -18,25 +24,44 @@ export function templateMessages(messages: readonly ChatRequestMessage[]): ChatM
   }));
 }
 
-/** A chat's prompt token ids, with its length checked before the template runs and before tokenizing. */
-export function chatPromptIds(
+/**
+ * A chat's prompt token ids, with its length checked before the template runs and before
+ * tokenizing. The model's template renders here; a request's own (`template`) only when serve
+ * trusts request templates, and then on their thread under its budget (vLLM refuses them unless
+ * started with --trust-request-chat-template: vllm/entrypoints/openai/serving_engine.py).
+ */
+export async function chatPromptIds(
   ctx: ServerContext,
   messages: readonly ChatRequestMessage[],
   addGenerationPrompt: boolean,
   addSpecialTokens: boolean,
   /** Refuse a rendered chat longer than max_model_len tokens could be (not on /tokenize, which counts). */
-  checkLength = true,
+  checkLength: boolean,
   /** The request's own chat template, instead of the model's. */
   template?: string,
-): number[] {
+): Promise<number[]> {
   checkMessageCount(ctx, messages.length);
-  const rendered = ctx.engine.tokenizer.applyChatTemplate(templateMessages(messages), {
-    addGenerationPrompt,
-    ...(template !== undefined ? { template } : {}),
-  });
+  const { tokenizer } = ctx.engine;
+  let rendered: string;
+  if (template === undefined)
+    rendered = tokenizer.applyChatTemplate(templateMessages(messages), { addGenerationPrompt });
+  else if (ctx.templates === undefined)
+    throw new ApiError(
+      400,
+      "the request has its own `chat_template`, but this server does not run request templates (they are the client's code); leave it out to use the model's, or start serve with --trust-request-chat-template.",
+      "chat_template_not_trusted",
+      "chat_template",
+    );
+  else
+    rendered = await ctx.templates.render(
+      template,
+      tokenizer.chatTemplateContext(templateMessages(messages), addGenerationPrompt),
+      // Past this the text is refused on the template's thread; /tokenize takes what a body could.
+      checkLength ? maxPromptChars(ctx) : bodyBytesPerPrompt(ctx),
+    );
   if (checkLength) checkTextLength(ctx, rendered, "messages");
   // The template writes the special tokens itself, so none are added by default (vLLM's rule).
-  return ctx.engine.tokenizer.encode(rendered, { addSpecialTokens });
+  return tokenizer.encode(rendered, { addSpecialTokens });
 }
 
 /** POST /v1/chat/completions. */
@@ -45,7 +70,9 @@ export async function chatCompletions(
   c: Context,
   record: RequestRecord,
 ): Promise<Response> {
-  const body = parseBody(await c.req.text(), chatRequestSchema);
+  const text = await readBodyText(c.req.raw, ctx.maxRequestBodyBytes);
+  const body = parseBody(text, chatRequestSchema);
+  checkBodySize(ctx, Buffer.byteLength(text), 1);
   const model = requireModel(ctx, body.model);
   requireStreamForOptions(body);
   if (body.request_id != null) record.requestId = body.request_id;
@@ -63,7 +90,7 @@ export async function chatCompletions(
   const stream = body.stream ?? false;
   const { n, bestOf } = choiceCounts(body, stream);
   const addGenerationPrompt = body.add_generation_prompt ?? true;
-  let promptIds = chatPromptIds(
+  let promptIds = await chatPromptIds(
     ctx,
     body.messages,
     addGenerationPrompt,
@@ -87,7 +114,7 @@ export async function chatCompletions(
     [promptIds],
     {
       maxTokens,
-      sampling: samplingOf(body, tokenizer),
+      sampling: samplingOf(body, ctx.engine),
       ...(topLogprobs !== undefined ? { logprobs: topLogprobs } : {}),
       ...(body.prompt_logprobs != null ? { promptLogprobs: body.prompt_logprobs } : {}),
       stop: stopStringsOf(body.stop),
@@ -108,7 +135,7 @@ export async function chatCompletions(
   const logprobsOf = (tokens: readonly GeneratedToken[]) =>
     topLogprobs === undefined ? null : { content: chatLogprobs(names, tokens, topLogprobs) };
   const promptLogprobsOf = (p: PromptLogprobs | undefined) =>
-    body.prompt_logprobs != null && p ? vllmPromptLogprobs(names, p, body.prompt_logprobs) : null;
+    body.prompt_logprobs != null && p ? vllmPromptLogprobs(tokenizer, p, body.prompt_logprobs) : null;
   const finished = () => {
     record.completionTokens = usage().completion_tokens;
     record.finishReasons = choices.map((ch) => ch.generation.finishReason ?? "abort");

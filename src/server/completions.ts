@@ -11,8 +11,8 @@ import {
   tokenNamer,
   vllmPromptLogprobs,
 } from "./logprobs.js";
-import { promptTokenIds } from "./prompt-limits.js";
-import { parseBody } from "./request-body.js";
+import { checkBodySize, promptTokenIds } from "./prompt-limits.js";
+import { parseBody, readBodyText } from "./request-body.js";
 import type { RequestRecord } from "./request-log.js";
 import { type CompletionRequest, completionRequestSchema } from "./schemas.js";
 import { eventStream, requireStreamForOptions } from "./sse.js";
@@ -40,7 +40,8 @@ function tokenPositions(tokens: readonly GeneratedToken[]): PositionLogprob[] {
 
 /** POST /v1/completions. */
 export async function completions(ctx: ServerContext, c: Context, record: RequestRecord): Promise<Response> {
-  const body = parseBody(await c.req.text(), completionRequestSchema);
+  const text = await readBodyText(c.req.raw, ctx.maxRequestBodyBytes);
+  const body = parseBody(text, completionRequestSchema);
   const model = requireModel(ctx, body.model);
   requireStreamForOptions(body);
   if (body.request_id != null) record.requestId = body.request_id;
@@ -49,6 +50,7 @@ export async function completions(ctx: ServerContext, c: Context, record: Reques
   const stream = body.stream ?? false;
   const { n, bestOf } = choiceCounts(body, stream);
   const prompts = promptsOf(body.prompt);
+  checkBodySize(ctx, Buffer.byteLength(text), prompts.length);
   const promptIds = prompts.map((p) =>
     promptTokenIds(ctx, p, body.add_special_tokens ?? true, body.truncate_prompt_tokens ?? undefined),
   );
@@ -56,13 +58,16 @@ export async function completions(ctx: ServerContext, c: Context, record: Reques
   const logprobs = body.logprobs ?? undefined;
   // Echo with logprobs scores the prompt too, so the engine is asked for enough prompt alternatives for both uses.
   const wantPrompt = Math.max(body.prompt_logprobs ?? -1, echo && logprobs !== undefined ? logprobs : -1);
+  // vLLM answers prompt_logprobs for echo + logprobs too, with `logprobs` alternatives
+  // (vllm/entrypoints/openai/protocol.py, CompletionRequest.to_sampling_params).
+  const answerPrompt = body.prompt_logprobs ?? (echo ? logprobs : undefined);
   const abort = new AbortController();
   const choices = await startChoices(
     ctx,
     promptIds,
     {
       maxTokens: body.max_tokens ?? DEFAULT_MAX_TOKENS,
-      sampling: samplingOf(body, tokenizer),
+      sampling: samplingOf(body, ctx.engine),
       ...(logprobs !== undefined ? { logprobs } : {}),
       ...(wantPrompt >= 0 ? { promptLogprobs: wantPrompt } : {}),
       stop: stopStringsOf(body.stop),
@@ -87,9 +92,7 @@ export async function completions(ctx: ServerContext, c: Context, record: Reques
   const promptTokens = record.promptTokens ?? 0;
   const usage = () => usageOf(choices, promptTokens);
   const promptLogprobsField = (promptLp: PromptLogprobs | undefined) =>
-    body.prompt_logprobs != null && promptLp
-      ? vllmPromptLogprobs(names, promptLp, body.prompt_logprobs)
-      : null;
+    answerPrompt !== undefined && promptLp ? vllmPromptLogprobs(tokenizer, promptLp, answerPrompt) : null;
   const finished = () => {
     record.completionTokens = usage().completion_tokens;
     record.finishReasons = choices.map((ch) => ch.generation.finishReason ?? "abort");
@@ -134,7 +137,7 @@ export async function completions(ctx: ServerContext, c: Context, record: Reques
                 logprobs: lp,
                 finish_reason: chunk.finishReason,
                 stop_reason: chunk.stopReason,
-                ...(first && body.prompt_logprobs != null
+                ...(first && answerPrompt !== undefined
                   ? { prompt_logprobs: promptLogprobsField(chunk.promptLogprobs) }
                   : {}),
               },

@@ -3,6 +3,7 @@ import type { SamplingParams, TextTokenizer } from "../engine/index.js";
 import { ApiError } from "./api-error.js";
 import type { ServerMetrics } from "./metrics.js";
 import type { RequestLog } from "./request-log.js";
+import type { RequestTemplateRenderer } from "./request-template.js";
 import type { ServedEngine } from "./served-engine.js";
 
 /** What every route needs: the engine, the metrics, and the name the model is served under. */
@@ -15,6 +16,10 @@ export interface ServerContext {
   /** Aborted when the server's drain time is up: requests still running end with an error. */
   readonly shutdown: AbortSignal;
   readonly log: RequestLog;
+  /** Most bytes of any request body (serve's hard cap; routes also hold a body to its prompts). */
+  readonly maxRequestBodyBytes: number;
+  /** Renders requests' own chat templates; absent unless serve trusts them (--trust-request-chat-template). */
+  readonly templates?: RequestTemplateRenderer;
 }
 
 /** Checks the request's `model` (absent means the served model, as in vLLM) and returns the name to report. */
@@ -54,13 +59,28 @@ function badWordIds(tokenizer: TextTokenizer, words: readonly string[]): number[
   return out;
 }
 
-/** OpenAI's and vLLM's sampling fields as the engine's; the engine checks their ranges. */
-export function samplingOf(body: SamplingFields, tokenizer: TextTokenizer): SamplingParams {
+/**
+ * OpenAI's and vLLM's sampling fields as the engine's; the engine checks their ranges. A
+ * logit_bias id outside the vocabulary is refused, as vLLM's processor does
+ * (vllm/v1/engine/processor.py, _validate_logit_bias).
+ */
+export function samplingOf(
+  body: SamplingFields,
+  engine: Pick<ServedEngine, "tokenizer" | "vocabSize">,
+): SamplingParams {
+  const { tokenizer, vocabSize } = engine;
   const bias = body.logit_bias ?? {};
   const biasEntries = Object.entries(bias).map(([id, v]) => {
     const tokenId = Number(id);
-    if (!Number.isInteger(tokenId) || tokenId < 0)
+    if (!/^\d+$/.test(id.trim()) || !Number.isSafeInteger(tokenId))
       throw new ApiError(400, `\`logit_bias\`: "${id}" is not a token id.`, "invalid_value", "logit_bias");
+    if (tokenId >= vocabSize)
+      throw new ApiError(
+        400,
+        `\`logit_bias\`: token id ${tokenId} is out of the vocabulary (size ${vocabSize}); bias ids 0..${vocabSize - 1}.`,
+        "invalid_value",
+        "logit_bias",
+      );
     if (!(v >= -100 && v <= 100))
       throw new ApiError(400, "`logit_bias`: biases must be in [-100, 100].", "invalid_value", "logit_bias");
     return [tokenId, v] as const;

@@ -1,3 +1,4 @@
+import type { ErrorCode } from "../common/error-catalogue.js";
 import type {
   EngineLimits,
   EngineOptions,
@@ -5,16 +6,9 @@ import type {
   GenerateRequest,
   StepOutput,
 } from "../engine/index.js";
-import type { ErrorCode } from "../common/error-catalogue.js";
 
 /** Where the engine thread gets its model: a generated tiny size or a model directory. */
-export type ModelSource =
-  | { readonly tinySize: string }
-  | {
-      readonly modelDir: string;
-      /** A module (URL) and the name of its export listing the architectures to load with. */
-      readonly architectures?: { readonly module: string; readonly exportName: string };
-    };
+export type ModelSource = { readonly tinySize: string } | { readonly modelDir: string };
 
 export interface EngineThreadData {
   readonly source: ModelSource;

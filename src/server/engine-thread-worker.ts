@@ -4,7 +4,6 @@ import { join } from "node:path";
 import { parentPort, workerData } from "node:worker_threads";
 import { BringupError, isBringupError } from "../common/errors.js";
 import {
-  type Architecture,
   Engine,
   findTinySize,
   type GenerateRequest,
@@ -33,15 +32,12 @@ async function load(data: EngineThreadData) {
       throw new BringupError("TINY_SIZE_UNKNOWN", `there is no tiny size "${source.tinySize}".`);
     const files = generateTinyModel(size, await readCorpus());
     return {
-      model: tinyFilesToModel(size.name, files),
+      model: await tinyFilesToModel(size.name, files),
       tokenizerJson: files.tokenizerJson as unknown,
       tokenizerConfig: files.tokenizerConfig as unknown,
     };
   }
-  const from = source.architectures;
-  const architectures: readonly Architecture[] =
-    from === undefined ? [] : (await import(from.module))[from.exportName];
-  const model = await loadModel(source.modelDir, { architectures });
+  const model = await loadModel(source.modelDir);
   const dir = model.directory ?? source.modelDir;
   const tokenizerJson = JSON.parse(await readFile(join(dir, "tokenizer.json"), "utf8"));
   const tokenizerConfig = await readFile(join(dir, "tokenizer_config.json"), "utf8").then(

@@ -6,9 +6,20 @@ import { type ErrorBody, type RunningServer, startServer } from "./index.js";
 const model = await createTinyModel(findTinySize("tiny") as TinySize);
 const KEY = "sekret";
 let server: RunningServer;
+/** The server's warning lines, which carry each refusal's stable code. */
+const logged: string[] = [];
 
 beforeAll(async () => {
-  server = await startServer({ model, port: 0, threads: 1, apiKey: KEY, maxModelLen: 64 });
+  server = await startServer({
+    model,
+    port: 0,
+    threads: 1,
+    apiKey: KEY,
+    maxModelLen: 64,
+    log: (level, line) => {
+      if (level === "warning") logged.push(line);
+    },
+  });
 });
 afterAll(async () => {
   await server.close();
@@ -252,7 +263,10 @@ describe("error responses", () => {
       expect(res.headers.get("content-type")).toContain("application/json");
       const json = (await res.json()) as ErrorBody;
       expect(res.status, JSON.stringify(json)).toBe(c.status);
-      expect(json.error.code).toBe(c.code);
+      // vLLM's code is the status; the stable code is in the log line (request id first).
+      expect(json.error.code).toBe(c.status);
+      const id = res.headers.get("x-request-id") as string;
+      expect(logged.find((l) => l.includes(id))).toContain(` ${c.status} ${c.code}: `);
       expect(json.error.message).toMatch(c.says);
       expect(json.error.type).toBe(
         c.status === 401

@@ -7,7 +7,7 @@ const model = await createTinyModel(findTinySize("tiny") as TinySize);
 let server: RunningServer;
 
 beforeAll(async () => {
-  server = await startServer({ model, port: 0, threads: 1 });
+  server = await startServer({ model, port: 0, threads: 1, trustRequestChatTemplate: true });
 });
 afterAll(async () => {
   await server.close();

@@ -48,6 +48,8 @@ export class Generation implements AsyncIterable<GenerationChunk> {
     private readonly outputs: AsyncIterableIterator<StepOutput>,
     /** performance.now() when the HTTP request arrived. */
     private readonly arrival: number,
+    /** performance.now() when the scheduler first admitted the request (shared by its sequences). */
+    private readonly scheduled: { at?: number },
   ) {
     this.promptTokens = params.promptTokenIds.length;
     this.stopTokens = new Set(params.stopTokenIds ?? []);
@@ -66,19 +68,27 @@ export class Generation implements AsyncIterable<GenerationChunk> {
     onTooSlow?: (error: unknown) => void,
   ): Promise<Generation[]> {
     const { stop: _stop, includeStopString: _include, ...request } = params;
+    const scheduled: { at?: number } = {};
     const streams = await ctx.engine.submit(
       request,
       seeds,
       AbortSignal.any([signal, ctx.shutdown]),
-      (seconds) => ctx.metrics.queued(seconds),
+      (seconds) => {
+        scheduled.at = performance.now();
+        ctx.metrics.queued(seconds);
+      },
       onTooSlow,
     );
-    return streams.map((outputs) => new Generation(ctx, params, outputs, arrival));
+    ctx.metrics.requestParams(seeds.length, params.maxTokens);
+    return streams.map((outputs) => new Generation(ctx, params, outputs, arrival, scheduled));
   }
 
-  /** vLLM checks stop strings only once min_tokens tokens were generated. */
+  /**
+   * vLLM matches stop strings only in text after the first min_tokens tokens: a match must end
+   * in the text of a later token (vllm/v1/engine/detokenizer.py, BaseIncrementalDetokenizer.update).
+   */
   private get pastMinTokens(): boolean {
-    return this.completionTokens >= (this.params.minTokens ?? 0);
+    return this.completionTokens > (this.params.minTokens ?? 0);
   }
 
   async *[Symbol.asyncIterator](): AsyncGenerator<GenerationChunk> {
@@ -86,6 +96,7 @@ export class Generation implements AsyncIterable<GenerationChunk> {
     const detokenizer = this.ctx.engine.tokenizer.createDetokenizer();
     const matcher = new StopStringMatcher(this.params.stop);
     let last = this.arrival;
+    let first: number | undefined;
     let finish: FinishReason = "abort";
     try {
       for await (const out of this.outputs) {
@@ -95,14 +106,21 @@ export class Generation implements AsyncIterable<GenerationChunk> {
         const tokens = out.token ? [out.token] : [];
         if (out.token) {
           const now = performance.now();
-          if (this.completionTokens === 0) metrics.firstToken((now - this.arrival) / 1000);
-          else metrics.nextToken((now - last) / 1000);
+          if (this.completionTokens === 0) {
+            first = now;
+            metrics.firstToken((now - this.arrival) / 1000);
+          } else metrics.nextToken((now - last) / 1000);
           last = now;
+          // Counted here, as the answer's usage counts them: not the tokens the engine made past a stop string.
+          metrics.generated(out.numGeneratedTokens - this.completionTokens);
           this.completionTokens = out.numGeneratedTokens;
           this.cumulativeLogprob += out.token.logprob;
-          // Like vLLM, the token that stopped the request adds no text.
+          // Like vLLM, the token that stopped the request adds its text only with
+          // include_stop_str_in_output (vllm/v1/engine/detokenizer.py, update()).
           if (out.finishReason === "stop") {
             if (this.stopTokens.has(out.token.tokenId)) stopReason = out.token.tokenId;
+            if (this.params.includeStopString)
+              text = matcher.push(detokenizer.push(out.token.tokenId), false).text;
           } else {
             const step = matcher.push(detokenizer.push(out.token.tokenId), this.pastMinTokens);
             text = step.text;
@@ -141,12 +159,15 @@ export class Generation implements AsyncIterable<GenerationChunk> {
         }
       }
     } finally {
-      metrics.finish(
-        finish,
-        (performance.now() - this.arrival) / 1000,
-        this.promptTokens,
-        this.completionTokens,
-      );
+      const at = this.scheduled.at ?? first ?? last;
+      metrics.finish(finish, {
+        e2eSeconds: (performance.now() - this.arrival) / 1000,
+        promptTokens: this.promptTokens,
+        generationTokens: this.completionTokens,
+        ...(first !== undefined
+          ? { prefillSeconds: (first - at) / 1000, decodeSeconds: (last - first) / 1000 }
+          : {}),
+      });
     }
   }
 }

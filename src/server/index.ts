@@ -13,5 +13,6 @@ export type { ErrorBody } from "./api-error.js";
 export { METRIC_NAMES } from "./metrics.js";
 export type { LogLevel, LogSink } from "./request-log.js";
 export { LOG_LEVELS } from "./request-log.js";
+export { DEFAULT_TEMPLATE_BUDGET, type TemplateBudget } from "./request-template.js";
 export type { RunningServer, ServerOptions } from "./server.js";
-export { DEFAULT_TINY_SIZE, startServer } from "./server.js";
+export { DEFAULT_MAX_REQUEST_BODY_BYTES, DEFAULT_TINY_SIZE, startServer } from "./server.js";

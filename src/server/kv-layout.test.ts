@@ -11,7 +11,7 @@ import { METRIC_NAMES, type RunningServer, startServer } from "./index.js";
 
 // The tiny llama with three sliding-window layers (window 8) around one global layer.
 const files = generateTinyModel(findTinySize("tiny") as TinySize, await readCorpus());
-const model = tinyFilesToModel("tiny-swa", {
+const model = await tinyFilesToModel("tiny-swa", {
   ...files,
   config: {
     ...files.config,

@@ -75,7 +75,11 @@ export interface ChatTokenLogprob {
   top_logprobs: { token: string; logprob: number; bytes: number[] }[];
 }
 
-/** Generated tokens in the chat completions shape: `content` entries with their `top` alternatives. */
+/**
+ * Generated tokens in the chat completions shape: `content` entries with `top` alternatives each.
+ * As vLLM lists them, the sampled token comes first, then the likeliest others, `top` in all
+ * (vllm/entrypoints/openai/serving_chat.py, _get_top_logprobs over the sampled-first dict).
+ */
 export function chatLogprobs(
   tokenizer: TokenNamer,
   tokens: readonly GeneratedToken[],
@@ -87,7 +91,9 @@ export function chatLogprobs(
   };
   return tokens.map((t) => ({
     ...entry(t.tokenId, t.logprob),
-    top_logprobs: (t.top ?? []).slice(0, top).map((alt) => entry(alt.tokenId, alt.logprob)),
+    top_logprobs: [t, ...(t.top ?? []).filter((alt) => alt.tokenId !== t.tokenId)]
+      .slice(0, top)
+      .map((alt) => entry(alt.tokenId, alt.logprob)),
   }));
 }
 
@@ -100,6 +106,7 @@ export interface VllmLogprob {
 /**
  * Prompt logprobs as vLLM returns them: null for the first position, then for each prompt token a
  * dict from token id to {logprob, rank, decoded_token} holding the actual token and the top `top`.
+ * `decoded_token` is always the text: vLLM's return_tokens_as_token_ids changes only `logprobs`.
  */
 export function vllmPromptLogprobs(
   tokenizer: TokenNamer,

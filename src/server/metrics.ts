@@ -5,7 +5,7 @@ import type { EngineStats, FinishReason } from "../engine/index.js";
  * The server's Prometheus metrics, one registry per server. Naming rule: a figure vLLM also
  * exports keeps vLLM's exact name (`vllm:` prefix), so one scraper reads this server and a real
  * vLLM alike; a figure vLLM does not export has a `bringup:` prefix. Every series carries vLLM's
- * `model_name` label.
+ * `model_name` and `engine` labels (one engine: "0"), as vllm/v1/metrics/loggers.py has them.
  */
 export const METRIC_NAMES = {
   running: "vllm:num_requests_running",
@@ -21,6 +21,12 @@ export const METRIC_NAMES = {
   queueTime: "vllm:request_queue_time_seconds",
   requestPromptTokens: "vllm:request_prompt_tokens",
   requestGenerationTokens: "vllm:request_generation_tokens",
+  prefillTime: "vllm:request_prefill_time_seconds",
+  decodeTime: "vllm:request_decode_time_seconds",
+  inferenceTime: "vllm:request_inference_time_seconds",
+  timePerOutputToken: "vllm:request_time_per_output_token_seconds",
+  paramsN: "vllm:request_params_n",
+  paramsMaxTokens: "vllm:request_params_max_tokens",
   kvBlocksUsed: "bringup:kv_cache_blocks_used",
   kvBlocksTotal: "bringup:kv_cache_blocks_total",
   kvTokenCapacity: "bringup:kv_cache_token_capacity",
@@ -39,22 +45,47 @@ const TOKEN_GAP_BUCKETS = [
   0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5,
 ];
 
+/** vLLM's labels on every series: the served model's name and the engine's index. */
+const LABELS = ["model_name", "engine"] as const;
+type Label = (typeof LABELS)[number];
+
+/** vLLM's `n` buckets (1, 2, 5, 10, 20). */
+const N_BUCKETS = [1, 2, 5, 10, 20];
+
+/** What is known of a request when it finishes. */
+export interface FinishedRequest {
+  readonly e2eSeconds: number;
+  readonly promptTokens: number;
+  readonly generationTokens: number;
+  /** From the scheduler's first admission to the first token (absent without a token). */
+  readonly prefillSeconds?: number;
+  /** From the first token to the last. */
+  readonly decodeSeconds?: number;
+}
+
 export class ServerMetrics {
   readonly registry = new Registry();
-  private readonly labels: { model_name: string };
-  private readonly ttft: Histogram<"model_name">;
-  private readonly interToken: Histogram<"model_name">;
-  private readonly e2e: Histogram<"model_name">;
-  private readonly queueTime: Histogram<"model_name">;
-  private readonly promptTokens: Histogram<"model_name">;
-  private readonly generationTokens: Histogram<"model_name">;
-  private readonly finished: Counter<"model_name" | "finished_reason">;
+  private readonly labels: Record<Label, string>;
+  private readonly ttft: Histogram<Label>;
+  private readonly interToken: Histogram<Label>;
+  private readonly e2e: Histogram<Label>;
+  private readonly queueTime: Histogram<Label>;
+  private readonly promptTokens: Histogram<Label>;
+  private readonly generationTokens: Histogram<Label>;
+  private readonly prefillTime: Histogram<Label>;
+  private readonly decodeTime: Histogram<Label>;
+  private readonly inferenceTime: Histogram<Label>;
+  private readonly timePerOutputToken: Histogram<Label>;
+  private readonly paramsN: Histogram<Label>;
+  private readonly paramsMaxTokens: Histogram<Label>;
+  private readonly finished: Counter<Label | "finished_reason">;
+  private readonly generationTokensTotal: Counter<Label>;
 
   constructor(modelName: string, stats: () => EngineStats) {
-    const labels = { model_name: modelName };
+    const labels = { model_name: modelName, engine: "0" };
     this.labels = labels;
     const registers = [this.registry];
-    const labelNames = ["model_name"] as const;
+    const labelNames = LABELS;
     // Gauges and engine-side counters read the engine when scraped, so they are never stale.
     const gauge = (name: string, help: string, value: (s: EngineStats) => number) =>
       new Gauge({
@@ -119,11 +150,17 @@ export class ServerMetrics {
       "Prompt tokens run through the model (recomputation included).",
       (s) => s.promptTokensTotal,
     );
-    counter(METRIC_NAMES.generationTokens, "Tokens generated.", (s) => s.generationTokensTotal);
+    this.generationTokensTotal = new Counter({
+      name: METRIC_NAMES.generationTokens,
+      help: "Tokens generated, as the answers' usage counts them (none past a matched stop string).",
+      labelNames,
+      registers,
+    });
+    this.generationTokensTotal.inc(labels, 0);
     this.finished = new Counter({
       name: METRIC_NAMES.requestSuccess,
       help: "Requests finished, by finish reason (stop, length, abort).",
-      labelNames: ["model_name", "finished_reason"],
+      labelNames: [...LABELS, "finished_reason"],
       registers,
     });
     const histogram = (name: string, help: string, buckets: number[]) =>
@@ -154,6 +191,36 @@ export class ServerMetrics {
       "Generated tokens of each finished request.",
       TOKEN_COUNT_BUCKETS,
     );
+    this.prefillTime = histogram(
+      METRIC_NAMES.prefillTime,
+      "Seconds from a request's first admission by the scheduler to its first token.",
+      LATENCY_BUCKETS,
+    );
+    this.decodeTime = histogram(
+      METRIC_NAMES.decodeTime,
+      "Seconds from a request's first token to its last.",
+      LATENCY_BUCKETS,
+    );
+    this.inferenceTime = histogram(
+      METRIC_NAMES.inferenceTime,
+      "Seconds from a request's first admission by the scheduler to its last token (prefill + decode).",
+      LATENCY_BUCKETS,
+    );
+    this.timePerOutputToken = histogram(
+      METRIC_NAMES.timePerOutputToken,
+      "Each finished request's decode seconds per generated token after the first.",
+      TOKEN_GAP_BUCKETS,
+    );
+    this.paramsN = histogram(
+      METRIC_NAMES.paramsN,
+      "The sequences each request asked for (n, or best_of).",
+      N_BUCKETS,
+    );
+    this.paramsMaxTokens = histogram(
+      METRIC_NAMES.paramsMaxTokens,
+      "The max_tokens of each request.",
+      TOKEN_COUNT_BUCKETS,
+    );
     // process_cpu_seconds_total, process_resident_memory_bytes, nodejs_eventloop_lag_seconds, …
     collectDefaultMetrics({ register: this.registry });
   }
@@ -166,15 +233,32 @@ export class ServerMetrics {
     this.ttft.observe(this.labels, seconds);
   }
 
+  generated(tokens: number): void {
+    if (tokens > 0) this.generationTokensTotal.inc(this.labels, tokens);
+  }
+
   nextToken(seconds: number): void {
     this.interToken.observe(this.labels, seconds);
   }
 
-  finish(reason: FinishReason, seconds: number, promptTokens: number, generationTokens: number): void {
+  /** A request admitted to the engine: its sequences (n, or best_of) and its max_tokens. */
+  requestParams(n: number, maxTokens: number): void {
+    this.paramsN.observe(this.labels, n);
+    this.paramsMaxTokens.observe(this.labels, maxTokens);
+  }
+
+  finish(reason: FinishReason, request: FinishedRequest): void {
     this.finished.inc({ ...this.labels, finished_reason: reason });
-    this.e2e.observe(this.labels, seconds);
-    this.promptTokens.observe(this.labels, promptTokens);
-    this.generationTokens.observe(this.labels, generationTokens);
+    this.e2e.observe(this.labels, request.e2eSeconds);
+    this.promptTokens.observe(this.labels, request.promptTokens);
+    this.generationTokens.observe(this.labels, request.generationTokens);
+    const { prefillSeconds, decodeSeconds } = request;
+    if (prefillSeconds === undefined || decodeSeconds === undefined) return;
+    this.prefillTime.observe(this.labels, prefillSeconds);
+    this.decodeTime.observe(this.labels, decodeSeconds);
+    this.inferenceTime.observe(this.labels, prefillSeconds + decodeSeconds);
+    if (request.generationTokens > 1)
+      this.timePerOutputToken.observe(this.labels, decodeSeconds / (request.generationTokens - 1));
   }
 
   /** The Prometheus text exposition and its content type. */

@@ -24,9 +24,32 @@ function tooLong(maxModelLen: number, what: string, param: string): ApiError {
   );
 }
 
-/** Most bytes a request body may have: a max_model_len prompt of the longest tokens, JSON-escaped, plus room for fields. */
-export function maxBodyBytes(maxModelLen: number, tokenizer: TextTokenizer): number {
-  return 256 * 1024 + maxModelLen * Math.max(12, longestToken(tokenizer) * 6);
+/**
+ * Most bytes one prompt may take in a request body: a max_model_len prompt of the longest tokens,
+ * JSON-escaped, plus room for the other fields. A body may have this much per prompt it holds.
+ */
+export function bodyBytesPerPrompt(ctx: Pick<ServerContext, "engine">): number {
+  const { limits, tokenizer } = ctx.engine;
+  return 256 * 1024 + limits.maxModelLen * Math.max(12, longestToken(tokenizer) * 6);
+}
+
+/** Most characters a prompt's text may have: max_model_len tokens of the longest token's characters. */
+export function maxPromptChars(ctx: Pick<ServerContext, "engine">): number {
+  return ctx.engine.limits.maxModelLen * longestToken(ctx.engine.tokenizer);
+}
+
+/**
+ * Refuses a body larger than its prompts need: `bodyBytesPerPrompt` for each (a batch of
+ * prompts may be that many times one prompt's size, up to serve's hard cap checked on arrival).
+ */
+export function checkBodySize(ctx: Pick<ServerContext, "engine">, bytes: number, prompts: number): void {
+  const most = bodyBytesPerPrompt(ctx) * Math.max(1, prompts);
+  if (bytes > most)
+    throw new ApiError(
+      413,
+      `the request body has ${bytes} bytes, more than its ${Math.max(1, prompts)} prompt(s) of at most max_model_len (${ctx.engine.limits.maxModelLen}) tokens need (${most}); send shorter prompts or fewer other fields.`,
+      "body_too_large",
+    );
 }
 
 /**
@@ -58,11 +81,10 @@ export function promptTokenIds(
 
 /** Refuses a text that would be over max_model_len tokens however it tokenizes, before tokenizing it. */
 export function checkTextLength(ctx: ServerContext, text: string, param: string): void {
-  const { tokenizer, limits } = ctx.engine;
-  const most = limits.maxModelLen * longestToken(tokenizer);
+  const most = maxPromptChars(ctx);
   if (text.length > most)
     throw tooLong(
-      limits.maxModelLen,
+      ctx.engine.limits.maxModelLen,
       `the ${param} has ${text.length} characters (more than ${most})`,
       param,
     );

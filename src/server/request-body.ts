@@ -2,6 +2,38 @@ import { isInteger, parse } from "lossless-json";
 import type { z } from "zod";
 import { ApiError } from "./api-error.js";
 
+/**
+ * A request's body as text, refused with a 413 once it is over `most` bytes (the rest is left
+ * for the app to discard, so the connection stays usable).
+ */
+export async function readBodyText(request: Request, most: number): Promise<string> {
+  if (request.body === null) return "";
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let bytes = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      bytes += value.byteLength;
+      if (bytes > most) throw bodyTooLarge(most);
+      chunks.push(value);
+    }
+  } finally {
+    reader.releaseLock();
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+/** The 413 for a body over serve's hard cap. */
+export function bodyTooLarge(most: number): ApiError {
+  return new ApiError(
+    413,
+    `the request body is over ${most} bytes, this server's most (serve --max-request-body-size); send fewer or shorter prompts.`,
+    "body_too_large",
+  );
+}
+
 /** The first problem zod found, as "`field`: what is wrong", and the field's name. */
 function describeIssue(issue: z.core.$ZodIssue): { message: string; param: string | null } {
   const param = issue.path.length === 0 ? null : issue.path.map(String).join(".");

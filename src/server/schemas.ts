@@ -8,8 +8,16 @@ export const MAX_CHOICES = 16;
 
 const tokenIds = z.array(z.int().min(0), { error: "expected a list of token ids (integers >= 0)" });
 const count = (max: number) => z.int().min(0).max(max).nullish();
-/** A 64-bit seed: the body parser keeps integers beyond 2^53 as bigints. */
-const seed = z.union([z.int(), z.bigint()], { error: "expected an integer" }).nullish();
+/**
+ * A 64-bit seed: the body parser keeps integers beyond 2^53 as bigints; one outside int64 is
+ * refused, as vLLM's protocol does (vllm/entrypoints/openai/protocol.py: seed ge/le _LONG_INFO).
+ */
+const seed = z
+  .union([z.int(), z.bigint()], { error: "expected an integer" })
+  .refine((v) => BigInt.asIntN(64, BigInt(v)) === BigInt(v), {
+    error: `must be a 64-bit integer, from ${-(2n ** 63n)} to ${2n ** 63n - 1n}`,
+  })
+  .nullish();
 
 /** A field this server refuses unless it is absent or holds its neutral value (named in the 400). */
 const refused = (why: string) =>
@@ -140,12 +148,15 @@ export const tokenizeRequestSchema = z.union(
       model: z.string().nullish(),
       prompt: z.string(),
       add_special_tokens: z.boolean().nullish(),
+      return_token_strs: z.boolean().nullish(),
     }),
     z.object({
       model: z.string().nullish(),
       messages: z.array(chatMessageSchema).min(1, { error: "send at least one message" }),
       add_generation_prompt: z.boolean().nullish(),
       add_special_tokens: z.boolean().nullish(),
+      chat_template: z.string().nullish(),
+      return_token_strs: z.boolean().nullish(),
     }),
   ],
   { error: "send either `prompt` (a string) or `messages` (a list of chat messages)" },

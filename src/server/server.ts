@@ -2,14 +2,12 @@ import type { AddressInfo, Server } from "node:net";
 import { serve } from "@hono/node-server";
 import { BringupError } from "../common/errors.js";
 import {
-  type Architecture,
   Engine,
   type EngineLimits,
   type EngineOptions,
   findTinySize,
   type KvLayout,
   type LoadedModel,
-  loadModel,
   TINY_SIZES,
 } from "../engine/index.js";
 import { createApp } from "./app.js";
@@ -17,7 +15,11 @@ import { EngineThread } from "./engine-thread.js";
 import type { ModelSource } from "./engine-thread-protocol.js";
 import { ServerMetrics } from "./metrics.js";
 import { type LogSink, RequestLog } from "./request-log.js";
+import { RequestTemplateRenderer, type TemplateBudget } from "./request-template.js";
 import { InThreadEngine, type ServedEngine } from "./served-engine.js";
+
+/** Most bytes of a request body by default, whatever its prompts (serve's --max-request-body-size). */
+export const DEFAULT_MAX_REQUEST_BODY_BYTES = 32 * 1024 * 1024;
 
 /** The tiny size served when no model is given: the size table's end-to-end and server default. */
 export const DEFAULT_TINY_SIZE = "small";
@@ -27,14 +29,6 @@ export interface ServerOptions {
   readonly modelDir?: string;
   /** Which tiny size to generate when there is no modelDir (default "small"). */
   readonly tinySize?: string;
-  /** Model code for modelDir's model_type beyond the built-in llama family (the ports' architectures). */
-  readonly architectures?: readonly Architecture[];
-  /**
-   * The same architectures as a module URL and export name, which the engine's own thread imports
-   * (code cannot be sent to a thread). With `architectures` but not this, a modelDir is served
-   * with the engine on the HTTP thread.
-   */
-  readonly architecturesModule?: { readonly module: string; readonly exportName: string };
   /** Values of the model's switches (see the architecture's declaration). */
   readonly switches?: Readonly<Record<string, string>>;
   /**
@@ -74,6 +68,15 @@ export interface ServerOptions {
    * socket closed (default 1024; the socket's own buffers come first).
    */
   readonly maxUnreadOutputs?: number;
+  /**
+   * Run requests' own `chat_template`s (vLLM's --trust-request-chat-template); without it they are
+   * refused. They render on a thread of their own under `requestTemplateBudget`.
+   */
+  readonly trustRequestChatTemplate?: boolean;
+  /** Time and heap one request template may use (default DEFAULT_TEMPLATE_BUDGET: 2000 ms, 64 MiB). */
+  readonly requestTemplateBudget?: TemplateBudget;
+  /** Most bytes of any request body (default 32 MiB); a body is also held to what its prompts need. */
+  readonly maxRequestBodyBytes?: number;
 }
 
 export interface RunningServer {
@@ -105,19 +108,11 @@ function tinySizeOf(options: ServerOptions): string {
 
 /** The engine on its own thread, unless the model is already in memory on this one. */
 async function startEngine(options: ServerOptions, engineOptions: EngineOptions): Promise<ServedEngine> {
-  let model = options.model;
-  if (model === undefined && options.modelDir !== undefined && options.architecturesModule === undefined)
-    if ((options.architectures ?? []).length > 0)
-      model = await loadModel(options.modelDir, { architectures: options.architectures ?? [] });
+  const model = options.model;
   if (model !== undefined)
     return new InThreadEngine(new Engine(model, engineOptions), options.maxUnreadOutputs);
   const source: ModelSource =
-    options.modelDir !== undefined
-      ? {
-          modelDir: options.modelDir,
-          ...(options.architecturesModule ? { architectures: options.architecturesModule } : {}),
-        }
-      : { tinySize: tinySizeOf(options) };
+    options.modelDir !== undefined ? { modelDir: options.modelDir } : { tinySize: tinySizeOf(options) };
   return EngineThread.start(source, engineOptions, options.maxUnreadOutputs);
 }
 
@@ -139,8 +134,20 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const metrics = new ServerMetrics(modelName, () => engine.stats());
   const shutdown = new AbortController();
   const log = new RequestLog(options.log, options.requestLines ?? true);
+  const templates = options.trustRequestChatTemplate
+    ? new RequestTemplateRenderer(options.requestTemplateBudget)
+    : undefined;
   const app = createApp(
-    { engine, metrics, modelName, startedAt: Math.floor(Date.now() / 1000), shutdown: shutdown.signal, log },
+    {
+      engine,
+      metrics,
+      modelName,
+      startedAt: Math.floor(Date.now() / 1000),
+      shutdown: shutdown.signal,
+      log,
+      maxRequestBodyBytes: options.maxRequestBodyBytes ?? DEFAULT_MAX_REQUEST_BODY_BYTES,
+      ...(templates !== undefined ? { templates } : {}),
+    },
     options,
   );
   const host = options.host ?? "127.0.0.1";
@@ -178,7 +185,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
               // Requests still running end with a 503 (or an error event); their streams finish.
               shutdown.abort();
               await new Promise((r) => setTimeout(r, 50));
-              await engine.close();
+              await Promise.all([engine.close(), templates?.close()]);
               if ("closeAllConnections" in server) server.closeAllConnections();
               await closed;
             },
@@ -200,7 +207,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       });
     });
   } catch (error) {
-    await engine.close();
+    await Promise.all([engine.close(), templates?.close()]);
     throw error;
   }
 }

@@ -1,6 +1,6 @@
 import { type VegaSpec, vegaSvg } from "../bench/index.js";
+import { latestInSeries } from "../catalog/index.js";
 import type { BenchRecord } from "../records/index.js";
-import { latestInSeries } from "./reference-run.js";
 
 /** A chart the site shows, drawn from records only: its file name under charts/ and what it shows. */
 export interface SiteChart {

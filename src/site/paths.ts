@@ -9,6 +9,14 @@ export function portPage(id: string): string {
 
 /** A relative Markdown link from one generated page to a port's page. */
 export function portLink(fromPage: string, id: string): string {
-  const relativePath = posix.relative(posix.dirname(fromPage), portPage(id));
+  return pageLink(fromPage, portPage(id));
+}
+
+/** The page of platform findings: what the ports' device code works around in vllm-gaudi. */
+export const FINDINGS_PAGE = "platform-findings.md";
+
+/** A relative Markdown link from one generated page to another. */
+export function pageLink(fromPage: string, toPage: string): string {
+  const relativePath = posix.relative(posix.dirname(fromPage), toPage);
   return relativePath.startsWith(".") ? relativePath : `./${relativePath}`;
 }

@@ -1,5 +1,5 @@
 import type { LoadedPort } from "../catalog/index.js";
-import { FEATURES } from "../catalog/index.js";
+import { FEATURES, latestInSeries } from "../catalog/index.js";
 import type { BenchRecord } from "../records/index.js";
 import type { SiteChart } from "./charts.js";
 import {
@@ -26,10 +26,11 @@ import {
 import { renderHeadlineItem } from "./headline.js";
 import { code, frontMatter, table, text, vPre } from "./markdown.js";
 import { portPage } from "./paths.js";
+import { renderProven } from "./proven.js";
 import { renderFigureRefs } from "./readme.js";
 import { renderRecipe } from "./recipe.js";
 import { type IndexedRecord, requireRecord } from "./record-index.js";
-import { latestInSeries, localMark, renderReferenceRun } from "./reference-run.js";
+import { localMark, renderReferenceRun } from "./reference-run.js";
 
 const NONE = "—";
 
@@ -52,11 +53,11 @@ function facts(port: LoadedPort): string {
       `  - ${text(`${kind}: ${variantSummary(variant)} on ${acceleratorName(target.accelerator)}: ${variant.note}`)}`,
     );
   }
-  const image = software.base_image === undefined ? "" : `; base image ${code(software.base_image)}`;
   lines.push(
-    `- **Software.** ${text(`Gaudi software ${software.gaudi_software}`)}${image}; ${text(EXECUTION_MODE_LABELS[software.execution_mode])}; HPU graphs ${software.hpu_graphs ? "on" : "off"}`,
+    `- **Software.** ${text(`Gaudi software ${software.gaudi_software}`)}; ${text(EXECUTION_MODE_LABELS[software.execution_mode])}; HPU graphs ${software.hpu_graphs ? "on" : "off"}`,
     `- **Cookbook kernels.** ${manifest.cookbook_kernels.length > 0 ? manifest.cookbook_kernels.map(code).join(", ") : "none"}`,
-    `- **Status.** ${text(statusText(manifest.status))}`,
+    `- **Status.** ${text(`${statusText(manifest.status)} (claimed for its device runs elsewhere; what this repository proves follows)`)}`,
+    ...renderProven(port, portPage(port.id)),
   );
   return lines.join("\n");
 }

@@ -2,44 +2,41 @@ import { describe, expect, it } from "vitest";
 import { renderRecipe } from "./recipe.js";
 import { manifest, port } from "./tests/fixture.js";
 
-const DIGEST = `sha256:${"0".repeat(63)}1`;
+const REFERENCE = {
+  config: { model_type: "demo" },
+  max_model_len: 2048,
+  gates: [
+    {
+      kind: "perplexity",
+      reference: "the full layout",
+      max_relative_diff: 0,
+      record: "demo/reference-perplexity",
+    },
+  ],
+};
 
 describe("renderRecipe", () => {
-  it("says a port without validated pins has no recipe yet, naming what is missing", () => {
+  it("says a port without engine model code has no recipe yet, and why", () => {
     const section = renderRecipe(port("/r", manifest("demo"), "# Demo\n"));
-    expect(section).toContain("No recipe yet");
-    expect(section).toContain("`bringup recipe demo`");
-    expect(section).toContain("`software.base_image`");
+    expect(section).toContain("No recipe yet\\: the port has no engine model code yet");
     expect(section).not.toContain("**Serve:**");
   });
 
-  it("shows a pinned port's build, serve command, environment and packages", () => {
-    const pinned = manifest("demo", {
+  it("shows a port's build, serve command, environment, and each pin with where it comes from", () => {
+    const withCode = manifest("demo", {
       model: { name: "Demo", family: "Test", context_length: 4096 },
-      software: {
-        gaudi_software: "1.24.1",
-        base_image: `registry.example.test/demo:1@${DIGEST}`,
-        execution_mode: "lazy",
-        hpu_graphs: true,
-        pins: {
-          gaudi_build: "100",
-          python: "3.12",
-          vllm: "0.0.1",
-          vllm_gaudi: "0.0.2",
-          torch: "2.0.3",
-          packages: {},
-        },
-      },
-    });
-    const section = renderRecipe(port("/r", pinned, "# Demo\n"));
-    expect(section).toContain(`Built from \`registry.example.test/demo:1@${DIGEST}\``);
+      reference: REFERENCE,
+    } as Parameters<typeof manifest>[1]);
+    const section = renderRecipe(port("/r", withCode, "# Demo\n"));
+    expect(section).toContain("**Not yet run on a device.**");
     expect(section).toContain(
       '- **Serve:** `PT_HPU_LAZY_MODE=1 PT_HPU_ENABLE_LAZY_COLLECTIVES=true python3.12 -m vllm.entrypoints.openai.api_server --model "$MODEL" --served-model-name demo --host 127.0.0.1 --port 8000 --tensor-parallel-size 8 --max-model-len 4096`',
     );
     expect(section).toContain("| `PT_HPU_LAZY_MODE` | `1` |");
-    expect(section).toContain("| `habana-torch-plugin` | `1.24.1.100` |");
-    expect(section).toContain(
-      "- **Build** (from the repository root): `docker build -f ports/demo/recipe/Dockerfile -t bringup/demo .`",
+    expect(section).toMatch(
+      /\| `habana-torch-plugin` \| `1\.24\.1\.482` \| public source, not read on a device: \[.*\]\(https:\/\/github\.com\/vllm-project\/vllm-gaudi\/blob\/v0\.26\.0\/\.cd\/Dockerfile\.rhel\.ubi\.vllm\) \|/,
     );
+    expect(section).toContain("| `torch` | `2.11.0` \\(release\\; any build suffix\\) |");
+    expect(section).toContain("`docker build -f ports/demo/recipe/Dockerfile -t bringup/demo .`");
   });
 });

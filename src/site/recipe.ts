@@ -1,16 +1,21 @@
 import type { LoadedPort } from "../catalog/index.js";
-import { recipeSummary } from "../recipes/index.js";
+import { type PinOrigin, recipeSummary } from "../recipes/index.js";
+import { portFindings } from "./findings-page.js";
 import { code, table, text } from "./markdown.js";
+import { portPage } from "./paths.js";
+
+/** Where a pin comes from, as a table cell: the public source it was read off, or the device run's record. */
+function origin(from: PinOrigin): string {
+  return from.kind === "public-source"
+    ? `public source, not read on a device: [${text(from.title)}](${from.url})`
+    : `read on a device: ${code(from.record)}`;
+}
 
 /** The recipe section of a port's page: how the port is built, served and gated on vllm-gaudi. */
 export function renderRecipe(port: LoadedPort): string {
   const summary = recipeSummary(port.manifest);
-  if (summary.state === "unpinned") {
-    return [
-      "### Recipe",
-      "",
-      `No recipe yet: one is generated once the manifest states the image and versions the port was validated on; ${code(`bringup recipe ${port.id}`)} lists the missing pins (${summary.missing.map((pin) => code(pin.field)).join(", ")}).`,
-    ].join("\n");
+  if (summary.state === "none") {
+    return ["### Recipe", "", text(`No recipe yet: ${summary.why}.`)].join("\n");
   }
   const env =
     summary.env.length === 0
@@ -19,25 +24,38 @@ export function renderRecipe(port: LoadedPort): string {
           ["Variable", "Value"],
           summary.env.map(([name, value]) => [code(name), code(value)]),
         );
-  const packages = table(
-    ["Package", "Version"],
-    summary.packages.map(({ name, version }) => [code(name), code(version)]),
+  const pins = table(
+    ["Pin", "Value", "Where it comes from"],
+    summary.pins.map(({ name, pin, release }) => [
+      code(name),
+      `${code(pin.value)}${release ? text(" (release; any build suffix)") : ""}`,
+      origin(pin.origin),
+    ]),
   );
+  const ran =
+    summary.deviceRuns.length === 0
+      ? `**Not yet run on a device.** ${text("No one has built this image or served the port with it; the pins below come from public sources and install.sh checks them, which proves nothing about a device.")}`
+      : `Run on a device: ${summary.deviceRuns.map(code).join(", ")}.`;
   return [
     "### Recipe",
     "",
-    `Built from ${code(summary.image)} (Gaudi software ${code(summary.gaudiSoftware)}, Python ${code(summary.python)}); ${text("recipe/install.sh checks the image against every pin below and stops the build on any mismatch.")}`,
+    ran,
     "",
-    `- **Build** (from the repository root): ${code(summary.build)}`,
+    ...portFindings(port.id, portPage(port.id)).flatMap((line) => [line, ""]),
+    text(
+      `The recipe follows vllm-gaudi ${summary.row.vllmGaudi} on Gaudi software ${summary.row.gaudiSoftware} with PyTorch ${summary.row.pytorch}, the newest validated row of vllm-gaudi's compatibility matrix. recipe/Dockerfile builds vLLM and vllm-gaudi on the stock image at those tags; recipe/install.sh checks the image against every pin below, stops the build on any mismatch, and installs the device plugin ${summary.plugin} and nothing else.`,
+    ),
+    "",
+    `- **Build** (from the repository root): ${summary.build.map(code).join(", then ")}`,
     `- **Serve:** ${code(summary.serve)}`,
-    `- **Gates** (inside the built image): ${code(summary.gates)}`,
+    `- **Gates** (inside the built image; the tiny checkpoint against the reference engine, then the released weights): ${code(summary.gates)}`,
     "",
     "#### Server environment",
     "",
     env,
     "",
-    "#### Pinned packages",
+    "#### Pins",
     "",
-    packages,
+    pins,
   ].join("\n");
 }

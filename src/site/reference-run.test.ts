@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { PortManifestInput } from "../catalog/index.js";
-import { latestInSeries, renderReferenceRun } from "./reference-run.js";
+import { latestInSeries } from "../catalog/index.js";
+import { renderReferenceRun } from "./reference-run.js";
 import { manifest, port, record } from "./tests/fixture.js";
 
 const reference: PortManifestInput["reference"] = {

@@ -1,8 +1,8 @@
 import {
   abArmNames,
   figureRefs,
-  inReferenceSeries,
   type LoadedPort,
+  latestInSeries,
   referenceSeries,
 } from "../catalog/index.js";
 import type { BenchRecord } from "../records/index.js";
@@ -19,21 +19,6 @@ function armsAgainst(names: { a: string; b: string }): string {
   return names.a.endsWith(layout) && names.b.endsWith(layout)
     ? `${names.b.slice(0, -layout.length)} against ${names.a}`
     : `${names.b} against ${names.a}`;
-}
-
-/** The latest record of a reference series: the highest run (`<series>.<n>`), the series id itself being run 1. */
-export function latestInSeries(records: readonly BenchRecord[], series: string): BenchRecord | undefined {
-  let latest: BenchRecord | undefined;
-  let highest = 0;
-  for (const record of records) {
-    if (!inReferenceSeries(record.id, series)) continue;
-    const run = record.id === series ? 1 : Number(record.id.slice(series.length + 1));
-    if (run > highest) {
-      highest = run;
-      latest = record;
-    }
-  }
-  return latest;
 }
 
 /** Marks a record of a local, unpublished run on a preview built with local records. */

@@ -17,13 +17,18 @@ function errorOf(run: () => unknown): { code: string; message: string } {
 }
 
 describe("renderSite", () => {
-  it("makes the index and one page per port, in catalog order", () => {
+  it("makes the index, one page per port in catalog order, and the platform findings", () => {
     const catalog: Catalog = {
       root,
       ports: [port(root, manifest("b-port"), "# B\n"), port(root, manifest("a-port"), "prose\n")],
     };
     const site = renderSite(catalog, new Map());
-    expect(site.pages.map((page) => page.path)).toEqual(["index.md", "ports/b-port.md", "ports/a-port.md"]);
+    expect(site.pages.map((page) => page.path)).toEqual([
+      "index.md",
+      "ports/b-port.md",
+      "ports/a-port.md",
+      "platform-findings.md",
+    ]);
     const a = site.pages[2]?.markdown ?? "";
     expect(a).toContain("# Model a\\-port");
     const b = site.pages[1]?.markdown ?? "";

@@ -1,10 +1,11 @@
 import type { Catalog } from "../catalog/index.js";
 import { BringupError } from "../common/errors.js";
 import type { SiteChart } from "./charts.js";
+import { FINDINGS_TITLE, renderFindingsPage } from "./findings-page.js";
 import { renderIndexPage } from "./index-page.js";
 import type { PortFiles } from "./inventory.js";
 import { html } from "./markdown.js";
-import { INDEX_PAGE, portPage } from "./paths.js";
+import { FINDINGS_PAGE, INDEX_PAGE, portPage } from "./paths.js";
 import { renderPortPage } from "./port-page.js";
 import { indexRecords } from "./record-index.js";
 
@@ -42,6 +43,7 @@ export function renderSite(
   for (const port of catalog.ports) {
     pages.push({ path: portPage(port.id), markdown: renderPortPage(port, records, charts.get(port.id)) });
   }
+  pages.push({ path: FINDINGS_PAGE, markdown: renderFindingsPage(catalog) });
   const sidebar = [
     {
       text: "Ports",
@@ -51,6 +53,7 @@ export function renderSite(
         link: `/${portPage(port.id).replace(/\.md$/, "")}`,
       })),
     },
+    { text: FINDINGS_TITLE, link: `/${FINDINGS_PAGE.replace(/\.md$/, "")}` },
   ];
   const config = {
     title: SITE_TITLE,

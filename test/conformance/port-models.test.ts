@@ -1,5 +1,5 @@
 /**
- * The conformance suite every registered port runs, written once (as Hono runs one router test file
+ * The conformance suite every port with a reference config runs, written once (as Hono runs one router test file
  * over every router): each port's tiny reference model, as its manifest configures it, must keep
  * the engine's guarantees whatever blocks its model code composes.
  */
@@ -8,7 +8,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Command } from "commander";
 import { afterAll, describe, expect, it, vi } from "vitest";
-import { loadCatalog } from "../../src/catalog/index.js";
 import { registerServe } from "../../src/cli/commands/serve.js";
 import {
   Engine,
@@ -17,18 +16,16 @@ import {
   type LoadedModel,
   loadModel,
   planKvCache,
-  readCorpus,
   type StepOutput,
-  tinyFilesToModel,
   writeTinyModel,
 } from "../../src/engine/index.js";
 import { goldenLogprobs } from "../../src/engine/tests/golden-logprobs.js";
-import { PORT_ARCHITECTURES, PORT_MODELS, REFERENCE_SEED } from "../../src/flow/index.js";
+import { REFERENCE_SEED } from "../../src/flow/index.js";
 import type { RunningServer } from "../../src/server/index.js";
+import { portReference, referencePortIds } from "../helpers/port-reference.js";
 
-const REPO = join(import.meta.dirname, "../..");
-const catalog = await loadCatalog(REPO);
-const corpus = await readCorpus();
+const portIds = await referencePortIds();
+const ports = await Promise.all(portIds.map((id) => portReference(id)));
 const work = await mkdtemp(join(tmpdir(), "bringup-conformance-"));
 const engines: Engine[] = [];
 afterAll(async () => {
@@ -66,108 +63,107 @@ const TEXTS = [
   "Write down the names of the boats and the hour each one came home.",
 ];
 
-describe.each([...PORT_MODELS.keys()])("port %s", (portId) => {
-  const portModel = PORT_MODELS.get(portId);
-  const config = catalog.ports.find((p) => p.id === portId)?.manifest.reference?.config;
-  if (portModel === undefined || config === undefined)
-    throw new Error(`${portId}: no model code or reference config`);
-  const files = portModel.tinyModel(config, corpus, { seed: REFERENCE_SEED });
-  const dir = join(work, portId);
-  const loaded = writeTinyModel(dir, files).then(() => loadModel(dir, { architectures: PORT_ARCHITECTURES }));
-  const prompts = loaded.then((m) => TEXTS.map((t) => m.tokenizer.encode(t)));
+describe.each(portIds.map((id, i) => [id, ports[i] as (typeof ports)[number]] as const))(
+  "port %s",
+  (portId, ref) => {
+    const files = ref.referenceFiles(REFERENCE_SEED);
+    const dir = join(work, portId);
+    const loaded = writeTinyModel(dir, files).then(() => loadModel(dir));
+    const prompts = loaded.then((m) => TEXTS.map((t) => m.tokenizer.encode(t)));
 
-  it("written to disk and loaded, gives the bits of the model built in memory", async () => {
-    const fromDisk = await goldenLogprobs(await loaded);
-    expect(fromDisk).toEqual(await goldenLogprobs(tinyFilesToModel(portId, files, PORT_ARCHITECTURES)));
-  });
-
-  it("decoding token by token equals one full forward of the same tokens", async () => {
-    const model = await loaded;
-    const e = engine(model);
-    const prompt = ((await prompts)[0] as number[]).slice(0, 12);
-    const decoded = tokensOf(await collect(e.submit(greedy(prompt, 16))));
-    const all = [...prompt, ...decoded.map(([t]) => t as number)];
-    const [scored] = await collect(e.submit({ promptTokenIds: all, maxTokens: 0, promptLogprobs: 0 }));
-    const full = (scored?.promptLogprobs ?? []).slice(prompt.length).map((p) => [p?.tokenId, p?.logprob]);
-    expect(full).toEqual(decoded);
-  });
-
-  it("gives a request alone the same bits as among 15 others", async () => {
-    const model = await loaded;
-    const all = await prompts;
-    const request = greedy(all[1] as number[], 12);
-    const alone = tokensOf(await collect(engine(model).submit(request)));
-    const busy = engine(model);
-    const others = Array.from({ length: 15 }, (_, i) =>
-      collect(busy.submit(greedy((all[i % all.length] as number[]).slice(i % 5), 8 + (i % 7)))),
-    );
-    const among = collect(busy.submit(request));
-    await Promise.all(others);
-    expect(tokensOf(await among)).toEqual(alone);
-  });
-
-  it("chunked prefill equals one prefill", async () => {
-    const model = await loaded;
-    const prompt = (await prompts).flat().slice(0, 40);
-    const score = async (options: EngineOptions) => {
-      const [out] = await collect(
-        engine(model, options).submit({ promptTokenIds: prompt, maxTokens: 0, promptLogprobs: 2 }),
-      );
-      return out?.promptLogprobs;
-    };
-    expect(await score({ maxNumBatchedTokens: 5 })).toEqual(await score({}));
-    // Without prompt logprobs the prompt's chunks ask for no logits until the last one.
-    const continuation = async (options: EngineOptions) =>
-      tokensOf(await collect(engine(model, options).submit(greedy(prompt, 6))));
-    expect(await continuation({ maxNumBatchedTokens: 5 })).toEqual(await continuation({}));
-  });
-
-  it("preempted and recomputed equals uninterrupted, and holds no KV block or state slot after finish or abort", async () => {
-    const model = await loaded;
-    const requests = (await prompts).map((p) => greedy(p.slice(0, 14), 20));
-    const expected = await Promise.all(requests.map((r) => collect(engine(model).submit(r))));
-    // Rings and state slots for three sequences but growing blocks for two of their full 34 tokens:
-    // admitted on their prompts' blocks, three outgrow the cache as they decode and the latest is
-    // preempted.
-    const groups = planKvCache(model.model.states, "window-sized", BLOCK_SIZE).groups;
-    const budget = groups.reduce(
-      (sum, g) => sum + (g.spec.ringBlocks > 0 ? 3 : 2.2) * g.spec.blocksNeeded(34) * g.bytesPerBlock,
-      0,
-    );
-    const tight = engine(model, { kvCacheBytes: Math.floor(budget), maxModelLen: 34 });
-    const got = await Promise.all(requests.map((r) => collect(tight.submit(r))));
-    expect(got.map(tokensOf)).toEqual(expected.map(tokensOf));
-    expect(tight.stats().preemptions).toBeGreaterThan(0);
-    const stop = new AbortController();
-    const stream = tight.submit(greedy(requests[0]?.promptTokenIds as number[], 20), stop.signal);
-    for await (const out of stream) {
-      if (out.token) stop.abort();
-    }
-    const stats = tight.stats();
-    expect([stats.kvBlocksUsed, stats.stateSlotsUsed, stats.running, stats.waiting]).toEqual([0, 0, 0, 0]);
-  });
-
-  it("is served from its written directory by `bringup serve`", async () => {
-    const program = new Command("bringup").exitOverride();
-    const seen: { status?: number; text?: string; slots?: string } = {};
-    registerServe(program, async (server: RunningServer) => {
-      const response = await fetch(`${server.url}/v1/completions`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ model: server.modelName, prompt: TEXTS[0], max_tokens: 4, temperature: 0 }),
-      });
-      seen.status = response.status;
-      seen.text = ((await response.json()) as { choices: [{ text: string }] }).choices[0].text;
+    it("written to disk and loaded, gives the bits of the model built in memory", async () => {
+      const fromDisk = await goldenLogprobs(await loaded);
+      expect(fromDisk).toEqual(await goldenLogprobs(ref.build(portId, files)));
     });
-    const out = vi.spyOn(process.stdout, "write").mockImplementation(() => true);
-    try {
-      await program.parseAsync(["serve", dir, "--port", "0", "--max-model-len", "128", "--threads", "1"], {
-        from: "user",
+
+    it("decoding token by token equals one full forward of the same tokens", async () => {
+      const model = await loaded;
+      const e = engine(model);
+      const prompt = ((await prompts)[0] as number[]).slice(0, 12);
+      const decoded = tokensOf(await collect(e.submit(greedy(prompt, 16))));
+      const all = [...prompt, ...decoded.map(([t]) => t as number)];
+      const [scored] = await collect(e.submit({ promptTokenIds: all, maxTokens: 0, promptLogprobs: 0 }));
+      const full = (scored?.promptLogprobs ?? []).slice(prompt.length).map((p) => [p?.tokenId, p?.logprob]);
+      expect(full).toEqual(decoded);
+    });
+
+    it("gives a request alone the same bits as among 15 others", async () => {
+      const model = await loaded;
+      const all = await prompts;
+      const request = greedy(all[1] as number[], 12);
+      const alone = tokensOf(await collect(engine(model).submit(request)));
+      const busy = engine(model);
+      const others = Array.from({ length: 15 }, (_, i) =>
+        collect(busy.submit(greedy((all[i % all.length] as number[]).slice(i % 5), 8 + (i % 7)))),
+      );
+      const among = collect(busy.submit(request));
+      await Promise.all(others);
+      expect(tokensOf(await among)).toEqual(alone);
+    });
+
+    it("chunked prefill equals one prefill", async () => {
+      const model = await loaded;
+      const prompt = (await prompts).flat().slice(0, 40);
+      const score = async (options: EngineOptions) => {
+        const [out] = await collect(
+          engine(model, options).submit({ promptTokenIds: prompt, maxTokens: 0, promptLogprobs: 2 }),
+        );
+        return out?.promptLogprobs;
+      };
+      expect(await score({ maxNumBatchedTokens: 5 })).toEqual(await score({}));
+      // Without prompt logprobs the prompt's chunks ask for no logits until the last one.
+      const continuation = async (options: EngineOptions) =>
+        tokensOf(await collect(engine(model, options).submit(greedy(prompt, 6))));
+      expect(await continuation({ maxNumBatchedTokens: 5 })).toEqual(await continuation({}));
+    });
+
+    it("preempted and recomputed equals uninterrupted, and holds no KV block or state slot after finish or abort", async () => {
+      const model = await loaded;
+      const requests = (await prompts).map((p) => greedy(p.slice(0, 14), 20));
+      const expected = await Promise.all(requests.map((r) => collect(engine(model).submit(r))));
+      // Rings and state slots for three sequences but growing blocks for two of their full 34 tokens:
+      // admitted on their prompts' blocks, three outgrow the cache as they decode and the latest is
+      // preempted.
+      const groups = planKvCache(model.model.states, "window-sized", BLOCK_SIZE).groups;
+      const budget = groups.reduce(
+        (sum, g) => sum + (g.spec.ringBlocks > 0 ? 3 : 2.2) * g.spec.blocksNeeded(34) * g.bytesPerBlock,
+        0,
+      );
+      const tight = engine(model, { kvCacheBytes: Math.floor(budget), maxModelLen: 34 });
+      const got = await Promise.all(requests.map((r) => collect(tight.submit(r))));
+      expect(got.map(tokensOf)).toEqual(expected.map(tokensOf));
+      expect(tight.stats().preemptions).toBeGreaterThan(0);
+      const stop = new AbortController();
+      const stream = tight.submit(greedy(requests[0]?.promptTokenIds as number[], 20), stop.signal);
+      for await (const out of stream) {
+        if (out.token) stop.abort();
+      }
+      const stats = tight.stats();
+      expect([stats.kvBlocksUsed, stats.stateSlotsUsed, stats.running, stats.waiting]).toEqual([0, 0, 0, 0]);
+    });
+
+    it("is served from its written directory by `bringup serve`", async () => {
+      const program = new Command("bringup").exitOverride();
+      const seen: { status?: number; text?: string; slots?: string } = {};
+      registerServe(program, async (server: RunningServer) => {
+        const response = await fetch(`${server.url}/v1/completions`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ model: server.modelName, prompt: TEXTS[0], max_tokens: 4, temperature: 0 }),
+        });
+        seen.status = response.status;
+        seen.text = ((await response.json()) as { choices: [{ text: string }] }).choices[0].text;
       });
-    } finally {
-      out.mockRestore();
-    }
-    expect(seen.status).toBe(200);
-    expect(seen.text?.length).toBeGreaterThan(0);
-  });
-});
+      const out = vi.spyOn(process.stdout, "write").mockImplementation(() => true);
+      try {
+        await program.parseAsync(["serve", dir, "--port", "0", "--max-model-len", "128", "--threads", "1"], {
+          from: "user",
+        });
+      } finally {
+        out.mockRestore();
+      }
+      expect(seen.status).toBe(200);
+      expect(seen.text?.length).toBeGreaterThan(0);
+    });
+  },
+);

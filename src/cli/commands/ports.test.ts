@@ -70,9 +70,11 @@ describe("bringup ports", () => {
   it("list shows each port, as a table or JSON", async () => {
     const root = join(FIXTURES, "valid");
     const table = await runCommands(["--root", root, "ports", "list"]);
-    expect(table.stdout.split("\n")[0]).toMatch(/^ID\s+MODEL\s+SIZE\s+RUNS ON\s+STATUS\s+RECORDS$/);
+    expect(table.stdout.split("\n")[0]).toMatch(
+      /^ID\s+MODEL\s+SIZE\s+RUNS ON\s+STATUS\s+PROVEN HERE\s+RECORDS$/,
+    );
     expect(table.stdout).toMatch(
-      /demo\s+Demo-1\s+30B moe \(3B active\)\s+gaudi2, 8 cards, 1 node\s+production\s+2/,
+      /demo\s+Demo-1\s+30B moe \(3B active\)\s+gaudi2, 8 cards, 1 node\s+production\s+no engine model code\s+2/,
     );
     const json = JSON.parse((await runCommands(["--root", root, "ports", "list", "--json"])).stdout);
     expect(json.map((port: { id: string }) => port.id)).toEqual(["bare", "demo"]);

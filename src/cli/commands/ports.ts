@@ -6,10 +6,11 @@ import {
   isFeatureId,
   loadCatalog,
   manifestJsonSchema,
+  provenLevels,
+  provenSummary,
   scaffoldPort,
   WEIGHT_FORMATS,
 } from "../../catalog/index.js";
-import { PORT_MODELS, unregisteredModelCode } from "../../flow/index.js";
 import { formatProblem } from "../../records/index.js";
 import { projectRoot } from "../root.js";
 
@@ -52,19 +53,26 @@ export function registerPorts(program: Command): void {
 
   ports
     .command("list")
-    .description("list every port with its model, size, target and status")
+    .description(
+      "list every port with its model, size, target, status (the Ports page's claim) and what this repository proves",
+    )
     .option("--json", "print JSON")
     .action(async (options: { json?: boolean }, command: Command) => {
       const catalog = await loadCatalog(projectRoot(command));
       if (options.json) {
-        const rows = catalog.ports.map(({ id, manifest, records }) => ({
-          id,
-          model: manifest.model,
-          scope: manifest.scope,
-          features: manifest.hard.features,
-          target: manifest.target,
-          status: manifest.status,
-          records: records.length,
+        const rows = catalog.ports.map((port) => ({
+          id: port.id,
+          model: port.manifest.model,
+          scope: port.manifest.scope,
+          features: port.manifest.hard.features,
+          target: port.manifest.target,
+          status: port.manifest.status,
+          proven: provenLevels(port).map(({ level, state, records }) => ({
+            level,
+            state,
+            records: records.map((record) => record.id),
+          })),
+          records: port.records.length,
         }));
         const broken = (catalog.broken ?? []).map(({ id, problems }) => ({
           id,
@@ -74,7 +82,8 @@ export function registerPorts(program: Command): void {
         process.stdout.write(`${JSON.stringify([...rows, ...broken], null, 2)}\n`);
         return;
       }
-      const rows = catalog.ports.map(({ id, manifest, records }) => {
+      const rows = catalog.ports.map((port) => {
+        const { id, manifest, records } = port;
         const { model, target } = manifest;
         const size = [
           model.total_params_b === undefined ? undefined : `${model.total_params_b}B`,
@@ -87,6 +96,7 @@ export function registerPorts(program: Command): void {
           size.join(" ") || "not stated",
           `${target.accelerator}, ${target.cards} cards, ${target.nodes} node${target.nodes === 1 ? "" : "s"}`,
           manifest.status.state,
+          provenSummary(provenLevels(port)),
           String(records.length),
         ];
       });
@@ -98,10 +108,13 @@ export function registerPorts(program: Command): void {
           "-",
           `broken (${problems.length} problems; bringup ports check ${id})`,
           "-",
+          "-",
         ]);
       }
       rows.sort((a, b) => (a[0] ?? "").localeCompare(b[0] ?? ""));
-      process.stdout.write(`${table([["ID", "MODEL", "SIZE", "RUNS ON", "STATUS", "RECORDS"], ...rows])}\n`);
+      process.stdout.write(
+        `${table([["ID", "MODEL", "SIZE", "RUNS ON", "STATUS", "PROVEN HERE", "RECORDS"], ...rows])}\n`,
+      );
     });
 
   ports
@@ -113,10 +126,7 @@ export function registerPorts(program: Command): void {
     .option("--json", "print the diagnostics as JSON")
     .action(async (id: string | undefined, options: { json?: boolean }, command: Command) => {
       const root = projectRoot(command);
-      const diagnostics = [
-        ...(await checkCatalog(root, id)),
-        ...(await unregisteredModelCode(root, PORT_MODELS, id)),
-      ];
+      const diagnostics = await checkCatalog(root, id);
       if (options.json) {
         process.stdout.write(`${JSON.stringify({ ok: diagnostics.length === 0, diagnostics }, null, 2)}\n`);
       } else if (diagnostics.length === 0) {

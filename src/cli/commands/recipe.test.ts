@@ -17,7 +17,7 @@ beforeEach(async () => {
   root = await mkdtemp(join(tmpdir(), "bringup-cli-recipe-"));
   for (const [fixture, id] of [
     ["complete-lazy", "fixture-lazy"],
-    ["partial", "fixture-partial"],
+    ["no-model-code", "fixture-no-model"],
   ] as const) {
     const dir = join(root, "ports", id);
     await mkdir(dir, { recursive: true });
@@ -55,21 +55,24 @@ describe("bringup recipe", () => {
     const check = await run(["--root", root, "ports", "check"]);
     expect(check.exitCode).toBe(1);
     expect(check.stdout).toContain(
-      "ports/fixture-lazy/tests/hpu/run_gates.sh: is out of date with port.yaml",
+      "ports/fixture-lazy/tests/hpu/run_gates.sh: is out of date with port.yaml and src/recipes/platform.ts",
     );
     const recipeCheck = await run(["--root", root, "recipe", "fixture-lazy", "--check"]);
     expect(recipeCheck.exitCode).toBe(1);
     expect(recipeCheck.stdout).toContain("(expected the output of `bringup recipe fixture-lazy`)");
   });
 
-  it("refuses a port without complete pins, naming each, and --check reports a missing recipe", async () => {
-    const result = await run(["--root", root, "recipe", "fixture-partial"]);
-    expect(result.thrown).toMatchObject({ code: "RECIPE_PINS_MISSING" });
-    expect(String((result.thrown as Error).message)).toContain("software.pins.gaudi_build:");
+  it("refuses a port without engine model code, and --check reports a missing recipe", async () => {
+    const result = await run(["--root", root, "recipe", "fixture-no-model"]);
+    expect(result.thrown).toMatchObject({ code: "RECIPE_NO_MODEL_CODE" });
+    expect(await run(["--root", root, "recipe", "fixture-no-model", "--check"])).toMatchObject({
+      exitCode: undefined,
+      stdout: "ok: ports/fixture-no-model has no engine model code and no recipe\n",
+    });
     const check = await run(["--root", root, "recipe", "fixture-lazy", "--check"]);
     expect(check.exitCode).toBe(1);
-    expect(check.stderr).toBe(
-      "ports/fixture-lazy has no recipe; run `bringup recipe fixture-lazy` to write one\n",
+    expect(check.stdout).toContain(
+      "ports/fixture-lazy/recipe/Dockerfile: is missing; a port with engine model code has a recipe",
     );
   });
 });

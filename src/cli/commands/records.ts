@@ -11,7 +11,6 @@ import { BringupError } from "../../common/errors.js";
 import { type BenchRecord, type Figure, METHOD_DESCRIPTIONS, publishRecords } from "../../records/index.js";
 import { formatRecordFigure } from "../../site/index.js";
 import { projectRoot } from "../root.js";
-import { table } from "./ports.js";
 
 function figureText(figure: Figure, unit: string): string {
   const suffix = unit === "x" || unit === "%" ? unit : ` ${unit}`;

@@ -3,23 +3,19 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Command } from "commander";
 import { afterAll, describe, expect, it, vi } from "vitest";
-import { loadCatalog } from "../../catalog/index.js";
-import { readCorpus, writeTinyModel } from "../../engine/index.js";
-import { PORT_MODELS } from "../../flow/index.js";
+import { portReference } from "../../../test/helpers/port-reference.js";
+import { writeTinyModel } from "../../engine/index.js";
 import { runCli } from "../run.js";
 
-const REPO = join(import.meta.dirname, "../../..");
 const work = await mkdtemp(join(tmpdir(), "bringup-serve-model-code-"));
 afterAll(() => rm(work, { recursive: true, force: true }));
 
 const port = "glm-5.3-flash";
-const config = (await loadCatalog(REPO)).ports.find((p) => p.id === port)?.manifest.reference?.config;
-const files = PORT_MODELS.get(port)?.tinyModel(config ?? {}, await readCorpus(), { seed: 0 });
+const files = (await portReference(port)).referenceFiles();
 
 /** The port's tiny model directory with its config.json edited by `edit`. */
 async function directory(name: string, edit: (c: Record<string, unknown>) => void): Promise<string> {
   const dir = join(work, name);
-  if (files === undefined) throw new Error(`${port} has no model code`);
   await writeTinyModel(dir, files);
   const c = JSON.parse(await readFile(join(dir, "config.json"), "utf8"));
   edit(c);

@@ -1,7 +1,8 @@
 import { type Command, InvalidArgumentError, Option } from "commander";
 import { KV_LAYOUT_NAMES, type KvLayout, TINY_SIZES } from "../../engine/index.js";
-import { PORT_ARCHITECTURES, PORT_ARCHITECTURES_MODULE } from "../../flow/index.js";
 import {
+  DEFAULT_MAX_REQUEST_BODY_BYTES,
+  DEFAULT_TEMPLATE_BUDGET,
   DEFAULT_TINY_SIZE,
   LOG_LEVELS,
   type LogLevel,
@@ -78,20 +79,15 @@ interface ServeFlags {
   requestLines?: boolean;
   drainTimeout?: number;
   maxConnections?: number;
+  trustRequestChatTemplate?: boolean;
+  maxRequestBodySize?: number;
 }
 
 /** Options for startServer from the command line (exported for the command's test). */
 export function serverOptions(modelDir: string | undefined, flags: ServeFlags): ServerOptions {
   const apiKey = flags.apiKey ?? process.env.BRINGUP_API_KEY;
   return {
-    ...(modelDir !== undefined
-      ? {
-          modelDir,
-          architectures: PORT_ARCHITECTURES,
-          // The engine's own thread imports the same list itself.
-          architecturesModule: PORT_ARCHITECTURES_MODULE,
-        }
-      : { tinySize: flags.tiny }),
+    ...(modelDir !== undefined ? { modelDir } : { tinySize: flags.tiny }),
     log: (level, line) => {
       if (LOG_LEVELS.indexOf(level) >= LOG_LEVELS.indexOf(flags.logLevel ?? "info"))
         (level === "info" || level === "debug" ? process.stdout : process.stderr).write(`${line}\n`);
@@ -110,6 +106,8 @@ export function serverOptions(modelDir: string | undefined, flags: ServeFlags): 
     ...(flags.maxNumBatchedTokens !== undefined ? { maxNumBatchedTokens: flags.maxNumBatchedTokens } : {}),
     ...(flags.threads !== undefined ? { threads: flags.threads } : {}),
     ...(flags.maxConnections !== undefined ? { maxConnections: flags.maxConnections } : {}),
+    ...(flags.trustRequestChatTemplate ? { trustRequestChatTemplate: true } : {}),
+    ...(flags.maxRequestBodySize !== undefined ? { maxRequestBodyBytes: flags.maxRequestBodySize } : {}),
   };
 }
 
@@ -176,6 +174,15 @@ export function registerServe(
       "--max-connections <n>",
       "most open connections; more are closed on arrival (default 512)",
       positiveInt,
+    )
+    .option(
+      "--trust-request-chat-template",
+      `run a request's own chat_template (client code: each renders on a thread of its own within ${DEFAULT_TEMPLATE_BUDGET.milliseconds} ms and ${DEFAULT_TEMPLATE_BUDGET.heapMiB} MiB of heap, else a 400); without it such requests are refused`,
+    )
+    .option(
+      "--max-request-body-size <size>",
+      `hard cap on a request body, e.g. 64MiB (default ${DEFAULT_MAX_REQUEST_BODY_BYTES / 2 ** 20}MiB); below it a body may hold what its prompts of max-model-len tokens need, per prompt`,
+      byteSize,
     )
     .addOption(
       new Option("--tiny <size>", "tiny model generated when there is no MODEL_DIR")

@@ -2,9 +2,10 @@ import { cp, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { portReference } from "../../../test/helpers/port-reference.js";
 import { loadCatalog } from "../../catalog/index.js";
-import { kvBytesPerSequence, loadModel, planKvCache, readCorpus } from "../../engine/index.js";
-import { type BringUpSummary, cachedModel, PORT_MODELS } from "../../flow/index.js";
+import { kvBytesPerSequence, loadModel, planKvCache } from "../../engine/index.js";
+import { type BringUpSummary, cachedModel } from "../../flow/index.js";
 import { type RunningServer, startServer } from "../../server/index.js";
 import { runInProcess } from "../tests/run-in-process.js";
 import { registerUp } from "./up.js";
@@ -25,13 +26,9 @@ beforeAll(async () => {
   }
   const reference = (await loadCatalog(root)).ports.find((p) => p.id === PORT)?.manifest.reference;
   if (reference === undefined) throw new Error(`${PORT} has no reference section`);
-  const portModel = PORT_MODELS.get(PORT);
-  if (portModel === undefined) throw new Error(`${PORT} has no model code`);
-  const corpus = await readCorpus();
-  const tiny = await cachedModel(join(root, "cache"), "tiny", { config: reference.config }, () =>
-    portModel.tinyModel(reference.config, corpus),
-  );
-  const model = await loadModel(tiny.dir, { architectures: [portModel.architecture] });
+  const files = (await portReference(PORT)).referenceFiles();
+  const tiny = await cachedModel(join(root, "cache"), "tiny", { config: reference.config }, () => files);
+  const model = await loadModel(tiny.dir);
   // One KV byte budget for both, as bringup up gives its own servers, so their capacities compare.
   const maxModelLen = reference.max_model_len;
   const kvCacheBytes = kvBytesPerSequence(planKvCache(model.model.states, "full", 16).groups, maxModelLen);

@@ -1,13 +1,12 @@
 import { BringupError } from "../../common/errors.js";
-import { type Architecture, findArchitecture, type ModelConfig } from "../architecture.js";
+import type { Architecture, ModelConfig } from "../architecture.js";
 import { mxfp4Switch } from "../kernels/switches.js";
 import type { CausalLM } from "../model/causal-lm.js";
-import { llamaArchitecture } from "../models/llama.js";
+import type { LoadedModel } from "../model/loaded-model.js";
+import type { TinyModelFiles } from "../tiny/files.js";
+import { TextTokenizer } from "../tokenizer/tokenizer.js";
 import type { TensorLookup } from "./host-tensor.js";
 import { WeightSource } from "./weight-source.js";
-
-/** Architectures every load knows: the built-in llama family. */
-export const BUILT_IN_ARCHITECTURES: readonly Architecture[] = [llamaArchitecture];
 
 /** Buffers some checkpoints carry that no model reads. */
 const NEVER_WEIGHTS = /\.rotary_emb\.inv_freq$/;
@@ -16,20 +15,6 @@ const NEVER_WEIGHTS = /\.rotary_emb\.inv_freq$/;
 export interface ResolvedConfig {
   readonly architecture: Architecture;
   readonly config: ModelConfig;
-}
-
-/**
- * Parses `configJson` with the architecture of its model_type, found among `architectures` (ports'
- * model code) and the built-in family; `source` names the file in errors.
- */
-export function resolveConfig(
-  configJson: unknown,
-  source: string,
-  architectures: readonly Architecture[] = [],
-): ResolvedConfig {
-  const modelType = (configJson as { model_type?: unknown } | null)?.model_type;
-  const architecture = findArchitecture(modelType, [...architectures, ...BUILT_IN_ARCHITECTURES], source);
-  return { architecture, config: architecture.parseConfig(configJson, source) };
 }
 
 /**
@@ -55,4 +40,15 @@ export function buildModel(
     );
   }
   return weights.readMxfp4 ? model.withSwitches([mxfp4Switch()]) : model;
+}
+
+/** The model of in-memory model files, read and built by `architecture` (see loadModel). */
+export function modelOfFiles(name: string, files: TinyModelFiles, architecture: Architecture): LoadedModel {
+  const config = architecture.parseConfig(files.config, `${name}: config.json`);
+  const resolved = { architecture, config };
+  const model = buildModel(resolved, (n) => files.tensors.get(n), [...files.tensors.keys()], name);
+  const tokenizer = new TextTokenizer(files.tokenizerJson, files.tokenizerConfig, {
+    eosTokenIds: config.eosTokenIds,
+  });
+  return { name, ...resolved, model, tokenizer, numParameters: files.numParameters };
 }

@@ -49,7 +49,7 @@ describe("loadModel", () => {
       const dir = join(root, `${size}-${dtype}`);
       await writeTinyModel(dir, files);
       const loaded = await loadModel(dir);
-      const memory = tinyFilesToModel(size, files);
+      const memory = await tinyFilesToModel(size, files);
       expect(loaded.name).toBe(`${size}-${dtype}`);
       expect(loaded.numParameters).toBe(memory.numParameters);
       const a = new Engine(loaded, { threads: 1 });

@@ -2,11 +2,11 @@ import { readFile } from "node:fs/promises";
 import { basename, join, resolve } from "node:path";
 import { BringupError } from "../../common/errors.js";
 import { openCheckpoint } from "../../formats/index.js";
-import type { Architecture } from "../architecture.js";
 import type { LoadedModel } from "../model/loaded-model.js";
+import { findArchitecture } from "../models/registry.js";
 import { shareBytes } from "../tensor/weight.js";
 import { TextTokenizer } from "../tokenizer/tokenizer.js";
-import { buildModel, resolveConfig } from "./build-model.js";
+import { buildModel } from "./build-model.js";
 import type { HostTensor } from "./host-tensor.js";
 
 const ENGINE_DTYPES = new Set(["F32", "BF16", "F16", "F8_E4M3", "U8"]);
@@ -14,18 +14,19 @@ const ENGINE_DTYPES = new Set(["F32", "BF16", "F16", "F8_E4M3", "U8"]);
 /**
  * Loads an HF-style model directory: config.json, tokenizer.json (+ tokenizer_config.json,
  * generation_config.json when present) and safetensors weights (one file or an indexed set of
- * shards), built by the architecture of its model_type among `architectures` (ports' model code)
- * and the built-in llama family. Every failure names the file, field or tensor at fault.
+ * shards), built by the family its config.json names (`architectures`, then `model_type`; see
+ * models/registry.ts). Every failure names the file, field or tensor at fault.
  */
 export async function loadModel(
   directory: string,
-  options: { readonly name?: string; readonly architectures?: readonly Architecture[] } = {},
+  options: { readonly name?: string } = {},
 ): Promise<LoadedModel> {
   const dir = resolve(directory);
   const configPath = join(dir, "config.json");
   const configJson = await readJson(configPath, true);
-  const resolved = resolveConfig(configJson, configPath, options.architectures);
-  const config = resolved.config;
+  const architecture = await findArchitecture(configJson, configPath);
+  const config = architecture.parseConfig(configJson, configPath);
+  const resolved = { architecture, config };
   const tokenizerJson = await readJson(join(dir, "tokenizer.json"), true);
   const tokenizerConfig = (await readJson(join(dir, "tokenizer_config.json"), false)) ?? {};
   const generation = (await readJson(join(dir, "generation_config.json"), false)) as

@@ -6,7 +6,8 @@ import type { DecoderConfig } from "../models/decoder.js";
 import type { StepOutput } from "../request.js";
 import { Rng } from "../tensor/random.js";
 import { readCorpus } from "../tiny/corpus.js";
-import { generateTinyModel, type TinyModelFiles, tinyFilesToModel } from "../tiny/generate.js";
+import type { TinyModelFiles } from "../tiny/files.js";
+import { generateTinyModel, tinyFilesToModel } from "../tiny/generate.js";
 import { findTinySize, type TinySize } from "../tiny/sizes.js";
 import type { HostTensor } from "./host-tensor.js";
 
@@ -37,7 +38,7 @@ function variant(
 
 /** Greedy tokens and their logprobs. */
 async function generate(files: TinyModelFiles): Promise<number[]> {
-  const model = tinyFilesToModel("t", files);
+  const model = await tinyFilesToModel("t", files);
   const engine = new Engine(model, { threads: 1 });
   engines.push(engine);
   const prompt = model.tokenizer.encode("Salt tightens the gluten.");
@@ -61,7 +62,7 @@ describe("model families", () => {
       [`${p}.self_attn.k_proj.bias`, 32],
       [`${p}.self_attn.v_proj.bias`, 32],
     ]);
-    const model = tinyFilesToModel("q2", files);
+    const model = await tinyFilesToModel("q2", files);
     expect(((model.model.layers[0] as DecoderLayer).mixer as GqaAttention).weights.qBias).toHaveLength(64);
     expect(await generate(files)).not.toEqual(await llama);
   });
@@ -71,30 +72,28 @@ describe("model families", () => {
       [`${p}.self_attn.q_norm.weight`, 16],
       [`${p}.self_attn.k_norm.weight`, 16],
     ]);
-    const layer = tinyFilesToModel("q3", files).model.layers[1] as DecoderLayer;
+    const layer = (await tinyFilesToModel("q3", files)).model.layers[1] as DecoderLayer;
     expect((layer.mixer as GqaAttention).weights.kNorm).toHaveLength(16);
     expect(await generate(files)).toHaveLength(12);
   });
 
-  it("names the bias a qwen2 checkpoint lacks", () => {
-    expect(() =>
+  it("names the bias a qwen2 checkpoint lacks", async () => {
+    await expect(
       tinyFilesToModel(
         "q2",
         variant("qwen2", () => []),
       ),
-    ).toThrow(
-      expect.objectContaining({
-        code: "MODEL_WEIGHT_MISSING",
-        subject: "model.layers.0.self_attn.q_proj.bias",
-      }),
-    );
+    ).rejects.toMatchObject({
+      code: "MODEL_WEIGHT_MISSING",
+      subject: "model.layers.0.self_attn.q_proj.bias",
+    });
   });
 
   it("applies YaRN from rope_scaling, which changes positions past the first", async () => {
     const files = variant("llama", () => [], {
       rope_scaling: { rope_type: "yarn", factor: 4, original_max_position_embeddings: 512 },
     });
-    expect((tinyFilesToModel("y", files).config as DecoderConfig).ropeScaling).toMatchObject({
+    expect(((await tinyFilesToModel("y", files)).config as DecoderConfig).ropeScaling).toMatchObject({
       factor: 4,
       betaFast: 32,
       betaSlow: 1,

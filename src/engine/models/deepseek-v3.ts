@@ -9,9 +9,8 @@
  * rope_scaling must be null.
  */
 import { z } from "zod";
-import { BringupError } from "../../common/errors.js";
 import { encodeMxfp4 } from "../../formats/index.js";
-import type { ModelConfig } from "../architecture.js";
+import type { Architecture, ModelConfig, TinyModelOptions } from "../architecture.js";
 import { DSA_SWITCHES, DsaIndexer, type DsaSpec, dsaNames } from "../blocks/attention/dsa-indexer.js";
 import {
   MLA_CACHE_SWITCH,
@@ -19,23 +18,40 @@ import {
   MlaAttention,
   type MlaSpec,
   mlaNames,
-  mlaShapes,
+  mlaParameters,
 } from "../blocks/attention/mla-attention.js";
 import { RoutedMoe } from "../blocks/mlp/routed-moe.js";
 import { checkMoeSpec, type MoeSpec } from "../blocks/mlp/routing.js";
 import { HF_MLP_NAMES, SwigluMlp } from "../blocks/mlp/swiglu-mlp.js";
+import { modelOfFiles } from "../loader/build-model.js";
 import type { HostTensor } from "../loader/host-tensor.js";
 import type { WeightSource } from "../loader/weight-source.js";
 import type { CausalLM } from "../model/causal-lm.js";
 import { Rng } from "../tensor/random.js";
-import { tinyModelFiles } from "../tiny/files.js";
-import type { TinyModelFiles } from "../tiny/generate.js";
+import { type TinyModelFiles, tinyModelFiles } from "../tiny/files.js";
+import {
+  LATENT_CIRCUIT,
+  latentCircuitAttention,
+  placeLatentCopyCircuit,
+} from "../tiny/latent-copy-circuit.js";
 import { tinyPortTokenizer } from "../tiny/port-kit.js";
-import { filled, tensorSeed } from "../tiny/weights.js";
+import { filled, putParameters, tensorSeed } from "../tiny/weights.js";
+import {
+  type Fail,
+  nonNegative,
+  parseConfigFields,
+  positive,
+  TOKEN_ID_FIELDS,
+  tokenIdConfig,
+} from "./config-fields.js";
 import { preNormDecoder } from "./decoder.js";
 
-const positive = z.number().int().positive();
-const nonNegative = z.number().int().nonnegative();
+/** The model types this layout reads, by the name errors give their config.json, and the HF class tiny models name. */
+const MODEL_TYPES: Readonly<Record<string, { readonly family: string; readonly architecture: string }>> = {
+  deepseek_v3: { family: "DeepSeek-V3", architecture: "DeepseekV3ForCausalLM" },
+  kimi_k2: { family: "Kimi K2", architecture: "DeepseekV3ForCausalLM" },
+  glm_moe_dsa: { family: "GLM-5", architecture: "GlmMoeDsaForCausalLM" },
+};
 
 /** The config.json fields of the DeepSeek-V3 layout this code reads; others are ignored. */
 const DEEPSEEK_V3_FIELDS = {
@@ -71,35 +87,25 @@ const DEEPSEEK_V3_FIELDS = {
   index_n_heads: positive.nullish(),
   index_head_dim: positive.nullish(),
   index_topk: z.number().int().nullish(),
-  bos_token_id: nonNegative.nullish(),
-  eos_token_id: z.union([nonNegative, z.array(nonNegative)]).nullish(),
+  ...TOKEN_ID_FIELDS,
 };
 
 const DeepseekV3Fields = z.looseObject(DEEPSEEK_V3_FIELDS);
 type DeepseekV3Fields = z.infer<typeof DeepseekV3Fields>;
 
 /**
- * Parses a DeepSeek-V3-layout config.json of `modelType` (its `family` names it in errors);
+ * Parses a DeepSeek-V3-layout config.json (model_type deepseek_v3, kimi_k2 or glm_moe_dsa);
  * MODEL_CONFIG_INVALID names `source` and the field to fix.
  */
-export function parseDeepseekV3(
-  json: unknown,
-  source: string,
-  modelType: string,
-  family: string,
-): DeepseekV3Config {
-  const fail: Fail = (field, message) => {
-    throw new BringupError("MODEL_CONFIG_INVALID", `${source}: ${field}: ${message}`, { subject: source });
-  };
-  const parsed = z.looseObject({ ...DEEPSEEK_V3_FIELDS, model_type: z.literal(modelType) }).safeParse(json);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    fail(
-      issue?.path.join(".") || "(root)",
-      `${issue?.message ?? "invalid"}; fix this field (a ${family} config.json is read).`,
-    );
-  }
-  return deepseekV3Config(parsed.data as DeepseekV3Fields, modelType, fail);
+export function parseDeepseekV3(json: unknown, source = "config.json"): DeepseekV3Config {
+  const modelType = (json as { model_type?: unknown } | null)?.model_type;
+  const known = typeof modelType === "string" ? MODEL_TYPES[modelType] : undefined;
+  const schema = z.looseObject({
+    ...DEEPSEEK_V3_FIELDS,
+    model_type: z.enum(Object.keys(MODEL_TYPES) as [string, ...string[]]),
+  });
+  const { fields, fail } = parseConfigFields(schema, json, source, known?.family ?? "DeepSeek-V3-layout");
+  return deepseekV3Config(fields as DeepseekV3Fields, fields.model_type, fail);
 }
 
 /** The engine's view of a DeepSeek-V3-layout config. */
@@ -115,8 +121,6 @@ export interface DeepseekV3Config extends ModelConfig {
   readonly sharedIntermediateSize: number;
   readonly layers: readonly ("dense" | "moe")[];
 }
-
-type Fail = (field: string, message: string) => never;
 
 function deepseekV3Config(c: DeepseekV3Fields, modelType: string, fail: Fail): DeepseekV3Config {
   const mla: MlaSpec = {
@@ -179,7 +183,6 @@ function deepseekV3Config(c: DeepseekV3Fields, modelType: string, fail: Fail): D
       fail("n_group", (error as Error).message);
     }
   }
-  const eos = c.eos_token_id;
   return {
     modelType,
     vocabSize: c.vocab_size,
@@ -195,8 +198,7 @@ function deepseekV3Config(c: DeepseekV3Fields, modelType: string, fail: Fail): D
     layers: Array.from({ length: c.num_hidden_layers }, (_, i) =>
       moe !== undefined && i >= c.first_k_dense_replace && i % c.moe_layer_freq === 0 ? "moe" : "dense",
     ),
-    ...(c.bos_token_id != null ? { bosTokenId: c.bos_token_id } : {}),
-    eosTokenIds: eos == null ? [] : Array.isArray(eos) ? eos : [eos],
+    ...tokenIdConfig(c),
   };
 }
 
@@ -233,10 +235,11 @@ export function buildDeepseekV3(config: DeepseekV3Config, w: WeightSource): Caus
  * per layer, mla_cache=latent keeps kv_lora_rank + qk_rope_head_dim (plus DSA's index_head_dim),
  * mla_cache=per-head keeps heads x (qk_nope_head_dim + qk_rope_head_dim + v_head_dim).
  */
-export function deepseekV3KvValuesPerToken(
-  config: DeepseekV3Config,
+function deepseekV3KvValuesPerToken(
+  json: Record<string, unknown>,
   switches: Readonly<Record<string, string>>,
 ): number {
+  const config = parseDeepseekV3(json, "reference config");
   const { numHeads, kvLoraRank, qkNopeHeadDim, qkRopeHeadDim, vHeadDim } = config.mla;
   const perLayer =
     (switches[MLA_CACHE_SWITCH.name] ?? MLA_CACHE_SWITCH.default) === "per-head"
@@ -251,7 +254,7 @@ export function deepseekV3KvValuesPerToken(
  * With `mxfp4Experts` the routed experts' matrices are stored as MXFP4 (`.weight_blocks` and
  * `.weight_scales`, encoded by formats' encodeMxfp4), as the published checkpoints hold them.
  */
-export function deepseekV3TinyTensors(
+function deepseekV3TinyTensors(
   config: DeepseekV3Config,
   vocab: number,
   seed: number,
@@ -277,23 +280,14 @@ export function deepseekV3TinyTensors(
     make(`${prefix}.up_proj`, inter, H);
     make(`${prefix}.down_proj`, H, inter);
   };
-  const { qLoraRank, kvLoraRank } = config.mla;
-  const shape = mlaShapes(config.mla, H);
+  const { qLoraRank } = config.mla;
   put("model.embed_tokens.weight", [vocab, H], values("model.embed_tokens.weight", vocab * H, 1));
   config.layers.forEach((kind, i) => {
     const p = `model.layers.${i}`;
     const a = `${p}.self_attn`;
     ones(`${p}.input_layernorm.weight`, H);
     ones(`${p}.post_attention_layernorm.weight`, H);
-    if (qLoraRank > 0) {
-      matrix(`${a}.q_a_proj`, ...shape.qA);
-      ones(`${a}.q_a_layernorm.weight`, qLoraRank);
-      matrix(`${a}.q_b_proj`, ...shape.qB);
-    } else matrix(`${a}.q_proj`, ...shape.q);
-    matrix(`${a}.kv_a_proj_with_mqa`, ...shape.kvA);
-    ones(`${a}.kv_a_layernorm.weight`, kvLoraRank);
-    matrix(`${a}.kv_b_proj`, ...shape.kvB);
-    matrix(`${a}.o_proj`, ...shape.o);
+    putParameters(put, seed, mlaParameters(mlaNames(p), config.mla, H));
     const dsa = config.dsa;
     if (dsa) {
       const x = `${a}.indexer`;
@@ -321,21 +315,22 @@ export function deepseekV3TinyTensors(
 }
 
 /**
- * A port's tiny model of `config` (its config.json object, parsed as `spec`): a byte-level BPE
- * trained on `corpus` to vocab_size ids and deepseekV3TinyTensors' weights, routed experts in
- * MXFP4; `architecture` and `port` are written into the config. Same inputs, same bytes.
+ * The tiny reference model of `config` (a config.json object): a byte-level BPE trained on
+ * `corpus` to vocab_size ids and deepseekV3TinyTensors' weights, routed experts in MXFP4 as the
+ * published checkpoints hold them. Same inputs, same bytes.
  */
-export function deepseekV3TinyModel(
-  spec: DeepseekV3Config,
+function deepseekV3TinyModel(
   config: Record<string, unknown>,
   corpus: string,
-  options: { readonly seed: number; readonly architecture: string; readonly port: string },
+  options: TinyModelOptions = {},
 ): TinyModelFiles {
+  const spec = parseDeepseekV3(config, "reference config");
+  const seed = options.seed ?? 0;
   const tok = tinyPortTokenizer(spec, corpus);
   return tinyModelFiles(
     {
       ...config,
-      architectures: [options.architecture],
+      architectures: [(MODEL_TYPES[spec.modelType] as { architecture: string }).architecture],
       vocab_size: tok.vocab,
       bos_token_id: null,
       eos_token_id: tok.eos,
@@ -344,9 +339,57 @@ export function deepseekV3TinyModel(
         quant_method: "mxfp4",
         modules_to_not_convert: ["self_attn", "shared_experts", "mlp.gate", "lm_head"],
       },
-      bringup_tiny: { port: options.port, seed: options.seed },
+      bringup_tiny: { ...(options.port !== undefined ? { port: options.port } : {}), seed },
     },
     tok,
-    deepseekV3TinyTensors(spec, tok.vocab, options.seed, { mxfp4Experts: true }),
+    deepseekV3TinyTensors(spec, tok.vocab, seed, { mxfp4Experts: true }),
   );
 }
+
+/** Tokens each query attends in the retrieval variant: far fewer than the needle gate's contexts. */
+export const RETRIEVAL_TOP_K = 32;
+
+/**
+ * The retrieval variant of a config with DSA's indexer (none without one): the engine's copy
+ * circuit placed in latent-attention terms (tiny/latent-copy-circuit.ts) into two MLA + DSA layers
+ * (dense MLPs, silenced) whose indexers' top-k is far below the context, so the indexer itself must
+ * find the needle for it to be copied; layers sized by latentCircuitAttention, indexers of 8 heads
+ * of 64.
+ */
+function dsaRetrievalModel(
+  reference: Record<string, unknown>,
+  corpus: string,
+  options: TinyModelOptions & { readonly maxPositionEmbeddings: number },
+): TinyModelFiles | undefined {
+  if (reference.index_topk == null) return undefined;
+  const seed = options.seed ?? 0;
+  const config: Record<string, unknown> = {
+    model_type: reference.model_type,
+    vocab_size: 515,
+    ...latentCircuitAttention(),
+    intermediate_size: 1,
+    num_hidden_layers: 2,
+    index_n_heads: 8,
+    index_head_dim: 64,
+    index_topk: RETRIEVAL_TOP_K,
+    rms_norm_eps: 1e-6,
+    max_position_embeddings: options.maxPositionEmbeddings,
+    tie_word_embeddings: false,
+  };
+  const files = deepseekV3TinyModel(config, corpus, options);
+  const built = modelOfFiles("retrieval", files, deepseekV3Architecture);
+  return placeLatentCopyCircuit(files, built, { ...LATENT_CIRCUIT, seed });
+}
+
+/**
+ * The DeepSeek-V3 layout's model code, for DeepSeek-V3, Kimi K2 and GLM-5 config.json files.
+ * The `mla_cache` switch keeps every head's key and value instead of the latent (an engine
+ * without MLA support): kvValuesPerToken gives both from the config.
+ */
+export const deepseekV3Architecture: Architecture<DeepseekV3Config> = {
+  parseConfig: parseDeepseekV3,
+  build: buildDeepseekV3,
+  tinyModel: deepseekV3TinyModel,
+  retrievalModel: dsaRetrievalModel,
+  kvValuesPerToken: deepseekV3KvValuesPerToken,
+};

@@ -37,7 +37,7 @@ describe("parseLlamaConfig: sliding-window layers", () => {
   });
 
   it.each([
-    [{ layer_types: ["full_attention"] }, /layer_types has 1 entries for 3 layers/],
+    [{ layer_types: ["full_attention"] }, /layer_types: has 1 entries for 3 layers/],
     [{ layer_types: ["full_attention", "chunked_attention", "full_attention"] }, /layer_types\[1\]/],
     [{ layer_types: ["sliding_attention", "full_attention", "full_attention"] }, /sliding_window is not set/],
     [{ use_sliding_window: true, sliding_window: 64 }, /list each layer's kind in layer_types/],

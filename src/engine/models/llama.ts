@@ -1,5 +1,4 @@
 import { z } from "zod";
-import { BringupError } from "../../common/errors.js";
 import type { Architecture } from "../architecture.js";
 import { type AttentionSpec, attentionNames, GqaAttention } from "../blocks/attention/gqa-attention.js";
 import { RoutedMoe } from "../blocks/mlp/routed-moe.js";
@@ -8,10 +7,8 @@ import { HF_MLP_NAMES, MIXTRAL_MLP_NAMES, SwigluMlp } from "../blocks/mlp/swiglu
 import type { YarnScaling } from "../kernels/rope.js";
 import type { WeightSource } from "../loader/weight-source.js";
 import type { CausalLM } from "../model/causal-lm.js";
+import { type Fail, parseConfigFields, positive, TOKEN_ID_FIELDS, tokenIdConfig } from "./config-fields.js";
 import { type DecoderConfig, type LayerSpec, preNormDecoder } from "./decoder.js";
-
-const positive = z.number().int().positive();
-const tokenIds = z.union([z.number().int().nonnegative(), z.array(z.number().int().nonnegative())]);
 
 /** The HF config.json fields the engine reads; others are allowed and ignored. */
 const HfConfig = z.looseObject({
@@ -56,8 +53,7 @@ const HfConfig = z.looseObject({
   sliding_window: positive.nullish(),
   layer_types: z.array(z.string()).nullish(),
   use_sliding_window: z.boolean().optional(),
-  bos_token_id: z.number().int().nonnegative().nullish(),
-  eos_token_id: tokenIds.nullish(),
+  ...TOKEN_ID_FIELDS,
 });
 
 /** Model types whose attention always has q/k/v biases. */
@@ -74,34 +70,27 @@ const SUPPORTED: ReadonlySet<string> = new Set([
 
 /** Parses a llama-family config.json object; `source` names the file in errors. */
 export function parseLlamaConfig(json: unknown, source = "config.json"): DecoderConfig {
-  const parsed = HfConfig.safeParse(json);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new BringupError(
-      "MODEL_CONFIG_INVALID",
-      `${source}: ${issue?.path.join(".") || "(root)"}: ${issue?.message ?? "invalid"}; fix the field or regenerate the model.`,
-      { subject: source },
-    );
-  }
-  const c = parsed.data;
-  const fail = (message: string): never => {
-    throw new BringupError("MODEL_CONFIG_INVALID", `${source}: ${message}`, { subject: source });
-  };
+  const { fields: c, fail } = parseConfigFields(HfConfig, json, source, "llama-family");
   if (!SUPPORTED.has(c.model_type)) {
     fail(
-      `model_type "${c.model_type}" is not supported by the reference engine (the llama family reads ${[...SUPPORTED].join(", ")}); add it through a port's model code.`,
+      "model_type",
+      `"${c.model_type}" is not supported by the reference engine (the llama family reads ${[...SUPPORTED].join(", ")}); add its family under src/engine/models/ (see src/engine/README.md).`,
     );
   }
-  if (c.hidden_act !== "silu") fail(`hidden_act "${c.hidden_act}" is not supported (only silu).`);
+  if (c.hidden_act !== "silu") fail("hidden_act", `"${c.hidden_act}" is not supported (only silu).`);
   const numHeads = c.num_attention_heads;
   const numKvHeads = c.num_key_value_heads ?? numHeads;
   if (numHeads % numKvHeads !== 0)
-    fail(`num_attention_heads ${numHeads} is not a multiple of num_key_value_heads ${numKvHeads}.`);
+    fail("num_attention_heads", `${numHeads} is not a multiple of num_key_value_heads ${numKvHeads}.`);
   const headDim = c.head_dim ?? c.hidden_size / numHeads;
   if (!Number.isInteger(headDim))
-    fail(`hidden_size ${c.hidden_size} is not divisible by num_attention_heads ${numHeads}; set head_dim.`);
+    fail(
+      "hidden_size",
+      `${c.hidden_size} is not divisible by num_attention_heads ${numHeads}; set head_dim.`,
+    );
   const rotary = Math.round(headDim * c.partial_rotary_factor);
-  if (rotary % 2 !== 0) fail(`the rotary part of each head (${rotary}) must be even.`);
+  if (rotary % 2 !== 0)
+    fail("partial_rotary_factor", `the rotary part of each head (${rotary}) must be even.`);
 
   let ropeScaling: YarnScaling | undefined;
   const rs = c.rope_scaling;
@@ -109,7 +98,7 @@ export function parseLlamaConfig(json: unknown, source = "config.json"): Decoder
     const kind = rs.rope_type ?? rs.type ?? "default";
     if (kind === "yarn") {
       ropeScaling = {
-        factor: rs.factor ?? fail("rope_scaling.factor is required for yarn."),
+        factor: rs.factor ?? fail("rope_scaling.factor", "is required for yarn."),
         originalMaxPositionEmbeddings: rs.original_max_position_embeddings ?? c.max_position_embeddings,
         betaFast: rs.beta_fast ?? 32,
         betaSlow: rs.beta_slow ?? 1,
@@ -117,20 +106,21 @@ export function parseLlamaConfig(json: unknown, source = "config.json"): Decoder
         ...(rs.mscale_all_dim === undefined ? {} : { mscaleAllDim: rs.mscale_all_dim }),
       };
     } else if (kind !== "default") {
-      fail(`rope_scaling type "${kind}" is not supported (default or yarn).`);
+      fail("rope_scaling", `type "${kind}" is not supported (default or yarn).`);
     }
   }
 
   const numExperts = c.num_local_experts ?? c.num_experts ?? c.n_routed_experts;
   let moe: MoeSpec | undefined;
   if (numExperts !== undefined && numExperts > 0) {
-    const topK = c.num_experts_per_tok ?? fail("num_experts_per_tok is required for a mixture of experts.");
-    if (topK > numExperts) fail(`num_experts_per_tok ${topK} exceeds the ${numExperts} experts.`);
+    const topK =
+      c.num_experts_per_tok ?? fail("num_experts_per_tok", "is required for a mixture of experts.");
+    if (topK > numExperts) fail("num_experts_per_tok", `${topK} exceeds the ${numExperts} experts.`);
     moe = {
       numExperts,
       topK,
       intermediateSize:
-        c.moe_intermediate_size ?? c.intermediate_size ?? fail("moe_intermediate_size is missing."),
+        c.moe_intermediate_size ?? c.intermediate_size ?? fail("moe_intermediate_size", "is missing."),
       scoring: c.scoring_func ?? "softmax",
       // Mixtral renormalizes the top-k softmax; Qwen MoE says so in norm_topk_prob.
       normTopKProb: c.norm_topk_prob ?? c.model_type === "mixtral",
@@ -140,7 +130,7 @@ export function parseLlamaConfig(json: unknown, source = "config.json"): Decoder
     };
   }
   const intermediateSize =
-    c.intermediate_size ?? moe?.intermediateSize ?? fail("intermediate_size is missing.");
+    c.intermediate_size ?? moe?.intermediateSize ?? fail("intermediate_size", "is missing.");
   const kinds = layerKinds(c, fail);
   const attention: AttentionSpec = {
     kind: "full",
@@ -165,7 +155,6 @@ export function parseLlamaConfig(json: unknown, source = "config.json"): Decoder
       kinds[i] === "sliding" ? { ...attention, kind: "sliding", window: c.sliding_window ?? 0 } : attention;
     layers.push({ attention: layerAttention, mlp: isMoe ? "moe" : "dense" });
   }
-  const eos = c.eos_token_id;
   return {
     modelType: c.model_type,
     vocabSize: c.vocab_size,
@@ -177,8 +166,7 @@ export function parseLlamaConfig(json: unknown, source = "config.json"): Decoder
     ...(ropeScaling ? { ropeScaling } : {}),
     ...(moe ? { moe } : {}),
     layers,
-    ...(c.bos_token_id != null ? { bosTokenId: c.bos_token_id } : {}),
-    eosTokenIds: eos == null ? [] : Array.isArray(eos) ? eos : [eos],
+    ...tokenIdConfig(c),
   };
 }
 
@@ -194,24 +182,28 @@ function layerKinds(
     readonly layer_types?: readonly string[] | null | undefined;
     readonly use_sliding_window?: boolean | undefined;
   },
-  fail: (message: string) => never,
+  fail: Fail,
 ): ("full" | "sliding")[] {
   const n = c.num_hidden_layers;
   if (c.layer_types != null) {
     if (c.layer_types.length !== n)
-      fail(`layer_types has ${c.layer_types.length} entries for ${n} layers; give one per layer.`);
+      fail("layer_types", `has ${c.layer_types.length} entries for ${n} layers; give one per layer.`);
     return c.layer_types.map((t, i) => {
       if (t === "full_attention") return "full";
       if (t !== "sliding_attention")
-        fail(`layer_types[${i}] "${t}" is not supported (full_attention or sliding_attention).`);
-      if (c.sliding_window == null) fail(`layer ${i} is sliding_attention but sliding_window is not set.`);
+        fail(`layer_types[${i}]`, `"${t}" is not supported (full_attention or sliding_attention).`);
+      if (c.sliding_window == null)
+        fail("sliding_window", `layer ${i} is sliding_attention but sliding_window is not set.`);
       return "sliding";
     });
   }
   if (c.model_type === "mistral" && c.sliding_window != null)
     return Array.from({ length: n }, () => "sliding");
   if (c.use_sliding_window === true)
-    fail("use_sliding_window without layer_types is not supported; list each layer's kind in layer_types.");
+    fail(
+      "use_sliding_window",
+      "without layer_types is not supported; list each layer's kind in layer_types.",
+    );
   return Array.from({ length: n }, () => "full");
 }
 
@@ -248,7 +240,6 @@ export function buildLlama(config: DecoderConfig, w: WeightSource): CausalLM {
 
 /** The built-in llama / mistral / qwen2 / qwen3 / mixtral / qwen3_moe family. */
 export const llamaArchitecture: Architecture<DecoderConfig> = {
-  modelTypes: [...SUPPORTED],
   parseConfig: parseLlamaConfig,
   build: buildLlama,
 };

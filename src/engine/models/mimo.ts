@@ -25,24 +25,30 @@
  * scales values by attention_value_scale (0.707), applied after v_proj.
  */
 import { z } from "zod";
-import { BringupError } from "../../common/errors.js";
-import type { Architecture } from "../architecture.js";
+import type { Architecture, TinyModelOptions } from "../architecture.js";
 import { type AttentionSpec, attentionNames, GqaAttention } from "../blocks/attention/gqa-attention.js";
 import { RoutedMoe } from "../blocks/mlp/routed-moe.js";
 import type { MoeSpec } from "../blocks/mlp/routing.js";
 import { HF_MLP_NAMES, SwigluMlp } from "../blocks/mlp/swiglu-mlp.js";
+import { modelOfFiles } from "../loader/build-model.js";
 import type { WeightSource } from "../loader/weight-source.js";
 import type { CausalLM } from "../model/causal-lm.js";
 import { copySlots } from "../tiny/copy-circuit.js";
 import { placeCopyCircuit } from "../tiny/copy-circuit-placement.js";
-import { type TinyModelFiles, tinyFilesToModel } from "../tiny/generate.js";
+import type { TinyModelFiles } from "../tiny/files.js";
 import { tinyKit } from "../tiny/port-kit.js";
+import {
+  type Fail,
+  nonNegative,
+  parseConfigFields,
+  positive,
+  TOKEN_ID_FIELDS,
+  tokenIdConfig,
+} from "./config-fields.js";
 import { type DecoderConfig, type LayerSpec, preNormDecoder } from "./decoder.js";
 
 export const MODEL_TYPE = "mimo_v2_flash";
 
-const positive = z.number().int().positive();
-const nonNegative = z.number().int().nonnegative();
 const ropeParameters = z.looseObject({
   rope_type: z.string().optional(),
   rope_theta: z.number().positive().optional(),
@@ -100,25 +106,13 @@ const MimoConfig = z.looseObject({
   routed_scaling_factor: z.number().positive().nullish(),
   moe_layer_freq: z.array(z.union([z.literal(0), z.literal(1)])).optional(),
   mlp_layer_types: z.array(z.enum(["dense", "sparse"])).optional(),
-  bos_token_id: nonNegative.nullish(),
-  eos_token_id: z.union([nonNegative, z.array(nonNegative)]).nullish(),
+  ...TOKEN_ID_FIELDS,
 });
 type MimoConfig = z.infer<typeof MimoConfig>;
 
 /** Parses a MiMo-V2-Flash config.json (either spelling) into the engine's per-layer view. */
 export function parseMimoConfig(json: unknown, source = "config.json"): DecoderConfig {
-  const fail = (field: string, message: string): never => {
-    throw new BringupError("MODEL_CONFIG_INVALID", `${source}: ${field}: ${message}`, { subject: source });
-  };
-  const parsed = MimoConfig.safeParse(json);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    fail(
-      issue?.path.join(".") || "(root)",
-      `${issue?.message ?? "invalid"}; fix this field (a MiMo-V2-Flash config.json is read).`,
-    );
-  }
-  const c = parsed.data as MimoConfig;
+  const { fields: c, fail } = parseConfigFields(MimoConfig, json, source, "MiMo-V2-Flash");
   const L = c.num_hidden_layers;
   if (c.hidden_act !== "silu") fail("hidden_act", `"${c.hidden_act}" is not supported; MiMo uses silu.`);
   if (c.rope_scaling !== undefined && c.rope_scaling !== null) {
@@ -200,7 +194,6 @@ export function parseMimoConfig(json: unknown, source = "config.json"): DecoderC
     attention: isSliding ? swa : global,
     mlp: moeLayers[i] ? "moe" : "dense",
   }));
-  const eos = c.eos_token_id;
   return {
     modelType: MODEL_TYPE,
     vocabSize: c.vocab_size,
@@ -211,12 +204,9 @@ export function parseMimoConfig(json: unknown, source = "config.json"): DecoderC
     tieWordEmbeddings: c.tie_word_embeddings,
     ...(moe ? { moe } : {}),
     layers,
-    ...(c.bos_token_id != null ? { bosTokenId: c.bos_token_id } : {}),
-    eosTokenIds: eos == null ? [] : Array.isArray(eos) ? eos : [eos],
+    ...tokenIdConfig(c),
   };
 }
-
-type Fail = (field: string, message: string) => never;
 
 /** true for each sliding-window layer. */
 function layerKinds(c: MimoConfig, L: number, fail: Fail): boolean[] {
@@ -345,32 +335,31 @@ export function buildMimo(config: DecoderConfig, w: WeightSource): CausalLM {
 }
 
 export const mimoArchitecture: Architecture<DecoderConfig> = {
-  modelTypes: [MODEL_TYPE],
   parseConfig: parseMimoConfig,
   build: buildMimo,
   // The multi-token-prediction layers draft for speculative decoding, which the engine does not run.
   ignoresTensor: (name) => name.startsWith("model.mtp."),
+  tinyModel: mimoTinyModel,
+  retrievalModel: (_config, corpus, options) => mimoRetrievalModel(corpus, options),
 };
 
 /**
  * The tiny reference model of `config` (a MiMo config.json object): a byte-level BPE trained on
  * `corpus` to vocab_size ids (fewer where the corpus has fewer merges; the returned config says
  * how many) and seeded random f32 weights for every tensor the config implies, sinks and the
- * score-correction bias included. The same config, corpus and seed give the same bytes.
+ * score-correction bias included. With a `quantization_config` of quant_method "mxfp4" (as
+ * MiMo-V2.6-Pro ships) the routed experts are stored in MXFP4. The same config, corpus and seed
+ * give the same bytes.
  */
 export function mimoTinyModel(
   config: Record<string, unknown>,
   corpus: string,
-  options: {
-    readonly seed?: number;
-    /** The port whose reference model this is, stamped into its config. */
-    readonly port?: string;
-    /** Store the routed experts in MXFP4 (as MiMo-V2.6-Pro ships them). */
-    readonly mxfp4Experts?: boolean;
-  } = {},
+  options: TinyModelOptions = {},
 ): TinyModelFiles {
   const seed = options.seed ?? 0;
   const spec = parseMimoConfig(config, "reference config");
+  const quantization = config.quantization_config as { quant_method?: unknown } | null | undefined;
+  const mxfp4Experts = quantization?.quant_method === "mxfp4";
   const kit = tinyKit(spec, corpus, seed);
   const H = spec.hiddenSize;
   kit.random("model.embed_tokens.weight", [kit.vocab, H], 1);
@@ -389,7 +378,7 @@ export function mimoTinyModel(
       for (let e = 0; e < m.numExperts; e++) {
         const expert = `${p}.mlp.experts.${e}`;
         kit.mlp(expert, HF_MLP_NAMES, H, m.intermediateSize);
-        if (options.mxfp4Experts) for (const n of HF_MLP_NAMES) kit.toMxfp4(`${expert}.${n}.weight`);
+        if (mxfp4Experts) for (const n of HF_MLP_NAMES) kit.toMxfp4(`${expert}.${n}.weight`);
       }
     } else {
       kit.mlp(`${p}.mlp`, HF_MLP_NAMES, H, spec.intermediateSize);
@@ -427,7 +416,7 @@ const ROTARY_FACTOR = Math.round(((GLOBAL_ROTARY + 0.5) / QK_GLOBAL) * 1e4) / 1e
 /** The retrieval variant's files over a BPE of 512 trained on `corpus`. */
 export function mimoRetrievalModel(
   corpus: string,
-  options: { readonly maxPositionEmbeddings: number; readonly seed?: number; readonly port?: string },
+  options: TinyModelOptions & { readonly maxPositionEmbeddings: number },
 ): TinyModelFiles {
   const seed = options.seed ?? 0;
   const config: Record<string, unknown> = {
@@ -460,6 +449,6 @@ export function mimoRetrievalModel(
     tie_word_embeddings: false,
   };
   const files = mimoTinyModel(config, corpus, { seed, ...(options.port ? { port: options.port } : {}) });
-  const built = tinyFilesToModel("retrieval", files, [mimoArchitecture]);
+  const built = modelOfFiles("retrieval", files, mimoArchitecture);
   return placeCopyCircuit(files, built, { ...CIRCUIT, seed });
 }

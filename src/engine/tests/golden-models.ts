@@ -1,7 +1,12 @@
+import { readdir, readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { parse } from "yaml";
 import type { HostTensor } from "../loader/host-tensor.js";
+import { findArchitecture } from "../models/registry.js";
 import { Rng } from "../tensor/random.js";
 import { readCorpus } from "../tiny/corpus.js";
-import { generateTinyModel, type TinyModelFiles } from "../tiny/generate.js";
+import type { TinyModelFiles } from "../tiny/files.js";
+import { generateTinyModel } from "../tiny/generate.js";
 import { findTinySize, type TinySize } from "../tiny/sizes.js";
 
 /**
@@ -42,4 +47,34 @@ export async function goldenFamilyModels(): Promise<Record<string, TinyModelFile
     ]),
     mistral: variant("mistral", () => [], { sliding_window: 8 }),
   };
+}
+
+/** Context length of the pinned retrieval variants: enough for the golden prompt, small to build. */
+export const GOLDEN_RETRIEVAL_CONTEXT = 256;
+
+const PORTS_DIR = join(import.meta.dirname, "../../../ports");
+
+/**
+ * Every port's models that golden-logprobs.json pins, made by the family the registry finds for
+ * the port's reference config: `<port>` is the tiny reference model (seed 0) and
+ * `<port>/retrieval` its retrieval variant, when the family makes one.
+ */
+export async function goldenPortModels(): Promise<Record<string, TinyModelFiles>> {
+  const corpus = await readCorpus();
+  const out: Record<string, TinyModelFiles> = {};
+  for (const port of (await readdir(PORTS_DIR, { withFileTypes: true })).filter((e) => e.isDirectory())) {
+    const manifest = parse(await readFile(join(PORTS_DIR, port.name, "port.yaml"), "utf8"));
+    const config = manifest.reference?.config as Record<string, unknown> | undefined;
+    if (config === undefined) continue;
+    const family = await findArchitecture(config, `ports/${port.name}/port.yaml`);
+    const options = { seed: 0, port: port.name };
+    const tiny = family.tinyModel?.(config, corpus, options);
+    if (tiny !== undefined) out[port.name] = tiny;
+    const retrieval = family.retrievalModel?.(config, corpus, {
+      ...options,
+      maxPositionEmbeddings: GOLDEN_RETRIEVAL_CONTEXT,
+    });
+    if (retrieval !== undefined) out[`${port.name}/retrieval`] = retrieval;
+  }
+  return out;
 }

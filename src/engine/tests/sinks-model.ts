@@ -3,7 +3,7 @@ import type { HostTensor } from "../loader/host-tensor.js";
 import type { DecoderConfig } from "../models/decoder.js";
 import { buildLlama, parseLlamaConfig } from "../models/llama.js";
 import { Rng } from "../tensor/random.js";
-import type { TinyModelFiles } from "../tiny/generate.js";
+import type { TinyModelFiles } from "../tiny/files.js";
 
 const MODEL_TYPE = "test_llama_sinks";
 
@@ -13,7 +13,6 @@ const MODEL_TYPE = "test_llama_sinks";
  * from the same blocks.
  */
 export const sinksArchitecture: Architecture<DecoderConfig> = {
-  modelTypes: [MODEL_TYPE],
   parseConfig(json, source) {
     const c = parseLlamaConfig({ ...(json as object), model_type: "llama" }, source);
     const all = (json as { sink_layers?: unknown }).sink_layers === "all";

@@ -23,8 +23,8 @@ describe("placeCopyCircuit", () => {
     expect(hash.digest("hex")).toBe("cb4658ac308088c3a03e8a825a563cbcd3147caee85824ed03c986b267772e2e");
   });
 
-  it("refuses a model whose hidden size is not the circuit's, saying which it must be", () => {
-    const model = tinyFilesToModel("retrieval", handBuilt);
+  it("refuses a model whose hidden size is not the circuit's, saying which it must be", async () => {
+    const model = await tinyFilesToModel("retrieval", handBuilt);
     expect(() => placeCopyCircuit(handBuilt, model, { ...CIRCUIT, m: 8 })).toThrow(
       expect.objectContaining({
         code: "RETRIEVAL_CONFIG_INVALID",
@@ -33,10 +33,11 @@ describe("placeCopyCircuit", () => {
     );
   });
 
-  it("refuses attention layers without the biases the previous-token heads are made of", () => {
+  it("refuses attention layers without the biases the previous-token heads are made of", async () => {
     const tensors = new Map([...handBuilt.tensors].filter(([name]) => !name.endsWith("_proj.bias")));
     const noBias = { ...handBuilt, config: { ...handBuilt.config, attention_bias: false }, tensors };
-    expect(() => placeCopyCircuit(noBias, tinyFilesToModel("nb", noBias), CIRCUIT)).toThrow(
+    const model = await tinyFilesToModel("nb", noBias);
+    expect(() => placeCopyCircuit(noBias, model, CIRCUIT)).toThrow(
       expect.objectContaining({
         code: "RETRIEVAL_CONFIG_INVALID",
         message: expect.stringMatching(/attention_bias/),

@@ -11,7 +11,7 @@ import {
   inductionQueryKey,
   tokenCodes,
 } from "./copy-circuit.js";
-import type { TinyModelFiles } from "./generate.js";
+import type { TinyModelFiles } from "./files.js";
 import { filled, nearestRivalGap } from "./weights.js";
 
 /** The circuit's sizes and logit margins. */

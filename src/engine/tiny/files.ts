@@ -1,7 +1,17 @@
 import type { HostTensor } from "../loader/host-tensor.js";
 import { trainByteLevelBpe } from "../tokenizer/bpe-train.js";
 import { buildTokenizerFiles } from "../tokenizer/tokenizer-files.js";
-import type { TinyModelFiles } from "./generate.js";
+
+/** Everything a tiny model directory holds, in memory. */
+export interface TinyModelFiles {
+  readonly config: Record<string, unknown>;
+  readonly generationConfig: Record<string, unknown>;
+  readonly tokenizerJson: Record<string, unknown>;
+  readonly tokenizerConfig: Record<string, unknown>;
+  /** Tensors by HF name, in name order. */
+  readonly tensors: ReadonlyMap<string, HostTensor>;
+  readonly numParameters: number;
+}
 
 /** A tiny model's tokenizer: its files, vocabulary size and end-of-sequence ids. */
 export interface TinyTokenizer {

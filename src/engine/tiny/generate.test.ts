@@ -4,7 +4,8 @@ import { Engine } from "../engine.js";
 import type { HostTensor } from "../loader/host-tensor.js";
 import type { StepOutput } from "../request.js";
 import { readCorpus } from "./corpus.js";
-import { generateTinyModel, type TinyModelFiles, tinyFilesToModel } from "./generate.js";
+import type { TinyModelFiles } from "./files.js";
+import { generateTinyModel, tinyFilesToModel } from "./generate.js";
 import { findTinySize, TINY_SIZES, type TinySize, tinyParameterCount } from "./sizes.js";
 
 const corpus = await readCorpus();
@@ -46,7 +47,7 @@ function dequantized(files: TinyModelFiles): TinyModelFiles {
 }
 
 async function greedy(files: TinyModelFiles): Promise<StepOutput[]> {
-  const model = tinyFilesToModel("t", files);
+  const model = await tinyFilesToModel("t", files);
   const engine = new Engine(model, { threads: 2 });
   engines.push(engine);
   const out: StepOutput[] = [];

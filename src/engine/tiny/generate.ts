@@ -1,12 +1,11 @@
 import { encodeMxfp4, float32ToBf16, floatToFp8Tile128 } from "../../formats/index.js";
-import type { Architecture } from "../architecture.js";
-import { buildModel, resolveConfig } from "../loader/build-model.js";
+import { modelOfFiles } from "../loader/build-model.js";
 import type { HostTensor } from "../loader/host-tensor.js";
 import type { LoadedModel } from "../model/loaded-model.js";
+import { findArchitecture } from "../models/registry.js";
 import { Rng } from "../tensor/random.js";
-import { TextTokenizer } from "../tokenizer/tokenizer.js";
 import { readCorpus } from "./corpus.js";
-import { tinyModelFiles, tinyTokenizer } from "./files.js";
+import { type TinyModelFiles, tinyModelFiles, tinyTokenizer } from "./files.js";
 import { type TinySize, tinyParameterCount } from "./sizes.js";
 import { filled, tensorSeed } from "./weights.js";
 
@@ -23,17 +22,6 @@ export interface TinyOptions {
    * and norms stay f32 (bf16 when dtype is bf16).
    */
   readonly dtype?: TinyDtype;
-}
-
-/** Everything a tiny model directory holds, in memory. */
-export interface TinyModelFiles {
-  readonly config: Record<string, unknown>;
-  readonly generationConfig: Record<string, unknown>;
-  readonly tokenizerJson: Record<string, unknown>;
-  readonly tokenizerConfig: Record<string, unknown>;
-  /** Tensors by HF name, in name order. */
-  readonly tensors: ReadonlyMap<string, HostTensor>;
-  readonly numParameters: number;
 }
 
 /** Builds a tiny model's files: a BPE trained on `corpus` and seeded random weights. */
@@ -129,16 +117,7 @@ export async function createTinyModel(
   return tinyFilesToModel(size.name, files);
 }
 
-/** The model of in-memory tiny files, built by the architecture of their model_type (see loadModel). */
-export function tinyFilesToModel(
-  name: string,
-  files: TinyModelFiles,
-  architectures: readonly Architecture[] = [],
-): LoadedModel {
-  const resolved = resolveConfig(files.config, `${name}: config.json`, architectures);
-  const model = buildModel(resolved, (n) => files.tensors.get(n), [...files.tensors.keys()], name);
-  const tokenizer = new TextTokenizer(files.tokenizerJson, files.tokenizerConfig, {
-    eosTokenIds: resolved.config.eosTokenIds,
-  });
-  return { name, ...resolved, model, tokenizer, numParameters: files.numParameters };
+/** The model of in-memory tiny files, built by the family their config.json names (see loadModel). */
+export async function tinyFilesToModel(name: string, files: TinyModelFiles): Promise<LoadedModel> {
+  return modelOfFiles(name, files, await findArchitecture(files.config, `${name}: config.json`));
 }

@@ -3,7 +3,7 @@ import { MlaAttention } from "../blocks/attention/mla-attention.js";
 import type { LoadedModel } from "../model/loaded-model.js";
 import { copySlots } from "./copy-circuit.js";
 import { type CopyCircuitOptions, type Fail, type Put, placeCircuit } from "./copy-circuit-placement.js";
-import type { TinyModelFiles } from "./generate.js";
+import type { TinyModelFiles } from "./files.js";
 import { filled, nearestRivalGap } from "./weights.js";
 
 /** Indexer score (before its head weight) of the one position each previous-token indexer head picks. */
@@ -48,6 +48,36 @@ export function placeLatentCopyCircuit(
   });
 }
 
+/** The latent circuit's sizes and margins, as the retrieval variants of latent-attention families use them. */
+export const LATENT_CIRCUIT = {
+  m: 8,
+  u: 32,
+  ngram: 6,
+  matchLogit: 60,
+  prevMargin: 30,
+  outputLogit: 40,
+} as const;
+
+/**
+ * The config.json fields of latent-attention layers sized for `LATENT_CIRCUIT` (DeepSeek-V3's
+ * names): one head per previous token, 48 non-rotary and 8 rotary query/key features, a query
+ * latent of the six match codes (48) and a KV latent of those plus an output code (80).
+ */
+export function latentCircuitAttention(): Record<string, number> {
+  const { m, u, ngram } = LATENT_CIRCUIT;
+  const codes = ngram * m;
+  return {
+    hidden_size: latentCopyHidden(m, u, ngram),
+    num_attention_heads: ngram,
+    q_lora_rank: codes,
+    kv_lora_rank: codes + u,
+    qk_nope_head_dim: codes,
+    qk_rope_head_dim: 8,
+    v_head_dim: u,
+    rope_theta: 10_000,
+  };
+}
+
 /** The hidden size the latent copy circuit needs: the copy slots and one constant feature. */
 export function latentCopyHidden(m: number, u: number, ngram: number): number {
   return copySlots(m, u, ngram).hidden + 1;
@@ -90,7 +120,10 @@ function previousTokenHeads(
   if (nh < o.ngram) fail(`the previous-token layer needs ${o.ngram} query heads, it has ${nh}.`);
   if (dv < o.m || C < o.m) fail(`the latent and value heads must hold ${o.m} features.`);
   if (r < 1) fail("the circuit reads queries through q_lora_rank; set it.");
-  const invFreq = invFreqs(dr, a.spec.ropeTheta);
+  const theta =
+    a.spec.ropeTheta ??
+    fail("the previous-token heads find their distance through RoPE; give the layer a base.");
+  const invFreq = invFreqs(dr, theta);
   const gap = nearestRivalGap(invFreq, maxPos);
   const amplitude = (o.prevMargin * Math.sqrt(dn + dr)) / gap;
   const n = a.names;

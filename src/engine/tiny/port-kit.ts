@@ -4,8 +4,8 @@ import type { AttentionNames, AttentionSpec } from "../blocks/attention/gqa-atte
 import type { MlpNames } from "../blocks/mlp/swiglu-mlp.js";
 import type { HostTensor } from "../loader/host-tensor.js";
 import { Rng } from "../tensor/random.js";
+import type { TinyModelFiles } from "./files.js";
 import { tinyModelFiles, tinyTokenizer } from "./files.js";
-import type { TinyModelFiles } from "./generate.js";
 import { f32Tensors, filled, type PutF32, tensorSeed } from "./weights.js";
 
 /** Specials the tiny tokenizers append after the trained vocabulary. */

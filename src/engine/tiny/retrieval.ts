@@ -1,9 +1,10 @@
+import { modelOfFiles } from "../loader/build-model.js";
 import type { LoadedModel } from "../model/loaded-model.js";
+import { llamaArchitecture } from "../models/llama.js";
 import { copySlots, zeroMlpLayer } from "./copy-circuit.js";
 import { placeCopyCircuit } from "./copy-circuit-placement.js";
 import { readCorpus } from "./corpus.js";
-import { tinyModelFiles, tinyTokenizer } from "./files.js";
-import { type TinyModelFiles, tinyFilesToModel } from "./generate.js";
+import { type TinyModelFiles, tinyModelFiles, tinyTokenizer } from "./files.js";
 import { f32Tensors } from "./weights.js";
 
 /**
@@ -103,12 +104,13 @@ export function generateRetrievalModel(corpus: string, options: RetrievalOptions
     bringup_tiny: { size: "retrieval", seed, construction: "previous-token + induction heads" },
   };
   const files = tinyModelFiles(config, tok, tensors);
-  return placeCopyCircuit(files, tinyFilesToModel("retrieval", files), { ...CIRCUIT, seed });
+  return placeCopyCircuit(files, modelOfFiles("retrieval", files, llamaArchitecture), { ...CIRCUIT, seed });
 }
 
 /** The retrieval model over the shipped corpus, ready for an Engine or startServer({ model }). */
 export async function createRetrievalModel(
   options: RetrievalOptions & { readonly corpusDir?: string } = {},
 ): Promise<LoadedModel> {
-  return tinyFilesToModel("retrieval", generateRetrievalModel(await readCorpus(options.corpusDir), options));
+  const files = generateRetrievalModel(await readCorpus(options.corpusDir), options);
+  return modelOfFiles("retrieval", files, llamaArchitecture);
 }

@@ -1,5 +1,6 @@
+import type { ParameterDecl } from "../blocks/parameters.js";
 import type { HostTensor } from "../loader/host-tensor.js";
-import type { Rng } from "../tensor/random.js";
+import { Rng } from "../tensor/random.js";
 
 /**
  * The seed of tensor `name`'s random weights under model seed `seed` (FNV-1a of "seed/name"), so
@@ -22,6 +23,24 @@ export type PutF32 = (name: string, shape: number[], data: Float32Array) => void
 export function f32Tensors(): { readonly tensors: Map<string, HostTensor>; readonly put: PutF32 } {
   const tensors = new Map<string, HostTensor>();
   return { tensors, put: (name, shape, data) => void tensors.set(name, { dtype: "F32", shape, data }) };
+}
+
+/**
+ * Writes each declared parameter as a tiny model of seed `seed` draws it: fan-in matrices from the
+ * tensor's own seed with standard deviation 1/sqrt(last dimension), ones for norms.
+ */
+export function putParameters(put: PutF32, seed: number, parameters: readonly ParameterDecl[]): void {
+  for (const { name, shape, init } of parameters) {
+    const size = shape.reduce((a, b) => a * b, 1);
+    const data =
+      init === "ones"
+        ? filled(size, 1)
+        : new Rng(tensorSeed(seed, name)).fillNormal(
+            new Float32Array(size),
+            1 / Math.sqrt(shape.at(-1) as number),
+          );
+    put(name, [...shape], data);
+  }
 }
 
 /** `n` floats, all `value`. */

@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { writeDirectoryAtomic, writeFileAtomic } from "../../common/atomic-write.js";
 import { writeSafetensors } from "../../formats/index.js";
-import type { TinyModelFiles } from "./generate.js";
+import type { TinyModelFiles } from "./files.js";
 
 /**
  * Writes a tiny model directory (config.json, generation_config.json, tokenizer.json,

@@ -17,6 +17,14 @@ export interface ChatTemplateOptions {
   readonly template?: string;
 }
 
+/** The variables a chat template sees (a type, not an interface, so it passes as Jinja's record). */
+export type ChatTemplateContext = {
+  readonly messages: readonly ChatMessage[];
+  readonly add_generation_prompt: boolean;
+  readonly bos_token: string;
+  readonly eos_token: string;
+};
+
 /**
  * A model's tokenizer: HF tokenizer.json through @huggingface/tokenizers, the chat template of
  * tokenizer_config.json through @huggingface/jinja.
@@ -105,39 +113,48 @@ export class TextTokenizer {
     return this.decode([id]);
   }
 
+  /** The vocabulary's own string for a token (e.g. "Ġthe"), as HF's convert_ids_to_tokens gives it. */
+  vocabToken(id: number): string {
+    this.checkId(id);
+    return this.inner.id_to_token(id) ?? "";
+  }
+
   isSpecial(id: number): boolean {
     return this.specialIds.has(id);
   }
 
   /** Renders messages through the model's chat template; throws NO_CHAT_TEMPLATE if it has none. */
   applyChatTemplate(messages: readonly ChatMessage[], options: ChatTemplateOptions = {}): string {
-    const given = options.template === undefined ? undefined : parseRequestTemplate(options.template);
-    const template = given ?? this.template;
-    if (template === undefined) {
+    const context = this.chatTemplateContext(messages, options.addGenerationPrompt ?? true);
+    if (options.template !== undefined) return renderRequestTemplate(options.template, context);
+    if (this.template === undefined) {
       throw new BringupError(
         "NO_CHAT_TEMPLATE",
         "this model's tokenizer_config.json has no chat_template; use the completions API instead.",
       );
     }
     try {
-      return template.render({
-        messages: messages.map((m) => ({ role: m.role, content: m.content })),
-        add_generation_prompt: options.addGenerationPrompt ?? true,
-        bos_token: this.bosToken ?? "",
-        eos_token: this.eosToken ?? "",
-      });
+      return this.template.render(context);
     } catch (cause) {
-      const reason = (cause as Error).message;
-      throw given === undefined
-        ? new BringupError("CHAT_TEMPLATE_FAILED", `the chat template failed on these messages: ${reason}`, {
-            cause,
-          })
-        : new BringupError(
-            "CHAT_TEMPLATE_FAILED",
-            `the request's chat_template failed on these messages: ${reason}; fix it or leave it out to use the model's.`,
-            { subject: "chat_template", cause },
-          );
+      throw new BringupError(
+        "CHAT_TEMPLATE_FAILED",
+        `the chat template failed on these messages: ${(cause as Error).message}`,
+        { cause },
+      );
     }
+  }
+
+  /**
+   * What a chat template is rendered with: the messages, add_generation_prompt and the special
+   * tokens' texts (so a template can be rendered elsewhere, e.g. on a thread under a budget).
+   */
+  chatTemplateContext(messages: readonly ChatMessage[], addGenerationPrompt: boolean): ChatTemplateContext {
+    return {
+      messages: messages.map((m) => ({ role: m.role, content: m.content })),
+      add_generation_prompt: addGenerationPrompt,
+      bos_token: this.bosToken ?? "",
+      eos_token: this.eosToken ?? "",
+    };
   }
 
   /** A detokenizer that turns a stream of ids into text deltas, holding back incomplete characters. */
@@ -155,13 +172,27 @@ export class TextTokenizer {
   }
 }
 
-function parseRequestTemplate(text: string): Template {
+/**
+ * Renders a request's own Jinja chat template (vLLM's per-request chat_template) with `context`;
+ * its errors are CHAT_TEMPLATE_INVALID or CHAT_TEMPLATE_FAILED with the subject "chat_template".
+ */
+export function renderRequestTemplate(text: string, context: ChatTemplateContext): string {
+  let template: Template;
   try {
-    return new Template(text);
+    template = new Template(text);
   } catch (cause) {
     throw new BringupError(
       "CHAT_TEMPLATE_INVALID",
       `the chat_template does not parse as Jinja: ${(cause as Error).message}; fix it or leave it out to use the model's.`,
+      { subject: "chat_template", cause },
+    );
+  }
+  try {
+    return template.render(context);
+  } catch (cause) {
+    throw new BringupError(
+      "CHAT_TEMPLATE_FAILED",
+      `the request's chat_template failed on these messages: ${(cause as Error).message}; fix it or leave it out to use the model's.`,
       { subject: "chat_template", cause },
     );
   }

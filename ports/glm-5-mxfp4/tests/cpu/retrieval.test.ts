@@ -1,14 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Gate as GateSpec } from "../../../../src/catalog/index.js";
-import {
-  type LoadedModel,
-  MlaAttention,
-  readCorpus,
-  tinyFilesToModel,
-} from "../../../../src/engine/index.js";
+import { type LoadedModel, MlaAttention, readCorpus } from "../../../../src/engine/index.js";
+import { RETRIEVAL_TOP_K } from "../../../../src/engine/models/deepseek-v3.js";
 import { runGateSession } from "../../../../src/gates/index.js";
 import { type RunningServer, startServer } from "../../../../src/server/index.js";
-import { portModel, RETRIEVAL_TOP_K } from "../../model.js";
+import { portReference } from "../../../../test/helpers/port-reference.js";
+
+const ref = await portReference("glm-5-mxfp4");
 
 // The manifest asks for 1K to 8K (run by `bringup up`); 256 and 512 keep this to seconds, still
 // 8 and 16 times the top-k.
@@ -20,9 +18,9 @@ const servers: RunningServer[] = [];
 
 beforeAll(async () => {
   corpus = await readCorpus();
-  const files = portModel.retrievalModel?.(corpus, { maxPositionEmbeddings: 1024 });
+  const files = ref.retrievalFiles(1024);
   if (files === undefined) throw new Error("the port has no retrieval variant");
-  model = tinyFilesToModel("glm5-retrieval", files, [portModel.architecture]);
+  model = ref.build("glm5-retrieval", files);
 });
 afterAll(async () => {
   await Promise.all(servers.map((s) => s.close()));

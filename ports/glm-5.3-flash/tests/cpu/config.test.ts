@@ -1,10 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { readCorpus, tinyFilesToModel } from "../../../../src/engine/index.js";
-import { bringupErrorOf } from "../../../../test/helpers/port-reference.js";
-import { glmArchitecture, parseGlmConfig, portModel } from "../../model.js";
-import { referenceConfig } from "./reference.js";
+import { MlaAttention } from "../../../../src/engine/index.js";
+import { parseGlmConfig } from "../../../../src/engine/models/glm-5.3-flash.js";
+import { bringupErrorOf, portReference } from "../../../../test/helpers/port-reference.js";
 
-const config = await referenceConfig();
+const ref = await portReference("glm-5.3-flash");
+
+const config = ref.referenceConfig;
 const lin = config.linear_attn_config as Record<string, unknown>;
 
 /** The BringupError parsing `json` throws. */
@@ -18,6 +19,25 @@ describe("GLM-5.3-Flash config parsing", () => {
     expect(c.kda).toEqual({ numHeads: 2, headDim: 32, convKernel: 4 });
     expect(c.mhc).toEqual({ streams: 4, sinkhornIters: 20, hcEps: 1e-6, normEps: 1e-6 });
     expect(c.moe).toMatchObject({ numExperts: 4, topK: 2, scoring: "sigmoid", normTopKProb: true });
+  });
+
+  it("reads Kimi Linear's full layers as latent attention without RoPE, caching one latent and key part", () => {
+    const c = parseGlmConfig(config);
+    expect(c.mla).toEqual({
+      numHeads: 4,
+      qLoraRank: 0,
+      kvLoraRank: 32,
+      qkNopeHeadDim: 16,
+      qkRopeHeadDim: 8,
+      vHeadDim: 16,
+    });
+    expect(parseGlmConfig({ ...config, mla_use_nope: false }).mla.ropeTheta).toBe(10_000);
+    const model = ref.referenceModel();
+    const full = model.model.layers.filter((l) => l.mixer instanceof MlaAttention);
+    expect(full).toHaveLength(2);
+    for (const layer of full)
+      expect(layer.mixer.state).toMatchObject({ kind: "paged", numKvHeads: 1, headDim: 40 });
+    expect(errorOf({ ...config, attention_bias: true }).message).toMatch(/attention_bias/);
   });
 
   it("refuses a layer listed as both kinds or neither, naming the field", () => {
@@ -41,9 +61,9 @@ describe("GLM-5.3-Flash config parsing", () => {
   });
 
   it("refuses weights whose state shapes do not match the config, naming the tensor", async () => {
-    const files = portModel.tinyModel(config, await readCorpus(), { seed: 0 });
+    const files = ref.referenceFiles();
     const wider = { ...files, config: { ...files.config, linear_attn_config: { ...lin, head_dim: 16 } } };
-    expect(() => tinyFilesToModel("glm", wider, [glmArchitecture])).toThrow(
+    expect(() => ref.build("glm", wider)).toThrow(
       expect.objectContaining({
         code: "MODEL_WEIGHTS_MISMATCH",
         subject: "model.layers.0.self_attn.q_proj.weight",
@@ -53,7 +73,7 @@ describe("GLM-5.3-Flash config parsing", () => {
       ...files,
       config: { ...files.config, linear_attn_config: { ...lin, short_conv_kernel_size: 3 } },
     };
-    expect(() => tinyFilesToModel("glm", kernel, [glmArchitecture])).toThrow(
+    expect(() => ref.build("glm", kernel)).toThrow(
       expect.objectContaining({
         code: "MODEL_WEIGHTS_MISMATCH",
         subject: "model.layers.0.self_attn.q_conv1d.weight",

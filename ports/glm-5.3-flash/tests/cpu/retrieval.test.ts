@@ -1,20 +1,23 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type LoadedModel, readCorpus, tinyFilesToModel } from "../../../../src/engine/index.js";
+import { type LoadedModel, readCorpus } from "../../../../src/engine/index.js";
 import { expectEveryNeedle } from "../../../../src/gates/tests/every-needle.js";
 import { type RunningServer, startServer } from "../../../../src/server/index.js";
-import { portModel } from "../../model.js";
+import { portReference } from "../../../../test/helpers/port-reference.js";
 
-// The manifest asks for 1K and 4K (run by `bringup up`); 512 and 1K keep this to seconds.
-const contexts = [512, 1024];
+const ref = await portReference("glm-5.3-flash");
+
+// The manifest asks for 1K and 4K (run by `bringup up`); 256 and 512 keep this to seconds (latent
+// attention's absorbed form reads 80 latent features per head and position).
+const contexts = [256, 512];
 let corpus: string;
 let model: LoadedModel;
 let server: RunningServer;
 
 beforeAll(async () => {
   corpus = await readCorpus();
-  const files = portModel.retrievalModel?.(corpus, { maxPositionEmbeddings: 2048 });
+  const files = ref.retrievalFiles(1024);
   if (files === undefined) throw new Error("the port has no retrieval variant");
-  model = tinyFilesToModel("glm-retrieval", files, [portModel.architecture]);
+  model = ref.build("glm-retrieval", files);
   server = await startServer({
     model,
     port: 0,

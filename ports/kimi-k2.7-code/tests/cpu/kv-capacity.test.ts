@@ -1,10 +1,11 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { Engine } from "../../../../src/engine/index.js";
-import { portModel } from "../../model.js";
-import { referenceConfig, referenceModel } from "./reference.js";
+import { portReference } from "../../../../test/helpers/port-reference.js";
 
-const config = await referenceConfig();
-const model = await referenceModel();
+const ref = await portReference("kimi-k2.7-code");
+
+const config = ref.referenceConfig;
+const model = ref.referenceModel();
 const engines: Engine[] = [];
 afterAll(() => Promise.all(engines.map((e) => e.close())));
 
@@ -20,11 +21,11 @@ function engine(switches: Record<string, string>, kvCacheBytes: number): Engine 
 
 describe("Kimi-K2.7-Code's latent cache against per-head K/V", () => {
   it("states the theory from the config: 4 heads x (16 + 8 + 16) over 32 + 8 values per token and layer", () => {
-    const latent = portModel.kvValuesPerToken?.(config, {});
-    const perHead = portModel.kvValuesPerToken?.(config, { mla_cache: "per-head" });
+    const latent = ref.architecture.kvValuesPerToken?.(config, {});
+    const perHead = ref.architecture.kvValuesPerToken?.(config, { mla_cache: "per-head" });
     expect(latent).toBe(4 * (32 + 8));
     expect(perHead).toBe(4 * 4 * (16 + 8 + 16));
-    expect(portModel.kvValuesPerToken?.(config, { mla_cache: "latent" })).toBe(latent);
+    expect(ref.architecture.kvValuesPerToken?.(config, { mla_cache: "latent" })).toBe(latent);
   });
 
   it("holds the theory's ratio of tokens in one KV budget", () => {
@@ -33,8 +34,8 @@ describe("Kimi-K2.7-Code's latent cache against per-head K/V", () => {
     const perHead = engine({ mla_cache: "per-head" }, kvCacheBytes).limits;
     expect(perHead.kvTokenCapacity).toBe(8 * BLOCK);
     const theory =
-      (portModel.kvValuesPerToken?.(config, { mla_cache: "per-head" }) as number) /
-      (portModel.kvValuesPerToken?.(config, {}) as number);
+      (ref.architecture.kvValuesPerToken?.(config, { mla_cache: "per-head" }) as number) /
+      (ref.architecture.kvValuesPerToken?.(config, {}) as number);
     expect(latent.kvTokenCapacity / perHead.kvTokenCapacity).toBe(theory);
   });
 });

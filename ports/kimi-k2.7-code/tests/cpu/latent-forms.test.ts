@@ -1,9 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { MlaAttention, RoutedMoe, readCorpus } from "../../../../src/engine/index.js";
 import { promptAndGreedy } from "../../../../test/helpers/engine-runs.js";
-import { referenceModel } from "./reference.js";
+import { portReference } from "../../../../test/helpers/port-reference.js";
 
-const model = await referenceModel();
+const ref = await portReference("kimi-k2.7-code");
+
+const model = ref.referenceModel();
 const corpus = await readCorpus();
 const prompt = model.tokenizer.encode(corpus.slice(0, 2000)).slice(0, 200);
 /** Prompt logprobs and six greedy tokens of the prompt under `switches`, prefilled in chunks of `chunk`. */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { isBringupError } from "../../../../src/common/errors.js";
-import { type DecoderConfig, resolveConfig } from "../../../../src/engine/index.js";
-import { parseMimoConfig, portModel } from "../../model.js";
+import { type DecoderConfig, findArchitecture } from "../../../../src/engine/index.js";
+import { mimoArchitecture, parseMimoConfig } from "../../../../src/engine/models/mimo.js";
 import { referenceConfig } from "./reference.js";
 
 /** The released MiMo-V2-Flash config.json in the Hub's spelling (the fields this code reads). */
@@ -138,10 +138,12 @@ describe("MiMo config parsing", () => {
     expect(parseMimoConfig(native)).toEqual(parseMimoConfig(hub));
   });
 
-  it("is what the engine's config reader uses when the port's architecture is given", () => {
-    const resolved = resolveConfig(hubConfig(), "config.json", [portModel.architecture]);
-    expect(resolved.architecture).toBe(portModel.architecture);
-    expect(resolved.config).toEqual(parseMimoConfig(hubConfig(), "config.json"));
+  it("is what the engine's registry finds for the Hub's config.json", async () => {
+    const architecture = await findArchitecture(hubConfig(), "config.json");
+    expect(architecture).toBe(mimoArchitecture);
+    expect(architecture.parseConfig(hubConfig(), "config.json")).toEqual(
+      parseMimoConfig(hubConfig(), "config.json"),
+    );
   });
 
   it("reads the tiny reference config: 3 global of 16, asymmetric heads, sinks on sliding layers, grouped MoE", async () => {

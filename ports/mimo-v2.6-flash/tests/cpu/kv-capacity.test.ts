@@ -1,7 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { attentionState, Engine, kvCapacityRatio, readCorpus } from "../../../../src/engine/index.js";
-import { parseMimoConfig, portModel } from "../../model.js";
+import { attentionState, Engine, kvCapacityRatio } from "../../../../src/engine/index.js";
+import { parseMimoConfig } from "../../../../src/engine/models/mimo.js";
+import { portReference } from "../../../../test/helpers/port-reference.js";
 import { loadFiles, referenceConfig } from "./reference.js";
+
+const ref = await portReference("mimo-v2.6-flash");
 
 const BLOCK = 16;
 
@@ -24,10 +27,7 @@ describe("KV capacity of the tiny reference config", () => {
   });
 
   it("is what the engine's own capacity accounting gives for one KV budget", async () => {
-    const model = await loadFiles(
-      portModel.tinyModel(await referenceConfig(), await readCorpus(), { seed: 0 }),
-      "mimo-tiny",
-    );
+    const model = await loadFiles(ref.referenceFiles(), "mimo-tiny");
     const maxModelLen = 32768;
     // Room for two max-length sequences under the full layout: 16 layers x 80 floats x 4 bytes a token.
     const kvCacheBytes = 2 * maxModelLen * 16 * 80 * 4;

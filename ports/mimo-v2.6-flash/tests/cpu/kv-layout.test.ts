@@ -8,8 +8,10 @@ import {
   readCorpus,
   type StepOutput,
 } from "../../../../src/engine/index.js";
-import { portModel } from "../../model.js";
-import { loadFiles, referenceConfig } from "./reference.js";
+import { portReference } from "../../../../test/helpers/port-reference.js";
+import { loadFiles } from "./reference.js";
+
+const ref = await portReference("mimo-v2.6-flash");
 
 // The reference config's window is 64 tokens and blocks are 16: the ring of a sliding layer holds
 // the window and one window-sized chunk in flight (8 blocks), so 160 positions cross the window,
@@ -43,7 +45,7 @@ async function promptDistributions(e: Engine, prompt: number[]): Promise<PromptL
 
 beforeAll(async () => {
   const corpus = await readCorpus();
-  model = await loadFiles(portModel.tinyModel(await referenceConfig(), corpus, { seed: 0 }), "mimo-tiny");
+  model = await loadFiles(ref.referenceFiles(), "mimo-tiny");
   corpusIds = model.tokenizer.encode(corpus.slice(0, 4000), { addSpecialTokens: false });
 });
 afterAll(async () => {

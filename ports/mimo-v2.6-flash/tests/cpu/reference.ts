@@ -9,7 +9,6 @@ import {
   type TinyModelFiles,
   writeTinyModel,
 } from "../../../../src/engine/index.js";
-import { portModel } from "../../model.js";
 
 /** The port's tiny reference config as its manifest states it (validated by the manifest schema). */
 export async function referenceConfig(): Promise<Record<string, unknown>> {
@@ -25,7 +24,7 @@ export async function loadFiles(files: TinyModelFiles, name: string): Promise<Lo
   try {
     const dir = join(parent, name);
     await writeTinyModel(dir, files);
-    return await loadModel(dir, { name, architectures: [portModel.architecture] });
+    return await loadModel(dir, { name });
   } finally {
     await rm(parent, { recursive: true, force: true });
   }

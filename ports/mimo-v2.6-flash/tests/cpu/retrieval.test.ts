@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type DecoderConfig, type LoadedModel, readCorpus } from "../../../../src/engine/index.js";
+import { mimoRetrievalModel } from "../../../../src/engine/models/mimo.js";
 import { expectEveryNeedle } from "../../../../src/gates/tests/every-needle.js";
 import { type RunningServer, startServer } from "../../../../src/server/index.js";
-import { portModel } from "../../model.js";
 import { loadFiles } from "./reference.js";
 
 // The manifest asks for 16K and 32K (run by `bringup up`); two short lengths keep this to seconds.
@@ -13,9 +13,7 @@ let server: RunningServer;
 
 beforeAll(async () => {
   corpus = await readCorpus();
-  const make = portModel.retrievalModel?.bind(portModel);
-  if (make === undefined) throw new Error("the port has no retrieval variant");
-  model = await loadFiles(make(corpus, { maxPositionEmbeddings: 4096 }), "mimo-retrieval");
+  model = await loadFiles(mimoRetrievalModel(corpus, { maxPositionEmbeddings: 4096 }), "mimo-retrieval");
   server = await startServer({ model, port: 0, threads: 1, maxNumSeqs: 1, kvLayout: "window-sized" });
 });
 afterAll(async () => {

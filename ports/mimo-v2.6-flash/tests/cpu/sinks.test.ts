@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Engine, type HostTensor, type LoadedModel, readCorpus } from "../../../../src/engine/index.js";
-import { mimoTinyModel } from "../../model.js";
+import { mimoTinyModel } from "../../../../src/engine/models/mimo.js";
 import { loadFiles } from "./reference.js";
 
 // One sliding-window layer with one head: query/key 8 features (the first 2 rotated), value 4,

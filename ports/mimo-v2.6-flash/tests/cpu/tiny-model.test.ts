@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
 import { isBringupError } from "../../../../src/common/errors.js";
 import { type DecoderConfig, readCorpus, type TinyModelFiles } from "../../../../src/engine/index.js";
-import { mimoTinyModel, parseMimoConfig } from "../../model.js";
+import { mimoTinyModel, parseMimoConfig } from "../../../../src/engine/models/mimo.js";
 import { loadFiles, referenceConfig } from "./reference.js";
 
 let config: Record<string, unknown>;

@@ -1,15 +1,12 @@
-import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { loadCatalog } from "../../../../src/catalog/index.js";
-import { readCorpus, tinyFilesToModel } from "../../../../src/engine/index.js";
 import { goldenLogprobs } from "../../../../src/engine/tests/golden-logprobs.js";
 import { dequantizeMxfp4 } from "../../../../src/formats/index.js";
-import { portModel } from "../../model.js";
+import { portReference } from "../../../../test/helpers/port-reference.js";
 
-const REPO = join(import.meta.dirname, "../../../..");
-const config =
-  (await loadCatalog(REPO)).ports.find((p) => p.id === "mimo-v2.6-pro")?.manifest.reference?.config ?? {};
-const files = portModel.tinyModel(config, await readCorpus(), { seed: 0 });
+const ref = await portReference("mimo-v2.6-pro");
+
+const _config = ref.referenceConfig;
+const files = ref.referenceFiles();
 
 describe("MiMo-V2.6-Pro's tiny reference model", () => {
   it("stores every routed expert in MXFP4 and nothing else", () => {
@@ -39,8 +36,8 @@ describe("MiMo-V2.6-Pro's tiny reference model", () => {
       dequantized.delete(`${base}_scales`);
       dequantized.set(base, { dtype: "F32", shape, data: dequantizeMxfp4(t.data as Uint8Array, scales) });
     }
-    const mxfp4 = tinyFilesToModel("pro", files, [portModel.architecture]);
-    const f32 = tinyFilesToModel("pro-f32", { ...files, tensors: dequantized }, [portModel.architecture]);
+    const mxfp4 = ref.build("pro", files);
+    const f32 = ref.build("pro-f32", { ...files, tensors: dequantized });
     expect(await goldenLogprobs(mxfp4)).toEqual(await goldenLogprobs(f32));
   });
 });

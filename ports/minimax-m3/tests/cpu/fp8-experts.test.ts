@@ -2,15 +2,14 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadCatalog } from "../../../../src/catalog/index.js";
-import { Engine, type LoadedModel, loadModel, readCorpus } from "../../../../src/engine/index.js";
+import { Engine, type LoadedModel, loadModel } from "../../../../src/engine/index.js";
 import { writeTinyModel } from "../../../../src/engine/tiny/write.js";
 import { convertCheckpoint, openCheckpoint } from "../../../../src/formats/index.js";
-import { minimaxArchitecture, portModel } from "../../model.js";
+import { portReference } from "../../../../test/helpers/port-reference.js";
 
-const REPO = join(import.meta.dirname, "../../../..");
-const config =
-  (await loadCatalog(REPO)).ports.find((p) => p.id === "minimax-m3")?.manifest.reference?.config ?? {};
+const ref = await portReference("minimax-m3");
+
+const _config = ref.referenceConfig;
 
 /** Every logprob of the vocabulary at every prompt position, then eight greedy tokens with theirs. */
 async function scores(model: LoadedModel, options: { simd: boolean; threads: number }): Promise<unknown> {
@@ -41,15 +40,14 @@ describe("MiniMax-M3's experts converted exactly from MXFP4 to FP8", () => {
   let fp8: LoadedModel;
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), "minimax-fp8-"));
-    await writeTinyModel(join(dir, "mxfp4"), portModel.tinyModel(config, await readCorpus(), { seed: 0 }));
+    await writeTinyModel(join(dir, "mxfp4"), ref.referenceFiles());
     await convertCheckpoint(join(dir, "mxfp4"), join(dir, "fp8"), {
       to: "fp8",
       fp8Block: "block32",
       workers: 0,
     });
-    const architectures = [minimaxArchitecture];
-    mxfp4 = await loadModel(join(dir, "mxfp4"), { architectures });
-    fp8 = await loadModel(join(dir, "fp8"), { architectures });
+    mxfp4 = await loadModel(join(dir, "mxfp4"));
+    fp8 = await loadModel(join(dir, "fp8"));
   });
   afterAll(() => rm(dir, { recursive: true, force: true }));
 

@@ -1,15 +1,14 @@
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadCatalog } from "../../../../src/catalog/index.js";
 import { isBringupError } from "../../../../src/common/errors.js";
-import { type LoadedModel, readCorpus, tinyFilesToModel } from "../../../../src/engine/index.js";
+import { type LoadedModel, readCorpus } from "../../../../src/engine/index.js";
+import { parseMinimaxConfig } from "../../../../src/engine/models/minimax-m3.js";
 import { expectEveryNeedle } from "../../../../src/gates/tests/every-needle.js";
 import { type RunningServer, startServer } from "../../../../src/server/index.js";
-import { minimaxArchitecture, parseMinimaxConfig, portModel } from "../../model.js";
+import { portReference } from "../../../../test/helpers/port-reference.js";
 
-const REPO = join(import.meta.dirname, "../../../..");
-const config =
-  (await loadCatalog(REPO)).ports.find((p) => p.id === "minimax-m3")?.manifest.reference?.config ?? {};
+const ref = await portReference("minimax-m3");
+
+const config = ref.referenceConfig;
 const corpus = await readCorpus();
 
 function errorOf(json: unknown): string {
@@ -44,14 +43,14 @@ describe("MiniMax-M3 model code", () => {
   });
 
   it("writes its experts in MXFP4 under gpt-oss's names and reads them back", () => {
-    const files = portModel.tinyModel(config, corpus, { seed: 0 });
+    const files = ref.referenceFiles();
     expect(files.tensors.get("model.layers.1.mlp.experts.gate_up_proj_blocks")).toMatchObject({
       dtype: "U8",
       shape: [4, 128, 2, 16],
     });
     expect(files.tensors.get("model.layers.1.mlp.experts.down_proj_scales")?.shape).toEqual([4, 64, 2]);
     expect(files.tensors.has("model.layers.1.mlp.experts.gate_up_proj")).toBe(false);
-    const model = tinyFilesToModel("mm", files, [minimaxArchitecture]);
+    const model = ref.build("mm", files);
     expect(model.model.states.map((s) => (s.kind === "paged" ? s.attention : s.kind))).toEqual([
       "sliding",
       "full",
@@ -65,9 +64,9 @@ describe("the retrieval variant", () => {
   let model: LoadedModel;
   let server: RunningServer;
   beforeAll(async () => {
-    const files = portModel.retrievalModel?.(corpus, { maxPositionEmbeddings: 2048 });
+    const files = ref.retrievalFiles(2048);
     if (files === undefined) throw new Error("no retrieval variant");
-    model = tinyFilesToModel("mm-retrieval", files, [minimaxArchitecture]);
+    model = ref.build("mm-retrieval", files);
     server = await startServer({ model, port: 0, threads: 2, maxNumSeqs: 1 });
   });
   afterAll(() => server?.close());

@@ -19,9 +19,10 @@ const form = (value: string) => new Map([["mla_form", value]]);
 /**
  * DeepSeek-V3's naive MLA (inference/model.py, attn_impl "naive") written out in f64 over the whole
  * sequence, without a cache: q = q_b(norm(q_a x)), [c, k_pe] = kv_a x, k/v per head = kv_b(norm(c)),
- * RoPE as complex rotation of adjacent pairs, causal softmax scaled by (nope + rope)^-1/2, o_proj.
+ * RoPE of base `theta` as complex rotation of adjacent pairs (none without a base, as Kimi Linear's
+ * MLA layers run), causal softmax scaled by (nope + rope)^-1/2, o_proj.
  */
-function naiveMla(m: MlaMatrices, x: Float32Array, n: number): Float64Array {
+function naiveMla(m: MlaMatrices, x: Float32Array, n: number, theta = S.ropeTheta ?? null): Float64Array {
   const { numHeads: nh, qLoraRank: r, kvLoraRank: C, qkNopeHeadDim: dn, qkRopeHeadDim: dr, vHeadDim: dv } = S;
   const matvec = (w: Float32Array, rows: number, cols: number, v: ArrayLike<number>) =>
     Float64Array.from({ length: rows }, (_, i) => {
@@ -36,8 +37,9 @@ function naiveMla(m: MlaMatrices, x: Float32Array, n: number): Float64Array {
     return v.map((a, i) => a * inv * (w[i] as number));
   };
   const rotate = (v: Float64Array, offset: number, pos: number) => {
+    if (theta === null) return;
     for (let i = 0; i < dr / 2; i++) {
-      const angle = pos / S.ropeTheta ** ((2 * i) / dr);
+      const angle = pos / theta ** ((2 * i) / dr);
       const [a, b] = [v[offset + 2 * i] as number, v[offset + 2 * i + 1] as number];
       v[offset + 2 * i] = a * Math.cos(angle) - b * Math.sin(angle);
       v[offset + 2 * i + 1] = a * Math.sin(angle) + b * Math.cos(angle);
@@ -100,6 +102,20 @@ describe("multi-head latent attention", () => {
       headDim: S.kvLoraRank + S.qkRopeHeadDim,
       vHeadDim: 0,
     });
+  });
+
+  it("without a RoPE base leaves the rotary part unrotated, as Kimi Linear's naive MLA", () => {
+    const { ropeTheta: _, ...spec } = S;
+    const noRope = mlaBlock(m, spec);
+    const reference = Float32Array.from(naiveMla(m, x, n, null));
+    const scale = Math.max(...reference.map(Math.abs));
+    for (const value of ["absorbed", "expanded"]) {
+      const { out } = runSequence(noRope, x, [n], pool, form(value));
+      expect(maxAbsDiff(out, reference) / scale).toBeLessThan(1e-5);
+    }
+    expect(
+      maxAbsDiff(runSequence(block, x, [n], pool, form("absorbed")).out, reference) / scale,
+    ).toBeGreaterThan(1e-3);
   });
 
   it("absorbed and expanded forms equal DeepSeek's naive MLA within f32 rounding", () => {

@@ -13,6 +13,7 @@ import type {
   TokenMixer,
 } from "../../model/model.js";
 import type { Weight } from "../../tensor/weight.js";
+import type { ParameterDecl } from "../parameters.js";
 import type { DsaIndexer } from "./dsa-indexer.js";
 
 /**
@@ -28,7 +29,11 @@ export interface MlaSpec {
   readonly qkNopeHeadDim: number;
   readonly qkRopeHeadDim: number;
   readonly vHeadDim: number;
-  readonly ropeTheta: number;
+  /**
+   * RoPE base of the rotary part; absent, that part is left unrotated (Kimi Linear's MLA layers,
+   * `mla_use_nope`: positions reach them only through the linear-attention layers).
+   */
+  readonly ropeTheta?: number;
 }
 
 /** Checkpoint names (bases without `.weight`) of one MLA layer, HF DeepSeek-V3's under `self_attn`. */
@@ -75,6 +80,31 @@ export function mlaShapes(spec: MlaSpec, hidden: number) {
     kvB: [nh * (dn + dv), C],
     o: [hidden, nh * dv],
   } as const;
+}
+
+/** The parameters of one MLA layer under `names`: what loading reads and a tiny model draws. */
+export function mlaParameters(names: MlaNames, spec: MlaSpec, hidden: number): ParameterDecl[] {
+  const shape = mlaShapes(spec, hidden);
+  const matrix = (base: string, dims: readonly number[]): ParameterDecl => ({
+    name: `${base}.weight`,
+    shape: dims,
+    init: "fan-in",
+  });
+  const query =
+    spec.qLoraRank > 0
+      ? [
+          matrix(names.qA, shape.qA),
+          { name: names.qANorm, shape: [spec.qLoraRank], init: "ones" } as const,
+          matrix(names.qB, shape.qB),
+        ]
+      : [matrix(names.q, shape.q)];
+  return [
+    ...query,
+    matrix(names.kvA, shape.kvA),
+    { name: names.kvANorm, shape: [spec.kvLoraRank], init: "ones" },
+    matrix(names.kvB, shape.kvB),
+    matrix(names.o, shape.o),
+  ];
 }
 
 export interface MlaWeights {
@@ -139,7 +169,7 @@ export class MlaAttention implements TokenMixer {
   readonly outputTensors: readonly string[];
   /** kv_b_proj in f32, read by the absorbed form's per-head folds. */
   private readonly kvB: Float32Array;
-  private readonly rope: Rope;
+  private readonly rope: Rope | undefined;
   readonly scale: number;
 
   constructor(
@@ -166,7 +196,7 @@ export class MlaAttention implements TokenMixer {
       vHeadDim: spec.vHeadDim,
     };
     this.outputTensors = [`${names.o}.weight`];
-    this.rope = new Rope(R, 1, spec.ropeTheta);
+    this.rope = spec.ropeTheta === undefined ? undefined : new Rope(R, 1, spec.ropeTheta);
     this.scale = 1 / Math.sqrt(spec.qkNopeHeadDim + R);
     const w = weights.kvB;
     this.kvB = new Float32Array(w.rows * w.cols);
@@ -247,11 +277,13 @@ export class MlaAttention implements TokenMixer {
     const latent = new Float32Array(T * C);
     for (let t = 0; t < T; t++) latent.set(kv.subarray(t * (C + dr), t * (C + dr) + C), t * C);
     rmsNorm(latent, T, C, w.kvANorm, this.normEps);
+    const rope = this.rope;
     for (let t = 0; t < T; t++) {
       kv.set(latent.subarray(t * C, (t + 1) * C), t * (C + dr));
+      if (rope === undefined) continue;
       const pos = batch.positions[t] as number;
-      for (let hd = 0; hd < nh; hd++) rotateAdjacentPairs(this.rope, q, t * nh * qk + hd * qk + dn, dr, pos);
-      rotateAdjacentPairs(this.rope, kv, t * (C + dr) + C, dr, pos);
+      for (let hd = 0; hd < nh; hd++) rotateAdjacentPairs(rope, q, t * nh * qk + hd * qk + dn, dr, pos);
+      rotateAdjacentPairs(rope, kv, t * (C + dr) + C, dr, pos);
     }
     const cache = storage.cache as LayerKvCache;
     const group = storage.group as number;

@@ -1,0 +1,216 @@
+/**
+ * MiniMax-M3 on the reference engine: grouped-query attention alternating between a sliding window
+ * with sink logits and full attention, and a mixture of experts with gpt-oss's clamped SwiGLU whose
+ * experts are stored in MXFP4.
+ *
+ * Lineage (the design's reference/architectures.md): the MiniMax-M2 family with gpt-oss's
+ * experts. config.json reads gpt-oss's fields (`layer_types`, `sliding_window`,
+ * `num_local_experts`, `num_experts_per_tok`, `swiglu_limit`, `attention_bias`, `head_dim`,
+ * `rope_theta`) and the tensors carry gpt-oss's checkpoint names: q/k/v/o_proj with biases,
+ * `self_attn.sinks`, `mlp.router.{weight,bias}`, `mlp.experts.gate_up_proj_{blocks,scales,bias}`
+ * and `mlp.experts.down_proj_{blocks,scales,bias}`. Sinks sit on the sliding layers only, as the
+ * port's page describes the model; MiniMax-M2's q/k norm over the whole projection is not part of
+ * this port's model code (the released MiniMax-M3 config does not enable it).
+ */
+import { z } from "zod";
+import type { Architecture, ModelConfig, TinyModelOptions } from "../architecture.js";
+import { type AttentionSpec, attentionNames, GqaAttention } from "../blocks/attention/gqa-attention.js";
+import { type ClampedMoeSpec, ClampedSwigluMoe } from "../blocks/mlp/clamped-swiglu-moe.js";
+import { modelOfFiles } from "../loader/build-model.js";
+import type { WeightSource } from "../loader/weight-source.js";
+import type { CausalLM } from "../model/causal-lm.js";
+import { copySlots } from "../tiny/copy-circuit.js";
+import { placeCopyCircuit } from "../tiny/copy-circuit-placement.js";
+import type { TinyModelFiles } from "../tiny/files.js";
+import { tinyKit } from "../tiny/port-kit.js";
+import { parseConfigFields, positive, TOKEN_ID_FIELDS, tokenIdConfig } from "./config-fields.js";
+import { preNormDecoder } from "./decoder.js";
+
+export const MODEL_TYPE = "minimax_m3";
+
+const MinimaxConfig = z.looseObject({
+  model_type: z.literal(MODEL_TYPE),
+  vocab_size: positive,
+  hidden_size: positive,
+  num_hidden_layers: positive,
+  num_attention_heads: positive,
+  num_key_value_heads: positive,
+  head_dim: positive,
+  rope_theta: z.number().positive().default(150_000),
+  partial_rotary_factor: z.number().gt(0).lte(1).default(1),
+  attention_bias: z.boolean().default(true),
+  layer_types: z.array(z.enum(["sliding_attention", "full_attention"])),
+  sliding_window: positive,
+  num_local_experts: positive,
+  num_experts_per_tok: positive,
+  intermediate_size: positive,
+  swiglu_limit: z.number().positive().default(7),
+  rms_norm_eps: z.number().positive().default(1e-5),
+  max_position_embeddings: positive.default(131_072),
+  tie_word_embeddings: z.boolean().default(false),
+  rope_scaling: z.null().optional(),
+  ...TOKEN_ID_FIELDS,
+});
+
+/** The engine's view of a MiniMax-M3 config.json. */
+export interface MinimaxConfig extends ModelConfig {
+  readonly rmsNormEps: number;
+  readonly tieWordEmbeddings: boolean;
+  readonly layers: readonly AttentionSpec[];
+  readonly moe: ClampedMoeSpec;
+}
+
+/** gpt-oss's slope of the clamped SwiGLU's sigmoid. */
+const SWIGLU_ALPHA = 1.702;
+
+export function parseMinimaxConfig(json: unknown, source = "config.json"): MinimaxConfig {
+  const { fields: c, fail } = parseConfigFields(MinimaxConfig, json, source, "MiniMax-M3");
+  if (c.layer_types.length !== c.num_hidden_layers) {
+    fail(
+      "layer_types",
+      `has ${c.layer_types.length} entries for ${c.num_hidden_layers} layers; give one per layer.`,
+    );
+  }
+  if (c.num_attention_heads % c.num_key_value_heads !== 0) {
+    fail(
+      "num_attention_heads",
+      `${c.num_attention_heads} is not a multiple of num_key_value_heads ${c.num_key_value_heads}.`,
+    );
+  }
+  if (c.num_experts_per_tok > c.num_local_experts) {
+    fail("num_experts_per_tok", `${c.num_experts_per_tok} exceeds the ${c.num_local_experts} experts.`);
+  }
+  if (c.hidden_size % 32 !== 0 || c.intermediate_size % 32 !== 0) {
+    fail("hidden_size", "MXFP4 experts need hidden_size and intermediate_size to be multiples of 32.");
+  }
+  const rotary = Math.round(c.head_dim * c.partial_rotary_factor);
+  if (rotary % 2 !== 0)
+    fail("partial_rotary_factor", `rotates ${rotary} features of each head; make it even.`);
+  return {
+    modelType: MODEL_TYPE,
+    vocabSize: c.vocab_size,
+    hiddenSize: c.hidden_size,
+    maxPositionEmbeddings: c.max_position_embeddings,
+    rmsNormEps: c.rms_norm_eps,
+    tieWordEmbeddings: c.tie_word_embeddings,
+    layers: c.layer_types.map((t) => ({
+      kind: t === "sliding_attention" ? "sliding" : "full",
+      window: t === "sliding_attention" ? c.sliding_window : 0,
+      numHeads: c.num_attention_heads,
+      numKvHeads: c.num_key_value_heads,
+      headDim: c.head_dim,
+      vHeadDim: c.head_dim,
+      ropeTheta: c.rope_theta,
+      partialRotaryFactor: rotary / c.head_dim,
+      bias: c.attention_bias,
+      qkNorm: false,
+      sinks: t === "sliding_attention",
+    })),
+    moe: {
+      numExperts: c.num_local_experts,
+      topK: c.num_experts_per_tok,
+      intermediateSize: c.intermediate_size,
+      limit: c.swiglu_limit,
+      alpha: SWIGLU_ALPHA,
+    },
+    ...tokenIdConfig(c),
+  };
+}
+
+/** MiniMax-M3 from engine blocks: GQA attention of each layer's kind, then gpt-oss's experts. */
+export function buildMinimax(config: MinimaxConfig, w: WeightSource): CausalLM {
+  const H = config.hiddenSize;
+  return preNormDecoder(w, { ...config, numLayers: config.layers.length }, (i, p) => ({
+    mixer: GqaAttention.load(w, attentionNames(p), config.layers[i] as AttentionSpec, H, config.rmsNormEps),
+    ffn: ClampedSwigluMoe.load(w, `${p}.mlp`, config.moe, H),
+  }));
+}
+
+/**
+ * The tiny reference model of `config`: a BPE trained on `corpus` and seeded weights, the experts
+ * drawn in f32 and stored in MXFP4 (OCP encoding: scale floor(log2 amax) - 2, round to nearest even)
+ * under gpt-oss's names, everything else in f32.
+ */
+export function minimaxTinyModel(
+  config: Record<string, unknown>,
+  corpus: string,
+  options: TinyModelOptions = {},
+): TinyModelFiles {
+  const seed = options.seed ?? 0;
+  const spec = parseMinimaxConfig(config, "reference config");
+  const kit = tinyKit(spec, corpus, seed);
+  const H = spec.hiddenSize;
+  const { numExperts: E, intermediateSize: I } = spec.moe;
+  /** A stacked [E, rows, cols] expert weight in MXFP4, drawn like a fan-in-scaled matrix. */
+  const mxfp4Experts = (base: string, rows: number, cols: number) => {
+    kit.random(base, [E, rows, cols], 1 / Math.sqrt(cols));
+    kit.toMxfp4(base);
+  };
+  kit.random("model.embed_tokens.weight", [kit.vocab, H], 1);
+  spec.layers.forEach((a, i) => {
+    const p = `model.layers.${i}`;
+    kit.ones(`${p}.input_layernorm.weight`, H);
+    kit.ones(`${p}.post_attention_layernorm.weight`, H);
+    kit.attention(attentionNames(p), a, H);
+    // Sinks of about the size of a score, so each head gives a visible share to nothing.
+    if (a.sinks) kit.random(`${p}.self_attn.sinks`, [a.numHeads], 1);
+    kit.matrix(`${p}.mlp.router.weight`, E, H);
+    kit.random(`${p}.mlp.router.bias`, [E], 0.1);
+    mxfp4Experts(`${p}.mlp.experts.gate_up_proj`, 2 * I, H);
+    kit.random(`${p}.mlp.experts.gate_up_proj_bias`, [E, 2 * I], 0.1);
+    mxfp4Experts(`${p}.mlp.experts.down_proj`, H, I);
+    kit.random(`${p}.mlp.experts.down_proj_bias`, [E, H], 0.1);
+  });
+  kit.ones("model.norm.weight", H);
+  if (!spec.tieWordEmbeddings) kit.matrix("lm_head.weight", kit.vocab, H);
+  return kit.files(config, "MiniMaxM3ForCausalLM", options.port);
+}
+
+/**
+ * The retrieval variant: the engine's copy circuit placed into a two-layer MiniMax-M3, a sliding
+ * layer over 8 tokens (with sinks) carrying the six previous-token heads and a full layer carrying
+ * the induction head; the experts are silenced through their down projections. Only the window's
+ * distances compete in the sliding layer, so four rotary pairs with a small base keep the pick 30
+ * logits clear at any context length.
+ */
+// Output codes of 36 features make the residual 7·8 + 2·36 = 128 wide, a multiple of MXFP4's 32.
+const CIRCUIT = { m: 8, u: 36, ngram: 6, matchLogit: 60, prevMargin: 30, outputLogit: 40 } as const;
+const ROTARY = 8;
+const HEAD = ROTARY + CIRCUIT.ngram * CIRCUIT.m;
+
+export function minimaxRetrievalModel(
+  corpus: string,
+  options: TinyModelOptions & { readonly maxPositionEmbeddings: number },
+): TinyModelFiles {
+  const seed = options.seed ?? 0;
+  const { hidden } = copySlots(CIRCUIT.m, CIRCUIT.u, CIRCUIT.ngram);
+  const config: Record<string, unknown> = {
+    model_type: MODEL_TYPE,
+    vocab_size: 515,
+    hidden_size: hidden,
+    num_hidden_layers: 2,
+    num_attention_heads: CIRCUIT.ngram,
+    num_key_value_heads: 1,
+    head_dim: HEAD,
+    rope_theta: 10,
+    partial_rotary_factor: ROTARY / HEAD,
+    attention_bias: true,
+    layer_types: ["sliding_attention", "full_attention"],
+    sliding_window: 8,
+    num_local_experts: 2,
+    num_experts_per_tok: 1,
+    intermediate_size: 32,
+    rms_norm_eps: 1e-6,
+    max_position_embeddings: options.maxPositionEmbeddings,
+  };
+  const files = minimaxTinyModel(config, corpus, options);
+  const built = modelOfFiles("retrieval", files, minimaxArchitecture);
+  return placeCopyCircuit(files, built, { ...CIRCUIT, seed });
+}
+
+export const minimaxArchitecture: Architecture<MinimaxConfig> = {
+  parseConfig: parseMinimaxConfig,
+  build: buildMinimax,
+  tinyModel: minimaxTinyModel,
+  retrievalModel: (_config, corpus, options) => minimaxRetrievalModel(corpus, options),
+};

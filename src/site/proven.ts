@@ -1,0 +1,42 @@
+import {
+  type LoadedPort,
+  PROOF_LEVEL_NAMES,
+  type Proof,
+  type ProofState,
+  provenLevels,
+} from "../catalog/index.js";
+import { DEVICE_GATE } from "../recipes/index.js";
+import { recordHref } from "./figure.js";
+import { code, text } from "./markdown.js";
+
+const STATE_WORDS: Record<ProofState, string> = {
+  passed: "yes",
+  failed: "no: the latest run failed",
+  partial: "not yet: some gates have no record",
+  none: "not yet",
+  "not-applicable": "no: the port has no engine model code",
+};
+
+/** What is missing when a level has no record at all, so the reader knows what would prove it. */
+const NONE_YET: Record<Proof["level"], string> = {
+  engine: "no reference gate has a record; `bringup up` makes them",
+  "vllm-cpu": `no record of the ${DEVICE_GATE} gate yet`,
+  device: "the recipe has not run on a device",
+};
+
+/** A level as a line: its name, whether it holds, and links to the records it rests on. */
+function line(proof: Proof, from: string): string {
+  const records = proof.records.map((record) => `[${code(record.id)}](${recordHref(record, from)})`);
+  const why = proof.state === "none" ? ` (${text(NONE_YET[proof.level])})` : "";
+  const links = records.length > 0 ? `: ${records.join(", ")}` : "";
+  const name = PROOF_LEVEL_NAMES[proof.level];
+  return `${text(`${name.charAt(0).toUpperCase()}${name.slice(1)}:`)} **${text(STATE_WORDS[proof.state])}**${why}${links}`;
+}
+
+/**
+ * Beside the Ports page's status claim, what this repository proves about the port: one line per
+ * level, each linking the records it rests on. `from` is the page the links start from.
+ */
+export function renderProven(port: LoadedPort, from: string): string[] {
+  return ["- **Proven here.**", ...provenLevels(port).map((proof) => `  - ${line(proof, from)}`)];
+}
