@@ -118,7 +118,6 @@ export const ERROR_CATALOGUE = {
   WRITE_LAYOUT: { category: "internal" },
 
   // engine: models, loading, tokenizer, cache, kernels
-  ARCHITECTURE_CONFLICT: { category: "input" },
   BPE_VOCAB_TOO_SMALL: { category: "input" },
   CACHE_SPEC_UNKNOWN: { category: "internal" },
   CORPUS_MISSING: { category: "input" },
