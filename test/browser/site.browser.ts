@@ -161,7 +161,7 @@ describe("the site in a browser", () => {
       await page.goto(`${origin}/ports/mimo-v2.6-flash.html`, { waitUntil: "networkidle" });
       // A figure links to its record's row, which sits in a collapsed section.
       const href = await page.evaluate(() => {
-        for (const anchor of document.querySelectorAll('.vp-doc a[href^="#record-"]')) {
+        for (const anchor of Array.from(document.querySelectorAll('.vp-doc a[href^="#record-"]'))) {
           const id = decodeURIComponent((anchor.getAttribute("href") as string).slice(1));
           if (document.getElementById(id)?.closest("details:not([open])")) return anchor.getAttribute("href");
         }
