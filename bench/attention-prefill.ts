@@ -16,10 +16,10 @@
  * and tokens/s. CPU time is printed beside wall time because a shared machine's load skews the latter.
  */
 import { availableParallelism } from "node:os";
-import { AttentionScratch, pagedAttention } from "../src/engine/attention/paged-attention.js";
-import { LayerKvCache } from "../src/engine/cache/kv-cache.js";
-import { FullCacheSpec } from "../src/engine/cache/spec.js";
+import { BlockPlacement } from "../src/engine/cache/placement.js";
+import { PagedKv } from "../src/engine/cache/storage.js";
 import { Engine, findTinySize, type LoadedModel, readCorpus } from "../src/engine/index.js";
+import { AttentionScratch, pagedAttention } from "../src/engine/kernels/paged-attention/paged-attention.js";
 import { MatmulPool } from "../src/engine/kernels/pool.js";
 import { Rng } from "../src/engine/tensor/random.js";
 import { generateTinyModel, tinyFilesToModel } from "../src/engine/tiny/generate.js";
@@ -43,7 +43,7 @@ function kernelFigures(): void {
   const contexts = (args.contexts as string).split(",").map(Number);
   const maxCtx = Math.max(...contexts);
   const numBlocks = maxCtx / BLOCK + 8;
-  const cache = new LayerKvCache(new FullCacheSpec(BLOCK), numBlocks, 1, HEAD_DIM, V_HEAD_DIM);
+  const cache = new PagedKv(new BlockPlacement(BLOCK, 0, false), 0, numBlocks, 1, HEAD_DIM, V_HEAD_DIM);
   const rng = new Rng(1);
   rng.fillNormal(cache.keys, 1);
   rng.fillNormal(cache.values, 1);

@@ -2,7 +2,11 @@
  * The reference engine against llama.cpp (through node-llama-cpp) on the same f32 llama-style
  * weights and the same CPU threads, measured in one run: prefill tok/s, decode tok/s at batch 1,
  * aggregate decode tok/s with 16 streams, their ratios, and the decode roofline (weight bytes per
- * token against the memory bandwidth the same number of threads reaches together).
+ * token against the memory bandwidth the same number of threads reaches together). Prefill is
+ * set against a measured compute ceiling: the flop/s the same threads reach running 128-bit
+ * WebAssembly fused multiply-adds from registers (bench/fma-peak.ts), the rate the engine's matmul
+ * tile reaches alone on one layer's MLP shape at the prompt's token count, and each engine's
+ * prefill in matmul flop/s (2 per weight per token), each as a fraction of that peak.
  *
  * The engine's model is loaded as `bringup serve` loads it: written to a directory, then read by
  * loadModel. The two arms alternate over several rounds after a warm-up round; every round is
@@ -35,6 +39,10 @@ import {
   type TinyModelFiles,
   writeTinyModel,
 } from "../src/engine/index.js";
+import { MatmulPool } from "../src/engine/kernels/pool.js";
+import { Rng } from "../src/engine/tensor/random.js";
+import { shareArray } from "../src/engine/tensor/weight.js";
+import { fmaPeak } from "./fma-peak.js";
 import { type GgufTensor, gguf, ggufBpeTokenizer, writeGguf } from "./gguf-writer.js";
 import { memoryBandwidth } from "./memory-bandwidth.js";
 import { type LlamaContext, nodeLlamaCpp } from "./node-llama-cpp.js";
@@ -190,6 +198,36 @@ async function toGguf(files: TinyModelFiles, path: string): Promise<void> {
   );
 }
 
+/**
+ * Flop/s of the engine's matmul alone (MatmulPool on `threads` threads, f32 weights in the shared
+ * memory as the loader places them) for an [M, K] input times a [N, K] weight, best of five runs
+ * of at least 0.3 s.
+ */
+function tileRate(M: number, K: number, N: number): number {
+  const rng = new Rng(1);
+  const pool = new MatmulPool(threads);
+  const weight = {
+    dtype: "f32" as const,
+    rows: N,
+    cols: K,
+    data: shareArray(rng.fillNormal(new Float32Array(N * K), 0.05)),
+  };
+  const x = rng.fillNormal(new Float32Array(M * K), 1);
+  const out = new Float32Array(M * N);
+  let best = 0;
+  for (let trial = 0; trial < 5; trial++) {
+    const t0 = performance.now();
+    let runs = 0;
+    do {
+      pool.matmul(x, M, weight, out);
+      runs++;
+    } while (performance.now() - t0 < 300);
+    best = Math.max(best, (2 * M * K * N * runs) / ((performance.now() - t0) / 1000));
+  }
+  void pool.close();
+  return best;
+}
+
 async function engineFigures(engine: Engine, prompt: number[]): Promise<Figures> {
   let t0 = performance.now();
   for await (const _ of engine.submit({ promptTokenIds: prompt, maxTokens: 0 })) {
@@ -272,6 +310,14 @@ try {
   process.stdout.write(
     `memory read bandwidth ${(bandwidth / 1e9).toFixed(1)} GB/s on ${threads} threads; ${(weightBytes / 1e6).toFixed(0)} MB of weights per decode token; roofline ${roofline.toFixed(1)} tok/s\n`,
   );
+  const peak = await fmaPeak(threads);
+  const c = files.config as Record<string, number>;
+  const [H, I] = [c.hidden_size as number, c.intermediate_size as number];
+  const tile = tileRate(promptLen, H, I);
+  process.stdout.write(
+    `128-bit WebAssembly FMA peak ${(peak / 1e9).toFixed(1)} GFLOP/s on ${threads} threads (relaxed_madd from registers); ` +
+      `the engine's matmul alone at M=${promptLen}, K=${H}, N=${I}: ${(tile / 1e9).toFixed(1)} GFLOP/s, ${((100 * tile) / peak).toFixed(0)}% of that peak\n`,
+  );
   const { getLlama } = await nodeLlamaCpp();
   const llama = await getLlama({ gpu: false, build: "never", maxThreads: threads });
   const llamaModel = await llama.loadModel({ modelPath: ggufPath, gpuLayers: 0 });
@@ -321,6 +367,15 @@ try {
     `${med((r) => r[side].steady / r[side].decode).toFixed(2)}x all decoding, ${med((r) => r[side].aggregate / r[side].decode).toFixed(2)}x from submission`;
   process.stdout.write(
     `engine: ${streams} streams / 1 stream = ${scaling("ours")} (llama.cpp ${scaling("theirs")}); "all decoding" is the aggregate decode rate while every stream decodes over batch-1 decode, both first token to last; "from submission" also counts the ${streams} prefills\n`,
+  );
+  // Matmul flops per prefill token: two per weight (the embedding is a lookup); attention's are left out.
+  const flopsPerToken = 2 * (weightBytes / 4);
+  const prefillShare = (side: "ours" | "theirs") => {
+    const rate = med((r) => r[side].prefill) * flopsPerToken;
+    return `${(rate / 1e9).toFixed(1)} GFLOP/s, ${((100 * rate) / peak).toFixed(0)}% of the FMA peak`;
+  };
+  process.stdout.write(
+    `prefill in matmul flops: engine ${prefillShare("ours")} (its matmul alone reaches ${((100 * tile) / peak).toFixed(0)}%); llama.cpp ${prefillShare("theirs")} (its x86 kernels are not limited to 128-bit vectors)\n`,
   );
   process.stdout.write(
     `batch-1 decode at ${((100 * med((r) => r.ours.decode)) / roofline).toFixed(0)}% of roofline (llama.cpp ${((100 * med((r) => r.theirs.decode)) / roofline).toFixed(0)}%)\n`,

@@ -1,8 +1,11 @@
 /**
- * Decode at one stream of a gpt-oss-style MoE whose experts are far beyond the caches, on four
+ * Decode at one stream of a gpt-oss-style MoE whose experts are far beyond the caches, on five
  * expert paths of the same weights, measured in one process: FP8 experts (E4M3 with a scale per
- * 32 values, decoded inside the SIMD loop), fused MXFP4 (decoded inside the SIMD loop), unpacked
- * MXFP4 (each expert row dequantized to f32, then the ordinary tile: the stock op), and f32 experts.
+ * 32 values, a chunk of rows decoded into scratch for the tile), fused MXFP4 (mxfp4=fused: the
+ * same by its own SIMD kernel), unpacked MXFP4 (mxfp4=unpacked: each expert row dequantized to f32, then the ordinary
+ * tile: the stock op), f32 experts, and integer MXFP4 (mxfp4=int8: the input quantized to int8 per
+ * block of 32, relaxed integer dot products; not the same bits, so its tokens are counted against
+ * the fused arm's rather than required to match).
  *
  * The model is MiniMax-M3's tiny kit (ports/minimax-m3/model.ts) at a larger size, made in memory
  * from a fixed seed, its experts in MXFP4 as the port writes them; the f32 arm holds the same
@@ -10,7 +13,7 @@
  * code and loaded as `bringup serve` loads it. All four decode the same tokens.
  *
  * After a warm-up round the arms alternate over rounds (the order rotates and reverses from round
- * to round), each round printed; then each arm's median, the weight bytes it reads per token
+ * to round), each round printed (each arm named with its mxfp4 switch); then each arm's median, the weight bytes it reads per token
  * (expert tensors at top-k of the experts, the rest whole, the embedding's one row left out), the
  * roofline those bytes give at the read bandwidth the same threads reach together (measured in
  * this run), and the ratios between arms with 95% intervals (rounds as blocks).
@@ -113,8 +116,9 @@ const config: Record<string, unknown> = {
   max_position_embeddings: 4096,
 };
 
-/** The engine's four arms come first; llama.cpp, when asked for, after them. */
-const ENGINE_ARMS = 4;
+/** The engine's four bit-identical arms come first, then the integer arm; llama.cpp, when asked for, last. */
+const EXACT_ARMS = 4;
+const ENGINE_ARMS = 5;
 
 const EXPERT = /\.mlp\.experts\./;
 
@@ -164,18 +168,18 @@ interface Arm {
 }
 
 /**
- * An engine over `model`; `unpacked` sets the model's `mxfp4` switch to the stock op, and the
- * engine is asked which path it runs, so an arm cannot silently measure the other path.
+ * An engine over `model` with its `mxfp4` switch set to `mxfp4`; the engine is asked which path it
+ * runs, so an arm cannot silently measure another path.
  */
-function engineFor(model: LoadedModel, unpacked = false): Engine {
+function engineFor(model: LoadedModel, mxfp4: "fused" | "unpacked" | "int8" = "fused"): Engine {
   const engine = new Engine(model, {
     threads,
     maxNumSeqs: 1,
     maxModelLen: 512,
     kvCacheBytes: 64 << 20,
-    ...(unpacked ? { switches: { mxfp4: "unpacked" } } : {}),
+    ...(mxfp4 !== "fused" ? { switches: { mxfp4 } } : {}),
   });
-  if (engine.kernels.mxfp4 !== (unpacked ? "unpacked" : "fused")) {
+  if (engine.kernels.mxfp4 !== mxfp4) {
     throw new Error(`the engine runs ${engine.kernels.mxfp4} MXFP4 kernels, not the arm's`);
   }
   return engine;
@@ -327,8 +331,9 @@ try {
   arms.push(
     engineArm("FP8 experts", engineFor(fp8), fp8Bytes),
     engineArm("fused MXFP4", fused, mxfp4Bytes),
-    engineArm("unpacked MXFP4", engineFor(mxfp4, true), mxfp4Bytes),
+    engineArm("unpacked MXFP4", engineFor(mxfp4, "unpacked"), mxfp4Bytes),
     engineArm("f32 experts", engineFor(f32), f32Bytes),
+    engineArm("int8 MXFP4", engineFor(mxfp4, "int8"), mxfp4Bytes),
   );
   const prompt = mxfp4.tokenizer.encode(corpus.slice(0, 4000)).slice(0, 16);
   if (args["llama-cpp"]) {
@@ -358,10 +363,13 @@ try {
       if (round > 0) rates[i]?.push(run.rate);
       line.push(`${(arms[i] as Arm).name} ${run.rate.toFixed(2)}`);
     }
-    // The engine's arms must agree exactly; llama.cpp's agreement was shown before the rounds.
-    const same = tokens.slice(0, ENGINE_ARMS).every((t) => t.join() === tokens[0]?.join());
+    // The exact arms must agree exactly; the integer arm's and llama.cpp's agreement is counted.
+    const same = tokens.slice(0, EXACT_ARMS).every((t) => t.join() === tokens[0]?.join());
+    const fusedTokens = tokens[1] as number[];
+    const int8Parts = (tokens[EXACT_ARMS] as number[]).findIndex((t, i) => t !== fusedTokens[i]);
     process.stdout.write(
-      `round ${round}${round === 0 ? " (warm-up)" : ""}: ${line.join(", ")} tok/s; ${same ? "same tokens on every engine arm" : "ENGINE ARMS DECODED DIFFERENT TOKENS"}\n`,
+      `round ${round}${round === 0 ? " (warm-up)" : ""}: ${line.join(", ")} tok/s; ${same ? "same tokens on every exact engine arm" : "EXACT ENGINE ARMS DECODED DIFFERENT TOKENS"}; ` +
+        `int8 follows fused for ${int8Parts === -1 ? fusedTokens.length : int8Parts} of ${fusedTokens.length} tokens\n`,
     );
   }
 
@@ -392,7 +400,11 @@ try {
   compare(1, 3);
   compare(0, 1);
   compare(0, 3);
-  if (arms.length > ENGINE_ARMS) compare(1, ENGINE_ARMS);
+  compare(EXACT_ARMS, 1);
+  if (arms.length > ENGINE_ARMS) {
+    compare(1, ENGINE_ARMS);
+    compare(EXACT_ARMS, ENGINE_ARMS);
+  }
 } finally {
   await Promise.all(arms.map((arm) => arm.close()));
   await rm(dir, { recursive: true, force: true });

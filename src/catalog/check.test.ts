@@ -263,8 +263,11 @@ describe("checkCatalog", () => {
       } finally {
         await writeFile(path, good);
       }
-      expect(unmeasured).toEqual([]);
-      expect(wrong).toEqual([
+      // A reference section gives the port engine model code, so it also needs a recipe; that check
+      // has tests of its own (src/recipes/generate.test.ts).
+      const notRecipe = (d: Diagnostic) => !/\/(recipe|tests\/hpu)\//.test(d.file);
+      expect(unmeasured.filter(notRecipe)).toEqual([]);
+      expect(wrong.filter(notRecipe)).toEqual([
         matching({
           file: "ports/demo/port.yaml",
           field: "reference.gates.0.record",

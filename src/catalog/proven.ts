@@ -59,11 +59,16 @@ function stateOf(latest: readonly (BenchRecord | undefined)[]): ProofState {
   return present.length === latest.length ? "passed" : "partial";
 }
 
-/** Gate records of the device-vs-reference gate: those `bringup gate --only` writes (`<port>/gate-<kind>-...`). */
+/**
+ * Records of the device-vs-reference gate: the series `<port>/device-logprobs` (the device check's
+ * runs) and what `bringup gate --only device-logprobs` writes (`<port>/gate-device-logprobs-...`),
+ * oldest first.
+ */
 function deviceGateRecords(port: LoadedPort): BenchRecord[] {
+  const series = `${port.id}/${DEVICE_GATE}`;
   const prefix = `${port.id}/gate-${DEVICE_GATE}-`;
   return port.records
-    .filter((record) => record.id.startsWith(prefix))
+    .filter((record) => inReferenceSeries(record.id, series) || record.id.startsWith(prefix))
     .sort((a, b) => (a.recorded_at < b.recorded_at ? -1 : a.recorded_at > b.recorded_at ? 1 : 0));
 }
 

@@ -119,7 +119,6 @@ export const ERROR_CATALOGUE = {
 
   // engine: models, loading, tokenizer, cache, kernels
   BPE_VOCAB_TOO_SMALL: { category: "input" },
-  CACHE_SPEC_UNKNOWN: { category: "internal" },
   CORPUS_MISSING: { category: "input" },
   ENGINE_CLOSED: { category: "unavailable" },
   ENGINE_KERNELS_NOT_BUILT: { category: "environment" },
@@ -138,12 +137,13 @@ export const ERROR_CATALOGUE = {
   MODEL_FILE_INVALID: { category: "input" },
   MODEL_FILE_MISSING: { category: "input" },
   MODEL_TOKENIZER_MISMATCH: { category: "input" },
-  MODEL_WEIGHT_DTYPE: { category: "input" },
-  MODEL_WEIGHT_MISSING: { category: "input" },
   MODEL_WEIGHTS_INVALID: { category: "input" },
   MODEL_WEIGHTS_MISMATCH: { category: "input" },
+  MODEL_WEIGHT_DTYPE: { category: "input" },
+  MODEL_WEIGHT_MISSING: { category: "input" },
   RETRIEVAL_CONFIG_INVALID: { category: "input" },
   SLIDING_WINDOW_INVALID: { category: "input" },
+  STATE_STORAGE_MISMATCH: { category: "internal" },
   TINY_SIZE_MISSING: { category: "usage" },
   TINY_SIZE_UNKNOWN: { category: "usage" },
   TOKENIZER_INVALID: { category: "input" },

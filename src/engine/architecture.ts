@@ -1,3 +1,4 @@
+import type { LayerStates } from "./cache/state-spec.js";
 import type { WeightSource } from "./loader/weight-source.js";
 import type { CausalLM } from "./model/causal-lm.js";
 import type { TinyModelFiles } from "./tiny/files.js";
@@ -30,6 +31,11 @@ export interface Architecture<C extends ModelConfig = ModelConfig> {
   parseConfig(json: unknown, source: string): C;
   /** Builds the model from `weights`; throws MODEL_WEIGHT_MISSING / MODEL_WEIGHTS_MISMATCH naming the tensor. */
   build(config: C, weights: WeightSource): CausalLM;
+  /**
+   * What each layer keeps per sequence when run with `switches` (a missing switch takes its
+   * default), from the config alone: equal to the built model's `states(switches)`.
+   */
+  states(config: C, switches: ReadonlyMap<string, string>): LayerStates[];
   /** Checkpoint tensors the model knowingly does not use (for example MTP layers). */
   ignoresTensor?(name: string): boolean;
   /** The tiny reference model of `config` (a config.json object): a BPE trained on `corpus`, seeded weights. */
@@ -44,9 +50,4 @@ export interface Architecture<C extends ModelConfig = ModelConfig> {
     corpus: string,
     options: TinyModelOptions & { readonly maxPositionEmbeddings: number },
   ): TinyModelFiles | undefined;
-  /**
-   * The KV cache values one token takes across the layers of `config` under `switches`, from the
-   * config's sizes: the theory a kv-capacity gate comparing two switch settings is held to.
-   */
-  kvValuesPerToken?(config: Record<string, unknown>, switches: Readonly<Record<string, string>>): number;
 }

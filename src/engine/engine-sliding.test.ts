@@ -114,7 +114,7 @@ describe("Engine with sliding-window layers", () => {
     const ring = engine({ kvLayout: "window-sized", kvCacheBytes: budget, maxModelLen });
     const full = engine({ kvLayout: "full", kvCacheBytes: budget, maxModelLen });
     const measured = ring.stats().kvTokenCapacity / full.stats().kvTokenCapacity;
-    const theory = kvCapacityRatio(slidingModel.model.states, "window-sized", "full", 4, maxModelLen);
+    const theory = kvCapacityRatio(slidingModel.model.states(), "window-sized", "full", 4, maxModelLen);
     // 4 layers of which 1 is global: 4 x 512 blocks over 512 + 3 x 4 per sequence.
     expect(theory).toBeCloseTo((4 * 512) / (512 + 12), 12);
     expect(Math.abs(measured / theory - 1)).toBeLessThan(0.002);

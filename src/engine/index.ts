@@ -20,9 +20,15 @@
  * family on demand. Blocks: token mixers (GQA and latent attention, KDA), feed-forward parts
  * (SwiGLU MLP, routed MoE) and the residual's connections (pre-norm, mHC). `loadModel(dir)` takes
  * a directory and nothing else; a tensor no block reads is refused by name. Each mixer
- * declares what it keeps per sequence (LayerState): paged per-token storage or one state slot; the
- * planner puts every kind in one byte budget, and a sequence holds its slot from admission to
- * finish, abort or preemption (recomputed after). A model's switches (ModelSwitch, for example
+ * declares what it keeps per sequence (LayerStates: named specs from one closed union, StateSpec:
+ * full, sliding window or mask, latent, indexer keys, recurrent state, convolution tail), computed
+ * from its spec alone, so an architecture gives them from the parsed config without building the
+ * model; the planner (cache/capacity.ts) groups per-token states that place positions alike into
+ * block groups and per-sequence states into one pool of slots, splits one byte budget between
+ * them, and each layer gets back storage of the kind it asked for (LayerStorage: paged K/V, paged
+ * rows, slots). A sequence holds its slot from admission to finish, abort or preemption
+ * (recomputed after). The engine core is in parts (core/): sequence, scheduler, cache manager
+ * (blocks and slots, fork copies), model runner; engine.ts joins them. A model's switches (ModelSwitch, for example
  * KDA's prefill form) are set per engine with `switches`.
  *
  * KV layout: sliding-window layers keep only their window as a ring of blocks by default
@@ -57,14 +63,17 @@
  * the tile's steps are fused multiply-adds; BRINGUP_ENGINE_FMA=0 forces the unfused tile. Either
  * tile is within f32 accumulation error of the reference (K·2^-24·Σ|x·w|) and batch-invariant bit
  * for bit. SwiGLU runs a SIMD kernel under the same switch (f64 with an exp within about 1e-14,
- * kernels/wasm/swiglu.wat), split between the threads. MXFP4 weights are decoded by a SIMD kernel
- * (kernels/wasm/mxfp4-rows.wat) a chunk of rows at a time into scratch for the tile, or inside its
+ * kernels/swiglu/swiglu.wat), split between the threads. MXFP4 weights are decoded by a SIMD kernel
+ * (kernels/matmul/mxfp4-rows.wat) a chunk of rows at a time into scratch for the tile, or inside its
  * own loop (KernelSwitches.mxfp4ScratchTokens), with the bits of unpacking them to f32 rows in
  * JavaScript, which BRINGUP_ENGINE_MXFP4=unpacked selects instead (kernels/switches.ts reads every
- * switch), or per engine the `mxfp4` switch that every model holding MXFP4 weights has.
+ * switch), or per engine the `mxfp4` switch that every model holding MXFP4 weights has. Its third
+ * value, int8 (BRINGUP_ENGINE_MXFP4=int8), multiplies on relaxed integer dot products over the input
+ * quantized per block of 32 (kernels/matmul/mxfp4-int8.ts states its error; not the same bits).
+ * Block-scaled FP8 weights are decoded a chunk of rows at a time into scratch the same way.
  * Attention runs the same way: a SIMD kernel over tiles of a prefill's queries (pairs of f64 in the
  * reference's order) and a plain tiled kernel under the same switch; both equal
- * attention/paged-attention.ts bit for bit.
+ * kernels/paged-attention/paged-attention.ts bit for bit.
  *
  * KV layouts (`kvLayout`): "window-sized" keeps each sliding-window layer's window as a ring of
  * blocks; "full" keeps every token in every layer and masks the window. The byte budget is split
@@ -81,11 +90,17 @@ export {
   topKPositions,
 } from "./blocks/attention/dsa-indexer.js";
 export type { AttentionNames, AttentionSpec, AttentionWeights } from "./blocks/attention/gqa-attention.js";
-export { attentionNames, attentionState, GqaAttention } from "./blocks/attention/gqa-attention.js";
+export { attentionNames, GqaAttention, gqaStates } from "./blocks/attention/gqa-attention.js";
 export type { MlaNames, MlaSpec, MlaWeights } from "./blocks/attention/mla-attention.js";
-export { MLA_CACHE_SWITCH, MLA_SWITCHES, MlaAttention, mlaNames } from "./blocks/attention/mla-attention.js";
+export {
+  MLA_CACHE_SWITCH,
+  MLA_SWITCHES,
+  MlaAttention,
+  mlaNames,
+  mlaStates,
+} from "./blocks/attention/mla-attention.js";
 export type { KdaSpec } from "./blocks/linear-attention/kda-attention.js";
-export { KDA_CHUNK, KDA_SWITCHES, KdaAttention } from "./blocks/linear-attention/kda-attention.js";
+export { KDA_CHUNK, KDA_SWITCHES, KdaAttention, kdaStates } from "./blocks/linear-attention/kda-attention.js";
 export type { ClampedMoeSpec } from "./blocks/mlp/clamped-swiglu-moe.js";
 export { ClampedSwigluMoe, clampedSwiglu } from "./blocks/mlp/clamped-swiglu-moe.js";
 export type { MoeNames } from "./blocks/mlp/routed-moe.js";
@@ -97,16 +112,35 @@ export { HF_MLP_NAMES, MIXTRAL_MLP_NAMES, SwigluMlp } from "./blocks/mlp/swiglu-
 export type { MhcConfig } from "./blocks/residual/mhc.js";
 export { MhcConnection, MhcResidual } from "./blocks/residual/mhc-connection.js";
 export { PLAIN_RESIDUAL, PreNormConnection } from "./blocks/residual/pre-norm.js";
-export type { KvCacheGroup, KvCachePlan } from "./cache/capacity.js";
+export type { BlockGroup, KvCachePlan, PlannedState, SlotPool, StatePool } from "./cache/capacity.js";
 export {
   kvBytesPerSequence,
   kvCapacityRatio,
   kvTokenCapacity,
   planKvCache,
   splitKvBudget,
+  unitBytes,
+  unitsNeeded,
 } from "./cache/capacity.js";
-export type { CacheSpec, KvLayout } from "./cache/spec.js";
-export { cacheSpecFor, KV_LAYOUT_NAMES } from "./cache/spec.js";
+export { BlockPlacement, placementOf } from "./cache/placement.js";
+export type {
+  AttentionState,
+  ConvTailState,
+  FullAttentionState,
+  IndexerKeysState,
+  KvLayout,
+  LatentState,
+  LayerStates,
+  PerSequenceState,
+  PerTokenState,
+  RecurrentState,
+  SlidingMaskState,
+  SlidingWindowState,
+  StateSpec,
+} from "./cache/state-spec.js";
+export { floatsPerSequence, floatsPerToken, KV_LAYOUT_NAMES, kvFloatsPerToken } from "./cache/state-spec.js";
+export type { StateStorage } from "./cache/storage.js";
+export { LayerStorage, PagedKv, PagedRows, SequenceSlots } from "./cache/storage.js";
 export type { EngineLimits, EngineOptions, EngineStats, KvGroupLimits } from "./engine.js";
 export { Engine } from "./engine.js";
 export type { YarnScaling } from "./kernels/rope.js";
@@ -124,8 +158,6 @@ export type {
   FeedForward,
   ForwardBatch,
   ForwardContext,
-  LayerState,
-  LayerStorage,
   ModelSwitch,
   ResidualStream,
   SequenceRun,

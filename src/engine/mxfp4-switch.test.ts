@@ -37,7 +37,7 @@ async function scored(e: Engine): Promise<StepOutput[]> {
 describe("the mxfp4 switch", () => {
   it("is declared by a model that holds MXFP4 weights, and by no other", () => {
     const declared = mxfp4Model.model.switches.find((s) => s.name === "mxfp4");
-    expect(declared?.values).toEqual(["fused", "unpacked"]);
+    expect(declared?.values).toEqual(["fused", "unpacked", "int8"]);
     expect(f32Model.model.switches.some((s) => s.name === "mxfp4")).toBe(false);
   });
 
@@ -46,16 +46,19 @@ describe("the mxfp4 switch", () => {
       /holds no MXFP4 weights/,
     );
     expect(() => new Engine(mxfp4Model, { threads: 1, switches: { mxfp4: "packed" } })).toThrow(
-      /mxfp4 must be one of fused, unpacked, got "packed"/,
+      /mxfp4 must be one of fused, unpacked, int8, got "packed"/,
     );
   });
 
-  it("runs the path it names, and both paths give the same logits bit for bit", async () => {
+  it("runs the path it names, and the fused and unpacked paths give the same logits bit for bit", async () => {
     const fused = engine(mxfp4Model, { mxfp4: "fused" });
     const unpacked = engine(mxfp4Model, { mxfp4: "unpacked" });
     // Without WebAssembly SIMD there is no fused kernel to choose: both run the plain reference.
     expect(fused.kernels.mxfp4).toBe(fused.kernels.simd ? "fused" : "unpacked");
     expect(unpacked.kernels.mxfp4).toBe("unpacked");
     expect(await scored(fused)).toEqual(await scored(unpacked));
+    // The integer path (test/mxfp4-int8.test.ts holds its distance from the reference).
+    const int8 = engine(mxfp4Model, { mxfp4: "int8" });
+    expect(int8.kernels.mxfp4).toBe(int8.kernels.simd ? "int8" : "unpacked");
   });
 });

@@ -160,7 +160,7 @@ export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> 
             series: workloadSeries(series[index] as string, gateWorkloadDifferences(spec, needleContexts)),
             ...planned,
           };
-          const theory = models && kvCapacityTheory(spec, reference, models.tiny, portModel);
+          const theory = models && kvCapacityTheory(spec, reference, models.tiny);
           const result = await untilAborted(
             runReferenceGate(
               run,

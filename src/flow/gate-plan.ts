@@ -10,7 +10,7 @@ import {
   type Reference,
 } from "../catalog/index.js";
 import type { ErrorCode } from "../common/error-catalogue.js";
-import { type Architecture, kvCapacityRatio, type LoadedModel } from "../engine/index.js";
+import { kvCapacityRatio, kvFloatsPerToken, type LoadedModel } from "../engine/index.js";
 import type { GateOutcome } from "../gates/index.js";
 import type { BenchRecord } from "../records/index.js";
 import type { BringUpOptions } from "./bring-up-options.js";
@@ -23,33 +23,32 @@ import { EMBEDDED_BLOCK_SIZE, type Servers } from "./reference-servers.js";
 import type { GateSummary } from "./summary.js";
 
 /**
- * What the embedded build and the gate's baseline give by construction at the served context: for
- * a gate whose own baseline sets switches in the build's layout, the port model's KV values per
- * token under each (from the config, not from the engine's own accounting; none when the port does
- * not state them); otherwise the layouts' ratio over the model's layer states.
+ * What the embedded build and the gate's baseline give by construction at the served context, from
+ * the layers' states the architecture reads off the config (the model is not consulted): for a
+ * gate whose own baseline sets switches in the build's layout, the ratio of the KV values per token
+ * under each; otherwise the layouts' ratio.
  */
 export function kvCapacityTheory(
   spec: GateSpec,
   reference: Reference,
   model: LoadedModel,
-  portModel: Architecture | undefined,
 ): number | undefined {
   const against = gateBaseline(spec, reference);
   if (spec.kind !== "kv-capacity" || against === undefined) return undefined;
+  const states = (switches: Readonly<Record<string, string>> | undefined) =>
+    model.architecture.states(model.config, new Map(Object.entries(switches ?? {})));
+  const own = states(reference.switches);
   if (spec.baseline?.switches === undefined) {
     return kvCapacityRatio(
-      model.model.states,
+      own,
       reference.kv_layout,
       against.kv_layout,
       EMBEDDED_BLOCK_SIZE,
       reference.max_model_len,
     );
   }
-  const values = portModel?.kvValuesPerToken?.bind(portModel);
-  if (values === undefined || against.kv_layout !== reference.kv_layout) return undefined;
-  return (
-    values(reference.config, spec.baseline.switches) / values(reference.config, reference.switches ?? {})
-  );
+  if (against.kv_layout !== reference.kv_layout) return undefined;
+  return kvFloatsPerToken(states(spec.baseline.switches)) / kvFloatsPerToken(own);
 }
 
 type GatePlan =

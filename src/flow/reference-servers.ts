@@ -41,7 +41,7 @@ export async function startServers(
   const kvCacheBytes =
     requests *
     kvBytesPerSequence(
-      planKvCache(models.tiny.model.states, "full", blockSize).groups,
+      planKvCache(models.tiny.architecture.states(models.tiny.config, new Map()), "full", blockSize).pools,
       reference.max_model_len,
     );
   const common = {

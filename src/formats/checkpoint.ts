@@ -25,7 +25,8 @@ const IndexSchema = z.object({
  * `model.safetensors.index.json` (or, without an index, every `*.safetensors` in it).
  */
 export class Checkpoint {
-  readonly #byName: Map<string, { info: TensorInfo; shard: SafetensorsFile }>;
+  readonly #byName: Map<string, CheckpointTensor>;
+  readonly #byFile: Map<string, SafetensorsFile>;
 
   constructor(
     readonly path: string,
@@ -36,10 +37,8 @@ export class Checkpoint {
     /** Whether the tensors were listed by an index file. */
     readonly indexed: boolean,
   ) {
-    const byFile = new Map(shards.map((s) => [s.path, s]));
-    this.#byName = new Map(
-      tensors.map((t) => [t.name, { info: t, shard: byFile.get(t.file) as SafetensorsFile }]),
-    );
+    this.#byFile = new Map(shards.map((s) => [s.path, s]));
+    this.#byName = new Map(tensors.map((t) => [t.name, t]));
   }
 
   has(name: string): boolean {
@@ -47,16 +46,21 @@ export class Checkpoint {
   }
 
   tensor(name: string): CheckpointTensor {
-    return this.#entry(name).info as CheckpointTensor;
+    const info = this.#byName.get(name);
+    if (info === undefined) {
+      throw new BringupError("TENSOR_NOT_FOUND", `${this.path}: no tensor named ${JSON.stringify(name)}.`, {
+        subject: `${this.path}#${name}`,
+      });
+    }
+    return info;
   }
 
   readTensor(name: string): Promise<Uint8Array> {
-    const { shard } = this.#entry(name);
-    return shard.readTensor(name);
+    return this.#shard(name).readTensor(name);
   }
 
   readTensorRange(name: string, start: number, end: number, into?: Uint8Array): Promise<Uint8Array> {
-    return this.#entry(name).shard.readTensorRange(name, start, end, into);
+    return this.#shard(name).readTensorRange(name, start, end, into);
   }
 
   /** Total bytes of tensor data. */
@@ -68,14 +72,8 @@ export class Checkpoint {
     await Promise.all(this.shards.map((s) => s.close()));
   }
 
-  #entry(name: string): { info: TensorInfo; shard: SafetensorsFile } {
-    const entry = this.#byName.get(name);
-    if (entry === undefined) {
-      throw new BringupError("TENSOR_NOT_FOUND", `${this.path}: no tensor named ${JSON.stringify(name)}.`, {
-        subject: `${this.path}#${name}`,
-      });
-    }
-    return entry;
+  #shard(name: string): SafetensorsFile {
+    return this.#byFile.get(this.tensor(name).file) as SafetensorsFile;
   }
 }
 

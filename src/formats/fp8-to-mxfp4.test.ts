@@ -34,7 +34,9 @@ describe("fp8ValuesToMxfp4", () => {
         "x#w",
         64,
       ),
-    ).toThrow(/x#w: element 69 is 1\.25, which no MXFP4 block scale carries/);
+    ).toThrow(
+      /x#w: element 69 is 1\.25, which no MXFP4 block scale carries.*--to bf16.*no flag keeps this one weight FP8/,
+    );
     expect(() =>
       fp8ValuesToMxfp4(
         block((i) => (i === 2 ? Number.NaN : 1)),

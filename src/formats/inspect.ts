@@ -35,11 +35,14 @@ export async function inspectCheckpoint(path: string): Promise<InspectReport> {
       bytes: t.byteLength,
       file: t.file,
     }));
-    const files = ck.shards.map((s) => ({
-      file: s.path,
-      tensors: ck.tensors.filter((t) => t.file === s.path).length,
-      bytes: ck.tensors.filter((t) => t.file === s.path).reduce((n, t) => n + t.byteLength, 0),
-    }));
+    // One pass over the tensors, not one per shard: checkpoints of many shards stay linear.
+    const files = ck.shards.map((s) => ({ file: s.path, tensors: 0, bytes: 0 }));
+    const byFile = new Map(files.map((f) => [f.file, f]));
+    for (const t of ck.tensors) {
+      const f = byFile.get(t.file) as (typeof files)[number];
+      f.tensors += 1;
+      f.bytes += t.byteLength;
+    }
     const weights = detectLogicalTensors(ck.tensors).map((w) => ({
       name: w.name,
       format: w.kind === "plain" ? w.dtype : w.kind === "fp8" ? `fp8-e4m3 [${w.block.join("x")}]` : w.kind,

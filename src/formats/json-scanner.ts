@@ -1,7 +1,7 @@
 /**
  * A reader of JSON text token by token, by the rules serde_json applies when the safetensors crate
  * reads a header (huggingface/safetensors, safetensors/src/tensor.rs, `SafeTensors::read_metadata`):
- * RFC 8259 syntax with no byte-order mark, whitespace of space, tab, CR and LF only, at most 128
+ * RFC 8259 syntax with no byte-order mark, whitespace of space, tab, CR and LF only, at most 127
  * nested arrays and objects, strings of valid UTF-8 whose \u escapes pair their surrogates, and
  * numbers kept as written so an integer is told from `64.0`. It builds nothing the caller does not
  * ask for, so a header costs memory for what it holds, not for its size, and strings longer than a
@@ -47,7 +47,8 @@ export class JsonScanner {
   open(char: "{" | "["): void {
     this.expect(char);
     this.#depth += 1;
-    if (this.#depth > 128) this.fail("nesting deeper than 128 arrays and objects", this.#at);
+    // serde_json counts down from 128 and fails on reaching 0: 127 levels are allowed.
+    if (this.#depth > 127) this.fail("nesting deeper than 127 arrays and objects", this.#at);
   }
 
   close(char: "}" | "]"): void {

@@ -112,7 +112,7 @@ describe("safetensors header", () => {
     ],
     ["a NUL in a name", '{"w\\u0000":{"dtype":"U8","shape":[0],"data_offsets":[0,0]}}', /control character/],
     ["__metadata__ twice", '{"__metadata__":{},"__metadata__":{}}', /__metadata__ is given twice/],
-    ["nesting past 128", `{"w":{"x":${"[".repeat(128)}${"]".repeat(128)}}}`, /nesting deeper than 128/],
+    ["nesting past 127", `{"w":{"x":${"[".repeat(126)}${"]".repeat(126)}}}`, /nesting deeper than 127/],
     ["text after the object", "{} {}", /unexpected text after the JSON value/],
     ["bad metadata", { __metadata__: { a: 1 } }, /__metadata__ must map strings to strings/],
   ])("rejects %s, naming the file and tensor", (_label, header, message) => {

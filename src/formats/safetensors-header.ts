@@ -49,10 +49,10 @@ function fail(code: ErrorCode, file: string, what: string, tensor?: string): nev
 
 /** An entry as written, before its byte range is checked against the others. */
 interface Entry {
-  dtype?: Dtype;
+  dtype: Dtype;
   /** Dimensions past 2^53 are kept as bigint. */
-  shape?: (number | bigint)[];
-  offsets?: [number, number];
+  shape: (number | bigint)[];
+  offsets: [number, number];
 }
 
 /**
@@ -119,15 +119,6 @@ export function parseSafetensorsHeader(
 
   const tensors: TensorInfo[] = [];
   for (const [name, { dtype, shape, offsets }] of entries) {
-    if (dtype === undefined || shape === undefined || offsets === undefined) {
-      const missing = [dtype ? "" : "dtype", shape ? "" : "shape", offsets ? "" : "data_offsets"];
-      fail(
-        "SAFETENSORS_BAD_HEADER",
-        file,
-        `the entry lacks ${missing.filter(Boolean).join(" and ")}; each tensor needs dtype, shape and data_offsets.`,
-        name,
-      );
-    }
     const [begin, end] = offsets;
     if (end < begin || end > dataLength) {
       fail(
@@ -221,7 +212,7 @@ const FIELDS = ["dtype", "shape", "data_offsets"] as const;
 
 /** One tensor's entry: an object of its fields, or the array [dtype, shape, data_offsets]. */
 function readEntry(json: JsonScanner, file: string, name: string): Entry {
-  const entry: Entry = {};
+  const entry: Partial<Entry> = {};
   const field = (key: (typeof FIELDS)[number]) => {
     if (key === "dtype") entry.dtype = readDtype(json, file, name);
     else if (key === "shape") entry.shape = readUnsigned(json, file, name, "shape", 0);
@@ -240,7 +231,7 @@ function readEntry(json: JsonScanner, file: string, name: string): Entry {
         fail("SAFETENSORS_BAD_HEADER", file, "an entry written as an array has 3 items.", name);
       field(key);
     });
-    return entry;
+    return complete(entry, file, name);
   }
   if (c !== 0x7b)
     fail(
@@ -257,7 +248,22 @@ function readEntry(json: JsonScanner, file: string, name: string): Entry {
     seen.add(known);
     field(known);
   });
-  return entry;
+  return complete(entry, file, name);
+}
+
+/** The entry, once it has every field; each entry must, even one a later repeat of its name replaces. */
+function complete(entry: Partial<Entry>, file: string, name: string): Entry {
+  const { dtype, shape, offsets } = entry;
+  if (dtype === undefined || shape === undefined || offsets === undefined) {
+    const missing = [dtype ? "" : "dtype", shape ? "" : "shape", offsets ? "" : "data_offsets"];
+    fail(
+      "SAFETENSORS_BAD_HEADER",
+      file,
+      `the entry lacks ${missing.filter(Boolean).join(" and ")}; each tensor needs dtype, shape and data_offsets.`,
+      name,
+    );
+  }
+  return { dtype, shape, offsets };
 }
 
 /** A dtype: its name as a string, or (as serde reads an enum) an object {name: null}. */

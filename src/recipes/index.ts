@@ -9,7 +9,7 @@ export {
   renderInstallScript,
   sitePackageDirs,
 } from "./install-script.js";
-export { resolveRecipe } from "./pins.js";
+export { recipePins, resolveRecipe } from "./pins.js";
 export {
   describeOrigin,
   type PackagePin,
@@ -17,11 +17,16 @@ export {
   type PinOrigin,
   PLATFORM,
   type Platform,
-  platformPins,
   type VersionMatch,
 } from "./platform.js";
 export { DEVICE_GATE, renderRunGatesScript } from "./run-gates-script.js";
 export { modeEnv, serveArgs, serveCommandLine, serveEnv, VLLM_SERVER_MODULE } from "./serve.js";
 export { shellQuote, shellWord } from "./shell.js";
-export { normalizePackageName, type PinnedPackage, type Recipe, type RecipeManifest } from "./source.js";
+export {
+  normalizePackageName,
+  type PinnedPackage,
+  type Recipe,
+  type RecipeManifest,
+  type StatedPin,
+} from "./source.js";
 export { type RecipeSummary, recipeSummary } from "./summary.js";

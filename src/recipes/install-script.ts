@@ -1,3 +1,4 @@
+import { recipePins } from "./pins.js";
 import { describeOrigin } from "./platform.js";
 import { shellQuote } from "./shell.js";
 import type { Recipe } from "./source.js";
@@ -66,18 +67,11 @@ export function deviceRunNotice(recipe: Recipe, comment: string): string {
 
 /** Each pin and where its value comes from, as comment lines. */
 export function pinComments(recipe: Recipe, comment: string): string {
-  const pins: [string, string, Parameters<typeof describeOrigin>[0]][] = [
-    ["image", recipe.image.value, recipe.image.origin],
-    ["Gaudi software", `${recipe.gaudiVersion}-${recipe.gaudiBuild.value}`, recipe.gaudiBuild.origin],
-    ["Python", recipe.python.value, recipe.python.origin],
-    ...recipe.packages.map((pkg): [string, string, Parameters<typeof describeOrigin>[0]] => [
-      pkg.name,
-      pkg.match === "release" ? `${pkg.value} (release; any build suffix)` : pkg.value,
-      pkg.origin,
-    ]),
-  ];
-  return pins
-    .map(([name, value, origin]) => `${comment}   ${name} ${value}\n${comment}     ${describeOrigin(origin)}`)
+  return recipePins(recipe)
+    .map(({ name, pin, release }) => {
+      const value = release ? `${pin.value} (release; any build suffix)` : pin.value;
+      return `${comment}   ${name} ${value}\n${comment}     ${describeOrigin(pin.origin)}`;
+    })
     .join("\n");
 }
 

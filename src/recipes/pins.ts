@@ -2,7 +2,7 @@ import { BringupError } from "../common/errors.js";
 import { type Pin, PLATFORM, type Platform } from "./platform.js";
 import { serveEnv } from "./serve.js";
 import { assertPlainValue } from "./shell.js";
-import { normalizePackageName, type Recipe, type RecipeManifest } from "./source.js";
+import { normalizePackageName, type Recipe, type RecipeManifest, type StatedPin } from "./source.js";
 
 /**
  * Turns a manifest and the platform's pins into the facts its recipe states, or refuses: a recipe
@@ -14,7 +14,7 @@ export function resolveRecipe(manifest: RecipeManifest, platform: Platform = PLA
   if (manifest.reference === undefined) {
     throw new BringupError(
       "RECIPE_NO_MODEL_CODE",
-      `port ${port} has no recipe: it has no engine model code and tiny reference config yet, so there is nothing for the device plugin to serve and no reference to gate it against. Bring it up on the engine first (a reference section in port.yaml and a model.ts).`,
+      `port ${port} has no recipe: it has no engine model code and tiny reference config yet, so there is nothing for the device plugin to serve and no reference to gate it against. Bring it up on the engine first (a reference section in port.yaml whose architecture a family in src/engine/models/ serves).`,
       { subject: port },
     );
   }
@@ -64,4 +64,18 @@ export function resolveRecipe(manifest: RecipeManifest, platform: Platform = PLA
     env,
     deviceRuns: platform.deviceRuns[port] ?? [],
   };
+}
+
+/** Every pin a recipe states, in the order the generated files and pages list them. */
+export function recipePins(recipe: Recipe): StatedPin[] {
+  return [
+    { name: "image", pin: recipe.image, release: false },
+    {
+      name: "Gaudi software",
+      pin: { ...recipe.gaudiBuild, value: `${recipe.gaudiVersion}-${recipe.gaudiBuild.value}` },
+      release: false,
+    },
+    { name: "Python", pin: recipe.python, release: false },
+    ...recipe.packages.map((pkg) => ({ name: pkg.name, pin: pkg, release: pkg.match === "release" })),
+  ];
 }

@@ -174,16 +174,6 @@ export const PLATFORM: Platform = {
   deviceRuns: {},
 };
 
-/** Every pin of a platform with its manifest-style name, in the order the generated files list them. */
-export function platformPins(platform: Platform): [name: string, pin: Pin][] {
-  return [
-    ["image", platform.image],
-    ["gaudi_build", platform.gaudiBuild],
-    ["python", platform.python],
-    ...platform.packages.map((pkg): [string, Pin] => [pkg.name, pkg]),
-  ];
-}
-
 /** One line saying where a pin's value comes from, for comments and pages. */
 export function describeOrigin(origin: PinOrigin): string {
   return origin.kind === "public-source"

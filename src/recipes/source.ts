@@ -55,3 +55,10 @@ export interface Recipe {
 export function normalizePackageName(name: string): string {
   return name.toLowerCase().replace(/[-_.]+/g, "-");
 }
+
+/** A pin as pages and comments state it: its name, value and origin, and whether it matches by release. */
+export interface StatedPin {
+  name: string;
+  pin: Pin;
+  release: boolean;
+}

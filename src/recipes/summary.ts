@@ -1,9 +1,9 @@
 import { dockerBuildCommand, portInImage } from "./dockerfile.js";
 import { BUILD_WHEEL, PLUGIN_DISTRIBUTION, pinsStampPath } from "./install-script.js";
-import { resolveRecipe } from "./pins.js";
-import { type Pin, PLATFORM, type Platform } from "./platform.js";
+import { recipePins, resolveRecipe } from "./pins.js";
+import { PLATFORM, type Platform } from "./platform.js";
 import { serveCommandLine } from "./serve.js";
-import type { RecipeManifest } from "./source.js";
+import type { RecipeManifest, StatedPin } from "./source.js";
 
 /** What a port's page says about its recipe: how to build, serve and gate it, and where each pin comes from. */
 export type RecipeSummary =
@@ -15,7 +15,7 @@ export type RecipeSummary =
       serve: string;
       env: [name: string, value: string][];
       /** Every pin with where it comes from: image, Gaudi software, Python, then packages. */
-      pins: { name: string; pin: Pin; release: boolean }[];
+      pins: StatedPin[];
       /** The vllm-gaudi release and Gaudi software of the compatibility matrix row. */
       row: Platform["row"];
       plugin: string;
@@ -40,16 +40,7 @@ export function recipeSummary(manifest: RecipeManifest, platform: Platform = PLA
     build: [BUILD_WHEEL, dockerBuildCommand(recipe.port)],
     serve: serveCommandLine(recipe),
     env: recipe.env,
-    pins: [
-      { name: "image", pin: recipe.image, release: false },
-      {
-        name: "Gaudi software",
-        pin: { ...recipe.gaudiBuild, value: `${recipe.gaudiVersion}-${recipe.gaudiBuild.value}` },
-        release: false,
-      },
-      { name: "Python", pin: recipe.python, release: false },
-      ...recipe.packages.map((pkg) => ({ name: pkg.name, pin: pkg, release: pkg.match === "release" })),
-    ],
+    pins: recipePins(recipe),
     row: platform.row,
     plugin: PLUGIN_DISTRIBUTION,
     gates: `TINY_MODEL=/path/to/tiny MODEL=/path/to/weights sh ${portInImage(recipe.port)}/tests/hpu/run_gates.sh`,

@@ -3,6 +3,7 @@ import type { ChatMessage, GeneratedToken, PromptLogprobs } from "../engine/inde
 import { ApiError } from "./api-error.js";
 import { bestChoices, type Choice, choiceCounts, startChoices, usageOf } from "./choices.js";
 import { requireModel, type ServerContext, samplingOf, stopStringsOf, unixSeconds } from "./context.js";
+import { jsonResponse } from "./json-stream.js";
 import { chatLogprobs, tokenNamer, vllmPromptLogprobs } from "./logprobs.js";
 import {
   bodyBytesPerPrompt,
@@ -212,7 +213,7 @@ export async function chatCompletions(
     })
     .finally(finished);
   const best = bestChoices(done, n, bestOf);
-  return c.json({
+  return jsonResponse(c, {
     id,
     object: "chat.completion",
     created,

@@ -3,6 +3,7 @@ import type { GeneratedToken, PromptLogprobs } from "../engine/index.js";
 import { ApiError } from "./api-error.js";
 import { bestChoices, type Choice, choiceCounts, startChoices, usageOf } from "./choices.js";
 import { requireModel, type ServerContext, samplingOf, stopStringsOf, unixSeconds } from "./context.js";
+import { jsonResponse } from "./json-stream.js";
 import {
   appendCompletionLogprobs,
   type CompletionLogprobs,
@@ -189,7 +190,7 @@ export async function completions(ctx: ServerContext, c: Context, record: Reques
       throw error;
     })
     .finally(finished);
-  return c.json({
+  return jsonResponse(c, {
     id,
     object: "text_completion",
     created,

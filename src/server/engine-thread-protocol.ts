@@ -6,6 +6,7 @@ import type {
   GenerateRequest,
   StepOutput,
 } from "../engine/index.js";
+import type { PackedPromptLogprobs } from "./packed-logprobs.js";
 
 /** Where the engine thread gets its model: a generated tiny size or a model directory. */
 export type ModelSource = { readonly tinySize: string } | { readonly modelDir: string };
@@ -48,7 +49,13 @@ export type FromEngine =
   | { readonly type: "load-failed"; readonly error: ThreadError }
   | { readonly type: "accepted"; readonly id: number }
   | { readonly type: "rejected"; readonly id: number; readonly error: ThreadError }
-  | { readonly type: "output"; readonly id: number; readonly output: StepOutput }
+  | {
+      readonly type: "output";
+      readonly id: number;
+      readonly output: StepOutput;
+      /** The output's prompt logprobs, packed (then the output has none of its own). */
+      readonly packed?: PackedPromptLogprobs;
+    }
   | { readonly type: "end"; readonly id: number }
   | { readonly type: "scheduled"; readonly id: number; readonly queueSeconds: number }
   | { readonly type: "failed"; readonly id: number; readonly error: ThreadError }

@@ -14,6 +14,7 @@ import {
   tinyFilesToModel,
 } from "../engine/index.js";
 import type { EngineThreadData, FromEngine, ThreadError, ToEngine } from "./engine-thread-protocol.js";
+import { packedBuffers, packPromptLogprobs } from "./packed-logprobs.js";
 
 const port = parentPort as NonNullable<typeof parentPort>;
 const post = (message: FromEngine) => port.postMessage(message);
@@ -84,7 +85,15 @@ async function main(): Promise<void> {
   const relay = async (id: number, outputs: AsyncIterableIterator<StepOutput>) => {
     try {
       for await (const output of outputs) {
-        post({ type: "output", id, output });
+        const { promptLogprobs, ...rest } = output;
+        if (promptLogprobs === undefined) post({ type: "output", id, output });
+        else {
+          const packed = packPromptLogprobs(promptLogprobs);
+          port.postMessage(
+            { type: "output", id, output: rest, packed } satisfies FromEngine,
+            packedBuffers(packed),
+          );
+        }
         queueStats();
       }
       post({ type: "end", id });

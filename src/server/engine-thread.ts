@@ -16,6 +16,7 @@ import type {
   ToEngine,
 } from "./engine-thread-protocol.js";
 import { OutputBuffer } from "./output-buffer.js";
+import { unpackPromptLogprobs } from "./packed-logprobs.js";
 import { MAX_UNREAD_OUTPUTS, type ServedEngine } from "./served-engine.js";
 
 /** Run from TypeScript sources (tests, tsx), the worker needs tsx's loader too (a dev dependency). */
@@ -46,6 +47,8 @@ export class EngineThread implements ServedEngine {
   private readonly streams = new Map<number, OutputBuffer>();
   /** Who hears a request's queue time, under its first sequence's id, until it is scheduled. */
   private readonly onScheduled = new Map<number, (queueSeconds: number) => void>();
+  /** Streams whose prompt logprobs are being rebuilt: what arrives for them meanwhile waits. */
+  private readonly unpacking = new Map<number, Promise<void>>();
   private nextId = 0;
   private closed = false;
   private latest: EngineStats;
@@ -186,13 +189,33 @@ export class EngineThread implements ServedEngine {
     }
     const stream = this.streams.get(m.id);
     if (stream === undefined) return;
-    if (m.type === "output") stream.push(m.output);
-    else {
+    if (m.type === "output") {
+      const { packed } = m;
+      if (packed === undefined) this.inOrder(m.id, () => stream.push(m.output));
+      // Rebuilt a slice per turn; the stream's later messages wait for it.
+      else
+        this.unpacking.set(
+          m.id,
+          (this.unpacking.get(m.id) ?? Promise.resolve()).then(async () =>
+            stream.push({ ...m.output, promptLogprobs: await unpackPromptLogprobs(packed) }),
+          ),
+        );
+    } else {
       this.streams.delete(m.id);
       this.onScheduled.delete(m.id);
-      if (m.type === "end") stream.close();
-      else stream.fail(fromThread(m.error));
+      this.inOrder(m.id, () => {
+        this.unpacking.delete(m.id);
+        if (m.type === "end") stream.close();
+        else stream.fail(fromThread(m.error));
+      });
     }
+  }
+
+  /** Runs `deliver` now, or after the stream's prompt logprobs being rebuilt, keeping its order. */
+  private inOrder(id: number, deliver: () => void): void {
+    const before = this.unpacking.get(id);
+    if (before === undefined) deliver();
+    else this.unpacking.set(id, before.then(deliver));
   }
 
   private failAll(error: unknown): void {

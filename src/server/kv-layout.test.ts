@@ -51,7 +51,7 @@ describe("the server's KV layout", () => {
     expect(windowed.choices[0].logprobs.tokens).toHaveLength(12);
     const [m0, m1] = await Promise.all([metrics(ring), metrics(full)]);
     const measured = m0(METRIC_NAMES.kvTokenCapacity) / m1(METRIC_NAMES.kvTokenCapacity);
-    const theory = kvCapacityRatio(model.model.states, "window-sized", "full", 16, 1024);
+    const theory = kvCapacityRatio(model.model.states(), "window-sized", "full", 16, 1024);
     expect(theory).toBeGreaterThan(3);
     expect(Math.abs(measured / theory - 1)).toBeLessThan(0.005);
     for (const m of [m0, m1]) {

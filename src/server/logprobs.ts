@@ -1,4 +1,5 @@
 import type { GeneratedToken, PromptLogprobs, TextTokenizer } from "../engine/index.js";
+import { LazyList } from "./json-stream.js";
 
 /** How a token is shown in logprobs: its text, or vLLM's `token_id:N` (return_tokens_as_token_ids). */
 export type TokenNamer = Pick<TextTokenizer, "tokenText">;
@@ -112,14 +113,15 @@ export function vllmPromptLogprobs(
   tokenizer: TokenNamer,
   prompt: PromptLogprobs,
   top: number,
-): (Record<string, VllmLogprob> | null)[] {
-  return prompt.map((position) => {
-    if (position === null) return null;
+): LazyList<Record<string, VllmLogprob> | null> {
+  return new LazyList(prompt.length, (i) => {
+    const position = prompt[i];
+    if (position === null || position === undefined) return null;
     const dict: Record<string, VllmLogprob> = {};
-    (position.top ?? []).slice(0, top).forEach((alt, i) => {
+    (position.top ?? []).slice(0, top).forEach((alt, rank) => {
       dict[alt.tokenId] = {
         logprob: finite(alt.logprob),
-        rank: i + 1,
+        rank: rank + 1,
         decoded_token: tokenizer.tokenText(alt.tokenId),
       };
     });

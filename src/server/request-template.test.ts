@@ -30,11 +30,14 @@ afterAll(async () => {
   await Promise.all([untrusting.close(), trusting.close(), hurried.close()]);
 });
 
+// biome-ignore lint/suspicious/noExplicitAny: response bodies are checked field by field below.
+type Json = any;
+
 async function post(
   server: RunningServer,
   path: string,
   body: object,
-): Promise<{ status: number; json: any }> {
+): Promise<{ status: number; json: Json }> {
   const res = await fetch(`${server.url}${path}`, {
     method: "POST",
     headers: { "content-type": "application/json" },

@@ -3,6 +3,7 @@ import { streamSSE } from "hono/streaming";
 import { isBringupError } from "../common/errors.js";
 import { ApiError, toApiError } from "./api-error.js";
 import type { ServerContext } from "./context.js";
+import { holdsLazyList, inTurns, jsonPieces } from "./json-stream.js";
 import type { RequestRecord } from "./request-log.js";
 
 /** vLLM refuses stream_options on a request that does not stream; so do we. */
@@ -42,7 +43,14 @@ export function eventStream(
   return streamSSE(c, async (stream) => {
     stream.onAbort(() => abort.abort());
     const send = async (event: unknown) => {
-      await stream.writeSSE({ data: JSON.stringify(event) });
+      if (!holdsLazyList(event)) {
+        await stream.writeSSE({ data: JSON.stringify(event) });
+        return;
+      }
+      // A large event (prompt logprobs) is written in parts, an event-loop turn each.
+      await stream.write("data: ");
+      for await (const part of inTurns(jsonPieces(event))) await stream.write(part);
+      await stream.write("\n\n");
     };
     let status = 200;
     try {

@@ -17,6 +17,8 @@ import {
   loadModel,
   planKvCache,
   type StepOutput,
+  unitBytes,
+  unitsNeeded,
   writeTinyModel,
 } from "../../src/engine/index.js";
 import { goldenLogprobs } from "../../src/engine/tests/golden-logprobs.js";
@@ -71,6 +73,17 @@ describe.each(portIds.map((id, i) => [id, ports[i] as (typeof ports)[number]] as
     const loaded = writeTinyModel(dir, files).then(() => loadModel(dir));
     const prompts = loaded.then((m) => TEXTS.map((t) => m.tokenizer.encode(t)));
 
+    it("reads its layers' states off the config as the built model declares them, under every switch", async () => {
+      const model = await loaded;
+      const settings = [
+        new Map<string, string>(),
+        ...model.model.switches.flatMap((s) => s.values.map((v) => new Map([[s.name, v]]))),
+      ];
+      for (const switches of settings) {
+        expect(model.architecture.states(model.config, switches)).toEqual(model.model.states(switches));
+      }
+    });
+
     it("written to disk and loaded, gives the bits of the model built in memory", async () => {
       const fromDisk = await goldenLogprobs(await loaded);
       expect(fromDisk).toEqual(await goldenLogprobs(ref.build(portId, files)));
@@ -124,9 +137,11 @@ describe.each(portIds.map((id, i) => [id, ports[i] as (typeof ports)[number]] as
       // Rings and state slots for three sequences but growing blocks for two of their full 34 tokens:
       // admitted on their prompts' blocks, three outgrow the cache as they decode and the latest is
       // preempted.
-      const groups = planKvCache(model.model.states, "window-sized", BLOCK_SIZE).groups;
-      const budget = groups.reduce(
-        (sum, g) => sum + (g.spec.ringBlocks > 0 ? 3 : 2.2) * g.spec.blocksNeeded(34) * g.bytesPerBlock,
+      const pools = planKvCache(model.model.states(), "window-sized", BLOCK_SIZE).pools;
+      const budget = pools.reduce(
+        (sum, g) =>
+          sum +
+          (g.pool === "slots" || g.placement.ringBlocks > 0 ? 3 : 2.2) * unitsNeeded(g, 34) * unitBytes(g),
         0,
       );
       const tight = engine(model, { kvCacheBytes: Math.floor(budget), maxModelLen: 34 });

@@ -157,7 +157,7 @@ export function registerServe(
     .option("--threads <n>", "matmul threads (default: all cores)", positiveInt)
     .option(
       "--switch <name=value>",
-      "set one of the model's switches (repeatable), e.g. kda_prefill=recurrent; the model code declares them, and a model with MXFP4 weights has mxfp4=fused|unpacked",
+      "set one of the model's switches (repeatable), e.g. kda_prefill=recurrent; the model code declares them, and a model with MXFP4 weights has mxfp4=fused|unpacked|int8",
       modelSwitch,
     )
     .addOption(

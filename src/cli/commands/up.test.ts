@@ -31,7 +31,7 @@ beforeAll(async () => {
   const model = await loadModel(tiny.dir);
   // One KV byte budget for both, as bringup up gives its own servers, so their capacities compare.
   const maxModelLen = reference.max_model_len;
-  const kvCacheBytes = kvBytesPerSequence(planKvCache(model.model.states, "full", 16).groups, maxModelLen);
+  const kvCacheBytes = kvBytesPerSequence(planKvCache(model.model.states(), "full", 16).pools, maxModelLen);
   for (const kvLayout of ["window-sized", "full"] as const) {
     servers.push(
       await startServer({

@@ -113,7 +113,7 @@ function addConvert(weights: Command): void {
     )
     .option(
       "--allow-non-finite",
-      "quantize NaN as NaN and infinities as the largest value instead of refusing",
+      "with --to fp8 --include: quantize NaN as NaN and infinities as the largest value instead of refusing",
     )
     .option("--json", "print the report as JSON")
     .option("--no-progress", "no progress bar")

@@ -1,14 +1,15 @@
 import { describe, expect, it } from "vitest";
-import { type AttentionSpec, attentionState } from "../blocks/attention/gqa-attention.js";
-import type { LayerState } from "../model/model.js";
+import { type AttentionSpec, gqaStates } from "../blocks/attention/gqa-attention.js";
 import {
   kvBytesPerSequence,
   kvCapacityRatio,
   kvTokenCapacity,
   planKvCache,
   splitKvBudget,
+  unitBytes,
+  unitsNeeded,
 } from "./capacity.js";
-import type { KvLayout } from "./spec.js";
+import type { KvLayout, LayerStates } from "./state-spec.js";
 
 const attention: AttentionSpec = {
   kind: "full",
@@ -30,9 +31,9 @@ function config(
   global: (i: number) => boolean,
   window: number,
   sliding?: Partial<AttentionSpec>,
-): LayerState[] {
+): LayerStates[] {
   return Array.from({ length: n }, (_, i) =>
-    attentionState(global(i) ? attention : { ...attention, ...sliding, kind: "sliding", window }),
+    gqaStates(global(i) ? attention : { ...attention, ...sliding, kind: "sliding", window }),
   );
 }
 
@@ -43,15 +44,18 @@ const bytesPerToken = 4 * 2 * (16 + 8);
 describe("KV capacity", () => {
   it("plans one group for the sliding layers and one for the global layers", () => {
     const plan = planKvCache(mimoLike, "window-sized", 16);
-    expect(plan.groups.map((g) => [g.key, g.layers.length, g.bytesPerBlock])).toEqual([
+    expect(plan.pools.map((g) => [g.key, g.layers.length, unitBytes(g)])).toEqual([
       ["full", 3, 3 * 16 * bytesPerToken],
       ["window:32", 13, 13 * 16 * bytesPerToken],
     ]);
-    expect(plan.groups[1]?.spec.ringBlocks).toBe(4);
+    const ring = plan.pools[1];
+    expect(ring?.pool === "blocks" && ring.placement.ringBlocks).toBe(4);
     // The full layout keeps the sliding layers in the global layers' tables, each with its own mask.
     const full = planKvCache(mimoLike, "full", 16);
-    expect(full.groups.map((g) => [g.key, g.layers.length])).toEqual([["full", 16]]);
-    expect(full.layerSpecs.map((s) => s?.kind).filter((k) => k === "sliding-mask")).toHaveLength(13);
+    expect(full.pools.map((g) => [g.key, g.layers.length])).toEqual([["full", 16]]);
+    const masks = full.layers.flat().filter((s) => s.spec.kind === "sliding-mask");
+    expect(masks).toHaveLength(13);
+    expect(masks.map((s) => s.placement?.firstVisible(100))).toEqual(Array(13).fill(69));
   });
 
   it("the ratio is full blocks per sequence over window-sized blocks per sequence, tending to 16/3", () => {
@@ -98,7 +102,7 @@ describe("KV capacity", () => {
       config(4, () => true, 0),
       "full",
       16,
-    ).groups;
+    ).pools;
     const blocks = splitKvBudget(groups, budget, maxLen);
     expect(blocks).toEqual([Math.floor(budget / (4 * 16 * bytesPerToken))]);
     expect(kvTokenCapacity(groups, blocks, maxLen, 16)).toBe((blocks[0] as number) * 16);
@@ -111,26 +115,26 @@ describe("KV capacity", () => {
   ])(
     "%s, budget %i: every group fits the same number of max-length sequences, within the budget",
     (layout, budget) => {
-      const groups = planKvCache(mimoLike, layout, 16).groups;
+      const groups = planKvCache(mimoLike, layout, 16).pools;
       const maxLen = 32768;
       const blocks = splitKvBudget(groups, budget, maxLen);
-      const used = groups.reduce((s, g, i) => s + (blocks[i] as number) * g.bytesPerBlock, 0);
+      const used = groups.reduce((s, g, i) => s + (blocks[i] as number) * unitBytes(g), 0);
       expect(used).toBeLessThanOrEqual(budget);
-      expect(budget - used).toBeLessThan(Math.min(...groups.map((g) => g.bytesPerBlock)));
-      const fits = groups.map((g, i) => (blocks[i] as number) / g.spec.blocksNeeded(maxLen));
+      expect(budget - used).toBeLessThan(Math.min(...groups.map(unitBytes)));
+      const fits = groups.map((g, i) => (blocks[i] as number) / unitsNeeded(g, maxLen));
       const ideal = budget / kvBytesPerSequence(groups, maxLen);
       // The fewest sequences any group fits is the ideal within 0.2%; no group holds more than one
       // block beyond the ideal.
       expect(Math.abs(Math.min(...fits) / ideal - 1)).toBeLessThan(0.002);
       groups.forEach((g, i) => {
-        expect((fits[i] as number) - 1 / g.spec.blocksNeeded(maxLen)).toBeLessThanOrEqual(ideal);
+        expect((fits[i] as number) - 1 / unitsNeeded(g, maxLen)).toBeLessThanOrEqual(ideal);
       });
     },
   );
 
   it("the capacity of window-sized over full for one budget is the theoretical ratio within 0.2% at 32K", () => {
     const capacity = (layout: KvLayout) => {
-      const groups = planKvCache(mimoLike, layout, 16).groups;
+      const groups = planKvCache(mimoLike, layout, 16).pools;
       return kvTokenCapacity(groups, splitKvBudget(groups, 1 << 28, 32768), 32768, 16);
     };
     const measured = capacity("window-sized") / capacity("full");
@@ -139,7 +143,7 @@ describe("KV capacity", () => {
   });
 
   it("under one max-length sequence, is the longest request every group can hold", () => {
-    const groups = planKvCache(mimoLike, "window-sized", 16).groups;
+    const groups = planKvCache(mimoLike, "window-sized", 16).pools;
     // The global group holds 10 blocks; a ring short of its 4 blocks limits requests to 2 blocks.
     expect(kvTokenCapacity(groups, [10, 4], 32768, 16)).toBe(160);
     expect(kvTokenCapacity(groups, [10, 2], 32768, 16)).toBe(32);

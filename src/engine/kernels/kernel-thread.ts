@@ -1,22 +1,17 @@
 import { instantiateWasm, type WasmMemory, type WasmModule } from "../../common/wasm-runtime.js";
-import type { AttentionSimd } from "../attention/attention-kernel.js";
-import { instantiateAttentionSimd } from "./attention-simd-module.js";
+import { type IndexerScoresSimd, instantiateIndexerScores } from "./indexer-scores/indexer-job.js";
 import {
   buildDecodeTables,
   type Fp8Rows,
   type MatmulThread,
   type Mxfp4Rows,
   type WeightParts,
-} from "./matmul-kernel.js";
-import { instantiateTile } from "./simd-module.js";
-import { instantiateSwigluSimd, type SwigluSimd } from "./swiglu-simd-module.js";
-
-/** The attention kernel's growable working arrays (see attendTokens). */
-export interface AttentionScratch {
-  scores: Float64Array;
-  acc: Float64Array;
-  slots: Int32Array;
-}
+} from "./matmul/matmul-kernel.js";
+import type { Mxfp4Int8 } from "./matmul/mxfp4-int8.js";
+import { instantiateTile } from "./matmul/tile-module.js";
+import type { AttentionScratch, AttentionSimd } from "./paged-attention/attention-kernel.js";
+import { instantiateAttentionSimd } from "./paged-attention/attention-simd-module.js";
+import { instantiateSwigluSimd, type SwigluSimd } from "./swiglu/swiglu-simd-module.js";
 
 /** The compiled WebAssembly kernels a pool runs (each absent where SIMD is off or unavailable). */
 export interface KernelModules {
@@ -30,10 +25,13 @@ export interface KernelModules {
     readonly halfScales: number;
     readonly scratchTokens: number;
   };
-  /** The fused block-scaled FP8 rows, built like the tile. */
+  /** The integer MXFP4 path (relaxed dot products, or their plain form) and its scale table. */
+  readonly mxfp4Int8?: { readonly module: WasmModule; readonly halfScales: number };
+  /** The block-scaled FP8 rows' SIMD decoding into scratch for the tile. */
   readonly fp8?: WasmModule;
   readonly attention?: WasmModule;
   readonly swiglu?: WasmModule;
+  readonly indexer?: WasmModule;
 }
 
 /**
@@ -44,6 +42,7 @@ export interface KernelModules {
 export interface KernelThread extends MatmulThread {
   readonly attention: AttentionSimd | null;
   readonly swiglu: SwigluSimd | null;
+  readonly indexer: IndexerScoresSimd | null;
   readonly weights: Map<number, WeightParts>;
   readonly kvs: Map<number, { readonly keys: Float32Array; readonly values: Float32Array }>;
   readonly attentionScratch: AttentionScratch;
@@ -72,9 +71,14 @@ export function kernelThread(modules: KernelModules, memory: WasmMemory | undefi
         scratchTokens: modules.mxfp4?.scratchTokens as number,
       };
     }),
-    fp8: instance(modules.fp8, (m, mem) => (instantiateWasm(m, mem) as { fp8: Fp8Rows }).fp8),
+    mxfp4Int8: instance(modules.mxfp4Int8?.module, (m, mem) => ({
+      rows: (instantiateWasm(m, mem) as { mxfp4_int8: Mxfp4Int8 }).mxfp4_int8,
+      halfScales: modules.mxfp4Int8?.halfScales as number,
+    })),
+    fp8: instance(modules.fp8, (m, mem) => (instantiateWasm(m, mem) as { decode: Fp8Rows }).decode),
     attention: instance(modules.attention, instantiateAttentionSimd),
     swiglu: instance(modules.swiglu, instantiateSwigluSimd),
+    indexer: instance(modules.indexer, instantiateIndexerScores),
     weights: new Map(),
     kvs: new Map(),
     attentionScratch: {

@@ -3,10 +3,15 @@ import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
 import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from "node:worker_threads";
 import { BringupError } from "../../common/errors.js";
-import { attentionSimdBytes } from "../attention/attention-kernel.js";
 import type { Weight } from "../tensor/weight.js";
-import { type AttentionParams, type AttentionRows, attendRange } from "./attention-job.js";
-import { compileAttentionSimd } from "./attention-simd-module.js";
+import {
+  compileIndexerScores,
+  type IndexerScoresJob,
+  indexerScoresJob,
+  indexerSizes,
+  stageIndexerScores,
+} from "./indexer-scores/indexer-job.js";
+import { indexerScores } from "./indexer-scores/indexer-scores.js";
 import {
   applyState,
   CONTROL,
@@ -16,12 +21,16 @@ import {
   kernelThread,
   type StateMessage,
 } from "./kernel-thread.js";
-import type { MatmulSegment } from "./matmul-job.js";
-import { buildDecodeTables, matmulRange, type WeightParts, weightParts } from "./matmul-kernel.js";
+import type { MatmulSegment } from "./matmul/matmul-job.js";
+import { buildDecodeTables, matmulRange, type WeightParts, weightParts } from "./matmul/matmul-kernel.js";
+import { compileSimdTile } from "./matmul/tile-module.js";
+import { type AttentionParams, attendRange } from "./paged-attention/attention-job.js";
+import type { AttentionRows } from "./paged-attention/attention-kernel.js";
+import { attentionSimdBytes } from "./paged-attention/attention-kernel.js";
+import { compileAttentionSimd } from "./paged-attention/attention-simd-module.js";
 import { type JobMessage, type KernelName, type KernelParams, runUnit } from "./registry.js";
-import { compileSimdTile } from "./simd-module.js";
-import { swiglu } from "./swiglu.js";
-import { compileSwigluSimd } from "./swiglu-simd-module.js";
+import { swiglu } from "./swiglu/swiglu.js";
+import { compileSwigluSimd } from "./swiglu/swiglu-simd-module.js";
 import { type KernelSwitches, kernelSwitches } from "./switches.js";
 import { type WasmArena, wasmArena } from "./wasm-arena.js";
 import { compileKernel } from "./wasm-kernels.js";
@@ -69,14 +78,30 @@ function workerEntry(): { filename: string | URL; eval: boolean } {
 /** One layer's attention over a step: what pool.attention needs (see attendTokens). */
 export type AttentionJob = Omit<AttentionParams, "simd" | "tile"> & AttentionRows;
 
-/** The fused MXFP4 kernel built like the tile, and its table of half E8M0 scales in the arena. */
-function mxfp4Rows(arena: WasmArena, fused: boolean, scratchTokens: number): KernelModules["mxfp4"] {
-  const module = compileKernel(fused ? "mxfp4-rows" : "mxfp4-rows.unfused");
-  const halfScales = arena.allocate(256 * 4);
-  if (module === undefined || halfScales < 0) return undefined;
-  const e8m0 = buildDecodeTables().e8m0;
-  new Float32Array(arena.memory.buffer, halfScales, 256).set(e8m0.map((s) => s / 2));
-  return { module, halfScales, scratchTokens };
+/** The table of half E8M0 scales, 2^(e - 128), that both MXFP4 kernels read from the arena. */
+function halfScaleTable(arena: WasmArena): number {
+  const at = arena.allocate(256 * 4);
+  if (at >= 0) new Float32Array(arena.memory.buffer, at, 256).set(buildDecodeTables().e8m0.map((s) => s / 2));
+  return at;
+}
+
+/** The MXFP4 kernels the switch asks for: the fused rows (built like the tile), or the integer path. */
+function mxfp4Modules(
+  arena: WasmArena,
+  fma: boolean,
+  switches: KernelSwitches,
+): Pick<KernelModules, "mxfp4" | "mxfp4Int8"> {
+  if (switches.mxfp4 === "unpacked") return {};
+  const halfScales = halfScaleTable(arena);
+  if (halfScales < 0) return {};
+  if (switches.mxfp4 === "int8") {
+    const module = compileKernel("matmul/mxfp4-int8") ?? compileKernel("matmul/mxfp4-int8.plain-dot");
+    return module === undefined ? {} : { mxfp4Int8: { module, halfScales } };
+  }
+  const module = compileKernel(fma ? "matmul/mxfp4-rows" : "matmul/mxfp4-rows.unfused");
+  return module === undefined
+    ? {}
+    : { mxfp4: { module, halfScales, scratchTokens: switches.mxfp4ScratchTokens } };
 }
 
 /**
@@ -92,7 +117,7 @@ export class MatmulPool {
   readonly simd: boolean;
   /** Whether the matmul tile multiplies and adds in one fused step (relaxed SIMD). */
   readonly fma: boolean;
-  /** How MXFP4 weights are multiplied: in the fused kernel, or unpacked to f32 rows first (also without SIMD). */
+  /** How MXFP4 weights are multiplied: in the fused kernel, on int8 dot products, or unpacked to f32 rows first (also without SIMD). */
   readonly mxfp4: KernelSwitches["mxfp4"];
   private readonly ctrl = new Int32Array(new SharedArrayBuffer(32));
   private readonly workers: { worker: Worker; port: MessagePort }[] = [];
@@ -130,18 +155,14 @@ export class MatmulPool {
         ? {}
         : {
             tile,
-            mxfp4:
-              switches.mxfp4 === "fused"
-                ? mxfp4Rows(arena, this.fma, switches.mxfp4ScratchTokens)
-                : undefined,
-            fp8:
-              switches.mxfp4 === "fused"
-                ? compileKernel(this.fma ? "fp8-rows" : "fp8-rows.unfused")
-                : undefined,
+            ...mxfp4Modules(arena, this.fma, switches),
+            fp8: switches.mxfp4 !== "unpacked" ? compileKernel("matmul/fp8-rows") : undefined,
             attention: compileAttentionSimd(),
             swiglu: compileSwigluSimd(),
+            indexer: compileIndexerScores(),
           };
-    this.mxfp4 = modules.mxfp4 === undefined ? "unpacked" : "fused";
+    this.mxfp4 =
+      modules.mxfp4Int8 !== undefined ? "int8" : modules.mxfp4 === undefined ? "unpacked" : "fused";
     const memory = this.arena?.memory;
     this.thread = kernelThread(modules, memory);
     for (let i = 1; i < threads; i++) {
@@ -204,7 +225,7 @@ export class MatmulPool {
   }
 
   /**
-   * gate = silu(gate) · up over n values. With SIMD: wasm/swiglu.wat (several times faster than
+   * gate = silu(gate) · up over n values. With SIMD: swiglu/swiglu.wat (several times faster than
    * Math.exp) over copies staged in the shared memory, split between the threads in ranges of
    * whole vectors (each value is computed alone, so the split changes no bits); otherwise
    * swiglu.ts's on the calling thread.
@@ -229,6 +250,39 @@ export class MatmulPool {
       this.run("swiglu", { g, u, vectors, units }, units);
     }
     gate.set(staged.subarray(0, n));
+  }
+
+  /**
+   * The DSA indexer's scores of queries over one sequence's cached keys (see indexerScores). With
+   * SIMD: indexer-scores/indexer-scores.wat over the keys gathered once into the staged input, each
+   * query's positions split between the threads in ranges (each position's score is computed
+   * alone, so the split changes no bits); otherwise indexer-scores.ts's on the calling thread.
+   */
+  indexerScores(job: IndexerScoresJob): void {
+    const sizes = indexerSizes(job);
+    const staged = this.thread.indexer === null ? null : this.stage("x", sizes.input / 4);
+    const stagedOut = staged === null ? null : this.stage("out", sizes.output / 4);
+    if (staged === null || stagedOut === null || this.xOffset < 0 || this.outOffset < 0) {
+      for (const { q, weights, count, scores } of job.queries)
+        indexerScores(q, weights, job.d, job.keys, job.offsets, count, scores);
+      return;
+    }
+    const params = stageIndexerScores(
+      job,
+      (this.arena as WasmArena).memory.buffer,
+      this.xOffset,
+      this.outOffset,
+    );
+    const units = params.units.length / 3;
+    if (this.workers.length === 0 || this.closed || sizes.macs < PARALLEL_MIN_MACS) {
+      for (let u = 0; u < units; u++) indexerScoresJob.run(this.thread, params, u);
+    } else this.run("indexer", params, units);
+    const all = new Float64Array(stagedOut.buffer, this.outOffset, sizes.output / 8);
+    let at = 0;
+    for (const { count, scores } of job.queries) {
+      scores.set(all.subarray(at, at + count));
+      at += count;
+    }
   }
 
   /**

@@ -1,7 +1,8 @@
-import { attentionJob } from "./attention-job.js";
+import { indexerScoresJob } from "./indexer-scores/indexer-job.js";
 import type { ThreadKernel } from "./kernel-thread.js";
-import { matmulJob } from "./matmul-job.js";
-import { swigluJob } from "./swiglu-job.js";
+import { matmulJob } from "./matmul/matmul-job.js";
+import { attentionJob } from "./paged-attention/attention-job.js";
+import { swigluJob } from "./swiglu/swiglu-job.js";
 
 /**
  * Every kernel the pool's threads run, by name. Adding one: its file (a ThreadKernel over a typed
@@ -11,6 +12,7 @@ export const KERNELS = {
   matmul: matmulJob,
   attention: attentionJob,
   swiglu: swigluJob,
+  indexer: indexerScoresJob,
 } as const;
 
 export type KernelName = keyof typeof KERNELS;

@@ -4,7 +4,7 @@ import { MatmulPool } from "./pool.js";
 import { rmsNorm } from "./rmsnorm.js";
 import { Rope } from "./rope.js";
 import { logSoftmax, softmax } from "./softmax.js";
-import { swiglu } from "./swiglu.js";
+import { swiglu } from "./swiglu/swiglu.js";
 
 describe("rope", () => {
   it("rotates pairs (i, i+half) by pos·θ^(-2i/d) and leaves the unrotated tail alone (partial rotary)", () => {

@@ -6,7 +6,9 @@ import type { ModelSwitch } from "../model/model.js";
  * BRINGUP_ENGINE_FMA=0 forces the unfused matmul tile (a mul then an add, rounded twice);
  * BRINGUP_ENGINE_MXFP4=unpacked has MXFP4 weights (and block-scaled FP8 ones) unpacked to f32
  * rows for the tile (the stock op) instead of decoded inside the fused MXFP4 (FP8) kernel (the
- * same bits, more work).
+ * same bits, more work); BRINGUP_ENGINE_MXFP4=int8 multiplies MXFP4 weights on integer dot products
+ * over an input quantized to int8 per block of 32 (matmul/mxfp4-int8.ts: not the same bits, within
+ * the error it states).
  * mxfp4ScratchTokens is not read from the environment: from that many input rows the fused MXFP4
  * path decodes a chunk of rows once into scratch for the tile, below it inside its own loop (the
  * same bits). bench/mxfp4-prefill.ts found the scratch form as fast or faster at every batch it
@@ -15,7 +17,7 @@ import type { ModelSwitch } from "../model/model.js";
 export interface KernelSwitches {
   readonly simd: boolean;
   readonly fma: boolean;
-  readonly mxfp4: "fused" | "unpacked";
+  readonly mxfp4: "fused" | "unpacked" | "int8";
   readonly mxfp4ScratchTokens: number;
 }
 
@@ -24,15 +26,16 @@ export const MXFP4_SCRATCH_TOKENS = 1;
 
 /**
  * The `mxfp4` switch every model that holds MXFP4 weights declares (the loader adds it): which of
- * the two MXFP4 paths its engine runs, the same bits either way; its default is the environment's.
+ * the MXFP4 paths its engine runs (fused and unpacked give the same bits; int8 is within the error
+ * matmul/mxfp4-int8.ts states); its default is the environment's.
  */
 export function mxfp4Switch(env: NodeJS.ProcessEnv = process.env): ModelSwitch {
   return {
     name: "mxfp4",
-    values: ["fused", "unpacked"],
+    values: ["fused", "unpacked", "int8"],
     default: kernelSwitches(env).mxfp4,
     description:
-      "how MXFP4 weights are multiplied: decoded inside the fused kernel, or unpacked to f32 rows first (the stock op)",
+      "how MXFP4 weights are multiplied: decoded inside the fused kernel, unpacked to f32 rows first (the stock op), or on int8 dot products over an input quantized per block of 32 (not bit-identical)",
   };
 }
 
@@ -40,7 +43,10 @@ export function kernelSwitches(env: NodeJS.ProcessEnv = process.env): KernelSwit
   return {
     simd: env.BRINGUP_ENGINE_SIMD !== "0",
     fma: env.BRINGUP_ENGINE_FMA !== "0",
-    mxfp4: env.BRINGUP_ENGINE_MXFP4 === "unpacked" ? "unpacked" : "fused",
+    mxfp4:
+      env.BRINGUP_ENGINE_MXFP4 === "unpacked" || env.BRINGUP_ENGINE_MXFP4 === "int8"
+        ? env.BRINGUP_ENGINE_MXFP4
+        : "fused",
     mxfp4ScratchTokens: MXFP4_SCRATCH_TOKENS,
   };
 }

@@ -2,23 +2,26 @@ import { builtWasmBytes, compileBuiltWasm } from "../../common/built-wasm.js";
 import type { WasmModule } from "../../common/wasm-runtime.js";
 
 /**
- * The kernels written in WebAssembly text in ./wasm/, each built to a binary beside it by
- * scripts/build-kernels.mjs (which `npm ci` and `npm run build` run). "matmul-tile" multiplies and
- * adds in one fused step (relaxed SIMD); "matmul-tile.unfused" is the same tile with a mul then an add,
- * and likewise for "mxfp4-rows" and "fp8-rows", the fused MXFP4 and block-scaled FP8 matmuls.
+ * The kernels written in WebAssembly text, each in its op's folder (./<op>/<name>.wat), built to a
+ * binary beside it by scripts/build-kernels.mjs (which `npm ci` and `npm run build` run).
+ * "matmul-tile" multiplies and adds in one fused step (relaxed SIMD); "matmul-tile.unfused" is the
+ * same tile with a mul then an add, and likewise "mxfp4-rows" (the fused MXFP4 matmul).
+ * "mxfp4-int8" dots on relaxed integer dot products; "mxfp4-int8.plain-dot" makes the same sums
+ * from plain SIMD.
  */
 export type KernelBinary =
-  | "matmul-tile"
-  | "matmul-tile.unfused"
-  | "mxfp4-rows"
-  | "mxfp4-rows.unfused"
-  | "fp8-rows"
-  | "fp8-rows.unfused"
-  | "attention"
-  | "swiglu"
-  | "indexer-scores";
+  | "matmul/matmul-tile"
+  | "matmul/matmul-tile.unfused"
+  | "matmul/mxfp4-rows"
+  | "matmul/mxfp4-rows.unfused"
+  | "matmul/mxfp4-int8"
+  | "matmul/mxfp4-int8.plain-dot"
+  | "matmul/fp8-rows"
+  | "paged-attention/attention"
+  | "swiglu/swiglu"
+  | "indexer-scores/indexer-scores";
 
-const kernelUrl = (name: KernelBinary) => new URL(`./wasm/${name}.wasm`, import.meta.url);
+const kernelUrl = (name: KernelBinary) => new URL(`./${name}.wasm`, import.meta.url);
 
 /** The built binary of a kernel. */
 export function kernelBytes(name: KernelBinary): Uint8Array {

@@ -1,15 +1,10 @@
 import { BringupError } from "../../common/errors.js";
+import type { LayerStates } from "../cache/state-spec.js";
+import type { LayerStorage } from "../cache/storage.js";
 import { embed } from "../kernels/embedding.js";
 import { rmsNorm } from "../kernels/rmsnorm.js";
 import type { Weight } from "../tensor/weight.js";
-import type {
-  DecoderLayer,
-  ForwardContext,
-  LayerState,
-  LayerStorage,
-  ModelSwitch,
-  ResidualStream,
-} from "./model.js";
+import type { DecoderLayer, ForwardContext, ModelSwitch, ResidualStream } from "./model.js";
 
 export interface CausalLMParts {
   readonly hiddenSize: number;
@@ -56,14 +51,9 @@ export class CausalLM {
     return new CausalLM({ ...this.parts, switches: [...this.switches, ...extra] });
   }
 
-  /** What each layer keeps per sequence, for the cache planner. */
-  get states(): LayerState[] {
-    return this.layers.map((l) => l.mixer.state);
-  }
-
-  /** What each layer keeps per sequence when the model runs with `switches`. */
-  statesUnder(switches: ReadonlyMap<string, string>): LayerState[] {
-    return this.layers.map((l) => l.mixer.stateUnder?.(switches) ?? l.mixer.state);
+  /** What each layer keeps per sequence when the model runs with `switches` (default: defaults). */
+  states(switches: ReadonlyMap<string, string> = new Map()): LayerStates[] {
+    return this.layers.map((l) => l.mixer.states(switches));
   }
 
   /** Runs one step; storage[l] is layer l's. Returns logits [logitRows.length, vocabSize]. */

@@ -1,5 +1,5 @@
-import type { LayerKvCache } from "../cache/kv-cache.js";
-import type { StateSlots } from "../cache/state-slots.js";
+import type { LayerStates } from "../cache/state-spec.js";
+import type { LayerStorage } from "../cache/storage.js";
 import type { MatmulPool } from "../kernels/pool.js";
 
 /** One step's worth of tokens from any number of sequences, flattened sequence by sequence. */
@@ -23,39 +23,6 @@ export interface SequenceRun {
   readonly slot: number;
 }
 
-/**
- * What a layer's token mixer keeps for a sequence while it decodes, as vLLM's KV cache specs and
- * Mamba state spec declare it:
- * - "paged": per-token storage in blocks (keys of numKvHeads x headDim and values of numKvHeads x
- *   vHeadDim per token: attention K/V, or a latent in `headDim` with vHeadDim 0); `attention`
- *   says which positions a query reads, so the planner can keep a sliding layer's window as a ring;
- * - "slot": one fixed-size state per sequence (a recurrent matrix, a convolution tail), `floats`
- *   float32 values, zeroed by the layer when a sequence starts at position 0;
- * - "none": nothing (the layer reads only the current tokens).
- */
-export type LayerState =
-  | {
-      readonly kind: "paged";
-      readonly attention: "full" | "sliding";
-      /** Sliding layers: positions a query sees, itself included. */
-      readonly window?: number;
-      readonly numKvHeads: number;
-      readonly headDim: number;
-      readonly vHeadDim: number;
-    }
-  | { readonly kind: "slot"; readonly floats: number }
-  | { readonly kind: "none" };
-
-/** The storage the engine gives a layer for one step, matching its LayerState. */
-export interface LayerStorage {
-  /** "paged": the layer's cache, read through its own spec (its mask). */
-  readonly cache?: LayerKvCache;
-  /** "paged": the cache group whose block tables hold this layer's positions. */
-  readonly group?: number;
-  /** "slot": every sequence's state; a run's `slot` indexes it. */
-  readonly slots?: StateSlots;
-}
-
 /** What every block's forward reads besides its input: the batch, the kernels and the switches. */
 export interface ForwardContext {
   readonly batch: ForwardBatch;
@@ -66,11 +33,13 @@ export interface ForwardContext {
 
 /** A layer's token mixer: attention of some kind, or a recurrent mixer. */
 export interface TokenMixer {
-  /** What the layer keeps under its switches' defaults. */
-  readonly state: LayerState;
-  /** What it keeps under `switches`, for a mixer whose storage depends on one; else `state`. */
-  stateUnder?(switches: ReadonlyMap<string, string>): LayerState;
-  /** Maps normalized inputs h [T, hidden] to the mixer's output [T, hidden]. */
+  /**
+   * What the layer keeps per sequence when the model runs with `switches` (a missing switch takes
+   * its default), by the name its forward reads the storage under; from the mixer's spec alone,
+   * so an architecture computes it from the parsed config without building the model.
+   */
+  states(switches: ReadonlyMap<string, string>): LayerStates;
+  /** Maps normalized inputs h [T, hidden] to the mixer's output [T, hidden], `storage` its states'. */
   forward(h: Float32Array, ctx: ForwardContext, storage: LayerStorage): Float32Array;
   /** Tensors whose zeroing silences the block exactly (its output projections). */
   readonly outputTensors: readonly string[];

@@ -1,7 +1,8 @@
 import type { ModelConfig } from "../architecture.js";
-import type { AttentionSpec } from "../blocks/attention/gqa-attention.js";
+import { type AttentionSpec, gqaStates } from "../blocks/attention/gqa-attention.js";
 import type { MoeSpec } from "../blocks/mlp/routing.js";
 import { PLAIN_RESIDUAL, PreNormConnection } from "../blocks/residual/pre-norm.js";
+import type { LayerStates } from "../cache/state-spec.js";
 import type { YarnScaling } from "../kernels/rope.js";
 import type { WeightSource } from "../loader/weight-source.js";
 import { CausalLM } from "../model/causal-lm.js";
@@ -22,6 +23,11 @@ export interface DecoderConfig extends ModelConfig {
   readonly ropeScaling?: YarnScaling;
   readonly moe?: MoeSpec;
   readonly layers: readonly LayerSpec[];
+}
+
+/** What each layer of a GQA decoder keeps: its attention's keys and values. */
+export function decoderStates(config: { readonly layers: readonly LayerSpec[] }): LayerStates[] {
+  return config.layers.map((l) => gqaStates(l.attention));
 }
 
 /** What the embedding, final norm and head of every HF decoder need from its config. */

@@ -19,10 +19,12 @@ import {
   type MlaSpec,
   mlaNames,
   mlaParameters,
+  mlaStates,
 } from "../blocks/attention/mla-attention.js";
 import { RoutedMoe } from "../blocks/mlp/routed-moe.js";
 import { checkMoeSpec, type MoeSpec } from "../blocks/mlp/routing.js";
 import { HF_MLP_NAMES, SwigluMlp } from "../blocks/mlp/swiglu-mlp.js";
+import type { LayerStates } from "../cache/state-spec.js";
 import { modelOfFiles } from "../loader/build-model.js";
 import type { HostTensor } from "../loader/host-tensor.js";
 import type { WeightSource } from "../loader/weight-source.js";
@@ -230,22 +232,15 @@ export function buildDeepseekV3(config: DeepseekV3Config, w: WeightSource): Caus
 }
 
 /**
- * The KV cache one token takes across all layers under `switches`, in values of one element size,
- * written from the config's sizes alone (the theory the kv-capacity gate holds the engine to):
- * per layer, mla_cache=latent keeps kv_lora_rank + qk_rope_head_dim (plus DSA's index_head_dim),
- * mla_cache=per-head keeps heads x (qk_nope_head_dim + qk_rope_head_dim + v_head_dim).
+ * What each layer keeps under `switches`: mla_cache=latent keeps the latent and shared rotary key
+ * (kv_lora_rank + qk_rope_head_dim, plus DSA's index_head_dim of indexer keys), mla_cache=per-head
+ * every head's key and value (heads x (qk_nope_head_dim + qk_rope_head_dim + v_head_dim)).
  */
-function deepseekV3KvValuesPerToken(
-  json: Record<string, unknown>,
-  switches: Readonly<Record<string, string>>,
-): number {
-  const config = parseDeepseekV3(json, "reference config");
-  const { numHeads, kvLoraRank, qkNopeHeadDim, qkRopeHeadDim, vHeadDim } = config.mla;
-  const perLayer =
-    (switches[MLA_CACHE_SWITCH.name] ?? MLA_CACHE_SWITCH.default) === "per-head"
-      ? numHeads * (qkNopeHeadDim + qkRopeHeadDim + vHeadDim)
-      : kvLoraRank + qkRopeHeadDim + (config.dsa?.headDim ?? 0);
-  return config.layers.length * perLayer;
+export function deepseekV3States(
+  config: DeepseekV3Config,
+  switches: ReadonlyMap<string, string>,
+): LayerStates[] {
+  return config.layers.map(() => mlaStates(config.mla, config.dsa, switches));
 }
 
 /**
@@ -384,12 +379,12 @@ function dsaRetrievalModel(
 /**
  * The DeepSeek-V3 layout's model code, for DeepSeek-V3, Kimi K2 and GLM-5 config.json files.
  * The `mla_cache` switch keeps every head's key and value instead of the latent (an engine
- * without MLA support): kvValuesPerToken gives both from the config.
+ * without MLA support): `states` gives both from the config.
  */
 export const deepseekV3Architecture: Architecture<DeepseekV3Config> = {
   parseConfig: parseDeepseekV3,
   build: buildDeepseekV3,
+  states: deepseekV3States,
   tinyModel: deepseekV3TinyModel,
   retrievalModel: dsaRetrievalModel,
-  kvValuesPerToken: deepseekV3KvValuesPerToken,
 };

@@ -37,8 +37,14 @@ import {
   type MlaSpec,
   mlaNames,
   mlaParameters,
+  mlaStates,
 } from "../blocks/attention/mla-attention.js";
-import { KDA_SWITCHES, KdaAttention, type KdaSpec } from "../blocks/linear-attention/kda-attention.js";
+import {
+  KDA_SWITCHES,
+  KdaAttention,
+  type KdaSpec,
+  kdaStates,
+} from "../blocks/linear-attention/kda-attention.js";
 import { RoutedMoe } from "../blocks/mlp/routed-moe.js";
 import type { MoeSpec } from "../blocks/mlp/routing.js";
 import { HF_MLP_NAMES, MIXTRAL_MLP_NAMES, SwigluMlp } from "../blocks/mlp/swiglu-mlp.js";
@@ -362,6 +368,10 @@ export function glmRetrievalModel(
 export const glmFlashArchitecture: Architecture<GlmConfig> = {
   parseConfig: parseGlmConfig,
   build: buildGlm,
+  states: (config, switches) =>
+    config.layers.map((l) =>
+      l.mixer === "kda" ? kdaStates(config.kda) : mlaStates(config.mla, undefined, switches),
+    ),
   tinyModel: glmTinyModel,
   retrievalModel: (_config, corpus, options) => glmRetrievalModel(corpus, options),
 };

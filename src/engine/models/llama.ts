@@ -8,7 +8,7 @@ import type { YarnScaling } from "../kernels/rope.js";
 import type { WeightSource } from "../loader/weight-source.js";
 import type { CausalLM } from "../model/causal-lm.js";
 import { type Fail, parseConfigFields, positive, TOKEN_ID_FIELDS, tokenIdConfig } from "./config-fields.js";
-import { type DecoderConfig, type LayerSpec, preNormDecoder } from "./decoder.js";
+import { type DecoderConfig, decoderStates, type LayerSpec, preNormDecoder } from "./decoder.js";
 
 /** The HF config.json fields the engine reads; others are allowed and ignored. */
 const HfConfig = z.looseObject({
@@ -242,4 +242,5 @@ export function buildLlama(config: DecoderConfig, w: WeightSource): CausalLM {
 export const llamaArchitecture: Architecture<DecoderConfig> = {
   parseConfig: parseLlamaConfig,
   build: buildLlama,
+  states: decoderStates,
 };

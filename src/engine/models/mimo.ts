@@ -45,7 +45,7 @@ import {
   TOKEN_ID_FIELDS,
   tokenIdConfig,
 } from "./config-fields.js";
-import { type DecoderConfig, type LayerSpec, preNormDecoder } from "./decoder.js";
+import { type DecoderConfig, decoderStates, type LayerSpec, preNormDecoder } from "./decoder.js";
 
 export const MODEL_TYPE = "mimo_v2_flash";
 
@@ -337,6 +337,7 @@ export function buildMimo(config: DecoderConfig, w: WeightSource): CausalLM {
 export const mimoArchitecture: Architecture<DecoderConfig> = {
   parseConfig: parseMimoConfig,
   build: buildMimo,
+  states: decoderStates,
   // The multi-token-prediction layers draft for speculative decoding, which the engine does not run.
   ignoresTensor: (name) => name.startsWith("model.mtp."),
   tinyModel: mimoTinyModel,

@@ -14,7 +14,12 @@
  */
 import { z } from "zod";
 import type { Architecture, ModelConfig, TinyModelOptions } from "../architecture.js";
-import { type AttentionSpec, attentionNames, GqaAttention } from "../blocks/attention/gqa-attention.js";
+import {
+  type AttentionSpec,
+  attentionNames,
+  GqaAttention,
+  gqaStates,
+} from "../blocks/attention/gqa-attention.js";
 import { type ClampedMoeSpec, ClampedSwigluMoe } from "../blocks/mlp/clamped-swiglu-moe.js";
 import { modelOfFiles } from "../loader/build-model.js";
 import type { WeightSource } from "../loader/weight-source.js";
@@ -211,6 +216,7 @@ export function minimaxRetrievalModel(
 export const minimaxArchitecture: Architecture<MinimaxConfig> = {
   parseConfig: parseMinimaxConfig,
   build: buildMinimax,
+  states: (config) => config.layers.map(gqaStates),
   tinyModel: minimaxTinyModel,
   retrievalModel: (_config, corpus, options) => minimaxRetrievalModel(corpus, options),
 };

@@ -4,7 +4,7 @@ import { modelOfFiles } from "../loader/build-model.js";
 import { readCorpus } from "../tiny/corpus.js";
 import { generateTinyModel, tinyFilesToModel } from "../tiny/generate.js";
 import { findTinySize, type TinySize } from "../tiny/sizes.js";
-import type { DecoderConfig } from "./decoder.js";
+import { type DecoderConfig, decoderStates } from "./decoder.js";
 import { deepseekV3Architecture } from "./deepseek-v3.js";
 import { buildLlama, llamaArchitecture, parseLlamaConfig } from "./llama.js";
 import { mimoArchitecture } from "./mimo.js";
@@ -20,6 +20,7 @@ const alternating: Architecture<DecoderConfig> = {
     return { ...base, modelType: "arch_test_alternating", layers };
   },
   build: buildLlama,
+  states: decoderStates,
 };
 
 const files = generateTinyModel(findTinySize("tiny") as TinySize, await readCorpus());
@@ -47,12 +48,14 @@ describe("the registry of model families", () => {
   it("builds with the model code given, its layers declaring their own state", () => {
     const model = modelOfFiles("alt", asAlternating, alternating);
     expect(model.architecture).toBe(alternating);
-    expect(model.model.states.map((s) => (s.kind === "paged" ? s.attention : s.kind))).toEqual([
-      "sliding",
+    expect(model.model.states().map((s) => s.kv?.kind)).toEqual([
+      "sliding-window",
       "full",
-      "sliding",
+      "sliding-window",
       "full",
     ]);
+    // The same from the parsed config alone, without building the model.
+    expect(alternating.states(model.config as DecoderConfig, new Map())).toEqual(model.model.states());
   });
 
   it("refuses a checkpoint with a tensor no layer reads, naming it", async () => {

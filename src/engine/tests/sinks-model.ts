@@ -1,6 +1,6 @@
 import type { Architecture } from "../architecture.js";
 import type { HostTensor } from "../loader/host-tensor.js";
-import type { DecoderConfig } from "../models/decoder.js";
+import { type DecoderConfig, decoderStates } from "../models/decoder.js";
 import { buildLlama, parseLlamaConfig } from "../models/llama.js";
 import { Rng } from "../tensor/random.js";
 import type { TinyModelFiles } from "../tiny/files.js";
@@ -22,6 +22,7 @@ export const sinksArchitecture: Architecture<DecoderConfig> = {
     return { ...c, modelType: MODEL_TYPE, layers };
   },
   build: buildLlama,
+  states: decoderStates,
 };
 
 /**

@@ -35,6 +35,8 @@ export class TextTokenizer {
   private readonly specialIds: ReadonlySet<number>;
   private readonly bosToken: string | undefined;
   private readonly eosToken: string | undefined;
+  /** Each token's text once decoded (logprobs name many tokens, many times). */
+  private readonly tokenTexts: string[] = [];
   /** Token ids that end generation: the model config's eos ids plus the tokenizer's eos token. */
   readonly eosTokenIds: readonly number[];
   /** The number of token ids the tokenizer can produce. */
@@ -110,7 +112,13 @@ export class TextTokenizer {
 
   /** The text of one token on its own (as logprob entries show it); special tokens included. */
   tokenText(id: number): string {
-    return this.decode([id]);
+    this.checkId(id);
+    let text = this.tokenTexts[id];
+    if (text === undefined) {
+      text = this.decode([id]);
+      this.tokenTexts[id] = text;
+    }
+    return text;
   }
 
   /** The vocabulary's own string for a token (e.g. "Ġthe"), as HF's convert_ids_to_tokens gives it. */

@@ -42,7 +42,10 @@ describe("GLM-5 config parsing and loading", () => {
     for (const layer of model.model.layers) {
       expect((layer.mixer as MlaAttention).indexer).toBeInstanceOf(DsaIndexer);
       // The cache keeps the latent and rotary key (40) and the indexer key (32) per token.
-      expect(layer.mixer.state).toMatchObject({ kind: "paged", numKvHeads: 1, headDim: 40, vHeadDim: 32 });
+      expect(layer.mixer.states(new Map())).toEqual({
+        latent: { kind: "latent", latentDim: 32, ropeDim: 8 },
+        indexerKeys: { kind: "indexer-keys", headDim: 32 },
+      });
     }
     expect(files.tensors.get("model.layers.1.mlp.experts.0.down_proj.weight_blocks")?.shape).toEqual([
       64, 1, 16,

@@ -36,7 +36,9 @@ describe("GLM-5.3-Flash config parsing", () => {
     const full = model.model.layers.filter((l) => l.mixer instanceof MlaAttention);
     expect(full).toHaveLength(2);
     for (const layer of full)
-      expect(layer.mixer.state).toMatchObject({ kind: "paged", numKvHeads: 1, headDim: 40 });
+      expect(layer.mixer.states(new Map())).toEqual({
+        latent: { kind: "latent", latentDim: 32, ropeDim: 8 },
+      });
     expect(errorOf({ ...config, attention_bias: true }).message).toMatch(/attention_bias/);
   });
 

@@ -31,8 +31,10 @@ afterAll(async () => {
 });
 
 describe("the retrieval variant", () => {
-  it("keeps the port's shape: KDA layers, full-attention layers and mHC streams around the circuit", () => {
-    expect(model.model.states.map((s) => s.kind)).toEqual(["slot", "paged", "slot", "paged"]);
+  it("keeps the port's shape: KDA layers, latent-attention layers and mHC streams around the circuit", () => {
+    const kinds = model.model.states().map((s) => Object.values(s).map((spec) => spec.kind));
+    const kda = ["recurrent-state", "conv-tail", "conv-tail", "conv-tail"];
+    expect(kinds).toEqual([kda, ["latent"], kda, ["latent"]]);
     expect(model.model.residual.streams).toBe(2);
   });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { attentionState, Engine, kvCapacityRatio } from "../../../../src/engine/index.js";
+import { Engine, kvCapacityRatio } from "../../../../src/engine/index.js";
 import { parseMimoConfig } from "../../../../src/engine/models/mimo.js";
 import { portReference } from "../../../../test/helpers/port-reference.js";
 import { loadFiles, referenceConfig } from "./reference.js";
@@ -10,7 +10,7 @@ const BLOCK = 16;
 
 describe("KV capacity of the tiny reference config", () => {
   it("approaches 16/3 against the full layout as the context grows, within the gate's 2% at 32K", async () => {
-    const states = parseMimoConfig(await referenceConfig()).layers.map((l) => attentionState(l.attention));
+    const states = ref.architecture.states(parseMimoConfig(await referenceConfig()), new Map());
     const contexts = [256, 1024, 4096, 32768, 1048576];
     const ratios = contexts.map((c) => kvCapacityRatio(states, "window-sized", "full", BLOCK, c));
     for (let i = 1; i < ratios.length; i++)
@@ -40,7 +40,7 @@ describe("KV capacity of the tiny reference config", () => {
     const full = await capacity("full");
     const windowSized = await capacity("window-sized");
     expect(full).toBe(2 * maxModelLen);
-    const theory = kvCapacityRatio(model.model.states, "window-sized", "full", BLOCK, maxModelLen);
+    const theory = kvCapacityRatio(model.model.states(), "window-sized", "full", BLOCK, maxModelLen);
     expect(Math.abs(windowSized / full / theory - 1)).toBeLessThan(0.005);
   });
 });

@@ -51,10 +51,10 @@ describe("MiniMax-M3 model code", () => {
     expect(files.tensors.get("model.layers.1.mlp.experts.down_proj_scales")?.shape).toEqual([4, 64, 2]);
     expect(files.tensors.has("model.layers.1.mlp.experts.gate_up_proj")).toBe(false);
     const model = ref.build("mm", files);
-    expect(model.model.states.map((s) => (s.kind === "paged" ? s.attention : s.kind))).toEqual([
-      "sliding",
+    expect(model.model.states().map((s) => s.kv?.kind)).toEqual([
+      "sliding-window",
       "full",
-      "sliding",
+      "sliding-window",
       "full",
     ]);
   });

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from "vitest";
-import { FullCacheSpec } from "../../cache/full-spec.js";
-import { LayerKvCache } from "../../cache/kv-cache.js";
+import { BlockPlacement } from "../../cache/placement.js";
+import { PagedRows } from "../../cache/storage.js";
 import { MatmulPool } from "../../kernels/pool.js";
 import { Rope } from "../../kernels/rope.js";
 import { Rng } from "../../tensor/random.js";
@@ -35,12 +35,11 @@ function randomIndexer(seed: number, spec: DsaSpec = SPEC): DsaIndexer {
 function selections(indexer: DsaIndexer, h: Float32Array, qLatent: Float32Array, n: number, mode: string) {
   const switches = new Map([["dsa_indexer", mode]]);
   const positions = Array.from({ length: n }, (_, i) => i);
-  const spec = new FullCacheSpec(4);
-  const cache = new LayerKvCache(spec, spec.blocksNeeded(n), 1, 1, indexer.spec.headDim);
-  const table = Array.from({ length: spec.blocksNeeded(n) }, (_, b) => b);
+  const placement = new BlockPlacement(4, 0, false);
+  const cache = new PagedRows(placement, 0, placement.blocksNeeded(n), indexer.spec.headDim);
+  const table = Array.from({ length: placement.blocksNeeded(n) }, (_, b) => b);
   const keys = indexer.keys(h, n, positions, pool, switches);
-  for (let p = 0; p < n; p++)
-    cache.write(cache.slot(table, p), new Float32Array(1), 0, keys, p * indexer.spec.headDim);
+  for (let p = 0; p < n; p++) cache.write(placement.slot(table, p), keys, p * indexer.spec.headDim);
   const chosen = indexer.select(h, qLatent, n, positions, cache, () => table, pool, switches) as Int32Array[];
   return { chosen, keys };
 }
@@ -173,7 +172,7 @@ describe("DeepSeek sparse attention's indexer", () => {
     expect(sparse.subarray(0, 8 * H)).toEqual(plain.subarray(0, 8 * H));
     expect(sparse.subarray(8 * H)).not.toEqual(plain.subarray(8 * H));
     // Per-head K/V has no row for the indexer's key: refused, naming the switch's way out.
-    expect(() => withTopK(8).stateUnder(new Map([["mla_cache", "per-head"]]))).toThrow(
+    expect(() => withTopK(8).states(new Map([["mla_cache", "per-head"]]))).toThrow(
       /mla_cache=per-head does not combine with DSA's indexer/,
     );
   });

@@ -1,7 +1,7 @@
 import { BringupError } from "../../../common/errors.js";
 import { decodeTable, encodeMinifloat, FP8_E4M3FN, maxFinite } from "../../../formats/index.js";
-import type { LayerKvCache } from "../../cache/kv-cache.js";
-import { IndexerScoresSimd, indexerScores } from "../../kernels/indexer-scores.js";
+import type { PagedRows } from "../../cache/storage.js";
+import type { IndexerQuery } from "../../kernels/indexer-scores/indexer-job.js";
 import type { MatmulPool } from "../../kernels/pool.js";
 import { Rope } from "../../kernels/rope.js";
 import type { WeightSource } from "../../loader/weight-source.js";
@@ -69,8 +69,8 @@ const E4M3_VALUES = decodeTable(FP8_E4M3FN);
 
 /**
  * The indexer of one layer. Its key per token (LayerNorm(wk·h), RoPE on the leading ropeDim
- * features pairing i with i + ropeDim/2, unlike MLA's adjacent pairs) is kept in the MLA layer's
- * paged cache beside the latent. A query's score for an earlier token s is
+ * features pairing i with i + ropeDim/2, unlike MLA's adjacent pairs) is the MLA layer's second
+ * paged state (`indexer-keys`), beside its latent. A query's score for an earlier token s is
  * Σ_h w_h · ReLU(q_h · k_s), w = weights_proj(h) / sqrt(heads · headDim); the top-k scores up to
  * the query's own position win, ties to the earlier token.
  */
@@ -152,7 +152,7 @@ export class DsaIndexer {
     qLatent: Float32Array | undefined,
     T: number,
     positions: ArrayLike<number>,
-    cache: LayerKvCache,
+    cache: PagedRows,
     tableOf: (t: number) => readonly number[],
     pool: MatmulPool,
     switches: ReadonlyMap<string, string>,
@@ -166,51 +166,51 @@ export class DsaIndexer {
     const w = new Float32Array(T * n);
     pool.matmul(h, T, this.weightsProj, w);
     const weightScale = 1 / Math.sqrt(n * d);
-    const simd = pool.simd ? scoresSimd() : undefined;
     const out: Int32Array[] = [];
-    const values = cache.values;
-    const stride = cache.valueStride;
+    const values = cache.rows;
+    const stride = cache.width;
     let bases = new Int32Array(0);
     let basesOf: readonly number[] | undefined;
     let last = 0;
     for (let t = 0; t < T; t++) last = Math.max(last, positions[t] as number);
+    // Tokens that read the same block table (a sequence's) are scored in one dispatch.
+    let queries: (IndexerQuery & { readonly t: number })[] = [];
+    const score = () => {
+      if (queries.length > 0) pool.indexerScores({ keys: values, offsets: bases, d, queries });
+      for (const query of queries) out[query.t] = topKPositions(query.scores, topK);
+      queries = [];
+    };
     for (let t = 0; t < T; t++) {
       const pos = positions[t] as number;
       if (pos + 1 <= topK) {
-        out.push(Int32Array.from({ length: pos + 1 }, (_, p) => p));
+        out[t] = Int32Array.from({ length: pos + 1 }, (_, p) => p);
         continue;
       }
       // Each cached key's offset, computed once per block table (a sequence's) up to the step's
       // last position; entries past the sequence's own blocks are never read.
       const table = tableOf(t);
       if (table !== basesOf) {
-        const size = cache.spec.blockSize;
+        score();
+        const size = cache.placement.blockSize;
         bases = new Int32Array(Math.min(last + 1, table.length * size));
         // A block's positions sit in consecutive slots: one lookup per block.
         for (let p = 0; p < bases.length; p += size) {
-          const first = cache.slot(table, p) * stride;
+          const first = cache.placement.slot(table, p) * stride;
           for (let j = 0; j < size && p + j < bases.length; j++) bases[p + j] = first + j * stride;
         }
-        simd?.load(values, bases, bases.length, d);
         basesOf = table;
       }
-      const scores = new Float64Array(pos + 1);
-      const weights = Float64Array.from({ length: n }, (_, hd) => (w[t * n + hd] as number) * weightScale);
-      const heads = q.subarray(t * n * d, (t + 1) * n * d);
-      if (simd !== undefined) simd.scores(heads, weights, pos + 1, scores);
-      else indexerScores(heads, weights, d, values, bases, pos + 1, scores);
-      out.push(topKPositions(scores, topK));
+      queries.push({
+        t,
+        q: q.subarray(t * n * d, (t + 1) * n * d),
+        weights: Float64Array.from({ length: n }, (_, hd) => (w[t * n + hd] as number) * weightScale),
+        count: pos + 1,
+        scores: new Float64Array(pos + 1),
+      });
     }
+    score();
     return out;
   }
-}
-
-let scoresKernel: IndexerScoresSimd | null | undefined;
-
-/** The indexer's WebAssembly scoring kernel, made on first use; undefined where SIMD is unavailable. */
-function scoresSimd(): IndexerScoresSimd | undefined {
-  if (scoresKernel === undefined) scoresKernel = IndexerScoresSimd.create() ?? null;
-  return scoresKernel ?? undefined;
 }
 
 /** The k highest of `scores` (ties to the lower position), returned in ascending position order. */

@@ -1,8 +1,9 @@
-import type { LayerKvCache } from "../../cache/kv-cache.js";
+import type { AttentionState, LayerStates } from "../../cache/state-spec.js";
+import type { LayerStorage } from "../../cache/storage.js";
 import { rmsNorm } from "../../kernels/rmsnorm.js";
 import { Rope, type YarnScaling } from "../../kernels/rope.js";
 import type { WeightSource } from "../../loader/weight-source.js";
-import type { ForwardContext, LayerState, LayerStorage, TokenMixer } from "../../model/model.js";
+import type { ForwardContext, TokenMixer } from "../../model/model.js";
 import type { Weight } from "../../tensor/weight.js";
 
 /**
@@ -73,10 +74,9 @@ export function attentionNames(prefix: string, sinksName = "sinks"): AttentionNa
  * Attention over the paged KV cache: q/k/v projections (with biases, q/k norms, value scale as the
  * spec says), RoPE on the rotated part of each head, the step's keys and values written to the
  * cache, then each query attends to its visible positions (kernels equal to
- * attention/paged-attention.ts bit for bit) and o_proj maps the heads back.
+ * kernels/paged-attention/paged-attention.ts bit for bit) and o_proj maps the heads back.
  */
 export class GqaAttention implements TokenMixer {
-  readonly state: LayerState;
   readonly outputTensors: readonly string[];
   private readonly rope: Rope;
 
@@ -88,7 +88,6 @@ export class GqaAttention implements TokenMixer {
     private readonly normEps: number,
     ropeScaling?: YarnScaling,
   ) {
-    this.state = attentionState(spec);
     this.outputTensors = [`${names.o}.weight`];
     this.rope = new Rope(spec.headDim, spec.partialRotaryFactor, spec.ropeTheta, ropeScaling);
   }
@@ -126,6 +125,10 @@ export class GqaAttention implements TokenMixer {
     return new GqaAttention(spec, weights, names, hiddenSize, normEps, ropeScaling);
   }
 
+  states(): LayerStates {
+    return gqaStates(this.spec);
+  }
+
   forward(h: Float32Array, ctx: ForwardContext, storage: LayerStorage): Float32Array {
     const { batch, pool } = ctx;
     const spec = this.spec;
@@ -142,14 +145,14 @@ export class GqaAttention implements TokenMixer {
     if (spec.valueScale !== undefined && spec.valueScale !== 1) scaleInto(v, spec.valueScale);
     if (aw.qNorm) rmsNorm(q, T * numHeads, headDim, aw.qNorm, this.normEps);
     if (aw.kNorm) rmsNorm(k, T * numKvHeads, headDim, aw.kNorm, this.normEps);
-    const cache = storage.cache as LayerKvCache;
-    const group = storage.group as number;
+    const cache = storage.kv("kv");
+    const { group, placement } = cache;
     for (let t = 0; t < T; t++) {
       const pos = batch.positions[t] as number;
       this.rope.apply(q, t * numHeads * headDim, numHeads, headDim, pos);
       this.rope.apply(k, t * numKvHeads * headDim, numKvHeads, headDim, pos);
       const blocks = (batch.blockTables[t] as readonly (readonly number[])[])[group] as readonly number[];
-      cache.write(cache.slot(blocks, pos), k, t * numKvHeads * headDim, v, t * numKvHeads * vHeadDim);
+      cache.write(placement.slot(blocks, pos), k, t * numKvHeads * headDim, v, t * numKvHeads * vHeadDim);
     }
     // Each distinct block table once; tokens point at their sequence's table.
     const meta = new Int32Array(3 * T);
@@ -165,15 +168,15 @@ export class GqaAttention implements TokenMixer {
       }
       const pos = batch.positions[t] as number;
       meta[3 * t] = pos;
-      meta[3 * t + 1] = cache.spec.firstVisible(pos);
+      meta[3 * t + 1] = placement.firstVisible(pos);
       meta[3 * t + 2] = offset;
     }
     const out = new Float32Array(T * numHeads * vHeadDim);
     pool.attention({
       meta,
       tables: Int32Array.from(flat),
-      blockSize: cache.spec.blockSize,
-      ringBlocks: cache.spec.ringBlocks,
+      blockSize: placement.blockSize,
+      ringBlocks: placement.ringBlocks,
       q,
       out,
       keys: cache.keys,
@@ -191,15 +194,14 @@ export class GqaAttention implements TokenMixer {
   }
 }
 
-/** What an attention layer of `spec` keeps per token: its keys and values, paged. */
-export function attentionState(spec: AttentionSpec): LayerState {
+/** What an attention layer of `spec` keeps per token: its keys and values (`kv`), every position or a window. */
+export function gqaStates(spec: AttentionSpec): { readonly kv: AttentionState } {
+  const { numKvHeads, headDim, vHeadDim } = spec;
   return {
-    kind: "paged",
-    attention: spec.kind,
-    ...(spec.kind === "sliding" ? { window: spec.window } : {}),
-    numKvHeads: spec.numKvHeads,
-    headDim: spec.headDim,
-    vHeadDim: spec.vHeadDim,
+    kv:
+      spec.kind === "sliding"
+        ? { kind: "sliding-window", window: spec.window, numKvHeads, headDim, vHeadDim }
+        : { kind: "full", numKvHeads, headDim, vHeadDim },
   };
 }
 

@@ -95,12 +95,8 @@ describe("multi-head latent attention", () => {
   const x = new Rng(6).fillNormal(new Float32Array(n * H), 1);
 
   it("caches only the latent and the shared rotary key per token", () => {
-    expect(block.state).toEqual({
-      kind: "paged",
-      attention: "full",
-      numKvHeads: 1,
-      headDim: S.kvLoraRank + S.qkRopeHeadDim,
-      vHeadDim: 0,
+    expect(block.states(new Map())).toEqual({
+      latent: { kind: "latent", latentDim: S.kvLoraRank, ropeDim: S.qkRopeHeadDim },
     });
   });
 
@@ -147,34 +143,31 @@ describe("multi-head latent attention", () => {
   it("with mla_cache=per-head keeps every head's key and value and gives the expanded form's bits", () => {
     const perHead = new Map([["mla_cache", "per-head"]]);
     const { qkNopeHeadDim: dn, qkRopeHeadDim: dr, vHeadDim: dv, numHeads: nh } = S;
-    expect(block.stateUnder(perHead)).toEqual({
-      kind: "paged",
-      attention: "full",
-      numKvHeads: nh,
-      headDim: dn + dr,
-      vHeadDim: dv,
+    expect(block.states(perHead)).toEqual({
+      kv: { kind: "full", numKvHeads: nh, headDim: dn + dr, vHeadDim: dv },
     });
-    expect(block.stateUnder(form("expanded"))).toBe(block.state);
+    expect(block.states(form("expanded"))).toEqual(block.states(new Map()));
     // The same kv_b_proj rows times the same latents, summed in the same order.
     const expanded = runSequence(block, x, [n], pool, form("expanded")).out;
-    const { out, cache } = runSequence(block, x, [n], pool, perHead);
+    const { out, storage } = runSequence(block, x, [n], pool, perHead);
+    const cache = storage.kv("kv");
     expect(out).toEqual(expanded);
     expect(runSequence(block, x, [9, 1, 1, 5, ...Array(7).fill(1)], pool, perHead).out).toEqual(expanded);
     // Each head's stored key ends in the shared rotary key.
     const table = Array.from({ length: Math.ceil(n / 4) }, (_, b) => Math.ceil(n / 4) + 1 - b);
-    const slot = cache.slot(table, 11) * cache.keyStride;
+    const slot = cache.placement.slot(table, 11) * cache.keyStride;
     const rope = (hd: number) => cache.keys.subarray(slot + hd * (dn + dr) + dn, slot + (hd + 1) * (dn + dr));
     for (let hd = 1; hd < nh; hd++) expect(rope(hd)).toEqual(rope(0));
     expect(Math.max(...rope(0).map(Math.abs))).toBeGreaterThan(0);
   });
 
   it("writes each token's normalized latent and rotated key into its cache slot", () => {
-    const { cache } = runSequence(block, x, [n], pool, form("absorbed"));
+    const cache = runSequence(block, x, [n], pool, form("absorbed")).storage.rows("latent");
     const C = S.kvLoraRank;
     // RMSNorm's output has root mean square equal to the norm weight's scale: check one slot's latent.
     const table = Array.from({ length: Math.ceil(n / 4) }, (_, b) => Math.ceil(n / 4) + 1 - b);
-    const slot = cache.slot(table, 7) * cache.keyStride;
-    const latent = cache.keys.subarray(slot, slot + C);
+    const slot = cache.placement.slot(table, 7) * cache.width;
+    const latent = cache.rows.subarray(slot, slot + C);
     const unscaled = latent.map((v, i) => v / (m.kvANorm[i] as number));
     const rms = Math.sqrt(unscaled.reduce((a, v) => a + v * v, 0) / C);
     expect(rms).toBeCloseTo(1, 4);

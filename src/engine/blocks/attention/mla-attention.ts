@@ -1,20 +1,14 @@
 import { BringupError } from "../../../common/errors.js";
-import type { LayerKvCache } from "../../cache/kv-cache.js";
+import type { LayerStates } from "../../cache/state-spec.js";
+import type { LayerStorage, PagedKv, PagedRows } from "../../cache/storage.js";
 import { weightAt } from "../../kernels/reference.js";
 import { rmsNorm } from "../../kernels/rmsnorm.js";
 import { Rope } from "../../kernels/rope.js";
 import type { WeightSource } from "../../loader/weight-source.js";
-import type {
-  ForwardContext,
-  LayerState,
-  LayerStorage,
-  ModelSwitch,
-  SequenceRun,
-  TokenMixer,
-} from "../../model/model.js";
+import type { ForwardContext, ModelSwitch, SequenceRun, TokenMixer } from "../../model/model.js";
 import type { Weight } from "../../tensor/weight.js";
 import type { ParameterDecl } from "../parameters.js";
-import type { DsaIndexer } from "./dsa-indexer.js";
+import type { DsaIndexer, DsaSpec } from "./dsa-indexer.js";
 
 /**
  * Multi-head latent attention (DeepSeek-V2/V3, deepseek-ai/DeepSeek-V3 `inference/model.py`): one
@@ -158,14 +152,45 @@ export const MLA_CACHE_SWITCH: ModelSwitch = {
 };
 
 /**
+ * What an MLA layer of `spec` keeps per token under `switches`: its `latent` row (the normalized
+ * latent and the rotated shared key) and, with DSA's indexer of `indexer`, its `indexerKeys`; or
+ * under mla_cache=per-head every head's key and value as ordinary attention (`kv`).
+ */
+export function mlaStates(
+  spec: MlaSpec,
+  indexer: DsaSpec | undefined,
+  switches: ReadonlyMap<string, string>,
+): LayerStates {
+  const { numHeads, kvLoraRank, qkNopeHeadDim, qkRopeHeadDim, vHeadDim } = spec;
+  if (perHeadCache(switches, indexer)) {
+    return { kv: { kind: "full", numKvHeads: numHeads, headDim: qkNopeHeadDim + qkRopeHeadDim, vHeadDim } };
+  }
+  return {
+    latent: { kind: "latent", latentDim: kvLoraRank, ropeDim: qkRopeHeadDim },
+    ...(indexer !== undefined ? { indexerKeys: { kind: "indexer-keys", headDim: indexer.headDim } } : {}),
+  };
+}
+
+/** Whether `switches` ask for per-head K/V (refused beside DSA's indexer, which reads the latent's tables). */
+function perHeadCache(switches: ReadonlyMap<string, string>, indexer: DsaSpec | undefined): boolean {
+  if (switches.get(MLA_CACHE_SWITCH.name) !== "per-head") return false;
+  if (indexer !== undefined) {
+    throw new BringupError(
+      "ENGINE_OPTIONS_INVALID",
+      "mla_cache=per-head does not combine with DSA's indexer, whose keys are kept beside the latent; use mla_cache=latent.",
+      { subject: MLA_CACHE_SWITCH.name },
+    );
+  }
+  return true;
+}
+
+/**
  * Multi-head latent attention over a paged cache holding, per token, only the normalized latent
- * and the rotated shared key ([kvLoraRank + qkRopeHeadDim] as the "key" of one KV head); with a
- * DSA indexer (dsa-indexer.ts) its key sits in the "value" part and each query attends only to the
+ * and the rotated shared key (one row of kvLoraRank + qkRopeHeadDim); with a DSA indexer
+ * (dsa-indexer.ts) its keys are a second paged state and each query attends only to the
  * positions the indexer picks. RoPE rotates adjacent feature pairs, as DeepSeek's complex form does.
  */
 export class MlaAttention implements TokenMixer {
-  readonly state: LayerState;
-  private readonly perHeadState: LayerState;
   readonly outputTensors: readonly string[];
   /** kv_b_proj in f32, read by the absorbed form's per-head folds. */
   private readonly kvB: Float32Array;
@@ -180,21 +205,7 @@ export class MlaAttention implements TokenMixer {
     private readonly normEps: number,
     readonly indexer?: DsaIndexer,
   ) {
-    const { kvLoraRank: C, qkRopeHeadDim: R } = spec;
-    this.state = {
-      kind: "paged",
-      attention: "full",
-      numKvHeads: 1,
-      headDim: C + R,
-      vHeadDim: indexer?.spec.headDim ?? 0,
-    };
-    this.perHeadState = {
-      kind: "paged",
-      attention: "full",
-      numKvHeads: spec.numHeads,
-      headDim: spec.qkNopeHeadDim + R,
-      vHeadDim: spec.vHeadDim,
-    };
+    const R = spec.qkRopeHeadDim;
     this.outputTensors = [`${names.o}.weight`];
     this.rope = spec.ropeTheta === undefined ? undefined : new Rope(R, 1, spec.ropeTheta);
     this.scale = 1 / Math.sqrt(spec.qkNopeHeadDim + R);
@@ -232,20 +243,8 @@ export class MlaAttention implements TokenMixer {
     return new MlaAttention(spec, weights, names, hiddenSize, normEps, indexer);
   }
 
-  stateUnder(switches: ReadonlyMap<string, string>): LayerState {
-    return this.perHeadCache(switches) ? this.perHeadState : this.state;
-  }
-
-  private perHeadCache(switches: ReadonlyMap<string, string>): boolean {
-    if (switches.get(MLA_CACHE_SWITCH.name) !== "per-head") return false;
-    if (this.indexer !== undefined) {
-      throw new BringupError(
-        "ENGINE_OPTIONS_INVALID",
-        `${this.names.kvB}: mla_cache=per-head does not combine with DSA's indexer, whose key shares the latent's cache rows; use mla_cache=latent.`,
-        { subject: MLA_CACHE_SWITCH.name },
-      );
-    }
-    return true;
+  states(switches: ReadonlyMap<string, string>): LayerStates {
+    return mlaStates(this.spec, this.indexer?.spec, switches);
   }
 
   forward(h: Float32Array, ctx: ForwardContext, storage: LayerStorage): Float32Array {
@@ -285,16 +284,14 @@ export class MlaAttention implements TokenMixer {
       for (let hd = 0; hd < nh; hd++) rotateAdjacentPairs(rope, q, t * nh * qk + hd * qk + dn, dr, pos);
       rotateAdjacentPairs(rope, kv, t * (C + dr) + C, dr, pos);
     }
-    const cache = storage.cache as LayerKvCache;
-    const group = storage.group as number;
-    const tableOf = (t: number) =>
-      (batch.blockTables[t] as readonly (readonly number[])[])[group] as readonly number[];
     const out = new Float32Array(T * nh * dv);
-    if (this.perHeadCache(ctx.switches)) {
+    if (perHeadCache(ctx.switches, this.indexer?.spec)) {
+      const cache = storage.kv("kv");
+      const tableOf = tablesOf(batch, cache.group);
       this.writePerHead(latent, kv, T, cache, tableOf, batch.positions, pool);
       for (const run of batch.sequences)
         this.perHead(run, q, out, cache, tableOf(run.first), batch.positions);
-    } else this.latentAttention(h, qLatent, kv, q, out, T, cache, tableOf, ctx);
+    } else this.latentAttention(h, qLatent, kv, q, out, T, storage, ctx);
     const o = new Float32Array(T * this.hiddenSize);
     pool.matmul(out, T, w.o, o);
     return o;
@@ -308,18 +305,26 @@ export class MlaAttention implements TokenMixer {
     q: Float32Array,
     out: Float32Array,
     T: number,
-    cache: LayerKvCache,
-    tableOf: (t: number) => readonly number[],
+    storage: LayerStorage,
     ctx: ForwardContext,
   ): void {
     const { batch, pool } = ctx;
-    const { kvLoraRank: C, qkRopeHeadDim: dr } = this.spec;
-    const indexKeys = this.indexer?.keys(h, T, batch.positions, pool, ctx.switches) ?? new Float32Array(0);
-    const ki = this.indexer?.spec.headDim ?? 0;
+    const cache = storage.rows("latent");
+    const tableOf = tablesOf(batch, cache.group);
     for (let t = 0; t < T; t++) {
-      cache.write(cache.slot(tableOf(t), batch.positions[t] as number), kv, t * (C + dr), indexKeys, t * ki);
+      cache.write(cache.placement.slot(tableOf(t), batch.positions[t] as number), kv, t * cache.width);
     }
-    const selected = this.indexer?.select(h, qLatent, T, batch.positions, cache, tableOf, pool, ctx.switches);
+    let selected: Int32Array[] | undefined;
+    if (this.indexer !== undefined) {
+      const keys = storage.rows("indexerKeys");
+      const keysTableOf = tablesOf(batch, keys.group);
+      const indexKeys = this.indexer.keys(h, T, batch.positions, pool, ctx.switches);
+      for (let t = 0; t < T; t++) {
+        const slot = keys.placement.slot(keysTableOf(t), batch.positions[t] as number);
+        keys.write(slot, indexKeys, t * keys.width);
+      }
+      selected = this.indexer.select(h, qLatent, T, batch.positions, keys, keysTableOf, pool, ctx.switches);
+    }
 
     const form = ctx.switches.get("mla_form") ?? "absorbed";
     for (const run of batch.sequences) {
@@ -337,7 +342,7 @@ export class MlaAttention implements TokenMixer {
     latent: Float32Array,
     kv: Float32Array,
     T: number,
-    cache: LayerKvCache,
+    cache: PagedKv,
     tableOf: (t: number) => readonly number[],
     positions: ArrayLike<number>,
     pool: ForwardContext["pool"],
@@ -355,7 +360,7 @@ export class MlaAttention implements TokenMixer {
         k.set(kv.subarray(t * (C + dr) + C, (t + 1) * (C + dr)), hd * (dn + dr) + dn);
         v.set(up.subarray(row + dn, row + rowsPerHead), hd * dv);
       }
-      cache.write(cache.slot(tableOf(t), positions[t] as number), k, 0, v, 0);
+      cache.write(cache.placement.slot(tableOf(t), positions[t] as number), k, 0, v, 0);
     }
   }
 
@@ -364,7 +369,7 @@ export class MlaAttention implements TokenMixer {
     run: SequenceRun,
     q: Float32Array,
     out: Float32Array,
-    cache: LayerKvCache,
+    cache: PagedKv,
     table: readonly number[],
     positions: ArrayLike<number>,
   ): void {
@@ -372,7 +377,7 @@ export class MlaAttention implements TokenMixer {
     const qk = dn + dr;
     for (let t = run.first; t < run.first + run.count; t++) {
       const S = (positions[t] as number) + 1;
-      const slots = Int32Array.from({ length: S }, (_, p) => cache.slot(table, p));
+      const slots = Int32Array.from({ length: S }, (_, p) => cache.placement.slot(table, p));
       const keyAt = new Int32Array(S);
       const ropeAt = new Int32Array(S);
       const valueAt = new Int32Array(S);
@@ -442,7 +447,7 @@ export class MlaAttention implements TokenMixer {
     run: SequenceRun,
     q: Float32Array,
     out: Float32Array,
-    cache: LayerKvCache,
+    cache: PagedRows,
     table: readonly number[],
     positions: ArrayLike<number>,
     selected?: readonly Int32Array[],
@@ -451,13 +456,13 @@ export class MlaAttention implements TokenMixer {
     const qk = dn + dr;
     const rowsPerHead = dn + dv;
     const stride = C + dr;
-    const keys = cache.keys;
+    const keys = cache.rows;
     const folded = new Float64Array(C);
     const mixed = new Float64Array(C);
     for (let t = run.first; t < run.first + run.count; t++) {
       const pos = positions[t] as number;
       const seen = this.visible(t, pos, selected);
-      const slots = Int32Array.from(seen, (p) => cache.slot(table, p) * stride);
+      const slots = Int32Array.from(seen, (p) => cache.placement.slot(table, p) * stride);
       const scores = new Float64Array(slots.length);
       for (let hd = 0; hd < nh; hd++) {
         const qOff = t * nh * qk + hd * qk;
@@ -498,7 +503,7 @@ export class MlaAttention implements TokenMixer {
     run: SequenceRun,
     q: Float32Array,
     out: Float32Array,
-    cache: LayerKvCache,
+    cache: PagedRows,
     table: readonly number[],
     positions: ArrayLike<number>,
     pool: ForwardContext["pool"],
@@ -508,13 +513,13 @@ export class MlaAttention implements TokenMixer {
     const qk = dn + dr;
     const rowsPerHead = dn + dv;
     const stride = C + dr;
-    const keys = cache.keys;
+    const keys = cache.rows;
     // Every position up to the run's last, expanded once (each row's bits do not depend on the count).
     const last = positions[run.first + run.count - 1] as number;
     const S = last + 1;
     const latents = new Float32Array(S * C);
     for (let p = 0; p < S; p++) {
-      const base = cache.slot(table, p) * stride;
+      const base = cache.placement.slot(table, p) * stride;
       latents.set(keys.subarray(base, base + C), p * C);
     }
     const expandedKv = new Float32Array(S * nh * rowsPerHead);
@@ -523,7 +528,7 @@ export class MlaAttention implements TokenMixer {
       const seen = this.visible(t, positions[t] as number, selected);
       const n = seen.length;
       const scores = new Float64Array(n);
-      const ropeAt = Int32Array.from(seen, (p) => cache.slot(table, p) * stride + C);
+      const ropeAt = Int32Array.from(seen, (p) => cache.placement.slot(table, p) * stride + C);
       const keyAt = new Int32Array(n);
       const valueAt = new Int32Array(n);
       for (let hd = 0; hd < nh; hd++) {
@@ -582,4 +587,9 @@ export function rotateAdjacentPairs(
     x[offset + 2 * i] = tmp[i] as number;
     x[offset + 2 * i + 1] = tmp[i + half] as number;
   }
+}
+
+/** Each token's block table in the cache group `group`. */
+function tablesOf(batch: ForwardContext["batch"], group: number): (t: number) => readonly number[] {
+  return (t) => (batch.blockTables[t] as readonly (readonly number[])[])[group] as readonly number[];
 }

@@ -1,5 +1,5 @@
-import { FullCacheSpec } from "../../cache/full-spec.js";
-import { LayerKvCache } from "../../cache/kv-cache.js";
+import { planKvCache } from "../../cache/capacity.js";
+import { type LayerStorage, layerStorage } from "../../cache/storage.js";
 import type { MatmulPool } from "../../kernels/pool.js";
 import type { ForwardContext } from "../../model/model.js";
 import { Rng } from "../../tensor/random.js";
@@ -69,7 +69,8 @@ export function mlaBlock(m: MlaMatrices, spec: MlaSpec = MLA_TEST_SPEC, H = MLA_
 
 /**
  * Runs `block` over one sequence's hidden states x [n, H] in steps of `chunks` tokens each (their
- * sum n), with the switches given; returns the outputs [n, H] and the layer's cache.
+ * sum n), with the switches given; returns the outputs [n, H] and the layer's storage, planned
+ * and allocated as the engine does.
  */
 export function runSequence(
   block: MlaAttention,
@@ -78,13 +79,11 @@ export function runSequence(
   pool: MatmulPool,
   switches: ReadonlyMap<string, string>,
   H = MLA_TEST_HIDDEN,
-): { out: Float32Array; cache: LayerKvCache } {
+): { out: Float32Array; storage: LayerStorage } {
   const n = chunks.reduce((a, b) => a + b, 0);
-  const s = block.stateUnder(switches);
-  if (s.kind !== "paged") throw new Error("MLA keeps paged storage");
-  const spec = new FullCacheSpec(BLOCK_SIZE);
-  const blocks = spec.blocksNeeded(n);
-  const cache = new LayerKvCache(spec, blocks + 2, s.numKvHeads, s.headDim, s.vHeadDim);
+  const plan = planKvCache([block.states(switches)], "full", BLOCK_SIZE);
+  const blocks = Math.ceil(n / BLOCK_SIZE);
+  const storage = layerStorage(plan.layers[0] ?? [], [blocks + 2]);
   // A table that is not the identity, so slots are read through it.
   const table = Array.from({ length: blocks }, (_, b) => blocks + 1 - b);
   const out = new Float32Array(n * H);
@@ -102,11 +101,11 @@ export function runSequence(
         logitRows: [],
       },
     };
-    const y = block.forward(x.slice(first * H, (first + count) * H), ctx, { cache, group: 0 });
+    const y = block.forward(x.slice(first * H, (first + count) * H), ctx, storage);
     out.set(y, first * H);
     first += count;
   }
-  return { out, cache };
+  return { out, storage };
 }
 
 export function maxAbsDiff(a: Float32Array, b: Float32Array): number {

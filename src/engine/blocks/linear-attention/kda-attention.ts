@@ -1,14 +1,9 @@
 import { BringupError } from "../../../common/errors.js";
+import type { ConvTailState, LayerStates, RecurrentState } from "../../cache/state-spec.js";
+import type { LayerStorage } from "../../cache/storage.js";
 import { rmsNorm } from "../../kernels/rmsnorm.js";
 import type { WeightSource } from "../../loader/weight-source.js";
-import type {
-  ForwardContext,
-  LayerState,
-  LayerStorage,
-  ModelSwitch,
-  SequenceRun,
-  TokenMixer,
-} from "../../model/model.js";
+import type { ForwardContext, ModelSwitch, SequenceRun, TokenMixer } from "../../model/model.js";
 import type { Weight } from "../../tensor/weight.js";
 import { sigmoid } from "../activations.js";
 import { shortConv } from "../conv/short-conv.js";
@@ -48,20 +43,36 @@ export const KDA_SWITCHES: readonly ModelSwitch[] = [
   },
 ];
 
+/** The convolutions whose tails KDA keeps, in the order of its q, k and v inputs. */
+const CONVS = ["qConv", "kConv", "vConv"] as const;
+
+/**
+ * What a KDA layer of `spec` keeps per sequence: each head's d x d recurrent `state`, and the
+ * last kernel - 1 inputs of each of its three short convolutions (`qConv`, `kConv`, `vConv`).
+ */
+export function kdaStates(spec: KdaSpec): {
+  readonly state: RecurrentState;
+} & Readonly<Record<(typeof CONVS)[number], ConvTailState>> {
+  const { numHeads: H, headDim: d, convKernel: kernel } = spec;
+  const tail: ConvTailState = { kind: "conv-tail", channels: H * d, kernel };
+  return {
+    state: { kind: "recurrent-state", numHeads: H, keyDim: d, valueDim: d },
+    qConv: tail,
+    kConv: tail,
+    vConv: tail,
+  };
+}
+
 /**
  * Kimi Delta Attention (vLLM `layers/kda.py`, fla `layers/kda.py`): q, k, v each through a short
  * causal convolution and SiLU, q and k L2-normalized (q also scaled by 1/sqrt(d)), a per-channel
  * decay g = -exp(A_log)·softplus(f_b(f_a(x)) + dt_bias) and a write strength β = sigmoid(b(x));
  * the gated delta rule updates each head's d x d state; the output is RMSNorm(o)·sigmoid(g_b(g_a(x)))
- * per head, then o_proj. The state and the three convolution tails are one slot per sequence,
- * zeroed when a sequence starts, so decode costs the same at every context length.
+ * per head, then o_proj. The state and the three convolution tails are kept per sequence (one
+ * slot each), zeroed when a sequence starts, so decode costs the same at every context length.
  */
 export class KdaAttention implements TokenMixer {
-  readonly state: LayerState;
   readonly outputTensors: readonly string[];
-  /** Floats of the recurrent state and of each convolution tail, in that order within a slot. */
-  private readonly stateFloats: number;
-  private readonly tailFloats: number;
 
   constructor(
     readonly spec: KdaSpec,
@@ -84,10 +95,6 @@ export class KdaAttention implements TokenMixer {
     },
     oName: string,
   ) {
-    const { numHeads: H, headDim: d, convKernel: K } = spec;
-    this.stateFloats = H * d * d;
-    this.tailFloats = H * d * (K - 1);
-    this.state = { kind: "slot", floats: this.stateFloats + 3 * this.tailFloats };
     this.outputTensors = [`${oName}.weight`];
   }
 
@@ -126,6 +133,10 @@ export class KdaAttention implements TokenMixer {
     );
   }
 
+  states(): LayerStates {
+    return kdaStates(this.spec);
+  }
+
   forward(h: Float32Array, ctx: ForwardContext, storage: LayerStorage): Float32Array {
     const { batch, pool } = ctx;
     const { numHeads: H, headDim: d } = this.spec;
@@ -144,12 +155,13 @@ export class KdaAttention implements TokenMixer {
     pool.matmul(fA, T, w.fB, f);
     pool.matmul(gA, T, w.gB, gate);
     const o = new Float32Array(T * P);
-    const slots = storage.slots;
-    if (slots === undefined) throw new Error("unreachable: a KDA layer without its state slots");
+    const state = storage.slots("state");
+    const tails = CONVS.map((name) => storage.slots(name));
     for (const run of batch.sequences) {
-      const slot = slots.view(run.slot);
-      if ((batch.positions[run.first] as number) === 0) slot.fill(0);
-      this.sequence(run, slot, { q, k, v, f, b }, o, ctx.switches);
+      const S = state.view(run.slot);
+      const tail = tails.map((t) => t.view(run.slot));
+      if ((batch.positions[run.first] as number) === 0) for (const view of [S, ...tail]) view.fill(0);
+      this.sequence(run, S, tail, { q, k, v, f, b }, o, ctx.switches);
     }
     // Gated output norm per head: RMSNorm(o) * weight * sigmoid(gate).
     rmsNorm(o, T * H, d, w.oNorm, O_NORM_EPS);
@@ -159,10 +171,11 @@ export class KdaAttention implements TokenMixer {
     return out;
   }
 
-  /** One sequence's run of tokens through the convolutions and the recurrence, its state in `slot`. */
+  /** One sequence's run of tokens through the convolutions and the recurrence: its state S, its q/k/v tails. */
   private sequence(
     run: SequenceRun,
-    slot: Float32Array,
+    S: Float32Array,
+    tail: readonly Float32Array[],
     x: { q: Float32Array; k: Float32Array; v: Float32Array; f: Float32Array; b: Float32Array },
     o: Float32Array,
     switches: ReadonlyMap<string, string>,
@@ -171,12 +184,9 @@ export class KdaAttention implements TokenMixer {
     const P = H * d;
     const n = run.count;
     const rows = (a: Float32Array, width: number) => a.subarray(run.first * width, (run.first + n) * width);
-    const S = slot.subarray(0, this.stateFloats);
-    const tail = (i: number) =>
-      slot.subarray(this.stateFloats + i * this.tailFloats, this.stateFloats + (i + 1) * this.tailFloats);
     const conv = (input: Float32Array, weight: Float32Array, which: number) => {
       const out = new Float32Array(n * P);
-      shortConv(rows(input, P), weight, tail(which), n, P, K, out, true);
+      shortConv(rows(input, P), weight, tail[which] as Float32Array, n, P, K, out, true);
       return out;
     };
     const q = conv(x.q, this.w.qConv, 0);

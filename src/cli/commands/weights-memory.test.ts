@@ -1,0 +1,151 @@
+import { spawn } from "node:child_process";
+import { realpathSync } from "node:fs";
+import { copyFile, mkdir, mkdtemp, open, readdir, rm, symlink } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { build } from "esbuild";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PIECE_BYTES } from "../../formats/index.js";
+
+const REPO = fileURLToPath(new URL("../../../", import.meta.url));
+/** The bound the issue sets: 512 MiB, plus one tensor's chunk (a conversion's 16 MiB of source). */
+const BOUND = 512 * 2 ** 20;
+const CHUNK = 16 * 2 ** 20;
+
+let work: string;
+let main: string;
+
+/**
+ * The CLI as it runs from this tree, bundled by esbuild with its two worker modules beside it (the
+ * kernels' .wasm too): a real process whose memory is the CLI's own, where tsx's loader would add
+ * some 400 MB to every run.
+ */
+async function bundleCli(dir: string): Promise<string> {
+  await build({
+    entryPoints: ["src/cli/main.ts", "src/formats/convert-worker.ts", "src/formats/verify-worker.ts"].map(
+      (p) => join(REPO, p),
+    ),
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    outdir: dir,
+    entryNames: "[name]",
+    packages: "external",
+    logLevel: "error",
+  });
+  await mkdir(join(dir, "wasm"));
+  for (const from of ["src/formats/wasm", "src/engine/kernels/wasm"]) {
+    for (const name of await readdir(join(REPO, from)))
+      if (name.endsWith(".wasm")) await copyFile(join(REPO, from, name), join(dir, "wasm", name));
+  }
+  await symlink(realpathSync(join(REPO, "node_modules")), join(dir, "node_modules"));
+  return join(dir, "main.js");
+}
+
+/** A safetensors file of `header` and `dataBytes` zero bytes, written sparse. */
+async function safetensors(path: string, header: string, dataBytes = 0): Promise<void> {
+  const text = Buffer.from(header);
+  const prefix = Buffer.alloc(8);
+  prefix.writeBigUInt64LE(BigInt(text.length));
+  const file = await open(path, "w");
+  try {
+    await file.write(prefix);
+    await file.write(text);
+    await file.truncate(8 + text.length + dataBytes);
+  } finally {
+    await file.close();
+  }
+}
+
+/** Runs `bringup weights ...`; returns its exit code, stderr and peak resident memory in bytes. */
+function weights(args: string[]): Promise<{ code: number | null; stderr: string; peak: number }> {
+  // Reported by the process itself at exit: worker threads count, as they share its memory.
+  const report =
+    'process.on("exit", () => process.stderr.write("\\npeak-rss " + process.resourceUsage().maxRSS * 1024 + "\\n"));';
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      process.execPath,
+      ["--import", `data:text/javascript,${encodeURIComponent(report)}`, main, "weights", ...args],
+      { stdio: ["ignore", "ignore", "pipe"] },
+    );
+    let stderr = "";
+    child.stderr.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    child.on("error", reject);
+    child.on("close", (code) => {
+      const peak = Number(/peak-rss (\d+)/.exec(stderr)?.[1] ?? Number.NaN);
+      resolve({ code, stderr, peak });
+    });
+  });
+}
+
+beforeAll(async () => {
+  work = await mkdtemp(join(tmpdir(), "bringup-weights-memory-"));
+  main = await bundleCli(join(work, "cli"));
+  // 1.4 million empty tensors in a 91 MB header, as the issue crafted them.
+  const entries = Array.from(
+    { length: 1_400_000 },
+    (_, i) => `"layer.${i}.x":{"dtype":"U8","shape":[0],"data_offsets":[0,0]}`,
+  );
+  await safetensors(join(work, "many.safetensors"), `{${entries.join(",")}}`);
+  // One tensor whose name is 99 MB.
+  await safetensors(
+    join(work, "long.safetensors"),
+    `{"${"n".repeat(99_000_000)}":{"dtype":"U8","shape":[0],"data_offsets":[0,0]}}`,
+  );
+  // One 1-D BF16 tensor of 192 MiB: decoded whole to float32, each side would be 384 MiB.
+  const bytes = 192 * 2 ** 20;
+  await safetensors(
+    join(work, "long-row.safetensors"),
+    `{"w":{"dtype":"BF16","shape":[${bytes / 2}],"data_offsets":[0,${bytes}]}}`,
+    bytes,
+  );
+}, 120_000);
+
+afterAll(async () => {
+  await rm(work, { recursive: true, force: true });
+});
+
+describe("bringup weights keeps its memory bounded whatever the input", () => {
+  it("refuses a header of 1.4 million empty tensors, in inspect and verify", async () => {
+    const file = join(work, "many.safetensors");
+    for (const args of [
+      ["inspect", file],
+      ["verify", file, file],
+    ]) {
+      const run = await weights(args);
+      expect(run.stderr).toMatch(/lists more than 262144 tensors.*\[SAFETENSORS_TOO_MANY_TENSORS\]/);
+      expect(run.code).toBe(2);
+      expect(run.peak).toBeLessThan(BOUND);
+    }
+  }, 120_000);
+
+  it("refuses a 99 MB tensor name before building it", async () => {
+    const run = await weights(["inspect", join(work, "long.safetensors")]);
+    expect(run.stderr).toMatch(/a string longer than 4096 bytes.*\[SAFETENSORS_BAD_HEADER\]/);
+    expect(run.code).toBe(2);
+    expect(run.peak).toBeLessThan(BOUND);
+  }, 60_000);
+
+  it("converts and verifies one 192 MiB row in bounded chunks", async () => {
+    const out = join(work, "long-row-out");
+    const converted = await weights([
+      "convert",
+      join(work, "long-row.safetensors"),
+      out,
+      "--to",
+      "fp8",
+      "--workers",
+      "2",
+      "--no-progress",
+    ]);
+    expect(converted.code, converted.stderr).toBe(0);
+    expect(converted.peak).toBeLessThan(BOUND + CHUNK);
+    const verified = await weights(["verify", join(work, "long-row.safetensors"), out]);
+    expect(verified.code, verified.stderr).toBe(0);
+    expect(verified.peak).toBeLessThan(BOUND + CHUNK);
+    expect(PIECE_BYTES).toBeLessThan(CHUNK);
+  }, 180_000);
+});

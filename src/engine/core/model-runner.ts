@@ -1,0 +1,102 @@
+import type { MatmulPool } from "../kernels/pool.js";
+import type { CausalLM } from "../model/causal-lm.js";
+import type { ForwardBatch, SequenceRun } from "../model/model.js";
+import type { GeneratedToken } from "../request.js";
+import { logprobsOf, sampleToken } from "../sampler.js";
+import type { CacheManager } from "./cache-manager.js";
+import type { Chunk, Sequence } from "./sequence.js";
+
+/** A step's logits and, for each chunk, the logit row of each of its tokens (-1: none asked). */
+export interface StepLogits {
+  readonly logits: Float32Array;
+  readonly rowsOf: readonly (readonly number[])[];
+}
+
+/**
+ * Runs the model: flattens a step's chunks into one batch (tokens, positions, block tables,
+ * slots), asks for logits only where a prompt logprob or the next token is wanted, and turns
+ * logits into prompt logprobs and sampled tokens.
+ */
+export class ModelRunner {
+  readonly vocabSize: number;
+  private readonly logprobScratch: Float64Array;
+
+  constructor(
+    private readonly network: CausalLM,
+    private readonly pool: MatmulPool,
+    private readonly switches: ReadonlyMap<string, string>,
+    private readonly cache: CacheManager,
+  ) {
+    this.vocabSize = network.vocabSize;
+    this.logprobScratch = new Float64Array(network.vocabSize);
+  }
+
+  run(chunks: readonly Chunk[]): StepLogits {
+    const tokens: number[] = [];
+    const positions: number[] = [];
+    const blockTables: (readonly (readonly number[])[])[] = [];
+    const logitRows: number[] = [];
+    const sequences: SequenceRun[] = [];
+    const rowsOf: number[][] = [];
+    for (const { seq, start, count } of chunks) {
+      const rows: number[] = [];
+      sequences.push({ first: tokens.length, count, slot: this.cache.slotOf(seq) });
+      const completes = start + count === seq.tokens.length;
+      for (let p = start; p < start + count; p++) {
+        const wantsNext =
+          completes && p === seq.tokens.length - 1 && seq.numGenerated < seq.request.maxTokens;
+        if (seq.wantsPromptLogprob(p) || wantsNext) {
+          rows.push(logitRows.length);
+          logitRows.push(tokens.length);
+        } else rows.push(-1);
+        tokens.push(seq.tokens[p] as number);
+        positions.push(p);
+        blockTables.push(seq.tables);
+      }
+      rowsOf.push(rows);
+    }
+    const batch: ForwardBatch = { tokens, positions, blockTables, sequences, logitRows };
+    const logits = this.network.forward(
+      { batch, pool: this.pool, switches: this.switches },
+      this.cache.storage,
+    );
+    return { logits, rowsOf };
+  }
+
+  /** Appends the prompt logprobs of `chunk`'s positions that have a logit row in `rows`. */
+  recordPromptLogprobs({ seq, start, count }: Chunk, rows: readonly number[], logits: Float32Array): void {
+    const V = this.vocabSize;
+    for (let i = 0; i < count; i++) {
+      const p = start + i;
+      const row = rows[i] as number;
+      const logprobs = seq.promptLogprobs;
+      if (row < 0 || logprobs === undefined || !seq.wantsPromptLogprob(p) || logprobs.length !== p + 1)
+        continue;
+      const next = seq.tokens[p + 1] as number;
+      const lp = logprobsOf(logits, row * V, V, next, seq.request.promptLogprobs ?? 0, this.logprobScratch);
+      logprobs.push({
+        tokenId: next,
+        logprob: lp.logprob,
+        rank: lp.rank,
+        ...(lp.top.length > 0 ? { top: lp.top } : {}),
+      });
+    }
+  }
+
+  /** Samples `seq`'s next token from the logits at offset `row` (its min_tokens keeping stops out). */
+  sample(seq: Sequence, logits: Float32Array, row: number): GeneratedToken {
+    const V = this.vocabSize;
+    const tokenId = sampleToken(logits, row, V, seq.request.sampling ?? {}, seq.rng, {
+      promptTokenIds: seq.request.promptTokenIds,
+      outputTokenIds: seq.outputTokenIds,
+      ...(seq.numGenerated < (seq.request.minTokens ?? 0) ? { banned: seq.stopIds } : {}),
+    });
+    const lp = logprobsOf(logits, row, V, tokenId, seq.request.logprobs ?? 0, this.logprobScratch);
+    return {
+      tokenId,
+      logprob: lp.logprob,
+      rank: lp.rank,
+      ...(seq.request.logprobs !== undefined ? { top: lp.top } : {}),
+    };
+  }
+}

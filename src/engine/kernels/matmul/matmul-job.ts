@@ -1,0 +1,54 @@
+import type { ThreadKernel } from "../kernel-thread.js";
+import { matmulRange } from "./matmul-kernel.js";
+
+/** One registered weight's share of a matmul dispatch. */
+export interface MatmulSegment {
+  /** Its id among the registered weights. */
+  readonly id: number;
+  /** Output rows (the weight's rows). */
+  readonly N: number;
+  /** Where its rows start in the dispatch's run of rows; its [M, N] output starts at M * rowOffset. */
+  readonly rowOffset: number;
+  /** Byte offset of that output in the shared memory, or -1 when the staged output lies elsewhere. */
+  readonly outOffset: number;
+}
+
+/** Several matmuls over the staged input [M, K], their output rows taken as one run. */
+export interface MatmulJob {
+  readonly M: number;
+  readonly K: number;
+  /** Byte offset of the staged input in the shared memory (-1: elsewhere). */
+  readonly xOffset: number;
+  readonly totalRows: number;
+  /** Rows a unit covers (whole groups of four, the SIMD tile's). */
+  readonly rowChunk: number;
+  readonly segments: readonly MatmulSegment[];
+}
+
+/** Unit d: rows [d * rowChunk, (d + 1) * rowChunk) of the run, in whichever weights they fall. */
+export const matmulJob: ThreadKernel<MatmulJob> = {
+  run(thread, job, unit) {
+    const r0 = unit * job.rowChunk;
+    const r1 = Math.min(job.totalRows, r0 + job.rowChunk);
+    for (const seg of job.segments) {
+      const lo = Math.max(r0, seg.rowOffset);
+      const hi = Math.min(r1, seg.rowOffset + seg.N);
+      if (lo >= hi) continue;
+      matmulRange(
+        {
+          x: thread.x,
+          xOffset: job.xOffset,
+          M: job.M,
+          K: job.K,
+          weight: thread.weights.get(seg.id) as NonNullable<ReturnType<typeof thread.weights.get>>,
+          out: thread.out.subarray(job.M * seg.rowOffset),
+          outOffset: seg.outOffset,
+          N: seg.N,
+          n0: lo - seg.rowOffset,
+          n1: hi - seg.rowOffset,
+        },
+        thread,
+      );
+    }
+  },
+};

@@ -1,0 +1,415 @@
+import { DTYPE_CODE, type Weight } from "../../tensor/weight.js";
+import type { WasmArena } from "../wasm-arena.js";
+import { type Mxfp4Int8, quantizeInput } from "./mxfp4-int8.js";
+import type { SimdTile } from "./tile-module.js";
+
+/** The fast matmul kernel, run on the calling thread and in the pool's workers (worker.ts). */
+
+/** Decoding tables for the narrow dtypes: f16 (65536), fp8 e4m3fn (256), e2m1 (16), e8m0 (256). */
+export interface DecodeTables {
+  f16: Float32Array;
+  fp8: Float32Array;
+  fp4: Float32Array;
+  e8m0: Float32Array;
+}
+
+export function buildDecodeTables(): DecodeTables {
+  const f16 = new Float32Array(65536);
+  for (let h = 0; h < 65536; h++) {
+    const sign = h & 0x8000 ? -1 : 1;
+    const exp = (h >> 10) & 0x1f;
+    const man = h & 0x3ff;
+    if (exp === 0) f16[h] = sign * man * 2 ** -24;
+    else if (exp === 31) f16[h] = man === 0 ? sign * Number.POSITIVE_INFINITY : Number.NaN;
+    else f16[h] = sign * (1 + man / 1024) * 2 ** (exp - 15);
+  }
+  const fp8 = new Float32Array(256);
+  for (let b = 0; b < 256; b++) {
+    const sign = b & 0x80 ? -1 : 1;
+    const exp = (b >> 3) & 0xf;
+    const man = b & 7;
+    if (exp === 15 && man === 7) fp8[b] = Number.NaN;
+    else if (exp === 0) fp8[b] = sign * (man / 8) * 2 ** -6;
+    else fp8[b] = sign * (1 + man / 8) * 2 ** (exp - 7);
+  }
+  const fp4 = new Float32Array(16);
+  for (let b = 0; b < 16; b++) {
+    const sign = b & 8 ? -1 : 1;
+    const exp = (b >> 1) & 3;
+    const man = b & 1;
+    fp4[b] = exp === 0 ? sign * man * 0.5 : sign * (1 + man / 2) * 2 ** (exp - 1);
+  }
+  const e8m0 = new Float32Array(256);
+  for (let e = 0; e < 256; e++) e8m0[e] = e === 255 ? Number.NaN : 2 ** (e - 127);
+  return { f16, fp8, fp4, e8m0 };
+}
+
+/** A weight as the kernel reads it: its storage dtype's code (DTYPE_CODE) and its arrays. */
+export interface WeightParts {
+  readonly dtype: number;
+  readonly data: Float32Array | Uint16Array | Uint8Array;
+  /** Byte offset of `data` inside the shared WebAssembly memory, or -1 when it lies elsewhere. */
+  readonly offset: number;
+  /** Byte offset of `mxScales` (FP8: of the scale blocks' `scaleData`) there, or -1. */
+  readonly scalesOffset: number;
+  readonly scaleData: Float32Array | null;
+  readonly scaleBlockRows: number;
+  readonly scaleBlockCols: number;
+  readonly mxScales: Uint8Array | null;
+}
+
+/**
+ * The kernel's view of `w`; f32, MXFP4 and block-scaled FP8 weights the arena holds are read in
+ * place by the SIMD kernels.
+ */
+export function weightParts(w: Weight, arena: WasmArena | null): WeightParts {
+  const scales = w.mxScales ?? w.scale?.data;
+  return {
+    dtype: DTYPE_CODE[w.dtype],
+    data: w.data,
+    offset: arena === null ? -1 : arena.offsetOf(w.data),
+    scalesOffset: arena === null || scales === undefined ? -1 : arena.offsetOf(scales),
+    scaleData: w.scale?.data ?? null,
+    scaleBlockRows: w.scale?.blockRows ?? 1,
+    scaleBlockCols: w.scale?.blockCols ?? 1,
+    mxScales: w.mxScales ?? null,
+  };
+}
+
+/** One matmul over rows [n0, n1) of a weight; offsets are bytes in the shared memory (-1: elsewhere). */
+export interface MatmulRange {
+  readonly x: Float32Array;
+  readonly xOffset: number;
+  readonly M: number;
+  readonly K: number;
+  readonly weight: WeightParts;
+  /** Output [M, N], row-major. */
+  readonly out: Float32Array;
+  readonly outOffset: number;
+  readonly N: number;
+  readonly n0: number;
+  readonly n1: number;
+}
+
+/** What a thread keeps between matmuls: decoding tables, a row scratch, its SIMD kernel instances. */
+export interface MatmulThread {
+  readonly tables: DecodeTables;
+  /** At least 4K floats; grown here as needed. */
+  scratch: Float32Array;
+  readonly tile: SimdTile | null;
+  /** The fused MXFP4 rows (null: MXFP4 weights are unpacked into f32 rows for the tile). */
+  readonly mxfp4: Mxfp4Rows | null;
+  /** The block-scaled FP8 rows' SIMD decoding (null, or absent: unpacked in JavaScript for the tile). */
+  readonly fp8?: Fp8Rows | null;
+  /** The integer MXFP4 path and its table of half E8M0 scales (absent or null: not chosen). */
+  readonly mxfp4Int8?: { readonly rows: Mxfp4Int8; readonly halfScales: number } | null;
+}
+
+/** matmul/fp8-rows.wat's decode (see there for the arguments). */
+export type Fp8Rows = (
+  K: number,
+  codes: number,
+  scales: number,
+  scaleRowBytes: number,
+  blocksPerScale: number,
+  blockRows: number,
+  band0: number,
+  out: number,
+  N: number,
+) => void;
+
+/**
+ * matmul/mxfp4-rows.wat's exports, the byte offset of their table of half E8M0 scales, and from how
+ * many input rows a matmul decodes a chunk of rows into scratch for the tile instead of decoding
+ * inside the loop.
+ */
+export interface Mxfp4Rows {
+  rows: (
+    K: number,
+    M: number,
+    x: number,
+    blocks: number,
+    scales: number,
+    halfScales: number,
+    acc: number,
+    o: number,
+    N: number,
+    ldo: number,
+  ) => void;
+  decode: (blocks: number, scales: number, halfScales: number, out: number, count: number) => void;
+  readonly halfScales: number;
+  readonly scratchTokens: number;
+}
+
+/**
+ * out[m*N + n] = sum_k x[m*K + k] * W[n][k] for every m < M and n0 <= n < n1.
+ *
+ * Weight rows are taken four at a time: narrow dtypes are dequantized into the thread's scratch
+ * so they never exist in f32 beyond four rows, and each group of rows is dotted with two input rows
+ * at once to share loads. Every output is one sequential sum over k in double precision, whatever
+ * M, n0 and n1 are, so results do not depend on batch composition or on how rows are split between
+ * threads, and equal the scalar reference's sum bit for bit.
+ *
+ * With the thread's SIMD tile (matmul/matmul-tile.wat) the sums run in four f32 lanes instead, each
+ * step a fused multiply-add when the tile was built fused: still independent of batch and split,
+ * but within f32 accumulation error of the reference (at most K·2^-24·Σ|x·w|, fused or not) rather
+ * than equal to it.
+ */
+export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
+  const { x, xOffset, M, K, out, outOffset, N, n0, n1 } = range;
+  const {
+    dtype,
+    data: wData,
+    offset: wOffset,
+    scaleData,
+    scaleBlockRows,
+    scaleBlockCols,
+    mxScales,
+  } = range.weight;
+  const { tables, tile: simd } = thread;
+  if (thread.scratch.length < 4 * K) thread.scratch = new Float32Array(4 * K);
+  let scratch = thread.scratch;
+  let scratchBits = new Uint32Array(scratch.buffer, scratch.byteOffset, scratch.length);
+  /** Dequantizes weight row n into scratch[dst, dst+K). */
+  const unpack = (n: number, dst: number): void => {
+    if (dtype === 1) {
+      const src = wData as Uint16Array;
+      const base = n * K;
+      for (let k = 0; k < K; k++) scratchBits[dst + k] = (src[base + k] as number) << 16;
+    } else if (dtype === 2) {
+      const src = wData as Uint16Array;
+      const lut = tables.f16;
+      const base = n * K;
+      for (let k = 0; k < K; k++) scratch[dst + k] = lut[src[base + k] as number] as number;
+    } else if (dtype === 3) {
+      const src = wData as Uint8Array;
+      const lut = tables.fp8;
+      const base = n * K;
+      if (scaleData === null) {
+        for (let k = 0; k < K; k++) scratch[dst + k] = lut[src[base + k] as number] as number;
+      } else {
+        const blocksPerRow = Math.ceil(K / scaleBlockCols);
+        const sBase = Math.floor(n / scaleBlockRows) * blocksPerRow;
+        for (let k0 = 0; k0 < K; k0 += scaleBlockCols) {
+          const s = scaleData[sBase + Math.floor(k0 / scaleBlockCols)] as number;
+          const k1 = Math.min(K, k0 + scaleBlockCols);
+          for (let k = k0; k < k1; k++) scratch[dst + k] = (lut[src[base + k] as number] as number) * s;
+        }
+      }
+    } else {
+      const src = wData as Uint8Array;
+      const scales = mxScales as Uint8Array;
+      const lut = tables.fp4;
+      const e8 = tables.e8m0;
+      const byteBase = (n * K) >> 1;
+      const scaleBase = (n * K) >> 5;
+      for (let blk = 0; blk < K >> 5; blk++) {
+        const s = e8[scales[scaleBase + blk] as number] as number;
+        const b0 = byteBase + blk * 16;
+        const k0 = dst + blk * 32;
+        for (let j = 0; j < 16; j++) {
+          const byte = src[b0 + j] as number;
+          scratch[k0 + 2 * j] = (lut[byte & 15] as number) * s;
+          scratch[k0 + 2 * j + 1] = (lut[byte >> 4] as number) * s;
+        }
+      }
+    }
+  };
+  const CHUNK = 64;
+  if (simd !== null && K % 4 === 0 && K > 0) {
+    if (simd.bytes < (M * K + CHUNK * K + CHUNK * M) * 4) {
+      throw new RangeError(`matmul scratch of ${simd.bytes} bytes is too small for M=${M}, K=${K}`);
+    }
+    // WebAssembly SIMD path over this thread's scratch region ([x: M*K][rows: CHUNK*K][out:
+    // M*CHUNK] floats). Whatever already lies in the shared memory is used where it lies: f32
+    // weights, the input and the output (the pool's staged arrays). Other weights are dequantized
+    // (or copied) into the rows area CHUNK rows at a time; another input is copied in once.
+    const heap = new Float32Array(simd.memory.buffer);
+    scratch = heap;
+    scratchBits = new Uint32Array(simd.memory.buffer);
+    const S = simd.base >> 2;
+    const W = S + M * K;
+    const O = W + CHUNK * K;
+    let xAt = xOffset;
+    if (xAt < 0) {
+      heap.set(x.subarray(0, M * K), S);
+      xAt = S * 4;
+    }
+    const inPlace = dtype === 0 && wOffset >= 0;
+    const { scalesOffset } = range.weight;
+    const packed = dtype === 4 && wOffset >= 0 && scalesOffset >= 0 ? thread.mxfp4 : null;
+    // FP8 with scale blocks of whole groups of 32 values is decoded by matmul/fp8-rows.wat.
+    const fp8 =
+      dtype === 3 && wOffset >= 0 && scalesOffset >= 0 && K % 32 === 0 && scaleBlockCols % 32 === 0
+        ? (thread.fp8 ?? null)
+        : null;
+    // MXFP4 on integer dot products: the input quantized once into the x area, then every row.
+    const int8 = dtype === 4 && wOffset >= 0 && scalesOffset >= 0 ? (thread.mxfp4Int8 ?? null) : null;
+    const qAt = S * 4;
+    // It fits: quantizedBytes(M, K) is 1.625 bytes a value, the x area 4.
+    const qsAt = int8 === null ? -1 : quantizeInput(x, M, K, simd.memory.buffer, qAt);
+    /** Columns [c0, c0 + rows) of every input row from the out area (an [M, CHUNK] matrix) into `out`. */
+    const fromOutArea = (c0: number, rows: number) => {
+      for (let m = 0; m < M; m++) out.set(heap.subarray(O + m * CHUNK, O + m * CHUNK + rows), m * N + c0);
+    };
+    for (let c0 = n0; c0 < n1; c0 += CHUNK) {
+      const rows = Math.min(CHUNK, n1 - c0);
+      if (int8 !== null) {
+        const direct = outOffset >= 0;
+        const wAt = wOffset + (c0 * K) / 2;
+        const sAt = scalesOffset + (c0 * K) / 32;
+        const at = direct ? outOffset + c0 * 4 : O * 4;
+        int8.rows(K, M, qAt, qsAt, wAt, sAt, int8.halfScales, at, rows, direct ? N * 4 : CHUNK * 4);
+        if (!direct) fromOutArea(c0, rows);
+        continue;
+      }
+      if (packed !== null && M < packed.scratchTokens) {
+        // MXFP4 rows decoded inside the SIMD loop (matmul/mxfp4-rows.wat), the rows area as its
+        // accumulators: the tile's operations on the unpacked rows, so the same bits.
+        const direct = outOffset >= 0;
+        const at = direct ? outOffset + c0 * 4 : O * 4;
+        const wAt = wOffset + (c0 * K) / 2;
+        const sAt = scalesOffset + (c0 * K) / 32;
+        packed.rows(K, M, xAt, wAt, sAt, packed.halfScales, W * 4, at, rows, direct ? N * 4 : CHUNK * 4);
+        if (!direct) fromOutArea(c0, rows);
+        continue;
+      }
+      const whole = rows >> 2;
+      const groups = Math.ceil(rows / 4);
+      // Whole groups of four columns go straight into an output in the shared memory; the others
+      // (and a ragged group, which would write past this range) go to the out area, an [M, CHUNK]
+      // matrix, and from there into `out` row by row.
+      const direct = outOffset >= 0 ? whole : 0;
+      /** Groups [g0, g1) of this chunk, whose weight rows start at byte wAt. */
+      const run = (wAt: number, g0: number, g1: number): void => {
+        const split = Math.max(g0, Math.min(g1, direct));
+        if (split > g0) simd.tile(K, M, xAt, wAt, outOffset + (c0 + 4 * g0) * 4, split - g0, N * 4);
+        if (g1 > split)
+          simd.tile(K, M, xAt, wAt + (split - g0) * 16 * K, (O + 4 * split) * 4, g1 - split, CHUNK * 4);
+      };
+      // Whole groups of rows straight from the weights; a ragged tail goes through the rows area,
+      // zero-padded, so the tile never reads past the weight.
+      const fromWeights = inPlace ? whole : 0;
+      if (fromWeights > 0) run(wOffset + c0 * K * 4, 0, fromWeights);
+      if (fromWeights < groups) {
+        const r0 = fromWeights * 4;
+        if (dtype === 0) heap.set((wData as Float32Array).subarray((c0 + r0) * K, (c0 + rows) * K), W);
+        else if (packed !== null) {
+          // The chunk's MXFP4 rows decoded once (the fused kernel's exact values, so the same
+          // bits), then the tile over them.
+          const blocks = ((rows - r0) * K) / 32;
+          const first = ((c0 + r0) * K) / 32;
+          packed.decode(wOffset + first * 16, scalesOffset + first, packed.halfScales, W * 4, blocks);
+        } else if (fp8 !== null) {
+          // The chunk's FP8 rows decoded once (the table decoding's exact values), then the tile.
+          const scaleRowBytes = Math.ceil(K / scaleBlockCols) * 4;
+          fp8(
+            K,
+            wOffset + c0 * K,
+            scalesOffset + Math.floor(c0 / scaleBlockRows) * scaleRowBytes,
+            scaleRowBytes,
+            scaleBlockCols / 32,
+            scaleBlockRows,
+            c0 % scaleBlockRows,
+            W * 4,
+            rows,
+          );
+        } else for (let j = r0; j < rows; j++) unpack(c0 + j, W + (j - r0) * K);
+        if (rows < groups * 4) heap.fill(0, W + (rows - r0) * K, W + (groups * 4 - r0) * K);
+        run(W * 4, fromWeights, groups);
+      }
+      const first = direct * 4;
+      if (first < rows) {
+        for (let m = 0; m < M; m++) {
+          const from = O + m * CHUNK;
+          out.set(heap.subarray(from + first, from + rows), m * N + c0 + first);
+        }
+      }
+    }
+    return;
+  }
+  const f32 = dtype === 0;
+  const w: Float32Array = f32 ? (wData as Float32Array) : scratch;
+  let n = n0;
+  for (; n + 4 <= n1; n += 4) {
+    let r0 = n * K;
+    if (!f32) {
+      for (let j = 0; j < 4; j++) unpack(n + j, j * K);
+      r0 = 0;
+    }
+    const r1 = r0 + K;
+    const r2 = r1 + K;
+    const r3 = r2 + K;
+    let m = 0;
+    for (; m + 2 <= M; m += 2) {
+      const xa = m * K;
+      const xb = xa + K;
+      let a0 = 0;
+      let a1 = 0;
+      let a2 = 0;
+      let a3 = 0;
+      let b0 = 0;
+      let b1 = 0;
+      let b2 = 0;
+      let b3 = 0;
+      for (let k = 0; k < K; k++) {
+        const u = x[xa + k] as number;
+        const v = x[xb + k] as number;
+        const w0 = w[r0 + k] as number;
+        const w1 = w[r1 + k] as number;
+        const w2 = w[r2 + k] as number;
+        const w3 = w[r3 + k] as number;
+        a0 += u * w0;
+        a1 += u * w1;
+        a2 += u * w2;
+        a3 += u * w3;
+        b0 += v * w0;
+        b1 += v * w1;
+        b2 += v * w2;
+        b3 += v * w3;
+      }
+      const oa = m * N + n;
+      const ob = oa + N;
+      out[oa] = a0;
+      out[oa + 1] = a1;
+      out[oa + 2] = a2;
+      out[oa + 3] = a3;
+      out[ob] = b0;
+      out[ob + 1] = b1;
+      out[ob + 2] = b2;
+      out[ob + 3] = b3;
+    }
+    if (m < M) {
+      const xa = m * K;
+      let a0 = 0;
+      let a1 = 0;
+      let a2 = 0;
+      let a3 = 0;
+      for (let k = 0; k < K; k++) {
+        const u = x[xa + k] as number;
+        a0 += u * (w[r0 + k] as number);
+        a1 += u * (w[r1 + k] as number);
+        a2 += u * (w[r2 + k] as number);
+        a3 += u * (w[r3 + k] as number);
+      }
+      const oa = m * N + n;
+      out[oa] = a0;
+      out[oa + 1] = a1;
+      out[oa + 2] = a2;
+      out[oa + 3] = a3;
+    }
+  }
+  for (; n < n1; n++) {
+    let r0 = n * K;
+    if (!f32) {
+      unpack(n, 0);
+      r0 = 0;
+    }
+    for (let m = 0; m < M; m++) {
+      const xa = m * K;
+      let a0 = 0;
+      for (let k = 0; k < K; k++) a0 += (x[xa + k] as number) * (w[r0 + k] as number);
+      out[m * N + n] = a0;
+    }
+  }
+}

@@ -1,0 +1,144 @@
+import { afterAll, describe, expect, it } from "vitest";
+import { instantiateWasm } from "../../../common/wasm-runtime.js";
+import { Rng } from "../../tensor/random.js";
+import { shareArray, type Weight } from "../../tensor/weight.js";
+import { MatmulPool } from "../pool.js";
+import { weightAt } from "../reference.js";
+import { wasmArena } from "../wasm-arena.js";
+import { compileKernel } from "../wasm-kernels.js";
+import { buildDecodeTables } from "./matmul-kernel.js";
+import { INT8_BLOCK_BYTES, type Mxfp4Int8, quantizedBytes, quantizeInput } from "./mxfp4-int8.js";
+
+const rng = new Rng(11);
+const pools = [1, 2].map((t) => new MatmulPool(t, { mxfp4: "int8" }));
+afterAll(() => Promise.all(pools.map((p) => p.close())));
+
+function mxfp4Weight(rows: number, cols: number, scale: (i: number) => number): Weight {
+  const data = Uint8Array.from({ length: (rows * cols) / 2 }, () => rng.nextU32() & 255);
+  const mxScales = Uint8Array.from({ length: (rows * cols) / 32 }, (_, i) => scale(i));
+  return { dtype: "mxfp4", rows, cols, data: shareArray(data), mxScales: shareArray(mxScales) };
+}
+
+/**
+ * The integer path's arithmetic written plainly: each block's four lanes as integer sums of
+ * quantized input times twice the E2M1 value, each lane times the block's scales and added to an
+ * f32 lane sum in ascending blocks, the lanes added as (l0 + l1) + (l2 + l3).
+ */
+function int8Reference(x: Float32Array, M: number, w: Weight): Float32Array {
+  const { rows: N, cols: K } = w;
+  const blocks = K / 32;
+  const buffer = new ArrayBuffer(quantizedBytes(M, K));
+  const scalesAt = quantizeInput(x, M, K, buffer, 0);
+  const q = new Int8Array(buffer);
+  const qs = new Float32Array(buffer, scalesAt);
+  const tables = buildDecodeTables();
+  const codes = w.data as Uint8Array;
+  const out = new Float32Array(M * N);
+  for (let n = 0; n < N; n++) {
+    for (let m = 0; m < M; m++) {
+      const acc = [0, 0, 0, 0];
+      for (let b = 0; b < blocks; b++) {
+        const at = (m * blocks + b) * INT8_BLOCK_BYTES;
+        const scale = Math.fround(
+          (qs[m * blocks + b] as number) *
+            ((tables.e8m0[(w.mxScales as Uint8Array)[n * blocks + b] as number] as number) / 2),
+        );
+        for (let l = 0; l < 4; l++) {
+          let lane = 0;
+          for (let j = 4 * l; j < 4 * l + 4; j++) {
+            const byte = codes[(n * K) / 2 + 16 * b + j] as number;
+            lane += (q[at + j] as number) * 2 * (tables.fp4[byte & 15] as number);
+            lane += (q[at + 16 + j] as number) * 2 * (tables.fp4[byte >> 4] as number);
+          }
+          acc[l] = Math.fround((acc[l] as number) + Math.fround(lane * scale));
+        }
+      }
+      const [a0, a1, a2, a3] = acc as [number, number, number, number];
+      out[m * N + n] = Math.fround(Math.fround(a0 + a1) + Math.fround(a2 + a3));
+    }
+  }
+  return out;
+}
+
+const bitsOf = (a: Float32Array) => Array.from(new Uint32Array(a.buffer, a.byteOffset, a.length));
+
+describe("the integer MXFP4 matmul (matmul/mxfp4-int8.wat)", () => {
+  it("runs where WebAssembly SIMD does, and gives its plain arithmetic's bits at any batch and split", () => {
+    expect(pools.map((p) => p.mxfp4)).toEqual(["int8", "int8"]);
+    const w = mxfp4Weight(70, 96, (i) => 110 + ((i * 7) % 30));
+    for (const M of [1, 2, 5]) {
+      const x = rng.fillNormal(new Float32Array(M * w.cols), 1);
+      // A zero block, and a block of one large value among small ones.
+      x.fill(0, 0, 32);
+      if (M > 1) x[w.cols + 40] = 300;
+      const want = int8Reference(x, M, w);
+      for (const pool of pools) {
+        const got = new Float32Array(M * w.rows);
+        pool.matmul(x, M, w, got);
+        expect(bitsOf(got)).toEqual(bitsOf(want));
+      }
+    }
+  });
+
+  it("stays within the error it states of the exact sums: (s/2)·Σ|w| per block plus f32 rounding", () => {
+    const w = mxfp4Weight(64, 2048, (i) => 118 + (i % 8));
+    const M = 3;
+    const K = w.cols;
+    const x = rng.fillNormal(new Float32Array(M * K), 1);
+    const got = new Float32Array(M * w.rows);
+    (pools[1] as MatmulPool).matmul(x, M, w, got);
+    let worst = 0;
+    for (let m = 0; m < M; m++) {
+      for (let n = 0; n < w.rows; n++) {
+        let exact = 0;
+        let quantization = 0;
+        let terms = 0;
+        for (let b = 0; b < K / 32; b++) {
+          let amax = 0;
+          let wsum = 0;
+          for (let k = 32 * b; k < 32 * b + 32; k++) {
+            const xv = x[m * K + k] as number;
+            const wv = weightAt(w, n, k);
+            exact += xv * wv;
+            amax = Math.max(amax, Math.abs(xv));
+            wsum += Math.abs(wv);
+            terms += Math.abs(xv * wv);
+          }
+          quantization += (amax / 127 / 2) * wsum;
+        }
+        const bound = quantization + (K / 32 + 3) * 2 ** -24 * (terms + quantization);
+        const error = Math.abs((got[m * w.rows + n] as number) - exact);
+        expect(error).toBeLessThanOrEqual(bound);
+        worst = Math.max(worst, error / bound);
+      }
+    }
+    // The bound is not slack by orders of magnitude: typical errors reach a visible share of it.
+    expect(worst).toBeGreaterThan(0.01);
+  });
+
+  it("has a plain-SIMD form (no relaxed dot) with the same bits, for runtimes without relaxed SIMD", () => {
+    const arena = wasmArena();
+    const relaxed = compileKernel("matmul/mxfp4-int8");
+    const plain = compileKernel("matmul/mxfp4-int8.plain-dot");
+    if (arena === null || relaxed === undefined || plain === undefined) throw new Error("SIMD unavailable");
+    const [N, K, M] = [8, 64, 2];
+    const w = mxfp4Weight(N, K, (i) => 120 + (i % 5));
+    const x = rng.fillNormal(new Float32Array(M * K), 1);
+    const half = arena.allocate(1024);
+    new Float32Array(arena.memory.buffer, half, 256).set(buildDecodeTables().e8m0.map((s) => s / 2));
+    const blocks = arena.allocate(w.data.byteLength);
+    const scales = arena.allocate(N * (K / 32));
+    new Uint8Array(arena.memory.buffer, blocks, w.data.byteLength).set(w.data as Uint8Array);
+    new Uint8Array(arena.memory.buffer, scales, N * (K / 32)).set(w.mxScales as Uint8Array);
+    const q = arena.allocate(quantizedBytes(M, K));
+    const qs = quantizeInput(x, M, K, arena.memory.buffer, q);
+    const outs = [relaxed, plain].map((module) => {
+      const o = arena.allocate(4 * M * N);
+      const run = (instantiateWasm(module, arena.memory) as { mxfp4_int8: Mxfp4Int8 }).mxfp4_int8;
+      run(K, M, q, qs, blocks, scales, half, o, N, 4 * N);
+      return new Float32Array(arena.memory.buffer, o, M * N);
+    });
+    expect(bitsOf(outs[1] as Float32Array)).toEqual(bitsOf(outs[0] as Float32Array));
+    expect(bitsOf(outs[0] as Float32Array)).toEqual(bitsOf(int8Reference(x, M, w)));
+  });
+});

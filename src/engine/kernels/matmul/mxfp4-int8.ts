@@ -1,0 +1,69 @@
+/**
+ * The integer MXFP4 path (`mxfp4=int8`, mxfp4-int8.wat): each input row is quantized per block of
+ * 32 values to int8 with one f32 scale, s = max|x| / 127 and q = round(x / s), and each block's
+ * products are summed as integers by relaxed integer dot products, then scaled once per block.
+ *
+ * Not the f32 path's bits. Against the exact sum Σ_k x_k·w_k, an output is off by at most
+ * Σ_b (s_b / 2)·Σ_{k∈b} |w_k| (the quantization, |x - q·s| ≤ s/2) plus f32 rounding of the per-block
+ * terms, (K/32 + 3)·2^-24·Σ_b |term_b| (mxfp4-int8.test.ts holds every output to it).
+ */
+
+/** Bytes per input block in the quantized layout: 16 even-k int8, 16 odd-k int8, an i32x4 correction. */
+export const INT8_BLOCK_BYTES = 48;
+
+/** mxfp4-int8.wat's export (see there for the arguments). */
+export type Mxfp4Int8 = (
+  K: number,
+  M: number,
+  q: number,
+  qs: number,
+  blocks: number,
+  scales: number,
+  halfScales: number,
+  o: number,
+  N: number,
+  ldo: number,
+) => void;
+
+/** Bytes the quantized form of an [M, K] input takes at `at` (blocks, then their f32 scales). */
+export function quantizedBytes(M: number, K: number): number {
+  return M * (K / 32) * (INT8_BLOCK_BYTES + 4);
+}
+
+/**
+ * Quantizes x [M, K] (K a multiple of 32) into the kernel's layout at byte `at` of `buffer`: for
+ * row m and block b, 48 bytes at at + 48(m·K/32 + b) (see mxfp4-int8.wat) and the block's scale
+ * (f32) after all blocks. A block holding a non-finite value gets scale NaN, so its outputs are NaN.
+ * Returns the byte offset of the scales.
+ */
+export function quantizeInput(
+  x: Float32Array,
+  M: number,
+  K: number,
+  buffer: ArrayBufferLike,
+  at: number,
+): number {
+  const blocks = M * (K / 32);
+  const bytes = new Int8Array(buffer, at, blocks * INT8_BLOCK_BYTES);
+  const words = new Int32Array(buffer, at, (blocks * INT8_BLOCK_BYTES) / 4);
+  const scalesAt = at + blocks * INT8_BLOCK_BYTES;
+  const scales = new Float32Array(buffer, scalesAt, blocks);
+  for (let blk = 0; blk < blocks; blk++) {
+    const x0 = blk * 32;
+    let amax = 0;
+    for (let k = 0; k < 32; k++) amax = Math.max(amax, Math.abs(x[x0 + k] as number));
+    const s = Number.isFinite(amax) ? Math.fround(amax / 127) : Number.NaN;
+    scales[blk] = s;
+    const out = blk * INT8_BLOCK_BYTES;
+    const lanes = new Int32Array(4);
+    for (let k = 0; k < 32; k++) {
+      const q = s > 0 ? Math.max(-127, Math.min(127, Math.round((x[x0 + k] as number) / s))) : 0;
+      // Even k to the first 16 bytes, odd k to the next: byte j of each lies in lane j >> 2.
+      const j = k >> 1;
+      bytes[out + (k & 1) * 16 + j] = q;
+      lanes[j >> 2] = (lanes[j >> 2] as number) - 12 * q;
+    }
+    words.set(lanes, (out + 32) / 4);
+  }
+  return scalesAt;
+}

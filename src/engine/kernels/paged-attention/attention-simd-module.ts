@@ -1,0 +1,22 @@
+import { instantiateWasm, type WasmMemory, type WasmModule } from "../../../common/wasm-runtime.js";
+import { compileKernel } from "../wasm-kernels.js";
+import type { AttentionSimd } from "./attention-kernel.js";
+
+/** The compiled attention loops (attention.wat), or undefined where WebAssembly SIMD is unavailable. */
+export function compileAttentionSimd(): WasmModule | undefined {
+  return compileKernel("paged-attention/attention");
+}
+
+/** An instance over the shared memory, with an empty region (the pool assigns one). */
+export function instantiateAttentionSimd(module: WasmModule, memory: WasmMemory): AttentionSimd {
+  const exports = instantiateWasm(module, memory) as Pick<AttentionSimd, "dot4" | "dot1" | "vacc2" | "vacc1">;
+  return {
+    dot4: exports.dot4,
+    dot1: exports.dot1,
+    vacc2: exports.vacc2,
+    vacc1: exports.vacc1,
+    memory,
+    base: 0,
+    bytes: 0,
+  };
+}

@@ -1,0 +1,20 @@
+import { instantiateWasm, type WasmMemory, type WasmModule } from "../../../common/wasm-runtime.js";
+import { compileKernel } from "../wasm-kernels.js";
+
+/**
+ * swiglu(g, u, count) of swiglu.wat: g = (g / (1 + exp(-g))) · u over 4·count f32 values at
+ * byte offsets g and u of the shared memory, in f64 like swiglu.ts with its own exp.
+ */
+export interface SwigluSimd {
+  swiglu: (g: number, u: number, count: number) => void;
+}
+
+/** The compiled module, or undefined where WebAssembly SIMD is unavailable. */
+export function compileSwigluSimd(): WasmModule | undefined {
+  return compileKernel("swiglu/swiglu");
+}
+
+/** An instance over the shared memory (one per thread). */
+export function instantiateSwigluSimd(module: WasmModule, memory: WasmMemory): SwigluSimd {
+  return instantiateWasm(module, memory) as SwigluSimd;
+}
