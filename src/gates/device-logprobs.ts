@@ -31,6 +31,7 @@ interface Greedy {
  */
 export const deviceLogprobsGate: Gate<Spec> = {
   kind: "device-logprobs",
+  needsEndpoint: true,
   async run(spec, context) {
     const device = requireEndpoint(context);
     const reference = context.reference;

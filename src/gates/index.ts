@@ -16,6 +16,6 @@ export { kvCapacityGate } from "./kv-capacity.js";
 export { needle, needleDepths, needlesGate } from "./needles.js";
 export { perplexityGate } from "./perplexity.js";
 export { appendGateRecords, gateRecord } from "./record.js";
-export { allPassed, runGate, runGates } from "./run.js";
+export { allPassed, gatesNeedingEndpoint, runGate, runGates } from "./run.js";
 export { type GateSessionOptions, runGateSession } from "./session.js";
 export { weightsBitIdentityGate } from "./weights-bit-identity.js";

@@ -17,6 +17,11 @@ const GATES: { [K in GateKind]: Gate<Extract<GateSpec, { kind: K }>> } = {
   "device-logprobs": deviceLogprobsGate,
 };
 
+/** The gates of `specs` that measure a server, so a command can ask for --endpoint before running any. */
+export function gatesNeedingEndpoint(specs: readonly GateSpec[]): GateSpec[] {
+  return specs.filter((spec) => GATES[spec.kind].needsEndpoint);
+}
+
 /** Runs one gate; a BringupError (a missing piece, a misbehaving endpoint) makes it not-run, never passed. */
 export async function runGate(spec: GateSpec, context: GateContext): Promise<GateOutcome> {
   const gate = GATES[spec.kind] as Gate<GateSpec>;
