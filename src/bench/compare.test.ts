@@ -26,6 +26,17 @@ describe("compareRecords", () => {
     expect(compareRecords(a, c).ratio).toBeCloseTo(1.2, 9);
   });
 
+  it("compares the medians of the samples, the figures `records show` and the site state", () => {
+    const slowTrial = single("d", [110, 120, 400], {
+      host: "h1",
+      software: { vllm: "0.10.0" },
+      workload_hash: "w",
+    });
+    const comparison = compareRecords(a, slowTrial);
+    expect(comparison.second.value).toBe(120);
+    expect(comparison.ratio).toBeCloseTo(1.2, 9);
+  });
+
   it("refuses different fingerprints without different-conditions, naming what differs", () => {
     expect(() => compareRecords(a, b)).toThrow(/different conditions \(host, software\.vllm\)/);
     const comparison = compareRecords(a, b, { method: "different-conditions" });

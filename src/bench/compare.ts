@@ -1,4 +1,4 @@
-import { mean } from "simple-statistics";
+import { median } from "simple-statistics";
 import { BringupError } from "../common/errors.js";
 import {
   type Arm,
@@ -123,10 +123,13 @@ function pickArm(record: BenchRecord, name: string | undefined): Arm {
   return arm;
 }
 
-/** An arm's figure: the mean of its samples, else its stated point figure. */
+/**
+ * An arm's figure as `records show` and the site state it: its stated point figure, else the median
+ * of its samples (a mean would let one slow trial move the figure).
+ */
 function armValue(record: BenchRecord, arm: Arm): number {
-  if (arm.samples.length > 0) return mean(arm.samples);
   if (arm.figure?.shape === "point") return arm.figure.value;
+  if (arm.samples.length > 0) return median(arm.samples);
   throw new BringupError(
     "RECORD_NO_VALUE",
     `arm "${arm.name}" of ${record.id} has no samples and no single stated figure to compare.`,

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { computeMetrics, interTokenLatencies, requestLatency } from "./metrics.js";
+import { metricRows } from "./report.js";
 import type { RequestResult } from "./request.js";
 
 function result(fields: Partial<RequestResult> & { index: number }): RequestResult {
@@ -79,5 +80,30 @@ describe("metrics", () => {
       tokenizerMismatches: 1,
       tokenizerAbsDifference: 1,
     });
+  });
+});
+
+describe("the rows a run prints", () => {
+  it("say what each output-token check compares, out of how many requests", () => {
+    const results = [
+      result({ index: 0, chunkTimes: [10, 20], chunkTokens: [1, 1], usageTokens: 2, text: "ab" }),
+      result({ index: 1, chunkTimes: [10, 20], chunkTokens: [1, 1], usageTokens: 3, text: "abc" }),
+    ];
+    const metrics = computeMetrics(results, {
+      percentiles: [50],
+      tokenizerCounts: new Map([
+        [0, 2],
+        [1, 2],
+      ]),
+    });
+    const rows = metricRows(metrics, []);
+    expect(rows).toContainEqual([
+      "requests whose usage differs from the tokens streamed",
+      "1 of 2",
+      "requests",
+    ]);
+    expect(
+      rows.find((row) => row[0] === "requests whose usage differs from /tokenize of their text")?.[1],
+    ).toBe("1 of 2, 1 token apart in all (re-tokenizing decoded text can merge or split tokens)");
   });
 });

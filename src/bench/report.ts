@@ -6,6 +6,8 @@ export type Row = readonly [string, string, string];
 
 const fixed = (value: number, digits = 2) => (Number.isFinite(value) ? value.toFixed(digits) : "-");
 
+const tokensApart = (n: number) => `${n} token${n === 1 ? "" : "s"}`;
+
 /** The figures of one run, in the order vLLM's bench serve prints them. */
 export function metricRows(metrics: RunMetrics, percentileMetrics: readonly string[]): Row[] {
   const rows: Row[] = [
@@ -34,13 +36,18 @@ export function metricRows(metrics: RunMetrics, percentileMetrics: readonly stri
     for (const [p, value] of Object.entries(s.percentiles))
       rows.push([`P${p} ${name.toUpperCase()}`, fixed(value), "ms"]);
   }
+  // Two checks of the output token counts the throughput figures rest on.
   const check = metrics.tokenCheck;
-  rows.push(["usage vs stream token mismatches", String(check.streamMismatches), "count"]);
+  rows.push([
+    "requests whose usage differs from the tokens streamed",
+    `${check.streamMismatches} of ${metrics.completed}`,
+    "requests",
+  ]);
   if (check.tokenizerMismatches !== undefined) {
     rows.push([
-      "usage vs tokenizer mismatches",
-      `${check.tokenizerMismatches} (${check.tokenizerAbsDifference ?? 0} tokens)`,
-      "count",
+      "requests whose usage differs from /tokenize of their text",
+      `${check.tokenizerMismatches} of ${metrics.completed}, ${tokensApart(check.tokenizerAbsDifference ?? 0)} apart in all (re-tokenizing decoded text can merge or split tokens)`,
+      "requests",
     ]);
   }
   if (check.withoutUsage > 0) rows.push(["requests without usage", String(check.withoutUsage), "count"]);

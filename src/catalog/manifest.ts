@@ -154,12 +154,43 @@ export const WeightsBitIdentityGate = z.strictObject({
   record: RecordRef.optional(),
 });
 
+export const DeviceLogprobsGate = z.strictObject({
+  kind: z.literal("device-logprobs"),
+  device: z
+    .string()
+    .min(1)
+    .describe("what serves the device model code, e.g. the bringup_vllm plugin on vLLM's CPU backend"),
+  max_logprob_diff: z
+    .number()
+    .positive()
+    .describe(
+      "largest |device - reference| of a prompt token's logprob (nats) that passes; say why in a comment",
+    ),
+  top_k: z
+    .int()
+    .positive()
+    .max(20)
+    .describe("where greedy tokens first differ, each side's token must be in the other's top k"),
+  served: z
+    .array(z.string().min(1))
+    .min(1)
+    .describe("the parts of the model vLLM served (its layers, or the plugin's blocks inside vLLM)"),
+  block_by_block: z
+    .array(z.string().min(1))
+    .optional()
+    .describe(
+      "the plugin's plain-PyTorch blocks vLLM's CPU backend cannot run, tested against the engine layer by layer instead",
+    ),
+  record: RecordRef.optional(),
+});
+
 export const Gate = z.discriminatedUnion("kind", [
   PerplexityGate,
   NeedlesGate,
   BitIdenticalDecodeGate,
   KvCapacityGate,
   WeightsBitIdentityGate,
+  DeviceLogprobsGate,
 ]);
 export const GATE_KINDS = [
   "perplexity",
@@ -167,6 +198,7 @@ export const GATE_KINDS = [
   "bit-identical-decode",
   "kv-capacity",
   "weights-bit-identity",
+  "device-logprobs",
 ] as const;
 
 /** A headline item is either a measured or reported figure (by record) or a fact stated without numbers. */
@@ -240,6 +272,11 @@ export const Reference = z
       .describe("the build that reference-comparing gates (perplexity, kv-capacity) compare against"),
     gates: z.array(Gate).min(1),
     benchmarks: z.array(AbBenchmark).default([]),
+    device_check: DeviceLogprobsGate.extend({ record: RecordRef })
+      .optional()
+      .describe(
+        "the device model code (device-plugin/, served by vLLM on the CPU) against the reference engine on the tiny checkpoint: `bringup device check` runs it",
+      ),
   })
   .superRefine((reference, ctx) => {
     reference.benchmarks.forEach((spec, index) => {

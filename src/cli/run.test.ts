@@ -1,29 +1,12 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Command } from "commander";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { toolVersion } from "../bench/index.js";
-import { EXIT_USAGE, runCli } from "./run.js";
+import { EXIT_USAGE } from "./run.js";
+import { runWholeCli } from "./tests/run-whole-cli.js";
 
-/** Runs the whole CLI as main.ts does, capturing output and the exit code it sets. */
-async function cli(args: string[]): Promise<{ stdout: string; stderr: string; exitCode: unknown }> {
-  const program = new Command("bringup").option("--root <dir>");
-  const stdout: string[] = [];
-  const stderr: string[] = [];
-  const out = vi.spyOn(process.stdout, "write").mockImplementation((chunk) => stdout.push(String(chunk)) > 0);
-  const err = vi.spyOn(process.stderr, "write").mockImplementation((chunk) => stderr.push(String(chunk)) > 0);
-  process.exitCode = undefined;
-  try {
-    await runCli(program, ["node", "bringup", ...args]);
-  } finally {
-    out.mockRestore();
-    err.mockRestore();
-  }
-  const exitCode = process.exitCode;
-  process.exitCode = undefined;
-  return { stdout: stdout.join(""), stderr: stderr.join(""), exitCode };
-}
+const cli = runWholeCli;
 
 describe("runCli", () => {
   let dir: string;

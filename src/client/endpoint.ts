@@ -22,6 +22,7 @@ const CompletionChoice = z.looseObject({
     .looseObject({
       tokens: z.array(z.string()),
       token_logprobs: z.array(z.number().nullable()),
+      top_logprobs: z.array(z.record(z.string(), z.number()).nullable()).nullish(),
     })
     .nullish(),
   prompt_logprobs: z.array(PromptLogprobEntry.nullable()).nullish(),
@@ -60,9 +61,15 @@ export class Endpoint {
     readonly options: RequestOptions,
   ) {}
 
-  static async connect(url: string, options: RequestOptions = {}): Promise<Endpoint> {
+  /** Reads the served model from /v1/models, waiting `connectTimeoutMs` for it (default: the options' timeout). */
+  static async connect(
+    url: string,
+    options: RequestOptions = {},
+    connectTimeoutMs?: number,
+  ): Promise<Endpoint> {
     const base = normalizeBaseUrl(url);
-    const models = await requestJson(`${base}/v1/models`, ModelsResponse, undefined, options);
+    const listing = connectTimeoutMs === undefined ? options : { ...options, timeoutMs: connectTimeoutMs };
+    const models = await requestJson(`${base}/v1/models`, ModelsResponse, undefined, listing);
     const first = models.data[0] as z.infer<typeof ModelsResponse>["data"][number];
     return new Endpoint(base, first.id, first.max_model_len ?? undefined, options);
   }

@@ -13,6 +13,7 @@ export {
   Endpoint,
   normalizeBaseUrl,
 } from "./endpoint.js";
+export { checkEndpoint, describeEndpoint, ENDPOINT_CHECK_TIMEOUT_MS } from "./endpoint-check.js";
 export { DEFAULT_TIMEOUT_MS, type RequestOptions, requestJson, requestText } from "./http.js";
 export { kvTokenCapacity } from "./metrics.js";
 export { type EndpointProbe, ProbedEndpoint, probeEndpoint } from "./probe.js";

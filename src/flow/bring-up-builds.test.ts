@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse, stringify } from "yaml";
 import { createTinyModel, findTinySize, type TinySize } from "../engine/index.js";
 import { readRecords } from "../records/index.js";
-import { type BringUpOptions, bringUp } from "./bring-up.js";
+import { bringUp } from "./bring-up.js";
+import type { BringUpOptions } from "./bring-up-options.js";
 import { EmbeddedServer } from "./embedded-server.js";
 
 const REPO = join(import.meta.dirname, "../..");

@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadCatalog } from "../catalog/index.js";
 import { readRecords } from "../records/index.js";
 import { renderSite } from "../site/index.js";
-import { type BringUpOptions, bringUp } from "./bring-up.js";
+import { bringUp } from "./bring-up.js";
+import type { BringUpOptions } from "./bring-up-options.js";
 import { nextSeriesId } from "./record-ids.js";
 import { STAGES, type StageEvent } from "./summary.js";
 

@@ -12,8 +12,15 @@
  *   summary.page;      // the port's built page
  */
 export { AB_WORKLOAD_SEED } from "./ab-stage.js";
-export { type BringUpOptions, bringUp, REFERENCE_SEED } from "./bring-up.js";
+export { bringUp } from "./bring-up.js";
+export type { BringUpOptions } from "./bring-up-options.js";
 export { DEFAULT_PORT } from "./default-port.js";
+export {
+  type DeviceCheckOptions,
+  type DeviceCheckResult,
+  defaultDevicePython,
+  deviceCheck,
+} from "./device-check.js";
 export { type CachedModel, cachedModel, cacheKey } from "./model-cache.js";
 export { nextSeriesId } from "./record-ids.js";
 export {
@@ -29,3 +36,4 @@ export {
   type StageStatus,
   type StageTiming,
 } from "./summary.js";
+export { REFERENCE_SEED } from "./tiny-model.js";

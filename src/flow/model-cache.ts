@@ -39,7 +39,7 @@ export async function cachedModel(
   return { dir, key, reused: false };
 }
 
-/** The source of the code that turns a port's config into weights besides its model.ts: the engine and its codecs. */
+/** The source of the code that turns a port's config into weights: the engine (its model families and blocks) and its codecs. */
 export const WEIGHTS_CODE_DIRS: readonly string[] = [
   join(import.meta.dirname, "..", "engine"),
   join(import.meta.dirname, "..", "formats"),

@@ -44,6 +44,8 @@ export interface GateSummary {
   /** The gate's headline value and unit, when it ran. */
   readonly value?: number;
   readonly unit?: Unit;
+  /** What the value counts or measures ("positions differing between decodes, ..."), when it ran. */
+  readonly label?: string;
   /** The record written for it, when it ran. */
   readonly record?: string;
   readonly method?: Method;

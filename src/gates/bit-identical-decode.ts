@@ -22,6 +22,7 @@ type Spec = typeof BitIdenticalDecodeGate._output;
  */
 export const bitIdenticalDecodeGate: Gate<Spec> = {
   kind: "bit-identical-decode",
+  needsEndpoint: true,
   async run(spec, context) {
     const target = requireEndpoint(context);
     const reference = optionalReference(context);

@@ -76,5 +76,7 @@ export interface NeedleRow {
 /** One gate kind behind one interface. `run` throws BringupError when it cannot run. */
 export interface Gate<S extends GateSpec = GateSpec> {
   readonly kind: S["kind"];
+  /** True when the gate measures a server (every kind but the checkpoint comparison). */
+  readonly needsEndpoint: boolean;
   run(spec: S, context: GateContext): Promise<GateOutcome>;
 }

@@ -15,6 +15,7 @@ type Spec = typeof KvCapacityGate._output;
  */
 export const kvCapacityGate: Gate<Spec> = {
   kind: "kv-capacity",
+  needsEndpoint: true,
   async run(spec, context) {
     const target = requireEndpoint(context);
     const reference = optionalReference(context);

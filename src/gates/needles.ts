@@ -40,6 +40,7 @@ export function needleDepths(n: number): number[] {
  */
 export const needlesGate: Gate<Spec> = {
   kind: "needles",
+  needsEndpoint: true,
   async run(spec, context: GateContext) {
     const target = requireEndpoint(context);
     const corpus = requireCorpus(context);

@@ -13,6 +13,7 @@ type Spec = typeof PerplexityGate._output;
  */
 export const perplexityGate: Gate<Spec> = {
   kind: "perplexity",
+  needsEndpoint: true,
   async run(spec, context) {
     const target = requireEndpoint(context);
     const referenceEndpoint = optionalReference(context);

@@ -1,6 +1,7 @@
 import type { Gate as GateSpec } from "../catalog/index.js";
 import { isBringupError } from "../common/errors.js";
 import { bitIdenticalDecodeGate } from "./bit-identical-decode.js";
+import { deviceLogprobsGate } from "./device-logprobs.js";
 import type { Gate, GateContext, GateKind, GateOutcome } from "./gate.js";
 import { kvCapacityGate } from "./kv-capacity.js";
 import { needlesGate } from "./needles.js";
@@ -13,7 +14,13 @@ const GATES: { [K in GateKind]: Gate<Extract<GateSpec, { kind: K }>> } = {
   "bit-identical-decode": bitIdenticalDecodeGate,
   "kv-capacity": kvCapacityGate,
   "weights-bit-identity": weightsBitIdentityGate,
+  "device-logprobs": deviceLogprobsGate,
 };
+
+/** The gates of `specs` that measure a server, so a command can ask for --endpoint before running any. */
+export function gatesNeedingEndpoint(specs: readonly GateSpec[]): GateSpec[] {
+  return specs.filter((spec) => GATES[spec.kind].needsEndpoint);
+}
 
 /** Runs one gate; a BringupError (a missing piece, a misbehaving endpoint) makes it not-run, never passed. */
 export async function runGate(spec: GateSpec, context: GateContext): Promise<GateOutcome> {

@@ -8,6 +8,7 @@ type Spec = typeof WeightsBitIdentityGate._output;
 /** A converted checkpoint against its source, value for value (formats' verifyCheckpoints). */
 export const weightsBitIdentityGate: Gate<Spec> = {
   kind: "weights-bit-identity",
+  needsEndpoint: false,
   async run(spec, context) {
     const { sourceCheckpoint: source, convertedCheckpoint: converted } = context;
     if (source === undefined || converted === undefined) {

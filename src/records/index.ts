@@ -6,7 +6,13 @@ export {
   localServerFingerprint,
   Machine,
 } from "./fingerprint.js";
-export { showsNoDifference } from "./interval.js";
+export {
+  type AbVerdict,
+  abVerdict,
+  NOISY_INTERVAL_SPAN,
+  showsNoDifference,
+  verdictWords,
+} from "./interval.js";
 export { figureNumbers, recordNumbers } from "./numbers.js";
 export { formatProblem, type IssueContext, issueProblems, type Path, type Problem } from "./problems.js";
 export { type PublishOptions, type PublishPlan, publishRecords } from "./publish.js";

@@ -45,6 +45,7 @@ export const UNITS = [
   "req/s",
   "count",
   "perplexity",
+  "nats",
 ] as const;
 export const Unit = z.enum(UNITS);
 export type Unit = z.infer<typeof Unit>;

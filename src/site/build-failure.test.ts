@@ -43,3 +43,30 @@ describe("buildSite when VitePress fails", () => {
     expect((await readdir(work)).sort()).toEqual(["root", "site"]);
   });
 });
+
+/** A build stopped while it runs (Ctrl-C or SIGTERM in the CLI). */
+describe("buildSite stopped by its signal", () => {
+  let work: string;
+
+  beforeAll(async () => {
+    work = await mkdtemp(join(tmpdir(), "bringup-site-stop-"));
+  });
+
+  afterAll(async () => {
+    await rm(work, { recursive: true, force: true });
+  });
+
+  it("stops the build, says so, and leaves neither the site nor a temporary directory", async () => {
+    const root = join(work, "root");
+    const catalog = { root, ports: [port(root, manifest("demo"), "# Demo\n")] };
+    await writePorts(catalog);
+    const stop = new AbortController();
+    setTimeout(() => stop.abort(), 1000);
+    const error = await buildSite(catalog, join(work, "site"), { signal: stop.signal }).catch(
+      (e: unknown) => e,
+    );
+    expect(isBringupError(error) && error.code).toBe("INTERRUPTED");
+    expect((error as Error).message).toBe("the site build was stopped; nothing was written.");
+    expect(await readdir(work)).toEqual(["root"]);
+  });
+});

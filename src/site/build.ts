@@ -1,14 +1,14 @@
+import { fork } from "node:child_process";
 import { mkdir, mkdtemp, readdir, rename, rm, stat, symlink, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve, sep } from "node:path";
-import { build } from "vitepress";
+import { fileURLToPath } from "node:url";
 import { type Catalog, referenceSeries } from "../catalog/index.js";
 import { temporarySibling, writeDirectoryAtomic, writeFileAtomic } from "../common/atomic-write.js";
 import { BringupError } from "../common/errors.js";
 import { portCharts, type SiteChart } from "./charts.js";
 import { inventoryCatalog } from "./inventory.js";
-import { scriptSafe } from "./markdown.js";
 import { renderSite, type SiteSource } from "./site.js";
 
 /** Marks a directory as one `buildSite` wrote, so a rebuild may replace it and nothing else. */
@@ -70,8 +70,39 @@ async function writeSource(source: SiteSource, dir: string): Promise<void> {
   await symlink(nodeModulesDir(), join(dir, "node_modules"), "junction");
 }
 
-/** VitePress's default theme with one stylesheet added. */
-const THEME = `import DefaultTheme from "vitepress/theme";\nimport "./wide.css";\nexport default DefaultTheme;\n`;
+/**
+ * VitePress's default theme with one stylesheet added, and a figure's link made to show its
+ * record: a record row sits in a collapsed section, so on load, on a hash change and after a click
+ * on an in-page link the sections around the element the hash names are opened and it is scrolled
+ * into view.
+ */
+const THEME = `import DefaultTheme from "vitepress/theme";
+import "./wide.css";
+
+function revealHash() {
+  const id = decodeURIComponent(window.location.hash.slice(1));
+  const target = id === "" ? null : document.getElementById(id);
+  if (target === null) return;
+  for (let at = target.parentElement; at !== null; at = at.parentElement) {
+    if (at.tagName === "DETAILS") at.open = true;
+  }
+  target.scrollIntoView({ block: "center" });
+}
+
+export default {
+  extends: DefaultTheme,
+  enhanceApp({ router }) {
+    if (typeof window === "undefined") return;
+    const later = () => setTimeout(revealHash, 50);
+    window.addEventListener("hashchange", later);
+    window.addEventListener("load", later);
+    document.addEventListener("click", (event) => {
+      if (event.target instanceof Element && event.target.closest('a[href*="#"]')) later();
+    });
+    router.onAfterRouteChange = later;
+  },
+};
+`;
 
 /**
  * The port and record tables are wide: on a large screen the page body takes the width beside the
@@ -85,19 +116,63 @@ const WIDE_CSS = `@media (min-width: 1280px) {
 .vp-doc img { max-width: 100%; height: auto; }
 `;
 
+/** Run from TypeScript sources (tests, tsx), the build process needs tsx's loader too (a dev dependency). */
+const FROM_SOURCE = import.meta.url.endsWith(".ts");
+const VITEPRESS_PROCESS = new URL(
+  FROM_SOURCE ? "./vitepress-process.ts" : "./vitepress-process.js",
+  import.meta.url,
+);
+
+/**
+ * VitePress in a child process on `srcDir`, writing `outDir`: resolves when it built, rejects with
+ * its error message, and on `signal` stops it and rejects with INTERRUPTED once it has exited.
+ */
+function vitePressProcess(srcDir: string, outDir: string, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((done, fail) => {
+    if (signal?.aborted) {
+      fail(stopped(outDir));
+      return;
+    }
+    const child = fork(fileURLToPath(VITEPRESS_PROCESS), [srcDir, outDir], {
+      stdio: ["ignore", "ignore", "pipe", "ipc"],
+      execArgv: FROM_SOURCE ? ["--import", "tsx"] : [],
+      env: { ...process.env, NODE_ENV: "production" },
+    });
+    let reported: string | undefined;
+    let stderr = "";
+    child.on("message", (message: { error?: string }) => {
+      reported = message.error;
+    });
+    child.stderr?.on("data", (chunk: Buffer) => {
+      stderr = (stderr + chunk.toString()).slice(-4000);
+    });
+    const stop = () => child.kill("SIGTERM");
+    signal?.addEventListener("abort", stop, { once: true });
+    child.on("exit", (code) => {
+      signal?.removeEventListener("abort", stop);
+      if (signal?.aborted) fail(stopped(outDir));
+      else if (code === 0) done();
+      else fail(new Error(reported ?? (stderr.trim() || `the build process exited with code ${code}`)));
+    });
+  });
+}
+
+function stopped(outDir: string): BringupError {
+  return new BringupError("INTERRUPTED", "the site build was stopped; nothing was written.", {
+    subject: outDir,
+  });
+}
+
 /** Runs VitePress on a generated source directory and writes the site into `outDir` (already created). */
-async function runVitePress(source: SiteSource, outDir: string): Promise<void> {
+async function runVitePress(
+  source: SiteSource,
+  outDir: string,
+  signal: AbortSignal | undefined,
+): Promise<void> {
   const srcDir = await mkdtemp(join(tmpdir(), "bringup-site-"));
-  // VitePress sets NODE_ENV for its build; put it back so the caller's process is unchanged.
-  const nodeEnv = process.env.NODE_ENV;
   try {
     await writeSource(source, srcDir);
-    await build(srcDir, {
-      outDir,
-      onAfterConfigResolve: (config) => {
-        config.transformPageData = (pageData) => scriptSafe(pageData);
-      },
-    });
+    await vitePressProcess(srcDir, outDir, signal);
   } catch (error) {
     if (error instanceof BringupError) throw error;
     // Name pages as they are generated (ports/<id>.md), not by the temporary directory.
@@ -108,8 +183,6 @@ async function runVitePress(source: SiteSource, outDir: string): Promise<void> {
       { subject: outDir, cause: error },
     );
   } finally {
-    if (nodeEnv === undefined) delete process.env.NODE_ENV;
-    else process.env.NODE_ENV = nodeEnv;
     await rm(srcDir, { recursive: true, force: true });
   }
 }
@@ -117,9 +190,14 @@ async function runVitePress(source: SiteSource, outDir: string): Promise<void> {
 /**
  * Builds the static site for `catalog` into `outDir`, all or nothing: the pages are rendered and
  * checked first, VitePress builds into a sibling temporary directory, and only a finished site is
- * renamed into place (replacing an earlier build, never anything else).
+ * renamed into place (replacing an earlier build, never anything else). On `signal` the build
+ * process is stopped and INTERRUPTED thrown, with no temporary directory left behind.
  */
-export async function buildSite(catalog: Catalog, outDir: string): Promise<BuiltSite> {
+export async function buildSite(
+  catalog: Catalog,
+  outDir: string,
+  options: { readonly signal?: AbortSignal } = {},
+): Promise<BuiltSite> {
   const target = resolve(outDir);
   const mode = await checkOutDir(target);
   const charts = new Map<string, SiteChart[]>();
@@ -128,7 +206,7 @@ export async function buildSite(catalog: Catalog, outDir: string): Promise<Built
   }
   const source = renderSite(catalog, await inventoryCatalog(catalog), charts);
   const fill = async (dir: string) => {
-    await runVitePress(source, dir);
+    await runVitePress(source, dir, options.signal);
     await writeFileAtomic(
       join(dir, SITE_MARKER),
       `${JSON.stringify({ ports: catalog.ports.map((p) => p.id) })}\n`,

@@ -92,6 +92,7 @@ export const GATE_NAMES: Record<Gate["kind"], string> = {
   "bit-identical-decode": "Bit-identical decode",
   "kv-capacity": "KV capacity",
   "weights-bit-identity": "Weights bit identity",
+  "device-logprobs": "Device vs reference",
 };
 
 /** The pass condition of a gate in words, with the manifest's thresholds. */
@@ -107,5 +108,7 @@ export function gateThreshold(gate: Gate): string {
       return `${clean(gate.expected_ratio)}x the token capacity of a full-attention KV layout, within ${clean(gate.tolerance * 100)}%`;
     case "weights-bit-identity":
       return `${gate.conversion} bit-identical to its source`;
+    case "device-logprobs":
+      return `${gate.device} within ${gate.max_logprob_diff} nats of the reference engine's prompt logprobs, greedy tokens close (top ${gate.top_k})`;
   }
 }

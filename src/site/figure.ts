@@ -1,10 +1,4 @@
-import {
-  type BenchRecord,
-  type Figure,
-  type Method,
-  showsNoDifference,
-  type Unit,
-} from "../records/index.js";
+import { type BenchRecord, type Figure, type Method, type Unit, verdictWords } from "../records/index.js";
 import { portLink, portPage } from "./paths.js";
 
 /** Units written against the number ("1.35x", "0.4%"); every other unit follows after a space. */
@@ -107,14 +101,15 @@ export function formatArms(record: BenchRecord): string {
 
 /**
  * The stated or measured ratio: "ratio 2.49x, 95% CI 2.3x to 2.6x"; when the interval holds 1 it
- * leads with "no difference was shown", since the run did not show either arm better.
+ * leads with "no difference was shown", since the run did not show either arm better, and with
+ * "noisy" when the interval is too wide to headline (records' abVerdict states the rule).
  */
 export function formatComparison(comparison: NonNullable<BenchRecord["comparison"]>): string {
   const ratio = `ratio ${formatFigure(comparison.figure, "x")}`;
   const parts = [ratio];
   if (comparison.ci95 !== undefined) {
     const [low, high] = comparison.ci95;
-    if (showsNoDifference(comparison.ci95)) parts[0] = `no difference was shown: ${ratio}`;
+    parts[0] = `${verdictWords(comparison.ci95)}${ratio}`;
     parts.push(`95% CI ${formatFigure({ shape: "range", low, high }, "x")}`);
   }
   if (comparison.cv !== undefined) parts.push(`CV ${formatNumber(comparison.cv)}`);

@@ -21,7 +21,7 @@ describe("inventoryPort", () => {
     await writeFile(join(dir, "tests", "cpu", "model.test.ts"), "");
     await writeFile(join(dir, "tests", "cpu", "nested", "more.test.ts"), "");
     // A directory where the layout expects a file does not count as that file.
-    await mkdir(join(dir, "model.ts"));
+    await mkdir(join(dir, "recipe", "Dockerfile"), { recursive: true });
   });
 
   afterAll(async () => {
@@ -36,12 +36,11 @@ describe("inventoryPort", () => {
     expect(byPath.get("port.yaml")).toEqual(["port.yaml"]);
     expect(byPath.get("results/")).toEqual(["results/reported.jsonl"]);
     expect(byPath.get("tests/cpu/")).toEqual(["tests/cpu/model.test.ts", "tests/cpu/nested/more.test.ts"]);
-    expect(byPath.get("model.ts")).toEqual([]);
     expect(byPath.get("recipe/Dockerfile")).toEqual([]);
 
     const { has, lacks } = shipped(files, 2);
     expect(has.join(" ")).toContain("`results/reported.jsonl`; 2 records");
-    expect(lacks).toContain("`model.ts`");
+    expect(lacks).toContain("`recipe/Dockerfile`");
     expect(lacks).toContain("`tests/hpu/run_gates.sh`");
   });
 });

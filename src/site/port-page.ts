@@ -2,6 +2,7 @@ import type { LoadedPort } from "../catalog/index.js";
 import { FEATURES, latestInSeries } from "../catalog/index.js";
 import type { BenchRecord } from "../records/index.js";
 import type { SiteChart } from "./charts.js";
+import { renderDeviceCheck } from "./device-check.js";
 import {
   acceleratorName,
   cardsAndNodes,
@@ -186,8 +187,9 @@ function chartsSection(port: LoadedPort, charts: readonly SiteChart[]): string[]
 }
 
 function referenceRunSection(port: LoadedPort): string[] {
-  const section = renderReferenceRun(port);
-  return section === undefined ? [] : [section, ""];
+  return [renderReferenceRun(port), renderDeviceCheck(port)].flatMap((section) =>
+    section === undefined ? [] : [section, ""],
+  );
 }
 
 /** A port's page: its README with figures filled in, then the manifest's facts and every record. */

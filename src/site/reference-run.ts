@@ -40,6 +40,18 @@ export function shownInSeries(port: LoadedPort, series: string): BenchRecord | u
   );
 }
 
+/** The Result and Record cells of a series: the run the page shows, linked, or "not measured yet". */
+export function recordCells(port: LoadedPort, id: string): [string, string] {
+  const record = shownInSeries(port, id);
+  if (record === undefined) return [NOT_YET, code(id)];
+  const latest = latestInSeries(port.records, id);
+  const newer = latest !== undefined && latest !== record ? `; newer run ${code(latest.id)} in Records` : "";
+  return [
+    figureLink(text(`${formatRecordFigure(record)}${localMark(port, record)}`), record, portPage(port.id)),
+    `${code(record.id)}${newer}`,
+  ];
+}
+
 /**
  * The port's reference run: each gate and A/B of its reference section (what `bringup up` runs on
  * the tiny reference config) with the latest measured record, its method and interval; nothing
@@ -49,17 +61,7 @@ export function renderReferenceRun(port: LoadedPort): string | undefined {
   const reference = port.manifest.reference;
   if (reference === undefined) return undefined;
   const series = referenceSeries(port.manifest);
-  const cell = (id: string) => {
-    const record = shownInSeries(port, id);
-    if (record === undefined) return [NOT_YET, code(id)];
-    const latest = latestInSeries(port.records, id);
-    const newer =
-      latest !== undefined && latest !== record ? `; newer run ${code(latest.id)} in Records` : "";
-    return [
-      figureLink(text(`${formatRecordFigure(record)}${localMark(port, record)}`), record, portPage(port.id)),
-      `${code(record.id)}${newer}`,
-    ];
-  };
+  const cell = (id: string) => recordCells(port, id);
   const rows = [
     ...reference.gates.map((gate, index) => [
       text(

@@ -154,4 +154,42 @@ describe("the site in a browser", () => {
     ).toBe(2);
     await page.close();
   });
+
+  it("opens and scrolls to a figure's record, at 1280 and at 390 px, from a link or a URL", async () => {
+    for (const viewport of [WIDTHS.desktop, WIDTHS.phone]) {
+      const page = await browser.newPage({ viewport });
+      await page.goto(`${origin}/ports/mimo-v2.6-flash.html`, { waitUntil: "networkidle" });
+      // A figure links to its record's row, which sits in a collapsed section.
+      const href = await page.evaluate(() => {
+        for (const anchor of Array.from(document.querySelectorAll('.vp-doc a[href^="#record-"]'))) {
+          const id = decodeURIComponent((anchor.getAttribute("href") as string).slice(1));
+          if (document.getElementById(id)?.closest("details:not([open])")) return anchor.getAttribute("href");
+        }
+        return null;
+      });
+      expect(href).not.toBeNull();
+      const hash = href as string;
+      const link = page.locator(`.vp-doc a[href="${hash}"]`).first();
+      const row = page.locator(`[id="${decodeURIComponent(hash.slice(1))}"]`);
+      expect(await row.isVisible()).toBe(false);
+      await link.click();
+      await expect.poll(() => row.isVisible()).toBe(true);
+      await expect
+        .poll(() =>
+          row.evaluate((element) => {
+            const box = element.getBoundingClientRect();
+            return box.top >= 0 && box.bottom <= window.innerHeight;
+          }),
+        )
+        .toBe(true);
+      // The same record opened from its URL.
+      const fresh = await browser.newPage({ viewport });
+      await fresh.goto(`${origin}/ports/mimo-v2.6-flash.html${hash}`, { waitUntil: "networkidle" });
+      await expect
+        .poll(() => fresh.locator(`[id="${decodeURIComponent(hash.slice(1))}"]`).isVisible())
+        .toBe(true);
+      await fresh.close();
+      await page.close();
+    }
+  });
 });

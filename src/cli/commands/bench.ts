@@ -26,10 +26,16 @@ import {
   writeRunReportDir,
 } from "../../bench/index.js";
 import { findPort, loadCatalog, localResultsDir } from "../../catalog/index.js";
-import { normalizeBaseUrl, probeEndpoint } from "../../client/index.js";
+import { checkEndpoint, normalizeBaseUrl, probeEndpoint } from "../../client/index.js";
 import { BringupError } from "../../common/errors.js";
 import { checkNewOutput } from "../../common/fs-errors.js";
-import { appendRecord, type BenchRecord, type Fingerprint, showsNoDifference } from "../../records/index.js";
+import {
+  abVerdict,
+  appendRecord,
+  type BenchRecord,
+  type Fingerprint,
+  NOISY_INTERVAL_SPAN,
+} from "../../records/index.js";
 import { projectRoot } from "../root.js";
 import { table } from "./ports.js";
 import { findRecord, registerRecordsCompare } from "./records-compare.js";
@@ -224,14 +230,17 @@ async function buildWorkload(flags: WorkloadFlags): Promise<Workload> {
 }
 
 /**
- * Probes the endpoint (src/client): the served model (unless --model names one) and its
- * fingerprint; bench adds the endpoint type it measures to the fingerprint's flags.
+ * Checks the endpoint named by `flag` within seconds, then probes it (src/client): the served model
+ * (unless --model names one) and its fingerprint; bench adds the endpoint type it measures to the
+ * fingerprint's flags.
  */
 async function resolveTarget(
   url: string,
+  flag: string,
   flags: WorkloadFlags,
 ): Promise<{ target: Target; fingerprint: Fingerprint }> {
   const apiKey = flags.apiKey ?? process.env.OPENAI_API_KEY;
+  await checkEndpoint(url, flag, apiKey ? { apiKey } : {});
   const { probe } = await probeEndpoint(url, apiKey ? { apiKey } : {});
   const model = flags.model ?? probe.model;
   const fingerprint: Fingerprint = {
@@ -325,7 +334,7 @@ export function registerBench(program: Command): void {
       command: Command,
     ) => {
       if (flags.reportDir) await checkNewOutput(resolve(flags.reportDir));
-      const { target, fingerprint: probed } = await resolveTarget(flags.endpoint, flags);
+      const { target, fingerprint: probed } = await resolveTarget(flags.endpoint, "--endpoint", flags);
       const workload = await buildWorkload(flags);
       const { metrics: percentileMetrics, percentiles } = percentilesOf(flags);
       const resultsDir = await resultsDirOf(command, flags.portId);
@@ -486,9 +495,13 @@ export function registerBench(program: Command): void {
         : undefined;
       // With a switch, each arm is identified while it is the one running.
       if (switchTo) await switchTo("a");
-      const { target: targetA, fingerprint: fingerprintA } = await resolveTarget(urlA, flags);
+      const { target: targetA, fingerprint: fingerprintA } = await resolveTarget(urlA, "--a", flags);
       if (switchTo) await switchTo("b");
-      const { target: targetB, fingerprint: fingerprintB } = await resolveTarget(urlB, flags);
+      const { target: targetB, fingerprint: fingerprintB } = await resolveTarget(
+        urlB,
+        flags.b === undefined ? "--a" : "--b",
+        flags,
+      );
       const workload = await buildWorkload(flags);
       const resultsDir = await resultsDirOf(command, flags.portId);
       const { percentiles } = percentilesOf(flags);
@@ -552,9 +565,11 @@ export function registerBench(program: Command): void {
         names[t.arm],
         t.value.toFixed(3),
       ]);
-      const verdict = showsNoDifference([i.low, i.high])
-        ? `no difference was shown between ${names.b} and ${names.a}: the interval holds 1`
-        : `above 1, ${names.b} is better`;
+      const verdict = {
+        "no-difference": `no difference was shown between ${names.b} and ${names.a}: the interval holds 1`,
+        noisy: `noisy: the interval spans more than ${NOISY_INTERVAL_SPAN}x, too wide to headline; run more blocks`,
+        shown: `above 1, ${names.b} is better`,
+      }[abVerdict([i.low, i.high])];
       process.stdout.write(
         `${table([["trial", "block", "arm", `${result.metric} (${spec.unit})`], ...rows])}\n\n` +
           `${result.method}: ${names.b} against ${names.a}, ratio ${i.estimate.toFixed(3)}x ` +

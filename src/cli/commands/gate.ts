@@ -6,13 +6,14 @@ import {
   loadCatalog,
   localResultsDir,
 } from "../../catalog/index.js";
-import { probeEndpoint } from "../../client/index.js";
+import { checkEndpoint, probeEndpoint } from "../../client/index.js";
 import { BringupError } from "../../common/errors.js";
 import { readCorpus } from "../../engine/index.js";
 import {
   allPassed,
   appendGateRecords,
   type GateOutcome,
+  gatesNeedingEndpoint,
   runGateSession,
   type SamplingMode,
   writeGoldenDecodes,
@@ -112,6 +113,7 @@ export function registerGate(program: Command): void {
       }
       const root = projectRoot(command);
       const loaded = findPort(await loadCatalog(root), port);
+      await checkEndpoints(options);
       if (options.writeGolden !== undefined) {
         await writeGolden(loaded.manifest.gates, options, options.writeGolden);
         return;
@@ -123,6 +125,15 @@ export function registerGate(program: Command): void {
         throw new BringupError(
           "NO_GATES",
           `port ${port} declares no ${options.only ? `${options.only.join("/")} ` : ""}gates in its port.yaml.`,
+          { subject: port },
+        );
+      }
+      const needing = gatesNeedingEndpoint(specs);
+      if (options.endpoint === undefined && needing.length > 0) {
+        const kinds = [...new Set(needing.map((spec) => spec.kind))];
+        throw new BringupError(
+          "GATE_NEEDS_ENDPOINT",
+          `the ${kinds.join(", ")} gate${kinds.length === 1 ? "" : "s"} of ${port} run${kinds.length === 1 ? "s" : ""} against a server: pass --endpoint URL${needing.length < specs.length ? ", or --only weights-bit-identity for the checkpoint comparison alone" : ""}.`,
           { subject: port },
         );
       }
@@ -167,6 +178,13 @@ export function registerGate(program: Command): void {
       }
       if (!allPassed(outcomes)) process.exitCode = 1;
     });
+}
+
+/** Checks --endpoint and --reference within seconds, before any gate runs. */
+async function checkEndpoints(options: GateOptions): Promise<void> {
+  const request = options.timeout !== undefined ? { timeoutMs: options.timeout } : {};
+  if (options.endpoint !== undefined) await checkEndpoint(options.endpoint, "--endpoint", request);
+  if (options.reference !== undefined) await checkEndpoint(options.reference, "--reference", request);
 }
 
 /** Writes the golden decodes for the sampling modes the port's bit-identity gates use. */

@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import { registerBench } from "./bench.js";
+import { registerDevice } from "./device.js";
 import { registerGate } from "./gate.js";
 import { registerMakeTiny } from "./make-tiny.js";
 import { registerPorts } from "./ports.js";
@@ -21,5 +22,6 @@ export function registerCommands(program: Command): void {
   registerRecipe(program);
   registerServe(program);
   registerGate(program);
+  registerDevice(program);
   registerBench(program);
 }

@@ -75,7 +75,7 @@ export function registerRecordsCompare(program: Command): void {
           return;
         }
         const lines = [
-          `${second.id} (${comparison.second.arm}) against ${first.id} (${comparison.first.arm}): ratio ${comparison.ratio.toFixed(3)}x (${comparison.first.value.toFixed(3)} then ${comparison.second.value.toFixed(3)} ${first.unit})`,
+          `${second.id} (${comparison.second.arm}) against ${first.id} (${comparison.first.arm}): ratio ${comparison.ratio.toFixed(3)}x of the medians (${comparison.first.value.toFixed(3)} then ${comparison.second.value.toFixed(3)} ${first.unit}, as \`records show\` gives them)`,
         ];
         if (comparison.conditions.length > 0) {
           lines.push(

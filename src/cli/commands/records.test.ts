@@ -20,6 +20,17 @@ describe("bringup records", () => {
     );
   });
 
+  it("list fits 120 columns and counts an A/B's trial records instead of listing them", async () => {
+    const repo = join(import.meta.dirname, "../../..");
+    const { stdout } = await runCommands(["--root", repo, "records", "list"]);
+    const lines = stdout.trimEnd().split("\n");
+    expect(Math.max(...lines.map((line) => line.length))).toBeLessThanOrEqual(120);
+    expect(stdout).not.toMatch(/-t\d+-[ab] {2}/);
+    expect(lines.at(-1)).toMatch(/^\(\d+ trial records of A\/Bs not listed; --trials lists them\)$/);
+    const all = await runCommands(["--root", repo, "records", "list", "mimo-v2.6-flash", "--trials"]);
+    expect(all.stdout).toMatch(/-t\d+-[ab] {2}single-run/);
+  });
+
   it("list narrows to one port and prints JSON", async () => {
     const records = JSON.parse(
       (await runCommands(["--root", ROOT, "records", "list", "demo", "--json"])).stdout,

@@ -11,7 +11,6 @@ import { BringupError } from "../../common/errors.js";
 import { type BenchRecord, type Figure, METHOD_DESCRIPTIONS, publishRecords } from "../../records/index.js";
 import { formatRecordFigure } from "../../site/index.js";
 import { projectRoot } from "../root.js";
-import { table } from "./ports.js";
 
 function figureText(figure: Figure, unit: string): string {
   const suffix = unit === "x" || unit === "%" ? unit : ` ${unit}`;
@@ -51,6 +50,32 @@ export function provenance(record: BenchRecord): string {
   return `measured by ${source.tool}${source.command ? ` (${source.command})` : ""}; samples per arm: ${samples}; method: ${record.method}, ${METHOD_DESCRIPTIONS[record.method]}`;
 }
 
+/** The widest a `records list` line gets; a longer one is cut (`records show` gives the record whole). */
+const LIST_WIDTH = 120;
+/** A trial record of an A/B: `<ab-id>-t<n>-<arm>`. */
+const TRIAL_ID = /^(.*)-t\d+-[ab]$/;
+
+/**
+ * The records, each as its id and method, then its label, then its figures, every line cut to
+ * LIST_WIDTH; an A/B's trial records are counted, not listed, unless `trials`.
+ */
+function listing(list: readonly { record: BenchRecord; local: boolean }[], trials: boolean): string {
+  const ids = new Set(list.map(({ record }) => record.id));
+  const isTrial = (id: string) => ids.has(TRIAL_ID.exec(id)?.[1] ?? "");
+  const shown = trials ? list : list.filter(({ record }) => !isTrial(record.id));
+  const cut = (text: string) => (text.length > LIST_WIDTH ? `${text.slice(0, LIST_WIDTH - 1)}…` : text);
+  const lines = shown.flatMap(({ record, local }) =>
+    [
+      `${record.id}${local ? " (local)" : ""}  ${record.method}`,
+      `    ${record.label}`,
+      `    ${summary(record)}`,
+    ].map(cut),
+  );
+  const hidden = list.length - shown.length;
+  if (hidden > 0) lines.push(`(${hidden} trial records of A/Bs not listed; --trials lists them)`);
+  return lines.join("\n");
+}
+
 export function registerRecords(program: Command): void {
   const records = program.command("records").description("the measured and reported records of the ports");
 
@@ -59,9 +84,14 @@ export function registerRecords(program: Command): void {
     .description("list the published records of every port, or of one")
     .argument("[port]", "only this port's records")
     .option("--local", "also the records of local runs not yet published (marked local)")
+    .option("--trials", "also each A/B trial's own record (kept beside its A/B)")
     .option("--json", "print JSON")
     .action(
-      async (portId: string | undefined, options: { json?: boolean; local?: boolean }, command: Command) => {
+      async (
+        portId: string | undefined,
+        options: { json?: boolean; local?: boolean; trials?: boolean },
+        command: Command,
+      ) => {
         const catalog = await loadCatalog(projectRoot(command), { local: options.local === true });
         const ports = portId === undefined ? catalog.ports : [findPort(catalog, portId)];
         const list = ports.flatMap((port) =>
@@ -77,13 +107,7 @@ export function registerRecords(program: Command): void {
           );
           return;
         }
-        const rows = list.map(({ record, local }) => [
-          local ? `${record.id} (local)` : record.id,
-          record.method,
-          record.label,
-          summary(record),
-        ]);
-        process.stdout.write(`${table([["ID", "METHOD", "WHAT", "FIGURES"], ...rows])}\n`);
+        process.stdout.write(`${listing(list, options.trials === true)}\n`);
         const notice = brokenPortsNotice(catalog);
         if (notice !== undefined && portId === undefined) process.stderr.write(`${notice}\n`);
       },

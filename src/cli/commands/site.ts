@@ -42,7 +42,9 @@ export function registerSite(program: Command): void {
       const notice = brokenPortsNotice(catalog);
       if (notice !== undefined) process.stderr.write(`${notice}\n`);
       const started = performance.now();
-      const built = await buildSite(catalog, out);
+      const stop = new AbortController();
+      void untilSignalled().then(() => stop.abort());
+      const built = await buildSite(catalog, out, { signal: stop.signal });
       const seconds = ((performance.now() - started) / 1000).toFixed(1);
       process.stdout.write(
         `built ${built.pages.length} pages (${catalog.ports.length} ports) into ${built.outDir} in ${seconds} s\n`,

@@ -11,9 +11,11 @@ import {
   type ProgressEvent,
   type StageEvent,
 } from "../../flow/index.js";
-import { showsNoDifference } from "../../records/index.js";
+import { verdictWords } from "../../records/index.js";
+import { formatGateValue } from "../gate-value.js";
 import { projectRoot } from "../root.js";
 import { untilSignalled } from "../signals.js";
+import { timeLeft } from "../time-left.js";
 import { table } from "./ports.js";
 
 interface UpFlags {
@@ -191,6 +193,7 @@ class StageDisplay {
   private timer: NodeJS.Timeout | undefined;
   private frame = 0;
   private readonly started = performance.now();
+  private stageStarted = performance.now();
 
   constructor(private readonly tty: boolean) {}
 
@@ -208,7 +211,10 @@ class StageDisplay {
   progress(event: ProgressEvent): void {
     if (this.bar) {
       this.bar.setTotal(event.total);
-      this.bar.update(event.done, { item: event.item });
+      this.bar.update(event.done, {
+        item: event.item,
+        left: timeLeft(performance.now() - this.stageStarted, event),
+      });
     } else if (!this.tty) {
       this.line(`  ${event.stage} ${event.done}/${event.total} ${event.item}`);
     }
@@ -219,16 +225,17 @@ class StageDisplay {
   }
 
   private open(stage: string): void {
+    this.stageStarted = performance.now();
     this.bar = new SingleBar(
       {
         stream: process.stderr,
-        format: `  {spinner} ${stage.padEnd(10)} [{bar}] {value}/{total} {item} ({duration}s)`,
+        format: `  {spinner} ${stage.padEnd(10)} [{bar}] {value}/{total} {item} ({duration}s{left})`,
         hideCursor: true,
         clearOnComplete: true,
       },
       Presets.shades_classic,
     );
-    this.bar.start(1, 0, { spinner: SPINNER[0], item: "" });
+    this.bar.start(1, 0, { spinner: SPINNER[0], item: "", left: "" });
     this.timer = setInterval(() => {
       this.frame = (this.frame + 1) % SPINNER.length;
       this.bar?.update({ spinner: SPINNER[this.frame] });
@@ -246,13 +253,6 @@ class StageDisplay {
     const at = ((performance.now() - this.started) / 1000).toFixed(1).padStart(6);
     process.stderr.write(`[${at} s] ${text}\n`);
   }
-}
-
-function formatGateValue(gate: BringUpSummary["gates"][number]): string {
-  if (gate.status === "not-run") return gate.code ?? "-";
-  if (gate.value === undefined) return "-";
-  const value = Number.isInteger(gate.value) ? String(gate.value) : gate.value.toFixed(4);
-  return gate.unit === undefined ? value : `${value} ${gate.unit}`;
 }
 
 /** The summary: gates, figures with their methods, what was left out, where the page is, the stage times. */
@@ -273,9 +273,7 @@ function render(summary: BringUpSummary): string {
         ...summary.figures.map((f) => [
           f.ratio === undefined
             ? f.label
-            : f.interval !== undefined && showsNoDifference(f.interval)
-              ? `${f.label}: no difference was shown (ratio ${f.ratio}x)`
-              : `${f.label}: ${f.ratio}x`,
+            : `${f.label}: ${f.interval !== undefined ? verdictWords(f.interval) : ""}${f.ratio}x`,
           f.method,
           f.interval ? `${f.interval[0]}x to ${f.interval[1]}x` : "-",
           f.record,

@@ -1,0 +1,24 @@
+"""bringup's device model code as a vLLM general plugin.
+
+vLLM loads every `vllm.general_plugins` entry point in each process it starts (the API server,
+the engine core, every worker) and may do so more than once, so `register()` only records lazy
+"module:Class" strings with `ModelRegistry.register_model` (vLLM docs/design/plugin_system.md;
+the example package is vllm-project/bart-plugin) and imports no model code itself.
+"""
+
+from bringup_vllm.families import ARCHITECTURES
+
+__all__ = ["ARCHITECTURES", "register"]
+
+
+def register() -> None:
+    """Register each family's architecture names with vLLM; calling it again changes nothing.
+
+    The plugin's class replaces vLLM's own where a name is already registered
+    (MiMoV2FlashForCausalLM): the ports' checkpoints spell their config as bringup's engine
+    reads it, and the plugin's blocks run where vLLM's CPU backend lacks a kernel.
+    """
+    from vllm import ModelRegistry
+
+    for architecture, target in ARCHITECTURES.items():
+        ModelRegistry.register_model(architecture, target)

@@ -1,0 +1,9 @@
+"""Architecture name (a checkpoint's config.json `architectures`) to the plugin class serving it.
+
+One module per family, as bringup's engine has one family per lineage (src/engine/models/); the
+strings are imported lazily by vLLM, in the process that builds the model.
+"""
+
+ARCHITECTURES: dict[str, str] = {
+    "MiMoV2FlashForCausalLM": "bringup_vllm.mimo:MiMoForCausalLM",
+}

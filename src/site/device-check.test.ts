@@ -1,0 +1,54 @@
+import { describe, expect, it } from "vitest";
+import type { PortManifestInput } from "../catalog/index.js";
+import { renderDeviceCheck } from "./device-check.js";
+import { manifest, port, record } from "./tests/fixture.js";
+
+const deviceCheck = {
+  kind: "device-logprobs" as const,
+  device: "the bringup_vllm plugin on vLLM (CPU)",
+  max_logprob_diff: 1e-4,
+  top_k: 5,
+  served: ["vLLM's attention", "vLLM's fused MoE"],
+  record: "a-port/device-logprobs",
+};
+const reference = (check: Record<string, unknown>): PortManifestInput["reference"] => ({
+  config: { model_type: "demo" },
+  max_model_len: 4096,
+  gates: [{ kind: "kv-capacity", expected_ratio: 2, tolerance: 0.02 }],
+  device_check: check as typeof deviceCheck,
+});
+
+const measured = (id: string, value: number) =>
+  record(id, {
+    method: "single-run",
+    unit: "nats",
+    label: "largest |device - reference| prompt logprob per window of 192 tokens: gate passed",
+    context: undefined,
+    source: { kind: "measured", tool: "bringup device check" },
+    arms: [{ name: deviceCheck.device, samples: [value], figure: { shape: "point", value } }],
+  });
+
+describe("the device check section", () => {
+  it("shows the gate's latest record and says which parts vLLM served and that none were tested apart", () => {
+    const m = manifest("a-port", { reference: reference(deviceCheck) });
+    const page = renderDeviceCheck(port("/nowhere", m, "x", [measured("a-port/device-logprobs", 3.43e-6)]));
+    expect(page).toContain("### Device code on vLLM (CPU)");
+    expect(page).toContain("`a-port/device-logprobs`");
+    expect(page).toContain("0\\.00000343 nats — single run");
+    expect(page).toContain("- vLLM\\'s fused MoE");
+    expect(page).toContain("Tested block by block instead: nothing; every part ran inside vLLM.");
+  });
+
+  it("lists the blocks tested block by block, and says when the check has not run", () => {
+    const m = manifest("a-port", {
+      reference: reference({ ...deviceCheck, block_by_block: ["the KDA recurrence (plain PyTorch)"] }),
+    });
+    const page = renderDeviceCheck(port("/nowhere", m, "x"));
+    expect(page).toContain("not measured yet");
+    expect(page).toContain("- the KDA recurrence \\(plain PyTorch\\)");
+  });
+
+  it("is left out for a port without a device check", () => {
+    expect(renderDeviceCheck(port("/nowhere", manifest("a-port"), "x"))).toBeUndefined();
+  });
+});

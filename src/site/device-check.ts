@@ -1,0 +1,39 @@
+import type { LoadedPort } from "../catalog/index.js";
+import { GATE_NAMES, gateThreshold } from "./facts.js";
+import { code, table, text } from "./markdown.js";
+import { recordCells } from "./reference-run.js";
+
+/**
+ * The port's device check: its device model code (device-plugin/, served by vLLM on the CPU)
+ * against the reference engine on the tiny checkpoint, with the latest record, and exactly which
+ * parts vLLM served and which were tested block by block instead; nothing when the manifest has
+ * no `reference.device_check`.
+ */
+export function renderDeviceCheck(port: LoadedPort): string | undefined {
+  const spec = port.manifest.reference?.device_check;
+  if (spec === undefined) return undefined;
+  const blocks = spec.block_by_block ?? [];
+  return [
+    "### Device code on vLLM (CPU)",
+    "",
+    text(
+      `bringup device check ${port.id} serves the tiny reference checkpoint with ${spec.device} and the same directory with the reference engine, and compares prompt logprobs and greedy tokens.`,
+    ),
+    "",
+    table(
+      ["Check", "Passes when", "Result", "Record"],
+      [[text(GATE_NAMES[spec.kind]), text(gateThreshold(spec)), ...recordCells(port, spec.record)]],
+    ),
+    "",
+    "Served by vLLM:",
+    "",
+    ...spec.served.map((part) => `- ${text(part)}`),
+    "",
+    blocks.length === 0
+      ? "Tested block by block instead: nothing; every part ran inside vLLM."
+      : "Tested block by block against the engine instead (vLLM's CPU backend cannot run them):",
+    ...(blocks.length === 0 ? [] : ["", ...blocks.map((part) => `- ${text(part)}`)]),
+    "",
+    `The plugin's code: ${code("device-plugin/")}.`,
+  ].join("\n");
+}
