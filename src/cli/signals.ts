@@ -53,12 +53,18 @@ export function isRunning(pid: number): boolean {
 }
 
 /**
+ * The launcher as found when this module loaded, at the command's start: looked up later, a launcher
+ * killed in the meantime has already left this process reparented and would never be noticed.
+ */
+const launcherAtStart = findLauncher();
+
+/**
  * Resolves when the process is asked to stop (Ctrl-C or SIGTERM), or when the npm/npx launcher it
  * was started through ends: stopping what the user started stops this process too.
  */
 export function untilSignalled(): Promise<void> {
   return new Promise((done) => {
-    const launcher = findLauncher();
+    const launcher = launcherAtStart;
     const watch =
       launcher === undefined
         ? undefined

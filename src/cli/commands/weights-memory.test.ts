@@ -34,10 +34,18 @@ async function bundleCli(dir: string): Promise<string> {
     packages: "external",
     logLevel: "error",
   });
-  await mkdir(join(dir, "wasm"));
-  for (const from of ["src/formats/wasm", "src/engine/kernels/wasm"]) {
+  // Each module finds its binaries relative to itself: the formats' in ./wasm/, the engine
+  // kernels' in ./<op>/; in the bundle every module is main.js, so both trees go beside it.
+  const kernels = join(REPO, "src/engine/kernels");
+  const ops = (await readdir(kernels, { withFileTypes: true })).filter((e) => e.isDirectory());
+  const binaries: [string, string][] = [
+    ["src/formats/wasm", "wasm"],
+    ...ops.map((op): [string, string] => [`src/engine/kernels/${op.name}`, op.name]),
+  ];
+  for (const [from, to] of binaries) {
+    await mkdir(join(dir, to), { recursive: true });
     for (const name of await readdir(join(REPO, from)))
-      if (name.endsWith(".wasm")) await copyFile(join(REPO, from, name), join(dir, "wasm", name));
+      if (name.endsWith(".wasm")) await copyFile(join(REPO, from, name), join(dir, to, name));
   }
   await symlink(realpathSync(join(REPO, "node_modules")), join(dir, "node_modules"));
   return join(dir, "main.js");
