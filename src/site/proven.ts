@@ -6,7 +6,7 @@ import {
   provenLevels,
 } from "../catalog/index.js";
 import { DEVICE_GATE } from "../recipes/index.js";
-import { recordHref } from "./figure.js";
+import { figureLink } from "./figure.js";
 import { code, text } from "./markdown.js";
 
 const STATE_WORDS: Record<ProofState, string> = {
@@ -26,7 +26,7 @@ const NONE_YET: Record<Proof["level"], string> = {
 
 /** A level as a line: its name, whether it holds, and links to the records it rests on. */
 function line(proof: Proof, from: string): string {
-  const records = proof.records.map((record) => `[${code(record.id)}](${recordHref(record, from)})`);
+  const records = proof.records.map((record) => figureLink(code(record.id), record, from));
   const why = proof.state === "none" ? ` (${text(NONE_YET[proof.level])})` : "";
   const links = records.length > 0 ? `: ${records.join(", ")}` : "";
   const name = PROOF_LEVEL_NAMES[proof.level];
