@@ -204,6 +204,36 @@ describe("item 7: smaller differences", () => {
     expect(after("vllm:generation_tokens_total") - before("vllm:generation_tokens_total")).toBe(usage);
   });
 
+  it("exports iteration_tokens_total from the engine thread's steps (vllm/v1/metrics/loggers.py)", async () => {
+    const read = async () => {
+      const text = await (await fetch(`${threaded.url}/metrics`)).text();
+      const value = (series: string) =>
+        Number(
+          new RegExp(`^vllm:iteration_tokens_total_${series} (\\S+)$`, "m").exec(text)?.[1] ?? Number.NaN,
+        );
+      return {
+        text,
+        count: value('count\\{model_name="tiny",engine="0"\\}'),
+        sum: value('sum\\{model_name="tiny",engine="0"\\}'),
+      };
+    };
+    const before = await read();
+    const { json } = await post("/v1/completions", { ...greedy, max_tokens: 3 }, threaded);
+    // The steps' tokens travel with the engine thread's stats: wait for the last step's.
+    let after = await read();
+    for (let i = 0; i < 100 && after.count - before.count < 3; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+      after = await read();
+    }
+    // One step gives the first token (the whole prompt and that token), then one token a step.
+    expect(after.count - before.count).toBe(3);
+    expect(after.sum - before.sum).toBe(json.usage.prompt_tokens + json.usage.completion_tokens);
+    for (const le of [1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, "+Inf"])
+      expect(after.text).toContain(
+        `vllm:iteration_tokens_total_bucket{le="${le}",model_name="tiny",engine="0"}`,
+      );
+  });
+
   it("exports vLLM's engine label and its request timing and parameter metrics (vllm/v1/metrics/loggers.py)", async () => {
     await post("/v1/completions", { ...greedy, max_tokens: 4, n: 2, temperature: 1, seed: 3 });
     const text = await (await fetch(`${server.url}/metrics`)).text();
