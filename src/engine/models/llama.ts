@@ -1,11 +1,13 @@
 import { z } from "zod";
-import type { Architecture } from "../architecture.js";
+import type { Architecture, TinyModelOptions } from "../architecture.js";
 import { type AttentionSpec, attentionNames, GqaAttention } from "../blocks/attention/gqa-attention.js";
 import { RoutedMoe } from "../blocks/mlp/routed-moe.js";
 import type { MoeSpec } from "../blocks/mlp/routing.js";
 import { HF_MLP_NAMES, MIXTRAL_MLP_NAMES, SwigluMlp } from "../blocks/mlp/swiglu-mlp.js";
 import type { WeightSource } from "../loader/weight-source.js";
 import type { CausalLM } from "../model/causal-lm.js";
+import type { TinyModelFiles } from "../tiny/files.js";
+import { tinyKit } from "../tiny/port-kit.js";
 import {
   type Fail,
   parseConfigFields,
@@ -220,9 +222,60 @@ export function buildLlama(config: DecoderConfig, w: WeightSource): CausalLM {
   });
 }
 
+/** The HF class name a llama-family config.json carries, by its model_type. */
+const CLASS_NAMES: Readonly<Record<string, string>> = {
+  llama: "LlamaForCausalLM",
+  mistral: "MistralForCausalLM",
+  qwen2: "Qwen2ForCausalLM",
+  qwen3: "Qwen3ForCausalLM",
+  mixtral: "MixtralForCausalLM",
+  qwen3_moe: "Qwen3MoeForCausalLM",
+};
+
+/**
+ * The tiny reference model of a llama-family `config` (a config.json object small enough for two
+ * CPU cores): a BPE trained on `corpus` and seeded weights under HF's names, Mixtral's experts
+ * under `block_sparse_moe` as w1/w3/w2 and Qwen-MoE's under `mlp` with the router `mlp.gate`.
+ */
+export function llamaTinyModel(
+  config: Record<string, unknown>,
+  corpus: string,
+  options: TinyModelOptions = {},
+): TinyModelFiles {
+  const spec = parseLlamaConfig(config, "reference config");
+  const kit = tinyKit(spec, corpus, options.seed ?? 0);
+  const H = spec.hiddenSize;
+  const mixtral = spec.modelType === "mixtral";
+  kit.random("model.embed_tokens.weight", [kit.vocab, H], 1);
+  spec.layers.forEach((layer, i) => {
+    const p = `model.layers.${i}`;
+    kit.ones(`${p}.input_layernorm.weight`, H);
+    kit.ones(`${p}.post_attention_layernorm.weight`, H);
+    const names = attentionNames(p);
+    kit.attention(names, layer.attention, H);
+    if (layer.attention.qkNorm) {
+      kit.ones(names.qNorm, layer.attention.headDim);
+      kit.ones(names.kNorm, layer.attention.headDim);
+    }
+    const moe = spec.moe;
+    if (layer.mlp === "dense" || moe === undefined) {
+      kit.mlp(`${p}.mlp`, HF_MLP_NAMES, H, spec.intermediateSize);
+      return;
+    }
+    const base = mixtral ? `${p}.block_sparse_moe` : `${p}.mlp`;
+    kit.matrix(`${base}.gate.weight`, moe.numExperts, H);
+    for (let e = 0; e < moe.numExperts; e++)
+      kit.mlp(`${base}.experts.${e}`, mixtral ? MIXTRAL_MLP_NAMES : HF_MLP_NAMES, H, moe.intermediateSize);
+  });
+  kit.ones("model.norm.weight", H);
+  if (!spec.tieWordEmbeddings) kit.matrix("lm_head.weight", kit.vocab, H);
+  return kit.files(config, CLASS_NAMES[spec.modelType] ?? "LlamaForCausalLM", options.port);
+}
+
 /** The built-in llama / mistral / qwen2 / qwen3 / mixtral / qwen3_moe family. */
 export const llamaArchitecture: Architecture<DecoderConfig> = {
   parseConfig: parseLlamaConfig,
   build: buildLlama,
   states: decoderStates,
+  tinyModel: llamaTinyModel,
 };
