@@ -13,13 +13,11 @@ import { llamaArchitecture } from "./llama.js";
 const mixtral = generateTinyModel(findTinySize("tiny-moe") as TinySize, await readCorpus());
 const rename: FamilyPatch = {
   name: "moe-block",
-  summary: "reads Mixtral's block_sparse_moe from the port's moe",
   tensorToFamily: (n) => n.replace(".moe.", ".block_sparse_moe."),
   tensorToCheckpoint: (n) => n.replace(".block_sparse_moe.", ".moe."),
 };
 const expertCount: FamilyPatch = {
   name: "expert-count",
-  summary: "reads num_local_experts from the port's experts",
   readConfig: ({ experts, ...rest }) => ({ ...rest, num_local_experts: experts }),
 };
 const family = patchFamily({

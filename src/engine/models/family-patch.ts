@@ -13,8 +13,6 @@ import type { HostTensor } from "../loader/host-tensor.js";
 export interface FamilyPatch {
   /** A short slug, stable: tests and the port's page name the patch by it. */
   readonly name: string;
-  /** One sentence: what the port's checkpoint does differently and what the patch does about it. */
-  readonly summary: string;
   /**
    * The config.json object as the family reads it, from the port's (`source` names the file in a
    * MODEL_CONFIG_INVALID). A field the patch reads is taken out, so the family never sees it.

@@ -37,8 +37,6 @@ function take(
  */
 export const EXPERT_FIELDS: FamilyPatch = {
   name: "expert-fields",
-  summary:
-    "reads the expert count and the experts per token from Glimmer's moe_num_experts and moe_top_k (Qwen3-MoE: num_experts, num_experts_per_tok)",
   readConfig: (c, source) =>
     take(take(c, source, "moe_num_experts", "num_experts"), source, "moe_top_k", "num_experts_per_tok"),
 };
@@ -52,7 +50,6 @@ const GLIMMER_ROUTER = /^(model\.layers\.\d+\.mlp)\.router\.weight$/;
  */
 export const ROUTER_NAME: FamilyPatch = {
   name: "router-name",
-  summary: "reads each layer's router from Glimmer's mlp.router.weight (Qwen3-MoE: mlp.gate.weight)",
   tensorToFamily: (name) => name.replace(GLIMMER_ROUTER, "$1.gate.weight"),
   tensorToCheckpoint: (name) => name.replace(QWEN_ROUTER, "$1.router.weight"),
 };
@@ -67,8 +64,6 @@ export const ROUTER_NAME: FamilyPatch = {
  */
 export const SLIDING_PATTERN: FamilyPatch = {
   name: "sliding-pattern",
-  summary:
-    "turns Glimmer's sliding_window_pattern (every Nth layer full, the others sliding) into the per-layer layer_types the family reads",
   readConfig: (c, source) => {
     const { sliding_window_pattern: pattern, ...rest } = c;
     if (pattern === undefined) return rest;

@@ -61,21 +61,21 @@ describe("Muse Glimmer 30B: Qwen3-MoE with three patches", () => {
     expect(ref.referenceModel().model.vocabSize).toBe(files.config.vocab_size);
   });
 
-  it("expert-fields: without it the family builds dense MLPs and the load fails", () => {
+  it(`${EXPERT_FIELDS.name}: without it the family builds dense MLPs and the load fails`, () => {
     expect(bringupErrorOf(() => modelOfFiles("glimmer", files, without(EXPERT_FIELDS)))).toMatchObject({
       code: "MODEL_WEIGHT_MISSING",
       message: expect.stringContaining("model.layers.0.mlp.gate_proj.weight"),
     });
   });
 
-  it("router-name: without it the load fails on Qwen3-MoE's router name", () => {
+  it(`${ROUTER_NAME.name}: without it the load fails on Qwen3-MoE's router name`, () => {
     expect(bringupErrorOf(() => modelOfFiles("glimmer", files, without(ROUTER_NAME)))).toMatchObject({
       code: "MODEL_WEIGHT_MISSING",
       message: expect.stringContaining("model.layers.0.mlp.gate.weight"),
     });
   });
 
-  it("sliding-pattern: without it the model loads, but attends past the window and the KV layouts hold the same", async () => {
+  it(`${SLIDING_PATTERN.name}: without it the model loads, but attends past the window and the KV layouts hold the same`, async () => {
     const plain = without(SLIDING_PATTERN);
     const wrong = plain.parseConfig(config, "port.yaml");
     const right = ref.architecture.parseConfig(config, "port.yaml");
