@@ -50,9 +50,7 @@ export function patchFamily(family: PatchedFamily): Architecture {
       throw new BringupError(
         "MODEL_CONFIG_INVALID",
         `${source}: (root): is not a JSON object; fix the file.`,
-        {
-          subject: source,
-        },
+        { subject: source },
       );
     let c = json as Record<string, unknown>;
     if (c.model_type !== family.modelType)
@@ -81,13 +79,13 @@ export function patchFamily(family: PatchedFamily): Architecture {
       ? {}
       : {
           tinyModel(config, corpus, options) {
-            const read_ = read(config, "reference config");
-            const files = baseTiny(read_, corpus, options);
+            const familyConfig = read(config, "reference config");
+            const files = baseTiny(familyConfig, corpus, options);
             // What the family's tiny model wrote beyond the read config (vocabulary, end token,
             // dtype, stamp) goes onto the port's own config.
             const written = Object.fromEntries(
               Object.entries(files.config).filter(
-                ([k, v]) => JSON.stringify(v) !== JSON.stringify(read_[k]) && k !== "model_type",
+                ([k, v]) => JSON.stringify(v) !== JSON.stringify(familyConfig[k]) && k !== "model_type",
               ),
             );
             const tensors = new Map<string, HostTensor>(
