@@ -51,7 +51,6 @@ export {
   type Interval,
   type Summary,
   seededRandom,
-  studentT975,
   summarize,
 } from "./stats.js";
 export { shellSwitch } from "./switch.js";

@@ -202,7 +202,10 @@ export async function buildSite(
   const mode = await checkOutDir(target);
   const charts = new Map<string, SiteChart[]>();
   for (const port of catalog.ports) {
-    charts.set(port.id, await portCharts(port.records, referenceSeries(port.manifest).benchmarks));
+    charts.set(
+      port.id,
+      await portCharts(port.records, referenceSeries(port.manifest).benchmarks, port.localRecords),
+    );
   }
   const source = renderSite(catalog, await inventoryCatalog(catalog), charts);
   const fill = async (dir: string) => {
