@@ -58,14 +58,7 @@ describe("site charts", () => {
     ];
     const chart = await seriesChart(runs, "demo/ab", new Set(["demo/ab.3"]));
     const svg = chart?.svg ?? "";
-    for (const label of [
-      "1",
-      "2",
-      "3, local",
-      "pooled",
-      "bringup's CPU engine",
-      "vLLM or device endpoint",
-    ])
+    for (const label of ["1", "2", "3, local", "pooled", "bringup's CPU engine", "vLLM or device endpoint"])
       expect(svg).toContain(`>${label}<`);
     // Text a phone can read once the chart is shrunk to its column (about 340 px of 460).
     expect(Number(svg.match(/^<svg[^>]* width="([0-9]+)"/)?.[1])).toBeLessThanOrEqual(460);
