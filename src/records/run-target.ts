@@ -5,8 +5,8 @@ export type RunTarget = "cpu-engine" | "endpoint" | "reported";
 
 /** The words the pages and charts use for each target. */
 export const RUN_TARGET_LABELS: Record<RunTarget, string> = {
-  "cpu-engine": "local run on bringup's CPU engine",
-  endpoint: "run against a served endpoint (vLLM, a device)",
+  "cpu-engine": "local, bringup's CPU engine",
+  endpoint: "served endpoint (vLLM, device)",
   reported: "reported, not measured here",
 };
 

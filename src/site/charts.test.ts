@@ -30,6 +30,8 @@ describe("site charts", () => {
     // Eight trial dots, the ratio's dot and the legend's two.
     expect(chart.svg.match(/<path transform="translate\([^)]*\)" d="M[0-9.]+,0A/g)?.length).toBe(11);
     expect(chart.svg).toContain("full KV layout");
+    // No wider than a phone's column shrinks to readable text (see the series chart's test).
+    expect(Number(chart.svg.match(/^<svg[^>]* width="([0-9]+)"/)?.[1])).toBeLessThanOrEqual(460);
   });
 
   it("charts a series only when it has several measured runs, naming its latest", async () => {

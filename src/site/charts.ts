@@ -29,6 +29,12 @@ const READABLE = {
   title: { fontSize: 14 },
 };
 
+/** A record or series id as title lines that fit the plot's width: the port, then the slug. */
+function titleLines(id: string): string[] {
+  const slash = id.indexOf("/");
+  return [id.slice(0, slash + 1), id.slice(slash + 1)];
+}
+
 /**
  * The marks of ratios with their intervals on a log x scale: a dashed rule at 1 (no difference),
  * each interval (fields low, high) as a line and each ratio (field ratio) as a symbol, drawn in
@@ -104,7 +110,7 @@ export async function abRecordChart(record: BenchRecord): Promise<SiteChart> {
     width: CHART_WIDTH,
     height: 265,
     config: READABLE,
-    title: { text: record.id, fontWeight: "normal" },
+    title: { text: titleLines(record.id), fontWeight: "normal", limit: CHART_WIDTH },
     data: [
       { name: "trials", values: trials },
       { name: "ratio", values: [{ ratio, low, high }] },
@@ -184,7 +190,7 @@ export async function abRecordChart(record: BenchRecord): Promise<SiteChart> {
           {
             orient: "bottom",
             scale: "r",
-            title: "ratio with its 95% interval (dashed: 1, no difference)",
+            title: "ratio, 95% interval (dashed: 1)",
             ...axisTitle,
           },
         ],
@@ -255,7 +261,7 @@ export async function seriesChart(
     width: CHART_WIDTH,
     height: 26 * values.length + 20,
     config: READABLE,
-    title: { text: `every run of ${series}`, fontWeight: "normal", limit: CHART_WIDTH + 60 },
+    title: { text: ["every run of", ...titleLines(series)], fontWeight: "normal", limit: CHART_WIDTH },
     data: [{ name: "runs", values }],
     scales: [
       { name: "x", type: "log", domain: [Math.min(...span) / 1.1, Math.max(...span) * 1.1], range: "width" },

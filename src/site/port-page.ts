@@ -32,6 +32,7 @@ import { renderFigureRefs } from "./readme.js";
 import { renderRecipe } from "./recipe.js";
 import { type IndexedRecord, requireRecord } from "./record-index.js";
 import { localMark, renderReferenceRun } from "./reference-run.js";
+import { isTrial } from "./series.js";
 
 const NONE = "—";
 
@@ -125,11 +126,6 @@ function source(record: BenchRecord): string {
     return `reported, not measured here${where}; stated method: ${record.source.stated_method}`;
   }
   return `measured with ${record.source.tool}${record.source.command === undefined ? "" : ` (${record.source.command})`}`;
-}
-
-/** A trial of an A/B (`<a/b id>-t<nnn>-<arm>`): charted with its A/B, listed apart from the figures. */
-function isTrial(record: BenchRecord): boolean {
-  return /-t[0-9]{3}-[ab]$/.test(record.id);
 }
 
 /** A table of records, each row the target of the links to its record, inside a collapsed block. */

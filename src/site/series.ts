@@ -13,6 +13,11 @@ export function isMeasuredAb(record: BenchRecord): boolean {
   );
 }
 
+/** A trial of an A/B (`<a/b id>-t<nnn>-<arm>`): charted with its A/B, listed apart from the figures. */
+export function isTrial(record: BenchRecord): boolean {
+  return /-t[0-9]{3}-[ab]$/.test(record.id);
+}
+
 /** The series a record id belongs to: the id without its run number (`<series>.<n>`). */
 export function seriesOf(id: string): string {
   const slash = id.indexOf("/");
