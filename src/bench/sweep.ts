@@ -49,6 +49,9 @@ export async function runSweep(options: SweepOptions): Promise<SweepPoint[]> {
         target: arm.target,
         workload,
         maxConcurrency: concurrency,
+        // One request first on each arm, left out of every figure: the first request pays for
+        // allocations and cold caches.
+        numWarmups: index === 0 ? 1 : 0,
         checkTokenizer: false,
         ...(options.signal ? { signal: options.signal } : {}),
       });

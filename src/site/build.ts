@@ -10,6 +10,7 @@ import { BringupError } from "../common/errors.js";
 import { portCharts, type SiteChart } from "./charts.js";
 import { inventoryCatalog } from "./inventory.js";
 import { renderSite, type SiteSource } from "./site.js";
+import { sweepCharts } from "./sweep-chart.js";
 import { THEME, THEME_CSS } from "./theme.js";
 
 /** Marks a directory as one `buildSite` wrote, so a rebuild may replace it and nothing else. */
@@ -157,10 +158,10 @@ export async function buildSite(
   const mode = await checkOutDir(target);
   const charts = new Map<string, SiteChart[]>();
   for (const port of catalog.ports) {
-    charts.set(
-      port.id,
-      await portCharts(port.records, referenceSeries(port.manifest).benchmarks, port.localRecords),
-    );
+    charts.set(port.id, [
+      ...(await portCharts(port.records, referenceSeries(port.manifest).benchmarks, port.localRecords)),
+      ...(await sweepCharts(port.records)),
+    ]);
   }
   const source = renderSite(catalog, await inventoryCatalog(catalog), charts);
   const fill = async (dir: string) => {

@@ -14,16 +14,16 @@ export interface SiteChart {
   readonly svg: string;
 }
 
-const COLORS = ["#4c78a8", "#f58518"];
-const axisTitle = { titleFontWeight: "normal" };
+export const COLORS = ["#4c78a8", "#f58518"];
+export const axisTitle = { titleFontWeight: "normal" };
 
 /**
  * Sizes for charts that a phone shrinks: a chart is drawn at most about 460 px wide (plot, axis
  * labels and padding) and shown at the column's width, about 340 px at 390 px, so 14 px text
  * reads at 10 px there or more.
  */
-const CHART_WIDTH = 300;
-const READABLE = {
+export const CHART_WIDTH = 300;
+export const READABLE = {
   axis: { labelFontSize: 14, titleFontSize: 14 },
   legend: { labelFontSize: 14, titleFontSize: 14 },
   title: { fontSize: 14 },

@@ -158,15 +158,19 @@ function chartImage(chart: SiteChart): string {
 }
 
 /**
- * The charts, each image carrying its record and method: every run of each reference series and
- * the latest run's trials in view, the chart of every other measured A/B collapsed below them.
+ * The charts, each image carrying its record and method: every run of each reference series, the
+ * latest run's trials and each throughput-latency sweep in view, the chart of every other measured
+ * A/B collapsed below them.
  */
 function chartsSection(port: LoadedPort, charts: readonly SiteChart[]): string[] {
   if (charts.length === 0) return [];
   const shown = new Set(
     (port.manifest.reference?.benchmarks ?? []).map((ab) => latestInSeries(port.records, ab.record)?.id),
   );
-  const inView = charts.filter((chart) => chart.file.endsWith(".runs.svg") || shown.has(chart.record));
+  const inView = charts.filter(
+    (chart) =>
+      chart.file.endsWith(".runs.svg") || chart.file.endsWith(".sweep.svg") || shown.has(chart.record),
+  );
   const others = charts.filter((chart) => !inView.includes(chart));
   const parts = ["### Charts", "", ...inView.map((chart) => `${chartImage(chart)}\n`)];
   if (others.length > 0) {
