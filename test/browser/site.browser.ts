@@ -238,6 +238,10 @@ describe("the site in a browser", () => {
     const svg = await (await fetch(forest)).text();
     expect(svg).toContain(">bringup's CPU engine<");
     expect(svg).toContain(">pooled<");
+    // The throughput-latency sweep, in view, naming its record and method.
+    const sweep = page.locator('img[src$=".sweep.svg"]').first();
+    expect(await sweep.getAttribute("data-method")).toBe("single-run");
+    expect(await sweep.isVisible()).toBe(true);
     await page.close();
   });
 
