@@ -235,19 +235,20 @@ export async function seriesChart(
   const latest = latestInSeries(runs, series);
   const pooled = pooledRatio(runs.map(abRatio));
   if (pooled === undefined || latest === undefined) return undefined;
-  const values = runs.map((record) => {
-    const { ratio, ci95 } = abRatio(record);
-    const name = record.id.slice(series.length + 1) || "1";
-    const where = runTarget(record) === "cpu-engine" ? "cpu-engine" : "endpoint";
-    return {
-      run: local.has(record.id) ? `${name}, local` : name,
-      ratio,
-      low: ci95[0],
-      high: ci95[1],
-      where: WHERE[where].label,
-      shape: WHERE[where].shape,
-    };
-  });
+  const values: { run: string; ratio: number; low: number; high: number; where: string; shape: string }[] =
+    runs.map((record) => {
+      const { ratio, ci95 } = abRatio(record);
+      const name = record.id.slice(series.length + 1) || "1";
+      const where = runTarget(record) === "cpu-engine" ? "cpu-engine" : "endpoint";
+      return {
+        run: local.has(record.id) ? `${name}, local` : name,
+        ratio,
+        low: ci95[0],
+        high: ci95[1],
+        where: WHERE[where].label,
+        shape: WHERE[where].shape,
+      };
+    });
   values.push({
     run: "pooled",
     ratio: pooled.estimate,
