@@ -70,11 +70,12 @@ describe("bringup gate", () => {
   });
 
   it("stops before any request when a gate's baseline is missing, naming the option to pass", async () => {
-    // A dead endpoint: the refusal must come before the endpoint is even asked.
     const run = await runInProcess(
       [registerGate],
-      ["--root", root, "gate", "demo", "--endpoint", "http://127.0.0.1:9", "--no-record"],
-      { captureThrown: true },
+      ["--root", root, "gate", "demo", "--endpoint", a.url, "--no-record"],
+      {
+        captureThrown: true,
+      },
     );
     expect(run.stdout).toBe("");
     expect(run.thrown).toMatchObject({ code: "GATE_NEEDS_REFERENCE" });

@@ -114,9 +114,9 @@ export function registerGate(program: Command): void {
       }
       const root = projectRoot(command);
       const loaded = findPort(await loadCatalog(root), port);
+      await checkEndpoints(options);
       const specs =
         options.writeGolden === undefined ? plannedGates(port, loaded.manifest.gates, options) : [];
-      await checkEndpoints(options);
       if (options.writeGolden !== undefined) {
         await writeGolden(loaded.manifest.gates, options, options.writeGolden);
         return;
