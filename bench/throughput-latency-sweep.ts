@@ -24,6 +24,7 @@ import {
   sweepRecords,
 } from "../src/bench/index.js";
 import { findPort, loadCatalog, localResultsDir } from "../src/catalog/index.js";
+import { probeEndpoint } from "../src/client/index.js";
 import { findArchitecture, loadModel, readCorpus } from "../src/engine/index.js";
 import { cachedTinyModel } from "../src/flow/index.js";
 import { appendRecord, localServerFingerprint } from "../src/records/index.js";
@@ -80,24 +81,28 @@ for (const layout of layouts) {
 }
 const workload = (requests: number) => randomWorkload({ numPrompts: requests, inputLen, outputLen, seed: 1 });
 const hash = workload(1).hash;
-const arms = layouts.map(
-  (layout, i): SweepArm => ({
+const arms: SweepArm[] = [];
+for (const [i, layout] of layouts.entries()) {
+  const server = servers[i] as RunningServer;
+  // What the server says of itself (its name and version, the model), as bringup up records it.
+  const { probe } = await probeEndpoint(server.url);
+  arms.push({
     name: `${layout} KV layout`,
-    target: { url: (servers[i] as RunningServer).url, model: `${port.id}-tiny`, ignoreEos: true },
+    target: { url: server.url, model: probe.model, ignoreEos: true },
     fingerprint: armFingerprint(
       localServerFingerprint({
-        software: { bringup: "0.1.0", model: `${port.id}-tiny` },
-        server_flags: [`--kv-layout=${layout}`],
+        ...probe.fingerprint,
+        server_flags: [...(probe.fingerprint.server_flags ?? []), `--kv-layout=${layout}`],
       }),
       hash,
     ),
-  }),
-) as unknown as readonly [SweepArm, SweepArm];
+  });
+}
 
 try {
   const started = new Date();
   const points = await runSweep({
-    arms,
+    arms: [arms[0] as SweepArm, arms[1] as SweepArm],
     concurrencies,
     requestsPerStream,
     workload,
