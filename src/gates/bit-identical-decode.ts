@@ -23,21 +23,24 @@ type Spec = typeof BitIdenticalDecodeGate._output;
 export const bitIdenticalDecodeGate: Gate<Spec> = {
   kind: "bit-identical-decode",
   needsEndpoint: true,
-  async run(spec, context) {
-    const target = requireEndpoint(context);
-    const reference = optionalReference(context);
-    if (spec.compare === "golden" && context.goldenFile === undefined) {
-      throw new BringupError(
+  missingInput(spec, given) {
+    if (spec.compare === "golden" && !given.goldenFile) {
+      return new BringupError(
         "GATE_NEEDS_GOLDEN",
         "comparing against a golden file needs its path: pass --golden FILE (written from a trusted build with --write-golden FILE).",
       );
     }
-    if (spec.compare === "two-builds" && reference === undefined) {
-      throw new BringupError(
+    if (spec.compare === "two-builds" && !given.reference) {
+      return new BringupError(
         "GATE_NEEDS_REFERENCE",
         "comparing two builds needs the other build: pass --reference URL.",
       );
     }
+    return undefined;
+  },
+  async run(spec, context) {
+    const target = requireEndpoint(context);
+    const reference = optionalReference(context);
     const requests = decodeRequests(spec.sampling);
     const a = await decodeSequentially(target.endpoint, requests);
     let b: Decode[];
