@@ -1,7 +1,12 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { isBringupError } from "../common/errors.js";
-import { encodeSafetensorsHeader, MAX_NAME_BYTES, parseSafetensorsHeader } from "./safetensors-header.js";
+import {
+  checkpointBudget,
+  encodeSafetensorsHeader,
+  MAX_NAME_BYTES,
+  parseSafetensorsHeader,
+} from "./safetensors-header.js";
 
 const text = (value: unknown) =>
   new TextEncoder().encode(typeof value === "string" ? value : JSON.stringify(value));
@@ -139,14 +144,14 @@ describe("safetensors header", () => {
   it("refuses a header of more tensors than the budget as soon as there are, and names too long", () => {
     const entry = (i: number) => `"t${i}":{"dtype":"U8","shape":[0],"data_offsets":[0,0]}`;
     const header = `{${Array.from({ length: 10 }, (_, i) => entry(i)).join(",")}}`;
-    const budget = { tensors: 10 };
+    const budget = { ...checkpointBudget(), tensors: 10 };
     expect(
       parse(header, 0) && parseSafetensorsHeader(text(header), 0, "m.safetensors", budget).tensors,
     ).toHaveLength(10);
     expect(budget.tensors).toBe(0);
-    expect(() => parseSafetensorsHeader(text(header), 0, "m.safetensors", { tensors: 9 })).toThrow(
-      /more than 262144 tensors/,
-    );
+    expect(() =>
+      parseSafetensorsHeader(text(header), 0, "m.safetensors", { ...checkpointBudget(), tensors: 9 }),
+    ).toThrow(/more than 262144 tensors/);
     const long = `{"${"n".repeat(MAX_NAME_BYTES + 1)}":{"dtype":"U8","shape":[0],"data_offsets":[0,0]}}`;
     expect(() => parse(long, 0)).toThrow(/string longer than 4096 bytes/);
   });
