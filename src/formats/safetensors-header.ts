@@ -87,11 +87,6 @@ export function checkpointBudget(): HeaderBudget {
   return { tensors: MAX_TENSORS, dimensions: MAX_DIMENSIONS, text: MAX_TEXT_CHARS };
 }
 
-const UNBOUNDED: HeaderBudget = {
-  tensors: Number.POSITIVE_INFINITY,
-  dimensions: Number.POSITIVE_INFINITY,
-  text: Number.POSITIVE_INFINITY,
-};
 
 function fail(code: ErrorCode, file: string, what: string, tensor?: string): never {
   const where = tensor === undefined ? file : `${file}: tensor ${JSON.stringify(tensor)}`;
@@ -115,14 +110,15 @@ interface Fields {
  * has and which would garble a terminal listing them. As there: a tensor entry is an object (other
  * fields ignored, none repeated) or a [dtype, shape, data_offsets] array; shapes and offsets are
  * unsigned integers written as such (`64.0` is not one); a name listed twice keeps its last entry;
- * tensors tile the data section back to back. With `budget`, refuses a header of more tensors than
- * it has left, as soon as there are, and takes them from it.
+ * tensors tile the data section back to back. Refuses a header holding more tensors, dimensions or
+ * characters of names and metadata than `budget` has left (by default a whole checkpoint's), as
+ * soon as it does, and takes what it holds from it: a checkpoint's shards share one.
  */
 export function parseSafetensorsHeader(
   header: Uint8Array,
   dataLength: number,
   file: string,
-  budget: HeaderBudget = { ...UNBOUNDED },
+  budget: HeaderBudget = checkpointBudget(),
 ): SafetensorsHeader {
   const json = new JsonScanner(header, (what, at) =>
     fail(
