@@ -87,7 +87,6 @@ export function checkpointBudget(): HeaderBudget {
   return { tensors: MAX_TENSORS, dimensions: MAX_DIMENSIONS, text: MAX_TEXT_CHARS };
 }
 
-
 function fail(code: ErrorCode, file: string, what: string, tensor?: string): never {
   const where = tensor === undefined ? file : `${file}: tensor ${JSON.stringify(tensor)}`;
   throw new BringupError(code, `${where}: ${what}`, {
