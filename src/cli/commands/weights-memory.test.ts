@@ -120,6 +120,10 @@ beforeAll(async () => {
     for (let i = from; i < to; i += 1) weightMap[`layer.${i}.x`] = shard;
   }
   await writeFile(join(work, "cap-sharded", INDEX_FILE), JSON.stringify({ weight_map: weightMap }));
+  // An index naming 4.5 million tensors in 62 MB, under the size an index may be.
+  await mkdir(join(work, "long-index"));
+  const names = Array.from({ length: 4_500_000 }, (_, i) => `"${i}":"m"`);
+  await writeFile(join(work, "long-index", INDEX_FILE), `{"weight_map":{${names.join(",")}}}`);
   // One tensor whose name is 99 MB.
   await safetensors(
     join(work, "long.safetensors"),
@@ -166,6 +170,13 @@ describe("bringup weights keeps its memory bounded whatever the input", () => {
     },
     300_000,
   );
+
+  it("refuses an index of 4.5 million names before opening a shard", async () => {
+    const run = await weights(["inspect", join(work, "long-index")]);
+    expect(run.stderr).toMatch(/weight_map lists more than 262144 tensors.*\[BAD_INDEX\]/);
+    expect(run.code).toBe(2);
+    expect(run.peak).toBeLessThan(BOUND);
+  }, 60_000);
 
   it("refuses a 99 MB tensor name before building it", async () => {
     const run = await weights(["inspect", join(work, "long.safetensors")]);
