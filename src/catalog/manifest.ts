@@ -93,6 +93,13 @@ const GateBaseline = z
     kv_layout: z.enum(["window-sized", "full"]).optional(),
     switches: Switches.optional(),
     weights: WeightsConversion.optional().describe("serve the tiny checkpoint converted so instead"),
+    max_num_batched_tokens: z
+      .int()
+      .positive()
+      .optional()
+      .describe(
+        "the most tokens one engine step runs, so prompts longer than it are prefilled in chunks (default: the engine's)",
+      ),
   })
   .optional()
   .describe(

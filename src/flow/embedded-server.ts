@@ -12,6 +12,8 @@ export interface EmbeddedServerOptions {
   readonly kvCacheBytes?: number;
   readonly blockSize: number;
   readonly maxNumSeqs: number;
+  /** The most tokens one engine step runs (default: the engine's). */
+  readonly maxNumBatchedTokens?: number;
   readonly threads?: number;
   /** The model's switches this build serves with. */
   readonly switches?: Readonly<Record<string, string>>;
@@ -110,6 +112,7 @@ function launch(options: EmbeddedServerOptions, layout: KvLayout, port: number):
     kvLayout: layout,
     ...(options.kvCacheBytes !== undefined ? { kvCacheBytes: options.kvCacheBytes } : {}),
     ...(options.threads !== undefined ? { threads: options.threads } : {}),
+    ...(options.maxNumBatchedTokens !== undefined ? { maxNumBatchedTokens: options.maxNumBatchedTokens } : {}),
     ...(options.switches !== undefined ? { switches: options.switches } : {}),
   });
 }

@@ -61,6 +61,9 @@ export async function startServers(
           ? { model: models.converted.get(conversionKey(build.weights)) as LoadedModel }
           : {}),
         ...(build.switches !== undefined ? { switches: build.switches } : {}),
+        ...(build.max_num_batched_tokens !== undefined
+          ? { maxNumBatchedTokens: build.max_num_batched_tokens }
+          : {}),
       },
       build.kv_layout,
     );
