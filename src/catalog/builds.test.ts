@@ -95,3 +95,12 @@ describe("A/B arms as builds", () => {
     expect(withAb({ kv_layout: "full", weights: "fp8" }, { kv_layout: "window-sized" }).success).toBe(false);
   });
 });
+
+describe("a build's step size", () => {
+  it("names the chunked prefill and keeps it apart from the same build at the engine's default", () => {
+    const chunked = { kv_layout: "full" as const, max_num_batched_tokens: 61 };
+    expect(describeBuild(chunked)).toBe("full KV layout, prefill in chunks of 61 tokens");
+    expect(buildKey(chunked)).not.toBe(buildKey({ kv_layout: "full" }));
+    expect(buildKey({ kv_layout: "full" })).toBe(JSON.stringify(["full", [], null]));
+  });
+});

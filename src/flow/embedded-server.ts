@@ -52,6 +52,11 @@ export class EmbeddedServer {
     return `http://127.0.0.1:${this.port}`;
   }
 
+  /** The step size it was started with, when not the engine's default. */
+  get maxNumBatchedTokens(): number | undefined {
+    return this.options.maxNumBatchedTokens;
+  }
+
   get layout(): KvLayout {
     return this.current;
   }
