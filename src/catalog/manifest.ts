@@ -134,6 +134,13 @@ export const BitIdenticalDecodeGate = z.strictObject({
   kind: z.literal("bit-identical-decode"),
   compare: z.enum(["two-builds", "batch-invariance", "golden"]),
   sampling: z.array(z.enum(["greedy", "seeded"])).min(1),
+  concurrent: z
+    .int()
+    .min(2)
+    .optional()
+    .describe(
+      "batch-invariance: decodes in flight at once, the fixed requests repeated to fill them (default: one of each)",
+    ),
   baseline: GateBaseline,
   record: RecordRef.optional(),
 });
