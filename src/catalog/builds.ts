@@ -52,9 +52,12 @@ export function buildKey(build: Build): string {
 }
 
 export function describeBuild(build: Build): string {
-  return [`${build.kv_layout} KV layout`, ...switchFlags(build), ...weightsParts(build), ...chunkParts(build)].join(
-    ", ",
-  );
+  return [
+    `${build.kv_layout} KV layout`,
+    ...switchFlags(build),
+    ...weightsParts(build),
+    ...chunkParts(build),
+  ].join(", ");
 }
 
 /** An A/B arm's build: its own fields over the reference section's (its switches merged over them). */

@@ -117,7 +117,9 @@ function launch(options: EmbeddedServerOptions, layout: KvLayout, port: number):
     kvLayout: layout,
     ...(options.kvCacheBytes !== undefined ? { kvCacheBytes: options.kvCacheBytes } : {}),
     ...(options.threads !== undefined ? { threads: options.threads } : {}),
-    ...(options.maxNumBatchedTokens !== undefined ? { maxNumBatchedTokens: options.maxNumBatchedTokens } : {}),
+    ...(options.maxNumBatchedTokens !== undefined
+      ? { maxNumBatchedTokens: options.maxNumBatchedTokens }
+      : {}),
     ...(options.switches !== undefined ? { switches: options.switches } : {}),
   });
 }

@@ -50,7 +50,9 @@ export const bitIdenticalDecodeGate: Gate<Spec> = {
       // All at once: the fixed requests, repeated in order until `concurrent` are in flight.
       const crowd = Math.max(spec.concurrent ?? 0, requests.length);
       b = await Promise.all(
-        Array.from({ length: crowd }, (_, i) => decode(target.endpoint, requests[i % requests.length] as CompletionRequest)),
+        Array.from({ length: crowd }, (_, i) =>
+          decode(target.endpoint, requests[i % requests.length] as CompletionRequest),
+        ),
       );
     }
     const samples = b.map((x, i) => mismatches(a[i % a.length] as Decode, x));

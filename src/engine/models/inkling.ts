@@ -195,7 +195,8 @@ export function inklingRetrievalModel(
 export const inklingArchitecture: Architecture<InklingConfig> = {
   parseConfig: parseInklingConfig,
   build: buildInkling,
-  states: (config) => Array.from({ length: config.numLayers }, () => relativeAttentionStates(config.attention)),
+  states: (config) =>
+    Array.from({ length: config.numLayers }, () => relativeAttentionStates(config.attention)),
   tinyModel: inklingTinyModel,
   retrievalModel: (_config, corpus, options) => inklingRetrievalModel(corpus, options),
 };

@@ -74,7 +74,8 @@ function previousTokenHeads(a: RelativeBiasAttention, o: CopyCircuitOptions, put
 function inductionHead(a: RelativeBiasAttention, o: CopyCircuitOptions, put: Put, fail: Fail): void {
   const { numHeads: nh, numKvHeads: nkv, headDim: hd, numBuckets: nb } = a.spec;
   const slots = copySlots(o.m, o.u, o.ngram);
-  if (hd < o.ngram * o.m) fail(`the induction layer's heads need ${o.ngram * o.m} features, they have ${hd}.`);
+  if (hd < o.ngram * o.m)
+    fail(`the induction layer's heads need ${o.ngram * o.m} features, they have ${hd}.`);
   if (hd < o.u) fail(`the induction layer's heads must hold ${o.u} output features, they hold ${hd}.`);
   const gain = Math.sqrt(o.matchLogit * Math.sqrt(hd));
   const { q } = inductionQueryKey(slots, nh * hd, 0, gain);

@@ -25,7 +25,9 @@ describe("Inkling-Small model code", () => {
 
   it("refuses a rotary embedding, shared experts and a bucket range with no logarithmic part, naming the field", () => {
     const parse = (json: unknown) => bringupErrorOf(() => parseInklingConfig(json, "config.json")).message;
-    expect(parse({ ...config, rope_theta: 10000 })).toMatch(/^config\.json: rope_theta: .*no rotary embedding/);
+    expect(parse({ ...config, rope_theta: 10000 })).toMatch(
+      /^config\.json: rope_theta: .*no rotary embedding/,
+    );
     expect(parse({ ...config, n_shared_experts: 1 })).toMatch(/^config\.json: n_shared_experts: /);
     expect(parse({ ...config, relative_attention_max_distance: 8 })).toMatch(
       /^config\.json: relative_attention_max_distance: 8 must exceed relative_attention_num_buckets \/ 2 = 8/,
@@ -47,11 +49,15 @@ describe("Inkling-Small model code", () => {
       bringupErrorOf(() => ref.build("wrong", { ...files, config: { ...files.config, ...fields } }));
     const buckets = wrong({ relative_attention_num_buckets: 32 });
     expect(buckets.code).toBe("MODEL_WEIGHTS_MISMATCH");
-    expect(buckets.message).toContain("model.layers.0.self_attn.relative_attention_bias.weight");
+    expect(buckets.message).toContain(
+      "model.layers.0.self_attn.relative_attention_bias.weight has shape [16, 4] but config.json implies [32, 4]",
+    );
     expect(buckets.message).not.toContain("\n");
     const conv = wrong({ sconv_kernel_size: 3 });
     expect(conv.code).toBe("MODEL_WEIGHTS_MISMATCH");
-    expect(conv.message).toContain("model.layers.0.self_attn.k_sconv.weight");
+    expect(conv.message).toContain(
+      "model.layers.0.self_attn.k_sconv.weight has shape [32, 1, 4] but config.json implies [32, 1, 3]",
+    );
     expect(conv.message).not.toContain("\n");
   });
 });

@@ -8,10 +8,25 @@ describe("relativeBucketTable", () => {
     const table = relativeBucketTable(32, 128);
     // HF T5Attention._relative_position_bucket(-d, bidirectional=False, 32, 128), evaluated in float32 outside the engine.
     const expected: Record<number, number> = {
-      0: 0, 1: 1, 15: 15, 16: 16, 17: 16, 18: 16, 20: 17, 23: 18, 24: 19, 32: 21,
-      45: 23, 64: 26, 90: 29, 100: 30, 127: 31, 128: 31,
+      0: 0,
+      1: 1,
+      15: 15,
+      16: 16,
+      17: 16,
+      18: 16,
+      20: 17,
+      23: 18,
+      24: 19,
+      32: 21,
+      45: 23,
+      64: 26,
+      90: 29,
+      100: 30,
+      127: 31,
+      128: 31,
     };
-    for (const [d, b] of Object.entries(expected)) expect([Number(d), bucketOf(table, Number(d))]).toEqual([Number(d), b]);
+    for (const [d, b] of Object.entries(expected))
+      expect([Number(d), bucketOf(table, Number(d))]).toEqual([Number(d), b]);
     expect(bucketOf(table, 1_000_000)).toBe(31);
   });
 

@@ -110,7 +110,13 @@ describe("scalar reference attention with relative position logits", () => {
     const keys = rng.fillNormal(new Float32Array(n * numKvHeads * headDim), 1);
     const values = rng.fillNormal(new Float32Array(n * numKvHeads * headDim), 1);
     for (let p = 0; p < n; p++)
-      cache.write(cache.placement.slot(table, p), keys, p * numKvHeads * headDim, values, p * numKvHeads * headDim);
+      cache.write(
+        cache.placement.slot(table, p),
+        keys,
+        p * numKvHeads * headDim,
+        values,
+        p * numKvHeads * headDim,
+      );
     // Distances 0, 1, 2 a bucket each, 3..4 and 5..7 one each, 8 on the last.
     const buckets = Int32Array.from([0, 1, 2, 3, 3, 4, 4, 4, 5]);
     const logits = rng.fillNormal(new Float32Array(numHeads * numBuckets), 2);
