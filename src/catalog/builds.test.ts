@@ -104,3 +104,22 @@ describe("a build's step size", () => {
     expect(buildKey({ kv_layout: "full" })).toBe(JSON.stringify(["full", [], null]));
   });
 });
+
+describe("a bit-identical decode gate's decodes in flight", () => {
+  const gate = (compare: string) => ({
+    kind: "bit-identical-decode",
+    compare,
+    sampling: ["greedy"],
+    concurrent: 16,
+    record: "p/decode",
+  });
+  const parse = (compare: string) =>
+    Reference.safeParse({ config: { model_type: "x" }, max_model_len: 256, gates: [gate(compare)] });
+
+  it("are a batch-invariance setting, refused on another comparison by name", () => {
+    expect(parse("batch-invariance").success).toBe(true);
+    const refused = parse("two-builds");
+    expect(refused.success).toBe(false);
+    expect(refused.error?.issues[0]?.path).toEqual(["gates", 0, "concurrent"]);
+  });
+});
