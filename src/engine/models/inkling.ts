@@ -91,6 +91,12 @@ export function parseInklingConfig(json: unknown, source = "config.json"): Inkli
       `${c.relative_attention_max_distance} must exceed relative_attention_num_buckets / 2 = ${exact} (the distances with a bucket each).`,
     );
   }
+  if (c.relative_attention_max_distance > c.max_position_embeddings) {
+    fail(
+      "relative_attention_max_distance",
+      `${c.relative_attention_max_distance} exceeds max_position_embeddings ${c.max_position_embeddings}; no two positions are that far apart.`,
+    );
+  }
   if (c.num_experts_per_tok > c.n_routed_experts) {
     fail("num_experts_per_tok", `${c.num_experts_per_tok} exceeds the ${c.n_routed_experts} experts.`);
   }

@@ -23,7 +23,7 @@ describe("Inkling-Small model code", () => {
     expect(c.moe).toMatchObject({ numExperts: 4, topK: 2, intermediateSize: 32, scoring: "sigmoid" });
   });
 
-  it("refuses a rotary embedding, shared experts and a bucket range with no logarithmic part, naming the field", () => {
+  it("refuses a rotary embedding, shared experts and a bucket range with no logarithmic part or past the context, naming the field", () => {
     const parse = (json: unknown) => bringupErrorOf(() => parseInklingConfig(json, "config.json")).message;
     expect(parse({ ...config, rope_theta: 10000 })).toMatch(
       /^config\.json: rope_theta: .*no rotary embedding/,
@@ -31,6 +31,9 @@ describe("Inkling-Small model code", () => {
     expect(parse({ ...config, n_shared_experts: 1 })).toMatch(/^config\.json: n_shared_experts: /);
     expect(parse({ ...config, relative_attention_max_distance: 8 })).toMatch(
       /^config\.json: relative_attention_max_distance: 8 must exceed relative_attention_num_buckets \/ 2 = 8/,
+    );
+    expect(parse({ ...config, relative_attention_max_distance: 1e9 })).toMatch(
+      /^config\.json: relative_attention_max_distance: 1000000000 exceeds max_position_embeddings 32768/,
     );
   });
 
