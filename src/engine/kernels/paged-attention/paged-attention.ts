@@ -26,6 +26,8 @@ export interface AttentionParams {
 /**
  * T5-style relative position logits: head h's score for a key d positions back gets
  * logits[h * numBuckets + buckets[min(d, buckets.length - 1)]] added after the 1/sqrt scaling.
+ * Only this scalar reference takes them (blocks/attention/relative-bias-attention.ts calls it); the
+ * pool's fast kernels have no bias term.
  */
 export interface RelativeBias {
   /** [numHeads, numBuckets], head-major. */
