@@ -27,7 +27,7 @@ import {
   relativeAttentionParameters,
   relativeAttentionStates,
 } from "../blocks/attention/relative-bias-attention.js";
-import { RoutedMoe } from "../blocks/mlp/routed-moe.js";
+import { type MoeNames, RoutedMoe, routedMoeParameters } from "../blocks/mlp/routed-moe.js";
 import type { MoeSpec } from "../blocks/mlp/routing.js";
 import { HF_MLP_NAMES } from "../blocks/mlp/swiglu-mlp.js";
 import { modelOfFiles } from "../loader/build-model.js";
@@ -37,9 +37,8 @@ import { copySlots } from "../tiny/copy-circuit.js";
 import type { TinyModelFiles } from "../tiny/files.js";
 import { tinyKit } from "../tiny/port-kit.js";
 import { placeRelativeCopyCircuit } from "../tiny/relative-copy-circuit.js";
-import { putParameters } from "../tiny/weights.js";
 import { parseConfigFields, positive, TOKEN_ID_FIELDS, tokenIdConfig } from "./config-fields.js";
-import { preNormDecoder } from "./decoder.js";
+import { embeddingParameters, layerPrefix, preNormDecoder, preNormParameters } from "./decoder.js";
 
 export const MODEL_TYPE = "inkling";
 
@@ -135,8 +134,13 @@ export function buildInkling(config: InklingConfig, w: WeightSource): CausalLM {
   const H = config.hiddenSize;
   return preNormDecoder(w, config, (_i, p) => ({
     mixer: RelativeBiasAttention.load(w, relativeAttentionNames(p), config.attention, H),
-    ffn: RoutedMoe.load(w, { base: `${p}.mlp`, expert: HF_MLP_NAMES }, config.moe, H),
+    ffn: RoutedMoe.load(w, moeNames(p), config.moe, H),
   }));
+}
+
+/** The experts of the layer at `prefix`, under HF's names. */
+function moeNames(prefix: string): MoeNames {
+  return { base: `${prefix}.mlp`, expert: HF_MLP_NAMES };
 }
 
 /** The tiny reference model of `config`: a BPE trained on `corpus` and seeded f32 weights. */
@@ -149,18 +153,15 @@ export function inklingTinyModel(
   const spec = parseInklingConfig(config, "reference config");
   const kit = tinyKit(spec, corpus, seed);
   const H = spec.hiddenSize;
-  kit.random("model.embed_tokens.weight", [kit.vocab, H], 1);
+  kit.parameters(embeddingParameters({ ...spec, vocabSize: kit.vocab }));
   for (let i = 0; i < spec.numLayers; i++) {
-    const p = `model.layers.${i}`;
-    kit.ones(`${p}.input_layernorm.weight`, H);
-    kit.ones(`${p}.post_attention_layernorm.weight`, H);
-    putParameters(kit.put, seed, relativeAttentionParameters(relativeAttentionNames(p), spec.attention, H));
-    kit.matrix(`${p}.mlp.gate.weight`, spec.moe.numExperts, H);
-    for (let e = 0; e < spec.moe.numExperts; e++)
-      kit.mlp(`${p}.mlp.experts.${e}`, HF_MLP_NAMES, H, spec.moe.intermediateSize);
+    const p = layerPrefix(i);
+    kit.parameters(preNormParameters(p, H));
+    kit.parameters(relativeAttentionParameters(relativeAttentionNames(p), spec.attention, H));
+    const { router, experts } = routedMoeParameters(moeNames(p), spec.moe, H);
+    kit.parameters(router);
+    kit.parameters(experts);
   }
-  kit.ones("model.norm.weight", H);
-  if (!spec.tieWordEmbeddings) kit.matrix("lm_head.weight", kit.vocab, H);
   return kit.files(config, "InklingForCausalLM", options.port);
 }
 

@@ -21,7 +21,7 @@ import type { WeightSource } from "../../loader/weight-source.js";
 import type { ForwardContext, TokenMixer } from "../../model/model.js";
 import type { Weight } from "../../tensor/weight.js";
 import { shortConv } from "../conv/short-conv.js";
-import type { ParameterDecl } from "../parameters.js";
+import { bindParameters, f32Param, matrixParam } from "../parameters.js";
 import { relativeBucketTable } from "./relative-position-buckets.js";
 
 export interface RelativeAttentionSpec {
@@ -66,18 +66,17 @@ export function relativeAttentionParameters(
   names: RelativeAttentionNames,
   spec: RelativeAttentionSpec,
   hidden: number,
-): ParameterDecl[] {
+) {
   const { numHeads: nh, numKvHeads: nkv, headDim: d, numBuckets, convKernel: K } = spec;
-  const fanIn = (name: string, shape: readonly number[]): ParameterDecl => ({ name, shape, init: "fan-in" });
-  return [
-    fanIn(`${names.q}.weight`, [nh * d, hidden]),
-    fanIn(`${names.k}.weight`, [nkv * d, hidden]),
-    fanIn(`${names.v}.weight`, [nkv * d, hidden]),
-    fanIn(`${names.o}.weight`, [hidden, nh * d]),
-    fanIn(names.kConv, [nkv * d, 1, K]),
-    fanIn(names.vConv, [nkv * d, 1, K]),
-    fanIn(names.bias, [numBuckets, nh]),
-  ];
+  return {
+    q: matrixParam(names.q, nh * d, hidden),
+    k: matrixParam(names.k, nkv * d, hidden),
+    v: matrixParam(names.v, nkv * d, hidden),
+    o: matrixParam(names.o, hidden, nh * d),
+    kConv: f32Param(names.kConv, [nkv * d, 1, K], "fan-in"),
+    vConv: f32Param(names.vConv, [nkv * d, 1, K], "fan-in"),
+    bias: f32Param(names.bias, [numBuckets, nh], "fan-in"),
+  };
 }
 
 /** What the layer keeps: every position's keys and values, and each convolution's tail per sequence. */
@@ -134,22 +133,11 @@ export class RelativeBiasAttention implements TokenMixer {
     spec: RelativeAttentionSpec,
     hidden: number,
   ): RelativeBiasAttention {
-    const shapes = new Map(relativeAttentionParameters(names, spec, hidden).map((p) => [p.name, p.shape]));
-    const matrix = (base: string) => {
-      const [rows, cols] = shapes.get(`${base}.weight`) as [number, number];
-      return w.matrix(base, rows, cols);
-    };
-    const tensor = (name: string) => w.tensor(name, shapes.get(name) as readonly number[]);
-    const weights = {
-      q: matrix(names.q),
-      k: matrix(names.k),
-      v: matrix(names.v),
-      o: matrix(names.o),
-      kConv: tensor(names.kConv),
-      vConv: tensor(names.vConv),
-      bias: tensor(names.bias),
-    };
-    return new RelativeBiasAttention(spec, weights, names);
+    return new RelativeBiasAttention(
+      spec,
+      bindParameters(w, relativeAttentionParameters(names, spec, hidden)),
+      names,
+    );
   }
 
   states(): LayerStates {
