@@ -7,3 +7,19 @@ export interface HostTensor {
 
 /** Looks a tensor up by its checkpoint name. */
 export type TensorLookup = (name: string) => HostTensor | undefined;
+
+/** A checkpoint's tensors in the engine's memory, how many parameters they hold, and what errors name. */
+export interface HostWeights {
+  readonly tensors: Map<string, HostTensor>;
+  readonly numParameters: number;
+  readonly source: string;
+}
+
+/** Parameters a stored tensor holds: MXFP4 blocks two a byte, scales none. */
+export function parameterCount(name: string, bytes: number, elements: number): number {
+  return name.endsWith("_blocks")
+    ? bytes * 2
+    : name.endsWith("_scales") || name.includes("weight_scale")
+      ? 0
+      : elements;
+}
