@@ -110,7 +110,8 @@ describe("packed load format", () => {
     const proj1 = packed.manifest.tensors.find((t) => t.name === "proj.weight")?.shards[1];
     const file = join(out, rankFileName(1, 2));
     const bytes = await readFile(file);
-    bytes[(proj1?.offset ?? 0) + 3] ^= 0x01;
+    const at = (proj1?.offset ?? 0) + 3;
+    bytes[at] = (bytes[at] as number) ^ 0x01;
     await writeFile(file, bytes);
     expect(await codeOf(readBack(out))).toMatch(
       new RegExp(`^PACKED_CHECKSUM_MISMATCH: ${file}: tensor proj\\.weight \\(rank 1,`),
