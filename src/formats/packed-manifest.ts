@@ -24,7 +24,8 @@ export const PACKED_FORMAT = "bringup.packed/1";
 export const PACKED_ALIGNMENT = 4096;
 
 /** The dtypes the engine keeps in memory as stored; a pack refuses any other. */
-export const PACKED_DTYPES: readonly Dtype[] = ["F32", "BF16", "F16", "F8_E4M3", "U8"];
+export const PACKED_DTYPES = ["F32", "BF16", "F16", "F8_E4M3", "U8"] as const satisfies readonly Dtype[];
+export type PackedDtype = (typeof PACKED_DTYPES)[number];
 
 export function rankFileName(rank: number, ranks: number): string {
   return `rank-${String(rank).padStart(3, "0")}-of-${String(ranks).padStart(3, "0")}.bin`;
@@ -40,7 +41,7 @@ const ShardSchema = z.strictObject({
 
 const TensorSchema = z.strictObject({
   name: z.string().min(1),
-  dtype: z.enum(PACKED_DTYPES as [Dtype, ...Dtype[]]),
+  dtype: z.enum(PACKED_DTYPES),
   shape: z.array(natural),
   /** The tensor in the source checkpoint: its shard file's name and tensor name (the same bytes). */
   source: z.strictObject({ file: z.string(), tensor: z.string() }),

@@ -12,6 +12,7 @@ import {
   PACKED_DTYPES,
   PACKED_FORMAT,
   PACKED_MANIFEST,
+  type PackedDtype,
   type PackedManifest,
   type PackedTensor,
   rankFileName,
@@ -50,7 +51,7 @@ export async function packCheckpoint(source: string, output: string, ranks: numb
   try {
     const ends = new Array<number>(ranks).fill(0);
     const tensors: PackedTensor[] = ck.tensors.map((t) => {
-      if (!PACKED_DTYPES.includes(t.dtype as Dtype)) {
+      if (!(PACKED_DTYPES as readonly string[]).includes(t.dtype)) {
         throw new BringupError(
           "PACKED_DTYPE",
           `${t.file}: tensor ${t.name} is ${t.dtype}; the engine keeps only ${PACKED_DTYPES.join(", ")} in memory, so it cannot be packed (convert it first).`,
@@ -72,7 +73,7 @@ export async function packCheckpoint(source: string, output: string, ranks: numb
       });
       return {
         name: t.name,
-        dtype: t.dtype as Dtype,
+        dtype: t.dtype as PackedDtype,
         shape: [...t.shape],
         source: { file: basename(t.file), tensor: t.name },
         split,

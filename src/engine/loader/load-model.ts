@@ -4,10 +4,9 @@ import { BringupError } from "../../common/errors.js";
 import { isPackedDirectory, openCheckpoint } from "../../formats/index.js";
 import type { LoadedModel } from "../model/loaded-model.js";
 import { findArchitecture } from "../models/registry.js";
-import { shareBytes } from "../tensor/weight.js";
 import { TextTokenizer } from "../tokenizer/tokenizer.js";
 import { buildModel } from "./build-model.js";
-import { type HostTensor, type HostWeights, parameterCount } from "./host-tensor.js";
+import { type HostTensor, type HostWeights, parameterCount, sharedHostArray } from "./host-tensor.js";
 import { readPackedWeights } from "./packed-weights.js";
 
 const ENGINE_DTYPES = new Set(["F32", "BF16", "F16", "F8_E4M3", "U8"]);
@@ -75,14 +74,10 @@ async function readSafetensorsWeights(dir: string): Promise<HostWeights> {
       const bytes = await checkpoint.readTensor(t.name);
       // Into the shared WebAssembly memory, where the kernels and their worker threads read
       // the weights in place (a plain shared buffer would have every matmul copy its rows).
-      const data =
-        t.dtype === "F32"
-          ? shareBytes(bytes, Float32Array)
-          : t.dtype === "BF16" || t.dtype === "F16"
-            ? shareBytes(bytes, Uint16Array)
-            : shareBytes(bytes, Uint8Array);
-      tensors.set(t.name, { dtype: t.dtype as HostTensor["dtype"], shape: t.shape, data });
-      numParameters += parameterCount(t.name, bytes.byteLength, data.length);
+      const into = sharedHostArray(t.dtype as HostTensor["dtype"], bytes.byteLength);
+      into.bytes.set(bytes);
+      tensors.set(t.name, { dtype: t.dtype as HostTensor["dtype"], shape: t.shape, data: into.data });
+      numParameters += parameterCount(t.name, bytes.byteLength, into.data.length);
     }
   } finally {
     await checkpoint.close();

@@ -1,6 +1,5 @@
-import { openPacked, type PackedTensor, readPackedTensors } from "../../formats/index.js";
-import { sharedArray } from "../tensor/weight.js";
-import { type HostTensor, type HostWeights, parameterCount } from "./host-tensor.js";
+import { dtypeBytes, openPacked, type PackedTensor, readPackedTensors } from "../../formats/index.js";
+import { type HostTensor, type HostWeights, parameterCount, sharedHostArray } from "./host-tensor.js";
 
 /**
  * The weights of packed directory `dir` (`bringup weights pack`): each tensor allocated once where
@@ -14,16 +13,13 @@ export async function readPackedWeights(dir: string): Promise<HostWeights> {
   const tensors = new Map<string, HostTensor>();
   let numParameters = 0;
   await readPackedTensors(packed, (t: PackedTensor) => {
-    const elements = t.shape.reduce((a, b) => a * b, 1);
-    const data =
-      t.dtype === "F32"
-        ? sharedArray(Float32Array, elements)
-        : t.dtype === "BF16" || t.dtype === "F16"
-          ? sharedArray(Uint16Array, elements)
-          : sharedArray(Uint8Array, elements);
-    tensors.set(t.name, { dtype: t.dtype as HostTensor["dtype"], shape: t.shape, data });
-    numParameters += parameterCount(t.name, data.byteLength, elements);
-    return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+    const into = sharedHostArray(
+      t.dtype,
+      t.shape.reduce((a, b) => a * b, dtypeBytes(t.dtype)),
+    );
+    tensors.set(t.name, { dtype: t.dtype, shape: t.shape, data: into.data });
+    numParameters += parameterCount(t.name, into.bytes.length, into.data.length);
+    return into.bytes;
   });
   return { tensors, numParameters, source: packed.manifestPath };
 }
