@@ -7,34 +7,74 @@ import type { PackedCheckpoint, PackedShard, PackedTensor } from "./packed-manif
 /** The longest single read: one read returns at most about 2 GiB. */
 const MAX_READ = 1 << 30;
 
+/** Bytes of one read: large enough for the disk's readahead, small enough to keep several in flight. */
+const PIECE_BYTES = 32 * 2 ** 20;
+/** Reads in flight per rank file, so the kernel copies on several threads while the CRC runs here. */
+const DEPTH = 2;
+
+/** One read of a rank file: bytes of one shard, and whether they start or end it. */
+interface Piece {
+  readonly t: PackedTensor;
+  readonly shard: PackedShard;
+  readonly into: Uint8Array;
+  readonly position: number;
+  readonly first: boolean;
+  readonly last: boolean;
+}
+
 /**
  * Reads a packed checkpoint's tensors straight into the memory `destination` gives for each (a
- * whole tensor's bytes, in the engine's layout): every rank's file at once, each shard with one
- * read at its offset into its place in the tensor (rank r's rows at r/ranks of the way in), its
- * CRC-32 checked as it lands. A replicated tensor is read from rank 0 (`weights verify` checks every
- * copy). Nothing is parsed or converted. PACKED_CHECKSUM_MISMATCH names the file, tensor and rank.
+ * whole tensor's bytes, in the engine's layout): every rank's file at once, each in large reads at
+ * its offsets into each tensor's place (rank r's rows at r/ranks of the way in), a few reads in
+ * flight while the CRC-32 of what landed is checked. A replicated tensor is read from rank 0
+ * (`weights verify` checks every copy). Nothing is parsed or converted. PACKED_CHECKSUM_MISMATCH
+ * names the file, tensor and rank. `pieceBytes` is the size of one read.
  */
 export async function readPackedTensors(
   packed: PackedCheckpoint,
   destination: (t: PackedTensor) => Uint8Array,
+  pieceBytes = PIECE_BYTES,
 ): Promise<void> {
   const { manifest, rankPaths } = packed;
   const targets = manifest.tensors.map((t) => ({ t, into: destination(t) }));
   await Promise.all(
     rankPaths.map(async (path, r) => {
+      const pieces: Piece[] = [];
+      for (const { t, into } of targets) {
+        if (t.split === "replicated" && r > 0) continue;
+        const shard = t.shards[r] as PackedShard;
+        const start = t.split === "rows" ? r * shard.bytes : 0;
+        for (let at = 0; at === 0 || at < shard.bytes; at += pieceBytes) {
+          const end = Math.min(shard.bytes, at + pieceBytes);
+          pieces.push({
+            t,
+            shard,
+            into: into.subarray(start + at, start + end),
+            position: shard.offset + at,
+            first: at === 0,
+            last: end === shard.bytes,
+          });
+        }
+      }
       const handle = await open(path, "r").catch((error: unknown) => {
         throw openError(error, path);
       });
+      const inFlight: Promise<void>[] = [];
       try {
-        for (const { t, into } of targets) {
-          if (t.split === "replicated" && r > 0) continue;
-          const shard = t.shards[r] as PackedShard;
-          const start = t.split === "rows" ? r * shard.bytes : 0;
-          const view = into.subarray(start, start + shard.bytes);
-          await readShard(handle, view, shard.offset, path, t.name);
-          checkCrc(crc32(view), shard, path, t, r);
+        let crc = 0;
+        for (const [i, piece] of pieces.entries()) {
+          for (let next = i + inFlight.length; inFlight.length < DEPTH && next < pieces.length; next++) {
+            const p = pieces[next] as Piece;
+            const read = readShard(handle, p.into, p.position, path, p.t.name);
+            read.catch(() => {}); // awaited in order below; a later failure must not go unhandled first
+            inFlight.push(read);
+          }
+          await inFlight.shift();
+          crc = crc32(piece.into, piece.first ? 0 : crc);
+          if (piece.last) checkCrc(crc, piece.shard, path, piece.t, r);
         }
       } finally {
+        await Promise.allSettled(inFlight);
         await handle.close();
       }
     }),

@@ -38,17 +38,21 @@ async function codeOf(run: Promise<unknown>): Promise<string> {
   throw new Error("it did not fail");
 }
 
-/** Every tensor read back whole from packed directory `dir`. */
-async function readBack(dir: string): Promise<Map<string, Uint8Array>> {
+/** Every tensor read back whole from packed directory `dir`, `pieceBytes` at a time. */
+async function readBack(dir: string, pieceBytes?: number): Promise<Map<string, Uint8Array>> {
   const out = new Map<string, Uint8Array>();
   const packed = await openPacked(dir);
-  await readPackedTensors(packed, (t) => {
-    const bytes = new Uint8Array(
-      t.shards.reduce((a, s) => a + s.bytes, 0) / (t.split === "rows" ? 1 : t.shards.length),
-    );
-    out.set(t.name, bytes);
-    return bytes;
-  });
+  await readPackedTensors(
+    packed,
+    (t) => {
+      const bytes = new Uint8Array(
+        t.shards.reduce((a, s) => a + s.bytes, 0) / (t.split === "rows" ? 1 : t.shards.length),
+      );
+      out.set(t.name, bytes);
+      return bytes;
+    },
+    pieceBytes,
+  );
   return out;
 }
 
@@ -78,8 +82,11 @@ describe("packed load format", () => {
       new Array(8).fill(0),
     );
     expect(await readFile(join(out, "config.json"), "utf8")).toBe("{}\n");
-    const back = await readBack(out);
-    for (const [name, bytes] of Object.entries(sourceBytes)) expect(back.get(name)).toEqual(bytes);
+    // Whole shards in one read each, and in reads of 5 bytes, several in flight (the CRC runs across them).
+    for (const pieceBytes of [undefined, 5]) {
+      const back = await readBack(out, pieceBytes);
+      for (const [name, bytes] of Object.entries(sourceBytes)) expect(back.get(name)).toEqual(bytes);
+    }
     const verified = await verifyPacked(source, out);
     expect(verified.ok).toBe(true);
     expect(verified.weights.every((w) => w.sha256A === w.sha256B && w.bytesIdentical)).toBe(true);
@@ -113,9 +120,10 @@ describe("packed load format", () => {
     const at = (proj1?.offset ?? 0) + 3;
     bytes[at] = (bytes[at] as number) ^ 0x01;
     await writeFile(file, bytes);
-    expect(await codeOf(readBack(out))).toMatch(
-      new RegExp(`^PACKED_CHECKSUM_MISMATCH: ${file}: tensor proj\\.weight \\(rank 1,`),
-    );
+    for (const pieceBytes of [undefined, 7])
+      expect(await codeOf(readBack(out, pieceBytes))).toMatch(
+        new RegExp(`^PACKED_CHECKSUM_MISMATCH: ${file}: tensor proj\\.weight \\(rank 1,`),
+      );
     expect(await codeOf(verifyPacked(source, out))).toMatch(/^PACKED_CHECKSUM_MISMATCH: .*proj\.weight/);
   });
 
