@@ -11,12 +11,18 @@ export interface Build {
 
 /** A conversion's stable name: its target and, for FP8, its scale blocks (`fp8-block32`). */
 export function conversionKey(conversion: WeightsConversion): string {
-  return [conversion.to, conversion.fp8_block].filter((part) => part !== undefined).join("-");
+  return [conversion.to, conversion.fp8_block, conversion.ranks]
+    .filter((part) => part !== undefined)
+    .join("-");
 }
 
 /** How a conversion reads in a build's name and a record's arm. */
 export function describeConversion(conversion: WeightsConversion): string {
   const blocks = { block32: " with a scale per 32 values", tile128: " with a scale per 128x128 tile" };
+  if (conversion.to === "packed") {
+    const ranks = conversion.ranks ?? 1;
+    return `packed for ${ranks} rank${ranks === 1 ? "" : "s"} and loaded directly`;
+  }
   const to = conversion.to === "fp8" ? "FP8 E4M3" : conversion.to.toUpperCase();
   return `converted to ${to}${conversion.fp8_block ? blocks[conversion.fp8_block] : ""}`;
 }
