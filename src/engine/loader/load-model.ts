@@ -9,7 +9,7 @@ import { TextTokenizer } from "../tokenizer/tokenizer.js";
 import { buildModel } from "./build-model.js";
 import type { HostTensor } from "./host-tensor.js";
 
-const ENGINE_DTYPES = new Set(["F32", "BF16", "F16", "F8_E4M3", "U8"]);
+const ENGINE_DTYPES = new Set(["F32", "BF16", "F16", "F8_E4M3", "U8", "I32", "I64"]);
 
 /**
  * Loads an HF-style model directory: config.json, tokenizer.json (+ tokenizer_config.json,
@@ -68,7 +68,9 @@ export async function loadModel(
         ? bytes.byteLength * 2
         : t.name.endsWith("_scales") || t.name.includes("weight_scale")
           ? 0
-          : data.length;
+          : t.dtype === "I32" || t.dtype === "I64"
+            ? bytes.byteLength / (t.dtype === "I32" ? 4 : 8)
+            : data.length;
     }
   } finally {
     await checkpoint.close();
