@@ -64,9 +64,15 @@ function load(spec: V4AttentionSpec, tensors: Map<string, HostTensor>): V4Attent
 }
 
 /** Runs the block over x [n, H] in steps of `chunks` tokens under `layout`, as the engine plans and pages it. */
-function run(block: V4Attention, x: Float32Array, chunks: readonly number[], layout: KvLayout): Float32Array {
+function run(
+  block: V4Attention,
+  x: Float32Array,
+  chunks: readonly number[],
+  layout: KvLayout,
+  switches: ReadonlyMap<string, string> = new Map(),
+): Float32Array {
   const n = chunks.reduce((a, b) => a + b, 0);
-  const plan = planKvCache([block.states()], layout, BLOCK);
+  const plan = planKvCache([block.states(switches)], layout, BLOCK);
   const need = plan.pools.map((p) => (p.pool === "blocks" ? p.placement.blocksNeeded(n) : 1));
   const storage = layerStorage(
     plan.layers[0] ?? [],
@@ -80,7 +86,7 @@ function run(block: V4Attention, x: Float32Array, chunks: readonly number[], lay
     const positions = Array.from({ length: count }, (_, i) => first + i);
     const ctx: ForwardContext = {
       pool,
-      switches: new Map(),
+      switches,
       batch: {
         tokens: new Int32Array(count),
         positions,
@@ -246,7 +252,7 @@ describe("DeepSeek-V4 attention", () => {
   const x = new Rng(3).fillNormal(new Float32Array(n * H), 1);
 
   it("declares its window ring (K = V, one head), the compressor's source and rows, and the indexer's", () => {
-    const states = load(SPECS.csa, tensorsOf(SPECS.csa, 1)).states();
+    const states = load(SPECS.csa, tensorsOf(SPECS.csa, 1)).states(new Map());
     expect(states).toEqual({
       kv: { kind: "sliding-window", window: 5, numKvHeads: 1, headDim: 16, vHeadDim: 0 },
       compressorSource: { kind: "sliding-window", window: 5, numKvHeads: 1, headDim: 32, vHeadDim: 32 },
@@ -281,6 +287,23 @@ describe("DeepSeek-V4 attention", () => {
       expect(chunked).toEqual(whole);
     });
   }
+
+  it("v4_attention=dense: every layer attends every earlier key, as HF's attention with no window or rows", () => {
+    const denseSwitch = new Map([["v4_attention", "dense"]]);
+    for (const spec of [SPECS.csa, SPECS.hca]) {
+      const tensors = tensorsOf(spec, 7);
+      const block = load(spec, tensors);
+      expect(block.states(denseSwitch)).toEqual({
+        kv: { kind: "full", numKvHeads: 1, headDim: 16, vHeadDim: 0 },
+      });
+      const { indexer: _, ...plain } = spec;
+      const asDense: V4AttentionSpec = { ...plain, kind: "sliding", window: n, compressRatio: 0 };
+      const expected = Float32Array.from(reference(asDense, tensors, x, n));
+      const scale = Math.max(...expected.map(Math.abs));
+      const got = run(block, x, [5, 8, 10], "window-sized", denseSwitch);
+      expect(maxAbsDiff(got, expected) / scale).toBeLessThan(1e-5);
+    }
+  });
 
   it("csa: the indexer's choice matters (attending every row differs)", () => {
     const tensors = tensorsOf(SPECS.csa, 7);

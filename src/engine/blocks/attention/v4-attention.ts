@@ -4,7 +4,7 @@ import type { LayerStorage, PagedKv, PagedRows } from "../../cache/storage.js";
 import { rmsNorm } from "../../kernels/rmsnorm.js";
 import { Rope, type YarnScaling } from "../../kernels/rope.js";
 import type { WeightSource } from "../../loader/weight-source.js";
-import type { ForwardContext, TokenMixer } from "../../model/model.js";
+import type { ForwardContext, ModelSwitch, TokenMixer } from "../../model/model.js";
 import { f32Weight, type Weight } from "../../tensor/weight.js";
 import type { ParameterDecl } from "../parameters.js";
 import { rotateAdjacentPairs } from "./mla-attention.js";
@@ -132,12 +132,31 @@ export function v4AttentionParameters(
 }
 
 /**
+ * v4_attention: the model's attention ("sparse": each layer's window plus its compressed rows), or
+ * every layer attending to every earlier position's key ("dense"): the same weights with full
+ * causal attention, the baseline the port's perplexity gate holds the sparse form to.
+ */
+export const V4_ATTENTION_SWITCH: ModelSwitch = {
+  name: "v4_attention",
+  values: ["sparse", "dense"],
+  default: "sparse",
+  description:
+    "DeepSeek-V4 attention as the model defines it (sliding window plus compressed rows), or dense causal attention over every earlier key",
+};
+
+function dense(switches: ReadonlyMap<string, string>): boolean {
+  return switches.get(V4_ATTENTION_SWITCH.name) === "dense";
+}
+
+/**
  * What a V4 layer keeps per sequence: its keys (`kv`, one head, K = V so no values) as a ring of
  * the window; with a compressor, each position's compressor projections (`compressorSource`, the
  * window not yet pooled; kept as a ring as long as the attention's, so it shares its block tables
  * and chunking) and the compressed rows (`compressed`); with an indexer, the same for its keys.
+ * Under v4_attention=dense, every position's key alone.
  */
-export function v4AttentionStates(spec: V4AttentionSpec): LayerStates {
+export function v4AttentionStates(spec: V4AttentionSpec, switches: ReadonlyMap<string, string>): LayerStates {
+  if (dense(switches)) return { kv: { kind: "full", numKvHeads: 1, headDim: spec.headDim, vHeadDim: 0 } };
   const ring = (headDim: number, vHeadDim: number): SlidingWindowState => ({
     kind: "sliding-window",
     window: sourceWindow(spec),
@@ -267,8 +286,8 @@ export class V4Attention implements TokenMixer {
     return new V4Attention(spec, weights, names, hidden, compressor, indexer);
   }
 
-  states(): LayerStates {
-    return v4AttentionStates(this.spec);
+  states(switches: ReadonlyMap<string, string>): LayerStates {
+    return v4AttentionStates(this.spec, switches);
   }
 
   forward(h: Float32Array, ctx: ForwardContext, storage: LayerStorage): Float32Array {
@@ -292,13 +311,14 @@ export class V4Attention implements TokenMixer {
       rotateAdjacentPairs(this.rope, kv, t * d + d - ropeDim, ropeDim, pos);
       keys.write(keys.placement.slot(tableOf(batch, t, keys.group), pos), kv, t * d, kv, 0);
     }
+    const sparse = !dense(ctx.switches);
     let rows: PagedRows | undefined;
-    if (this.compressor) {
+    if (this.compressor && sparse) {
       rows = storage.rows("compressed");
       const [c, z] = this.compressor.project(h, T, pool);
       this.compressor.update(batch, c, z, storage.kv("compressorSource"), rows);
     }
-    const chosen = this.indexer?.select(
+    const chosen = (sparse ? this.indexer : undefined)?.select(
       h,
       qLatent,
       batch,

@@ -70,7 +70,8 @@ function reference(s: V4MoeSpec, tw: Map<string, HostTensor>, x: Float32Array, t
     chosen = [table[token * 2] as number, table[token * 2 + 1] as number];
   } else {
     const bias = W(names.bias);
-    chosen = [...scores.keys()].sort((a, b) => scores[b] + bias[b] - (scores[a] + bias[a])).slice(0, 2);
+    const corrected = (e: number) => (scores[e] as number) + (bias[e] as number);
+    chosen = [...scores.keys()].sort((a, b) => corrected(b) - corrected(a)).slice(0, 2);
   }
   const total = chosen.reduce((a, e) => a + (scores[e] as number), 0);
   const silu = (g: number) => g / (1 + Math.exp(-g));
