@@ -88,3 +88,32 @@ describe("the tiny reference model", () => {
     expect(states[2]?.compressed).toEqual({ kind: "compressed", width: 32, ratio: 32 });
   });
 });
+
+describe("a config that disagrees with the weights", () => {
+  const files = ref.referenceFiles();
+  /** The error loading the tiny checkpoint under its config changed by `change`. */
+  const loadError = (change: Record<string, unknown>) =>
+    bringupErrorOf(() => ref.build("changed", { ...files, config: { ...files.config, ...change } }));
+
+  it("names the tensor whose shape a compression ratio contradicts", () => {
+    const e = loadError({
+      compress_rates: { compressed_sparse_attention: 8, heavily_compressed_attention: 32 },
+    });
+    expect(e.code).toBe("MODEL_WEIGHTS_MISMATCH");
+    expect(e.message).toMatch(/model\.layers\.1\.self_attn\.compressor\.position_bias has shape \[4, 64\]/);
+  });
+
+  it("names the tensor a layer pattern lacks or leaves unread", () => {
+    const types = config.layer_types as string[];
+    const missing = loadError({ layer_types: ["compressed_sparse_attention", ...types.slice(1)] });
+    expect(missing.message).toMatch(/model\.layers\.0\.self_attn\.compressor\.kv_proj/);
+    const unread = loadError({ layer_types: [types[0], "sliding_attention", ...types.slice(2)] });
+    expect(unread.message).toMatch(/model\.layers\.1\.self_attn\.compressor\./);
+    expect(unread.message.split("\n")).toHaveLength(1);
+  });
+
+  it("names the hash-routing table a layer lacks or leaves unread", () => {
+    expect(loadError({ num_hash_layers: 2 }).message).toMatch(/model\.layers\.1\.mlp\.gate\.tid2eid/);
+    expect(loadError({ num_hash_layers: 0 }).message).toMatch(/model\.layers\.0\.mlp\.gate\.tid2eid/);
+  });
+});

@@ -120,6 +120,13 @@ export class V4Moe implements FeedForward {
   static load(w: WeightSource, names: V4MoeNames, spec: V4MoeSpec, hidden: number): V4Moe {
     const { numExperts: E, intermediateSize: I } = spec;
     const hash = spec.routing === "hash";
+    if (!hash && w.has(names.table)) {
+      throw new BringupError(
+        "MODEL_WEIGHTS_MISMATCH",
+        `${w.source}: ${names.table} is a hash-routing table, but config.json routes this layer by top-k; make mlp_layer_types (or num_hash_layers) agree with the checkpoint.`,
+        { subject: names.table },
+      );
+    }
     const table = hash ? w.indices(names.table, [spec.vocabSize, spec.topK]) : undefined;
     if (table) checkTable(table, spec, names.table);
     return new V4Moe(
