@@ -91,7 +91,7 @@ export function v4AttentionNames(prefix: string): V4AttentionNames {
 }
 
 /** The layer's compressor, if it has one (csa: overlapping rows; hca: not). */
-export function v4Compressor(spec: V4AttentionSpec): CompressorSpec | undefined {
+function v4Compressor(spec: V4AttentionSpec): CompressorSpec | undefined {
   if (spec.kind === "sliding") return undefined;
   return {
     width: spec.headDim,
@@ -415,7 +415,7 @@ export class V4Attention implements TokenMixer {
 }
 
 /** o_a_proj [groups x rows, cols] as one f32 matrix per group. */
-export function groupRows(data: Float32Array, groups: number, rows: number, cols: number): Weight[] {
+function groupRows(data: Float32Array, groups: number, rows: number, cols: number): Weight[] {
   return Array.from({ length: groups }, (_, gi) =>
     f32Weight(rows, cols, data.slice(gi * rows * cols, (gi + 1) * rows * cols)),
   );

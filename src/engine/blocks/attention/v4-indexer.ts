@@ -1,4 +1,4 @@
-import type { PagedRows } from "../../cache/storage.js";
+import type { PagedKv, PagedRows } from "../../cache/storage.js";
 import type { MatmulPool } from "../../kernels/pool.js";
 import type { Rope } from "../../kernels/rope.js";
 import type { WeightSource } from "../../loader/weight-source.js";
@@ -98,7 +98,7 @@ export class V4Indexer {
     qLatent: Float32Array,
     batch: ForwardBatch,
     pool: MatmulPool,
-    source: Parameters<Compressor["update"]>[3],
+    source: PagedKv,
     keys: PagedRows,
   ): Int32Array[] {
     const T = batch.tokens.length;
