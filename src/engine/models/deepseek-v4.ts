@@ -32,13 +32,13 @@ import {
 } from "../blocks/attention/v4-attention.js";
 import { V4Moe, type V4MoeSpec, v4HashTable, v4MoeNames, v4MoeParameters } from "../blocks/mlp/v4-moe.js";
 import type { MhcConfig } from "../blocks/residual/mhc.js";
-import { MhcConnection, MhcResidual } from "../blocks/residual/mhc-connection.js";
+import { MhcConnection, MhcResidual, putTinyMhc } from "../blocks/residual/mhc-connection.js";
 import type { WeightSource } from "../loader/weight-source.js";
 import { CausalLM } from "../model/causal-lm.js";
 import type { DecoderLayer } from "../model/model.js";
 import type { TinyModelFiles } from "../tiny/files.js";
 import { tinyKit } from "../tiny/port-kit.js";
-import { filled, putParameters } from "../tiny/weights.js";
+import { putParameters } from "../tiny/weights.js";
 import {
   type Fail,
   nonNegative,
@@ -307,19 +307,11 @@ export function v4TinyModel(
   const spec = parseV4Config(config, "reference config");
   const kit = tinyKit(spec, corpus, seed);
   const H = spec.hiddenSize;
-  const n = spec.mhc.streams;
-  const mhcSite = (site: string) => {
-    kit.random(`${site}.fn`, [(2 + n) * n, n * H], 0.02);
-    kit.random(`${site}.base`, [(2 + n) * n], 0.5);
-    kit.put(`${site}.scale`, [3], filled(3, 1));
-  };
   kit.random("model.embed_tokens.weight", [kit.vocab, H], 1);
   spec.layers.forEach((layer, i) => {
     const p = `model.layers.${i}`;
     kit.ones(`${p}.input_layernorm.weight`, H);
     kit.ones(`${p}.post_attention_layernorm.weight`, H);
-    mhcSite(`${p}.attn_hc`);
-    mhcSite(`${p}.ffn_hc`);
     putParameters(kit.put, seed, v4AttentionParameters(v4AttentionNames(p), layer.attention, H));
     const names = v4MoeNames(p);
     putParameters(kit.put, seed, v4MoeParameters(names, layer.moe, H));
@@ -335,9 +327,7 @@ export function v4TinyModel(
       });
     }
   });
-  kit.random("model.hc_head.hc_fn", [n, n * H], 0.02);
-  kit.random("model.hc_head.hc_base", [n], 0.5);
-  kit.put("model.hc_head.hc_scale", [1], filled(1, 1));
+  putTinyMhc(kit, spec.layers.length, spec.mhc.streams, H);
   kit.ones("model.norm.weight", H);
   if (!spec.tieWordEmbeddings) kit.matrix("lm_head.weight", kit.vocab, H);
   return kit.files(config, "DeepseekV4ForCausalLM", options.port);

@@ -49,7 +49,7 @@ import { RoutedMoe } from "../blocks/mlp/routed-moe.js";
 import type { MoeSpec } from "../blocks/mlp/routing.js";
 import { HF_MLP_NAMES, MIXTRAL_MLP_NAMES, SwigluMlp } from "../blocks/mlp/swiglu-mlp.js";
 import type { MhcConfig } from "../blocks/residual/mhc.js";
-import { MhcConnection, MhcResidual } from "../blocks/residual/mhc-connection.js";
+import { MhcConnection, MhcResidual, putTinyMhc } from "../blocks/residual/mhc-connection.js";
 import { modelOfFiles } from "../loader/build-model.js";
 import type { WeightSource } from "../loader/weight-source.js";
 import { CausalLM } from "../model/causal-lm.js";
@@ -61,7 +61,7 @@ import {
   placeLatentCopyCircuit,
 } from "../tiny/latent-copy-circuit.js";
 import { tinyKit } from "../tiny/port-kit.js";
-import { filled, putParameters } from "../tiny/weights.js";
+import { putParameters } from "../tiny/weights.js";
 import {
   nonNegative,
   parseConfigFields,
@@ -285,19 +285,11 @@ export function glmTinyModel(
   const spec = parseGlmConfig(config, "reference config");
   const kit = tinyKit(spec, corpus, seed);
   const H = spec.hiddenSize;
-  const n = spec.mhc.streams;
-  const mhcSite = (site: string) => {
-    kit.random(`${site}.fn`, [(2 + n) * n, n * H], 0.02);
-    kit.random(`${site}.base`, [(2 + n) * n], 0.5);
-    kit.put(`${site}.scale`, [3], filled(3, 1));
-  };
   kit.random("model.embed_tokens.weight", [kit.vocab, H], 1);
   spec.layers.forEach((layer, i) => {
     const p = `model.layers.${i}`;
     kit.ones(`${p}.input_layernorm.weight`, H);
     kit.ones(`${p}.post_attention_layernorm.weight`, H);
-    mhcSite(`${p}.attn_hc`);
-    mhcSite(`${p}.ffn_hc`);
     const a = `${p}.self_attn`;
     if (layer.mixer === "kda") {
       const { numHeads: h, headDim: d, convKernel: K } = spec.kda;
@@ -330,9 +322,7 @@ export function glmTinyModel(
       kit.mlp(`${p}.mlp`, HF_MLP_NAMES, H, spec.intermediateSize);
     }
   });
-  kit.random("model.hc_head.hc_fn", [n, n * H], 0.02);
-  kit.random("model.hc_head.hc_base", [n], 0.5);
-  kit.put("model.hc_head.hc_scale", [1], filled(1, 1));
+  putTinyMhc(kit, spec.layers.length, spec.mhc.streams, H);
   kit.ones("model.norm.weight", H);
   if (!spec.tieWordEmbeddings) kit.matrix("lm_head.weight", kit.vocab, H);
   return kit.files(config, "Glm53FlashForCausalLM", options.port);

@@ -134,3 +134,28 @@ function plainSite(
     [`${prefix}scale`, new Float32Array(site.scale.length).fill(1)],
   ]);
 }
+
+/** How a tiny model writes seeded tensors (tiny/port-kit.ts's kit): normal draws of `std`, or given values. */
+export interface TinyWriter {
+  random(name: string, shape: number[], std: number): void;
+  put(name: string, shape: number[], data: Float32Array): void;
+}
+
+/**
+ * A tiny model's mHC tensors under transformers' names, for `layers` layers of `hidden` with
+ * `streams` streams: each layer's two sites (`attn_hc`, `ffn_hc`: small mixing weights, biases
+ * of 0.5, unit scales) and the hyper head (`model.hc_head.hc_*`).
+ */
+export function putTinyMhc(kit: TinyWriter, layers: number, streams: number, hidden: number): void {
+  const n = streams;
+  for (let i = 0; i < layers; i++) {
+    for (const site of [`model.layers.${i}.attn_hc`, `model.layers.${i}.ffn_hc`]) {
+      kit.random(`${site}.fn`, [(2 + n) * n, n * hidden], 0.02);
+      kit.random(`${site}.base`, [(2 + n) * n], 0.5);
+      kit.put(`${site}.scale`, [3], new Float32Array(3).fill(1));
+    }
+  }
+  kit.random("model.hc_head.hc_fn", [n, n * hidden], 0.02);
+  kit.random("model.hc_head.hc_base", [n], 0.5);
+  kit.put("model.hc_head.hc_scale", [1], new Float32Array(1).fill(1));
+}
