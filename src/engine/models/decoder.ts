@@ -1,6 +1,8 @@
 import type { ModelConfig } from "../architecture.js";
 import { type AttentionSpec, gqaStates } from "../blocks/attention/gqa-attention.js";
 import type { MoeSpec } from "../blocks/mlp/routing.js";
+import type { MhcConfig } from "../blocks/residual/mhc.js";
+import { MhcConnection, MhcResidual } from "../blocks/residual/mhc-connection.js";
 import { PLAIN_RESIDUAL, PreNormConnection } from "../blocks/residual/pre-norm.js";
 import type { LayerStates } from "../cache/state-spec.js";
 import type { YarnScaling } from "../kernels/rope.js";
@@ -81,5 +83,46 @@ export function preNormDecoder(
     layers,
     ...embeddingAndHead(w, shape),
     ...(switches ? { switches } : {}),
+  });
+}
+
+/**
+ * A decoder of `numLayers` layers whose sub-layers join an mHC residual of `mhc` (DeepSeek-V4's, in
+ * transformers' names: `model.layers.N.attn_hc` with `input_layernorm`, `ffn_hc` with
+ * `post_attention_layernorm`, and the hyper head `model.hc_head`), each layer's mixer and
+ * feed-forward built by `layer` from its prefix.
+ */
+export function mhcDecoder(
+  w: WeightSource,
+  shape: DecoderShape & { readonly numLayers: number; readonly mhc: MhcConfig },
+  layer: (index: number, prefix: string) => { mixer: TokenMixer; ffn: FeedForward },
+  switches: readonly ModelSwitch[],
+): CausalLM {
+  const { hiddenSize: H, rmsNormEps: eps, mhc } = shape;
+  const layers = Array.from({ length: shape.numLayers }, (_, i) => {
+    const p = `model.layers.${i}`;
+    const { mixer, ffn } = layer(i, p);
+    return {
+      mixer,
+      mixerConnection: MhcConnection.load(w, `${p}.attn_hc`, `${p}.input_layernorm.weight`, mhc, H, eps),
+      ffn,
+      ffnConnection: MhcConnection.load(
+        w,
+        `${p}.ffn_hc`,
+        `${p}.post_attention_layernorm.weight`,
+        mhc,
+        H,
+        eps,
+      ),
+    };
+  });
+  return new CausalLM({
+    hiddenSize: H,
+    vocabSize: shape.vocabSize,
+    rmsNormEps: eps,
+    residual: MhcResidual.load(w, mhc, H),
+    layers,
+    ...embeddingAndHead(w, shape),
+    switches,
   });
 }

@@ -32,10 +32,9 @@ import {
 } from "../blocks/attention/v4-attention.js";
 import { V4Moe, type V4MoeSpec, v4HashTable, v4MoeNames, v4MoeParameters } from "../blocks/mlp/v4-moe.js";
 import type { MhcConfig } from "../blocks/residual/mhc.js";
-import { MhcConnection, MhcResidual, putTinyMhc } from "../blocks/residual/mhc-connection.js";
+import { putTinyMhc } from "../blocks/residual/mhc-connection.js";
 import type { WeightSource } from "../loader/weight-source.js";
-import { CausalLM } from "../model/causal-lm.js";
-import type { DecoderLayer } from "../model/model.js";
+import type { CausalLM } from "../model/causal-lm.js";
 import type { TinyModelFiles } from "../tiny/files.js";
 import { tinyKit } from "../tiny/port-kit.js";
 import { putParameters } from "../tiny/weights.js";
@@ -47,7 +46,7 @@ import {
   TOKEN_ID_FIELDS,
   tokenIdConfig,
 } from "./config-fields.js";
-import { embeddingAndHead } from "./decoder.js";
+import { mhcDecoder } from "./decoder.js";
 
 export const MODEL_TYPE = "deepseek_v4";
 
@@ -258,39 +257,18 @@ function layerKinds(
 /** DeepSeek-V4 from engine blocks: V4 attention and V4 MoE in every layer, joined by mHC. */
 export function buildV4(config: V4Config, w: WeightSource): CausalLM {
   const H = config.hiddenSize;
-  const eps = config.rmsNormEps;
-  const layers: DecoderLayer[] = config.layers.map((layer, i) => {
-    const p = `model.layers.${i}`;
-    return {
-      mixer: V4Attention.load(w, v4AttentionNames(p), layer.attention, H),
-      mixerConnection: MhcConnection.load(
-        w,
-        `${p}.attn_hc`,
-        `${p}.input_layernorm.weight`,
-        config.mhc,
-        H,
-        eps,
-      ),
-      ffn: V4Moe.load(w, v4MoeNames(p), layer.moe, H),
-      ffnConnection: MhcConnection.load(
-        w,
-        `${p}.ffn_hc`,
-        `${p}.post_attention_layernorm.weight`,
-        config.mhc,
-        H,
-        eps,
-      ),
-    };
-  });
-  return new CausalLM({
-    hiddenSize: H,
-    vocabSize: config.vocabSize,
-    rmsNormEps: eps,
-    residual: MhcResidual.load(w, config.mhc, H),
-    layers,
-    ...embeddingAndHead(w, config),
-    switches: [V4_ATTENTION_SWITCH],
-  });
+  return mhcDecoder(
+    w,
+    { ...config, numLayers: config.layers.length },
+    (i, p) => {
+      const layer = config.layers[i] as V4Config["layers"][number];
+      return {
+        mixer: V4Attention.load(w, v4AttentionNames(p), layer.attention, H),
+        ffn: V4Moe.load(w, v4MoeNames(p), layer.moe, H),
+      };
+    },
+    [V4_ATTENTION_SWITCH],
+  );
 }
 
 /**

@@ -49,11 +49,10 @@ import { RoutedMoe } from "../blocks/mlp/routed-moe.js";
 import type { MoeSpec } from "../blocks/mlp/routing.js";
 import { HF_MLP_NAMES, MIXTRAL_MLP_NAMES, SwigluMlp } from "../blocks/mlp/swiglu-mlp.js";
 import type { MhcConfig } from "../blocks/residual/mhc.js";
-import { MhcConnection, MhcResidual, putTinyMhc } from "../blocks/residual/mhc-connection.js";
+import { putTinyMhc } from "../blocks/residual/mhc-connection.js";
 import { modelOfFiles } from "../loader/build-model.js";
 import type { WeightSource } from "../loader/weight-source.js";
-import { CausalLM } from "../model/causal-lm.js";
-import type { DecoderLayer } from "../model/model.js";
+import type { CausalLM } from "../model/causal-lm.js";
 import type { TinyModelFiles } from "../tiny/files.js";
 import {
   LATENT_CIRCUIT,
@@ -71,7 +70,7 @@ import {
   TOKEN_ID_FIELDS,
   tokenIdConfig,
 } from "./config-fields.js";
-import { embeddingAndHead } from "./decoder.js";
+import { mhcDecoder } from "./decoder.js";
 
 export const MODEL_TYPE = "glm5_3_flash";
 
@@ -228,46 +227,23 @@ export function parseGlmConfig(json: unknown, source = "config.json"): GlmConfig
 export function buildGlm(config: GlmConfig, w: WeightSource): CausalLM {
   const H = config.hiddenSize;
   const eps = config.rmsNormEps;
-  const layers: DecoderLayer[] = config.layers.map((spec, i) => {
-    const p = `model.layers.${i}`;
-    const mixer =
-      spec.mixer === "kda"
-        ? KdaAttention.load(w, `${p}.self_attn`, config.kda, H)
-        : MlaAttention.load(w, mlaNames(p), config.mla, H, eps);
-    const ffn =
-      spec.mlp === "moe" && config.moe !== undefined
-        ? RoutedMoe.load(w, { base: `${p}.block_sparse_moe`, expert: MIXTRAL_MLP_NAMES }, config.moe, H)
-        : SwigluMlp.load(w, `${p}.mlp`, H, config.intermediateSize);
-    return {
-      mixer,
-      mixerConnection: MhcConnection.load(
-        w,
-        `${p}.attn_hc`,
-        `${p}.input_layernorm.weight`,
-        config.mhc,
-        H,
-        eps,
-      ),
-      ffn,
-      ffnConnection: MhcConnection.load(
-        w,
-        `${p}.ffn_hc`,
-        `${p}.post_attention_layernorm.weight`,
-        config.mhc,
-        H,
-        eps,
-      ),
-    };
-  });
-  return new CausalLM({
-    hiddenSize: H,
-    vocabSize: config.vocabSize,
-    rmsNormEps: eps,
-    residual: MhcResidual.load(w, config.mhc, H),
-    layers,
-    ...embeddingAndHead(w, config),
-    switches: [...KDA_SWITCHES, ...MLA_SWITCHES, MLA_CACHE_SWITCH],
-  });
+  return mhcDecoder(
+    w,
+    { ...config, numLayers: config.layers.length },
+    (i, p) => {
+      const spec = config.layers[i] as GlmLayerSpec;
+      const mixer =
+        spec.mixer === "kda"
+          ? KdaAttention.load(w, `${p}.self_attn`, config.kda, H)
+          : MlaAttention.load(w, mlaNames(p), config.mla, H, eps);
+      const ffn =
+        spec.mlp === "moe" && config.moe !== undefined
+          ? RoutedMoe.load(w, { base: `${p}.block_sparse_moe`, expert: MIXTRAL_MLP_NAMES }, config.moe, H)
+          : SwigluMlp.load(w, `${p}.mlp`, H, config.intermediateSize);
+      return { mixer, ffn };
+    },
+    [...KDA_SWITCHES, ...MLA_SWITCHES, MLA_CACHE_SWITCH],
+  );
 }
 
 /**
