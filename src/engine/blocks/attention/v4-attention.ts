@@ -363,34 +363,45 @@ export class V4Attention implements TokenMixer {
     const { numHeads: nh, headDim: d } = this.spec;
     const table = tableOf(ctx.batch, t, keys.group);
     const first = keys.placement.firstVisible(pos);
-    const sources: [Float32Array, number][] = [];
-    for (let p = first; p <= pos; p++) sources.push([keys.keys, keys.placement.slot(table, p) * d]);
+    const n = pos - first + 1 + (rows ? picked.length : 0);
+    // The keys it reads, gathered once into [n, d] (copies: the same values in the same order).
+    const K = new Float32Array(n * d);
+    for (let p = first; p <= pos; p++) {
+      const at = keys.placement.slot(table, p) * d;
+      K.set(keys.keys.subarray(at, at + d), (p - first) * d);
+    }
     if (rows) {
       const rowTable = tableOf(ctx.batch, t, rows.group);
-      for (const s of picked) sources.push([rows.rows, rows.placement.slot(rowTable, s) * d]);
+      const base = pos - first + 1;
+      picked.forEach((s, i) => {
+        const at = rows.placement.slot(rowTable, s) * d;
+        K.set(rows.rows.subarray(at, at + d), (base + i) * d);
+      });
     }
     const scale = 1 / Math.sqrt(d);
-    const logits = new Float64Array(sources.length);
+    const logits = new Float64Array(n);
+    const acc = new Float64Array(d);
     for (let hd = 0; hd < nh; hd++) {
       const qo = (t * nh + hd) * d;
       const sink = this.weights.sinks[hd] as number;
       let max = sink;
-      sources.forEach(([data, at], i) => {
+      for (let i = 0; i < n; i++) {
         let dot = 0;
-        for (let k = 0; k < d; k++) dot += (q[qo + k] as number) * (data[at + k] as number);
-        logits[i] = dot * scale;
-        if ((logits[i] as number) > max) max = logits[i] as number;
-      });
+        for (let k = 0; k < d; k++) dot += (q[qo + k] as number) * (K[i * d + k] as number);
+        const l = dot * scale;
+        logits[i] = l;
+        if (l > max) max = l;
+      }
       let sum = Math.exp(sink - max);
-      for (let i = 0; i < sources.length; i++) {
+      for (let i = 0; i < n; i++) {
         logits[i] = Math.exp((logits[i] as number) - max);
         sum += logits[i] as number;
       }
-      const acc = new Float64Array(d);
-      sources.forEach(([data, at], i) => {
+      acc.fill(0);
+      for (let i = 0; i < n; i++) {
         const p = (logits[i] as number) / sum;
-        for (let k = 0; k < d; k++) acc[k] = (acc[k] as number) + p * (data[at + k] as number);
-      });
+        for (let k = 0; k < d; k++) acc[k] = (acc[k] as number) + p * (K[i * d + k] as number);
+      }
       for (let k = 0; k < d; k++) out[qo + k] = acc[k] as number;
     }
   }
