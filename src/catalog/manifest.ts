@@ -272,7 +272,15 @@ export const Reference = z
       .describe("the build that reference-comparing gates (perplexity, kv-capacity) compare against"),
     gates: z.array(Gate).min(1),
     benchmarks: z.array(AbBenchmark).default([]),
-    device_check: DeviceLogprobsGate.extend({ record: RecordRef })
+    device_check: DeviceLogprobsGate.extend({
+      record: RecordRef,
+      hf_overrides: z
+        .record(z.string(), z.unknown())
+        .optional()
+        .describe(
+          "config.json fields vLLM reads differently for this check only (vLLM's --hf-overrides); say why in a comment",
+        ),
+    })
       .optional()
       .describe(
         "the device model code (device-plugin/, served by vLLM on the CPU) against the reference engine on the tiny checkpoint: `bringup device check` runs it",

@@ -111,10 +111,6 @@ export class WeightSource {
     return toVector(this.need(name), name, length, this.source);
   }
 
-  optionalVector(name: string, length: number): Float32Array | undefined {
-    return this.has(name) ? this.vector(name, length) : undefined;
-  }
-
   /** A tensor of exactly `shape`, decoded to f32 (row-major). */
   tensor(name: string, shape: readonly number[]): Float32Array {
     const t = this.need(name);

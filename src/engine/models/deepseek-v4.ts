@@ -30,14 +30,19 @@ import {
   v4AttentionParameters,
   v4AttentionStates,
 } from "../blocks/attention/v4-attention.js";
-import { V4Moe, type V4MoeSpec, v4HashTable, v4MoeNames, v4MoeParameters } from "../blocks/mlp/v4-moe.js";
+import { V4Moe, type V4MoeSpec, v4MoeNames, v4MoeParameters } from "../blocks/mlp/v4-moe.js";
 import type { MhcConfig } from "../blocks/residual/mhc.js";
-import { putTinyMhc } from "../blocks/residual/mhc-connection.js";
+import {
+  MhcConnection,
+  MhcResidual,
+  mhcHeadParameters,
+  mhcSiteParameters,
+} from "../blocks/residual/mhc-connection.js";
 import type { WeightSource } from "../loader/weight-source.js";
-import type { CausalLM } from "../model/causal-lm.js";
+import { CausalLM } from "../model/causal-lm.js";
+import type { DecoderLayer } from "../model/model.js";
 import type { TinyModelFiles } from "../tiny/files.js";
 import { tinyKit } from "../tiny/port-kit.js";
-import { putParameters } from "../tiny/weights.js";
 import {
   type Fail,
   nonNegative,
@@ -46,7 +51,7 @@ import {
   TOKEN_ID_FIELDS,
   tokenIdConfig,
 } from "./config-fields.js";
-import { mhcDecoder } from "./decoder.js";
+import { embeddingAndHead, embeddingParameters, layerPrefix, preNormParameters } from "./decoder.js";
 
 export const MODEL_TYPE = "deepseek_v4";
 
@@ -257,24 +262,32 @@ function layerKinds(
 /** DeepSeek-V4 from engine blocks: V4 attention and V4 MoE in every layer, joined by mHC. */
 export function buildV4(config: V4Config, w: WeightSource): CausalLM {
   const H = config.hiddenSize;
-  return mhcDecoder(
-    w,
-    { ...config, numLayers: config.layers.length },
-    (i, p) => {
-      const layer = config.layers[i] as V4Config["layers"][number];
-      return {
-        mixer: V4Attention.load(w, v4AttentionNames(p), layer.attention, H),
-        ffn: V4Moe.load(w, v4MoeNames(p), layer.moe, H),
-      };
-    },
-    [V4_ATTENTION_SWITCH],
-  );
+  const eps = config.rmsNormEps;
+  const layers: DecoderLayer[] = config.layers.map((layer, i) => {
+    const p = layerPrefix(i);
+    const { inputNorm, postNorm } = preNormParameters(p, H);
+    return {
+      mixer: V4Attention.load(w, v4AttentionNames(p), layer.attention, H),
+      mixerConnection: MhcConnection.load(w, `${p}.attn_hc`, inputNorm.name, config.mhc, H, eps),
+      ffn: V4Moe.load(w, v4MoeNames(p), layer.moe, H),
+      ffnConnection: MhcConnection.load(w, `${p}.ffn_hc`, postNorm.name, config.mhc, H, eps),
+    };
+  });
+  return new CausalLM({
+    hiddenSize: H,
+    vocabSize: config.vocabSize,
+    rmsNormEps: eps,
+    residual: MhcResidual.load(w, config.mhc, H),
+    layers,
+    ...embeddingAndHead(w, config),
+    switches: [V4_ATTENTION_SWITCH],
+  });
 }
 
 /**
- * The tiny reference model of `config`: a byte-level BPE trained on `corpus`, seeded weights from
- * the blocks' declarations, each hash layer's table (v4HashTable) as I32, the experts in MXFP4 as
- * the checkpoint ships them. The same config, corpus and seed give the same bytes.
+ * The tiny reference model of `config`: a byte-level BPE trained on `corpus` and seeded weights
+ * from the blocks' declarations (each hash layer's table by tinyHashExpert, as I32), the experts in
+ * MXFP4 as the checkpoint ships them. The same config, corpus and seed give the same bytes.
  */
 export function v4TinyModel(
   config: Record<string, unknown>,
@@ -285,29 +298,23 @@ export function v4TinyModel(
   const spec = parseV4Config(config, "reference config");
   const kit = tinyKit(spec, corpus, seed);
   const H = spec.hiddenSize;
-  kit.random("model.embed_tokens.weight", [kit.vocab, H], 1);
+  kit.parameters(embeddingParameters({ ...spec, vocabSize: kit.vocab }));
+  kit.parameters(mhcHeadParameters(spec.mhc, H));
   spec.layers.forEach((layer, i) => {
-    const p = `model.layers.${i}`;
-    kit.ones(`${p}.input_layernorm.weight`, H);
-    kit.ones(`${p}.post_attention_layernorm.weight`, H);
-    putParameters(kit.put, seed, v4AttentionParameters(v4AttentionNames(p), layer.attention, H));
-    const names = v4MoeNames(p);
-    putParameters(kit.put, seed, v4MoeParameters(names, layer.moe, H));
-    kit.toMxfp4(names.gateUp);
-    kit.toMxfp4(names.down);
-    if (layer.moe.routing === "hash") {
-      // One row per token of the trained vocabulary, the config's vocab_size as written.
-      const table = v4HashTable({ ...layer.moe, vocabSize: kit.vocab });
-      kit.tensors.set(names.table, {
-        dtype: "I32",
-        shape: [kit.vocab, layer.moe.topK],
-        data: new Uint8Array(table.buffer, table.byteOffset, table.byteLength),
-      });
-    }
+    const p = layerPrefix(i);
+    const { inputNorm, postNorm } = preNormParameters(p, H);
+    kit.parameters(mhcSiteParameters(`${p}.attn_hc`, inputNorm.name, spec.mhc, H));
+    kit.parameters(mhcSiteParameters(`${p}.ffn_hc`, postNorm.name, spec.mhc, H));
+    kit.parameters(v4AttentionParameters(v4AttentionNames(p), layer.attention, H));
+    // One table row per token of the trained vocabulary, the config's vocab_size as written.
+    const { gateUp, down, ...rest } = v4MoeParameters(
+      v4MoeNames(p),
+      { ...layer.moe, vocabSize: kit.vocab },
+      H,
+    );
+    kit.parameters(rest);
+    kit.parameters([gateUp, down], "mxfp4");
   });
-  putTinyMhc(kit, spec.layers.length, spec.mhc.streams, H);
-  kit.ones("model.norm.weight", H);
-  if (!spec.tieWordEmbeddings) kit.matrix("lm_head.weight", kit.vocab, H);
   return kit.files(config, "DeepseekV4ForCausalLM", options.port);
 }
 

@@ -7,7 +7,7 @@ import type { HostTensor } from "../../loader/host-tensor.js";
 import { WeightSource } from "../../loader/weight-source.js";
 import type { ForwardContext } from "../../model/model.js";
 import { Rng } from "../../tensor/random.js";
-import { f32Tensors, putParameters } from "../../tiny/weights.js";
+import { putParameters } from "../../tiny/weights.js";
 import { maxAbsDiff } from "./mla-fixture.js";
 import {
   V4Attention,
@@ -42,8 +42,8 @@ const SPECS: Record<V4AttentionSpec["kind"], V4AttentionSpec> = {
 const names = v4AttentionNames("model.layers.0");
 
 function tensorsOf(spec: V4AttentionSpec, seed: number): Map<string, HostTensor> {
-  const { tensors, put } = f32Tensors();
-  putParameters(put, seed, v4AttentionParameters(names, spec, H));
+  const tensors = new Map<string, HostTensor>();
+  putParameters(tensors, seed, v4AttentionParameters(names, spec, H));
   // Norm weights away from one and sinks large enough to matter, so a misread one shows.
   const rng = new Rng(seed + 1);
   for (const [name, t] of tensors) {

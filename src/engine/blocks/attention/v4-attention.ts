@@ -6,7 +6,7 @@ import { Rope, type YarnScaling } from "../../kernels/rope.js";
 import type { WeightSource } from "../../loader/weight-source.js";
 import type { ForwardContext, ModelSwitch, TokenMixer } from "../../model/model.js";
 import { f32Weight, type Weight } from "../../tensor/weight.js";
-import type { ParameterDecl } from "../parameters.js";
+import { bindParameters, declared, f32Param, matrixParam, type ParameterDecl } from "../parameters.js";
 import { rotateAdjacentPairs } from "./mla-attention.js";
 import {
   Compressor,
@@ -101,32 +101,38 @@ function v4Compressor(spec: V4AttentionSpec): CompressorSpec | undefined {
   };
 }
 
-/** The parameters of one V4 attention layer: what loading reads and a tiny model draws. */
+/** The attention's own parameters (its compressor's and indexer's are theirs). */
+function ownParameters(names: V4AttentionNames, spec: V4AttentionSpec, hidden: number) {
+  const { numHeads: nh, headDim: d, qLoraRank: r, oGroups: g, oLoraRank: or } = spec;
+  return {
+    qA: matrixParam(names.qA, r, hidden),
+    qANorm: f32Param(names.qANorm, [r], "ones"),
+    qB: matrixParam(names.qB, nh * d, r),
+    kv: matrixParam(names.kv, d, hidden),
+    kvNorm: f32Param(names.kvNorm, [d], "ones"),
+    // Read in f32 and split by group of heads.
+    oA: f32Param(`${names.oA}.weight`, [g * or, (nh * d) / g], "fan-in"),
+    oB: matrixParam(names.oB, hidden, g * or),
+    sinks: f32Param(names.sinks, [nh], "fan-in"),
+  };
+}
+
+/** Every parameter of one V4 attention layer: what loading reads and a tiny model draws. */
 export function v4AttentionParameters(
   names: V4AttentionNames,
   spec: V4AttentionSpec,
   hidden: number,
 ): ParameterDecl[] {
   checkSpec(spec);
-  const { numHeads: nh, headDim: d, qLoraRank: r, oGroups: g, oLoraRank: or } = spec;
-  const matrix = (base: string, shape: readonly number[]): ParameterDecl => ({
-    name: `${base}.weight`,
-    shape,
-    init: "fan-in",
-  });
   const compressor = v4Compressor(spec);
   return [
-    matrix(names.qA, [r, hidden]),
-    { name: names.qANorm, shape: [r], init: "ones" },
-    matrix(names.qB, [nh * d, r]),
-    matrix(names.kv, [d, hidden]),
-    { name: names.kvNorm, shape: [d], init: "ones" },
-    matrix(names.oA, [g * or, (nh * d) / g]),
-    matrix(names.oB, [hidden, g * or]),
-    { name: names.sinks, shape: [nh], init: "fan-in" },
-    ...(compressor ? compressorParameters(names.compressor, compressor, hidden) : []),
+    ...declared(ownParameters(names, spec, hidden)),
+    ...(compressor ? declared(compressorParameters(names.compressor, compressor, hidden)) : []),
     ...(spec.indexer
-      ? v4IndexerParameters(names.indexer, spec.indexer, indexerCompressor(spec), hidden, r)
+      ? [
+          ...declared(compressorParameters(names.indexer.compressor, indexerCompressor(spec), hidden)),
+          ...declared(v4IndexerParameters(names.indexer, spec.indexer, hidden, spec.qLoraRank)),
+        ]
       : []),
   ];
 }
@@ -263,18 +269,8 @@ export class V4Attention implements TokenMixer {
   static load(w: WeightSource, names: V4AttentionNames, spec: V4AttentionSpec, hidden: number): V4Attention {
     checkSpec(spec);
     const { numHeads: nh, headDim: d, qLoraRank: r, oGroups: g, oLoraRank: or } = spec;
-    const perGroup = (nh * d) / g;
-    const oA = w.tensor(`${names.oA}.weight`, [g * or, perGroup]);
-    const weights: V4AttentionWeights = {
-      qA: w.matrix(names.qA, r, hidden),
-      qANorm: w.vector(names.qANorm, r),
-      qB: w.matrix(names.qB, nh * d, r),
-      kv: w.matrix(names.kv, d, hidden),
-      kvNorm: w.vector(names.kvNorm, d),
-      oA: groupRows(oA, g, or, perGroup),
-      oB: w.matrix(names.oB, hidden, g * or),
-      sinks: w.vector(names.sinks, nh),
-    };
+    const { oA, ...rest } = bindParameters(w, ownParameters(names, spec, hidden));
+    const weights: V4AttentionWeights = { ...rest, oA: groupRows(oA, g, or, (nh * d) / g) };
     const rope = new Rope(spec.ropeDim, 1, spec.ropeTheta, spec.yarn);
     const compressorSpec = v4Compressor(spec);
     const compressor = compressorSpec

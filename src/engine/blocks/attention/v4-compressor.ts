@@ -4,8 +4,7 @@ import { rmsNorm } from "../../kernels/rmsnorm.js";
 import type { Rope } from "../../kernels/rope.js";
 import type { WeightSource } from "../../loader/weight-source.js";
 import type { ForwardBatch } from "../../model/model.js";
-import type { Weight } from "../../tensor/weight.js";
-import type { ParameterDecl } from "../parameters.js";
+import { type Bound, bindParameters, f32Param, matrixParam } from "../parameters.js";
 import { rotateAdjacentPairs } from "./mla-attention.js";
 
 /**
@@ -52,28 +51,19 @@ function seriesWidth(spec: CompressorSpec): number {
   return spec.overlap ? 2 * spec.width : spec.width;
 }
 
-/** The compressor's parameters at hidden size `hidden`. */
-export function compressorParameters(
-  names: CompressorNames,
-  spec: CompressorSpec,
-  hidden: number,
-): ParameterDecl[] {
+/** The compressor's parameters at hidden size `hidden`: what loading reads and a tiny model draws. */
+export function compressorParameters(names: CompressorNames, spec: CompressorSpec, hidden: number) {
   const out = seriesWidth(spec);
-  return [
-    { name: `${names.kv}.weight`, shape: [out, hidden], init: "fan-in" },
-    { name: `${names.gate}.weight`, shape: [out, hidden], init: "fan-in" },
-    { name: names.positionBias, shape: [spec.ratio, out], init: "fan-in" },
-    { name: names.norm, shape: [spec.width], init: "ones" },
-  ];
+  return {
+    kv: matrixParam(names.kv, out, hidden),
+    gate: matrixParam(names.gate, out, hidden),
+    positionBias: f32Param(names.positionBias, [spec.ratio, out], "fan-in"),
+    norm: f32Param(names.norm, [spec.width], "ones"),
+  };
 }
 
-export interface CompressorWeights {
-  readonly kv: Weight;
-  readonly gate: Weight;
-  /** [ratio, series width]. */
-  readonly positionBias: Float32Array;
-  readonly norm: Float32Array;
-}
+/** kv and gate projections, position_bias [ratio, series width], kv_norm's weight. */
+export type CompressorWeights = Bound<ReturnType<typeof compressorParameters>>;
 
 /**
  * One compressor over a layer's paged states: `source` keeps each position's projections (keys:
@@ -95,18 +85,7 @@ export class Compressor {
     rope: Rope,
     normEps: number,
   ): Compressor {
-    const out = seriesWidth(spec);
-    return new Compressor(
-      spec,
-      {
-        kv: w.matrix(names.kv, out, hidden),
-        gate: w.matrix(names.gate, out, hidden),
-        positionBias: w.tensor(names.positionBias, [spec.ratio, out]),
-        norm: w.vector(names.norm, spec.width),
-      },
-      rope,
-      normEps,
-    );
+    return new Compressor(spec, bindParameters(w, compressorParameters(names, spec, hidden)), rope, normEps);
   }
 
   /** The projections of h [T, hidden] this compressor keeps per position: [C, Z], each [T, series]. */

@@ -4,14 +4,13 @@ import type { Rope } from "../../kernels/rope.js";
 import type { WeightSource } from "../../loader/weight-source.js";
 import type { ForwardBatch } from "../../model/model.js";
 import type { Weight } from "../../tensor/weight.js";
-import type { ParameterDecl } from "../parameters.js";
+import { bindParameters, matrixParam } from "../parameters.js";
 import { rotateAdjacentPairs } from "./mla-attention.js";
 import {
   Compressor,
   type CompressorNames,
   type CompressorSpec,
   compressorNames,
-  compressorParameters,
   tableOf,
   visibleRows,
 } from "./v4-compressor.js";
@@ -46,18 +45,17 @@ export function v4IndexerCompressor(spec: V4IndexerSpec, ratio: number, ropeDim:
   return { width: spec.headDim, ratio, overlap: true, ropeDim };
 }
 
+/** The indexer's own projections (its compressor's are compressorParameters). */
 export function v4IndexerParameters(
   names: V4IndexerNames,
   spec: V4IndexerSpec,
-  compressor: CompressorSpec,
   hidden: number,
   qLoraRank: number,
-): ParameterDecl[] {
-  return [
-    ...compressorParameters(names.compressor, compressor, hidden),
-    { name: `${names.qB}.weight`, shape: [spec.numHeads * spec.headDim, qLoraRank], init: "fan-in" },
-    { name: `${names.weights}.weight`, shape: [spec.numHeads, hidden], init: "fan-in" },
-  ];
+) {
+  return {
+    qB: matrixParam(names.qB, spec.numHeads * spec.headDim, qLoraRank),
+    weights: matrixParam(names.weights, spec.numHeads, hidden),
+  };
 }
 
 export class V4Indexer {
@@ -79,11 +77,12 @@ export class V4Indexer {
     rope: Rope,
     normEps: number,
   ): V4Indexer {
+    const { qB, weights } = bindParameters(w, v4IndexerParameters(names, spec, hidden, qLoraRank));
     return new V4Indexer(
       spec,
       Compressor.load(w, names.compressor, compressor, hidden, rope, normEps),
-      w.matrix(names.qB, spec.numHeads * spec.headDim, qLoraRank),
-      w.matrix(names.weights, spec.numHeads, hidden),
+      qB,
+      weights,
       rope,
     );
   }

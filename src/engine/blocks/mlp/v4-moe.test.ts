@@ -5,8 +5,15 @@ import type { HostTensor } from "../../loader/host-tensor.js";
 import { WeightSource } from "../../loader/weight-source.js";
 import type { ForwardContext } from "../../model/model.js";
 import { Rng } from "../../tensor/random.js";
-import { f32Tensors, putParameters } from "../../tiny/weights.js";
-import { limitedSwiglu, V4Moe, type V4MoeSpec, v4HashTable, v4MoeNames, v4MoeParameters } from "./v4-moe.js";
+import { putParameters } from "../../tiny/weights.js";
+import {
+  limitedSwiglu,
+  tinyHashExpert,
+  V4Moe,
+  type V4MoeSpec,
+  v4MoeNames,
+  v4MoeParameters,
+} from "./v4-moe.js";
 
 const pool = new MatmulPool(1, { simd: false });
 afterAll(() => pool.close());
@@ -28,13 +35,18 @@ const spec = (routing: V4MoeSpec["routing"]): V4MoeSpec => ({
 });
 
 function tensorsOf(s: V4MoeSpec, seed: number): Map<string, HostTensor> {
-  const { tensors, put } = f32Tensors();
-  putParameters(put, seed, v4MoeParameters(names, s, H));
+  const tensors = new Map<string, HostTensor>();
+  putParameters(tensors, seed, v4MoeParameters(names, s, H));
   if (s.routing === "hash") {
-    const table = v4HashTable(s);
+    const table = hashTable(s);
     tensors.set(names.table, { dtype: "I64", shape: [V, s.topK], data: i64Bytes(table) });
   }
   return tensors;
+}
+
+/** A hash layer's tiny table, as the parameters declare it. */
+function hashTable(s: V4MoeSpec): Int32Array {
+  return Int32Array.from({ length: s.vocabSize * s.topK }, (_, i) => tinyHashExpert(s, i));
 }
 
 function i64Bytes(values: Int32Array): Uint8Array {
@@ -66,7 +78,7 @@ function reference(s: V4MoeSpec, tw: Map<string, HostTensor>, x: Float32Array, t
   const scores = logits.map((l) => Math.sqrt(Math.log1p(Math.exp(l))));
   let chosen: number[];
   if (s.routing === "hash") {
-    const table = v4HashTable(s);
+    const table = hashTable(s);
     chosen = [table[token * 2] as number, table[token * 2 + 1] as number];
   } else {
     const bias = W(names.bias);
@@ -155,7 +167,7 @@ describe("DeepSeek-V4 MoE", () => {
   it("refuses a hash table naming an expert the layer lacks, naming the tensor", () => {
     const s = spec("hash");
     const tensors = tensorsOf(s, 9);
-    const table = v4HashTable(s);
+    const table = hashTable(s);
     table[7] = E;
     tensors.set(names.table, { dtype: "I64", shape: [V, 2], data: i64Bytes(table) });
     expect(() => load(s, tensors)).toThrow(

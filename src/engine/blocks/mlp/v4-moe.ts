@@ -2,10 +2,10 @@ import { BringupError } from "../../../common/errors.js";
 import type { WeightSource } from "../../loader/weight-source.js";
 import type { FeedForward, ForwardContext } from "../../model/model.js";
 import type { Weight } from "../../tensor/weight.js";
-import type { ParameterDecl } from "../parameters.js";
+import { bindParameters, f32Param, idsParam, matrixParam, stackedParam } from "../parameters.js";
 import { mixExperts } from "./expert-dispatch.js";
 import { checkMoeSpec, type MoeSpec, type Routing, route, routerScores, weigh } from "./routing.js";
-import { SwigluMlp } from "./swiglu-mlp.js";
+import { SwigluMlp, swigluParameters } from "./swiglu-mlp.js";
 
 /**
  * DeepSeek-V4's mixture of experts (HF transformers `models/deepseek_v4`,
@@ -65,34 +65,41 @@ function moeSpec(spec: V4MoeSpec): MoeSpec {
 }
 
 /**
- * The float parameters of one V4 MoE layer (the hash table is an integer tensor: v4HashTable).
- * Experts are stacked [E, 2I, H] (gate rows, then up rows) and [E, H, I], in f32 as declared, or
- * MXFP4 `_blocks`/`_scales` beside them as `bringup weights` writes.
+ * The parameters of one V4 MoE layer: the router, its score-correction bias (top-k layers) or its
+ * hash table (hash layers, drawn for a tiny model by v4HashTable), the experts stacked [E, 2I, H]
+ * (gate rows, then up rows) and [E, H, I] (f32, or MXFP4 `_blocks`/`_scales` as checkpoints ship
+ * them), and the shared expert.
  */
-export function v4MoeParameters(names: V4MoeNames, spec: V4MoeSpec, hidden: number): ParameterDecl[] {
+export function v4MoeParameters(names: V4MoeNames, spec: V4MoeSpec, hidden: number) {
   const { numExperts: E, intermediateSize: I } = spec;
-  return [
-    { name: `${names.router}.weight`, shape: [E, hidden], init: "fan-in" },
-    ...(spec.routing === "topk" ? [{ name: names.bias, shape: [E], init: "fan-in" } as const] : []),
-    { name: names.gateUp, shape: [E, 2 * I, hidden], init: "fan-in" },
-    { name: names.down, shape: [E, hidden, I], init: "fan-in" },
-    { name: `${names.shared}.gate_proj.weight`, shape: [I, hidden], init: "fan-in" },
-    { name: `${names.shared}.up_proj.weight`, shape: [I, hidden], init: "fan-in" },
-    { name: `${names.shared}.down_proj.weight`, shape: [hidden, I], init: "fan-in" },
-  ];
+  return {
+    router: matrixParam(names.router, E, hidden),
+    bias: spec.routing === "topk" ? f32Param(names.bias, [E], "fan-in") : undefined,
+    table:
+      spec.routing === "hash"
+        ? idsParam(names.table, [spec.vocabSize, spec.topK], (i) => tinyHashExpert(spec, i))
+        : undefined,
+    gateUp: stackedParam(names.gateUp, E, 2 * I, hidden),
+    down: stackedParam(names.down, E, hidden, I),
+    ...sharedExpert(names, hidden, I),
+  };
+}
+
+/** The shared expert's projections, as roles of the layer's parameters. */
+function sharedExpert(names: V4MoeNames, hidden: number, I: number) {
+  const { gate, up, down } = swigluParameters(names.shared, hidden, I);
+  return { sharedGate: gate, sharedUp: up, sharedDown: down };
 }
 
 /**
- * A hash layer's table for a tiny model: token t takes experts (t + j x stride) mod E for
- * j < k, stride the largest step that keeps them distinct, so consecutive ids spread over every
- * expert. The real table comes with the checkpoint.
+ * Entry `index` of a hash layer's table for a tiny model (flat over [vocab, k]): token t takes
+ * experts (t + j x stride) mod E for j < k, stride the largest step that keeps them distinct, so
+ * consecutive ids spread over every expert. The real table comes with the checkpoint.
  */
-export function v4HashTable(spec: V4MoeSpec): Int32Array {
-  const { vocabSize: V, topK: k, numExperts: E } = spec;
+export function tinyHashExpert(spec: V4MoeSpec, index: number): number {
+  const { topK: k, numExperts: E } = spec;
   const stride = Math.max(1, Math.floor(E / k));
-  const table = new Int32Array(V * k);
-  for (let t = 0; t < V; t++) for (let j = 0; j < k; j++) table[t * k + j] = (t + j * stride) % E;
-  return table;
+  return (Math.floor(index / k) + (index % k) * stride) % E;
 }
 
 export class V4Moe implements FeedForward {
@@ -118,25 +125,24 @@ export class V4Moe implements FeedForward {
 
   /** Reads the layer's tensors by `names`; a hash table that names a missing expert is refused by name. */
   static load(w: WeightSource, names: V4MoeNames, spec: V4MoeSpec, hidden: number): V4Moe {
-    const { numExperts: E, intermediateSize: I } = spec;
-    const hash = spec.routing === "hash";
-    if (!hash && w.has(names.table)) {
+    if (spec.routing === "topk" && w.has(names.table)) {
       throw new BringupError(
         "MODEL_WEIGHTS_MISMATCH",
         `${w.source}: ${names.table} is a hash-routing table, but config.json routes this layer by top-k; make mlp_layer_types (or num_hash_layers) agree with the checkpoint.`,
         { subject: names.table },
       );
     }
-    const table = hash ? w.indices(names.table, [spec.vocabSize, spec.topK]) : undefined;
-    if (table) checkTable(table, spec, names.table);
+    const { sharedGate: gate, sharedUp: up, sharedDown: down, ...own } = v4MoeParameters(names, spec, hidden);
+    const p = bindParameters(w, own);
+    if (p.table) checkTable(p.table, spec, names.table);
     return new V4Moe(
       spec,
-      w.matrix(names.router, E, hidden),
-      hash ? undefined : w.vector(names.bias, E),
-      table,
-      w.stackedMatrices(names.gateUp, E, 2 * I, hidden),
-      w.stackedMatrices(names.down, E, hidden, I),
-      SwigluMlp.load(w, names.shared, hidden, I),
+      p.router,
+      p.bias,
+      p.table,
+      p.gateUp,
+      p.down,
+      SwigluMlp.bind(w, { gate, up, down }),
       w.has(`${names.down}_blocks`) ? `${names.down}_blocks` : names.down,
     );
   }
