@@ -32,15 +32,8 @@ import {
 } from "../blocks/attention/v4-attention.js";
 import { V4Moe, type V4MoeSpec, v4MoeNames, v4MoeParameters } from "../blocks/mlp/v4-moe.js";
 import type { MhcConfig } from "../blocks/residual/mhc.js";
-import {
-  MhcConnection,
-  MhcResidual,
-  mhcHeadParameters,
-  mhcSiteParameters,
-} from "../blocks/residual/mhc-connection.js";
 import type { WeightSource } from "../loader/weight-source.js";
-import { CausalLM } from "../model/causal-lm.js";
-import type { DecoderLayer } from "../model/model.js";
+import type { CausalLM } from "../model/causal-lm.js";
 import type { TinyModelFiles } from "../tiny/files.js";
 import { tinyKit } from "../tiny/port-kit.js";
 import {
@@ -51,7 +44,7 @@ import {
   TOKEN_ID_FIELDS,
   tokenIdConfig,
 } from "./config-fields.js";
-import { embeddingAndHead, embeddingParameters, layerPrefix, preNormParameters } from "./decoder.js";
+import { embeddingParameters, layerPrefix, mhcDecoder, mhcDecoderParameters } from "./decoder.js";
 
 export const MODEL_TYPE = "deepseek_v4";
 
@@ -262,26 +255,18 @@ function layerKinds(
 /** DeepSeek-V4 from engine blocks: V4 attention and V4 MoE in every layer, joined by mHC. */
 export function buildV4(config: V4Config, w: WeightSource): CausalLM {
   const H = config.hiddenSize;
-  const eps = config.rmsNormEps;
-  const layers: DecoderLayer[] = config.layers.map((layer, i) => {
-    const p = layerPrefix(i);
-    const { inputNorm, postNorm } = preNormParameters(p, H);
-    return {
-      mixer: V4Attention.load(w, v4AttentionNames(p), layer.attention, H),
-      mixerConnection: MhcConnection.load(w, `${p}.attn_hc`, inputNorm.name, config.mhc, H, eps),
-      ffn: V4Moe.load(w, v4MoeNames(p), layer.moe, H),
-      ffnConnection: MhcConnection.load(w, `${p}.ffn_hc`, postNorm.name, config.mhc, H, eps),
-    };
-  });
-  return new CausalLM({
-    hiddenSize: H,
-    vocabSize: config.vocabSize,
-    rmsNormEps: eps,
-    residual: MhcResidual.load(w, config.mhc, H),
-    layers,
-    ...embeddingAndHead(w, config),
-    switches: [V4_ATTENTION_SWITCH],
-  });
+  return mhcDecoder(
+    w,
+    { ...config, numLayers: config.layers.length },
+    (i, p) => {
+      const layer = config.layers[i] as V4Config["layers"][number];
+      return {
+        mixer: V4Attention.load(w, v4AttentionNames(p), layer.attention, H),
+        ffn: V4Moe.load(w, v4MoeNames(p), layer.moe, H),
+      };
+    },
+    [V4_ATTENTION_SWITCH],
+  );
 }
 
 /**
@@ -299,12 +284,9 @@ export function v4TinyModel(
   const kit = tinyKit(spec, corpus, seed);
   const H = spec.hiddenSize;
   kit.parameters(embeddingParameters({ ...spec, vocabSize: kit.vocab }));
-  kit.parameters(mhcHeadParameters(spec.mhc, H));
+  kit.parameters(mhcDecoderParameters(spec.mhc, spec.layers.length, H));
   spec.layers.forEach((layer, i) => {
     const p = layerPrefix(i);
-    const { inputNorm, postNorm } = preNormParameters(p, H);
-    kit.parameters(mhcSiteParameters(`${p}.attn_hc`, inputNorm.name, spec.mhc, H));
-    kit.parameters(mhcSiteParameters(`${p}.ffn_hc`, postNorm.name, spec.mhc, H));
     kit.parameters(v4AttentionParameters(v4AttentionNames(p), layer.attention, H));
     // One table row per token of the trained vocabulary, the config's vocab_size as written.
     const { gateUp, down, ...rest } = v4MoeParameters(
