@@ -49,6 +49,12 @@ const FAMILIES: readonly FamilyEntry[] = [
     load: async () => (await import("./deepseek-v4.js")).deepseekV4Architecture,
   },
   {
+    // A port's patches over the llama family's qwen3_moe (models/family-patch.ts).
+    architectures: ["MuseGlimmerForCausalLM"],
+    modelTypes: ["muse_glimmer"],
+    load: async () => (await import("./muse-glimmer.js")).museGlimmerArchitecture,
+  },
+  {
     architectures: ["MiniMaxM3ForCausalLM"],
     modelTypes: ["minimax_m3"],
     load: async () => (await import("./minimax-m3.js")).minimaxArchitecture,
