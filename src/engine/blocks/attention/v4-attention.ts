@@ -14,6 +14,7 @@ import {
   type CompressorSpec,
   compressorNames,
   compressorParameters,
+  seriesWidth,
   tableOf,
   visibleRows,
 } from "./v4-compressor.js";
@@ -171,12 +172,11 @@ export function v4AttentionStates(spec: V4AttentionSpec, switches: ReadonlyMap<s
     vHeadDim,
   });
   const compressor = v4Compressor(spec);
-  const series = (c: CompressorSpec) => (c.overlap ? 2 * c.width : c.width);
   return {
     kv: { kind: "sliding-window", window: spec.window, numKvHeads: 1, headDim: spec.headDim, vHeadDim: 0 },
     ...(compressor
       ? {
-          compressorSource: ring(series(compressor), series(compressor)),
+          compressorSource: ring(seriesWidth(compressor), seriesWidth(compressor)),
           compressed: { kind: "compressed", width: compressor.width, ratio: compressor.ratio },
         }
       : {}),

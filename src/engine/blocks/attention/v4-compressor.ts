@@ -47,7 +47,7 @@ export function compressorNames(base: string): CompressorNames {
 }
 
 /** Features each position projects: both series with overlap, one without. */
-function seriesWidth(spec: CompressorSpec): number {
+export function seriesWidth(spec: CompressorSpec): number {
   return spec.overlap ? 2 * spec.width : spec.width;
 }
 
