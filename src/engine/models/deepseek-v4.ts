@@ -6,8 +6,8 @@
  * hash-routed in the first layers by `mlp_layer_types`), joined by mHC (blocks/residual/mhc*.ts).
  *
  * config.json fields read, in HF's spelling and the legacy one V4 checkpoints ship (folded in as
- * HF's `__post_init__` does): `layer_types` or `compress_ratios` (per layer: 0 sliding, else the
- * layer's ratio); `compress_rates` or `compress_rate_csa` / `compress_rate_hca`; `mlp_layer_types`
+ * HF's `__post_init__` does): `layer_types` or `compress_ratios` (per layer: 0, or 1 as vLLM reads
+ * it, sliding; else the layer's ratio); `compress_rates` or `compress_rate_csa` / `compress_rate_hca`; `mlp_layer_types`
  * or `num_hash_layers`; `partial_rotary_factor` or `qk_rope_head_dim`; `rope_theta` for sliding
  * layers, `compress_rope_theta` with `rope_scaling` (YaRN, attention factor 1 as HF forces) for the
  * others. Known not to matter for inference: `initializer_range`, `attention_dropout`,
@@ -239,12 +239,13 @@ function layerKinds(
     if (c.compress_ratios.length < L)
       fail("compress_ratios", `lists ${c.compress_ratios.length} layers but num_hidden_layers is ${L}.`);
     return c.compress_ratios.slice(0, L).map((r, i) => {
-      if (r === 0) return "sliding";
+      // HF maps 0 to a sliding layer; vLLM builds a compressor only for a ratio above 1.
+      if (r <= 1) return "sliding";
       if (r === rates.csa) return "csa";
       if (r === rates.hca) return "hca";
       return fail(
         `compress_ratios[${i}]`,
-        `${r} is neither 0 (sliding) nor the compressed sparse ratio ${rates.csa} nor the heavily compressed ratio ${rates.hca}.`,
+        `${r} is neither 0 or 1 (sliding) nor the compressed sparse ratio ${rates.csa} nor the heavily compressed ratio ${rates.hca}.`,
       );
     });
   }

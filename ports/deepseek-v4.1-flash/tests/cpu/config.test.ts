@@ -25,7 +25,7 @@ describe("DeepSeek-V4 config parsing", () => {
     const { layer_types: _, compress_rates: __, ...legacy } = config;
     const c = parseV4Config({
       ...legacy,
-      compress_ratios: [0, 4, 128, 4, 128],
+      compress_ratios: [1, 4, 128, 4, 128],
       compress_rate_hca: 128,
       num_hash_layers: 2,
       rope_scaling: {
@@ -55,7 +55,7 @@ describe("DeepSeek-V4 config parsing", () => {
     );
     const { layer_types: _, ...noTypes } = config;
     expect(errorOf({ ...noTypes, compress_ratios: [0, 4, 8, 4] }).message).toMatch(
-      /compress_ratios\[2\]: 8 is neither 0/,
+      /compress_ratios\[2\]: 8 is neither 0 or 1/,
     );
     expect(errorOf({ ...config, n_shared_experts: 2 }).message).toMatch(/n_shared_experts/);
     expect(errorOf({ ...config, scoring_func: "softmax" }).message).toMatch(/scoring_func/);

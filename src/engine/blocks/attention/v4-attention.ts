@@ -41,6 +41,11 @@ import {
  * back at the query's position on the output (so a value's rotation cancels). A learned sink per
  * head joins each softmax; the output projection is grouped: `oGroups` groups of heads each to
  * `oLoraRank` features (o_a_proj), then one matrix to the hidden size (o_b_proj).
+ *
+ * Where vLLM's `deepseek_v4` differs (layers/deepseek_v4_attention.py): it keeps the window's keys in
+ * FP8 (the rotated part in bf16) and quantizes the output to FP8 as it rotates it back, before a
+ * grouped FP8 einsum for o_a_proj; it builds a compressor only for a ratio above 1. This block keeps
+ * f32 throughout, as HF's eager attention computes.
  */
 export interface V4AttentionSpec {
   readonly kind: "sliding" | "csa" | "hca";
