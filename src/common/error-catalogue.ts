@@ -109,6 +109,7 @@ export const ERROR_CATALOGUE = {
   SAFETENSORS_TRUNCATED: { category: "input" },
   SAFETENSORS_UNKNOWN_DTYPE: { category: "input" },
   SAFETENSORS_TOO_MANY_TENSORS: { category: "input" },
+  SAFETENSORS_OVER_LIMIT: { category: "input" },
   SHARD_MISSING: { category: "input" },
   TENSOR_MISSING: { category: "input" },
   TENSOR_NOT_FOUND: { category: "input" },

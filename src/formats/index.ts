@@ -63,6 +63,7 @@ export { mxfp4ToFp8Block32, mxfp4ToFp8Tile128, TILE, type TileReport } from "./m
 export { type RelayoutReport, type RelayoutRules, relayoutCheckpoint } from "./relayout.js";
 export {
   encodeSafetensorsHeader,
+  MAX_TENSORS,
   parseSafetensorsHeader,
   type SafetensorsHeader,
   type TensorInfo,

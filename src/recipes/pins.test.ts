@@ -63,6 +63,7 @@ describe("resolveRecipe", () => {
     expect(withRecipe.sort()).toEqual([
       "glm-5-mxfp4",
       "glm-5.3-flash",
+      "inkling-small",
       "kimi-k2.7-code",
       "mimo-v2.6-flash",
       "mimo-v2.6-pro",

@@ -59,6 +59,11 @@ const FAMILIES: readonly FamilyEntry[] = [
     modelTypes: ["minimax_m3"],
     load: async () => (await import("./minimax-m3.js")).minimaxArchitecture,
   },
+  {
+    architectures: ["InklingForCausalLM"],
+    modelTypes: ["inkling"],
+    load: async () => (await import("./inkling.js")).inklingArchitecture,
+  },
 ];
 
 /**
