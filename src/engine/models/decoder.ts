@@ -51,7 +51,10 @@ export interface DecoderShape {
  * The parameters of `model.embed_tokens`, `model.norm` and `lm_head` (absent when `withHead` is
  * false: tied embeddings without a head of their own).
  */
-export function embeddingParameters(shape: DecoderShape, withHead = !shape.tieWordEmbeddings) {
+export function embeddingParameters(
+  shape: Pick<DecoderShape, "vocabSize" | "hiddenSize" | "tieWordEmbeddings">,
+  withHead = !shape.tieWordEmbeddings,
+) {
   const { vocabSize: V, hiddenSize: H } = shape;
   return {
     embedding: matrixParam("model.embed_tokens", V, H, "embedding"),

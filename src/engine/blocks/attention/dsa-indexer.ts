@@ -148,6 +148,11 @@ export class DsaIndexer {
     return new DsaIndexer(spec, p.qB, p.k, p.kNorm, p.kNormBias, p.weights, names);
   }
 
+  /** The parameters this indexer was read from (dsaParameters), by role. */
+  parameters(): ReturnType<typeof dsaParameters> {
+    return dsaParameters(this.names, this.spec, this.k.cols, this.qB.cols);
+  }
+
   /** Rotates the leading ropeDim features of `numHeads` heads at x[offset...] for a token at `pos`. */
   private rotate(x: Float32Array, offset: number, numHeads: number, pos: number): void {
     const { headDim: d, ropeDim, ropeInterleave } = this.spec;

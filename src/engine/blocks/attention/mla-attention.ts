@@ -219,6 +219,11 @@ export class MlaAttention implements TokenMixer {
     return new MlaAttention(spec, weights, names, hiddenSize, normEps, indexer);
   }
 
+  /** The parameters this layer was read from (mlaParameters), by role. */
+  parameters(): ReturnType<typeof mlaParameters> {
+    return mlaParameters(this.names, this.spec, this.hiddenSize);
+  }
+
   states(switches: ReadonlyMap<string, string>): LayerStates {
     return mlaStates(this.spec, this.indexer?.spec, switches);
   }
