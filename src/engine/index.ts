@@ -158,11 +158,11 @@ export type {
   FeedForward,
   ForwardBatch,
   ForwardContext,
-  ModelSwitch,
   ResidualStream,
   SequenceRun,
   TokenMixer,
 } from "./model/model.js";
+export type { ModelSwitch } from "./model/model-switch.js";
 export type { DecoderConfig, DecoderShape, LayerSpec } from "./models/decoder.js";
 export { embeddingAndHead, preNormDecoder } from "./models/decoder.js";
 export type { DeepseekV3Config } from "./models/deepseek-v3.js";

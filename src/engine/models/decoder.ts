@@ -15,7 +15,8 @@ import type { LayerStates } from "../cache/state-spec.js";
 import type { YarnScaling } from "../kernels/rope.js";
 import type { WeightSource } from "../loader/weight-source.js";
 import { CausalLM } from "../model/causal-lm.js";
-import type { FeedForward, ModelSwitch, TokenMixer } from "../model/model.js";
+import type { FeedForward, TokenMixer } from "../model/model.js";
+import type { ModelSwitch } from "../model/model-switch.js";
 import type { Weight } from "../tensor/weight.js";
 
 /** One layer of an attention + MLP decoder. */
