@@ -13,15 +13,32 @@ export const Switches = z
 /** A conversion of the tiny checkpoint that `bringup up` runs, as `bringup weights convert` does. */
 export const WeightsConversion = z
   .strictObject({
-    to: z.enum(["fp8", "bf16", "mxfp4"]),
+    to: z.enum(["fp8", "bf16", "mxfp4", "packed"]),
     fp8_block: z
       .enum(["block32", "tile128"])
       .optional()
       .describe(
         "FP8 scale blocks from MXFP4: block32 keeps a scale per 32 values (exact), tile128 one per tile",
       ),
+    ranks: z
+      .number()
+      .int()
+      .min(1)
+      .max(1024)
+      .optional()
+      .describe("with `to: packed`: the tensor-parallel ranks `bringup weights pack --ranks` writes"),
   })
-  .describe("on the embedded engine: the tiny checkpoint converted with `bringup weights convert`");
+  .refine((c) => c.to === "packed" || c.ranks === undefined, {
+    message: "ranks applies only to `to: packed`",
+    path: ["ranks"],
+  })
+  .refine((c) => c.to !== "packed" || c.fp8_block === undefined, {
+    message: "fp8_block does not apply to `to: packed`",
+    path: ["fp8_block"],
+  })
+  .describe(
+    "on the embedded engine: the tiny checkpoint converted with `bringup weights convert`, or packed with `bringup weights pack` (`to: packed`)",
+  );
 
 /** The KV cache layouts the embedded engine can serve a model with. */
 export const KV_LAYOUTS = ["window-sized", "full"] as const;

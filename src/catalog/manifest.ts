@@ -76,6 +76,13 @@ const GateBaseline = z
     kv_layout: z.enum(["window-sized", "full"]).optional(),
     switches: Switches.optional(),
     weights: WeightsConversion.optional().describe("serve the tiny checkpoint converted so instead"),
+    max_num_batched_tokens: z
+      .int()
+      .positive()
+      .optional()
+      .describe(
+        "the most tokens one engine step runs, so prompts longer than it are prefilled in chunks (default: the engine's)",
+      ),
   })
   .optional()
   .describe(
@@ -106,13 +113,26 @@ export const NeedlesGate = z.strictObject({
   record: RecordRef.optional(),
 });
 
-export const BitIdenticalDecodeGate = z.strictObject({
-  kind: z.literal("bit-identical-decode"),
-  compare: z.enum(["two-builds", "batch-invariance", "golden"]),
-  sampling: z.array(z.enum(["greedy", "seeded"])).min(1),
-  baseline: GateBaseline,
-  record: RecordRef.optional(),
-});
+export const BitIdenticalDecodeGate = z
+  .strictObject({
+    kind: z.literal("bit-identical-decode"),
+    compare: z.enum(["two-builds", "batch-invariance", "golden"]),
+    sampling: z.array(z.enum(["greedy", "seeded"])).min(1),
+    concurrent: z
+      .int()
+      .min(2)
+      .optional()
+      .describe(
+        "batch-invariance: decodes in flight at once, the fixed requests repeated to fill them (default: one of each)",
+      ),
+    baseline: GateBaseline,
+    record: RecordRef.optional(),
+  })
+  .refine((gate) => gate.concurrent === undefined || gate.compare === "batch-invariance", {
+    path: ["concurrent"],
+    message:
+      "only a batch-invariance comparison sends decodes at once; remove it or set compare: batch-invariance",
+  });
 
 export const KvCapacityGate = z.strictObject({
   kind: z.literal("kv-capacity"),
@@ -228,7 +248,15 @@ export const Reference = z
       .describe("the build that reference-comparing gates (perplexity, kv-capacity) compare against"),
     gates: z.array(Gate).min(1),
     benchmarks: z.array(AbBenchmark).default([]),
-    device_check: DeviceLogprobsGate.extend({ record: RecordRef })
+    device_check: DeviceLogprobsGate.extend({
+      record: RecordRef,
+      hf_overrides: z
+        .record(z.string(), z.unknown())
+        .optional()
+        .describe(
+          "config.json fields vLLM reads differently for this check only (vLLM's --hf-overrides); say why in a comment",
+        ),
+    })
       .optional()
       .describe(
         "the device model code (device-plugin/, served by vLLM on the CPU) against the reference engine on the tiny checkpoint: `bringup device check` runs it",

@@ -6,4 +6,5 @@ strings are imported lazily by vLLM, in the process that builds the model.
 
 ARCHITECTURES: dict[str, str] = {
     "MiMoV2FlashForCausalLM": "bringup_vllm.mimo:MiMoForCausalLM",
+    "MiniMaxM3ForCausalLM": "bringup_vllm.minimax:MinimaxForCausalLM",
 }

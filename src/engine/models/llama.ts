@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { Architecture } from "../architecture.js";
+import type { Architecture, TinyModelOptions } from "../architecture.js";
 import { type AttentionSpec, attentionNames } from "../blocks/attention/gqa-attention.js";
 import type { MoeNames } from "../blocks/mlp/routed-moe.js";
 import type { MoeSpec } from "../blocks/mlp/routing.js";
@@ -7,6 +7,8 @@ import { HF_MLP_NAMES, MIXTRAL_MLP_NAMES } from "../blocks/mlp/swiglu-mlp.js";
 import type { ParameterDecl } from "../blocks/parameters.js";
 import type { WeightSource } from "../loader/weight-source.js";
 import type { CausalLM } from "../model/causal-lm.js";
+import type { TinyModelFiles } from "../tiny/files.js";
+import { tinyKit } from "../tiny/port-kit.js";
 import {
   type Fail,
   parseConfigFields,
@@ -229,9 +231,36 @@ export function llamaParameters(config: DecoderConfig): { outer: ParameterDecl[]
   return { outer, layers: [...layers, ...experts] };
 }
 
+/** The HF class name a llama-family config.json carries, by its model_type. */
+const CLASS_NAMES: Readonly<Record<string, string>> = {
+  llama: "LlamaForCausalLM",
+  mistral: "MistralForCausalLM",
+  qwen2: "Qwen2ForCausalLM",
+  qwen3: "Qwen3ForCausalLM",
+  mixtral: "MixtralForCausalLM",
+  qwen3_moe: "Qwen3MoeForCausalLM",
+};
+
+/**
+ * The tiny reference model of a llama-family `config` (a config.json object small enough for two
+ * CPU cores): a BPE trained on `corpus` and the family's declared parameters drawn with a seed.
+ */
+export function llamaTinyModel(
+  config: Record<string, unknown>,
+  corpus: string,
+  options: TinyModelOptions = {},
+): TinyModelFiles {
+  const spec = parseLlamaConfig(config, "reference config");
+  const kit = tinyKit(spec, corpus, options.seed ?? 0);
+  const { outer, layers } = llamaParameters({ ...spec, vocabSize: kit.vocab });
+  kit.parameters([...outer, ...layers]);
+  return kit.files(config, CLASS_NAMES[spec.modelType] ?? "LlamaForCausalLM", options.port);
+}
+
 /** The built-in llama / mistral / qwen2 / qwen3 / mixtral / qwen3_moe family. */
 export const llamaArchitecture: Architecture<DecoderConfig> = {
   parseConfig: parseLlamaConfig,
   build: buildLlama,
   states: decoderStates,
+  tinyModel: llamaTinyModel,
 };
