@@ -256,6 +256,10 @@ export const Reference = z
         .describe(
           "config.json fields vLLM reads differently for this check only (vLLM's --hf-overrides); say why in a comment",
         ),
+      env: z
+        .record(z.string().regex(/^VLLM_[A-Z0-9_]+$/), z.string())
+        .optional()
+        .describe("vLLM environment switches for this check only (VLLM_* names); say why in a comment"),
     })
       .optional()
       .describe(
