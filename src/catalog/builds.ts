@@ -1,4 +1,4 @@
-import type { AbArm, AbBenchmark, KvLayout, Reference, WeightsConversion } from "./manifest.js";
+import type { AbArm, KvLayout, Switches, WeightsConversion } from "./build-schema.js";
 
 /** A build the embedded engine serves: a KV layout, the model's switches, its weights if converted. */
 export interface Build {
@@ -28,7 +28,10 @@ export function describeConversion(conversion: WeightsConversion): string {
 }
 
 /** The reference section's fields an arm's unset fields take. */
-export type BuildDefaults = Pick<Reference, "kv_layout" | "switches">;
+export interface BuildDefaults {
+  readonly kv_layout: KvLayout;
+  readonly switches?: Switches | undefined;
+}
 
 /** The build's switches as sorted `name=value` strings. */
 export function switchFlags(build: Build): string[] {
@@ -81,7 +84,7 @@ export function abArmBuild(arm: AbArm, reference: BuildDefaults): Build {
  * lacks (`full KV layout`, `mxfp4=unpacked`), so kv_layout-only A/Bs keep their arm names.
  */
 export function abArmNames(
-  spec: Pick<AbBenchmark, "a" | "b">,
+  spec: { readonly a: AbArm; readonly b: AbArm },
   reference: BuildDefaults,
 ): { a: string; b: string } {
   const a = abArmBuild(spec.a, reference);

@@ -60,6 +60,26 @@ export class Rope {
     }
   }
 
+  /**
+   * DeepSeek's RoPE on x[offset .. offset + dim): features 2i and 2i+1 rotate together at frequency
+   * i. The engine's Rope rotates i with i + dim/2 at frequency i, so the pairs are gathered into that
+   * order, rotated and put back (as HF's DeepSeek-V3 code does to load the same checkpoint);
+   * `inverse` rotates back by -pos.
+   */
+  rotateAdjacentPairs(x: Float32Array, offset: number, dim: number, pos: number, inverse = false): void {
+    const half = dim / 2;
+    const tmp = new Float32Array(dim);
+    for (let i = 0; i < half; i++) {
+      tmp[i] = x[offset + 2 * i] as number;
+      tmp[i + half] = x[offset + 2 * i + 1] as number;
+    }
+    this.apply(tmp, 0, 1, dim, pos, inverse);
+    for (let i = 0; i < half; i++) {
+      x[offset + 2 * i] = tmp[i] as number;
+      x[offset + 2 * i + 1] = tmp[i + half] as number;
+    }
+  }
+
   private ensure(positions: number): void {
     if (positions <= this.cached) return;
     const n = Math.max(positions, this.cached * 2, 256);

@@ -22,7 +22,8 @@ import type { LayerStates } from "../cache/state-spec.js";
 import type { YarnScaling } from "../kernels/rope.js";
 import type { WeightSource } from "../loader/weight-source.js";
 import { CausalLM } from "../model/causal-lm.js";
-import type { FeedForward, ModelSwitch, TokenMixer } from "../model/model.js";
+import type { FeedForward, TokenMixer } from "../model/model.js";
+import type { ModelSwitch } from "../model/model-switch.js";
 import type { Weight } from "../tensor/weight.js";
 
 /** One layer of an attention + MLP decoder. */
@@ -58,7 +59,10 @@ export interface DecoderShape {
  * The parameters of `model.embed_tokens`, `model.norm` and `lm_head` (absent when `withHead` is
  * false: tied embeddings without a head of their own).
  */
-export function embeddingParameters(shape: DecoderShape, withHead = !shape.tieWordEmbeddings) {
+export function embeddingParameters(
+  shape: Pick<DecoderShape, "vocabSize" | "hiddenSize" | "tieWordEmbeddings">,
+  withHead = !shape.tieWordEmbeddings,
+) {
   const { vocabSize: V, hiddenSize: H } = shape;
   return {
     embedding: matrixParam("model.embed_tokens", V, H, "embedding"),

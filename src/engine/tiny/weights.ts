@@ -17,15 +17,6 @@ export function tensorSeed(seed: number, name: string): number {
   return h;
 }
 
-/** Stores an f32 tensor under its HF name. */
-export type PutF32 = (name: string, shape: number[], data: Float32Array) => void;
-
-/** A map of f32 tensors and `put`, which stores one under its HF name. */
-export function f32Tensors(): { readonly tensors: Map<string, HostTensor>; readonly put: PutF32 } {
-  const tensors = new Map<string, HostTensor>();
-  return { tensors, put: (name, shape, data) => void tensors.set(name, { dtype: "F32", shape, data }) };
-}
-
 /** How a tiny model stores its matrices: f32, bf16, FP8 E4M3 with 128x128 block scales, or MXFP4. */
 export type TinyDtype = "f32" | "bf16" | "fp8" | "mxfp4";
 
@@ -35,6 +26,8 @@ export interface TinyDraw {
   readonly std?: number;
   /** How "matrix" and "stacked" parameters are stored (default f32); other tensors stay f32. */
   readonly storage?: TinyDtype;
+  /** Every parameter zero, whatever its init (a constructed model whose circuit writes what it uses). */
+  readonly zeros?: boolean;
 }
 
 /**
@@ -55,7 +48,9 @@ export function putParameters(
       tensors.set(p.name, { dtype: "I32", shape: [...p.shape], data: tinyIds(p) });
       continue;
     }
-    const values = tinyValues(p, seed, draw.std);
+    const values = draw.zeros
+      ? new Float32Array(p.shape.reduce((a, b) => a * b, 1))
+      : tinyValues(p, seed, draw.std);
     if (p.dtype === "f32") tensors.set(p.name, { dtype: "F32", shape: [...p.shape], data: values });
     else storeMatrix(tensors, p.name, p.shape, values, draw.storage ?? "f32");
   }

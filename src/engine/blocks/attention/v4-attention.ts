@@ -4,10 +4,10 @@ import type { LayerStorage, PagedKv, PagedRows } from "../../cache/storage.js";
 import { rmsNorm } from "../../kernels/rmsnorm.js";
 import { Rope, type YarnScaling } from "../../kernels/rope.js";
 import type { WeightSource } from "../../loader/weight-source.js";
-import type { ForwardContext, ModelSwitch, TokenMixer } from "../../model/model.js";
+import type { ForwardContext, TokenMixer } from "../../model/model.js";
+import type { ModelSwitch } from "../../model/model-switch.js";
 import { f32Weight, type Weight } from "../../tensor/weight.js";
 import { bindParameters, declared, f32Param, matrixParam, type ParameterDecl } from "../parameters.js";
-import { rotateAdjacentPairs } from "./mla-attention.js";
 import {
   Compressor,
   type CompressorNames,
@@ -308,8 +308,8 @@ export class V4Attention implements TokenMixer {
     for (let t = 0; t < T; t++) {
       const pos = batch.positions[t] as number;
       for (let hd = 0; hd < nh; hd++)
-        rotateAdjacentPairs(this.rope, q, (t * nh + hd) * d + d - ropeDim, ropeDim, pos);
-      rotateAdjacentPairs(this.rope, kv, t * d + d - ropeDim, ropeDim, pos);
+        this.rope.rotateAdjacentPairs(q, (t * nh + hd) * d + d - ropeDim, ropeDim, pos);
+      this.rope.rotateAdjacentPairs(kv, t * d + d - ropeDim, ropeDim, pos);
       keys.write(keys.placement.slot(tableOf(batch, t, keys.group), pos), kv, t * d, kv, 0);
     }
     const sparse = !dense(ctx.switches);
@@ -342,7 +342,7 @@ export class V4Attention implements TokenMixer {
         ctx,
       );
       for (let hd = 0; hd < nh; hd++)
-        rotateAdjacentPairs(this.rope, out, (t * nh + hd) * d + d - ropeDim, ropeDim, pos, true);
+        this.rope.rotateAdjacentPairs(out, (t * nh + hd) * d + d - ropeDim, ropeDim, pos, true);
     }
     return this.project(out, T, ctx);
   }

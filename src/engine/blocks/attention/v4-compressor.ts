@@ -5,7 +5,6 @@ import type { Rope } from "../../kernels/rope.js";
 import type { WeightSource } from "../../loader/weight-source.js";
 import type { ForwardBatch } from "../../model/model.js";
 import { type Bound, bindParameters, f32Param, matrixParam } from "../parameters.js";
-import { rotateAdjacentPairs } from "./mla-attention.js";
 
 /**
  * DeepSeek-V4's compressor (HF transformers `models/deepseek_v4`, `DeepseekV4CSACompressor` and
@@ -151,7 +150,7 @@ export class Compressor {
       out[f] = acc;
     }
     rmsNorm(out, 1, width, this.weights.norm, this.normEps);
-    rotateAdjacentPairs(this.rope, out, width - ropeDim, ropeDim, w * ratio);
+    this.rope.rotateAdjacentPairs(out, width - ropeDim, ropeDim, w * ratio);
   }
 }
 

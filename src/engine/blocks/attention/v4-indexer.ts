@@ -5,7 +5,6 @@ import type { WeightSource } from "../../loader/weight-source.js";
 import type { ForwardBatch } from "../../model/model.js";
 import type { Weight } from "../../tensor/weight.js";
 import { bindParameters, matrixParam } from "../parameters.js";
-import { rotateAdjacentPairs } from "./mla-attention.js";
 import {
   Compressor,
   type CompressorNames,
@@ -116,7 +115,7 @@ export class V4Indexer {
     for (let t = 0; t < T; t++) {
       const pos = batch.positions[t] as number;
       for (let hd = 0; hd < nh; hd++)
-        rotateAdjacentPairs(this.rope, q, (t * nh + hd) * d + d - ropeDim, ropeDim, pos);
+        this.rope.rotateAdjacentPairs(q, (t * nh + hd) * d + d - ropeDim, ropeDim, pos);
       const rows = visibleRows(pos, ratio);
       if (rows <= topK) {
         chosen.push(Int32Array.from({ length: rows }, (_, s) => s));
