@@ -1,3 +1,4 @@
+import { Agent, fetch } from "undici";
 import type { z } from "zod";
 import { BringupError } from "../common/errors.js";
 
@@ -8,6 +9,22 @@ export interface RequestOptions {
 }
 
 export const DEFAULT_TIMEOUT_MS = 60_000;
+
+const agents = new Map<number, Agent>();
+
+/**
+ * The connection pool of requests that may wait `timeoutMs`: undici's headers and body timeouts
+ * (300 s by default, which cut a long prefill off as "headers timeout" before the request's own
+ * timeout) raised to it, so the request's timeout alone decides how long an answer may take.
+ */
+function agentFor(timeoutMs: number): Agent {
+  let found = agents.get(timeoutMs);
+  if (found === undefined) {
+    found = new Agent({ headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
+    agents.set(timeoutMs, found);
+  }
+  return found;
+}
 
 /**
  * One JSON request to an endpoint. Every way it can go wrong becomes a BringupError that names the
@@ -60,6 +77,7 @@ export async function requestText(
       headers,
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       signal: AbortSignal.timeout(timeoutMs),
+      dispatcher: agentFor(timeoutMs),
     });
     return { response, text: await response.text() };
   };
