@@ -48,6 +48,11 @@ const FAMILIES: readonly FamilyEntry[] = [
     modelTypes: ["minimax_m3"],
     load: async () => (await import("./minimax-m3.js")).minimaxArchitecture,
   },
+  {
+    architectures: ["MuseSparkForCausalLM"],
+    modelTypes: ["muse_spark"],
+    load: async () => (await import("./muse-spark.js")).museSparkArchitecture,
+  },
 ];
 
 /**

@@ -1,0 +1,251 @@
+/**
+ * Muse Spark Open on the reference engine: grouped-query attention whose layers interleave a
+ * sliding window with global (full) attention, and a latent mixture of experts with a norm on
+ * every expert's output, its experts stored in MXFP4.
+ *
+ * Lineage (the design's reference/architectures.md): no single public model. The latent MoE is
+ * Nemotron-H's (arXiv 2601.18089; vLLM `models/nemotron_h.py` `NemotronHMoE`), so its config.json
+ * fields and tensor names are Nemotron-H's: `moe_latent_size`, `n_routed_experts`,
+ * `num_experts_per_tok`, `moe_intermediate_size`, `moe_shared_expert_intermediate_size`, `n_group`,
+ * `topk_group`, `norm_topk_prob`, `routed_scaling_factor`, `mlp_hidden_act` (relu2 only) and
+ * `mlp_bias` (false only); the router `gate.weight` with `gate.e_score_correction_bias` (sigmoid
+ * scores, as Nemotron-H routes), `fc1_latent_proj`, `fc2_latent_proj`, `experts.N.{up,down}_proj`
+ * and `shared_experts.{up,down}_proj`. Nemotron-H's layers are Mamba, attention or MoE blocks under
+ * `backbone.layers.N.mixer`; this model pairs attention and MoE in one pre-norm decoder layer, so
+ * the layer skeleton takes HF's names (`model.layers.N.{input_layernorm, self_attn.*,
+ * post_attention_layernorm, mlp.*}`) with the MoE's names under `mlp`, and the attention layers
+ * read gpt-oss's `layer_types` and `sliding_window`. The norm on every expert's output is the
+ * port's own: `mlp.experts.N.output_norm.weight`, an RMSNorm at the latent width (epsilon
+ * `rms_norm_eps`) after each expert's down projection and before the router weights combine them.
+ */
+import { z } from "zod";
+import type { Architecture, ModelConfig, TinyModelOptions } from "../architecture.js";
+import {
+  type AttentionSpec,
+  attentionNames,
+  GqaAttention,
+  gqaStates,
+} from "../blocks/attention/gqa-attention.js";
+import {
+  LatentMoe,
+  type LatentMoeSpec,
+  latentMoeNames,
+  latentMoeParameters,
+} from "../blocks/mlp/latent-moe.js";
+import { modelOfFiles } from "../loader/build-model.js";
+import type { WeightSource } from "../loader/weight-source.js";
+import type { CausalLM } from "../model/causal-lm.js";
+import { copySlots } from "../tiny/copy-circuit.js";
+import { placeCopyCircuit } from "../tiny/copy-circuit-placement.js";
+import type { TinyModelFiles } from "../tiny/files.js";
+import { tinyKit } from "../tiny/port-kit.js";
+import { putParameters } from "../tiny/weights.js";
+import {
+  parseConfigFields,
+  positive,
+  ROPE_FIELDS,
+  ropeConfig,
+  TOKEN_ID_FIELDS,
+  tokenIdConfig,
+} from "./config-fields.js";
+import { preNormDecoder } from "./decoder.js";
+
+export const MODEL_TYPE = "muse_spark";
+
+const MuseSparkConfig = z.looseObject({
+  model_type: z.literal(MODEL_TYPE),
+  vocab_size: positive,
+  hidden_size: positive,
+  num_hidden_layers: positive,
+  num_attention_heads: positive,
+  num_key_value_heads: positive,
+  head_dim: positive,
+  ...ROPE_FIELDS,
+  attention_bias: z.boolean().default(false),
+  layer_types: z.array(z.enum(["sliding_attention", "full_attention"])),
+  sliding_window: positive,
+  n_routed_experts: positive,
+  num_experts_per_tok: positive,
+  moe_intermediate_size: positive,
+  moe_shared_expert_intermediate_size: z.number().int().nonnegative().default(0),
+  moe_latent_size: positive,
+  n_group: positive.default(1),
+  topk_group: positive.default(1),
+  norm_topk_prob: z.boolean().default(true),
+  routed_scaling_factor: z.number().positive().default(1),
+  mlp_hidden_act: z.literal("relu2").default("relu2"),
+  mlp_bias: z.literal(false).default(false),
+  rms_norm_eps: z.number().positive().default(1e-5),
+  max_position_embeddings: positive,
+  tie_word_embeddings: z.boolean().default(false),
+  ...TOKEN_ID_FIELDS,
+});
+
+/** The engine's view of a Muse Spark Open config.json. */
+export interface MuseSparkConfig extends ModelConfig {
+  readonly rmsNormEps: number;
+  readonly tieWordEmbeddings: boolean;
+  readonly layers: readonly AttentionSpec[];
+  readonly moe: LatentMoeSpec;
+}
+
+export function parseMuseSparkConfig(json: unknown, source = "config.json"): MuseSparkConfig {
+  const { fields: c, fail } = parseConfigFields(MuseSparkConfig, json, source, "Muse Spark Open");
+  const { theta: ropeTheta } = ropeConfig(c, fail, { defaultTheta: 10_000 });
+  if (c.layer_types.length !== c.num_hidden_layers) {
+    fail(
+      "layer_types",
+      `has ${c.layer_types.length} entries for ${c.num_hidden_layers} layers; give one per layer.`,
+    );
+  }
+  if (!c.layer_types.includes("full_attention")) {
+    fail(
+      "layer_types",
+      "has no full_attention layer; the global layers are what see past the sliding window.",
+    );
+  }
+  if (c.sliding_window >= c.max_position_embeddings) {
+    fail(
+      "sliding_window",
+      `${c.sliding_window} reaches max_position_embeddings ${c.max_position_embeddings}, so the global layers would see no further than the sliding ones; make the window shorter.`,
+    );
+  }
+  if (c.num_attention_heads % c.num_key_value_heads !== 0) {
+    fail(
+      "num_attention_heads",
+      `${c.num_attention_heads} is not a multiple of num_key_value_heads ${c.num_key_value_heads}.`,
+    );
+  }
+  if (c.head_dim % 2 !== 0) fail("head_dim", `${c.head_dim} is odd; RoPE rotates pairs of features.`);
+  return {
+    modelType: MODEL_TYPE,
+    vocabSize: c.vocab_size,
+    hiddenSize: c.hidden_size,
+    maxPositionEmbeddings: c.max_position_embeddings,
+    rmsNormEps: c.rms_norm_eps,
+    tieWordEmbeddings: c.tie_word_embeddings,
+    layers: c.layer_types.map((t) => ({
+      kind: t === "sliding_attention" ? "sliding" : "full",
+      window: t === "sliding_attention" ? c.sliding_window : 0,
+      numHeads: c.num_attention_heads,
+      numKvHeads: c.num_key_value_heads,
+      headDim: c.head_dim,
+      vHeadDim: c.head_dim,
+      ropeTheta,
+      partialRotaryFactor: 1,
+      bias: c.attention_bias,
+      qkNorm: false,
+      sinks: false,
+    })),
+    moe: {
+      routing: {
+        numExperts: c.n_routed_experts,
+        topK: c.num_experts_per_tok,
+        intermediateSize: c.moe_intermediate_size,
+        scoring: "sigmoid",
+        normTopKProb: c.norm_topk_prob,
+        routedScalingFactor: c.routed_scaling_factor,
+        numGroups: c.n_group,
+        topKGroups: c.topk_group,
+      },
+      latentSize: c.moe_latent_size,
+      sharedIntermediateSize: c.moe_shared_expert_intermediate_size,
+      expertNormEps: c.rms_norm_eps,
+    },
+    ...tokenIdConfig(c),
+  };
+}
+
+/** Muse Spark Open from engine blocks: GQA attention of each layer's kind, then the latent MoE. */
+export function buildMuseSpark(config: MuseSparkConfig, w: WeightSource): CausalLM {
+  const H = config.hiddenSize;
+  return preNormDecoder(w, { ...config, numLayers: config.layers.length }, (i, p) => ({
+    mixer: GqaAttention.load(w, attentionNames(p), config.layers[i] as AttentionSpec, H, config.rmsNormEps),
+    ffn: LatentMoe.load(w, `${p}.mlp`, config.moe, H),
+  }));
+}
+
+/**
+ * The tiny reference model of `config`: a BPE trained on `corpus` and seeded weights, every
+ * parameter drawn in f32 from the blocks' declarations, the routed experts' matrices then stored
+ * in MXFP4 (`weight_blocks` / `weight_scales`, the OCP encoder's scales and rounding), and a
+ * score-correction bias of small draws so it takes part in the choice.
+ */
+export function museSparkTinyModel(
+  config: Record<string, unknown>,
+  corpus: string,
+  options: TinyModelOptions = {},
+): TinyModelFiles {
+  const seed = options.seed ?? 0;
+  const spec = parseMuseSparkConfig(config, "reference config");
+  const kit = tinyKit(spec, corpus, seed);
+  const H = spec.hiddenSize;
+  const E = spec.moe.routing.numExperts;
+  kit.random("model.embed_tokens.weight", [kit.vocab, H], 1);
+  spec.layers.forEach((a, i) => {
+    const p = `model.layers.${i}`;
+    kit.ones(`${p}.input_layernorm.weight`, H);
+    kit.ones(`${p}.post_attention_layernorm.weight`, H);
+    kit.attention(attentionNames(p), a, H);
+    putParameters(kit.put, seed, latentMoeParameters(`${p}.mlp`, spec.moe, H));
+    const names = latentMoeNames(`${p}.mlp`);
+    kit.random(names.bias, [E], 0.05);
+    for (let e = 0; e < E; e++) {
+      kit.toMxfp4(`${names.expertUp(e)}.weight`);
+      kit.toMxfp4(`${names.expertDown(e)}.weight`);
+    }
+  });
+  kit.ones("model.norm.weight", H);
+  if (!spec.tieWordEmbeddings) kit.matrix("lm_head.weight", kit.vocab, H);
+  return kit.files(config, "MuseSparkForCausalLM", options.port);
+}
+
+/**
+ * The retrieval variant: the engine's copy circuit placed into a two-layer Muse Spark Open, a
+ * sliding layer over 8 tokens carrying the six previous-token heads and a global layer carrying
+ * the induction head, so retrieval at any distance rests on the global layer seeing past every
+ * window; the latent MoE is silenced through fc2_latent_proj and the shared expert's down
+ * projection. Only the window's distances compete in the sliding layer, so the rotary base is small.
+ */
+// Output codes of 36 features make the residual 7·8 + 2·36 = 128 wide.
+const CIRCUIT = { m: 8, u: 36, ngram: 6, matchLogit: 60, prevMargin: 30, outputLogit: 40 } as const;
+const HEAD = 8 + CIRCUIT.ngram * CIRCUIT.m;
+
+export function museSparkRetrievalModel(
+  corpus: string,
+  options: TinyModelOptions & { readonly maxPositionEmbeddings: number },
+): TinyModelFiles {
+  const seed = options.seed ?? 0;
+  const { hidden } = copySlots(CIRCUIT.m, CIRCUIT.u, CIRCUIT.ngram);
+  const config: Record<string, unknown> = {
+    model_type: MODEL_TYPE,
+    vocab_size: 515,
+    hidden_size: hidden,
+    num_hidden_layers: 2,
+    num_attention_heads: CIRCUIT.ngram,
+    num_key_value_heads: 1,
+    head_dim: HEAD,
+    rope_theta: 10,
+    attention_bias: true,
+    layer_types: ["sliding_attention", "full_attention"],
+    sliding_window: 8,
+    n_routed_experts: 2,
+    num_experts_per_tok: 1,
+    moe_intermediate_size: 32,
+    moe_shared_expert_intermediate_size: 32,
+    moe_latent_size: 32,
+    rms_norm_eps: 1e-6,
+    max_position_embeddings: options.maxPositionEmbeddings,
+  };
+  const files = museSparkTinyModel(config, corpus, options);
+  const built = modelOfFiles("retrieval", files, museSparkArchitecture);
+  return placeCopyCircuit(files, built, { ...CIRCUIT, seed });
+}
+
+export const museSparkArchitecture: Architecture<MuseSparkConfig> = {
+  parseConfig: parseMuseSparkConfig,
+  build: buildMuseSpark,
+  states: (config) => config.layers.map(gqaStates),
+  tinyModel: museSparkTinyModel,
+  retrievalModel: (_config, corpus, options) => museSparkRetrievalModel(corpus, options),
+};
