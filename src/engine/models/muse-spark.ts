@@ -61,6 +61,7 @@ const MuseSparkConfig = z.looseObject({
   num_key_value_heads: positive,
   head_dim: positive,
   ...ROPE_FIELDS,
+  partial_rotary_factor: z.number().gt(0).lte(1).default(1),
   attention_bias: z.boolean().default(false),
   layer_types: z.array(z.enum(["sliding_attention", "full_attention"])),
   sliding_window: positive,
@@ -116,7 +117,9 @@ export function parseMuseSparkConfig(json: unknown, source = "config.json"): Mus
       `${c.num_attention_heads} is not a multiple of num_key_value_heads ${c.num_key_value_heads}.`,
     );
   }
-  if (c.head_dim % 2 !== 0) fail("head_dim", `${c.head_dim} is odd; RoPE rotates pairs of features.`);
+  const rotary = Math.round(c.head_dim * c.partial_rotary_factor);
+  if (rotary % 2 !== 0)
+    fail("partial_rotary_factor", `rotates ${rotary} features of each head; make it even.`);
   return {
     modelType: MODEL_TYPE,
     vocabSize: c.vocab_size,
@@ -132,7 +135,7 @@ export function parseMuseSparkConfig(json: unknown, source = "config.json"): Mus
       headDim: c.head_dim,
       vHeadDim: c.head_dim,
       ropeTheta,
-      partialRotaryFactor: 1,
+      partialRotaryFactor: rotary / c.head_dim,
       bias: c.attention_bias,
       qkNorm: false,
       sinks: false,
@@ -205,11 +208,12 @@ export function museSparkTinyModel(
  * sliding layer over 8 tokens carrying the six previous-token heads and a global layer carrying
  * the induction head, so retrieval at any distance rests on the global layer seeing past every
  * window; the latent MoE is silenced through fc2_latent_proj and the shared expert's down
- * projection. Only the window's distances compete in the sliding layer, so the rotary base is small.
+ * projection. Only the window's distances compete in the sliding layer, so four rotary pairs with a small base keep the pick clear.
  */
 // Output codes of 36 features make the residual 7·8 + 2·36 = 128 wide.
 const CIRCUIT = { m: 8, u: 36, ngram: 6, matchLogit: 60, prevMargin: 30, outputLogit: 40 } as const;
-const HEAD = 8 + CIRCUIT.ngram * CIRCUIT.m;
+const ROTARY = 8;
+const HEAD = ROTARY + CIRCUIT.ngram * CIRCUIT.m;
 
 export function museSparkRetrievalModel(
   corpus: string,
@@ -226,6 +230,7 @@ export function museSparkRetrievalModel(
     num_key_value_heads: 1,
     head_dim: HEAD,
     rope_theta: 10,
+    partial_rotary_factor: ROTARY / HEAD,
     attention_bias: true,
     layer_types: ["sliding_attention", "full_attention"],
     sliding_window: 8,
