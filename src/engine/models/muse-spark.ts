@@ -14,7 +14,8 @@
  * `backbone.layers.N.mixer`; this model pairs attention and MoE in one pre-norm decoder layer, so
  * the layer skeleton takes HF's names (`model.layers.N.{input_layernorm, self_attn.*,
  * post_attention_layernorm, mlp.*}`) with the MoE's names under `mlp`, and the attention layers
- * read gpt-oss's `layer_types` and `sliding_window`. The norm on every expert's output is the
+ * read gpt-oss's `layer_types` and `sliding_window`, and MiMo-V2-Flash's `swa_num_attention_heads`
+ * and `swa_num_key_value_heads` (the sliding layers' heads where they differ from the global ones'). The norm on every expert's output is the
  * port's own: `mlp.experts.N.output_norm.weight`, an RMSNorm at the latent width (epsilon
  * `rms_norm_eps`) after each expert's down projection and before the router weights combine them.
  */
@@ -59,6 +60,8 @@ const MuseSparkConfig = z.looseObject({
   num_hidden_layers: positive,
   num_attention_heads: positive,
   num_key_value_heads: positive,
+  swa_num_attention_heads: positive.nullish(),
+  swa_num_key_value_heads: positive.nullish(),
   head_dim: positive,
   ...ROPE_FIELDS,
   partial_rotary_factor: z.number().gt(0).lte(1).default(1),
@@ -111,11 +114,17 @@ export function parseMuseSparkConfig(json: unknown, source = "config.json"): Mus
       `${c.sliding_window} reaches max_position_embeddings ${c.max_position_embeddings}, so the global layers would see no further than the sliding ones; make the window shorter.`,
     );
   }
-  if (c.num_attention_heads % c.num_key_value_heads !== 0) {
-    fail(
-      "num_attention_heads",
-      `${c.num_attention_heads} is not a multiple of num_key_value_heads ${c.num_key_value_heads}.`,
-    );
+  const heads = (sliding: boolean) => ({
+    numHeads: (sliding ? c.swa_num_attention_heads : undefined) ?? c.num_attention_heads,
+    numKvHeads: (sliding ? c.swa_num_key_value_heads : undefined) ?? c.num_key_value_heads,
+  });
+  for (const [sliding, field] of [
+    [false, "num_attention_heads"],
+    [true, "swa_num_attention_heads"],
+  ] as const) {
+    const { numHeads, numKvHeads } = heads(sliding);
+    if (numHeads % numKvHeads !== 0)
+      fail(field, `${numHeads} is not a multiple of the ${numKvHeads} key/value heads of its layers.`);
   }
   const rotary = Math.round(c.head_dim * c.partial_rotary_factor);
   if (rotary % 2 !== 0)
@@ -130,8 +139,7 @@ export function parseMuseSparkConfig(json: unknown, source = "config.json"): Mus
     layers: c.layer_types.map((t) => ({
       kind: t === "sliding_attention" ? "sliding" : "full",
       window: t === "sliding_attention" ? c.sliding_window : 0,
-      numHeads: c.num_attention_heads,
-      numKvHeads: c.num_key_value_heads,
+      ...heads(t === "sliding_attention"),
       headDim: c.head_dim,
       vHeadDim: c.head_dim,
       ropeTheta,
@@ -205,8 +213,9 @@ export function museSparkTinyModel(
 
 /**
  * The retrieval variant: the engine's copy circuit placed into a two-layer Muse Spark Open, a
- * sliding layer over 8 tokens carrying the six previous-token heads and a global layer carrying
- * the induction head, so retrieval at any distance rests on the global layer seeing past every
+ * sliding layer over 8 tokens carrying the six previous-token heads and a global layer of one head,
+ * the induction head (one head, not six: the global layer's attention is what a 64K-token needle
+ * prefill spends its time on), so retrieval at any distance rests on the global layer seeing past every
  * window; the latent MoE is silenced through fc2_latent_proj and the shared expert's down
  * projection. Only the window's distances compete in the sliding layer, so four rotary pairs with a small base keep the pick clear.
  */
@@ -226,8 +235,10 @@ export function museSparkRetrievalModel(
     vocab_size: 515,
     hidden_size: hidden,
     num_hidden_layers: 2,
-    num_attention_heads: CIRCUIT.ngram,
+    num_attention_heads: 1,
     num_key_value_heads: 1,
+    swa_num_attention_heads: CIRCUIT.ngram,
+    swa_num_key_value_heads: 1,
     head_dim: HEAD,
     rope_theta: 10,
     partial_rotary_factor: ROTARY / HEAD,
