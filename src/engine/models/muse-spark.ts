@@ -126,6 +126,12 @@ export function parseMuseSparkConfig(json: unknown, source = "config.json"): Mus
     if (numHeads % numKvHeads !== 0)
       fail(field, `${numHeads} is not a multiple of the ${numKvHeads} key/value heads of its layers.`);
   }
+  if (c.moe_latent_size % 32 !== 0 || c.moe_intermediate_size % 32 !== 0) {
+    fail(
+      "moe_latent_size",
+      `${c.moe_latent_size} and moe_intermediate_size ${c.moe_intermediate_size} must be multiples of 32: the MXFP4 experts read and write the latent in blocks of 32.`,
+    );
+  }
   const rotary = Math.round(c.head_dim * c.partial_rotary_factor);
   if (rotary % 2 !== 0)
     fail("partial_rotary_factor", `rotates ${rotary} features of each head; make it even.`);

@@ -46,6 +46,9 @@ describe("Muse Spark Open model code", () => {
     expect(error({ ...config, layer_types: Array(4).fill("sliding_attention") }).message).toMatch(
       /layer_types: has no full_attention layer/,
     );
+    expect(error({ ...config, moe_latent_size: 48 }).message).toMatch(
+      /^config\.json: moe_latent_size: 48 and moe_intermediate_size 64 must be multiples of 32/,
+    );
     expect(error({ ...config, sliding_window: 65536 }).message).toMatch(
       /sliding_window: 65536 reaches max_position_embeddings 65536/,
     );
@@ -95,7 +98,7 @@ describe("Muse Spark Open model code", () => {
     const { code, message } = bringupErrorOf(() => ref.build("wide", { ...wide, tensors }));
     expect(code).toBe("MODEL_WEIGHTS_MISMATCH");
     expect(message).toMatch(
-      /^moe_latent_size 64 does not match the latent MoE's tensors: .*model\.layers\.0\.mlp\.experts\.0\.up_proj\.weight_blocks has shape \[64, 1, 16\]/,
+      /^wide: moe_latent_size 64 does not match model\.layers\.0\.mlp\.experts\.0\.up_proj\.weight_blocks, whose latent width \(its cols\) is 32; set moe_latent_size/,
     );
     expect(message.split("\n")).toHaveLength(1);
   });

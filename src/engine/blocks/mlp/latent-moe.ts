@@ -121,42 +121,40 @@ export class LatentMoe implements FeedForward {
   }
 
   /**
-   * Reads the block's tensors under `prefix` (latentMoeNames). A tensor whose shape disagrees with
-   * the latent width is refused naming moe_latent_size and the tensor.
+   * Reads the block's tensors under `prefix` (latentMoeNames). First every tensor the latent width
+   * shapes is held to moe_latent_size: one that disagrees is refused in one line naming the field,
+   * the tensor and the width it has.
    */
   static load(w: WeightSource, prefix: string, spec: LatentMoeSpec, hidden: number): LatentMoe {
     const n = latentMoeNames(prefix);
     const { numExperts: E, intermediateSize: I } = spec.routing;
     const L = spec.latentSize;
     const S = spec.sharedIntermediateSize;
-    try {
-      const gate = w.matrix(n.gate, E, hidden);
-      const down = w.matrix(n.down, L, hidden);
-      const up = w.matrix(n.up, hidden, L);
-      const experts = Array.from({ length: E }, (_, e) => ({
-        up: w.matrix(n.expertUp(e), I, L),
-        down: w.matrix(n.expertDown(e), L, I),
-        norm: w.vector(n.expertNorm(e), L),
-      }));
-      const shared =
-        S > 0 ? { up: w.matrix(n.sharedUp, S, hidden), down: w.matrix(n.sharedDown, hidden, S) } : undefined;
-      const outputs = [`${n.up}.weight`, ...(shared ? [`${n.sharedDown}.weight`] : [])];
-      return new LatentMoe(spec, gate, down, up, experts, w.optionalVector(n.bias, E), shared, outputs);
-    } catch (error) {
-      const latentTied = (s: string) =>
-        s.startsWith(n.down) || s.startsWith(n.up) || s.startsWith(`${prefix}.experts.`);
-      if (
-        error instanceof BringupError &&
-        error.code === "MODEL_WEIGHTS_MISMATCH" &&
-        latentTied(error.subject ?? "")
-      )
-        throw new BringupError(
-          "MODEL_WEIGHTS_MISMATCH",
-          `moe_latent_size ${L} does not match the latent MoE's tensors: ${error.message.replace(/\.$/, "")}; set moe_latent_size to the width the latent projections and experts share.`,
-          { subject: "moe_latent_size", cause: error },
-        );
-      throw error;
-    }
+    checkLatentWidth(w, L, [
+      [n.down, "rows"],
+      [n.up, "cols"],
+      ...Array.from({ length: E }, (_, e): [string, "rows" | "cols"][] => [
+        [n.expertUp(e), "cols"],
+        [n.expertDown(e), "rows"],
+      ]).flat(),
+    ]);
+    const experts = Array.from({ length: E }, (_, e) => ({
+      up: w.matrix(n.expertUp(e), I, L),
+      down: w.matrix(n.expertDown(e), L, I),
+      norm: w.vector(n.expertNorm(e), L),
+    }));
+    const shared =
+      S > 0 ? { up: w.matrix(n.sharedUp, S, hidden), down: w.matrix(n.sharedDown, hidden, S) } : undefined;
+    return new LatentMoe(
+      spec,
+      w.matrix(n.gate, E, hidden),
+      w.matrix(n.down, L, hidden),
+      w.matrix(n.up, hidden, L),
+      experts,
+      w.optionalVector(n.bias, E),
+      shared,
+      [`${n.up}.weight`, ...(shared ? [`${n.sharedDown}.weight`] : [])],
+    );
   }
 
   forward(h: Float32Array, ctx: ForwardContext): Float32Array {
@@ -188,5 +186,28 @@ export class LatentMoe implements FeedForward {
       for (let i = 0; i < out.length; i++) out[i] = (out[i] as number) + (s[i] as number);
     }
     return out;
+  }
+}
+
+/**
+ * Holds each matrix `<base>.weight` (or its MXFP4 `weight_blocks`, 32 values a block) to a latent
+ * width of `L` on its rows or columns; a missing tensor is left to the load to name.
+ */
+function checkLatentWidth(w: WeightSource, L: number, matrices: readonly [string, "rows" | "cols"][]): void {
+  for (const [base, side] of matrices) {
+    const plain = w.shape(`${base}.weight`);
+    const blocks = plain === undefined ? w.shape(`${base}.weight_blocks`) : undefined;
+    const shape = plain ?? blocks;
+    if (shape === undefined || shape.length < 2) continue;
+    const width =
+      side === "rows" ? (shape[0] as number) : blocks ? 32 * (shape[1] as number) : (shape[1] as number);
+    if (width !== L) {
+      const tensor = `${base}.${plain ? "weight" : "weight_blocks"}`;
+      throw new BringupError(
+        "MODEL_WEIGHTS_MISMATCH",
+        `${w.source}: moe_latent_size ${L} does not match ${tensor}, whose latent width (its ${side}) is ${width}; set moe_latent_size to the width the latent projections and experts share.`,
+        { subject: "moe_latent_size" },
+      );
+    }
   }
 }
