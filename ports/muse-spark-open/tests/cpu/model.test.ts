@@ -36,6 +36,16 @@ describe("Muse Spark Open model code", () => {
     });
   });
 
+  it("gives sliding layers their own heads under MiMo-V2-Flash's swa_ fields, the global ones the base fields", () => {
+    const c = parseMuseSparkConfig({ ...config, swa_num_attention_heads: 8, swa_num_key_value_heads: 1 });
+    expect(c.layers.map((l) => [l.kind, l.numHeads, l.numKvHeads])).toEqual([
+      ["sliding", 8, 1],
+      ["full", 4, 2],
+      ["sliding", 8, 1],
+      ["full", 4, 2],
+    ]);
+  });
+
   it("refuses what it cannot honour, naming the field", () => {
     const error = (json: Record<string, unknown>) =>
       bringupErrorOf(() => parseMuseSparkConfig(json, "config.json"));
