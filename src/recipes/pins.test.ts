@@ -67,6 +67,7 @@ describe("resolveRecipe", () => {
       "mimo-v2.6-flash",
       "mimo-v2.6-pro",
       "minimax-m3",
+      "muse-spark-open",
     ]);
   });
 
