@@ -1,20 +1,10 @@
 import json
-from pathlib import Path
 
 import pytest
+from port_configs import reference_config
 
 from bringup_vllm.config_check import Config, UnsupportedConfigError
 from bringup_vllm.mimo import FAMILY, checked
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def reference_config(port: str) -> dict:
-    """The port's tiny reference config as its manifest states it (what the engine reads)."""
-    import yaml
-
-    manifest = yaml.safe_load((ROOT / "ports" / port / "port.yaml").read_text())
-    return dict(manifest["reference"]["config"])
 
 
 @pytest.mark.parametrize("port", ["mimo-v2.6-flash", "mimo-v2.6-pro"])

@@ -28,3 +28,19 @@ def test_every_target_imports():
     for target in ARCHITECTURES.values():
         module, name = target.split(":")
         assert isinstance(getattr(importlib.import_module(module), name), type)
+
+
+def test_model_types_transformers_lacks_read_through_autoconfig(tmp_path):
+    import json
+
+    from transformers import AutoConfig
+
+    bringup_vllm.register()
+    (tmp_path / "config.json").write_text(
+        json.dumps(
+            {"model_type": "minimax_m3", "hidden_size": 64, "layer_types": ["full_attention"]}
+        )
+    )
+    config = AutoConfig.from_pretrained(tmp_path)
+    assert config.hidden_size == 64
+    assert config.layer_types == ["full_attention"]

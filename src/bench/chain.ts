@@ -1,9 +1,8 @@
 import { BringupError } from "../common/errors.js";
-import { type BenchRecord, type BenchRecordInput, fingerprintDifferences } from "../records/index.js";
+import { type BenchRecord, type BenchRecordInput, fingerprintDifferences, Z975 } from "../records/index.js";
 import { measuredRecord, roundRatio } from "./record-builders.js";
 import type { Interval } from "./stats.js";
 
-const Z95 = 1.959963984540054;
 const CHAINABLE = new Set(["same-pod-ab", "same-node-ab", "chained-ab"]);
 
 export interface Chain {
@@ -105,10 +104,10 @@ export function composeChain(records: readonly BenchRecord[]): Chain {
     }
     logRatio += Math.log(ratio);
     const halfWidth = (Math.log(high) - Math.log(low)) / 2;
-    logVariance += (halfWidth / Z95) ** 2;
+    logVariance += (halfWidth / Z975) ** 2;
     cvSquares += (record.comparison.cv ?? 0) ** 2;
   }
-  const spread = Z95 * Math.sqrt(logVariance);
+  const spread = Z975 * Math.sqrt(logVariance);
   return {
     interval: {
       estimate: Math.exp(logRatio),

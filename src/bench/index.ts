@@ -51,9 +51,17 @@ export {
   type Interval,
   type Summary,
   seededRandom,
-  studentT975,
   summarize,
 } from "./stats.js";
+export {
+  runSweep,
+  type SweepArm,
+  type SweepOptions,
+  type SweepPoint,
+  sweepId,
+  sweepRecordId,
+  sweepRecords,
+} from "./sweep.js";
 export { shellSwitch } from "./switch.js";
 export { toolVersion } from "./tool-version.js";
 export { TRIAL_METRICS, type TrialMetric, trialMetric } from "./trial-metric.js";

@@ -5,16 +5,24 @@ export interface Build {
   readonly kv_layout: KvLayout;
   readonly switches?: Readonly<Record<string, string>>;
   readonly weights?: WeightsConversion;
+  /** The most tokens one engine step runs (prefill chunked to fit); unset: the engine's default. */
+  readonly max_num_batched_tokens?: number;
 }
 
 /** A conversion's stable name: its target and, for FP8, its scale blocks (`fp8-block32`). */
 export function conversionKey(conversion: WeightsConversion): string {
-  return [conversion.to, conversion.fp8_block].filter((part) => part !== undefined).join("-");
+  return [conversion.to, conversion.fp8_block, conversion.ranks]
+    .filter((part) => part !== undefined)
+    .join("-");
 }
 
 /** How a conversion reads in a build's name and a record's arm. */
 export function describeConversion(conversion: WeightsConversion): string {
   const blocks = { block32: " with a scale per 32 values", tile128: " with a scale per 128x128 tile" };
+  if (conversion.to === "packed") {
+    const ranks = conversion.ranks ?? 1;
+    return `packed for ${ranks} rank${ranks === 1 ? "" : "s"} and loaded directly`;
+  }
   const to = conversion.to === "fp8" ? "FP8 E4M3" : conversion.to.toUpperCase();
   return `converted to ${to}${conversion.fp8_block ? blocks[conversion.fp8_block] : ""}`;
 }
@@ -34,15 +42,28 @@ function weightsParts(build: Build): string[] {
   return build.weights ? [`weights ${describeConversion(build.weights)}`] : [];
 }
 
+/** The build's step size as a name part: none for the engine's default. */
+function chunkParts(build: Build): string[] {
+  return build.max_num_batched_tokens !== undefined
+    ? [`prefill in chunks of ${build.max_num_batched_tokens} tokens`]
+    : [];
+}
+
 const weightsKey = (build: Build): string | null => (build.weights ? conversionKey(build.weights) : null);
 
 /** One string per build: two builds are the same exactly when their keys are. */
 export function buildKey(build: Build): string {
-  return JSON.stringify([build.kv_layout, switchFlags(build), weightsKey(build)]);
+  const chunk = build.max_num_batched_tokens ?? null;
+  return JSON.stringify([build.kv_layout, switchFlags(build), weightsKey(build), ...(chunk ? [chunk] : [])]);
 }
 
 export function describeBuild(build: Build): string {
-  return [`${build.kv_layout} KV layout`, ...switchFlags(build), ...weightsParts(build)].join(", ");
+  return [
+    `${build.kv_layout} KV layout`,
+    ...switchFlags(build),
+    ...weightsParts(build),
+    ...chunkParts(build),
+  ].join(", ");
 }
 
 /** An A/B arm's build: its own fields over the reference section's (its switches merged over them). */

@@ -77,15 +77,32 @@ export const Switches = z
 /** A conversion of the tiny checkpoint that `bringup up` runs, as `bringup weights convert` does. */
 export const WeightsConversion = z
   .strictObject({
-    to: z.enum(["fp8", "bf16", "mxfp4"]),
+    to: z.enum(["fp8", "bf16", "mxfp4", "packed"]),
     fp8_block: z
       .enum(["block32", "tile128"])
       .optional()
       .describe(
         "FP8 scale blocks from MXFP4: block32 keeps a scale per 32 values (exact), tile128 one per tile",
       ),
+    ranks: z
+      .number()
+      .int()
+      .min(1)
+      .max(1024)
+      .optional()
+      .describe("with `to: packed`: the tensor-parallel ranks `bringup weights pack --ranks` writes"),
   })
-  .describe("on the embedded engine: the tiny checkpoint converted with `bringup weights convert`");
+  .refine((c) => c.to === "packed" || c.ranks === undefined, {
+    message: "ranks applies only to `to: packed`",
+    path: ["ranks"],
+  })
+  .refine((c) => c.to !== "packed" || c.fp8_block === undefined, {
+    message: "fp8_block does not apply to `to: packed`",
+    path: ["fp8_block"],
+  })
+  .describe(
+    "on the embedded engine: the tiny checkpoint converted with `bringup weights convert`, or packed with `bringup weights pack` (`to: packed`)",
+  );
 
 /** A gate's own build to compare against, where it differs from the reference section's baseline. */
 const GateBaseline = z
@@ -93,6 +110,13 @@ const GateBaseline = z
     kv_layout: z.enum(["window-sized", "full"]).optional(),
     switches: Switches.optional(),
     weights: WeightsConversion.optional().describe("serve the tiny checkpoint converted so instead"),
+    max_num_batched_tokens: z
+      .int()
+      .positive()
+      .optional()
+      .describe(
+        "the most tokens one engine step runs, so prompts longer than it are prefilled in chunks (default: the engine's)",
+      ),
   })
   .optional()
   .describe(
@@ -123,13 +147,26 @@ export const NeedlesGate = z.strictObject({
   record: RecordRef.optional(),
 });
 
-export const BitIdenticalDecodeGate = z.strictObject({
-  kind: z.literal("bit-identical-decode"),
-  compare: z.enum(["two-builds", "batch-invariance", "golden"]),
-  sampling: z.array(z.enum(["greedy", "seeded"])).min(1),
-  baseline: GateBaseline,
-  record: RecordRef.optional(),
-});
+export const BitIdenticalDecodeGate = z
+  .strictObject({
+    kind: z.literal("bit-identical-decode"),
+    compare: z.enum(["two-builds", "batch-invariance", "golden"]),
+    sampling: z.array(z.enum(["greedy", "seeded"])).min(1),
+    concurrent: z
+      .int()
+      .min(2)
+      .optional()
+      .describe(
+        "batch-invariance: decodes in flight at once, the fixed requests repeated to fill them (default: one of each)",
+      ),
+    baseline: GateBaseline,
+    record: RecordRef.optional(),
+  })
+  .refine((gate) => gate.concurrent === undefined || gate.compare === "batch-invariance", {
+    path: ["concurrent"],
+    message:
+      "only a batch-invariance comparison sends decodes at once; remove it or set compare: batch-invariance",
+  });
 
 export const KvCapacityGate = z.strictObject({
   kind: z.literal("kv-capacity"),
@@ -272,7 +309,19 @@ export const Reference = z
       .describe("the build that reference-comparing gates (perplexity, kv-capacity) compare against"),
     gates: z.array(Gate).min(1),
     benchmarks: z.array(AbBenchmark).default([]),
-    device_check: DeviceLogprobsGate.extend({ record: RecordRef })
+    device_check: DeviceLogprobsGate.extend({
+      record: RecordRef,
+      hf_overrides: z
+        .record(z.string(), z.unknown())
+        .optional()
+        .describe(
+          "config.json fields vLLM reads differently for this check only (vLLM's --hf-overrides); say why in a comment",
+        ),
+      env: z
+        .record(z.string().regex(/^VLLM_[A-Z0-9_]+$/), z.string())
+        .optional()
+        .describe("vLLM environment switches for this check only (VLLM_* names); say why in a comment"),
+    })
       .optional()
       .describe(
         "the device model code (device-plugin/, served by vLLM on the CPU) against the reference engine on the tiny checkpoint: `bringup device check` runs it",

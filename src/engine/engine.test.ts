@@ -79,6 +79,25 @@ describe("Engine", () => {
     expect(await collect(chunked.submit(req))).toEqual(await collect(whole.submit(req)));
   });
 
+  it("reports each step's tokens as vLLM's iteration_tokens_total counts them (vllm/v1/metrics/stats.py)", async () => {
+    // A prompt prefilled in chunks of 4 counts whole, once, in the step that gives its first token;
+    // steps that only run a chunk report nothing; then each step counts the tokens it generated.
+    const e = engine({ maxNumBatchedTokens: 4 });
+    const prompt = prompts[1] as number[];
+    expect(prompt.length).toBeGreaterThan(8);
+    const steps: number[] = [];
+    const stop = e.onStep((tokens) => steps.push(tokens));
+    await collect(e.submit(greedy(prompt, 3)));
+    expect(steps).toEqual([prompt.length + 1, 1, 1]);
+    // Two sequences sharing one prefill: each counts the prompt, as vLLM's two child requests do.
+    steps.length = 0;
+    await Promise.all(e.submitShared(greedy(prompt, 2), [1, 2]).map(collect));
+    expect(steps).toEqual([2 * (prompt.length + 1), 2]);
+    stop();
+    await collect(e.submit(greedy(prompt, 2)));
+    expect(steps).toHaveLength(2);
+  });
+
   it("frees an aborted request's blocks at once and ends its stream with abort", async () => {
     const e = engine();
     const controller = new AbortController();

@@ -34,6 +34,10 @@ export class Engine {
   private readonly loop: Promise<void>;
   private promptTokensTotal = 0;
   private generationTokensTotal = 0;
+  private readonly stepListeners = new Set<(tokens: number) => void>();
+  /** The step under way: vLLM's tokens of the iteration, and whether any sequence had an output. */
+  private stepTokens = 0;
+  private stepHadOutput = false;
 
   constructor(model: LoadedModel, options: EngineOptions = {}) {
     this.model = model;
@@ -167,6 +171,18 @@ export class Engine {
     };
   }
 
+  /**
+   * Tells `listener`, after each step that gave some sequence an output, that step's tokens as
+   * vLLM's `vllm:iteration_tokens_total` counts them (vllm/v1/metrics/stats.py,
+   * IterationStats.update_from_output): each token generated, plus the whole prompt of each
+   * sequence that got its first token (a prompt prefilled in chunks counts once, in the step that
+   * ends it; a recomputation after preemption does not count again). Returns the unsubscribe.
+   */
+  onStep(listener: (tokens: number) => void): () => void {
+    this.stepListeners.add(listener);
+    return () => this.stepListeners.delete(listener);
+  }
+
   /** Aborts every request, stops the loop and the matmul workers. */
   async close(): Promise<void> {
     if (this.closed) return;
@@ -183,6 +199,7 @@ export class Engine {
   }
 
   private finish(seq: Sequence, reason: FinishReason, token: GeneratedToken | undefined): void {
+    this.stepHadOutput = true;
     this.scheduler.remove(seq);
     seq.status = "finished";
     seq.queue?.push(seq.output(token, reason));
@@ -224,6 +241,8 @@ export class Engine {
   private step(): void {
     const chunks = this.scheduler.schedule();
     if (chunks.length === 0) return;
+    this.stepTokens = 0;
+    this.stepHadOutput = false;
     const { logits, rowsOf } = this.runner.run(chunks);
     const V = this.runner.vocabSize;
     chunks.forEach((chunk, ci) => {
@@ -237,6 +256,7 @@ export class Engine {
       const row = (rows[count - 1] as number) * V;
       for (const s of seq.forks !== undefined ? this.scheduler.fork(seq) : [seq]) this.next(s, logits, row);
     });
+    if (this.stepHadOutput) for (const listener of this.stepListeners) listener(this.stepTokens);
   }
 
   /** Samples `seq`'s next token from the logits at `row`, or ends it at max_tokens. */
@@ -248,8 +268,11 @@ export class Engine {
     const token = this.runner.sample(seq, logits, row);
     seq.tokens.push(token.tokenId);
     seq.outputTokenIds.push(token.tokenId);
+    if (seq.numGenerated === 0) this.stepTokens += seq.numPrompt;
     seq.numGenerated++;
     this.generationTokensTotal++;
+    this.stepTokens++;
+    this.stepHadOutput = true;
     if (seq.stopIds.has(token.tokenId)) this.finish(seq, "stop", token);
     else if (seq.numGenerated >= seq.request.maxTokens || seq.tokens.length >= this.limits.maxModelLen)
       this.finish(seq, "length", token);

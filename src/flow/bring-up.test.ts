@@ -2,7 +2,7 @@ import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/pr
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadCatalog } from "../catalog/index.js";
+import { loadCatalog, scaffoldPort } from "../catalog/index.js";
 import { readRecords } from "../records/index.js";
 import { renderSite } from "../site/index.js";
 import { bringUp } from "./bring-up.js";
@@ -13,6 +13,8 @@ import { STAGES, type StageEvent } from "./summary.js";
 const REPO = join(import.meta.dirname, "../..");
 const PORT = "mimo-v2.6-flash";
 
+/** A port with no reference section. */
+const LACKING = "nova-2";
 let root: string;
 let results: string;
 let published: string;
@@ -23,10 +25,9 @@ beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), "bringup-up-"));
   await mkdir(join(root, "ports"));
   await cp(join(REPO, "ports", "README.md"), join(root, "ports", "README.md"));
-  // The port brought up, and one without a reference section.
-  for (const id of [PORT, "muse-glimmer-30b"]) {
-    await cp(join(REPO, "ports", id), join(root, "ports", id), { recursive: true });
-  }
+  // The port brought up, and a new one, without a reference section.
+  await cp(join(REPO, "ports", PORT), join(root, "ports", PORT), { recursive: true });
+  await scaffoldPort(root, { id: LACKING, totalParamsB: 30, features: ["attention.sinks"] });
   results = join(root, ".bringup", "results", PORT);
   published = join(root, "ports", PORT, "results");
   quick = {
@@ -202,9 +203,9 @@ describe("bringUp", () => {
   });
 
   it("says what a port lacks: a reference section, or model code", async () => {
-    await expect(bringUp({ ...quick, port: "muse-glimmer-30b" })).rejects.toMatchObject({
+    await expect(bringUp({ ...quick, port: LACKING })).rejects.toMatchObject({
       code: "PORT_NO_REFERENCE",
-      message: expect.stringContaining("add a `reference:` section to ports/muse-glimmer-30b/port.yaml"),
+      message: expect.stringContaining(`add a \`reference:\` section to ports/${LACKING}/port.yaml`),
     });
     // The port's reference config naming an architecture no engine family reads.
     const other = await mkdtemp(join(tmpdir(), "bringup-up-nofamily-"));

@@ -96,7 +96,8 @@ export async function deviceCheck(options: DeviceCheckOptions): Promise<DeviceCh
       servedModelName: port.id,
       maxModelLen: reference.max_model_len,
       logFile: vllmLog,
-      ...(options.fault !== undefined ? { env: { BRINGUP_VLLM_FAULT: options.fault } } : {}),
+      ...(spec.hf_overrides !== undefined ? { hfOverrides: spec.hf_overrides } : {}),
+      env: { ...spec.env, ...(options.fault !== undefined ? { BRINGUP_VLLM_FAULT: options.fault } : {}) },
       ...(options.signal !== undefined ? { signal: options.signal } : {}),
     });
     try {

@@ -15,6 +15,8 @@ export interface DeviceServerOptions {
   readonly logFile: string;
   /** How long vLLM may take to answer /health (default 20 minutes: two shared cores are slow). */
   readonly startTimeoutMs?: number;
+  /** config.json fields vLLM should read as given here (its --hf-overrides), from the manifest. */
+  readonly hfOverrides?: Readonly<Record<string, unknown>>;
   /** Extra environment, e.g. BRINGUP_VLLM_FAULT for the deliberately wrong plugin. */
   readonly env?: Readonly<Record<string, string>>;
   readonly signal?: AbortSignal;
@@ -56,6 +58,7 @@ export async function startDeviceServer(options: DeviceServerOptions): Promise<D
       "--enforce-eager",
       "--max-num-seqs",
       "4",
+      ...(options.hfOverrides ? ["--hf-overrides", JSON.stringify(options.hfOverrides)] : []),
     ],
     {
       detached: true,

@@ -36,4 +36,4 @@ export {
   type StageStatus,
   type StageTiming,
 } from "./summary.js";
-export { REFERENCE_SEED } from "./tiny-model.js";
+export { cachedTinyModel, REFERENCE_SEED } from "./tiny-model.js";

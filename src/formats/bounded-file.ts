@@ -7,6 +7,11 @@ import { openError } from "./file-handles.js";
  * kilobytes to a few megabytes, and one of gigabytes would only exhaust memory before failing.
  */
 export async function readBoundedText(path: string, maxBytes: number): Promise<string> {
+  return new TextDecoder().decode(await readBoundedBytes(path, maxBytes));
+}
+
+/** readBoundedText's bytes, undecoded. */
+export async function readBoundedBytes(path: string, maxBytes: number): Promise<Uint8Array> {
   const handle = await open(path, "r").catch((error: unknown) => {
     throw openError(error, path);
   });
@@ -19,7 +24,7 @@ export async function readBoundedText(path: string, maxBytes: number): Promise<s
         { subject: path },
       );
     }
-    return await handle.readFile("utf8");
+    return await handle.readFile();
   } finally {
     await handle.close();
   }

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { INDEX_FILE, openCheckpoint, writeCheckpoint } from "./checkpoint.js";
+import { MAX_TENSORS } from "./safetensors-header.js";
 import { writeSafetensors } from "./safetensors-writer.js";
 
 let dir: string;
@@ -71,6 +72,30 @@ describe("checkpoints", () => {
     await writeSafetensors(join(dir, "two.safetensors"), [tensor("a", 2)]);
     await expect(openCheckpoint(dir)).rejects.toThrow(/"a" is in both one\.safetensors and two\.safetensors/);
     await expect(openCheckpoint(join(dir, "nope"))).rejects.toThrow(/no such file/);
+  });
+
+  it("reads an index as JSON does, and refuses one listing more tensors than a checkpoint holds", async () => {
+    await writeSafetensors(join(dir, "one.safetensors"), [tensor("a", 2)]);
+    await writeFile(
+      join(dir, INDEX_FILE),
+      JSON.stringify({
+        metadata: { total_size: 2, format: "pt" },
+        other: [1, { x: null }],
+        weight_map: { b: "two.safetensors", a: "one.safetensors" },
+      }).replace('"b":', '"a":'), // a name listed twice keeps its last shard
+    );
+    const ck = await openCheckpoint(dir);
+    expect(ck.metadata).toEqual({ format: "pt" });
+    expect([...ck.tensors].map((t) => t.name)).toEqual(["a"]);
+    await ck.close();
+    const names = Array.from({ length: MAX_TENSORS + 1 }, (_, i) => `"t${i}":"one.safetensors"`);
+    await writeFile(join(dir, INDEX_FILE), `{"weight_map":{${names.join(",")}}}`);
+    await expect(openCheckpoint(dir)).rejects.toMatchObject({
+      code: "BAD_INDEX",
+      message: expect.stringMatching(/weight_map lists more than 262144 tensors/),
+    });
+    await writeFile(join(dir, INDEX_FILE), `{"metadata":{}}`);
+    await expect(openCheckpoint(dir)).rejects.toThrow(/not a valid index \(it has no weight_map\)/);
   });
 
   it("refuses a tensor that a shard holds but the index does not list, or lists elsewhere", async () => {

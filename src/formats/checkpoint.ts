@@ -1,24 +1,16 @@
 import { readdir, stat } from "node:fs/promises";
 import { basename, join } from "node:path";
-import { z } from "zod";
 import { writeFileAtomic } from "../common/atomic-write.js";
-import { BringupError, isBringupError } from "../common/errors.js";
-import { MAX_INDEX_BYTES, readBoundedText } from "./bounded-file.js";
-import { MAX_TENSORS, type TensorInfo } from "./safetensors-header.js";
+import { BringupError } from "../common/errors.js";
+import { checkpointBudget, type StoredTensor } from "./safetensors-header.js";
 import { type OpenOptions, openSafetensors, type SafetensorsFile } from "./safetensors-reader.js";
 import { type TensorData, writeSafetensors } from "./safetensors-writer.js";
+import { readShardIndex } from "./shard-index.js";
 
 export const INDEX_FILE = "model.safetensors.index.json";
 
-export interface CheckpointTensor extends TensorInfo {
-  /** The shard file holding the tensor. */
-  readonly file: string;
-}
-
-const IndexSchema = z.object({
-  metadata: z.record(z.string(), z.unknown()).optional(),
-  weight_map: z.record(z.string(), z.string()),
-});
+/** A tensor of a checkpoint, its `file` the shard holding it. */
+export type CheckpointTensor = StoredTensor;
 
 /**
  * A checkpoint: one safetensors file, or a directory of shards named by
@@ -56,11 +48,12 @@ export class Checkpoint {
   }
 
   readTensor(name: string): Promise<Uint8Array> {
-    return this.#shard(name).readTensor(name);
+    return this.readTensorRange(name, 0, this.tensor(name).byteLength);
   }
 
   readTensorRange(name: string, start: number, end: number, into?: Uint8Array): Promise<Uint8Array> {
-    return this.#shard(name).readTensorRange(name, start, end, into);
+    const info = this.tensor(name);
+    return (this.#byFile.get(info.file) as SafetensorsFile).readRange(info, start, end, into);
   }
 
   /** Total bytes of tensor data. */
@@ -70,10 +63,6 @@ export class Checkpoint {
 
   async close(): Promise<void> {
     await Promise.all(this.shards.map((s) => s.close()));
-  }
-
-  #shard(name: string): SafetensorsFile {
-    return this.#byFile.get(this.tensor(name).file) as SafetensorsFile;
   }
 }
 
@@ -94,7 +83,7 @@ async function openAll(paths: string[], options: OpenOptions): Promise<Safetenso
  * and memory.
  */
 export async function openCheckpoint(path: string, given: OpenOptions = {}): Promise<Checkpoint> {
-  const options = { ...given, budget: { tensors: MAX_TENSORS } };
+  const options = { ...given, budget: checkpointBudget() };
   const info = await stat(path).catch((error: unknown) => {
     throw new BringupError("FILE_NOT_FOUND", `${path}: no such file or directory.`, {
       subject: path,
@@ -104,13 +93,7 @@ export async function openCheckpoint(path: string, given: OpenOptions = {}): Pro
   if (info.isFile()) {
     const [file] = await openAll([path], options);
     const shard = file as SafetensorsFile;
-    return new Checkpoint(
-      path,
-      [shard],
-      shard.tensors.map((t) => ({ ...t, file: shard.path })),
-      shard.metadata,
-      false,
-    );
+    return new Checkpoint(path, [shard], shard.tensors, shard.metadata, false);
   }
   const names = await readdir(path);
   if (names.includes(INDEX_FILE)) return openIndexed(path, options);
@@ -142,7 +125,7 @@ export async function openCheckpoint(path: string, given: OpenOptions = {}): Pro
         );
       }
       seen.set(t.name, shard.path);
-      tensors.push({ ...t, file: shard.path });
+      tensors.push(t);
     }
   }
   return new Checkpoint(
@@ -156,18 +139,8 @@ export async function openCheckpoint(path: string, given: OpenOptions = {}): Pro
 
 async function openIndexed(dir: string, options: OpenOptions): Promise<Checkpoint> {
   const indexPath = join(dir, INDEX_FILE);
-  let index: z.infer<typeof IndexSchema>;
-  try {
-    index = IndexSchema.parse(JSON.parse(await readBoundedText(indexPath, MAX_INDEX_BYTES)));
-  } catch (error) {
-    if (isBringupError(error)) throw error;
-    throw new BringupError(
-      "BAD_INDEX",
-      `${indexPath}: not a valid index (${error instanceof Error ? error.message.split("\n")[0] : String(error)}); it needs a weight_map of tensor name to shard file.`,
-      { subject: indexPath, cause: error },
-    );
-  }
-  const shardNames = [...new Set(Object.values(index.weight_map))].sort();
+  const index = await readShardIndex(indexPath);
+  const shardNames = [...new Set(index.weightMap.values())].sort();
   for (const shard of shardNames) {
     if (shard.includes("/") || shard.includes("\\") || shard === "..") {
       throw new BringupError(
@@ -183,7 +156,7 @@ async function openIndexed(dir: string, options: OpenOptions): Promise<Checkpoin
       () => false,
     );
     if (!present) {
-      const example = Object.entries(index.weight_map).find(([, file]) => file === shard)?.[0];
+      const example = [...index.weightMap].find(([, file]) => file === shard)?.[0];
       throw new BringupError(
         "SHARD_MISSING",
         `${join(dir, shard)}: missing, yet ${INDEX_FILE} puts tensor ${JSON.stringify(example)} there; download the shard again.`,
@@ -195,11 +168,10 @@ async function openIndexed(dir: string, options: OpenOptions): Promise<Checkpoin
     shardNames.map((n) => join(dir, n)),
     options,
   );
-  const byFile = new Map(shards.map((s) => [basename(s.path), s]));
   const tensors: CheckpointTensor[] = [];
   for (const shard of shards) {
     for (const t of shard.tensors) {
-      const listed = index.weight_map[t.name];
+      const listed = index.weightMap.get(t.name);
       if (listed !== basename(shard.path)) {
         await Promise.all(shards.map((s) => s.close()));
         throw new BringupError(
@@ -208,23 +180,22 @@ async function openIndexed(dir: string, options: OpenOptions): Promise<Checkpoin
           { subject: `${shard.path}#${t.name}` },
         );
       }
-      tensors.push({ ...t, file: shard.path });
+      tensors.push(t);
     }
   }
-  for (const [name, file] of Object.entries(index.weight_map)) {
-    if (!(byFile.get(file) as SafetensorsFile).has(name)) {
-      await Promise.all(shards.map((s) => s.close()));
-      throw new BringupError(
-        "TENSOR_MISSING",
-        `${join(dir, file)}: ${INDEX_FILE} says tensor ${JSON.stringify(name)} is here, but it is not.`,
-        { subject: `${join(dir, file)}#${name}` },
-      );
-    }
+  const ck = new Checkpoint(dir, shards, tensors, index.metadata, true);
+  // Each tensor found is listed, in its shard, under its own name: the index lists no more only if
+  // it lists as many.
+  if (tensors.length < index.weightMap.size) {
+    const [name, file] = [...index.weightMap].find(([name]) => !ck.has(name)) as [string, string];
+    await ck.close();
+    throw new BringupError(
+      "TENSOR_MISSING",
+      `${join(dir, file)}: ${INDEX_FILE} says tensor ${JSON.stringify(name)} is here, but it is not.`,
+      { subject: `${join(dir, file)}#${name}` },
+    );
   }
-  const metadata = Object.fromEntries(
-    Object.entries(index.metadata ?? {}).filter((e): e is [string, string] => typeof e[1] === "string"),
-  );
-  return new Checkpoint(dir, shards, tensors, metadata, true);
+  return ck;
 }
 
 /** The conventional shard name, e.g. model-00001-of-00003.safetensors. */

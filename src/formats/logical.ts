@@ -50,16 +50,26 @@ function sameDims(a: readonly number[], b: readonly number[]): boolean {
   return a.length === b.length && a.every((v, i) => v === b[i]);
 }
 
-/** Groups stored tensors into logical weights by the public naming conventions. */
+/**
+ * Groups stored tensors into logical weights by the public naming conventions, in the order of
+ * their first parts. Besides its result it holds one map of names for the duration: checkpoints of
+ * hundreds of thousands of tensors pass through here.
+ */
 export function detectLogicalTensors(tensors: readonly TensorInfo[]): LogicalTensor[] {
-  const byName = new Map(tensors.map((t) => [t.name, t]));
-  const used = new Set<string>();
-  const out: LogicalTensor[] = [];
+  const index = new Map<string, number>();
+  for (const [i, t] of tensors.entries()) index.set(t.name, i);
+  const find = (name: string) => {
+    const i = index.get(name);
+    return i === undefined ? undefined : { i, t: tensors[i] as TensorInfo };
+  };
+  /** The weight each tensor is the first part of; a tensor used as a later part is marked `null`. */
+  const at: (LogicalTensor | null | undefined)[] = new Array(tensors.length);
   const where = (t: TensorInfo) => `${"file" in t ? `${String(t.file)}#` : ""}${t.name}`;
-  for (const t of tensors) {
+  for (const [i, t] of tensors.entries()) {
     if (t.name.endsWith("_blocks")) {
       const base = t.name.slice(0, -"_blocks".length);
-      const scales = byName.get(`${base}_scales`);
+      const found = find(`${base}_scales`);
+      const scales = found?.t;
       if (t.dtype !== "U8") {
         throw new BringupError(
           "MXFP4_BAD_DTYPE",
@@ -75,24 +85,19 @@ export function detectLogicalTensors(tensors: readonly TensorInfo[]): LogicalTen
         );
       }
       const wanted = t.shape.slice(0, -1);
-      if (scales?.dtype !== "U8" || !sameDims(scales.shape, wanted)) {
+      if (found === undefined || scales?.dtype !== "U8" || !sameDims(scales.shape, wanted)) {
         throw new BringupError(
           "MXFP4_SCALES_MISSING",
           `${where(t)}: MXFP4 blocks need ${base}_scales, U8 of shape [${wanted.join(", ")}], ${scales === undefined ? "which is missing" : `not ${scales.dtype} [${scales.shape.join(", ")}]`}; without it the values cannot be decoded, so download the checkpoint again.`,
           { subject: where(t) },
         );
       }
-      out.push({
-        kind: "mxfp4",
-        name: base,
-        shape: mxfp4LogicalShape(t.shape),
-        parts: [t.name, scales.name],
-      });
-      used.add(t.name).add(scales.name);
+      at[i] = { kind: "mxfp4", name: base, shape: mxfp4LogicalShape(t.shape), parts: [t.name, scales.name] };
+      at[found.i] = null;
     }
   }
   // Scales whose blocks are missing cannot be decoded, and read as plain bytes they would be wrong.
-  const orphan = tensors.find((t) => t.name.endsWith("_scales") && !used.has(t.name));
+  const orphan = tensors.find((t, i) => t.name.endsWith("_scales") && at[i] === undefined);
   if (orphan !== undefined) {
     throw new BringupError(
       "MXFP4_BLOCKS_MISSING",
@@ -100,23 +105,26 @@ export function detectLogicalTensors(tensors: readonly TensorInfo[]): LogicalTen
       { subject: where(orphan) },
     );
   }
-  for (const t of tensors) {
-    if (t.dtype !== "F8_E4M3" || t.shape.length < 2 || used.has(t.name)) continue;
-    const inv = byName.get(`${t.name}_scale_inv`);
+  for (const [i, t] of tensors.entries()) {
+    if (t.dtype !== "F8_E4M3" || t.shape.length < 2 || at[i] !== undefined) continue;
+    const found = find(`${t.name}_scale_inv`);
+    const inv = found?.t;
     const block = FP8_BLOCKS.find(
       (b) => inv?.dtype === "F32" && sameDims(inv.shape, scaleGridShape(t.shape, b)),
     );
-    if (inv !== undefined && block !== undefined) {
-      out.push({ kind: "fp8", name: t.name, shape: t.shape, block, parts: [t.name, inv.name] });
-      used.add(t.name).add(inv.name);
+    if (found !== undefined && block !== undefined) {
+      at[i] = { kind: "fp8", name: t.name, shape: t.shape, block, parts: [t.name, found.t.name] };
+      at[found.i] = null;
     }
   }
-  for (const t of tensors) {
-    if (!used.has(t.name))
+  const out: LogicalTensor[] = [];
+  for (const [i, t] of tensors.entries()) {
+    const weight = at[i];
+    if (weight === undefined)
       out.push({ kind: "plain", name: t.name, shape: t.shape, dtype: t.dtype, parts: [t.name] });
+    else if (weight !== null) out.push(weight);
   }
-  const order = new Map(tensors.map((t, i) => [t.name, i]));
-  return out.sort((a, b) => (order.get(a.parts[0]) as number) - (order.get(b.parts[0]) as number));
+  return out;
 }
 
 /** Rows of a logical tensor: every dimension but the last, flattened. */

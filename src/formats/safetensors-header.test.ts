@@ -1,7 +1,16 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { isBringupError } from "../common/errors.js";
-import { encodeSafetensorsHeader, MAX_NAME_BYTES, parseSafetensorsHeader } from "./safetensors-header.js";
+import {
+  checkpointBudget,
+  encodeSafetensorsHeader,
+  MAX_DIMENSIONS,
+  MAX_METADATA_ENTRIES,
+  MAX_NAME_BYTES,
+  MAX_TENSORS,
+  MAX_TEXT_CHARS,
+  parseSafetensorsHeader,
+} from "./safetensors-header.js";
 
 const text = (value: unknown) =>
   new TextEncoder().encode(typeof value === "string" ? value : JSON.stringify(value));
@@ -139,16 +148,40 @@ describe("safetensors header", () => {
   it("refuses a header of more tensors than the budget as soon as there are, and names too long", () => {
     const entry = (i: number) => `"t${i}":{"dtype":"U8","shape":[0],"data_offsets":[0,0]}`;
     const header = `{${Array.from({ length: 10 }, (_, i) => entry(i)).join(",")}}`;
-    const budget = { tensors: 10 };
+    const budget = { ...checkpointBudget(), tensors: 10 };
     expect(
       parse(header, 0) && parseSafetensorsHeader(text(header), 0, "m.safetensors", budget).tensors,
     ).toHaveLength(10);
     expect(budget.tensors).toBe(0);
-    expect(() => parseSafetensorsHeader(text(header), 0, "m.safetensors", { tensors: 9 })).toThrow(
-      /more than 262144 tensors/,
-    );
+    expect(() =>
+      parseSafetensorsHeader(text(header), 0, "m.safetensors", { ...checkpointBudget(), tensors: 9 }),
+    ).toThrow(/more than 262144 tensors/);
     const long = `{"${"n".repeat(MAX_NAME_BYTES + 1)}":{"dtype":"U8","shape":[0],"data_offsets":[0,0]}}`;
     expect(() => parse(long, 0)).toThrow(/string longer than 4096 bytes/);
+  });
+
+  it("refuses shapes, names and metadata past a checkpoint's bounds, counted across its shards", () => {
+    const ones = Array.from({ length: MAX_DIMENSIONS + 1 }, () => 1).join(",");
+    expect(() => parse(`{"t":{"dtype":"U8","shape":[${ones}],"data_offsets":[0,1]}}`, 1)).toThrow(
+      /shapes list more than 2097152 dimensions/,
+    );
+    const entries = (n: number, value: string) =>
+      `{"__metadata__":{${Array.from({ length: n }, (_, i) => `"k${i}":"${value}"`).join(",")}}}`;
+    expect(() => parse(entries(MAX_METADATA_ENTRIES + 1, ""), 0)).toThrow(/more than 65536 entries/);
+    expect(() => parse(entries(9, "v".repeat(MAX_TEXT_CHARS / 8)), 0)).toThrow(
+      /names and metadata come to more than 33554432 characters/,
+    );
+    // One budget for the checkpoint: what one shard spends, the next no longer has.
+    const budget = checkpointBudget();
+    const name = "n".repeat(MAX_NAME_BYTES);
+    const shard = (from: number, count: number) =>
+      `{${Array.from({ length: count }, (_, i) => `"${name.slice(6)}${String(from + i).padStart(6, "0")}":{"dtype":"U8","shape":[0],"data_offsets":[0,0]}`).join(",")}}`;
+    expect(parseSafetensorsHeader(text(shard(0, 4096)), 0, "a", budget).tensors).toHaveLength(4096);
+    expect(budget.tensors).toBe(MAX_TENSORS - 4096);
+    expect(() => parseSafetensorsHeader(text(shard(4096, 4097)), 0, "b", budget)).toThrow(
+      /more than 33554432 characters/,
+    );
+    expect(parse(shard(0, 4096), 0).tensors).toHaveLength(4096);
   });
 
   it("encodes offsets past 4 GiB exactly and parses them back", () => {

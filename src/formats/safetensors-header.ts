@@ -12,10 +12,35 @@ export interface TensorInfo {
   readonly dataOffsets: readonly [number, number];
 }
 
+/**
+ * A tensor as read from a file: one small object per tensor, held by the file and its checkpoint
+ * alike, its shape (frozen) shared with the file's other tensors of that shape.
+ */
+export class StoredTensor implements TensorInfo {
+  constructor(
+    readonly name: string,
+    readonly dtype: Dtype,
+    readonly shape: readonly number[],
+    /** Where its bytes begin and end, relative to the start of the data section. */
+    readonly begin: number,
+    readonly end: number,
+    /** The safetensors file holding the tensor. */
+    readonly file: string,
+  ) {}
+
+  get byteLength(): number {
+    return this.end - this.begin;
+  }
+
+  get dataOffsets(): readonly [number, number] {
+    return [this.begin, this.end];
+  }
+}
+
 export interface SafetensorsHeader {
   readonly metadata: Readonly<Record<string, string>>;
   /** In data order. */
-  readonly tensors: readonly TensorInfo[];
+  readonly tensors: readonly StoredTensor[];
 }
 
 /** The reference implementation refuses headers above 100 MB; a larger one is corrupt, not big. */
@@ -32,12 +57,34 @@ export const MAX_NAME_BYTES = 4096;
  * passes this.
  */
 export const MAX_TENSORS = 2 ** 18;
+/**
+ * The most dimensions a checkpoint's shapes list in all: public checkpoints average under 3 per
+ * tensor; a crafted header of one shape of 50 million ones would otherwise take 400 MB to hold.
+ */
+export const MAX_DIMENSIONS = 2 ** 21;
+/**
+ * The most characters of tensor names and metadata (keys and values) a checkpoint holds in all: the
+ * largest public ones hold under 10 million (Kimi K2's 140,000 names of about 60); each is 1 or 2
+ * bytes held, for as long as the checkpoint is open.
+ */
+export const MAX_TEXT_CHARS = 2 ** 25;
+/** The most `__metadata__` entries read; public checkpoints have a handful ("format": "pt"). */
+export const MAX_METADATA_ENTRIES = 2 ** 16;
 const METADATA_KEY = "__metadata__";
 
 /** What a checkpoint may still hold while its shards' headers are read: bounds memory and time. */
 export interface HeaderBudget {
   /** Tensors left to read. */
   tensors: number;
+  /** Shape dimensions left. */
+  dimensions: number;
+  /** Characters of names and metadata left. */
+  text: number;
+}
+
+/** A whole checkpoint's budget, shared by its shards. */
+export function checkpointBudget(): HeaderBudget {
+  return { tensors: MAX_TENSORS, dimensions: MAX_DIMENSIONS, text: MAX_TEXT_CHARS };
 }
 
 function fail(code: ErrorCode, file: string, what: string, tensor?: string): never {
@@ -47,12 +94,11 @@ function fail(code: ErrorCode, file: string, what: string, tensor?: string): nev
   });
 }
 
-/** An entry as written, before its byte range is checked against the others. */
-interface Entry {
-  dtype: Dtype;
-  /** Dimensions past 2^53 are kept as bigint. */
-  shape: (number | bigint)[];
-  offsets: [number, number];
+/** What is read of an entry's fields; a shape with dimensions past 2^53 keeps them as bigint. */
+interface Fields {
+  dtype?: Dtype;
+  shape?: (number | bigint)[];
+  offsets?: [number, number];
 }
 
 /**
@@ -63,14 +109,15 @@ interface Entry {
  * has and which would garble a terminal listing them. As there: a tensor entry is an object (other
  * fields ignored, none repeated) or a [dtype, shape, data_offsets] array; shapes and offsets are
  * unsigned integers written as such (`64.0` is not one); a name listed twice keeps its last entry;
- * tensors tile the data section back to back. With `budget`, refuses a header of more tensors than
- * it has left, as soon as there are, and takes them from it.
+ * tensors tile the data section back to back. Refuses a header holding more tensors, dimensions or
+ * characters of names and metadata than `budget` has left (by default a whole checkpoint's), as
+ * soon as it does, and takes what it holds from it: a checkpoint's shards share one.
  */
 export function parseSafetensorsHeader(
   header: Uint8Array,
   dataLength: number,
   file: string,
-  budget: HeaderBudget = { tensors: Number.POSITIVE_INFINITY },
+  budget: HeaderBudget = checkpointBudget(),
 ): SafetensorsHeader {
   const json = new JsonScanner(header, (what, at) =>
     fail(
@@ -81,8 +128,23 @@ export function parseSafetensorsHeader(
   );
   let metadata: Record<string, string> | undefined;
   let metadataSeen = false;
-  const entries = new Map<string, Entry>();
+  const entries = new Map<string, StoredTensor>();
+  /** Shapes with a dimension past 2^53, as written: rare, and only for the byte count. */
+  const wide = new Map<StoredTensor, bigint[]>();
+  /** One frozen array per distinct shape: checkpoints repeat a few shapes many times over. */
+  const shapes = new Map<string, readonly number[]>();
   let read = 0;
+  const spend = (chars: number, tensor?: string) => {
+    budget.text -= chars;
+    if (budget.text < 0) {
+      fail(
+        "SAFETENSORS_OVER_LIMIT",
+        file,
+        `the checkpoint's tensor names and metadata come to more than ${MAX_TEXT_CHARS} characters; public checkpoints hold far fewer, so the header is corrupt or crafted.`,
+        tensor,
+      );
+    }
+  };
   if (json.peek() !== 0x7b)
     fail("SAFETENSORS_BAD_HEADER", file, "the header must be a JSON object of tensors.");
   json.items(
@@ -91,7 +153,7 @@ export function parseSafetensorsHeader(
       if (name === METADATA_KEY) {
         if (metadataSeen) fail("SAFETENSORS_BAD_HEADER", file, "__metadata__ is given twice.");
         metadataSeen = true;
-        metadata = readMetadata(json, file);
+        metadata = readMetadata(json, file, spend);
         return;
       }
       read += 1;
@@ -109,17 +171,24 @@ export function parseSafetensorsHeader(
           `tensor name ${JSON.stringify(name)} holds a control character; no checkpoint names a tensor so, so the file is corrupt or crafted.`,
         );
       }
+      spend(name.length, name);
+      const { entry, bigShape } = readEntry(json, file, name, budget, shapes);
+      const previous = entries.get(name);
+      if (previous !== undefined) wide.delete(previous);
       entries.delete(name); // a repeated name keeps its last entry, as a JSON map does
-      entries.set(name, readEntry(json, file, name));
+      entries.set(name, entry);
+      if (bigShape !== undefined) wide.set(entry, bigShape);
     },
     MAX_NAME_BYTES,
   );
   json.end();
   budget.tensors -= entries.size;
 
-  const tensors: TensorInfo[] = [];
-  for (const [name, { dtype, shape, offsets }] of entries) {
-    const [begin, end] = offsets;
+  shapes.clear();
+  const tensors: StoredTensor[] = [];
+  for (const [name, entry] of entries) {
+    const { dtype, begin, end } = entry;
+    const shape = wide.get(entry) ?? entry.shape;
     if (end < begin || end > dataLength) {
       fail(
         "SAFETENSORS_OUT_OF_RANGE",
@@ -146,19 +215,20 @@ export function parseSafetensorsHeader(
       );
     }
     // A dimension past 2^53 is left only in a tensor of no elements, where it is shown rounded.
-    tensors.push({ name, dtype, shape: shape.map(Number), byteLength: end - begin, dataOffsets: offsets });
+    tensors.push(entry);
   }
-  tensors.sort((a, b) => a.dataOffsets[0] - b.dataOffsets[0] || a.dataOffsets[1] - b.dataOffsets[1]);
+  entries.clear();
+  tensors.sort((a, b) => a.begin - b.begin || a.end - b.end);
   // As the safetensors crate validates: tensors tile the data section, back to back from 0 to its end.
   let expected = 0;
   for (const [i, current] of tensors.entries()) {
-    const [begin, end] = current.dataOffsets;
+    const { begin, end } = current;
     const previous = tensors[i - 1];
     if (begin < expected && previous !== undefined) {
       fail(
         "SAFETENSORS_OVERLAP",
         file,
-        `bytes [${begin}, ${end}] overlap tensor ${JSON.stringify(previous.name)} [${previous.dataOffsets[0]}, ${previous.dataOffsets[1]}]; the file is corrupt.`,
+        `bytes [${begin}, ${end}] overlap tensor ${JSON.stringify(previous.name)} [${previous.begin}, ${previous.end}]; the file is corrupt.`,
         current.name,
       );
     }
@@ -191,15 +261,30 @@ function hasControlCharacter(name: string): boolean {
 }
 
 /** `__metadata__`: null, or an object of strings (a repeated key keeps its last value). */
-function readMetadata(json: JsonScanner, file: string): Record<string, string> | undefined {
+function readMetadata(
+  json: JsonScanner,
+  file: string,
+  spend: (chars: number) => void,
+): Record<string, string> | undefined {
   if (json.literal("null")) return undefined;
   const bad = () => fail("SAFETENSORS_BAD_HEADER", file, "__metadata__ must map strings to strings.");
   if (json.peek() !== 0x7b) bad();
   const metadata: Record<string, string> = {};
+  let entries = 0;
   json.items("{", (key) => {
     if (json.peek() !== 0x22) bad();
+    entries += 1;
+    if (entries > MAX_METADATA_ENTRIES) {
+      fail(
+        "SAFETENSORS_OVER_LIMIT",
+        file,
+        `__metadata__ has more than ${MAX_METADATA_ENTRIES} entries; public checkpoints have a handful, so the header is corrupt or crafted.`,
+      );
+    }
+    const value = json.string();
+    spend(key.length + value.length);
     Object.defineProperty(metadata, key, {
-      value: json.string(),
+      value,
       enumerable: true,
       writable: true,
       configurable: true,
@@ -211,11 +296,17 @@ function readMetadata(json: JsonScanner, file: string): Record<string, string> |
 const FIELDS = ["dtype", "shape", "data_offsets"] as const;
 
 /** One tensor's entry: an object of its fields, or the array [dtype, shape, data_offsets]. */
-function readEntry(json: JsonScanner, file: string, name: string): Entry {
-  const entry: Partial<Entry> = {};
+function readEntry(
+  json: JsonScanner,
+  file: string,
+  name: string,
+  budget: HeaderBudget,
+  shapes: Map<string, readonly number[]>,
+): { entry: StoredTensor; bigShape?: bigint[] } {
+  const entry: Fields = {};
   const field = (key: (typeof FIELDS)[number]) => {
     if (key === "dtype") entry.dtype = readDtype(json, file, name);
-    else if (key === "shape") entry.shape = readUnsigned(json, file, name, "shape", 0);
+    else if (key === "shape") entry.shape = readUnsigned(json, file, name, "shape", 0, budget);
     else {
       // An offset past 2^53 is past any file, so rounding it leaves it refused as out of range.
       const [begin, end] = readUnsigned(json, file, name, "data_offsets", 2).map(Number);
@@ -231,7 +322,7 @@ function readEntry(json: JsonScanner, file: string, name: string): Entry {
         fail("SAFETENSORS_BAD_HEADER", file, "an entry written as an array has 3 items.", name);
       field(key);
     });
-    return complete(entry, file, name);
+    return complete(entry, file, name, shapes);
   }
   if (c !== 0x7b)
     fail(
@@ -248,11 +339,16 @@ function readEntry(json: JsonScanner, file: string, name: string): Entry {
     seen.add(known);
     field(known);
   });
-  return complete(entry, file, name);
+  return complete(entry, file, name, shapes);
 }
 
 /** The entry, once it has every field; each entry must, even one a later repeat of its name replaces. */
-function complete(entry: Partial<Entry>, file: string, name: string): Entry {
+function complete(
+  entry: Fields,
+  file: string,
+  name: string,
+  shapes: Map<string, readonly number[]>,
+): { entry: StoredTensor; bigShape?: bigint[] } {
   const { dtype, shape, offsets } = entry;
   if (dtype === undefined || shape === undefined || offsets === undefined) {
     const missing = [dtype ? "" : "dtype", shape ? "" : "shape", offsets ? "" : "data_offsets"];
@@ -263,7 +359,15 @@ function complete(entry: Partial<Entry>, file: string, name: string): Entry {
       name,
     );
   }
-  return { dtype, shape, offsets };
+  const key = shape.join(",");
+  let shared = shapes.get(key);
+  if (shared === undefined) {
+    shared = Object.freeze(shape.map(Number));
+    shapes.set(key, shared);
+  }
+  const stored = new StoredTensor(name, dtype, shared, offsets[0], offsets[1], file);
+  if (shape.every((d) => typeof d === "number")) return { entry: stored };
+  return { entry: stored, bigShape: shape.map(BigInt) };
 }
 
 /** A dtype: its name as a string, or (as serde reads an enum) an object {name: null}. */
@@ -298,6 +402,7 @@ function readUnsigned(
   name: string,
   what: string,
   length: number,
+  budget?: HeaderBudget,
 ): (number | bigint)[] {
   const bad = (why: string): never =>
     fail(
@@ -313,6 +418,14 @@ function readUnsigned(
     if (c !== 0x2d && !(c >= 0x30 && c <= 0x39)) bad("found a value that is not a number");
     const { text, unsigned } = json.number();
     if (!unsigned) bad(`found ${text}`);
+    if (budget !== undefined && --budget.dimensions < 0) {
+      fail(
+        "SAFETENSORS_OVER_LIMIT",
+        file,
+        `the checkpoint's shapes list more than ${MAX_DIMENSIONS} dimensions in all; public checkpoints hold a few per tensor, so the header is corrupt or crafted.`,
+        name,
+      );
+    }
     if (text.length <= 15) values.push(Number(text));
     else if (BigInt(text) < U64_LIMIT) values.push(BigInt(text));
     else bad(`${text} is 2^64 or more`);

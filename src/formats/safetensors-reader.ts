@@ -6,6 +6,7 @@ import {
   type HeaderBudget,
   MAX_HEADER_BYTES,
   parseSafetensorsHeader,
+  type StoredTensor,
   type TensorInfo,
 } from "./safetensors-header.js";
 
@@ -27,7 +28,8 @@ const readAsync = promisify(read);
  * bounded READ_HANDLES, so any number of files can be open.
  */
 export class SafetensorsFile {
-  readonly #byName: Map<string, TensorInfo>;
+  /** Built on the first lookup by name: a checkpoint looks its tensors up in a map of its own. */
+  #byName: Map<string, StoredTensor> | undefined;
   readonly #blocking: boolean;
 
   constructor(
@@ -36,25 +38,29 @@ export class SafetensorsFile {
     readonly dataStart: number,
     readonly metadata: Readonly<Record<string, string>>,
     /** In data order. */
-    readonly tensors: readonly TensorInfo[],
+    readonly tensors: readonly StoredTensor[],
     options: OpenOptions = {},
   ) {
     this.#blocking = options.blockingReads === true;
-    this.#byName = new Map(tensors.map((t) => [t.name, t]));
   }
 
   has(name: string): boolean {
-    return this.#byName.has(name);
+    return this.#names().has(name);
   }
 
-  tensor(name: string): TensorInfo {
-    const info = this.#byName.get(name);
+  tensor(name: string): StoredTensor {
+    const info = this.#names().get(name);
     if (info === undefined) {
       throw new BringupError("TENSOR_NOT_FOUND", `${this.path}: no tensor named ${JSON.stringify(name)}.`, {
         subject: `${this.path}#${name}`,
       });
     }
     return info;
+  }
+
+  #names(): Map<string, StoredTensor> {
+    this.#byName ??= new Map(this.tensors.map((t) => [t.name, t]));
+    return this.#byName;
   }
 
   /** The whole tensor's bytes. */
@@ -67,8 +73,13 @@ export class SafetensorsFile {
    * end - start bytes), the bytes land there and a view of it is returned: a caller streaming many
    * chunks reuses one buffer instead of faulting in fresh memory each time.
    */
-  async readTensorRange(name: string, start: number, end: number, into?: Uint8Array): Promise<Uint8Array> {
-    const info = this.tensor(name);
+  readTensorRange(name: string, start: number, end: number, into?: Uint8Array): Promise<Uint8Array> {
+    return this.readRange(this.tensor(name), start, end, into);
+  }
+
+  /** readTensorRange of one of this file's tensors, given as found. */
+  async readRange(info: TensorInfo, start: number, end: number, into?: Uint8Array): Promise<Uint8Array> {
+    const { name } = info;
     if (
       !(
         Number.isSafeInteger(start) &&

@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createHash, hash as digest } from "node:crypto";
 import { BringupError } from "../common/errors.js";
 import { type Checkpoint, openCheckpoint } from "./checkpoint.js";
 import { decodeToFloat32 } from "./decode.js";
@@ -56,6 +56,19 @@ function format(t: LogicalTensor): string {
 }
 
 async function checksum(ck: Checkpoint, t: LogicalTensor, buffer: Uint8Array): Promise<string> {
+  const sizes = t.parts.map((part) => ck.tensor(part).byteLength);
+  const total = sizes.reduce((n, size) => n + size, 0);
+  if (total <= buffer.length) {
+    // One read a part and one hash, with no hasher left for the collector: checkpoints of many
+    // small tensors would otherwise pile up native hashing state faster than it is collected.
+    let at = 0;
+    for (const [k, part] of t.parts.entries()) {
+      const size = sizes[k] as number;
+      await ck.readTensorRange(part, 0, size, buffer.subarray(at, at + size));
+      at += size;
+    }
+    return digest("sha256", buffer.subarray(0, total), "hex");
+  }
   const hash = createHash("sha256");
   for (const part of t.parts) {
     const size = ck.tensor(part).byteLength;
@@ -65,11 +78,17 @@ async function checksum(ck: Checkpoint, t: LogicalTensor, buffer: Uint8Array): P
   return hash.digest("hex");
 }
 
-/** sha256 of the stored bytes of each pair's two weights, one weight after another through one buffer. */
-async function checksums(x: Checkpoint, y: Checkpoint, pairs: readonly Pair[]): Promise<[string, string][]> {
+/**
+ * sha256 of the stored bytes of each pair's two weights, one weight after another through one
+ * buffer: pair k's at 2k and 2k + 1, the one string twice where they are the same.
+ */
+async function checksums(x: Checkpoint, y: Checkpoint, pairs: readonly Pair[]): Promise<string[]> {
   const buffer = new Uint8Array(CHUNK_BYTES);
-  const sums: [string, string][] = [];
-  for (const { a, b } of pairs) sums.push([await checksum(x, a, buffer), await checksum(y, b, buffer)]);
+  const sums: string[] = [];
+  for (const { a, b } of pairs) {
+    const [sumA, sumB] = [await checksum(x, a, buffer), await checksum(y, b, buffer)];
+    sums.push(sumA, sumA === sumB ? sumA : sumB);
+  }
   return sums;
 }
 
@@ -187,12 +206,7 @@ export async function verifyCheckpoints(
   pathB: string,
   options: VerifyOptions = {},
 ): Promise<VerifyReport> {
-  const { report, sums = [] } = await compare(pathA, pathB, options, checksums);
-  const weights = report.weights.map((w, k) => {
-    const [sha256A, sha256B] = sums[k] as [string, string];
-    return { ...w, sha256A, sha256B, bytesIdentical: sha256A === sha256B };
-  });
-  return { ...report, weights };
+  return compare(pathA, pathB, options, checksums) as Promise<VerifyReport>;
 }
 
 /** verifyCheckpoints without the checksums: only whether the decoded values are the same. */
@@ -201,21 +215,21 @@ export async function compareCheckpointValues(
   pathB: string,
   options: VerifyOptions = {},
 ): Promise<ComparisonReport<ValueComparison>> {
-  return (await compare(pathA, pathB, options)).report;
+  return compare(pathA, pathB, options);
 }
 
 type Pair = { a: LogicalTensor; b: LogicalTensor };
 
 /**
- * The comparison both of those make; with `hash`, each weight's checksums too (in the report's
- * order), computed while the values are compared.
+ * The comparison both of those make; with `hash`, each weight's checksums too (as `checksums`
+ * gives them), computed while the values are compared: then each weight is a WeightComparison.
  */
 async function compare(
   pathA: string,
   pathB: string,
   options: VerifyOptions,
-  hash?: (x: Checkpoint, y: Checkpoint, pairs: readonly Pair[]) => Promise<[string, string][]>,
-): Promise<{ report: ComparisonReport<ValueComparison>; sums?: [string, string][] }> {
+  hash?: (x: Checkpoint, y: Checkpoint, pairs: readonly Pair[]) => Promise<string[]>,
+): Promise<ComparisonReport<ValueComparison | WeightComparison>> {
   const workerCount = options.workers ?? defaultWorkers();
   const x = await openCheckpoint(pathA);
   try {
@@ -264,26 +278,14 @@ async function compare(
           parts.push(values[k] as RowsComparison);
           byWeight.set(job.a.name, parts);
         }
-        const weights = pairs.map(({ a, b }): ValueComparison => {
-          const base = { name: a.name, formatA: format(a), formatB: format(b) };
-          if (!sameShape({ a, b }))
-            return { ...base, valuesIdentical: false, mismatches: Number.NaN, maxAbsDifference: Number.NaN };
-          const parts = byWeight.get(a.name) ?? [];
-          const mismatches = parts.reduce((n, p) => n + p.mismatches, 0);
-          const firstMismatch = parts.find((p) => p.firstMismatch !== undefined)?.firstMismatch;
-          return {
-            ...base,
-            valuesIdentical: mismatches === 0,
-            mismatches,
-            ...(firstMismatch === undefined ? {} : { firstMismatch }),
-            maxAbsDifference: Math.max(0, ...parts.map((p) => p.maxAbsDifference)),
-          };
-        });
+        const weights = pairs.map(({ a, b }, k) =>
+          comparison(a, b, sameShape({ a, b }) ? (byWeight.get(a.name) ?? []) : undefined, sums, k),
+        );
         const namesA = new Set(la.map((t) => t.name));
         const onlyInA = la.filter((t) => !byName.has(t.name)).map((t) => t.name);
         const onlyInB = lb.filter((t) => !namesA.has(t.name)).map((t) => t.name);
         const ok = onlyInA.length === 0 && onlyInB.length === 0 && weights.every((w) => w.valuesIdentical);
-        return { report: { a: pathA, b: pathB, ok, weights, onlyInA, onlyInB }, ...(sums ? { sums } : {}) };
+        return { a: pathA, b: pathB, ok, weights, onlyInA, onlyInB };
       } finally {
         await pool?.close();
       }
@@ -293,6 +295,34 @@ async function compare(
   } finally {
     await x.close();
   }
+}
+
+/**
+ * One weight's comparison from its row ranges' (undefined where the shapes differ), and its
+ * checksums when there are: one object of one shape, built once, as there may be hundreds of
+ * thousands (a member left undefined is one JSON leaves out).
+ */
+function comparison(
+  a: LogicalTensor,
+  b: LogicalTensor,
+  parts: readonly RowsComparison[] | undefined,
+  sums: readonly string[] | undefined,
+  k: number,
+): ValueComparison | WeightComparison {
+  const mismatches = parts?.reduce((n, p) => n + p.mismatches, 0) ?? Number.NaN;
+  const [sha256A, sha256B] = [sums?.[2 * k], sums?.[2 * k + 1]];
+  return {
+    name: a.name,
+    formatA: format(a),
+    formatB: format(b),
+    valuesIdentical: mismatches === 0,
+    mismatches,
+    firstMismatch: parts?.find((p) => p.firstMismatch !== undefined)?.firstMismatch,
+    maxAbsDifference: parts === undefined ? Number.NaN : Math.max(0, ...parts.map((p) => p.maxAbsDifference)),
+    sha256A,
+    sha256B,
+    bytesIdentical: sums === undefined ? undefined : sha256A === sha256B,
+  } as ValueComparison | WeightComparison;
 }
 
 /** Runs `run` on every item, at most `window` at once, started in order; results in item order. */

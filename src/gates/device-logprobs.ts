@@ -2,7 +2,7 @@ import type { DeviceLogprobsGate } from "../catalog/index.js";
 import { type Endpoint, type ProbedEndpoint, scoreTokens } from "../client/index.js";
 import { BringupError } from "../common/errors.js";
 import type { Gate, GateOutcome } from "./gate.js";
-import { requireCorpus, requireEndpoint } from "./require.js";
+import { optionalReference, requireCorpus, requireEndpoint } from "./require.js";
 
 type Spec = typeof DeviceLogprobsGate._output;
 
@@ -32,16 +32,17 @@ interface Greedy {
 export const deviceLogprobsGate: Gate<Spec> = {
   kind: "device-logprobs",
   needsEndpoint: true,
+  missingInput(_spec, given) {
+    if (given.reference) return undefined;
+    return new BringupError(
+      "GATE_NEEDS_REFERENCE",
+      "the device-logprobs gate compares the device endpoint with the reference engine serving the same checkpoint: pass --reference URL.",
+    );
+  },
   async run(spec, context) {
     const device = requireEndpoint(context);
-    const reference = context.reference;
-    if (context.referenceError) throw context.referenceError;
-    if (reference === undefined) {
-      throw new BringupError(
-        "GATE_NEEDS_REFERENCE",
-        "the device-logprobs gate compares the device endpoint with the reference engine serving the same checkpoint: pass --reference URL.",
-      );
-    }
+    // Present: runGate checked missingInput before calling run.
+    const reference = optionalReference(context) as ProbedEndpoint;
     const corpus = requireCorpus(context);
     const windowTokens = context.windowTokens ?? DEVICE_WINDOW_TOKENS;
     const windows = await sameWindows(

@@ -73,10 +73,23 @@ export interface NeedleRow {
   readonly retrieved: readonly boolean[];
 }
 
+/** Which of a gate's baselines the caller supplies, known before any request is sent. */
+export interface GateInputs {
+  readonly reference: boolean;
+  readonly referenceValue: boolean;
+  readonly fullAttentionCapacity: boolean;
+  readonly goldenFile: boolean;
+}
+
 /** One gate kind behind one interface. `run` throws BringupError when it cannot run. */
 export interface Gate<S extends GateSpec = GateSpec> {
   readonly kind: S["kind"];
   /** True when the gate measures a server (every kind but the checkpoint comparison). */
   readonly needsEndpoint: boolean;
+  /**
+   * The baseline the gate cannot run without and the caller did not supply, as the error naming
+   * the option to pass; checked by a command before any work and by `run` itself.
+   */
+  missingInput?(spec: S, given: GateInputs): BringupError | undefined;
   run(spec: S, context: GateContext): Promise<GateOutcome>;
 }

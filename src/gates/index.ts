@@ -10,12 +10,21 @@
 export { bitIdenticalDecodeGate } from "./bit-identical-decode.js";
 export { DECODE_TOKENS, type Decode, decodeRequests, type SamplingMode } from "./decodes.js";
 export { DEVICE_WINDOW_TOKENS, DEVICE_WINDOWS, deviceLogprobsGate, greedyClose } from "./device-logprobs.js";
-export type { Gate, GateArm, GateContext, GateKind, GateOutcome, GateStatus, NeedleRow } from "./gate.js";
+export type {
+  Gate,
+  GateArm,
+  GateContext,
+  GateInputs,
+  GateKind,
+  GateOutcome,
+  GateStatus,
+  NeedleRow,
+} from "./gate.js";
 export { type GoldenFile, readGoldenDecodes, writeGoldenDecodes } from "./golden.js";
 export { kvCapacityGate } from "./kv-capacity.js";
 export { needle, needleDepths, needlesGate } from "./needles.js";
 export { perplexityGate } from "./perplexity.js";
 export { appendGateRecords, gateRecord } from "./record.js";
-export { allPassed, gatesNeedingEndpoint, runGate, runGates } from "./run.js";
+export { allPassed, gatesNeedingEndpoint, missingGateInputs, runGate, runGates } from "./run.js";
 export { type GateSessionOptions, runGateSession } from "./session.js";
 export { weightsBitIdentityGate } from "./weights-bit-identity.js";

@@ -16,19 +16,20 @@ type Spec = typeof KvCapacityGate._output;
 export const kvCapacityGate: Gate<Spec> = {
   kind: "kv-capacity",
   needsEndpoint: true,
+  missingInput(_spec, given) {
+    if (given.reference || given.fullAttentionCapacity) return undefined;
+    return new BringupError(
+      "GATE_NEEDS_REFERENCE",
+      "the KV capacity gate compares with a full-attention layout: pass --reference URL (a full-attention build) or --full-attention-capacity TOKENS.",
+    );
+  },
   async run(spec, context) {
     const target = requireEndpoint(context);
     const reference = optionalReference(context);
     const capacity = capacityOf(target);
     let full: number;
     if (reference !== undefined) full = capacityOf(reference);
-    else if (context.fullAttentionCapacity !== undefined) full = context.fullAttentionCapacity;
-    else {
-      throw new BringupError(
-        "GATE_NEEDS_REFERENCE",
-        "the KV capacity gate compares with a full-attention layout: pass --reference URL (a full-attention build) or --full-attention-capacity TOKENS.",
-      );
-    }
+    else full = context.fullAttentionCapacity as number;
     const ratio = capacity / full;
     const off = (expected: number) => Math.abs(ratio - expected) / expected;
     const theory = context.theoreticalRatio;

@@ -14,17 +14,18 @@ type Spec = typeof PerplexityGate._output;
 export const perplexityGate: Gate<Spec> = {
   kind: "perplexity",
   needsEndpoint: true,
+  missingInput(_spec, given) {
+    if (given.reference || given.referenceValue) return undefined;
+    return new BringupError(
+      "GATE_NEEDS_REFERENCE",
+      "the perplexity gate compares against a reference: pass --reference URL or --reference-value PPL.",
+    );
+  },
   async run(spec, context) {
     const target = requireEndpoint(context);
     const referenceEndpoint = optionalReference(context);
     const corpus = requireCorpus(context);
     target.requireScoring();
-    if (referenceEndpoint === undefined && context.referenceValue === undefined) {
-      throw new BringupError(
-        "GATE_NEEDS_REFERENCE",
-        "the perplexity gate compares against a reference: pass --reference URL or --reference-value PPL.",
-      );
-    }
     const windowTokens = context.windowTokens ?? 512;
     const count = context.windows ?? 4;
     const windows = await cutWindows(target, corpus, windowTokens, count);

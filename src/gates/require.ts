@@ -1,6 +1,6 @@
 import type { ProbedEndpoint } from "../client/index.js";
 import { BringupError } from "../common/errors.js";
-import type { GateContext } from "./gate.js";
+import type { GateContext, GateInputs } from "./gate.js";
 
 export function requireEndpoint(context: GateContext): ProbedEndpoint {
   if (context.endpoint) return context.endpoint;
@@ -20,4 +20,14 @@ export function requireCorpus(context: GateContext): string {
 export function optionalReference(context: GateContext): ProbedEndpoint | undefined {
   if (context.referenceError) throw context.referenceError;
   return context.reference;
+}
+
+/** The inputs a context supplies (a reference that failed its probe counts as supplied). */
+export function inputsOf(context: GateContext): GateInputs {
+  return {
+    reference: context.reference !== undefined || context.referenceError !== undefined,
+    referenceValue: context.referenceValue !== undefined,
+    fullAttentionCapacity: context.fullAttentionCapacity !== undefined,
+    goldenFile: context.goldenFile !== undefined,
+  };
 }

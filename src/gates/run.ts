@@ -1,11 +1,12 @@
 import type { Gate as GateSpec } from "../catalog/index.js";
-import { isBringupError } from "../common/errors.js";
+import { type BringupError, isBringupError } from "../common/errors.js";
 import { bitIdenticalDecodeGate } from "./bit-identical-decode.js";
 import { deviceLogprobsGate } from "./device-logprobs.js";
-import type { Gate, GateContext, GateKind, GateOutcome } from "./gate.js";
+import type { Gate, GateContext, GateInputs, GateKind, GateOutcome } from "./gate.js";
 import { kvCapacityGate } from "./kv-capacity.js";
 import { needlesGate } from "./needles.js";
 import { perplexityGate } from "./perplexity.js";
+import { inputsOf } from "./require.js";
 import { weightsBitIdentityGate } from "./weights-bit-identity.js";
 
 const GATES: { [K in GateKind]: Gate<Extract<GateSpec, { kind: K }>> } = {
@@ -22,10 +23,20 @@ export function gatesNeedingEndpoint(specs: readonly GateSpec[]): GateSpec[] {
   return specs.filter((spec) => GATES[spec.kind].needsEndpoint);
 }
 
+/**
+ * The baselines (reference endpoint or value, golden file) that `specs` need and `given` lacks, one
+ * error per gate, so a command can stop before any work.
+ */
+export function missingGateInputs(specs: readonly GateSpec[], given: GateInputs): BringupError[] {
+  return specs.flatMap((spec) => (GATES[spec.kind] as Gate<GateSpec>).missingInput?.(spec, given) ?? []);
+}
+
 /** Runs one gate; a BringupError (a missing piece, a misbehaving endpoint) makes it not-run, never passed. */
 export async function runGate(spec: GateSpec, context: GateContext): Promise<GateOutcome> {
   const gate = GATES[spec.kind] as Gate<GateSpec>;
   try {
+    const missing = gate.missingInput?.(spec, inputsOf(context));
+    if (missing) throw missing;
     return await gate.run(spec, context);
   } catch (error) {
     if (!isBringupError(error)) throw error;

@@ -14,6 +14,7 @@ export {
   verdictWords,
 } from "./interval.js";
 export { figureNumbers, recordNumbers } from "./numbers.js";
+export { type PooledRatio, pooledRatio, type RunRatio } from "./pooled.js";
 export { formatProblem, type IssueContext, issueProblems, type Path, type Problem } from "./problems.js";
 export { type PublishOptions, type PublishPlan, publishRecords } from "./publish.js";
 export {
@@ -31,6 +32,7 @@ export {
   UNITS,
   Unit,
 } from "./record.js";
+export { RUN_TARGET_LABELS, type RunTarget, runTarget } from "./run-target.js";
 export {
   appendRecord,
   inspectRecords,
@@ -41,3 +43,4 @@ export {
   readRecords,
   type StoreContents,
 } from "./store.js";
+export { studentT975, Z975 } from "./student-t.js";

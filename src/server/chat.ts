@@ -109,6 +109,11 @@ export async function chatCompletions(
   const room = Math.min(engine.limits.maxModelLen, engine.limits.kvTokenCapacity) - promptIds.length;
   const maxTokens = body.max_completion_tokens ?? body.max_tokens ?? Math.max(0, room);
   const topLogprobs = body.logprobs ? (body.top_logprobs ?? 0) : undefined;
+  // vLLM's echo asks for prompt logprobs too, with top_logprobs (default 0) alternatives
+  // (vllm/entrypoints/openai/protocol.py, ChatCompletionRequest.to_sampling_params); a stream
+  // sends them only when asked by name.
+  const promptLogprobs =
+    body.prompt_logprobs ?? (body.echo && !stream ? (body.top_logprobs ?? 0) : undefined);
   const abort = new AbortController();
   const choices = await startChoices(
     ctx,
@@ -117,7 +122,7 @@ export async function chatCompletions(
       maxTokens,
       sampling: samplingOf(body, ctx.engine),
       ...(topLogprobs !== undefined ? { logprobs: topLogprobs } : {}),
-      ...(body.prompt_logprobs != null ? { promptLogprobs: body.prompt_logprobs } : {}),
+      ...(promptLogprobs != null ? { promptLogprobs } : {}),
       stop: stopStringsOf(body.stop),
       ...(body.include_stop_str_in_output ? { includeStopString: true } : {}),
       ...(body.stop_token_ids ? { stopTokenIds: body.stop_token_ids } : {}),
@@ -136,7 +141,7 @@ export async function chatCompletions(
   const logprobsOf = (tokens: readonly GeneratedToken[]) =>
     topLogprobs === undefined ? null : { content: chatLogprobs(names, tokens, topLogprobs) };
   const promptLogprobsOf = (p: PromptLogprobs | undefined) =>
-    body.prompt_logprobs != null && p ? vllmPromptLogprobs(tokenizer, p, body.prompt_logprobs) : null;
+    promptLogprobs != null && p ? vllmPromptLogprobs(tokenizer, p, promptLogprobs) : null;
   const finished = () => {
     record.completionTokens = usage().completion_tokens;
     record.finishReasons = choices.map((ch) => ch.generation.finishReason ?? "abort");

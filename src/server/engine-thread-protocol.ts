@@ -59,5 +59,10 @@ export type FromEngine =
   | { readonly type: "end"; readonly id: number }
   | { readonly type: "scheduled"; readonly id: number; readonly queueSeconds: number }
   | { readonly type: "failed"; readonly id: number; readonly error: ThreadError }
-  | { readonly type: "stats"; readonly stats: EngineStats }
+  | {
+      readonly type: "stats";
+      readonly stats: EngineStats;
+      /** The tokens of each step (Engine.onStep) since the last stats message, in order. */
+      readonly steps: readonly number[];
+    }
   | { readonly type: "closed" };

@@ -72,6 +72,13 @@ async function main(): Promise<void> {
   }
   /** Each sequence's stream, by id, to leave when the HTTP thread aborts it. */
   const streams = new Map<number, AsyncIterableIterator<StepOutput>>();
+  // Each step's tokens wait for the next stats message: a step with outputs always queues one.
+  let steps: number[] = [];
+  engine.onStep((tokens) => steps.push(tokens));
+  const postStats = () => {
+    post({ type: "stats", stats: engine.stats(), steps });
+    steps = [];
+  };
   // One stats message per burst of outputs, sent before the engine's next step starts.
   let statsQueued = false;
   const queueStats = () => {
@@ -79,7 +86,7 @@ async function main(): Promise<void> {
     statsQueued = true;
     queueMicrotask(() => {
       statsQueued = false;
-      post({ type: "stats", stats: engine.stats() });
+      postStats();
     });
   };
   const relay = async (id: number, outputs: AsyncIterableIterator<StepOutput>) => {
@@ -123,7 +130,7 @@ async function main(): Promise<void> {
     });
     post({ type: "accepted", id });
     // Now, not after a microtask: the engine's next step (maybe a long prefill) runs first otherwise.
-    post({ type: "stats", stats: engine.stats() });
+    postStats();
     outputs.forEach((o, i) => void relay(ids[i] as number, o));
   };
   port.on("message", (message: ToEngine) => {

@@ -52,6 +52,7 @@ export class EngineThread implements ServedEngine {
   private nextId = 0;
   private closed = false;
   private latest: EngineStats;
+  private readonly stepListeners: ((tokens: number) => void)[] = [];
   private readonly exited: Promise<void>;
 
   private constructor(
@@ -157,6 +158,10 @@ export class EngineThread implements ServedEngine {
     return this.latest;
   }
 
+  onStep(listener: (tokens: number) => void): void {
+    this.stepListeners.push(listener);
+  }
+
   async close(): Promise<void> {
     if (!this.closed) {
       this.closed = true;
@@ -172,6 +177,7 @@ export class EngineThread implements ServedEngine {
   private receive(m: FromEngine): void {
     if (m.type === "stats") {
       this.latest = m.stats;
+      for (const tokens of m.steps) for (const listener of this.stepListeners) listener(tokens);
       return;
     }
     if (!("id" in m)) return;

@@ -27,6 +27,7 @@ export const METRIC_NAMES = {
   timePerOutputToken: "vllm:request_time_per_output_token_seconds",
   paramsN: "vllm:request_params_n",
   paramsMaxTokens: "vllm:request_params_max_tokens",
+  iterationTokens: "vllm:iteration_tokens_total",
   kvBlocksUsed: "bringup:kv_cache_blocks_used",
   kvBlocksTotal: "bringup:kv_cache_blocks_total",
   kvTokenCapacity: "bringup:kv_cache_token_capacity",
@@ -44,6 +45,9 @@ const TOKEN_COUNT_BUCKETS = [
 const TOKEN_GAP_BUCKETS = [
   0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5,
 ];
+
+/** vLLM's tokens-per-step buckets (vllm/v1/metrics/loggers.py, histogram_iteration_tokens). */
+const ITERATION_TOKEN_BUCKETS = [1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384];
 
 /** vLLM's labels on every series: the served model's name and the engine's index. */
 const LABELS = ["model_name", "engine"] as const;
@@ -78,6 +82,7 @@ export class ServerMetrics {
   private readonly timePerOutputToken: Histogram<Label>;
   private readonly paramsN: Histogram<Label>;
   private readonly paramsMaxTokens: Histogram<Label>;
+  private readonly iterationTokens: Histogram<Label>;
   private readonly finished: Counter<Label | "finished_reason">;
   private readonly generationTokensTotal: Counter<Label>;
 
@@ -221,6 +226,11 @@ export class ServerMetrics {
       "The max_tokens of each request.",
       TOKEN_COUNT_BUCKETS,
     );
+    this.iterationTokens = histogram(
+      METRIC_NAMES.iterationTokens,
+      "Tokens of each engine step: those generated, plus the prompt of each sequence given its first token.",
+      ITERATION_TOKEN_BUCKETS,
+    );
     // process_cpu_seconds_total, process_resident_memory_bytes, nodejs_eventloop_lag_seconds, …
     collectDefaultMetrics({ register: this.registry });
   }
@@ -239,6 +249,11 @@ export class ServerMetrics {
 
   nextToken(seconds: number): void {
     this.interToken.observe(this.labels, seconds);
+  }
+
+  /** One engine step's tokens (Engine.onStep). */
+  iteration(tokens: number): void {
+    this.iterationTokens.observe(this.labels, tokens);
   }
 
   /** A request admitted to the engine: its sequences (n, or best_of) and its max_tokens. */

@@ -38,6 +38,11 @@ export interface ServedEngine {
   ): Promise<AsyncIterableIterator<StepOutput>[]>;
   /** The latest figures (as of the last step boundary when the engine runs on its own thread). */
   stats(): EngineStats;
+  /**
+   * Tells `listener` each step's tokens (Engine.onStep), in order; from the engine's own thread
+   * they arrive with its stats, after the step.
+   */
+  onStep(listener: (tokens: number) => void): void;
   /** Aborts every request and stops the engine. */
   close(): Promise<void>;
 }
@@ -91,6 +96,10 @@ export class InThreadEngine implements ServedEngine {
 
   stats(): EngineStats {
     return this.engine.stats();
+  }
+
+  onStep(listener: (tokens: number) => void): void {
+    this.engine.onStep(listener);
   }
 
   close(): Promise<void> {

@@ -132,6 +132,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   });
   const modelName = options.servedModelName ?? engine.modelName;
   const metrics = new ServerMetrics(modelName, () => engine.stats());
+  engine.onStep((tokens) => metrics.iteration(tokens));
   const shutdown = new AbortController();
   const log = new RequestLog(options.log, options.requestLines ?? true);
   const templates = options.trustRequestChatTemplate

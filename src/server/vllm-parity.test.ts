@@ -154,6 +154,31 @@ describe("item 7: smaller differences", () => {
       expect(Object.keys(position ?? {})).toContain(String(ids[i + 1]));
   });
 
+  it("chat echo fills prompt_logprobs with top_logprobs alternatives (vllm/entrypoints/openai/protocol.py, ChatCompletionRequest.to_sampling_params)", async () => {
+    const messages = [{ role: "user", content: "Orla" }];
+    const ids = (await post("/tokenize", { messages })).json.tokens as number[];
+    for (const [extra, alternatives] of [
+      [{}, 0],
+      [{ logprobs: true, top_logprobs: 3 }, 3],
+    ] as const) {
+      const { json } = await post("/v1/chat/completions", { messages, max_tokens: 1, echo: true, ...extra });
+      const positions = json.prompt_logprobs as (Record<string, { rank: number }> | null)[];
+      expect(positions).toHaveLength(ids.length);
+      expect(positions[0]).toBeNull();
+      for (const [i, position] of positions.slice(1).entries()) {
+        const own = String(ids[i + 1]);
+        expect(Object.keys(position ?? {})).toContain(own);
+        // The prompt's own token, plus the likeliest others unless it is one of them.
+        const size = Object.keys(position ?? {}).length;
+        expect(size).toBe(
+          (position?.[own]?.rank ?? 0) <= alternatives ? Math.max(alternatives, 1) : alternatives + 1,
+        );
+      }
+    }
+    const plain = await post("/v1/chat/completions", { messages, max_tokens: 1 });
+    expect(plain.json.prompt_logprobs).toBeNull();
+  });
+
   it("chat top_logprobs list the sampled token first, then the likeliest others (vllm/entrypoints/openai/serving_chat.py, _get_top_logprobs)", async () => {
     const { json } = await post("/v1/chat/completions", {
       messages: [{ role: "user", content: "Orla" }],
@@ -202,6 +227,42 @@ describe("item 7: smaller differences", () => {
     const usage = answers.reduce((sum, a) => sum + (a.json.usage.completion_tokens as number), 0);
     const after = await read();
     expect(after("vllm:generation_tokens_total") - before("vllm:generation_tokens_total")).toBe(usage);
+  });
+
+  it("exports iteration_tokens_total from the engine thread's steps (vllm/v1/metrics/loggers.py)", async () => {
+    const read = async () => {
+      const text = await (await fetch(`${threaded.url}/metrics`)).text();
+      const value = (series: string) =>
+        Number(
+          new RegExp(
+            `^vllm:iteration_tokens_total_${series}\\{model_name="tiny",engine="0"\\} (\\S+)$`,
+            "m",
+          ).exec(text)?.[1] ?? 0,
+        );
+      return { text, count: value("count"), sum: value("sum") };
+    };
+    // The steps' tokens travel with the engine thread's stats, after the answers they belong to:
+    // read once two reads 50 ms apart agree (earlier tests' last steps may still be on the way).
+    const settled = async () => {
+      let last = await read();
+      for (let i = 0; i < 40; i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        const now = await read();
+        if (now.count === last.count) return now;
+        last = now;
+      }
+      return last;
+    };
+    const before = await settled();
+    const { json } = await post("/v1/completions", { ...greedy, max_tokens: 3 }, threaded);
+    const after = await settled();
+    // One step gives the first token (the whole prompt and that token), then one token a step.
+    expect(after.count - before.count).toBe(3);
+    expect(after.sum - before.sum).toBe(json.usage.prompt_tokens + json.usage.completion_tokens);
+    for (const le of [1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, "+Inf"])
+      expect(after.text).toContain(
+        `vllm:iteration_tokens_total_bucket{le="${le}",model_name="tiny",engine="0"}`,
+      );
   });
 
   it("exports vLLM's engine label and its request timing and parameter metrics (vllm/v1/metrics/loggers.py)", async () => {

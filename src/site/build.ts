@@ -10,6 +10,8 @@ import { BringupError } from "../common/errors.js";
 import { portCharts, type SiteChart } from "./charts.js";
 import { inventoryCatalog } from "./inventory.js";
 import { renderSite, type SiteSource } from "./site.js";
+import { sweepCharts } from "./sweep-chart.js";
+import { THEME, THEME_CSS } from "./theme.js";
 
 /** Marks a directory as one `buildSite` wrote, so a rebuild may replace it and nothing else. */
 export const SITE_MARKER = ".bringup-site";
@@ -66,55 +68,9 @@ async function writeSource(source: SiteSource, dir: string): Promise<void> {
   );
   await mkdir(join(dir, ".vitepress", "theme"), { recursive: true });
   await writeFile(join(dir, ".vitepress", "theme", "index.mjs"), THEME);
-  await writeFile(join(dir, ".vitepress", "theme", "wide.css"), WIDE_CSS);
+  await writeFile(join(dir, ".vitepress", "theme", "site.css"), THEME_CSS);
   await symlink(nodeModulesDir(), join(dir, "node_modules"), "junction");
 }
-
-/**
- * VitePress's default theme with one stylesheet added, and a figure's link made to show its
- * record: a record row sits in a collapsed section, so on load, on a hash change and after a click
- * on an in-page link the sections around the element the hash names are opened and it is scrolled
- * into view.
- */
-const THEME = `import DefaultTheme from "vitepress/theme";
-import "./wide.css";
-
-function revealHash() {
-  const id = decodeURIComponent(window.location.hash.slice(1));
-  const target = id === "" ? null : document.getElementById(id);
-  if (target === null) return;
-  for (let at = target.parentElement; at !== null; at = at.parentElement) {
-    if (at.tagName === "DETAILS") at.open = true;
-  }
-  target.scrollIntoView({ block: "center" });
-}
-
-export default {
-  extends: DefaultTheme,
-  enhanceApp({ router }) {
-    if (typeof window === "undefined") return;
-    const later = () => setTimeout(revealHash, 50);
-    window.addEventListener("hashchange", later);
-    window.addEventListener("load", later);
-    document.addEventListener("click", (event) => {
-      if (event.target instanceof Element && event.target.closest('a[href*="#"]')) later();
-    });
-    router.onAfterRouteChange = later;
-  },
-};
-`;
-
-/**
- * The port and record tables are wide: on a large screen the page body takes the width beside the
- * sidebar instead of the default theme's reading column, and charts never exceed their column.
- */
-const WIDE_CSS = `@media (min-width: 1280px) {
-  .VPDoc .container { max-width: 1440px !important; }
-  .VPDoc .content { max-width: none !important; }
-  .VPDoc .content-container { max-width: none !important; }
-}
-.vp-doc img { max-width: 100%; height: auto; }
-`;
 
 /** Run from TypeScript sources (tests, tsx), the build process needs tsx's loader too (a dev dependency). */
 const FROM_SOURCE = import.meta.url.endsWith(".ts");
@@ -202,7 +158,10 @@ export async function buildSite(
   const mode = await checkOutDir(target);
   const charts = new Map<string, SiteChart[]>();
   for (const port of catalog.ports) {
-    charts.set(port.id, await portCharts(port.records, referenceSeries(port.manifest).benchmarks));
+    charts.set(port.id, [
+      ...(await portCharts(port.records, referenceSeries(port.manifest).benchmarks, port.localRecords)),
+      ...(await sweepCharts(port.records)),
+    ]);
   }
   const source = renderSite(catalog, await inventoryCatalog(catalog), charts);
   const fill = async (dir: string) => {

@@ -1,6 +1,7 @@
 import { type VegaSpec, vegaSvg } from "../bench/index.js";
 import { latestInSeries } from "../catalog/index.js";
-import type { BenchRecord } from "../records/index.js";
+import { type BenchRecord, pooledRatio, runTarget } from "../records/index.js";
+import { abRatio, isMeasuredAb, seriesRuns } from "./series.js";
 
 /** A chart the site shows, drawn from records only: its file name under charts/ and what it shows. */
 export interface SiteChart {
@@ -13,21 +14,41 @@ export interface SiteChart {
   readonly svg: string;
 }
 
-const COLORS = ["#4c78a8", "#f58518"];
-const axisTitle = { titleFontWeight: "normal", titleFontSize: 11 };
+export const COLORS = ["#4c78a8", "#f58518"];
+export const axisTitle = { titleFontWeight: "normal" };
+
+/**
+ * Sizes for charts that a phone shrinks: a chart is drawn at most about 460 px wide (plot, axis
+ * labels and padding) and shown at the column's width, about 340 px at 390 px, so 14 px text
+ * reads at 10 px there or more.
+ */
+export const CHART_WIDTH = 300;
+export const READABLE = {
+  axis: { labelFontSize: 14, titleFontSize: 14 },
+  legend: { labelFontSize: 14, titleFontSize: 14 },
+  title: { fontSize: 14 },
+};
+
+/** A record or series id as title lines that fit the plot's width: the port, then the slug. */
+function titleLines(id: string): string[] {
+  const slash = id.indexOf("/");
+  return [id.slice(0, slash + 1), id.slice(slash + 1)];
+}
 
 /**
  * The marks of ratios with their intervals on a log x scale: a dashed rule at 1 (no difference),
- * each interval (fields low, high) as a line and each ratio (field ratio) as a dot.
+ * each interval (fields low, high) as a line and each ratio (field ratio) as a symbol, drawn in
+ * `color` and `shape` (values or encodings of the data's fields).
  */
 function intervalMarks(options: {
   data: string;
   x: string;
   y: Record<string, unknown>;
   height: Record<string, unknown>;
-  color: string;
+  color: Record<string, unknown>;
+  shape?: Record<string, unknown>;
 }): VegaSpec[] {
-  const { data, x, y, height, color } = options;
+  const { data, x, y, height, color, shape } = options;
   return [
     {
       type: "rule",
@@ -49,7 +70,7 @@ function intervalMarks(options: {
           x: { scale: x, field: "low" },
           x2: { scale: x, field: "high" },
           y,
-          stroke: { value: color },
+          stroke: color,
           strokeWidth: { value: 2 },
         },
       },
@@ -57,20 +78,17 @@ function intervalMarks(options: {
     {
       type: "symbol",
       from: { data },
-      encode: { enter: { x: { scale: x, field: "ratio" }, y, fill: { value: color }, size: { value: 55 } } },
+      encode: {
+        enter: {
+          x: { scale: x, field: "ratio" },
+          y,
+          fill: color,
+          size: { value: 70 },
+          ...(shape ? { shape } : {}),
+        },
+      },
     },
   ];
-}
-
-/** A measured comparison: two arms with samples and a ratio with its interval. */
-function isMeasuredAb(record: BenchRecord): boolean {
-  return (
-    record.source.kind === "measured" &&
-    record.arms.length === 2 &&
-    record.arms.every((arm) => arm.samples.length > 0) &&
-    record.comparison?.figure.shape === "point" &&
-    record.comparison.ci95 !== undefined
-  );
 }
 
 /**
@@ -89,9 +107,10 @@ export async function abRecordChart(record: BenchRecord): Promise<SiteChart> {
   const ratio = comparison.figure.value;
   const span = [low, high, ratio, 1];
   const spec: VegaSpec = {
-    width: 460,
-    height: 250,
-    title: { text: record.id, fontSize: 12, fontWeight: "normal" },
+    width: CHART_WIDTH,
+    height: 265,
+    config: READABLE,
+    title: { text: titleLines(record.id), fontWeight: "normal", limit: CHART_WIDTH },
     data: [
       { name: "trials", values: trials },
       { name: "ratio", values: [{ ratio, low, high }] },
@@ -105,7 +124,14 @@ export async function abRecordChart(record: BenchRecord): Promise<SiteChart> {
       },
     ],
     legends: [
-      { fill: "color", title: "arm", orient: "top", direction: "horizontal", labelLimit: 320, ...axisTitle },
+      {
+        fill: "color",
+        title: "arm",
+        orient: "top",
+        direction: "vertical",
+        labelLimit: CHART_WIDTH,
+        ...axisTitle,
+      },
     ],
     marks: [
       {
@@ -150,7 +176,7 @@ export async function abRecordChart(record: BenchRecord): Promise<SiteChart> {
       },
       {
         type: "group",
-        encode: { enter: { y: { value: 200 }, width: { signal: "width" }, height: { value: 30 } } },
+        encode: { enter: { y: { value: 215 }, width: { signal: "width" }, height: { value: 30 } } },
         scales: [
           {
             name: "r",
@@ -164,7 +190,7 @@ export async function abRecordChart(record: BenchRecord): Promise<SiteChart> {
           {
             orient: "bottom",
             scale: "r",
-            title: "ratio with its 95% interval (dashed: 1, no difference)",
+            title: "ratio, 95% interval (dashed: 1)",
             ...axisTitle,
           },
         ],
@@ -173,7 +199,7 @@ export async function abRecordChart(record: BenchRecord): Promise<SiteChart> {
           x: "r",
           y: { value: 15 },
           height: { value: 30 },
-          color: "#333",
+          color: { value: "#333" },
         }),
       },
     ],
@@ -187,53 +213,102 @@ export async function abRecordChart(record: BenchRecord): Promise<SiteChart> {
   };
 }
 
-/** Every run of a measured series: each run's ratio with its 95% interval, so the spread between runs shows. */
+/** Where each run ran, as the forest plot draws and names it: a circle for bringup's CPU engine, a square for an endpoint. */
+const WHERE = {
+  "cpu-engine": { shape: "circle", label: "bringup's CPU engine", color: COLORS[0] },
+  endpoint: { shape: "square", label: "vLLM or device endpoint", color: COLORS[1] },
+  pooled: { shape: "diamond", label: "pooled across the runs", color: "#333" },
+} as const;
+const WHERE_KEYS = ["cpu-engine", "endpoint", "pooled"] as const;
+
+/**
+ * Every run of a measured series as a forest plot: each run's ratio with its 95% interval, marked
+ * by where it ran (bringup's CPU engine or a served endpoint) and "unpublished" when it is a local
+ * record, and below them the ratio pooled across the runs with its own interval.
+ */
 export async function seriesChart(
   records: readonly BenchRecord[],
   series: string,
+  local: ReadonlySet<string> = new Set(),
 ): Promise<SiteChart | undefined> {
-  const runs = records.filter(
-    (record) => (record.id === series || record.id.startsWith(`${series}.`)) && isMeasuredAb(record),
-  );
+  const runs = seriesRuns(records, series);
   const latest = latestInSeries(runs, series);
-  if (runs.length < 2 || latest === undefined) return undefined;
-  const values = runs.map((record) => {
-    const comparison = record.comparison as NonNullable<BenchRecord["comparison"]>;
-    const [low, high] = comparison.ci95 as [number, number];
-    return {
-      run: record.id.slice(series.length) || "(first)",
-      ratio: comparison.figure.shape === "point" ? comparison.figure.value : Number.NaN,
-      low,
-      high,
-    };
+  const pooled = pooledRatio(runs.map(abRatio));
+  if (pooled === undefined || latest === undefined) return undefined;
+  const values: { run: string; ratio: number; low: number; high: number; where: string; shape: string }[] =
+    runs.map((record) => {
+      const { ratio, ci95 } = abRatio(record);
+      const name = record.id.slice(series.length + 1) || "1";
+      const where = runTarget(record) === "cpu-engine" ? "cpu-engine" : "endpoint";
+      return {
+        run: local.has(record.id) ? `${name}, local` : name,
+        ratio,
+        low: ci95[0],
+        high: ci95[1],
+        where: WHERE[where].label,
+        shape: WHERE[where].shape,
+      };
+    });
+  values.push({
+    run: "pooled",
+    ratio: pooled.estimate,
+    low: pooled.low,
+    high: pooled.high,
+    where: WHERE.pooled.label,
+    shape: WHERE.pooled.shape,
   });
   const span = values.flatMap((v) => [v.low, v.high, 1]);
   const spec: VegaSpec = {
-    width: 460,
-    height: 24 * values.length + 20,
-    title: { text: `every run of ${series}`, fontSize: 12, fontWeight: "normal" },
+    width: CHART_WIDTH,
+    height: 26 * values.length + 20,
+    config: READABLE,
+    title: { text: ["every run of", ...titleLines(series)], fontWeight: "normal", limit: CHART_WIDTH },
     data: [{ name: "runs", values }],
     scales: [
       { name: "x", type: "log", domain: [Math.min(...span) / 1.1, Math.max(...span) * 1.1], range: "width" },
       { name: "y", type: "band", domain: { data: "runs", field: "run" }, range: "height", padding: 0.3 },
+      {
+        name: "where",
+        type: "ordinal",
+        domain: WHERE_KEYS.map((key) => WHERE[key].label),
+        range: WHERE_KEYS.map((key) => WHERE[key].color),
+      },
+      {
+        name: "shape",
+        type: "ordinal",
+        domain: WHERE_KEYS.map((key) => WHERE[key].label),
+        range: WHERE_KEYS.map((key) => WHERE[key].shape),
+      },
     ],
     axes: [
-      { orient: "bottom", scale: "x", title: "ratio with its 95% interval (dashed: 1)", ...axisTitle },
+      { orient: "bottom", scale: "x", title: "ratio, 95% interval (dashed: 1)", ...axisTitle },
       { orient: "left", scale: "y", title: "run", ...axisTitle },
+    ],
+    legends: [
+      {
+        fill: "where",
+        shape: "shape",
+        orient: "bottom",
+        direction: "vertical",
+        labelLimit: CHART_WIDTH,
+        title: "where it ran",
+        ...axisTitle,
+      },
     ],
     marks: intervalMarks({
       data: "runs",
       x: "x",
       y: { scale: "y", field: "run", band: 0.5 },
       height: { signal: "height" },
-      color: COLORS[0] as string,
+      color: { scale: "where", field: "where" },
+      shape: { field: "shape" },
     }),
   };
   return {
     file: `${series}.runs.svg`,
     record: latest.id,
     method: latest.method,
-    caption: `every published run of ${series}, each ratio with its 95% interval`,
+    caption: `every run of ${series}, each ratio with its 95% interval, marked by where it ran (local: not published), and the ratio pooled across them`,
     svg: await vegaSvg(spec),
   };
 }
@@ -242,11 +317,12 @@ export async function seriesChart(
 export async function portCharts(
   records: readonly BenchRecord[],
   series: readonly string[],
+  local: ReadonlySet<string> = new Set(),
 ): Promise<SiteChart[]> {
   const charts: SiteChart[] = [];
   for (const record of records) if (isMeasuredAb(record)) charts.push(await abRecordChart(record));
   for (const id of series) {
-    const chart = await seriesChart(records, id);
+    const chart = await seriesChart(records, id, local);
     if (chart !== undefined) charts.push(chart);
   }
   return charts;

@@ -15,6 +15,9 @@ export function portLink(fromPage: string, id: string): string {
 /** The page of platform findings: what the ports' device code works around in vllm-gaudi. */
 export const FINDINGS_PAGE = "platform-findings.md";
 
+/** Every record of every port, with filters. */
+export const RECORDS_PAGE = "records.md";
+
 /** A relative Markdown link from one generated page to another. */
 export function pageLink(fromPage: string, toPage: string): string {
   const relativePath = posix.relative(posix.dirname(fromPage), toPage);

@@ -32,6 +32,7 @@ import { renderFigureRefs } from "./readme.js";
 import { renderRecipe } from "./recipe.js";
 import { type IndexedRecord, requireRecord } from "./record-index.js";
 import { localMark, renderReferenceRun } from "./reference-run.js";
+import { isTrial } from "./series.js";
 
 const NONE = "—";
 
@@ -127,11 +128,6 @@ function source(record: BenchRecord): string {
   return `measured with ${record.source.tool}${record.source.command === undefined ? "" : ` (${record.source.command})`}`;
 }
 
-/** A trial of an A/B (`<a/b id>-t<nnn>-<arm>`): charted with its A/B, listed apart from the figures. */
-function isTrial(record: BenchRecord): boolean {
-  return /-t[0-9]{3}-[ab]$/.test(record.id);
-}
-
 /** A table of records, each row the target of the links to its record, inside a collapsed block. */
 function collapsedRecords(port: LoadedPort, title: string, list: readonly BenchRecord[]): string {
   const rows = list.map((record) => [
@@ -162,15 +158,19 @@ function chartImage(chart: SiteChart): string {
 }
 
 /**
- * The charts, each image carrying its record and method: every run of each reference series and
- * the latest run's trials in view, the chart of every other measured A/B collapsed below them.
+ * The charts, each image carrying its record and method: every run of each reference series, the
+ * latest run's trials and each throughput-latency sweep in view, the chart of every other measured
+ * A/B collapsed below them.
  */
 function chartsSection(port: LoadedPort, charts: readonly SiteChart[]): string[] {
   if (charts.length === 0) return [];
   const shown = new Set(
     (port.manifest.reference?.benchmarks ?? []).map((ab) => latestInSeries(port.records, ab.record)?.id),
   );
-  const inView = charts.filter((chart) => chart.file.endsWith(".runs.svg") || shown.has(chart.record));
+  const inView = charts.filter(
+    (chart) =>
+      chart.file.endsWith(".runs.svg") || chart.file.endsWith(".sweep.svg") || shown.has(chart.record),
+  );
   const others = charts.filter((chart) => !inView.includes(chart));
   const parts = ["### Charts", "", ...inView.map((chart) => `${chartImage(chart)}\n`)];
   if (others.length > 0) {

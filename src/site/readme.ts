@@ -3,6 +3,7 @@ import { BringupError } from "../common/errors.js";
 import { figureLink, formatMethod, formatValue } from "./figure.js";
 import { text } from "./markdown.js";
 import { type IndexedRecord, requireRecord } from "./record-index.js";
+import { citedFigure } from "./series.js";
 
 /** `[[fig:<record-id>]]` in a port's README stands for that record's figure. */
 const FIGURE_REF = /\[\[fig:([^\]\n]*)\]\]/g;
@@ -17,8 +18,13 @@ function renderRef(id: string, where: string, records: Map<string, IndexedRecord
       { subject: where },
     );
   }
-  const { record } = requireRecord(records, id, where);
-  return figureLink(text(`${formatValue(record)} (${formatMethod(record)})`), record, page);
+  const found = requireRecord(records, id, where);
+  const figure = citedFigure(
+    found.port.records,
+    found.record,
+    (r) => `${formatValue(r)} (${formatMethod(r)})`,
+  );
+  return figureLink(text(figure), found.record, page);
 }
 
 /** Replaces references in prose text, leaving inline code spans as written. */

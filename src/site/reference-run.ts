@@ -10,6 +10,7 @@ import { GATE_NAMES, gateThreshold } from "./facts.js";
 import { figureLink, formatRecordFigure, formatTokens } from "./figure.js";
 import { code, table, text } from "./markdown.js";
 import { portPage } from "./paths.js";
+import { citedFigure } from "./series.js";
 
 const NOT_YET = "not measured yet";
 
@@ -47,7 +48,11 @@ export function recordCells(port: LoadedPort, id: string): [string, string] {
   const latest = latestInSeries(port.records, id);
   const newer = latest !== undefined && latest !== record ? `; newer run ${code(latest.id)} in Records` : "";
   return [
-    figureLink(text(`${formatRecordFigure(record)}${localMark(port, record)}`), record, portPage(port.id)),
+    figureLink(
+      text(citedFigure(port.records, record, (r) => `${formatRecordFigure(r)}${localMark(port, r)}`)),
+      record,
+      portPage(port.id),
+    ),
     `${code(record.id)}${newer}`,
   ];
 }

@@ -17,7 +17,7 @@ function errorOf(run: () => unknown): { code: string; message: string } {
 }
 
 describe("renderSite", () => {
-  it("makes the index, one page per port in catalog order, and the platform findings", () => {
+  it("makes the index, one page per port in catalog order, the records and the platform findings", () => {
     const catalog: Catalog = {
       root,
       ports: [port(root, manifest("b-port"), "# B\n"), port(root, manifest("a-port"), "prose\n")],
@@ -27,6 +27,7 @@ describe("renderSite", () => {
       "index.md",
       "ports/b-port.md",
       "ports/a-port.md",
+      "records.md",
       "platform-findings.md",
     ]);
     const a = site.pages[2]?.markdown ?? "";

@@ -5,9 +5,10 @@ import { FINDINGS_TITLE, renderFindingsPage } from "./findings-page.js";
 import { renderIndexPage } from "./index-page.js";
 import type { PortFiles } from "./inventory.js";
 import { html } from "./markdown.js";
-import { FINDINGS_PAGE, INDEX_PAGE, portPage } from "./paths.js";
+import { FINDINGS_PAGE, INDEX_PAGE, portPage, RECORDS_PAGE } from "./paths.js";
 import { renderPortPage } from "./port-page.js";
 import { indexRecords } from "./record-index.js";
+import { RECORDS_TITLE, renderRecordsPage } from "./records-page.js";
 
 export interface SitePage {
   /** Path inside the VitePress source directory, e.g. `ports/kimi-k2.7-code.md`. */
@@ -43,6 +44,7 @@ export function renderSite(
   for (const port of catalog.ports) {
     pages.push({ path: portPage(port.id), markdown: renderPortPage(port, records, charts.get(port.id)) });
   }
+  pages.push({ path: RECORDS_PAGE, markdown: renderRecordsPage(catalog) });
   pages.push({ path: FINDINGS_PAGE, markdown: renderFindingsPage(catalog) });
   const sidebar = [
     {
@@ -53,6 +55,7 @@ export function renderSite(
         link: `/${portPage(port.id).replace(/\.md$/, "")}`,
       })),
     },
+    { text: RECORDS_TITLE, link: `/${RECORDS_PAGE.replace(/\.md$/, "")}` },
     { text: FINDINGS_TITLE, link: `/${FINDINGS_PAGE.replace(/\.md$/, "")}` },
   ];
   const config = {

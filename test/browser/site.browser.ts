@@ -3,7 +3,7 @@ import { mkdir, mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { load } from "cheerio";
-import { type Browser, chromium } from "playwright-core";
+import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadCatalog } from "../../src/catalog/index.js";
 import { buildSite, type SiteServer, serveSite } from "../../src/site/index.js";
@@ -34,7 +34,11 @@ beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), "bringup-site-browser-"));
   const out = join(work, "site");
   await buildSite(await loadCatalog(REPO), out);
-  pages = ["/index.html", ...(await readdir(join(out, "ports"))).map((name) => `/ports/${name}`)];
+  pages = [
+    "/index.html",
+    "/records.html",
+    ...(await readdir(join(out, "ports"))).map((name) => `/ports/${name}`),
+  ];
   server = await serveSite(out, { port: 0 });
   origin = new URL(server.url).origin;
   browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_FLAGS });
@@ -55,6 +59,23 @@ async function sitePage(path: string): Promise<ReturnType<typeof load> | undefin
     parsed.set(path, response.ok ? load(await response.text()) : undefined);
   }
   return parsed.get(path);
+}
+
+/** Each chart on the page: its smallest text as drawn, the SVG's font size scaled as the image is. */
+async function phoneChartText(page: Page): Promise<{ src: string; smallest: number }[]> {
+  const images = await page.$$eval('img[src*="/charts/"]', (list) =>
+    list.map((image) => ({
+      src: (image as HTMLImageElement).src,
+      scale: (image as HTMLImageElement).clientWidth / (image as HTMLImageElement).naturalWidth,
+    })),
+  );
+  const sizes: { src: string; smallest: number }[] = [];
+  for (const image of images) {
+    const svg = await (await fetch(image.src)).text();
+    const fonts = [...svg.matchAll(/font-size="([0-9.]+)px"/g)].map((m) => Number(m[1]));
+    sizes.push({ src: image.src, smallest: Math.min(...fonts) * image.scale });
+  }
+  return sizes;
 }
 
 describe("the site in a browser", () => {
@@ -129,9 +150,21 @@ describe("the site in a browser", () => {
         .replace(/\.html$/, "");
       await page.screenshot({ path: join(SCREENSHOTS, `${name}-desktop.png`), fullPage: true });
       await page.setViewportSize(WIDTHS.phone);
-      // At phone width nothing but a table's own scroll area may be wider than the screen.
+      // At phone width nothing is wider than the screen and nothing scrolls sideways: tables stack
+      // their rows as cards of labelled cells.
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
       if (overflow > 1) problems.push(`${path}: page ${overflow}px wider than a phone screen`);
+      const sideways = await page.$$eval(".vp-doc table, .vp-doc td, .vp-doc li", (elements) =>
+        elements
+          .filter((element) => element.scrollWidth > element.clientWidth + 1)
+          .map((element) => `${element.tagName} ${(element.textContent ?? "").slice(0, 40)}`),
+      );
+      for (const element of sideways) problems.push(`${path}: scrolls sideways at phone width: ${element}`);
+      // Chart text, shrunk with its chart to the column, stays at least 9 px.
+      for (const chart of await phoneChartText(page)) {
+        if (chart.smallest < 9)
+          problems.push(`${path}: chart ${chart.src} text ${chart.smallest.toFixed(1)}px`);
+      }
       await page.screenshot({ path: join(SCREENSHOTS, `${name}-phone.png`), fullPage: true });
       await context.close();
     }
@@ -189,6 +222,89 @@ describe("the site in a browser", () => {
         .poll(() => fresh.locator(`[id="${decodeURIComponent(hash.slice(1))}"]`).isVisible())
         .toBe(true);
       await fresh.close();
+      await page.close();
+    }
+  });
+
+  it("cites MiMo's reference A/B by the series' pooled ratio and marks where each run ran", async () => {
+    const page = await browser.newPage({ viewport: WIDTHS.desktop });
+    await page.goto(`${origin}/ports/mimo-v2.6-flash.html`, { waitUntil: "networkidle" });
+    const cell = page.locator('.vp-doc td a[data-record^="mimo-v2.6-flash/reference-decode-ab-o64-b6"]');
+    expect(await cell.first().textContent()).toMatch(/^pooled over \d+ runs: .*ratio [0-9.]+x, 95% CI /);
+    const forest = await page.$eval(
+      'img[src$="reference-decode-ab-o64-b6.runs.svg"]',
+      (image) => (image as HTMLImageElement).src,
+    );
+    const svg = await (await fetch(forest)).text();
+    expect(svg).toContain(">bringup's CPU engine<");
+    expect(svg).toContain(">pooled<");
+    // The throughput-latency sweep, in view, naming its record and method.
+    const sweep = page.locator('img[src$=".sweep.svg"]').first();
+    expect(await sweep.getAttribute("data-method")).toBe("single-run");
+    expect(await sweep.isVisible()).toBe(true);
+    await page.close();
+  });
+
+  it("filters the records page by port, kind, method, where and date, kept in its address, at 1280 and 390 px", async () => {
+    for (const viewport of [WIDTHS.desktop, WIDTHS.phone]) {
+      const page = await browser.newPage({ viewport });
+      await page.goto(`${origin}/records.html`, { waitUntil: "networkidle" });
+      const cards = page.locator("ul.record-list > li");
+      const all = await cards.count();
+      expect(all).toBeGreaterThan(10);
+      const visible = () =>
+        page.$$eval("ul.record-list > li", (items) =>
+          items
+            .filter((item) => !(item as HTMLElement).hidden)
+            .map((item) => ({ ...(item as HTMLElement).dataset })),
+        );
+      await page.selectOption('.record-filters select[name="port"]', "mimo-v2.6-flash");
+      await page.selectOption('.record-filters select[name="kind"]', "gate");
+      const gates = await visible();
+      expect(gates.length).toBeGreaterThan(0);
+      expect(gates.length).toBeLessThan(all);
+      expect(gates.every((card) => card.port === "mimo-v2.6-flash" && card.kind === "gate")).toBe(true);
+      expect(new URL(page.url()).search).toBe("?port=mimo-v2.6-flash&kind=gate");
+      await page.selectOption('.record-filters select[name="where"]', "cpu-engine");
+      await page.fill('.record-filters input[name="since"]', "2026-12-03");
+      await page.dispatchEvent('.record-filters input[name="since"]', "change");
+      const recent = await visible();
+      expect(
+        recent.every((card) => card.where === "cpu-engine" && (card.date as string) >= "2026-12-03"),
+      ).toBe(true);
+      expect(await page.locator(".record-count").textContent()).toBe(
+        `${recent.length} of ${all} records shown`,
+      );
+      // The filtered list from its address; a record's own address shows it even when filtered out.
+      const linked = await browser.newPage({ viewport });
+      await linked.goto(`${origin}/records.html?port=mimo-v2.6-flash&kind=gate`, {
+        waitUntil: "networkidle",
+      });
+      await expect.poll(() => linked.locator("ul.record-list > li:not([hidden])").count()).toBe(gates.length);
+      const other = await linked.$eval("ul.record-list > li[hidden]", (item) => item.id);
+      await linked.goto(`${origin}/records.html?port=mimo-v2.6-flash&kind=gate#${other}`, {
+        waitUntil: "networkidle",
+      });
+      await expect.poll(() => linked.locator(`[id="${other}"]`).isVisible()).toBe(true);
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      expect(overflow).toBeLessThanOrEqual(1);
+      await linked.close();
+      await page.close();
+    }
+  });
+
+  it("keeps tables as tables at 1280 px and stacks them as labelled cards at 390 px", async () => {
+    for (const [viewport, stacked] of [
+      [WIDTHS.desktop, false],
+      [WIDTHS.phone, true],
+    ] as const) {
+      const page = await browser.newPage({ viewport });
+      await page.goto(`${origin}/ports/mimo-v2.6-flash.html`, { waitUntil: "networkidle" });
+      const head = page.locator(".vp-doc table thead").first();
+      expect(await head.isVisible()).toBe(!stacked);
+      await expect
+        .poll(() => page.locator(".vp-doc table td").first().getAttribute("data-label"))
+        .not.toBeNull();
       await page.close();
     }
   });

@@ -14,11 +14,19 @@ __all__ = ["ARCHITECTURES", "register"]
 def register() -> None:
     """Register each family's architecture names with vLLM; calling it again changes nothing.
 
+    Model types transformers does not know get a config class that keeps config.json's fields, since
+    vLLM reads every config through transformers' AutoConfig first.
+
     The plugin's class replaces vLLM's own where a name is already registered
     (MiMoV2FlashForCausalLM): the ports' checkpoints spell their config as bringup's engine
     reads it, and the plugin's blocks run where vLLM's CPU backend lacks a kernel.
     """
+    from transformers import AutoConfig
     from vllm import ModelRegistry
 
+    from bringup_vllm.configs import CONFIGS
+
+    for config in CONFIGS:
+        AutoConfig.register(config.model_type, config, exist_ok=True)
     for architecture, target in ARCHITECTURES.items():
         ModelRegistry.register_model(architecture, target)

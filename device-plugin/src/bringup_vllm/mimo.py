@@ -6,12 +6,9 @@ logits on the sliding layers, partial rotary features, a dense first layer and s
 grouped experts with a score-correction bias.
 
 Composed from vLLM's own MiMo layers (vllm/model_executor/models/mimo_v2.py: the MoE, the MLP,
-the weight loader) and vLLM's Attention, RMSNorm, rotary and linear layers. One block differs:
-vLLM's MiMo attention picks a "DiffKV" backend (FlashAttention or Triton) when value heads are
-narrower than key heads, and neither exists on the CPU backend or on vllm-gaudi (no Triton). The
-plugin's attention pads each value head with zeros to the key width, runs the stock backend with
-one head size, and drops the padded features of the output: the same numbers, since a zero
-feature of V contributes zero to every output feature it is not.
+the weight loader) and vLLM's RMSNorm, rotary and linear layers; the attention is the plugin's
+padded-head attention (attention.py), since vLLM's MiMo attention needs a backend that neither
+the CPU nor vllm-gaudi has.
 """
 
 from collections.abc import Iterable
@@ -20,9 +17,7 @@ from typing import ClassVar
 import torch
 from torch import nn
 from vllm.config import VllmConfig
-from vllm.model_executor.layers.attention import Attention
 from vllm.model_executor.layers.layernorm import RMSNorm
-from vllm.model_executor.layers.linear import QKVParallelLinear, RowParallelLinear
 from vllm.model_executor.layers.logits_processor import LogitsProcessor
 from vllm.model_executor.layers.vocab_parallel_embedding import (
     ParallelLMHead,
@@ -35,12 +30,10 @@ from vllm.model_executor.models.utils import (
     make_layers,
     maybe_prefix,
 )
-from vllm.v1.attention.backend import AttentionType
 
-from bringup_vllm.config_check import Config, UnsupportedConfigError
+from bringup_vllm.attention import PaddedValueAttention, rotary_fraction
+from bringup_vllm.config_check import Config
 from bringup_vllm.mxfp4 import decoded
-from bringup_vllm.padded_heads import pad_heads, served_head_size, unpad_heads
-from bringup_vllm.rope import rotary
 
 FAMILY = "MiMo-V2-Flash"
 
@@ -66,103 +59,6 @@ def checked(c: Config) -> Config:
     return c
 
 
-def _rotary_factor(head_dim: int, factor: float) -> float:
-    # As the engine and transformers count them: floor(head_dim * factor) rotated features.
-    rotated = int(head_dim * factor + 1e-9)
-    if rotated < 2 or rotated % 2:
-        raise UnsupportedConfigError(
-            f"{FAMILY}: partial_rotary_factor={factor} of a {head_dim}-feature head rotates "
-            f"{rotated} features, which must be even and at least 2."
-        )
-    return rotated / head_dim
-
-
-class PaddedValueAttention(nn.Module):
-    """Grouped-query attention whose value heads are narrower than its query/key heads.
-
-    Parameter names are vLLM MiMo's (qkv_proj, o_proj, attention_sink_bias), so its weight
-    loader fills them from the checkpoint's q_proj/k_proj/v_proj and attention_sink_bias.
-    """
-
-    def __init__(
-        self,
-        vllm_config: VllmConfig,
-        *,
-        num_heads: int,
-        num_kv_heads: int,
-        head_dim: int,
-        v_head_dim: int,
-        window: int | None,
-        sinks: bool,
-        rope_theta: float,
-        partial_factor: float,
-        prefix: str,
-    ) -> None:
-        super().__init__()
-        config = vllm_config.model_config.hf_text_config
-        raw = read_config(vllm_config)
-        if num_heads % num_kv_heads:
-            raise UnsupportedConfigError(
-                f"{FAMILY}: {num_heads} query heads are not a multiple of {num_kv_heads} "
-                "key/value heads."
-            )
-        if v_head_dim > head_dim:
-            raise UnsupportedConfigError(
-                f"{FAMILY}: v_head_dim {v_head_dim} wider than head_dim {head_dim} is not served."
-            )
-        self.num_heads = num_heads
-        self.num_kv_heads = num_kv_heads
-        self.head_dim = head_dim
-        self.v_head_dim = v_head_dim
-        self.q_size = num_heads * head_dim
-        self.k_size = num_kv_heads * head_dim
-        self.v_size = num_kv_heads * v_head_dim
-        self.qkv_proj = QKVParallelLinear(
-            config.hidden_size,
-            head_dim,
-            num_heads,
-            num_kv_heads,
-            bias=bool(raw.get("attention_bias", False)),
-            prefix=f"{prefix}.qkv_proj",
-            v_head_size=v_head_dim,
-        )
-        self.o_proj = RowParallelLinear(
-            num_heads * v_head_dim, config.hidden_size, bias=False, prefix=f"{prefix}.o_proj"
-        )
-        self.rotary_emb = rotary(
-            head_dim, raw.need("max_position_embeddings"), rope_theta, partial_factor
-        )
-        self.attention_sink_bias = (
-            nn.Parameter(torch.empty(num_heads), requires_grad=False) if sinks else None
-        )
-        self.served = served_head_size(head_dim)
-        self.attn = Attention(
-            num_heads,
-            self.served,
-            head_dim**-0.5,
-            num_kv_heads=num_kv_heads,
-            cache_config=vllm_config.cache_config,
-            per_layer_sliding_window=window,
-            attn_type=AttentionType.DECODER,
-            prefix=f"{prefix}.attn",
-            sinks=self.attention_sink_bias,
-        )
-
-    def forward(self, positions: torch.Tensor, hidden_states: torch.Tensor) -> torch.Tensor:
-        qkv, _ = self.qkv_proj(hidden_states)
-        q, k, v = qkv.split([self.q_size, self.k_size, self.v_size], dim=-1)
-        q, k = self.rotary_emb(positions, q, k)
-        h, kv, d, served = self.num_heads, self.num_kv_heads, self.head_dim, self.served
-        out = self.attn(
-            pad_heads(q, h, d, served),
-            pad_heads(k, kv, d, served),
-            pad_heads(v, kv, self.v_head_dim, served),
-        )
-        out = unpad_heads(out, h, self.v_head_dim, served)
-        result, _ = self.o_proj(out)
-        return result
-
-
 class MiMoDecoderLayer(nn.Module):
     def __init__(self, vllm_config: VllmConfig, prefix: str) -> None:
         super().__init__()
@@ -179,6 +75,9 @@ class MiMoDecoderLayer(nn.Module):
         head_dim = size("head_dim")
         self.self_attn = PaddedValueAttention(
             vllm_config,
+            family=FAMILY,
+            hidden_size=int(c.need("hidden_size")),
+            bias=bool(c.get("attention_bias", False)),
             num_heads=size("num_attention_heads"),
             num_kv_heads=size("num_key_value_heads"),
             head_dim=head_dim,
@@ -190,7 +89,8 @@ class MiMoDecoderLayer(nn.Module):
                 else c.get("add_full_attention_sink_bias", False)
             ),
             rope_theta=c.get("swa_rope_theta", 10_000) if sliding else c.get("rope_theta", 5e6),
-            partial_factor=_rotary_factor(head_dim, factor),
+            partial_factor=rotary_fraction(FAMILY, head_dim, factor),
+            max_position=int(c.need("max_position_embeddings")),
             prefix=f"{prefix}.self_attn",
         )
         hidden = int(c.need("hidden_size"))

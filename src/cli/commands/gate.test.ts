@@ -55,7 +55,7 @@ describe("bringup gate", () => {
     expect(written?.method).toBe("same-pod-ab");
   });
 
-  it("exits non-zero when a gate fails or cannot run, and says why in the table", async () => {
+  it("exits non-zero when a gate fails, and says why in the table", async () => {
     const failed = await gate([
       "demo",
       "--endpoint",
@@ -67,9 +67,19 @@ describe("bringup gate", () => {
     ]);
     expect(failed.exitCode).toBe(1);
     expect(failed.stdout).toMatch(/perplexity\s+failed\s+perplexity [\d.]+ vs reference 1\.0000/);
-    const notRun = await gate(["demo", "--endpoint", a.url, "--no-record"]);
-    expect(notRun.exitCode).toBe(1);
-    expect(notRun.stdout).toMatch(/perplexity\s+not-run\s+\[GATE_NEEDS_REFERENCE\]/);
+  });
+
+  it("stops before any request when a gate's baseline is missing, naming the option to pass", async () => {
+    const run = await runInProcess(
+      [registerGate],
+      ["--root", root, "gate", "demo", "--endpoint", a.url, "--no-record"],
+      {
+        captureThrown: true,
+      },
+    );
+    expect(run.stdout).toBe("");
+    expect(run.thrown).toMatchObject({ code: "GATE_NEEDS_REFERENCE" });
+    expect(String((run.thrown as Error).message)).toMatch(/pass --reference URL or --reference-value PPL/);
   });
 
   it("writes a golden file from a trusted build", async () => {

@@ -14,6 +14,7 @@ import {
   appendGateRecords,
   type GateOutcome,
   gatesNeedingEndpoint,
+  missingGateInputs,
   runGateSession,
   type SamplingMode,
   writeGoldenDecodes,
@@ -114,28 +115,11 @@ export function registerGate(program: Command): void {
       const root = projectRoot(command);
       const loaded = findPort(await loadCatalog(root), port);
       await checkEndpoints(options);
+      const specs =
+        options.writeGolden === undefined ? plannedGates(port, loaded.manifest.gates, options) : [];
       if (options.writeGolden !== undefined) {
         await writeGolden(loaded.manifest.gates, options, options.writeGolden);
         return;
-      }
-      const specs: GateSpec[] = loaded.manifest.gates.filter(
-        (g) => !options.only || options.only.includes(g.kind),
-      );
-      if (specs.length === 0) {
-        throw new BringupError(
-          "NO_GATES",
-          `port ${port} declares no ${options.only ? `${options.only.join("/")} ` : ""}gates in its port.yaml.`,
-          { subject: port },
-        );
-      }
-      const needing = gatesNeedingEndpoint(specs);
-      if (options.endpoint === undefined && needing.length > 0) {
-        const kinds = [...new Set(needing.map((spec) => spec.kind))];
-        throw new BringupError(
-          "GATE_NEEDS_ENDPOINT",
-          `the ${kinds.join(", ")} gate${kinds.length === 1 ? "" : "s"} of ${port} run${kinds.length === 1 ? "s" : ""} against a server: pass --endpoint URL${needing.length < specs.length ? ", or --only weights-bit-identity for the checkpoint comparison alone" : ""}.`,
-          { subject: port },
-        );
       }
       const { context, outcomes } = await runGateSession(specs, {
         ...(options.endpoint !== undefined ? { endpointUrl: options.endpoint } : {}),
@@ -178,6 +162,38 @@ export function registerGate(program: Command): void {
       }
       if (!allPassed(outcomes)) process.exitCode = 1;
     });
+}
+
+/**
+ * The gates to run, refused before any request when none is declared, when one needs a server and
+ * no --endpoint is given, or when one needs a baseline (--reference, --golden, ...) that is missing.
+ */
+function plannedGates(port: string, gates: readonly GateSpec[], options: GateOptions): GateSpec[] {
+  const specs: GateSpec[] = gates.filter((g) => !options.only || options.only.includes(g.kind));
+  if (specs.length === 0) {
+    throw new BringupError(
+      "NO_GATES",
+      `port ${port} declares no ${options.only ? `${options.only.join("/")} ` : ""}gates in its port.yaml.`,
+      { subject: port },
+    );
+  }
+  const needing = gatesNeedingEndpoint(specs);
+  if (options.endpoint === undefined && needing.length > 0) {
+    const kinds = [...new Set(needing.map((spec) => spec.kind))];
+    throw new BringupError(
+      "GATE_NEEDS_ENDPOINT",
+      `the ${kinds.join(", ")} gate${kinds.length === 1 ? "" : "s"} of ${port} run${kinds.length === 1 ? "s" : ""} against a server: pass --endpoint URL${needing.length < specs.length ? ", or --only weights-bit-identity for the checkpoint comparison alone" : ""}.`,
+      { subject: port },
+    );
+  }
+  const [missing] = missingGateInputs(specs, {
+    reference: options.reference !== undefined,
+    referenceValue: options.referenceValue !== undefined,
+    fullAttentionCapacity: options.fullAttentionCapacity !== undefined,
+    goldenFile: options.golden !== undefined,
+  });
+  if (missing) throw missing;
+  return specs;
 }
 
 /** Checks --endpoint and --reference within seconds, before any gate runs. */

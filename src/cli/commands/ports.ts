@@ -13,6 +13,9 @@ import {
 } from "../../catalog/index.js";
 import { formatProblem } from "../../records/index.js";
 import { projectRoot } from "../root.js";
+import { table } from "../table.js";
+
+export { table };
 
 function positiveNumber(value: string): number {
   const number = Number(value);
@@ -34,20 +37,6 @@ function featureId(value: string, previous: FeatureId[] = []): FeatureId[] {
 }
 
 /** Pads each column to its widest cell. */
-export function table(rows: string[][]): string {
-  const widths: number[] = [];
-  for (const row of rows)
-    for (const [i, cell] of row.entries()) widths[i] = Math.max(widths[i] ?? 0, cell.length);
-  return rows
-    .map((row) =>
-      row
-        .map((cell, i) => cell.padEnd(widths[i] ?? 0))
-        .join("  ")
-        .trimEnd(),
-    )
-    .join("\n");
-}
-
 export function registerPorts(program: Command): void {
   const ports = program.command("ports").description("the catalog of ports: list, lint, scaffold, schema");
 

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { portReference } from "../../../test/helpers/port-reference.js";
-import { loadCatalog } from "../../catalog/index.js";
+import { loadCatalog, scaffoldPort } from "../../catalog/index.js";
 import { kvBytesPerSequence, loadModel, planKvCache } from "../../engine/index.js";
 import { type BringUpSummary, cachedModel } from "../../flow/index.js";
 import { type RunningServer, startServer } from "../../server/index.js";
@@ -12,6 +12,8 @@ import { registerUp } from "./up.js";
 
 const REPO = join(import.meta.dirname, "../../..");
 const PORT = "mimo-v2.6-flash";
+/** A port with no reference section. */
+const LACKING = "nova-2";
 
 let root: string;
 /** MiMo's tiny reference model served as an outside endpoint would be: the build and the full-KV baseline. */
@@ -21,9 +23,9 @@ beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), "bringup-up-cli-"));
   await mkdir(join(root, "ports"));
   await cp(join(REPO, "ports", "README.md"), join(root, "ports", "README.md"));
-  for (const id of [PORT, "muse-glimmer-30b"]) {
-    await cp(join(REPO, "ports", id), join(root, "ports", id), { recursive: true });
-  }
+  await cp(join(REPO, "ports", PORT), join(root, "ports", PORT), { recursive: true });
+  // A new port, without a reference section.
+  await scaffoldPort(root, { id: LACKING, totalParamsB: 30, features: ["attention.sinks"] });
   const reference = (await loadCatalog(root)).ports.find((p) => p.id === PORT)?.manifest.reference;
   if (reference === undefined) throw new Error(`${PORT} has no reference section`);
   const files = (await portReference(PORT)).referenceFiles();
@@ -54,7 +56,7 @@ afterAll(async () => {
 
 describe("bringup up", () => {
   it("says what a port without a reference section lacks", async () => {
-    const run = await runInProcess([registerUp], ["--root", root, "up", "muse-glimmer-30b"], {
+    const run = await runInProcess([registerUp], ["--root", root, "up", LACKING], {
       captureThrown: true,
     });
     expect(run.thrown).toMatchObject({ code: "PORT_NO_REFERENCE" });

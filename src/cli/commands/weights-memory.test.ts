@@ -1,12 +1,12 @@
 import { spawn } from "node:child_process";
 import { realpathSync } from "node:fs";
-import { copyFile, mkdir, mkdtemp, open, readdir, rm, symlink } from "node:fs/promises";
+import { copyFile, mkdir, mkdtemp, open, readdir, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PIECE_BYTES } from "../../formats/index.js";
+import { INDEX_FILE, MAX_TENSORS, PIECE_BYTES } from "../../formats/index.js";
 
 const REPO = fileURLToPath(new URL("../../../", import.meta.url));
 /** The bound the issue sets: 512 MiB, plus one tensor's chunk (a conversion's 16 MiB of source). */
@@ -66,6 +66,15 @@ async function safetensors(path: string, header: string, dataBytes = 0): Promise
   }
 }
 
+/** A header of empty tensors `layer.<i>.x` for i in [from, to). */
+function emptyTensors(from: number, to: number): string {
+  const entries = Array.from(
+    { length: to - from },
+    (_, k) => `"layer.${from + k}.x":{"dtype":"U8","shape":[0],"data_offsets":[0,0]}`,
+  );
+  return `{${entries.join(",")}}`;
+}
+
 /** Runs `bringup weights ...`; returns its exit code, stderr and peak resident memory in bytes. */
 function weights(args: string[]): Promise<{ code: number | null; stderr: string; peak: number }> {
   // Reported by the process itself at exit: worker threads count, as they share its memory.
@@ -75,9 +84,11 @@ function weights(args: string[]): Promise<{ code: number | null; stderr: string;
     const child = spawn(
       process.execPath,
       ["--import", `data:text/javascript,${encodeURIComponent(report)}`, main, "weights", ...args],
-      { stdio: ["ignore", "ignore", "pipe"] },
+      // stdout is a pipe read as it comes, as a shell's would be, and dropped.
+      { stdio: ["ignore", "pipe", "pipe"] },
     );
     let stderr = "";
+    child.stdout.resume();
     child.stderr.on("data", (chunk: Buffer) => {
       stderr += chunk.toString();
     });
@@ -98,6 +109,21 @@ beforeAll(async () => {
     (_, i) => `"layer.${i}.x":{"dtype":"U8","shape":[0],"data_offsets":[0,0]}`,
   );
   await safetensors(join(work, "many.safetensors"), `{${entries.join(",")}}`);
+  // As many empty tensors as a checkpoint may hold: in one file, and in four shards with an index.
+  await safetensors(join(work, "cap.safetensors"), emptyTensors(0, MAX_TENSORS));
+  await mkdir(join(work, "cap-sharded"));
+  const weightMap: Record<string, string> = {};
+  for (let s = 0; s < 4; s += 1) {
+    const [from, to] = [(s * MAX_TENSORS) / 4, ((s + 1) * MAX_TENSORS) / 4];
+    const shard = `model-0000${s + 1}-of-00004.safetensors`;
+    await safetensors(join(work, "cap-sharded", shard), emptyTensors(from, to));
+    for (let i = from; i < to; i += 1) weightMap[`layer.${i}.x`] = shard;
+  }
+  await writeFile(join(work, "cap-sharded", INDEX_FILE), JSON.stringify({ weight_map: weightMap }));
+  // An index naming 4.5 million tensors in 62 MB, under the size an index may be.
+  await mkdir(join(work, "long-index"));
+  const names = Array.from({ length: 4_500_000 }, (_, i) => `"${i}":"m"`);
+  await writeFile(join(work, "long-index", INDEX_FILE), `{"weight_map":{${names.join(",")}}}`);
   // One tensor whose name is 99 MB.
   await safetensors(
     join(work, "long.safetensors"),
@@ -129,6 +155,28 @@ describe("bringup weights keeps its memory bounded whatever the input", () => {
       expect(run.peak).toBeLessThan(BOUND);
     }
   }, 120_000);
+
+  it.each([
+    ["inspect --json of one file", ["inspect", "cap.safetensors", "--json"]],
+    ["inspect of a sharded directory", ["inspect", "cap-sharded"]],
+    ["verify --json of a file against shards", ["verify", "cap.safetensors", "cap-sharded", "--json"]],
+    ["verify of shards against a file", ["verify", "cap-sharded", "cap.safetensors"]],
+  ])(
+    "reports on 262,144 tensors, the most a checkpoint may hold: %s",
+    async (_, args) => {
+      const run = await weights(args.map((a) => (a.startsWith("cap") ? join(work, a) : a)));
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.peak).toBeLessThan(BOUND);
+    },
+    300_000,
+  );
+
+  it("refuses an index of 4.5 million names before opening a shard", async () => {
+    const run = await weights(["inspect", join(work, "long-index")]);
+    expect(run.stderr).toMatch(/weight_map lists more than 262144 tensors.*\[BAD_INDEX\]/);
+    expect(run.code).toBe(2);
+    expect(run.peak).toBeLessThan(BOUND);
+  }, 60_000);
 
   it("refuses a 99 MB tensor name before building it", async () => {
     const run = await weights(["inspect", join(work, "long.safetensors")]);

@@ -10,12 +10,16 @@ import {
   type Fp8Block,
   type InspectReport,
   inspectCheckpoint,
+  isPackedDirectory,
   type RelayoutRules,
   relayoutCheckpoint,
   type VerifyReport,
   verifyCheckpoints,
+  verifyPacked,
 } from "../../formats/index.js";
-import { table } from "./ports.js";
+import { jsonChunks } from "../json-chunks.js";
+import { tableLines } from "../table.js";
+import { writePieces } from "../write-pieces.js";
 
 /**
  * Subcommands of `bringup weights`, in help order. A new one (e.g. `make-tiny`) is a function
@@ -157,10 +161,10 @@ function addConvert(weights: Command): void {
         bar?.stop();
       }
       if (flags.json) {
-        process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+        await writePieces(jsonText(report));
         return;
       }
-      const rows = report.tensors.map((t) => [
+      const row = (t: ConvertReport["tensors"][number]) => [
         t.name,
         t.from,
         t.to,
@@ -171,19 +175,19 @@ function addConvert(weights: Command): void {
           : t.quantized
             ? "quantized (lossy, asked for)"
             : `INEXACT (${t.roundedValues === undefined ? `${t.inexactTiles} tiles, span ${t.maxBlockExponentSpan}` : `${t.roundedValues} values rounded`}, max abs error ${t.maxAbsError?.toExponential(3)}, max rel error ${t.maxRelError?.toExponential(3)})`,
-      ]);
-      process.stdout.write(`${table([["TENSOR", "FROM", "TO", "RESULT"], ...rows])}\n`);
+      ];
+      await writePieces(lines(tableLines(rows(["TENSOR", "FROM", "TO", "RESULT"], report.tensors, row))));
       const inexact = report.tensors.filter((t) => !t.exact && !t.quantized).length;
       const quantized = report.tensors.filter((t) => t.quantized).length;
       const lossy = [
         ...(quantized > 0 ? [`${quantized} quantized (lossy, --include)`] : []),
         ...(inexact > 0 ? [`${inexact} converted inexactly (--allow-inexact)`] : []),
       ];
-      process.stdout.write(
+      await writePieces([
         `\n${report.tensors.length} tensors, ${formatBytes(report.sourceBytes)} -> ${formatBytes(report.outputBytes)} in ${report.output}` +
           `; ${lossy.length > 0 ? lossy.join(", ") : "every value carried exactly"}` +
           `${report.copiedFiles.length > 0 ? `; copied ${report.copiedFiles.join(", ")}` : ""}\n`,
-      );
+      ]);
     });
 }
 
@@ -253,11 +257,11 @@ function addRelayout(weights: Command): void {
       await checkNewOutput(resolve(dst));
       const report = await relayoutCheckpoint(src, dst, rules);
       if (flags.json) {
-        process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+        await writePieces(jsonText(report));
         return;
       }
-      for (const r of report.renamed) process.stdout.write(`${r.from} -> ${r.to}\n`);
-      process.stdout.write(`${report.tensors} tensors written to ${report.output}\n`);
+      await writePieces(lines(report.renamed.map((r) => `${r.from} -> ${r.to}`)));
+      await writePieces([`${report.tensors} tensors written to ${report.output}\n`]);
     });
 }
 
@@ -304,29 +308,52 @@ function addInspect(weights: Command): void {
     .option("--json", "print JSON")
     .action(async (dir: string, flags: { json?: boolean }) => {
       const report = await inspectCheckpoint(dir);
-      process.stdout.write(flags.json ? `${JSON.stringify(report, null, 2)}\n` : inspectText(report));
+      await writePieces(flags.json ? jsonText(report) : inspectText(report));
     });
 }
 
-function inspectText(report: InspectReport): string {
-  const lines = [`${report.path}: ${report.files.length} file(s)${report.indexed ? " with index" : ""}`];
-  for (const f of report.files) lines.push(`  ${f.file}: ${f.tensors} tensors, ${formatBytes(f.bytes)}`);
-  const rows = report.weights.map((w) => [
-    w.name,
-    w.format,
-    `[${w.shape.join(", ")}]`,
-    formatBytes(w.bytes),
-    w.parts.length > 1 ? w.parts.join(" + ") : "",
-  ]);
-  lines.push("", table([["WEIGHT", "FORMAT", "SHAPE", "BYTES", "STORED AS"], ...rows]), "");
-  for (const [kind, f] of Object.entries(report.formats))
-    lines.push(`${kind}: ${f.weights} weights, ${formatBytes(f.bytes)}`);
-  lines.push(
-    `total: ${report.totals.tensors} tensors, ${formatBytes(report.totals.bytes)}, ${report.totals.parameters.toLocaleString("en-US")} parameters`,
+/** A report as `JSON.stringify(report, null, 2)` and a line break, in pieces. */
+function* jsonText(report: object): Generator<string> {
+  yield* jsonChunks(report);
+  yield "\n";
+}
+
+/** Each line, with its line break. */
+function* lines(each: Iterable<string>): Generator<string> {
+  for (const line of each) yield `${line}\n`;
+}
+
+/** A table's header and a row per item, made again each time they are iterated. */
+function rows<T>(header: string[], items: readonly T[], row: (item: T) => string[]): Iterable<string[]> {
+  return {
+    *[Symbol.iterator]() {
+      yield header;
+      for (const item of items) yield row(item);
+    },
+  };
+}
+
+function* inspectText(report: InspectReport): Generator<string> {
+  yield `${report.path}: ${report.files.length} file(s)${report.indexed ? " with index" : ""}\n`;
+  for (const f of report.files) yield `  ${f.file}: ${f.tensors} tensors, ${formatBytes(f.bytes)}\n`;
+  yield "\n";
+  yield* lines(
+    tableLines(
+      rows(["WEIGHT", "FORMAT", "SHAPE", "BYTES", "STORED AS"], report.weights, (w) => [
+        w.name,
+        w.format,
+        `[${w.shape.join(", ")}]`,
+        formatBytes(w.bytes),
+        w.parts.length > 1 ? w.parts.join(" + ") : "",
+      ]),
+    ),
   );
+  yield "\n";
+  for (const [kind, f] of Object.entries(report.formats))
+    yield `${kind}: ${f.weights} weights, ${formatBytes(f.bytes)}\n`;
+  yield `total: ${report.totals.tensors} tensors, ${formatBytes(report.totals.bytes)}, ${report.totals.parameters.toLocaleString("en-US")} parameters\n`;
   if (report.quantizationConfig !== undefined)
-    lines.push(`quantization_config: ${JSON.stringify(report.quantizationConfig)}`);
-  return `${lines.join("\n")}\n`;
+    yield `quantization_config: ${JSON.stringify(report.quantizationConfig)}\n`;
 }
 
 function addVerify(weights: Command): void {
@@ -334,29 +361,33 @@ function addVerify(weights: Command): void {
     .command("verify")
     .description("compare two checkpoints weight by weight: checksums and bit identity of decoded values")
     .argument("<a>", "checkpoint directory or .safetensors file")
-    .argument("<b>", "checkpoint directory or .safetensors file")
+    .argument("<b>", "checkpoint directory or .safetensors file, or a packed directory of <a> (weights pack)")
     .option("--json", "print JSON")
     .action(async (a: string, b: string, flags: { json?: boolean }) => {
-      const report = await verifyCheckpoints(a, b);
-      process.stdout.write(flags.json ? `${JSON.stringify(report, null, 2)}\n` : verifyText(report));
+      // A packed directory (`weights pack`) is proven against its source tensor by tensor, rank by rank.
+      const report = (await isPackedDirectory(b)) ? await verifyPacked(a, b) : await verifyCheckpoints(a, b);
+      await writePieces(flags.json ? jsonText(report) : verifyText(report));
       if (!report.ok) process.exitCode = 1;
     });
 }
 
-function verifyText(report: VerifyReport): string {
-  const rows = report.weights.map((w) => [
-    w.name,
-    w.formatA === w.formatB ? w.formatA : `${w.formatA} vs ${w.formatB}`,
-    w.bytesIdentical ? "same" : "differ",
-    w.valuesIdentical
-      ? "identical"
-      : `${w.mismatches} differ (first at ${w.firstMismatch}, max ${w.maxAbsDifference})`,
-    w.sha256A.slice(0, 12),
-    w.sha256B.slice(0, 12),
-  ]);
-  const lines = [table([["WEIGHT", "FORMATS", "BYTES", "DECODED VALUES", "SHA256 A", "SHA256 B"], ...rows])];
-  for (const name of report.onlyInA) lines.push(`only in ${report.a}: ${name}`);
-  for (const name of report.onlyInB) lines.push(`only in ${report.b}: ${name}`);
-  lines.push(report.ok ? "OK: every weight decodes bit-identically" : "FAILED: the checkpoints differ");
-  return `${lines.join("\n")}\n`;
+function* verifyText(report: VerifyReport): Generator<string> {
+  const header = ["WEIGHT", "FORMATS", "BYTES", "DECODED VALUES", "SHA256 A", "SHA256 B"];
+  yield* lines(
+    tableLines(
+      rows(header, report.weights, (w) => [
+        w.name,
+        w.formatA === w.formatB ? w.formatA : `${w.formatA} vs ${w.formatB}`,
+        w.bytesIdentical ? "same" : "differ",
+        w.valuesIdentical
+          ? "identical"
+          : `${w.mismatches} differ (first at ${w.firstMismatch}, max ${w.maxAbsDifference})`,
+        w.sha256A.slice(0, 12),
+        w.sha256B.slice(0, 12),
+      ]),
+    ),
+  );
+  for (const name of report.onlyInA) yield `only in ${report.a}: ${name}\n`;
+  for (const name of report.onlyInB) yield `only in ${report.b}: ${name}\n`;
+  yield report.ok ? "OK: every weight decodes bit-identically\n" : "FAILED: the checkpoints differ\n";
 }

@@ -11,6 +11,8 @@ import type { HostTensor, TensorLookup } from "./host-tensor.js";
 export class WeightSource {
   private readonly used = new Set<string>();
   private mxfp4 = false;
+  /** The source a renamed view reads through (see `renamed`). */
+  private parent: WeightSource | undefined;
 
   constructor(
     private readonly lookup: TensorLookup,
@@ -34,7 +36,7 @@ export class WeightSource {
    */
   matrix(base: string, rows: number, cols: number): Weight {
     const w = toWeight(base, rows, cols, this.recordingLookup, (n) => this.need(n), this.source);
-    if (w.dtype === "mxfp4") this.mxfp4 = true;
+    if (w.dtype === "mxfp4") this.markMxfp4();
     return w;
   }
 
@@ -57,7 +59,7 @@ export class WeightSource {
       expectShape(blocks, `${base}_blocks`, [count, rows, cols / 32, 16], this.source);
       expectShape(scales, `${base}_scales`, [count, rows, cols / 32], this.source);
       checkMxScales(scales, `${base}_scales`, this.source);
-      this.mxfp4 = true;
+      this.markMxfp4();
       const data = share(blocks.data as Uint8Array);
       const mxScales = share(scales.data as Uint8Array);
       const bytes = (rows * cols) / 2;
@@ -116,15 +118,32 @@ export class WeightSource {
     return toVector(this.need(name), name, length, this.source);
   }
 
-  optionalVector(name: string, length: number): Float32Array | undefined {
-    return this.has(name) ? this.vector(name, length) : undefined;
-  }
-
   /** A tensor of exactly `shape`, decoded to f32 (row-major). */
   tensor(name: string, shape: readonly number[]): Float32Array {
     const t = this.need(name);
     expectShape(t, name, shape, this.source);
     return toFloat32(t);
+  }
+
+  /**
+   * This checkpoint as a family reads it when the checkpoint stores some tensors under other names
+   * (a port's patch, models/family-patch.ts): `toCheckpoint` maps a name the family asks for to the
+   * stored one, `toFamily` the other way. Reads through the view count as reads of the stored
+   * tensors here, so `unused` still refuses what no block read.
+   */
+  renamed(toCheckpoint: (name: string) => string, toFamily: (name: string) => string): WeightSource {
+    const view = new WeightSource(
+      (name) => this.recordingLookup(toCheckpoint(name)),
+      this.names.map(toFamily),
+      this.source,
+    );
+    view.parent = this;
+    return view;
+  }
+
+  private markMxfp4(): void {
+    this.mxfp4 = true;
+    this.parent?.markMxfp4();
   }
 
   /** Checkpoint tensors no block read, except those `ignored` accepts. */

@@ -1,6 +1,15 @@
 import type { ModelConfig } from "../architecture.js";
-import { type AttentionSpec, gqaStates } from "../blocks/attention/gqa-attention.js";
+import {
+  type AttentionNames,
+  type AttentionSpec,
+  GqaAttention,
+  gqaParameters,
+  gqaStates,
+} from "../blocks/attention/gqa-attention.js";
+import { type MoeNames, RoutedMoe, routedMoeParameters } from "../blocks/mlp/routed-moe.js";
 import type { MoeSpec } from "../blocks/mlp/routing.js";
+import { SwigluMlp, swigluParameters } from "../blocks/mlp/swiglu-mlp.js";
+import { bindParameters, declared, f32Param, matrixParam, type ParameterDecl } from "../blocks/parameters.js";
 import { PLAIN_RESIDUAL, PreNormConnection } from "../blocks/residual/pre-norm.js";
 import type { LayerStates } from "../cache/state-spec.js";
 import type { YarnScaling } from "../kernels/rope.js";
@@ -38,16 +47,40 @@ export interface DecoderShape {
   readonly tieWordEmbeddings: boolean;
 }
 
+/**
+ * The parameters of `model.embed_tokens`, `model.norm` and `lm_head` (absent when `withHead` is
+ * false: tied embeddings without a head of their own).
+ */
+export function embeddingParameters(shape: DecoderShape, withHead = !shape.tieWordEmbeddings) {
+  const { vocabSize: V, hiddenSize: H } = shape;
+  return {
+    embedding: matrixParam("model.embed_tokens", V, H, "embedding"),
+    finalNorm: f32Param("model.norm.weight", [H], "ones"),
+    lmHead: withHead ? matrixParam("lm_head", V, H) : undefined,
+  };
+}
+
 /** `model.embed_tokens`, `model.norm` and `lm_head` (the embedding itself when tied and absent). */
 export function embeddingAndHead(
   w: WeightSource,
   shape: DecoderShape,
 ): { embedding: Weight; finalNorm: Float32Array; lmHead: Weight } {
-  const { vocabSize: V, hiddenSize: H } = shape;
-  const embedding = w.matrix("model.embed_tokens", V, H);
-  const finalNorm = w.vector("model.norm.weight", H);
-  const lmHead = shape.tieWordEmbeddings && !w.has("lm_head.weight") ? embedding : w.matrix("lm_head", V, H);
-  return { embedding, finalNorm, lmHead };
+  const withHead = !shape.tieWordEmbeddings || w.has("lm_head.weight");
+  const { embedding, finalNorm, lmHead } = bindParameters(w, embeddingParameters(shape, withHead));
+  return { embedding, finalNorm, lmHead: lmHead ?? embedding };
+}
+
+/** The norms before the mixer and before the feed-forward of the pre-norm layer at `prefix`. */
+export function preNormParameters(prefix: string, hidden: number) {
+  return {
+    inputNorm: f32Param(`${prefix}.input_layernorm.weight`, [hidden], "ones"),
+    postNorm: f32Param(`${prefix}.post_attention_layernorm.weight`, [hidden], "ones"),
+  };
+}
+
+/** The prefix of decoder layer `index` in HF's layout. */
+export function layerPrefix(index: number): string {
+  return `model.layers.${index}`;
 }
 
 /**
@@ -62,15 +95,15 @@ export function preNormDecoder(
 ): CausalLM {
   const { hiddenSize: H, rmsNormEps: eps } = shape;
   const layers = Array.from({ length: shape.numLayers }, (_, i) => {
-    const p = `model.layers.${i}`;
-    const inputNorm = `${p}.input_layernorm.weight`;
-    const postNorm = `${p}.post_attention_layernorm.weight`;
+    const p = layerPrefix(i);
+    const norms = preNormParameters(p, H);
+    const { inputNorm, postNorm } = bindParameters(w, norms);
     const { mixer, ffn } = layer(i, p);
     return {
       mixer,
-      mixerConnection: new PreNormConnection(w.vector(inputNorm, H), eps, inputNorm),
+      mixerConnection: new PreNormConnection(inputNorm, eps, norms.inputNorm.name),
       ffn,
-      ffnConnection: new PreNormConnection(w.vector(postNorm, H), eps, postNorm),
+      ffnConnection: new PreNormConnection(postNorm, eps, norms.postNorm.name),
     };
   });
   return new CausalLM({
@@ -81,5 +114,64 @@ export function preNormDecoder(
     layers,
     ...embeddingAndHead(w, shape),
     ...(switches ? { switches } : {}),
+  });
+}
+
+/** Where each layer of a GQA decoder keeps its attention and mixture-of-experts tensors. */
+export interface GqaDecoderNames {
+  readonly attention: (prefix: string) => AttentionNames;
+  readonly moe: (prefix: string) => MoeNames;
+  /** Whether the routers have a score-correction bias (declared; loading reads one where present). */
+  readonly correctionBias: boolean;
+}
+
+/**
+ * The parameters of a GQA decoder of `config` (the llama family, MiMo): the embedding, final norm
+ * and head; the decoder layers' norms, attention, dense MLPs and routers; the routed experts apart,
+ * which a tiny model may store in another dtype.
+ */
+export function gqaDecoderParameters(
+  config: DecoderConfig,
+  names: GqaDecoderNames,
+): { readonly outer: ParameterDecl[]; readonly layers: ParameterDecl[]; readonly experts: ParameterDecl[] } {
+  const H = config.hiddenSize;
+  const layers: ParameterDecl[] = [];
+  const experts: ParameterDecl[] = [];
+  config.layers.forEach((spec, i) => {
+    const p = layerPrefix(i);
+    layers.push(
+      ...declared(preNormParameters(p, H)),
+      ...declared(gqaParameters(names.attention(p), spec.attention, H)),
+    );
+    if (spec.mlp === "moe" && config.moe !== undefined) {
+      const moe = routedMoeParameters(names.moe(p), config.moe, H, { correctionBias: names.correctionBias });
+      layers.push(...moe.router);
+      experts.push(...moe.experts);
+    } else layers.push(...declared(swigluParameters(`${p}.mlp`, H, config.intermediateSize)));
+  });
+  return { outer: declared(embeddingParameters(config)), layers, experts };
+}
+
+/**
+ * A pre-norm GQA decoder of `config` read from `w` under `names`: each layer's attention, then a
+ * SwiGLU MLP or a routed mixture of experts.
+ */
+export function gqaDecoder(config: DecoderConfig, w: WeightSource, names: GqaDecoderNames): CausalLM {
+  const H = config.hiddenSize;
+  return preNormDecoder(w, { ...config, numLayers: config.layers.length }, (i, p) => {
+    const spec = config.layers[i] as LayerSpec;
+    const mixer = GqaAttention.load(
+      w,
+      names.attention(p),
+      spec.attention,
+      H,
+      config.rmsNormEps,
+      config.ropeScaling,
+    );
+    const ffn =
+      spec.mlp === "moe" && config.moe !== undefined
+        ? RoutedMoe.load(w, names.moe(p), config.moe, H)
+        : SwigluMlp.load(w, `${p}.mlp`, H, config.intermediateSize);
+    return { mixer, ffn };
   });
 }

@@ -10,9 +10,14 @@
  * DeepSeek's softmax mscale) is not applied yet and is refused by name.
  */
 import { z } from "zod";
-import { encodeMxfp4 } from "../../formats/index.js";
 import type { Architecture, ModelConfig, TinyModelOptions } from "../architecture.js";
-import { DSA_SWITCHES, DsaIndexer, type DsaSpec, dsaNames } from "../blocks/attention/dsa-indexer.js";
+import {
+  DSA_SWITCHES,
+  DsaIndexer,
+  type DsaSpec,
+  dsaNames,
+  dsaParameters,
+} from "../blocks/attention/dsa-indexer.js";
 import {
   MLA_CACHE_SWITCH,
   MLA_SWITCHES,
@@ -22,15 +27,15 @@ import {
   mlaParameters,
   mlaStates,
 } from "../blocks/attention/mla-attention.js";
-import { RoutedMoe } from "../blocks/mlp/routed-moe.js";
+import { type MoeNames, RoutedMoe, routedMoeParameters } from "../blocks/mlp/routed-moe.js";
 import { checkMoeSpec, type MoeSpec } from "../blocks/mlp/routing.js";
-import { HF_MLP_NAMES, SwigluMlp } from "../blocks/mlp/swiglu-mlp.js";
+import { HF_MLP_NAMES, SwigluMlp, swigluParameters } from "../blocks/mlp/swiglu-mlp.js";
+import type { ParameterDecl, Parameters } from "../blocks/parameters.js";
 import type { LayerStates } from "../cache/state-spec.js";
 import { modelOfFiles } from "../loader/build-model.js";
 import type { HostTensor } from "../loader/host-tensor.js";
 import type { WeightSource } from "../loader/weight-source.js";
 import type { CausalLM } from "../model/causal-lm.js";
-import { Rng } from "../tensor/random.js";
 import { type TinyModelFiles, tinyModelFiles } from "../tiny/files.js";
 import {
   LATENT_CIRCUIT,
@@ -38,7 +43,7 @@ import {
   placeLatentCopyCircuit,
 } from "../tiny/latent-copy-circuit.js";
 import { tinyPortTokenizer } from "../tiny/port-kit.js";
-import { filled, putParameters, tensorSeed } from "../tiny/weights.js";
+import { putParameters, type TinyDtype } from "../tiny/weights.js";
 import {
   type Fail,
   nonNegative,
@@ -49,7 +54,7 @@ import {
   TOKEN_ID_FIELDS,
   tokenIdConfig,
 } from "./config-fields.js";
-import { preNormDecoder } from "./decoder.js";
+import { embeddingParameters, layerPrefix, preNormDecoder, preNormParameters } from "./decoder.js";
 
 /** The model types this layout reads, by the name errors give their config.json, and the HF class tiny models name. */
 const MODEL_TYPES: Readonly<Record<string, { readonly family: string; readonly architecture: string }>> = {
@@ -227,6 +232,16 @@ function deepseekV3Config(c: DeepseekV3Fields, modelType: string, fail: Fail): D
   };
 }
 
+/** Where a DeepSeek-V3 MoE layer keeps its router (with its score-correction bias) and routed experts. */
+function moeNames(prefix: string): MoeNames {
+  return { base: `${prefix}.mlp`, expert: HF_MLP_NAMES };
+}
+
+/** The shared expert of the MoE layer at `prefix`, beside the routed ones. */
+function sharedExpertParameters(prefix: string, hidden: number, intermediate: number) {
+  return swigluParameters(`${moeNames(prefix).base}.shared_experts`, hidden, intermediate);
+}
+
 /** The model of a DeepSeek-V3-layout config over HF DeepSeek-V3's tensor names. */
 export function buildDeepseekV3(config: DeepseekV3Config, w: WeightSource): CausalLM {
   const H = config.hiddenSize;
@@ -243,10 +258,10 @@ export function buildDeepseekV3(config: DeepseekV3Config, w: WeightSource): Caus
       const moe = config.moe;
       if (config.layers[i] === "dense" || moe === undefined)
         return { mixer, ffn: SwigluMlp.load(w, `${p}.mlp`, H, config.intermediateSize) };
-      const routed = RoutedMoe.load(w, { base: `${p}.mlp`, expert: HF_MLP_NAMES }, moe, H);
+      const routed = RoutedMoe.load(w, moeNames(p), moe, H);
       const shared =
         config.sharedIntermediateSize > 0
-          ? SwigluMlp.load(w, `${p}.mlp.shared_experts`, H, config.sharedIntermediateSize)
+          ? SwigluMlp.bind(w, sharedExpertParameters(p, H, config.sharedIntermediateSize))
           : undefined;
       return { mixer, ffn: new RoutedMoe(moe, routed.router, routed.experts, routed.routerBias, shared) };
     },
@@ -280,55 +295,25 @@ function deepseekV3TinyTensors(
 ): Map<string, HostTensor> {
   const tensors = new Map<string, HostTensor>();
   const H = config.hiddenSize;
-  const values = (name: string, n: number, std: number) =>
-    new Rng(tensorSeed(seed, name)).fillNormal(new Float32Array(n), std);
-  const put = (name: string, shape: number[], data: Float32Array) =>
-    void tensors.set(name, { dtype: "F32", shape, data });
-  const matrix = (name: string, rows: number, cols: number) =>
-    put(`${name}.weight`, [rows, cols], values(`${name}.weight`, rows * cols, 1 / Math.sqrt(cols)));
-  const mxfp4 = (name: string, rows: number, cols: number) => {
-    const { blocks, scales } = encodeMxfp4(values(`${name}.weight`, rows * cols, 1 / Math.sqrt(cols)), name);
-    tensors.set(`${name}.weight_blocks`, { dtype: "U8", shape: [rows, cols / 32, 16], data: blocks });
-    tensors.set(`${name}.weight_scales`, { dtype: "U8", shape: [rows, cols / 32], data: scales });
-  };
-  const ones = (name: string, n: number) => put(name, [n], filled(n, 1));
-  const mlp = (prefix: string, inter: number, expert = false) => {
-    const make = expert && options.mxfp4Experts ? mxfp4 : matrix;
-    make(`${prefix}.gate_proj`, inter, H);
-    make(`${prefix}.up_proj`, inter, H);
-    make(`${prefix}.down_proj`, H, inter);
-  };
-  const { qLoraRank } = config.mla;
-  put("model.embed_tokens.weight", [vocab, H], values("model.embed_tokens.weight", vocab * H, 1));
+  const put = (parameters: Parameters | readonly ParameterDecl[], storage: TinyDtype = "f32") =>
+    putParameters(tensors, seed, parameters, { storage });
+  put(embeddingParameters({ ...config, vocabSize: vocab }));
   config.layers.forEach((kind, i) => {
-    const p = `model.layers.${i}`;
-    const a = `${p}.self_attn`;
-    ones(`${p}.input_layernorm.weight`, H);
-    ones(`${p}.post_attention_layernorm.weight`, H);
-    putParameters(put, seed, mlaParameters(mlaNames(p), config.mla, H));
-    const dsa = config.dsa;
-    if (dsa) {
-      const x = `${a}.indexer`;
-      matrix(`${x}.wq_b`, dsa.numHeads * dsa.headDim, qLoraRank);
-      matrix(`${x}.wk`, dsa.headDim, H);
-      ones(`${x}.k_norm.weight`, dsa.headDim);
-      put(`${x}.k_norm.bias`, [dsa.headDim], new Float32Array(dsa.headDim));
-      matrix(`${x}.weights_proj`, dsa.numHeads, H);
-    }
+    const p = layerPrefix(i);
+    put(preNormParameters(p, H));
+    put(mlaParameters(mlaNames(p), config.mla, H));
+    if (config.dsa) put(dsaParameters(dsaNames(p), config.dsa, H, config.mla.qLoraRank));
     const moe = config.moe;
     if (kind === "moe" && moe !== undefined) {
-      matrix(`${p}.mlp.gate`, moe.numExperts, H);
-      put(
-        `${p}.mlp.gate.e_score_correction_bias`,
-        [moe.numExperts],
-        values(`${p}.mlp.gate.bias`, moe.numExperts, 0.1),
-      );
-      for (let e = 0; e < moe.numExperts; e++) mlp(`${p}.mlp.experts.${e}`, moe.intermediateSize, true);
-      if (config.sharedIntermediateSize > 0) mlp(`${p}.mlp.shared_experts`, config.sharedIntermediateSize);
-    } else mlp(`${p}.mlp`, config.intermediateSize);
+      const { router, experts } = routedMoeParameters(moeNames(p), moe, H, {
+        correctionBias: true,
+        biasSeedOfGate: true,
+      });
+      put(router);
+      put(experts, options.mxfp4Experts ? "mxfp4" : "f32");
+      if (config.sharedIntermediateSize > 0) put(sharedExpertParameters(p, H, config.sharedIntermediateSize));
+    } else put(swigluParameters(`${p}.mlp`, H, config.intermediateSize));
   });
-  ones("model.norm.weight", H);
-  if (!config.tieWordEmbeddings) matrix("lm_head", vocab, H);
   return tensors;
 }
 

@@ -43,13 +43,19 @@ import {
   KDA_SWITCHES,
   KdaAttention,
   type KdaSpec,
+  kdaParameters,
   kdaStates,
 } from "../blocks/linear-attention/kda-attention.js";
-import { RoutedMoe } from "../blocks/mlp/routed-moe.js";
+import { type MoeNames, RoutedMoe, routedMoeParameters } from "../blocks/mlp/routed-moe.js";
 import type { MoeSpec } from "../blocks/mlp/routing.js";
-import { HF_MLP_NAMES, MIXTRAL_MLP_NAMES, SwigluMlp } from "../blocks/mlp/swiglu-mlp.js";
+import { MIXTRAL_MLP_NAMES, SwigluMlp, swigluParameters } from "../blocks/mlp/swiglu-mlp.js";
 import type { MhcConfig } from "../blocks/residual/mhc.js";
-import { MhcConnection, MhcResidual } from "../blocks/residual/mhc-connection.js";
+import {
+  MhcConnection,
+  MhcResidual,
+  mhcHeadParameters,
+  mhcSiteParameters,
+} from "../blocks/residual/mhc-connection.js";
 import { modelOfFiles } from "../loader/build-model.js";
 import type { WeightSource } from "../loader/weight-source.js";
 import { CausalLM } from "../model/causal-lm.js";
@@ -61,7 +67,6 @@ import {
   placeLatentCopyCircuit,
 } from "../tiny/latent-copy-circuit.js";
 import { tinyKit } from "../tiny/port-kit.js";
-import { filled, putParameters } from "../tiny/weights.js";
 import {
   nonNegative,
   parseConfigFields,
@@ -71,7 +76,7 @@ import {
   TOKEN_ID_FIELDS,
   tokenIdConfig,
 } from "./config-fields.js";
-import { embeddingAndHead } from "./decoder.js";
+import { embeddingAndHead, embeddingParameters, layerPrefix, preNormParameters } from "./decoder.js";
 
 export const MODEL_TYPE = "glm5_3_flash";
 
@@ -224,39 +229,36 @@ export function parseGlmConfig(json: unknown, source = "config.json"): GlmConfig
   };
 }
 
+/** Where a GLM-5.3-Flash MoE layer keeps its router and experts (Mixtral's names, as Kimi Linear). */
+function moeNames(prefix: string): MoeNames {
+  return { base: `${prefix}.block_sparse_moe`, expert: MIXTRAL_MLP_NAMES };
+}
+
+/** Where a KDA layer's tensors sit. */
+function kdaPrefix(prefix: string): string {
+  return `${prefix}.self_attn`;
+}
+
 /** GLM-5.3-Flash from engine blocks: KDA or GQA mixers, MLP or MoE, each joined by an mHC connection. */
 export function buildGlm(config: GlmConfig, w: WeightSource): CausalLM {
   const H = config.hiddenSize;
   const eps = config.rmsNormEps;
   const layers: DecoderLayer[] = config.layers.map((spec, i) => {
-    const p = `model.layers.${i}`;
+    const p = layerPrefix(i);
     const mixer =
       spec.mixer === "kda"
-        ? KdaAttention.load(w, `${p}.self_attn`, config.kda, H)
+        ? KdaAttention.load(w, kdaPrefix(p), config.kda, H)
         : MlaAttention.load(w, mlaNames(p), config.mla, H, eps);
     const ffn =
       spec.mlp === "moe" && config.moe !== undefined
-        ? RoutedMoe.load(w, { base: `${p}.block_sparse_moe`, expert: MIXTRAL_MLP_NAMES }, config.moe, H)
+        ? RoutedMoe.load(w, moeNames(p), config.moe, H)
         : SwigluMlp.load(w, `${p}.mlp`, H, config.intermediateSize);
+    const { inputNorm, postNorm } = preNormParameters(p, H);
     return {
       mixer,
-      mixerConnection: MhcConnection.load(
-        w,
-        `${p}.attn_hc`,
-        `${p}.input_layernorm.weight`,
-        config.mhc,
-        H,
-        eps,
-      ),
+      mixerConnection: MhcConnection.load(w, `${p}.attn_hc`, inputNorm.name, config.mhc, H, eps),
       ffn,
-      ffnConnection: MhcConnection.load(
-        w,
-        `${p}.ffn_hc`,
-        `${p}.post_attention_layernorm.weight`,
-        config.mhc,
-        H,
-        eps,
-      ),
+      ffnConnection: MhcConnection.load(w, `${p}.ffn_hc`, postNorm.name, config.mhc, H, eps),
     };
   });
   return new CausalLM({
@@ -285,56 +287,25 @@ export function glmTinyModel(
   const spec = parseGlmConfig(config, "reference config");
   const kit = tinyKit(spec, corpus, seed);
   const H = spec.hiddenSize;
-  const n = spec.mhc.streams;
-  const mhcSite = (site: string) => {
-    kit.random(`${site}.fn`, [(2 + n) * n, n * H], 0.02);
-    kit.random(`${site}.base`, [(2 + n) * n], 0.5);
-    kit.put(`${site}.scale`, [3], filled(3, 1));
-  };
-  kit.random("model.embed_tokens.weight", [kit.vocab, H], 1);
+  kit.parameters(embeddingParameters({ ...spec, vocabSize: kit.vocab }));
+  kit.parameters(mhcHeadParameters(spec.mhc, H));
   spec.layers.forEach((layer, i) => {
-    const p = `model.layers.${i}`;
-    kit.ones(`${p}.input_layernorm.weight`, H);
-    kit.ones(`${p}.post_attention_layernorm.weight`, H);
-    mhcSite(`${p}.attn_hc`);
-    mhcSite(`${p}.ffn_hc`);
-    const a = `${p}.self_attn`;
-    if (layer.mixer === "kda") {
-      const { numHeads: h, headDim: d, convKernel: K } = spec.kda;
-      const P = h * d;
-      for (const x of ["q", "k", "v"]) {
-        kit.matrix(`${a}.${x}_proj.weight`, P, H);
-        kit.random(`${a}.${x}_conv1d.weight`, [P, 1, K], 1 / Math.sqrt(K));
-      }
-      kit.matrix(`${a}.f_a_proj.weight`, d, H);
-      kit.matrix(`${a}.f_b_proj.weight`, P, d);
-      kit.matrix(`${a}.g_a_proj.weight`, d, H);
-      kit.matrix(`${a}.g_b_proj.weight`, P, d);
-      kit.matrix(`${a}.b_proj.weight`, h, H);
-      kit.matrix(`${a}.o_proj.weight`, H, P);
-      kit.uniform(`${a}.A_log`, [1, 1, h, 1], (r) => Math.log(1 + 15 * r));
-      // dt in [0.001, 0.1] log-uniformly, stored as its inverse softplus log(e^dt - 1).
-      kit.uniform(`${a}.dt_bias`, [P], (r) => Math.log(Math.expm1(0.001 * 100 ** r)));
-      kit.ones(`${a}.o_norm.weight`, d);
-    } else {
-      putParameters(kit.put, seed, mlaParameters(mlaNames(p), spec.mla, H));
-    }
+    const p = layerPrefix(i);
+    const { inputNorm, postNorm } = preNormParameters(p, H);
+    kit.parameters(mhcSiteParameters(`${p}.attn_hc`, inputNorm.name, spec.mhc, H));
+    kit.parameters(mhcSiteParameters(`${p}.ffn_hc`, postNorm.name, spec.mhc, H));
+    kit.parameters(
+      layer.mixer === "kda"
+        ? kdaParameters(kdaPrefix(p), spec.kda, H)
+        : mlaParameters(mlaNames(p), spec.mla, H),
+    );
     if (layer.mlp === "moe" && spec.moe !== undefined) {
-      const m = spec.moe;
-      const base = `${p}.block_sparse_moe`;
-      kit.matrix(`${base}.gate.weight`, m.numExperts, H);
-      kit.random(`${base}.gate.e_score_correction_bias`, [m.numExperts], 0.1);
-      for (let e = 0; e < m.numExperts; e++)
-        kit.mlp(`${base}.experts.${e}`, MIXTRAL_MLP_NAMES, H, m.intermediateSize);
+      const { router, experts } = routedMoeParameters(moeNames(p), spec.moe, H, { correctionBias: true });
+      kit.parameters([...router, ...experts]);
     } else {
-      kit.mlp(`${p}.mlp`, HF_MLP_NAMES, H, spec.intermediateSize);
+      kit.parameters(swigluParameters(`${p}.mlp`, H, spec.intermediateSize));
     }
   });
-  kit.random("model.hc_head.hc_fn", [n, n * H], 0.02);
-  kit.random("model.hc_head.hc_base", [n], 0.5);
-  kit.put("model.hc_head.hc_scale", [1], filled(1, 1));
-  kit.ones("model.norm.weight", H);
-  if (!spec.tieWordEmbeddings) kit.matrix("lm_head.weight", kit.vocab, H);
   return kit.files(config, "Glm53FlashForCausalLM", options.port);
 }
 

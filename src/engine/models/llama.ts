@@ -1,11 +1,14 @@
 import { z } from "zod";
-import type { Architecture } from "../architecture.js";
-import { type AttentionSpec, attentionNames, GqaAttention } from "../blocks/attention/gqa-attention.js";
-import { RoutedMoe } from "../blocks/mlp/routed-moe.js";
+import type { Architecture, TinyModelOptions } from "../architecture.js";
+import { type AttentionSpec, attentionNames } from "../blocks/attention/gqa-attention.js";
+import type { MoeNames } from "../blocks/mlp/routed-moe.js";
 import type { MoeSpec } from "../blocks/mlp/routing.js";
-import { HF_MLP_NAMES, MIXTRAL_MLP_NAMES, SwigluMlp } from "../blocks/mlp/swiglu-mlp.js";
+import { HF_MLP_NAMES, MIXTRAL_MLP_NAMES } from "../blocks/mlp/swiglu-mlp.js";
+import type { ParameterDecl } from "../blocks/parameters.js";
 import type { WeightSource } from "../loader/weight-source.js";
 import type { CausalLM } from "../model/causal-lm.js";
+import type { TinyModelFiles } from "../tiny/files.js";
+import { tinyKit } from "../tiny/port-kit.js";
 import {
   type Fail,
   parseConfigFields,
@@ -15,7 +18,13 @@ import {
   TOKEN_ID_FIELDS,
   tokenIdConfig,
 } from "./config-fields.js";
-import { type DecoderConfig, decoderStates, type LayerSpec, preNormDecoder } from "./decoder.js";
+import {
+  type DecoderConfig,
+  decoderStates,
+  gqaDecoder,
+  gqaDecoderParameters,
+  type LayerSpec,
+} from "./decoder.js";
 
 /** The HF config.json fields the engine reads; others are allowed and ignored. */
 const HfConfig = z.looseObject({
@@ -189,35 +198,63 @@ function layerKinds(
   return Array.from({ length: n }, () => "full");
 }
 
+/** Where a llama-family MoE layer keeps its router and experts: Mixtral's `block_sparse_moe` (w1/w3/w2) or `mlp`. */
+function moeNames(prefix: string, mixtral: boolean): MoeNames {
+  return mixtral
+    ? { base: `${prefix}.block_sparse_moe`, expert: MIXTRAL_MLP_NAMES }
+    : { base: `${prefix}.mlp`, expert: HF_MLP_NAMES };
+}
+
 /**
  * Builds a llama-family model: GQA attention and a SwiGLU MLP or a mixture of experts in every
  * layer, with HF's names (Mixtral's experts under `block_sparse_moe` as w1/w3/w2).
  */
 export function buildLlama(config: DecoderConfig, w: WeightSource): CausalLM {
-  const H = config.hiddenSize;
-  return preNormDecoder(w, { ...config, numLayers: config.layers.length }, (i, p) => {
-    const spec = config.layers[i] as LayerSpec;
-    const mixer = GqaAttention.load(
-      w,
-      attentionNames(p),
-      spec.attention,
-      H,
-      config.rmsNormEps,
-      config.ropeScaling,
-    );
-    if (spec.mlp === "dense" || config.moe === undefined)
-      return { mixer, ffn: SwigluMlp.load(w, `${p}.mlp`, H, config.intermediateSize) };
-    const mixtral = w.has(`${p}.block_sparse_moe.gate.weight`);
-    const ffn = RoutedMoe.load(
-      w,
-      mixtral
-        ? { base: `${p}.block_sparse_moe`, expert: MIXTRAL_MLP_NAMES }
-        : { base: `${p}.mlp`, expert: HF_MLP_NAMES },
-      config.moe,
-      H,
-    );
-    return { mixer, ffn };
+  return gqaDecoder(config, w, {
+    attention: (p) => attentionNames(p),
+    moe: (p) => moeNames(p, w.has(`${p}.block_sparse_moe.gate.weight`)),
+    correctionBias: false,
   });
+}
+
+/**
+ * The parameters of a llama-family model of `config` (Mixtral's experts under its own names): the
+ * embedding, final norm and head apart from the decoder layers', which a tiny model may quantize.
+ */
+export function llamaParameters(config: DecoderConfig): { outer: ParameterDecl[]; layers: ParameterDecl[] } {
+  const mixtral = config.modelType === "mixtral";
+  const { outer, layers, experts } = gqaDecoderParameters(config, {
+    attention: (p) => attentionNames(p),
+    moe: (p) => moeNames(p, mixtral),
+    correctionBias: false,
+  });
+  return { outer, layers: [...layers, ...experts] };
+}
+
+/** The HF class name a llama-family config.json carries, by its model_type. */
+const CLASS_NAMES: Readonly<Record<string, string>> = {
+  llama: "LlamaForCausalLM",
+  mistral: "MistralForCausalLM",
+  qwen2: "Qwen2ForCausalLM",
+  qwen3: "Qwen3ForCausalLM",
+  mixtral: "MixtralForCausalLM",
+  qwen3_moe: "Qwen3MoeForCausalLM",
+};
+
+/**
+ * The tiny reference model of a llama-family `config` (a config.json object small enough for two
+ * CPU cores): a BPE trained on `corpus` and the family's declared parameters drawn with a seed.
+ */
+export function llamaTinyModel(
+  config: Record<string, unknown>,
+  corpus: string,
+  options: TinyModelOptions = {},
+): TinyModelFiles {
+  const spec = parseLlamaConfig(config, "reference config");
+  const kit = tinyKit(spec, corpus, options.seed ?? 0);
+  const { outer, layers } = llamaParameters({ ...spec, vocabSize: kit.vocab });
+  kit.parameters([...outer, ...layers]);
+  return kit.files(config, CLASS_NAMES[spec.modelType] ?? "LlamaForCausalLM", options.port);
 }
 
 /** The built-in llama / mistral / qwen2 / qwen3 / mixtral / qwen3_moe family. */
@@ -225,4 +262,5 @@ export const llamaArchitecture: Architecture<DecoderConfig> = {
   parseConfig: parseLlamaConfig,
   build: buildLlama,
   states: decoderStates,
+  tinyModel: llamaTinyModel,
 };

@@ -26,10 +26,9 @@
  */
 import { z } from "zod";
 import type { Architecture, TinyModelOptions } from "../architecture.js";
-import { type AttentionSpec, attentionNames, GqaAttention } from "../blocks/attention/gqa-attention.js";
-import { RoutedMoe } from "../blocks/mlp/routed-moe.js";
+import { type AttentionSpec, attentionNames } from "../blocks/attention/gqa-attention.js";
 import type { MoeSpec } from "../blocks/mlp/routing.js";
-import { HF_MLP_NAMES, SwigluMlp } from "../blocks/mlp/swiglu-mlp.js";
+import { HF_MLP_NAMES } from "../blocks/mlp/swiglu-mlp.js";
 import { modelOfFiles } from "../loader/build-model.js";
 import type { WeightSource } from "../loader/weight-source.js";
 import type { CausalLM } from "../model/causal-lm.js";
@@ -45,7 +44,14 @@ import {
   TOKEN_ID_FIELDS,
   tokenIdConfig,
 } from "./config-fields.js";
-import { type DecoderConfig, decoderStates, type LayerSpec, preNormDecoder } from "./decoder.js";
+import {
+  type DecoderConfig,
+  decoderStates,
+  type GqaDecoderNames,
+  gqaDecoder,
+  gqaDecoderParameters,
+  type LayerSpec,
+} from "./decoder.js";
 
 export const MODEL_TYPE = "mimo_v2_flash";
 
@@ -317,21 +323,17 @@ function moeSpec(c: MimoConfig, fail: Fail): MoeSpec {
 
 /** The Hub checkpoint's name for the sink logits under `self_attn`. */
 const HUB_SINKS_NAME = "attention_sink_bias";
-const HUB_SINKS = `.self_attn.${HUB_SINKS_NAME}`;
+
+/** Where a MiMo layer keeps its attention (sinks under the Hub's name) and its MoE (with score-correction biases). */
+const MIMO_NAMES: GqaDecoderNames = {
+  attention: (p) => attentionNames(p, HUB_SINKS_NAME),
+  moe: (p) => ({ base: `${p}.mlp`, expert: HF_MLP_NAMES }),
+  correctionBias: true,
+};
 
 /** MiMo's layers from engine blocks: GQA attention of each layer's kind, then an MLP or a routed MoE. */
 export function buildMimo(config: DecoderConfig, w: WeightSource): CausalLM {
-  const H = config.hiddenSize;
-  return preNormDecoder(w, { ...config, numLayers: config.layers.length }, (i, p) => {
-    const spec = config.layers[i] as LayerSpec;
-    const names = attentionNames(p, HUB_SINKS_NAME);
-    const mixer = GqaAttention.load(w, names, spec.attention, H, config.rmsNormEps);
-    const ffn =
-      spec.mlp === "moe" && config.moe !== undefined
-        ? RoutedMoe.load(w, { base: `${p}.mlp`, expert: HF_MLP_NAMES }, config.moe, H)
-        : SwigluMlp.load(w, `${p}.mlp`, H, config.intermediateSize);
-    return { mixer, ffn };
-  });
+  return gqaDecoder(config, w, MIMO_NAMES);
 }
 
 export const mimoArchitecture: Architecture<DecoderConfig> = {
@@ -362,31 +364,10 @@ export function mimoTinyModel(
   const quantization = config.quantization_config as { quant_method?: unknown } | null | undefined;
   const mxfp4Experts = quantization?.quant_method === "mxfp4";
   const kit = tinyKit(spec, corpus, seed);
-  const H = spec.hiddenSize;
-  kit.random("model.embed_tokens.weight", [kit.vocab, H], 1);
-  spec.layers.forEach((layer, i) => {
-    const p = `model.layers.${i}`;
-    const a = layer.attention;
-    kit.ones(`${p}.input_layernorm.weight`, H);
-    kit.ones(`${p}.post_attention_layernorm.weight`, H);
-    kit.attention(attentionNames(p, HUB_SINKS_NAME), a, H);
-    // Sinks of about the size of a score, so each head gives a visible share to nothing.
-    if (a.sinks) kit.random(`${p}${HUB_SINKS}`, [a.numHeads], 1);
-    if (layer.mlp === "moe" && spec.moe !== undefined) {
-      const m = spec.moe;
-      kit.matrix(`${p}.mlp.gate.weight`, m.numExperts, H);
-      kit.random(`${p}.mlp.gate.e_score_correction_bias`, [m.numExperts], 0.1);
-      for (let e = 0; e < m.numExperts; e++) {
-        const expert = `${p}.mlp.experts.${e}`;
-        kit.mlp(expert, HF_MLP_NAMES, H, m.intermediateSize);
-        if (mxfp4Experts) for (const n of HF_MLP_NAMES) kit.toMxfp4(`${expert}.${n}.weight`);
-      }
-    } else {
-      kit.mlp(`${p}.mlp`, HF_MLP_NAMES, H, spec.intermediateSize);
-    }
-  });
-  kit.ones("model.norm.weight", H);
-  if (!spec.tieWordEmbeddings) kit.matrix("lm_head.weight", kit.vocab, H);
+  const _H = spec.hiddenSize;
+  const { outer, layers, experts } = gqaDecoderParameters({ ...spec, vocabSize: kit.vocab }, MIMO_NAMES);
+  kit.parameters([...outer, ...layers]);
+  kit.parameters(experts, mxfp4Experts ? "mxfp4" : "f32");
   return kit.files(config, "MiMoV2FlashForCausalLM", options.port);
 }
 

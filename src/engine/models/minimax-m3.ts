@@ -18,9 +18,14 @@ import {
   type AttentionSpec,
   attentionNames,
   GqaAttention,
+  gqaParameters,
   gqaStates,
 } from "../blocks/attention/gqa-attention.js";
-import { type ClampedMoeSpec, ClampedSwigluMoe } from "../blocks/mlp/clamped-swiglu-moe.js";
+import {
+  type ClampedMoeSpec,
+  ClampedSwigluMoe,
+  clampedMoeParameters,
+} from "../blocks/mlp/clamped-swiglu-moe.js";
 import { modelOfFiles } from "../loader/build-model.js";
 import type { WeightSource } from "../loader/weight-source.js";
 import type { CausalLM } from "../model/causal-lm.js";
@@ -36,7 +41,7 @@ import {
   TOKEN_ID_FIELDS,
   tokenIdConfig,
 } from "./config-fields.js";
-import { preNormDecoder } from "./decoder.js";
+import { embeddingParameters, layerPrefix, preNormDecoder, preNormParameters } from "./decoder.js";
 
 export const MODEL_TYPE = "minimax_m3";
 
@@ -152,29 +157,15 @@ export function minimaxTinyModel(
   const spec = parseMinimaxConfig(config, "reference config");
   const kit = tinyKit(spec, corpus, seed);
   const H = spec.hiddenSize;
-  const { numExperts: E, intermediateSize: I } = spec.moe;
-  /** A stacked [E, rows, cols] expert weight in MXFP4, drawn like a fan-in-scaled matrix. */
-  const mxfp4Experts = (base: string, rows: number, cols: number) => {
-    kit.random(base, [E, rows, cols], 1 / Math.sqrt(cols));
-    kit.toMxfp4(base);
-  };
-  kit.random("model.embed_tokens.weight", [kit.vocab, H], 1);
+  kit.parameters(embeddingParameters({ ...spec, vocabSize: kit.vocab }));
   spec.layers.forEach((a, i) => {
-    const p = `model.layers.${i}`;
-    kit.ones(`${p}.input_layernorm.weight`, H);
-    kit.ones(`${p}.post_attention_layernorm.weight`, H);
-    kit.attention(attentionNames(p), a, H);
-    // Sinks of about the size of a score, so each head gives a visible share to nothing.
-    if (a.sinks) kit.random(`${p}.self_attn.sinks`, [a.numHeads], 1);
-    kit.matrix(`${p}.mlp.router.weight`, E, H);
-    kit.random(`${p}.mlp.router.bias`, [E], 0.1);
-    mxfp4Experts(`${p}.mlp.experts.gate_up_proj`, 2 * I, H);
-    kit.random(`${p}.mlp.experts.gate_up_proj_bias`, [E, 2 * I], 0.1);
-    mxfp4Experts(`${p}.mlp.experts.down_proj`, H, I);
-    kit.random(`${p}.mlp.experts.down_proj_bias`, [E, H], 0.1);
+    const p = layerPrefix(i);
+    kit.parameters(preNormParameters(p, H));
+    kit.parameters(gqaParameters(attentionNames(p), a, H));
+    const { gateUp, down, ...rest } = clampedMoeParameters(`${p}.mlp`, spec.moe, H);
+    kit.parameters(rest);
+    kit.parameters([gateUp, down], "mxfp4");
   });
-  kit.ones("model.norm.weight", H);
-  if (!spec.tieWordEmbeddings) kit.matrix("lm_head.weight", kit.vocab, H);
   return kit.files(config, "MiniMaxM3ForCausalLM", options.port);
 }
 

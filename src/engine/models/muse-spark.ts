@@ -25,14 +25,10 @@ import {
   type AttentionSpec,
   attentionNames,
   GqaAttention,
+  gqaParameters,
   gqaStates,
 } from "../blocks/attention/gqa-attention.js";
-import {
-  LatentMoe,
-  type LatentMoeSpec,
-  latentMoeNames,
-  latentMoeParameters,
-} from "../blocks/mlp/latent-moe.js";
+import { LatentMoe, type LatentMoeSpec, latentMoeParameters } from "../blocks/mlp/latent-moe.js";
 import { modelOfFiles } from "../loader/build-model.js";
 import type { WeightSource } from "../loader/weight-source.js";
 import type { CausalLM } from "../model/causal-lm.js";
@@ -40,7 +36,6 @@ import { copySlots } from "../tiny/copy-circuit.js";
 import { placeCopyCircuit } from "../tiny/copy-circuit-placement.js";
 import type { TinyModelFiles } from "../tiny/files.js";
 import { tinyKit } from "../tiny/port-kit.js";
-import { putParameters } from "../tiny/weights.js";
 import {
   parseConfigFields,
   positive,
@@ -49,7 +44,7 @@ import {
   TOKEN_ID_FIELDS,
   tokenIdConfig,
 } from "./config-fields.js";
-import { preNormDecoder } from "./decoder.js";
+import { embeddingParameters, layerPrefix, preNormDecoder, preNormParameters } from "./decoder.js";
 
 export const MODEL_TYPE = "muse_spark";
 
@@ -186,7 +181,7 @@ export function buildMuseSpark(config: MuseSparkConfig, w: WeightSource): Causal
  * The tiny reference model of `config`: a BPE trained on `corpus` and seeded weights, every
  * parameter drawn in f32 from the blocks' declarations, the routed experts' matrices then stored
  * in MXFP4 (`weight_blocks` / `weight_scales`, the OCP encoder's scales and rounding), and a
- * score-correction bias of small draws so it takes part in the choice.
+ * score-correction bias of small draws.
  */
 export function museSparkTinyModel(
   config: Record<string, unknown>,
@@ -197,23 +192,18 @@ export function museSparkTinyModel(
   const spec = parseMuseSparkConfig(config, "reference config");
   const kit = tinyKit(spec, corpus, seed);
   const H = spec.hiddenSize;
-  const E = spec.moe.routing.numExperts;
-  kit.random("model.embed_tokens.weight", [kit.vocab, H], 1);
+  kit.parameters(embeddingParameters({ ...spec, vocabSize: kit.vocab }));
   spec.layers.forEach((a, i) => {
-    const p = `model.layers.${i}`;
-    kit.ones(`${p}.input_layernorm.weight`, H);
-    kit.ones(`${p}.post_attention_layernorm.weight`, H);
-    kit.attention(attentionNames(p), a, H);
-    putParameters(kit.put, seed, latentMoeParameters(`${p}.mlp`, spec.moe, H));
-    const names = latentMoeNames(`${p}.mlp`);
-    kit.random(names.bias, [E], 0.05);
-    for (let e = 0; e < E; e++) {
-      kit.toMxfp4(`${names.expertUp(e)}.weight`);
-      kit.toMxfp4(`${names.expertDown(e)}.weight`);
+    const p = layerPrefix(i);
+    kit.parameters(preNormParameters(p, H));
+    kit.parameters(gqaParameters(attentionNames(p), a, H));
+    const { block, experts } = latentMoeParameters(`${p}.mlp`, spec.moe, H);
+    kit.parameters(block);
+    for (const { up, down, norm } of experts) {
+      kit.parameters([up, down], "mxfp4");
+      kit.parameters([norm]);
     }
   });
-  kit.ones("model.norm.weight", H);
-  if (!spec.tieWordEmbeddings) kit.matrix("lm_head.weight", kit.vocab, H);
   return kit.files(config, "MuseSparkForCausalLM", options.port);
 }
 

@@ -44,9 +44,20 @@ const FAMILIES: readonly FamilyEntry[] = [
     load: async () => (await import("./glm-5.3-flash.js")).glmFlashArchitecture,
   },
   {
+    // A port's patches over the llama family's qwen3_moe (models/family-patch.ts).
+    architectures: ["MuseGlimmerForCausalLM"],
+    modelTypes: ["muse_glimmer"],
+    load: async () => (await import("./muse-glimmer.js")).museGlimmerArchitecture,
+  },
+  {
     architectures: ["MiniMaxM3ForCausalLM"],
     modelTypes: ["minimax_m3"],
     load: async () => (await import("./minimax-m3.js")).minimaxArchitecture,
+  },
+  {
+    architectures: ["InklingForCausalLM"],
+    modelTypes: ["inkling"],
+    load: async () => (await import("./inkling.js")).inklingArchitecture,
   },
   {
     architectures: ["MuseSparkForCausalLM"],

@@ -1,15 +1,14 @@
-import { encodeMxfp4, float32ToBf16, floatToFp8Tile128 } from "../../formats/index.js";
 import { modelOfFiles } from "../loader/build-model.js";
 import type { HostTensor } from "../loader/host-tensor.js";
 import type { LoadedModel } from "../model/loaded-model.js";
+import { llamaParameters, parseLlamaConfig } from "../models/llama.js";
 import { findArchitecture } from "../models/registry.js";
-import { Rng } from "../tensor/random.js";
 import { readCorpus } from "./corpus.js";
 import { type TinyModelFiles, tinyModelFiles, tinyTokenizer } from "./files.js";
 import { type TinySize, tinyParameterCount } from "./sizes.js";
-import { filled, tensorSeed } from "./weights.js";
+import { putParameters, type TinyDtype } from "./weights.js";
 
-export type TinyDtype = "f32" | "bf16" | "fp8" | "mxfp4";
+export type { TinyDtype };
 
 export const TINY_DTYPES: readonly TinyDtype[] = ["f32", "bf16", "fp8", "mxfp4"];
 
@@ -57,54 +56,12 @@ export function generateTinyModel(size: TinySize, corpus: string, options: TinyO
     ...(moe ? { num_local_experts: moe.numExperts, num_experts_per_tok: moe.topK } : {}),
     bringup_tiny: { size: size.name, seed },
   };
+  // The llama family's tiny draws: every matrix at std 0.02; the decoder layers' matrices stored
+  // in `dtype`, the embedding and head in f32 (bf16 when dtype is bf16).
   const tensors = new Map<string, HostTensor>();
-  const H = size.hiddenSize;
-  const matrix = (name: string, rows: number, cols: number, quantize = true) => {
-    const values = new Rng(tensorSeed(seed, name)).fillNormal(new Float32Array(rows * cols), 0.02);
-    const shape = [rows, cols];
-    if (dtype === "bf16") tensors.set(name, { dtype: "BF16", shape, data: float32ToBf16(values) });
-    else if (!quantize || dtype === "f32") tensors.set(name, { dtype: "F32", shape, data: values });
-    else if (dtype === "fp8") {
-      const { elements, scaleInv } = floatToFp8Tile128(values, rows, cols);
-      tensors.set(name, { dtype: "F8_E4M3", shape, data: elements });
-      tensors.set(`${name}_scale_inv`, {
-        dtype: "F32",
-        shape: [Math.ceil(rows / 128), Math.ceil(cols / 128)],
-        data: scaleInv,
-      });
-    } else {
-      const { blocks, scales } = encodeMxfp4(values, name);
-      tensors.set(`${name}_blocks`, { dtype: "U8", shape: [rows, cols / 32, 16], data: blocks });
-      tensors.set(`${name}_scales`, { dtype: "U8", shape: [rows, cols / 32], data: scales });
-    }
-  };
-  const ones = (name: string, n: number) =>
-    tensors.set(name, { dtype: "F32", shape: [n], data: filled(n, 1) });
-  matrix("model.embed_tokens.weight", vocab, H, false);
-  for (let i = 0; i < size.numLayers; i++) {
-    const p = `model.layers.${i}`;
-    ones(`${p}.input_layernorm.weight`, H);
-    ones(`${p}.post_attention_layernorm.weight`, H);
-    matrix(`${p}.self_attn.q_proj.weight`, size.numHeads * size.headDim, H);
-    matrix(`${p}.self_attn.k_proj.weight`, size.numKvHeads * size.headDim, H);
-    matrix(`${p}.self_attn.v_proj.weight`, size.numKvHeads * size.headDim, H);
-    matrix(`${p}.self_attn.o_proj.weight`, H, size.numHeads * size.headDim);
-    if (moe) {
-      matrix(`${p}.block_sparse_moe.gate.weight`, moe.numExperts, H);
-      for (let e = 0; e < moe.numExperts; e++) {
-        const x = `${p}.block_sparse_moe.experts.${e}`;
-        matrix(`${x}.w1.weight`, moe.intermediateSize, H);
-        matrix(`${x}.w3.weight`, moe.intermediateSize, H);
-        matrix(`${x}.w2.weight`, H, moe.intermediateSize);
-      }
-    } else {
-      matrix(`${p}.mlp.gate_proj.weight`, size.intermediateSize, H);
-      matrix(`${p}.mlp.up_proj.weight`, size.intermediateSize, H);
-      matrix(`${p}.mlp.down_proj.weight`, H, size.intermediateSize);
-    }
-  }
-  ones("model.norm.weight", H);
-  matrix("lm_head.weight", vocab, H, false);
+  const { outer, layers } = llamaParameters(parseLlamaConfig(config, `tiny ${size.name} config`));
+  putParameters(tensors, seed, outer, { std: 0.02, storage: dtype === "bf16" ? "bf16" : "f32" });
+  putParameters(tensors, seed, layers, { std: 0.02, storage: dtype });
   return tinyModelFiles(config, tok, tensors, tinyParameterCount(size, vocab));
 }
 

@@ -1,4 +1,5 @@
-import type { ParameterDecl } from "../blocks/parameters.js";
+import { encodeMxfp4, float32ToBf16, floatToFp8Tile128 } from "../../formats/index.js";
+import { declared, type ParameterDecl, type Parameters } from "../blocks/parameters.js";
 import type { HostTensor } from "../loader/host-tensor.js";
 import { Rng } from "../tensor/random.js";
 
@@ -25,21 +26,80 @@ export function f32Tensors(): { readonly tensors: Map<string, HostTensor>; reado
   return { tensors, put: (name, shape, data) => void tensors.set(name, { dtype: "F32", shape, data }) };
 }
 
+/** How a tiny model stores its matrices: f32, bf16, FP8 E4M3 with 128x128 block scales, or MXFP4. */
+export type TinyDtype = "f32" | "bf16" | "fp8" | "mxfp4";
+
+/** A tiny generator's own rules over declared parameters (see TinyInit). */
+export interface TinyDraw {
+  /** The std of "fan-in" and "embedding" draws in place of theirs (the llama family's 0.02). */
+  readonly std?: number;
+  /** How "matrix" and "stacked" parameters are stored (default f32); other tensors stay f32. */
+  readonly storage?: TinyDtype;
+}
+
 /**
- * Writes each declared parameter as a tiny model of seed `seed` draws it: fan-in matrices from the
- * tensor's own seed with standard deviation 1/sqrt(last dimension), ones for norms.
+ * Writes each declared parameter into `tensors` as a tiny model of seed `seed` draws it, every
+ * tensor from its own seed (tensorSeed of its name, or of its seedName), stored as `draw` says.
  */
-export function putParameters(put: PutF32, seed: number, parameters: readonly ParameterDecl[]): void {
-  for (const { name, shape, init } of parameters) {
-    const size = shape.reduce((a, b) => a * b, 1);
-    const data =
-      init === "ones"
-        ? filled(size, 1)
-        : new Rng(tensorSeed(seed, name)).fillNormal(
-            new Float32Array(size),
-            1 / Math.sqrt(shape.at(-1) as number),
-          );
-    put(name, [...shape], data);
+export function putParameters(
+  tensors: Map<string, HostTensor>,
+  seed: number,
+  parameters: Parameters | readonly ParameterDecl[],
+  draw: TinyDraw = {},
+): void {
+  const list = Array.isArray(parameters)
+    ? (parameters as readonly ParameterDecl[])
+    : declared(parameters as Parameters);
+  for (const p of list) {
+    const values = tinyValues(p, seed, draw.std);
+    if (p.dtype === "f32") tensors.set(p.name, { dtype: "F32", shape: [...p.shape], data: values });
+    else storeMatrix(tensors, p.name, p.shape, values, draw.storage ?? "f32");
+  }
+}
+
+/** The f32 values a tiny model of seed `seed` gives parameter `p`. */
+function tinyValues(p: ParameterDecl, seed: number, std: number | undefined): Float32Array {
+  const size = p.shape.reduce((a, b) => a * b, 1);
+  const { init } = p;
+  if (init === "ones") return filled(size, 1);
+  if (init === "zeros") return new Float32Array(size);
+  const rng = new Rng(tensorSeed(seed, p.seedName ?? p.name));
+  if (typeof init === "object" && "uniform" in init)
+    return Float32Array.from({ length: size }, () => init.uniform(rng.next()));
+  const sd =
+    typeof init === "object"
+      ? init.std
+      : (std ?? (init === "embedding" ? 1 : 1 / Math.sqrt(p.shape.at(-1) as number)));
+  return rng.fillNormal(new Float32Array(size), sd);
+}
+
+/** Stores the matrix (or stack of matrices) `name` of f32 `values` in `dtype`, as checkpoints do. */
+function storeMatrix(
+  tensors: Map<string, HostTensor>,
+  name: string,
+  shape: readonly number[],
+  values: Float32Array,
+  dtype: TinyDtype,
+): void {
+  const cols = shape.at(-1) as number;
+  const lead = shape.slice(0, -1);
+  if (dtype === "f32") tensors.set(name, { dtype: "F32", shape: [...shape], data: values });
+  else if (dtype === "bf16")
+    tensors.set(name, { dtype: "BF16", shape: [...shape], data: float32ToBf16(values) });
+  else if (dtype === "mxfp4") {
+    const { blocks, scales } = encodeMxfp4(values, name);
+    tensors.set(`${name}_blocks`, { dtype: "U8", shape: [...lead, cols / 32, 16], data: blocks });
+    tensors.set(`${name}_scales`, { dtype: "U8", shape: [...lead, cols / 32], data: scales });
+  } else {
+    if (shape.length !== 2) throw new Error(`unreachable: tiny FP8 of the stacked ${name}`);
+    const rows = shape[0] as number;
+    const { elements, scaleInv } = floatToFp8Tile128(values, rows, cols);
+    tensors.set(name, { dtype: "F8_E4M3", shape: [rows, cols], data: elements });
+    tensors.set(`${name}_scale_inv`, {
+      dtype: "F32",
+      shape: [Math.ceil(rows / 128), Math.ceil(cols / 128)],
+      data: scaleInv,
+    });
   }
 }
 

@@ -7,6 +7,7 @@ import { Rope } from "../../kernels/rope.js";
 import type { WeightSource } from "../../loader/weight-source.js";
 import type { ModelSwitch } from "../../model/model.js";
 import type { Weight } from "../../tensor/weight.js";
+import { bindParameters, f32Param, matrixParam } from "../parameters.js";
 import { rotateAdjacentPairs } from "./mla-attention.js";
 
 /**
@@ -50,6 +51,21 @@ export interface DsaNames {
 export function dsaNames(prefix: string): DsaNames {
   const p = `${prefix}.self_attn.indexer`;
   return { qB: `${p}.wq_b`, k: `${p}.wk`, kNorm: `${p}.k_norm`, weights: `${p}.weights_proj` };
+}
+
+/**
+ * The parameters of one DSA indexer under `names`: its query up-projection from MLA's query latent
+ * (`qLoraRank`), its key projection with a LayerNorm (scale one, shift zero) and its head weights.
+ */
+export function dsaParameters(names: DsaNames, spec: DsaSpec, hidden: number, qLoraRank: number) {
+  const { numHeads: n, headDim: d } = spec;
+  return {
+    qB: matrixParam(names.qB, n * d, qLoraRank),
+    k: matrixParam(names.k, d, hidden),
+    kNorm: f32Param(`${names.kNorm}.weight`, [d], "ones"),
+    kNormBias: f32Param(`${names.kNorm}.bias`, [d], "zeros"),
+    weights: matrixParam(names.weights, n, hidden),
+  };
 }
 
 /**
@@ -128,16 +144,8 @@ export class DsaIndexer {
         { subject: "q_lora_rank" },
       );
     }
-    const { numHeads: n, headDim: d } = spec;
-    return new DsaIndexer(
-      spec,
-      w.matrix(names.qB, n * d, qLoraRank),
-      w.matrix(names.k, d, hiddenSize),
-      w.vector(`${names.kNorm}.weight`, d),
-      w.vector(`${names.kNorm}.bias`, d),
-      w.matrix(names.weights, n, hiddenSize),
-      names,
-    );
+    const p = bindParameters(w, dsaParameters(names, spec, hiddenSize, qLoraRank));
+    return new DsaIndexer(spec, p.qB, p.k, p.kNorm, p.kNormBias, p.weights, names);
   }
 
   /** Rotates the leading ropeDim features of `numHeads` heads at x[offset...] for a token at `pos`. */

@@ -5,6 +5,7 @@ import { Rope, type YarnScaling } from "../../kernels/rope.js";
 import type { WeightSource } from "../../loader/weight-source.js";
 import type { ForwardContext, TokenMixer } from "../../model/model.js";
 import type { Weight } from "../../tensor/weight.js";
+import { bindParameters, f32Param, matrixParam } from "../parameters.js";
 
 /**
  * Grouped-query attention of one layer. "full": a query attends to every earlier position.
@@ -71,6 +72,32 @@ export function attentionNames(prefix: string, sinksName = "sinks"): AttentionNa
 }
 
 /**
+ * The parameters of one attention layer of `spec` under `names`: q/k/v/o projections, with q/k/v
+ * biases, per-head q/k norms and sink logits where the spec has them.
+ */
+export function gqaParameters(names: AttentionNames, spec: AttentionSpec, hidden: number) {
+  const qOut = spec.numHeads * spec.headDim;
+  const kOut = spec.numKvHeads * spec.headDim;
+  const vOut = spec.numKvHeads * spec.vHeadDim;
+  // Biases of about a tenth of a feature; sinks of about the size of a score, so each head gives
+  // a visible share to nothing.
+  const bias = (base: string, n: number) =>
+    spec.bias ? f32Param(`${base}.bias`, [n], { std: 0.1 }) : undefined;
+  return {
+    q: matrixParam(names.q, qOut, hidden),
+    k: matrixParam(names.k, kOut, hidden),
+    v: matrixParam(names.v, vOut, hidden),
+    o: matrixParam(names.o, hidden, spec.numHeads * spec.vHeadDim),
+    qBias: bias(names.q, qOut),
+    kBias: bias(names.k, kOut),
+    vBias: bias(names.v, vOut),
+    qNorm: spec.qkNorm ? f32Param(names.qNorm, [spec.headDim], "ones") : undefined,
+    kNorm: spec.qkNorm ? f32Param(names.kNorm, [spec.headDim], "ones") : undefined,
+    sinks: spec.sinks ? f32Param(names.sinks, [spec.numHeads], { std: 1 }) : undefined,
+  };
+}
+
+/**
  * Attention over the paged KV cache: q/k/v projections (with biases, q/k norms, value scale as the
  * spec says), RoPE on the rotated part of each head, the step's keys and values written to the
  * cache, then each query attends to its visible positions (kernels equal to
@@ -92,7 +119,7 @@ export class GqaAttention implements TokenMixer {
     this.rope = new Rope(spec.headDim, spec.partialRotaryFactor, spec.ropeTheta, ropeScaling);
   }
 
-  /** Reads the layer's tensors by `names`, shapes from `spec` and `hiddenSize`. */
+  /** Reads the layer's declared parameters (gqaParameters) by `names`, shapes from `spec` and `hiddenSize`. */
   static load(
     w: WeightSource,
     names: AttentionNames,
@@ -101,27 +128,7 @@ export class GqaAttention implements TokenMixer {
     normEps: number,
     ropeScaling?: YarnScaling,
   ): GqaAttention {
-    const H = hiddenSize;
-    const qOut = spec.numHeads * spec.headDim;
-    const kOut = spec.numKvHeads * spec.headDim;
-    const vOut = spec.numKvHeads * spec.vHeadDim;
-    const weights: AttentionWeights = {
-      q: w.matrix(names.q, qOut, H),
-      k: w.matrix(names.k, kOut, H),
-      v: w.matrix(names.v, vOut, H),
-      o: w.matrix(names.o, H, spec.numHeads * spec.vHeadDim),
-      ...(spec.bias
-        ? {
-            qBias: w.vector(`${names.q}.bias`, qOut),
-            kBias: w.vector(`${names.k}.bias`, kOut),
-            vBias: w.vector(`${names.v}.bias`, vOut),
-          }
-        : {}),
-      ...(spec.qkNorm
-        ? { qNorm: w.vector(names.qNorm, spec.headDim), kNorm: w.vector(names.kNorm, spec.headDim) }
-        : {}),
-      ...(spec.sinks ? { sinks: w.vector(names.sinks, spec.numHeads) } : {}),
-    };
+    const weights: AttentionWeights = bindParameters(w, gqaParameters(names, spec, hiddenSize));
     return new GqaAttention(spec, weights, names, hiddenSize, normEps, ropeScaling);
   }
 

@@ -7,7 +7,7 @@ import { Rope } from "../../kernels/rope.js";
 import type { WeightSource } from "../../loader/weight-source.js";
 import type { ForwardContext, ModelSwitch, SequenceRun, TokenMixer } from "../../model/model.js";
 import type { Weight } from "../../tensor/weight.js";
-import type { ParameterDecl } from "../parameters.js";
+import { bindParameters, f32Param, matrixParam } from "../parameters.js";
 import type { DsaIndexer, DsaSpec } from "./dsa-indexer.js";
 
 /**
@@ -77,28 +77,19 @@ export function mlaShapes(spec: MlaSpec, hidden: number) {
 }
 
 /** The parameters of one MLA layer under `names`: what loading reads and a tiny model draws. */
-export function mlaParameters(names: MlaNames, spec: MlaSpec, hidden: number): ParameterDecl[] {
+export function mlaParameters(names: MlaNames, spec: MlaSpec, hidden: number) {
   const shape = mlaShapes(spec, hidden);
-  const matrix = (base: string, dims: readonly number[]): ParameterDecl => ({
-    name: `${base}.weight`,
-    shape: dims,
-    init: "fan-in",
-  });
-  const query =
-    spec.qLoraRank > 0
-      ? [
-          matrix(names.qA, shape.qA),
-          { name: names.qANorm, shape: [spec.qLoraRank], init: "ones" } as const,
-          matrix(names.qB, shape.qB),
-        ]
-      : [matrix(names.q, shape.q)];
-  return [
-    ...query,
-    matrix(names.kvA, shape.kvA),
-    { name: names.kvANorm, shape: [spec.kvLoraRank], init: "ones" },
-    matrix(names.kvB, shape.kvB),
-    matrix(names.o, shape.o),
-  ];
+  const lora = spec.qLoraRank > 0;
+  return {
+    q: lora ? undefined : matrixParam(names.q, ...shape.q),
+    qA: lora ? matrixParam(names.qA, ...shape.qA) : undefined,
+    qANorm: lora ? f32Param(names.qANorm, [spec.qLoraRank], "ones") : undefined,
+    qB: lora ? matrixParam(names.qB, ...shape.qB) : undefined,
+    kvA: matrixParam(names.kvA, ...shape.kvA),
+    kvANorm: f32Param(names.kvANorm, [spec.kvLoraRank], "ones"),
+    kvB: matrixParam(names.kvB, ...shape.kvB),
+    o: matrixParam(names.o, ...shape.o),
+  };
 }
 
 export interface MlaWeights {
@@ -224,22 +215,7 @@ export class MlaAttention implements TokenMixer {
     normEps: number,
     indexer?: DsaIndexer,
   ): MlaAttention {
-    const shape = mlaShapes(spec, hiddenSize);
-    const q =
-      spec.qLoraRank > 0
-        ? {
-            qA: w.matrix(names.qA, ...shape.qA),
-            qANorm: w.vector(names.qANorm, spec.qLoraRank),
-            qB: w.matrix(names.qB, ...shape.qB),
-          }
-        : { q: w.matrix(names.q, ...shape.q) };
-    const weights: MlaWeights = {
-      ...q,
-      kvA: w.matrix(names.kvA, ...shape.kvA),
-      kvANorm: w.vector(names.kvANorm, spec.kvLoraRank),
-      kvB: w.matrix(names.kvB, ...shape.kvB),
-      o: w.matrix(names.o, ...shape.o),
-    };
+    const weights: MlaWeights = bindParameters(w, mlaParameters(names, spec, hiddenSize));
     return new MlaAttention(spec, weights, names, hiddenSize, normEps, indexer);
   }
 

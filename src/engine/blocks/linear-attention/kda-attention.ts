@@ -7,6 +7,7 @@ import type { ForwardContext, ModelSwitch, SequenceRun, TokenMixer } from "../..
 import type { Weight } from "../../tensor/weight.js";
 import { sigmoid } from "../activations.js";
 import { shortConv } from "../conv/short-conv.js";
+import { bindParameters, f32Param, matrixParam } from "../parameters.js";
 import { kdaChunked } from "./kda-chunked.js";
 import { kdaGate, l2NormalizeHeads } from "./kda-gate.js";
 import { kdaRecurrent, kdaRecurrentFused } from "./kda-recurrence.js";
@@ -64,6 +65,36 @@ export function kdaStates(spec: KdaSpec): {
 }
 
 /**
+ * The parameters of one KDA layer under `prefix` (Kimi Linear's names): projections, the three
+ * short convolutions [P, 1, kernel], A_log drawn from log U(1, 16) and dt_bias as the inverse
+ * softplus of a rate in [0.001, 0.1] log-uniformly (as fla's KDA layer initialises them), the
+ * output norm.
+ */
+export function kdaParameters(prefix: string, spec: KdaSpec, hidden: number) {
+  const { numHeads: H, headDim: d, convKernel: K } = spec;
+  const P = H * d;
+  const m = (name: string, rows: number, cols: number) => matrixParam(`${prefix}.${name}`, rows, cols);
+  const conv = (name: string) => f32Param(`${prefix}.${name}.weight`, [P, 1, K], "fan-in");
+  return {
+    q: m("q_proj", P, hidden),
+    k: m("k_proj", P, hidden),
+    v: m("v_proj", P, hidden),
+    fA: m("f_a_proj", d, hidden),
+    fB: m("f_b_proj", P, d),
+    b: m("b_proj", H, hidden),
+    gA: m("g_a_proj", d, hidden),
+    gB: m("g_b_proj", P, d),
+    o: m("o_proj", hidden, P),
+    qConv: conv("q_conv1d"),
+    kConv: conv("k_conv1d"),
+    vConv: conv("v_conv1d"),
+    aLog: f32Param(`${prefix}.A_log`, [1, 1, H, 1], { uniform: (r) => Math.log(1 + 15 * r) }),
+    dtBias: f32Param(`${prefix}.dt_bias`, [P], { uniform: (r) => Math.log(Math.expm1(0.001 * 100 ** r)) }),
+    oNorm: f32Param(`${prefix}.o_norm.weight`, [d], "ones"),
+  };
+}
+
+/**
  * Kimi Delta Attention (vLLM `layers/kda.py`, fla `layers/kda.py`): q, k, v each through a short
  * causal convolution and SiLU, q and k L2-normalized (q also scaled by 1/sqrt(d)), a per-channel
  * decay g = -exp(A_log)·softplus(f_b(f_a(x)) + dt_bias) and a write strength β = sigmoid(b(x));
@@ -100,37 +131,14 @@ export class KdaAttention implements TokenMixer {
 
   /** Reads one layer's tensors under `prefix` (Kimi Linear's `model.layers.N.self_attn`). */
   static load(w: WeightSource, prefix: string, spec: KdaSpec, hidden: number): KdaAttention {
-    const { numHeads: H, headDim: d, convKernel: K } = spec;
-    if (K < 1) {
+    if (spec.convKernel < 1) {
       throw new BringupError(
         "MODEL_CONFIG_INVALID",
-        `${w.source}: short_conv_kernel_size must be at least 1, got ${K}.`,
+        `${w.source}: short_conv_kernel_size must be at least 1, got ${spec.convKernel}.`,
         { subject: "short_conv_kernel_size" },
       );
     }
-    const P = H * d;
-    const conv = (name: string) => w.tensor(`${prefix}.${name}.weight`, [P, 1, K]);
-    return new KdaAttention(
-      spec,
-      {
-        q: w.matrix(`${prefix}.q_proj`, P, hidden),
-        k: w.matrix(`${prefix}.k_proj`, P, hidden),
-        v: w.matrix(`${prefix}.v_proj`, P, hidden),
-        fA: w.matrix(`${prefix}.f_a_proj`, d, hidden),
-        fB: w.matrix(`${prefix}.f_b_proj`, P, d),
-        b: w.matrix(`${prefix}.b_proj`, H, hidden),
-        gA: w.matrix(`${prefix}.g_a_proj`, d, hidden),
-        gB: w.matrix(`${prefix}.g_b_proj`, P, d),
-        o: w.matrix(`${prefix}.o_proj`, hidden, P),
-        qConv: conv("q_conv1d"),
-        kConv: conv("k_conv1d"),
-        vConv: conv("v_conv1d"),
-        aLog: w.tensor(`${prefix}.A_log`, [1, 1, H, 1]),
-        dtBias: w.vector(`${prefix}.dt_bias`, P),
-        oNorm: w.vector(`${prefix}.o_norm.weight`, d),
-      },
-      `${prefix}.o_proj`,
-    );
+    return new KdaAttention(spec, bindParameters(w, kdaParameters(prefix, spec, hidden)), `${prefix}.o_proj`);
   }
 
   states(): LayerStates {

@@ -2,6 +2,7 @@ import type { WeightSource } from "../../loader/weight-source.js";
 import type { FeedForward, ForwardContext } from "../../model/model.js";
 import type { Weight } from "../../tensor/weight.js";
 import { addBias } from "../attention/gqa-attention.js";
+import { bindParameters, f32Param, matrixParam, stackedParam } from "../parameters.js";
 import { mixExperts } from "./expert-dispatch.js";
 import { type Routing, routeTopKThenSoftmax } from "./routing.js";
 
@@ -40,6 +41,20 @@ export function clampedSwiglu(
   return out;
 }
 
+/** The parameters of a gpt-oss MoE layer under `prefix`: router, stacked experts, their biases (std 0.1). */
+export function clampedMoeParameters(prefix: string, spec: ClampedMoeSpec, hidden: number) {
+  const { numExperts: E, intermediateSize: I } = spec;
+  const experts = `${prefix}.experts`;
+  return {
+    router: matrixParam(`${prefix}.router`, E, hidden),
+    routerBias: f32Param(`${prefix}.router.bias`, [E], { std: 0.1 }),
+    gateUp: stackedParam(`${experts}.gate_up_proj`, E, 2 * I, hidden),
+    gateUpBias: f32Param(`${experts}.gate_up_proj_bias`, [E, 2 * I], { std: 0.1 }),
+    down: stackedParam(`${experts}.down_proj`, E, hidden, I),
+    downBias: f32Param(`${experts}.down_proj_bias`, [E, hidden], { std: 0.1 }),
+  };
+}
+
 /**
  * gpt-oss's mixture of experts: a router with a bias picks each token's top-k experts and weighs
  * them by a softmax over those k; each expert's gate_up projection (with bias) feeds the clamped
@@ -64,22 +79,15 @@ export class ClampedSwigluMoe implements FeedForward {
     this.outputTensors = outputTensors;
   }
 
+  /** Reads the layer's declared parameters (clampedMoeParameters) under `prefix`. */
   static load(w: WeightSource, prefix: string, spec: ClampedMoeSpec, hidden: number): ClampedSwigluMoe {
-    const { numExperts: E, intermediateSize: I } = spec;
-    const experts = `${prefix}.experts`;
-    return new ClampedSwigluMoe(
-      spec,
-      w.matrix(`${prefix}.router`, E, hidden),
-      w.vector(`${prefix}.router.bias`, E),
-      w.stackedMatrices(`${experts}.gate_up_proj`, E, 2 * I, hidden),
-      w.tensor(`${experts}.gate_up_proj_bias`, [E, 2 * I]),
-      w.stackedMatrices(`${experts}.down_proj`, E, hidden, I),
-      w.tensor(`${experts}.down_proj_bias`, [E, hidden]),
-      [
-        w.has(`${experts}.down_proj_blocks`) ? `${experts}.down_proj_blocks` : `${experts}.down_proj`,
-        `${experts}.down_proj_bias`,
-      ],
-    );
+    const parameters = clampedMoeParameters(prefix, spec, hidden);
+    const p = bindParameters(w, parameters);
+    const down = parameters.down.name;
+    return new ClampedSwigluMoe(spec, p.router, p.routerBias, p.gateUp, p.gateUpBias, p.down, p.downBias, [
+      w.has(`${down}_blocks`) ? `${down}_blocks` : down,
+      parameters.downBias.name,
+    ]);
   }
 
   forward(h: Float32Array, ctx: ForwardContext): Float32Array {

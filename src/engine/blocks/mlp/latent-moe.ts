@@ -4,7 +4,7 @@ import { rmsNorm } from "../../kernels/rmsnorm.js";
 import type { WeightSource } from "../../loader/weight-source.js";
 import type { FeedForward, ForwardContext } from "../../model/model.js";
 import type { Weight } from "../../tensor/weight.js";
-import type { ParameterDecl } from "../parameters.js";
+import { bindParameters, f32Param, matrixParam } from "../parameters.js";
 import { mixExperts } from "./expert-dispatch.js";
 import { checkMoeSpec, type MoeSpec, type Routing, route } from "./routing.js";
 
@@ -42,31 +42,31 @@ export function latentMoeNames(prefix: string) {
 }
 
 /**
- * Every parameter of a latent MoE under `prefix` over `hidden` features (the score-correction bias
- * excepted: it is optional in Nemotron-H and a tiny model draws its own). Expert matrices are
- * declared in f32; a checkpoint may store them in MXFP4 (`weight_blocks` / `weight_scales`).
+ * Every parameter of a latent MoE under `prefix` over `hidden` features: the block's own (router,
+ * score-correction bias, latent projections, shared expert where there is one) and each routed
+ * expert's (its two matrices, which a checkpoint may store in MXFP4, and the port's output norm).
  */
-export function latentMoeParameters(prefix: string, spec: LatentMoeSpec, hidden: number): ParameterDecl[] {
+export function latentMoeParameters(prefix: string, spec: LatentMoeSpec, hidden: number) {
   const n = latentMoeNames(prefix);
   const { numExperts: E, intermediateSize: I } = spec.routing;
   const L = spec.latentSize;
   const S = spec.sharedIntermediateSize;
-  const matrix = (base: string, rows: number, cols: number): ParameterDecl => ({
-    name: `${base}.weight`,
-    shape: [rows, cols],
-    init: "fan-in",
-  });
-  return [
-    matrix(n.gate, E, hidden),
-    matrix(n.down, L, hidden),
-    matrix(n.up, hidden, L),
-    ...Array.from({ length: E }, (_, e): ParameterDecl[] => [
-      matrix(n.expertUp(e), I, L),
-      matrix(n.expertDown(e), L, I),
-      { name: n.expertNorm(e), shape: [L], init: "ones" },
-    ]).flat(),
-    ...(S > 0 ? [matrix(n.sharedUp, S, hidden), matrix(n.sharedDown, hidden, S)] : []),
-  ];
+  return {
+    block: {
+      gate: matrixParam(n.gate, E, hidden),
+      // Small draws, so the correction takes part in the choice without deciding it.
+      bias: f32Param(n.bias, [E], { std: 0.05 }),
+      fc1: matrixParam(n.down, L, hidden),
+      fc2: matrixParam(n.up, hidden, L),
+      sharedUp: S > 0 ? matrixParam(n.sharedUp, S, hidden) : undefined,
+      sharedDown: S > 0 ? matrixParam(n.sharedDown, hidden, S) : undefined,
+    },
+    experts: Array.from({ length: E }, (_, e) => ({
+      up: matrixParam(n.expertUp(e), I, L),
+      down: matrixParam(n.expertDown(e), L, I),
+      norm: f32Param(n.expertNorm(e), [L], "ones"),
+    })),
+  };
 }
 
 /** Nemotron-H's expert activation, relu²: max(x, 0)² in place. */
@@ -111,7 +111,7 @@ export class LatentMoe implements FeedForward {
     private readonly down: Weight,
     private readonly up: Weight,
     private readonly experts: readonly RoutedExpert[],
-    private readonly routerBias: Float32Array | undefined,
+    private readonly routerBias: Float32Array,
     private readonly shared: { readonly up: Weight; readonly down: Weight } | undefined,
     /** fc2_latent_proj and the shared expert's down projection: zeroed, they silence the block. */
     outputTensors: readonly string[],
@@ -127,34 +127,23 @@ export class LatentMoe implements FeedForward {
    */
   static load(w: WeightSource, prefix: string, spec: LatentMoeSpec, hidden: number): LatentMoe {
     const n = latentMoeNames(prefix);
-    const { numExperts: E, intermediateSize: I } = spec.routing;
     const L = spec.latentSize;
-    const S = spec.sharedIntermediateSize;
     checkLatentWidth(w, L, [
       [n.down, "rows"],
       [n.up, "cols"],
-      ...Array.from({ length: E }, (_, e): [string, "rows" | "cols"][] => [
+      ...Array.from({ length: spec.routing.numExperts }, (_, e): [string, "rows" | "cols"][] => [
         [n.expertUp(e), "cols"],
         [n.expertDown(e), "rows"],
       ]).flat(),
     ]);
-    const experts = Array.from({ length: E }, (_, e) => ({
-      up: w.matrix(n.expertUp(e), I, L),
-      down: w.matrix(n.expertDown(e), L, I),
-      norm: w.vector(n.expertNorm(e), L),
-    }));
-    const shared =
-      S > 0 ? { up: w.matrix(n.sharedUp, S, hidden), down: w.matrix(n.sharedDown, hidden, S) } : undefined;
-    return new LatentMoe(
-      spec,
-      w.matrix(n.gate, E, hidden),
-      w.matrix(n.down, L, hidden),
-      w.matrix(n.up, hidden, L),
-      experts,
-      w.optionalVector(n.bias, E),
-      shared,
-      [`${n.up}.weight`, ...(shared ? [`${n.sharedDown}.weight`] : [])],
-    );
+    const parameters = latentMoeParameters(prefix, spec, hidden);
+    const b = bindParameters(w, parameters.block);
+    const experts = parameters.experts.map((e) => bindParameters(w, e));
+    const shared = b.sharedUp && b.sharedDown ? { up: b.sharedUp, down: b.sharedDown } : undefined;
+    return new LatentMoe(spec, b.gate, b.fc1, b.fc2, experts, b.bias, shared, [
+      parameters.block.fc2.name,
+      ...(parameters.block.sharedDown ? [parameters.block.sharedDown.name] : []),
+    ]);
   }
 
   forward(h: Float32Array, ctx: ForwardContext): Float32Array {

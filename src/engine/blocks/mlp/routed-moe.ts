@@ -1,14 +1,56 @@
 import type { WeightSource } from "../../loader/weight-source.js";
 import type { FeedForward, ForwardContext } from "../../model/model.js";
 import type { Weight } from "../../tensor/weight.js";
+import { bindParameters, declared, f32Param, matrixParam, type ParameterDecl } from "../parameters.js";
 import { mixExperts } from "./expert-dispatch.js";
 import { checkMoeSpec, type MoeSpec, type Routing, route } from "./routing.js";
-import { type MlpNames, SwigluMlp } from "./swiglu-mlp.js";
+import { type MlpNames, SwigluMlp, swigluParameters } from "./swiglu-mlp.js";
 
 /** Checkpoint names of a MoE layer: its router `<base>.gate` and experts `<base>.experts.N.*`. */
 export interface MoeNames {
   readonly base: string;
   readonly expert: MlpNames;
+}
+
+/** How a MoE layer's router is declared. */
+export interface RouterOptions {
+  /** Whether the router has a score-correction bias `<base>.gate.e_score_correction_bias`. */
+  readonly correctionBias: boolean;
+  /** The bias's tiny values come from the seed of `<base>.gate.bias` (DeepSeek-V3's tiny model, as first drawn). */
+  readonly biasSeedOfGate?: boolean;
+}
+
+/** The router of the MoE layer under `base` (and its score-correction bias, drawn at std 0.1). */
+function routerParameters(base: string, spec: MoeSpec, hidden: number, options: RouterOptions) {
+  const name = `${base}.gate.e_score_correction_bias`;
+  return {
+    router: matrixParam(`${base}.gate`, spec.numExperts, hidden),
+    bias: options.correctionBias
+      ? {
+          ...f32Param(name, [spec.numExperts], { std: 0.1 }),
+          ...(options.biasSeedOfGate ? { seedName: `${base}.gate.bias` } : {}),
+        }
+      : undefined,
+  };
+}
+
+function expertPrefix(names: MoeNames, e: number): string {
+  return `${names.base}.experts.${e}`;
+}
+
+/** The parameters of a MoE layer: its router, and its experts apart (which a tiny model may quantize). */
+export function routedMoeParameters(
+  names: MoeNames,
+  spec: MoeSpec,
+  hidden: number,
+  options: RouterOptions = { correctionBias: false },
+): { readonly router: ParameterDecl[]; readonly experts: ParameterDecl[] } {
+  return {
+    router: declared(routerParameters(names.base, spec, hidden, options)),
+    experts: Array.from({ length: spec.numExperts }, (_, e) =>
+      declared(swigluParameters(expertPrefix(names, e), hidden, spec.intermediateSize, names.expert)),
+    ).flat(),
+  };
 }
 
 /**
@@ -32,17 +74,21 @@ export class RoutedMoe implements FeedForward {
   }
 
   /**
-   * Reads the router `<base>.gate.weight`, its optional `e_score_correction_bias`, and the experts
-   * `<base>.experts.N.<names>`.
+   * Reads the router `<base>.gate.weight`, its score-correction bias where the checkpoint has one,
+   * and the experts `<base>.experts.N.<names>` (routedMoeParameters).
    */
   static load(w: WeightSource, names: MoeNames, spec: MoeSpec, hidden: number): RoutedMoe {
-    const { base } = names;
-    const bias = w.optionalVector(`${base}.gate.e_score_correction_bias`, spec.numExperts);
+    const withBias = routerParameters(names.base, spec, hidden, { correctionBias: true });
+    const hasBias = w.has((withBias.bias as ParameterDecl).name);
+    const { router, bias } = bindParameters(w, {
+      router: withBias.router,
+      bias: hasBias ? withBias.bias : undefined,
+    });
     return new RoutedMoe(
       spec,
-      w.matrix(`${base}.gate`, spec.numExperts, hidden),
+      router,
       Array.from({ length: spec.numExperts }, (_, e) =>
-        SwigluMlp.load(w, `${base}.experts.${e}`, hidden, spec.intermediateSize, names.expert),
+        SwigluMlp.load(w, expertPrefix(names, e), hidden, spec.intermediateSize, names.expert),
       ),
       bias,
     );

@@ -2,12 +2,29 @@ import type { MatmulPool } from "../../kernels/pool.js";
 import type { WeightSource } from "../../loader/weight-source.js";
 import type { FeedForward, ForwardContext } from "../../model/model.js";
 import type { Weight } from "../../tensor/weight.js";
+import { bindParameters, matrixBase, matrixParam } from "../parameters.js";
 
 /** Checkpoint names of one gated MLP: HF's gate/up/down_proj, or Mixtral's w1/w3/w2. */
 export type MlpNames = readonly [gate: string, up: string, down: string];
 
 export const HF_MLP_NAMES: MlpNames = ["gate_proj", "up_proj", "down_proj"];
 export const MIXTRAL_MLP_NAMES: MlpNames = ["w1", "w3", "w2"];
+
+/** The parameters of a gated MLP of `intermediate` features over `hidden` under `prefix`. */
+export function swigluParameters(
+  prefix: string,
+  hidden: number,
+  intermediate: number,
+  names: MlpNames = HF_MLP_NAMES,
+) {
+  return {
+    gate: matrixParam(`${prefix}.${names[0]}`, intermediate, hidden),
+    up: matrixParam(`${prefix}.${names[1]}`, intermediate, hidden),
+    down: matrixParam(`${prefix}.${names[2]}`, hidden, intermediate),
+  };
+}
+
+export type SwigluParameters = ReturnType<typeof swigluParameters>;
 
 /** The gated MLP of llama: down(silu(gate(h)) * up(h)). */
 export class SwigluMlp implements FeedForward {
@@ -22,7 +39,7 @@ export class SwigluMlp implements FeedForward {
     this.outputTensors = [`${downName}.weight`];
   }
 
-  /** Reads `<prefix>.<gate|up|down>` for an MLP of `intermediate` features over `hidden`. */
+  /** Reads `<prefix>.<gate|up|down>` (swigluParameters) for an MLP of `intermediate` features over `hidden`. */
   static load(
     w: WeightSource,
     prefix: string,
@@ -30,12 +47,13 @@ export class SwigluMlp implements FeedForward {
     intermediate: number,
     names: MlpNames = HF_MLP_NAMES,
   ): SwigluMlp {
-    return new SwigluMlp(
-      w.matrix(`${prefix}.${names[0]}`, intermediate, hidden),
-      w.matrix(`${prefix}.${names[1]}`, intermediate, hidden),
-      w.matrix(`${prefix}.${names[2]}`, hidden, intermediate),
-      `${prefix}.${names[2]}`,
-    );
+    return SwigluMlp.bind(w, swigluParameters(prefix, hidden, intermediate, names));
+  }
+
+  /** The MLP of `parameters` (swigluParameters) read from `w`. */
+  static bind(w: WeightSource, parameters: SwigluParameters): SwigluMlp {
+    const { gate, up, down } = bindParameters(w, parameters);
+    return new SwigluMlp(gate, up, down, matrixBase(parameters.down.name));
   }
 
   forward(h: Float32Array, ctx: ForwardContext): Float32Array {

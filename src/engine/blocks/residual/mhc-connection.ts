@@ -1,6 +1,7 @@
 import { rmsNorm } from "../../kernels/rmsnorm.js";
 import type { WeightSource } from "../../loader/weight-source.js";
 import type { Connection, ResidualStream } from "../../model/model.js";
+import { bindParameters, f32Param, type ParameterDecl } from "../parameters.js";
 import {
   collapseStreams,
   expandStreams,
@@ -13,9 +14,37 @@ import {
 } from "./mhc.js";
 
 /**
+ * The hyper head's parameters (`model.hc_head.hc_{fn,base,scale}` in transformers' names): mixing
+ * weights drawn at std 0.02, biases at 0.5, the scale one.
+ */
+export function mhcHeadParameters(config: MhcConfig, hidden: number) {
+  const n = config.streams;
+  const p = "model.hc_head.hc_";
+  return {
+    fn: f32Param(`${p}fn`, [n, n * hidden], { std: 0.02 }),
+    base: f32Param(`${p}base`, [n], { std: 0.5 }),
+    scale: f32Param(`${p}scale`, [1], "ones"),
+  };
+}
+
+/**
+ * One sub-layer's hyper-connection parameters `<site>.{fn,base,scale}` (drawn as the head's; three
+ * scales: pre, post, comb) and the norm `normTensor` before its block.
+ */
+export function mhcSiteParameters(site: string, normTensor: string, config: MhcConfig, hidden: number) {
+  const n = config.streams;
+  const mixes = (2 + n) * n;
+  return {
+    fn: f32Param(`${site}.fn`, [mixes, n * hidden], { std: 0.02 }),
+    base: f32Param(`${site}.base`, [mixes], { std: 0.5 }),
+    scale: f32Param(`${site}.scale`, [3], "ones"),
+    norm: f32Param(normTensor, [hidden], "ones"),
+  };
+}
+
+/**
  * The residual as mHC keeps it (DeepSeek-V4): `streams` copies of the hidden state, started as
- * copies of the embedding and collapsed by the hyper head (`model.hc_head.hc_{fn,base,scale}` in
- * transformers' names) before the final norm.
+ * copies of the embedding and collapsed by the hyper head (mhcHeadParameters) before the final norm.
  */
 export class MhcResidual implements ResidualStream {
   readonly streams: number;
@@ -25,26 +54,16 @@ export class MhcResidual implements ResidualStream {
     private readonly config: MhcConfig,
     private readonly hidden: number,
     private readonly head: HyperHeadWeights,
-    prefix = "model.hc_head.hc_",
+    names: SiteNames,
   ) {
     this.streams = config.streams;
     // Zero mixing logits weigh every stream alike.
-    this.plainResidualTensors = plainSite(prefix, head);
+    this.plainResidualTensors = plainSite(names, head);
   }
 
   static load(w: WeightSource, config: MhcConfig, hidden: number): MhcResidual {
-    const n = config.streams;
-    const p = "model.hc_head";
-    return new MhcResidual(
-      config,
-      hidden,
-      {
-        fn: w.tensor(`${p}.hc_fn`, [n, n * hidden]),
-        base: w.tensor(`${p}.hc_base`, [n]),
-        scale: w.tensor(`${p}.hc_scale`, [1]),
-      },
-      `${p}.hc_`,
-    );
+    const head = mhcHeadParameters(config, hidden);
+    return new MhcResidual(config, hidden, bindParameters(w, head), siteNames(head));
   }
 
   expand(x: Float32Array, T: number): Float32Array {
@@ -75,13 +94,14 @@ export class MhcConnection implements Connection {
     private readonly norm: Float32Array,
     private readonly normEps: number,
     readonly normTensor: string,
-    site: string,
+    names: SiteNames,
   ) {
     // Zero mixing logits give pre = sigmoid(0) + eps for every stream, post = 2 sigmoid(0) = 1 and a
     // uniform comb, so streams that start equal stay equal: X += block(norm(X)).
-    this.plainResidualTensors = plainSite(`${site}.`, weights);
+    this.plainResidualTensors = plainSite(names, weights);
   }
 
+  /** Reads the site's declared parameters (mhcSiteParameters) and the norm `normTensor` before its block. */
   static load(
     w: WeightSource,
     site: string,
@@ -90,20 +110,9 @@ export class MhcConnection implements Connection {
     hidden: number,
     normEps: number,
   ): MhcConnection {
-    const n = config.streams;
-    const mixes = (2 + n) * n;
-    return new MhcConnection(
-      config,
-      {
-        fn: w.tensor(`${site}.fn`, [mixes, n * hidden]),
-        base: w.tensor(`${site}.base`, [mixes]),
-        scale: w.tensor(`${site}.scale`, [3]),
-      },
-      w.vector(normTensor, hidden),
-      normEps,
-      normTensor,
-      site,
-    );
+    const parameters = mhcSiteParameters(site, normTensor, config, hidden);
+    const { norm, ...weights } = bindParameters(w, parameters);
+    return new MhcConnection(config, weights, norm, normEps, normTensor, siteNames(parameters));
   }
 
   apply(X: Float32Array, T: number, block: (h: Float32Array) => Float32Array): void {
@@ -123,14 +132,25 @@ export class MhcConnection implements Connection {
   }
 }
 
+/** The checkpoint names of one mHC site's mixing weights, biases and scales. */
+interface SiteNames {
+  readonly fn: string;
+  readonly base: string;
+  readonly scale: string;
+}
+
+function siteNames(p: Record<keyof SiteNames, ParameterDecl>): SiteNames {
+  return { fn: p.fn.name, base: p.base.name, scale: p.scale.name };
+}
+
 /** A site's tensors with zero mixing weights and biases and unit scales, by name. */
 function plainSite(
-  prefix: string,
+  names: SiteNames,
   site: { fn: Float32Array; base: Float32Array; scale: Float32Array },
 ): ReadonlyMap<string, Float32Array> {
   return new Map([
-    [`${prefix}fn`, new Float32Array(site.fn.length)],
-    [`${prefix}base`, new Float32Array(site.base.length)],
-    [`${prefix}scale`, new Float32Array(site.scale.length).fill(1)],
+    [names.fn, new Float32Array(site.fn.length)],
+    [names.base, new Float32Array(site.base.length)],
+    [names.scale, new Float32Array(site.scale.length).fill(1)],
   ]);
 }
