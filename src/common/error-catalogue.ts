@@ -126,6 +126,7 @@ export const ERROR_CATALOGUE = {
 
   // engine: models, loading, tokenizer, cache, kernels
   BPE_VOCAB_TOO_SMALL: { category: "input" },
+  COMPRESS_RATIO_INVALID: { category: "input" },
   CORPUS_MISSING: { category: "input" },
   ENGINE_CLOSED: { category: "unavailable" },
   ENGINE_KERNELS_NOT_BUILT: { category: "environment" },

@@ -32,8 +32,18 @@ export class Rope {
     }
   }
 
-  /** Rotates `numHeads` heads of size `headDim` at x[offset...] for a token at `pos`. */
-  apply(x: Float32Array, offset: number, numHeads: number, headDim: number, pos: number): void {
+  /**
+   * Rotates `numHeads` heads of size `headDim` at x[offset...] for a token at `pos`; `inverse`
+   * rotates back (by -pos, sin negated), as DeepSeek-V4 does to its attention output.
+   */
+  apply(
+    x: Float32Array,
+    offset: number,
+    numHeads: number,
+    headDim: number,
+    pos: number,
+    inverse = false,
+  ): void {
     this.ensure(pos + 1);
     const half = this.rotaryDim / 2;
     const t = pos * half;
@@ -41,7 +51,7 @@ export class Rope {
       const o = offset + h * headDim;
       for (let i = 0; i < half; i++) {
         const c = this.cos[t + i] as number;
-        const s = this.sin[t + i] as number;
+        const s = inverse ? -(this.sin[t + i] as number) : (this.sin[t + i] as number);
         const a = x[o + i] as number;
         const b = x[o + i + half] as number;
         x[o + i] = a * c - b * s;

@@ -1,8 +1,11 @@
 import { sharedArray } from "../tensor/weight.js";
 
-/** A tensor as stored in a checkpoint, before it becomes an engine weight. Dtype names follow safetensors. */
+/**
+ * A tensor as stored in a checkpoint, before it becomes an engine weight. Dtype names follow
+ * safetensors; integer tables (I32, I64: a hash-routing table) keep their raw little-endian bytes.
+ */
 export interface HostTensor {
-  readonly dtype: "F32" | "BF16" | "F16" | "F8_E4M3" | "U8";
+  readonly dtype: "F32" | "BF16" | "F16" | "F8_E4M3" | "U8" | "I32" | "I64";
   readonly shape: readonly number[];
   readonly data: Float32Array | Uint16Array | Uint8Array;
 }
@@ -35,7 +38,14 @@ export interface HostWeights {
 }
 
 /** Parameters a stored tensor holds: MXFP4 blocks two a byte, scales none. */
-export function parameterCount(name: string, bytes: number, elements: number): number {
+export function parameterCount(
+  name: string,
+  bytes: number,
+  elements: number,
+  dtype?: HostTensor["dtype"],
+): number {
+  // Integer tables are stored as raw bytes: count their entries, not their bytes.
+  if (dtype === "I32" || dtype === "I64") return bytes / (dtype === "I32" ? 4 : 8);
   return name.endsWith("_blocks")
     ? bytes * 2
     : name.endsWith("_scales") || name.includes("weight_scale")

@@ -9,7 +9,7 @@ import { buildModel } from "./build-model.js";
 import { type HostTensor, type HostWeights, parameterCount, sharedHostArray } from "./host-tensor.js";
 import { readPackedWeights } from "./packed-weights.js";
 
-const ENGINE_DTYPES = new Set(["F32", "BF16", "F16", "F8_E4M3", "U8"]);
+const ENGINE_DTYPES = new Set(["F32", "BF16", "F16", "F8_E4M3", "U8", "I32", "I64"]);
 
 /**
  * Loads an HF-style model directory: config.json, tokenizer.json (+ tokenizer_config.json,
@@ -77,7 +77,12 @@ async function readSafetensorsWeights(dir: string): Promise<HostWeights> {
       const into = sharedHostArray(t.dtype as HostTensor["dtype"], bytes.byteLength);
       into.bytes.set(bytes);
       tensors.set(t.name, { dtype: t.dtype as HostTensor["dtype"], shape: t.shape, data: into.data });
-      numParameters += parameterCount(t.name, bytes.byteLength, into.data.length);
+      numParameters += parameterCount(
+        t.name,
+        bytes.byteLength,
+        into.data.length,
+        t.dtype as HostTensor["dtype"],
+      );
     }
   } finally {
     await checkpoint.close();

@@ -18,7 +18,7 @@ export async function readPackedWeights(dir: string): Promise<HostWeights> {
       t.shape.reduce((a, b) => a * b, dtypeBytes(t.dtype)),
     );
     tensors.set(t.name, { dtype: t.dtype, shape: t.shape, data: into.data });
-    numParameters += parameterCount(t.name, into.bytes.length, into.data.length);
+    numParameters += parameterCount(t.name, into.bytes.length, into.data.length, t.dtype);
     return into.bytes;
   });
   return { tensors, numParameters, source: packed.manifestPath };

@@ -44,6 +44,11 @@ const FAMILIES: readonly FamilyEntry[] = [
     load: async () => (await import("./glm-5.3-flash.js")).glmFlashArchitecture,
   },
   {
+    architectures: ["DeepseekV4ForCausalLM"],
+    modelTypes: ["deepseek_v4"],
+    load: async () => (await import("./deepseek-v4.js")).deepseekV4Architecture,
+  },
+  {
     // A port's patches over the llama family's qwen3_moe (models/family-patch.ts).
     architectures: ["MuseGlimmerForCausalLM"],
     modelTypes: ["muse_glimmer"],

@@ -51,10 +51,23 @@ export function putParameters(
     ? (parameters as readonly ParameterDecl[])
     : declared(parameters as Parameters);
   for (const p of list) {
+    if (p.dtype === "i32") {
+      tensors.set(p.name, { dtype: "I32", shape: [...p.shape], data: tinyIds(p) });
+      continue;
+    }
     const values = tinyValues(p, seed, draw.std);
     if (p.dtype === "f32") tensors.set(p.name, { dtype: "F32", shape: [...p.shape], data: values });
     else storeMatrix(tensors, p.name, p.shape, values, draw.storage ?? "f32");
   }
+}
+
+/** A table's declared ids as I32's little-endian bytes. */
+function tinyIds(p: ParameterDecl): Uint8Array {
+  const { init } = p;
+  if (typeof init !== "object" || !("ids" in init)) throw new Error(`unreachable: ${p.name} declares no ids`);
+  const size = p.shape.reduce((a, b) => a * b, 1);
+  const ids = Int32Array.from({ length: size }, (_, i) => init.ids(i));
+  return new Uint8Array(ids.buffer);
 }
 
 /** The f32 values a tiny model of seed `seed` gives parameter `p`. */
@@ -66,6 +79,7 @@ function tinyValues(p: ParameterDecl, seed: number, std: number | undefined): Fl
   const rng = new Rng(tensorSeed(seed, p.seedName ?? p.name));
   if (typeof init === "object" && "uniform" in init)
     return Float32Array.from({ length: size }, () => init.uniform(rng.next()));
+  if (typeof init === "object" && "ids" in init) throw new Error(`unreachable: ${p.name} is a table of ids`);
   const sd =
     typeof init === "object"
       ? init.std

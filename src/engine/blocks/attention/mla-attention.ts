@@ -543,7 +543,8 @@ function softmaxInPlace(scores: Float64Array, max: number): number {
 /**
  * DeepSeek's RoPE on x[offset .. offset + dim): features 2i and 2i+1 rotate together at frequency
  * i. The engine's Rope rotates i with i + dim/2 at frequency i, so the pairs are gathered into that
- * order, rotated and put back (as HF's DeepSeek-V3 code does to load the same checkpoint).
+ * order, rotated and put back (as HF's DeepSeek-V3 code does to load the same checkpoint);
+ * `inverse` rotates back by -pos.
  */
 export function rotateAdjacentPairs(
   rope: Rope,
@@ -551,6 +552,7 @@ export function rotateAdjacentPairs(
   offset: number,
   dim: number,
   pos: number,
+  inverse = false,
 ): void {
   const half = dim / 2;
   const tmp = new Float32Array(dim);
@@ -558,7 +560,7 @@ export function rotateAdjacentPairs(
     tmp[i] = x[offset + 2 * i] as number;
     tmp[i + half] = x[offset + 2 * i + 1] as number;
   }
-  rope.apply(tmp, 0, 1, dim, pos);
+  rope.apply(tmp, 0, 1, dim, pos, inverse);
   for (let i = 0; i < half; i++) {
     x[offset + 2 * i] = tmp[i] as number;
     x[offset + 2 * i + 1] = tmp[i + half] as number;
