@@ -62,6 +62,7 @@ describe("resolveRecipe", () => {
     }
     expect(withRecipe.sort()).toEqual([
       "beam-1.0-501b-a23b",
+      "deepseek-v4.1-flash",
       "glm-5-mxfp4",
       "glm-5.3-flash",
       "inkling-small",
