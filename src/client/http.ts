@@ -10,22 +10,6 @@ export interface RequestOptions {
 
 export const DEFAULT_TIMEOUT_MS = 60_000;
 
-const agents = new Map<number, Agent>();
-
-/**
- * The connection pool of requests that may wait `timeoutMs`: undici's headers and body timeouts
- * (300 s by default, which cut a long prefill off as "headers timeout" before the request's own
- * timeout) raised to it, so the request's timeout alone decides how long an answer may take.
- */
-function agentFor(timeoutMs: number): Agent {
-  let found = agents.get(timeoutMs);
-  if (found === undefined) {
-    found = new Agent({ headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
-    agents.set(timeoutMs, found);
-  }
-  return found;
-}
-
 /**
  * One JSON request to an endpoint. Every way it can go wrong becomes a BringupError that names the
  * URL and what was missing: ENDPOINT_TIMEOUT, ENDPOINT_UNREACHABLE, ENDPOINT_HTTP_ERROR,
@@ -61,6 +45,22 @@ export async function requestJson<S extends z.ZodType>(
   return parsed.data;
 }
 
+/**
+ * A connection pool whose header and body timeouts are `timeoutMs`, one per timeout. fetch's own
+ * pool cuts any answer whose headers take over 300 s (UND_ERR_HEADERS_TIMEOUT) whatever the
+ * request's timeout says, and a non-streamed completion sends its headers only when it is done: a
+ * 64K-token needle prefill on the embedded engine, on two shared cores, was cut so.
+ */
+const pools = new Map<number, Agent>();
+function poolFor(timeoutMs: number): Agent {
+  let pool = pools.get(timeoutMs);
+  if (pool === undefined) {
+    pool = new Agent({ headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
+    pools.set(timeoutMs, pool);
+  }
+  return pool;
+}
+
 /** GET (body undefined) or POST JSON, returning the body text of a 2xx answer. */
 export async function requestText(
   url: string,
@@ -77,7 +77,7 @@ export async function requestText(
       headers,
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       signal: AbortSignal.timeout(timeoutMs),
-      dispatcher: agentFor(timeoutMs),
+      dispatcher: poolFor(timeoutMs),
     });
     return { response, text: await response.text() };
   };
