@@ -53,6 +53,7 @@ import {
   ropeConfig,
   TOKEN_ID_FIELDS,
   tokenIdConfig,
+  type UnreadFields,
 } from "./config-fields.js";
 import { embeddingParameters, layerPrefix, preNormDecoder, preNormParameters } from "./decoder.js";
 
@@ -103,7 +104,22 @@ const DEEPSEEK_V3_FIELDS = {
   rope_interleave: z.boolean().default(true),
   // Only its FP8 scale format is read here; the loader reads the weights' quantization.
   quantization_config: z.looseObject({ scale_fmt: z.literal("ue8m0").nullish() }).nullish(),
+  // Restatements of what the fields above give, checked against them (GLM-5's configs carry them).
+  qk_head_dim: positive.nullish(),
+  mlp_layer_types: z.array(z.enum(["dense", "sparse"])).nullish(),
   ...TOKEN_ID_FIELDS,
+};
+
+/** The config.json fields this layout reads (its schema's). */
+export const DEEPSEEK_V3_READ_FIELDS: readonly string[] = ["model_type", ...Object.keys(DEEPSEEK_V3_FIELDS)];
+
+/** Fields of the lineage's public configs this layout does not read, and why they do not matter. */
+export const DEEPSEEK_V3_UNREAD_FIELDS: UnreadFields = {
+  num_key_value_heads:
+    "MLA has no separate key/value heads: HF sets it to num_attention_heads and every head reads the one latent.",
+  head_dim: "HF's glm_moe_dsa sets it to qk_nope_head_dim; MLA's sizes come from the qk_*_head_dim fields.",
+  num_nextn_predict_layers:
+    "the multi-token-prediction layers serve speculative decoding only; their tensors are ignored (ignoresTensor).",
 };
 
 const DeepseekV3Fields = z.looseObject(DEEPSEEK_V3_FIELDS);
@@ -162,6 +178,11 @@ function deepseekV3Config(c: DeepseekV3Fields, modelType: string, fail: Fail): D
   };
   if (mla.qkRopeHeadDim % 2 !== 0)
     fail("qk_rope_head_dim", `${mla.qkRopeHeadDim} must be even (RoPE rotates pairs).`);
+  if (c.qk_head_dim != null && c.qk_head_dim !== mla.qkNopeHeadDim + mla.qkRopeHeadDim)
+    fail(
+      "qk_head_dim",
+      `${c.qk_head_dim} is not qk_nope_head_dim + qk_rope_head_dim (${mla.qkNopeHeadDim + mla.qkRopeHeadDim}); fix whichever is wrong.`,
+    );
   let dsa: DsaSpec | undefined;
   if (c.index_topk != null) {
     const topK = c.index_topk;
@@ -213,6 +234,15 @@ function deepseekV3Config(c: DeepseekV3Fields, modelType: string, fail: Fail): D
       fail("n_group", (error as Error).message);
     }
   }
+  const layers = Array.from({ length: c.num_hidden_layers }, (_, i) =>
+    moe !== undefined && i >= c.first_k_dense_replace && i % c.moe_layer_freq === 0 ? "moe" : "dense",
+  );
+  const listed = c.mlp_layer_types?.map((t) => (t === "sparse" ? "moe" : "dense"));
+  if (listed !== undefined && listed.join() !== layers.join())
+    fail(
+      "mlp_layer_types",
+      `disagrees with first_k_dense_replace ${c.first_k_dense_replace}, moe_layer_freq ${c.moe_layer_freq} and n_routed_experts (layer ${layers.findIndex((t, i) => listed[i] !== t)} differs, of ${listed.length} listed for ${layers.length}); the engine places MoE layers from those fields.`,
+    );
   return {
     modelType,
     vocabSize: c.vocab_size,
@@ -225,9 +255,7 @@ function deepseekV3Config(c: DeepseekV3Fields, modelType: string, fail: Fail): D
     ...(dsa ? { dsa } : {}),
     ...(moe ? { moe } : {}),
     sharedIntermediateSize: moe ? c.n_shared_experts * moe.intermediateSize : 0,
-    layers: Array.from({ length: c.num_hidden_layers }, (_, i) =>
-      moe !== undefined && i >= c.first_k_dense_replace && i % c.moe_layer_freq === 0 ? "moe" : "dense",
-    ),
+    layers,
     ...tokenIdConfig(c),
   };
 }

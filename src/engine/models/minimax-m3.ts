@@ -40,6 +40,7 @@ import {
   ropeConfig,
   TOKEN_ID_FIELDS,
   tokenIdConfig,
+  type UnreadFields,
 } from "./config-fields.js";
 import { embeddingParameters, layerPrefix, preNormDecoder, preNormParameters } from "./decoder.js";
 
@@ -60,6 +61,8 @@ const MinimaxConfig = z.looseObject({
   sliding_window: positive,
   num_local_experts: positive,
   num_experts_per_tok: positive,
+  // gpt-oss's own name for num_experts_per_tok, which HF's config keeps beside it; checked equal.
+  experts_per_token: positive.optional(),
   intermediate_size: positive,
   swiglu_limit: z.number().positive().default(7),
   rms_norm_eps: z.number().positive().default(1e-5),
@@ -67,6 +70,19 @@ const MinimaxConfig = z.looseObject({
   tie_word_embeddings: z.boolean().default(false),
   ...TOKEN_ID_FIELDS,
 });
+
+/** The config.json fields this family reads (its schema's). */
+export const MINIMAX_READ_FIELDS: readonly string[] = Object.keys(MinimaxConfig.shape);
+
+/** Fields of the lineage's public configs (gpt-oss, MiniMax-M2) not read here, and why they do not matter. */
+export const MINIMAX_UNREAD_FIELDS: UnreadFields = {
+  hidden_act:
+    "gpt-oss's experts apply the clamped SwiGLU (swiglu_limit) whatever it says, as HF's GptOssExperts do.",
+  initial_context_length:
+    "gpt-oss's pre-YaRN context; YaRN reads it from rope_scaling.original_max_position_embeddings.",
+  quantization_config:
+    "the loader reads MXFP4 from the tensors' _blocks/_scales names, which modules_to_not_convert mirrors.",
+};
 
 /** The engine's view of a MiniMax-M3 config.json. */
 export interface MinimaxConfig extends ModelConfig {
@@ -94,6 +110,11 @@ export function parseMinimaxConfig(json: unknown, source = "config.json"): Minim
       `${c.num_attention_heads} is not a multiple of num_key_value_heads ${c.num_key_value_heads}.`,
     );
   }
+  if (c.experts_per_token !== undefined && c.experts_per_token !== c.num_experts_per_tok)
+    fail(
+      "experts_per_token",
+      `${c.experts_per_token} disagrees with num_experts_per_tok ${c.num_experts_per_tok}; both name the experts each token uses.`,
+    );
   if (c.num_experts_per_tok > c.num_local_experts) {
     fail("num_experts_per_tok", `${c.num_experts_per_tok} exceeds the ${c.num_local_experts} experts.`);
   }
