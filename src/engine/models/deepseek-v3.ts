@@ -30,7 +30,7 @@ import {
 import { type MoeNames, RoutedMoe, routedMoeParameters } from "../blocks/mlp/routed-moe.js";
 import { checkMoeSpec, type MoeSpec } from "../blocks/mlp/routing.js";
 import { HF_MLP_NAMES, SwigluMlp, swigluParameters } from "../blocks/mlp/swiglu-mlp.js";
-import type { ParameterDecl, Parameters } from "../blocks/parameters.js";
+import { declared, type ParameterDecl, type Parameters } from "../blocks/parameters.js";
 import type { LayerStates } from "../cache/state-spec.js";
 import { modelOfFiles } from "../loader/build-model.js";
 import type { HostTensor } from "../loader/host-tensor.js";
@@ -310,9 +310,46 @@ export function deepseekV3States(
 }
 
 /**
- * Seeded random tensors for every weight `config` implies, under HF DeepSeek-V3's names: matrices
- * scaled by fan-in, norms one, the indexer's LayerNorm bias zero, a small score-correction bias.
- * With `mxfp4Experts` the routed experts' matrices are stored as MXFP4 (`.weight_blocks` and
+ * Every parameter of `config`'s model under HF DeepSeek-V3's names, in checkpoint order (with
+ * `vocab` ids in place of the config's where given), each marked where it is a routed expert's.
+ * Names and shapes come from the config alone: a real-size config gives the real checkpoint's.
+ */
+export function deepseekV3Parameters(
+  config: DeepseekV3Config,
+  vocab = config.vocabSize,
+): { readonly decl: ParameterDecl; readonly routedExpert: boolean }[] {
+  const out: { decl: ParameterDecl; routedExpert: boolean }[] = [];
+  const add = (parameters: Parameters | readonly ParameterDecl[], routedExpert = false) => {
+    const list = Array.isArray(parameters)
+      ? (parameters as readonly ParameterDecl[])
+      : declared(parameters as Parameters);
+    for (const decl of list) out.push({ decl, routedExpert });
+  };
+  const H = config.hiddenSize;
+  add(embeddingParameters({ ...config, vocabSize: vocab }));
+  config.layers.forEach((kind, i) => {
+    const p = layerPrefix(i);
+    add(preNormParameters(p, H));
+    add(mlaParameters(mlaNames(p), config.mla, H));
+    if (config.dsa) add(dsaParameters(dsaNames(p), config.dsa, H, config.mla.qLoraRank));
+    const moe = config.moe;
+    if (kind === "moe" && moe !== undefined) {
+      const { router, experts } = routedMoeParameters(moeNames(p), moe, H, {
+        correctionBias: true,
+        biasSeedOfGate: true,
+      });
+      add(router);
+      add(experts, true);
+      if (config.sharedIntermediateSize > 0) add(sharedExpertParameters(p, H, config.sharedIntermediateSize));
+    } else add(swigluParameters(`${p}.mlp`, H, config.intermediateSize));
+  });
+  return out;
+}
+
+/**
+ * Seeded random tensors for every weight `config` implies (deepseekV3Parameters): matrices scaled
+ * by fan-in, norms one, the indexer's LayerNorm bias zero, a small score-correction bias. With
+ * `mxfp4Experts` the routed experts' matrices are stored as MXFP4 (`.weight_blocks` and
  * `.weight_scales`, encoded by formats' encodeMxfp4), as the published checkpoints hold them.
  */
 function deepseekV3TinyTensors(
@@ -322,26 +359,10 @@ function deepseekV3TinyTensors(
   options: { readonly mxfp4Experts?: boolean } = {},
 ): Map<string, HostTensor> {
   const tensors = new Map<string, HostTensor>();
-  const H = config.hiddenSize;
-  const put = (parameters: Parameters | readonly ParameterDecl[], storage: TinyDtype = "f32") =>
-    putParameters(tensors, seed, parameters, { storage });
-  put(embeddingParameters({ ...config, vocabSize: vocab }));
-  config.layers.forEach((kind, i) => {
-    const p = layerPrefix(i);
-    put(preNormParameters(p, H));
-    put(mlaParameters(mlaNames(p), config.mla, H));
-    if (config.dsa) put(dsaParameters(dsaNames(p), config.dsa, H, config.mla.qLoraRank));
-    const moe = config.moe;
-    if (kind === "moe" && moe !== undefined) {
-      const { router, experts } = routedMoeParameters(moeNames(p), moe, H, {
-        correctionBias: true,
-        biasSeedOfGate: true,
-      });
-      put(router);
-      put(experts, options.mxfp4Experts ? "mxfp4" : "f32");
-      if (config.sharedIntermediateSize > 0) put(sharedExpertParameters(p, H, config.sharedIntermediateSize));
-    } else put(swigluParameters(`${p}.mlp`, H, config.intermediateSize));
-  });
+  for (const { decl, routedExpert } of deepseekV3Parameters(config, vocab)) {
+    const storage: TinyDtype = routedExpert && options.mxfp4Experts ? "mxfp4" : "f32";
+    putParameters(tensors, seed, [decl], { storage });
+  }
   return tensors;
 }
 
