@@ -438,9 +438,20 @@ function dsaRetrievalModel(
  * The `mla_cache` switch keeps every head's key and value instead of the latent (an engine
  * without MLA support): `states` gives both from the config.
  */
+/**
+ * Whether `name` is a tensor of the multi-token-prediction layers the checkpoint appends after
+ * `config`'s layers (`model.layers.<num_hidden_layers + k>.*`, num_nextn_predict_layers of them),
+ * which serve speculative decoding only: HF's DeepSeek-V3 skips them on load the same way.
+ */
+function isMtpTensor(name: string, config: DeepseekV3Config): boolean {
+  const layer = /^model\.layers\.(\d+)\./.exec(name)?.[1];
+  return layer !== undefined && Number(layer) >= config.layers.length;
+}
+
 export const deepseekV3Architecture: Architecture<DeepseekV3Config> = {
   parseConfig: parseDeepseekV3,
   build: buildDeepseekV3,
+  ignoresTensor: isMtpTensor,
   states: deepseekV3States,
   tinyModel: deepseekV3TinyModel,
   retrievalModel: dsaRetrievalModel,
