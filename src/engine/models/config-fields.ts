@@ -136,6 +136,7 @@ export type UnreadFields = Readonly<Record<string, string>>;
 /** Fields every family leaves unread, with the reason: metadata, training and serving settings. */
 export const COMMON_UNREAD_FIELDS: UnreadFields = {
   architectures: "the HF class name; registry.ts picks the family from it and model_type.",
+  auto_map: "transformers' remote-code class paths; the engine runs its own model code.",
   transformers_version: "metadata: the transformers release that wrote the file.",
   torch_dtype: "the stored dtype; the loader reads each tensor's dtype from the checkpoint.",
   dtype: "transformers v5's torch_dtype; the loader reads each tensor's dtype from the checkpoint.",

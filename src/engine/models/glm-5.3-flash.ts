@@ -68,6 +68,7 @@ import {
   ropeConfig,
   TOKEN_ID_FIELDS,
   tokenIdConfig,
+  type UnreadFields,
 } from "./config-fields.js";
 import { embeddingParameters, layerPrefix, mhcDecoder, mhcDecoderParameters } from "./decoder.js";
 
@@ -111,6 +112,8 @@ const GlmConfig = z.looseObject({
   num_experts_per_token: positive.nullish(),
   moe_intermediate_size: positive.nullish(),
   first_k_dense_replace: nonNegative.default(0),
+  // Every layer after the dense ones is MoE, as in Kimi Linear's code.
+  moe_layer_freq: z.literal(1).optional(),
   moe_router_activation_func: z.enum(["sigmoid", "softmax"]).default("sigmoid"),
   moe_renormalize: z.boolean().default(true),
   routed_scaling_factor: z.number().positive().default(1),
@@ -119,6 +122,22 @@ const GlmConfig = z.looseObject({
   num_shared_experts: nonNegative.default(0),
   ...TOKEN_ID_FIELDS,
 });
+
+/** The config.json fields this family reads (its schema's). */
+export const GLM_FLASH_READ_FIELDS: readonly string[] = Object.keys(GlmConfig.shape);
+
+/** Fields of the lineage's public configs (Kimi Linear) not read here, and why they do not matter. */
+export const GLM_FLASH_UNREAD_FIELDS: UnreadFields = {
+  head_dim:
+    "Kimi Linear's head_dim describes no tensor of its layers; vLLM's KimiMLAAttention does not read it.",
+  num_key_value_heads:
+    "latent attention has no separate key/value heads; vLLM's KimiMLAAttention does not read it.",
+  model_max_length: "the tokenizer's length limit; the model's is max_position_embeddings.",
+  use_grouped_topk:
+    "grouped top-k is num_expert_group and topk_group, which are read; with one group it is plain top-k.",
+  num_nextn_predict_layers:
+    "Kimi Linear ships none (0); multi-token prediction serves speculative decoding only.",
+};
 
 /** Each layer's mixer and feed-forward kind. */
 export interface GlmLayerSpec {
