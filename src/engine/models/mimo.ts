@@ -93,8 +93,17 @@ const MimoConfig = z.looseObject({
   attention_projection_layout: z.string().optional(),
   hybrid_layer_pattern: z.array(z.union([z.literal(0), z.literal(1)])).optional(),
   layer_types: z.array(z.enum(["full_attention", "sliding_attention"])).optional(),
+  // Per layer type (transformers' native spelling), or flat as MiMo-V2.6's Hub config has it, where
+  // it restates rope_theta and partial_rotary_factor (checked equal: they are the global layers').
   rope_parameters: z
-    .looseObject({ full_attention: ropeParameters.optional(), sliding_attention: ropeParameters.optional() })
+    .looseObject({
+      full_attention: ropeParameters.optional(),
+      sliding_attention: ropeParameters.optional(),
+      rope_theta: z.number().positive().optional(),
+      partial_rotary_factor: z.number().gt(0).lte(1).optional(),
+      rope_type: z.literal("default").optional(),
+      type: z.literal("default").optional(),
+    })
     .nullish(),
   rope_scaling: z.unknown().optional(),
   add_swa_attention_sink_bias: z.boolean().optional(),
@@ -224,6 +233,18 @@ export function parseMimoConfig(json: unknown, source = "config.json"): DecoderC
     };
   };
   const global = attention(false);
+  const flat = c.rope_parameters;
+  if (flat?.rope_theta !== undefined && flat.rope_theta !== global.ropeTheta)
+    fail(
+      "rope_parameters.rope_theta",
+      `${flat.rope_theta} differs from the global layers' RoPE base ${global.ropeTheta}; make them agree.`,
+    );
+  const globalFactor = rope("full_attention")?.partial_rotary_factor ?? c.partial_rotary_factor;
+  if (flat?.partial_rotary_factor !== undefined && flat.partial_rotary_factor !== globalFactor)
+    fail(
+      "rope_parameters.partial_rotary_factor",
+      `${flat.partial_rotary_factor} differs from partial_rotary_factor ${globalFactor}; make them agree.`,
+    );
   const swa = sliding.some(Boolean) ? attention(true) : global;
 
   const moeLayers = mlpKinds(c, L, fail);

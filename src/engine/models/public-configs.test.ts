@@ -129,3 +129,19 @@ describe("public config.json fixtures", () => {
     );
   });
 });
+
+describe("MiMo-V2.6-Flash's flat rope_parameters", () => {
+  const json = {
+    ...JSON.parse(readFileSync(join(DIR, "mimo-v2.6-flash.json"), "utf8")),
+    model_type: "mimo_v2_flash",
+    attention_projection_layout: undefined,
+  };
+
+  it("restate the global layers' RoPE, or are refused naming the field", () => {
+    expect(() => parseMimoConfig(json, "mimo")).not.toThrow();
+    const rope = { ...json.rope_parameters, rope_theta: 5_000_000 };
+    expect(() => parseMimoConfig({ ...json, rope_parameters: rope }, "mimo")).toThrow(
+      /mimo: rope_parameters\.rope_theta: 5000000 differs from the global layers' RoPE base 10000000/,
+    );
+  });
+});
