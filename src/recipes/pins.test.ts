@@ -62,6 +62,7 @@ describe("resolveRecipe", () => {
     }
     expect(withRecipe.sort()).toEqual([
       "beam-1.0-501b-a23b",
+      "deepseek-v4.1-flash",
       "glm-5-mxfp4",
       "glm-5.3-flash",
       "inkling-small",
@@ -70,6 +71,7 @@ describe("resolveRecipe", () => {
       "mimo-v2.6-pro",
       "minimax-m3",
       "muse-glimmer-30b",
+      "muse-spark-open",
     ]);
   });
 

@@ -25,6 +25,11 @@ export class WeightSource {
     return this.lookup(name) !== undefined;
   }
 
+  /** The stored shape of `name`, or undefined when the checkpoint has no such tensor (not recorded as used). */
+  shape(name: string): readonly number[] | undefined {
+    return this.lookup(name)?.shape;
+  }
+
   /**
    * The matrix `<base>.weight` [rows, cols] in its stored dtype (f32, bf16, f16, FP8 with its
    * `weight_scale_inv` / `weight_scale`, or MXFP4 as `<base>.weight_blocks` / `_scales`).

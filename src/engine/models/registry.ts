@@ -64,6 +64,11 @@ const FAMILIES: readonly FamilyEntry[] = [
     modelTypes: ["inkling"],
     load: async () => (await import("./inkling.js")).inklingArchitecture,
   },
+  {
+    architectures: ["MuseSparkForCausalLM"],
+    modelTypes: ["muse_spark"],
+    load: async () => (await import("./muse-spark.js")).museSparkArchitecture,
+  },
 ];
 
 /**
