@@ -49,6 +49,7 @@ import {
 import { type MoeNames, RoutedMoe, routedMoeParameters } from "../blocks/mlp/routed-moe.js";
 import type { MoeSpec } from "../blocks/mlp/routing.js";
 import { MIXTRAL_MLP_NAMES, SwigluMlp, swigluParameters } from "../blocks/mlp/swiglu-mlp.js";
+import { declared, type ParameterDecl, type Parameters } from "../blocks/parameters.js";
 import type { MhcConfig } from "../blocks/residual/mhc.js";
 import { modelOfFiles } from "../loader/build-model.js";
 import type { WeightSource } from "../loader/weight-source.js";
@@ -280,6 +281,32 @@ export function buildGlm(config: GlmConfig, w: WeightSource): CausalLM {
  * matters for the dynamics (A_log from log U(1, 16), dt_bias the inverse softplus of a rate in
  * [0.001, 0.1], as fla's KDA layer does). The same config, corpus and seed give the same bytes.
  */
+/**
+ * Every parameter of `spec`'s model under the lineage's names, in checkpoint order (with `vocab`
+ * ids in place of the config's where given). A real-size config gives the real checkpoint's.
+ */
+export function glmParameters(spec: GlmConfig, vocab = spec.vocabSize): ParameterDecl[] {
+  const out: ParameterDecl[] = [];
+  const add = (p: Parameters | readonly ParameterDecl[]) =>
+    out.push(...(Array.isArray(p) ? (p as readonly ParameterDecl[]) : declared(p as Parameters)));
+  const H = spec.hiddenSize;
+  add(embeddingParameters({ ...spec, vocabSize: vocab }));
+  add(mhcDecoderParameters(spec.mhc, spec.layers.length, H));
+  spec.layers.forEach((layer, i) => {
+    const p = layerPrefix(i);
+    add(
+      layer.mixer === "kda"
+        ? kdaParameters(kdaPrefix(p), spec.kda, H)
+        : mlaParameters(mlaNames(p), spec.mla, H),
+    );
+    if (layer.mlp === "moe" && spec.moe !== undefined) {
+      const { router, experts } = routedMoeParameters(moeNames(p), spec.moe, H, { correctionBias: true });
+      add([...router, ...experts]);
+    } else add(swigluParameters(`${p}.mlp`, H, spec.intermediateSize));
+  });
+  return out;
+}
+
 export function glmTinyModel(
   config: Record<string, unknown>,
   corpus: string,
@@ -288,23 +315,7 @@ export function glmTinyModel(
   const seed = options.seed ?? 0;
   const spec = parseGlmConfig(config, "reference config");
   const kit = tinyKit(spec, corpus, seed);
-  const H = spec.hiddenSize;
-  kit.parameters(embeddingParameters({ ...spec, vocabSize: kit.vocab }));
-  kit.parameters(mhcDecoderParameters(spec.mhc, spec.layers.length, H));
-  spec.layers.forEach((layer, i) => {
-    const p = layerPrefix(i);
-    kit.parameters(
-      layer.mixer === "kda"
-        ? kdaParameters(kdaPrefix(p), spec.kda, H)
-        : mlaParameters(mlaNames(p), spec.mla, H),
-    );
-    if (layer.mlp === "moe" && spec.moe !== undefined) {
-      const { router, experts } = routedMoeParameters(moeNames(p), spec.moe, H, { correctionBias: true });
-      kit.parameters([...router, ...experts]);
-    } else {
-      kit.parameters(swigluParameters(`${p}.mlp`, H, spec.intermediateSize));
-    }
-  });
+  kit.parameters(glmParameters(spec, kit.vocab));
   return kit.files(config, "Glm53FlashForCausalLM", options.port);
 }
 

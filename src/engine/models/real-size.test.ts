@@ -2,18 +2,32 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { deepseekV3Architecture, deepseekV3Parameters, parseDeepseekV3 } from "./deepseek-v3.js";
+import { glmParameters, parseGlmConfig } from "./glm-5.3-flash.js";
 
 const DIR = join(import.meta.dirname, "fixtures", "public-configs");
 
-/** The names `pattern` stands for, its `{a-b}` ranges (layers, experts) expanded. */
+/** The names `pattern` stands for, its `{a-b,c,...}` lists of indices (layers, experts) expanded. */
 function expand(pattern: string): string[] {
-  const range = /\{(\d+)-(\d+)\}/.exec(pattern);
-  if (range === null) return [pattern];
-  const [whole, from, to] = range as unknown as [string, string, string];
-  return Array.from({ length: Number(to) - Number(from) + 1 }, (_, k) =>
-    expand(pattern.replace(whole, String(Number(from) + k))),
-  ).flat();
+  const list = /\{([\d,-]+)\}/.exec(pattern);
+  if (list === null) return [pattern];
+  const [whole, items] = list as unknown as [string, string];
+  const indices = items.split(",").flatMap((item) => {
+    const [from, to = from] = item.split("-").map(Number) as [number, number?];
+    return Array.from({ length: to - from + 1 }, (_, k) => from + k);
+  });
+  return indices.flatMap((i) => expand(pattern.replace(whole, String(i))));
 }
+
+/** A public tensor list fixture, expanded to each tensor's name and shape. */
+function tensorList(file: string): Map<string, readonly number[]> {
+  const listed = JSON.parse(readFileSync(join(DIR, file), "utf8")) as {
+    readonly tensors: readonly [string, number[]][];
+  };
+  return new Map(listed.tensors.flatMap(([p, shape]) => expand(p).map((n) => [n, shape] as const)));
+}
+
+const sameShape = (a: readonly number[] | undefined, b: readonly number[] | undefined) =>
+  JSON.stringify(a) === JSON.stringify(b);
 
 /**
  * Tensors of the w8a8 copy's quantizer, beside each int8 weight (offsets, scales, the activation
@@ -25,10 +39,7 @@ const W8A8_QUANTIZER =
 
 describe("GLM-5.1 at its real size, shapes only", () => {
   const config = parseDeepseekV3(JSON.parse(readFileSync(join(DIR, "glm-5.1.json"), "utf8")), "glm-5.1.json");
-  const listed = JSON.parse(readFileSync(join(DIR, "glm-5.1.tensors.json"), "utf8")) as {
-    readonly tensors: readonly [string, number[]][];
-  };
-  const real = new Map(listed.tensors.flatMap(([p, shape]) => expand(p).map((n) => [n, shape] as const)));
+  const real = tensorList("glm-5.1.tensors.json");
   const declared = new Map(deepseekV3Parameters(config).map(({ decl }) => [decl.name, decl.shape]));
 
   it("expands the public tensor list to the 178,663 tensors it reports", () => {
@@ -53,5 +64,35 @@ describe("GLM-5.1 at its real size, shapes only", () => {
     expect(deepseekV3Architecture.ignoresTensor?.("model.layers.77.self_attn.o_proj.weight", config)).toBe(
       false,
     );
+  });
+});
+
+describe("Kimi Linear 48B-A3B at its real size, shapes only, against GLM-5.3-Flash's code", () => {
+  const json = JSON.parse(readFileSync(join(DIR, "kimi-linear-48b-a3b.json"), "utf8"));
+  // The family refuses the config naming num_shared_experts (public-configs.test.ts); read without
+  // them, the declarations show what else separates a real Kimi Linear checkpoint from it.
+  const config = parseGlmConfig(
+    { ...json, model_type: "glm5_3_flash", num_shared_experts: 0 },
+    "kimi-linear",
+  );
+  const real = tensorList("kimi-linear-48b-a3b.tensors.json");
+  const declared = new Map(glmParameters(config).map((d) => [d.name, d.shape]));
+
+  it("expands the public tensor list to the 20,493 tensors it reports", () => {
+    expect(real.size).toBe(20_493);
+  });
+
+  it("declares the real checkpoint's tensors at their shapes, but for shared experts and mHC", () => {
+    const missing = [...real.keys()].filter((n) => !declared.has(n));
+    expect(missing.filter((n) => !/\.block_sparse_moe\.shared_experts\./.test(n))).toEqual([]);
+    expect(missing).toHaveLength(26 * 3);
+    const extra = [...declared.keys()].filter((n) => !real.has(n));
+    expect(extra.filter((n) => !/(\.attn_hc\.|\.ffn_hc\.|^model\.hc_head\.)/.test(n))).toEqual([]);
+    const wrong = [...real].filter(([n, shape]) => declared.has(n) && !sameShape(declared.get(n), shape));
+    expect(
+      wrong
+        .map(([n, shape]) => `${n} ${JSON.stringify(shape)} vs ${JSON.stringify(declared.get(n))}`)
+        .slice(0, 8),
+    ).toEqual([]);
   });
 });
