@@ -26,6 +26,7 @@ import {
   ClampedSwigluMoe,
   clampedMoeParameters,
 } from "../blocks/mlp/clamped-swiglu-moe.js";
+import { declared, type ParameterDecl, type Parameters } from "../blocks/parameters.js";
 import { modelOfFiles } from "../loader/build-model.js";
 import type { WeightSource } from "../loader/weight-source.js";
 import type { CausalLM } from "../model/causal-lm.js";
@@ -169,6 +170,33 @@ export function buildMinimax(config: MinimaxConfig, w: WeightSource): CausalLM {
  * drawn in f32 and stored in MXFP4 (OCP encoding: scale floor(log2 amax) - 2, round to nearest even)
  * under gpt-oss's names, everything else in f32.
  */
+/**
+ * Every parameter of `spec`'s model under gpt-oss's names, in checkpoint order (with `vocab` ids in
+ * place of the config's where given), the experts' stacked matrices marked as stored in MXFP4
+ * (`<name>_blocks` and `<name>_scales`). A real-size config gives the real checkpoint's shapes.
+ */
+export function minimaxParameters(
+  spec: MinimaxConfig,
+  vocab = spec.vocabSize,
+): { readonly decl: ParameterDecl; readonly mxfp4: boolean }[] {
+  const out: { decl: ParameterDecl; mxfp4: boolean }[] = [];
+  const add = (p: Parameters | readonly ParameterDecl[], mxfp4 = false) => {
+    for (const decl of Array.isArray(p) ? (p as readonly ParameterDecl[]) : declared(p as Parameters))
+      out.push({ decl, mxfp4 });
+  };
+  const H = spec.hiddenSize;
+  add(embeddingParameters({ ...spec, vocabSize: vocab }));
+  spec.layers.forEach((a, i) => {
+    const p = layerPrefix(i);
+    add(preNormParameters(p, H));
+    add(gqaParameters(attentionNames(p), a, H));
+    const { gateUp, down, ...rest } = clampedMoeParameters(`${p}.mlp`, spec.moe, H);
+    add(rest);
+    add([gateUp, down], true);
+  });
+  return out;
+}
+
 export function minimaxTinyModel(
   config: Record<string, unknown>,
   corpus: string,
@@ -177,16 +205,8 @@ export function minimaxTinyModel(
   const seed = options.seed ?? 0;
   const spec = parseMinimaxConfig(config, "reference config");
   const kit = tinyKit(spec, corpus, seed);
-  const H = spec.hiddenSize;
-  kit.parameters(embeddingParameters({ ...spec, vocabSize: kit.vocab }));
-  spec.layers.forEach((a, i) => {
-    const p = layerPrefix(i);
-    kit.parameters(preNormParameters(p, H));
-    kit.parameters(gqaParameters(attentionNames(p), a, H));
-    const { gateUp, down, ...rest } = clampedMoeParameters(`${p}.mlp`, spec.moe, H);
-    kit.parameters(rest);
-    kit.parameters([gateUp, down], "mxfp4");
-  });
+  for (const { decl, mxfp4 } of minimaxParameters(spec, kit.vocab))
+    kit.parameters([decl], mxfp4 ? "mxfp4" : undefined);
   return kit.files(config, "MiniMaxM3ForCausalLM", options.port);
 }
 

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { deepseekV3Architecture, deepseekV3Parameters, parseDeepseekV3 } from "./deepseek-v3.js";
 import { glmParameters, parseGlmConfig } from "./glm-5.3-flash.js";
+import { minimaxParameters, parseMinimaxConfig } from "./minimax-m3.js";
 
 const DIR = join(import.meta.dirname, "fixtures", "public-configs");
 
@@ -94,5 +95,38 @@ describe("Kimi Linear 48B-A3B at its real size, shapes only, against GLM-5.3-Fla
         .map(([n, shape]) => `${n} ${JSON.stringify(shape)} vs ${JSON.stringify(declared.get(n))}`)
         .slice(0, 8),
     ).toEqual([]);
+  });
+});
+
+describe("gpt-oss-20b at its real size, shapes only, against MiniMax-M3's code", () => {
+  const json = JSON.parse(readFileSync(join(DIR, "gpt-oss-20b.json"), "utf8"));
+  // The family refuses the config naming rope_scaling (YaRN; public-configs.test.ts); read without
+  // it, the declarations show what else separates the real checkpoint from the family.
+  const config = parseMinimaxConfig({ ...json, model_type: "minimax_m3", rope_scaling: null }, "gpt-oss");
+  const real = tensorList("gpt-oss-20b.tensors.json");
+  // MXFP4 stacks are stored as <name>_blocks [count, rows, cols/32, 16] and <name>_scales.
+  const declared = new Map(
+    minimaxParameters(config).flatMap(({ decl, mxfp4 }): [string, readonly number[]][] => {
+      if (!mxfp4) return [[decl.name, decl.shape]];
+      const [count, rows, cols] = decl.shape as [number, number, number];
+      return [
+        [`${decl.name}_blocks`, [count, rows, cols / 32, 16]],
+        [`${decl.name}_scales`, [count, rows, cols / 32]],
+      ];
+    }),
+  );
+
+  it("declares the real checkpoint's tensors at their shapes, but o_proj's bias and full layers' sinks", () => {
+    const missing = [...real.keys()].filter((n) => !declared.has(n));
+    const fullLayers = config.layers.flatMap((a, i) => (a.kind === "full" ? [i] : []));
+    expect(missing.sort()).toEqual(
+      [
+        ...config.layers.map((_, i) => `model.layers.${i}.self_attn.o_proj.bias`),
+        ...fullLayers.map((i) => `model.layers.${i}.self_attn.sinks`),
+      ].sort(),
+    );
+    expect([...declared.keys()].filter((n) => !real.has(n))).toEqual([]);
+    const wrong = [...real].filter(([n, shape]) => declared.has(n) && !sameShape(declared.get(n), shape));
+    expect(wrong).toEqual([]);
   });
 });
