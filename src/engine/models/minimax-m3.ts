@@ -57,6 +57,10 @@ const MinimaxConfig = z.looseObject({
   head_dim: positive,
   ...ROPE_FIELDS,
   partial_rotary_factor: z.number().gt(0).lte(1).default(1),
+  // MiniMax-M2's spelling of the rotated features per head; checked against partial_rotary_factor.
+  rotary_dim: positive.optional(),
+  // MiniMax-M2's q/k norms over the whole projection are not in this family's code.
+  use_qk_norm: z.literal(false).optional(),
   attention_bias: z.boolean().default(true),
   layer_types: z.array(z.enum(["sliding_attention", "full_attention"])),
   sliding_window: positive,
@@ -66,6 +70,11 @@ const MinimaxConfig = z.looseObject({
   experts_per_token: positive.optional(),
   intermediate_size: positive,
   swiglu_limit: z.number().positive().default(7),
+  // gpt-oss routes by softmax over the top-k router logits (with router.bias); MiniMax-M2's sigmoid
+  // scores with a score-correction bias, and shared experts, are not in this family's code.
+  scoring_func: z.literal("softmax").optional(),
+  use_routing_bias: z.literal(false).optional(),
+  shared_intermediate_size: z.literal(0).optional(),
   rms_norm_eps: z.number().positive().default(1e-5),
   max_position_embeddings: positive.default(131_072),
   tie_word_embeddings: z.boolean().default(false),
@@ -82,7 +91,13 @@ export const MINIMAX_UNREAD_FIELDS: UnreadFields = {
   initial_context_length:
     "gpt-oss's pre-YaRN context; YaRN reads it from rope_scaling.original_max_position_embeddings.",
   quantization_config:
-    "the loader reads MXFP4 from the tensors' _blocks/_scales names, which modules_to_not_convert mirrors.",
+    "the loader reads MXFP4 (_blocks/_scales) or FP8 (weight_scale_inv) weights from the tensors themselves.",
+  attn_type_list:
+    "MiniMax-M2's attention kind per layer; this family reads gpt-oss's layer_types and refuses a config without them.",
+  qk_norm_type: "how MiniMax-M2 shares its q/k norms; they are refused by use_qk_norm.",
+  use_mtp: "multi-token prediction serves speculative decoding only.",
+  num_mtp_modules: "multi-token prediction serves speculative decoding only.",
+  mtp_transformer_layers: "multi-token prediction serves speculative decoding only.",
 };
 
 /** The engine's view of a MiniMax-M3 config.json. */
@@ -122,7 +137,16 @@ export function parseMinimaxConfig(json: unknown, source = "config.json"): Minim
   if (c.hidden_size % 32 !== 0 || c.intermediate_size % 32 !== 0) {
     fail("hidden_size", "MXFP4 experts need hidden_size and intermediate_size to be multiples of 32.");
   }
-  const rotary = Math.round(c.head_dim * c.partial_rotary_factor);
+  const rotary = c.rotary_dim ?? Math.round(c.head_dim * c.partial_rotary_factor);
+  if (
+    c.rotary_dim !== undefined &&
+    "partial_rotary_factor" in (json as object) &&
+    rotary !== Math.round(c.head_dim * c.partial_rotary_factor)
+  )
+    fail(
+      "rotary_dim",
+      `${rotary} disagrees with partial_rotary_factor ${c.partial_rotary_factor} of head_dim ${c.head_dim}; make them agree.`,
+    );
   if (rotary % 2 !== 0)
     fail("partial_rotary_factor", `rotates ${rotary} features of each head; make it even.`);
   return {

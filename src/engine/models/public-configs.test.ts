@@ -145,3 +145,23 @@ describe("MiMo-V2.6-Flash's flat rope_parameters", () => {
     );
   });
 });
+
+describe("MiniMax-M2.7's rotary_dim", () => {
+  const json = JSON.parse(readFileSync(join(DIR, "minimax-m2.7.json"), "utf8"));
+  const readable = {
+    ...json,
+    model_type: "minimax_m3",
+    use_qk_norm: false,
+    scoring_func: undefined,
+    use_routing_bias: false,
+    layer_types: Array(62).fill("full_attention"),
+    sliding_window: 128,
+  };
+
+  it("sets the rotated features per head, and must agree with partial_rotary_factor", () => {
+    expect(parseMinimaxConfig(readable, "m2").layers[0]?.partialRotaryFactor).toBe(0.5);
+    expect(() => parseMinimaxConfig({ ...readable, partial_rotary_factor: 1 }, "m2")).toThrow(
+      /m2: rotary_dim: 64 disagrees with partial_rotary_factor 1 of head_dim 128/,
+    );
+  });
+});
