@@ -130,3 +130,34 @@ describe("gpt-oss-20b at its real size, shapes only, against MiniMax-M3's code",
     expect(wrong).toEqual([]);
   });
 });
+
+describe("Kimi-K2-Instruct at its real size, shapes only", () => {
+  const json = JSON.parse(readFileSync(join(DIR, "kimi-k2-instruct.json"), "utf8"));
+  // The layout refuses Kimi K2's YaRN by name (public-configs.test.ts); read without it, every
+  // tensor of the FP8 checkpoint must be a declared one or its 128x128 block-scale grid.
+  const config = parseDeepseekV3({ ...json, rope_scaling: null }, "kimi-k2");
+  const real = tensorList("kimi-k2-instruct.tensors.json");
+  const declared = new Map(deepseekV3Parameters(config).map(({ decl }) => [decl.name, decl.shape]));
+
+  it("expands the public tensor list to the 139,644 tensors it reports", () => {
+    expect(real.size).toBe(139_644);
+  });
+
+  it("declares every weight at its shape and reads each FP8 scale grid over its matrix", () => {
+    const unmatched = [...real].filter(([name, shape]) => {
+      // RoPE buffers some checkpoints carry: never weights (loader/build-model.ts skips them).
+      if (name.endsWith(".rotary_emb.inv_freq")) return false;
+      if (name.endsWith(".weight_scale_inv")) {
+        const matrix = declared.get(name.replace(/_scale_inv$/, ""));
+        return !sameShape(
+          shape,
+          matrix?.map((d) => Math.ceil(d / 128)),
+        );
+      }
+      return !sameShape(declared.get(name), shape);
+    });
+    expect(unmatched.slice(0, 5)).toEqual([]);
+    const weights = [...real.keys()].filter((n) => !/(_scale_inv|\.inv_freq)$/.test(n));
+    expect(weights).toHaveLength(declared.size);
+  });
+});
