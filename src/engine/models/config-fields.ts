@@ -63,6 +63,8 @@ const ropeParametersField = z
     beta_slow: z.number().optional(),
     mscale: z.number().optional(),
     mscale_all_dim: z.number().optional(),
+    // HF YaRN's rounding of the correction range (gpt-oss sets false); the engine rounds (true).
+    truncate: z.boolean().optional(),
   })
   .nullish();
 
@@ -112,6 +114,11 @@ export function ropeConfig(
     fail(
       field,
       `RoPE scaling "${kind}" is not applied by this family in the reference engine${kind === "yarn" ? " yet" : " (it reads default or yarn)"}; a checkpoint needing it cannot be computed faithfully.`,
+    );
+  if (s.truncate === false)
+    fail(
+      `${field}.truncate`,
+      "false (an unrounded YaRN correction range, as gpt-oss has) is not implemented; the engine rounds the range as HF's default (true) does.",
     );
   return {
     theta,
