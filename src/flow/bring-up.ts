@@ -216,7 +216,7 @@ export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> 
         return { value: undefined, detail: `${passed} of ${gates.length} passed` };
       });
     }
-    const sweep = sweepSize(options);
+    const sweep = sweepSize(options.sweep);
     const blocked = sweep && sweepBlocked(reference, sweep);
     if (aborted()) clock.skip("sweep", "stopped before the sweep");
     else if (sweep === undefined) clock.skip("sweep", "--no-sweep");

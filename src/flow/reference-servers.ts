@@ -44,7 +44,7 @@ export async function startServers(
     ...reference.gates.map((g) => (g.kind === "bit-identical-decode" ? (g.concurrent ?? 0) : 0)),
   );
   // The sweep's highest concurrency runs all at once on the build and on the baseline.
-  const sweeping = Math.max(0, ...(sweepSize(options)?.concurrencies ?? []));
+  const sweeping = Math.max(0, ...(sweepSize(options.sweep)?.concurrencies ?? []));
   const blockSize = EMBEDDED_BLOCK_SIZE;
   const kvCacheBytes =
     requests *

@@ -12,17 +12,17 @@ async function mimoReference(): Promise<Reference> {
 
 describe("the sweep of a bring-up", () => {
   it("is small by default, sized by the options, and left out by false", () => {
-    expect(sweepSize({})).toEqual({
+    expect(sweepSize(undefined)).toEqual({
       concurrencies: [1, 2],
       requestsPerStream: 2,
       promptTokens: 128,
       outputTokens: 32,
     });
-    expect(sweepSize({ sweep: { concurrencies: [1, 4, 64] } })).toEqual({
+    expect(sweepSize({ concurrencies: [1, 4, 64] })).toEqual({
       ...DEFAULT_SWEEP,
       concurrencies: [1, 4, 64],
     });
-    expect(sweepSize({ sweep: false })).toBeUndefined();
+    expect(sweepSize(false)).toBeUndefined();
   });
 
   it("says why a reference section cannot be swept", async () => {

@@ -13,7 +13,6 @@ import {
 import { type Build, describeBuild, type Reference, switchFlags } from "../catalog/index.js";
 import { probeEndpoint } from "../client/index.js";
 import { appendRecord } from "../records/index.js";
-import type { BringUpOptions } from "./bring-up-options.js";
 import type { EmbeddedServer } from "./embedded-server.js";
 import { embeddedFingerprint } from "./gate-stage.js";
 
@@ -37,10 +36,10 @@ export const DEFAULT_SWEEP: SweepSize = {
   outputTokens: 32,
 };
 
-/** The sweep a bring-up runs: `options.sweep` over the default, or undefined when it is left out. */
-export function sweepSize(options: Pick<BringUpOptions, "sweep">): SweepSize | undefined {
-  if (options.sweep === false) return undefined;
-  return { ...DEFAULT_SWEEP, ...options.sweep };
+/** The sweep a bring-up runs: the sizes asked over the default, or undefined when it is left out. */
+export function sweepSize(asked: false | Partial<SweepSize> | undefined): SweepSize | undefined {
+  if (asked === false) return undefined;
+  return { ...DEFAULT_SWEEP, ...asked };
 }
 
 /** The seed of every sweep workload: the same prompts on every run, so sweeps compare. */
