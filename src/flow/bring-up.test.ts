@@ -232,6 +232,33 @@ describe("bringUp", () => {
     expect(ids).not.toContain(abId);
   });
 
+  it("stopped during the sweep, keeps the points measured before the stop and runs no A/B", async () => {
+    const controller = new AbortController();
+    const summary = await bringUp({
+      ...quick,
+      signal: controller.signal,
+      onProgress: (event) => {
+        if (event.stage === "sweep" && event.done === 1) controller.abort();
+      },
+    });
+    expect(summary.aborted).toBe(true);
+    expect(summary.sweep?.points.map((p) => [p.concurrency, p.arm])).toEqual([[1, "full KV layout"]]);
+    const swept = (await readRecords(results)).filter(
+      (r) => sweepRecordId(r.id)?.sweep === summary.sweep?.id,
+    );
+    expect(swept.map((r) => sweepRecordId(r.id)?.metric)).toEqual([
+      "output-throughput",
+      "ttft-ms",
+      "tpot-ms",
+      "e2el-ms",
+    ]);
+    expect(summary.stages.find((s) => s.stage === "benchmarks")).toMatchObject({
+      status: "skipped",
+      detail: "stopped before the A/Bs",
+    });
+    await expectStopped([summary.servers.build, summary.servers.baseline, summary.servers.retrieval]);
+  });
+
   it("says what a port lacks: a reference section, or model code", async () => {
     await expect(bringUp({ ...quick, port: LACKING })).rejects.toMatchObject({
       code: "PORT_NO_REFERENCE",

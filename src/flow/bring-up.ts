@@ -255,10 +255,11 @@ export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> 
             return { value: undefined, detail: "stopped before the first point", skipped: true };
           return { value: measured.summary, detail: describeSweep(measured.summary) };
         } catch (error) {
+          if (aborted()) return { value: undefined, detail: "stopped during the sweep", skipped: true };
           if (!isBringupError(error)) throw error;
           // A sweep that cannot measure leaves the gates' verdict and the A/Bs to run.
-          const detail = `${aborted() ? "stopped: " : ""}${error.message} (${error.code})`;
-          return { value: undefined, detail, ...(aborted() ? { skipped: true } : { failed: true }) };
+          const detail = `${error.message} (${error.code})`;
+          return { value: undefined, detail, failed: true };
         }
       });
     }

@@ -109,13 +109,19 @@ export async function runReferenceSweep(
   const hash = workload(1).hash;
   const [a, b] = await Promise.all(arms.map((arm) => sweepArm(arm, hash)));
   const started = new Date();
-  const points = await runSweep({
+  // A point that ended after a stop had its requests cut (the servers close at once): not recorded.
+  const points: SweepPoint[] = [];
+  await runSweep({
     arms: [a as SweepArm, b as SweepArm],
     concurrencies: size.concurrencies,
     requestsPerStream: size.requestsPerStream,
     workload,
     ...(options.signal ? { signal: options.signal } : {}),
-    ...(options.onPoint ? { onPoint: options.onPoint } : {}),
+    onPoint: (point, done, total) => {
+      if (options.signal?.aborted) return;
+      points.push(point);
+      options.onPoint?.(point, done, total);
+    },
   });
   const id = sweepId(options.port, started);
   const records = sweepRecords(points, {
