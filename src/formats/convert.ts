@@ -138,11 +138,10 @@ export async function convertCheckpoint(
       },
       options.exclude ?? DEFAULT_KEEP,
     );
-    const quantization = describeQuantization(
-      new Map(plans.map((p) => [p.weight, p.written])),
-      sourceConfig,
-      output,
-    );
+    // Only quantized weights have a quantization_config to describe: without one, no map of every weight.
+    const quantization = plans.some((p) => p.written.kind !== "plain")
+      ? describeQuantization(new Map(plans.map((p) => [p.weight, p.written])), sourceConfig, output)
+      : undefined;
     const byShard = new Map<string, Plan[]>();
     for (const plan of plans) {
       const list = byShard.get(plan.shard) ?? [];
