@@ -1,18 +1,23 @@
 /**
  * What a change to the engine costs: the same tiny model's prefill and decode on this tree's engine
  * (built, dist/) and on another checkout's (--before DIR, built with `npx tsc -p
- * tsconfig.build.json`), both loaded into one process and measured in alternating order (ABBA) over
- * several rounds, so the machine's drift falls on both alike. Each round's after/before ratio is
- * printed, then their median and range, in wall time and in the process's CPU time (all threads),
- * which a loaded machine disturbs less than wall time.
+ * tsconfig.build.json`), both loaded into one process and measured in balanced blocks: ABBA, then
+ * BAAB, alternating, so neither the machine's drift nor which engine runs first in a block falls on
+ * one arm. Each block's after/before ratio is printed; then, per figure, the after/before ratio
+ * with its 95% interval (blockedRatioInterval, src/bench/stats.ts: trials compared within their
+ * block on log values) and the verdict abVerdict gives it (no-difference, noisy or shown). Figures:
+ * tokens per second of wall time and per CPU-second of the process (all threads), which a loaded
+ * machine disturbs less than wall time.
  *
  *   git worktree add /tmp/before <commit> && (cd /tmp/before && ln -s "$PWD/node_modules" . && npx tsc -p tsconfig.build.json)
  *   npm run build && npx tsx bench/engine-before-after.ts --before /tmp/before [--size bench-100m]
- *     [--prompt 512] [--decode 32] [--rounds 4] [--threads 2]
+ *     [--prompt 512] [--decode 32] [--blocks 6] [--threads 2]
  */
 import { availableParallelism } from "node:os";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
+import { type BlockTrials, blockedRatioInterval } from "../src/bench/stats.js";
+import { abVerdict } from "../src/records/interval.js";
 import { benchArgs } from "./args.js";
 
 const args = benchArgs(import.meta.url, {
@@ -20,13 +25,13 @@ const args = benchArgs(import.meta.url, {
   size: { type: "string", default: "bench-100m" },
   prompt: { type: "string", default: "512" },
   decode: { type: "string", default: "32" },
-  rounds: { type: "string", default: "4" },
+  blocks: { type: "string", default: "6" },
   threads: { type: "string", default: String(Math.min(2, availableParallelism())) },
 });
 if (args.before === undefined) throw new Error("pass --before DIR: a built checkout to compare against");
 const promptTokens = Number(args.prompt);
 const decodeTokens = Number(args.decode);
-const rounds = Number(args.rounds);
+const blockCount = Number(args.blocks);
 const threads = Number(args.threads);
 
 /** The parts of an engine module both trees export under the same names. */
@@ -111,34 +116,39 @@ const engines = await Promise.all(
 );
 
 const KEYS = ["prefill", "decode", "prefillCpu", "decodeCpu"] as const;
-const ratios = Object.fromEntries(KEYS.map((k) => [k, [] as number[]])) as Record<
+const blocks = Object.fromEntries(KEYS.map((k) => [k, [] as BlockTrials[]])) as Record<
   (typeof KEYS)[number],
-  number[]
+  BlockTrials[]
 >;
 console.log(
-  `${args.size}: prompt ${promptTokens}, decode ${decodeTokens}, ${threads} threads, ${rounds} ABBA rounds`,
+  `${args.size}: prompt ${promptTokens}, decode ${decodeTokens}, ${threads} threads, ${blockCount} blocks (ABBA, BAAB, ...; A before, B after)`,
 );
-for (let r = 0; r < rounds; r++) {
-  const order = r % 2 === 0 ? engines : [...engines].reverse();
-  const got: Record<string, Rates> = {};
-  for (const { name, engine } of order) got[name] = await measure(engine);
-  const before = got.before as Rates;
-  const after = got.after as Rates;
-  for (const k of KEYS) ratios[k].push(after[k] / before[k]);
+const byName = Object.fromEntries(engines.map(({ name, engine }) => [name, engine]));
+const geometricMean = (xs: readonly number[]) =>
+  Math.exp(xs.reduce((s, x) => s + Math.log(x), 0) / xs.length);
+for (let b = 0; b < blockCount; b++) {
+  const order = b % 2 === 0 ? ["before", "after", "after", "before"] : ["after", "before", "before", "after"];
+  const got: Record<string, Rates[]> = { before: [], after: [] };
+  for (const name of order)
+    got[name]?.push(await measure(byName[name] as InstanceType<EngineModule["Engine"]>));
+  const before = got.before as Rates[];
+  const after = got.after as Rates[];
+  const line: string[] = [];
+  for (const k of KEYS) {
+    const trials = { a: before.map((r) => r[k]), b: after.map((r) => r[k]) };
+    blocks[k].push(trials);
+    const [gb, ga] = [geometricMean(trials.a), geometricMean(trials.b)];
+    line.push(`${k} ${gb.toFixed(1)} -> ${ga.toFixed(1)} (${(ga / gb).toFixed(3)}x)`);
+  }
   console.log(
-    `round ${r + 1}: ${KEYS.map((k) => `${k} ${before[k].toFixed(1)} -> ${after[k].toFixed(1)} (${(after[k] / before[k]).toFixed(3)}x)`).join(", ")}`,
+    `block ${b + 1} (${order.map((n) => (n === "before" ? "A" : "B")).join("")}): ${line.join(", ")}`,
   );
 }
 for (const { engine } of engines) await engine.close();
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 === 1 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
-};
 console.log("tok/s of wall time (prefill, decode) and tok per CPU-second (prefillCpu, decodeCpu)");
 for (const key of KEYS) {
-  const xs = ratios[key];
+  const { estimate, low, high, df } = blockedRatioInterval(blocks[key]);
   console.log(
-    `${key} after/before: median ${median(xs).toFixed(3)}x, range ${Math.min(...xs).toFixed(3)}x to ${Math.max(...xs).toFixed(3)}x`,
+    `${key} after/before: ${estimate.toFixed(3)}x, 95% interval ${low.toFixed(3)}x to ${high.toFixed(3)}x (df ${df}): ${abVerdict([low, high])}`,
   );
 }

@@ -21,7 +21,7 @@ const PROMPT_TEXT =
   "Salt tightens the gluten, so a dough salted early feels firmer. Rest it for an hour and the strands relax again.";
 
 describe("mxfp4=int8 on the tiny MXFP4 ports", () => {
-  for (const id of ["mimo-v2.6-pro", "minimax-m3", "glm-5-mxfp4"]) {
+  for (const id of ["mimo-v2.6-pro", "minimax-m3", "glm-5-mxfp4", "muse-spark-open"]) {
     it(`${id}: prompt logprobs within ${MAX_LOGPROB_DELTA} (mean ${MEAN_LOGPROB_DELTA}) of the f64 reference, the same greedy tokens`, async () => {
       const model = (await portReference(id)).referenceModel();
       expect(model.model.switches.find((s) => s.name === "mxfp4")?.values).toContain("int8");

@@ -95,3 +95,31 @@ describe("A/B arms as builds", () => {
     expect(withAb({ kv_layout: "full", weights: "fp8" }, { kv_layout: "window-sized" }).success).toBe(false);
   });
 });
+
+describe("a build's step size", () => {
+  it("names the chunked prefill and keeps it apart from the same build at the engine's default", () => {
+    const chunked = { kv_layout: "full" as const, max_num_batched_tokens: 61 };
+    expect(describeBuild(chunked)).toBe("full KV layout, prefill in chunks of 61 tokens");
+    expect(buildKey(chunked)).not.toBe(buildKey({ kv_layout: "full" }));
+    expect(buildKey({ kv_layout: "full" })).toBe(JSON.stringify(["full", [], null]));
+  });
+});
+
+describe("a bit-identical decode gate's decodes in flight", () => {
+  const gate = (compare: string) => ({
+    kind: "bit-identical-decode",
+    compare,
+    sampling: ["greedy"],
+    concurrent: 16,
+    record: "p/decode",
+  });
+  const parse = (compare: string) =>
+    Reference.safeParse({ config: { model_type: "x" }, max_model_len: 256, gates: [gate(compare)] });
+
+  it("are a batch-invariance setting, refused on another comparison by name", () => {
+    expect(parse("batch-invariance").success).toBe(true);
+    const refused = parse("two-builds");
+    expect(refused.success).toBe(false);
+    expect(refused.error?.issues[0]?.path).toEqual(["gates", 0, "concurrent"]);
+  });
+});

@@ -1,26 +1,37 @@
-import type { AbArm, AbBenchmark, KvLayout, Reference, WeightsConversion } from "./manifest.js";
+import type { AbArm, KvLayout, Switches, WeightsConversion } from "./build-schema.js";
 
 /** A build the embedded engine serves: a KV layout, the model's switches, its weights if converted. */
 export interface Build {
   readonly kv_layout: KvLayout;
   readonly switches?: Readonly<Record<string, string>>;
   readonly weights?: WeightsConversion;
+  /** The most tokens one engine step runs (prefill chunked to fit); unset: the engine's default. */
+  readonly max_num_batched_tokens?: number;
 }
 
 /** A conversion's stable name: its target and, for FP8, its scale blocks (`fp8-block32`). */
 export function conversionKey(conversion: WeightsConversion): string {
-  return [conversion.to, conversion.fp8_block].filter((part) => part !== undefined).join("-");
+  return [conversion.to, conversion.fp8_block, conversion.ranks]
+    .filter((part) => part !== undefined)
+    .join("-");
 }
 
 /** How a conversion reads in a build's name and a record's arm. */
 export function describeConversion(conversion: WeightsConversion): string {
   const blocks = { block32: " with a scale per 32 values", tile128: " with a scale per 128x128 tile" };
+  if (conversion.to === "packed") {
+    const ranks = conversion.ranks ?? 1;
+    return `packed for ${ranks} rank${ranks === 1 ? "" : "s"} and loaded directly`;
+  }
   const to = conversion.to === "fp8" ? "FP8 E4M3" : conversion.to.toUpperCase();
   return `converted to ${to}${conversion.fp8_block ? blocks[conversion.fp8_block] : ""}`;
 }
 
 /** The reference section's fields an arm's unset fields take. */
-export type BuildDefaults = Pick<Reference, "kv_layout" | "switches">;
+export interface BuildDefaults {
+  readonly kv_layout: KvLayout;
+  readonly switches?: Switches | undefined;
+}
 
 /** The build's switches as sorted `name=value` strings. */
 export function switchFlags(build: Build): string[] {
@@ -34,15 +45,28 @@ function weightsParts(build: Build): string[] {
   return build.weights ? [`weights ${describeConversion(build.weights)}`] : [];
 }
 
+/** The build's step size as a name part: none for the engine's default. */
+function chunkParts(build: Build): string[] {
+  return build.max_num_batched_tokens !== undefined
+    ? [`prefill in chunks of ${build.max_num_batched_tokens} tokens`]
+    : [];
+}
+
 const weightsKey = (build: Build): string | null => (build.weights ? conversionKey(build.weights) : null);
 
 /** One string per build: two builds are the same exactly when their keys are. */
 export function buildKey(build: Build): string {
-  return JSON.stringify([build.kv_layout, switchFlags(build), weightsKey(build)]);
+  const chunk = build.max_num_batched_tokens ?? null;
+  return JSON.stringify([build.kv_layout, switchFlags(build), weightsKey(build), ...(chunk ? [chunk] : [])]);
 }
 
 export function describeBuild(build: Build): string {
-  return [`${build.kv_layout} KV layout`, ...switchFlags(build), ...weightsParts(build)].join(", ");
+  return [
+    `${build.kv_layout} KV layout`,
+    ...switchFlags(build),
+    ...weightsParts(build),
+    ...chunkParts(build),
+  ].join(", ");
 }
 
 /** An A/B arm's build: its own fields over the reference section's (its switches merged over them). */
@@ -60,7 +84,7 @@ export function abArmBuild(arm: AbArm, reference: BuildDefaults): Build {
  * lacks (`full KV layout`, `mxfp4=unpacked`), so kv_layout-only A/Bs keep their arm names.
  */
 export function abArmNames(
-  spec: Pick<AbBenchmark, "a" | "b">,
+  spec: { readonly a: AbArm; readonly b: AbArm },
   reference: BuildDefaults,
 ): { a: string; b: string } {
   const a = abArmBuild(spec.a, reference);

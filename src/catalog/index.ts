@@ -1,3 +1,4 @@
+export * from "./build-schema.js";
 export {
   abArmBuild,
   abArmNames,

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { AbArm, KvLayout, Switches, WeightsConversion } from "./build-schema.js";
 import { abArmBuild, abArmNames, buildKey, describeBuild } from "./builds.js";
 import { FEATURE_IDS } from "./features.js";
 
@@ -69,30 +70,19 @@ export const Status = z.strictObject({
 
 const RelativeFraction = z.number().positive().max(1);
 
-/** Values of a model's run-time switches, as its model code declares them (`bringup serve --switch`). */
-export const Switches = z
-  .record(z.string().regex(/^[A-Za-z0-9_.-]+$/), z.string().min(1))
-  .describe("values of the model's switches, as the port's model code declares them");
-
-/** A conversion of the tiny checkpoint that `bringup up` runs, as `bringup weights convert` does. */
-export const WeightsConversion = z
-  .strictObject({
-    to: z.enum(["fp8", "bf16", "mxfp4"]),
-    fp8_block: z
-      .enum(["block32", "tile128"])
-      .optional()
-      .describe(
-        "FP8 scale blocks from MXFP4: block32 keeps a scale per 32 values (exact), tile128 one per tile",
-      ),
-  })
-  .describe("on the embedded engine: the tiny checkpoint converted with `bringup weights convert`");
-
 /** A gate's own build to compare against, where it differs from the reference section's baseline. */
 const GateBaseline = z
   .strictObject({
     kv_layout: z.enum(["window-sized", "full"]).optional(),
     switches: Switches.optional(),
     weights: WeightsConversion.optional().describe("serve the tiny checkpoint converted so instead"),
+    max_num_batched_tokens: z
+      .int()
+      .positive()
+      .optional()
+      .describe(
+        "the most tokens one engine step runs, so prompts longer than it are prefilled in chunks (default: the engine's)",
+      ),
   })
   .optional()
   .describe(
@@ -123,13 +113,26 @@ export const NeedlesGate = z.strictObject({
   record: RecordRef.optional(),
 });
 
-export const BitIdenticalDecodeGate = z.strictObject({
-  kind: z.literal("bit-identical-decode"),
-  compare: z.enum(["two-builds", "batch-invariance", "golden"]),
-  sampling: z.array(z.enum(["greedy", "seeded"])).min(1),
-  baseline: GateBaseline,
-  record: RecordRef.optional(),
-});
+export const BitIdenticalDecodeGate = z
+  .strictObject({
+    kind: z.literal("bit-identical-decode"),
+    compare: z.enum(["two-builds", "batch-invariance", "golden"]),
+    sampling: z.array(z.enum(["greedy", "seeded"])).min(1),
+    concurrent: z
+      .int()
+      .min(2)
+      .optional()
+      .describe(
+        "batch-invariance: decodes in flight at once, the fixed requests repeated to fill them (default: one of each)",
+      ),
+    baseline: GateBaseline,
+    record: RecordRef.optional(),
+  })
+  .refine((gate) => gate.concurrent === undefined || gate.compare === "batch-invariance", {
+    path: ["concurrent"],
+    message:
+      "only a batch-invariance comparison sends decodes at once; remove it or set compare: batch-invariance",
+  });
 
 export const KvCapacityGate = z.strictObject({
   kind: z.literal("kv-capacity"),
@@ -207,33 +210,6 @@ export const HeadlineItem = z.union([
   z.strictObject({ text: z.string().min(1) }),
 ]);
 
-/** The KV cache layouts the embedded engine can serve a model with. */
-export const KV_LAYOUTS = ["window-sized", "full"] as const;
-export const KvLayout = z
-  .enum(KV_LAYOUTS)
-  .describe(
-    "window-sized: sliding-window layers keep only their window; full: every layer keeps every token",
-  );
-
-/**
- * One arm of an A/B: a build of the port, each unset field the reference section's. A build is
- * what the embedded server is started with.
- */
-export const AbArm = z.strictObject({
-  kv_layout: KvLayout.optional().describe("the arm's KV layout (default: the reference section's)"),
-  switches: Switches.optional().describe("the arm's switches, set over the reference section's"),
-  weights: WeightsConversion.optional().describe(
-    "serve the tiny checkpoint converted so (default: the weights the model code writes)",
-  ),
-  name: z
-    .string()
-    .min(1)
-    .optional()
-    .describe(
-      "what the record calls the arm, e.g. `unpacked MXFP4 experts` (default: what its build has that the other arm's lacks)",
-    ),
-});
-
 /** An interleaved A/B benchmark of two builds of the tiny reference model on the embedded engine. */
 export const AbBenchmark = z.strictObject({
   kind: z.literal("ab"),
@@ -280,6 +256,10 @@ export const Reference = z
         .describe(
           "config.json fields vLLM reads differently for this check only (vLLM's --hf-overrides); say why in a comment",
         ),
+      env: z
+        .record(z.string().regex(/^VLLM_[A-Z0-9_]+$/), z.string())
+        .optional()
+        .describe("vLLM environment switches for this check only (VLLM_* names); say why in a comment"),
     })
       .optional()
       .describe(
@@ -351,9 +331,6 @@ export type Gate = z.infer<typeof Gate>;
 export type HeadlineItem = z.infer<typeof HeadlineItem>;
 export type Reference = z.infer<typeof Reference>;
 export type AbBenchmark = z.infer<typeof AbBenchmark>;
-export type AbArm = z.infer<typeof AbArm>;
-export type KvLayout = z.infer<typeof KvLayout>;
-export type WeightsConversion = z.infer<typeof WeightsConversion>;
 
 /** The manifest schema as JSON Schema, for editors and for `bringup ports schema`. */
 export function manifestJsonSchema(): Record<string, unknown> {

@@ -1,3 +1,4 @@
+import { Agent, fetch } from "undici";
 import type { z } from "zod";
 import { BringupError } from "../common/errors.js";
 
@@ -44,6 +45,22 @@ export async function requestJson<S extends z.ZodType>(
   return parsed.data;
 }
 
+/**
+ * A connection pool whose header and body timeouts are `timeoutMs`, one per timeout. fetch's own
+ * pool cuts any answer whose headers take over 300 s (UND_ERR_HEADERS_TIMEOUT) whatever the
+ * request's timeout says, and a non-streamed completion sends its headers only when it is done: a
+ * 64K-token needle prefill on the embedded engine, on two shared cores, was cut so.
+ */
+const pools = new Map<number, Agent>();
+function poolFor(timeoutMs: number): Agent {
+  let pool = pools.get(timeoutMs);
+  if (pool === undefined) {
+    pool = new Agent({ headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
+    pools.set(timeoutMs, pool);
+  }
+  return pool;
+}
+
 /** GET (body undefined) or POST JSON, returning the body text of a 2xx answer. */
 export async function requestText(
   url: string,
@@ -60,6 +77,7 @@ export async function requestText(
       headers,
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       signal: AbortSignal.timeout(timeoutMs),
+      dispatcher: poolFor(timeoutMs),
     });
     return { response, text: await response.text() };
   };

@@ -94,6 +94,12 @@ export const ERROR_CATALOGUE = {
   MXFP4_BAD_DTYPE: { category: "input" },
   MXFP4_BLOCKS_MISSING: { category: "input" },
   NO_WEIGHTS: { category: "input" },
+  PACKED_CHECKSUM_MISMATCH: { category: "input" },
+  PACKED_DTYPE: { category: "input" },
+  PACKED_FILE_MISSING: { category: "input" },
+  PACKED_FILE_TRUNCATED: { category: "input" },
+  PACKED_MANIFEST_INVALID: { category: "input" },
+  PACKED_RANKS_INDIVISIBLE: { category: "usage" },
   NOT_FINITE: { category: "input" },
   NOT_REPRESENTABLE: { category: "input" },
   RELAYOUT_BAD_SHAPE: { category: "input" },
@@ -120,6 +126,7 @@ export const ERROR_CATALOGUE = {
 
   // engine: models, loading, tokenizer, cache, kernels
   BPE_VOCAB_TOO_SMALL: { category: "input" },
+  COMPRESS_RATIO_INVALID: { category: "input" },
   CORPUS_MISSING: { category: "input" },
   ENGINE_CLOSED: { category: "unavailable" },
   ENGINE_KERNELS_NOT_BUILT: { category: "environment" },

@@ -158,11 +158,11 @@ export type {
   FeedForward,
   ForwardBatch,
   ForwardContext,
-  ModelSwitch,
   ResidualStream,
   SequenceRun,
   TokenMixer,
 } from "./model/model.js";
+export type { ModelSwitch } from "./model/model-switch.js";
 export type { DecoderConfig, DecoderShape, LayerSpec } from "./models/decoder.js";
 export { embeddingAndHead, preNormDecoder } from "./models/decoder.js";
 export type { DeepseekV3Config } from "./models/deepseek-v3.js";
@@ -175,16 +175,14 @@ export type { FinishReason, GeneratedToken, GenerateRequest, PromptLogprobs, Ste
 export type { SamplingParams, TokenLogprob } from "./sampler.js";
 export { Rng } from "./tensor/random.js";
 export type { Weight } from "./tensor/weight.js";
-export type { ConstructedAttention, CopySlots, TokenCodes } from "./tiny/copy-circuit.js";
+export type { CopySlots, TokenCodes } from "./tiny/copy-circuit.js";
 export {
   codeEmbedding,
   codeLmHead,
   copyOutputCode,
   copySlots,
   inductionQueryKey,
-  putAttention,
   tokenCodes,
-  zeroMlpLayer,
 } from "./tiny/copy-circuit.js";
 export type { CopyCircuitOptions } from "./tiny/copy-circuit-placement.js";
 export { placeCopyCircuit } from "./tiny/copy-circuit-placement.js";
@@ -200,8 +198,7 @@ export type { RetrievalOptions } from "./tiny/retrieval.js";
 export { createRetrievalModel, generateRetrievalModel } from "./tiny/retrieval.js";
 export type { TinySize } from "./tiny/sizes.js";
 export { findTinySize, TINY_SIZES, tinyParameterCount } from "./tiny/sizes.js";
-export type { PutF32 } from "./tiny/weights.js";
-export { f32Tensors, filled, nearestRivalGap, tensorSeed, unitCode } from "./tiny/weights.js";
+export { filled, nearestRivalGap, tensorSeed, unitCode } from "./tiny/weights.js";
 export { writeTinyModel } from "./tiny/write.js";
 export type { TrainedBpe } from "./tokenizer/bpe-train.js";
 export { trainByteLevelBpe } from "./tokenizer/bpe-train.js";

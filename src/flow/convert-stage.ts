@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { type WeightsConversion as Conversion, conversionKey, type Reference } from "../catalog/index.js";
 import { type LoadedModel, loadModel } from "../engine/index.js";
-import { convertCheckpoint } from "../formats/index.js";
+import { convertCheckpoint, packCheckpoint } from "../formats/index.js";
 
 /**
  * Every conversion the reference section asks for: what weights gates compare, what gates'
@@ -26,7 +26,7 @@ export interface ConvertedWeights {
 
 /**
  * Converts the tiny checkpoint at `source` once per conversion, with the code of `bringup weights
- * convert`, into a fresh directory under `parent` (each output appears whole or not at all), and
+ * convert` (or `weights pack`), into a fresh directory under `parent` (each output appears whole or not at all), and
  * loads each. The caller removes `workDir` when the run ends (removeConverted); a failed conversion
  * removes it here.
  */
@@ -43,12 +43,14 @@ export async function convertReferenceWeights(
     for (const conversion of conversions) {
       const key = conversionKey(conversion);
       const dir = join(workDir, key);
-      await convertCheckpoint(source, dir, {
-        to: conversion.to,
-        ...(conversion.fp8_block !== undefined ? { fp8Block: conversion.fp8_block } : {}),
-        workers: 0,
-        ...(signal !== undefined ? { signal } : {}),
-      });
+      if (conversion.to === "packed") await packCheckpoint(source, dir, conversion.ranks ?? 1);
+      else
+        await convertCheckpoint(source, dir, {
+          to: conversion.to,
+          ...(conversion.fp8_block !== undefined ? { fp8Block: conversion.fp8_block } : {}),
+          workers: 0,
+          ...(signal !== undefined ? { signal } : {}),
+        });
       models.set(key, await loadModel(dir, { name: key }));
     }
     return { workDir, models };

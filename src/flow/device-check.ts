@@ -97,7 +97,7 @@ export async function deviceCheck(options: DeviceCheckOptions): Promise<DeviceCh
       maxModelLen: reference.max_model_len,
       logFile: vllmLog,
       ...(spec.hf_overrides !== undefined ? { hfOverrides: spec.hf_overrides } : {}),
-      ...(options.fault !== undefined ? { env: { BRINGUP_VLLM_FAULT: options.fault } } : {}),
+      env: { ...spec.env, ...(options.fault !== undefined ? { BRINGUP_VLLM_FAULT: options.fault } : {}) },
       ...(options.signal !== undefined ? { signal: options.signal } : {}),
     });
     try {

@@ -95,3 +95,22 @@ describe("EmbeddedServer.restartAs", () => {
     );
   });
 });
+
+describe("EmbeddedServer's step size", () => {
+  it("reaches the engine, which refuses one it cannot run", async () => {
+    const options = {
+      model,
+      servedModelName: "t",
+      maxModelLen: 128,
+      blockSize: 16,
+      maxNumSeqs: 1,
+      threads: 1,
+    };
+    await expect(
+      EmbeddedServer.start({ ...options, maxNumBatchedTokens: 0 }, "window-sized"),
+    ).rejects.toThrow(/max_num_batched_tokens/);
+    const chunked = await EmbeddedServer.start({ ...options, maxNumBatchedTokens: 61 }, "window-sized");
+    servers.push(chunked);
+    expect(chunked.maxNumBatchedTokens).toBe(61);
+  });
+});

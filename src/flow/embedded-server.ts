@@ -12,6 +12,8 @@ export interface EmbeddedServerOptions {
   readonly kvCacheBytes?: number;
   readonly blockSize: number;
   readonly maxNumSeqs: number;
+  /** The most tokens one engine step runs (default: the engine's). */
+  readonly maxNumBatchedTokens?: number;
   readonly threads?: number;
   /** The model's switches this build serves with. */
   readonly switches?: Readonly<Record<string, string>>;
@@ -48,6 +50,11 @@ export class EmbeddedServer {
 
   get url(): string {
     return `http://127.0.0.1:${this.port}`;
+  }
+
+  /** The step size it was started with, when not the engine's default. */
+  get maxNumBatchedTokens(): number | undefined {
+    return this.options.maxNumBatchedTokens;
   }
 
   get layout(): KvLayout {
@@ -110,6 +117,9 @@ function launch(options: EmbeddedServerOptions, layout: KvLayout, port: number):
     kvLayout: layout,
     ...(options.kvCacheBytes !== undefined ? { kvCacheBytes: options.kvCacheBytes } : {}),
     ...(options.threads !== undefined ? { threads: options.threads } : {}),
+    ...(options.maxNumBatchedTokens !== undefined
+      ? { maxNumBatchedTokens: options.maxNumBatchedTokens }
+      : {}),
     ...(options.switches !== undefined ? { switches: options.switches } : {}),
   });
 }

@@ -134,6 +134,7 @@ export function embedded(server: EmbeddedServer, name: string): GateServer {
     name,
     layout: server.layout,
     ...(server.weightsChecksum !== undefined ? { weightsChecksum: server.weightsChecksum } : {}),
+    ...(server.maxNumBatchedTokens !== undefined ? { maxNumBatchedTokens: server.maxNumBatchedTokens } : {}),
   };
 }
 

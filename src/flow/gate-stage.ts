@@ -17,6 +17,8 @@ export interface GateServer {
   readonly layout?: KvLayout;
   /** An embedded server's weights checksum. */
   readonly weightsChecksum?: string;
+  /** An embedded server's step size when it is not the engine's default. */
+  readonly maxNumBatchedTokens?: number;
 }
 
 export interface ReferenceGateRun {
@@ -164,19 +166,27 @@ function withLayout(probed: ProbedEndpoint, server: GateServer | undefined): Pro
   if (server?.layout === undefined) return probed;
   return new ProbedEndpoint(probed.endpoint, {
     ...probed.probe,
-    fingerprint: embeddedFingerprint(probed.probe.fingerprint, server.layout, server.weightsChecksum),
+    fingerprint: embeddedFingerprint(
+      probed.probe.fingerprint,
+      server.layout,
+      server.weightsChecksum,
+      [],
+      server.maxNumBatchedTokens,
+    ),
   });
 }
 
 /**
- * The fingerprint of an embedded server: the KV layout and the switches among its flags (so two
- * builds never look alike), this machine and runtime, and its weights' checksum.
+ * The fingerprint of an embedded server: the KV layout, the switches and a step size other than
+ * the default among its flags (so two builds never look alike), this machine and runtime, and its
+ * weights' checksum.
  */
 export function embeddedFingerprint(
   fingerprint: Fingerprint,
   layout: KvLayout,
   weightsChecksum: string | undefined,
   switches: readonly string[] = [],
+  maxNumBatchedTokens?: number,
 ): Fingerprint {
   return localServerFingerprint({
     ...fingerprint,
@@ -184,6 +194,7 @@ export function embeddedFingerprint(
       ...(fingerprint.server_flags ?? []),
       `--kv-layout=${layout}`,
       ...switches.map((flag) => `--switch=${flag}`),
+      ...(maxNumBatchedTokens !== undefined ? [`--max-num-batched-tokens=${maxNumBatchedTokens}`] : []),
     ],
     ...(weightsChecksum !== undefined ? { weights_checksum: weightsChecksum } : {}),
   });

@@ -16,6 +16,9 @@ export function gateBaseline(spec: GateSpec, reference: Reference): Build | unde
     kv_layout: own.kv_layout ?? reference.baseline?.kv_layout ?? reference.kv_layout,
     ...(own.switches !== undefined ? { switches: own.switches } : {}),
     ...(own.weights !== undefined ? { weights: own.weights } : {}),
+    ...(own.max_num_batched_tokens !== undefined
+      ? { max_num_batched_tokens: own.max_num_batched_tokens }
+      : {}),
   };
 }
 

@@ -37,6 +37,11 @@ export async function startServers(
   options: BringUpOptions,
 ) {
   const requests = Math.max(1, ...reference.benchmarks.map((b) => b.requests));
+  // A batch-invariance gate's decodes all run at once on the build.
+  const concurrent = Math.max(
+    0,
+    ...reference.gates.map((g) => (g.kind === "bit-identical-decode" ? (g.concurrent ?? 0) : 0)),
+  );
   const blockSize = EMBEDDED_BLOCK_SIZE;
   const kvCacheBytes =
     requests *
@@ -50,7 +55,7 @@ export async function startServers(
     maxModelLen: reference.max_model_len,
     kvCacheBytes,
     blockSize,
-    maxNumSeqs: Math.max(EMBEDDED_MAX_NUM_SEQS, requests),
+    maxNumSeqs: Math.max(EMBEDDED_MAX_NUM_SEQS, requests, concurrent),
     ...(options.threads !== undefined ? { threads: options.threads } : {}),
   };
   const start = (build: Build) =>
@@ -61,6 +66,9 @@ export async function startServers(
           ? { model: models.converted.get(conversionKey(build.weights)) as LoadedModel }
           : {}),
         ...(build.switches !== undefined ? { switches: build.switches } : {}),
+        ...(build.max_num_batched_tokens !== undefined
+          ? { maxNumBatchedTokens: build.max_num_batched_tokens }
+          : {}),
       },
       build.kv_layout,
     );

@@ -60,6 +60,18 @@ export {
   mxfp4LogicalShape,
 } from "./mxfp4.js";
 export { mxfp4ToFp8Block32, mxfp4ToFp8Tile128, TILE, type TileReport } from "./mxfp4-to-fp8.js";
+export {
+  isPackedDirectory,
+  openPacked,
+  PACKED_MANIFEST,
+  type PackedCheckpoint,
+  type PackedManifest,
+  type PackedTensor,
+  rankFileName,
+} from "./packed-manifest.js";
+export { readPackedTensors } from "./packed-read.js";
+export { verifyPacked } from "./packed-verify.js";
+export { type PackReport, packCheckpoint } from "./packed-write.js";
 export { type RelayoutReport, type RelayoutRules, relayoutCheckpoint } from "./relayout.js";
 export {
   encodeSafetensorsHeader,

@@ -44,6 +44,9 @@ describe("bit-identical decode gate", () => {
     const batch = decodeGate("batch-invariance");
     const one = await runGateSession([batch], { endpointUrl: a.url });
     expect(one.outcomes[0]?.status).toBe("passed");
+    const crowd = await runGateSession([{ ...batch, concurrent: 16 } as GateSpec], { endpointUrl: a.url });
+    expect(crowd.outcomes[0]?.summary).toMatch(/^16\/16 decodes bit-identical \(one at a time vs 16 at once/);
+    expect(crowd.outcomes[0]?.status).toBe("passed");
   });
 
   it("fails an endpoint whose sampler ignores the seed (nondeterministic)", async () => {

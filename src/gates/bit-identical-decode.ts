@@ -1,4 +1,5 @@
 import type { BitIdenticalDecodeGate } from "../catalog/index.js";
+import type { CompletionRequest } from "../client/index.js";
 import { BringupError } from "../common/errors.js";
 import {
   DECODE_TOKENS,
@@ -17,7 +18,7 @@ type Spec = typeof BitIdenticalDecodeGate._output;
 /**
  * Greedy and seeded decodes compared token by token and logprob by logprob (exact equality):
  * between the endpoint and a reference build (two-builds), between requests sent one at a time and
- * all at once to one endpoint (batch-invariance), or against a golden file written from a trusted
+ * all at once to one endpoint (batch-invariance; `concurrent` repeats them to that many in flight), or against a golden file written from a trusted
  * build. Samples are the mismatching positions per decode.
  */
 export const bitIdenticalDecodeGate: Gate<Spec> = {
@@ -49,25 +50,31 @@ export const bitIdenticalDecodeGate: Gate<Spec> = {
     } else if (spec.compare === "golden") {
       b = await readGoldenDecodes(context.goldenFile as string, spec.sampling);
     } else {
-      b = await Promise.all(requests.map((r) => decode(target.endpoint, r)));
+      // All at once: the fixed requests, repeated in order until `concurrent` are in flight.
+      const crowd = Math.max(spec.concurrent ?? 0, requests.length);
+      b = await Promise.all(
+        Array.from({ length: crowd }, (_, i) =>
+          decode(target.endpoint, requests[i % requests.length] as CompletionRequest),
+        ),
+      );
     }
-    const samples = a.map((x, i) => mismatches(x, b[i] as Decode));
+    const samples = b.map((x, i) => mismatches(a[i % a.length] as Decode, x));
     const bad = samples.filter((s) => s > 0).length;
     const what = {
       "two-builds": "endpoint vs reference build",
-      "batch-invariance": "one at a time vs batched",
+      "batch-invariance": `one at a time vs ${samples.length} at once`,
       golden: "endpoint vs golden file",
     }[spec.compare];
     return {
       kind: "bit-identical-decode",
       status: bad === 0 ? "passed" : "failed",
-      summary: `${requests.length - bad}/${requests.length} decodes bit-identical (${what}; ${spec.sampling.join(" + ")}, ${DECODE_TOKENS} tokens each)`,
+      summary: `${samples.length - bad}/${samples.length} decodes bit-identical (${what}; ${spec.sampling.join(" + ")}, ${DECODE_TOKENS} tokens each)`,
       metric: "decode_mismatched_positions",
       label: `positions differing between decodes, ${what}`,
       unit: "count",
       value: samples.reduce((s, x) => s + x, 0),
       arms: [{ name: target.endpoint.url, samples, reference: false }],
-      measured: { decodes: requests.length, differing_decodes: bad, compare: spec.compare },
+      measured: { decodes: samples.length, differing_decodes: bad, compare: spec.compare },
     } satisfies GateOutcome;
   },
 };

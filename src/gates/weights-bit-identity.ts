@@ -1,6 +1,6 @@
 import type { WeightsBitIdentityGate } from "../catalog/index.js";
 import { BringupError } from "../common/errors.js";
-import { verifyCheckpoints } from "../formats/index.js";
+import { isPackedDirectory, verifyCheckpoints, verifyPacked } from "../formats/index.js";
 import type { Gate, GateOutcome } from "./gate.js";
 
 type Spec = typeof WeightsBitIdentityGate._output;
@@ -17,7 +17,10 @@ export const weightsBitIdentityGate: Gate<Spec> = {
         `the weights gate (${spec.conversion}) compares a conversion with its source: pass --source DIR and --converted DIR.`,
       );
     }
-    const report = await verifyCheckpoints(source, converted);
+    // A packed directory (`weights pack`) is proven against its source rank by rank, by value.
+    const report = (await isPackedDirectory(converted))
+      ? await verifyPacked(source, converted)
+      : await verifyCheckpoints(source, converted);
     const differing = report.weights.filter((w) => !w.valuesIdentical);
     const missing = report.onlyInA.length + report.onlyInB.length;
     const names = [...differing.map((w) => w.name), ...report.onlyInA, ...report.onlyInB];

@@ -61,13 +61,17 @@ describe("resolveRecipe", () => {
       }
     }
     expect(withRecipe.sort()).toEqual([
+      "beam-1.0-501b-a23b",
+      "deepseek-v4.1-flash",
       "glm-5-mxfp4",
       "glm-5.3-flash",
+      "inkling-small",
       "kimi-k2.7-code",
       "mimo-v2.6-flash",
       "mimo-v2.6-pro",
       "minimax-m3",
       "muse-glimmer-30b",
+      "muse-spark-open",
     ]);
   });
 

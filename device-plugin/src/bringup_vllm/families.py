@@ -5,6 +5,7 @@ strings are imported lazily by vLLM, in the process that builds the model.
 """
 
 ARCHITECTURES: dict[str, str] = {
+    "DeepseekV3ForCausalLM": "bringup_vllm.deepseek:DeepseekForCausalLM",
     "MiMoV2FlashForCausalLM": "bringup_vllm.mimo:MiMoForCausalLM",
     "MiniMaxM3ForCausalLM": "bringup_vllm.minimax:MinimaxForCausalLM",
 }

@@ -93,4 +93,22 @@ describe("bringup gate", () => {
       /no needles gates/,
     );
   });
+
+  it("runs a port's device check by kind, as a recipe's run_gates.sh asks for it", async () => {
+    const repo = join(import.meta.dirname, "../../..");
+    const { stdout, exitCode } = await runInProcess(
+      [registerGate],
+      ["--root", repo, "gate", "mimo-v2.6-flash", "--endpoint", a.url, "--reference", b.url].concat([
+        "--only",
+        "device-logprobs",
+        "--no-record",
+        "--json",
+      ]),
+    );
+    expect(exitCode).toBeUndefined();
+    const out = JSON.parse(stdout);
+    expect(out.outcomes.map((o: { kind: string; status: string }) => [o.kind, o.status])).toEqual([
+      ["device-logprobs", "passed"],
+    ]);
+  });
 });

@@ -115,8 +115,13 @@ export function registerGate(program: Command): void {
       const root = projectRoot(command);
       const loaded = findPort(await loadCatalog(root), port);
       await checkEndpoints(options);
-      const specs =
-        options.writeGolden === undefined ? plannedGates(port, loaded.manifest.gates, options) : [];
+      // The device-vs-reference gate lives in the reference section (`bringup device check` runs it
+      // on the CPU); a recipe's run_gates.sh asks for it by kind against the device's endpoint.
+      const deviceCheck = options.only?.includes("device-logprobs")
+        ? loaded.manifest.reference?.device_check
+        : undefined;
+      const declared = deviceCheck ? [...loaded.manifest.gates, deviceCheck] : loaded.manifest.gates;
+      const specs = options.writeGolden === undefined ? plannedGates(port, declared, options) : [];
       if (options.writeGolden !== undefined) {
         await writeGolden(loaded.manifest.gates, options, options.writeGolden);
         return;

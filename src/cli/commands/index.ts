@@ -10,6 +10,7 @@ import { registerServe } from "./serve.js";
 import { registerSite } from "./site.js";
 import { registerUp } from "./up.js";
 import { registerWeights } from "./weights.js";
+import { registerWeightsPack } from "./weights-pack.js";
 
 /** Each command module adds its subcommands here; the order is the order of `bringup --help`. */
 export function registerCommands(program: Command): void {
@@ -19,6 +20,7 @@ export function registerCommands(program: Command): void {
   registerSite(program);
   registerWeights(program);
   registerMakeTiny(program);
+  registerWeightsPack(program);
   registerRecipe(program);
   registerServe(program);
   registerGate(program);

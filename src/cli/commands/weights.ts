@@ -10,10 +10,12 @@ import {
   type Fp8Block,
   type InspectReport,
   inspectCheckpoint,
+  isPackedDirectory,
   type RelayoutRules,
   relayoutCheckpoint,
   type VerifyReport,
   verifyCheckpoints,
+  verifyPacked,
 } from "../../formats/index.js";
 import { jsonChunks } from "../json-chunks.js";
 import { tableLines } from "../table.js";
@@ -359,10 +361,11 @@ function addVerify(weights: Command): void {
     .command("verify")
     .description("compare two checkpoints weight by weight: checksums and bit identity of decoded values")
     .argument("<a>", "checkpoint directory or .safetensors file")
-    .argument("<b>", "checkpoint directory or .safetensors file")
+    .argument("<b>", "checkpoint directory or .safetensors file, or a packed directory of <a> (weights pack)")
     .option("--json", "print JSON")
     .action(async (a: string, b: string, flags: { json?: boolean }) => {
-      const report = await verifyCheckpoints(a, b);
+      // A packed directory (`weights pack`) is proven against its source tensor by tensor, rank by rank.
+      const report = (await isPackedDirectory(b)) ? await verifyPacked(a, b) : await verifyCheckpoints(a, b);
       await writePieces(flags.json ? jsonText(report) : verifyText(report));
       if (!report.ok) process.exitCode = 1;
     });

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { HostTensor } from "../loader/host-tensor.js";
 import { WeightSource } from "../loader/weight-source.js";
 import { putParameters } from "../tiny/weights.js";
-import { bindParameters, declared, f32Param, matrixParam, stackedParam } from "./parameters.js";
+import { bindParameters, declared, f32Param, idsParam, matrixParam, stackedParam } from "./parameters.js";
 
 const declarations = (withBias: boolean) => ({
   proj: matrixParam("blk.proj", 4, 32),
@@ -72,5 +72,16 @@ describe("declared parameters", () => {
       "blk.proj.weight_blocks",
       "blk.proj.weight_scales",
     ]);
+  });
+
+  it("write a table of ids as I32 and read it back as int32; a float read of it is refused by name", () => {
+    const table = { ids: idsParam("blk.tid2eid", [3, 2], (i) => 5 - i) };
+    const tensors = new Map<string, HostTensor>();
+    putParameters(tensors, 7, table);
+    expect(tensors.get("blk.tid2eid")?.dtype).toBe("I32");
+    expect([...bindParameters(source(tensors), table).ids]).toEqual([5, 4, 3, 2, 1, 0]);
+    expect(() => source(tensors).tensor("blk.tid2eid", [3, 2])).toThrow(
+      /blk\.tid2eid is I32, a table of ids/,
+    );
   });
 });

@@ -16,15 +16,17 @@ export type TinyInit =
   | "ones"
   | "zeros"
   | { readonly std: number }
-  | { readonly uniform: (u: number) => number };
+  | { readonly uniform: (u: number) => number }
+  /** An integer table's entries by flat index (a hash-routing table's expert ids). */
+  | { readonly ids: (index: number) => number };
 
 /**
  * How a parameter is stored and read: "matrix" [rows, cols] in the checkpoint's weight dtype (f32,
  * bf16, f16, FP8 with block scales, MXFP4 blocks), read as a Weight; "stacked" [count, rows, cols]
  * as gpt-oss stores its experts, read as one Weight per matrix; "f32" any other tensor, decoded to
- * f32.
+ * f32; "i32" a table of ids (stored I32 or I64), read as int32.
  */
-export type ParameterDtype = "matrix" | "stacked" | "f32";
+export type ParameterDtype = "matrix" | "stacked" | "f32" | "i32";
 
 /** One parameter a block reads: its checkpoint name, its shape from the config, dtype and tiny initialisation. */
 export interface ParameterDecl {
@@ -56,6 +58,15 @@ export function f32Param(name: string, shape: readonly number[], init: TinyInit)
   return { name, shape, dtype: "f32", init };
 }
 
+/** A table of ids `name` of `shape`, its tiny entries `ids` by flat index. */
+export function idsParam(
+  name: string,
+  shape: readonly number[],
+  ids: (index: number) => number,
+): Decl<"i32"> {
+  return { name, shape, dtype: "i32", init: { ids } };
+}
+
 /** `count` matrices [rows, cols] stacked in the one tensor `name`, each drawn as a projection. */
 export function stackedParam(name: string, count: number, rows: number, cols: number): Decl<"stacked"> {
   return { name, shape: [count, rows, cols], dtype: "stacked", init: "fan-in" };
@@ -68,7 +79,9 @@ type BoundValue<D> = D extends { readonly dtype: "matrix" }
   ? Weight
   : D extends { readonly dtype: "stacked" }
     ? Weight[]
-    : Float32Array;
+    : D extends { readonly dtype: "i32" }
+      ? Int32Array
+      : Float32Array;
 
 type PresentKeys<P> = { [K in keyof P]-?: undefined extends P[K] ? never : K }[keyof P];
 
@@ -92,10 +105,11 @@ export function bindParameters<P extends Parameters>(w: WeightSource, parameters
   return out as Bound<P>;
 }
 
-function bindOne(w: WeightSource, p: ParameterDecl): Weight | Weight[] | Float32Array {
+function bindOne(w: WeightSource, p: ParameterDecl): Weight | Weight[] | Float32Array | Int32Array {
   const [a, b, c] = p.shape as [number, number, number];
   if (p.dtype === "matrix") return w.matrix(matrixBase(p.name), a, b);
   if (p.dtype === "stacked") return w.stackedMatrices(p.name, a, b, c);
+  if (p.dtype === "i32") return w.indices(p.name, p.shape);
   return w.tensor(p.name, p.shape);
 }
 

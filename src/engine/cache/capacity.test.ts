@@ -150,3 +150,33 @@ describe("KV capacity", () => {
     expect(kvTokenCapacity(groups, [4096, 8], 32768, 16)).toBe(65536);
   });
 });
+
+describe("compressed rows in the plan", () => {
+  // A ring of 8 keys and rows of 16 floats, one per 8 positions (DeepSeek-V4's heavily compressed layer).
+  const states: LayerStates[] = [
+    {
+      kv: { kind: "sliding-window", window: 8, numKvHeads: 1, headDim: 16, vHeadDim: 0 },
+      compressed: { kind: "compressed", width: 16, ratio: 8 },
+    },
+  ];
+
+  it("take blocks of their own, a block spanning ratio x blockSize positions", () => {
+    const { pools } = planKvCache(states, "window-sized", 4);
+    const rows = pools.find((p) => p.key === "compressed:8");
+    expect(rows && unitBytes(rows)).toBe(4 * 4 * 16);
+    expect(rows && unitsNeeded(rows, 31)).toBe(1);
+    expect(rows && unitsNeeded(rows, 32)).toBe(1);
+    expect(rows && unitsNeeded(rows, 40)).toBe(2);
+    // Two rows' blocks hold a sequence of 64 positions, not 8.
+    const blocks = pools.map((p) => (p.key === "compressed:8" ? 2 : 100));
+    expect(kvTokenCapacity(pools, blocks, 128, 4)).toBe(64);
+  });
+
+  it("split a budget without a share for rows a max-length sequence never fills", () => {
+    const { pools } = planKvCache(states, "window-sized", 4);
+    // max_model_len 6: no row closes, so the ring takes the budget.
+    const split = splitKvBudget(pools, 10_000, 6);
+    expect(split.every(Number.isFinite)).toBe(true);
+    expect(split[0]).toBeGreaterThan(0);
+  });
+});

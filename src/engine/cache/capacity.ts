@@ -2,7 +2,7 @@ import { BringupError } from "../../common/errors.js";
 import { type BlockPlacement, placementOf } from "./placement.js";
 import {
   floatsPerSequence,
-  floatsPerToken,
+  floatsPerSlot,
   isPerToken,
   type KvLayout,
   type LayerStates,
@@ -118,7 +118,7 @@ export function planKvCache(
       }
       const { placement, key } = placementOf(spec, blockSize);
       const pool = poolOf(key, spec.kind, i, placement);
-      (drafts[pool] as Draft).bytes += 4 * blockSize * floatsPerToken(spec);
+      (drafts[pool] as Draft).bytes += 4 * blockSize * floatsPerSlot(spec);
       return { name, spec, pool, placement };
     }),
   );
@@ -193,6 +193,8 @@ export function splitKvBudget(
   let blocks = groups.map(() => 0);
   let best = -1;
   groups.forEach((g, h) => {
+    // A group a max-length sequence takes nothing of (rows of more positions than it has) sets no fill.
+    if (need[h] === 0) return;
     // The largest k with blocksAt(k, h) within budget; cost grows with k.
     let lo = 0;
     let hi = Math.floor(budgetBytes / unitBytes(g)) + 1;
@@ -244,7 +246,8 @@ export function kvTokenCapacity(
     // Under one max-length sequence a group holds one sequence of its blocks' tokens (a ring short
     // of whole limits every request to it). Otherwise integer arithmetic first, so a full group
     // gives blocks x blockSize exactly.
-    const holds = have < need ? have * blockSize : Math.floor((have * spanned) / need);
+    const perBlock = g.pool === "blocks" ? g.placement.tokensPerBlock : blockSize;
+    const holds = have < need ? have * perBlock : Math.floor((have * spanned) / need);
     capacity = Math.min(capacity, holds);
   });
   return capacity;

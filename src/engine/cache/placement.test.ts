@@ -95,3 +95,21 @@ describe("placementOf", () => {
     expect(ring.placement.firstVisible(200)).toBe(73);
   });
 });
+
+describe("BlockPlacement of compressed rows", () => {
+  it("keeps one row per ratio positions, a block holding blockSize rows, rows of one ratio sharing tables", () => {
+    const { placement, key } = placementOf({ kind: "compressed", width: 8, ratio: 4 }, 16);
+    expect(key).toBe("compressed:4");
+    expect(placement.tokensPerBlock).toBe(64);
+    // Row r exists once positions up to (r + 1) x 4 - 1 have run.
+    expect([0, 3, 4, 64, 67, 68].map((n) => placement.blocksNeeded(n))).toEqual([0, 0, 1, 1, 1, 2]);
+    expect(placement.slot([7, 2], 17)).toBe(2 * 16 + 1);
+    expect(placementOf({ kind: "compressed", width: 3, ratio: 4 }, 16).key).toBe(key);
+  });
+
+  it("refuses a ratio that is not a whole number of positions", () => {
+    expect(() => placementOf({ kind: "compressed", width: 8, ratio: 0 }, 16)).toThrow(
+      expect.objectContaining({ code: "COMPRESS_RATIO_INVALID" }),
+    );
+  });
+});

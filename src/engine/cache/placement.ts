@@ -1,5 +1,5 @@
 import type { PerTokenState } from "./state-spec.js";
-import { checkWindow } from "./window.js";
+import { checkRatio, checkWindow } from "./window.js";
 
 /**
  * Where a per-token state puts each position in a sequence's blocks and which positions a query
@@ -31,12 +31,21 @@ export class BlockPlacement {
    */
   readonly maxChunkTokens: number;
 
-  /** `window` 0: every earlier position is attended; `ring`: keep only the window, as a ring. */
+  /** Positions one block spans: blockSize, or blockSize x stride for compressed rows. */
+  readonly tokensPerBlock: number;
+
+  /**
+   * `window` 0: every earlier position is attended; `ring`: keep only the window, as a ring.
+   * `stride` > 1 keeps one row per `stride` positions (compressed rows; never a ring): row r, for
+   * positions r*stride .. (r+1)*stride - 1, sits where position r would with stride 1.
+   */
   constructor(
     readonly blockSize: number,
     readonly window: number,
     ring: boolean,
+    readonly stride = 1,
   ) {
+    this.tokensPerBlock = blockSize * stride;
     this.maxChunkTokens = ring ? Math.ceil(window / blockSize) * blockSize : Number.POSITIVE_INFINITY;
     this.ringBlocks = ring ? BlockPlacement.ringSize(window, this.maxChunkTokens, blockSize) : 0;
   }
@@ -48,11 +57,11 @@ export class BlockPlacement {
 
   /** Blocks a sequence must hold once it has `numTokens` tokens (positions 0..numTokens-1). */
   blocksNeeded(numTokens: number): number {
-    const blocks = Math.ceil(numTokens / this.blockSize);
+    const blocks = Math.ceil(Math.floor(numTokens / this.stride) / this.blockSize);
     return this.ringBlocks > 0 ? Math.min(blocks, this.ringBlocks) : blocks;
   }
 
-  /** Index into the sequence's block table of the block that stores position `pos`. */
+  /** Index into the sequence's block table of the block that stores position (or row) `pos`. */
   blockIndex(pos: number): number {
     const b = Math.floor(pos / this.blockSize);
     return this.ringBlocks > 0 ? b % this.ringBlocks : b;
@@ -63,7 +72,7 @@ export class BlockPlacement {
     return this.window > 0 ? Math.max(0, pos - this.window + 1) : 0;
   }
 
-  /** The slot of position `pos` for a sequence with block table `blocks`. */
+  /** The slot of position (or compressed row) `pos` for a sequence with block table `blocks`. */
   slot(blocks: readonly number[], pos: number): number {
     return (blocks[this.blockIndex(pos)] as number) * this.blockSize + (pos % this.blockSize);
   }
@@ -72,7 +81,8 @@ export class BlockPlacement {
 /**
  * The placement of `spec` in blocks of `blockSize` tokens, and a key equal for states that can
  * share block tables: they allocate blocks and place positions identically (a sliding mask, a
- * latent and indexer keys share the full layers' tables; only what they attend differs).
+ * latent and indexer keys share the full layers' tables; only what they attend differs;
+ * compressed rows of one ratio share theirs).
  */
 export function placementOf(
   spec: PerTokenState,
@@ -90,5 +100,10 @@ export function placementOf(
     case "latent":
     case "indexer-keys":
       return { placement: new BlockPlacement(blockSize, 0, false), key: "full" };
+    case "compressed":
+      return {
+        placement: new BlockPlacement(blockSize, 0, false, checkRatio(spec.ratio)),
+        key: `compressed:${spec.ratio}`,
+      };
   }
 }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
   floatsPerSequence,
+  floatsPerSlot,
   floatsPerToken,
   isPerToken,
   kvFloatsPerToken,
@@ -19,6 +20,7 @@ describe("state specs", () => {
       [{ kind: "sliding-mask", window: 5, ...kv }, 24],
       [{ kind: "latent", latentDim: 32, ropeDim: 8 }, 40],
       [{ kind: "indexer-keys", headDim: 16 }, 16],
+      [{ kind: "compressed", width: 16, ratio: 4 }, 4],
     ];
     for (const [spec, floats] of perToken) {
       expect(isPerToken(spec) && floatsPerToken(spec)).toBe(floats);
@@ -26,6 +28,11 @@ describe("state specs", () => {
     const recurrent: StateSpec = { kind: "recurrent-state", numHeads: 2, keyDim: 4, valueDim: 3 };
     const tail: StateSpec = { kind: "conv-tail", channels: 6, kernel: 4 };
     expect([recurrent, tail].map((s) => !isPerToken(s) && floatsPerSequence(s))).toEqual([24, 18]);
+  });
+
+  it("size a compressed row by its width, shared by the ratio's positions", () => {
+    expect(floatsPerSlot({ kind: "compressed", width: 16, ratio: 4 })).toBe(16);
+    expect(floatsPerSlot({ kind: "latent", latentDim: 32, ropeDim: 8 })).toBe(40);
   });
 
   it("keep a sliding window as a mask over full storage in the full layout, all else as asked", () => {

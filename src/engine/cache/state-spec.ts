@@ -43,6 +43,19 @@ export interface IndexerKeysState {
   readonly headDim: number;
 }
 
+/**
+ * Rows pooled each from `ratio` consecutive positions (DeepSeek-V4's compressed keys and its
+ * indexer's compressed keys): row w stands for positions w*ratio .. (w+1)*ratio - 1 and is written
+ * when the last of them runs, so a sequence of n tokens holds floor(n / ratio) rows.
+ */
+export interface CompressedState {
+  readonly kind: "compressed";
+  /** Floats in one row. */
+  readonly width: number;
+  /** Positions pooled into one row. */
+  readonly ratio: number;
+}
+
 /** A linear-attention state per sequence: numHeads matrices of keyDim x valueDim. */
 export interface RecurrentState {
   readonly kind: "recurrent-state";
@@ -59,7 +72,7 @@ export interface ConvTailState {
 }
 
 export type AttentionState = FullAttentionState | SlidingWindowState | SlidingMaskState;
-export type PerTokenState = AttentionState | LatentState | IndexerKeysState;
+export type PerTokenState = AttentionState | LatentState | IndexerKeysState | CompressedState;
 export type PerSequenceState = RecurrentState | ConvTailState;
 
 /** What one layer keeps, by the name its mixer reads the storage under ({} for nothing). */
@@ -78,8 +91,13 @@ export function isPerToken(spec: StateSpec): spec is PerTokenState {
   return spec.kind !== "recurrent-state" && spec.kind !== "conv-tail";
 }
 
-/** Float32 values one token takes in a per-token state. */
+/** Float32 values one token takes in a per-token state (a compressed row shared by `ratio` tokens). */
 export function floatsPerToken(spec: PerTokenState): number {
+  return spec.kind === "compressed" ? spec.width / spec.ratio : floatsPerSlot(spec);
+}
+
+/** Float32 values one slot of a per-token state's blocks holds (a position's, or a compressed row's). */
+export function floatsPerSlot(spec: PerTokenState): number {
   switch (spec.kind) {
     case "full":
     case "sliding-window":
@@ -89,6 +107,8 @@ export function floatsPerToken(spec: PerTokenState): number {
       return spec.latentDim + spec.ropeDim;
     case "indexer-keys":
       return spec.headDim;
+    case "compressed":
+      return spec.width;
   }
 }
 

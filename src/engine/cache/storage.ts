@@ -45,7 +45,7 @@ export class PagedKv {
   }
 }
 
-/** One row of `width` floats per token in paged blocks (MLA's latent, DSA's indexer keys). */
+/** One row of `width` floats per token in paged blocks (MLA's latent, DSA's indexer keys), or per compressed run of tokens. */
 export class PagedRows {
   readonly kind = "paged-rows";
   readonly rows: Float32Array;
@@ -162,5 +162,7 @@ function storeFor(p: PlannedState, n: number): StateStorage {
       return new PagedRows(placement, pool, n, spec.latentDim + spec.ropeDim);
     case "indexer-keys":
       return new PagedRows(placement, pool, n, spec.headDim);
+    case "compressed":
+      return new PagedRows(placement, pool, n, spec.width);
   }
 }

@@ -11,3 +11,15 @@ export function checkWindow(window: number): number {
   }
   return window;
 }
+
+/** Checks a compression ratio (positions pooled into one compressed row). */
+export function checkRatio(ratio: number): number {
+  if (!Number.isInteger(ratio) || ratio < 1) {
+    throw new BringupError(
+      "COMPRESS_RATIO_INVALID",
+      `a compressed state needs a whole number of positions per row, at least 1, got ${ratio}; fix the model config's compress_rates.`,
+      { subject: "compress_rates" },
+    );
+  }
+  return ratio;
+}

@@ -1,5 +1,5 @@
 import { instantiateWasm, type WasmMemory, type WasmModule } from "../../common/wasm-runtime.js";
-import { type IndexerScoresSimd, instantiateIndexerScores } from "./indexer-scores/indexer-job.js";
+import { type IndexerScoresSimd, instantiateIndexerScores } from "./indexer-scores/indexer-simd-module.js";
 import {
   buildDecodeTables,
   type Fp8Rows,

@@ -5,13 +5,13 @@ import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from "
 import { BringupError } from "../../common/errors.js";
 import type { Weight } from "../tensor/weight.js";
 import {
-  compileIndexerScores,
   type IndexerScoresJob,
   indexerScoresJob,
   indexerSizes,
   stageIndexerScores,
 } from "./indexer-scores/indexer-job.js";
 import { indexerScores } from "./indexer-scores/indexer-scores.js";
+import { compileIndexerScores } from "./indexer-scores/indexer-simd-module.js";
 import {
   applyState,
   CONTROL,

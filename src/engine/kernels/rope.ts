@@ -32,8 +32,18 @@ export class Rope {
     }
   }
 
-  /** Rotates `numHeads` heads of size `headDim` at x[offset...] for a token at `pos`. */
-  apply(x: Float32Array, offset: number, numHeads: number, headDim: number, pos: number): void {
+  /**
+   * Rotates `numHeads` heads of size `headDim` at x[offset...] for a token at `pos`; `inverse`
+   * rotates back (by -pos, sin negated), as DeepSeek-V4 does to its attention output.
+   */
+  apply(
+    x: Float32Array,
+    offset: number,
+    numHeads: number,
+    headDim: number,
+    pos: number,
+    inverse = false,
+  ): void {
     this.ensure(pos + 1);
     const half = this.rotaryDim / 2;
     const t = pos * half;
@@ -41,12 +51,32 @@ export class Rope {
       const o = offset + h * headDim;
       for (let i = 0; i < half; i++) {
         const c = this.cos[t + i] as number;
-        const s = this.sin[t + i] as number;
+        const s = inverse ? -(this.sin[t + i] as number) : (this.sin[t + i] as number);
         const a = x[o + i] as number;
         const b = x[o + i + half] as number;
         x[o + i] = a * c - b * s;
         x[o + i + half] = b * c + a * s;
       }
+    }
+  }
+
+  /**
+   * DeepSeek's RoPE on x[offset .. offset + dim): features 2i and 2i+1 rotate together at frequency
+   * i. The engine's Rope rotates i with i + dim/2 at frequency i, so the pairs are gathered into that
+   * order, rotated and put back (as HF's DeepSeek-V3 code does to load the same checkpoint);
+   * `inverse` rotates back by -pos.
+   */
+  rotateAdjacentPairs(x: Float32Array, offset: number, dim: number, pos: number, inverse = false): void {
+    const half = dim / 2;
+    const tmp = new Float32Array(dim);
+    for (let i = 0; i < half; i++) {
+      tmp[i] = x[offset + 2 * i] as number;
+      tmp[i + half] = x[offset + 2 * i + 1] as number;
+    }
+    this.apply(tmp, 0, 1, dim, pos, inverse);
+    for (let i = 0; i < half; i++) {
+      x[offset + 2 * i] = tmp[i] as number;
+      x[offset + 2 * i + 1] = tmp[i + half] as number;
     }
   }
 

@@ -1,4 +1,4 @@
-import type { ModelSwitch } from "../model/model.js";
+import type { ModelSwitch } from "../model/model-switch.js";
 
 /**
  * The engine's kernel switches, read from the environment here and nowhere else, then passed in:

@@ -1,9 +1,54 @@
-/** A tensor as stored in a checkpoint, before it becomes an engine weight. Dtype names follow safetensors. */
+import { sharedArray } from "../tensor/weight.js";
+
+/**
+ * A tensor as stored in a checkpoint, before it becomes an engine weight. Dtype names follow
+ * safetensors; integer tables (I32, I64: a hash-routing table) keep their raw little-endian bytes.
+ */
 export interface HostTensor {
-  readonly dtype: "F32" | "BF16" | "F16" | "F8_E4M3" | "U8";
+  readonly dtype: "F32" | "BF16" | "F16" | "F8_E4M3" | "U8" | "I32" | "I64";
   readonly shape: readonly number[];
   readonly data: Float32Array | Uint16Array | Uint8Array;
 }
 
+/**
+ * A zeroed array of `bytes` bytes for a stored dtype's elements (f32 values, 16-bit float bits, or
+ * bytes) where the kernels read weights in place (see sharedArray), with a byte view to fill it.
+ */
+export function sharedHostArray(
+  dtype: HostTensor["dtype"],
+  bytes: number,
+): { readonly data: HostTensor["data"]; readonly bytes: Uint8Array } {
+  const data =
+    dtype === "F32"
+      ? sharedArray(Float32Array, bytes / 4)
+      : dtype === "BF16" || dtype === "F16"
+        ? sharedArray(Uint16Array, bytes / 2)
+        : sharedArray(Uint8Array, bytes);
+  return { data, bytes: new Uint8Array(data.buffer, data.byteOffset, data.byteLength) };
+}
+
 /** Looks a tensor up by its checkpoint name. */
 export type TensorLookup = (name: string) => HostTensor | undefined;
+
+/** A checkpoint's tensors in the engine's memory, how many parameters they hold, and what errors name. */
+export interface HostWeights {
+  readonly tensors: Map<string, HostTensor>;
+  readonly numParameters: number;
+  readonly source: string;
+}
+
+/** Parameters a stored tensor holds: MXFP4 blocks two a byte, scales none. */
+export function parameterCount(
+  name: string,
+  bytes: number,
+  elements: number,
+  dtype?: HostTensor["dtype"],
+): number {
+  // Integer tables are stored as raw bytes: count their entries, not their bytes.
+  if (dtype === "I32" || dtype === "I64") return bytes / (dtype === "I32" ? 4 : 8);
+  return name.endsWith("_blocks")
+    ? bytes * 2
+    : name.endsWith("_scales") || name.includes("weight_scale")
+      ? 0
+      : elements;
+}

@@ -1,20 +1,21 @@
 import { readFile } from "node:fs/promises";
 import { basename, join, resolve } from "node:path";
 import { BringupError } from "../../common/errors.js";
-import { openCheckpoint } from "../../formats/index.js";
+import { isPackedDirectory, openCheckpoint } from "../../formats/index.js";
 import type { LoadedModel } from "../model/loaded-model.js";
 import { findArchitecture } from "../models/registry.js";
-import { shareBytes } from "../tensor/weight.js";
 import { TextTokenizer } from "../tokenizer/tokenizer.js";
 import { buildModel } from "./build-model.js";
-import type { HostTensor } from "./host-tensor.js";
+import { type HostTensor, type HostWeights, parameterCount, sharedHostArray } from "./host-tensor.js";
+import { readPackedWeights } from "./packed-weights.js";
 
-const ENGINE_DTYPES = new Set(["F32", "BF16", "F16", "F8_E4M3", "U8"]);
+const ENGINE_DTYPES = new Set(["F32", "BF16", "F16", "F8_E4M3", "U8", "I32", "I64"]);
 
 /**
  * Loads an HF-style model directory: config.json, tokenizer.json (+ tokenizer_config.json,
  * generation_config.json when present) and safetensors weights (one file or an indexed set of
- * shards), built by the family its config.json names (`architectures`, then `model_type`; see
+ * shards) or a packed directory (`bringup weights pack`, read straight into the kernels' memory),
+ * built by the family its config.json names (`architectures`, then `model_type`; see
  * models/registry.ts). Every failure names the file, field or tensor at fault.
  */
 export async function loadModel(
@@ -48,6 +49,22 @@ export async function loadModel(
       { subject: join(dir, "tokenizer.json") },
     );
   }
+  const { tensors, numParameters, source } = (await isPackedDirectory(dir))
+    ? await readPackedWeights(dir)
+    : await readSafetensorsWeights(dir);
+  const model = buildModel(resolved, (n) => tensors.get(n), [...tensors.keys()], source);
+  return {
+    name: options.name ?? basename(dir),
+    ...resolved,
+    model,
+    tokenizer,
+    directory: dir,
+    numParameters,
+  };
+}
+
+/** The safetensors weights of `dir`, each tensor read and copied into the kernels' memory. */
+async function readSafetensorsWeights(dir: string): Promise<HostWeights> {
   const checkpoint = await openCheckpoint(dir);
   const tensors = new Map<string, HostTensor>();
   let numParameters = 0;
@@ -57,31 +74,20 @@ export async function loadModel(
       const bytes = await checkpoint.readTensor(t.name);
       // Into the shared WebAssembly memory, where the kernels and their worker threads read
       // the weights in place (a plain shared buffer would have every matmul copy its rows).
-      const data =
-        t.dtype === "F32"
-          ? shareBytes(bytes, Float32Array)
-          : t.dtype === "BF16" || t.dtype === "F16"
-            ? shareBytes(bytes, Uint16Array)
-            : shareBytes(bytes, Uint8Array);
-      tensors.set(t.name, { dtype: t.dtype as HostTensor["dtype"], shape: t.shape, data });
-      numParameters += t.name.endsWith("_blocks")
-        ? bytes.byteLength * 2
-        : t.name.endsWith("_scales") || t.name.includes("weight_scale")
-          ? 0
-          : data.length;
+      const into = sharedHostArray(t.dtype as HostTensor["dtype"], bytes.byteLength);
+      into.bytes.set(bytes);
+      tensors.set(t.name, { dtype: t.dtype as HostTensor["dtype"], shape: t.shape, data: into.data });
+      numParameters += parameterCount(
+        t.name,
+        bytes.byteLength,
+        into.data.length,
+        t.dtype as HostTensor["dtype"],
+      );
     }
   } finally {
     await checkpoint.close();
   }
-  const model = buildModel(resolved, (n) => tensors.get(n), [...tensors.keys()], dir);
-  return {
-    name: options.name ?? basename(dir),
-    ...resolved,
-    model,
-    tokenizer,
-    directory: dir,
-    numParameters,
-  };
+  return { tensors, numParameters, source: dir };
 }
 
 async function readJson(path: string, required: true): Promise<unknown>;

@@ -25,6 +25,11 @@ export class WeightSource {
     return this.lookup(name) !== undefined;
   }
 
+  /** The stored shape of `name`, or undefined when the checkpoint has no such tensor (not recorded as used). */
+  shape(name: string): readonly number[] | undefined {
+    return this.lookup(name)?.shape;
+  }
+
   /**
    * The matrix `<base>.weight` [rows, cols] in its stored dtype (f32, bf16, f16, FP8 with its
    * `weight_scale_inv` / `weight_scale`, or MXFP4 as `<base>.weight_blocks` / `_scales`).
@@ -117,7 +122,37 @@ export class WeightSource {
   tensor(name: string, shape: readonly number[]): Float32Array {
     const t = this.need(name);
     expectShape(t, name, shape, this.source);
-    return toFloat32(t);
+    return toFloat32(t, name);
+  }
+
+  /**
+   * The integer tensor `name` of exactly `shape` (I32 or I64, as DeepSeek-V4's hash-routing
+   * table), as int32; a value past int32 is refused naming the tensor.
+   */
+  indices(name: string, shape: readonly number[]): Int32Array {
+    const t = this.need(name);
+    expectShape(t, name, shape, this.source);
+    const bytes = t.data as Uint8Array;
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    const n = shape.reduce((a, b) => a * b, 1);
+    const out = new Int32Array(n);
+    for (let i = 0; i < n; i++) {
+      const v =
+        t.dtype === "I32"
+          ? view.getInt32(4 * i, true)
+          : t.dtype === "I64"
+            ? Number(view.getBigInt64(8 * i, true))
+            : Number.NaN;
+      if (!(v >= -(2 ** 31) && v < 2 ** 31)) {
+        throw new BringupError(
+          "MODEL_WEIGHTS_INVALID",
+          `${this.source}: ${name} must be an I32 or I64 table of ids, but it is ${t.dtype}${Number.isNaN(v) ? "" : ` holding ${v} at index ${i}`}; the checkpoint is not this model's.`,
+          { subject: name },
+        );
+      }
+      out[i] = v;
+    }
+    return out;
   }
 
   /**
@@ -271,7 +306,7 @@ function fp8ScaleGrid(
 
 /** An FP8 scale tensor decoded to f32, refused naming it when a scale is NaN or infinite. */
 function checkFp8Scales(s: HostTensor, name: string, source: string): Float32Array {
-  const values = toFloat32(s);
+  const values = toFloat32(s, name);
   const at = values.findIndex((v) => !Number.isFinite(v));
   if (at >= 0) {
     throw new BringupError(
@@ -297,12 +332,19 @@ function checkMxScales(s: HostTensor, name: string, source: string): void {
 
 function toVector(t: HostTensor, name: string, length: number, source: string): Float32Array {
   expectShape(t, name, [length], source);
-  return toFloat32(t);
+  return toFloat32(t, name);
 }
 
 /** Small tensors (norms, biases, scales) are decoded to f32 once at load. */
-function toFloat32(t: HostTensor): Float32Array {
+function toFloat32(t: HostTensor, name: string): Float32Array {
   if (t.dtype === "F32") return new Float32Array(t.data as Float32Array);
+  if (t.dtype === "I32" || t.dtype === "I64") {
+    throw new BringupError(
+      "MODEL_WEIGHT_DTYPE",
+      `${name} is ${t.dtype}, a table of ids, where a float tensor was expected; the checkpoint is not this model's.`,
+      { subject: name },
+    );
+  }
   const n = t.data.length;
   const probe: Weight =
     t.dtype === "BF16"

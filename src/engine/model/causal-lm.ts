@@ -4,7 +4,8 @@ import type { LayerStorage } from "../cache/storage.js";
 import { embed } from "../kernels/embedding.js";
 import { rmsNorm } from "../kernels/rmsnorm.js";
 import type { Weight } from "../tensor/weight.js";
-import type { DecoderLayer, ForwardContext, ModelSwitch, ResidualStream } from "./model.js";
+import type { DecoderLayer, ForwardContext, ResidualStream } from "./model.js";
+import type { ModelSwitch } from "./model-switch.js";
 
 export interface CausalLMParts {
   readonly hiddenSize: number;

@@ -10,12 +10,20 @@ import { type MoeNames, RoutedMoe, routedMoeParameters } from "../blocks/mlp/rou
 import type { MoeSpec } from "../blocks/mlp/routing.js";
 import { SwigluMlp, swigluParameters } from "../blocks/mlp/swiglu-mlp.js";
 import { bindParameters, declared, f32Param, matrixParam, type ParameterDecl } from "../blocks/parameters.js";
+import type { MhcConfig } from "../blocks/residual/mhc.js";
+import {
+  MhcConnection,
+  MhcResidual,
+  mhcHeadParameters,
+  mhcSiteParameters,
+} from "../blocks/residual/mhc-connection.js";
 import { PLAIN_RESIDUAL, PreNormConnection } from "../blocks/residual/pre-norm.js";
 import type { LayerStates } from "../cache/state-spec.js";
 import type { YarnScaling } from "../kernels/rope.js";
 import type { WeightSource } from "../loader/weight-source.js";
 import { CausalLM } from "../model/causal-lm.js";
-import type { FeedForward, ModelSwitch, TokenMixer } from "../model/model.js";
+import type { FeedForward, TokenMixer } from "../model/model.js";
+import type { ModelSwitch } from "../model/model-switch.js";
 import type { Weight } from "../tensor/weight.js";
 
 /** One layer of an attention + MLP decoder. */
@@ -51,7 +59,10 @@ export interface DecoderShape {
  * The parameters of `model.embed_tokens`, `model.norm` and `lm_head` (absent when `withHead` is
  * false: tied embeddings without a head of their own).
  */
-export function embeddingParameters(shape: DecoderShape, withHead = !shape.tieWordEmbeddings) {
+export function embeddingParameters(
+  shape: Pick<DecoderShape, "vocabSize" | "hiddenSize" | "tieWordEmbeddings">,
+  withHead = !shape.tieWordEmbeddings,
+) {
   const { vocabSize: V, hiddenSize: H } = shape;
   return {
     embedding: matrixParam("model.embed_tokens", V, H, "embedding"),
@@ -115,6 +126,56 @@ export function preNormDecoder(
     ...embeddingAndHead(w, shape),
     ...(switches ? { switches } : {}),
   });
+}
+
+/**
+ * A decoder of `numLayers` layers whose sub-layers join an mHC residual of `mhc` (DeepSeek-V4's, in
+ * transformers' names: `<layer>.attn_hc` with `input_layernorm` before the mixer, `<layer>.ffn_hc`
+ * with `post_attention_layernorm` before the feed-forward, the hyper head `model.hc_head`), each
+ * layer's mixer and feed-forward built by `layer` from its prefix.
+ */
+export function mhcDecoder(
+  w: WeightSource,
+  shape: DecoderShape & { readonly numLayers: number; readonly mhc: MhcConfig },
+  layer: (index: number, prefix: string) => { mixer: TokenMixer; ffn: FeedForward },
+  switches: readonly ModelSwitch[],
+): CausalLM {
+  const { hiddenSize: H, rmsNormEps: eps, mhc } = shape;
+  const layers = Array.from({ length: shape.numLayers }, (_, i) => {
+    const p = layerPrefix(i);
+    const { inputNorm, postNorm } = preNormParameters(p, H);
+    const { mixer, ffn } = layer(i, p);
+    return {
+      mixer,
+      mixerConnection: MhcConnection.load(w, `${p}.attn_hc`, inputNorm.name, mhc, H, eps),
+      ffn,
+      ffnConnection: MhcConnection.load(w, `${p}.ffn_hc`, postNorm.name, mhc, H, eps),
+    };
+  });
+  return new CausalLM({
+    hiddenSize: H,
+    vocabSize: shape.vocabSize,
+    rmsNormEps: eps,
+    residual: MhcResidual.load(w, mhc, H),
+    layers,
+    ...embeddingAndHead(w, shape),
+    switches,
+  });
+}
+
+/** The mHC residual's parameters in an mhcDecoder of `numLayers` layers: the hyper head, each layer's two sites. */
+export function mhcDecoderParameters(mhc: MhcConfig, numLayers: number, hidden: number): ParameterDecl[] {
+  return [
+    ...declared(mhcHeadParameters(mhc, hidden)),
+    ...Array.from({ length: numLayers }, (_, i) => {
+      const p = layerPrefix(i);
+      const { inputNorm, postNorm } = preNormParameters(p, hidden);
+      return [
+        ...declared(mhcSiteParameters(`${p}.attn_hc`, inputNorm.name, mhc, hidden)),
+        ...declared(mhcSiteParameters(`${p}.ffn_hc`, postNorm.name, mhc, hidden)),
+      ];
+    }).flat(),
+  ];
 }
 
 /** Where each layer of a GQA decoder keeps its attention and mixture-of-experts tensors. */

@@ -50,16 +50,9 @@ import { type MoeNames, RoutedMoe, routedMoeParameters } from "../blocks/mlp/rou
 import type { MoeSpec } from "../blocks/mlp/routing.js";
 import { MIXTRAL_MLP_NAMES, SwigluMlp, swigluParameters } from "../blocks/mlp/swiglu-mlp.js";
 import type { MhcConfig } from "../blocks/residual/mhc.js";
-import {
-  MhcConnection,
-  MhcResidual,
-  mhcHeadParameters,
-  mhcSiteParameters,
-} from "../blocks/residual/mhc-connection.js";
 import { modelOfFiles } from "../loader/build-model.js";
 import type { WeightSource } from "../loader/weight-source.js";
-import { CausalLM } from "../model/causal-lm.js";
-import type { DecoderLayer } from "../model/model.js";
+import type { CausalLM } from "../model/causal-lm.js";
 import type { TinyModelFiles } from "../tiny/files.js";
 import {
   LATENT_CIRCUIT,
@@ -76,7 +69,7 @@ import {
   TOKEN_ID_FIELDS,
   tokenIdConfig,
 } from "./config-fields.js";
-import { embeddingAndHead, embeddingParameters, layerPrefix, preNormParameters } from "./decoder.js";
+import { embeddingParameters, layerPrefix, mhcDecoder, mhcDecoderParameters } from "./decoder.js";
 
 export const MODEL_TYPE = "glm5_3_flash";
 
@@ -243,33 +236,23 @@ function kdaPrefix(prefix: string): string {
 export function buildGlm(config: GlmConfig, w: WeightSource): CausalLM {
   const H = config.hiddenSize;
   const eps = config.rmsNormEps;
-  const layers: DecoderLayer[] = config.layers.map((spec, i) => {
-    const p = layerPrefix(i);
-    const mixer =
-      spec.mixer === "kda"
-        ? KdaAttention.load(w, kdaPrefix(p), config.kda, H)
-        : MlaAttention.load(w, mlaNames(p), config.mla, H, eps);
-    const ffn =
-      spec.mlp === "moe" && config.moe !== undefined
-        ? RoutedMoe.load(w, moeNames(p), config.moe, H)
-        : SwigluMlp.load(w, `${p}.mlp`, H, config.intermediateSize);
-    const { inputNorm, postNorm } = preNormParameters(p, H);
-    return {
-      mixer,
-      mixerConnection: MhcConnection.load(w, `${p}.attn_hc`, inputNorm.name, config.mhc, H, eps),
-      ffn,
-      ffnConnection: MhcConnection.load(w, `${p}.ffn_hc`, postNorm.name, config.mhc, H, eps),
-    };
-  });
-  return new CausalLM({
-    hiddenSize: H,
-    vocabSize: config.vocabSize,
-    rmsNormEps: eps,
-    residual: MhcResidual.load(w, config.mhc, H),
-    layers,
-    ...embeddingAndHead(w, config),
-    switches: [...KDA_SWITCHES, ...MLA_SWITCHES, MLA_CACHE_SWITCH],
-  });
+  return mhcDecoder(
+    w,
+    { ...config, numLayers: config.layers.length },
+    (i, p) => {
+      const spec = config.layers[i] as GlmLayerSpec;
+      const mixer =
+        spec.mixer === "kda"
+          ? KdaAttention.load(w, kdaPrefix(p), config.kda, H)
+          : MlaAttention.load(w, mlaNames(p), config.mla, H, eps);
+      const ffn =
+        spec.mlp === "moe" && config.moe !== undefined
+          ? RoutedMoe.load(w, moeNames(p), config.moe, H)
+          : SwigluMlp.load(w, `${p}.mlp`, H, config.intermediateSize);
+      return { mixer, ffn };
+    },
+    [...KDA_SWITCHES, ...MLA_SWITCHES, MLA_CACHE_SWITCH],
+  );
 }
 
 /**
@@ -288,12 +271,9 @@ export function glmTinyModel(
   const kit = tinyKit(spec, corpus, seed);
   const H = spec.hiddenSize;
   kit.parameters(embeddingParameters({ ...spec, vocabSize: kit.vocab }));
-  kit.parameters(mhcHeadParameters(spec.mhc, H));
+  kit.parameters(mhcDecoderParameters(spec.mhc, spec.layers.length, H));
   spec.layers.forEach((layer, i) => {
     const p = layerPrefix(i);
-    const { inputNorm, postNorm } = preNormParameters(p, H);
-    kit.parameters(mhcSiteParameters(`${p}.attn_hc`, inputNorm.name, spec.mhc, H));
-    kit.parameters(mhcSiteParameters(`${p}.ffn_hc`, postNorm.name, spec.mhc, H));
     kit.parameters(
       layer.mixer === "kda"
         ? kdaParameters(kdaPrefix(p), spec.kda, H)

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import type { Architecture, TinyModelOptions } from "../architecture.js";
 import { type AttentionSpec, attentionNames } from "../blocks/attention/gqa-attention.js";
-import type { MoeNames } from "../blocks/mlp/routed-moe.js";
+import { hasRouter, type MoeNames } from "../blocks/mlp/routed-moe.js";
 import type { MoeSpec } from "../blocks/mlp/routing.js";
 import { HF_MLP_NAMES, MIXTRAL_MLP_NAMES } from "../blocks/mlp/swiglu-mlp.js";
 import type { ParameterDecl } from "../blocks/parameters.js";
@@ -212,7 +212,7 @@ function moeNames(prefix: string, mixtral: boolean): MoeNames {
 export function buildLlama(config: DecoderConfig, w: WeightSource): CausalLM {
   return gqaDecoder(config, w, {
     attention: (p) => attentionNames(p),
-    moe: (p) => moeNames(p, w.has(`${p}.block_sparse_moe.gate.weight`)),
+    moe: (p) => moeNames(p, hasRouter(w, moeNames(p, true))),
     correctionBias: false,
   });
 }

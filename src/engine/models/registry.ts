@@ -44,6 +44,11 @@ const FAMILIES: readonly FamilyEntry[] = [
     load: async () => (await import("./glm-5.3-flash.js")).glmFlashArchitecture,
   },
   {
+    architectures: ["DeepseekV4ForCausalLM"],
+    modelTypes: ["deepseek_v4"],
+    load: async () => (await import("./deepseek-v4.js")).deepseekV4Architecture,
+  },
+  {
     // A port's patches over the llama family's qwen3_moe (models/family-patch.ts).
     architectures: ["MuseGlimmerForCausalLM"],
     modelTypes: ["muse_glimmer"],
@@ -53,6 +58,16 @@ const FAMILIES: readonly FamilyEntry[] = [
     architectures: ["MiniMaxM3ForCausalLM"],
     modelTypes: ["minimax_m3"],
     load: async () => (await import("./minimax-m3.js")).minimaxArchitecture,
+  },
+  {
+    architectures: ["InklingForCausalLM"],
+    modelTypes: ["inkling"],
+    load: async () => (await import("./inkling.js")).inklingArchitecture,
+  },
+  {
+    architectures: ["MuseSparkForCausalLM"],
+    modelTypes: ["muse_spark"],
+    load: async () => (await import("./muse-spark.js")).museSparkArchitecture,
   },
 ];
 

@@ -49,10 +49,20 @@ export function shareBytes<T extends Float32Array | Uint16Array | Uint8Array>(
   bytes: Uint8Array,
   ctor: SharedArrayKind<T>,
 ): T {
-  const length = bytes.byteLength / ctor.BYTES_PER_ELEMENT;
-  const out = wasmArena()?.array(ctor, length) ?? new ctor(new SharedArrayBuffer(bytes.byteLength));
+  const out = sharedArray(ctor, bytes.byteLength / ctor.BYTES_PER_ELEMENT);
   new Uint8Array(out.buffer, out.byteOffset, out.byteLength).set(bytes);
   return out;
+}
+
+/**
+ * A new zeroed array of `length` elements of `ctor`'s kind where the kernels read weights in place:
+ * the shared WebAssembly memory where it fits, else a SharedArrayBuffer.
+ */
+export function sharedArray<T extends Float32Array | Uint16Array | Uint8Array>(
+  ctor: SharedArrayKind<T>,
+  length: number,
+): T {
+  return wasmArena()?.array(ctor, length) ?? new ctor(new SharedArrayBuffer(length * ctor.BYTES_PER_ELEMENT));
 }
 
 export function sharedFloat32(length: number): Float32Array {

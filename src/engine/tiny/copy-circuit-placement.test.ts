@@ -1,7 +1,8 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
+import { f32Param } from "../blocks/parameters.js";
 import type { HostTensor } from "../loader/host-tensor.js";
-import { placeCopyCircuit } from "./copy-circuit-placement.js";
+import { placeCopyCircuit, putRoles } from "./copy-circuit-placement.js";
 import { readCorpus } from "./corpus.js";
 import { tinyFilesToModel } from "./generate.js";
 import { generateRetrievalModel } from "./retrieval.js";
@@ -42,6 +43,19 @@ describe("placeCopyCircuit", () => {
         code: "RETRIEVAL_CONFIG_INVALID",
         message: expect.stringMatching(/attention_bias/),
       }),
+    );
+  });
+});
+
+describe("putRoles", () => {
+  it("writes each role into its declared name and refuses a role the layer does not declare", () => {
+    const written: string[] = [];
+    const put = (name: string) => void written.push(name);
+    const parameters = { norm: f32Param("blk.norm.weight", [2], "ones"), bias: undefined };
+    putRoles(put, parameters, { norm: new Float32Array(2) });
+    expect(written).toEqual(["blk.norm.weight"]);
+    expect(() => putRoles(put, parameters, { bias: new Float32Array(2) })).toThrow(
+      "the retrieval circuit writes the bias parameter, which this layer does not declare",
     );
   });
 });

@@ -1,8 +1,10 @@
 import { BringupError } from "../../common/errors.js";
 import { type AttentionSpec, GqaAttention } from "../blocks/attention/gqa-attention.js";
+import type { Parameters } from "../blocks/parameters.js";
 import type { HostTensor } from "../loader/host-tensor.js";
 import type { LoadedModel } from "../model/loaded-model.js";
 import type { TokenMixer } from "../model/model.js";
+import { embeddingParameters } from "../models/decoder.js";
 import {
   codeEmbedding,
   codeLmHead,
@@ -118,10 +120,12 @@ export function placeCircuit(
   const codes = tokenCodes(options.seed ?? 0, vocab, m, u);
   const embedding = codeEmbedding(codes, H, slots.ownM, slots.ownU);
   if (constant) for (let t = 0; t < vocab; t++) embedding[t * H + H - 1] = 1;
-  put("model.embed_tokens.weight", embedding);
-  put("lm_head.weight", codeLmHead(codes, H, slots.outU, options.outputLogit));
-  // Every slot holds a unit code by the end (own_m, own_u, ngram previous, out_u), plus the constant.
-  put("model.norm.weight", filled(H, Math.sqrt((3 + ngram + constant) / H)));
+  putRoles(put, embeddingParameters({ vocabSize: vocab, hiddenSize: H, tieWordEmbeddings: false }), {
+    embedding,
+    lmHead: codeLmHead(codes, H, slots.outU, options.outputLogit),
+    // Every slot holds a unit code by the end (own_m, own_u, ngram previous, out_u), plus the constant.
+    finalNorm: filled(H, Math.sqrt((3 + ngram + constant) / H)),
+  });
   for (const [name, value] of model.model.residual.plainResidualTensors ?? []) put(name, value);
 
   const carriers = model.model.layers.flatMap((l, i) => (form.carries(l.mixer) ? [i] : []));
@@ -159,6 +163,39 @@ export function placeCircuit(
 }
 
 export type Put = (name: string, data: Float32Array) => void;
+
+/**
+ * Writes into the parameter a block declares for a role; a role the block does not declare (under
+ * its config) is refused by name.
+ */
+export function roleWriter<P extends Parameters>(
+  put: Put,
+  parameters: P,
+): (role: keyof P & string, data: Float32Array) => void {
+  return (role, data) => {
+    const p = parameters[role];
+    if (p === undefined) {
+      throw new BringupError(
+        "RETRIEVAL_CONFIG_INVALID",
+        `the retrieval circuit writes the ${role} parameter, which this layer does not declare under its config.`,
+        { subject: role },
+      );
+    }
+    put(p.name, data);
+  };
+}
+
+/** Writes each of `values` into the parameter its block declares for that role (see roleWriter). */
+export function putRoles<P extends Parameters>(
+  put: Put,
+  parameters: P,
+  values: { readonly [K in keyof P]?: Float32Array },
+): void {
+  const write = roleWriter(put, parameters);
+  for (const [role, data] of Object.entries(values) as [keyof P & string, Float32Array | undefined][]) {
+    if (data !== undefined) write(role, data);
+  }
+}
 
 /**
  * A copy of `files`' tensors and how a circuit rewrites them: `put` replaces a tensor's values
@@ -243,16 +280,17 @@ function previousTokenHeads(
     }
     for (let r = 0; r < o.m; r++) out[(prev + h * o.m + r) * nh * vd + h * vd + r] = 1;
   }
-  const n = a.names;
-  put(`${n.q}.weight`, new Float32Array(nh * hd * H));
-  put(`${n.k}.weight`, new Float32Array(nkv * hd * H));
-  put(`${n.v}.weight`, v);
-  put(`${n.o}.weight`, out);
-  put(`${n.q}.bias`, qBias);
-  put(`${n.k}.bias`, kBias);
-  put(`${n.v}.bias`, new Float32Array(nkv * vd));
-  // Sinks as high as the nearest rival take a negligible share.
-  if (a.spec.sinks) put(n.sinks, filled(nh, (amplitude * pairs) / Math.sqrt(hd) - o.prevMargin));
+  putRoles(put, a.parameters(), {
+    q: new Float32Array(nh * hd * H),
+    k: new Float32Array(nkv * hd * H),
+    v,
+    o: out,
+    qBias,
+    kBias,
+    vBias: new Float32Array(nkv * vd),
+    // Sinks as high as the nearest rival take a negligible share.
+    ...(a.spec.sinks ? { sinks: filled(nh, (amplitude * pairs) / Math.sqrt(hd) - o.prevMargin) } : {}),
+  });
 }
 
 /** Head 0 matches the last ngram tokens' codes against earlier positions' and copies an output code. */
@@ -270,14 +308,15 @@ function inductionHead(a: GqaAttention, o: CopyCircuitOptions, put: Put, fail: F
   const { v, o: out } = copyOutputCode(slots, nkv * vd, nh * vd);
   if (a.spec.valueScale !== undefined)
     for (let i = 0; i < v.length; i++) v[i] = (v[i] as number) / a.spec.valueScale;
-  const n = a.names;
-  put(`${n.q}.weight`, q);
-  put(`${n.k}.weight`, k);
-  put(`${n.v}.weight`, v);
-  put(`${n.o}.weight`, out);
-  put(`${n.q}.bias`, new Float32Array(nh * hd));
-  put(`${n.k}.bias`, new Float32Array(nkv * hd));
-  put(`${n.v}.bias`, new Float32Array(nkv * vd));
-  // A sink far below every score leaves the softmax to the matches.
-  if (a.spec.sinks) put(n.sinks, filled(nh, -1000));
+  putRoles(put, a.parameters(), {
+    q,
+    k,
+    v,
+    o: out,
+    qBias: new Float32Array(nh * hd),
+    kBias: new Float32Array(nkv * hd),
+    vBias: new Float32Array(nkv * vd),
+    // A sink far below every score leaves the softmax to the matches.
+    ...(a.spec.sinks ? { sinks: filled(nh, -1000) } : {}),
+  });
 }

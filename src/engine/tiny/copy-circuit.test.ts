@@ -5,11 +5,8 @@ import {
   copyOutputCode,
   copySlots,
   inductionQueryKey,
-  putAttention,
   tokenCodes,
-  zeroMlpLayer,
 } from "./copy-circuit.js";
-import { f32Tensors } from "./weights.js";
 
 describe("token codes", () => {
   const codes = tokenCodes(5, 3, 4, 6);
@@ -40,23 +37,6 @@ describe("token codes", () => {
     );
     expect(logits[2]).toBeCloseTo(40, 4);
     expect(Math.max(...logits)).toBe(logits[2]);
-  });
-});
-
-describe("zeroMlpLayer", () => {
-  it("writes the layer's norms and a zero MLP of width 1", () => {
-    const { tensors, put } = f32Tensors();
-    expect(zeroMlpLayer(put, 3, 8, 0.25)).toBe("model.layers.3");
-    expect(tensors.get("model.layers.3.input_layernorm.weight")?.data).toEqual(
-      new Float32Array(8).fill(0.25),
-    );
-    expect(tensors.get("model.layers.3.post_attention_layernorm.weight")?.data).toEqual(
-      new Float32Array(8).fill(1),
-    );
-    expect(tensors.get("model.layers.3.mlp.down_proj.weight")?.shape).toEqual([8, 1]);
-    expect([...tensors.keys()].filter((n) => n.includes(".mlp.")).length).toBe(3);
-    for (const [name, t] of tensors)
-      if (name.includes(".mlp.")) expect(t.data.every((x) => x === 0)).toBe(true);
   });
 });
 
@@ -111,33 +91,5 @@ describe("copy slots and the induction head", () => {
     );
     expect(out.slice(slots.outU)).toEqual([0.5, -1, 2]);
     expect(out.slice(0, slots.outU).every((e) => e === 0)).toBe(true);
-  });
-});
-
-describe("putAttention", () => {
-  it("puts the four projections with their shapes and zero biases where none are given", () => {
-    const { tensors, put } = f32Tensors();
-    const qBias = new Float32Array([1, 2, 3, 4]);
-    putAttention(put, "model.layers.0", 2, {
-      q: new Float32Array(8),
-      k: new Float32Array(4),
-      v: new Float32Array(6),
-      o: new Float32Array(10),
-      qBias,
-    });
-    const shapes = Object.fromEntries(
-      [...tensors].map(([n, t]) => [n.replace("model.layers.0.self_attn.", ""), t.shape]),
-    );
-    expect(shapes).toEqual({
-      "q_proj.weight": [4, 2],
-      "q_proj.bias": [4],
-      "k_proj.weight": [2, 2],
-      "k_proj.bias": [2],
-      "v_proj.weight": [3, 2],
-      "v_proj.bias": [3],
-      "o_proj.weight": [2, 5],
-    });
-    expect(tensors.get("model.layers.0.self_attn.q_proj.bias")?.data).toBe(qBias);
-    expect(tensors.get("model.layers.0.self_attn.k_proj.bias")?.data).toEqual(new Float32Array(2));
   });
 });

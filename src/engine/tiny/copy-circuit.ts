@@ -1,5 +1,5 @@
 import { Rng } from "../tensor/random.js";
-import { filled, type PutF32, unitCode } from "./weights.js";
+import { unitCode } from "./weights.js";
 
 /**
  * The parts every constructed retrieval (copy) model shares, whatever its attention layout: each
@@ -70,20 +70,6 @@ export function codeLmHead(codes: TokenCodes, hidden: number, readAt: number, sc
 }
 
 /**
- * Layer `i`'s norms and a zero MLP of width 1; returns the layer's name prefix. `inputNorm` is the
- * input norm's weight (|x|/sqrt(hidden) hands the residual stream to attention unscaled).
- */
-export function zeroMlpLayer(put: PutF32, i: number, hidden: number, inputNorm: number): string {
-  const p = `model.layers.${i}`;
-  put(`${p}.input_layernorm.weight`, [hidden], filled(hidden, inputNorm));
-  put(`${p}.post_attention_layernorm.weight`, [hidden], filled(hidden, 1));
-  put(`${p}.mlp.gate_proj.weight`, [1, hidden], new Float32Array(hidden));
-  put(`${p}.mlp.up_proj.weight`, [1, hidden], new Float32Array(hidden));
-  put(`${p}.mlp.down_proj.weight`, [hidden, 1], new Float32Array(hidden));
-  return p;
-}
-
-/**
  * The induction head's query and key projections, [rows, hidden] each, writing features
  * `firstFeature` onward of head 0: the query holds m of the current token and the window - 1 before
  * it (own_m, prev_1..), the key m of the window tokens before (prev_1..prev_window), each times
@@ -127,30 +113,4 @@ export function copyOutputCode(
     o[(outU + r) * oCols + r] = 1;
   }
   return { v, o };
-}
-
-/** A constructed layer's attention projections, each [out, hidden] but o_proj's [hidden, in]. */
-export interface ConstructedAttention {
-  readonly q: Float32Array;
-  readonly k: Float32Array;
-  readonly v: Float32Array;
-  readonly o: Float32Array;
-  /** Biases of q_proj and k_proj; zero where not given, as v_proj's always is. */
-  readonly qBias?: Float32Array;
-  readonly kBias?: Float32Array;
-}
-
-/** Puts the q/k/v/o projections and q/k/v biases under `prefix`.self_attn, shapes from `hidden`. */
-export function putAttention(put: PutF32, prefix: string, hidden: number, a: ConstructedAttention): void {
-  const p = `${prefix}.self_attn`;
-  for (const [name, weight, bias] of [
-    ["q_proj", a.q, a.qBias],
-    ["k_proj", a.k, a.kBias],
-    ["v_proj", a.v, undefined],
-  ] as const) {
-    const rows = weight.length / hidden;
-    put(`${p}.${name}.weight`, [rows, hidden], weight);
-    put(`${p}.${name}.bias`, [rows], bias ?? new Float32Array(rows));
-  }
-  put(`${p}.o_proj.weight`, [hidden, a.o.length / hidden], a.o);
 }

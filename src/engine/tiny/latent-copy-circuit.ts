@@ -2,7 +2,13 @@ import type { DsaIndexer } from "../blocks/attention/dsa-indexer.js";
 import { MlaAttention } from "../blocks/attention/mla-attention.js";
 import type { LoadedModel } from "../model/loaded-model.js";
 import { copySlots } from "./copy-circuit.js";
-import { type CopyCircuitOptions, type Fail, type Put, placeCircuit } from "./copy-circuit-placement.js";
+import {
+  type CopyCircuitOptions,
+  type Fail,
+  type Put,
+  placeCircuit,
+  roleWriter,
+} from "./copy-circuit-placement.js";
 import type { TinyModelFiles } from "./files.js";
 import { filled, nearestRivalGap } from "./weights.js";
 
@@ -126,15 +132,15 @@ function previousTokenHeads(
   const invFreq = invFreqs(dr, theta);
   const gap = nearestRivalGap(invFreq, maxPos);
   const amplitude = (o.prevMargin * Math.sqrt(dn + dr)) / gap;
-  const n = a.names;
+  const w = roleWriter(put, a.parameters());
   const qk = dn + dr;
   const rows = function* (head: (h: number, δ: number) => Iterable<readonly [number, number, number]>) {
     for (let h = 0; h < o.ngram; h++) yield* head(h, h + 1);
   };
-  put(`${n.qA}.weight`, sparse(r, H, [[0, one, 1]]));
-  put(n.qANorm, sparse(1, r, [[0, 0, 1 / Math.sqrt(r)]]));
-  put(
-    `${n.qB}.weight`,
+  w("qA", sparse(r, H, [[0, one, 1]]));
+  w("qANorm", sparse(1, r, [[0, 0, 1 / Math.sqrt(r)]]));
+  w(
+    "qB",
     sparse(
       nh * qk,
       r,
@@ -146,16 +152,16 @@ function previousTokenHeads(
       }),
     ),
   );
-  put(
-    `${n.kvA}.weight`,
+  w(
+    "kvA",
     sparse(C + dr, H, [
       ...Array.from({ length: o.m }, (_, i) => [i, ownM + i, 1] as const),
       ...invFreq.map((_, f) => [C + 2 * f, one, 1] as const),
     ]),
   );
-  put(n.kvANorm, filled(C, 1 / Math.sqrt(C)));
-  put(
-    `${n.kvB}.weight`,
+  w("kvANorm", filled(C, 1 / Math.sqrt(C)));
+  w(
+    "kvB",
     sparse(
       nh * (dn + dv),
       C,
@@ -164,8 +170,8 @@ function previousTokenHeads(
       }),
     ),
   );
-  put(
-    `${n.o}.weight`,
+  w(
+    "o",
     sparse(
       H,
       nh * dv,
@@ -195,7 +201,7 @@ function previousTokenIndexer(
   const gap = nearestRivalGap(invFreq, maxPos);
   const amplitude = INDEXER_PEAK / (gap / 2);
   const half = dr / 2;
-  const names = x.names;
+  const xw = roleWriter(put, x.parameters());
   const q: [number, number, number][] = [];
   for (let h = 0; h < o.ngram; h++) {
     const δ = h + 1;
@@ -206,13 +212,13 @@ function previousTokenIndexer(
     // Against the key's constant 1 past the rotary features: cuts every score but the peak below zero.
     q.push([h * d + dr, 0, -amplitude * (invFreq.length - gap / 2)]);
   }
-  put(`${names.qB}.weight`, sparse(n * d, r, q));
-  put(`${names.k}.weight`, new Float32Array(d * H));
-  put(`${names.kNorm}.weight`, filled(d, 1));
+  xw("qB", sparse(n * d, r, q));
+  xw("k", new Float32Array(d * H));
+  xw("kNorm", filled(d, 1));
   // LayerNorm of the zero vector is its bias: rotary pairs (1, 0) and a constant 1.
-  put(`${names.kNorm}.bias`, sparse(1, d, [...invFreq.map((_, f) => [0, f, 1] as const), [0, dr, 1]]));
-  put(
-    `${names.weights}.weight`,
+  xw("kNormBias", sparse(1, d, [...invFreq.map((_, f) => [0, f, 1] as const), [0, dr, 1]]));
+  xw(
+    "weights",
     sparse(
       n,
       H,
@@ -243,42 +249,42 @@ function inductionHead(a: MlaAttention, o: CopyCircuitOptions, one: number, put:
     const s = Math.floor(i / o.m);
     return (s === 0 ? ownM : prev + (s - 1) * o.m) + (i % o.m);
   };
-  const n = a.names;
+  const w = roleWriter(put, a.parameters());
   const match = Array.from({ length: codes }, (_, i) => i);
-  put(
-    `${n.qA}.weight`,
+  w(
+    "qA",
     sparse(
       r,
       H,
       match.map((i) => [i, querySlot(i), 1] as const),
     ),
   );
-  put(n.qANorm, filled(r, Math.sqrt(o.ngram / r)));
-  put(
-    `${n.qB}.weight`,
+  w("qANorm", filled(r, Math.sqrt(o.ngram / r)));
+  w(
+    "qB",
     sparse(
       nh * (dn + dr),
       r,
       match.map((i) => [i, i, gain] as const),
     ),
   );
-  put(
-    `${n.kvA}.weight`,
+  w(
+    "kvA",
     sparse(C + dr, H, [
       ...match.map((i) => [i, prev + i, 1] as const),
       ...Array.from({ length: o.u }, (_, j) => [codes + j, ownU + j, 1] as const),
     ]),
   );
-  put(n.kvANorm, filled(C, Math.sqrt((o.ngram + 1) / C)));
-  put(
-    `${n.kvB}.weight`,
+  w("kvANorm", filled(C, Math.sqrt((o.ngram + 1) / C)));
+  w(
+    "kvB",
     sparse(nh * (dn + dv), C, [
       ...match.map((i) => [i, i, gain] as const),
       ...Array.from({ length: o.u }, (_, j) => [dn + j, codes + j, 1] as const),
     ]),
   );
-  put(
-    `${n.o}.weight`,
+  w(
+    "o",
     sparse(
       H,
       nh * dv,
@@ -289,25 +295,25 @@ function inductionHead(a: MlaAttention, o: CopyCircuitOptions, one: number, put:
     const x = a.indexer;
     const { headDim: d, ropeDim: xr } = x.spec;
     if (d - xr < codes) fail(`the indexer heads need ${codes} features beyond the rotary ones.`);
-    const names = x.names;
-    put(
-      `${names.qB}.weight`,
+    const xw = roleWriter(put, x.parameters());
+    xw(
+      "qB",
       sparse(
         x.spec.numHeads * d,
         r,
         match.map((i) => [xr + i, i, 1] as const),
       ),
     );
-    put(
-      `${names.k}.weight`,
+    xw(
+      "k",
       sparse(
         d,
         H,
         match.map((i) => [xr + i, prev + i, 1] as const),
       ),
     );
-    put(`${names.kNorm}.weight`, filled(d, 1));
-    put(`${names.kNorm}.bias`, new Float32Array(d));
-    put(`${names.weights}.weight`, sparse(x.spec.numHeads, H, [[0, one, 1]]));
+    xw("kNorm", filled(d, 1));
+    xw("kNormBias", new Float32Array(d));
+    xw("weights", sparse(x.spec.numHeads, H, [[0, one, 1]]));
   }
 }

@@ -1,11 +1,12 @@
 import { modelOfFiles } from "../loader/build-model.js";
+import type { HostTensor } from "../loader/host-tensor.js";
 import type { LoadedModel } from "../model/loaded-model.js";
-import { llamaArchitecture } from "../models/llama.js";
-import { copySlots, zeroMlpLayer } from "./copy-circuit.js";
+import { llamaArchitecture, llamaParameters, parseLlamaConfig } from "../models/llama.js";
+import { copySlots } from "./copy-circuit.js";
 import { placeCopyCircuit } from "./copy-circuit-placement.js";
 import { readCorpus } from "./corpus.js";
 import { type TinyModelFiles, tinyModelFiles, tinyTokenizer } from "./files.js";
-import { f32Tensors } from "./weights.js";
+import { putParameters } from "./weights.js";
 
 /**
  * A constructed (not trained) two-layer llama whose weights implement an exact-copy retrieval
@@ -64,23 +65,6 @@ export function generateRetrievalModel(corpus: string, options: RetrievalOptions
   const tok = tinyTokenizer(corpus, options.bpeVocab ?? 512, maxPos);
   const { vocab, eos } = tok;
   const hidden = copySlots(CIRCUIT.m, CIRCUIT.u, CIRCUIT.ngram).hidden;
-  const qkv = HEADS * HEAD_DIM;
-  // Every tensor of the shape at zero; the circuit writes the ones it uses.
-  const { tensors, put } = f32Tensors();
-  const zeros = (name: string, shape: number[]) =>
-    put(name, shape, new Float32Array(shape.reduce((a, b) => a * b, 1)));
-  zeros("model.embed_tokens.weight", [vocab, hidden]);
-  for (let i = 0; i < 2; i++) {
-    const p = `model.layers.${i}`;
-    zeroMlpLayer(put, i, hidden, 1);
-    for (const name of ["q_proj", "k_proj", "v_proj"]) {
-      zeros(`${p}.self_attn.${name}.weight`, [qkv, hidden]);
-      zeros(`${p}.self_attn.${name}.bias`, [qkv]);
-    }
-    zeros(`${p}.self_attn.o_proj.weight`, [hidden, qkv]);
-  }
-  zeros("model.norm.weight", [hidden]);
-  zeros("lm_head.weight", [vocab, hidden]);
   const config: Record<string, unknown> = {
     architectures: ["LlamaForCausalLM"],
     model_type: "llama",
@@ -103,6 +87,10 @@ export function generateRetrievalModel(corpus: string, options: RetrievalOptions
     torch_dtype: "float32",
     bringup_tiny: { size: "retrieval", seed, construction: "previous-token + induction heads" },
   };
+  // Every declared parameter at zero; the circuit writes the ones it uses.
+  const tensors = new Map<string, HostTensor>();
+  const { outer, layers } = llamaParameters(parseLlamaConfig(config, "the retrieval model's config"));
+  putParameters(tensors, seed, [...outer, ...layers], { zeros: true });
   const files = tinyModelFiles(config, tok, tensors);
   return placeCopyCircuit(files, modelOfFiles("retrieval", files, llamaArchitecture), { ...CIRCUIT, seed });
 }

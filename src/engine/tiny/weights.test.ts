@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { Rng } from "../tensor/random.js";
-import { f32Tensors, filled, nearestRivalGap, tensorSeed, unitCode } from "./weights.js";
+import { nearestRivalGap, tensorSeed, unitCode } from "./weights.js";
 
 describe("tensorSeed", () => {
   it("is FNV-1a of seed/name", () => {
@@ -17,18 +17,6 @@ describe("unitCode", () => {
     expect(norm).toBeCloseTo(1, 6);
     expect(unitCode(new Rng(3), 64)).toEqual(a);
     expect(unitCode(new Rng(4), 64)).not.toEqual(a);
-  });
-});
-
-describe("f32Tensors", () => {
-  it("stores f32 tensors by name", () => {
-    const { tensors, put } = f32Tensors();
-    put("model.norm.weight", [3], filled(3, 0.5));
-    expect(tensors.get("model.norm.weight")).toEqual({
-      dtype: "F32",
-      shape: [3],
-      data: new Float32Array([0.5, 0.5, 0.5]),
-    });
   });
 });
 

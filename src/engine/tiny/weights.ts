@@ -17,15 +17,6 @@ export function tensorSeed(seed: number, name: string): number {
   return h;
 }
 
-/** Stores an f32 tensor under its HF name. */
-export type PutF32 = (name: string, shape: number[], data: Float32Array) => void;
-
-/** A map of f32 tensors and `put`, which stores one under its HF name. */
-export function f32Tensors(): { readonly tensors: Map<string, HostTensor>; readonly put: PutF32 } {
-  const tensors = new Map<string, HostTensor>();
-  return { tensors, put: (name, shape, data) => void tensors.set(name, { dtype: "F32", shape, data }) };
-}
-
 /** How a tiny model stores its matrices: f32, bf16, FP8 E4M3 with 128x128 block scales, or MXFP4. */
 export type TinyDtype = "f32" | "bf16" | "fp8" | "mxfp4";
 
@@ -35,6 +26,8 @@ export interface TinyDraw {
   readonly std?: number;
   /** How "matrix" and "stacked" parameters are stored (default f32); other tensors stay f32. */
   readonly storage?: TinyDtype;
+  /** Every parameter zero, whatever its init (a constructed model whose circuit writes what it uses). */
+  readonly zeros?: boolean;
 }
 
 /**
@@ -51,10 +44,25 @@ export function putParameters(
     ? (parameters as readonly ParameterDecl[])
     : declared(parameters as Parameters);
   for (const p of list) {
-    const values = tinyValues(p, seed, draw.std);
+    if (p.dtype === "i32") {
+      tensors.set(p.name, { dtype: "I32", shape: [...p.shape], data: tinyIds(p) });
+      continue;
+    }
+    const values = draw.zeros
+      ? new Float32Array(p.shape.reduce((a, b) => a * b, 1))
+      : tinyValues(p, seed, draw.std);
     if (p.dtype === "f32") tensors.set(p.name, { dtype: "F32", shape: [...p.shape], data: values });
     else storeMatrix(tensors, p.name, p.shape, values, draw.storage ?? "f32");
   }
+}
+
+/** A table's declared ids as I32's little-endian bytes. */
+function tinyIds(p: ParameterDecl): Uint8Array {
+  const { init } = p;
+  if (typeof init !== "object" || !("ids" in init)) throw new Error(`unreachable: ${p.name} declares no ids`);
+  const size = p.shape.reduce((a, b) => a * b, 1);
+  const ids = Int32Array.from({ length: size }, (_, i) => init.ids(i));
+  return new Uint8Array(ids.buffer);
 }
 
 /** The f32 values a tiny model of seed `seed` gives parameter `p`. */
@@ -66,6 +74,7 @@ function tinyValues(p: ParameterDecl, seed: number, std: number | undefined): Fl
   const rng = new Rng(tensorSeed(seed, p.seedName ?? p.name));
   if (typeof init === "object" && "uniform" in init)
     return Float32Array.from({ length: size }, () => init.uniform(rng.next()));
+  if (typeof init === "object" && "ids" in init) throw new Error(`unreachable: ${p.name} is a table of ids`);
   const sd =
     typeof init === "object"
       ? init.std

@@ -5,10 +5,9 @@ import type { IndexerQuery } from "../../kernels/indexer-scores/indexer-job.js";
 import type { MatmulPool } from "../../kernels/pool.js";
 import { Rope } from "../../kernels/rope.js";
 import type { WeightSource } from "../../loader/weight-source.js";
-import type { ModelSwitch } from "../../model/model.js";
+import type { ModelSwitch } from "../../model/model-switch.js";
 import type { Weight } from "../../tensor/weight.js";
 import { bindParameters, f32Param, matrixParam } from "../parameters.js";
-import { rotateAdjacentPairs } from "./mla-attention.js";
 
 /**
  * The indexer of DeepSeek sparse attention (deepseek-ai/DeepSeek-V3.2-Exp `inference/model.py`,
@@ -148,11 +147,16 @@ export class DsaIndexer {
     return new DsaIndexer(spec, p.qB, p.k, p.kNorm, p.kNormBias, p.weights, names);
   }
 
+  /** The parameters this indexer was read from (dsaParameters), by role. */
+  parameters(): ReturnType<typeof dsaParameters> {
+    return dsaParameters(this.names, this.spec, this.k.cols, this.qB.cols);
+  }
+
   /** Rotates the leading ropeDim features of `numHeads` heads at x[offset...] for a token at `pos`. */
   private rotate(x: Float32Array, offset: number, numHeads: number, pos: number): void {
     const { headDim: d, ropeDim, ropeInterleave } = this.spec;
     if (!ropeInterleave) this.rope.apply(x, offset, numHeads, d, pos);
-    else for (let h = 0; h < numHeads; h++) rotateAdjacentPairs(this.rope, x, offset + h * d, ropeDim, pos);
+    else for (let h = 0; h < numHeads; h++) this.rope.rotateAdjacentPairs(x, offset + h * d, ropeDim, pos);
   }
 
   /** The indexer key of each of T tokens [T, headDim], as the cache keeps it under `switches`. */

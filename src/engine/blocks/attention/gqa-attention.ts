@@ -132,6 +132,11 @@ export class GqaAttention implements TokenMixer {
     return new GqaAttention(spec, weights, names, hiddenSize, normEps, ropeScaling);
   }
 
+  /** The parameters this layer was read from (gqaParameters), by role. */
+  parameters(): ReturnType<typeof gqaParameters> {
+    return gqaParameters(this.names, this.spec, this.hiddenSize);
+  }
+
   states(): LayerStates {
     return gqaStates(this.spec);
   }

@@ -5,7 +5,8 @@ import { weightAt } from "../../kernels/reference.js";
 import { rmsNorm } from "../../kernels/rmsnorm.js";
 import { Rope } from "../../kernels/rope.js";
 import type { WeightSource } from "../../loader/weight-source.js";
-import type { ForwardContext, ModelSwitch, SequenceRun, TokenMixer } from "../../model/model.js";
+import type { ForwardContext, SequenceRun, TokenMixer } from "../../model/model.js";
+import type { ModelSwitch } from "../../model/model-switch.js";
 import type { Weight } from "../../tensor/weight.js";
 import { bindParameters, f32Param, matrixParam } from "../parameters.js";
 import type { DsaIndexer, DsaSpec } from "./dsa-indexer.js";
@@ -219,6 +220,11 @@ export class MlaAttention implements TokenMixer {
     return new MlaAttention(spec, weights, names, hiddenSize, normEps, indexer);
   }
 
+  /** The parameters this layer was read from (mlaParameters), by role. */
+  parameters(): ReturnType<typeof mlaParameters> {
+    return mlaParameters(this.names, this.spec, this.hiddenSize);
+  }
+
   states(switches: ReadonlyMap<string, string>): LayerStates {
     return mlaStates(this.spec, this.indexer?.spec, switches);
   }
@@ -257,8 +263,8 @@ export class MlaAttention implements TokenMixer {
       kv.set(latent.subarray(t * C, (t + 1) * C), t * (C + dr));
       if (rope === undefined) continue;
       const pos = batch.positions[t] as number;
-      for (let hd = 0; hd < nh; hd++) rotateAdjacentPairs(rope, q, t * nh * qk + hd * qk + dn, dr, pos);
-      rotateAdjacentPairs(rope, kv, t * (C + dr) + C, dr, pos);
+      for (let hd = 0; hd < nh; hd++) rope.rotateAdjacentPairs(q, t * nh * qk + hd * qk + dn, dr, pos);
+      rope.rotateAdjacentPairs(kv, t * (C + dr) + C, dr, pos);
     }
     const out = new Float32Array(T * nh * dv);
     if (perHeadCache(ctx.switches, this.indexer?.spec)) {
@@ -538,31 +544,6 @@ function softmaxInPlace(scores: Float64Array, max: number): number {
     sum += e;
   }
   return sum;
-}
-
-/**
- * DeepSeek's RoPE on x[offset .. offset + dim): features 2i and 2i+1 rotate together at frequency
- * i. The engine's Rope rotates i with i + dim/2 at frequency i, so the pairs are gathered into that
- * order, rotated and put back (as HF's DeepSeek-V3 code does to load the same checkpoint).
- */
-export function rotateAdjacentPairs(
-  rope: Rope,
-  x: Float32Array,
-  offset: number,
-  dim: number,
-  pos: number,
-): void {
-  const half = dim / 2;
-  const tmp = new Float32Array(dim);
-  for (let i = 0; i < half; i++) {
-    tmp[i] = x[offset + 2 * i] as number;
-    tmp[i + half] = x[offset + 2 * i + 1] as number;
-  }
-  rope.apply(tmp, 0, 1, dim, pos);
-  for (let i = 0; i < half; i++) {
-    x[offset + 2 * i] = tmp[i] as number;
-    x[offset + 2 * i + 1] = tmp[i + half] as number;
-  }
 }
 
 /** Each token's block table in the cache group `group`. */

@@ -3,7 +3,8 @@ import type { ConvTailState, LayerStates, RecurrentState } from "../../cache/sta
 import type { LayerStorage } from "../../cache/storage.js";
 import { rmsNorm } from "../../kernels/rmsnorm.js";
 import type { WeightSource } from "../../loader/weight-source.js";
-import type { ForwardContext, ModelSwitch, SequenceRun, TokenMixer } from "../../model/model.js";
+import type { ForwardContext, SequenceRun, TokenMixer } from "../../model/model.js";
+import type { ModelSwitch } from "../../model/model-switch.js";
 import type { Weight } from "../../tensor/weight.js";
 import { sigmoid } from "../activations.js";
 import { shortConv } from "../conv/short-conv.js";

@@ -20,18 +20,29 @@ export interface RouterOptions {
   readonly biasSeedOfGate?: boolean;
 }
 
+/** The router matrix's base (its weight `<base>.weight`) of the MoE layer under `base`. */
+function routerBase(base: string): string {
+  return `${base}.gate`;
+}
+
 /** The router of the MoE layer under `base` (and its score-correction bias, drawn at std 0.1). */
 function routerParameters(base: string, spec: MoeSpec, hidden: number, options: RouterOptions) {
-  const name = `${base}.gate.e_score_correction_bias`;
+  const gate = routerBase(base);
+  const name = `${gate}.e_score_correction_bias`;
   return {
-    router: matrixParam(`${base}.gate`, spec.numExperts, hidden),
+    router: matrixParam(gate, spec.numExperts, hidden),
     bias: options.correctionBias
       ? {
           ...f32Param(name, [spec.numExperts], { std: 0.1 }),
-          ...(options.biasSeedOfGate ? { seedName: `${base}.gate.bias` } : {}),
+          ...(options.biasSeedOfGate ? { seedName: `${gate}.bias` } : {}),
         }
       : undefined,
   };
+}
+
+/** Whether `w` holds a MoE layer's router under `names` (how a checkpoint shows which names it uses). */
+export function hasRouter(w: WeightSource, names: MoeNames): boolean {
+  return w.has(`${routerBase(names.base)}.weight`);
 }
 
 function expertPrefix(names: MoeNames, e: number): string {

@@ -5,7 +5,7 @@ export interface MoeSpec {
   readonly numExperts: number;
   readonly topK: number;
   readonly intermediateSize: number;
-  readonly scoring: "softmax" | "sigmoid";
+  readonly scoring: "softmax" | "sigmoid" | "sqrtsoftplus";
   /** Renormalize the chosen experts' scores to sum to 1. */
   readonly normTopKProb: boolean;
   readonly routedScalingFactor: number;
@@ -42,7 +42,7 @@ export function checkMoeSpec(spec: MoeSpec): void {
 }
 
 /**
- * Picks the top-k experts from router logits. Scores are softmax or sigmoid of the logits; the
+ * Picks the top-k experts from router logits. Scores are routerScores of the logits; the
  * optional score-correction `bias` only affects which experts are chosen, not their weights.
  *
  * Grouped top-k (DeepSeek-V3): with numGroups > 1 the experts form equal consecutive groups, each
@@ -54,19 +54,7 @@ export function checkMoeSpec(spec: MoeSpec): void {
  */
 export function route(logits: Float32Array, offset: number, spec: MoeSpec, bias?: Float32Array): Routing {
   const E = spec.numExperts;
-  const scores = new Float64Array(E);
-  if (spec.scoring === "softmax") {
-    let max = Number.NEGATIVE_INFINITY;
-    for (let e = 0; e < E; e++) max = Math.max(max, logits[offset + e] as number);
-    let sum = 0;
-    for (let e = 0; e < E; e++) {
-      scores[e] = Math.exp((logits[offset + e] as number) - max);
-      sum += scores[e] as number;
-    }
-    for (let e = 0; e < E; e++) scores[e] = (scores[e] as number) / sum;
-  } else {
-    for (let e = 0; e < E; e++) scores[e] = 1 / (1 + Math.exp(-(logits[offset + e] as number)));
-  }
+  const scores = routerScores(logits, offset, spec);
   const corrected = new Float64Array(E);
   for (let e = 0; e < E; e++)
     corrected[e] = (scores[e] as number) + (bias === undefined ? 0 : (bias[e] as number));
@@ -94,16 +82,52 @@ export function route(logits: Float32Array, offset: number, spec: MoeSpec, bias?
     candidates = eligible.flatMap((g) => Array.from({ length: size }, (_, i) => g * size + i));
   }
   candidates.sort((a, b) => (corrected[b] as number) - (corrected[a] as number) || a - b);
-  const experts = new Int32Array(spec.topK);
-  const weights = new Float64Array(spec.topK);
-  let total = 0;
-  for (let i = 0; i < spec.topK; i++) {
-    const e = candidates[i] as number;
-    experts[i] = e;
-    weights[i] = scores[e] as number;
-    total += scores[e] as number;
+  return weigh(scores, Int32Array.from(candidates.slice(0, spec.topK)), spec);
+}
+
+/**
+ * The router scores of one token: softmax, sigmoid, or DeepSeek-V4's sqrt(softplus(logit))
+ * (HF `ACT2FN["sqrtsoftplus"]`), in float64.
+ */
+export function routerScores(logits: Float32Array, offset: number, spec: MoeSpec): Float64Array {
+  const E = spec.numExperts;
+  const scores = new Float64Array(E);
+  if (spec.scoring === "softmax") {
+    let max = Number.NEGATIVE_INFINITY;
+    for (let e = 0; e < E; e++) max = Math.max(max, logits[offset + e] as number);
+    let sum = 0;
+    for (let e = 0; e < E; e++) {
+      scores[e] = Math.exp((logits[offset + e] as number) - max);
+      sum += scores[e] as number;
+    }
+    for (let e = 0; e < E; e++) scores[e] = (scores[e] as number) / sum;
+  } else if (spec.scoring === "sigmoid") {
+    for (let e = 0; e < E; e++) scores[e] = 1 / (1 + Math.exp(-(logits[offset + e] as number)));
+  } else {
+    for (let e = 0; e < E; e++) scores[e] = Math.sqrt(softplus(logits[offset + e] as number));
   }
-  for (let i = 0; i < spec.topK; i++) {
+  return scores;
+}
+
+/** log(1 + e^x) without overflow. */
+function softplus(x: number): number {
+  return x > 0 ? x + Math.log1p(Math.exp(-x)) : Math.log1p(Math.exp(x));
+}
+
+/**
+ * The chosen `experts` weighted by their scores (renormalized to sum to 1 when normTopKProb),
+ * times routedScalingFactor. Hash routing (DeepSeek-V4's first layers) chooses by token id and
+ * weighs the same way.
+ */
+export function weigh(scores: Float64Array, experts: Int32Array, spec: MoeSpec): Routing {
+  const k = experts.length;
+  const weights = new Float64Array(k);
+  let total = 0;
+  for (let i = 0; i < k; i++) {
+    weights[i] = scores[experts[i] as number] as number;
+    total += weights[i] as number;
+  }
+  for (let i = 0; i < k; i++) {
     const w = spec.normTopKProb ? (weights[i] as number) / total : (weights[i] as number);
     weights[i] = w * spec.routedScalingFactor;
   }

@@ -99,3 +99,56 @@ describe("scalar reference attention over a window kept as a ring", () => {
     });
   });
 });
+
+describe("scalar reference attention with relative position logits", () => {
+  it("equals softmax(q·k·scale + the head's logit of the distance's bucket) written out by hand", () => {
+    const rng = new Rng(23);
+    const [numHeads, numKvHeads, headDim, blockSize, numBuckets] = [4, 2, 8, 4, 6];
+    const cache = new PagedKv(new BlockPlacement(blockSize, 0, false), 0, 16, numKvHeads, headDim, headDim);
+    const table = [5, 2, 9, 0, 12, 7];
+    const n = 22;
+    const keys = rng.fillNormal(new Float32Array(n * numKvHeads * headDim), 1);
+    const values = rng.fillNormal(new Float32Array(n * numKvHeads * headDim), 1);
+    for (let p = 0; p < n; p++)
+      cache.write(
+        cache.placement.slot(table, p),
+        keys,
+        p * numKvHeads * headDim,
+        values,
+        p * numKvHeads * headDim,
+      );
+    // Distances 0, 1, 2 a bucket each, 3..4 and 5..7 one each, 8 on the last.
+    const buckets = Int32Array.from([0, 1, 2, 3, 3, 4, 4, 4, 5]);
+    const logits = rng.fillNormal(new Float32Array(numHeads * numBuckets), 2);
+    const scale = 1 / Math.sqrt(headDim);
+    const pos = n - 1;
+    const q = rng.fillNormal(new Float32Array(numHeads * headDim), 1);
+    const out = new Float32Array(numHeads * headDim);
+    pagedAttention(
+      { q, qOffset: 0, blocks: table, pos, out, outOffset: 0 },
+      cache,
+      { numHeads, scale, relativeBias: { logits, numBuckets, buckets } },
+      new AttentionScratch(),
+    );
+    for (let h = 0; h < numHeads; h++) {
+      const kvh = Math.floor(h / (numHeads / numKvHeads));
+      const scores: number[] = [];
+      for (let p = 0; p <= pos; p++) {
+        let s = 0;
+        for (let d = 0; d < headDim; d++)
+          s += (q[h * headDim + d] as number) * (keys[(p * numKvHeads + kvh) * headDim + d] as number);
+        const bucket = buckets[Math.min(pos - p, buckets.length - 1)] as number;
+        scores.push(s * scale + (logits[h * numBuckets + bucket] as number));
+      }
+      const denominator = scores.reduce((a, s) => a + Math.exp(s), 0);
+      for (let d = 0; d < headDim; d++) {
+        let expected = 0;
+        scores.forEach((s, p) => {
+          expected += (Math.exp(s) / denominator) * (values[(p * numKvHeads + kvh) * headDim + d] as number);
+        });
+        const got = out[h * headDim + d] as number;
+        expect(Math.abs(got - expected)).toBeLessThanOrEqual(1e-6 * (Math.abs(expected) + 1));
+      }
+    }
+  });
+});

@@ -19,6 +19,22 @@ export interface AttentionParams {
   readonly scale: number;
   /** Per-head sink logits, or undefined for none. */
   readonly sinks?: Float32Array;
+  /** A learned logit per head and relative-distance bucket added to each score, or undefined for none. */
+  readonly relativeBias?: RelativeBias;
+}
+
+/**
+ * T5-style relative position logits: head h's score for a key d positions back gets
+ * logits[h * numBuckets + buckets[min(d, buckets.length - 1)]] added after the 1/sqrt scaling.
+ * Only this scalar reference takes them (blocks/attention/relative-bias-attention.ts calls it); the
+ * pool's fast kernels have no bias term.
+ */
+export interface RelativeBias {
+  /** [numHeads, numBuckets], head-major. */
+  readonly logits: Float32Array;
+  readonly numBuckets: number;
+  /** The bucket of each distance 0..buckets.length - 1, the last standing for every further one. */
+  readonly buckets: Int32Array;
 }
 
 /**
@@ -35,7 +51,7 @@ export function pagedAttention(
   scratch: AttentionScratch,
 ): void {
   const { q, qOffset, blocks, pos, out, outOffset } = query;
-  const { numHeads, scale, sinks } = params;
+  const { numHeads, scale, sinks, relativeBias } = params;
   const { headDim, vHeadDim, numKvHeads, keys, values, keyStride, valueStride } = cache;
   const { placement } = cache;
   const first = placement.firstVisible(pos);
@@ -73,7 +89,10 @@ export function pagedAttention(
         }
         let s = s0 + s1 + (s2 + s3);
         for (; d < headDim; d++) s += (q[qo + d] as number) * (keys[ko + d] as number);
-        scores[g * n + i] = s * scale;
+        scores[g * n + i] =
+          relativeBias === undefined
+            ? s * scale
+            : s * scale + relativeLogit(relativeBias, kvh * group + g, n - 1 - i);
       }
     }
     for (let g = 0; g < group; g++) {
@@ -89,6 +108,12 @@ export function pagedAttention(
       for (let d = 0; d < vHeadDim; d++) out[oo + d] = acc[d] as number;
     }
   }
+}
+
+function relativeLogit(bias: RelativeBias, head: number, distance: number): number {
+  const { buckets } = bias;
+  const bucket = buckets[Math.min(distance, buckets.length - 1)] as number;
+  return bias.logits[head * bias.numBuckets + bucket] as number;
 }
 
 /** Reusable scratch so attention allocates nothing per token. */

@@ -1,0 +1,310 @@
+/**
+ * DeepSeek-V4 on the reference engine (DeepSeek-V4.1-Flash's lineage), after HF transformers
+ * `models/deepseek_v4` (`configuration_deepseek_v4.py`, `modeling_deepseek_v4.py`): every layer
+ * is V4 attention (blocks/attention/v4-attention.ts: a sliding window, plus compressed sparse or
+ * heavily compressed rows by `layer_types`) and V4's mixture of experts (blocks/mlp/v4-moe.ts:
+ * hash-routed in the first layers by `mlp_layer_types`), joined by mHC (blocks/residual/mhc*.ts).
+ *
+ * config.json fields read, in HF's spelling and the legacy one V4 checkpoints ship (folded in as
+ * HF's `__post_init__` does): `layer_types` or `compress_ratios` (per layer: 0, or 1 as vLLM reads
+ * it, sliding; else the layer's ratio); `compress_rates` or `compress_rate_csa` / `compress_rate_hca`; `mlp_layer_types`
+ * or `num_hash_layers`; `partial_rotary_factor` or `qk_rope_head_dim`; `rope_theta` for sliding
+ * layers, `compress_rope_theta` with `rope_scaling` (YaRN, attention factor 1 as HF forces) for the
+ * others. Known not to matter for inference: `initializer_range`, `attention_dropout`,
+ * `router_aux_loss_coef`, `router_jitter_noise`, `output_router_logits`, `use_cache`,
+ * `torch_dtype`. `num_nextn_predict_layers` counts the MTP layer, whose `mtp.*` tensors serve
+ * drafting and are not read here (HF drops them the same way). Refused by name: a key-value head
+ * count other than 1, attention or MLP biases, shared experts other than 1, an activation other
+ * than silu, tied embeddings' absence of lm_head aside.
+ *
+ * Tensor names are transformers' (`model.layers.N.self_attn.*`, `.mlp.*`, `.attn_hc.*`,
+ * `.ffn_hc.*`, `model.hc_head.*`, `model.embed_tokens`, `model.norm`, `lm_head`).
+ */
+import { z } from "zod";
+import type { Architecture, ModelConfig, TinyModelOptions } from "../architecture.js";
+import {
+  V4_ATTENTION_SWITCH,
+  V4Attention,
+  type V4AttentionSpec,
+  v4AttentionNames,
+  v4AttentionParameters,
+  v4AttentionStates,
+} from "../blocks/attention/v4-attention.js";
+import { V4Moe, type V4MoeSpec, v4MoeNames, v4MoeParameters } from "../blocks/mlp/v4-moe.js";
+import type { MhcConfig } from "../blocks/residual/mhc.js";
+import type { WeightSource } from "../loader/weight-source.js";
+import type { CausalLM } from "../model/causal-lm.js";
+import type { TinyModelFiles } from "../tiny/files.js";
+import { tinyKit } from "../tiny/port-kit.js";
+import {
+  type Fail,
+  nonNegative,
+  parseConfigFields,
+  positive,
+  TOKEN_ID_FIELDS,
+  tokenIdConfig,
+} from "./config-fields.js";
+import { embeddingParameters, layerPrefix, mhcDecoder, mhcDecoderParameters } from "./decoder.js";
+
+export const MODEL_TYPE = "deepseek_v4";
+
+const LAYER_TYPES = [
+  "sliding_attention",
+  "compressed_sparse_attention",
+  "heavily_compressed_attention",
+] as const;
+const KIND_OF = {
+  sliding_attention: "sliding",
+  compressed_sparse_attention: "csa",
+  heavily_compressed_attention: "hca",
+} as const;
+
+const yarnField = z
+  .looseObject({
+    type: z.string().optional(),
+    rope_type: z.string().optional(),
+    factor: z.number().positive().optional(),
+    original_max_position_embeddings: positive.optional(),
+    beta_fast: z.number().optional(),
+    beta_slow: z.number().optional(),
+  })
+  .nullish();
+
+/** The config.json fields this code reads; others are ignored (see the file's doc). */
+const V4Fields = z.looseObject({
+  model_type: z.literal(MODEL_TYPE),
+  vocab_size: positive,
+  hidden_size: positive,
+  num_hidden_layers: positive,
+  num_attention_heads: positive,
+  num_key_value_heads: z.literal(1).default(1),
+  head_dim: positive,
+  q_lora_rank: positive,
+  partial_rotary_factor: z.number().positive().max(1).nullish(),
+  qk_rope_head_dim: nonNegative.nullish(),
+  sliding_window: positive,
+  o_groups: positive,
+  o_lora_rank: positive,
+  layer_types: z.array(z.enum(LAYER_TYPES)).nullish(),
+  compress_ratios: z.array(nonNegative).nullish(),
+  compress_rates: z
+    .strictObject({ compressed_sparse_attention: positive, heavily_compressed_attention: positive })
+    .nullish(),
+  compress_rate_csa: positive.nullish(),
+  compress_rate_hca: positive.nullish(),
+  index_n_heads: positive,
+  index_head_dim: positive,
+  index_topk: positive,
+  rope_theta: z.number().positive().default(10_000),
+  compress_rope_theta: z.number().positive().default(160_000),
+  rope_scaling: yarnField,
+  rope_parameters: z.null().optional(),
+  hc_mult: positive.default(4),
+  hc_sinkhorn_iters: positive.default(20),
+  hc_eps: z.number().positive().default(1e-6),
+  n_routed_experts: positive,
+  num_experts_per_tok: positive,
+  n_shared_experts: z.literal(1).default(1),
+  moe_intermediate_size: positive,
+  scoring_func: z.literal("sqrtsoftplus").default("sqrtsoftplus"),
+  norm_topk_prob: z.boolean().default(true),
+  routed_scaling_factor: z.number().positive().default(1.5),
+  swiglu_limit: z.number().positive().default(10),
+  mlp_layer_types: z.array(z.enum(["hash_moe", "moe"])).nullish(),
+  num_hash_layers: nonNegative.nullish(),
+  num_nextn_predict_layers: nonNegative.default(1),
+  hidden_act: z.literal("silu").default("silu"),
+  rms_norm_eps: z.number().positive().default(1e-6),
+  max_position_embeddings: positive.default(1_048_576),
+  tie_word_embeddings: z.boolean().default(false),
+  attention_bias: z.literal(false).default(false),
+  mlp_bias: z.literal(false).default(false),
+  ...TOKEN_ID_FIELDS,
+});
+
+/** The engine's view of a DeepSeek-V4 config.json. */
+export interface V4Config extends ModelConfig {
+  readonly rmsNormEps: number;
+  readonly tieWordEmbeddings: boolean;
+  readonly mhc: MhcConfig;
+  readonly layers: readonly { readonly attention: V4AttentionSpec; readonly moe: V4MoeSpec }[];
+  /** MTP layers the checkpoint carries (their tensors are not read here). */
+  readonly mtpLayers: number;
+}
+
+/** Parses a DeepSeek-V4 config.json; MODEL_CONFIG_INVALID names the field to fix. */
+export function parseV4Config(json: unknown, source = "config.json"): V4Config {
+  const { fields: c, fail } = parseConfigFields(V4Fields, json, source, "DeepSeek-V4");
+  const L = c.num_hidden_layers;
+  const rates = {
+    csa: c.compress_rates?.compressed_sparse_attention ?? c.compress_rate_csa ?? 4,
+    hca: c.compress_rates?.heavily_compressed_attention ?? c.compress_rate_hca ?? 128,
+  };
+  const kinds = layerKinds(c, rates, fail);
+  const mlpTypes = c.mlp_layer_types ?? [];
+  if (c.mlp_layer_types != null && mlpTypes.length < L)
+    fail(
+      "mlp_layer_types",
+      `lists ${mlpTypes.length} layers but num_hidden_layers is ${L}; list every layer.`,
+    );
+  const hashLayers = c.num_hash_layers ?? 3;
+  const ropeDim = c.qk_rope_head_dim ?? Math.round(c.head_dim * (c.partial_rotary_factor ?? 64 / 512));
+  if (ropeDim % 2 !== 0 || ropeDim > c.head_dim)
+    fail(
+      "qk_rope_head_dim",
+      `the rotated part (${ropeDim}) must be even and at most head_dim ${c.head_dim}.`,
+    );
+  const s = c.rope_scaling;
+  const kind = s?.rope_type ?? s?.type ?? "default";
+  if (kind !== "default" && kind !== "yarn")
+    fail(
+      "rope_scaling",
+      `RoPE scaling "${kind}" is not DeepSeek-V4's (it scales its compressed layers with yarn).`,
+    );
+  const yarn =
+    s != null && kind === "yarn"
+      ? {
+          factor: s.factor ?? fail("rope_scaling.factor", "is required for yarn; set it."),
+          originalMaxPositionEmbeddings: s.original_max_position_embeddings ?? c.max_position_embeddings,
+          betaFast: s.beta_fast ?? 32,
+          betaSlow: s.beta_slow ?? 1,
+          // HF forces the compressed layers' attention factor to 1: an equal mscale pair gives 1.
+          mscale: 1,
+          mscaleAllDim: 1,
+        }
+      : undefined;
+  if (c.num_experts_per_tok > c.n_routed_experts)
+    fail("num_experts_per_tok", `${c.num_experts_per_tok} exceeds the ${c.n_routed_experts} routed experts.`);
+  const layers = kinds.map((k, i) => {
+    const attention: V4AttentionSpec = {
+      kind: k,
+      numHeads: c.num_attention_heads,
+      headDim: c.head_dim,
+      ropeDim,
+      qLoraRank: c.q_lora_rank,
+      window: c.sliding_window,
+      oGroups: c.o_groups,
+      oLoraRank: c.o_lora_rank,
+      ropeTheta: k === "sliding" ? c.rope_theta : c.compress_rope_theta,
+      ...(k !== "sliding" && yarn ? { yarn } : {}),
+      compressRatio: k === "sliding" ? 0 : rates[k],
+      ...(k === "csa"
+        ? { indexer: { numHeads: c.index_n_heads, headDim: c.index_head_dim, topK: c.index_topk } }
+        : {}),
+      normEps: c.rms_norm_eps,
+    };
+    const hash = c.mlp_layer_types != null ? mlpTypes[i] === "hash_moe" : i < hashLayers;
+    const moe: V4MoeSpec = {
+      routing: hash ? "hash" : "topk",
+      numExperts: c.n_routed_experts,
+      topK: c.num_experts_per_tok,
+      intermediateSize: c.moe_intermediate_size,
+      routedScalingFactor: c.routed_scaling_factor,
+      normTopKProb: c.norm_topk_prob,
+      swigluLimit: c.swiglu_limit,
+      vocabSize: c.vocab_size,
+    };
+    return { attention, moe };
+  });
+  return {
+    modelType: MODEL_TYPE,
+    vocabSize: c.vocab_size,
+    hiddenSize: c.hidden_size,
+    maxPositionEmbeddings: c.max_position_embeddings,
+    rmsNormEps: c.rms_norm_eps,
+    tieWordEmbeddings: c.tie_word_embeddings,
+    mhc: { streams: c.hc_mult, sinkhornIters: c.hc_sinkhorn_iters, hcEps: c.hc_eps, normEps: c.rms_norm_eps },
+    layers,
+    mtpLayers: c.num_nextn_predict_layers,
+    ...tokenIdConfig(c),
+  };
+}
+
+/** Each layer's attention kind from `layer_types`, else legacy `compress_ratios`, else HF's default. */
+function layerKinds(
+  c: z.infer<typeof V4Fields>,
+  rates: { readonly csa: number; readonly hca: number },
+  fail: Fail,
+): ("sliding" | "csa" | "hca")[] {
+  const L = c.num_hidden_layers;
+  if (c.layer_types != null) {
+    if (c.layer_types.length < L)
+      fail(
+        "layer_types",
+        `lists ${c.layer_types.length} layers but num_hidden_layers is ${L}; list every layer.`,
+      );
+    return c.layer_types.slice(0, L).map((t) => KIND_OF[t]);
+  }
+  if (c.compress_ratios != null) {
+    if (c.compress_ratios.length < L)
+      fail("compress_ratios", `lists ${c.compress_ratios.length} layers but num_hidden_layers is ${L}.`);
+    return c.compress_ratios.slice(0, L).map((r, i) => {
+      // HF maps 0 to a sliding layer; vLLM builds a compressor only for a ratio above 1.
+      if (r <= 1) return "sliding";
+      if (r === rates.csa) return "csa";
+      if (r === rates.hca) return "hca";
+      return fail(
+        `compress_ratios[${i}]`,
+        `${r} is neither 0 or 1 (sliding) nor the compressed sparse ratio ${rates.csa} nor the heavily compressed ratio ${rates.hca}.`,
+      );
+    });
+  }
+  // HF's default: two heavily compressed layers, then compressed sparse and heavily compressed alternating.
+  return Array.from({ length: L }, (_, i) => (i < 2 || (i - 2) % 2 === 0 ? "hca" : "csa"));
+}
+
+/** DeepSeek-V4 from engine blocks: V4 attention and V4 MoE in every layer, joined by mHC. */
+export function buildV4(config: V4Config, w: WeightSource): CausalLM {
+  const H = config.hiddenSize;
+  return mhcDecoder(
+    w,
+    { ...config, numLayers: config.layers.length },
+    (i, p) => {
+      const layer = config.layers[i] as V4Config["layers"][number];
+      return {
+        mixer: V4Attention.load(w, v4AttentionNames(p), layer.attention, H),
+        ffn: V4Moe.load(w, v4MoeNames(p), layer.moe, H),
+      };
+    },
+    [V4_ATTENTION_SWITCH],
+  );
+}
+
+/**
+ * The tiny reference model of `config`: a byte-level BPE trained on `corpus` and seeded weights
+ * from the blocks' declarations (each hash layer's table by tinyHashExpert, as I32), the experts in
+ * MXFP4 as the checkpoint ships them. The same config, corpus and seed give the same bytes.
+ */
+export function v4TinyModel(
+  config: Record<string, unknown>,
+  corpus: string,
+  options: TinyModelOptions = {},
+): TinyModelFiles {
+  const seed = options.seed ?? 0;
+  const spec = parseV4Config(config, "reference config");
+  const kit = tinyKit(spec, corpus, seed);
+  const H = spec.hiddenSize;
+  kit.parameters(embeddingParameters({ ...spec, vocabSize: kit.vocab }));
+  kit.parameters(mhcDecoderParameters(spec.mhc, spec.layers.length, H));
+  spec.layers.forEach((layer, i) => {
+    const p = layerPrefix(i);
+    kit.parameters(v4AttentionParameters(v4AttentionNames(p), layer.attention, H));
+    // One table row per token of the trained vocabulary, the config's vocab_size as written.
+    const { gateUp, down, ...rest } = v4MoeParameters(
+      v4MoeNames(p),
+      { ...layer.moe, vocabSize: kit.vocab },
+      H,
+    );
+    kit.parameters(rest);
+    kit.parameters([gateUp, down], "mxfp4");
+  });
+  return kit.files(config, "DeepseekV4ForCausalLM", options.port);
+}
+
+export const deepseekV4Architecture: Architecture<V4Config> = {
+  parseConfig: parseV4Config,
+  build: buildV4,
+  states: (config, switches) => config.layers.map((l) => v4AttentionStates(l.attention, switches)),
+  ignoresTensor: (name) => /(^|\.)mtp\./.test(name),
+  tinyModel: v4TinyModel,
+};
