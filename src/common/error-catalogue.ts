@@ -292,6 +292,7 @@ export const ERROR_CATALOGUE = {
   UP_ABORTED: { category: "interrupted" },
   UP_FLAG_NEEDS_ENDPOINT: { category: "usage" },
   UP_REFERENCE_WITHOUT_ENDPOINT: { category: "usage" },
+  UP_SWEEP_FLAG_CONFLICT: { category: "usage" },
   UP_SWITCH_INVALID: { category: "input" },
 
   // why a gate or an A/B of `up` did not run (summary rows)

@@ -36,8 +36,8 @@ export interface Architecture<C extends ModelConfig = ModelConfig> {
    * default), from the config alone: equal to the built model's `states(switches)`.
    */
   states(config: C, switches: ReadonlyMap<string, string>): LayerStates[];
-  /** Checkpoint tensors the model knowingly does not use (for example MTP layers). */
-  ignoresTensor?(name: string): boolean;
+  /** Checkpoint tensors the model of `config` knowingly does not use (for example MTP layers). */
+  ignoresTensor?(name: string, config: C): boolean;
   /** The tiny reference model of `config` (a config.json object): a BPE trained on `corpus`, seeded weights. */
   tinyModel?(config: Record<string, unknown>, corpus: string, options?: TinyModelOptions): TinyModelFiles;
   /**

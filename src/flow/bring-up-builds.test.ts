@@ -48,7 +48,7 @@ beforeAll(async () => {
   await mkdir(join(root, "ports"));
   await cp(join(REPO, "ports", "README.md"), join(root, "ports", "README.md"));
   await cp(join(REPO, "ports", PORT), join(root, "ports", PORT), { recursive: true });
-  quick = { root, port: PORT, cacheDir: join(root, "cache"), site: false, threads: 1 };
+  quick = { root, port: PORT, cacheDir: join(root, "cache"), site: false, sweep: false, threads: 1 };
 });
 
 afterAll(async () => {

@@ -1,6 +1,7 @@
 // What a caller of bringUp chooses: the port, the target (embedded or an endpoint), quick-run sizes,
 // where outputs go, and the hooks a display listens on.
 import type { ProgressEvent, StageEvent } from "./summary.js";
+import type { SweepSize } from "./sweep-stage.js";
 
 export interface BringUpOptions {
   /** The project root holding ports/ (and where the site and the model cache go by default). */
@@ -24,6 +25,11 @@ export interface BringUpOptions {
     readonly outputTokens?: number;
     readonly blocks?: number;
   };
+  /**
+   * The throughput-latency sweep of the build against the baseline on the embedded engine: sizes
+   * over DEFAULT_SWEEP's (concurrency 1 and 2, short requests), or false to leave it out.
+   */
+  readonly sweep?: false | Partial<SweepSize>;
   /** Build the site at the end (default true); it includes the local records, marked local. */
   readonly site?: boolean;
   /** Where the site is built (default: <root>/site-out, as `bringup site build`). */

@@ -2,9 +2,10 @@ import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/pr
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { sweepRecordId } from "../bench/index.js";
 import { loadCatalog, scaffoldPort } from "../catalog/index.js";
 import { readRecords } from "../records/index.js";
-import { renderSite } from "../site/index.js";
+import { renderSite, sweepCharts } from "../site/index.js";
 import { bringUp } from "./bring-up.js";
 import type { BringUpOptions } from "./bring-up-options.js";
 import { nextSeriesId } from "./record-ids.js";
@@ -18,7 +19,7 @@ const LACKING = "nova-2";
 let root: string;
 let results: string;
 let published: string;
-/** Reduced sizes: needles at 1K, a short A/B; the site is rendered in memory instead of built. */
+/** Reduced sizes: needles at 1K, a short A/B and sweep; the site is rendered in memory instead of built. */
 let quick: BringUpOptions;
 
 beforeAll(async () => {
@@ -36,6 +37,7 @@ beforeAll(async () => {
     cacheDir: join(root, "cache"),
     needleContexts: [1024],
     benchmarkSize: { promptTokens: 128, outputTokens: 8, blocks: 2 },
+    sweep: { concurrencies: [1, 2], requestsPerStream: 1, promptTokens: 32, outputTokens: 4 },
     site: false,
   };
 });
@@ -149,6 +151,28 @@ describe("bringUp", () => {
     const trials = await readFile(join(results, "bench-trials.jsonl"), "utf8");
     expect(trials.split("\n").filter((line) => line.includes(`"${abId}-t0`))).toHaveLength(8);
 
+    // The sweep: the baseline and the build at each concurrency, each point's records in the local
+    // store under the sweep's id, which the port page draws as one throughput-latency chart.
+    const sweep = summary.sweep;
+    expect(sweep?.points.map((p) => [p.concurrency, p.arm, p.failed])).toEqual([
+      [1, "full KV layout", 0],
+      [1, "window-sized KV layout", 0],
+      [2, "window-sized KV layout", 0],
+      [2, "full KV layout", 0],
+    ]);
+    expect(sweep?.points.every((p) => p.outputTokPerS > 0 && p.ttftMedianMs > 0)).toBe(true);
+    expect(ends.find((e) => e.stage === "sweep")).toMatchObject({
+      status: "done",
+      detail: expect.stringContaining(`records ${sweep?.id}-*`),
+    });
+    const swept = written.filter((r) => sweepRecordId(r.id)?.sweep === sweep?.id);
+    expect(swept).toHaveLength(16);
+    expect(swept.every((r) => summary.records.includes(r.id) && r.method === "single-run")).toBe(true);
+    expect(swept.find((r) => r.id.endsWith("-c2-ttft-ms"))?.arms[0]?.samples).toHaveLength(2);
+    expect(swept[0]?.arms[0]?.fingerprint?.server_flags?.at(-1)).toBe("--kv-layout=full");
+    const charts = await sweepCharts(written);
+    expect(charts.map((c) => c.file)).toEqual([`${sweep?.id}.sweep.svg`]);
+
     await expectStopped([summary.servers.build, summary.servers.baseline, summary.servers.retrieval]);
 
     // The records stay in the local store: the published ones are byte for byte as they were.
@@ -177,6 +201,7 @@ describe("bringUp", () => {
     expect(expected.every((id) => /\.[0-9]+$/.test(id))).toBe(true);
     const summary = await bringUp({
       ...quick,
+      sweep: false,
       signal: controller.signal,
       onStage: (event) => events.push(event),
       // Stop as soon as the first A/B trial is measured.
@@ -190,6 +215,11 @@ describe("bringUp", () => {
       skipped: [expect.objectContaining({ code: "UP_ABORTED" })],
     });
     expect(events.find((e) => e.stage === "weights" && e.status === "done")?.detail).toContain("tiny reused");
+    expect(events.find((e) => e.stage === "sweep" && e.status !== "started")).toMatchObject({
+      status: "skipped",
+      detail: "--no-sweep",
+    });
+    expect(summary.sweep).toBeUndefined();
     expect(summary.gates.map((g) => g.record)).toEqual(expected);
     expect(events.find((e) => e.stage === "site")?.status).toBe("started");
     expect(events.find((e) => e.stage === "site" && e.status !== "started")?.status).toBe("skipped");
@@ -200,6 +230,33 @@ describe("bringUp", () => {
     // The trial measured before the stop is kept; no A/B record was made from one trial.
     expect(ids).toContain(`${abId}-t001-a`);
     expect(ids).not.toContain(abId);
+  });
+
+  it("stopped during the sweep, keeps the points measured before the stop and runs no A/B", async () => {
+    const controller = new AbortController();
+    const summary = await bringUp({
+      ...quick,
+      signal: controller.signal,
+      onProgress: (event) => {
+        if (event.stage === "sweep" && event.done === 1) controller.abort();
+      },
+    });
+    expect(summary.aborted).toBe(true);
+    expect(summary.sweep?.points.map((p) => [p.concurrency, p.arm])).toEqual([[1, "full KV layout"]]);
+    const swept = (await readRecords(results)).filter(
+      (r) => sweepRecordId(r.id)?.sweep === summary.sweep?.id,
+    );
+    expect(swept.map((r) => sweepRecordId(r.id)?.metric)).toEqual([
+      "output-throughput",
+      "ttft-ms",
+      "tpot-ms",
+      "e2el-ms",
+    ]);
+    expect(summary.stages.find((s) => s.stage === "benchmarks")).toMatchObject({
+      status: "skipped",
+      detail: "stopped before the A/Bs",
+    });
+    await expectStopped([summary.servers.build, summary.servers.baseline, summary.servers.retrieval]);
   });
 
   it("says what a port lacks: a reference section, or model code", async () => {

@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import type { AbResult } from "../bench/index.js";
 import {
+  type Build,
   describeConversion,
   type Gate as GateSpec,
   loadCatalog,
@@ -34,10 +35,18 @@ import { gateSummary, gateWorkloadDifferences, kvCapacityTheory, notRun, planGat
 import { type ReferenceGateRun, runReferenceGate } from "./gate-stage.js";
 import { loadPort, makeWeights, modelCacheDir } from "./port-weights.js";
 import { nextSeriesId, recordIds } from "./record-ids.js";
-import { declaredBuilds, describeReferencePlan } from "./reference-builds.js";
+import { declaredBuilds, describeReferencePlan, ownBuild } from "./reference-builds.js";
 import { type Servers, startServers } from "./reference-servers.js";
 import { StageClock } from "./stage-clock.js";
 import type { BringUpSummary, FigureSummary, GateSummary, SkippedBenchmark } from "./summary.js";
+import {
+  describeSweep,
+  runReferenceSweep,
+  type SweepSummary,
+  sweepBlocked,
+  sweepSize,
+} from "./sweep-stage.js";
+import { promptTokens } from "./tiny-model.js";
 
 /**
  * Brings a port up end to end: loads its manifest, makes (or reuses) its tiny reference weights,
@@ -82,6 +91,7 @@ export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> 
   let converted: ConvertedWeights | undefined;
   let page: string | undefined;
   let siteDir: string | undefined;
+  let sweepSummary: SweepSummary | undefined;
   try {
     const { port, reference, portModel } = await clock.run("manifest", async () => {
       const value = await loadPort(options.root, portId, external);
@@ -206,6 +216,54 @@ export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> 
         return { value: undefined, detail: `${passed} of ${gates.length} passed` };
       });
     }
+    const sweep = sweepSize(options.sweep);
+    const blocked = sweep && sweepBlocked(reference, sweep);
+    if (aborted()) clock.skip("sweep", "stopped before the sweep");
+    else if (sweep === undefined) clock.skip("sweep", "--no-sweep");
+    else if (external)
+      clock.skip(
+        "sweep",
+        "the sweep runs on the embedded engine; sweep an endpoint with `bringup bench run --max-concurrency 1,2,4,...`",
+      );
+    else if (blocked !== undefined) clock.skip("sweep", blocked);
+    else {
+      sweepSummary = await clock.run("sweep", async () => {
+        try {
+          const measured = await runReferenceSweep(
+            [
+              { server: servers.baseline as EmbeddedServer, build: reference.baseline as Build },
+              { server: servers.build as EmbeddedServer, build: ownBuild(reference) },
+            ],
+            {
+              port: portId,
+              resultsDir,
+              command,
+              size: sweep,
+              tokens: promptTokens(models?.tiny as LoadedModel),
+              ...(signal ? { signal } : {}),
+              onPoint: (point, done, total) =>
+                options.onProgress?.({
+                  stage: "sweep",
+                  done,
+                  total,
+                  item: `c${point.concurrency} ${point.arm} ${point.result.metrics.outputThroughput.toFixed(1)} tok/s`,
+                }),
+            },
+          );
+          records.push(...measured.records);
+          if (measured.summary.points.length === 0)
+            return { value: undefined, detail: "stopped before the first point", skipped: true };
+          return { value: measured.summary, detail: describeSweep(measured.summary) };
+        } catch (error) {
+          if (aborted()) return { value: undefined, detail: "stopped during the sweep", skipped: true };
+          if (!isBringupError(error)) throw error;
+          // A sweep that cannot measure leaves the gates' verdict and the A/Bs to run.
+          const detail = `${error.message} (${error.code})`;
+          return { value: undefined, detail, failed: true };
+        }
+      });
+    }
+
     // The A/Bs restart the build server as each arm; the other servers are done.
     await Promise.all(
       allServers()
@@ -243,7 +301,7 @@ export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> 
               ...(arms.switchTo ? { switchTo: arms.switchTo } : {}),
               ...(options.model !== undefined ? { model: options.model } : {}),
               ...(options.apiKey !== undefined ? { apiKey: options.apiKey } : {}),
-              ...(models ? { tokens: { low: 3, high: Math.min(259, models.tiny.config.vocabSize) } } : {}),
+              ...(models ? { tokens: promptTokens(models.tiny) } : {}),
               stallTimeoutMs: external ? ENDPOINT_REQUEST_TIMEOUT_MS : EMBEDDED_REQUEST_TIMEOUT_MS,
               requestTimeoutMs: external ? ENDPOINT_REQUEST_TIMEOUT_MS : EMBEDDED_REQUEST_TIMEOUT_MS,
               ...(signal ? { signal } : {}),
@@ -315,6 +373,7 @@ export async function bringUp(options: BringUpOptions): Promise<BringUpSummary> 
     gates,
     figures,
     skippedBenchmarks,
+    ...(sweepSummary !== undefined ? { sweep: sweepSummary } : {}),
     servers: {
       ...(servers.build ? { build: servers.build.url } : {}),
       ...(servers.baseline ? { baseline: servers.baseline.url } : {}),

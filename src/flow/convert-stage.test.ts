@@ -72,6 +72,7 @@ describe("bringUp's conversion of the tiny checkpoint", () => {
       port: PORT,
       cacheDir,
       site: false,
+      sweep: false,
       onStage: (event) => events.push(event),
     });
     expect(summary.gates.map((g) => [g.kind, g.status, g.value])).toEqual([

@@ -46,6 +46,7 @@ describe("bringUp against an endpoint where nothing can run", () => {
     expect(status).toMatchObject({
       serve: "skipped",
       gates: "skipped",
+      sweep: "skipped",
       benchmarks: "skipped",
       site: "skipped",
     });

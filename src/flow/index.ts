@@ -1,7 +1,8 @@
 /**
  * The one flow that joins the stages: `bringUp` takes a port from its manifest to a built page.
  * Tiny reference weights (cached) -> embedded servers (the build, the baseline, the retrieval
- * variant) or an outside endpoint -> the reference section's gates -> its A/Bs (same-pod, the one
+ * variant) or an outside endpoint -> the reference section's gates -> a throughput-latency sweep of
+ * the build against the baseline (embedded only) -> its A/Bs (same-pod, the one
  * server restarted per arm) -> records in the port's local store (.bringup/results/<id>/, published
  * into ports/<id>/results/ only by `bringup records publish`) -> the site. Every server stops,
  * also on failure or abort; what was recorded stays.
@@ -9,6 +10,7 @@
  *   const summary = await bringUp({ root, port: "mimo-v2.6-flash", onStage, onProgress, signal });
  *   summary.gates;     // each gate passed / failed / not-run, with its one-line summary and record
  *   summary.figures;   // each figure with its method (and interval, for an A/B)
+ *   summary.sweep;     // each point of the sweep: arm, concurrency, output tok/s, median TTFT and TPOT
  *   summary.page;      // the port's built page
  */
 export { AB_WORKLOAD_SEED } from "./ab-stage.js";

@@ -22,12 +22,17 @@ export function gateBaseline(spec: GateSpec, reference: Reference): Build | unde
   };
 }
 
-/** Every build the reference section serves, with where port.yaml declares it. */
-export function declaredBuilds(reference: Reference): DeclaredBuild[] {
-  const own: Build = {
+/** The port's own build: the reference section's KV layout and switches. */
+export function ownBuild(reference: Reference): Build {
+  return {
     kv_layout: reference.kv_layout,
     ...(reference.switches !== undefined ? { switches: reference.switches } : {}),
   };
+}
+
+/** Every build the reference section serves, with where port.yaml declares it. */
+export function declaredBuilds(reference: Reference): DeclaredBuild[] {
+  const own = ownBuild(reference);
   return [
     { where: "reference", build: own },
     ...(reference.baseline !== undefined ? [{ where: "reference.baseline", build: reference.baseline }] : []),

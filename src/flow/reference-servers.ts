@@ -4,11 +4,12 @@ import { type Build, buildKey, conversionKey, describeBuild, type Reference } fr
 import { kvBytesPerSequence, type LoadedModel, planKvCache } from "../engine/index.js";
 import type { BringUpOptions } from "./bring-up-options.js";
 import { EmbeddedServer } from "./embedded-server.js";
-import { gateBaseline } from "./reference-builds.js";
+import { gateBaseline, ownBuild } from "./reference-builds.js";
+import { sweepSize } from "./sweep-stage.js";
 
 /** Tokens per KV block on the embedded servers (the engine's default). */
 export const EMBEDDED_BLOCK_SIZE = 16;
-/** Requests in flight the embedded build and baseline accept (gates send one at a time). */
+/** Requests in flight the embedded build and baseline accept at least (gates send one at a time). */
 const EMBEDDED_MAX_NUM_SEQS = 4;
 
 export interface Servers {
@@ -42,6 +43,8 @@ export async function startServers(
     0,
     ...reference.gates.map((g) => (g.kind === "bit-identical-decode" ? (g.concurrent ?? 0) : 0)),
   );
+  // The sweep's highest concurrency runs all at once on the build and on the baseline.
+  const sweeping = Math.max(0, ...(sweepSize(options.sweep)?.concurrencies ?? []));
   const blockSize = EMBEDDED_BLOCK_SIZE;
   const kvCacheBytes =
     requests *
@@ -55,7 +58,7 @@ export async function startServers(
     maxModelLen: reference.max_model_len,
     kvCacheBytes,
     blockSize,
-    maxNumSeqs: Math.max(EMBEDDED_MAX_NUM_SEQS, requests, concurrent),
+    maxNumSeqs: Math.max(EMBEDDED_MAX_NUM_SEQS, requests, concurrent, sweeping),
     ...(options.threads !== undefined ? { threads: options.threads } : {}),
   };
   const start = (build: Build) =>
@@ -72,10 +75,7 @@ export async function startServers(
       },
       build.kv_layout,
     );
-  const buildSpec: Build = {
-    kv_layout: reference.kv_layout,
-    ...(reference.switches !== undefined ? { switches: reference.switches } : {}),
-  };
+  const buildSpec = ownBuild(reference);
   servers.build = await start(buildSpec);
   const started = [`build (${describeBuild(buildSpec)}) ${servers.build.url}`];
   if (reference.baseline !== undefined) {

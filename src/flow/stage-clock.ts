@@ -5,6 +5,8 @@ export interface StageResult<T> {
   readonly value: T;
   readonly detail: string;
   readonly skipped?: boolean;
+  /** The stage could not do its work, but the run goes on (the detail says why). */
+  readonly failed?: boolean;
 }
 
 /** Runs stages one after another, announcing each start and end and keeping how long each took. */
@@ -23,7 +25,7 @@ export class StageClock {
       this.end(stage, "failed", (error as Error).message, started);
       throw error;
     }
-    this.end(stage, result.skipped ? "skipped" : "done", result.detail, started);
+    this.end(stage, result.failed ? "failed" : result.skipped ? "skipped" : "done", result.detail, started);
     return result.value;
   }
 

@@ -1,6 +1,7 @@
 import type { ErrorCode } from "../common/error-catalogue.js";
 import type { GateKind, GateStatus } from "../gates/index.js";
 import type { Method, Unit } from "../records/index.js";
+import type { SweepSummary } from "./sweep-stage.js";
 
 /** The stages of a bring-up, in the order they run. */
 export const STAGES = [
@@ -9,6 +10,7 @@ export const STAGES = [
   "convert",
   "serve",
   "gates",
+  "sweep",
   "benchmarks",
   "site",
   "stop",
@@ -88,6 +90,8 @@ export interface BringUpSummary {
   readonly gates: readonly GateSummary[];
   readonly figures: readonly FigureSummary[];
   readonly skippedBenchmarks: readonly SkippedBenchmark[];
+  /** The throughput-latency sweep, when it measured a point. */
+  readonly sweep?: SweepSummary;
   /** The embedded servers' URLs by role (none with an outside endpoint); all are stopped when bringUp returns. */
   readonly servers: { readonly build?: string; readonly baseline?: string; readonly retrieval?: string };
   /** Every record appended, by id, in order. */

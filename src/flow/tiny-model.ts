@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
-import { toolVersion } from "../bench/index.js";
+import { DEFAULT_TOKEN_RANGE, type TokenRange, toolVersion } from "../bench/index.js";
 import { BringupError } from "../common/errors.js";
-import type { Architecture } from "../engine/index.js";
+import type { Architecture, LoadedModel } from "../engine/index.js";
 import { type CachedModel, cachedModel, weightsCode } from "./model-cache.js";
 
 /** The weight seed of every tiny reference model: the manifest's config alone decides the model. */
@@ -37,6 +37,11 @@ export async function cachedTinyModel(
   return cachedModel(cacheDir, `${portId}/tiny`, parts, () =>
     make(config, corpus, { seed: REFERENCE_SEED, port: portId }),
   );
+}
+
+/** Token ids the seeded A/B and sweep prompts are drawn from: the bench's range, inside the model's vocabulary. */
+export function promptTokens(model: LoadedModel): TokenRange {
+  return { low: DEFAULT_TOKEN_RANGE.low, high: Math.min(DEFAULT_TOKEN_RANGE.high, model.config.vocabSize) };
 }
 
 export function sha256(text: string): string {

@@ -2,7 +2,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { writeCheckpoint } from "./checkpoint.js";
+import { openCheckpoint, writeCheckpoint } from "./checkpoint.js";
 import { convertCheckpoint } from "./convert.js";
 import { inspectCheckpoint } from "./inspect.js";
 import { compareCheckpointValues, verifyCheckpoints } from "./verify.js";
@@ -80,6 +80,13 @@ describe("verify", () => {
       ...report,
       weights: report.weights.map(({ sha256A, sha256B, bytesIdentical, ...rest }) => rest),
     });
+    // From a checkpoint already open, listing only what differs: the checkpoint stays open.
+    const open = await openCheckpoint(join(root, "tweaked"));
+    const differing = await compareCheckpointValues(open, join(root, "fp8"), { differing: true });
+    expect(differing).toEqual({ ...values, weights: values.weights.filter((x) => !x.valuesIdentical) });
+    expect(differing.weights.map((x) => x.name)).toEqual(["mlp.w"]);
+    expect((await open.readTensor("norm.weight")).byteLength).toBe(16);
+    await open.close();
     const self = await verifyCheckpoints(join(root, "a"), join(root, "a", "model.safetensors"));
     expect(self.ok).toBe(true);
     await writeCheckpoint(join(root, "norm-only"), [

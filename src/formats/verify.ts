@@ -2,6 +2,7 @@ import { createHash, hash as digest } from "node:crypto";
 import { BringupError } from "../common/errors.js";
 import { type Checkpoint, openCheckpoint } from "./checkpoint.js";
 import { decodeToFloat32 } from "./decode.js";
+import { elementCount } from "./dtypes.js";
 import {
   detectLogicalTensors,
   fp8ScaleRows,
@@ -209,29 +210,38 @@ export async function verifyCheckpoints(
   return compare(pathA, pathB, options, checksums) as Promise<VerifyReport>;
 }
 
-/** verifyCheckpoints without the checksums: only whether the decoded values are the same. */
+/**
+ * verifyCheckpoints without the checksums: only whether the decoded values are the same. `a` may be
+ * a checkpoint already open (it stays open); with `differing`, the report lists only the weights
+ * whose values differ, as a checkpoint of hundreds of thousands of weights would make as many.
+ */
 export async function compareCheckpointValues(
-  pathA: string,
+  a: string | Checkpoint,
   pathB: string,
-  options: VerifyOptions = {},
+  options: VerifyOptions & { readonly differing?: boolean } = {},
 ): Promise<ComparisonReport<ValueComparison>> {
-  return compare(pathA, pathB, options);
+  return compare(a, pathB, options, undefined, options.differing === true);
 }
 
 type Pair = { a: LogicalTensor; b: LogicalTensor };
+
+/** The row comparisons of a weight without values. */
+const NO_ROWS: readonly RowsComparison[] = [];
 
 /**
  * The comparison both of those make; with `hash`, each weight's checksums too (as `checksums`
  * gives them), computed while the values are compared: then each weight is a WeightComparison.
  */
 async function compare(
-  pathA: string,
+  a: string | Checkpoint,
   pathB: string,
   options: VerifyOptions,
   hash?: (x: Checkpoint, y: Checkpoint, pairs: readonly Pair[]) => Promise<string[]>,
+  differing = false,
 ): Promise<ComparisonReport<ValueComparison | WeightComparison>> {
   const workerCount = options.workers ?? defaultWorkers();
-  const x = await openCheckpoint(pathA);
+  const x = typeof a === "string" ? await openCheckpoint(a) : a;
+  const pathA = typeof a === "string" ? a : x.path;
   try {
     const y = await openCheckpoint(pathB);
     try {
@@ -243,17 +253,20 @@ async function compare(
       });
       const sameShape = ({ a, b }: Pair) =>
         a.shape.length === b.shape.length && a.shape.every((d, i) => d === b.shape[i]);
-      const jobs = pairs.filter(sameShape).flatMap((pair) => {
-        const [a, b] = shortRows([pair.a, pair.b]) as [LogicalTensor, LogicalTensor];
-        const { rows, cols } = logicalRows(a);
-        const step = Math.max(1, Math.floor(VALUE_CHUNK_BYTES / 4 / Math.max(1, cols)));
-        return Array.from({ length: Math.ceil(rows / step) }, (_, k) => ({
-          a,
-          b,
-          start: k * step,
-          end: Math.min(rows, (k + 1) * step),
-        }));
-      });
+      // A weight without values has nothing to compare (and views of it would be garbage by the hundred thousand).
+      const jobs = pairs
+        .filter((pair) => sameShape(pair) && elementCount(pair.a.shape) > 0)
+        .flatMap((pair) => {
+          const [a, b] = shortRows([pair.a, pair.b]) as [LogicalTensor, LogicalTensor];
+          const { rows, cols } = logicalRows(a);
+          const step = Math.max(1, Math.floor(VALUE_CHUNK_BYTES / 4 / Math.max(1, cols)));
+          return Array.from({ length: Math.ceil(rows / step) }, (_, k) => ({
+            a,
+            b,
+            start: k * step,
+            end: Math.min(rows, (k + 1) * step),
+          }));
+        });
       const pool =
         workerCount > 0 && jobs.length > 0
           ? new WorkerPool<RowsJob, RowsComparison>(
@@ -278,9 +291,12 @@ async function compare(
           parts.push(values[k] as RowsComparison);
           byWeight.set(job.a.name, parts);
         }
-        const weights = pairs.map(({ a, b }, k) =>
-          comparison(a, b, sameShape({ a, b }) ? (byWeight.get(a.name) ?? []) : undefined, sums, k),
-        );
+        const weights: (ValueComparison | WeightComparison)[] = [];
+        for (const [k, { a, b }] of pairs.entries()) {
+          const parts = sameShape({ a, b }) ? (byWeight.get(a.name) ?? NO_ROWS) : undefined;
+          if (differing && parts?.every((p) => p.mismatches === 0) === true) continue;
+          weights.push(comparison(a, b, parts, sums, k));
+        }
         const namesA = new Set(la.map((t) => t.name));
         const onlyInA = la.filter((t) => !byName.has(t.name)).map((t) => t.name);
         const onlyInB = lb.filter((t) => !namesA.has(t.name)).map((t) => t.name);
@@ -293,7 +309,7 @@ async function compare(
       await y.close();
     }
   } finally {
-    await x.close();
+    if (typeof a === "string") await x.close();
   }
 }
 

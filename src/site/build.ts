@@ -160,7 +160,7 @@ export async function buildSite(
   for (const port of catalog.ports) {
     charts.set(port.id, [
       ...(await portCharts(port.records, referenceSeries(port.manifest).benchmarks, port.localRecords)),
-      ...(await sweepCharts(port.records)),
+      ...(await sweepCharts(port.records, port.localRecords)),
     ]);
   }
   const source = renderSite(catalog, await inventoryCatalog(catalog), charts);

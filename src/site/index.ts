@@ -9,3 +9,4 @@ export {
 export { inventoryCatalog, type PortFiles } from "./inventory.js";
 export { type ServeOptions, type SiteServer, serveSite } from "./serve.js";
 export { renderSite, type SitePage, type SiteSource } from "./site.js";
+export { sweepCharts } from "./sweep-chart.js";

@@ -159,23 +159,28 @@ function chartImage(chart: SiteChart): string {
 
 /**
  * The charts, each image carrying its record and method: every run of each reference series, the
- * latest run's trials and each throughput-latency sweep in view, the chart of every other measured
- * A/B collapsed below them.
+ * latest run's trials and the latest throughput-latency sweep in view (every `bringup up` adds a
+ * sweep), the chart of every other measured A/B and of earlier sweeps collapsed below them.
  */
 function chartsSection(port: LoadedPort, charts: readonly SiteChart[]): string[] {
   if (charts.length === 0) return [];
   const shown = new Set(
     (port.manifest.reference?.benchmarks ?? []).map((ab) => latestInSeries(port.records, ab.record)?.id),
   );
+  // Sweep ids end in their start time (sweep-<yyyymmdd>-<hhmmss>), so the greatest is the latest.
+  const latestSweep = charts
+    .map((chart) => chart.file)
+    .filter((file) => file.endsWith(".sweep.svg"))
+    .sort()
+    .at(-1);
   const inView = charts.filter(
-    (chart) =>
-      chart.file.endsWith(".runs.svg") || chart.file.endsWith(".sweep.svg") || shown.has(chart.record),
+    (chart) => chart.file.endsWith(".runs.svg") || chart.file === latestSweep || shown.has(chart.record),
   );
   const others = charts.filter((chart) => !inView.includes(chart));
   const parts = ["### Charts", "", ...inView.map((chart) => `${chartImage(chart)}\n`)];
   if (others.length > 0) {
     parts.push(
-      `::: details Every measured A/B (${others.length})`,
+      `::: details Every other measured A/B and sweep (${others.length})`,
       "",
       others.map(chartImage).join("\n\n"),
       "",

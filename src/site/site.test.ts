@@ -101,6 +101,26 @@ describe("renderSite", () => {
     expect(errorOf(() => renderSite({ root, ports: [] }, new Map())).code).toBe("SITE_EMPTY_CATALOG");
   });
 
+  it("shows the latest throughput-latency sweep and folds the earlier ones, as every bring-up adds one", () => {
+    const sweep = (stamp: string) => ({
+      file: `a-port/sweep-${stamp}.sweep.svg`,
+      record: `a-port/sweep-${stamp}-full-c1-output-throughput`,
+      method: "single-run",
+      caption: `sweep ${stamp}`,
+      svg: "<svg/>",
+    });
+    const charts = new Map([
+      ["a-port", [sweep("20261204-070000"), sweep("20261204-090000"), sweep("20261203-230000")]],
+    ]);
+    const site = renderSite({ root, ports: [port(root, manifest("a-port"), "x")] }, new Map(), charts);
+    const page = site.pages[1]?.markdown ?? "";
+    const [inView, folded] = page.split("::: details Every other measured A/B and sweep (2)");
+    expect(inView).toContain("/charts/a-port/sweep-20261204-090000.sweep.svg");
+    expect(inView).not.toContain("sweep-20261204-070000");
+    expect(folded).toContain("/charts/a-port/sweep-20261204-070000.sweep.svg");
+    expect(folded).toContain("/charts/a-port/sweep-20261203-230000.sweep.svg");
+  });
+
   it("escapes model names for the sidebar, which VitePress renders as HTML", () => {
     const m = manifest("a-port", { model: { name: "<b>x</b>", family: "f" } });
     const site = renderSite({ root, ports: [port(root, m, "x")] }, new Map());

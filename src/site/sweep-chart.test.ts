@@ -41,5 +41,10 @@ describe("the sweep chart", () => {
     expect(svg.match(/class="mark-line role-mark"/g)?.length).toBe(4);
     expect(Number(svg.match(/^<svg[^>]* width="([0-9]+)"/)?.[1])).toBeLessThanOrEqual(460);
     expect(await sweepCharts(records.filter((r) => !r.id.includes("ttft")))).toEqual([]);
+    // A sweep of a local run says it is not published.
+    const [local] = await sweepCharts(records, new Set(records.map((r) => r.id)));
+    expect(local?.caption).toContain("sweep demo/sweep-20261204-060001 (local run, not published)");
+    expect(local?.svg).toContain("sweep-20261204-060001 (local run, not published)<");
+    expect(chart?.caption).not.toContain("local");
   });
 });

@@ -120,19 +120,27 @@ function panel(field: "ttft" | "tpot", title: string, top: number): VegaSpec {
 /**
  * Each throughput-latency sweep as GuideLLM and AIPerf draw it: output tok/s against median TTFT
  * (top) and median TPOT (bottom), one line per arm through its concurrencies (labelled c1, c2, ...).
- * The chart names the sweep's first output tok/s record; every point is a single-run record.
+ * The chart names the sweep's first output tok/s record; every point is a single-run record. A
+ * sweep whose records are in `local` (a run not yet published) says so in its title and caption.
  */
-export async function sweepCharts(records: readonly BenchRecord[]): Promise<SiteChart[]> {
+export async function sweepCharts(
+  records: readonly BenchRecord[],
+  local: ReadonlySet<string> = new Set(),
+): Promise<SiteChart[]> {
   const charts: SiteChart[] = [];
   for (const [id, points] of sweepPoints(records)) {
     const first = points[0]?.record;
     if (first === undefined) continue;
+    const unpublished = local.has(first.id) ? " (local run, not published)" : "";
     const arms = [...new Set(points.map((p) => p.arm))];
     const spec: VegaSpec = {
       width: CHART_WIDTH,
       height: 480,
       config: READABLE,
-      title: { text: ["throughput against latency,", id.slice(id.indexOf("/") + 1)], fontWeight: "normal" },
+      title: {
+        text: ["throughput against latency,", `${id.slice(id.indexOf("/") + 1)}${unpublished}`],
+        fontWeight: "normal",
+      },
       data: [{ name: "points", values: points.map(({ record: _record, ...point }) => point) }],
       scales: [{ name: "color", type: "ordinal", domain: arms, range: COLORS }],
       legends: [
@@ -154,7 +162,7 @@ export async function sweepCharts(records: readonly BenchRecord[]): Promise<Site
       file: `${id}.sweep.svg`,
       record: first.id,
       method: first.method,
-      caption: `output tokens per second against median TTFT and TPOT at each concurrency, for each arm of sweep ${id} (single-run records, both arms in one run)`,
+      caption: `output tokens per second against median TTFT and TPOT at each concurrency, for each arm of sweep ${id}${unpublished} (single-run records, both arms in one run)`,
       svg: await vegaSvg(spec),
     });
   }

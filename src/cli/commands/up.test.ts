@@ -83,6 +83,17 @@ describe("bringup up", () => {
     });
     expect(await refused(["--endpoint", "notaurl"])).toMatchObject({ code: "commander.invalidArgument" });
     expect(await refused(["--model", "m"])).toMatchObject({ code: "UP_FLAG_NEEDS_ENDPOINT" });
+    expect(await refused(["--sweep-concurrency", "1,0"])).toMatchObject({
+      code: "commander.invalidArgument",
+    });
+    expect(await refused(["--no-sweep", "--sweep-concurrency", "1,2"])).toMatchObject({
+      code: "UP_SWEEP_FLAG_CONFLICT",
+      message: expect.stringContaining("--no-sweep"),
+    });
+    expect(await refused(["--endpoint", "http://127.0.0.1:9", "--sweep-concurrency", "4"])).toMatchObject({
+      code: "UP_SWEEP_FLAG_CONFLICT",
+      message: expect.stringContaining("bench run"),
+    });
     const file = join(root, "a-file");
     await writeFile(file, "x");
     expect(await refused(["--cache-dir", join(file, "cache")])).toMatchObject({
@@ -124,6 +135,12 @@ describe("bringup up", () => {
     ]);
     expect(summary.figures.at(-1)).toMatchObject({ method: "same-node-ab" });
     expect(summary.stages.find((s) => s.stage === "serve")?.status).toBe("skipped");
+    // The sweep is the embedded engine's; an outside endpoint is swept with `bench run`.
+    expect(summary.stages.find((s) => s.stage === "sweep")).toMatchObject({
+      status: "skipped",
+      detail: expect.stringContaining("bringup bench run --max-concurrency"),
+    });
+    expect(summary.sweep).toBeUndefined();
     expect(run.exitCode).toBe(1);
 
     // Without a baseline the comparing gates and the A/B say what to pass; the table names them.

@@ -24,6 +24,8 @@ interface UpFlags {
   model?: string;
   apiKey?: string;
   site: boolean;
+  sweep: boolean;
+  sweepConcurrency?: number[];
   json?: boolean;
   needleContexts?: number[];
   abPromptTokens?: number;
@@ -72,6 +74,12 @@ function checkFlagCombinations(flags: UpFlags): void {
       );
     }
   }
+  if (flags.sweepConcurrency !== undefined && (!flags.sweep || flags.endpoint !== undefined)) {
+    throw new BringupError(
+      "UP_SWEEP_FLAG_CONFLICT",
+      `--sweep-concurrency sizes the sweep on the embedded engine, which ${flags.sweep ? "--endpoint" : "--no-sweep"} leaves out; drop one of the two${flags.sweep ? " (sweep an endpoint with `bringup bench run --max-concurrency 1,2,4`)" : ""}.`,
+    );
+  }
 }
 
 function lengths(value: string): number[] {
@@ -98,6 +106,12 @@ export function registerUp(program: Command): void {
     .option("--model <id>", "with --endpoint: the model id to send (default: the endpoint's own)")
     .option("--api-key <key>", "bearer token for the endpoints (default: $OPENAI_API_KEY)")
     .option("--no-site", "do not build the site at the end")
+    .option(
+      "--sweep-concurrency <list>",
+      "concurrencies of the throughput-latency sweep of the build against the baseline (default: 1,2), e.g. 1,2,4,8,16,32,64",
+      lengths,
+    )
+    .option("--no-sweep", "leave out the throughput-latency sweep")
     .option("--json", "print the summary as JSON")
     .option(
       "--needle-contexts <lengths>",
@@ -138,6 +152,9 @@ export function registerUp(program: Command): void {
             ...(flags.abOutputTokens !== undefined ? { outputTokens: flags.abOutputTokens } : {}),
             ...(flags.abBlocks !== undefined ? { blocks: flags.abBlocks } : {}),
           },
+          sweep: flags.sweep && {
+            ...(flags.sweepConcurrency !== undefined ? { concurrencies: flags.sweepConcurrency } : {}),
+          },
           site: flags.site,
           ...(flags.siteOut !== undefined ? { siteDir: resolve(flags.siteOut) } : {}),
           ...(flags.threads !== undefined ? { threads: flags.threads } : {}),
@@ -174,6 +191,9 @@ function commandLine(port: string, flags: UpFlags): string {
   if (flags.abPromptTokens !== undefined) parts.push("--ab-prompt-tokens", String(flags.abPromptTokens));
   if (flags.abOutputTokens !== undefined) parts.push("--ab-output-tokens", String(flags.abOutputTokens));
   if (flags.abBlocks !== undefined) parts.push("--ab-blocks", String(flags.abBlocks));
+  if (flags.sweepConcurrency !== undefined)
+    parts.push("--sweep-concurrency", flags.sweepConcurrency.join(","));
+  if (!flags.sweep) parts.push("--no-sweep");
   return parts.join(" ");
 }
 
@@ -277,6 +297,23 @@ function render(summary: BringUpSummary): string {
           f.method,
           f.interval ? `${f.interval[0]}x to ${f.interval[1]}x` : "-",
           f.record,
+        ]),
+      ]),
+    );
+  }
+  if (summary.sweep !== undefined) {
+    parts.push(
+      "",
+      `throughput-latency sweep ${summary.sweep.id} (single runs, both arms in one run; medians per request)`,
+      table([
+        ["concurrency", "arm", "output tok/s", "TTFT ms", "TPOT ms", "failed"],
+        ...summary.sweep.points.map((p) => [
+          String(p.concurrency),
+          p.arm,
+          p.outputTokPerS.toFixed(1),
+          p.ttftMedianMs.toFixed(0),
+          p.tpotMedianMs.toFixed(1),
+          String(p.failed),
         ]),
       ]),
     );

@@ -171,6 +171,30 @@ describe("bringup weights keeps its memory bounded whatever the input", () => {
     300_000,
   );
 
+  it.each([
+    ["--to bf16 of one file", "cap.safetensors", "bf16"],
+    ["--to fp8 of a sharded directory", "cap-sharded", "fp8"],
+    ["--to mxfp4 of one file", "cap.safetensors", "mxfp4"],
+  ])(
+    "converts 262,144 empty tensors without the proof of exactness: %s",
+    async (_, from, to) => {
+      const out = join(work, `cap-${to}-${from.replace(".", "-")}`);
+      const run = await weights([
+        "convert",
+        join(work, from),
+        out,
+        "--to",
+        to,
+        "--no-verify",
+        "--no-progress",
+      ]);
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.peak).toBeLessThan(BOUND + CHUNK);
+      await rm(out, { recursive: true, force: true });
+    },
+    300_000,
+  );
+
   it("refuses an index of 4.5 million names before opening a shard", async () => {
     const run = await weights(["inspect", join(work, "long-index")]);
     expect(run.stderr).toMatch(/weight_map lists more than 262144 tensors.*\[BAD_INDEX\]/);

@@ -31,7 +31,9 @@ export function buildModel(
 ): CausalLM {
   const weights = new WeightSource(lookup, names, source);
   const model = architecture.build(config, weights);
-  const extra = weights.unused((n) => NEVER_WEIGHTS.test(n) || architecture.ignoresTensor?.(n) === true);
+  const extra = weights.unused(
+    (n) => NEVER_WEIGHTS.test(n) || architecture.ignoresTensor?.(n, config) === true,
+  );
   if (extra.length > 0) {
     throw new BringupError(
       "MODEL_WEIGHTS_MISMATCH",

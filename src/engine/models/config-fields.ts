@@ -63,6 +63,8 @@ const ropeParametersField = z
     beta_slow: z.number().optional(),
     mscale: z.number().optional(),
     mscale_all_dim: z.number().optional(),
+    // HF YaRN's rounding of the correction range (gpt-oss sets false); the engine rounds (true).
+    truncate: z.boolean().optional(),
   })
   .nullish();
 
@@ -113,6 +115,11 @@ export function ropeConfig(
       field,
       `RoPE scaling "${kind}" is not applied by this family in the reference engine${kind === "yarn" ? " yet" : " (it reads default or yarn)"}; a checkpoint needing it cannot be computed faithfully.`,
     );
+  if (s.truncate === false)
+    fail(
+      `${field}.truncate`,
+      "false (an unrounded YaRN correction range, as gpt-oss has) is not implemented; the engine rounds the range as HF's default (true) does.",
+    );
   return {
     theta,
     yarn: {
@@ -124,4 +131,42 @@ export function ropeConfig(
       ...(s.mscale_all_dim === undefined ? {} : { mscaleAllDim: s.mscale_all_dim }),
     },
   };
+}
+
+/**
+ * Fields of a public config.json that a family does not read because they do not change what the
+ * model computes, each with the reason (training-only settings, serving hints, metadata, values
+ * the family derives from other fields). Every other field is read by the family's schema.
+ */
+export type UnreadFields = Readonly<Record<string, string>>;
+
+/** Fields every family leaves unread, with the reason: metadata, training and serving settings. */
+export const COMMON_UNREAD_FIELDS: UnreadFields = {
+  architectures: "the HF class name; registry.ts picks the family from it and model_type.",
+  auto_map: "transformers' remote-code class paths; the engine runs its own model code.",
+  transformers_version: "metadata: the transformers release that wrote the file.",
+  torch_dtype: "the stored dtype; the loader reads each tensor's dtype from the checkpoint.",
+  dtype: "transformers v5's torch_dtype; the loader reads each tensor's dtype from the checkpoint.",
+  use_cache: "a transformers generation switch; the engine always keeps its cache.",
+  initializer_range: "training only: the std of freshly initialised weights.",
+  attention_dropout: "training only: dropout is off at inference.",
+  pad_token_id: "padding of batched training inputs; the engine does not pad.",
+  pretraining_tp: "training only: tensor parallelism used in pre-training.",
+  output_router_logits: "training only: returns router logits for the auxiliary loss.",
+  router_aux_loss_coef: "training only: the weight of the load-balancing loss.",
+  aux_loss_alpha: "training only: the weight of the load-balancing loss.",
+  seq_aux: "training only: the sequence-level auxiliary loss.",
+  ep_size: "a serving hint (expert parallelism); it does not change the result.",
+};
+
+/**
+ * The top-level fields of `json` that neither `read` (the family's schema fields) nor `unread`
+ * nor COMMON_UNREAD_FIELDS classify: a field nobody decided about.
+ */
+export function unclassifiedFields(
+  json: Readonly<Record<string, unknown>>,
+  read: readonly string[],
+  unread: UnreadFields,
+): string[] {
+  return Object.keys(json).filter((k) => !read.includes(k) && !(k in unread) && !(k in COMMON_UNREAD_FIELDS));
 }

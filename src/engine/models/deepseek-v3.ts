@@ -30,7 +30,7 @@ import {
 import { type MoeNames, RoutedMoe, routedMoeParameters } from "../blocks/mlp/routed-moe.js";
 import { checkMoeSpec, type MoeSpec } from "../blocks/mlp/routing.js";
 import { HF_MLP_NAMES, SwigluMlp, swigluParameters } from "../blocks/mlp/swiglu-mlp.js";
-import type { ParameterDecl, Parameters } from "../blocks/parameters.js";
+import { declared, type ParameterDecl, type Parameters } from "../blocks/parameters.js";
 import type { LayerStates } from "../cache/state-spec.js";
 import { modelOfFiles } from "../loader/build-model.js";
 import type { HostTensor } from "../loader/host-tensor.js";
@@ -53,6 +53,7 @@ import {
   ropeConfig,
   TOKEN_ID_FIELDS,
   tokenIdConfig,
+  type UnreadFields,
 } from "./config-fields.js";
 import { embeddingParameters, layerPrefix, preNormDecoder, preNormParameters } from "./decoder.js";
 
@@ -103,7 +104,22 @@ const DEEPSEEK_V3_FIELDS = {
   rope_interleave: z.boolean().default(true),
   // Only its FP8 scale format is read here; the loader reads the weights' quantization.
   quantization_config: z.looseObject({ scale_fmt: z.literal("ue8m0").nullish() }).nullish(),
+  // Restatements of what the fields above give, checked against them (GLM-5's configs carry them).
+  qk_head_dim: positive.nullish(),
+  mlp_layer_types: z.array(z.enum(["dense", "sparse"])).nullish(),
   ...TOKEN_ID_FIELDS,
+};
+
+/** The config.json fields this layout reads (its schema's). */
+export const DEEPSEEK_V3_READ_FIELDS: readonly string[] = ["model_type", ...Object.keys(DEEPSEEK_V3_FIELDS)];
+
+/** Fields of the lineage's public configs this layout does not read, and why they do not matter. */
+export const DEEPSEEK_V3_UNREAD_FIELDS: UnreadFields = {
+  num_key_value_heads:
+    "MLA has no separate key/value heads: HF sets it to num_attention_heads and every head reads the one latent.",
+  head_dim: "HF's glm_moe_dsa sets it to qk_nope_head_dim; MLA's sizes come from the qk_*_head_dim fields.",
+  num_nextn_predict_layers:
+    "the multi-token-prediction layers serve speculative decoding only; their tensors are ignored (ignoresTensor).",
 };
 
 const DeepseekV3Fields = z.looseObject(DEEPSEEK_V3_FIELDS);
@@ -162,6 +178,11 @@ function deepseekV3Config(c: DeepseekV3Fields, modelType: string, fail: Fail): D
   };
   if (mla.qkRopeHeadDim % 2 !== 0)
     fail("qk_rope_head_dim", `${mla.qkRopeHeadDim} must be even (RoPE rotates pairs).`);
+  if (c.qk_head_dim != null && c.qk_head_dim !== mla.qkNopeHeadDim + mla.qkRopeHeadDim)
+    fail(
+      "qk_head_dim",
+      `${c.qk_head_dim} is not qk_nope_head_dim + qk_rope_head_dim (${mla.qkNopeHeadDim + mla.qkRopeHeadDim}); fix whichever is wrong.`,
+    );
   let dsa: DsaSpec | undefined;
   if (c.index_topk != null) {
     const topK = c.index_topk;
@@ -213,6 +234,15 @@ function deepseekV3Config(c: DeepseekV3Fields, modelType: string, fail: Fail): D
       fail("n_group", (error as Error).message);
     }
   }
+  const layers = Array.from({ length: c.num_hidden_layers }, (_, i) =>
+    moe !== undefined && i >= c.first_k_dense_replace && i % c.moe_layer_freq === 0 ? "moe" : "dense",
+  );
+  const listed = c.mlp_layer_types?.map((t) => (t === "sparse" ? "moe" : "dense"));
+  if (listed !== undefined && listed.join() !== layers.join())
+    fail(
+      "mlp_layer_types",
+      `disagrees with first_k_dense_replace ${c.first_k_dense_replace}, moe_layer_freq ${c.moe_layer_freq} and n_routed_experts (layer ${layers.findIndex((t, i) => listed[i] !== t)} differs, of ${listed.length} listed for ${layers.length}); the engine places MoE layers from those fields.`,
+    );
   return {
     modelType,
     vocabSize: c.vocab_size,
@@ -225,9 +255,7 @@ function deepseekV3Config(c: DeepseekV3Fields, modelType: string, fail: Fail): D
     ...(dsa ? { dsa } : {}),
     ...(moe ? { moe } : {}),
     sharedIntermediateSize: moe ? c.n_shared_experts * moe.intermediateSize : 0,
-    layers: Array.from({ length: c.num_hidden_layers }, (_, i) =>
-      moe !== undefined && i >= c.first_k_dense_replace && i % c.moe_layer_freq === 0 ? "moe" : "dense",
-    ),
+    layers,
     ...tokenIdConfig(c),
   };
 }
@@ -282,9 +310,46 @@ export function deepseekV3States(
 }
 
 /**
- * Seeded random tensors for every weight `config` implies, under HF DeepSeek-V3's names: matrices
- * scaled by fan-in, norms one, the indexer's LayerNorm bias zero, a small score-correction bias.
- * With `mxfp4Experts` the routed experts' matrices are stored as MXFP4 (`.weight_blocks` and
+ * Every parameter of `config`'s model under HF DeepSeek-V3's names, in checkpoint order (with
+ * `vocab` ids in place of the config's where given), each marked where it is a routed expert's.
+ * Names and shapes come from the config alone: a real-size config gives the real checkpoint's.
+ */
+export function deepseekV3Parameters(
+  config: DeepseekV3Config,
+  vocab = config.vocabSize,
+): { readonly decl: ParameterDecl; readonly routedExpert: boolean }[] {
+  const out: { decl: ParameterDecl; routedExpert: boolean }[] = [];
+  const add = (parameters: Parameters | readonly ParameterDecl[], routedExpert = false) => {
+    const list = Array.isArray(parameters)
+      ? (parameters as readonly ParameterDecl[])
+      : declared(parameters as Parameters);
+    for (const decl of list) out.push({ decl, routedExpert });
+  };
+  const H = config.hiddenSize;
+  add(embeddingParameters({ ...config, vocabSize: vocab }));
+  config.layers.forEach((kind, i) => {
+    const p = layerPrefix(i);
+    add(preNormParameters(p, H));
+    add(mlaParameters(mlaNames(p), config.mla, H));
+    if (config.dsa) add(dsaParameters(dsaNames(p), config.dsa, H, config.mla.qLoraRank));
+    const moe = config.moe;
+    if (kind === "moe" && moe !== undefined) {
+      const { router, experts } = routedMoeParameters(moeNames(p), moe, H, {
+        correctionBias: true,
+        biasSeedOfGate: true,
+      });
+      add(router);
+      add(experts, true);
+      if (config.sharedIntermediateSize > 0) add(sharedExpertParameters(p, H, config.sharedIntermediateSize));
+    } else add(swigluParameters(`${p}.mlp`, H, config.intermediateSize));
+  });
+  return out;
+}
+
+/**
+ * Seeded random tensors for every weight `config` implies (deepseekV3Parameters): matrices scaled
+ * by fan-in, norms one, the indexer's LayerNorm bias zero, a small score-correction bias. With
+ * `mxfp4Experts` the routed experts' matrices are stored as MXFP4 (`.weight_blocks` and
  * `.weight_scales`, encoded by formats' encodeMxfp4), as the published checkpoints hold them.
  */
 function deepseekV3TinyTensors(
@@ -294,26 +359,10 @@ function deepseekV3TinyTensors(
   options: { readonly mxfp4Experts?: boolean } = {},
 ): Map<string, HostTensor> {
   const tensors = new Map<string, HostTensor>();
-  const H = config.hiddenSize;
-  const put = (parameters: Parameters | readonly ParameterDecl[], storage: TinyDtype = "f32") =>
-    putParameters(tensors, seed, parameters, { storage });
-  put(embeddingParameters({ ...config, vocabSize: vocab }));
-  config.layers.forEach((kind, i) => {
-    const p = layerPrefix(i);
-    put(preNormParameters(p, H));
-    put(mlaParameters(mlaNames(p), config.mla, H));
-    if (config.dsa) put(dsaParameters(dsaNames(p), config.dsa, H, config.mla.qLoraRank));
-    const moe = config.moe;
-    if (kind === "moe" && moe !== undefined) {
-      const { router, experts } = routedMoeParameters(moeNames(p), moe, H, {
-        correctionBias: true,
-        biasSeedOfGate: true,
-      });
-      put(router);
-      put(experts, options.mxfp4Experts ? "mxfp4" : "f32");
-      if (config.sharedIntermediateSize > 0) put(sharedExpertParameters(p, H, config.sharedIntermediateSize));
-    } else put(swigluParameters(`${p}.mlp`, H, config.intermediateSize));
-  });
+  for (const { decl, routedExpert } of deepseekV3Parameters(config, vocab)) {
+    const storage: TinyDtype = routedExpert && options.mxfp4Experts ? "mxfp4" : "f32";
+    putParameters(tensors, seed, [decl], { storage });
+  }
   return tensors;
 }
 
@@ -389,9 +438,20 @@ function dsaRetrievalModel(
  * The `mla_cache` switch keeps every head's key and value instead of the latent (an engine
  * without MLA support): `states` gives both from the config.
  */
+/**
+ * Whether `name` is a tensor of the multi-token-prediction layers the checkpoint appends after
+ * `config`'s layers (`model.layers.<num_hidden_layers + k>.*`, num_nextn_predict_layers of them),
+ * which serve speculative decoding only: HF's DeepSeek-V3 skips them on load the same way.
+ */
+function isMtpTensor(name: string, config: DeepseekV3Config): boolean {
+  const layer = /^model\.layers\.(\d+)\./.exec(name)?.[1];
+  return layer !== undefined && Number(layer) >= config.layers.length;
+}
+
 export const deepseekV3Architecture: Architecture<DeepseekV3Config> = {
   parseConfig: parseDeepseekV3,
   build: buildDeepseekV3,
+  ignoresTensor: isMtpTensor,
   states: deepseekV3States,
   tinyModel: deepseekV3TinyModel,
   retrievalModel: dsaRetrievalModel,

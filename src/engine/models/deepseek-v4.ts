@@ -43,6 +43,7 @@ import {
   positive,
   TOKEN_ID_FIELDS,
   tokenIdConfig,
+  type UnreadFields,
 } from "./config-fields.js";
 import { embeddingParameters, layerPrefix, mhcDecoder, mhcDecoderParameters } from "./decoder.js";
 
@@ -107,6 +108,8 @@ const V4Fields = z.looseObject({
   n_shared_experts: z.literal(1).default(1),
   moe_intermediate_size: positive,
   scoring_func: z.literal("sqrtsoftplus").default("sqrtsoftplus"),
+  // V4 routes with a score-correction bias and no groups, the only method its code has.
+  topk_method: z.literal("noaux_tc").optional(),
   norm_topk_prob: z.boolean().default(true),
   routed_scaling_factor: z.number().positive().default(1.5),
   swiglu_limit: z.number().positive().default(10),
@@ -121,6 +124,20 @@ const V4Fields = z.looseObject({
   mlp_bias: z.literal(false).default(false),
   ...TOKEN_ID_FIELDS,
 });
+
+/** The config.json fields this family reads (its schema's). */
+export const V4_READ_FIELDS: readonly string[] = Object.keys(V4Fields.shape);
+
+/** Fields of the lineage's public configs not read here, and why they do not matter. */
+export const V4_UNREAD_FIELDS: UnreadFields = {
+  expert_dtype: "the experts' stored dtype; the loader reads each tensor's dtype from the checkpoint.",
+  quantization_config:
+    "the loader reads FP8 weights and their block scales from the tensors; the reference computes activations unquantized.",
+  dspark_block_size: "the DSpark drafter's setting: speculative decoding only.",
+  dspark_noise_token_id: "the DSpark drafter's setting: speculative decoding only.",
+  dspark_target_layer_ids: "the DSpark drafter's setting: speculative decoding only.",
+  dspark_markov_rank: "the DSpark drafter's setting: speculative decoding only.",
+};
 
 /** The engine's view of a DeepSeek-V4 config.json. */
 export interface V4Config extends ModelConfig {

@@ -74,7 +74,7 @@ export function patchFamily(family: PatchedFamily): Architecture {
     build: (config, weights) =>
       base.build(config, renames ? weights.renamed(toCheckpoint, toFamily) : weights),
     states: (config, switches) => base.states(config, switches),
-    ignoresTensor: (name) => base.ignoresTensor?.(toFamily(name)) === true,
+    ignoresTensor: (name, config) => base.ignoresTensor?.(toFamily(name), config) === true,
     ...(baseTiny === undefined
       ? {}
       : {

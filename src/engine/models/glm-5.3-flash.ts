@@ -49,6 +49,7 @@ import {
 import { type MoeNames, RoutedMoe, routedMoeParameters } from "../blocks/mlp/routed-moe.js";
 import type { MoeSpec } from "../blocks/mlp/routing.js";
 import { MIXTRAL_MLP_NAMES, SwigluMlp, swigluParameters } from "../blocks/mlp/swiglu-mlp.js";
+import { declared, type ParameterDecl, type Parameters } from "../blocks/parameters.js";
 import type { MhcConfig } from "../blocks/residual/mhc.js";
 import { modelOfFiles } from "../loader/build-model.js";
 import type { WeightSource } from "../loader/weight-source.js";
@@ -68,6 +69,7 @@ import {
   ropeConfig,
   TOKEN_ID_FIELDS,
   tokenIdConfig,
+  type UnreadFields,
 } from "./config-fields.js";
 import { embeddingParameters, layerPrefix, mhcDecoder, mhcDecoderParameters } from "./decoder.js";
 
@@ -111,6 +113,8 @@ const GlmConfig = z.looseObject({
   num_experts_per_token: positive.nullish(),
   moe_intermediate_size: positive.nullish(),
   first_k_dense_replace: nonNegative.default(0),
+  // Every layer after the dense ones is MoE, as in Kimi Linear's code.
+  moe_layer_freq: z.literal(1).optional(),
   moe_router_activation_func: z.enum(["sigmoid", "softmax"]).default("sigmoid"),
   moe_renormalize: z.boolean().default(true),
   routed_scaling_factor: z.number().positive().default(1),
@@ -119,6 +123,22 @@ const GlmConfig = z.looseObject({
   num_shared_experts: nonNegative.default(0),
   ...TOKEN_ID_FIELDS,
 });
+
+/** The config.json fields this family reads (its schema's). */
+export const GLM_FLASH_READ_FIELDS: readonly string[] = Object.keys(GlmConfig.shape);
+
+/** Fields of the lineage's public configs (Kimi Linear) not read here, and why they do not matter. */
+export const GLM_FLASH_UNREAD_FIELDS: UnreadFields = {
+  head_dim:
+    "Kimi Linear's head_dim describes no tensor of its layers; vLLM's KimiMLAAttention does not read it.",
+  num_key_value_heads:
+    "latent attention has no separate key/value heads; vLLM's KimiMLAAttention does not read it.",
+  model_max_length: "the tokenizer's length limit; the model's is max_position_embeddings.",
+  use_grouped_topk:
+    "grouped top-k is num_expert_group and topk_group, which are read; with one group it is plain top-k.",
+  num_nextn_predict_layers:
+    "Kimi Linear ships none (0); multi-token prediction serves speculative decoding only.",
+};
 
 /** Each layer's mixer and feed-forward kind. */
 export interface GlmLayerSpec {
@@ -261,6 +281,32 @@ export function buildGlm(config: GlmConfig, w: WeightSource): CausalLM {
  * matters for the dynamics (A_log from log U(1, 16), dt_bias the inverse softplus of a rate in
  * [0.001, 0.1], as fla's KDA layer does). The same config, corpus and seed give the same bytes.
  */
+/**
+ * Every parameter of `spec`'s model under the lineage's names, in checkpoint order (with `vocab`
+ * ids in place of the config's where given). A real-size config gives the real checkpoint's.
+ */
+export function glmParameters(spec: GlmConfig, vocab = spec.vocabSize): ParameterDecl[] {
+  const out: ParameterDecl[] = [];
+  const add = (p: Parameters | readonly ParameterDecl[]) =>
+    out.push(...(Array.isArray(p) ? (p as readonly ParameterDecl[]) : declared(p as Parameters)));
+  const H = spec.hiddenSize;
+  add(embeddingParameters({ ...spec, vocabSize: vocab }));
+  add(mhcDecoderParameters(spec.mhc, spec.layers.length, H));
+  spec.layers.forEach((layer, i) => {
+    const p = layerPrefix(i);
+    add(
+      layer.mixer === "kda"
+        ? kdaParameters(kdaPrefix(p), spec.kda, H)
+        : mlaParameters(mlaNames(p), spec.mla, H),
+    );
+    if (layer.mlp === "moe" && spec.moe !== undefined) {
+      const { router, experts } = routedMoeParameters(moeNames(p), spec.moe, H, { correctionBias: true });
+      add([...router, ...experts]);
+    } else add(swigluParameters(`${p}.mlp`, H, spec.intermediateSize));
+  });
+  return out;
+}
+
 export function glmTinyModel(
   config: Record<string, unknown>,
   corpus: string,
@@ -269,23 +315,7 @@ export function glmTinyModel(
   const seed = options.seed ?? 0;
   const spec = parseGlmConfig(config, "reference config");
   const kit = tinyKit(spec, corpus, seed);
-  const H = spec.hiddenSize;
-  kit.parameters(embeddingParameters({ ...spec, vocabSize: kit.vocab }));
-  kit.parameters(mhcDecoderParameters(spec.mhc, spec.layers.length, H));
-  spec.layers.forEach((layer, i) => {
-    const p = layerPrefix(i);
-    kit.parameters(
-      layer.mixer === "kda"
-        ? kdaParameters(kdaPrefix(p), spec.kda, H)
-        : mlaParameters(mlaNames(p), spec.mla, H),
-    );
-    if (layer.mlp === "moe" && spec.moe !== undefined) {
-      const { router, experts } = routedMoeParameters(moeNames(p), spec.moe, H, { correctionBias: true });
-      kit.parameters([...router, ...experts]);
-    } else {
-      kit.parameters(swigluParameters(`${p}.mlp`, H, spec.intermediateSize));
-    }
-  });
+  kit.parameters(glmParameters(spec, kit.vocab));
   return kit.files(config, "Glm53FlashForCausalLM", options.port);
 }
 

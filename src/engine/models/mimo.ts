@@ -43,6 +43,7 @@ import {
   positive,
   TOKEN_ID_FIELDS,
   tokenIdConfig,
+  type UnreadFields,
 } from "./config-fields.js";
 import {
   type DecoderConfig,
@@ -84,10 +85,25 @@ const MimoConfig = z.looseObject({
   swa_rope_theta: z.number().positive().nullish(),
   sliding_window: positive.nullish(),
   sliding_window_size: positive.nullish(),
+  // HF's MiMo attends sliding layers in chunks of this many tokens: the window, checked equal.
+  attention_chunk_size: positive.nullish(),
+  // A block size from which HF derives the layer pattern; the public configs give the pattern.
+  hybrid_block_size: z.null().optional(),
+  // The q/k/v projections' storage: the family reads them apart (q_proj, k_proj, v_proj).
+  attention_projection_layout: z.string().optional(),
   hybrid_layer_pattern: z.array(z.union([z.literal(0), z.literal(1)])).optional(),
   layer_types: z.array(z.enum(["full_attention", "sliding_attention"])).optional(),
+  // Per layer type (transformers' native spelling), or flat as MiMo-V2.6's Hub config has it, where
+  // it restates rope_theta and partial_rotary_factor (checked equal: they are the global layers').
   rope_parameters: z
-    .looseObject({ full_attention: ropeParameters.optional(), sliding_attention: ropeParameters.optional() })
+    .looseObject({
+      full_attention: ropeParameters.optional(),
+      sliding_attention: ropeParameters.optional(),
+      rope_theta: z.number().positive().optional(),
+      partial_rotary_factor: z.number().gt(0).lte(1).optional(),
+      rope_type: z.literal("default").optional(),
+      type: z.literal("default").optional(),
+    })
     .nullish(),
   rope_scaling: z.unknown().optional(),
   add_swa_attention_sink_bias: z.boolean().optional(),
@@ -116,6 +132,28 @@ const MimoConfig = z.looseObject({
 });
 type MimoConfig = z.infer<typeof MimoConfig>;
 
+/** The config.json fields this family reads (its schema's). */
+export const MIMO_READ_FIELDS: readonly string[] = Object.keys(MimoConfig.shape);
+
+const MULTIMODAL = "a token id of the multimodal inputs; the engine runs the text model only.";
+
+/** Fields of the lineage's public configs (MiMo-V2.x) not read here, and why they do not matter. */
+export const MIMO_UNREAD_FIELDS: UnreadFields = {
+  num_nextn_predict_layers:
+    "the multi-token-prediction layers serve speculative decoding only; their model.mtp.* tensors are ignored.",
+  moe_router_dtype:
+    "the precision the lineage's kernels route in; the reference routes in f32, the oracle's precision.",
+  quantization_config: "the loader reads FP8 and MXFP4 weights and their scales from the tensors themselves.",
+  vision_model_type: "the vision tower's type; the engine runs the text model only.",
+  audio_token_id: MULTIMODAL,
+  audio_start_token_id: MULTIMODAL,
+  audio_end_token_id: MULTIMODAL,
+  image_token_id: MULTIMODAL,
+  video_token_id: MULTIMODAL,
+  vision_start_token_id: MULTIMODAL,
+  vision_end_token_id: MULTIMODAL,
+};
+
 /** Parses a MiMo-V2-Flash config.json (either spelling) into the engine's per-layer view. */
 export function parseMimoConfig(json: unknown, source = "config.json"): DecoderConfig {
   const { fields: c, fail } = parseConfigFields(MimoConfig, json, source, "MiMo-V2-Flash");
@@ -134,6 +172,16 @@ export function parseMimoConfig(json: unknown, source = "config.json"): DecoderC
   if (sliding.some(Boolean) && window == null) {
     fail("sliding_window", "sliding-window layers need a window size in tokens; set sliding_window.");
   }
+  if (c.attention_chunk_size != null && window != null && c.attention_chunk_size !== window)
+    fail(
+      "attention_chunk_size",
+      `${c.attention_chunk_size} differs from the sliding window ${window}; the engine attends one window per sliding layer.`,
+    );
+  if (c.attention_projection_layout !== undefined)
+    fail(
+      "attention_projection_layout",
+      `"${c.attention_projection_layout}" is not read: this family reads separate q_proj, k_proj and v_proj tensors, so a checkpoint storing them otherwise cannot load; split them first.`,
+    );
 
   const rope = (kind: "full_attention" | "sliding_attention") => c.rope_parameters?.[kind];
   const attention = (isSliding: boolean): AttentionSpec => {
@@ -185,6 +233,18 @@ export function parseMimoConfig(json: unknown, source = "config.json"): DecoderC
     };
   };
   const global = attention(false);
+  const flat = c.rope_parameters;
+  if (flat?.rope_theta !== undefined && flat.rope_theta !== global.ropeTheta)
+    fail(
+      "rope_parameters.rope_theta",
+      `${flat.rope_theta} differs from the global layers' RoPE base ${global.ropeTheta}; make them agree.`,
+    );
+  const globalFactor = rope("full_attention")?.partial_rotary_factor ?? c.partial_rotary_factor;
+  if (flat?.partial_rotary_factor !== undefined && flat.partial_rotary_factor !== globalFactor)
+    fail(
+      "rope_parameters.partial_rotary_factor",
+      `${flat.partial_rotary_factor} differs from partial_rotary_factor ${globalFactor}; make them agree.`,
+    );
   const swa = sliding.some(Boolean) ? attention(true) : global;
 
   const moeLayers = mlpKinds(c, L, fail);

@@ -26,6 +26,7 @@ import {
   ClampedSwigluMoe,
   clampedMoeParameters,
 } from "../blocks/mlp/clamped-swiglu-moe.js";
+import { declared, type ParameterDecl, type Parameters } from "../blocks/parameters.js";
 import { modelOfFiles } from "../loader/build-model.js";
 import type { WeightSource } from "../loader/weight-source.js";
 import type { CausalLM } from "../model/causal-lm.js";
@@ -40,6 +41,7 @@ import {
   ropeConfig,
   TOKEN_ID_FIELDS,
   tokenIdConfig,
+  type UnreadFields,
 } from "./config-fields.js";
 import { embeddingParameters, layerPrefix, preNormDecoder, preNormParameters } from "./decoder.js";
 
@@ -55,18 +57,48 @@ const MinimaxConfig = z.looseObject({
   head_dim: positive,
   ...ROPE_FIELDS,
   partial_rotary_factor: z.number().gt(0).lte(1).default(1),
+  // MiniMax-M2's spelling of the rotated features per head; checked against partial_rotary_factor.
+  rotary_dim: positive.optional(),
+  // MiniMax-M2's q/k norms over the whole projection are not in this family's code.
+  use_qk_norm: z.literal(false).optional(),
   attention_bias: z.boolean().default(true),
   layer_types: z.array(z.enum(["sliding_attention", "full_attention"])),
   sliding_window: positive,
   num_local_experts: positive,
   num_experts_per_tok: positive,
+  // gpt-oss's own name for num_experts_per_tok, which HF's config keeps beside it; checked equal.
+  experts_per_token: positive.optional(),
   intermediate_size: positive,
   swiglu_limit: z.number().positive().default(7),
+  // gpt-oss routes by softmax over the top-k router logits (with router.bias); MiniMax-M2's sigmoid
+  // scores with a score-correction bias, and shared experts, are not in this family's code.
+  scoring_func: z.literal("softmax").optional(),
+  use_routing_bias: z.literal(false).optional(),
+  shared_intermediate_size: z.literal(0).optional(),
   rms_norm_eps: z.number().positive().default(1e-5),
   max_position_embeddings: positive.default(131_072),
   tie_word_embeddings: z.boolean().default(false),
   ...TOKEN_ID_FIELDS,
 });
+
+/** The config.json fields this family reads (its schema's). */
+export const MINIMAX_READ_FIELDS: readonly string[] = Object.keys(MinimaxConfig.shape);
+
+/** Fields of the lineage's public configs (gpt-oss, MiniMax-M2) not read here, and why they do not matter. */
+export const MINIMAX_UNREAD_FIELDS: UnreadFields = {
+  hidden_act:
+    "gpt-oss's experts apply the clamped SwiGLU (swiglu_limit) whatever it says, as HF's GptOssExperts do.",
+  initial_context_length:
+    "gpt-oss's pre-YaRN context; YaRN reads it from rope_scaling.original_max_position_embeddings.",
+  quantization_config:
+    "the loader reads MXFP4 (_blocks/_scales) or FP8 (weight_scale_inv) weights from the tensors themselves.",
+  attn_type_list:
+    "MiniMax-M2's attention kind per layer; this family reads gpt-oss's layer_types and refuses a config without them.",
+  qk_norm_type: "how MiniMax-M2 shares its q/k norms; they are refused by use_qk_norm.",
+  use_mtp: "multi-token prediction serves speculative decoding only.",
+  num_mtp_modules: "multi-token prediction serves speculative decoding only.",
+  mtp_transformer_layers: "multi-token prediction serves speculative decoding only.",
+};
 
 /** The engine's view of a MiniMax-M3 config.json. */
 export interface MinimaxConfig extends ModelConfig {
@@ -94,13 +126,27 @@ export function parseMinimaxConfig(json: unknown, source = "config.json"): Minim
       `${c.num_attention_heads} is not a multiple of num_key_value_heads ${c.num_key_value_heads}.`,
     );
   }
+  if (c.experts_per_token !== undefined && c.experts_per_token !== c.num_experts_per_tok)
+    fail(
+      "experts_per_token",
+      `${c.experts_per_token} disagrees with num_experts_per_tok ${c.num_experts_per_tok}; both name the experts each token uses.`,
+    );
   if (c.num_experts_per_tok > c.num_local_experts) {
     fail("num_experts_per_tok", `${c.num_experts_per_tok} exceeds the ${c.num_local_experts} experts.`);
   }
   if (c.hidden_size % 32 !== 0 || c.intermediate_size % 32 !== 0) {
     fail("hidden_size", "MXFP4 experts need hidden_size and intermediate_size to be multiples of 32.");
   }
-  const rotary = Math.round(c.head_dim * c.partial_rotary_factor);
+  const rotary = c.rotary_dim ?? Math.round(c.head_dim * c.partial_rotary_factor);
+  if (
+    c.rotary_dim !== undefined &&
+    "partial_rotary_factor" in (json as object) &&
+    rotary !== Math.round(c.head_dim * c.partial_rotary_factor)
+  )
+    fail(
+      "rotary_dim",
+      `${rotary} disagrees with partial_rotary_factor ${c.partial_rotary_factor} of head_dim ${c.head_dim}; make them agree.`,
+    );
   if (rotary % 2 !== 0)
     fail("partial_rotary_factor", `rotates ${rotary} features of each head; make it even.`);
   return {
@@ -148,6 +194,33 @@ export function buildMinimax(config: MinimaxConfig, w: WeightSource): CausalLM {
  * drawn in f32 and stored in MXFP4 (OCP encoding: scale floor(log2 amax) - 2, round to nearest even)
  * under gpt-oss's names, everything else in f32.
  */
+/**
+ * Every parameter of `spec`'s model under gpt-oss's names, in checkpoint order (with `vocab` ids in
+ * place of the config's where given), the experts' stacked matrices marked as stored in MXFP4
+ * (`<name>_blocks` and `<name>_scales`). A real-size config gives the real checkpoint's shapes.
+ */
+export function minimaxParameters(
+  spec: MinimaxConfig,
+  vocab = spec.vocabSize,
+): { readonly decl: ParameterDecl; readonly mxfp4: boolean }[] {
+  const out: { decl: ParameterDecl; mxfp4: boolean }[] = [];
+  const add = (p: Parameters | readonly ParameterDecl[], mxfp4 = false) => {
+    for (const decl of Array.isArray(p) ? (p as readonly ParameterDecl[]) : declared(p as Parameters))
+      out.push({ decl, mxfp4 });
+  };
+  const H = spec.hiddenSize;
+  add(embeddingParameters({ ...spec, vocabSize: vocab }));
+  spec.layers.forEach((a, i) => {
+    const p = layerPrefix(i);
+    add(preNormParameters(p, H));
+    add(gqaParameters(attentionNames(p), a, H));
+    const { gateUp, down, ...rest } = clampedMoeParameters(`${p}.mlp`, spec.moe, H);
+    add(rest);
+    add([gateUp, down], true);
+  });
+  return out;
+}
+
 export function minimaxTinyModel(
   config: Record<string, unknown>,
   corpus: string,
@@ -156,16 +229,8 @@ export function minimaxTinyModel(
   const seed = options.seed ?? 0;
   const spec = parseMinimaxConfig(config, "reference config");
   const kit = tinyKit(spec, corpus, seed);
-  const H = spec.hiddenSize;
-  kit.parameters(embeddingParameters({ ...spec, vocabSize: kit.vocab }));
-  spec.layers.forEach((a, i) => {
-    const p = layerPrefix(i);
-    kit.parameters(preNormParameters(p, H));
-    kit.parameters(gqaParameters(attentionNames(p), a, H));
-    const { gateUp, down, ...rest } = clampedMoeParameters(`${p}.mlp`, spec.moe, H);
-    kit.parameters(rest);
-    kit.parameters([gateUp, down], "mxfp4");
-  });
+  for (const { decl, mxfp4 } of minimaxParameters(spec, kit.vocab))
+    kit.parameters([decl], mxfp4 ? "mxfp4" : undefined);
   return kit.files(config, "MiniMaxM3ForCausalLM", options.port);
 }
 

@@ -1,0 +1,163 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { deepseekV3Architecture, deepseekV3Parameters, parseDeepseekV3 } from "./deepseek-v3.js";
+import { glmParameters, parseGlmConfig } from "./glm-5.3-flash.js";
+import { minimaxParameters, parseMinimaxConfig } from "./minimax-m3.js";
+
+const DIR = join(import.meta.dirname, "fixtures", "public-configs");
+
+/** The names `pattern` stands for, its `{a-b,c,...}` lists of indices (layers, experts) expanded. */
+function expand(pattern: string): string[] {
+  const list = /\{([\d,-]+)\}/.exec(pattern);
+  if (list === null) return [pattern];
+  const [whole, items] = list as unknown as [string, string];
+  const indices = items.split(",").flatMap((item) => {
+    const [from, to = from] = item.split("-").map(Number) as [number, number?];
+    return Array.from({ length: to - from + 1 }, (_, k) => from + k);
+  });
+  return indices.flatMap((i) => expand(pattern.replace(whole, String(i))));
+}
+
+/** A public tensor list fixture, expanded to each tensor's name and shape. */
+function tensorList(file: string): Map<string, readonly number[]> {
+  const listed = JSON.parse(readFileSync(join(DIR, file), "utf8")) as {
+    readonly tensors: readonly [string, number[]][];
+  };
+  return new Map(listed.tensors.flatMap(([p, shape]) => expand(p).map((n) => [n, shape] as const)));
+}
+
+const sameShape = (a: readonly number[] | undefined, b: readonly number[] | undefined) =>
+  JSON.stringify(a) === JSON.stringify(b);
+
+/**
+ * Tensors of the w8a8 copy's quantizer, beside each int8 weight (offsets, scales, the activation
+ * quantizer's scale, offset and bias) and its Hadamard rotation `rot.weight`: not the lineage's
+ * tensors, and not read by the engine (which reads bf16, FP8 or MXFP4 weights).
+ */
+const W8A8_QUANTIZER =
+  /(\.weight_offset|\.weight_scale|\.deq_scale|\.input_offset|\.input_scale|\.quant_bias)$|^rot\.weight$/;
+
+describe("GLM-5.1 at its real size, shapes only", () => {
+  const config = parseDeepseekV3(JSON.parse(readFileSync(join(DIR, "glm-5.1.json"), "utf8")), "glm-5.1.json");
+  const real = tensorList("glm-5.1.tensors.json");
+  const declared = new Map(deepseekV3Parameters(config).map(({ decl }) => [decl.name, decl.shape]));
+
+  it("expands the public tensor list to the 178,663 tensors it reports", () => {
+    expect(real.size).toBe(178_663);
+  });
+
+  it("declares every tensor of the real checkpoint the model reads, at its real shape", () => {
+    const read = [...real].filter(
+      ([name]) => !W8A8_QUANTIZER.test(name) && !deepseekV3Architecture.ignoresTensor?.(name, config),
+    );
+    const wrong = read.filter(
+      ([name, shape]) => JSON.stringify(declared.get(name)) !== JSON.stringify(shape),
+    );
+    expect(wrong.slice(0, 5)).toEqual([]);
+    expect(read).toHaveLength(declared.size);
+  });
+
+  it("skips exactly the multi-token-prediction layer after the 78 decoder layers", () => {
+    const skipped = [...real.keys()].filter((n) => deepseekV3Architecture.ignoresTensor?.(n, config));
+    expect(skipped.every((n) => n.startsWith("model.layers.78."))).toBe(true);
+    expect(skipped).toContain("model.layers.78.eh_proj.weight");
+    expect(deepseekV3Architecture.ignoresTensor?.("model.layers.77.self_attn.o_proj.weight", config)).toBe(
+      false,
+    );
+  });
+});
+
+describe("Kimi Linear 48B-A3B at its real size, shapes only, against GLM-5.3-Flash's code", () => {
+  const json = JSON.parse(readFileSync(join(DIR, "kimi-linear-48b-a3b.json"), "utf8"));
+  // The family refuses the config naming num_shared_experts (public-configs.test.ts); read without
+  // them, the declarations show what else separates a real Kimi Linear checkpoint from it.
+  const config = parseGlmConfig(
+    { ...json, model_type: "glm5_3_flash", num_shared_experts: 0 },
+    "kimi-linear",
+  );
+  const real = tensorList("kimi-linear-48b-a3b.tensors.json");
+  const declared = new Map(glmParameters(config).map((d) => [d.name, d.shape]));
+
+  it("expands the public tensor list to the 20,493 tensors it reports", () => {
+    expect(real.size).toBe(20_493);
+  });
+
+  it("declares the real checkpoint's tensors at their shapes, but for shared experts and mHC", () => {
+    const missing = [...real.keys()].filter((n) => !declared.has(n));
+    expect(missing.filter((n) => !/\.block_sparse_moe\.shared_experts\./.test(n))).toEqual([]);
+    expect(missing).toHaveLength(26 * 3);
+    const extra = [...declared.keys()].filter((n) => !real.has(n));
+    expect(extra.filter((n) => !/(\.attn_hc\.|\.ffn_hc\.|^model\.hc_head\.)/.test(n))).toEqual([]);
+    const wrong = [...real].filter(([n, shape]) => declared.has(n) && !sameShape(declared.get(n), shape));
+    expect(
+      wrong
+        .map(([n, shape]) => `${n} ${JSON.stringify(shape)} vs ${JSON.stringify(declared.get(n))}`)
+        .slice(0, 8),
+    ).toEqual([]);
+  });
+});
+
+describe("gpt-oss-20b at its real size, shapes only, against MiniMax-M3's code", () => {
+  const json = JSON.parse(readFileSync(join(DIR, "gpt-oss-20b.json"), "utf8"));
+  // The family refuses the config naming rope_scaling (YaRN; public-configs.test.ts); read without
+  // it, the declarations show what else separates the real checkpoint from the family.
+  const config = parseMinimaxConfig({ ...json, model_type: "minimax_m3", rope_scaling: null }, "gpt-oss");
+  const real = tensorList("gpt-oss-20b.tensors.json");
+  // MXFP4 stacks are stored as <name>_blocks [count, rows, cols/32, 16] and <name>_scales.
+  const declared = new Map(
+    minimaxParameters(config).flatMap(({ decl, mxfp4 }): [string, readonly number[]][] => {
+      if (!mxfp4) return [[decl.name, decl.shape]];
+      const [count, rows, cols] = decl.shape as [number, number, number];
+      return [
+        [`${decl.name}_blocks`, [count, rows, cols / 32, 16]],
+        [`${decl.name}_scales`, [count, rows, cols / 32]],
+      ];
+    }),
+  );
+
+  it("declares the real checkpoint's tensors at their shapes, but o_proj's bias and full layers' sinks", () => {
+    const missing = [...real.keys()].filter((n) => !declared.has(n));
+    const fullLayers = config.layers.flatMap((a, i) => (a.kind === "full" ? [i] : []));
+    expect(missing.sort()).toEqual(
+      [
+        ...config.layers.map((_, i) => `model.layers.${i}.self_attn.o_proj.bias`),
+        ...fullLayers.map((i) => `model.layers.${i}.self_attn.sinks`),
+      ].sort(),
+    );
+    expect([...declared.keys()].filter((n) => !real.has(n))).toEqual([]);
+    const wrong = [...real].filter(([n, shape]) => declared.has(n) && !sameShape(declared.get(n), shape));
+    expect(wrong).toEqual([]);
+  });
+});
+
+describe("Kimi-K2-Instruct at its real size, shapes only", () => {
+  const json = JSON.parse(readFileSync(join(DIR, "kimi-k2-instruct.json"), "utf8"));
+  // The layout refuses Kimi K2's YaRN by name (public-configs.test.ts); read without it, every
+  // tensor of the FP8 checkpoint must be a declared one or its 128x128 block-scale grid.
+  const config = parseDeepseekV3({ ...json, rope_scaling: null }, "kimi-k2");
+  const real = tensorList("kimi-k2-instruct.tensors.json");
+  const declared = new Map(deepseekV3Parameters(config).map(({ decl }) => [decl.name, decl.shape]));
+
+  it("expands the public tensor list to the 139,644 tensors it reports", () => {
+    expect(real.size).toBe(139_644);
+  });
+
+  it("declares every weight at its shape and reads each FP8 scale grid over its matrix", () => {
+    const unmatched = [...real].filter(([name, shape]) => {
+      // RoPE buffers some checkpoints carry: never weights (loader/build-model.ts skips them).
+      if (name.endsWith(".rotary_emb.inv_freq")) return false;
+      if (name.endsWith(".weight_scale_inv")) {
+        const matrix = declared.get(name.replace(/_scale_inv$/, ""));
+        return !sameShape(
+          shape,
+          matrix?.map((d) => Math.ceil(d / 128)),
+        );
+      }
+      return !sameShape(declared.get(name), shape);
+    });
+    expect(unmatched.slice(0, 5)).toEqual([]);
+    const weights = [...real.keys()].filter((n) => !/(_scale_inv|\.inv_freq)$/.test(n));
+    expect(weights).toHaveLength(declared.size);
+  });
+});
