@@ -23,11 +23,6 @@ from vllm.config import VllmConfig
 from vllm.model_executor.layers.attention import Attention
 from vllm.model_executor.layers.layernorm import RMSNorm
 from vllm.model_executor.layers.linear import ColumnParallelLinear, RowParallelLinear
-from vllm.model_executor.layers.logits_processor import LogitsProcessor
-from vllm.model_executor.layers.vocab_parallel_embedding import (
-    ParallelLMHead,
-    VocabParallelEmbedding,
-)
 from vllm.model_executor.models.deepseek_v2 import (
     DeepSeekV2FusedQkvAProjLinear,
     DeepseekV2MLP,
@@ -37,13 +32,13 @@ from vllm.model_executor.models.deepseek_v2 import (
 from vllm.model_executor.models.utils import (
     AutoWeightsLoader,
     extract_layer_index,
-    make_layers,
     maybe_prefix,
 )
 from vllm.transformers_utils.configs import DeepseekV3Config
 from vllm.v1.attention.backend import AttentionType
 
 from bringup_vllm.config_check import Config
+from bringup_vllm.decoder import DecoderLM, DecoderStack, PreNormLayer
 from bringup_vllm.mxfp4 import decoded
 from bringup_vllm.padded_heads import pad_heads, served_head_size, unpad_heads
 from bringup_vllm.rope import rotary
@@ -151,7 +146,7 @@ class LatentAsHeadsAttention(nn.Module):
         return result
 
 
-class DeepseekDecoderLayer(nn.Module):
+class DeepseekDecoderLayer(PreNormLayer):
     def __init__(self, vllm_config: VllmConfig, prefix: str) -> None:
         super().__init__()
         c = read_config(vllm_config)
@@ -170,25 +165,11 @@ class DeepseekDecoderLayer(nn.Module):
             self.mlp = DeepseekV2MLP(
                 hidden, int(c.need("intermediate_size")), "silu", prefix=f"{prefix}.mlp"
             )
-        eps = float(c.need("rms_norm_eps"))
-        self.input_layernorm = RMSNorm(hidden, eps=eps)
-        self.post_attention_layernorm = RMSNorm(hidden, eps=eps)
-
-    def forward(
-        self, positions: torch.Tensor, hidden: torch.Tensor, residual: torch.Tensor | None
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        if residual is None:
-            residual = hidden
-            hidden = self.input_layernorm(hidden)
-        else:
-            hidden, residual = self.input_layernorm(hidden, residual)
-        hidden = self.self_attn(positions, hidden)
-        hidden, residual = self.post_attention_layernorm(hidden, residual)
-        return self.mlp(hidden), residual
+        self.add_norms(hidden, float(c.need("rms_norm_eps")))
 
 
-class DeepseekModel(nn.Module):
-    """Embedding, decoder layers and final norm; loads weights with vLLM DeepSeek's own loader."""
+class DeepseekModel(DecoderStack):
+    """The layer stack; loads weights with vLLM DeepSeek's own loader."""
 
     # vLLM's DeepSeek weight loading (q_a/kv_a and gate/up stacking, experts, the correction
     # bias, skipping the multi-token-prediction layers) works on these parameter names and on the
@@ -198,62 +179,17 @@ class DeepseekModel(nn.Module):
     is_fused_shared_expert_enabled = False
     num_redundant_experts = 0
 
-    def __init__(self, *, vllm_config: VllmConfig, prefix: str = "") -> None:
-        super().__init__()
-        c = read_config(vllm_config)
+    def __init__(self, vllm_config: VllmConfig, c: Config, prefix: str) -> None:
+        super().__init__(
+            vllm_config, c, DeepseekDecoderLayer, float(c.need("rms_norm_eps")), prefix
+        )
         self.config = vllm_config.model_config.hf_config
-        hidden = int(c.need("hidden_size"))
-        self.embed_tokens = VocabParallelEmbedding(
-            int(c.need("vocab_size")), hidden, prefix=f"{prefix}.embed_tokens"
-        )
-        self.start_layer, self.end_layer, self.layers = make_layers(
-            int(c.need("num_hidden_layers")),
-            lambda prefix: DeepseekDecoderLayer(vllm_config, prefix),
-            prefix=f"{prefix}.layers",
-        )
-        self.norm = RMSNorm(hidden, eps=float(c.need("rms_norm_eps")))
-
-    def forward(self, input_ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-        hidden = self.embed_tokens(input_ids)
-        residual = None
-        for layer in self.layers:
-            hidden, residual = layer(positions, hidden, residual)
-        hidden, _ = self.norm(hidden, residual)
-        return hidden
 
 
-class DeepseekForCausalLM(nn.Module):
+class DeepseekForCausalLM(DecoderLM):
     def __init__(self, *, vllm_config: VllmConfig, prefix: str = "") -> None:
-        super().__init__()
         c = read_config(vllm_config)
-        vocab, hidden = int(c.need("vocab_size")), int(c.need("hidden_size"))
-        self.tied = bool(c.get("tie_word_embeddings", False))
-        self.model = DeepseekModel(vllm_config=vllm_config, prefix=maybe_prefix(prefix, "model"))
-        self.lm_head = (
-            self.model.embed_tokens
-            if self.tied
-            else ParallelLMHead(vocab, hidden, prefix=maybe_prefix(prefix, "lm_head"))
-        )
-        self.logits_processor = LogitsProcessor(vocab)
-
-    def embed_input_ids(self, input_ids: torch.Tensor) -> torch.Tensor:
-        out: torch.Tensor = self.model.embed_tokens(input_ids)
-        return out
-
-    def forward(
-        self,
-        input_ids: torch.Tensor,
-        positions: torch.Tensor,
-        intermediate_tensors: object = None,
-        inputs_embeds: torch.Tensor | None = None,
-    ) -> torch.Tensor:
-        if inputs_embeds is not None:
-            raise ValueError(f"{FAMILY}: inputs_embeds are not served; give token ids.")
-        out: torch.Tensor = self.model(input_ids, positions)
-        return out
-
-    def compute_logits(self, hidden_states: torch.Tensor) -> torch.Tensor | None:
-        return self.logits_processor(self.lm_head, hidden_states)
+        super().__init__(c, DeepseekModel(vllm_config, c, maybe_prefix(prefix, "model")), prefix)
 
     def load_weights(self, weights: Iterable[tuple[str, torch.Tensor]]) -> set[str]:
         # The routed experts may come in MXFP4; they are decoded as they are read.

@@ -33,6 +33,7 @@ from vllm.model_executor.models.utils import (
 
 from bringup_vllm.attention import PaddedValueAttention, rotary_fraction
 from bringup_vllm.config_check import Config
+from bringup_vllm.decoder import PreNormLayer
 from bringup_vllm.mxfp4 import decoded
 
 FAMILY = "MiMo-V2-Flash"
@@ -59,7 +60,7 @@ def checked(c: Config) -> Config:
     return c
 
 
-class MiMoDecoderLayer(nn.Module):
+class MiMoDecoderLayer(PreNormLayer):
     def __init__(self, vllm_config: VllmConfig, prefix: str) -> None:
         super().__init__()
         c = read_config(vllm_config)
@@ -102,20 +103,7 @@ class MiMoDecoderLayer(nn.Module):
             self.mlp = MiMoV2MLP(
                 hidden, int(c.need("intermediate_size")), "silu", prefix=f"{prefix}.mlp"
             )
-        self.input_layernorm = RMSNorm(hidden, eps=eps)
-        self.post_attention_layernorm = RMSNorm(hidden, eps=eps)
-
-    def forward(
-        self, positions: torch.Tensor, hidden: torch.Tensor, residual: torch.Tensor | None
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        if residual is None:
-            residual = hidden
-            hidden = self.input_layernorm(hidden)
-        else:
-            hidden, residual = self.input_layernorm(hidden, residual)
-        hidden = self.self_attn(positions, hidden)
-        hidden, residual = self.post_attention_layernorm(hidden, residual)
-        return self.mlp(hidden), residual
+        self.add_norms(hidden, eps)
 
 
 class MiMoModel(nn.Module):

@@ -24,18 +24,13 @@ from vllm.distributed import (
     get_tensor_model_parallel_world_size,
 )
 from vllm.model_executor.layers.fused_moe import FusedMoEFactory
-from vllm.model_executor.layers.layernorm import RMSNorm
 from vllm.model_executor.layers.linear import ReplicatedLinear
-from vllm.model_executor.layers.logits_processor import LogitsProcessor
-from vllm.model_executor.layers.vocab_parallel_embedding import (
-    ParallelLMHead,
-    VocabParallelEmbedding,
-)
 from vllm.model_executor.model_loader.weight_utils import default_weight_loader
-from vllm.model_executor.models.utils import extract_layer_index, make_layers, maybe_prefix
+from vllm.model_executor.models.utils import extract_layer_index, maybe_prefix
 
 from bringup_vllm.attention import PaddedValueAttention, rotary_fraction
 from bringup_vllm.config_check import Config, UnsupportedConfigError
+from bringup_vllm.decoder import DecoderLM, DecoderStack, PreNormLayer
 from bringup_vllm.mxfp4 import decoded
 
 FAMILY = "MiniMax-M3"
@@ -97,7 +92,7 @@ class ClampedSwigluMoe(nn.Module):
         return out
 
 
-class MinimaxDecoderLayer(nn.Module):
+class MinimaxDecoderLayer(PreNormLayer):
     def __init__(self, vllm_config: VllmConfig, prefix: str) -> None:
         super().__init__()
         c = read_config(vllm_config)
@@ -121,86 +116,27 @@ class MinimaxDecoderLayer(nn.Module):
             prefix=f"{prefix}.self_attn",
         )
         self.mlp = ClampedSwigluMoe(c, prefix=f"{prefix}.mlp")
-        eps = float(c.get("rms_norm_eps", 1e-5))
-        self.input_layernorm = RMSNorm(hidden, eps=eps)
-        self.post_attention_layernorm = RMSNorm(hidden, eps=eps)
-
-    def forward(
-        self, positions: torch.Tensor, hidden: torch.Tensor, residual: torch.Tensor | None
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        if residual is None:
-            residual = hidden
-            hidden = self.input_layernorm(hidden)
-        else:
-            hidden, residual = self.input_layernorm(hidden, residual)
-        hidden = self.self_attn(positions, hidden)
-        hidden, residual = self.post_attention_layernorm(hidden, residual)
-        return self.mlp(hidden), residual
+        self.add_norms(hidden, float(c.get("rms_norm_eps", 1e-5)))
 
 
-class MinimaxModel(nn.Module):
-    def __init__(self, *, vllm_config: VllmConfig, prefix: str = "") -> None:
-        super().__init__()
-        c = read_config(vllm_config)
-        hidden = int(c.need("hidden_size"))
-        # Each layer passes its own window; the cache config's copy of config.json's
-        # sliding_window would put one on the full layers too.
-        vllm_config.cache_config.sliding_window = None
-        self.embed_tokens = VocabParallelEmbedding(
-            int(c.need("vocab_size")), hidden, prefix=f"{prefix}.embed_tokens"
-        )
-        self.start_layer, self.end_layer, self.layers = make_layers(
-            int(c.need("num_hidden_layers")),
-            lambda prefix: MinimaxDecoderLayer(vllm_config, prefix),
-            prefix=f"{prefix}.layers",
-        )
-        self.norm = RMSNorm(hidden, eps=float(c.get("rms_norm_eps", 1e-5)))
-
-    def forward(self, input_ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-        hidden = self.embed_tokens(input_ids)
-        residual = None
-        for layer in self.layers:
-            hidden, residual = layer(positions, hidden, residual)
-        hidden, _ = self.norm(hidden, residual)
-        return hidden
-
-
-class MinimaxForCausalLM(nn.Module):
+class MinimaxForCausalLM(DecoderLM):
     packed_modules_mapping: ClassVar[dict[str, list[str]]] = {
         "qkv_proj": ["q_proj", "k_proj", "v_proj"],
     }
 
     def __init__(self, *, vllm_config: VllmConfig, prefix: str = "") -> None:
-        super().__init__()
         c = read_config(vllm_config)
-        self.tied = bool(c.get("tie_word_embeddings", False))
-        vocab, hidden = int(c.need("vocab_size")), int(c.need("hidden_size"))
-        self.model = MinimaxModel(vllm_config=vllm_config, prefix=maybe_prefix(prefix, "model"))
-        self.lm_head = (
-            self.model.embed_tokens
-            if self.tied
-            else ParallelLMHead(vocab, hidden, prefix=maybe_prefix(prefix, "lm_head"))
+        # Each layer passes its own window; the cache config's copy of config.json's
+        # sliding_window would put one on the full layers too.
+        vllm_config.cache_config.sliding_window = None
+        model = DecoderStack(
+            vllm_config,
+            c,
+            MinimaxDecoderLayer,
+            float(c.get("rms_norm_eps", 1e-5)),
+            prefix=maybe_prefix(prefix, "model"),
         )
-        self.logits_processor = LogitsProcessor(vocab)
-
-    def embed_input_ids(self, input_ids: torch.Tensor) -> torch.Tensor:
-        out: torch.Tensor = self.model.embed_tokens(input_ids)
-        return out
-
-    def forward(
-        self,
-        input_ids: torch.Tensor,
-        positions: torch.Tensor,
-        intermediate_tensors: object = None,
-        inputs_embeds: torch.Tensor | None = None,
-    ) -> torch.Tensor:
-        if inputs_embeds is not None:
-            raise UnsupportedConfigError(f"{FAMILY}: inputs_embeds are not served; give token ids.")
-        out: torch.Tensor = self.model(input_ids, positions)
-        return out
-
-    def compute_logits(self, hidden_states: torch.Tensor) -> torch.Tensor | None:
-        return self.logits_processor(self.lm_head, hidden_states)
+        super().__init__(c, model, prefix)
 
     def load_weights(self, weights: Iterable[tuple[str, torch.Tensor]]) -> set[str]:
         params = dict(self.named_parameters())
