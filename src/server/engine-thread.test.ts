@@ -1,5 +1,5 @@
 import { connect } from "node:net";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { type RunningServer, startServer } from "./index.js";
 import { OutputBuffer } from "./output-buffer.js";
 import type { LogLevel } from "./request-log.js";
@@ -123,10 +123,17 @@ describe("a client that stops reading", () => {
       socket.pause();
       socket.on("error", () => undefined);
       while (!logged.some((l) => l.includes("client_too_slow"))) await new Promise((r) => setTimeout(r, 100));
-      const text = await (await fetch(`${own.url}/metrics`)).text();
-      expect(metric(text, "vllm:num_requests_running") + metric(text, "vllm:num_requests_waiting")).toBe(0);
-      expect(metric(text, "vllm:kv_cache_usage_perc")).toBe(0);
-      expect(logged.some((l) => /"POST \/v1\/completions" 408 .*finish_reason=abort/.test(l))).toBe(true);
+      // The abort travels to the engine thread as a message; its step frees the sequences and the
+      // response is logged after.
+      await vi.waitFor(
+        async () => {
+          const text = await (await fetch(`${own.url}/metrics`)).text();
+          expect(metric(text, "vllm:num_requests_running") + metric(text, "vllm:num_requests_waiting")).toBe(0);
+          expect(metric(text, "vllm:kv_cache_usage_perc")).toBe(0);
+          expect(logged.some((l) => /"POST \/v1\/completions" 408 .*finish_reason=abort/.test(l))).toBe(true);
+        },
+        { timeout: 30_000, interval: 50 },
+      );
       // The server closed the socket: reading again finds its end.
       const closed = new Promise((r) => socket.once("close", r));
       socket.resume();
