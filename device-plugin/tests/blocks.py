@@ -152,6 +152,29 @@ def _compare(site: str, ours: torch.Tensor, theirs: torch.Tensor, tolerance: flo
     return BlockResult(site, diff, theirs.abs().max().item(), tolerance)
 
 
+def write_report(dump: EngineDump, variant: str, results: list[BlockResult]) -> None:
+    """Where `bringup device check` asked for one (BRINGUP_DEVICE_BLOCKS_REPORT, a directory), the
+    results as `<port>.<variant>.json`, which it turns into the port's record."""
+    directory = os.environ.get("BRINGUP_DEVICE_BLOCKS_REPORT")
+    if not directory:
+        return
+    report = {
+        "port": dump.port,
+        "variant": variant,
+        "tokens": int(dump.input_ids.shape[0]),
+        "blocks": [
+            {
+                "site": r.site,
+                "max_abs_diff": r.max_abs_diff,
+                "tolerance": r.tolerance,
+                "passed": r.passed,
+            }
+            for r in results
+        ],
+    }
+    (Path(directory) / f"{dump.port}.{variant}.json").write_text(json.dumps(report))
+
+
 def report(results: list[BlockResult]) -> str:
     """One line per block: its site, largest |Δ|, the engine's largest |value|, pass or FAIL."""
     return "\n".join(

@@ -7,7 +7,7 @@ chunk), and its output must match the engine's within TOLERANCE in float32.
 
 import pytest
 import torch
-from blocks import BlockResult, check_blocks, engine_dump, report
+from blocks import BlockResult, check_blocks, engine_dump, report, write_report
 
 from bringup_vllm.glm_flash import GlmFlashReference
 
@@ -35,7 +35,9 @@ def run_blocks(chunk: bool) -> list[BlockResult]:
 @pytest.mark.parametrize("chunk", [True, False], ids=["chunked", "recurrent"])
 def test_every_block_matches_the_engine(chunk):
     results = run_blocks(chunk)
-    print(f"\n{PORT} ({'chunked' if chunk else 'recurrent'} KDA prefill):\n{report(results)}")
+    variant = "chunked" if chunk else "recurrent"
+    print(f"\n{PORT} ({variant} KDA prefill):\n{report(results)}")
+    write_report(engine_dump(PORT), variant, results)
     assert len(results) == 2 + 2 * engine_dump(PORT).num_layers
     assert all(r.passed for r in results), report(results)
 

@@ -25,6 +25,11 @@ export {
   deviceBlocks,
 } from "./device-blocks.js";
 export {
+  type DeviceBlocksCheckOptions,
+  type DeviceBlocksCheckResult,
+  deviceBlocksCheck,
+} from "./device-blocks-check.js";
+export {
   type DeviceCheckOptions,
   type DeviceCheckResult,
   defaultDevicePython,
