@@ -1,8 +1,8 @@
 """GLM-5.3-Flash's plain-PyTorch blocks against bringup's engine, layer output by layer output.
 
 vLLM does not serve this port (glm_flash.py says why), so each block runs here on the engine's
-own input to it over the tiny checkpoint and a 100-token prompt (more than one 64-token KDA
-chunk), and its output must match the engine's within TOLERANCE in float32.
+own input to it over the tiny checkpoint, a 100-token prompt (more than one 64-token KDA chunk)
+and 4 decode steps, and its output must match the engine's within TOLERANCE in float32.
 """
 
 import pytest
@@ -24,9 +24,22 @@ def run_blocks(chunk: bool) -> list[BlockResult]:
     def block(site: str):
         _, index, part = site.split(".")
         layer = model.layers()[int(index)]
-        if part == "mixer":
+        if part == "ffn":
+            return layer.ffn_block
+        if not layer.kda:
+            # Causal attention over every row: each decode row sees the prefix, as with a cache.
             return lambda streams: layer.mixer_block(streams, None, chunk)[0]
-        return layer.ffn_block
+
+        def kda(streams: torch.Tensor) -> torch.Tensor:
+            # The prefill, then each decode token from the state and conv tails the run left.
+            out, state = layer.mixer_block(streams[: dump.prefill], None, chunk)
+            rows = [out]
+            for t in range(dump.prefill, streams.shape[0]):
+                step, state = layer.mixer_block(streams[t : t + 1], state, chunk)
+                rows.append(step)
+            return torch.cat(rows)
+
+        return kda
 
     with torch.no_grad():
         return check_blocks(dump, model.embed, block, model.head, TOLERANCE)

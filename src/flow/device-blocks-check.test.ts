@@ -26,7 +26,9 @@ describe("the block-by-block device check", () => {
     async () => {
       const result = await deviceBlocksCheck({ root: ROOT, portId: "glm-5.3-flash", record: false });
       expect(result.status, result.summary).toBe("passed");
-      expect(result.summary).toMatch(/^18 blocks .* over 100 tokens, chunked and recurrent: largest/);
+      expect(result.summary).toMatch(
+        /^18 blocks .* over 100 prompt tokens and 4 decode steps \(chunked and recurrent\): largest/,
+      );
     },
     300_000,
   );

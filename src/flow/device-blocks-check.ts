@@ -32,7 +32,8 @@ export interface DeviceBlocksCheckResult {
 const BlocksReport = z.object({
   port: z.string(),
   variant: z.string(),
-  tokens: z.int().positive(),
+  prefill: z.int().positive(),
+  decode: z.int().nonnegative(),
   blocks: z
     .array(
       z.object({ site: z.string(), max_abs_diff: z.number(), tolerance: z.number(), passed: z.boolean() }),
@@ -78,11 +79,12 @@ export async function deviceBlocksCheck(options: DeviceBlocksCheckOptions): Prom
     const worst = Math.max(...blocks.map((b) => b.max_abs_diff));
     const tolerance = Math.min(...blocks.map((b) => b.tolerance));
     const passed = exit === 0 && found.length > 0 && blocks.every((b) => b.passed);
+    // The test's variants of the check, e.g. a recurrent block's chunked and token-by-token prefill.
     const variants = found.map((r) => r.variant).join(" and ");
     const summary =
       found.length === 0
         ? `pytest ${spec.test} exited ${exit} without a block report; see ${log}`
-        : `${found[0]?.blocks.length} blocks (embeddings, every layer's mixer and feed-forward outputs, logits) over ${found[0]?.tokens} tokens, ${variants}: largest |plugin - engine| ${worst.toExponential(2)} (tolerance ${tolerance.toExponential(0)})${exit === 0 ? "" : `; pytest exited ${exit}, see ${log}`}`;
+        : `${found[0]?.blocks.length} blocks (embeddings, every layer's mixer and feed-forward outputs, logits) over ${found[0]?.prefill} prompt tokens and ${found[0]?.decode} decode steps (${variants}): largest |plugin - engine| ${worst.toExponential(2)} (tolerance ${tolerance.toExponential(0)})${exit === 0 ? "" : `; pytest exited ${exit}, see ${log}`}`;
     const status = passed ? "passed" : "failed";
     const record =
       options.record === false || found.length === 0

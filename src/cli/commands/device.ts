@@ -1,10 +1,16 @@
 import { resolve } from "node:path";
 import type { Command } from "commander";
 import { loadCatalog } from "../../catalog/index.js";
-import { DEVICE_BLOCKS_TOKENS, deviceBlocks, deviceBlocksCheck, deviceCheck } from "../../flow/index.js";
+import {
+  DEVICE_BLOCKS_DECODE,
+  DEVICE_BLOCKS_TOKENS,
+  deviceBlocks,
+  deviceBlocksCheck,
+  deviceCheck,
+} from "../../flow/index.js";
 import { projectRoot } from "../root.js";
 import { untilSignalled } from "../signals.js";
-import { positiveInt } from "./bench-workload.js";
+import { nonNegativeInt, positiveInt } from "./bench-workload.js";
 
 interface DeviceFlags {
   python?: string;
@@ -87,15 +93,24 @@ export function registerDevice(program: Command): void {
     )
     .requiredOption("--out <file>", "the safetensors file to write (atomically)")
     .option("--tokens <n>", "prompt tokens", positiveInt("--tokens"), DEVICE_BLOCKS_TOKENS)
-    .action(async (portId: string, flags: { out: string; tokens: number }, command: Command) => {
-      const result = await deviceBlocks({
-        root: projectRoot(command),
-        portId,
-        out: resolve(flags.out),
-        tokens: flags.tokens,
-      });
-      process.stdout.write(
-        `${portId}: wrote ${result.tensors.length} tensors over ${result.tokens} tokens of ${result.modelDir} to ${result.out}\n`,
-      );
-    });
+    .option(
+      "--decode <n>",
+      "greedy decode steps after the prompt",
+      nonNegativeInt("--decode"),
+      DEVICE_BLOCKS_DECODE,
+    )
+    .action(
+      async (portId: string, flags: { out: string; tokens: number; decode: number }, command: Command) => {
+        const result = await deviceBlocks({
+          root: projectRoot(command),
+          portId,
+          out: resolve(flags.out),
+          tokens: flags.tokens,
+          decode: flags.decode,
+        });
+        process.stdout.write(
+          `${portId}: wrote ${result.tensors.length} tensors over ${result.tokens} prompt tokens and ${result.decode} decode steps of ${result.modelDir} to ${result.out}\n`,
+        );
+      },
+    );
 }
