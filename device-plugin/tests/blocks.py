@@ -75,14 +75,15 @@ def engine_dump(port: str) -> EngineDump:
     """Runs `bringup device blocks <port>` (once per test session) and reads what it wrote."""
     out = DUMPS / f"{port}.safetensors"
     env = {**os.environ, "NODE_NO_WARNINGS": "1"}
-    subprocess.run(
+    run = subprocess.run(
         [*bringup_command(), "device", "blocks", port, "--out", str(out)],
         cwd=ROOT,
         env=env,
-        check=True,
         capture_output=True,
         text=True,
     )
+    if run.returncode != 0:
+        raise RuntimeError(f"bringup device blocks {port} failed ({run.returncode}): {run.stderr}")
     with safe_open(str(out), framework="pt") as f:
         metadata = f.metadata()
         tensors = {name: f.get_tensor(name) for name in f.keys()}  # noqa: SIM118

@@ -71,7 +71,7 @@ export async function deviceCheck(options: DeviceCheckOptions): Promise<DeviceCh
   if (port === undefined || spec === undefined) {
     throw new BringupError(
       "PORT_NO_DEVICE_CHECK",
-      `port ${options.portId} has no device check: it needs a \`reference.device_check\` in its port.yaml (\`bringup ports list\` names the ports).`,
+      `port ${options.portId} has no device check: it needs a \`reference.device_check\` in its port.yaml, or a \`reference.device_blocks\` where vLLM cannot serve it (\`bringup ports list\` names the ports).`,
       { subject: options.portId },
     );
   }

@@ -37,13 +37,13 @@ export function registerDevice(program: Command): void {
     .option("--json", "print the results as JSON")
     .action(async (ports: string[], flags: DeviceFlags, command: Command) => {
       const root = projectRoot(command);
+      const catalog = await loadCatalog(root);
       const ids =
         ports.length > 0
           ? ports
-          : (await loadCatalog(root)).ports
+          : catalog.ports
               .filter((p) => p.manifest.reference?.device_check ?? p.manifest.reference?.device_blocks)
               .map((p) => p.id);
-      const catalog = await loadCatalog(root);
       const controller = new AbortController();
       void untilSignalled().then(() => controller.abort());
       const results: { port: string; status: string; summary: string; recordId?: string }[] = [];
