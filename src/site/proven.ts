@@ -31,14 +31,13 @@ const NONE_YET: Record<Proof["level"], string> = {
  */
 function line(proof: Proof, from: string, notServed: string | undefined): string {
   const records = proof.records.map((record) => figureLink(code(record.id), record, from));
-  const missing =
-    proof.level === "vllm-cpu" && notServed !== undefined
-      ? `not served by vLLM: ${notServed}`
-      : NONE_YET[proof.level];
+  const declaredNotServed = proof.level === "vllm-cpu" && notServed !== undefined && proof.state === "none";
+  const missing = declaredNotServed ? `not served by vLLM: ${notServed}` : NONE_YET[proof.level];
   const why = proof.state === "none" ? ` (${text(missing)})` : "";
   const links = records.length > 0 ? `: ${records.join(", ")}` : "";
   const name = PROOF_LEVEL_NAMES[proof.level];
-  return `${text(`${name.charAt(0).toUpperCase()}${name.slice(1)}:`)} **${text(STATE_WORDS[proof.state])}**${why}${links}`;
+  const word = declaredNotServed ? "no" : STATE_WORDS[proof.state];
+  return `${text(`${name.charAt(0).toUpperCase()}${name.slice(1)}:`)} **${text(word)}**${why}${links}`;
 }
 
 /**
