@@ -1,0 +1,153 @@
+import { afterAll, describe, expect, it } from "vitest";
+import {
+  Engine,
+  type EngineOptions,
+  type GenerateRequest,
+  type LoadedModel,
+  readCorpus,
+  type StepOutput,
+} from "../../../../src/engine/index.js";
+import type { DraftModel } from "../../../../src/engine/model/draft-model.js";
+import { bringupErrorOf, portReference } from "../../../../test/helpers/port-reference.js";
+
+// Past the window (32) and the indexer's top-k, so verification rolls back across compressed rows.
+const ref = await portReference("deepseek-v4.1-flash");
+const model = ref.referenceModel();
+const corpus = await readCorpus();
+const text = model.tokenizer.encode(corpus.slice(0, 20_000));
+const prompt = text.slice(0, 203);
+const engines: Engine[] = [];
+afterAll(async () => {
+  await Promise.all(engines.map((e) => e.close()));
+});
+
+function engine(options: EngineOptions = {}, served: LoadedModel = model): Engine {
+  const e = new Engine(served, { threads: 2, maxModelLen: 512, blockSize: 16, ...options });
+  engines.push(e);
+  return e;
+}
+
+async function collect(stream: AsyncIterable<StepOutput>): Promise<StepOutput[]> {
+  const out: StepOutput[] = [];
+  for await (const o of stream) out.push(o);
+  return out;
+}
+
+const tokensOf = (outs: StepOutput[]) =>
+  outs.flatMap((o) => (o.token ? [[o.token.tokenId, o.token.logprob, o.token.rank]] : []));
+const greedy = (promptTokenIds: readonly number[], maxTokens = 24): GenerateRequest => ({
+  promptTokenIds,
+  maxTokens,
+  sampling: { temperature: 0 },
+  logprobs: 0,
+  ignoreEos: true,
+});
+
+/**
+ * The tiny MTP layer is untrained, so its drafts are almost never the target's and verification
+ * rejects them all. To exercise acceptance and roll-back, this head runs the real layer (its state
+ * is written as ever) and then lifts one logit per row: the token that followed (position, next
+ * token) in `continuations`, the target's own greedy outputs, except at every third position,
+ * where it drafts a wrong token. So drafts are kept in full, in part and not at all.
+ */
+function plantedDrafts(continuations: readonly (readonly number[])[]): LoadedModel {
+  const real = model.model.drafter as DraftModel;
+  const V = model.model.vocabSize;
+  const next = new Map<string, number>();
+  for (const all of continuations)
+    for (let p = 0; p + 2 < all.length; p++) {
+      const right = all[p + 2] as number;
+      next.set(`${p}:${all[p + 1]}`, p % 3 === 0 ? (right + 1) % V : right);
+    }
+  const head: DraftModel = {
+    states: (switches) => real.states(switches),
+    forward: (ctx, storage, previous) => {
+      const out = real.forward(ctx, storage, previous);
+      const { tokens, positions, logitRows } = ctx.batch;
+      logitRows.forEach((t, r) => {
+        const token = next.get(`${positions[t]}:${tokens[t]}`);
+        if (token !== undefined) out.logits[r * V + token] = 1e4;
+      });
+      return out;
+    },
+  };
+  return { ...model, model: model.model.withDrafter(head) };
+}
+
+const ids = (outs: StepOutput[]) => outs.flatMap((o) => (o.token ? [o.token.tokenId] : []));
+
+describe("MTP drafting on DeepSeek-V4.1-Flash's tiny model", () => {
+  it("greedy decode with drafting is bit-identical to decode without it, one stream", async () => {
+    const plain = tokensOf(await collect(engine().submit(greedy(prompt, 40))));
+    for (const k of [1, 3]) {
+      const e = engine({ speculativeTokens: k });
+      expect(tokensOf(await collect(e.submit(greedy(prompt, 40))))).toEqual(plain);
+      const spec = e.stats().specDecode;
+      expect(spec?.numDraftTokens).toBeGreaterThan(0);
+      expect(spec?.acceptedPerPosition).toHaveLength(k);
+    }
+  });
+
+  it("kept, partly kept and rejected drafts roll back to the same tokens, one stream", async () => {
+    const plain = await collect(engine().submit(greedy(prompt, 40)));
+    const planted = plantedDrafts([[...prompt, ...ids(plain)]]);
+    for (const k of [1, 4]) {
+      const e = engine({ speculativeTokens: k }, planted);
+      expect(tokensOf(await collect(e.submit(greedy(prompt, 40))))).toEqual(tokensOf(plain));
+      const spec = e.stats().specDecode;
+      expect(spec?.numAcceptedTokens).toBeGreaterThan(0);
+      expect(spec?.numAcceptedTokens).toBeLessThan(spec?.numDraftTokens ?? 0);
+      if (k === 4) expect(spec?.acceptedPerPosition[1]).toBeGreaterThan(0);
+    }
+  });
+
+  it("16 streams batched, prefill chunked, equal their decode without drafting", async () => {
+    const prompts = Array.from({ length: 16 }, (_, i) => text.slice(i * 37, i * 37 + 40 + i * 5));
+    const run = (options: EngineOptions, served?: LoadedModel) => {
+      const e = engine({ maxNumBatchedTokens: 96, ...options }, served);
+      return Promise.all(prompts.map((p) => collect(e.submit(greedy(p, 16)))));
+    };
+    const plain = await run({});
+    expect((await run({ speculativeTokens: 2 })).map(tokensOf)).toEqual(plain.map(tokensOf));
+    const planted = plantedDrafts(prompts.map((p, i) => [...p, ...ids(plain[i] as StepOutput[])]));
+    expect((await run({ speculativeTokens: 3 }, planted)).map(tokensOf)).toEqual(plain.map(tokensOf));
+  });
+
+  it("under preemption, drafting still gives the same tokens", async () => {
+    const prompts = Array.from({ length: 6 }, (_, i) => text.slice(i * 53, i * 53 + 90));
+    const plain = await Promise.all(prompts.map((p) => collect(engine().submit(greedy(p, 48)))));
+    const planted = plantedDrafts(prompts.map((p, i) => [...p, ...ids(plain[i] as StepOutput[])]));
+    // Room for a few sequences' windows and compressed rows at once: later ones preempt.
+    const e = engine({ speculativeTokens: 3, kvCacheBytes: 300_000 }, planted);
+    const drafted = await Promise.all(prompts.map((p) => collect(e.submit(greedy(p, 48)))));
+    expect(e.stats().preemptions).toBeGreaterThan(0);
+    expect(e.stats().specDecode?.numAcceptedTokens).toBeGreaterThan(0);
+    expect(drafted.map(tokensOf)).toEqual(plain.map(tokensOf));
+  });
+
+  it("seeded sampling with drafting repeats itself for a seed", async () => {
+    const req: GenerateRequest = { ...greedy(prompt, 24), sampling: { temperature: 1, seed: 7 } };
+    const e = engine({ speculativeTokens: 2 });
+    const [a, b] = [await collect(e.submit(req)), await collect(e.submit(req))];
+    expect(tokensOf(a)).toEqual(tokensOf(b));
+    expect(tokensOf(a)).toHaveLength(24);
+  });
+
+  it("refuses --speculative-tokens without an MTP layer, naming the field or the tensor", () => {
+    const noMtp = ref.build(
+      "no-mtp",
+      ref.architecture.tinyModel?.(
+        { ...ref.referenceConfig, num_nextn_predict_layers: 0 },
+        ref.corpus,
+      ) as NonNullable<ReturnType<NonNullable<typeof ref.architecture.tinyModel>>>,
+    );
+    const field = bringupErrorOf(() => new Engine(noMtp, { speculativeTokens: 2 }));
+    expect(field.code).toBe("SPECULATIVE_UNAVAILABLE");
+    expect(field.message).toContain("num_nextn_predict_layers is 0");
+    const files = ref.referenceFiles();
+    for (const name of [...files.tensors.keys()]) if (name.startsWith("mtp.")) files.tensors.delete(name);
+    const dropped = bringupErrorOf(() => new Engine(ref.build("dropped", files), { speculativeTokens: 2 }));
+    expect(dropped.code).toBe("SPECULATIVE_UNAVAILABLE");
+    expect(dropped.message).toContain("mtp.0.e_proj.weight");
+  });
+});
