@@ -8,6 +8,7 @@ import {
   type StepOutput,
 } from "../../../../src/engine/index.js";
 import type { DraftModel } from "../../../../src/engine/model/draft-model.js";
+import { ServerMetrics } from "../../../../src/server/metrics.js";
 import { bringupErrorOf, portReference } from "../../../../test/helpers/port-reference.js";
 
 // Past the window (32) and the indexer's top-k, so verification rolls back across compressed rows.
@@ -125,6 +126,24 @@ describe("MTP drafting on DeepSeek-V4.1-Flash's tiny model", () => {
     expect(drafted.map(tokensOf)).toEqual(plain.map(tokensOf));
   });
 
+  it("reports acceptance in /metrics under vLLM's spec-decode names", async () => {
+    const plain = await collect(engine().submit(greedy(prompt, 12)));
+    const e = engine({ speculativeTokens: 2 }, plantedDrafts([[...prompt, ...ids(plain)]]));
+    await collect(e.submit(greedy(prompt, 12)));
+    const spec = e.stats().specDecode;
+    const text = await new ServerMetrics("tiny", () => e.stats()).registry.metrics();
+    const value = (name: string) => Number(text.match(new RegExp(`^${name}\\{[^}]*\\} (\\S+)$`, "m"))?.[1]);
+    expect(value("vllm:spec_decode_num_drafts_total")).toBe(spec?.numDrafts);
+    expect(value("vllm:spec_decode_num_draft_tokens_total")).toBe(spec?.numDraftTokens);
+    expect(value("vllm:spec_decode_num_accepted_tokens_total")).toBe(spec?.numAcceptedTokens);
+    expect(text).toContain(
+      `vllm:spec_decode_num_accepted_tokens_per_pos_total{model_name="tiny",engine="0",position="1"} ${spec?.acceptedPerPosition[1]}`,
+    );
+    expect(spec?.numAcceptedTokens).toBeGreaterThan(0);
+    const off = await new ServerMetrics("tiny", () => engine().stats()).registry.metrics();
+    expect(off).not.toContain("spec_decode");
+  });
+
   it("seeded sampling with drafting repeats itself for a seed", async () => {
     const req: GenerateRequest = { ...greedy(prompt, 24), sampling: { temperature: 1, seed: 7 } };
     const e = engine({ speculativeTokens: 2 });
@@ -145,8 +164,10 @@ describe("MTP drafting on DeepSeek-V4.1-Flash's tiny model", () => {
     expect(field.code).toBe("SPECULATIVE_UNAVAILABLE");
     expect(field.message).toContain("num_nextn_predict_layers is 0");
     const files = ref.referenceFiles();
-    for (const name of [...files.tensors.keys()]) if (name.startsWith("mtp.")) files.tensors.delete(name);
-    const dropped = bringupErrorOf(() => new Engine(ref.build("dropped", files), { speculativeTokens: 2 }));
+    const tensors = new Map([...files.tensors].filter(([name]) => !name.startsWith("mtp.")));
+    const dropped = bringupErrorOf(
+      () => new Engine(ref.build("dropped", { ...files, tensors }), { speculativeTokens: 2 }),
+    );
     expect(dropped.code).toBe("SPECULATIVE_UNAVAILABLE");
     expect(dropped.message).toContain("mtp.0.e_proj.weight");
   });
