@@ -7,8 +7,8 @@ import {
   readCorpus,
   type StepOutput,
 } from "../../../../src/engine/index.js";
-import type { DraftModel } from "../../../../src/engine/model/draft-model.js";
 import { ServerMetrics } from "../../../../src/server/metrics.js";
+import { plantedDrafts } from "../../../../test/helpers/planted-drafts.js";
 import { bringupErrorOf, portReference } from "../../../../test/helpers/port-reference.js";
 
 // Past the window (32) and the indexer's top-k, so verification rolls back across compressed rows.
@@ -44,36 +44,8 @@ const greedy = (promptTokenIds: readonly number[], maxTokens = 24): GenerateRequ
   ignoreEos: true,
 });
 
-/**
- * The tiny MTP layer is untrained, so its drafts are almost never the target's and verification
- * rejects them all. To exercise acceptance and roll-back, this head runs the real layer (its state
- * is written as ever) and then lifts one logit per row: the token that followed (position, next
- * token) in `continuations`, the target's own greedy outputs, except at every third position,
- * where it drafts a wrong token. So drafts are kept in full, in part and not at all.
- */
-function plantedDrafts(continuations: readonly (readonly number[])[]): LoadedModel {
-  const real = model.model.drafter as DraftModel;
-  const V = model.model.vocabSize;
-  const next = new Map<string, number>();
-  for (const all of continuations)
-    for (let p = 0; p + 2 < all.length; p++) {
-      const right = all[p + 2] as number;
-      next.set(`${p}:${all[p + 1]}`, p % 3 === 0 ? (right + 1) % V : right);
-    }
-  const head: DraftModel = {
-    states: (switches) => real.states(switches),
-    forward: (ctx, storage, previous) => {
-      const out = real.forward(ctx, storage, previous);
-      const { tokens, positions, logitRows } = ctx.batch;
-      logitRows.forEach((t, r) => {
-        const token = next.get(`${positions[t]}:${tokens[t]}`);
-        if (token !== undefined) out.logits[r * V + token] = 1e4;
-      });
-      return out;
-    },
-  };
-  return { ...model, model: model.model.withDrafter(head) };
-}
+/** The target's own greedy outputs drafted, wrong at every third position. */
+const planted = (continuations: readonly (readonly number[])[]) => plantedDrafts(model, continuations, 3);
 
 const ids = (outs: StepOutput[]) => outs.flatMap((o) => (o.token ? [o.token.tokenId] : []));
 
@@ -91,9 +63,9 @@ describe("MTP drafting on DeepSeek-V4.1-Flash's tiny model", () => {
 
   it("kept, partly kept and rejected drafts roll back to the same tokens, one stream", async () => {
     const plain = await collect(engine().submit(greedy(prompt, 40)));
-    const planted = plantedDrafts([[...prompt, ...ids(plain)]]);
+    const served = planted([[...prompt, ...ids(plain)]]);
     for (const k of [1, 4]) {
-      const e = engine({ speculativeTokens: k }, planted);
+      const e = engine({ speculativeTokens: k }, served);
       expect(tokensOf(await collect(e.submit(greedy(prompt, 40))))).toEqual(tokensOf(plain));
       const spec = e.stats().specDecode;
       expect(spec?.numAcceptedTokens).toBeGreaterThan(0);
@@ -110,16 +82,16 @@ describe("MTP drafting on DeepSeek-V4.1-Flash's tiny model", () => {
     };
     const plain = await run({});
     expect((await run({ speculativeTokens: 2 })).map(tokensOf)).toEqual(plain.map(tokensOf));
-    const planted = plantedDrafts(prompts.map((p, i) => [...p, ...ids(plain[i] as StepOutput[])]));
-    expect((await run({ speculativeTokens: 3 }, planted)).map(tokensOf)).toEqual(plain.map(tokensOf));
+    const served = planted(prompts.map((p, i) => [...p, ...ids(plain[i] as StepOutput[])]));
+    expect((await run({ speculativeTokens: 3 }, served)).map(tokensOf)).toEqual(plain.map(tokensOf));
   });
 
   it("under preemption, drafting still gives the same tokens", async () => {
     const prompts = Array.from({ length: 6 }, (_, i) => text.slice(i * 53, i * 53 + 90));
     const plain = await Promise.all(prompts.map((p) => collect(engine().submit(greedy(p, 48)))));
-    const planted = plantedDrafts(prompts.map((p, i) => [...p, ...ids(plain[i] as StepOutput[])]));
+    const served = planted(prompts.map((p, i) => [...p, ...ids(plain[i] as StepOutput[])]));
     // Room for a few sequences' windows and compressed rows at once: later ones preempt.
-    const e = engine({ speculativeTokens: 3, kvCacheBytes: 300_000 }, planted);
+    const e = engine({ speculativeTokens: 3, kvCacheBytes: 300_000 }, served);
     const drafted = await Promise.all(prompts.map((p) => collect(e.submit(greedy(p, 48)))));
     expect(e.stats().preemptions).toBeGreaterThan(0);
     expect(e.stats().specDecode?.numAcceptedTokens).toBeGreaterThan(0);
@@ -128,7 +100,7 @@ describe("MTP drafting on DeepSeek-V4.1-Flash's tiny model", () => {
 
   it("reports acceptance in /metrics under vLLM's spec-decode names", async () => {
     const plain = await collect(engine().submit(greedy(prompt, 12)));
-    const e = engine({ speculativeTokens: 2 }, plantedDrafts([[...prompt, ...ids(plain)]]));
+    const e = engine({ speculativeTokens: 2 }, planted([[...prompt, ...ids(plain)]]));
     await collect(e.submit(greedy(prompt, 12)));
     const spec = e.stats().specDecode;
     const text = await new ServerMetrics("tiny", () => e.stats()).registry.metrics();
