@@ -58,7 +58,7 @@ export class Engine {
       ...(options.simd !== undefined ? { simd: options.simd } : {}),
       ...(mxfp4 !== undefined ? { mxfp4 } : {}),
     });
-    this.runner = new ModelRunner(model.model, this.pool, switches, this.cache);
+    this.runner = new ModelRunner(model.model, this.pool, switches, this.cache, options.tap);
     const k = options.speculativeTokens ?? 0;
     if (head !== undefined) {
       if (k + 1 > this.cache.maxChunkTokens)

@@ -11,6 +11,7 @@ import {
 import type { LayerStates } from "../cache/state-spec.js";
 import { KV_LAYOUT_NAMES, type KvLayout } from "../cache/state-spec.js";
 import type { CausalLM } from "../model/causal-lm.js";
+import type { ForwardTap } from "../model/model.js";
 import type { SpecDecodeStats } from "./drafting.js";
 
 export interface EngineOptions {
@@ -46,6 +47,8 @@ export interface EngineOptions {
    * (default 0: off); SPECULATIVE_UNAVAILABLE when the model has no draft head.
    */
   readonly speculativeTokens?: number;
+  /** Sees every step's intermediate values (model/model.ts ForwardTap); for block-by-block checks. */
+  readonly tap?: ForwardTap;
 }
 
 /** Figures for /metrics. */

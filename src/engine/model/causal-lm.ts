@@ -110,13 +110,19 @@ export class CausalLM {
     const H = this.hiddenSize;
     const x = new Float32Array(T * H);
     embed(this.parts.embedding, batch.tokens, x);
+    // The tap's arguments (copies) are evaluated only when there is a tap.
+    const tap = ctx.tap;
+    tap?.("embed", x.slice(), T);
     const X = this.parts.residual.expand(x, T);
     this.layers.forEach((layer, l) => {
       layer.mixerConnection.apply(X, T, (h) => layer.mixer.forward(h, ctx, storage[l] as LayerStorage));
+      tap?.(`layers.${l}.mixer`, X.slice(), T);
       layer.ffnConnection.apply(X, T, (h) => layer.ffn.forward(h, ctx));
+      tap?.(`layers.${l}.ffn`, X.slice(), T);
     });
     const p = this.parts;
     const logits = headLogits(X, batch.logitRows, p.residual, p.finalNorm, p.rmsNormEps, p.lmHead, pool);
+    if (logits.length > 0) tap?.("logits", logits.slice(), batch.logitRows.length);
     return { logits, streams: X };
   }
 }
