@@ -116,6 +116,50 @@ describe("MTP drafting on DeepSeek-V4.1-Flash's tiny model", () => {
     expect(off).not.toContain("spec_decode");
   });
 
+  it("sampled decode with drafting keeps the target's distribution (two-sample chi-square)", async () => {
+    // The third generated token of 300 seeds with drafting and 300 without, top_k 3 so a few
+    // continuations carry all the mass. Drafts are the greedy continuation, so they are kept or
+    // rejected by the rule, both often. Bins: the 5 most frequent tokens and the rest (df 5);
+    // 35.89 is chi-square's 1 - 1e-6 quantile at df 5, so a correct rule fails once in a million
+    // seed sets (these are fixed). Emitting the draft whenever it is offered moves the counts far
+    // past it.
+    const short = prompt.slice(0, 24);
+    const plain = await collect(engine().submit(greedy(short, 3)));
+    const served = planted([[...short, ...ids(plain)]]);
+    const sample = async (e: Engine, offset: number) =>
+      Promise.all(
+        Array.from({ length: 300 }, async (_, i) => {
+          const outs = await collect(
+            e.submit({ ...greedy(short, 3), sampling: { temperature: 1, topK: 3, seed: offset + i } }),
+          );
+          return ids(outs)[2] as number;
+        }),
+      );
+    const without = await sample(engine(), 0);
+    const e = engine({ speculativeTokens: 2 }, served);
+    const drafted = await sample(e, 10_000);
+    const spec = e.stats().specDecode;
+    expect(spec?.numAcceptedTokens).toBeGreaterThan(0);
+    expect(spec?.numAcceptedTokens).toBeLessThan(spec?.numDraftTokens ?? 0);
+    const count = (xs: number[]) =>
+      xs.reduce((m, x) => m.set(x, (m.get(x) ?? 0) + 1), new Map<number, number>());
+    const [a, b] = [count(without), count(drafted)];
+    const top = [...count([...without, ...drafted])]
+      .sort((x, y) => y[1] - x[1])
+      .slice(0, 5)
+      .map(([t]) => t);
+    const bins = (m: Map<number, number>) => {
+      const kept = top.map((t) => m.get(t) ?? 0);
+      return [...kept, 300 - kept.reduce((s, n) => s + n, 0)];
+    };
+    const [A, B] = [bins(a), bins(b)];
+    const chi2 = A.reduce((s, x, i) => {
+      const y = B[i] as number;
+      return x + y === 0 ? s : s + (x - y) ** 2 / (x + y);
+    }, 0);
+    expect(chi2).toBeLessThan(35.89);
+  });
+
   it("seeded sampling with drafting repeats itself for a seed", async () => {
     const req: GenerateRequest = { ...greedy(prompt, 24), sampling: { temperature: 1, seed: 7 } };
     const e = engine({ speculativeTokens: 2 });
