@@ -6,7 +6,7 @@ import type { MatmulPool } from "../kernels/pool.js";
 import { rmsNorm } from "../kernels/rmsnorm.js";
 import type { Weight } from "../tensor/weight.js";
 import type { DraftModel } from "./draft-model.js";
-import type { DecoderLayer, ForwardContext, ResidualStream } from "./model.js";
+import type { DecoderLayer, ForwardContext, ResidualStream, StepResult } from "./model.js";
 import type { ModelSwitch } from "./model-switch.js";
 
 export interface CausalLMParts {
@@ -28,12 +28,6 @@ export interface CausalLMParts {
 export interface NoDrafter {
   readonly subject: string;
   readonly reason: string;
-}
-
-/** A step's logits and the residual stream of every token [T, streams x hidden] (a draft head's input). */
-export interface StepResult {
-  readonly logits: Float32Array;
-  readonly streams: Float32Array;
 }
 
 /**

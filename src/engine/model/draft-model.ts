@@ -1,7 +1,6 @@
 import type { LayerStates } from "../cache/state-spec.js";
 import type { LayerStorage } from "../cache/storage.js";
-import type { StepResult } from "./causal-lm.js";
-import type { ForwardContext } from "./model.js";
+import type { ForwardContext, StepResult } from "./model.js";
 
 /**
  * A checkpoint's draft head for speculative decoding (DeepSeek's multi-token prediction layer): at

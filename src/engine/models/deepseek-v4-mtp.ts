@@ -34,9 +34,9 @@ import type { LayerStorage } from "../cache/storage.js";
 import { embed } from "../kernels/embedding.js";
 import { rmsNorm } from "../kernels/rmsnorm.js";
 import type { WeightSource } from "../loader/weight-source.js";
-import { type CausalLM, headLogits, type NoDrafter, type StepResult } from "../model/causal-lm.js";
+import { type CausalLM, headLogits, type NoDrafter } from "../model/causal-lm.js";
 import type { DraftModel } from "../model/draft-model.js";
-import type { ForwardContext } from "../model/model.js";
+import type { ForwardContext, StepResult } from "../model/model.js";
 import type { Weight } from "../tensor/weight.js";
 import { preNormParameters } from "./decoder.js";
 
