@@ -74,6 +74,21 @@ describe("MTP drafting on DeepSeek-V4.1-Flash's tiny model", () => {
     }
   });
 
+  it("an MTP layer of compressed sparse attention (its own rows and indexer) drafts without changing the output", async () => {
+    // Legacy compress_ratios with an entry for the MTP layer (V4-Flash ships 0 there; 4 here).
+    const { layer_types: _, compress_rates: __, ...legacy } = ref.referenceConfig;
+    const make = ref.architecture.tinyModel as NonNullable<typeof ref.architecture.tinyModel>;
+    const csa = ref.build(
+      "mtp-csa",
+      make({ ...legacy, compress_ratios: [0, 4, 32, 4, 4], compress_rate_hca: 32 }, ref.corpus),
+    );
+    const plain = await collect(engine({}, csa).submit(greedy(prompt, 40)));
+    const served = plantedDrafts(csa, [[...prompt, ...ids(plain)]], 3);
+    const e = engine({ speculativeTokens: 3 }, served);
+    expect(tokensOf(await collect(e.submit(greedy(prompt, 40))))).toEqual(tokensOf(plain));
+    expect(e.stats().specDecode?.numAcceptedTokens).toBeGreaterThan(0);
+  });
+
   it("16 streams batched, prefill chunked, equal their decode without drafting", async () => {
     const prompts = Array.from({ length: 16 }, (_, i) => text.slice(i * 37, i * 37 + 40 + i * 5));
     const run = (options: EngineOptions, served?: LoadedModel) => {
