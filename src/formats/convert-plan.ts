@@ -105,7 +105,7 @@ function toMxfp4(tensor: LogicalTensor, op: "fp8-to-mxfp4" | "float-to-mxfp4") {
 /** Every weight's plans, in the checkpoint's order: what each converts, or the parts it copies. */
 export function planTensors(
   ck: Checkpoint,
-  logical: readonly LogicalTensor[],
+  logical: Iterable<LogicalTensor>,
   options: PlanOptions,
   source: { kept: (weight: string) => boolean; powerOfTwoScales: boolean },
   exclude: RegExp,
