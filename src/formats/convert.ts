@@ -19,6 +19,8 @@ import {
   type PlanOptions,
   planTensors,
   quantizing,
+  STACKED_WEIGHTS_KEY,
+  stackedWeights,
 } from "./convert-plan.js";
 import { checkFreeSpace, findInexactTiles, writeOutput } from "./convert-preflight.js";
 import { dtypeBytes, elementCount } from "./dtypes.js";
@@ -295,12 +297,21 @@ export async function convertCheckpoint(
         }
         await writeShardIndex(dir, weightMap, total);
       }
+      const stacked = stackedWeights(plans, sourceConfig);
       const editConfig = (config: Record<string, unknown>) => {
         if (quantization === undefined) delete config.quantization_config;
         else config.quantization_config = quantization;
+        if (stacked === undefined) delete config[STACKED_WEIGHTS_KEY];
+        else config[STACKED_WEIGHTS_KEY] = stacked;
         if (options.to === "bf16" && "torch_dtype" in config) config.torch_dtype = "bfloat16";
       };
-      const fallback = quantization === undefined ? undefined : { quantization_config: quantization };
+      const fallback =
+        quantization === undefined && stacked === undefined
+          ? undefined
+          : {
+              ...(quantization === undefined ? {} : { quantization_config: quantization }),
+              ...(stacked === undefined ? {} : { [STACKED_WEIGHTS_KEY]: stacked }),
+            };
       copiedFiles.push(...(await copyCompanions(source, dir, editConfig, fallback)));
       checkAborted(options.signal, output);
       if (options.verify === true)

@@ -156,6 +156,38 @@ export function detectLogicalTensors(tensors: readonly TensorInfo[]): LogicalTen
   return [...logicalTensors(tensors, (name) => index.get(name))];
 }
 
+/**
+ * The name a stacked weight (three or more dimensions, matrices [out, in] stacked, as gpt-oss stores
+ * its experts) takes in another format. gpt-oss's MXFP4 `experts.down_proj_blocks` hold [experts,
+ * out, in], but Hugging Face's bf16 `experts.down_proj` holds [experts, in, out]: the same name in
+ * bf16 or FP8 would be read transposed, without error where the matrices are square. So such a
+ * weight leaves MXFP4 as `<name>.weight` (with `.weight_scale_inv` for FP8), the name of a Linear's
+ * [out, in] rows stacked, which no gpt-oss loader takes for its own; and returns to MXFP4 without
+ * the suffix. Other weights keep their names.
+ */
+export function stackedName(name: string, shape: readonly number[], to: "mxfp4" | "other"): string {
+  if (shape.length < 3) return name;
+  if (to === "mxfp4") return name.endsWith(STACKED_SUFFIX) ? name.slice(0, -STACKED_SUFFIX.length) : name;
+  return name.endsWith(STACKED_SUFFIX) ? name : `${name}${STACKED_SUFFIX}`;
+}
+
+const STACKED_SUFFIX = ".weight";
+
+/**
+ * The weight of `find` that `weight` (of another checkpoint) converts to: the one of its name, or
+ * of its stacked name in the other format (see stackedName).
+ */
+export function counterpart(weight: LogicalTensor, find: FindTensor): LogicalTensor | undefined {
+  const same = logicalWeight(weight.name, find);
+  if (same !== undefined || weight.shape.length < 3) return same;
+  const renamed = weight.name.endsWith(STACKED_SUFFIX)
+    ? weight.name.slice(0, -STACKED_SUFFIX.length)
+    : `${weight.name}${STACKED_SUFFIX}`;
+  const other = logicalWeight(renamed, find);
+  // Only a change of format renames: MXFP4 on exactly one side.
+  return other !== undefined && (other.kind === "mxfp4") !== (weight.kind === "mxfp4") ? other : undefined;
+}
+
 /** Rows of a logical tensor: every dimension but the last, flattened. */
 export function logicalRows(tensor: LogicalTensor): { rows: number; cols: number } {
   const cols = tensor.shape.length === 0 ? 1 : (tensor.shape.at(-1) as number);

@@ -4,11 +4,11 @@ import { type Checkpoint, openCheckpoint } from "./checkpoint.js";
 import { decodeToFloat32 } from "./decode.js";
 import { elementCount } from "./dtypes.js";
 import {
+  counterpart,
   fp8ScaleRows,
   type LogicalTensor,
   logicalRows,
   logicalTensors,
-  logicalWeight,
   type RowBuffers,
   readLogicalRows,
   readLogicalRowsWide,
@@ -295,7 +295,7 @@ async function compare(
       for (const weight of logicalTensors(x.tensors, findX)) {
         interrupted();
         if (!select(weight.name)) continue;
-        const other = logicalWeight(weight.name, findY);
+        const other = counterpart(weight, findY);
         if (other === undefined) onlyInA.push(weight.name);
         else yield { a: weight, b: other };
       }
@@ -316,7 +316,7 @@ async function compare(
         },
       );
       for (const b of logicalTensors(y.tensors, findY))
-        if (select(b.name) && logicalWeight(b.name, findX) === undefined) onlyInB.push(b.name);
+        if (select(b.name) && counterpart(b, findX) === undefined) onlyInB.push(b.name);
       ok &&= onlyInA.length === 0 && onlyInB.length === 0;
       return { a: pathA, b: pathB, ok, weights, onlyInA, onlyInB };
     } finally {
