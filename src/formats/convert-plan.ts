@@ -150,6 +150,13 @@ export function planTensors(
       options.include?.test(tensor.name) === true &&
       !exclude.test(tensor.name) &&
       !source.kept(tensor.name);
+    if (quantizable && stackedName(tensor.name, tensor.shape, "other") !== tensor.name) {
+      throw new BringupError(
+        "STACKED_LAYOUT_UNKNOWN",
+        `${subject()}: a stacked weight [${tensor.shape.join(", ")}] whose name does not say its layout: Hugging Face's bf16 gpt-oss stores experts as [experts, in, out] under this name, MXFP4 and FP8 as [experts, out, in], so quantized as it is it could be read transposed. If its matrices are [out, in], name it ${tensor.name}.weight (weights relayout --rename); if [in, out], transpose them first (--transpose); or leave it out of --include.`,
+        { subject: subject() },
+      );
+    }
     const [rows, cols] = [tensor.shape.at(-2) ?? 1, tensor.shape.at(-1) ?? 1];
     const lead = tensor.shape.slice(0, -2);
     // Ops that work element by element (or block by block along the elements) read short rows.

@@ -571,6 +571,25 @@ describe("convertCheckpoint", () => {
       expect(kept.stacked_weights.weights).toEqual(["mlp.experts.down_proj.weight"]);
       await expectSameValues(dir, again);
     }
+    // A plain stacked weight under gpt-oss's name may be either layout: quantizing it is refused.
+    const plain = join(root, "square-plain");
+    await writeCheckpoint(plain, [
+      {
+        name: "mlp.experts.down_proj",
+        dtype: "F32",
+        shape: [2, 32, 32],
+        data: new Uint8Array(values.buffer),
+      },
+    ]);
+    for (const to of ["fp8", "mxfp4"] as const)
+      await expect(
+        convertCheckpoint(plain, join(root, `square-plain-${to}`), { to, workers: 0, include: /experts/ }),
+      ).rejects.toMatchObject({
+        code: "STACKED_LAYOUT_UNKNOWN",
+        message: expect.stringMatching(
+          /down_proj: a stacked weight \[2, 32, 32\] whose name does not say its layout/,
+        ),
+      });
   });
 
   it("refuses FP8 values that MXFP4 cannot carry, naming tensor and element", async () => {
