@@ -93,6 +93,8 @@ export const ERROR_CATALOGUE = {
   MXFP4_SCALES_MISSING: { category: "input" },
   MXFP4_BAD_DTYPE: { category: "input" },
   MXFP4_BLOCKS_MISSING: { category: "input" },
+  MXFP4_NAME_CLASH: { category: "input" },
+  STACKED_LAYOUT_UNKNOWN: { category: "input" },
   NO_WEIGHTS: { category: "input" },
   PACKED_CHECKSUM_MISMATCH: { category: "input" },
   PACKED_DTYPE: { category: "input" },
