@@ -60,11 +60,8 @@ describe("ropeConfig: the RoPE base and scaling in every public spelling", () =>
     expect(() => rope({ rope_scaling: { rope_type: "linear", factor: 2 } }, true)).toThrow(/"linear"/);
     expect(() => rope({ rope_scaling: { rope_type: "yarn" } }, true)).toThrow(/rope_scaling\.factor/);
     expect(() => rope({ rope_scaling: yarn, rope_parameters: yarn }, true)).toThrow(/keep one of them/);
-    // gpt-oss's unrounded correction range: refused by name where YaRN applies, read where true.
-    expect(() => rope({ rope_scaling: { ...yarn, truncate: false } }, true)).toThrow(
-      /config\.json: rope_scaling\.truncate: false/,
-    );
-    expect(rope({ rope_scaling: { ...yarn, truncate: true } }, true).yarn?.factor).toBe(32);
+    // gpt-oss's unrounded correction range is carried to the RoPE tables.
+    expect(rope({ rope_scaling: { ...yarn, truncate: false } }, true).yarn?.truncate).toBe(false);
     expect(rope({ rope_scaling: null, rope_parameters: { rope_type: "default" } }, false)).toEqual({
       theta: 10_000,
     });

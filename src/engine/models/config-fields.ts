@@ -63,7 +63,7 @@ const ropeParametersField = z
     beta_slow: z.number().optional(),
     mscale: z.number().optional(),
     mscale_all_dim: z.number().optional(),
-    // HF YaRN's rounding of the correction range (gpt-oss sets false); the engine rounds (true).
+    // HF YaRN's rounding of the correction range: true (the default) rounds it, gpt-oss sets false.
     truncate: z.boolean().optional(),
   })
   .nullish();
@@ -115,11 +115,6 @@ export function ropeConfig(
       field,
       `RoPE scaling "${kind}" is not applied by this family in the reference engine${kind === "yarn" ? " yet" : " (it reads default or yarn)"}; a checkpoint needing it cannot be computed faithfully.`,
     );
-  if (s.truncate === false)
-    fail(
-      `${field}.truncate`,
-      "false (an unrounded YaRN correction range, as gpt-oss has) is not implemented; the engine rounds the range as HF's default (true) does.",
-    );
   return {
     theta,
     yarn: {
@@ -129,6 +124,7 @@ export function ropeConfig(
       betaSlow: s.beta_slow ?? 1,
       ...(s.mscale === undefined ? {} : { mscale: s.mscale }),
       ...(s.mscale_all_dim === undefined ? {} : { mscaleAllDim: s.mscale_all_dim }),
+      ...(s.truncate === undefined ? {} : { truncate: s.truncate }),
     },
   };
 }

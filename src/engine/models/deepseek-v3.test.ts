@@ -1,5 +1,14 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { parseDeepseekV3 } from "./deepseek-v3.js";
+import { parse } from "yaml";
+import { modelOfFiles } from "../loader/build-model.js";
+import { goldenLogprobs } from "../tests/golden-logprobs.js";
+import { readCorpus } from "../tiny/corpus.js";
+import type { TinyModelFiles } from "../tiny/files.js";
+import { deepseekV3Architecture, parseDeepseekV3 } from "./deepseek-v3.js";
+
+const PORTS = join(import.meta.dirname, "../../../ports");
 
 /** GLM-5's DSA layout (model_type glm_moe_dsa) at its public sizes, RoPE spelled the public GLM-5.x way. */
 const GLM5 = {
@@ -53,17 +62,57 @@ describe("the DeepSeek-V3 layout reads a real checkpoint's config as its lineage
     expect(() => parseDeepseekV3({ ...GLM5, rope_interleave: false })).toThrow(/rope_interleave: false/);
   });
 
-  it("refuses Kimi K2's YaRN rope_scaling by name rather than computing without it", () => {
-    const { index_topk: _, ...k2 } = GLM5;
+  it("reads Kimi K2's YaRN rope_scaling into latent attention and the indexer (DeepSeek-V3.2 shares one freqs_cis)", () => {
     const yarn = {
       type: "yarn",
       factor: 32,
       original_max_position_embeddings: 4096,
+      beta_fast: 1,
+      beta_slow: 1,
       mscale: 1,
       mscale_all_dim: 1,
     };
-    expect(() => parseDeepseekV3({ ...k2, model_type: "kimi_k2", rope_scaling: yarn })).toThrow(
-      /rope_scaling: RoPE scaling "yarn" is not applied/,
+    const scaling = {
+      factor: 32,
+      originalMaxPositionEmbeddings: 4096,
+      betaFast: 1,
+      betaSlow: 1,
+      mscale: 1,
+      mscaleAllDim: 1,
+    };
+    const { index_topk: _, ...k2 } = GLM5;
+    expect(parseDeepseekV3({ ...k2, model_type: "kimi_k2", rope_scaling: yarn }).mla.ropeScaling).toEqual(
+      scaling,
     );
+    expect(parseDeepseekV3({ ...GLM5, rope_scaling: yarn }).dsa?.ropeScaling).toEqual(scaling);
+    expect(() =>
+      parseDeepseekV3({ ...k2, model_type: "kimi_k2", rope_scaling: { type: "linear", factor: 2 } }),
+    ).toThrow(/rope_scaling: RoPE scaling "linear" is not applied/);
+  });
+
+  it("a tiny Kimi K2 checkpoint computes differently with YaRN's rope_scaling than without", async () => {
+    const port = parse(readFileSync(join(PORTS, "kimi-k2.7-code", "port.yaml"), "utf8")).reference.config;
+    const corpus = await readCorpus();
+    const logprobs = async (config: Record<string, unknown>) => {
+      const files = deepseekV3Architecture.tinyModel?.(config, corpus) as TinyModelFiles;
+      return goldenLogprobs(modelOfFiles("tiny", files, deepseekV3Architecture));
+    };
+    const yarn = {
+      type: "yarn",
+      factor: 32,
+      original_max_position_embeddings: 16,
+      mscale: 1,
+      mscale_all_dim: 1,
+    };
+    const [plain, scaled] = await Promise.all([
+      logprobs(port),
+      logprobs({ ...port, rope_scaling: yarn, max_position_embeddings: 512 }),
+    ]);
+    const diff = Math.max(
+      ...plain.promptLogprobs.map((p, i) =>
+        Math.abs((p[1] as number) - (scaled.promptLogprobs[i]?.[1] as number)),
+      ),
+    );
+    expect(diff).toBeGreaterThan(1e-3);
   });
 });

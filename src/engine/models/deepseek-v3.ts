@@ -6,8 +6,12 @@
  * bias, grouped top-k (noaux_tc) and shared experts. Ports parse their config.json with
  * `parseDeepseekV3`, build with `buildDeepseekV3`, and make their tiny weights with
  * `deepseekV3TinyTensors`. The RoPE base is read in every public spelling (`rope_theta`, or
- * `rope_parameters.rope_theta` as public GLM-5.x configs have it); RoPE scaling (YaRN with
- * DeepSeek's softmax mscale) is not applied yet and is refused by name.
+ * `rope_parameters.rope_theta` as public GLM-5.x configs have it), and YaRN `rope_scaling` as
+ * DeepSeek-V3 and Kimi K2 give it (beta_fast/slow, factor, mscale, mscale_all_dim): its
+ * frequencies and cos/sin factor (HF `_compute_yarn_parameters`) and the softmax scale
+ * mscale(factor, mscale_all_dim)^2 (HF `modeling_deepseek_v3.py`, vLLM `deepseek_v2.py`), applied
+ * at every context length as HF and vLLM do; DeepSeek's `inference/model.py` applies it only when
+ * its max_seq_len exceeds original_max_position_embeddings, which a served model's does.
  */
 import { z } from "zod";
 import type { Architecture, ModelConfig, TinyModelOptions } from "../architecture.js";
@@ -155,8 +159,10 @@ export interface DeepseekV3Config extends ModelConfig {
 }
 
 function deepseekV3Config(c: DeepseekV3Fields, modelType: string, fail: Fail): DeepseekV3Config {
-  // YaRN here also scales MLA's softmax by DeepSeek's mscale, which the engine does not apply yet.
-  const { theta: ropeTheta } = ropeConfig(c, fail, { defaultTheta: 10_000 });
+  const { theta: ropeTheta, yarn } = ropeConfig(c, fail, {
+    defaultTheta: 10_000,
+    yarn: { maxPositions: c.max_position_embeddings },
+  });
   if (!c.rope_interleave)
     fail(
       "rope_interleave",
@@ -175,6 +181,7 @@ function deepseekV3Config(c: DeepseekV3Fields, modelType: string, fail: Fail): D
     qkRopeHeadDim: c.qk_rope_head_dim,
     vHeadDim: c.v_head_dim,
     ropeTheta,
+    ...(yarn ? { ropeScaling: yarn } : {}),
   };
   if (mla.qkRopeHeadDim % 2 !== 0)
     fail("qk_rope_head_dim", `${mla.qkRopeHeadDim} must be even (RoPE rotates pairs).`);
@@ -202,6 +209,7 @@ function deepseekV3Config(c: DeepseekV3Fields, modelType: string, fail: Fail): D
       headDim,
       ropeDim: mla.qkRopeHeadDim,
       ropeTheta,
+      ...(yarn ? { ropeScaling: yarn } : {}),
       ropeInterleave: c.indexer_rope_interleave,
       fp8Scale: c.quantization_config?.scale_fmt === "ue8m0" ? "ue8m0" : "amax",
       topK,

@@ -133,9 +133,9 @@ describe("gpt-oss-20b at its real size, shapes only, against MiniMax-M3's code",
 
 describe("Kimi-K2-Instruct at its real size, shapes only", () => {
   const json = JSON.parse(readFileSync(join(DIR, "kimi-k2-instruct.json"), "utf8"));
-  // The layout refuses Kimi K2's YaRN by name (public-configs.test.ts); read without it, every
-  // tensor of the FP8 checkpoint must be a declared one or its 128x128 block-scale grid.
-  const config = parseDeepseekV3({ ...json, rope_scaling: null }, "kimi-k2");
+  // Read as released (YaRN included): every tensor of the FP8 checkpoint must be a declared one or
+  // its 128x128 block-scale grid.
+  const config = parseDeepseekV3(json, "kimi-k2");
   const real = tensorList("kimi-k2-instruct.tensors.json");
   const declared = new Map(deepseekV3Parameters(config).map(({ decl }) => [decl.name, decl.shape]));
 

@@ -16,13 +16,60 @@ afterAll(() => pool.close());
 
 const form = (value: string) => new Map([["mla_form", value]]);
 
+/** The RoPE a reference applies: its base (none: unrotated), HF YaRN `rope_scaling` keys, pairing. */
+interface ReferenceRope {
+  readonly theta: number | null;
+  readonly yarn?: {
+    readonly factor: number;
+    readonly original_max_position_embeddings: number;
+    readonly beta_fast: number;
+    readonly beta_slow: number;
+    readonly mscale: number;
+    readonly mscale_all_dim: number;
+  };
+  /** HF glm_moe_dsa's pairing (x_i with x_{i+dr/2}); else DeepSeek's adjacent pairs. */
+  readonly halfSplit?: boolean;
+}
+
+/**
+ * The rotary inverse frequencies, cos/sin factor and softmax multiplier of `rope` over `dr`
+ * features, in f64: HF transformers `modeling_rope_utils.py` `_compute_yarn_parameters`
+ * (find_correction_range with truncation, linear_ramp_factor, get_mscale, attention_factor from
+ * mscale / mscale_all_dim) and `models/deepseek_v3/modeling_deepseek_v3.py`'s
+ * DeepseekV3Attention (scaling *= yarn_get_mscale(factor, mscale_all_dim)^2).
+ */
+function referenceRope(rope: ReferenceRope, dr: number) {
+  const theta = rope.theta ?? 1;
+  const invFreq = Float64Array.from({ length: dr / 2 }, (_, i) => 1 / theta ** ((2 * i) / dr));
+  const y = rope.yarn;
+  if (y === undefined) return { invFreq, attentionFactor: 1, softmax: 1 };
+  const getMscale = (scale: number, m = 1) => (scale <= 1 ? 1 : 0.1 * m * Math.log(scale) + 1);
+  const correctionDim = (rotations: number) =>
+    (dr * Math.log(y.original_max_position_embeddings / (rotations * 2 * Math.PI))) / (2 * Math.log(theta));
+  const low = Math.max(Math.floor(correctionDim(y.beta_fast)), 0);
+  const high = Math.min(Math.ceil(correctionDim(y.beta_slow)), dr - 1);
+  const ramp = (i: number) => Math.min(1, Math.max(0, (i - low) / (high === low ? 0.001 : high - low)));
+  const extrapolation = (i: number) => 1 - ramp(i);
+  return {
+    invFreq: invFreq.map((f, i) => (f / y.factor) * (1 - extrapolation(i)) + f * extrapolation(i)),
+    attentionFactor: getMscale(y.factor, y.mscale) / getMscale(y.factor, y.mscale_all_dim),
+    softmax: getMscale(y.factor, y.mscale_all_dim) ** 2,
+  };
+}
+
 /**
  * DeepSeek-V3's naive MLA (inference/model.py, attn_impl "naive") written out in f64 over the whole
  * sequence, without a cache: q = q_b(norm(q_a x)), [c, k_pe] = kv_a x, k/v per head = kv_b(norm(c)),
- * RoPE of base `theta` as complex rotation of adjacent pairs (none without a base, as Kimi Linear's
- * MLA layers run), causal softmax scaled by (nope + rope)^-1/2, o_proj.
+ * RoPE as `rope` gives it (DeepSeek's complex rotation of adjacent pairs unless halfSplit; none
+ * without a base, as Kimi Linear's MLA layers run), causal softmax scaled by (nope + rope)^-1/2
+ * (times YaRN's multiplier), o_proj.
  */
-function naiveMla(m: MlaMatrices, x: Float32Array, n: number, theta = S.ropeTheta ?? null): Float64Array {
+function naiveMla(
+  m: MlaMatrices,
+  x: Float32Array,
+  n: number,
+  rope: ReferenceRope = { theta: S.ropeTheta ?? null },
+): Float64Array {
   const { numHeads: nh, qLoraRank: r, kvLoraRank: C, qkNopeHeadDim: dn, qkRopeHeadDim: dr, vHeadDim: dv } = S;
   const matvec = (w: Float32Array, rows: number, cols: number, v: ArrayLike<number>) =>
     Float64Array.from({ length: rows }, (_, i) => {
@@ -36,13 +83,18 @@ function naiveMla(m: MlaMatrices, x: Float32Array, n: number, theta = S.ropeThet
     const inv = 1 / Math.sqrt(ss / v.length + 1e-6);
     return v.map((a, i) => a * inv * (w[i] as number));
   };
+  const { invFreq, attentionFactor, softmax } = referenceRope(rope, dr);
   const rotate = (v: Float64Array, offset: number, pos: number) => {
-    if (theta === null) return;
+    if (rope.theta === null) return;
     for (let i = 0; i < dr / 2; i++) {
-      const angle = pos / theta ** ((2 * i) / dr);
-      const [a, b] = [v[offset + 2 * i] as number, v[offset + 2 * i + 1] as number];
-      v[offset + 2 * i] = a * Math.cos(angle) - b * Math.sin(angle);
-      v[offset + 2 * i + 1] = a * Math.sin(angle) + b * Math.cos(angle);
+      const angle = pos * (invFreq[i] as number);
+      const [cos, sin] = [Math.cos(angle) * attentionFactor, Math.sin(angle) * attentionFactor];
+      const [ia, ib] = rope.halfSplit
+        ? [offset + i, offset + i + dr / 2]
+        : [offset + 2 * i, offset + 2 * i + 1];
+      const [a, b] = [v[ia] as number, v[ib] as number];
+      v[ia] = a * cos - b * sin;
+      v[ib] = a * sin + b * cos;
     }
   };
   const qs: Float64Array[] = [];
@@ -75,7 +127,7 @@ function naiveMla(m: MlaMatrices, x: Float32Array, n: number, theta = S.ropeThet
         let dot = 0;
         for (let i = 0; i < dn + dr; i++)
           dot += (qs[t]?.[h * (dn + dr) + i] as number) * (ks[s]?.[h * (dn + dr) + i] as number);
-        return dot / Math.sqrt(dn + dr);
+        return (dot * softmax) / Math.sqrt(dn + dr);
       });
       const max = Math.max(...scores);
       const e = scores.map((a) => Math.exp(a - max));
@@ -103,7 +155,7 @@ describe("multi-head latent attention", () => {
   it("without a RoPE base leaves the rotary part unrotated, as Kimi Linear's naive MLA", () => {
     const { ropeTheta: _, ...spec } = S;
     const noRope = mlaBlock(m, spec);
-    const reference = Float32Array.from(naiveMla(m, x, n, null));
+    const reference = Float32Array.from(naiveMla(m, x, n, { theta: null }));
     const scale = Math.max(...reference.map(Math.abs));
     for (const value of ["absorbed", "expanded"]) {
       const { out } = runSequence(noRope, x, [n], pool, form(value));
@@ -121,6 +173,40 @@ describe("multi-head latent attention", () => {
       const { out } = runSequence(block, x, [n], pool, form(value));
       expect(maxAbsDiff(out, reference) / scale).toBeLessThan(1e-5);
     }
+  });
+
+  it("YaRN rope_scaling as Kimi K2 gives it: frequencies, cos/sin factor and softmax mscale as HF DeepSeek-V3's", () => {
+    // Kimi-K2-Instruct's rope_scaling keys, mscale unequal to mscale_all_dim so the cos/sin factor is not 1.
+    const yarn = {
+      factor: 32,
+      original_max_position_embeddings: 16,
+      beta_fast: 1,
+      beta_slow: 1,
+      mscale: 0.75,
+      mscale_all_dim: 1,
+    };
+    const spec = {
+      ...S,
+      ropeScaling: {
+        factor: yarn.factor,
+        originalMaxPositionEmbeddings: yarn.original_max_position_embeddings,
+        betaFast: yarn.beta_fast,
+        betaSlow: yarn.beta_slow,
+        mscale: yarn.mscale,
+        mscaleAllDim: yarn.mscale_all_dim,
+      },
+    };
+    const theta = S.ropeTheta ?? null;
+    const reference = Float32Array.from(naiveMla(m, x, n, { theta, yarn }));
+    const scale = Math.max(...reference.map(Math.abs));
+    for (const value of ["absorbed", "expanded"]) {
+      const { out } = runSequence(mlaBlock(m, spec), x, [n], pool, form(value));
+      expect(maxAbsDiff(out, reference) / scale).toBeLessThan(1e-5);
+    }
+    // It changes the output: the unscaled block is far from this reference.
+    expect(
+      maxAbsDiff(runSequence(block, x, [n], pool, form("absorbed")).out, reference) / scale,
+    ).toBeGreaterThan(1e-2);
   });
 
   it("absorbed decode equals expanded prefill within rounding, and each form is bit-identical across chunkings", () => {

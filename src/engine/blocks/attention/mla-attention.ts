@@ -3,7 +3,7 @@ import type { LayerStates } from "../../cache/state-spec.js";
 import type { LayerStorage, PagedKv, PagedRows } from "../../cache/storage.js";
 import { weightAt } from "../../kernels/reference.js";
 import { rmsNorm } from "../../kernels/rmsnorm.js";
-import { Rope } from "../../kernels/rope.js";
+import { Rope, type YarnScaling, yarnSoftmaxScale } from "../../kernels/rope.js";
 import type { WeightSource } from "../../loader/weight-source.js";
 import type { ForwardContext, SequenceRun, TokenMixer } from "../../model/model.js";
 import type { ModelSwitch } from "../../model/model-switch.js";
@@ -29,6 +29,11 @@ export interface MlaSpec {
    * `mla_use_nope`: positions reach them only through the linear-attention layers).
    */
   readonly ropeTheta?: number;
+  /**
+   * YaRN context extension of the rotary part (the config's `rope_scaling`): its frequencies and
+   * cos/sin factor, and the softmax scale it multiplies by yarnSoftmaxScale (DeepSeek-V3's mscale).
+   */
+  readonly ropeScaling?: YarnScaling;
 }
 
 /** Checkpoint names (bases without `.weight`) of one MLA layer, HF DeepSeek-V3's under `self_attn`. */
@@ -199,8 +204,9 @@ export class MlaAttention implements TokenMixer {
   ) {
     const R = spec.qkRopeHeadDim;
     this.outputTensors = [`${names.o}.weight`];
-    this.rope = spec.ropeTheta === undefined ? undefined : new Rope(R, 1, spec.ropeTheta);
-    this.scale = 1 / Math.sqrt(spec.qkNopeHeadDim + R);
+    const yarn = spec.ropeScaling;
+    this.rope = spec.ropeTheta === undefined ? undefined : new Rope(R, 1, spec.ropeTheta, yarn);
+    this.scale = (yarn === undefined ? 1 : yarnSoftmaxScale(yarn)) / Math.sqrt(spec.qkNopeHeadDim + R);
     const w = weights.kvB;
     this.kvB = new Float32Array(w.rows * w.cols);
     for (let r = 0; r < w.rows; r++)
