@@ -1,7 +1,7 @@
 import { planKvCache } from "../../cache/capacity.js";
 import { type LayerStorage, layerStorage } from "../../cache/storage.js";
 import type { MatmulPool } from "../../kernels/pool.js";
-import type { ForwardContext } from "../../model/model.js";
+import type { ForwardContext, TokenMixer } from "../../model/model.js";
 import { Rng } from "../../tensor/random.js";
 import { f32Weight } from "../../tensor/weight.js";
 import { MlaAttention, type MlaSpec, mlaNames, mlaShapes } from "./mla-attention.js";
@@ -68,12 +68,13 @@ export function mlaBlock(m: MlaMatrices, spec: MlaSpec = MLA_TEST_SPEC, H = MLA_
 }
 
 /**
- * Runs `block` over one sequence's hidden states x [n, H] in steps of `chunks` tokens each (their
- * sum n), with the switches given; returns the outputs [n, H] and the layer's storage, planned
- * and allocated as the engine does.
+ * Runs `block` (any token mixer: MLA here, grouped-query attention in models/gpt-oss.test.ts) over
+ * one sequence's hidden states x [n, H] in steps of `chunks` tokens each (their sum n), with the
+ * switches given; returns the outputs [n, H] and the layer's storage, planned and allocated as
+ * the engine does.
  */
 export function runSequence(
-  block: MlaAttention,
+  block: TokenMixer,
   x: Float32Array,
   chunks: readonly number[],
   pool: MatmulPool,
