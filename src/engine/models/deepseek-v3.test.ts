@@ -53,13 +53,9 @@ describe("the DeepSeek-V3 layout reads a real checkpoint's config as its lineage
     );
   });
 
-  it("refuses what it would compute differently: shared indexer layers, half-split latent-attention RoPE", () => {
-    const indexer_types = ["full", "shared", "full"];
-    expect(
-      parseDeepseekV3({ ...GLM5, indexer_types: ["full", "full"], rope_interleave: true }).dsa,
-    ).toBeDefined();
-    expect(() => parseDeepseekV3({ ...GLM5, indexer_types })).toThrow(/indexer_types: layer 1 is "shared"/);
-    expect(() => parseDeepseekV3({ ...GLM5, rope_interleave: false })).toThrow(/rope_interleave: false/);
+  it("reads rope_interleave as the mla_rope switch's default: false is half-split latent-attention RoPE", () => {
+    expect(parseDeepseekV3(GLM5).mla.ropeInterleave).toBe(true);
+    expect(parseDeepseekV3({ ...GLM5, rope_interleave: false }).mla.ropeInterleave).toBe(false);
   });
 
   it("reads Kimi K2's YaRN rope_scaling into latent attention and the indexer (DeepSeek-V3.2 shares one freqs_cis)", () => {

@@ -29,6 +29,7 @@ import {
   type MlaSpec,
   mlaNames,
   mlaParameters,
+  mlaRopeSwitch,
   mlaStates,
 } from "../blocks/attention/mla-attention.js";
 import { type MoeNames, RoutedMoe, routedMoeParameters } from "../blocks/mlp/routed-moe.js";
@@ -103,8 +104,9 @@ const DEEPSEEK_V3_FIELDS = {
   index_topk: z.number().int().nullish(),
   indexer_rope_interleave: z.boolean().default(false),
   indexer_types: z.array(z.enum(["full", "shared"])).nullish(),
-  // MLA's RoPE pairs adjacent features (DeepSeek's inference code, vLLM); HF's glm_moe_dsa rotates
-  // half-split whatever this says. The engine follows the config and DeepSeek: true, or refused.
+  // MLA's RoPE pairing: adjacent features when true (DeepSeek's inference code, vLLM), half-split
+  // when false. HF's glm_moe_dsa rotates half-split whatever this says; the engine follows the
+  // config (the mla_rope switch's default) and --switch mla_rope=half-split reproduces HF.
   rope_interleave: z.boolean().default(true),
   // Only its FP8 scale format is read here; the loader reads the weights' quantization.
   quantization_config: z.looseObject({ scale_fmt: z.literal("ue8m0").nullish() }).nullish(),
@@ -163,11 +165,6 @@ function deepseekV3Config(c: DeepseekV3Fields, modelType: string, fail: Fail): D
     defaultTheta: 10_000,
     yarn: { maxPositions: c.max_position_embeddings },
   });
-  if (!c.rope_interleave)
-    fail(
-      "rope_interleave",
-      "false (half-split RoPE in latent attention) is not implemented; the engine rotates adjacent pairs as DeepSeek's and vLLM's code do.",
-    );
   if (c.indexer_types?.includes("shared"))
     fail(
       "indexer_types",
@@ -182,6 +179,7 @@ function deepseekV3Config(c: DeepseekV3Fields, modelType: string, fail: Fail): D
     vHeadDim: c.v_head_dim,
     ropeTheta,
     ...(yarn ? { ropeScaling: yarn } : {}),
+    ropeInterleave: c.rope_interleave,
   };
   if (mla.qkRopeHeadDim % 2 !== 0)
     fail("qk_rope_head_dim", `${mla.qkRopeHeadDim} must be even (RoPE rotates pairs).`);
@@ -282,7 +280,11 @@ function sharedExpertParameters(prefix: string, hidden: number, intermediate: nu
 export function buildDeepseekV3(config: DeepseekV3Config, w: WeightSource): CausalLM {
   const H = config.hiddenSize;
   const eps = config.rmsNormEps;
-  const switches = config.dsa ? [...MLA_SWITCHES, ...DSA_SWITCHES] : [...MLA_SWITCHES, MLA_CACHE_SWITCH];
+  const switches = [
+    ...MLA_SWITCHES,
+    mlaRopeSwitch(config.mla),
+    ...(config.dsa ? DSA_SWITCHES : [MLA_CACHE_SWITCH]),
+  ];
   return preNormDecoder(
     w,
     { ...config, numLayers: config.layers.length },

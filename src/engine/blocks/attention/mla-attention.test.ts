@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { MatmulPool } from "../../kernels/pool.js";
 import { Rng } from "../../tensor/random.js";
+import { mlaRopeSwitch } from "./mla-attention.js";
 import {
   MLA_TEST_HIDDEN as H,
   type MlaMatrices,
@@ -207,6 +208,26 @@ describe("multi-head latent attention", () => {
     expect(
       maxAbsDiff(runSequence(block, x, [n], pool, form("absorbed")).out, reference) / scale,
     ).toBeGreaterThan(1e-2);
+  });
+
+  it("mla_rope=half-split rotates the first half against the second as HF's glm_moe_dsa, the config's pairing by default", () => {
+    const reference = Float32Array.from(naiveMla(m, x, n, { theta: S.ropeTheta ?? null, halfSplit: true }));
+    const scale = Math.max(...reference.map(Math.abs));
+    const halfSplit = new Map([["mla_rope", "half-split"]]);
+    for (const value of ["absorbed", "expanded"]) {
+      const { out } = runSequence(block, x, [n], pool, new Map([...halfSplit, ...form(value)]));
+      expect(maxAbsDiff(out, reference) / scale).toBeLessThan(1e-5);
+    }
+    // A config's rope_interleave: false makes half-split the default; true (or absent) interleaved.
+    const configured = mlaBlock(m, { ...S, ropeInterleave: false });
+    expect(runSequence(configured, x, [n], pool, new Map()).out).toEqual(
+      runSequence(block, x, [n], pool, halfSplit).out,
+    );
+    expect(mlaRopeSwitch(S).default).toBe("interleaved");
+    expect(mlaRopeSwitch({ ...S, ropeInterleave: false }).default).toBe("half-split");
+    expect(maxAbsDiff(runSequence(block, x, [n], pool, new Map()).out, reference) / scale).toBeGreaterThan(
+      1e-3,
+    );
   });
 
   it("absorbed decode equals expanded prefill within rounding, and each form is bit-identical across chunkings", () => {

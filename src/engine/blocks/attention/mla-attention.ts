@@ -34,6 +34,11 @@ export interface MlaSpec {
    * cos/sin factor, and the softmax scale it multiplies by yarnSoftmaxScale (DeepSeek-V3's mscale).
    */
   readonly ropeScaling?: YarnScaling;
+  /**
+   * The config's `rope_interleave` (default true): the rotary part's pairing the model declares as
+   * the `mla_rope` switch's default (mlaRopeSwitch).
+   */
+  readonly ropeInterleave?: boolean;
 }
 
 /** Checkpoint names (bases without `.weight`) of one MLA layer, HF DeepSeek-V3's under `self_attn`. */
@@ -132,6 +137,25 @@ export const MLA_SWITCHES: readonly ModelSwitch[] = [
 ];
 
 /**
+ * How latent attention pairs the rotary features (`--switch mla_rope=...`), where public sources
+ * disagree: "interleaved" rotates adjacent pairs (2i, 2i+1), as DeepSeek's `inference/model.py`
+ * (complex multiplication), vLLM's DeepSeek-V2/V3 and GLM-5 code (is_neox_style false) and a
+ * config's `rope_interleave: true` do; "half-split" rotates i with i + qk_rope_head_dim/2, as HF
+ * transformers' `glm_moe_dsa` does to GLM-5's main attention whatever the config says. The
+ * default is the config's (`spec.ropeInterleave`, true when absent): the engine follows the
+ * config and the code the checkpoints were served with; half-split reproduces HF's GLM-5.
+ */
+export function mlaRopeSwitch(spec: MlaSpec): ModelSwitch {
+  return {
+    name: "mla_rope",
+    values: ["interleaved", "half-split"],
+    default: spec.ropeInterleave === false ? "half-split" : "interleaved",
+    description:
+      "latent attention's RoPE pairing: adjacent features as DeepSeek's and vLLM's code (the config's rope_interleave: true), or the first half against the second as HF's glm_moe_dsa",
+  };
+}
+
+/**
  * What MLA keeps per token (`--switch mla_cache=...`), for comparing KV capacity in one budget:
  * - latent: the normalized latent and the shared rotary key (kv_lora_rank + qk_rope_head_dim);
  * - per-head: every head's full key (nope and rope parts) and value, as an engine without MLA
@@ -185,7 +209,8 @@ function perHeadCache(switches: ReadonlyMap<string, string>, indexer: DsaSpec | 
  * Multi-head latent attention over a paged cache holding, per token, only the normalized latent
  * and the rotated shared key (one row of kvLoraRank + qkRopeHeadDim); with a DSA indexer
  * (dsa-indexer.ts) its keys are a second paged state and each query attends only to the
- * positions the indexer picks. RoPE rotates adjacent feature pairs, as DeepSeek's complex form does.
+ * positions the indexer picks. RoPE rotates adjacent feature pairs, as DeepSeek's complex form
+ * does, or the first half against the second under mla_rope=half-split (mlaRopeSwitch).
  */
 export class MlaAttention implements TokenMixer {
   readonly outputTensors: readonly string[];
@@ -265,12 +290,17 @@ export class MlaAttention implements TokenMixer {
     for (let t = 0; t < T; t++) latent.set(kv.subarray(t * (C + dr), t * (C + dr) + C), t * C);
     rmsNorm(latent, T, C, w.kvANorm, this.normEps);
     const rope = this.rope;
+    const switched = ctx.switches.get("mla_rope") ?? mlaRopeSwitch(this.spec).default;
+    const rotate = (x: Float32Array, offset: number, pos: number) =>
+      switched === "half-split"
+        ? rope?.apply(x, offset, 1, dr, pos)
+        : rope?.rotateAdjacentPairs(x, offset, dr, pos);
     for (let t = 0; t < T; t++) {
       kv.set(latent.subarray(t * C, (t + 1) * C), t * (C + dr));
       if (rope === undefined) continue;
       const pos = batch.positions[t] as number;
-      for (let hd = 0; hd < nh; hd++) rope.rotateAdjacentPairs(q, t * nh * qk + hd * qk + dn, dr, pos);
-      rope.rotateAdjacentPairs(kv, t * (C + dr) + C, dr, pos);
+      for (let hd = 0; hd < nh; hd++) rotate(q, t * nh * qk + hd * qk + dn, pos);
+      rotate(kv, t * (C + dr) + C, pos);
     }
     const out = new Float32Array(T * nh * dv);
     if (perHeadCache(ctx.switches, this.indexer?.spec)) {
