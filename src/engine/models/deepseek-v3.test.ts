@@ -6,7 +6,7 @@ import { modelOfFiles } from "../loader/build-model.js";
 import { goldenLogprobs } from "../tests/golden-logprobs.js";
 import { readCorpus } from "../tiny/corpus.js";
 import type { TinyModelFiles } from "../tiny/files.js";
-import { deepseekV3Architecture, parseDeepseekV3 } from "./deepseek-v3.js";
+import { deepseekV3Architecture, deepseekV3Parameters, parseDeepseekV3 } from "./deepseek-v3.js";
 
 const PORTS = join(import.meta.dirname, "../../../ports");
 
@@ -107,6 +107,50 @@ describe("the DeepSeek-V3 layout reads a real checkpoint's config as its lineage
     const diff = Math.max(
       ...plain.promptLogprobs.map((p, i) =>
         Math.abs((p[1] as number) - (scaled.promptLogprobs[i]?.[1] as number)),
+      ),
+    );
+    expect(diff).toBeGreaterThan(1e-3);
+  });
+
+  it("reads indexer_types: shared layers run no indexer and reuse the top-k before them (HF glm_moe_dsa)", () => {
+    const types = (shared: readonly number[]) =>
+      Array.from({ length: GLM5.num_hidden_layers }, (_, i) => (shared.includes(i) ? "shared" : "full"));
+    const config = parseDeepseekV3({ ...GLM5, indexer_types: types([1, 2, 5]) });
+    expect(config.sharedTopK.flatMap((s, i) => (s ? [i] : []))).toEqual([1, 2, 5]);
+    expect(parseDeepseekV3(GLM5).sharedTopK.includes(true)).toBe(false);
+    expect(() => parseDeepseekV3({ ...GLM5, indexer_types: types([0]) })).toThrow(
+      /indexer_types: layer 0 is "shared"/,
+    );
+    expect(() => parseDeepseekV3({ ...GLM5, indexer_types: ["full", "shared"] })).toThrow(
+      /indexer_types: has 2 entries for 78 layers/,
+    );
+    const { index_topk: _, ...dense } = GLM5;
+    expect(() => parseDeepseekV3({ ...dense, indexer_types: types([]) })).toThrow(
+      /indexer_types: names DSA indexer layers, but the config has no index_topk/,
+    );
+  });
+
+  it("a tiny GLM-5 checkpoint read with shared indexer layers skips their indexers and computes differently", async () => {
+    const port = parse(readFileSync(join(PORTS, "glm-5-mxfp4", "port.yaml"), "utf8")).reference.config;
+    // A top-k below the golden prompt's 48 tokens, so which tokens are attended matters.
+    const files = deepseekV3Architecture.tinyModel?.(
+      { ...port, index_topk: 8 },
+      await readCorpus(),
+    ) as TinyModelFiles;
+    const shared = {
+      ...files,
+      config: { ...files.config, indexer_types: ["full", "full", "shared", "shared"] },
+    };
+    const model = modelOfFiles("shared", shared, deepseekV3Architecture);
+    const parameters = deepseekV3Parameters(deepseekV3Architecture.parseConfig(shared.config, "tiny"));
+    expect(parameters.filter(({ decl }) => /layers\.[23]\.self_attn\.indexer/.test(decl.name))).toEqual([]);
+    const [own, reused] = await Promise.all([
+      goldenLogprobs(modelOfFiles("full", files, deepseekV3Architecture)),
+      goldenLogprobs(model),
+    ]);
+    const diff = Math.max(
+      ...own.promptLogprobs.map((p, i) =>
+        Math.abs((p[1] as number) - (reused.promptLogprobs[i]?.[1] as number)),
       ),
     );
     expect(diff).toBeGreaterThan(1e-3);

@@ -32,6 +32,7 @@ import {
   mlaRopeSwitch,
   mlaStates,
 } from "../blocks/attention/mla-attention.js";
+import { SharedTopK } from "../blocks/attention/shared-top-k.js";
 import { type MoeNames, RoutedMoe, routedMoeParameters } from "../blocks/mlp/routed-moe.js";
 import { checkMoeSpec, type MoeSpec } from "../blocks/mlp/routing.js";
 import { HF_MLP_NAMES, SwigluMlp, swigluParameters } from "../blocks/mlp/swiglu-mlp.js";
@@ -152,8 +153,13 @@ export interface DeepseekV3Config extends ModelConfig {
   readonly rmsNormEps: number;
   readonly tieWordEmbeddings: boolean;
   readonly mla: MlaSpec;
-  /** DSA's indexer in every layer when the config has index_topk. */
+  /** DSA's indexer in every layer when the config has index_topk (but those sharedTopK marks). */
   readonly dsa?: DsaSpec;
+  /**
+   * Per layer, whether it runs no indexer and attends the previous layer's top-k (GLM's
+   * `indexer_types` "shared"; HF glm_moe_dsa's skip_topk); all false without the field.
+   */
+  readonly sharedTopK: readonly boolean[];
   readonly moe?: MoeSpec;
   /** Width of the shared experts' one MLP (n_shared_experts x moe_intermediate_size); 0 for none. */
   readonly sharedIntermediateSize: number;
@@ -165,11 +171,6 @@ function deepseekV3Config(c: DeepseekV3Fields, modelType: string, fail: Fail): D
     defaultTheta: 10_000,
     yarn: { maxPositions: c.max_position_embeddings },
   });
-  if (c.indexer_types?.includes("shared"))
-    fail(
-      "indexer_types",
-      `layer ${c.indexer_types.indexOf("shared")} is "shared" (reuse the previous layer's top-k), which the engine does not implement yet; it would compute every layer's own top-k instead.`,
-    );
   const mla: MlaSpec = {
     numHeads: c.num_attention_heads,
     qLoraRank: c.q_lora_rank ?? 0,
@@ -218,6 +219,21 @@ function deepseekV3Config(c: DeepseekV3Fields, modelType: string, fail: Fail): D
         `${headDim} is smaller than the ${dsa.ropeDim} rotated features (qk_rope_head_dim).`,
       );
   }
+  const sharedTopK = (c.indexer_types ?? []).map((t) => t === "shared");
+  if (c.indexer_types != null) {
+    if (dsa === undefined)
+      fail(
+        "indexer_types",
+        "names DSA indexer layers, but the config has no index_topk; remove it or set index_topk.",
+      );
+    if (sharedTopK.length !== c.num_hidden_layers)
+      fail(
+        "indexer_types",
+        `has ${sharedTopK.length} entries for ${c.num_hidden_layers} layers; give one per layer.`,
+      );
+    if (sharedTopK[0])
+      fail("indexer_types", 'layer 0 is "shared", but there is no earlier layer whose top-k it could reuse.');
+  }
   let moe: MoeSpec | undefined;
   if (c.n_routed_experts != null) {
     moe = {
@@ -259,6 +275,7 @@ function deepseekV3Config(c: DeepseekV3Fields, modelType: string, fail: Fail): D
     tieWordEmbeddings: c.tie_word_embeddings,
     mla,
     ...(dsa ? { dsa } : {}),
+    sharedTopK: sharedTopK.length > 0 ? sharedTopK : Array<boolean>(c.num_hidden_layers).fill(false),
     ...(moe ? { moe } : {}),
     sharedIntermediateSize: moe ? c.n_shared_experts * moe.intermediateSize : 0,
     layers,
@@ -285,14 +302,16 @@ export function buildDeepseekV3(config: DeepseekV3Config, w: WeightSource): Caus
     mlaRopeSwitch(config.mla),
     ...(config.dsa ? DSA_SWITCHES : [MLA_CACHE_SWITCH]),
   ];
+  const topK = config.sharedTopK.includes(true) ? new SharedTopK() : undefined;
   return preNormDecoder(
     w,
     { ...config, numLayers: config.layers.length },
     (i, p) => {
-      const indexer = config.dsa
-        ? DsaIndexer.load(w, dsaNames(p), config.dsa, H, config.mla.qLoraRank)
-        : undefined;
-      const mixer = MlaAttention.load(w, mlaNames(p), config.mla, H, eps, indexer);
+      const indexer =
+        config.dsa && !config.sharedTopK[i]
+          ? DsaIndexer.load(w, dsaNames(p), config.dsa, H, config.mla.qLoraRank)
+          : undefined;
+      const mixer = MlaAttention.load(w, mlaNames(p), config.mla, H, eps, indexer, topK);
       const moe = config.moe;
       if (config.layers[i] === "dense" || moe === undefined)
         return { mixer, ffn: SwigluMlp.load(w, `${p}.mlp`, H, config.intermediateSize) };
@@ -316,7 +335,9 @@ export function deepseekV3States(
   config: DeepseekV3Config,
   switches: ReadonlyMap<string, string>,
 ): LayerStates[] {
-  return config.layers.map(() => mlaStates(config.mla, config.dsa, switches));
+  return config.layers.map((_, i) =>
+    mlaStates(config.mla, config.sharedTopK[i] ? undefined : config.dsa, switches),
+  );
 }
 
 /**
@@ -341,7 +362,8 @@ export function deepseekV3Parameters(
     const p = layerPrefix(i);
     add(preNormParameters(p, H));
     add(mlaParameters(mlaNames(p), config.mla, H));
-    if (config.dsa) add(dsaParameters(dsaNames(p), config.dsa, H, config.mla.qLoraRank));
+    if (config.dsa && !config.sharedTopK[i])
+      add(dsaParameters(dsaNames(p), config.dsa, H, config.mla.qLoraRank));
     const moe = config.moe;
     if (kind === "moe" && moe !== undefined) {
       const { router, experts } = routedMoeParameters(moeNames(p), moe, H, {
@@ -458,10 +480,20 @@ function isMtpTensor(name: string, config: DeepseekV3Config): boolean {
   return layer !== undefined && Number(layer) >= config.layers.length;
 }
 
+/**
+ * Whether `name` is an indexer tensor of a layer indexer_types marks "shared": HF's glm_moe_dsa
+ * builds an indexer in every layer but a shared one never runs it, so a checkpoint may carry it
+ * unused; the engine reads none there.
+ */
+function isSharedIndexerTensor(name: string, config: DeepseekV3Config): boolean {
+  const layer = /^model\.layers\.(\d+)\.self_attn\.indexer\./.exec(name)?.[1];
+  return layer !== undefined && config.sharedTopK[Number(layer)] === true;
+}
+
 export const deepseekV3Architecture: Architecture<DeepseekV3Config> = {
   parseConfig: parseDeepseekV3,
   build: buildDeepseekV3,
-  ignoresTensor: isMtpTensor,
+  ignoresTensor: (name, config) => isMtpTensor(name, config) || isSharedIndexerTensor(name, config),
   states: deepseekV3States,
   tinyModel: deepseekV3TinyModel,
   retrievalModel: dsaRetrievalModel,

@@ -10,6 +10,7 @@ import type { ModelSwitch } from "../../model/model-switch.js";
 import type { Weight } from "../../tensor/weight.js";
 import { bindParameters, f32Param, matrixParam } from "../parameters.js";
 import type { DsaIndexer, DsaSpec } from "./dsa-indexer.js";
+import type { SharedTopK } from "./shared-top-k.js";
 
 /**
  * Multi-head latent attention (DeepSeek-V2/V3, deepseek-ai/DeepSeek-V3 `inference/model.py`): one
@@ -226,6 +227,8 @@ export class MlaAttention implements TokenMixer {
     private readonly hiddenSize: number,
     private readonly normEps: number,
     readonly indexer?: DsaIndexer,
+    /** GLM's indexer_types: with an indexer, publish its choice here; without one, attend the published. */
+    private readonly sharedTopK?: SharedTopK,
   ) {
     const R = spec.qkRopeHeadDim;
     this.outputTensors = [`${names.o}.weight`];
@@ -246,9 +249,10 @@ export class MlaAttention implements TokenMixer {
     hiddenSize: number,
     normEps: number,
     indexer?: DsaIndexer,
+    sharedTopK?: SharedTopK,
   ): MlaAttention {
     const weights: MlaWeights = bindParameters(w, mlaParameters(names, spec, hiddenSize));
-    return new MlaAttention(spec, weights, names, hiddenSize, normEps, indexer);
+    return new MlaAttention(spec, weights, names, hiddenSize, normEps, indexer, sharedTopK);
   }
 
   /** The parameters this layer was read from (mlaParameters), by role. */
@@ -342,7 +346,8 @@ export class MlaAttention implements TokenMixer {
         keys.write(slot, indexKeys, t * keys.width);
       }
       selected = this.indexer.select(h, qLatent, T, batch.positions, keys, keysTableOf, pool, ctx.switches);
-    }
+      this.sharedTopK?.publish(selected, T);
+    } else if (this.sharedTopK !== undefined) selected = this.sharedTopK.reuse(T);
 
     const form = ctx.switches.get("mla_form") ?? "absorbed";
     for (const run of batch.sequences) {

@@ -81,13 +81,36 @@ export function runSequence(
   switches: ReadonlyMap<string, string>,
   H = MLA_TEST_HIDDEN,
 ): { out: Float32Array; storage: LayerStorage } {
+  const [run] = runLayers([block], x, chunks, pool, switches, H);
+  return run as { out: Float32Array; storage: LayerStorage };
+}
+
+/**
+ * runSequence for several layers stepped together, as a model runs them: each step runs every
+ * layer in order over that step's tokens of x (each layer reads x itself, not its predecessor's
+ * output), each layer with its own storage.
+ */
+export function runLayers(
+  layers: readonly TokenMixer[],
+  x: Float32Array,
+  chunks: readonly number[],
+  pool: MatmulPool,
+  switches: ReadonlyMap<string, string>,
+  H = MLA_TEST_HIDDEN,
+): { out: Float32Array; storage: LayerStorage }[] {
   const n = chunks.reduce((a, b) => a + b, 0);
-  const plan = planKvCache([block.states(switches)], "full", BLOCK_SIZE);
+  const plan = planKvCache(
+    layers.map((l) => l.states(switches)),
+    "full",
+    BLOCK_SIZE,
+  );
   const blocks = Math.ceil(n / BLOCK_SIZE);
-  const storage = layerStorage(plan.layers[0] ?? [], [blocks + 2]);
+  const runs = layers.map((_, i) => ({
+    out: new Float32Array(n * H),
+    storage: layerStorage(plan.layers[i] ?? [], [blocks + 2]),
+  }));
   // A table that is not the identity, so slots are read through it.
   const table = Array.from({ length: blocks }, (_, b) => blocks + 1 - b);
-  const out = new Float32Array(n * H);
   let first = 0;
   for (const count of chunks) {
     const positions = Array.from({ length: count }, (_, i) => first + i);
@@ -102,11 +125,13 @@ export function runSequence(
         logitRows: [],
       },
     };
-    const y = block.forward(x.slice(first * H, (first + count) * H), ctx, storage);
-    out.set(y, first * H);
+    layers.forEach((layer, i) => {
+      const run = runs[i] as (typeof runs)[number];
+      run.out.set(layer.forward(x.slice(first * H, (first + count) * H), ctx, run.storage), first * H);
+    });
     first += count;
   }
-  return { out, storage };
+  return runs;
 }
 
 export function maxAbsDiff(a: Float32Array, b: Float32Array): number {
