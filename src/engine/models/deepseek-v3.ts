@@ -33,7 +33,12 @@ import {
   mlaStates,
 } from "../blocks/attention/mla-attention.js";
 import { SharedTopK } from "../blocks/attention/shared-top-k.js";
-import { type MoeNames, RoutedMoe, routedMoeParameters } from "../blocks/mlp/routed-moe.js";
+import {
+  type MoeNames,
+  RoutedMoe,
+  routedMoeParameters,
+  sharedExpertParameters,
+} from "../blocks/mlp/routed-moe.js";
 import { checkMoeSpec, type MoeSpec } from "../blocks/mlp/routing.js";
 import { HF_MLP_NAMES, SwigluMlp, swigluParameters } from "../blocks/mlp/swiglu-mlp.js";
 import { declared, type ParameterDecl, type Parameters } from "../blocks/parameters.js";
@@ -288,11 +293,6 @@ function moeNames(prefix: string): MoeNames {
   return { base: `${prefix}.mlp`, expert: HF_MLP_NAMES };
 }
 
-/** The shared expert of the MoE layer at `prefix`, beside the routed ones. */
-function sharedExpertParameters(prefix: string, hidden: number, intermediate: number) {
-  return swigluParameters(`${moeNames(prefix).base}.shared_experts`, hidden, intermediate);
-}
-
 /** The model of a DeepSeek-V3-layout config over HF DeepSeek-V3's tensor names. */
 export function buildDeepseekV3(config: DeepseekV3Config, w: WeightSource): CausalLM {
   const H = config.hiddenSize;
@@ -315,12 +315,10 @@ export function buildDeepseekV3(config: DeepseekV3Config, w: WeightSource): Caus
       const moe = config.moe;
       if (config.layers[i] === "dense" || moe === undefined)
         return { mixer, ffn: SwigluMlp.load(w, `${p}.mlp`, H, config.intermediateSize) };
-      const routed = RoutedMoe.load(w, moeNames(p), moe, H);
-      const shared =
-        config.sharedIntermediateSize > 0
-          ? SwigluMlp.bind(w, sharedExpertParameters(p, H, config.sharedIntermediateSize))
-          : undefined;
-      return { mixer, ffn: new RoutedMoe(moe, routed.router, routed.experts, routed.routerBias, shared) };
+      return {
+        mixer,
+        ffn: RoutedMoe.loadWithShared(w, moeNames(p), moe, H, config.sharedIntermediateSize),
+      };
     },
     switches,
   );
@@ -372,7 +370,8 @@ export function deepseekV3Parameters(
       });
       add(router);
       add(experts, true);
-      if (config.sharedIntermediateSize > 0) add(sharedExpertParameters(p, H, config.sharedIntermediateSize));
+      if (config.sharedIntermediateSize > 0)
+        add(sharedExpertParameters(moeNames(p), H, config.sharedIntermediateSize));
     } else add(swigluParameters(`${p}.mlp`, H, config.intermediateSize));
   });
   return out;
