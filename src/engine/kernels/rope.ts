@@ -11,6 +11,8 @@ export interface YarnScaling {
    * gpt-oss's config sets false (HF `_compute_yarn_parameters`' `truncate`).
    */
   readonly truncate?: boolean;
+  /** HF's `attention_factor`: the cos/sin factor itself, in place of the mscale-derived one. */
+  readonly attentionFactor?: number;
 }
 
 /**
@@ -143,6 +145,7 @@ function yarnInvFreq(invFreq: Float64Array, dim: number, base: number, y: YarnSc
     const interpolated = extrapolated / y.factor;
     invFreq[i] = interpolated * (1 - extrapolationWeight) + extrapolated * extrapolationWeight;
   }
+  if (y.attentionFactor !== undefined) return y.attentionFactor;
   // HF tests them for truthiness: a zero mscale or mscale_all_dim falls back to the plain factor.
   if (y.mscale && y.mscaleAllDim) {
     return yarnMscale(y.factor, y.mscale) / yarnMscale(y.factor, y.mscaleAllDim);

@@ -37,6 +37,17 @@ describe("rope", () => {
       expect(x[i]).toBeCloseTo(Math.cos(a) * scale, 6);
       expect(x[i + 4]).toBeCloseTo(Math.sin(a) * scale, 6);
     });
+    // HF's attention_factor, when given, is the cos/sin factor itself.
+    const given = new Rope(8, 1, 10000, {
+      factor: 4,
+      originalMaxPositionEmbeddings: 16,
+      betaFast: 32,
+      betaSlow: 1,
+      attentionFactor: 0.5,
+    });
+    const y = new Float32Array([1, 0, 0, 0, 0, 0, 0, 0]);
+    given.apply(y, 0, 1, 8, 1);
+    expect(y[0]).toBeCloseTo(Math.cos(1) * 0.5, 6);
   });
 });
 

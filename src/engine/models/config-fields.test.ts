@@ -49,6 +49,23 @@ describe("ropeConfig: the RoPE base and scaling in every public spelling", () =>
     ).toBe(4096);
   });
 
+  it("refuses by name a key of a RoPE object the engine does not read, and reads HF's attention_factor", () => {
+    expect(() =>
+      rope({ rope_parameters: { rope_type: "default", partial_rotary_factor: 0.5 } }, true),
+    ).toThrow(
+      /^config\.json: rope_parameters\.partial_rotary_factor: is not a RoPE parameter the engine reads/,
+    );
+    const yarn = { rope_type: "yarn", factor: 32 };
+    expect(() => rope({ rope_scaling: { ...yarn, low_freq_factor: 1 } }, true)).toThrow(
+      /rope_scaling\.low_freq_factor: is not a RoPE parameter/,
+    );
+    // A scaling kind the family does not apply is named first.
+    expect(() =>
+      rope({ rope_scaling: { rope_type: "llama3", factor: 8, low_freq_factor: 1 } }, true),
+    ).toThrow(/rope_scaling: RoPE scaling "llama3"/);
+    expect(rope({ rope_scaling: { ...yarn, attention_factor: 1.2 } }, true).yarn?.attentionFactor).toBe(1.2);
+  });
+
   it("refuses by name a scaling the family does not apply, never dropping it", () => {
     const yarn = { rope_type: "yarn", factor: 32 };
     expect(() => rope({ rope_scaling: yarn }, false)).toThrow(

@@ -65,8 +65,13 @@ const ropeParametersField = z
     mscale_all_dim: z.number().optional(),
     // HF YaRN's rounding of the correction range: true (the default) rounds it, gpt-oss sets false.
     truncate: z.boolean().optional(),
+    // HF YaRN's explicit cos/sin factor, in place of the one mscale / mscale_all_dim give.
+    attention_factor: z.number().positive().optional(),
   })
   .nullish();
+
+/** The keys of a RoPE object the engine reads; ropeConfig refuses any other by name. */
+const ROPE_KEYS: readonly string[] = Object.keys(ropeParametersField.unwrap().unwrap().shape);
 
 /**
  * The RoPE fields of a single-θ config.json in every public spelling: `rope_theta` at the top
@@ -92,7 +97,8 @@ export interface RopeFields {
  * `rope_parameters.rope_theta`, else `rope_theta`, else `defaultTheta`: as transformers v5 reads
  * them, `rope_parameters` wins, since GLM-5.x configs may keep an inherited top-level default. A scaling type other than "default" (in `rope_scaling` or `rope_parameters`) is read
  * when it is YaRN and the family applies it (`yarn` true, `maxPositions` the fallback original
- * context), and otherwise refused naming the field, never silently dropped.
+ * context), and otherwise refused naming the field, never silently dropped; so is a key of either
+ * object the engine does not read (`rope_parameters.partial_rotary_factor`, say).
  */
 export function ropeConfig(
   c: RopeFields,
@@ -108,13 +114,21 @@ export function ropeConfig(
   if (scalings.length > 1)
     fail("rope_scaling", "both rope_scaling and rope_parameters scale RoPE; keep one of them.");
   const scaling = scalings[0];
-  if (scaling === undefined) return { theta };
-  const { field, s, kind } = scaling;
-  if (kind !== "yarn" || options.yarn === undefined)
+  if (scaling !== undefined && (scaling.kind !== "yarn" || options.yarn === undefined))
     fail(
-      field,
-      `RoPE scaling "${kind}" is not applied by this family in the reference engine${kind === "yarn" ? " yet" : " (it reads default or yarn)"}; a checkpoint needing it cannot be computed faithfully.`,
+      scaling.field,
+      `RoPE scaling "${scaling.kind}" is not applied by this family in the reference engine${scaling.kind === "yarn" ? " yet" : " (it reads default or yarn)"}; a checkpoint needing it cannot be computed faithfully.`,
     );
+  for (const field of ["rope_scaling", "rope_parameters"] as const) {
+    const unknown = Object.keys(c[field] ?? {}).find((key) => !ROPE_KEYS.includes(key));
+    if (unknown !== undefined)
+      fail(
+        `${field}.${unknown}`,
+        `is not a RoPE parameter the engine reads (it reads ${ROPE_KEYS.join(", ")}); a checkpoint needing it cannot be computed faithfully.`,
+      );
+  }
+  if (scaling === undefined) return { theta };
+  const { field, s } = scaling;
   return {
     theta,
     yarn: {
@@ -125,6 +139,7 @@ export function ropeConfig(
       ...(s.mscale === undefined ? {} : { mscale: s.mscale }),
       ...(s.mscale_all_dim === undefined ? {} : { mscaleAllDim: s.mscale_all_dim }),
       ...(s.truncate === undefined ? {} : { truncate: s.truncate }),
+      ...(s.attention_factor === undefined ? {} : { attentionFactor: s.attention_factor }),
     },
   };
 }
