@@ -171,6 +171,29 @@ export const COMMON_UNREAD_FIELDS: UnreadFields = {
 };
 
 /**
+ * Keys of a public config's `quantization_config` and why the engine's model code does not read
+ * them: the loader reads each tensor's format, dtype and scale grid from the checkpoint itself, and
+ * the reference computes activations unquantized. A family that reads a key lists it itself (the
+ * DeepSeek-V3 layout reads `scale_fmt` for its FP8 indexer); models/public-configs.test.ts fails on
+ * a fixture's key that neither classifies.
+ */
+export const QUANTIZATION_UNREAD_KEYS: UnreadFields = {
+  quant_method:
+    "the weights' format; the loader reads it from the tensors (F8_E4M3 with scales, _blocks/_scales).",
+  fmt: "the FP8 element format; the loader reads it from each tensor's dtype.",
+  activation_scheme:
+    "how a device quantizes activations (dynamic: per token at run time); the reference computes them unquantized.",
+  weight_block_size:
+    "the FP8 scale grid; the loader takes it from each weight_scale_inv tensor's shape beside its matrix.",
+  modules_to_not_convert: "which modules stay unquantized; the loader reads each tensor's dtype.",
+  ignored_layers: "which layers stay unquantized; the loader reads each tensor's dtype.",
+  mxfp4_block_size: "MXFP4's block of 32 values, fixed by the format the loader decodes.",
+  store_dtype: "the experts' stored format (MiMo's mxfp4); the loader reads it from the tensors.",
+  scale_fmt:
+    "the weights' scale format (ue8m0: powers of two); the loader reads the scales as stored. A family whose reference quantizes activations reads it itself.",
+};
+
+/**
  * The top-level fields of `json` that neither `read` (the family's schema fields) nor `unread`
  * nor COMMON_UNREAD_FIELDS classify: a field nobody decided about.
  */

@@ -2,7 +2,12 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { BringupError } from "../../common/errors.js";
-import { COMMON_UNREAD_FIELDS, type UnreadFields, unclassifiedFields } from "./config-fields.js";
+import {
+  COMMON_UNREAD_FIELDS,
+  QUANTIZATION_UNREAD_KEYS,
+  type UnreadFields,
+  unclassifiedFields,
+} from "./config-fields.js";
 import { DEEPSEEK_V3_READ_FIELDS, DEEPSEEK_V3_UNREAD_FIELDS, parseDeepseekV3 } from "./deepseek-v3.js";
 import { parseV4Config, V4_READ_FIELDS, V4_UNREAD_FIELDS } from "./deepseek-v4.js";
 import { GLM_FLASH_READ_FIELDS, GLM_FLASH_UNREAD_FIELDS, parseGlmConfig } from "./glm-5.3-flash.js";
@@ -19,10 +24,17 @@ const FAMILIES: Readonly<
       readonly parse: (json: unknown, source: string) => unknown;
       readonly read: readonly string[];
       readonly unread: UnreadFields;
+      /** The quantization_config keys its model code reads (others: QUANTIZATION_UNREAD_KEYS). */
+      readonly quantizationRead?: readonly string[];
     }
   >
 > = {
-  "deepseek-v3": { parse: parseDeepseekV3, read: DEEPSEEK_V3_READ_FIELDS, unread: DEEPSEEK_V3_UNREAD_FIELDS },
+  "deepseek-v3": {
+    parse: parseDeepseekV3,
+    read: DEEPSEEK_V3_READ_FIELDS,
+    unread: DEEPSEEK_V3_UNREAD_FIELDS,
+    quantizationRead: ["scale_fmt"],
+  },
   "deepseek-v4": { parse: parseV4Config, read: V4_READ_FIELDS, unread: V4_UNREAD_FIELDS },
   "glm-5.3-flash": { parse: parseGlmConfig, read: GLM_FLASH_READ_FIELDS, unread: GLM_FLASH_UNREAD_FIELDS },
   mimo: { parse: parseMimoConfig, read: MIMO_READ_FIELDS, unread: MIMO_UNREAD_FIELDS },
@@ -66,6 +78,14 @@ describe("public config.json fixtures", () => {
     it(`${entry.file}: every field is read by ${entry.family} or known not to matter`, () => {
       const family = familyOf(entry);
       expect(unclassifiedFields(load(entry), family.read, family.unread)).toEqual([]);
+    });
+
+    it(`${entry.file}: every quantization_config key is read by ${entry.family} or known not to matter`, () => {
+      const family = familyOf(entry);
+      const keys = Object.keys((load(entry).quantization_config as object | null | undefined) ?? {});
+      expect(
+        keys.filter((k) => !(family.quantizationRead ?? []).includes(k) && !(k in QUANTIZATION_UNREAD_KEYS)),
+      ).toEqual([]);
     });
 
     const expected = entry.expect;
