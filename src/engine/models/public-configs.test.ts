@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { BringupError } from "../../common/errors.js";
+import { type YarnScaling, yarnSoftmaxScale } from "../kernels/rope.js";
 import {
   COMMON_UNREAD_FIELDS,
   QUANTIZATION_UNREAD_KEYS,
@@ -137,6 +138,24 @@ describe("public config.json fixtures", () => {
     expect(config.dsa?.ropeInterleave).toBe(true);
     expect(config.layers.filter((k) => k === "moe")).toHaveLength(75);
     expect(config.sharedIntermediateSize).toBe(2048);
+  });
+
+  it("reads DeepSeek-V3's YaRN: factor 40 over 4,096 positions, the softmax scaled by mscale(40, 1)^2", () => {
+    const config = parseDeepseekV3(
+      load({ file: "deepseek-v3.json", family: "deepseek-v3", expect: "parses" }),
+    );
+    const yarn = config.mla.ropeScaling as YarnScaling;
+    expect(yarn).toEqual({
+      factor: 40,
+      originalMaxPositionEmbeddings: 4096,
+      betaFast: 32,
+      betaSlow: 1,
+      mscale: 1,
+      mscaleAllDim: 1,
+    });
+    expect(yarnSoftmaxScale(yarn)).toBeCloseTo((0.1 * Math.log(40) + 1) ** 2, 12);
+    expect(config.layers.filter((k) => k === "moe")).toHaveLength(58);
+    expect(config.moe).toMatchObject({ numGroups: 8, topKGroups: 4, routedScalingFactor: 2.5 });
   });
 
   it("refuses GLM-5.1's mlp_layer_types where they disagree with first_k_dense_replace", () => {
