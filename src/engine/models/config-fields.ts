@@ -67,6 +67,8 @@ const ropeParametersField = z
     truncate: z.boolean().optional(),
     // HF YaRN's explicit cos/sin factor, in place of the one mscale / mscale_all_dim give.
     attention_factor: z.number().positive().optional(),
+    // transformers v5 keeps the rotated fraction of each head here (rope_parameters).
+    partial_rotary_factor: z.number().gt(0).lte(1).optional(),
   })
   .nullish();
 
@@ -103,9 +105,15 @@ export interface RopeFields {
 export function ropeConfig(
   c: RopeFields,
   fail: Fail,
-  options: { readonly defaultTheta: number; readonly yarn?: { readonly maxPositions: number } },
-): { readonly theta: number; readonly yarn?: YarnScaling } {
+  options: {
+    readonly defaultTheta: number;
+    readonly yarn?: { readonly maxPositions: number };
+    /** The family's top-level partial_rotary_factor, where it rotates part of each head. */
+    readonly partialRotaryFactor?: number;
+  },
+): { readonly theta: number; readonly yarn?: YarnScaling; readonly partialRotaryFactor: number } {
   const theta = c.rope_parameters?.rope_theta ?? c.rope_theta ?? options.defaultTheta;
+  const partialRotaryFactor = rotatedFraction(c, fail, options.partialRotaryFactor);
   const scalings = (["rope_scaling", "rope_parameters"] as const).flatMap((field) => {
     const s = c[field];
     const kind = s?.rope_type ?? s?.type ?? "default";
@@ -114,7 +122,8 @@ export function ropeConfig(
   if (scalings.length > 1)
     fail("rope_scaling", "both rope_scaling and rope_parameters scale RoPE; keep one of them.");
   const scaling = scalings[0];
-  if (scaling !== undefined && (scaling.kind !== "yarn" || options.yarn === undefined))
+  const yarnOptions = scaling?.kind === "yarn" ? options.yarn : undefined;
+  if (scaling !== undefined && yarnOptions === undefined)
     fail(
       scaling.field,
       `RoPE scaling "${scaling.kind}" is not applied by this family in the reference engine${scaling.kind === "yarn" ? " yet" : " (it reads default or yarn)"}; a checkpoint needing it cannot be computed faithfully.`,
@@ -127,13 +136,14 @@ export function ropeConfig(
         `is not a RoPE parameter the engine reads (it reads ${ROPE_KEYS.join(", ")}); a checkpoint needing it cannot be computed faithfully.`,
       );
   }
-  if (scaling === undefined) return { theta };
+  if (scaling === undefined || yarnOptions === undefined) return { theta, partialRotaryFactor };
   const { field, s } = scaling;
   return {
     theta,
+    partialRotaryFactor,
     yarn: {
       factor: s.factor ?? fail(`${field}.factor`, "is required for yarn; set it."),
-      originalMaxPositionEmbeddings: s.original_max_position_embeddings ?? options.yarn.maxPositions,
+      originalMaxPositionEmbeddings: s.original_max_position_embeddings ?? yarnOptions.maxPositions,
       betaFast: s.beta_fast ?? 32,
       betaSlow: s.beta_slow ?? 1,
       ...(s.mscale === undefined ? {} : { mscale: s.mscale }),
@@ -142,6 +152,28 @@ export function ropeConfig(
       ...(s.attention_factor === undefined ? {} : { attentionFactor: s.attention_factor }),
     },
   };
+}
+
+/**
+ * The rotated fraction of each head: `rope_parameters.partial_rotary_factor` (transformers v5's
+ * spelling) over the family's top-level `topLevel` (1 when the family rotates whole heads or the
+ * config gives neither), as rope_parameters wins for θ. A fraction below 1 for a family that
+ * rotates whole heads (`topLevel` undefined), or two different explicit fractions, are refused.
+ */
+function rotatedFraction(c: RopeFields, fail: Fail, topLevel: number | undefined): number {
+  const nested = c.rope_parameters?.partial_rotary_factor;
+  if (nested === undefined) return topLevel ?? 1;
+  if (topLevel === undefined && nested !== 1)
+    fail(
+      "rope_parameters.partial_rotary_factor",
+      `${nested}: this family rotates whole heads; a checkpoint rotating part of each cannot be computed faithfully.`,
+    );
+  if (topLevel !== undefined && topLevel !== 1 && topLevel !== nested)
+    fail(
+      "rope_parameters.partial_rotary_factor",
+      `${nested} differs from partial_rotary_factor ${topLevel}; keep one of them.`,
+    );
+  return nested;
 }
 
 /**

@@ -122,9 +122,14 @@ const SWIGLU_ALPHA = 1.702;
 
 export function parseMinimaxConfig(json: unknown, source = "config.json"): MinimaxConfig {
   const { fields: c, fail } = parseConfigFields(MinimaxConfig, json, source, "MiniMax-M3");
-  const { theta: ropeTheta, yarn } = ropeConfig(c, fail, {
+  const {
+    theta: ropeTheta,
+    yarn,
+    partialRotaryFactor,
+  } = ropeConfig(c, fail, {
     defaultTheta: 150_000,
     yarn: { maxPositions: c.max_position_embeddings },
+    partialRotaryFactor: c.partial_rotary_factor,
   });
   const gptOss = c.model_type === GPT_OSS;
   if (c.layer_types.length !== c.num_hidden_layers) {
@@ -150,15 +155,14 @@ export function parseMinimaxConfig(json: unknown, source = "config.json"): Minim
   if (c.hidden_size % 32 !== 0 || c.intermediate_size % 32 !== 0) {
     fail("hidden_size", "MXFP4 experts need hidden_size and intermediate_size to be multiples of 32.");
   }
-  const rotary = c.rotary_dim ?? Math.round(c.head_dim * c.partial_rotary_factor);
-  if (
-    c.rotary_dim !== undefined &&
-    "partial_rotary_factor" in (json as object) &&
-    rotary !== Math.round(c.head_dim * c.partial_rotary_factor)
-  )
+  const fraction = Math.round(c.head_dim * partialRotaryFactor);
+  const rotary = c.rotary_dim ?? fraction;
+  const fractionGiven =
+    "partial_rotary_factor" in (json as object) || c.rope_parameters?.partial_rotary_factor !== undefined;
+  if (c.rotary_dim !== undefined && fractionGiven && rotary !== fraction)
     fail(
       "rotary_dim",
-      `${rotary} disagrees with partial_rotary_factor ${c.partial_rotary_factor} of head_dim ${c.head_dim}; make them agree.`,
+      `${rotary} disagrees with partial_rotary_factor ${partialRotaryFactor} of head_dim ${c.head_dim}; make them agree.`,
     );
   if (rotary % 2 !== 0)
     fail("partial_rotary_factor", `rotates ${rotary} features of each head; make it even.`);
