@@ -138,6 +138,9 @@ export function ropeConfig(
   }
   if (scaling === undefined || yarnOptions === undefined) return { theta, partialRotaryFactor };
   const { field, s } = scaling;
+  // YaRN's factor is the config's, as transformers v5 and vLLM read it; transformers 4.4x-4.5x
+  // replaced it by max_position_embeddings / original_max_position_embeddings where both are
+  // given. Every public fixture's YaRN has the two equal (models/public-configs.test.ts).
   return {
     theta,
     partialRotaryFactor,

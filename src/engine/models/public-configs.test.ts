@@ -158,6 +158,27 @@ describe("public config.json fixtures", () => {
     expect(config.moe).toMatchObject({ numGroups: 8, topKGroups: 4, routedScalingFactor: 2.5 });
   });
 
+  it("has YaRN factors equal to max_position_embeddings / original_max_position_embeddings, so HF's versions agree", () => {
+    // transformers 4.4x-4.5x took that ratio as the factor; v5 and vLLM take rope_scaling.factor.
+    const yarns = index.fixtures.flatMap((entry) => {
+      const json = load(entry);
+      const s = json.rope_scaling as { factor?: number; original_max_position_embeddings?: number } | null;
+      return s?.factor === undefined ? [] : [[entry.file, s, json.max_position_embeddings] as const];
+    });
+    expect(yarns.map(([file]) => file).sort()).toEqual([
+      "deepseek-v3.json",
+      "deepseek-v4-flash.json",
+      "gpt-oss-120b.json",
+      "gpt-oss-20b.json",
+      "kimi-k2-instruct.json",
+    ]);
+    for (const [file, s, max] of yarns)
+      expect([file, (max as number) / (s.original_max_position_embeddings as number)]).toEqual([
+        file,
+        s.factor,
+      ]);
+  });
+
   it("refuses GLM-5.1's mlp_layer_types where they disagree with first_k_dense_replace", () => {
     const json = load({ file: "glm-5.1.json", family: "deepseek-v3", expect: "parses" });
     expect(() => parseDeepseekV3({ ...json, first_k_dense_replace: 2 }, "glm")).toThrow(
