@@ -14,6 +14,7 @@ import {
   type MlaMatrices,
   mlaBlock,
   randomMla,
+  referenceRope,
   runLayers,
   runSequence,
 } from "./mla-fixture.js";
@@ -138,6 +139,46 @@ describe("DeepSeek sparse attention's indexer", () => {
     }
     const rotated = at(pos);
     for (let i = 0; i < d; i++) expect(rotated[i]).toBeCloseTo(expected[i] as number, 5);
+  });
+
+  it("rotates its keys with MLA's YaRN frequencies and cos/sin factor (DeepSeek-V3.2 shares one freqs_cis)", () => {
+    const yarn = {
+      factor: 32,
+      original_max_position_embeddings: 16,
+      beta_fast: 1,
+      beta_slow: 1,
+      mscale: 0.75,
+      mscale_all_dim: 1,
+    };
+    const spec: DsaSpec = {
+      ...SPEC,
+      ropeScaling: {
+        factor: yarn.factor,
+        originalMaxPositionEmbeddings: yarn.original_max_position_embeddings,
+        betaFast: yarn.beta_fast,
+        betaSlow: yarn.beta_slow,
+        mscale: yarn.mscale,
+        mscaleAllDim: yarn.mscale_all_dim,
+      },
+    };
+    const { ropeDim: R } = spec;
+    const { invFreq, attentionFactor } = referenceRope({ theta: SPEC.ropeTheta, yarn }, R);
+    const exact = new Map([["dsa_indexer", "exact"]]);
+    // The key before RoPE: position 0 of an indexer without YaRN (angle 0, factor 1).
+    const raw = randomIndexer(3, SPEC).keys(h, 1, [0], pool, exact);
+    const pos = 37;
+    const rotated = randomIndexer(3, spec).keys(h, 1, [pos], pool, exact);
+    for (let i = 0; i < R / 2; i++) {
+      const angle = pos * (invFreq[i] as number);
+      const [x, y] = [raw[i] as number, raw[i + R / 2] as number];
+      expect(rotated[i]).toBeCloseTo((x * Math.cos(angle) - y * Math.sin(angle)) * attentionFactor, 5);
+      expect(rotated[i + R / 2]).toBeCloseTo(
+        (y * Math.cos(angle) + x * Math.sin(angle)) * attentionFactor,
+        5,
+      );
+    }
+    expect(Array.from(rotated.subarray(R))).toEqual(Array.from(raw.subarray(R)));
+    expect(attentionFactor).not.toBeCloseTo(1, 2);
   });
 
   it("the FP8 mode (Hadamard, E4M3 per 128 values) chooses differently only near the k-th exact score", () => {

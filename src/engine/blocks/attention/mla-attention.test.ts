@@ -7,7 +7,9 @@ import {
   type MlaMatrices,
   maxAbsDiff,
   mlaBlock,
+  type ReferenceRope,
   randomMla,
+  referenceRope,
   runSequence,
   MLA_TEST_SPEC as S,
 } from "./mla-fixture.js";
@@ -16,47 +18,6 @@ const pool = new MatmulPool(2);
 afterAll(() => pool.close());
 
 const form = (value: string) => new Map([["mla_form", value]]);
-
-/** The RoPE a reference applies: its base (none: unrotated), HF YaRN `rope_scaling` keys, pairing. */
-interface ReferenceRope {
-  readonly theta: number | null;
-  readonly yarn?: {
-    readonly factor: number;
-    readonly original_max_position_embeddings: number;
-    readonly beta_fast: number;
-    readonly beta_slow: number;
-    readonly mscale: number;
-    readonly mscale_all_dim: number;
-  };
-  /** HF glm_moe_dsa's pairing (x_i with x_{i+dr/2}); else DeepSeek's adjacent pairs. */
-  readonly halfSplit?: boolean;
-}
-
-/**
- * The rotary inverse frequencies, cos/sin factor and softmax multiplier of `rope` over `dr`
- * features, in f64: HF transformers `modeling_rope_utils.py` `_compute_yarn_parameters`
- * (find_correction_range with truncation, linear_ramp_factor, get_mscale, attention_factor from
- * mscale / mscale_all_dim) and `models/deepseek_v3/modeling_deepseek_v3.py`'s
- * DeepseekV3Attention (scaling *= yarn_get_mscale(factor, mscale_all_dim)^2).
- */
-function referenceRope(rope: ReferenceRope, dr: number) {
-  const theta = rope.theta ?? 1;
-  const invFreq = Float64Array.from({ length: dr / 2 }, (_, i) => 1 / theta ** ((2 * i) / dr));
-  const y = rope.yarn;
-  if (y === undefined) return { invFreq, attentionFactor: 1, softmax: 1 };
-  const getMscale = (scale: number, m = 1) => (scale <= 1 ? 1 : 0.1 * m * Math.log(scale) + 1);
-  const correctionDim = (rotations: number) =>
-    (dr * Math.log(y.original_max_position_embeddings / (rotations * 2 * Math.PI))) / (2 * Math.log(theta));
-  const low = Math.max(Math.floor(correctionDim(y.beta_fast)), 0);
-  const high = Math.min(Math.ceil(correctionDim(y.beta_slow)), dr - 1);
-  const ramp = (i: number) => Math.min(1, Math.max(0, (i - low) / (high === low ? 0.001 : high - low)));
-  const extrapolation = (i: number) => 1 - ramp(i);
-  return {
-    invFreq: invFreq.map((f, i) => (f / y.factor) * (1 - extrapolation(i)) + f * extrapolation(i)),
-    attentionFactor: getMscale(y.factor, y.mscale) / getMscale(y.factor, y.mscale_all_dim),
-    softmax: getMscale(y.factor, y.mscale_all_dim) ** 2,
-  };
-}
 
 /**
  * DeepSeek-V3's naive MLA (inference/model.py, attn_impl "naive") written out in f64 over the whole
