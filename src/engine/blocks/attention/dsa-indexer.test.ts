@@ -17,6 +17,8 @@ import {
   referenceRope,
   runLayers,
   runSequence,
+  TEST_YARN,
+  TEST_YARN_SCALING,
 } from "./mla-fixture.js";
 import { SharedTopK } from "./shared-top-k.js";
 
@@ -142,25 +144,8 @@ describe("DeepSeek sparse attention's indexer", () => {
   });
 
   it("rotates its keys with MLA's YaRN frequencies and cos/sin factor (DeepSeek-V3.2 shares one freqs_cis)", () => {
-    const yarn = {
-      factor: 32,
-      original_max_position_embeddings: 16,
-      beta_fast: 1,
-      beta_slow: 1,
-      mscale: 0.75,
-      mscale_all_dim: 1,
-    };
-    const spec: DsaSpec = {
-      ...SPEC,
-      ropeScaling: {
-        factor: yarn.factor,
-        originalMaxPositionEmbeddings: yarn.original_max_position_embeddings,
-        betaFast: yarn.beta_fast,
-        betaSlow: yarn.beta_slow,
-        mscale: yarn.mscale,
-        mscaleAllDim: yarn.mscale_all_dim,
-      },
-    };
+    const yarn = TEST_YARN;
+    const spec: DsaSpec = { ...SPEC, ropeScaling: TEST_YARN_SCALING };
     const { ropeDim: R } = spec;
     const { invFreq, attentionFactor } = referenceRope({ theta: SPEC.ropeTheta, yarn }, R);
     const exact = new Map([["dsa_indexer", "exact"]]);

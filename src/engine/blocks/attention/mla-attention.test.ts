@@ -12,6 +12,8 @@ import {
   referenceRope,
   runSequence,
   MLA_TEST_SPEC as S,
+  TEST_YARN,
+  TEST_YARN_SCALING,
 } from "./mla-fixture.js";
 
 const pool = new MatmulPool(2);
@@ -138,26 +140,8 @@ describe("multi-head latent attention", () => {
   });
 
   it("YaRN rope_scaling as Kimi K2 gives it: frequencies, cos/sin factor and softmax mscale as HF DeepSeek-V3's", () => {
-    // Kimi-K2-Instruct's rope_scaling keys, mscale unequal to mscale_all_dim so the cos/sin factor is not 1.
-    const yarn = {
-      factor: 32,
-      original_max_position_embeddings: 16,
-      beta_fast: 1,
-      beta_slow: 1,
-      mscale: 0.75,
-      mscale_all_dim: 1,
-    };
-    const spec = {
-      ...S,
-      ropeScaling: {
-        factor: yarn.factor,
-        originalMaxPositionEmbeddings: yarn.original_max_position_embeddings,
-        betaFast: yarn.beta_fast,
-        betaSlow: yarn.beta_slow,
-        mscale: yarn.mscale,
-        mscaleAllDim: yarn.mscale_all_dim,
-      },
-    };
+    const yarn = TEST_YARN;
+    const spec = { ...S, ropeScaling: TEST_YARN_SCALING };
     const theta = S.ropeTheta ?? null;
     const reference = Float32Array.from(naiveMla(m, x, n, { theta, yarn }));
     const scale = Math.max(...reference.map(Math.abs));

@@ -1,6 +1,7 @@
 import { planKvCache } from "../../cache/capacity.js";
 import { type LayerStorage, layerStorage } from "../../cache/storage.js";
 import type { MatmulPool } from "../../kernels/pool.js";
+import type { YarnScaling } from "../../kernels/rope.js";
 import type { ForwardContext, TokenMixer } from "../../model/model.js";
 import { Rng } from "../../tensor/random.js";
 import { f32Weight } from "../../tensor/weight.js";
@@ -180,3 +181,26 @@ export function referenceRope(rope: ReferenceRope, dr: number) {
     softmax: getMscale(y.factor, y.mscale_all_dim) ** 2,
   };
 }
+
+/**
+ * YaRN `rope_scaling` keys as Kimi-K2-Instruct's config gives them, over a short original context
+ * and with mscale unequal to mscale_all_dim so the cos/sin factor is not 1; TEST_YARN_SCALING is
+ * the same as the engine's YarnScaling.
+ */
+export const TEST_YARN = {
+  factor: 32,
+  original_max_position_embeddings: 16,
+  beta_fast: 1,
+  beta_slow: 1,
+  mscale: 0.75,
+  mscale_all_dim: 1,
+} as const;
+
+export const TEST_YARN_SCALING: YarnScaling = {
+  factor: TEST_YARN.factor,
+  originalMaxPositionEmbeddings: TEST_YARN.original_max_position_embeddings,
+  betaFast: TEST_YARN.beta_fast,
+  betaSlow: TEST_YARN.beta_slow,
+  mscale: TEST_YARN.mscale,
+  mscaleAllDim: TEST_YARN.mscale_all_dim,
+};
