@@ -203,6 +203,15 @@ describe("MiMo-V2.6-Flash's flat rope_parameters", () => {
     expect(() => parseMimoConfig({ ...json, rope_parameters: rope }, "mimo")).toThrow(
       /mimo: rope_parameters\.rope_theta: 5000000 differs from the global layers' RoPE base 10000000/,
     );
+    // A key or a scaling kind nobody reads is refused by name, flat or per layer type.
+    const extra = { ...json.rope_parameters, factor: 4 };
+    expect(() => parseMimoConfig({ ...json, rope_parameters: extra }, "mimo")).toThrow(
+      /mimo: rope_parameters: Unrecognized key: "factor"/,
+    );
+    const perType = { full_attention: { rope_type: "yarn", rope_theta: 1e7 } };
+    expect(() => parseMimoConfig({ ...json, rope_parameters: perType }, "mimo")).toThrow(
+      /mimo: rope_parameters\.full_attention\.rope_type: /,
+    );
   });
 });
 
