@@ -8,4 +8,5 @@ ARCHITECTURES: dict[str, str] = {
     "DeepseekV3ForCausalLM": "bringup_vllm.deepseek:DeepseekForCausalLM",
     "MiMoV2FlashForCausalLM": "bringup_vllm.mimo:MiMoForCausalLM",
     "MiniMaxM3ForCausalLM": "bringup_vllm.minimax:MinimaxForCausalLM",
+    "MuseGlimmerForCausalLM": "bringup_vllm.glimmer:GlimmerForCausalLM",
 }
