@@ -45,4 +45,10 @@ class MuseGlimmerConfig(PretrainedConfig):
             self.norm_topk_prob = False
 
 
-CONFIGS: tuple[type[PretrainedConfig], ...] = (MinimaxM3Config, MuseGlimmerConfig)
+class MuseSparkConfig(PretrainedConfig):
+    """config.json of a Muse Spark Open checkpoint (Nemotron-H's MoE fields), every field kept."""
+
+    model_type = "muse_spark"
+
+
+CONFIGS: tuple[type[PretrainedConfig], ...] = (MinimaxM3Config, MuseGlimmerConfig, MuseSparkConfig)

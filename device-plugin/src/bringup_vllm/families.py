@@ -9,4 +9,5 @@ ARCHITECTURES: dict[str, str] = {
     "MiMoV2FlashForCausalLM": "bringup_vllm.mimo:MiMoForCausalLM",
     "MiniMaxM3ForCausalLM": "bringup_vllm.minimax:MinimaxForCausalLM",
     "MuseGlimmerForCausalLM": "bringup_vllm.glimmer:GlimmerForCausalLM",
+    "MuseSparkForCausalLM": "bringup_vllm.spark:SparkForCausalLM",
 }
