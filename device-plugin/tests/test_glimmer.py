@@ -89,3 +89,19 @@ def test_patch_2_renames_only_the_router():
 def test_dense_layers_follow_qwen3_moe_rule():
     config = glimmer(mlp_only_layers=[0], decoder_sparse_step=2)
     assert [is_moe_layer(config, i) for i in range(4)] == [False, True, False, True]
+
+
+def test_vllm_reads_the_ports_config_class_not_its_own_muse_glimmer(tmp_path):
+    # vLLM 0.32 ships a different model under `muse_glimmer` and prefers its own config registry.
+    import json
+
+    from vllm.transformers_utils.config import get_config
+
+    import bringup_vllm
+    from bringup_vllm.configs import MuseGlimmerConfig
+
+    bringup_vllm.register()
+    (tmp_path / "config.json").write_text(json.dumps(reference_config("muse-glimmer-30b")))
+    config = get_config(tmp_path, trust_remote_code=False)
+    assert isinstance(config, MuseGlimmerConfig)
+    assert (config.num_experts, config.hidden_size) == (8, 64)
