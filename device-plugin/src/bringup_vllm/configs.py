@@ -51,4 +51,15 @@ class MuseSparkConfig(PretrainedConfig):
     model_type = "muse_spark"
 
 
-CONFIGS: tuple[type[PretrainedConfig], ...] = (MinimaxM3Config, MuseGlimmerConfig, MuseSparkConfig)
+class Glm53FlashConfig(PretrainedConfig):
+    """config.json of a GLM-5.3-Flash checkpoint (Kimi Linear's and DeepSeek-V4's fields), kept."""
+
+    model_type = "glm5_3_flash"
+
+
+CONFIGS: tuple[type[PretrainedConfig], ...] = (
+    MinimaxM3Config,
+    Glm53FlashConfig,
+    MuseGlimmerConfig,
+    MuseSparkConfig,
+)
