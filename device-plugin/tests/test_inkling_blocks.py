@@ -1,13 +1,15 @@
 """Inkling's plain-PyTorch blocks against bringup's engine, layer output by layer output.
 
 vLLM does not serve this port (inkling.py says why), so each block runs on the engine's own input
-to it over the tiny checkpoint and a 100-token prompt (past the 16 buckets' exact distances) and
-its output must match the engine's within TOLERANCE in float32.
+to it over the tiny checkpoint, a 100-token prompt (past the 16 buckets' exact distances) and the
+engine's decode steps, and its output must match the engine's within TOLERANCE in float32. The
+blocks take the prompt and decode rows as one sequence: each decode row attends to every earlier
+row and continues the convolutions from the rows before it, as the engine's cache and tails do.
 """
 
 import pytest
 import torch
-from blocks import check_blocks, engine_dump, report
+from blocks import check_blocks, engine_dump, report, write_report
 from port_configs import reference_config
 
 from bringup_vllm.config_check import Config, UnsupportedConfigError
@@ -87,6 +89,7 @@ def test_every_block_matches_the_engine():
     with torch.no_grad():
         results = check_blocks(dump, model.embed, block, model.head, TOLERANCE)
     print(f"\n{PORT}:\n{report(results)}")
+    write_report(dump, "prefill-and-decode", results)
     assert len(results) == 2 + 2 * dump.num_layers
     assert all(r.passed for r in results), report(results)
 
