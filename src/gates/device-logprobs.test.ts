@@ -74,8 +74,12 @@ describe("greedyClose", () => {
     top,
   });
 
-  it("takes vLLM's empty text and the engine's U+FFFD for one partial UTF-8 token", () => {
-    expect(greedyClose(run(["a", "", "b"]), run(["a", "\uFFFD", "b"]))).toBeUndefined();
+  it("compares token ids, so equal ids pass and different ids outside the top-k do not", () => {
+    const ids = ["token_id:7", "token_id:300", "token_id:9"];
+    expect(greedyClose(run(ids), run(ids))).toBeUndefined();
+    expect(greedyClose(run(ids), run(["token_id:7", "token_id:301", "token_id:9"]))).toMatch(
+      /^position 1: device "token_id:300" is not in the reference's top-k/,
+    );
   });
 
   it("accepts a first difference where each token is in the other's top-k, and stops comparing there", () => {

@@ -10,4 +10,6 @@ ARCHITECTURES: dict[str, str] = {
     "Glm53FlashForCausalLM": "bringup_vllm.glm_flash:Glm53FlashForCausalLM",
     "MiMoV2FlashForCausalLM": "bringup_vllm.mimo:MiMoForCausalLM",
     "MiniMaxM3ForCausalLM": "bringup_vllm.minimax:MinimaxForCausalLM",
+    "MuseGlimmerForCausalLM": "bringup_vllm.glimmer:GlimmerForCausalLM",
+    "MuseSparkForCausalLM": "bringup_vllm.spark:SparkForCausalLM",
 }
