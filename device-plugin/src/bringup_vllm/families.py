@@ -6,6 +6,7 @@ strings are imported lazily by vLLM, in the process that builds the model.
 
 ARCHITECTURES: dict[str, str] = {
     "DeepseekV3ForCausalLM": "bringup_vllm.deepseek:DeepseekForCausalLM",
+    "GlmMoeDsaForCausalLM": "bringup_vllm.glm5:GlmMoeDsaForCausalLM",
     "MiMoV2FlashForCausalLM": "bringup_vllm.mimo:MiMoForCausalLM",
     "MiniMaxM3ForCausalLM": "bringup_vllm.minimax:MinimaxForCausalLM",
 }
