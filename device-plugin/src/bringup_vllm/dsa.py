@@ -126,6 +126,8 @@ class DsaIndexer(nn.Module):
         self.heads = int(c.need("index_n_heads"))
         self.dim = int(c.need("index_head_dim"))
         self.top_k = int(c.need("index_topk"))
+        if faults.active("dsa-dense"):
+            self.top_k = int(c.need("max_position_embeddings"))
         self.rope = int(c.need("qk_rope_head_dim"))
         self.theta = float(c.get("rope_theta", 10_000))
         # The rope-pairing fault turns this pairing too.

@@ -6,7 +6,9 @@ fail: a gate that cannot fail proves nothing. No fault is on unless the variable
 
 import os
 
-KNOWN = frozenset({"rope-pairing"})
+# rope-pairing: RoPE pairs the other features (rope.py, dsa.py); dsa-dense: DSA's layers attend
+# every earlier token, as vllm-gaudi runs them (dsa.py).
+KNOWN = frozenset({"rope-pairing", "dsa-dense"})
 
 
 def active(name: str) -> bool:
