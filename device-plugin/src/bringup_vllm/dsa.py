@@ -3,7 +3,7 @@
 It is bringup's engine's indexer (src/engine/blocks/attention/dsa-indexer.ts, after
 deepseek-ai/DeepSeek-V3.2-Exp `inference/model.py` and HF `GlmMoeDsaIndexer`), step for step and
 rounding for rounding, so the plugin picks the same keys: vLLM's own indexer
-(vllm/model_executor/layers/sparse_attn_indexer.py) runs only on CUDA, and vllm-gaudi runs these
+(vllm/model_executor/layers/sparse_attn_indexer.py) has no CPU kernels, and vllm-gaudi runs these
 layers as dense MLA.
 
 - A token's indexer key is LayerNorm(wk . h) (statistics in float64, eps 1e-6), its leading

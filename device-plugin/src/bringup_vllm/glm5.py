@@ -7,14 +7,14 @@ attention, MoE, MLP and weight loader (vLLM DeepSeek's), plus `index_n_heads`, `
 `index_topk`, `indexer_rope_interleave` and quantization_config's `scale_fmt`, and the indexer's
 `self_attn.indexer.*` tensors (dsa.py).
 
-vLLM's DSA path (vllm/model_executor/models/deepseek_v2.py's Indexer on a sparse MLA backend) runs
-only on CUDA; vllm-gaudi runs these layers as dense MLA. Here each layer computes its attention
-itself, over the positions the indexer picks: per-head keys and values (decompressed through
-kv_b_proj as deepseek.py does) and indexer keys are kept in the layer's own caches, indexed by
-the slots vLLM's scheduler gives each token (the attention metadata's slot mapping and block
-tables), so chunked prefill, prefix caching and batching read the right rows. vLLM still plans
-and schedules the per-head KV cache through the layer's `attn` (deepseek.py), which it is never
-asked to compute.
+vLLM's DSA path (vllm/model_executor/models/deepseek_v2.py's Indexer on a sparse MLA backend) has
+DeepGEMM, Triton, ROCm and XPU kernels and no CPU path; vllm-gaudi runs these layers as dense MLA.
+Here each layer computes its attention itself, over the positions the indexer picks: per-head
+keys and values (decompressed through kv_b_proj as deepseek.py does) and indexer keys are kept in
+the layer's own caches, indexed by the slots vLLM's scheduler gives each token (the attention
+metadata's slot mapping and block tables), so chunked prefill, prefix caching and batching read
+the right rows. vLLM still plans and schedules the per-head KV cache through the layer's `attn`
+(deepseek.py), which it is never asked to compute.
 """
 
 from typing import Any
