@@ -65,9 +65,31 @@ def checked_layout(c: Config) -> Config:
     c.require("scoring_func", ("sigmoid",), "the layout's sigmoid expert scores")
     c.require("topk_method", ("noaux_tc",), "group-limited routing with a score-correction bias")
     c.require("moe_layer_freq", (None, 1), "experts in every layer after the dense ones")
+    # The engine rotates latent attention's adjacent pairs only (deepseek-v3.ts refuses false).
+    c.require("rope_interleave", (None, True), "latent attention's adjacent-pair RoPE")
+    parameters = c.get("rope_parameters", {})
+    if parameters.get("rope_type", parameters.get("type", "default")) != "default":
+        c.refuse("rope_parameters", "RoPE scaling")
+    nope, rope = int(c.need("qk_nope_head_dim")), int(c.need("qk_rope_head_dim"))
+    if c.get("qk_head_dim", nope + rope) != nope + rope:
+        c.refuse("qk_head_dim", "a head size other than qk_nope_head_dim + qk_rope_head_dim")
+    dense = int(c.get("first_k_dense_replace", 0))
+    layers = int(c.need("num_hidden_layers"))
+    if c.get("mlp_layer_types", None) not in (
+        None,
+        ["dense"] * dense + ["sparse"] * (layers - dense),
+    ):
+        c.refuse("mlp_layer_types", "MoE layers placed other than after first_k_dense_replace")
     c.need("q_lora_rank")
     c.need("kv_lora_rank")
     return c
+
+
+def rope_theta(c: Config) -> float:
+    """The RoPE base as the engine reads it (src/engine/models/config-fields.ts ropeConfig):
+    rope_parameters.rope_theta, as public GLM-5.x configs give it, else rope_theta, else 10,000."""
+    theta = c.get("rope_parameters", {}).get("rope_theta")
+    return float(theta if theta is not None else c.get("rope_theta", 10_000))
 
 
 class LatentAsHeadsAttention(nn.Module):
@@ -88,6 +110,7 @@ class LatentAsHeadsAttention(nn.Module):
         self.kv_rank = int(c.need("kv_lora_rank"))
         self.qk = self.nope + self.rope
         eps = float(c.need("rms_norm_eps"))
+        self.theta = rope_theta(c)
         self.fused_qkv_a_proj = DeepSeekV2FusedQkvAProjLinear(
             hidden, [self.q_rank, self.kv_rank + self.rope], prefix=f"{prefix}.fused_qkv_a_proj"
         )
@@ -108,7 +131,7 @@ class LatentAsHeadsAttention(nn.Module):
         self.rotary_emb = rotary(
             self.rope,
             int(c.need("max_position_embeddings")),
-            float(c.get("rope_theta", 10_000)),
+            self.theta,
             adjacent_pairs=True,
         )
         self.served = served_head_size(self.qk)

@@ -121,7 +121,7 @@ class DsaIndexer(nn.Module):
     and weights_proj, k_norm), so its weight loader fills them from the checkpoint's
     `self_attn.indexer.{wq_b,wk,weights_proj,k_norm}`."""
 
-    def __init__(self, c: Config, hidden: int, q_rank: int, prefix: str) -> None:
+    def __init__(self, c: Config, hidden: int, q_rank: int, theta: float, prefix: str) -> None:
         super().__init__()
         self.heads = int(c.need("index_n_heads"))
         self.dim = int(c.need("index_head_dim"))
@@ -129,7 +129,7 @@ class DsaIndexer(nn.Module):
         if faults.active("dsa-dense"):
             self.top_k = int(c.need("max_position_embeddings"))
         self.rope = int(c.need("qk_rope_head_dim"))
-        self.theta = float(c.get("rope_theta", 10_000))
+        self.theta = theta
         # The rope-pairing fault turns this pairing too.
         self.adjacent = bool(c.get("indexer_rope_interleave", False)) != faults.active(
             "rope-pairing"

@@ -46,8 +46,6 @@ def checked(c: Config) -> Config:
     c.need("index_topk")
     c.need("index_n_heads")
     c.need("index_head_dim")
-    # The engine rotates latent attention's adjacent pairs only (deepseek-v3.ts refuses false).
-    c.require("rope_interleave", (None, True), "latent attention's adjacent-pair RoPE")
     types = c.get("indexer_types", [])
     if "shared" in types:
         c.refuse("indexer_types", "a layer reusing the previous layer's top-k")
@@ -75,7 +73,7 @@ class SparseLatentAttention(LatentAsHeadsAttention):
     def __init__(self, vllm_config: VllmConfig, c: Config, prefix: str) -> None:
         super().__init__(vllm_config, c, prefix)
         hidden = int(c.need("hidden_size"))
-        self.indexer = DsaIndexer(c, hidden, self.q_rank, prefix=f"{prefix}.indexer")
+        self.indexer = DsaIndexer(c, hidden, self.q_rank, self.theta, prefix=f"{prefix}.indexer")
         self.block_size = vllm_config.cache_config.block_size
         self.keys = SlotCache(self.heads, self.qk)
         self.values = SlotCache(self.heads, self.value)
