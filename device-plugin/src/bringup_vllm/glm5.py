@@ -53,7 +53,8 @@ def checked(c: Config) -> Config:
 
 
 class SlotCache:
-    """Rows per KV-cache slot of one layer, grown as vLLM hands out higher slots."""
+    """Rows per KV-cache slot of one layer, grown as vLLM hands out higher slots: at most as many
+    as vLLM's own per-head cache holds, each row smaller than its padded heads."""
 
     def __init__(self, *row_shape: int) -> None:
         self.rows = torch.zeros(0, *row_shape)
@@ -156,11 +157,27 @@ def slots_of(block_table: torch.Tensor, length: int, block_size: int) -> torch.T
     return block_table[p // block_size].long() * block_size + p % block_size
 
 
+# What the caches read from vLLM's CPU attention metadata (CPUAttentionMetadata).
+METADATA_FIELDS = (
+    "num_actual_tokens",
+    "query_start_loc",
+    "seq_lens",
+    "block_table",
+    "slot_mapping",
+)
+
+
 def _attention_metadata(layer_name: str) -> Any:
     """The CPU attention metadata of `layer_name` for this forward pass; None while profiling."""
-    metadata = get_forward_context().attn_metadata
-    if isinstance(metadata, dict):
-        return metadata.get(layer_name)
+    every: Any = get_forward_context().attn_metadata
+    metadata = every.get(layer_name) if isinstance(every, dict) else every
+    missing = [f for f in METADATA_FIELDS if metadata is not None and not hasattr(metadata, f)]
+    if missing:
+        raise RuntimeError(
+            f"{FAMILY}: the attention metadata ({type(metadata).__name__}) lacks {missing}; the "
+            "plugin's sparse attention reads vLLM's CPU attention metadata, so serve it on the CPU "
+            "backend or extend bringup_vllm/glm5.py for this one."
+        )
     return metadata
 
 
