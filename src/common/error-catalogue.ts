@@ -151,6 +151,7 @@ export const ERROR_CATALOGUE = {
   MODEL_WEIGHT_MISSING: { category: "input" },
   RETRIEVAL_CONFIG_INVALID: { category: "input" },
   SLIDING_WINDOW_INVALID: { category: "input" },
+  SPECULATIVE_UNAVAILABLE: { category: "usage" },
   STATE_STORAGE_MISMATCH: { category: "internal" },
   TINY_SIZE_MISSING: { category: "usage" },
   TINY_SIZE_UNKNOWN: { category: "usage" },
