@@ -60,6 +60,17 @@ describe("device-logprobs gate", () => {
     expect(outcome?.summary).toMatch(/limit 0\.0001/);
   });
 
+  it("scores windows of the spec's window_tokens (longer than a sparse top-k, say)", async () => {
+    const { outcomes } = await runGateSession([{ ...spec, window_tokens: 96 }], {
+      endpointUrl: same.url,
+      referenceUrl: reference.url,
+      corpus,
+    });
+    const outcome = outcomes[0];
+    expect(outcome?.status).toBe("passed");
+    expect(outcome?.measured).toMatchObject({ window_tokens: 96, scored_tokens: 3 * 95 });
+  });
+
   it("does not run without a reference endpoint", async () => {
     const { outcomes } = await runGateSession([spec], { endpointUrl: same.url, corpus });
     expect(outcomes[0]?.status).toBe("not-run");

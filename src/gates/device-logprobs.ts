@@ -44,7 +44,7 @@ export const deviceLogprobsGate: Gate<Spec> = {
     // Present: runGate checked missingInput before calling run.
     const reference = optionalReference(context) as ProbedEndpoint;
     const corpus = requireCorpus(context);
-    const windowTokens = context.windowTokens ?? DEVICE_WINDOW_TOKENS;
+    const windowTokens = context.windowTokens ?? spec.window_tokens ?? DEVICE_WINDOW_TOKENS;
     const windows = await sameWindows(
       device,
       reference,

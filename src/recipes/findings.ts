@@ -96,7 +96,7 @@ export const PLATFORM_FINDINGS: PlatformFinding[] = [
     finding:
       "vllm-gaudi runs sparse (DSA) layers as dense MLA and never invokes the indexer, whose kernels and backend are CUDA-only; each layer then attends to every earlier token instead of the indexer's top-k.",
     workaround:
-      "GLM-5's device code has to score and select the top-k tokens itself in plain PyTorch and mask the rest; dense attention equals it only while the context is no longer than top-k, so the device-vs-reference gate needs a prompt longer than the tiny config's top-k to tell them apart.",
+      "GLM-5's device code (bringup_vllm/glm5.py and dsa.py) scores and selects the top-k tokens itself in plain PyTorch, as the reference engine does (FP8 scores, ties to the earlier token), keeps each layer's keys, values and indexer keys in caches indexed by vLLM's KV-cache slots, and attends only the picked positions. Dense attention equals it only while the context is no longer than top-k, so the device-vs-reference gate scores windows twice the tiny config's top-k; served with the dsa-dense fault (every earlier token attended, as vllm-gaudi does), the plugin fails that gate.",
     ports: ["glm-5-mxfp4"],
     sources: [
       {
