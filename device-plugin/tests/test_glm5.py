@@ -48,14 +48,12 @@ def test_a_requests_slots_follow_its_block_table():
 
 
 @pytest.fixture(scope="module")
-def attention():
+def attention(one_rank):
     """One GLM-5 layer's SparseLatentAttention as vLLM builds it for the port's tiny config."""
     import json
     import os
-    import socket
 
     from vllm.config import CacheConfig, ModelConfig, VllmConfig, set_current_vllm_config
-    from vllm.distributed import init_distributed_environment, initialize_model_parallel
 
     from bringup_vllm.glm5 import SparseLatentAttention
 
@@ -67,18 +65,7 @@ def attention():
         model_config=ModelConfig(model=str(directory), dtype="float32", max_model_len=4096),
         cache_config=CacheConfig(block_size=32),
     )
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     with set_current_vllm_config(vllm_config):
-        init_distributed_environment(
-            world_size=1,
-            rank=0,
-            local_rank=0,
-            distributed_init_method=f"tcp://127.0.0.1:{port}",
-            backend="gloo",
-        )
-        initialize_model_parallel(1, 1)
         layer = SparseLatentAttention(
             vllm_config, checked(Config(config, FAMILY)), prefix="model.layers.1.self_attn"
         )

@@ -89,25 +89,6 @@ def engine_latent_moe(p: dict[str, torch.Tensor], x: torch.Tensor, c: Config) ->
     return torch.stack(out)
 
 
-@pytest.fixture(scope="module")
-def one_rank():
-    """vLLM's linear layers ask for the tensor-parallel group: one process of one rank."""
-    import socket
-
-    from vllm.config import VllmConfig, set_current_vllm_config
-    from vllm.distributed import parallel_state as ps
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    with set_current_vllm_config(VllmConfig()):
-        ps.init_distributed_environment(1, 0, f"tcp://127.0.0.1:{port}", 0, "gloo")
-        ps.initialize_model_parallel(1, 1)
-        yield
-        ps.destroy_model_parallel()
-        ps.destroy_distributed_environment()
-
-
 def test_the_latent_moe_matches_the_engines_definition_in_float64(one_rank):
     from vllm.config import VllmConfig, set_current_vllm_config
 
