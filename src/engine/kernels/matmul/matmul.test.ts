@@ -358,6 +358,37 @@ function expectUnpackedBits(
 }
 
 describe("the fused MXFP4 matmul (matmul/mxfp4-rows.wat)", () => {
+  it("decodes every code at every exponent, by table, to the value the unpacked path multiplies out", () => {
+    // Row e has exponent e and value k holds code k mod 16, so an input of one at k reads that back.
+    const N = 256;
+    const K = 32;
+    const data = new Uint8Array((N * K) / 2);
+    for (let i = 0; i < data.length; i++) data[i] = ((2 * i) & 15) | (((2 * i + 1) & 15) << 4);
+    const w: Weight = {
+      dtype: "mxfp4",
+      rows: N,
+      cols: K,
+      data: shareArray(data),
+      mxScales: shareArray(Uint8Array.from({ length: N }, (_, e) => e)),
+    };
+    const scratch = new MatmulPool(1, { simd: true, mxfp4ScratchTokens: 1 });
+    pools.push(scratch);
+    const { fp4, e8m0 } = buildDecodeTables();
+    for (let code = 0; code < 16; code++) {
+      const x = new Float32Array(K);
+      x[code + 16] = 1;
+      const got = new Float32Array(N);
+      scratch.matmul(x, 1, w, got);
+      // The lane sums give +0 for a weight of -0, and NaN where the row holds an infinite value
+      // (zero times it) or its exponent is 255.
+      const want = Array.from(e8m0, (s) => {
+        const v = Math.fround((fp4[code] as number) * s);
+        return Number.isFinite(Math.fround(6 * s)) ? v + 0 : Number.NaN;
+      });
+      expect(Array.from(got)).toEqual(want);
+    }
+  });
+
   it("gives the unpacked path's bits on every byte of codes and on extreme scales, at any batch and split, decoding in the loop or into scratch", () => {
     const N = 70; // more than one chunk of rows
     const K = 64;

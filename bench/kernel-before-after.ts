@@ -1,0 +1,183 @@
+/**
+ * What a change to a matmul kernel's WebAssembly text costs: the kernel as a git revision has it
+ * (--before, default HEAD) against the working tree's, both compiled here (wabt, relaxed SIMD) into
+ * one process over one shared memory and run on this thread alone, in balanced blocks (before,
+ * after, after, before, then the reverse, alternating). Each trial's rate is taken over the
+ * process's CPU time, not wall time: on a machine other processes load, a trial that loses the core
+ * for a while is not counted slower for it (they still share its caches and memory bandwidth, so
+ * quieter is still better). Per case: each block's trials, the medians, and after/before with its
+ * 95% interval (blockedRatioInterval), and whether both arms wrote the same bits.
+ *
+ * Kernels and cases:
+ * - tile (matmul/matmul-tile.wat): f32 weights [N, K] in chunks of 64 rows as the matmul runs them,
+ *   at M = 1, 4 and 16 input rows, for bench-100m's MLP shapes [2304, 768] and [768, 2304]; GFLOP/s
+ *   per core.
+ * - mxfp4-decode (matmul/mxfp4-rows.wat's decode): MXFP4 weights [2880, 2880] (gpt-oss's expert
+ *   shape) decoded 64 rows at a time into scratch, alone and with the working tree's tile after it
+ *   at one input row (the fused MXFP4 matmul's decode step); G weights/s per core. Both arms get
+ *   the working tree's mxfp4Tables, which start with the half scales an older decode reads.
+ *
+ *   npx tsx bench/kernel-before-after.ts --kernel tile|mxfp4-decode [--before HEAD] [--blocks 4]
+ *     [--trial-ms 150]
+ */
+import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { setFlagsFromString } from "node:v8";
+import wabtInit from "wabt";
+import { type BlockTrials, blockedRatioInterval } from "../src/bench/index.js";
+import { MXFP4_TABLE_BYTES, mxfp4Tables } from "../src/engine/kernels/matmul/matmul-kernel.js";
+import { Rng } from "../src/engine/tensor/random.js";
+import { benchArgs } from "./args.js";
+
+const args = benchArgs(import.meta.url, {
+  kernel: { type: "string", default: "tile" },
+  before: { type: "string", default: "HEAD" },
+  blocks: { type: "string", default: "4" },
+  "trial-ms": { type: "string", default: "150" },
+});
+const KERNELS = { tile: "matmul/matmul-tile", "mxfp4-decode": "matmul/mxfp4-rows" } as const;
+const kernel = args.kernel as keyof typeof KERNELS;
+if (!(kernel in KERNELS)) throw new Error(`--kernel must be one of ${Object.keys(KERNELS).join(", ")}`);
+const blocks = Number(args.blocks);
+const trialMs = Number(args["trial-ms"]);
+
+const root = join(import.meta.dirname, "..");
+const watPath = (name: string) => `src/engine/kernels/${name}.wat`;
+setFlagsFromString("--experimental-wasm-relaxed-simd");
+const wabt = await wabtInit();
+const memory = new WebAssembly.Memory({ initial: 2048, maximum: 65536, shared: true });
+function instantiate(text: string, name: string): Record<string, (...a: number[]) => number> {
+  const features = { simd: true, threads: true, relaxed_simd: true };
+  const parsed = wabt.parseWat(name, text, features);
+  const { buffer } = parsed.toBinary({});
+  parsed.destroy();
+  return new WebAssembly.Instance(new WebAssembly.Module(buffer), { env: { memory } }).exports as never;
+}
+const path = watPath(KERNELS[kernel]);
+const before = instantiate(
+  execFileSync("git", ["show", `${args.before}:${path}`], { cwd: root, encoding: "utf8" }),
+  `${args.before}:${path}`,
+);
+const after = instantiate(readFileSync(join(root, path), "utf8"), path);
+const tile = instantiate(readFileSync(join(root, watPath(KERNELS.tile)), "utf8"), "tile").tile as (
+  ...a: number[]
+) => void;
+
+/** Bump allocation in the shared memory, 64-byte aligned, growing it as needed. */
+let top = 0;
+function allocate(bytes: number): number {
+  const at = top;
+  top = Math.ceil((top + bytes) / 64) * 64;
+  const missing = top - memory.buffer.byteLength;
+  if (missing > 0) memory.grow(Math.ceil(missing / 65536));
+  return at;
+}
+const rng = new Rng(5);
+
+/** A case: one call of `run(arm)` does `work` units (flops or weights) and writes `out` bytes at `outAt`. */
+interface Case {
+  readonly label: string;
+  readonly unit: string;
+  readonly work: number;
+  readonly outAt: number;
+  readonly outBytes: number;
+  run(arm: Record<string, (...a: number[]) => number>): void;
+}
+
+const CHUNK = 64;
+const cases: Case[] = [];
+if (kernel === "tile") {
+  for (const [N, K] of [
+    [2304, 768],
+    [768, 2304],
+  ] as const) {
+    const w = allocate(N * K * 4);
+    rng.fillNormal(new Float32Array(memory.buffer, w, N * K), 0.05);
+    for (const M of [1, 4, 16]) {
+      const x = allocate(M * K * 4);
+      rng.fillNormal(new Float32Array(memory.buffer, x, M * K), 1);
+      const o = allocate(M * N * 4);
+      cases.push({
+        label: `tile M=${M}, [${N}, ${K}]`,
+        unit: "GFLOP/s",
+        work: 2 * M * K * N,
+        outAt: o,
+        outBytes: M * N * 4,
+        run: (arm) => {
+          for (let c0 = 0; c0 < N; c0 += CHUNK)
+            arm.tile?.(K, M, x, w + c0 * K * 4, o + c0 * 4, CHUNK / 4, N * 4);
+        },
+      });
+    }
+  }
+} else {
+  const [N, K] = [2880, 2880];
+  const tables = allocate(MXFP4_TABLE_BYTES);
+  new Uint8Array(memory.buffer, tables, MXFP4_TABLE_BYTES).set(mxfp4Tables());
+  const codes = allocate((N * K) / 2);
+  const scales = allocate((N * K) / 32);
+  new Uint8Array(memory.buffer, codes, (N * K) / 2).set(
+    Uint8Array.from({ length: (N * K) / 2 }, () => rng.nextU32() & 255),
+  );
+  new Uint8Array(memory.buffer, scales, (N * K) / 32).set(
+    Uint8Array.from({ length: (N * K) / 32 }, () => 118 + (rng.nextU32() % 8)),
+  );
+  const rows = allocate(CHUNK * K * 4);
+  const x = allocate(K * 4);
+  rng.fillNormal(new Float32Array(memory.buffer, x, K), 1);
+  const o = allocate(N * 4);
+  for (const withTile of [false, true]) {
+    cases.push({
+      label: withTile ? "decode, then the tile at M=1" : "decode alone",
+      unit: "G weights/s",
+      work: N * K,
+      outAt: withTile ? o : rows,
+      outBytes: withTile ? N * 4 : CHUNK * K * 4,
+      run: (arm) => {
+        for (let c0 = 0; c0 < N; c0 += CHUNK) {
+          arm.decode?.(codes + (c0 * K) / 2, scales + (c0 * K) / 32, tables, rows, (CHUNK * K) / 32);
+          if (withTile) tile(K, 1, x, rows, o + c0 * 4, CHUNK / 4, N * 4);
+        }
+      },
+    });
+  }
+}
+
+/** Units of work per CPU-second of `run(arm)` repeated for at least trialMs of wall time. */
+function trial(c: Case, arm: Record<string, (...a: number[]) => number>): number {
+  const cpu = process.cpuUsage();
+  const start = performance.now();
+  let runs = 0;
+  do {
+    c.run(arm);
+    runs++;
+  } while (performance.now() - start < trialMs);
+  const used = process.cpuUsage(cpu);
+  return (c.work * runs) / ((used.user + used.system) / 1e6) / 1e9;
+}
+
+const median = (values: number[]) =>
+  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
+const bits = (c: Case) => Buffer.from(new Uint8Array(memory.buffer, c.outAt, c.outBytes));
+console.log(
+  `${path}: ${args.before} (before) against the working tree (after), ${blocks} blocks of 4 trials, rates per CPU-second on one thread`,
+);
+for (const c of cases) {
+  c.run(before);
+  const beforeBits = Buffer.from(bits(c));
+  c.run(after);
+  const same = beforeBits.equals(bits(c));
+  const trials: BlockTrials[] = [];
+  for (let b = 0; b < blocks; b++) {
+    const order = b % 2 === 0 ? [before, after, after, before] : [after, before, before, after];
+    const block: BlockTrials = { a: [], b: [] };
+    for (const arm of order) (arm === before ? block.a : block.b).push(trial(c, arm));
+    trials.push(block);
+  }
+  const r = blockedRatioInterval(trials);
+  const all = (side: "a" | "b") => median(trials.flatMap((t) => t[side]));
+  console.log(
+    `${c.label}: before ${all("a").toFixed(2)}, after ${all("b").toFixed(2)} ${c.unit}; after/before ${r.estimate.toFixed(2)}x [${r.low.toFixed(2)}, ${r.high.toFixed(2)}]; ${same ? "same bits" : "BITS DIFFER"}`,
+  );
+}
