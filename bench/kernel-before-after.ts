@@ -16,8 +16,11 @@
  *   shape) decoded 64 rows at a time into scratch, alone and with the working tree's tile after it
  *   at one input row (the fused MXFP4 matmul's decode step); G weights/s per core. Both arms get
  *   the working tree's mxfp4Tables, which start with the half scales an older decode reads.
+ * - fp8-decode (matmul/fp8-rows.wat): FP8 E4M3 weights [2880, 2880] with a scale per 128x128 tile
+ *   (the FP8 checkpoints' layout, quantized from normal values by floatToFp8Tile128), decoded and
+ *   run as mxfp4-decode's; G weights/s per core.
  *
- *   npx tsx bench/kernel-before-after.ts --kernel tile|mxfp4-decode [--before HEAD] [--blocks 4]
+ *   npx tsx bench/kernel-before-after.ts --kernel tile|mxfp4-decode|fp8-decode [--before HEAD] [--blocks 4]
  *     [--trial-ms 150]
  */
 import { execFileSync } from "node:child_process";
@@ -28,6 +31,7 @@ import wabtInit from "wabt";
 import { type BlockTrials, blockedRatioInterval } from "../src/bench/index.js";
 import { MXFP4_TABLE_BYTES, mxfp4Tables } from "../src/engine/kernels/matmul/matmul-kernel.js";
 import { Rng } from "../src/engine/tensor/random.js";
+import { floatToFp8Tile128 } from "../src/formats/fp8-blockwise.js";
 import { benchArgs } from "./args.js";
 
 const args = benchArgs(import.meta.url, {
@@ -36,7 +40,11 @@ const args = benchArgs(import.meta.url, {
   blocks: { type: "string", default: "4" },
   "trial-ms": { type: "string", default: "150" },
 });
-const KERNELS = { tile: "matmul/matmul-tile", "mxfp4-decode": "matmul/mxfp4-rows" } as const;
+const KERNELS = {
+  tile: "matmul/matmul-tile",
+  "mxfp4-decode": "matmul/mxfp4-rows",
+  "fp8-decode": "matmul/fp8-rows",
+} as const;
 const kernel = args.kernel as keyof typeof KERNELS;
 if (!(kernel in KERNELS)) throw new Error(`--kernel must be one of ${Object.keys(KERNELS).join(", ")}`);
 const blocks = Number(args.blocks);
@@ -47,7 +55,8 @@ const watPath = (name: string) => `src/engine/kernels/${name}.wat`;
 setFlagsFromString("--experimental-wasm-relaxed-simd");
 const wabt = await wabtInit();
 const memory = new WebAssembly.Memory({ initial: 2048, maximum: 65536, shared: true });
-function instantiate(text: string, name: string): Record<string, (...a: number[]) => number> {
+type Arm = Record<string, (...a: number[]) => number>;
+function instantiate(text: string, name: string): Arm {
   const features = { simd: true, threads: true, relaxed_simd: true };
   const parsed = wabt.parseWat(name, text, features);
   const { buffer } = parsed.toBinary({});
@@ -82,7 +91,7 @@ interface Case {
   readonly work: number;
   readonly outAt: number;
   readonly outBytes: number;
-  run(arm: Record<string, (...a: number[]) => number>): void;
+  run(arm: Arm): void;
 }
 
 const CHUNK = 64;
@@ -111,6 +120,29 @@ if (kernel === "tile") {
       });
     }
   }
+} else if (kernel === "fp8-decode") {
+  const [N, K, B] = [2880, 2880, 128];
+  const scaleRow = Math.ceil(K / B);
+  // Normal values quantized as FP8 checkpoints are (so few codes are E4M3 subnormals, which f32
+  // multiplies handle slowly).
+  const fp8 = floatToFp8Tile128(rng.fillNormal(new Float32Array(N * K), 0.02), N, K);
+  const codes = allocate(N * K);
+  new Uint8Array(memory.buffer, codes, N * K).set(fp8.elements);
+  const scales = allocate(fp8.scaleInv.byteLength);
+  new Float32Array(memory.buffer, scales, fp8.scaleInv.length).set(fp8.scaleInv);
+  decodeCases(N, K, (arm, c0, rows) =>
+    arm.decode?.(
+      K,
+      codes + c0 * K,
+      scales + Math.floor(c0 / B) * scaleRow * 4,
+      scaleRow * 4,
+      B / 32,
+      B,
+      c0 % B,
+      rows,
+      CHUNK,
+    ),
+  );
 } else {
   const [N, K] = [2880, 2880];
   const tables = allocate(MXFP4_TABLE_BYTES);
@@ -123,6 +155,13 @@ if (kernel === "tile") {
   new Uint8Array(memory.buffer, scales, (N * K) / 32).set(
     Uint8Array.from({ length: (N * K) / 32 }, () => 118 + (rng.nextU32() % 8)),
   );
+  decodeCases(N, K, (arm, c0, rows) =>
+    arm.decode?.(codes + (c0 * K) / 2, scales + (c0 * K) / 32, tables, rows, (CHUNK * K) / 32),
+  );
+}
+
+/** A decode alone and with the tile after it at M=1: `decode` writes rows [c0, c0 + CHUNK) at `rows`. */
+function decodeCases(N: number, K: number, decode: (arm: Arm, c0: number, rows: number) => void): void {
   const rows = allocate(CHUNK * K * 4);
   const x = allocate(K * 4);
   rng.fillNormal(new Float32Array(memory.buffer, x, K), 1);
@@ -136,7 +175,7 @@ if (kernel === "tile") {
       outBytes: withTile ? N * 4 : CHUNK * K * 4,
       run: (arm) => {
         for (let c0 = 0; c0 < N; c0 += CHUNK) {
-          arm.decode?.(codes + (c0 * K) / 2, scales + (c0 * K) / 32, tables, rows, (CHUNK * K) / 32);
+          decode(arm, c0, rows);
           if (withTile) tile(K, 1, x, rows, o + c0 * 4, CHUNK / 4, N * 4);
         }
       },
@@ -145,7 +184,7 @@ if (kernel === "tile") {
 }
 
 /** Units of work per CPU-second of `run(arm)` repeated for at least trialMs of wall time. */
-function trial(c: Case, arm: Record<string, (...a: number[]) => number>): number {
+function trial(c: Case, arm: Arm): number {
   const cpu = process.cpuUsage();
   const start = performance.now();
   let runs = 0;
