@@ -17,15 +17,16 @@ import { instantiateSwigluSimd, type SwigluSimd } from "./swiglu/swiglu-simd-mod
 export interface KernelModules {
   readonly tile?: WasmModule;
   /**
-   * The fused MXFP4 rows, built like the tile (fused or not), where their scale table lies, and
-   * from how many input rows they decode into scratch for the tile (see Mxfp4Rows).
+   * The fused MXFP4 rows, built like the tile (fused or not), where their tables lie (mxfp4Tables:
+   * half scales, then the decode's bytes), and from how many input rows they decode into scratch for
+   * the tile (see Mxfp4Rows).
    */
   readonly mxfp4?: {
     readonly module: WasmModule;
     readonly halfScales: number;
     readonly scratchTokens: number;
   };
-  /** The integer MXFP4 path (relaxed dot products, or their plain form) and its scale table. */
+  /** The integer MXFP4 path (relaxed dot products, or their plain form) and its half scales' table. */
   readonly mxfp4Int8?: { readonly module: WasmModule; readonly halfScales: number };
   /** The block-scaled FP8 rows' SIMD decoding into scratch for the tile. */
   readonly fp8?: WasmModule;
