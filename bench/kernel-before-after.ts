@@ -29,6 +29,7 @@ import { join } from "node:path";
 import { setFlagsFromString } from "node:v8";
 import wabtInit from "wabt";
 import { type BlockTrials, blockedRatioInterval } from "../src/bench/index.js";
+import { compileWasm, instantiateWasm } from "../src/common/wasm-runtime.js";
 import { MXFP4_TABLE_BYTES, mxfp4Tables } from "../src/engine/kernels/matmul/matmul-kernel.js";
 import { Rng } from "../src/engine/tensor/random.js";
 import { floatToFp8Tile128 } from "../src/formats/fp8-blockwise.js";
@@ -61,7 +62,9 @@ function instantiate(text: string, name: string): Arm {
   const parsed = wabt.parseWat(name, text, features);
   const { buffer } = parsed.toBinary({});
   parsed.destroy();
-  return new WebAssembly.Instance(new WebAssembly.Module(buffer), { env: { memory } }).exports as never;
+  const module = compileWasm(buffer);
+  if (module === undefined) throw new Error("this runtime has no relaxed WebAssembly SIMD");
+  return instantiateWasm(module, memory) as Arm;
 }
 const path = watPath(KERNELS[kernel]);
 const before = instantiate(
@@ -208,11 +211,12 @@ for (const c of cases) {
   c.run(after);
   const same = beforeBits.equals(bits(c));
   const trials: BlockTrials[] = [];
-  for (let b = 0; b < blocks; b++) {
-    const order = b % 2 === 0 ? [before, after, after, before] : [after, before, before, after];
-    const block: BlockTrials = { a: [], b: [] };
-    for (const arm of order) (arm === before ? block.a : block.b).push(trial(c, arm));
-    trials.push(block);
+  for (let block = 0; block < blocks; block++) {
+    const order = block % 2 === 0 ? [before, after, after, before] : [after, before, before, after];
+    const a: number[] = [];
+    const b: number[] = [];
+    for (const arm of order) (arm === before ? a : b).push(trial(c, arm));
+    trials.push({ a, b });
   }
   const r = blockedRatioInterval(trials);
   const all = (side: "a" | "b") => median(trials.flatMap((t) => t[side]));
