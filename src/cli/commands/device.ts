@@ -1,9 +1,10 @@
 import { resolve } from "node:path";
 import type { Command } from "commander";
 import { loadCatalog } from "../../catalog/index.js";
-import { type DeviceCheckResult, deviceCheck } from "../../flow/index.js";
+import { DEVICE_BLOCKS_TOKENS, type DeviceCheckResult, deviceBlocks, deviceCheck } from "../../flow/index.js";
 import { projectRoot } from "../root.js";
 import { untilSignalled } from "../signals.js";
+import { positiveInt } from "./bench-workload.js";
 
 interface DeviceFlags {
   python?: string;
@@ -59,5 +60,23 @@ export function registerDevice(program: Command): void {
       if (flags.json) process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
       if (results.length < ids.length || results.some((r) => r.outcome.status !== "passed"))
         process.exitCode = 1;
+    });
+  device
+    .command("blocks <port>")
+    .description(
+      "run the reference engine on the port's tiny checkpoint over a fixed prompt (the corpus's first tokens) and write each layer's output, the embeddings and the logits to a safetensors file, for the device plugin's block-by-block checks (device-plugin/tests/blocks.py)",
+    )
+    .requiredOption("--out <file>", "the safetensors file to write (atomically)")
+    .option("--tokens <n>", "prompt tokens", positiveInt("--tokens"), DEVICE_BLOCKS_TOKENS)
+    .action(async (portId: string, flags: { out: string; tokens: number }, command: Command) => {
+      const result = await deviceBlocks({
+        root: projectRoot(command),
+        portId,
+        out: resolve(flags.out),
+        tokens: flags.tokens,
+      });
+      process.stdout.write(
+        `${portId}: wrote ${result.tensors.length} tensors over ${result.tokens} tokens of ${result.modelDir} to ${result.out}\n`,
+      );
     });
 }

@@ -1,6 +1,6 @@
 import type { MatmulPool } from "../kernels/pool.js";
 import type { CausalLM } from "../model/causal-lm.js";
-import type { ForwardBatch, SequenceRun } from "../model/model.js";
+import type { ForwardBatch, ForwardTap, SequenceRun } from "../model/model.js";
 import type { GeneratedToken } from "../request.js";
 import { logprobsOf, sampleToken } from "../sampler.js";
 import type { CacheManager } from "./cache-manager.js";
@@ -26,6 +26,7 @@ export class ModelRunner {
     private readonly pool: MatmulPool,
     private readonly switches: ReadonlyMap<string, string>,
     private readonly cache: CacheManager,
+    private readonly tap?: ForwardTap,
   ) {
     this.vocabSize = network.vocabSize;
     this.logprobScratch = new Float64Array(network.vocabSize);
@@ -57,7 +58,7 @@ export class ModelRunner {
     }
     const batch: ForwardBatch = { tokens, positions, blockTables, sequences, logitRows };
     const logits = this.network.forward(
-      { batch, pool: this.pool, switches: this.switches },
+      { batch, pool: this.pool, switches: this.switches, ...(this.tap ? { tap: this.tap } : {}) },
       this.cache.storage,
     );
     return { logits, rowsOf };

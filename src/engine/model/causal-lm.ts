@@ -64,10 +64,15 @@ export class CausalLM {
     const H = this.hiddenSize;
     const x = new Float32Array(T * H);
     embed(this.parts.embedding, batch.tokens, x);
+    // The tap's arguments (copies) are evaluated only when there is a tap.
+    const tap = ctx.tap;
+    tap?.("embed", x.slice(), T);
     const X = this.parts.residual.expand(x, T);
     this.layers.forEach((layer, l) => {
       layer.mixerConnection.apply(X, T, (h) => layer.mixer.forward(h, ctx, storage[l] as LayerStorage));
+      tap?.(`layers.${l}.mixer`, X.slice(), T);
       layer.ffnConnection.apply(X, T, (h) => layer.ffn.forward(h, ctx));
+      tap?.(`layers.${l}.ffn`, X.slice(), T);
     });
     const R = batch.logitRows.length;
     if (R === 0) return new Float32Array(0);
@@ -81,6 +86,7 @@ export class CausalLM {
     rmsNorm(last, R, H, this.parts.finalNorm, this.parts.rmsNormEps);
     const logits = new Float32Array(R * this.vocabSize);
     pool.matmul(last, R, this.parts.lmHead, logits);
+    tap?.("logits", logits.slice(), R);
     return logits;
   }
 }
