@@ -12,7 +12,7 @@
  * - tile (matmul/matmul-tile.wat): f32 weights [N, K] in chunks of 64 rows as the matmul runs them,
  *   at M = 1, 4 and 16 input rows, for bench-100m's MLP shapes [2304, 768] and [768, 2304]; GFLOP/s
  *   per core.
- * - mxfp4-decode (matmul/mxfp4-rows.wat's decode): MXFP4 weights [2880, 2880] (gpt-oss's expert
+ * - mxfp4-decode (matmul/mxfp4-decode.wat, or mxfp4-rows.wat's decode at older revisions): MXFP4 weights [2880, 2880] (gpt-oss's expert
  *   shape) decoded 64 rows at a time into scratch, alone and with the working tree's tile after it
  *   at one input row (the fused MXFP4 matmul's decode step); G weights/s per core. Both arms get
  *   the working tree's mxfp4Tables, which start with the half scales an older decode reads.
@@ -41,10 +41,11 @@ const args = benchArgs(import.meta.url, {
   blocks: { type: "string", default: "4" },
   "trial-ms": { type: "string", default: "150" },
 });
+/** Each kernel's file, then where an older revision kept the same export. */
 const KERNELS = {
-  tile: "matmul/matmul-tile",
-  "mxfp4-decode": "matmul/mxfp4-rows",
-  "fp8-decode": "matmul/fp8-rows",
+  tile: ["matmul/matmul-tile"],
+  "mxfp4-decode": ["matmul/mxfp4-decode", "matmul/mxfp4-rows"],
+  "fp8-decode": ["matmul/fp8-rows"],
 } as const;
 const kernel = args.kernel as keyof typeof KERNELS;
 if (!(kernel in KERNELS)) throw new Error(`--kernel must be one of ${Object.keys(KERNELS).join(", ")}`);
@@ -66,13 +67,26 @@ function instantiate(text: string, name: string): Arm {
   if (module === undefined) throw new Error("this runtime has no relaxed WebAssembly SIMD");
   return instantiateWasm(module, memory) as Arm;
 }
-const path = watPath(KERNELS[kernel]);
-const before = instantiate(
-  execFileSync("git", ["show", `${args.before}:${path}`], { cwd: root, encoding: "utf8" }),
-  `${args.before}:${path}`,
-);
+const path = watPath(KERNELS[kernel][0]);
+/** The kernel's text at the --before revision, from the first of its files that revision has. */
+function beforeText(): { text: string; name: string } {
+  for (const name of KERNELS[kernel]) {
+    const at = `${args.before}:${watPath(name)}`;
+    try {
+      return {
+        text: execFileSync("git", ["show", at], { cwd: root, encoding: "utf8", stdio: "pipe" }),
+        name: at,
+      };
+    } catch {
+      // Not at that revision: try where it was kept before.
+    }
+  }
+  throw new Error(`${args.before} has none of ${KERNELS[kernel].map(watPath).join(", ")}`);
+}
+const old = beforeText();
+const before = instantiate(old.text, old.name);
 const after = instantiate(readFileSync(join(root, path), "utf8"), path);
-const tile = instantiate(readFileSync(join(root, watPath(KERNELS.tile)), "utf8"), "tile").tile as (
+const tile = instantiate(readFileSync(join(root, watPath(KERNELS.tile[0])), "utf8"), "tile").tile as (
   ...a: number[]
 ) => void;
 
@@ -203,7 +217,7 @@ const median = (values: number[]) =>
   [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
 const bits = (c: Case) => Buffer.from(new Uint8Array(memory.buffer, c.outAt, c.outBytes));
 console.log(
-  `${path}: ${args.before} (before) against the working tree (after), ${blocks} blocks of 4 trials, rates per CPU-second on one thread`,
+  `${old.name} (before) against the working tree's ${path} (after), ${blocks} blocks of 4 trials, rates per CPU-second on one thread`,
 );
 for (const c of cases) {
   c.run(before);

@@ -23,6 +23,8 @@ export interface KernelModules {
    */
   readonly mxfp4?: {
     readonly module: WasmModule;
+    /** matmul/mxfp4-decode.wat, relaxed or plain. */
+    readonly decode: WasmModule;
     readonly halfScales: number;
     readonly scratchTokens: number;
   };
@@ -64,10 +66,13 @@ export function kernelThread(modules: KernelModules, memory: WasmMemory | undefi
     scratch: new Float32Array(1),
     tile: instance(modules.tile, instantiateTile),
     mxfp4: instance(modules.mxfp4?.module, (m, mem) => {
-      const exports = instantiateWasm(m, mem) as { mxfp4: Mxfp4Rows["rows"]; decode: Mxfp4Rows["decode"] };
+      const { mxfp4: rows } = instantiateWasm(m, mem) as { mxfp4: Mxfp4Rows["rows"] };
+      const { decode } = instantiateWasm(modules.mxfp4?.decode as WasmModule, mem) as {
+        decode: Mxfp4Rows["decode"];
+      };
       return {
-        rows: exports.mxfp4,
-        decode: exports.decode,
+        rows,
+        decode,
         halfScales: modules.mxfp4?.halfScales as number,
         scratchTokens: modules.mxfp4?.scratchTokens as number,
       };

@@ -105,9 +105,10 @@ function mxfp4Modules(
     return module === undefined ? {} : { mxfp4Int8: { module, halfScales } };
   }
   const module = compileKernel(fma ? "matmul/mxfp4-rows" : "matmul/mxfp4-rows.unfused");
-  return module === undefined
+  const decode = compileKernel("matmul/mxfp4-decode") ?? compileKernel("matmul/mxfp4-decode.plain-swizzle");
+  return module === undefined || decode === undefined
     ? {}
-    : { mxfp4: { module, halfScales, scratchTokens: switches.mxfp4ScratchTokens } };
+    : { mxfp4: { module, decode, halfScales, scratchTokens: switches.mxfp4ScratchTokens } };
 }
 
 /**
