@@ -4,7 +4,9 @@ Where vLLM's CPU backend cannot serve a port (a per-sequence recurrent state, fo
 layers are still held to the engine, one at a time, on the port's tiny checkpoint. The engine
 dumps what it computed over a fixed prompt (`bringup device blocks <port> --out FILE`,
 src/flow/device-blocks.ts): the embeddings, the residual stream after each layer's mixer and after
-its feed-forward part, and the logits. Each block here runs on the engine's own input to it, so an
+its feed-forward part, and the logits, over a prefill and then a few decode steps of one token. Each
+block here runs on the engine's own input to it (a block with a per-sequence state carries it from
+the prefill rows into each decode row, as the engine did), so an
 error shows at the block that makes it instead of piling up along the stack, and its output is
 compared with the engine's: the largest absolute difference, against a stated tolerance.
 
@@ -48,6 +50,8 @@ class EngineDump:
     model_dir: Path
     config: dict[str, Any]
     streams: int
+    # Rows [0, prefill) were one prefill step; each row after it a decode step of one token.
+    prefill: int
     tensors: dict[str, torch.Tensor]
 
     @property
@@ -71,14 +75,15 @@ def engine_dump(port: str) -> EngineDump:
     """Runs `bringup device blocks <port>` (once per test session) and reads what it wrote."""
     out = DUMPS / f"{port}.safetensors"
     env = {**os.environ, "NODE_NO_WARNINGS": "1"}
-    subprocess.run(
+    run = subprocess.run(
         [*bringup_command(), "device", "blocks", port, "--out", str(out)],
         cwd=ROOT,
         env=env,
-        check=True,
         capture_output=True,
         text=True,
     )
+    if run.returncode != 0:
+        raise RuntimeError(f"bringup device blocks {port} failed ({run.returncode}): {run.stderr}")
     with safe_open(str(out), framework="pt") as f:
         metadata = f.metadata()
         tensors = {name: f.get_tensor(name) for name in f.keys()}  # noqa: SIM118
@@ -86,7 +91,8 @@ def engine_dump(port: str) -> EngineDump:
         raise ValueError(f"{out}: format {metadata.get('format')!r}, expected {FORMAT!r}")
     model_dir = Path(metadata["model_dir"])
     config = json.loads((model_dir / "config.json").read_text())
-    return EngineDump(port, model_dir, config, int(metadata["streams"]), tensors)
+    streams, prefill = int(metadata["streams"]), int(metadata["prefill"])
+    return EngineDump(port, model_dir, config, streams, prefill, tensors)
 
 
 def engine_sites(dump: EngineDump) -> Iterator[tuple[str, str]]:
@@ -150,6 +156,30 @@ def _compare(site: str, ours: torch.Tensor, theirs: torch.Tensor, tolerance: flo
         )
     diff = (ours.float() - theirs.float()).abs().max().item()
     return BlockResult(site, diff, theirs.abs().max().item(), tolerance)
+
+
+def write_report(dump: EngineDump, variant: str, results: list[BlockResult]) -> None:
+    """Where `bringup device check` asked for one (BRINGUP_DEVICE_BLOCKS_REPORT, a directory), the
+    results as `<port>.<variant>.json`, which it turns into the port's record."""
+    directory = os.environ.get("BRINGUP_DEVICE_BLOCKS_REPORT")
+    if not directory:
+        return
+    report = {
+        "port": dump.port,
+        "variant": variant,
+        "prefill": dump.prefill,
+        "decode": int(dump.input_ids.shape[0]) - dump.prefill,
+        "blocks": [
+            {
+                "site": r.site,
+                "max_abs_diff": r.max_abs_diff,
+                "tolerance": r.tolerance,
+                "passed": r.passed,
+            }
+            for r in results
+        ],
+    }
+    (Path(directory) / f"{dump.port}.{variant}.json").write_text(json.dumps(report))
 
 
 def report(results: list[BlockResult]) -> str:

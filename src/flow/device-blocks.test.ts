@@ -12,11 +12,12 @@ afterAll(() => rm(dir, { recursive: true, force: true }));
 
 const PORT = "glm-5.3-flash";
 const T = 12;
+const D = 2;
 
 describe("bringup device blocks", () => {
   it("writes the embeddings, every layer's two outputs and logits the untapped engine agrees with", async () => {
     const out = join(dir, "blocks.safetensors");
-    const result = await deviceBlocks({ root: ROOT, portId: PORT, out, tokens: T });
+    const result = await deviceBlocks({ root: ROOT, portId: PORT, out, tokens: T, decode: D });
     const file = await openSafetensors(out);
     const model = await loadModel(result.modelDir);
     const layers = model.model.layers.length;
@@ -32,22 +33,32 @@ describe("bringup device blocks", () => {
       ...Array.from({ length: layers }, (_, l) => [`layers.${l}.mixer`, `layers.${l}.ffn`]).flat(),
       "logits",
     ]);
-    expect(file.tensor("layers.0.mixer").shape).toEqual([T, width]);
+    expect(file.tensor("layers.0.mixer").shape).toEqual([T + D, width]);
     const ids = [...new Int32Array((await file.readTensor("input_ids")).slice().buffer)];
     const bytes = (await file.readTensor("logits")).slice();
     const logits = new Float32Array(bytes.buffer);
     await file.close();
 
     // The same prompt through an engine without a tap: its prompt logprobs are the dump's logits'.
+    const V = model.model.vocabSize;
+    // Each decode step fed the greedy token of the row before it.
+    for (let p = T - 1; p < T + D - 1; p++) {
+      const row = [...logits.subarray(p * V, (p + 1) * V)];
+      expect(ids[p + 1]).toBe(row.indexOf(Math.max(...row)));
+    }
     const engine = new Engine(model, { maxNumSeqs: 1, maxModelLen: 256 });
     let prompt: readonly ({ logprob: number } | null)[] = [];
     try {
-      const request = { promptTokenIds: ids, maxTokens: 1, promptLogprobs: 0, sampling: { temperature: 0 } };
+      const request = {
+        promptTokenIds: ids.slice(0, T),
+        maxTokens: 1,
+        promptLogprobs: 0,
+        sampling: { temperature: 0 },
+      };
       for await (const step of engine.submit(request)) prompt = step.promptLogprobs ?? prompt;
     } finally {
       await engine.close();
     }
-    const V = model.model.vocabSize;
     const logprobs = prompt.filter((p) => p !== null).map((p) => p.logprob);
     expect(logprobs).toHaveLength(T - 1);
     logprobs.forEach((expected, p) => {

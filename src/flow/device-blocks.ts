@@ -7,6 +7,8 @@ import { cachedTinyModel } from "./tiny-model.js";
 
 /** Prompt tokens by default: more than one KDA chunk (64), so a chunk boundary is crossed. */
 export const DEVICE_BLOCKS_TOKENS = 100;
+/** Greedy decode steps after the prompt by default, each one token against the sequence's state. */
+export const DEVICE_BLOCKS_DECODE = 4;
 
 /** The dump's format, in its metadata; the plugin's test helper (device-plugin/tests/blocks.py) checks it. */
 export const DEVICE_BLOCKS_FORMAT = "bringup-device-blocks/1";
@@ -18,6 +20,8 @@ export interface DeviceBlocksOptions {
   readonly out: string;
   /** Prompt length: the first `tokens` tokens of the shipped corpus (default DEVICE_BLOCKS_TOKENS). */
   readonly tokens?: number;
+  /** Greedy decode steps after the prefill, each dumped too (default DEVICE_BLOCKS_DECODE). */
+  readonly decode?: number;
   readonly cacheDir?: string;
 }
 
@@ -27,6 +31,7 @@ export interface DeviceBlocksResult {
   readonly modelDir: string;
   readonly out: string;
   readonly tokens: number;
+  readonly decode: number;
   /** The tensors written, in file order. */
   readonly tensors: readonly string[];
 }
@@ -34,12 +39,14 @@ export interface DeviceBlocksResult {
 /**
  * Runs the reference engine on a port's tiny checkpoint (its manifest's reference config and
  * switches) over a fixed prompt, the first `tokens` tokens of the shipped corpus, prefilled in one
- * step, and writes what the engine's tap (model/model.ts ForwardTap) saw to `out` as float32
- * safetensors: `input_ids` [T] (int32), `embed` [T, hidden], `layers.L.mixer` and `layers.L.ffn`
- * (the residual stream [T, streams x hidden] after layer L's mixer and after its feed-forward
- * part), `logits` [T, vocab]. Its metadata names the checkpoint directory, the port, the switches
- * and the stream count, so the device plugin's block-by-block check (device-plugin/tests/blocks.py)
- * runs its own layers on the engine's input to each and compares their outputs.
+ * step, then `decode` greedy steps of one token each, and writes what the engine's tap
+ * (model/model.ts ForwardTap) saw to `out` as float32 safetensors, the steps' rows one after the
+ * other (N = tokens + decode): `input_ids` [N] (int32: the prompt, then the tokens decoded),
+ * `embed` [N, hidden], `layers.L.mixer` and `layers.L.ffn` (the residual stream [N, streams x
+ * hidden] after layer L's mixer and after its feed-forward part), `logits` [N, vocab]. Its
+ * metadata names the checkpoint directory, the port, the switches, the stream count and the
+ * prefill length, so the device plugin's block-by-block check (device-plugin/tests/blocks.py) runs
+ * its own layers on the engine's input to each and compares their outputs.
  */
 export async function deviceBlocks(options: DeviceBlocksOptions): Promise<DeviceBlocksResult> {
   const { port, reference, portModel } = await loadPort(options.root, options.portId, false);
@@ -49,6 +56,14 @@ export async function deviceBlocks(options: DeviceBlocksOptions): Promise<Device
       "DEVICE_BLOCKS_TOKENS",
       `${T} prompt tokens cannot be dumped for ${port.id}: give a whole number from 2 to its max_model_len ${reference.max_model_len}.`,
       { subject: String(T) },
+    );
+  }
+  const D = options.decode ?? DEVICE_BLOCKS_DECODE;
+  if (!Number.isInteger(D) || D < 0 || T + D > reference.max_model_len) {
+    throw new BringupError(
+      "DEVICE_BLOCKS_TOKENS",
+      `${D} decode steps after ${T} prompt tokens cannot be dumped for ${port.id}: give a whole number from 0 that keeps both within its max_model_len ${reference.max_model_len}.`,
+      { subject: String(D) },
     );
   }
   const corpus = await readCorpus();
@@ -69,27 +84,41 @@ export async function deviceBlocks(options: DeviceBlocksOptions): Promise<Device
       seen.set(site, list);
     },
   });
+  const fed = [...prompt];
   try {
-    const request = { promptTokenIds: prompt, maxTokens: 1, promptLogprobs: 0, sampling: { temperature: 0 } };
-    for await (const _ of engine.submit(request)) {
-      // One prefill step and one sampled token; the tap has what it needs.
+    // Ignoring end-of-sequence tokens, so every step runs; the last sampled token is not fed.
+    const request = {
+      promptTokenIds: prompt,
+      maxTokens: D + 1,
+      promptLogprobs: 0,
+      ignoreEos: true,
+      sampling: { temperature: 0 },
+    };
+    for await (const step of engine.submit(request)) {
+      if (step.token !== undefined && fed.length < T + D) fed.push(step.token.tokenId);
     }
   } finally {
     await engine.close();
   }
+  const N = T + D;
   const tensors = [
-    { name: "input_ids", dtype: "I32" as const, shape: [T], data: bytesOf(Int32Array.from(prompt)) },
+    { name: "input_ids", dtype: "I32" as const, shape: [N], data: bytesOf(Int32Array.from(fed)) },
     ...[...seen].map(([site, steps]) => {
-      const step = steps[0];
-      if (steps.length !== 1 || step === undefined || step.rows !== T) {
+      const rows = steps.map((step) => step.rows);
+      if (fed.length !== N || rows.length !== D + 1 || rows.some((r, i) => r !== (i === 0 ? T : 1))) {
         throw new BringupError(
           "DEVICE_BLOCKS_STEPS",
-          `the engine ran ${port.id}'s ${T}-token prompt in ${steps.length} steps (${site}, ${step?.rows} rows), not one prefill of every token; this is a bug in bringup's device blocks.`,
+          `the engine ran ${port.id}'s ${T}-token prompt and ${D} decode steps as steps of [${rows.join(", ")}] rows at ${site}, not one prefill and single tokens; this is a bug in bringup's device blocks.`,
           { subject: site },
         );
       }
-      const width = step.values.length / T;
-      return { name: site, dtype: "F32" as const, shape: [T, width], data: bytesOf(step.values) };
+      const values = new Float32Array(steps.reduce((n, step) => n + step.values.length, 0));
+      let at = 0;
+      for (const step of steps) {
+        values.set(step.values, at);
+        at += step.values.length;
+      }
+      return { name: site, dtype: "F32" as const, shape: [N, values.length / N], data: bytesOf(values) };
     }),
   ];
   await writeSafetensors(options.out, tensors, {
@@ -98,12 +127,14 @@ export async function deviceBlocks(options: DeviceBlocksOptions): Promise<Device
     model_dir: tiny.dir,
     switches: JSON.stringify(reference.switches ?? {}),
     streams: String(model.model.residual.streams),
+    prefill: String(T),
   });
   return {
     port: port.id,
     modelDir: tiny.dir,
     out: options.out,
     tokens: T,
+    decode: D,
     tensors: tensors.map((t) => t.name),
   };
 }

@@ -2,14 +2,19 @@ import type { MatmulPool } from "../kernels/pool.js";
 import type { CausalLM } from "../model/causal-lm.js";
 import type { ForwardBatch, ForwardTap, SequenceRun } from "../model/model.js";
 import type { GeneratedToken } from "../request.js";
-import { logprobsOf, sampleToken } from "../sampler.js";
+import { logprobsOf, type SamplingHistory, sampleToken } from "../sampler.js";
 import type { CacheManager } from "./cache-manager.js";
 import type { Chunk, Sequence } from "./sequence.js";
 
-/** A step's logits and, for each chunk, the logit row of each of its tokens (-1: none asked). */
+/**
+ * A step's logits and, for each chunk, the logit row of each of its tokens (-1: none asked); the
+ * residual stream of every token (a draft head's input) and each chunk's first token in it.
+ */
 export interface StepLogits {
   readonly logits: Float32Array;
   readonly rowsOf: readonly (readonly number[])[];
+  readonly streams: Float32Array;
+  readonly firstOf: readonly number[];
 }
 
 /**
@@ -39,29 +44,33 @@ export class ModelRunner {
     const logitRows: number[] = [];
     const sequences: SequenceRun[] = [];
     const rowsOf: number[][] = [];
+    const firstOf: number[] = [];
     for (const { seq, start, count } of chunks) {
       const rows: number[] = [];
+      firstOf.push(tokens.length);
       sequences.push({ first: tokens.length, count, slot: this.cache.slotOf(seq) });
-      const completes = start + count === seq.tokens.length;
+      // A chunk that ends with drafted tokens verifies them: each of its rows from the last
+      // computed token on predicts the next.
+      const known = seq.tokens.length;
+      const completes = start + count === known + seq.drafts.length;
       for (let p = start; p < start + count; p++) {
-        const wantsNext =
-          completes && p === seq.tokens.length - 1 && seq.numGenerated < seq.request.maxTokens;
+        const wantsNext = completes && p >= known - 1 && seq.numGenerated < seq.request.maxTokens;
         if (seq.wantsPromptLogprob(p) || wantsNext) {
           rows.push(logitRows.length);
           logitRows.push(tokens.length);
         } else rows.push(-1);
-        tokens.push(seq.tokens[p] as number);
+        tokens.push((p < known ? seq.tokens[p] : seq.drafts[p - known]) as number);
         positions.push(p);
         blockTables.push(seq.tables);
       }
       rowsOf.push(rows);
     }
     const batch: ForwardBatch = { tokens, positions, blockTables, sequences, logitRows };
-    const logits = this.network.forward(
+    const { logits, streams } = this.network.step(
       { batch, pool: this.pool, switches: this.switches, ...(this.tap ? { tap: this.tap } : {}) },
       this.cache.storage,
     );
-    return { logits, rowsOf };
+    return { logits, rowsOf, streams, firstOf };
   }
 
   /** Appends the prompt logprobs of `chunk`'s positions that have a logit row in `rows`. */
@@ -87,11 +96,13 @@ export class ModelRunner {
   /** Samples `seq`'s next token from the logits at offset `row` (its min_tokens keeping stops out). */
   sample(seq: Sequence, logits: Float32Array, row: number): GeneratedToken {
     const V = this.vocabSize;
-    const tokenId = sampleToken(logits, row, V, seq.request.sampling ?? {}, seq.rng, {
-      promptTokenIds: seq.request.promptTokenIds,
-      outputTokenIds: seq.outputTokenIds,
-      ...(seq.numGenerated < (seq.request.minTokens ?? 0) ? { banned: seq.stopIds } : {}),
-    });
+    const tokenId = sampleToken(logits, row, V, seq.request.sampling ?? {}, seq.rng, samplingHistory(seq));
+    return this.describe(seq, logits, row, tokenId);
+  }
+
+  /** `tokenId` as `seq` emits it from the logits at offset `row`: with its logprob, rank and top. */
+  describe(seq: Sequence, logits: Float32Array, row: number, tokenId: number): GeneratedToken {
+    const V = this.vocabSize;
     const lp = logprobsOf(logits, row, V, tokenId, seq.request.logprobs ?? 0, this.logprobScratch);
     return {
       tokenId,
@@ -100,4 +111,13 @@ export class ModelRunner {
       ...(seq.request.logprobs !== undefined ? { top: lp.top } : {}),
     };
   }
+}
+
+/** What `seq` has seen, for penalties and bad words, and its stops banned before min_tokens. */
+export function samplingHistory(seq: Sequence): SamplingHistory {
+  return {
+    promptTokenIds: seq.request.promptTokenIds,
+    outputTokenIds: seq.outputTokenIds,
+    ...(seq.numGenerated < (seq.request.minTokens ?? 0) ? { banned: seq.stopIds } : {}),
+  };
 }

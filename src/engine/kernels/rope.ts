@@ -6,6 +6,27 @@ export interface YarnScaling {
   readonly betaSlow: number;
   readonly mscale?: number;
   readonly mscaleAllDim?: number;
+  /**
+   * Whether the correction range is rounded outwards to whole dimensions (HF's default, true);
+   * gpt-oss's config sets false (HF `_compute_yarn_parameters`' `truncate`).
+   */
+  readonly truncate?: boolean;
+  /** HF's `attention_factor`: the cos/sin factor itself, in place of the mscale-derived one. */
+  readonly attentionFactor?: number;
+}
+
+/**
+ * The extra softmax scale YaRN gives DeepSeek-V3's latent attention: mscale(factor,
+ * mscale_all_dim)^2 when the config has a nonzero `mscale_all_dim`, else 1 (HF
+ * `models/deepseek_v3/modeling_deepseek_v3.py` DeepseekV3Attention.__init__; vLLM
+ * `model_executor/models/deepseek_v2.py` DeepseekV2MLAAttention does the same). DeepSeek's own
+ * `inference/model.py` scales by the same square, computed from `mscale` (1.0 in its configs,
+ * equal to mscale_all_dim in every public one).
+ */
+export function yarnSoftmaxScale(y: YarnScaling): number {
+  if (!y.mscaleAllDim) return 1;
+  const m = yarnMscale(y.factor, y.mscaleAllDim);
+  return m * m;
 }
 
 /**
@@ -112,8 +133,10 @@ function yarnMscale(scale: number, mscale = 1): number {
 function yarnInvFreq(invFreq: Float64Array, dim: number, base: number, y: YarnScaling): number {
   const correctionDim = (rotations: number) =>
     (dim * Math.log(y.originalMaxPositionEmbeddings / (rotations * 2 * Math.PI))) / (2 * Math.log(base));
-  const low = Math.max(Math.floor(correctionDim(y.betaFast)), 0);
-  let high = Math.min(Math.ceil(correctionDim(y.betaSlow)), dim - 1);
+  const keep = (v: number) => v;
+  const [down, up] = y.truncate === false ? [keep, keep] : [Math.floor, Math.ceil];
+  const low = Math.max(down(correctionDim(y.betaFast)), 0);
+  let high = Math.min(up(correctionDim(y.betaSlow)), dim - 1);
   if (high === low) high += 0.001;
   for (let i = 0; i < invFreq.length; i++) {
     const ramp = Math.min(1, Math.max(0, (i - low) / (high - low)));
@@ -122,7 +145,9 @@ function yarnInvFreq(invFreq: Float64Array, dim: number, base: number, y: YarnSc
     const interpolated = extrapolated / y.factor;
     invFreq[i] = interpolated * (1 - extrapolationWeight) + extrapolated * extrapolationWeight;
   }
-  if (y.mscale !== undefined && y.mscaleAllDim !== undefined) {
+  if (y.attentionFactor !== undefined) return y.attentionFactor;
+  // HF tests them for truthiness: a zero mscale or mscale_all_dim falls back to the plain factor.
+  if (y.mscale && y.mscaleAllDim) {
     return yarnMscale(y.factor, y.mscale) / yarnMscale(y.factor, y.mscaleAllDim);
   }
   return yarnMscale(y.factor);

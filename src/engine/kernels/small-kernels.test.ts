@@ -23,12 +23,8 @@ describe("rope", () => {
 
   it("applies YaRN: high frequencies kept, low ones divided by the factor, cos/sin scaled by 0.1·ln(s)+1", () => {
     // d=8, base 10000, s=4, original context 16: the correction range is [0, 1], so only i=0 keeps its frequency.
-    const rope = new Rope(8, 1, 10000, {
-      factor: 4,
-      originalMaxPositionEmbeddings: 16,
-      betaFast: 32,
-      betaSlow: 1,
-    });
+    const yarn = { factor: 4, originalMaxPositionEmbeddings: 16, betaFast: 32, betaSlow: 1 };
+    const rope = new Rope(8, 1, 10000, yarn);
     const x = new Float32Array([1, 1, 1, 1, 0, 0, 0, 0]);
     rope.apply(x, 0, 1, 8, 1);
     const scale = 0.1 * Math.log(4) + 1;
@@ -37,6 +33,11 @@ describe("rope", () => {
       expect(x[i]).toBeCloseTo(Math.cos(a) * scale, 6);
       expect(x[i + 4]).toBeCloseTo(Math.sin(a) * scale, 6);
     });
+    // HF's attention_factor, when given, is the cos/sin factor itself.
+    const given = new Rope(8, 1, 10000, { ...yarn, attentionFactor: 0.5 });
+    const y = new Float32Array([1, 0, 0, 0, 0, 0, 0, 0]);
+    given.apply(y, 0, 1, 8, 1);
+    expect(y[0]).toBeCloseTo(Math.cos(1) * 0.5, 6);
   });
 });
 

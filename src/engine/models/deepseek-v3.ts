@@ -6,8 +6,12 @@
  * bias, grouped top-k (noaux_tc) and shared experts. Ports parse their config.json with
  * `parseDeepseekV3`, build with `buildDeepseekV3`, and make their tiny weights with
  * `deepseekV3TinyTensors`. The RoPE base is read in every public spelling (`rope_theta`, or
- * `rope_parameters.rope_theta` as public GLM-5.x configs have it); RoPE scaling (YaRN with
- * DeepSeek's softmax mscale) is not applied yet and is refused by name.
+ * `rope_parameters.rope_theta` as public GLM-5.x configs have it), and YaRN `rope_scaling` as
+ * DeepSeek-V3 and Kimi K2 give it (beta_fast/slow, factor, mscale, mscale_all_dim): its
+ * frequencies and cos/sin factor (HF `_compute_yarn_parameters`) and the softmax scale
+ * mscale(factor, mscale_all_dim)^2 (HF `modeling_deepseek_v3.py`, vLLM `deepseek_v2.py`), applied
+ * at every context length as HF and vLLM do; DeepSeek's `inference/model.py` applies it only when
+ * its max_seq_len exceeds original_max_position_embeddings, which a served model's does.
  */
 import { z } from "zod";
 import type { Architecture, ModelConfig, TinyModelOptions } from "../architecture.js";
@@ -25,9 +29,16 @@ import {
   type MlaSpec,
   mlaNames,
   mlaParameters,
+  mlaRopeSwitch,
   mlaStates,
 } from "../blocks/attention/mla-attention.js";
-import { type MoeNames, RoutedMoe, routedMoeParameters } from "../blocks/mlp/routed-moe.js";
+import { SharedTopK } from "../blocks/attention/shared-top-k.js";
+import {
+  type MoeNames,
+  RoutedMoe,
+  routedMoeParameters,
+  sharedExpertParameters,
+} from "../blocks/mlp/routed-moe.js";
 import { checkMoeSpec, type MoeSpec } from "../blocks/mlp/routing.js";
 import { HF_MLP_NAMES, SwigluMlp, swigluParameters } from "../blocks/mlp/swiglu-mlp.js";
 import { declared, type ParameterDecl, type Parameters } from "../blocks/parameters.js";
@@ -99,8 +110,9 @@ const DEEPSEEK_V3_FIELDS = {
   index_topk: z.number().int().nullish(),
   indexer_rope_interleave: z.boolean().default(false),
   indexer_types: z.array(z.enum(["full", "shared"])).nullish(),
-  // MLA's RoPE pairs adjacent features (DeepSeek's inference code, vLLM); HF's glm_moe_dsa rotates
-  // half-split whatever this says. The engine follows the config and DeepSeek: true, or refused.
+  // MLA's RoPE pairing: adjacent features when true (DeepSeek's inference code, vLLM), half-split
+  // when false. HF's glm_moe_dsa rotates half-split whatever this says; the engine follows the
+  // config (the mla_rope switch's default) and --switch mla_rope=half-split reproduces HF.
   rope_interleave: z.boolean().default(true),
   // Only its FP8 scale format is read here; the loader reads the weights' quantization.
   quantization_config: z.looseObject({ scale_fmt: z.literal("ue8m0").nullish() }).nullish(),
@@ -146,8 +158,13 @@ export interface DeepseekV3Config extends ModelConfig {
   readonly rmsNormEps: number;
   readonly tieWordEmbeddings: boolean;
   readonly mla: MlaSpec;
-  /** DSA's indexer in every layer when the config has index_topk. */
+  /** DSA's indexer in every layer when the config has index_topk (but those sharedTopK marks). */
   readonly dsa?: DsaSpec;
+  /**
+   * Per layer, whether it runs no indexer and attends the previous layer's top-k (GLM's
+   * `indexer_types` "shared"; HF glm_moe_dsa's skip_topk); all false without the field.
+   */
+  readonly sharedTopK: readonly boolean[];
   readonly moe?: MoeSpec;
   /** Width of the shared experts' one MLP (n_shared_experts x moe_intermediate_size); 0 for none. */
   readonly sharedIntermediateSize: number;
@@ -155,18 +172,10 @@ export interface DeepseekV3Config extends ModelConfig {
 }
 
 function deepseekV3Config(c: DeepseekV3Fields, modelType: string, fail: Fail): DeepseekV3Config {
-  // YaRN here also scales MLA's softmax by DeepSeek's mscale, which the engine does not apply yet.
-  const { theta: ropeTheta } = ropeConfig(c, fail, { defaultTheta: 10_000 });
-  if (!c.rope_interleave)
-    fail(
-      "rope_interleave",
-      "false (half-split RoPE in latent attention) is not implemented; the engine rotates adjacent pairs as DeepSeek's and vLLM's code do.",
-    );
-  if (c.indexer_types?.includes("shared"))
-    fail(
-      "indexer_types",
-      `layer ${c.indexer_types.indexOf("shared")} is "shared" (reuse the previous layer's top-k), which the engine does not implement yet; it would compute every layer's own top-k instead.`,
-    );
+  const { theta: ropeTheta, yarn } = ropeConfig(c, fail, {
+    defaultTheta: 10_000,
+    yarn: { maxPositions: c.max_position_embeddings },
+  });
   const mla: MlaSpec = {
     numHeads: c.num_attention_heads,
     qLoraRank: c.q_lora_rank ?? 0,
@@ -175,6 +184,8 @@ function deepseekV3Config(c: DeepseekV3Fields, modelType: string, fail: Fail): D
     qkRopeHeadDim: c.qk_rope_head_dim,
     vHeadDim: c.v_head_dim,
     ropeTheta,
+    ...(yarn ? { ropeScaling: yarn } : {}),
+    ropeInterleave: c.rope_interleave,
   };
   if (mla.qkRopeHeadDim % 2 !== 0)
     fail("qk_rope_head_dim", `${mla.qkRopeHeadDim} must be even (RoPE rotates pairs).`);
@@ -202,6 +213,7 @@ function deepseekV3Config(c: DeepseekV3Fields, modelType: string, fail: Fail): D
       headDim,
       ropeDim: mla.qkRopeHeadDim,
       ropeTheta,
+      ...(yarn ? { ropeScaling: yarn } : {}),
       ropeInterleave: c.indexer_rope_interleave,
       fp8Scale: c.quantization_config?.scale_fmt === "ue8m0" ? "ue8m0" : "amax",
       topK,
@@ -211,6 +223,21 @@ function deepseekV3Config(c: DeepseekV3Fields, modelType: string, fail: Fail): D
         "index_head_dim",
         `${headDim} is smaller than the ${dsa.ropeDim} rotated features (qk_rope_head_dim).`,
       );
+  }
+  const sharedTopK = (c.indexer_types ?? []).map((t) => t === "shared");
+  if (c.indexer_types != null) {
+    if (dsa === undefined)
+      fail(
+        "indexer_types",
+        "names DSA indexer layers, but the config has no index_topk; remove it or set index_topk.",
+      );
+    if (sharedTopK.length !== c.num_hidden_layers)
+      fail(
+        "indexer_types",
+        `has ${sharedTopK.length} entries for ${c.num_hidden_layers} layers; give one per layer.`,
+      );
+    if (sharedTopK[0])
+      fail("indexer_types", 'layer 0 is "shared", but there is no earlier layer whose top-k it could reuse.');
   }
   let moe: MoeSpec | undefined;
   if (c.n_routed_experts != null) {
@@ -253,6 +280,7 @@ function deepseekV3Config(c: DeepseekV3Fields, modelType: string, fail: Fail): D
     tieWordEmbeddings: c.tie_word_embeddings,
     mla,
     ...(dsa ? { dsa } : {}),
+    sharedTopK: sharedTopK.length > 0 ? sharedTopK : Array<boolean>(c.num_hidden_layers).fill(false),
     ...(moe ? { moe } : {}),
     sharedIntermediateSize: moe ? c.n_shared_experts * moe.intermediateSize : 0,
     layers,
@@ -265,33 +293,32 @@ function moeNames(prefix: string): MoeNames {
   return { base: `${prefix}.mlp`, expert: HF_MLP_NAMES };
 }
 
-/** The shared expert of the MoE layer at `prefix`, beside the routed ones. */
-function sharedExpertParameters(prefix: string, hidden: number, intermediate: number) {
-  return swigluParameters(`${moeNames(prefix).base}.shared_experts`, hidden, intermediate);
-}
-
 /** The model of a DeepSeek-V3-layout config over HF DeepSeek-V3's tensor names. */
 export function buildDeepseekV3(config: DeepseekV3Config, w: WeightSource): CausalLM {
   const H = config.hiddenSize;
   const eps = config.rmsNormEps;
-  const switches = config.dsa ? [...MLA_SWITCHES, ...DSA_SWITCHES] : [...MLA_SWITCHES, MLA_CACHE_SWITCH];
+  const switches = [
+    ...MLA_SWITCHES,
+    mlaRopeSwitch(config.mla),
+    ...(config.dsa ? DSA_SWITCHES : [MLA_CACHE_SWITCH]),
+  ];
+  const topK = config.sharedTopK.includes(true) ? new SharedTopK() : undefined;
   return preNormDecoder(
     w,
     { ...config, numLayers: config.layers.length },
     (i, p) => {
-      const indexer = config.dsa
-        ? DsaIndexer.load(w, dsaNames(p), config.dsa, H, config.mla.qLoraRank)
-        : undefined;
-      const mixer = MlaAttention.load(w, mlaNames(p), config.mla, H, eps, indexer);
+      const indexer =
+        config.dsa && !config.sharedTopK[i]
+          ? DsaIndexer.load(w, dsaNames(p), config.dsa, H, config.mla.qLoraRank)
+          : undefined;
+      const mixer = MlaAttention.load(w, mlaNames(p), config.mla, H, eps, indexer, topK);
       const moe = config.moe;
       if (config.layers[i] === "dense" || moe === undefined)
         return { mixer, ffn: SwigluMlp.load(w, `${p}.mlp`, H, config.intermediateSize) };
-      const routed = RoutedMoe.load(w, moeNames(p), moe, H);
-      const shared =
-        config.sharedIntermediateSize > 0
-          ? SwigluMlp.bind(w, sharedExpertParameters(p, H, config.sharedIntermediateSize))
-          : undefined;
-      return { mixer, ffn: new RoutedMoe(moe, routed.router, routed.experts, routed.routerBias, shared) };
+      return {
+        mixer,
+        ffn: RoutedMoe.loadWithShared(w, moeNames(p), moe, H, config.sharedIntermediateSize),
+      };
     },
     switches,
   );
@@ -306,7 +333,9 @@ export function deepseekV3States(
   config: DeepseekV3Config,
   switches: ReadonlyMap<string, string>,
 ): LayerStates[] {
-  return config.layers.map(() => mlaStates(config.mla, config.dsa, switches));
+  return config.layers.map((_, i) =>
+    mlaStates(config.mla, config.sharedTopK[i] ? undefined : config.dsa, switches),
+  );
 }
 
 /**
@@ -331,7 +360,8 @@ export function deepseekV3Parameters(
     const p = layerPrefix(i);
     add(preNormParameters(p, H));
     add(mlaParameters(mlaNames(p), config.mla, H));
-    if (config.dsa) add(dsaParameters(dsaNames(p), config.dsa, H, config.mla.qLoraRank));
+    if (config.dsa && !config.sharedTopK[i])
+      add(dsaParameters(dsaNames(p), config.dsa, H, config.mla.qLoraRank));
     const moe = config.moe;
     if (kind === "moe" && moe !== undefined) {
       const { router, experts } = routedMoeParameters(moeNames(p), moe, H, {
@@ -340,7 +370,8 @@ export function deepseekV3Parameters(
       });
       add(router);
       add(experts, true);
-      if (config.sharedIntermediateSize > 0) add(sharedExpertParameters(p, H, config.sharedIntermediateSize));
+      if (config.sharedIntermediateSize > 0)
+        add(sharedExpertParameters(moeNames(p), H, config.sharedIntermediateSize));
     } else add(swigluParameters(`${p}.mlp`, H, config.intermediateSize));
   });
   return out;
@@ -448,10 +479,20 @@ function isMtpTensor(name: string, config: DeepseekV3Config): boolean {
   return layer !== undefined && Number(layer) >= config.layers.length;
 }
 
+/**
+ * Whether `name` is an indexer tensor of a layer indexer_types marks "shared": HF's glm_moe_dsa
+ * builds an indexer in every layer but a shared one never runs it, so a checkpoint may carry it
+ * unused; the engine reads none there.
+ */
+function isSharedIndexerTensor(name: string, config: DeepseekV3Config): boolean {
+  const layer = /^model\.layers\.(\d+)\.self_attn\.indexer\./.exec(name)?.[1];
+  return layer !== undefined && config.sharedTopK[Number(layer)] === true;
+}
+
 export const deepseekV3Architecture: Architecture<DeepseekV3Config> = {
   parseConfig: parseDeepseekV3,
   build: buildDeepseekV3,
-  ignoresTensor: isMtpTensor,
+  ignoresTensor: (name, config) => isMtpTensor(name, config) || isSharedIndexerTensor(name, config),
   states: deepseekV3States,
   tinyModel: deepseekV3TinyModel,
   retrievalModel: dsaRetrievalModel,

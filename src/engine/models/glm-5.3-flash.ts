@@ -8,13 +8,15 @@
  * (`linear_attn_config` with 1-based `kda_layers` / `full_attn_layers`, `num_heads`, `head_dim`,
  * `short_conv_kernel_size`; the MoE's `num_experts`, `num_experts_per_token`,
  * `first_k_dense_replace`, `moe_router_activation_func`, `moe_renormalize`, `num_expert_group`,
- * `topk_group`, `routed_scaling_factor`) and DeepSeek-V4's (`hc_mult`, `hc_sinkhorn_iters`,
- * `hc_eps`).
+ * `topk_group`, `routed_scaling_factor`, `num_shared_experts`) and DeepSeek-V4's (`hc_mult`,
+ * `hc_sinkhorn_iters`, `hc_eps`).
  *
  * Weight names are the lineage's: KDA under `model.layers.N.self_attn` (q/k/v_proj, q/k/v_conv1d,
  * f_a_proj, f_b_proj, dt_bias, A_log, b_proj, g_a_proj, g_b_proj, o_norm, o_proj); experts under
- * `block_sparse_moe` (gate with e_score_correction_bias, experts.E.w1/w2/w3) and dense layers'
- * `mlp.gate/up/down_proj`, as Kimi Linear's checkpoints; the hyper-connections in transformers'
+ * `block_sparse_moe` (gate with e_score_correction_bias, experts.E.w1/w2/w3, and the shared
+ * experts' one MLP `shared_experts.gate/up/down_proj` of num_shared_experts x
+ * moe_intermediate_size, added to the routed experts' scaled mix as vLLM's KimiMoE does) and
+ * dense layers' `mlp.gate/up/down_proj`, as Kimi Linear's checkpoints; the hyper-connections in transformers'
  * DeepSeek-V4 names (`model.layers.N.attn_hc.{fn,base,scale}`, `ffn_hc.*`,
  * `model.hc_head.hc_{fn,base,scale}`).
  *
@@ -46,7 +48,12 @@ import {
   kdaParameters,
   kdaStates,
 } from "../blocks/linear-attention/kda-attention.js";
-import { type MoeNames, RoutedMoe, routedMoeParameters } from "../blocks/mlp/routed-moe.js";
+import {
+  type MoeNames,
+  RoutedMoe,
+  routedMoeParameters,
+  sharedExpertParameters,
+} from "../blocks/mlp/routed-moe.js";
 import type { MoeSpec } from "../blocks/mlp/routing.js";
 import { MIXTRAL_MLP_NAMES, SwigluMlp, swigluParameters } from "../blocks/mlp/swiglu-mlp.js";
 import { declared, type ParameterDecl, type Parameters } from "../blocks/parameters.js";
@@ -155,6 +162,8 @@ export interface GlmConfig extends ModelConfig {
   readonly kda: KdaSpec;
   readonly mhc: MhcConfig;
   readonly moe?: MoeSpec;
+  /** Width of the shared experts' one MLP (num_shared_experts x moe_intermediate_size); 0 for none. */
+  readonly sharedIntermediateSize: number;
   readonly layers: readonly GlmLayerSpec[];
 }
 
@@ -189,8 +198,6 @@ export function parseGlmConfig(json: unknown, source = "config.json"): GlmConfig
       "qk_rope_head_dim",
       `${c.qk_rope_head_dim} must be even when mla_use_nope is false (RoPE rotates pairs).`,
     );
-  if (c.num_shared_experts > 0)
-    fail("num_shared_experts", "shared experts are not in this port's model code yet; set 0.");
   let moe: MoeSpec | undefined;
   if (c.num_experts != null) {
     const topK =
@@ -234,6 +241,7 @@ export function parseGlmConfig(json: unknown, source = "config.json"): GlmConfig
       normEps: c.rms_norm_eps,
     },
     ...(moe ? { moe } : {}),
+    sharedIntermediateSize: moe ? c.num_shared_experts * moe.intermediateSize : 0,
     layers: kinds.map((mixer, i) => ({
       mixer,
       mlp: moe !== undefined && i >= c.first_k_dense_replace ? "moe" : "dense",
@@ -265,11 +273,13 @@ export function buildGlm(config: GlmConfig, w: WeightSource): CausalLM {
         spec.mixer === "kda"
           ? KdaAttention.load(w, kdaPrefix(p), config.kda, H)
           : MlaAttention.load(w, mlaNames(p), config.mla, H, eps);
-      const ffn =
-        spec.mlp === "moe" && config.moe !== undefined
-          ? RoutedMoe.load(w, moeNames(p), config.moe, H)
-          : SwigluMlp.load(w, `${p}.mlp`, H, config.intermediateSize);
-      return { mixer, ffn };
+      const moe = config.moe;
+      if (spec.mlp === "dense" || moe === undefined)
+        return { mixer, ffn: SwigluMlp.load(w, `${p}.mlp`, H, config.intermediateSize) };
+      return {
+        mixer,
+        ffn: RoutedMoe.loadWithShared(w, moeNames(p), moe, H, config.sharedIntermediateSize),
+      };
     },
     [...KDA_SWITCHES, ...MLA_SWITCHES, MLA_CACHE_SWITCH],
   );
@@ -302,6 +312,8 @@ export function glmParameters(spec: GlmConfig, vocab = spec.vocabSize): Paramete
     if (layer.mlp === "moe" && spec.moe !== undefined) {
       const { router, experts } = routedMoeParameters(moeNames(p), spec.moe, H, { correctionBias: true });
       add([...router, ...experts]);
+      if (spec.sharedIntermediateSize > 0)
+        add(sharedExpertParameters(moeNames(p), H, spec.sharedIntermediateSize));
     } else add(swigluParameters(`${p}.mlp`, H, spec.intermediateSize));
   });
   return out;

@@ -92,14 +92,14 @@ export function parseLlamaConfig(json: unknown, source = "config.json"): Decoder
       "hidden_size",
       `${c.hidden_size} is not divisible by num_attention_heads ${numHeads}; set head_dim.`,
     );
-  const rotary = Math.round(headDim * c.partial_rotary_factor);
-  if (rotary % 2 !== 0)
-    fail("partial_rotary_factor", `the rotary part of each head (${rotary}) must be even.`);
-
   const rope = ropeConfig(c, fail, {
     defaultTheta: 10000,
     yarn: { maxPositions: c.max_position_embeddings },
+    partialRotaryFactor: c.partial_rotary_factor,
   });
+  const rotary = Math.round(headDim * rope.partialRotaryFactor);
+  if (rotary % 2 !== 0)
+    fail("partial_rotary_factor", `the rotary part of each head (${rotary}) must be even.`);
 
   const numExperts = c.num_local_experts ?? c.num_experts ?? c.n_routed_experts;
   let moe: MoeSpec | undefined;
@@ -131,7 +131,7 @@ export function parseLlamaConfig(json: unknown, source = "config.json"): Decoder
     headDim,
     vHeadDim: c.v_head_dim ?? headDim,
     ropeTheta: rope.theta,
-    partialRotaryFactor: c.partial_rotary_factor,
+    partialRotaryFactor: rope.partialRotaryFactor,
     // Qwen2 always has q/k/v biases (its HF code ignores attention_bias); others say so in the config.
     bias: BIAS_ALWAYS.has(c.model_type) || (c.attention_bias ?? false),
     qkNorm: QK_NORM.has(c.model_type),

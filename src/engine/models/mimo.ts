@@ -56,8 +56,11 @@ import {
 
 export const MODEL_TYPE = "mimo_v2_flash";
 
-const ropeParameters = z.looseObject({
-  rope_type: z.string().optional(),
+// Every key is one the engine reads: a scaling kind other than default, or any other key, is
+// refused by name rather than dropped (MiMo's own code applies no RoPE scaling).
+const ropeParameters = z.strictObject({
+  rope_type: z.literal("default").optional(),
+  type: z.literal("default").optional(),
   rope_theta: z.number().positive().optional(),
   partial_rotary_factor: z.number().gt(0).lte(1).optional(),
 });
@@ -96,7 +99,7 @@ const MimoConfig = z.looseObject({
   // Per layer type (transformers' native spelling), or flat as MiMo-V2.6's Hub config has it, where
   // it restates rope_theta and partial_rotary_factor (checked equal: they are the global layers').
   rope_parameters: z
-    .looseObject({
+    .strictObject({
       full_attention: ropeParameters.optional(),
       sliding_attention: ropeParameters.optional(),
       rope_theta: z.number().positive().optional(),

@@ -11,6 +11,10 @@
  * and `mlp.experts.down_proj_{blocks,scales,bias}`. Sinks sit on the sliding layers only, as the
  * port's page describes the model; MiniMax-M2's q/k norm over the whole projection is not part of
  * this port's model code (the released MiniMax-M3 config does not enable it).
+ *
+ * A gpt-oss config.json (model_type gpt_oss) is read as gpt-oss defines it (HF
+ * `models/gpt_oss/modeling_gpt_oss.py` GptOssAttention): sinks on every layer, an o_proj bias
+ * beside q/k/v's when `attention_bias`, and YaRN `rope_scaling` with `truncate: false`.
  */
 import { z } from "zod";
 import type { Architecture, ModelConfig, TinyModelOptions } from "../architecture.js";
@@ -27,6 +31,7 @@ import {
   clampedMoeParameters,
 } from "../blocks/mlp/clamped-swiglu-moe.js";
 import { declared, type ParameterDecl, type Parameters } from "../blocks/parameters.js";
+import type { YarnScaling } from "../kernels/rope.js";
 import { modelOfFiles } from "../loader/build-model.js";
 import type { WeightSource } from "../loader/weight-source.js";
 import type { CausalLM } from "../model/causal-lm.js";
@@ -46,9 +51,11 @@ import {
 import { embeddingParameters, layerPrefix, preNormDecoder, preNormParameters } from "./decoder.js";
 
 export const MODEL_TYPE = "minimax_m3";
+/** gpt-oss's own model type: the lineage's layers, with sinks and an o_proj bias on every layer. */
+const GPT_OSS = "gpt_oss";
 
 const MinimaxConfig = z.looseObject({
-  model_type: z.literal(MODEL_TYPE),
+  model_type: z.enum([MODEL_TYPE, GPT_OSS]),
   vocab_size: positive,
   hidden_size: positive,
   num_hidden_layers: positive,
@@ -89,7 +96,7 @@ export const MINIMAX_UNREAD_FIELDS: UnreadFields = {
   hidden_act:
     "gpt-oss's experts apply the clamped SwiGLU (swiglu_limit) whatever it says, as HF's GptOssExperts do.",
   initial_context_length:
-    "gpt-oss's pre-YaRN context; YaRN reads it from rope_scaling.original_max_position_embeddings.",
+    "gpt-oss's pre-YaRN context; YaRN reads it from rope_scaling.original_max_position_embeddings (HF does not read it either).",
   quantization_config:
     "the loader reads MXFP4 (_blocks/_scales) or FP8 (weight_scale_inv) weights from the tensors themselves.",
   attn_type_list:
@@ -103,6 +110,8 @@ export const MINIMAX_UNREAD_FIELDS: UnreadFields = {
 /** The engine's view of a MiniMax-M3 config.json. */
 export interface MinimaxConfig extends ModelConfig {
   readonly rmsNormEps: number;
+  /** YaRN scaling of every layer's RoPE (gpt-oss's rope_scaling). */
+  readonly ropeScaling?: YarnScaling;
   readonly tieWordEmbeddings: boolean;
   readonly layers: readonly AttentionSpec[];
   readonly moe: ClampedMoeSpec;
@@ -113,7 +122,16 @@ const SWIGLU_ALPHA = 1.702;
 
 export function parseMinimaxConfig(json: unknown, source = "config.json"): MinimaxConfig {
   const { fields: c, fail } = parseConfigFields(MinimaxConfig, json, source, "MiniMax-M3");
-  const { theta: ropeTheta } = ropeConfig(c, fail, { defaultTheta: 150_000 });
+  const {
+    theta: ropeTheta,
+    yarn,
+    partialRotaryFactor,
+  } = ropeConfig(c, fail, {
+    defaultTheta: 150_000,
+    yarn: { maxPositions: c.max_position_embeddings },
+    partialRotaryFactor: c.partial_rotary_factor,
+  });
+  const gptOss = c.model_type === GPT_OSS;
   if (c.layer_types.length !== c.num_hidden_layers) {
     fail(
       "layer_types",
@@ -137,25 +155,25 @@ export function parseMinimaxConfig(json: unknown, source = "config.json"): Minim
   if (c.hidden_size % 32 !== 0 || c.intermediate_size % 32 !== 0) {
     fail("hidden_size", "MXFP4 experts need hidden_size and intermediate_size to be multiples of 32.");
   }
-  const rotary = c.rotary_dim ?? Math.round(c.head_dim * c.partial_rotary_factor);
-  if (
-    c.rotary_dim !== undefined &&
-    "partial_rotary_factor" in (json as object) &&
-    rotary !== Math.round(c.head_dim * c.partial_rotary_factor)
-  )
+  const fraction = Math.round(c.head_dim * partialRotaryFactor);
+  const rotary = c.rotary_dim ?? fraction;
+  const fractionGiven =
+    "partial_rotary_factor" in (json as object) || c.rope_parameters?.partial_rotary_factor !== undefined;
+  if (c.rotary_dim !== undefined && fractionGiven && rotary !== fraction)
     fail(
       "rotary_dim",
-      `${rotary} disagrees with partial_rotary_factor ${c.partial_rotary_factor} of head_dim ${c.head_dim}; make them agree.`,
+      `${rotary} disagrees with partial_rotary_factor ${partialRotaryFactor} of head_dim ${c.head_dim}; make them agree.`,
     );
   if (rotary % 2 !== 0)
     fail("partial_rotary_factor", `rotates ${rotary} features of each head; make it even.`);
   return {
-    modelType: MODEL_TYPE,
+    modelType: c.model_type,
     vocabSize: c.vocab_size,
     hiddenSize: c.hidden_size,
     maxPositionEmbeddings: c.max_position_embeddings,
     rmsNormEps: c.rms_norm_eps,
     tieWordEmbeddings: c.tie_word_embeddings,
+    ...(yarn ? { ropeScaling: yarn } : {}),
     layers: c.layer_types.map((t) => ({
       kind: t === "sliding_attention" ? "sliding" : "full",
       window: t === "sliding_attention" ? c.sliding_window : 0,
@@ -166,8 +184,9 @@ export function parseMinimaxConfig(json: unknown, source = "config.json"): Minim
       ropeTheta,
       partialRotaryFactor: rotary / c.head_dim,
       bias: c.attention_bias,
+      outputBias: gptOss && c.attention_bias,
       qkNorm: false,
-      sinks: t === "sliding_attention",
+      sinks: gptOss || t === "sliding_attention",
     })),
     moe: {
       numExperts: c.num_local_experts,
@@ -184,7 +203,14 @@ export function parseMinimaxConfig(json: unknown, source = "config.json"): Minim
 export function buildMinimax(config: MinimaxConfig, w: WeightSource): CausalLM {
   const H = config.hiddenSize;
   return preNormDecoder(w, { ...config, numLayers: config.layers.length }, (i, p) => ({
-    mixer: GqaAttention.load(w, attentionNames(p), config.layers[i] as AttentionSpec, H, config.rmsNormEps),
+    mixer: GqaAttention.load(
+      w,
+      attentionNames(p),
+      config.layers[i] as AttentionSpec,
+      H,
+      config.rmsNormEps,
+      config.ropeScaling,
+    ),
     ffn: ClampedSwigluMoe.load(w, `${p}.mlp`, config.moe, H),
   }));
 }
@@ -231,7 +257,11 @@ export function minimaxTinyModel(
   const kit = tinyKit(spec, corpus, seed);
   for (const { decl, mxfp4 } of minimaxParameters(spec, kit.vocab))
     kit.parameters([decl], mxfp4 ? "mxfp4" : undefined);
-  return kit.files(config, "MiniMaxM3ForCausalLM", options.port);
+  return kit.files(
+    config,
+    spec.modelType === GPT_OSS ? "GptOssForCausalLM" : "MiniMaxM3ForCausalLM",
+    options.port,
+  );
 }
 
 /**

@@ -90,7 +90,10 @@ export interface MuseSparkConfig extends ModelConfig {
 
 export function parseMuseSparkConfig(json: unknown, source = "config.json"): MuseSparkConfig {
   const { fields: c, fail } = parseConfigFields(MuseSparkConfig, json, source, "Muse Spark Open");
-  const { theta: ropeTheta } = ropeConfig(c, fail, { defaultTheta: 10_000 });
+  const { theta: ropeTheta, partialRotaryFactor } = ropeConfig(c, fail, {
+    defaultTheta: 10_000,
+    partialRotaryFactor: c.partial_rotary_factor,
+  });
   if (c.layer_types.length !== c.num_hidden_layers) {
     fail(
       "layer_types",
@@ -127,7 +130,7 @@ export function parseMuseSparkConfig(json: unknown, source = "config.json"): Mus
       `${c.moe_latent_size} and moe_intermediate_size ${c.moe_intermediate_size} must be multiples of 32: the MXFP4 experts read and write the latent in blocks of 32.`,
     );
   }
-  const rotary = Math.round(c.head_dim * c.partial_rotary_factor);
+  const rotary = Math.round(c.head_dim * partialRotaryFactor);
   if (rotary % 2 !== 0)
     fail("partial_rotary_factor", `rotates ${rotary} features of each head; make it even.`);
   return {

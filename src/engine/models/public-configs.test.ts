@@ -2,7 +2,13 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { BringupError } from "../../common/errors.js";
-import { COMMON_UNREAD_FIELDS, type UnreadFields, unclassifiedFields } from "./config-fields.js";
+import { type YarnScaling, yarnSoftmaxScale } from "../kernels/rope.js";
+import {
+  COMMON_UNREAD_FIELDS,
+  QUANTIZATION_UNREAD_KEYS,
+  type UnreadFields,
+  unclassifiedFields,
+} from "./config-fields.js";
 import { DEEPSEEK_V3_READ_FIELDS, DEEPSEEK_V3_UNREAD_FIELDS, parseDeepseekV3 } from "./deepseek-v3.js";
 import { parseV4Config, V4_READ_FIELDS, V4_UNREAD_FIELDS } from "./deepseek-v4.js";
 import { GLM_FLASH_READ_FIELDS, GLM_FLASH_UNREAD_FIELDS, parseGlmConfig } from "./glm-5.3-flash.js";
@@ -19,10 +25,17 @@ const FAMILIES: Readonly<
       readonly parse: (json: unknown, source: string) => unknown;
       readonly read: readonly string[];
       readonly unread: UnreadFields;
+      /** The quantization_config keys its model code reads (others: QUANTIZATION_UNREAD_KEYS). */
+      readonly quantizationRead?: readonly string[];
     }
   >
 > = {
-  "deepseek-v3": { parse: parseDeepseekV3, read: DEEPSEEK_V3_READ_FIELDS, unread: DEEPSEEK_V3_UNREAD_FIELDS },
+  "deepseek-v3": {
+    parse: parseDeepseekV3,
+    read: DEEPSEEK_V3_READ_FIELDS,
+    unread: DEEPSEEK_V3_UNREAD_FIELDS,
+    quantizationRead: ["scale_fmt"],
+  },
   "deepseek-v4": { parse: parseV4Config, read: V4_READ_FIELDS, unread: V4_UNREAD_FIELDS },
   "glm-5.3-flash": { parse: parseGlmConfig, read: GLM_FLASH_READ_FIELDS, unread: GLM_FLASH_UNREAD_FIELDS },
   mimo: { parse: parseMimoConfig, read: MIMO_READ_FIELDS, unread: MIMO_UNREAD_FIELDS },
@@ -66,6 +79,14 @@ describe("public config.json fixtures", () => {
     it(`${entry.file}: every field is read by ${entry.family} or known not to matter`, () => {
       const family = familyOf(entry);
       expect(unclassifiedFields(load(entry), family.read, family.unread)).toEqual([]);
+    });
+
+    it(`${entry.file}: every quantization_config key is read by ${entry.family} or known not to matter`, () => {
+      const family = familyOf(entry);
+      const keys = Object.keys((load(entry).quantization_config as object | null | undefined) ?? {});
+      expect(
+        keys.filter((k) => !(family.quantizationRead ?? []).includes(k) && !(k in QUANTIZATION_UNREAD_KEYS)),
+      ).toEqual([]);
     });
 
     const expected = entry.expect;
@@ -119,6 +140,45 @@ describe("public config.json fixtures", () => {
     expect(config.sharedIntermediateSize).toBe(2048);
   });
 
+  it("reads DeepSeek-V3's YaRN: factor 40 over 4,096 positions, the softmax scaled by mscale(40, 1)^2", () => {
+    const config = parseDeepseekV3(
+      load({ file: "deepseek-v3.json", family: "deepseek-v3", expect: "parses" }),
+    );
+    const yarn = config.mla.ropeScaling as YarnScaling;
+    expect(yarn).toEqual({
+      factor: 40,
+      originalMaxPositionEmbeddings: 4096,
+      betaFast: 32,
+      betaSlow: 1,
+      mscale: 1,
+      mscaleAllDim: 1,
+    });
+    expect(yarnSoftmaxScale(yarn)).toBeCloseTo((0.1 * Math.log(40) + 1) ** 2, 12);
+    expect(config.layers.filter((k) => k === "moe")).toHaveLength(58);
+    expect(config.moe).toMatchObject({ numGroups: 8, topKGroups: 4, routedScalingFactor: 2.5 });
+  });
+
+  it("has YaRN factors equal to max_position_embeddings / original_max_position_embeddings, so HF's versions agree", () => {
+    // transformers 4.4x-4.5x took that ratio as the factor; v5 and vLLM take rope_scaling.factor.
+    const yarns = index.fixtures.flatMap((entry) => {
+      const json = load(entry);
+      const s = json.rope_scaling as { factor?: number; original_max_position_embeddings?: number } | null;
+      return s?.factor === undefined ? [] : [[entry.file, s, json.max_position_embeddings] as const];
+    });
+    expect(yarns.map(([file]) => file).sort()).toEqual([
+      "deepseek-v3.json",
+      "deepseek-v4-flash.json",
+      "gpt-oss-120b.json",
+      "gpt-oss-20b.json",
+      "kimi-k2-instruct.json",
+    ]);
+    for (const [file, s, max] of yarns)
+      expect([file, (max as number) / (s.original_max_position_embeddings as number)]).toEqual([
+        file,
+        s.factor,
+      ]);
+  });
+
   it("refuses GLM-5.1's mlp_layer_types where they disagree with first_k_dense_replace", () => {
     const json = load({ file: "glm-5.1.json", family: "deepseek-v3", expect: "parses" });
     expect(() => parseDeepseekV3({ ...json, first_k_dense_replace: 2 }, "glm")).toThrow(
@@ -142,6 +202,15 @@ describe("MiMo-V2.6-Flash's flat rope_parameters", () => {
     const rope = { ...json.rope_parameters, rope_theta: 5_000_000 };
     expect(() => parseMimoConfig({ ...json, rope_parameters: rope }, "mimo")).toThrow(
       /mimo: rope_parameters\.rope_theta: 5000000 differs from the global layers' RoPE base 10000000/,
+    );
+    // A key or a scaling kind nobody reads is refused by name, flat or per layer type.
+    const extra = { ...json.rope_parameters, factor: 4 };
+    expect(() => parseMimoConfig({ ...json, rope_parameters: extra }, "mimo")).toThrow(
+      /mimo: rope_parameters: Unrecognized key: "factor"/,
+    );
+    const perType = { full_attention: { rope_type: "yarn", rope_theta: 1e7 } };
+    expect(() => parseMimoConfig({ ...json, rope_parameters: perType }, "mimo")).toThrow(
+      /mimo: rope_parameters\.full_attention\.rope_type: /,
     );
   });
 });

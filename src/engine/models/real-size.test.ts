@@ -70,12 +70,9 @@ describe("GLM-5.1 at its real size, shapes only", () => {
 
 describe("Kimi Linear 48B-A3B at its real size, shapes only, against GLM-5.3-Flash's code", () => {
   const json = JSON.parse(readFileSync(join(DIR, "kimi-linear-48b-a3b.json"), "utf8"));
-  // The family refuses the config naming num_shared_experts (public-configs.test.ts); read without
-  // them, the declarations show what else separates a real Kimi Linear checkpoint from it.
-  const config = parseGlmConfig(
-    { ...json, model_type: "glm5_3_flash", num_shared_experts: 0 },
-    "kimi-linear",
-  );
+  // Read as released, shared experts included: the declarations show what else separates a real
+  // Kimi Linear checkpoint from the family (its mHC tensors).
+  const config = parseGlmConfig({ ...json, model_type: "glm5_3_flash" }, "kimi-linear");
   const real = tensorList("kimi-linear-48b-a3b.tensors.json");
   const declared = new Map(glmParameters(config).map((d) => [d.name, d.shape]));
 
@@ -83,10 +80,8 @@ describe("Kimi Linear 48B-A3B at its real size, shapes only, against GLM-5.3-Fla
     expect(real.size).toBe(20_493);
   });
 
-  it("declares the real checkpoint's tensors at their shapes, but for shared experts and mHC", () => {
-    const missing = [...real.keys()].filter((n) => !declared.has(n));
-    expect(missing.filter((n) => !/\.block_sparse_moe\.shared_experts\./.test(n))).toEqual([]);
-    expect(missing).toHaveLength(26 * 3);
+  it("declares the real checkpoint's tensors at their shapes, shared experts included; only mHC is the family's own", () => {
+    expect([...real.keys()].filter((n) => !declared.has(n))).toEqual([]);
     const extra = [...declared.keys()].filter((n) => !real.has(n));
     expect(extra.filter((n) => !/(\.attn_hc\.|\.ffn_hc\.|^model\.hc_head\.)/.test(n))).toEqual([]);
     const wrong = [...real].filter(([n, shape]) => declared.has(n) && !sameShape(declared.get(n), shape));
@@ -100,9 +95,8 @@ describe("Kimi Linear 48B-A3B at its real size, shapes only, against GLM-5.3-Fla
 
 describe("gpt-oss-20b at its real size, shapes only, against MiniMax-M3's code", () => {
   const json = JSON.parse(readFileSync(join(DIR, "gpt-oss-20b.json"), "utf8"));
-  // The family refuses the config naming rope_scaling (YaRN; public-configs.test.ts); read without
-  // it, the declarations show what else separates the real checkpoint from the family.
-  const config = parseMinimaxConfig({ ...json, model_type: "minimax_m3", rope_scaling: null }, "gpt-oss");
+  // Read as released (model_type gpt_oss, YaRN included).
+  const config = parseMinimaxConfig(json, "gpt-oss");
   const real = tensorList("gpt-oss-20b.tensors.json");
   // MXFP4 stacks are stored as <name>_blocks [count, rows, cols/32, 16] and <name>_scales.
   const declared = new Map(
@@ -116,15 +110,8 @@ describe("gpt-oss-20b at its real size, shapes only, against MiniMax-M3's code",
     }),
   );
 
-  it("declares the real checkpoint's tensors at their shapes, but o_proj's bias and full layers' sinks", () => {
-    const missing = [...real.keys()].filter((n) => !declared.has(n));
-    const fullLayers = config.layers.flatMap((a, i) => (a.kind === "full" ? [i] : []));
-    expect(missing.sort()).toEqual(
-      [
-        ...config.layers.map((_, i) => `model.layers.${i}.self_attn.o_proj.bias`),
-        ...fullLayers.map((i) => `model.layers.${i}.self_attn.sinks`),
-      ].sort(),
-    );
+  it("declares every tensor of the real checkpoint at its shape, o_proj's bias and every layer's sinks included", () => {
+    expect([...real.keys()].filter((n) => !declared.has(n))).toEqual([]);
     expect([...declared.keys()].filter((n) => !real.has(n))).toEqual([]);
     const wrong = [...real].filter(([n, shape]) => declared.has(n) && !sameShape(declared.get(n), shape));
     expect(wrong).toEqual([]);
@@ -133,9 +120,9 @@ describe("gpt-oss-20b at its real size, shapes only, against MiniMax-M3's code",
 
 describe("Kimi-K2-Instruct at its real size, shapes only", () => {
   const json = JSON.parse(readFileSync(join(DIR, "kimi-k2-instruct.json"), "utf8"));
-  // The layout refuses Kimi K2's YaRN by name (public-configs.test.ts); read without it, every
-  // tensor of the FP8 checkpoint must be a declared one or its 128x128 block-scale grid.
-  const config = parseDeepseekV3({ ...json, rope_scaling: null }, "kimi-k2");
+  // Read as released (YaRN included): every tensor of the FP8 checkpoint must be a declared one or
+  // its 128x128 block-scale grid.
+  const config = parseDeepseekV3(json, "kimi-k2");
   const real = tensorList("kimi-k2-instruct.tensors.json");
   const declared = new Map(deepseekV3Parameters(config).map(({ decl }) => [decl.name, decl.shape]));
 

@@ -55,8 +55,8 @@ const FAMILIES: readonly FamilyEntry[] = [
     load: async () => (await import("./muse-glimmer.js")).museGlimmerArchitecture,
   },
   {
-    architectures: ["MiniMaxM3ForCausalLM"],
-    modelTypes: ["minimax_m3"],
+    architectures: ["MiniMaxM3ForCausalLM", "GptOssForCausalLM"],
+    modelTypes: ["minimax_m3", "gpt_oss"],
     load: async () => (await import("./minimax-m3.js")).minimaxArchitecture,
   },
   {

@@ -17,6 +17,7 @@ describe("Kimi K2 config parsing and loading", () => {
       qkRopeHeadDim: 8,
       vHeadDim: 16,
       ropeTheta: 50000,
+      ropeInterleave: true,
     });
     expect(c.layers).toEqual(["dense", "moe", "moe", "moe"]);
     expect(c.moe).toEqual({
@@ -33,14 +34,14 @@ describe("Kimi K2 config parsing and loading", () => {
     expect(c.dsa).toBeUndefined();
   });
 
-  it("refuses an odd rotary size, RoPE scaling and impossible grouping, naming the field", () => {
+  it("refuses an odd rotary size, RoPE scaling other than YaRN and impossible grouping, naming the field", () => {
     expect(errorOf(() => parseDeepseekV3({ ...config, qk_rope_head_dim: 7 }))).toEqual({
       code: "MODEL_CONFIG_INVALID",
       message: expect.stringMatching(/qk_rope_head_dim: 7 must be even/),
     });
     expect(
-      errorOf(() => parseDeepseekV3({ ...config, rope_scaling: { type: "yarn", factor: 32 } })).message,
-    ).toMatch(/rope_scaling/);
+      errorOf(() => parseDeepseekV3({ ...config, rope_scaling: { type: "dynamic", factor: 32 } })).message,
+    ).toMatch(/rope_scaling: RoPE scaling "dynamic"/);
     expect(errorOf(() => parseDeepseekV3({ ...config, n_group: 3 })).message).toMatch(
       /n_group: .*8 experts do not split into 3/,
     );

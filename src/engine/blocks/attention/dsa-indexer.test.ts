@@ -8,7 +8,19 @@ import { Rng } from "../../tensor/random.js";
 import { f32Weight } from "../../tensor/weight.js";
 import { DsaIndexer, type DsaSpec, dsaNames, hadamardFp8, topKPositions } from "./dsa-indexer.js";
 import { MlaAttention } from "./mla-attention.js";
-import { MLA_TEST_HIDDEN as H, MLA_TEST_SPEC, mlaBlock, randomMla, runSequence } from "./mla-fixture.js";
+import {
+  MLA_TEST_HIDDEN as H,
+  MLA_TEST_SPEC,
+  type MlaMatrices,
+  mlaBlock,
+  randomMla,
+  referenceRope,
+  runLayers,
+  runSequence,
+  TEST_YARN,
+  TEST_YARN_SCALING,
+} from "./mla-fixture.js";
+import { SharedTopK } from "./shared-top-k.js";
 
 const pool = new MatmulPool(2);
 afterAll(() => pool.close());
@@ -131,6 +143,29 @@ describe("DeepSeek sparse attention's indexer", () => {
     for (let i = 0; i < d; i++) expect(rotated[i]).toBeCloseTo(expected[i] as number, 5);
   });
 
+  it("rotates its keys with MLA's YaRN frequencies and cos/sin factor (DeepSeek-V3.2 shares one freqs_cis)", () => {
+    const yarn = TEST_YARN;
+    const spec: DsaSpec = { ...SPEC, ropeScaling: TEST_YARN_SCALING };
+    const { ropeDim: R } = spec;
+    const { invFreq, attentionFactor } = referenceRope({ theta: SPEC.ropeTheta, yarn }, R);
+    const exact = new Map([["dsa_indexer", "exact"]]);
+    // The key before RoPE: position 0 of an indexer without YaRN (angle 0, factor 1).
+    const raw = randomIndexer(3, SPEC).keys(h, 1, [0], pool, exact);
+    const pos = 37;
+    const rotated = randomIndexer(3, spec).keys(h, 1, [pos], pool, exact);
+    for (let i = 0; i < R / 2; i++) {
+      const angle = pos * (invFreq[i] as number);
+      const [x, y] = [raw[i] as number, raw[i + R / 2] as number];
+      expect(rotated[i]).toBeCloseTo((x * Math.cos(angle) - y * Math.sin(angle)) * attentionFactor, 5);
+      expect(rotated[i + R / 2]).toBeCloseTo(
+        (y * Math.cos(angle) + x * Math.sin(angle)) * attentionFactor,
+        5,
+      );
+    }
+    expect(Array.from(rotated.subarray(R))).toEqual(Array.from(raw.subarray(R)));
+    expect(attentionFactor).not.toBeCloseTo(1, 2);
+  });
+
   it("the FP8 mode (Hadamard, E4M3 per 128 values) chooses differently only near the k-th exact score", () => {
     const exact = selections(indexer, h, qLatent, n, "exact").chosen;
     const fp8 = selections(indexer, h, qLatent, n, "fp8").chosen;
@@ -233,6 +268,40 @@ describe("DeepSeek sparse attention's indexer", () => {
     // Per-head K/V has no row for the indexer's key: refused, naming the switch's way out.
     expect(() => withTopK(8).states(new Map([["mla_cache", "per-head"]]))).toThrow(
       /mla_cache=per-head does not combine with DSA's indexer/,
+    );
+  });
+
+  it("a shared layer (GLM's indexer_types) attends the top-k the full layer before it chose, as HF's skip_topk", () => {
+    const sizes = { ...SPEC, ropeDim: MLA_TEST_SPEC.qkRopeHeadDim, topK: 8 };
+    const full = randomMla(5);
+    // Layer b shares a's query latent, so a's indexer run in b would choose what a chose.
+    const b: MlaMatrices = { ...randomMla(9), qA: full.qA, qANorm: full.qANorm };
+    const indexer = randomIndexer(3, sizes);
+    const layer = (m: MlaMatrices, own?: DsaIndexer, shared?: SharedTopK) => {
+      const d = mlaBlock(m);
+      return new MlaAttention(d.spec, d.weights, d.names, H, 1e-6, own, shared);
+    };
+    const x = new Rng(6).fillNormal(new Float32Array(40 * H), 1);
+    const chunks = [30, ...Array(10).fill(1)];
+    const none = new Map<string, string>();
+    const shared = new SharedTopK();
+    const [, reused, chained] = runLayers(
+      [layer(full, indexer, shared), layer(b, undefined, shared), layer(b, undefined, shared)],
+      x,
+      chunks,
+      pool,
+      none,
+    );
+    const own = runSequence(layer(b, indexer), x, chunks, pool, none).out;
+    expect(reused?.out).toEqual(own);
+    // A run of shared layers keeps reading the last full layer's choice.
+    expect(chained?.out).toEqual(own);
+    const dense = runSequence(mlaBlock(b), x, chunks, pool, none).out;
+    expect(reused?.out.subarray(8 * H)).not.toEqual(dense.subarray(8 * H));
+    // A shared layer keeps no indexer keys, and reads nothing a full layer did not publish this step.
+    expect(layer(b, undefined, shared).states(none)).toEqual(mlaBlock(b).states(none));
+    expect(() => runSequence(layer(b, undefined, new SharedTopK()), x, chunks, pool, none)).toThrow(
+      /a shared-indexer layer reads the top-k of -1 tokens in a step of 30/,
     );
   });
 });

@@ -3,7 +3,7 @@ import { decodeTable, encodeMinifloat, FP8_E4M3FN, maxFinite } from "../../../fo
 import type { PagedRows } from "../../cache/storage.js";
 import type { IndexerQuery } from "../../kernels/indexer-scores/indexer-job.js";
 import type { MatmulPool } from "../../kernels/pool.js";
-import { Rope } from "../../kernels/rope.js";
+import { Rope, type YarnScaling } from "../../kernels/rope.js";
 import type { WeightSource } from "../../loader/weight-source.js";
 import type { ModelSwitch } from "../../model/model-switch.js";
 import type { Weight } from "../../tensor/weight.js";
@@ -21,6 +21,8 @@ export interface DsaSpec {
   /** Leading features of each head and key that are rotated (MLA's qk_rope_head_dim). */
   readonly ropeDim: number;
   readonly ropeTheta: number;
+  /** YaRN scaling of those features' frequencies, as MLA's (DeepSeek-V3.2 shares one freqs_cis). */
+  readonly ropeScaling?: YarnScaling;
   /**
    * RoPE pairing of those features: adjacent pairs (2i, 2i+1) when true, as GLM-5's
    * `indexer_rope_interleave: true` asks (vLLM and SGLang: is_neox_style = not it); else i with
@@ -126,7 +128,7 @@ export class DsaIndexer {
     if (ropeDim % 2 !== 0 || ropeDim > d)
       fail(`the rotary dim ${ropeDim} must be even and at most index_head_dim ${d}.`);
     if (!Number.isInteger(topK) || topK < 1) fail(`index_topk ${topK} must be a whole number of at least 1.`);
-    this.rope = new Rope(d, ropeDim / d, spec.ropeTheta);
+    this.rope = new Rope(d, ropeDim / d, spec.ropeTheta, spec.ropeScaling);
   }
 
   static load(

@@ -25,6 +25,8 @@ export interface AttentionSpec {
   /** Fraction of each query/key head that is rotated (1 = all). */
   readonly partialRotaryFactor: number;
   readonly bias: boolean;
+  /** An o_proj bias too (gpt-oss's `attention_bias` covers all four projections; Qwen2's only q/k/v). */
+  readonly outputBias?: boolean;
   /** Per-head RMSNorm of queries and keys before RoPE (Qwen3). */
   readonly qkNorm: boolean;
   /** A learned per-head logit added to the softmax denominator (attention sinks). */
@@ -41,6 +43,7 @@ export interface AttentionWeights {
   readonly qBias?: Float32Array;
   readonly kBias?: Float32Array;
   readonly vBias?: Float32Array;
+  readonly oBias?: Float32Array;
   readonly qNorm?: Float32Array;
   readonly kNorm?: Float32Array;
   readonly sinks?: Float32Array;
@@ -73,7 +76,7 @@ export function attentionNames(prefix: string, sinksName = "sinks"): AttentionNa
 
 /**
  * The parameters of one attention layer of `spec` under `names`: q/k/v/o projections, with q/k/v
- * biases, per-head q/k norms and sink logits where the spec has them.
+ * (and o) biases, per-head q/k norms and sink logits where the spec has them.
  */
 export function gqaParameters(names: AttentionNames, spec: AttentionSpec, hidden: number) {
   const qOut = spec.numHeads * spec.headDim;
@@ -91,6 +94,7 @@ export function gqaParameters(names: AttentionNames, spec: AttentionSpec, hidden
     qBias: bias(names.q, qOut),
     kBias: bias(names.k, kOut),
     vBias: bias(names.v, vOut),
+    oBias: spec.outputBias ? bias(names.o, hidden) : undefined,
     qNorm: spec.qkNorm ? f32Param(names.qNorm, [spec.headDim], "ones") : undefined,
     kNorm: spec.qkNorm ? f32Param(names.kNorm, [spec.headDim], "ones") : undefined,
     sinks: spec.sinks ? f32Param(names.sinks, [spec.numHeads], { std: 1 }) : undefined,
@@ -202,6 +206,7 @@ export class GqaAttention implements TokenMixer {
     });
     const o = new Float32Array(T * this.hiddenSize);
     pool.matmul(out, T, aw.o, o);
+    if (aw.oBias) addBias(o, aw.oBias, T);
     return o;
   }
 }

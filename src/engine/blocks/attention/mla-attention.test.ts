@@ -1,14 +1,19 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { MatmulPool } from "../../kernels/pool.js";
 import { Rng } from "../../tensor/random.js";
+import { mlaRopeSwitch } from "./mla-attention.js";
 import {
   MLA_TEST_HIDDEN as H,
   type MlaMatrices,
   maxAbsDiff,
   mlaBlock,
+  type ReferenceRope,
   randomMla,
+  referenceRope,
   runSequence,
   MLA_TEST_SPEC as S,
+  TEST_YARN,
+  TEST_YARN_SCALING,
 } from "./mla-fixture.js";
 
 const pool = new MatmulPool(2);
@@ -19,10 +24,16 @@ const form = (value: string) => new Map([["mla_form", value]]);
 /**
  * DeepSeek-V3's naive MLA (inference/model.py, attn_impl "naive") written out in f64 over the whole
  * sequence, without a cache: q = q_b(norm(q_a x)), [c, k_pe] = kv_a x, k/v per head = kv_b(norm(c)),
- * RoPE of base `theta` as complex rotation of adjacent pairs (none without a base, as Kimi Linear's
- * MLA layers run), causal softmax scaled by (nope + rope)^-1/2, o_proj.
+ * RoPE as `rope` gives it (DeepSeek's complex rotation of adjacent pairs unless halfSplit; none
+ * without a base, as Kimi Linear's MLA layers run), causal softmax scaled by (nope + rope)^-1/2
+ * (times YaRN's multiplier), o_proj.
  */
-function naiveMla(m: MlaMatrices, x: Float32Array, n: number, theta = S.ropeTheta ?? null): Float64Array {
+function naiveMla(
+  m: MlaMatrices,
+  x: Float32Array,
+  n: number,
+  rope: ReferenceRope = { theta: S.ropeTheta ?? null },
+): Float64Array {
   const { numHeads: nh, qLoraRank: r, kvLoraRank: C, qkNopeHeadDim: dn, qkRopeHeadDim: dr, vHeadDim: dv } = S;
   const matvec = (w: Float32Array, rows: number, cols: number, v: ArrayLike<number>) =>
     Float64Array.from({ length: rows }, (_, i) => {
@@ -36,13 +47,18 @@ function naiveMla(m: MlaMatrices, x: Float32Array, n: number, theta = S.ropeThet
     const inv = 1 / Math.sqrt(ss / v.length + 1e-6);
     return v.map((a, i) => a * inv * (w[i] as number));
   };
+  const { invFreq, attentionFactor, softmax } = referenceRope(rope, dr);
   const rotate = (v: Float64Array, offset: number, pos: number) => {
-    if (theta === null) return;
+    if (rope.theta === null) return;
     for (let i = 0; i < dr / 2; i++) {
-      const angle = pos / theta ** ((2 * i) / dr);
-      const [a, b] = [v[offset + 2 * i] as number, v[offset + 2 * i + 1] as number];
-      v[offset + 2 * i] = a * Math.cos(angle) - b * Math.sin(angle);
-      v[offset + 2 * i + 1] = a * Math.sin(angle) + b * Math.cos(angle);
+      const angle = pos * (invFreq[i] as number);
+      const [cos, sin] = [Math.cos(angle) * attentionFactor, Math.sin(angle) * attentionFactor];
+      const [ia, ib] = rope.halfSplit
+        ? [offset + i, offset + i + dr / 2]
+        : [offset + 2 * i, offset + 2 * i + 1];
+      const [a, b] = [v[ia] as number, v[ib] as number];
+      v[ia] = a * cos - b * sin;
+      v[ib] = a * sin + b * cos;
     }
   };
   const qs: Float64Array[] = [];
@@ -75,7 +91,7 @@ function naiveMla(m: MlaMatrices, x: Float32Array, n: number, theta = S.ropeThet
         let dot = 0;
         for (let i = 0; i < dn + dr; i++)
           dot += (qs[t]?.[h * (dn + dr) + i] as number) * (ks[s]?.[h * (dn + dr) + i] as number);
-        return dot / Math.sqrt(dn + dr);
+        return (dot * softmax) / Math.sqrt(dn + dr);
       });
       const max = Math.max(...scores);
       const e = scores.map((a) => Math.exp(a - max));
@@ -103,7 +119,7 @@ describe("multi-head latent attention", () => {
   it("without a RoPE base leaves the rotary part unrotated, as Kimi Linear's naive MLA", () => {
     const { ropeTheta: _, ...spec } = S;
     const noRope = mlaBlock(m, spec);
-    const reference = Float32Array.from(naiveMla(m, x, n, null));
+    const reference = Float32Array.from(naiveMla(m, x, n, { theta: null }));
     const scale = Math.max(...reference.map(Math.abs));
     for (const value of ["absorbed", "expanded"]) {
       const { out } = runSequence(noRope, x, [n], pool, form(value));
@@ -121,6 +137,42 @@ describe("multi-head latent attention", () => {
       const { out } = runSequence(block, x, [n], pool, form(value));
       expect(maxAbsDiff(out, reference) / scale).toBeLessThan(1e-5);
     }
+  });
+
+  it("YaRN rope_scaling as Kimi K2 gives it: frequencies, cos/sin factor and softmax mscale as HF DeepSeek-V3's", () => {
+    const yarn = TEST_YARN;
+    const spec = { ...S, ropeScaling: TEST_YARN_SCALING };
+    const theta = S.ropeTheta ?? null;
+    const reference = Float32Array.from(naiveMla(m, x, n, { theta, yarn }));
+    const scale = Math.max(...reference.map(Math.abs));
+    for (const value of ["absorbed", "expanded"]) {
+      const { out } = runSequence(mlaBlock(m, spec), x, [n], pool, form(value));
+      expect(maxAbsDiff(out, reference) / scale).toBeLessThan(1e-5);
+    }
+    // It changes the output: the unscaled block is far from this reference.
+    expect(
+      maxAbsDiff(runSequence(block, x, [n], pool, form("absorbed")).out, reference) / scale,
+    ).toBeGreaterThan(1e-2);
+  });
+
+  it("mla_rope=half-split rotates the first half against the second as HF's glm_moe_dsa, the config's pairing by default", () => {
+    const reference = Float32Array.from(naiveMla(m, x, n, { theta: S.ropeTheta ?? null, halfSplit: true }));
+    const scale = Math.max(...reference.map(Math.abs));
+    const halfSplit = new Map([["mla_rope", "half-split"]]);
+    for (const value of ["absorbed", "expanded"]) {
+      const { out } = runSequence(block, x, [n], pool, new Map([...halfSplit, ...form(value)]));
+      expect(maxAbsDiff(out, reference) / scale).toBeLessThan(1e-5);
+    }
+    // A config's rope_interleave: false makes half-split the default; true (or absent) interleaved.
+    const configured = mlaBlock(m, { ...S, ropeInterleave: false });
+    expect(runSequence(configured, x, [n], pool, new Map()).out).toEqual(
+      runSequence(block, x, [n], pool, halfSplit).out,
+    );
+    expect(mlaRopeSwitch(S).default).toBe("interleaved");
+    expect(mlaRopeSwitch({ ...S, ropeInterleave: false }).default).toBe("half-split");
+    expect(maxAbsDiff(runSequence(block, x, [n], pool, new Map()).out, reference) / scale).toBeGreaterThan(
+      1e-3,
+    );
   });
 
   it("absorbed decode equals expanded prefill within rounding, and each form is bit-identical across chunkings", () => {

@@ -3,13 +3,14 @@ import type { LayerStates } from "../../cache/state-spec.js";
 import type { LayerStorage, PagedKv, PagedRows } from "../../cache/storage.js";
 import { weightAt } from "../../kernels/reference.js";
 import { rmsNorm } from "../../kernels/rmsnorm.js";
-import { Rope } from "../../kernels/rope.js";
+import { Rope, type YarnScaling, yarnSoftmaxScale } from "../../kernels/rope.js";
 import type { WeightSource } from "../../loader/weight-source.js";
 import type { ForwardContext, SequenceRun, TokenMixer } from "../../model/model.js";
 import type { ModelSwitch } from "../../model/model-switch.js";
 import type { Weight } from "../../tensor/weight.js";
 import { bindParameters, f32Param, matrixParam } from "../parameters.js";
 import type { DsaIndexer, DsaSpec } from "./dsa-indexer.js";
+import type { SharedTopK } from "./shared-top-k.js";
 
 /**
  * Multi-head latent attention (DeepSeek-V2/V3, deepseek-ai/DeepSeek-V3 `inference/model.py`): one
@@ -29,6 +30,16 @@ export interface MlaSpec {
    * `mla_use_nope`: positions reach them only through the linear-attention layers).
    */
   readonly ropeTheta?: number;
+  /**
+   * YaRN context extension of the rotary part (the config's `rope_scaling`): its frequencies and
+   * cos/sin factor, and the softmax scale it multiplies by yarnSoftmaxScale (DeepSeek-V3's mscale).
+   */
+  readonly ropeScaling?: YarnScaling;
+  /**
+   * The config's `rope_interleave` (default true): the rotary part's pairing the model declares as
+   * the `mla_rope` switch's default (mlaRopeSwitch).
+   */
+  readonly ropeInterleave?: boolean;
 }
 
 /** Checkpoint names (bases without `.weight`) of one MLA layer, HF DeepSeek-V3's under `self_attn`. */
@@ -127,6 +138,25 @@ export const MLA_SWITCHES: readonly ModelSwitch[] = [
 ];
 
 /**
+ * How latent attention pairs the rotary features (`--switch mla_rope=...`), where public sources
+ * disagree: "interleaved" rotates adjacent pairs (2i, 2i+1), as DeepSeek's `inference/model.py`
+ * (complex multiplication), vLLM's DeepSeek-V2/V3 and GLM-5 code (is_neox_style false) and a
+ * config's `rope_interleave: true` do; "half-split" rotates i with i + qk_rope_head_dim/2, as HF
+ * transformers' `glm_moe_dsa` does to GLM-5's main attention whatever the config says. The
+ * default is the config's (`spec.ropeInterleave`, true when absent): the engine follows the
+ * config and the code the checkpoints were served with; half-split reproduces HF's GLM-5.
+ */
+export function mlaRopeSwitch(spec: MlaSpec): ModelSwitch {
+  return {
+    name: "mla_rope",
+    values: ["interleaved", "half-split"],
+    default: spec.ropeInterleave === false ? "half-split" : "interleaved",
+    description:
+      "latent attention's RoPE pairing: adjacent features as DeepSeek's and vLLM's code (the config's rope_interleave: true), or the first half against the second as HF's glm_moe_dsa",
+  };
+}
+
+/**
  * What MLA keeps per token (`--switch mla_cache=...`), for comparing KV capacity in one budget:
  * - latent: the normalized latent and the shared rotary key (kv_lora_rank + qk_rope_head_dim);
  * - per-head: every head's full key (nope and rope parts) and value, as an engine without MLA
@@ -180,7 +210,8 @@ function perHeadCache(switches: ReadonlyMap<string, string>, indexer: DsaSpec | 
  * Multi-head latent attention over a paged cache holding, per token, only the normalized latent
  * and the rotated shared key (one row of kvLoraRank + qkRopeHeadDim); with a DSA indexer
  * (dsa-indexer.ts) its keys are a second paged state and each query attends only to the
- * positions the indexer picks. RoPE rotates adjacent feature pairs, as DeepSeek's complex form does.
+ * positions the indexer picks. RoPE rotates adjacent feature pairs, as DeepSeek's complex form
+ * does, or the first half against the second under mla_rope=half-split (mlaRopeSwitch).
  */
 export class MlaAttention implements TokenMixer {
   readonly outputTensors: readonly string[];
@@ -196,11 +227,14 @@ export class MlaAttention implements TokenMixer {
     private readonly hiddenSize: number,
     private readonly normEps: number,
     readonly indexer?: DsaIndexer,
+    /** GLM's indexer_types: with an indexer, publish its choice here; without one, attend the published. */
+    private readonly sharedTopK?: SharedTopK,
   ) {
     const R = spec.qkRopeHeadDim;
     this.outputTensors = [`${names.o}.weight`];
-    this.rope = spec.ropeTheta === undefined ? undefined : new Rope(R, 1, spec.ropeTheta);
-    this.scale = 1 / Math.sqrt(spec.qkNopeHeadDim + R);
+    const yarn = spec.ropeScaling;
+    this.rope = spec.ropeTheta === undefined ? undefined : new Rope(R, 1, spec.ropeTheta, yarn);
+    this.scale = (yarn === undefined ? 1 : yarnSoftmaxScale(yarn)) / Math.sqrt(spec.qkNopeHeadDim + R);
     const w = weights.kvB;
     this.kvB = new Float32Array(w.rows * w.cols);
     for (let r = 0; r < w.rows; r++)
@@ -215,9 +249,10 @@ export class MlaAttention implements TokenMixer {
     hiddenSize: number,
     normEps: number,
     indexer?: DsaIndexer,
+    sharedTopK?: SharedTopK,
   ): MlaAttention {
     const weights: MlaWeights = bindParameters(w, mlaParameters(names, spec, hiddenSize));
-    return new MlaAttention(spec, weights, names, hiddenSize, normEps, indexer);
+    return new MlaAttention(spec, weights, names, hiddenSize, normEps, indexer, sharedTopK);
   }
 
   /** The parameters this layer was read from (mlaParameters), by role. */
@@ -259,12 +294,17 @@ export class MlaAttention implements TokenMixer {
     for (let t = 0; t < T; t++) latent.set(kv.subarray(t * (C + dr), t * (C + dr) + C), t * C);
     rmsNorm(latent, T, C, w.kvANorm, this.normEps);
     const rope = this.rope;
+    const switched = ctx.switches.get("mla_rope") ?? mlaRopeSwitch(this.spec).default;
+    const rotate = (x: Float32Array, offset: number, pos: number) =>
+      switched === "half-split"
+        ? rope?.apply(x, offset, 1, dr, pos)
+        : rope?.rotateAdjacentPairs(x, offset, dr, pos);
     for (let t = 0; t < T; t++) {
       kv.set(latent.subarray(t * C, (t + 1) * C), t * (C + dr));
       if (rope === undefined) continue;
       const pos = batch.positions[t] as number;
-      for (let hd = 0; hd < nh; hd++) rope.rotateAdjacentPairs(q, t * nh * qk + hd * qk + dn, dr, pos);
-      rope.rotateAdjacentPairs(kv, t * (C + dr) + C, dr, pos);
+      for (let hd = 0; hd < nh; hd++) rotate(q, t * nh * qk + hd * qk + dn, pos);
+      rotate(kv, t * (C + dr) + C, pos);
     }
     const out = new Float32Array(T * nh * dv);
     if (perHeadCache(ctx.switches, this.indexer?.spec)) {
@@ -306,7 +346,8 @@ export class MlaAttention implements TokenMixer {
         keys.write(slot, indexKeys, t * keys.width);
       }
       selected = this.indexer.select(h, qLatent, T, batch.positions, keys, keysTableOf, pool, ctx.switches);
-    }
+      this.sharedTopK?.publish(selected, T);
+    } else if (this.sharedTopK !== undefined) selected = this.sharedTopK.reuse(T);
 
     const form = ctx.switches.get("mla_form") ?? "absorbed";
     for (const run of batch.sequences) {

@@ -65,6 +65,15 @@ export function routedMoeParameters(
 }
 
 /**
+ * The shared experts' one MLP beside the routed ones, `<base>.shared_experts.{gate,up,down}_proj`
+ * of width `intermediate` (n_shared_experts x moe_intermediate_size: DeepSeek-V3's layout, Kimi
+ * Linear's KimiMoE), added to the routed experts' scaled mix.
+ */
+export function sharedExpertParameters(names: MoeNames, hidden: number, intermediate: number) {
+  return swigluParameters(`${names.base}.shared_experts`, hidden, intermediate);
+}
+
+/**
  * A mixture of SwiGLU experts: a router picks each token's top-k experts (routing.ts), each expert
  * runs once over the tokens routed to it, and the outputs mix in rank order, plus a shared expert
  * where there is one.
@@ -103,6 +112,20 @@ export class RoutedMoe implements FeedForward {
       ),
       bias,
     );
+  }
+
+  /** RoutedMoe.load with the shared experts' MLP of width `sharedIntermediate` (none at 0). */
+  static loadWithShared(
+    w: WeightSource,
+    names: MoeNames,
+    spec: MoeSpec,
+    hidden: number,
+    sharedIntermediate: number,
+  ): RoutedMoe {
+    const routed = RoutedMoe.load(w, names, spec, hidden);
+    if (sharedIntermediate === 0) return routed;
+    const shared = SwigluMlp.bind(w, sharedExpertParameters(names, hidden, sharedIntermediate));
+    return new RoutedMoe(spec, routed.router, routed.experts, routed.routerBias, shared);
   }
 
   forward(h: Float32Array, ctx: ForwardContext): Float32Array {
