@@ -22,7 +22,13 @@ import {
   type StateMessage,
 } from "./kernel-thread.js";
 import type { MatmulSegment } from "./matmul/matmul-job.js";
-import { buildDecodeTables, matmulRange, type WeightParts, weightParts } from "./matmul/matmul-kernel.js";
+import {
+  MXFP4_TABLE_BYTES,
+  matmulRange,
+  mxfp4Tables,
+  type WeightParts,
+  weightParts,
+} from "./matmul/matmul-kernel.js";
 import { compileSimdTile } from "./matmul/tile-module.js";
 import { type AttentionParams, attendRange } from "./paged-attention/attention-job.js";
 import type { AttentionRows } from "./paged-attention/attention-kernel.js";
@@ -78,10 +84,10 @@ function workerEntry(): { filename: string | URL; eval: boolean } {
 /** One layer's attention over a step: what pool.attention needs (see attendTokens). */
 export type AttentionJob = Omit<AttentionParams, "simd" | "tile"> & AttentionRows;
 
-/** The table of half E8M0 scales, 2^(e - 128), that both MXFP4 kernels read from the arena. */
-function halfScaleTable(arena: WasmArena): number {
-  const at = arena.allocate(256 * 4);
-  if (at >= 0) new Float32Array(arena.memory.buffer, at, 256).set(buildDecodeTables().e8m0.map((s) => s / 2));
+/** The MXFP4 kernels' tables (mxfp4Tables: half E8M0 scales first) in the arena, or -1. */
+function mxfp4TableAt(arena: WasmArena): number {
+  const at = arena.allocate(MXFP4_TABLE_BYTES);
+  if (at >= 0) new Uint8Array(arena.memory.buffer, at, MXFP4_TABLE_BYTES).set(mxfp4Tables());
   return at;
 }
 
@@ -92,16 +98,17 @@ function mxfp4Modules(
   switches: KernelSwitches,
 ): Pick<KernelModules, "mxfp4" | "mxfp4Int8"> {
   if (switches.mxfp4 === "unpacked") return {};
-  const halfScales = halfScaleTable(arena);
+  const halfScales = mxfp4TableAt(arena);
   if (halfScales < 0) return {};
   if (switches.mxfp4 === "int8") {
     const module = compileKernel("matmul/mxfp4-int8") ?? compileKernel("matmul/mxfp4-int8.plain-dot");
     return module === undefined ? {} : { mxfp4Int8: { module, halfScales } };
   }
   const module = compileKernel(fma ? "matmul/mxfp4-rows" : "matmul/mxfp4-rows.unfused");
-  return module === undefined
+  const decode = compileKernel("matmul/mxfp4-decode") ?? compileKernel("matmul/mxfp4-decode.plain-swizzle");
+  return module === undefined || decode === undefined
     ? {}
-    : { mxfp4: { module, halfScales, scratchTokens: switches.mxfp4ScratchTokens } };
+    : { mxfp4: { module, decode, halfScales, scratchTokens: switches.mxfp4ScratchTokens } };
 }
 
 /**
