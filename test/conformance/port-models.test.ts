@@ -114,6 +114,27 @@ describe.each(portIds.map((id, i) => [id, ports[i] as (typeof ports)[number]] as
       expect(tokensOf(await among)).toEqual(alone);
     });
 
+    it("replays planned decode steps bit for bit: 16 streams ending at different steps, greedy and seeded", async () => {
+      const model = await loaded;
+      const all = await prompts;
+      const requests = Array.from({ length: 16 }, (_, i): GenerateRequest => {
+        const base = greedy((all[i % all.length] as number[]).slice(i % 5), 6 + (i % 7));
+        return i % 2 === 0 ? base : { ...base, sampling: { temperature: 1, seed: 11 + i } };
+      });
+      const run = async (replay: string) => {
+        const e = engine(model, { switches: { replay } });
+        const outs = await Promise.all(requests.map((r) => collect(e.submit(r))));
+        return { tokens: outs.map(tokensOf), counts: e.replayCounts };
+      };
+      const on = await run("on");
+      const off = await run("off");
+      expect(on.tokens).toEqual(off.tokens);
+      // The batch shrinks as streams finish: each shape is planned once and replayed after.
+      expect(on.counts.plans).toBeGreaterThan(1);
+      expect(on.counts.replayedSteps).toBeGreaterThan(0);
+      expect(off.counts).toEqual({ plans: 0, replayedSteps: 0 });
+    });
+
     it("chunked prefill equals one prefill", async () => {
       const model = await loaded;
       const prompt = (await prompts).flat().slice(0, 40);

@@ -1,10 +1,11 @@
 import type { MatmulPool } from "../kernels/pool.js";
 import type { CausalLM } from "../model/causal-lm.js";
-import type { ForwardBatch, SequenceRun } from "../model/model.js";
+import { REPLAY_SWITCH } from "../model/step-scratch.js";
 import type { GeneratedToken } from "../request.js";
 import { logprobsOf, sampleToken } from "../sampler.js";
 import type { CacheManager } from "./cache-manager.js";
 import type { Chunk, Sequence } from "./sequence.js";
+import { StepPlans } from "./step-plan.js";
 
 /** A step's logits and, for each chunk, the logit row of each of its tokens (-1: none asked). */
 export interface StepLogits {
@@ -20,6 +21,9 @@ export interface StepLogits {
 export class ModelRunner {
   readonly vocabSize: number;
   private readonly logprobScratch: Float64Array;
+  private readonly plans: StepPlans;
+  /** Whether decode steps replay their shape's plan (the `replay` switch). */
+  private readonly replay: boolean;
 
   constructor(
     private readonly network: CausalLM,
@@ -29,38 +33,22 @@ export class ModelRunner {
   ) {
     this.vocabSize = network.vocabSize;
     this.logprobScratch = new Float64Array(network.vocabSize);
+    this.plans = new StepPlans(cache);
+    this.replay = switches.get(REPLAY_SWITCH.name) === "on";
   }
 
   run(chunks: readonly Chunk[]): StepLogits {
-    const tokens: number[] = [];
-    const positions: number[] = [];
-    const blockTables: (readonly (readonly number[])[])[] = [];
-    const logitRows: number[] = [];
-    const sequences: SequenceRun[] = [];
-    const rowsOf: number[][] = [];
-    for (const { seq, start, count } of chunks) {
-      const rows: number[] = [];
-      sequences.push({ first: tokens.length, count, slot: this.cache.slotOf(seq) });
-      const completes = start + count === seq.tokens.length;
-      for (let p = start; p < start + count; p++) {
-        const wantsNext =
-          completes && p === seq.tokens.length - 1 && seq.numGenerated < seq.request.maxTokens;
-        if (seq.wantsPromptLogprob(p) || wantsNext) {
-          rows.push(logitRows.length);
-          logitRows.push(tokens.length);
-        } else rows.push(-1);
-        tokens.push(seq.tokens[p] as number);
-        positions.push(p);
-        blockTables.push(seq.tables);
-      }
-      rowsOf.push(rows);
-    }
-    const batch: ForwardBatch = { tokens, positions, blockTables, sequences, logitRows };
+    const { batch, scratch } = this.plans.layOut(chunks, this.replay);
     const logits = this.network.forward(
-      { batch, pool: this.pool, switches: this.switches },
+      { batch, pool: this.pool, switches: this.switches, ...(scratch ? { scratch } : {}) },
       this.cache.storage,
     );
-    return { logits, rowsOf };
+    return { logits, rowsOf: batch.rowsOf };
+  }
+
+  /** Decode shapes planned and steps replayed so far (both 0 with replay off). */
+  get replayCounts(): StepPlans["counts"] {
+    return this.plans.counts;
   }
 
   /** Appends the prompt logprobs of `chunk`'s positions that have a logit row in `rows`. */

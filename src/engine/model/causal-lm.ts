@@ -6,6 +6,7 @@ import { rmsNorm } from "../kernels/rmsnorm.js";
 import type { Weight } from "../tensor/weight.js";
 import type { DecoderLayer, ForwardContext, ResidualStream } from "./model.js";
 import type { ModelSwitch } from "./model-switch.js";
+import { stepArray } from "./step-scratch.js";
 
 export interface CausalLMParts {
   readonly hiddenSize: number;
@@ -62,24 +63,24 @@ export class CausalLM {
     const { batch, pool } = ctx;
     const T = batch.tokens.length;
     const H = this.hiddenSize;
-    const x = new Float32Array(T * H);
+    const x = stepArray(ctx, Float32Array, T * H);
     embed(this.parts.embedding, batch.tokens, x);
-    const X = this.parts.residual.expand(x, T);
+    const X = this.parts.residual.expand(x, T, ctx);
     this.layers.forEach((layer, l) => {
-      layer.mixerConnection.apply(X, T, (h) => layer.mixer.forward(h, ctx, storage[l] as LayerStorage));
-      layer.ffnConnection.apply(X, T, (h) => layer.ffn.forward(h, ctx));
+      layer.mixerConnection.apply(X, T, (h) => layer.mixer.forward(h, ctx, storage[l] as LayerStorage), ctx);
+      layer.ffnConnection.apply(X, T, (h) => layer.ffn.forward(h, ctx), ctx);
     });
     const R = batch.logitRows.length;
     if (R === 0) return new Float32Array(0);
     const width = this.parts.residual.streams * H;
-    const rows = new Float32Array(R * width);
+    const rows = stepArray(ctx, Float32Array, R * width);
     for (let r = 0; r < R; r++) {
       const t = batch.logitRows[r] as number;
       rows.set(X.subarray(t * width, (t + 1) * width), r * width);
     }
-    const last = this.parts.residual.collapse(rows, R);
+    const last = this.parts.residual.collapse(rows, R, ctx);
     rmsNorm(last, R, H, this.parts.finalNorm, this.parts.rmsNormEps);
-    const logits = new Float32Array(R * this.vocabSize);
+    const logits = stepArray(ctx, Float32Array, R * this.vocabSize);
     pool.matmul(last, R, this.parts.lmHead, logits);
     return logits;
   }
