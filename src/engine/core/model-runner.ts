@@ -33,7 +33,7 @@ export class ModelRunner {
   ) {
     this.vocabSize = network.vocabSize;
     this.logprobScratch = new Float64Array(network.vocabSize);
-    this.plans = new StepPlans(cache);
+    this.plans = new StepPlans(cache, pool);
     this.replay = switches.get(REPLAY_SWITCH.name) === "on";
   }
 

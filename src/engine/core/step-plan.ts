@@ -1,4 +1,5 @@
-import { StepScratch } from "../model/step-scratch.js";
+import type { MatmulPool } from "../kernels/pool.js";
+import { type PlanMemory, StepScratch } from "../model/step-scratch.js";
 import type { CacheManager } from "./cache-manager.js";
 import type { Chunk } from "./sequence.js";
 
@@ -57,26 +58,33 @@ function layOut(chunks: readonly Chunk[], cache: CacheManager, into: StepBatch):
   return into;
 }
 
-/** Shapes of decode step whose plans are kept (the least recently used goes first). */
-const MAX_PLANS = 8;
+/** Bytes of the kernels' shared memory an engine's plans may take for their buffers (never freed). */
+const PLAN_MEMORY_BYTES = 64 << 20;
 
 /**
- * One decode step's work planned once per batch shape (how many sequences, how many logit rows):
- * its batch arrays, refilled in place, and the buffers its blocks take, in the order they take
- * them (StepScratch). A step of a shape seen before replays that shape's plan; a new shape plans
- * anew. Only steps of one token per sequence are planned; a step with a prompt chunk (prefill, a
+ * One decode step's work planned once per batch shape (how many sequences): its batch arrays,
+ * refilled in place, and the buffers its blocks take, in the order they take them (StepScratch),
+ * the first of them in the kernels' shared memory so the matmuls read and write them in place. A
+ * step of a shape seen before replays that shape's plan; a new shape plans anew. A plan is kept
+ * for each shape (at most max_num_seqs of them); the shared memory they take is bounded by
+ * PLAN_MEMORY_BYTES, past which their buffers are ordinary arrays. Only steps of one token per sequence are planned; a step with a prompt chunk (prefill, a
  * recomputation after preemption) is laid out afresh, as every step is without replay.
  */
 export class StepPlans {
-  private readonly plans = new Map<string, { batch: StepBatch; scratch: StepScratch }>();
-  private made = 0;
+  private readonly plans = new Map<number, { batch: StepBatch; scratch: StepScratch }>();
+  private readonly memory: PlanMemory;
   private replayedSteps = 0;
 
-  constructor(private readonly cache: CacheManager) {}
+  constructor(
+    private readonly cache: CacheManager,
+    pool: MatmulPool,
+  ) {
+    this.memory = pool.planMemory(PLAN_MEMORY_BYTES);
+  }
 
   /** Decode shapes planned so far, and steps that replayed a plan. */
   get counts(): { readonly plans: number; readonly replayedSteps: number } {
-    return { plans: this.made, replayedSteps: this.replayedSteps };
+    return { plans: this.plans.size, replayedSteps: this.replayedSteps };
   }
 
   /** `chunks` laid out, with the scratch to run them on when the step is planned (else none). */
@@ -84,18 +92,11 @@ export class StepPlans {
     const tokens = chunks.reduce((s, c) => s + c.count, 0);
     if (!planned || tokens !== chunks.length)
       return { batch: layOut(chunks, this.cache, emptyBatch(tokens, chunks.length)) };
-    const wanted = chunks.filter(({ seq }) => seq.numGenerated < seq.request.maxTokens).length;
-    const key = `${tokens}/${wanted}`;
-    let plan = this.plans.get(key);
+    let plan = this.plans.get(tokens);
     if (plan === undefined) {
-      plan = { batch: emptyBatch(tokens, tokens), scratch: new StepScratch() };
-      this.made++;
-      if (this.plans.size >= MAX_PLANS) this.plans.delete(this.plans.keys().next().value as string);
-    } else {
-      this.plans.delete(key);
-      this.replayedSteps++;
-    }
-    this.plans.set(key, plan);
+      plan = { batch: emptyBatch(tokens, tokens), scratch: new StepScratch(this.memory) };
+      this.plans.set(tokens, plan);
+    } else this.replayedSteps++;
     plan.scratch.begin();
     return { batch: layOut(chunks, this.cache, plan.batch), scratch: plan.scratch };
   }

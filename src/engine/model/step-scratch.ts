@@ -17,9 +17,19 @@ type ScratchArray = Float32Array | Float64Array | Int32Array;
  */
 export class StepScratch {
   private readonly recorded: ScratchArray[] = [];
+  /** Entries replanned after their first recording: kept in ordinary memory from then on. */
+  private readonly unstable: boolean[] = [];
   private next = 0;
   private replayedCount = 0;
   private replannedCount = 0;
+
+  /**
+   * `memory`, when given, places each entry's first recording of a Float32Array (while it has room)
+   * in the kernels' shared memory, where the matmul reads its input and writes its output in place
+   * instead of copying them through its scratch; an entry that replans moves to ordinary memory,
+   * since that shared memory is never freed.
+   */
+  constructor(private readonly memory?: PlanMemory) {}
 
   /** Starts a step: the next request is the step's first. */
   begin(): void {
@@ -40,10 +50,19 @@ export class StepScratch {
       return held as A;
     }
     this.replannedCount++;
-    const fresh = new kind(length);
+    if (held !== undefined) this.unstable[i] = true;
+    const placed =
+      kind === (Float32Array as unknown) && !this.unstable[i] ? this.memory?.float32(length) : undefined;
+    const fresh = (placed ?? new kind(length)) as A;
     this.recorded[i] = fresh;
     return fresh;
   }
+}
+
+/** Where a plan's buffers may live beside ordinary memory (see StepScratch). */
+export interface PlanMemory {
+  /** A zeroed array of `length` in the kernels' shared memory, or undefined when it has no room. */
+  float32(length: number): Float32Array | undefined;
 }
 
 /** What a block's forward holds that may carry a step's scratch (a ForwardContext). */
