@@ -151,7 +151,7 @@ describe.each(portIds.map((id, i) => [id, ports[i] as (typeof ports)[number]] as
       expect(await continuation({ maxNumBatchedTokens: 5 })).toEqual(await continuation({}));
     });
 
-    it("preempted and recomputed equals uninterrupted, and holds no KV block or state slot after finish or abort", async () => {
+    it("preempted and recomputed equals uninterrupted (replayed or not), and holds no KV block or state slot after finish or abort", async () => {
       const model = await loaded;
       const requests = (await prompts).map((p) => greedy(p.slice(0, 14), 20));
       const expected = await Promise.all(requests.map((r) => collect(engine(model).submit(r))));
@@ -165,10 +165,17 @@ describe.each(portIds.map((id, i) => [id, ports[i] as (typeof ports)[number]] as
           (g.pool === "slots" || g.placement.ringBlocks > 0 ? 3 : 2.2) * unitsNeeded(g, 34) * unitBytes(g),
         0,
       );
-      const tight = engine(model, { kvCacheBytes: Math.floor(budget), maxModelLen: 34 });
-      const got = await Promise.all(requests.map((r) => collect(tight.submit(r))));
-      expect(got.map(tokensOf)).toEqual(expected.map(tokensOf));
-      expect(tight.stats().preemptions).toBeGreaterThan(0);
+      // Unplanned, then with decode replay (the batch shape changing as sequences leave and return).
+      const tightWith = (replay: string) =>
+        engine(model, { kvCacheBytes: Math.floor(budget), maxModelLen: 34, switches: { replay } });
+      const replayed = tightWith("on");
+      const tight = tightWith("off");
+      for (const e of [tight, replayed]) {
+        const got = await Promise.all(requests.map((r) => collect(e.submit(r))));
+        expect(got.map(tokensOf)).toEqual(expected.map(tokensOf));
+        expect(e.stats().preemptions).toBeGreaterThan(0);
+      }
+      expect(replayed.replayCounts.replayedSteps).toBeGreaterThan(0);
       const stop = new AbortController();
       const stream = tight.submit(greedy(requests[0]?.promptTokenIds as number[], 20), stop.signal);
       for await (const out of stream) {
