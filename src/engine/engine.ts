@@ -50,7 +50,7 @@ export class Engine {
       ...(options.simd !== undefined ? { simd: options.simd } : {}),
       ...(mxfp4 !== undefined ? { mxfp4 } : {}),
     });
-    this.runner = new ModelRunner(model.model, this.pool, switches, this.cache);
+    this.runner = new ModelRunner(model.model, this.pool, switches, this.cache, options.tap);
     this.loop = this.run();
   }
 

@@ -158,6 +158,7 @@ export type {
   FeedForward,
   ForwardBatch,
   ForwardContext,
+  ForwardTap,
   ResidualStream,
   SequenceRun,
   TokenMixer,

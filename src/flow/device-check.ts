@@ -45,6 +45,20 @@ export function defaultDevicePython(root: string): string {
   return join(root, ".cache", "device-venv", "bin", "python");
 }
 
+/** `python`, or the venv's, once it is there to run; DEVICE_VENV_MISSING says how to make it. */
+export async function devicePython(root: string, python = defaultDevicePython(root)): Promise<string> {
+  try {
+    await access(python, constants.X_OK);
+  } catch {
+    throw new BringupError(
+      "DEVICE_VENV_MISSING",
+      `there is no Python at ${python} to run vLLM with: run device-plugin/scripts/setup-venv.sh (it makes .cache/device-venv), or pass --python PATH.`,
+      { subject: python },
+    );
+  }
+  return python;
+}
+
 /**
  * A port's device model code (the bringup-vllm plugin) served by real vLLM on the CPU over the
  * port's tiny checkpoint, gated against the reference engine serving the same directory: its
@@ -57,20 +71,11 @@ export async function deviceCheck(options: DeviceCheckOptions): Promise<DeviceCh
   if (port === undefined || spec === undefined) {
     throw new BringupError(
       "PORT_NO_DEVICE_CHECK",
-      `port ${options.portId} has no device check: it needs a \`reference.device_check\` in its port.yaml (\`bringup ports list\` names the ports).`,
+      `port ${options.portId} has no device check: it needs a \`reference.device_check\` in its port.yaml, or a \`reference.device_blocks\` where vLLM cannot serve it (\`bringup ports list\` names the ports).`,
       { subject: options.portId },
     );
   }
-  const python = options.python ?? defaultDevicePython(options.root);
-  try {
-    await access(python, constants.X_OK);
-  } catch {
-    throw new BringupError(
-      "DEVICE_VENV_MISSING",
-      `there is no Python at ${python} to run vLLM with: run device-plugin/scripts/setup-venv.sh (it makes .cache/device-venv), or pass --python PATH.`,
-      { subject: python },
-    );
-  }
+  const python = await devicePython(options.root, options.python);
   const reference = port.manifest.reference as NonNullable<LoadedPort["manifest"]["reference"]>;
   const progress = options.onProgress ?? (() => {});
   const corpus = await readCorpus();

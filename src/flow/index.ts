@@ -18,6 +18,19 @@ export { bringUp } from "./bring-up.js";
 export type { BringUpOptions } from "./bring-up-options.js";
 export { DEFAULT_PORT } from "./default-port.js";
 export {
+  DEVICE_BLOCKS_DECODE,
+  DEVICE_BLOCKS_FORMAT,
+  DEVICE_BLOCKS_TOKENS,
+  type DeviceBlocksOptions,
+  type DeviceBlocksResult,
+  deviceBlocks,
+} from "./device-blocks.js";
+export {
+  type DeviceBlocksCheckOptions,
+  type DeviceBlocksCheckResult,
+  deviceBlocksCheck,
+} from "./device-blocks-check.js";
+export {
   type DeviceCheckOptions,
   type DeviceCheckResult,
   defaultDevicePython,

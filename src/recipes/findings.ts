@@ -116,7 +116,7 @@ export const PLATFORM_FINDINGS: PlatformFinding[] = [
     finding:
       "vllm-gaudi has no Kimi Delta Attention: upstream's KDA kernels are FLA Triton kernels. Its one delta-rule layer, Qwen3.5's Gated DeltaNet, is written in plain PyTorch tensor ops to avoid Triton and CUDA-only kernels.",
     workaround:
-      "GLM-5.3-Flash's KDA layers (short convolutions, per-channel decay, the delta-rule recurrence with a per-sequence state) and its four-stream mHC residual are plain PyTorch in the plugin; where vLLM's CPU backend cannot serve a per-sequence recurrent state, the block is tested against the engine layer by layer instead.",
+      "GLM-5.3-Flash's KDA layers (short convolutions with their tails, per-channel decay, the delta-rule recurrence with a per-sequence state, in 64-token chunks or token by token) and its four-stream mHC residual are plain PyTorch in the plugin (device-plugin/src/bringup_vllm/kda.py, mhc.py, glm_flash.py). The state would need vLLM's Mamba-style state cache, which neither vLLM's CPU backend nor vllm-gaudi has for KDA, so the plugin does not serve the model yet (its class refuses, saying so) and every block is tested against the engine layer by layer instead (bringup device check glm-5.3-flash).",
     ports: ["glm-5.3-flash"],
     sources: [
       {

@@ -46,6 +46,8 @@ export const UNITS = [
   "count",
   "perplexity",
   "nats",
+  // An absolute difference in the compared values' own units (a block's output, float32).
+  "abs",
 ] as const;
 export const Unit = z.enum(UNITS);
 export type Unit = z.infer<typeof Unit>;

@@ -128,7 +128,9 @@ describe("a client that stops reading", () => {
       await vi.waitFor(
         async () => {
           const text = await (await fetch(`${own.url}/metrics`)).text();
-          expect(metric(text, "vllm:num_requests_running") + metric(text, "vllm:num_requests_waiting")).toBe(0);
+          expect(metric(text, "vllm:num_requests_running") + metric(text, "vllm:num_requests_waiting")).toBe(
+            0,
+          );
           expect(metric(text, "vllm:kv_cache_usage_perc")).toBe(0);
           expect(logged.some((l) => /"POST \/v1\/completions" 408 .*finish_reason=abort/.test(l))).toBe(true);
         },

@@ -48,6 +48,37 @@ describe("the device check section", () => {
     expect(page).toContain("- the KDA recurrence \\(plain PyTorch\\)");
   });
 
+  it("says why a port is not served by vLLM, and shows its block-by-block check and record", () => {
+    const blocks = {
+      test: "tests/test_demo_blocks.py",
+      not_served: "its recurrent state has no vLLM cache here",
+      blocks: ["the KDA recurrence"],
+      record: "a-port/device-blocks",
+    };
+    const m = manifest("a-port", {
+      reference: {
+        config: { model_type: "demo" },
+        max_model_len: 4096,
+        gates: [{ kind: "kv-capacity", expected_ratio: 2, tolerance: 0.02 }],
+        device_blocks: blocks,
+      },
+    });
+    const checked = record("a-port/device-blocks", {
+      method: "single-run",
+      unit: "abs",
+      label: "largest |plugin block - engine| over every layer output: gate passed",
+      context: undefined,
+      source: { kind: "measured", tool: "bringup device check" },
+      arms: [{ name: "the plugin's blocks", samples: [2.62e-6], figure: { shape: "point", value: 2.62e-6 } }],
+    });
+    const page = renderDeviceCheck(port("/nowhere", m, "x", [checked]));
+    expect(page).toContain("### Device code, block by block");
+    expect(page).toContain("Not served by vLLM\\: its recurrent state has no vLLM cache here");
+    expect(page).toContain("`a-port/device-blocks`");
+    expect(page).toContain("0\\.00000262 abs — single run");
+    expect(page).toContain("- the KDA recurrence");
+  });
+
   it("is left out for a port without a device check", () => {
     expect(renderDeviceCheck(port("/nowhere", manifest("a-port"), "x"))).toBeUndefined();
   });

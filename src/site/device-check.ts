@@ -11,7 +11,7 @@ import { recordCells } from "./reference-run.js";
  */
 export function renderDeviceCheck(port: LoadedPort): string | undefined {
   const spec = port.manifest.reference?.device_check;
-  if (spec === undefined) return undefined;
+  if (spec === undefined) return renderDeviceBlocks(port);
   const blocks = spec.block_by_block ?? [];
   return [
     "### Device code on vLLM (CPU)",
@@ -33,6 +33,41 @@ export function renderDeviceCheck(port: LoadedPort): string | undefined {
       ? "Tested block by block instead: nothing; every part ran inside vLLM."
       : "Tested block by block against the engine instead (vLLM's CPU backend cannot run them):",
     ...(blocks.length === 0 ? [] : ["", ...blocks.map((part) => `- ${text(part)}`)]),
+    "",
+    `The plugin's code: ${code("device-plugin/")}.`,
+  ].join("\n");
+}
+
+/**
+ * A port vLLM does not serve here (`reference.device_blocks`): why, which of the plugin's blocks
+ * are checked one by one against the engine instead, and the latest record of that check.
+ */
+function renderDeviceBlocks(port: LoadedPort): string | undefined {
+  const spec = port.manifest.reference?.device_blocks;
+  if (spec === undefined) return undefined;
+  return [
+    "### Device code, block by block",
+    "",
+    text(`Not served by vLLM: ${spec.not_served}`),
+    "",
+    text(
+      `bringup device check ${port.id} instead runs the plugin's ${spec.test} under device-plugin/: the reference engine dumps what it computed over the tiny checkpoint and a fixed prompt (bringup device blocks), and each of the plugin's plain-PyTorch blocks runs on the engine's own input to it, its output compared with the engine's.`,
+    ),
+    "",
+    table(
+      ["Check", "Passes when", "Result", "Record"],
+      [
+        [
+          "block by block",
+          text("every block's largest |plugin - engine| within the test's stated tolerance"),
+          ...recordCells(port, spec.record),
+        ],
+      ],
+    ),
+    "",
+    "Checked block by block against the engine:",
+    "",
+    ...spec.blocks.map((part) => `- ${text(part)}`),
     "",
     `The plugin's code: ${code("device-plugin/")}.`,
   ].join("\n");

@@ -15,4 +15,10 @@ class MinimaxM3Config(PretrainedConfig):
     model_type = "minimax_m3"
 
 
-CONFIGS: tuple[type[PretrainedConfig], ...] = (MinimaxM3Config,)
+class Glm53FlashConfig(PretrainedConfig):
+    """config.json of a GLM-5.3-Flash checkpoint (Kimi Linear's and DeepSeek-V4's fields), kept."""
+
+    model_type = "glm5_3_flash"
+
+
+CONFIGS: tuple[type[PretrainedConfig], ...] = (MinimaxM3Config, Glm53FlashConfig)

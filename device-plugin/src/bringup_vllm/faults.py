@@ -6,7 +6,7 @@ fail: a gate that cannot fail proves nothing. No fault is on unless the variable
 
 import os
 
-KNOWN = frozenset({"rope-pairing"})
+KNOWN = frozenset({"rope-pairing", "kda-gate-sign"})
 
 
 def active(name: str) -> bool:

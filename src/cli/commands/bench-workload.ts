@@ -24,7 +24,7 @@ export function positiveInt(name: string) {
   };
 }
 
-function nonNegativeInt(name: string) {
+export function nonNegativeInt(name: string) {
   return (value: string): number => {
     const n = Number(value);
     if (!Number.isInteger(n) || n < 0) {

@@ -1,5 +1,6 @@
 import type { MatmulPool } from "../kernels/pool.js";
 import type { CausalLM } from "../model/causal-lm.js";
+import type { ForwardTap } from "../model/model.js";
 import { REPLAY_SWITCH } from "../model/step-scratch.js";
 import type { GeneratedToken } from "../request.js";
 import { logprobsOf, sampleToken } from "../sampler.js";
@@ -30,6 +31,7 @@ export class ModelRunner {
     private readonly pool: MatmulPool,
     private readonly switches: ReadonlyMap<string, string>,
     private readonly cache: CacheManager,
+    private readonly tap?: ForwardTap,
   ) {
     this.vocabSize = network.vocabSize;
     this.logprobScratch = new Float64Array(network.vocabSize);
@@ -40,7 +42,13 @@ export class ModelRunner {
   run(chunks: readonly Chunk[]): StepLogits {
     const { batch, scratch } = this.plans.layOut(chunks, this.replay);
     const logits = this.network.forward(
-      { batch, pool: this.pool, switches: this.switches, ...(scratch ? { scratch } : {}) },
+      {
+        batch,
+        pool: this.pool,
+        switches: this.switches,
+        ...(scratch ? { scratch } : {}),
+        ...(this.tap ? { tap: this.tap } : {}),
+      },
       this.cache.storage,
     );
     return { logits, rowsOf: batch.rowsOf };

@@ -10,6 +10,7 @@ import {
 } from "../cache/capacity.js";
 import { KV_LAYOUT_NAMES, type KvLayout } from "../cache/state-spec.js";
 import type { CausalLM } from "../model/causal-lm.js";
+import type { ForwardTap } from "../model/model.js";
 
 export interface EngineOptions {
   /** Most sequences running at once (default 64). */
@@ -39,6 +40,8 @@ export interface EngineOptions {
   readonly simd?: boolean;
   /** Values of the model's switches (its architecture declares them and their defaults). */
   readonly switches?: Readonly<Record<string, string>>;
+  /** Sees every step's intermediate values (model/model.ts ForwardTap); for block-by-block checks. */
+  readonly tap?: ForwardTap;
 }
 
 /** Figures for /metrics. */

@@ -65,10 +65,15 @@ export class CausalLM {
     const H = this.hiddenSize;
     const x = stepArray(ctx, Float32Array, T * H);
     embed(this.parts.embedding, batch.tokens, x);
+    // The tap's arguments (copies) are evaluated only when there is a tap.
+    const tap = ctx.tap;
+    tap?.("embed", x.slice(), T);
     const X = this.parts.residual.expand(x, T, ctx);
     this.layers.forEach((layer, l) => {
       layer.mixerConnection.apply(X, T, (h) => layer.mixer.forward(h, ctx, storage[l] as LayerStorage), ctx);
+      tap?.(`layers.${l}.mixer`, X.slice(), T);
       layer.ffnConnection.apply(X, T, (h) => layer.ffn.forward(h, ctx), ctx);
+      tap?.(`layers.${l}.ffn`, X.slice(), T);
     });
     const R = batch.logitRows.length;
     if (R === 0) return new Float32Array(0);
@@ -82,6 +87,7 @@ export class CausalLM {
     rmsNorm(last, R, H, this.parts.finalNorm, this.parts.rmsNormEps);
     const logits = stepArray(ctx, Float32Array, R * this.vocabSize);
     pool.matmul(last, R, this.parts.lmHead, logits);
+    tap?.("logits", logits.slice(), R);
     return logits;
   }
 }

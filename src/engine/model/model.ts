@@ -33,7 +33,17 @@ export interface ForwardContext extends ScratchHolder {
   readonly pool: MatmulPool;
   /** The model's switches as this engine runs them (each declared by the architecture). */
   readonly switches: ReadonlyMap<string, string>;
+  /** Sees the step's intermediate values (absent: nothing is copied or called). */
+  readonly tap?: ForwardTap;
 }
+
+/**
+ * Receives a copy of an intermediate value of one step, `rows` rows of the batch in batch order:
+ * `embed` [T, hidden]; `layers.L.mixer` and `layers.L.ffn`, the residual stream [T, streams x
+ * hidden] after layer L's mixer and after its feed-forward part; `logits` [logit rows, vocab].
+ * How `bringup device blocks` dumps each layer's output for the device plugin's block checks.
+ */
+export type ForwardTap = (site: string, values: Float32Array, rows: number) => void;
 
 /** A layer's token mixer: attention of some kind, or a recurrent mixer. */
 export interface TokenMixer {
