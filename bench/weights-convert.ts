@@ -82,7 +82,7 @@ async function generate(dir: string, gib: number): Promise<number> {
     }
     await writer.finish();
   }
-  await writeShardIndex(dir, weightMap, total);
+  await writeShardIndex(dir, Object.entries(weightMap), total);
   return total;
 }
 

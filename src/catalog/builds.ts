@@ -7,6 +7,8 @@ export interface Build {
   readonly weights?: WeightsConversion;
   /** The most tokens one engine step runs (prefill chunked to fit); unset: the engine's default. */
   readonly max_num_batched_tokens?: number;
+  /** Tokens the model's MTP layer drafts per step (speculative decoding); unset: none. */
+  readonly speculative_tokens?: number;
 }
 
 /** A conversion's stable name: its target and, for FP8, its scale blocks (`fp8-block32`). */
@@ -57,7 +59,14 @@ const weightsKey = (build: Build): string | null => (build.weights ? conversionK
 /** One string per build: two builds are the same exactly when their keys are. */
 export function buildKey(build: Build): string {
   const chunk = build.max_num_batched_tokens ?? null;
-  return JSON.stringify([build.kv_layout, switchFlags(build), weightsKey(build), ...(chunk ? [chunk] : [])]);
+  const drafts = build.speculative_tokens;
+  return JSON.stringify([
+    build.kv_layout,
+    switchFlags(build),
+    weightsKey(build),
+    ...(chunk ? [chunk] : []),
+    ...(drafts ? [{ speculative_tokens: drafts }] : []),
+  ]);
 }
 
 export function describeBuild(build: Build): string {
@@ -66,6 +75,7 @@ export function describeBuild(build: Build): string {
     ...switchFlags(build),
     ...weightsParts(build),
     ...chunkParts(build),
+    ...(build.speculative_tokens !== undefined ? [`drafting ${build.speculative_tokens} tokens a step`] : []),
   ].join(", ");
 }
 

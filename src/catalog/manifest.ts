@@ -83,6 +83,11 @@ const GateBaseline = z
       .describe(
         "the most tokens one engine step runs, so prompts longer than it are prefilled in chunks (default: the engine's)",
       ),
+    speculative_tokens: z
+      .int()
+      .positive()
+      .optional()
+      .describe("tokens the model's MTP layer drafts per step, verified in one step (default: no drafting)"),
   })
   .optional()
   .describe(

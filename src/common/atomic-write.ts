@@ -8,8 +8,11 @@ export function temporarySibling(path: string): string {
   return `${path}.tmp-${process.pid}-${randomBytes(4).toString("hex")}`;
 }
 
-/** Writes a whole file or nothing: a reader never sees a half-written file. */
-export async function writeFileAtomic(path: string, data: string | Uint8Array): Promise<void> {
+/** Writes a whole file or nothing: a reader never sees a half-written file. Pieces are written in order. */
+export async function writeFileAtomic(
+  path: string,
+  data: string | Uint8Array | Iterable<string>,
+): Promise<void> {
   await mkdir(dirname(path), { recursive: true });
   const tmp = temporarySibling(path);
   try {

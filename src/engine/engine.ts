@@ -1,5 +1,7 @@
 import { BringupError } from "../common/errors.js";
+import type { LayerStorage } from "./cache/storage.js";
 import { CacheManager } from "./core/cache-manager.js";
+import { Drafter } from "./core/drafting.js";
 import { ModelRunner } from "./core/model-runner.js";
 import { type EngineLimits, type EngineOptions, type EngineStats, resolveLimits } from "./core/options.js";
 import { Scheduler } from "./core/scheduler.js";
@@ -7,6 +9,7 @@ import { Sequence } from "./core/sequence.js";
 import { validateRequest } from "./core/validate-request.js";
 import { MatmulPool } from "./kernels/pool.js";
 import type { KernelSwitches } from "./kernels/switches.js";
+import { type DraftModel, isDraftModel } from "./model/draft-model.js";
 import type { LoadedModel } from "./model/loaded-model.js";
 import { OutputQueue } from "./output-queue.js";
 import type { FinishReason, GeneratedToken, GenerateRequest, StepOutput } from "./request.js";
@@ -28,6 +31,8 @@ export class Engine {
   private readonly cache: CacheManager;
   private readonly scheduler: Scheduler;
   private readonly runner: ModelRunner;
+  /** Speculative decoding's draft head at work, when it is on. */
+  private readonly drafter: Drafter | undefined;
   private nextId = 0;
   private wake: (() => void) | undefined;
   private closed = false;
@@ -41,7 +46,10 @@ export class Engine {
 
   constructor(model: LoadedModel, options: EngineOptions = {}) {
     this.model = model;
-    const { limits, switches, plan, units } = resolveLimits(model.model, model.config, options);
+    const head = draftHead(model, options.speculativeTokens ?? 0);
+    const { limits, switches, plan, units } = resolveLimits(model.model, model.config, options, (sw) =>
+      head ? [head.states(sw)] : [],
+    );
     this.limits = limits;
     this.cache = new CacheManager(plan, units);
     this.scheduler = new Scheduler(limits, this.cache);
@@ -51,6 +59,26 @@ export class Engine {
       ...(mxfp4 !== undefined ? { mxfp4 } : {}),
     });
     this.runner = new ModelRunner(model.model, this.pool, switches, this.cache, options.tap);
+    const k = options.speculativeTokens ?? 0;
+    if (head !== undefined) {
+      if (k + 1 > this.cache.maxChunkTokens)
+        throw new BringupError(
+          "ENGINE_OPTIONS_INVALID",
+          `speculative_tokens ${k} verifies ${k + 1} tokens a step, more than the ${this.cache.maxChunkTokens} the smallest sliding-window ring holds in flight; lower it.`,
+          { subject: "speculative_tokens" },
+        );
+      this.drafter = new Drafter(
+        head,
+        this.cache.storage[model.model.layers.length] as LayerStorage,
+        this.pool,
+        switches,
+        this.cache,
+        this.runner.vocabSize,
+        model.model.residual.streams * model.model.hiddenSize,
+        k,
+        limits.maxModelLen,
+      );
+    }
     this.loop = this.run();
   }
 
@@ -121,6 +149,8 @@ export class Engine {
       const sampling = { ...request.sampling, ...(seed !== undefined ? { seed } : {}) };
       seq = new Sequence(this.nextId++, { ...request, sampling }, queue, pools, eos);
       seq.lead = lead;
+      // Forks share a prompt the lead computes, the draft head's state of it too: they do not draft.
+      seq.drafting = this.drafter !== undefined && lead === undefined;
       return seq;
     });
     const first = lead ?? (sequences[0] as Sequence);
@@ -173,6 +203,7 @@ export class Engine {
       preemptions: this.scheduler.preemptions,
       promptTokensTotal: this.promptTokensTotal,
       generationTokensTotal: this.generationTokensTotal,
+      ...(this.drafter !== undefined ? { specDecode: this.drafter.stats() } : {}),
     };
   }
 
@@ -248,29 +279,64 @@ export class Engine {
     if (chunks.length === 0) return;
     this.stepTokens = 0;
     this.stepHadOutput = false;
-    const { logits, rowsOf } = this.runner.run(chunks);
+    const step = this.runner.run(chunks);
+    const { logits, rowsOf } = step;
     const V = this.runner.vocabSize;
     chunks.forEach((chunk, ci) => {
       const { seq, start, count } = chunk;
       const rows = rowsOf[ci] as readonly number[];
       if (seq.status !== "running") return;
       if (start < seq.numPrompt) this.promptTokensTotal += Math.min(count, seq.numPrompt - start);
-      seq.numComputed = start + count;
+      seq.numComputed = Math.min(start + count, seq.tokens.length);
       this.runner.recordPromptLogprobs(chunk, rows, logits);
       if (seq.numComputed < seq.tokens.length) return;
+      if (seq.drafts.length > 0) {
+        this.verify(seq, rows, logits);
+        return;
+      }
       const row = (rows[count - 1] as number) * V;
-      for (const s of seq.forks !== undefined ? this.scheduler.fork(seq) : [seq]) this.next(s, logits, row);
+      for (const s of seq.forks !== undefined ? this.scheduler.fork(seq) : [seq])
+        this.next(s, () => this.runner.sample(s, logits, row));
     });
+    this.drafter?.propose(chunks, step);
     if (this.stepHadOutput) for (const listener of this.stepListeners) listener(this.stepTokens);
   }
 
-  /** Samples `seq`'s next token from the logits at `row`, or ends it at max_tokens. */
-  private next(seq: Sequence, logits: Float32Array, row: number): void {
+  /**
+   * Emits what the target model makes of `seq`'s drafts, verified in this step's chunk (its last
+   * rows): each kept draft, then the target's own token where one is not (or after the last).
+   * Positions past the last kept draft are rolled back: numComputed stays before them.
+   */
+  private verify(seq: Sequence, rows: readonly number[], logits: Float32Array): void {
+    const drafter = this.drafter as Drafter;
+    const V = this.runner.vocabSize;
+    const offered = seq.drafts.length;
+    const first = rows.length - 1 - offered;
+    let accepted = 0;
+    for (let j = 0; j <= offered && seq.status === "running"; j++) {
+      const row = (rows[first + j] as number) * V;
+      if (j === offered) {
+        this.next(seq, () => this.runner.sample(seq, logits, row));
+        break;
+      }
+      const { token, accepted: kept } = drafter.verify(seq, logits, row, j);
+      this.next(seq, () => this.runner.describe(seq, logits, row, token));
+      if (!kept) break;
+      accepted++;
+      seq.numComputed++;
+    }
+    drafter.record(offered, accepted);
+    seq.drafts = [];
+    seq.draftProbs = [];
+  }
+
+  /** Emits `seq`'s next token, which `choose` gives, or ends it at max_tokens. */
+  private next(seq: Sequence, choose: () => GeneratedToken): void {
     if (seq.numGenerated >= seq.request.maxTokens) {
       this.finish(seq, "length", undefined);
       return;
     }
-    const token = this.runner.sample(seq, logits, row);
+    const token = choose();
     seq.tokens.push(token.tokenId);
     seq.outputTokenIds.push(token.tokenId);
     if (seq.numGenerated === 0) this.stepTokens += seq.numPrompt;
@@ -283,4 +349,28 @@ export class Engine {
       this.finish(seq, "length", token);
     else seq.queue?.push(seq.output(token, null));
   }
+}
+
+/**
+ * The draft head of `model` when `k` tokens are to be drafted (undefined when k is 0);
+ * ENGINE_OPTIONS_INVALID for a k that is not a whole number, SPECULATIVE_UNAVAILABLE naming the
+ * field or tensor when the model has no head to draft with.
+ */
+function draftHead(model: LoadedModel, k: number): DraftModel | undefined {
+  if (!Number.isInteger(k) || k < 0)
+    throw new BringupError(
+      "ENGINE_OPTIONS_INVALID",
+      `speculative_tokens must be an integer >= 0, got ${k}.`,
+      {
+        subject: "speculative_tokens",
+      },
+    );
+  if (k === 0) return undefined;
+  const head = model.model.drafter;
+  if (isDraftModel(head)) return head;
+  throw new BringupError(
+    "SPECULATIVE_UNAVAILABLE",
+    `${model.name}: speculative decoding drafts with the model's MTP layer, but ${head.reason}; serve it without --speculative-tokens, or serve a checkpoint with its MTP layer.`,
+    { subject: head.subject },
+  );
 }

@@ -5,7 +5,9 @@ import {
   logprobsOf,
   orderByLogit,
   SeededStream,
+  sampleFrom,
   sampleToken,
+  tokenProbabilities,
   validateSampling,
 } from "./sampler.js";
 import { Rng } from "./tensor/random.js";
@@ -109,6 +111,33 @@ describe("vLLM's logits processors", () => {
     for (let i = 0; i < 50; i++) {
       const t = sampleToken(logits, 0, 5, { temperature: 1, minP: 0.8 }, new SeededStream(i));
       expect([1, 3]).toContain(t);
+    }
+  });
+
+  it("tokenProbabilities is the distribution sampleToken draws from, penalties and filters included", () => {
+    // A uniform grid of N draws gives each token its probability's share of the grid, to within 1/N.
+    const N = 20_000;
+    const grid = (sample: (u: { next(): number }) => number) => {
+      const counts = new Array(8).fill(0);
+      for (let i = 0; i < N; i++) counts[sample({ next: () => (i + 0.5) / N })]++;
+      return counts.map((c) => c / N);
+    };
+    const row = new Float32Array([0.3, 2.0, -1, 1.9, 0.5, 1.2, -0.4, 0.8]);
+    const history = { promptTokenIds: [5], outputTokenIds: [1, 1] };
+    for (const params of [
+      { temperature: 0.7 },
+      { temperature: 1.3, topK: 4 },
+      { topP: 0.8, minP: 0.1 },
+      { temperature: 0.9, repetitionPenalty: 1.5, frequencyPenalty: 0.4 },
+    ]) {
+      const p = tokenProbabilities(row, 0, 8, params, history);
+      expect(p.reduce((a, b) => a + b, 0)).toBeCloseTo(1, 12);
+      const drawn = grid((u) => sampleToken(row, 0, 8, params, u, history));
+      const fromP = grid((u) => sampleFrom(p, u));
+      drawn.forEach((share, id) => {
+        expect(Math.abs(share - (p[id] as number))).toBeLessThanOrEqual(1 / N);
+        expect(Math.abs((fromP[id] as number) - (p[id] as number))).toBeLessThanOrEqual(1 / N);
+      });
     }
   });
 });

@@ -178,6 +178,26 @@ export function sampleToken(
   }
   const temperature = params.temperature ?? 1;
   if (temperature < GREEDY_TEMPERATURE) return argmax(logits, offset, vocab);
+  const { kept, probs, n, total } = keptTokens(logits, offset, vocab, params, temperature);
+  let u = rng.next() * total;
+  for (let i = 0; i < n; i++) {
+    u -= probs[i] as number;
+    if (u < 0) return kept[i] as number;
+  }
+  return kept[n - 1] as number;
+}
+
+/**
+ * The tokens sampling may choose from under temperature, top-k, min-p and top-p: the first `n` of
+ * `kept` (most likely first) with unnormalized weights `probs` summing to `total`.
+ */
+function keptTokens(
+  logits: Float32Array,
+  offset: number,
+  vocab: number,
+  params: SamplingParams,
+  temperature: number,
+): { kept: Int32Array; probs: Float64Array; n: number; total: number } {
   const order = orderByLogit(logits, offset, vocab);
   const topK = params.topK !== undefined && params.topK > 0 ? Math.min(params.topK, vocab) : vocab;
   const kept = order.subarray(0, topK);
@@ -204,12 +224,40 @@ export function sampleToken(
     }
     total = probs.slice(0, n).reduce((s, p) => s + p, 0);
   }
+  return { kept, probs, n, total };
+}
+
+/**
+ * The distribution sampleToken draws from (not greedy), over the whole vocabulary: each token's
+ * probability after the logits processors, temperature, top-k, min-p and top-p; 0 where filtered.
+ */
+export function tokenProbabilities(
+  logits: Float32Array,
+  offset: number,
+  vocab: number,
+  params: SamplingParams,
+  history?: SamplingHistory,
+): Float64Array {
+  if (history !== undefined && adjusts(params, history))
+    return tokenProbabilities(adjustLogits(logits, offset, vocab, params, history), 0, vocab, params);
+  const { kept, probs, n, total } = keptTokens(logits, offset, vocab, params, params.temperature ?? 1);
+  const out = new Float64Array(vocab);
+  for (let i = 0; i < n; i++) out[kept[i] as number] = (probs[i] as number) / total;
+  return out;
+}
+
+/** A token drawn from `probs` (weights over the vocabulary, summing to `total`). */
+export function sampleFrom(probs: Float64Array, rng: UniformSource, total = 1): number {
   let u = rng.next() * total;
-  for (let i = 0; i < n; i++) {
-    u -= probs[i] as number;
-    if (u < 0) return kept[i] as number;
+  let last = 0;
+  for (let i = 0; i < probs.length; i++) {
+    const p = probs[i] as number;
+    if (p <= 0) continue;
+    last = i;
+    u -= p;
+    if (u < 0) return i;
   }
-  return kept[n - 1] as number;
+  return last;
 }
 
 /** Ids whose packed sort key (32-bit logit key, then the id) still fits a double exactly. */

@@ -14,6 +14,8 @@ export interface EmbeddedServerOptions {
   readonly maxNumSeqs: number;
   /** The most tokens one engine step runs (default: the engine's). */
   readonly maxNumBatchedTokens?: number;
+  /** Tokens the model's MTP layer drafts per step (default: no drafting). */
+  readonly speculativeTokens?: number;
   readonly threads?: number;
   /** The model's switches this build serves with. */
   readonly switches?: Readonly<Record<string, string>>;
@@ -55,6 +57,11 @@ export class EmbeddedServer {
   /** The step size it was started with, when not the engine's default. */
   get maxNumBatchedTokens(): number | undefined {
     return this.options.maxNumBatchedTokens;
+  }
+
+  /** The tokens it drafts per step, when it drafts. */
+  get speculativeTokens(): number | undefined {
+    return this.options.speculativeTokens;
   }
 
   get layout(): KvLayout {
@@ -121,5 +128,6 @@ function launch(options: EmbeddedServerOptions, layout: KvLayout, port: number):
       ? { maxNumBatchedTokens: options.maxNumBatchedTokens }
       : {}),
     ...(options.switches !== undefined ? { switches: options.switches } : {}),
+    ...(options.speculativeTokens !== undefined ? { speculativeTokens: options.speculativeTokens } : {}),
   });
 }

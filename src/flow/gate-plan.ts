@@ -135,6 +135,7 @@ export function embedded(server: EmbeddedServer, name: string): GateServer {
     layout: server.layout,
     ...(server.weightsChecksum !== undefined ? { weightsChecksum: server.weightsChecksum } : {}),
     ...(server.maxNumBatchedTokens !== undefined ? { maxNumBatchedTokens: server.maxNumBatchedTokens } : {}),
+    ...(server.speculativeTokens !== undefined ? { speculativeTokens: server.speculativeTokens } : {}),
   };
 }
 

@@ -19,6 +19,8 @@ export interface GateServer {
   readonly weightsChecksum?: string;
   /** An embedded server's step size when it is not the engine's default. */
   readonly maxNumBatchedTokens?: number;
+  /** The tokens an embedded server drafts per step, when it drafts. */
+  readonly speculativeTokens?: number;
 }
 
 export interface ReferenceGateRun {
@@ -172,6 +174,7 @@ function withLayout(probed: ProbedEndpoint, server: GateServer | undefined): Pro
       server.weightsChecksum,
       [],
       server.maxNumBatchedTokens,
+      server.speculativeTokens,
     ),
   });
 }
@@ -187,6 +190,7 @@ export function embeddedFingerprint(
   weightsChecksum: string | undefined,
   switches: readonly string[] = [],
   maxNumBatchedTokens?: number,
+  speculativeTokens?: number,
 ): Fingerprint {
   return localServerFingerprint({
     ...fingerprint,
@@ -195,6 +199,7 @@ export function embeddedFingerprint(
       `--kv-layout=${layout}`,
       ...switches.map((flag) => `--switch=${flag}`),
       ...(maxNumBatchedTokens !== undefined ? [`--max-num-batched-tokens=${maxNumBatchedTokens}`] : []),
+      ...(speculativeTokens !== undefined ? [`--speculative-tokens=${speculativeTokens}`] : []),
     ],
     ...(weightsChecksum !== undefined ? { weights_checksum: weightsChecksum } : {}),
   });

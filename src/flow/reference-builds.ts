@@ -19,6 +19,7 @@ export function gateBaseline(spec: GateSpec, reference: Reference): Build | unde
     ...(own.max_num_batched_tokens !== undefined
       ? { max_num_batched_tokens: own.max_num_batched_tokens }
       : {}),
+    ...(own.speculative_tokens !== undefined ? { speculative_tokens: own.speculative_tokens } : {}),
   };
 }
 

@@ -72,6 +72,7 @@ export async function startServers(
         ...(build.max_num_batched_tokens !== undefined
           ? { maxNumBatchedTokens: build.max_num_batched_tokens }
           : {}),
+        ...(build.speculative_tokens !== undefined ? { speculativeTokens: build.speculative_tokens } : {}),
       },
       build.kv_layout,
     );

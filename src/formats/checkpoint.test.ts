@@ -2,7 +2,7 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { INDEX_FILE, openCheckpoint, writeCheckpoint } from "./checkpoint.js";
+import { INDEX_FILE, openCheckpoint, writeCheckpoint, writeShardIndex } from "./checkpoint.js";
 import { MAX_TENSORS } from "./safetensors-header.js";
 import { writeSafetensors } from "./safetensors-writer.js";
 
@@ -40,6 +40,21 @@ describe("checkpoints", () => {
     expect(ck.byteLength).toBe(25);
     expect(Array.from(await ck.readTensor("c"))).toEqual([5, 5, 5, 5, 5]);
     await ck.close();
+  });
+
+  it("writes an index in pieces, laid out as JSON.stringify lays out the sorted map", async () => {
+    for (const count of [0, 1, 3, 5000]) {
+      const out = join(dir, `index-${count}`);
+      const map = Array.from({ length: count }, (_, i): [string, string] => [
+        `layer.${(i * 7919) % 10007}.w"é`,
+        `s${i % 3}`,
+      ]);
+      await writeShardIndex(out, map, 1234);
+      const sorted = Object.fromEntries(map.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+      expect(await readFile(join(out, INDEX_FILE), "utf8")).toBe(
+        `${JSON.stringify({ metadata: { total_size: 1234 }, weight_map: sorted }, null, 2)}\n`,
+      );
+    }
   });
 
   it("opens a single file and a directory without an index", async () => {

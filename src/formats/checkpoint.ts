@@ -37,6 +37,11 @@ export class Checkpoint {
     return this.#byName.has(name);
   }
 
+  /** The tensor named `name`, or undefined. */
+  find(name: string): CheckpointTensor | undefined {
+    return this.#byName.get(name);
+  }
+
   tensor(name: string): CheckpointTensor {
     const info = this.#byName.get(name);
     if (info === undefined) {
@@ -207,16 +212,29 @@ export function shardName(index: number, count: number): string {
 /** Writes `model.safetensors.index.json` for the given tensor-to-shard map. */
 export async function writeShardIndex(
   dir: string,
-  weightMap: Readonly<Record<string, string>>,
+  weightMap: Iterable<readonly [name: string, shard: string]>,
   totalSize: number,
 ): Promise<void> {
-  const sorted = Object.fromEntries(
-    Object.entries(weightMap).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
-  );
-  await writeFileAtomic(
-    join(dir, INDEX_FILE),
-    `${JSON.stringify({ metadata: { total_size: totalSize }, weight_map: sorted }, null, 2)}\n`,
-  );
+  const sorted = [...weightMap].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  await writeFileAtomic(join(dir, INDEX_FILE), indexText(sorted, totalSize));
+}
+
+/**
+ * The index's text as JSON.stringify(..., null, 2) lays it out, in pieces of about 64 K characters:
+ * an index may name 262,144 tensors, and an object of them all, its sorted copy and their text at
+ * once cost some 100 MB.
+ */
+function* indexText(sorted: readonly (readonly [string, string])[], totalSize: number): Generator<string> {
+  let piece = `{\n  "metadata": {\n    "total_size": ${totalSize}\n  },\n  "weight_map": {`;
+  if (sorted.length === 0) piece += "}";
+  for (const [k, [name, shard]] of sorted.entries()) {
+    piece += `${k === 0 ? "" : ","}\n    ${JSON.stringify(name)}: ${JSON.stringify(shard)}`;
+    if (piece.length >= 2 ** 16) {
+      yield piece;
+      piece = "";
+    }
+  }
+  yield `${piece}${sorted.length === 0 ? "" : "\n  }"}\n}\n`;
 }
 
 /**
@@ -253,7 +271,7 @@ export async function writeCheckpoint(
   }
   await writeShardIndex(
     dir,
-    weightMap,
+    Object.entries(weightMap),
     tensors.reduce((sum, t) => sum + t.data.byteLength, 0),
   );
 }

@@ -3,7 +3,14 @@ import { BringupError } from "../common/errors.js";
 import type { Checkpoint, CheckpointTensor } from "./checkpoint.js";
 import { isTiled, type JobOp, rowRanges, sourceRowBytes } from "./convert-jobs.js";
 import { type Dtype, dtypeBytes, elementCount } from "./dtypes.js";
-import { FP8_BLOCKS, type LogicalTensor, logicalRows, scaleGridShape, shortRows } from "./logical.js";
+import {
+  FP8_BLOCKS,
+  type LogicalTensor,
+  logicalRows,
+  scaleGridShape,
+  shortRows,
+  stackedName,
+} from "./logical.js";
 import { MXFP4_BLOCK, MXFP4_BLOCK_BYTES } from "./mxfp4.js";
 import { TILE } from "./mxfp4-to-fp8.js";
 import type { WrittenFormat } from "./quantization-config.js";
@@ -91,11 +98,12 @@ function fp8Written(
 function toMxfp4(tensor: LogicalTensor, op: "fp8-to-mxfp4" | "float-to-mxfp4") {
   const cols = tensor.shape.at(-1) as number;
   const groups = [...tensor.shape.slice(0, -1), cols / MXFP4_BLOCK];
+  const name = stackedName(tensor.name, tensor.shape, "mxfp4");
   return {
     op: { op },
     outputs: [
-      { name: `${tensor.name}_blocks`, dtype: "U8" as const, shape: [...groups, MXFP4_BLOCK_BYTES] },
-      { name: `${tensor.name}_scales`, dtype: "U8" as const, shape: groups },
+      { name: `${name}_blocks`, dtype: "U8" as const, shape: [...groups, MXFP4_BLOCK_BYTES] },
+      { name: `${name}_scales`, dtype: "U8" as const, shape: groups },
     ],
     to: "mxfp4",
     written: { kind: "mxfp4" as const },
@@ -105,7 +113,7 @@ function toMxfp4(tensor: LogicalTensor, op: "fp8-to-mxfp4" | "float-to-mxfp4") {
 /** Every weight's plans, in the checkpoint's order: what each converts, or the parts it copies. */
 export function planTensors(
   ck: Checkpoint,
-  logical: readonly LogicalTensor[],
+  logical: Iterable<LogicalTensor>,
   options: PlanOptions,
   source: { kept: (weight: string) => boolean; powerOfTwoScales: boolean },
   exclude: RegExp,
@@ -142,16 +150,25 @@ export function planTensors(
       options.include?.test(tensor.name) === true &&
       !exclude.test(tensor.name) &&
       !source.kept(tensor.name);
+    if (quantizable && stackedName(tensor.name, tensor.shape, "other") !== tensor.name) {
+      throw new BringupError(
+        "STACKED_LAYOUT_UNKNOWN",
+        `${subject()}: a stacked weight [${tensor.shape.join(", ")}] whose name does not say its layout: Hugging Face's bf16 gpt-oss stores experts as [experts, in, out] under this name, MXFP4 and FP8 as [experts, out, in], so quantized as it is it could be read transposed. If its matrices are [out, in], name it ${tensor.name}.weight (weights relayout --rename); if [in, out], transpose them first (--transpose); or leave it out of --include.`,
+        { subject: subject() },
+      );
+    }
     const [rows, cols] = [tensor.shape.at(-2) ?? 1, tensor.shape.at(-1) ?? 1];
     const lead = tensor.shape.slice(0, -2);
     // Ops that work element by element (or block by block along the elements) read short rows.
     const streamed = () => shortRows([tensor])[0] as LogicalTensor;
+    // What an MXFP4 weight is called once it is not (see stackedName).
+    const renamed = tensor.kind === "mxfp4" ? stackedName(tensor.name, tensor.shape, "other") : tensor.name;
     if (options.to === "bf16" && tensor.kind !== "plain") {
       plans.push({
         ...base,
         tensor: streamed(),
         op: { op: "to-bf16", allowInexact: options.allowInexact === true },
-        outputs: [{ name: tensor.name, dtype: "BF16", shape: tensor.shape }],
+        outputs: [{ name: renamed, dtype: "BF16", shape: tensor.shape }],
         to: "BF16",
         written: { kind: "plain", dtype: "BF16" },
       });
@@ -173,8 +190,8 @@ export function planTensors(
         ...(block === "block32" ? { tensor: streamed() } : {}),
         op: { op: "mxfp4-to-fp8", block, allowInexact: options.allowInexact === true },
         outputs: [
-          { name: tensor.name, dtype: "F8_E4M3", shape: tensor.shape },
-          { name: `${tensor.name}_scale_inv`, dtype: "F32", shape: grid },
+          { name: renamed, dtype: "F8_E4M3", shape: tensor.shape },
+          { name: `${renamed}_scale_inv`, dtype: "F32", shape: grid },
         ],
         to: `fp8-e4m3 [${block === "tile128" ? "128x128" : "1x32"}]`,
         written: fp8Written(tensor.shape, block === "tile128" ? [TILE, TILE] : [1, MXFP4_BLOCK], true),
@@ -233,6 +250,28 @@ export function* jobsOf(
     for (const [start, end] of rowRanges(tensor, isTiled(op), rowBytes, chunkBytes, 0, rows))
       yield { plan, job: { ...op, tensor, start, end }, bytes: (end - start) * rowBytes };
   }
+}
+
+/** The config.json key that names the weights written under stackedName's `.weight` names. */
+export const STACKED_WEIGHTS_KEY = "stacked_weights";
+
+/**
+ * What the output's config.json says of its stacked weights (see stackedName), or undefined where
+ * it has none: their layout, and each one written under a `.weight` name, by this conversion from
+ * MXFP4 or carried from a source whose config.json listed it.
+ */
+export function stackedWeights(
+  plans: readonly Plan[],
+  sourceConfig: Record<string, unknown> | undefined,
+): Record<string, unknown> | undefined {
+  const listed = (sourceConfig?.[STACKED_WEIGHTS_KEY] as { weights?: unknown } | undefined)?.weights;
+  const carried = new Set(Array.isArray(listed) ? listed : []);
+  const names = plans.flatMap((plan) =>
+    plan.outputs
+      .filter((o) => o.shape.length >= 3 && (carried.has(o.name) || o.name === `${plan.weight}.weight`))
+      .map((o) => o.name),
+  );
+  return names.length === 0 ? undefined : { layout: "[count, out, in]", weights: names };
 }
 
 /** The plans that convert a weight, not copying it. */

@@ -9,7 +9,7 @@ import { type LogicalTensor, logicalRows } from "./logical.js";
 import { checkMxfp4Scales, MXFP4_BLOCK, MXFP4_BLOCK_BYTES } from "./mxfp4.js";
 import { EXACT_SCALE_SPAN, mxfp4ToFp8Tile128, TILE } from "./mxfp4-to-fp8.js";
 import { outputError } from "./output-errors.js";
-import { encodeSafetensorsHeader, type TensorLayout } from "./safetensors-header.js";
+import { safetensorsHeaderBytes, type TensorLayout } from "./safetensors-header.js";
 
 /** Scale bytes the preflight reads at a time. */
 const SCALE_CHUNK = 16 * 2 ** 20;
@@ -34,7 +34,7 @@ export async function checkFreeSpace(
 ): Promise<void> {
   let needed = 0;
   for (const { layouts, metadata } of shards) {
-    needed += 8 + encodeSafetensorsHeader(layouts, metadata).header.length;
+    needed += 8 + safetensorsHeaderBytes(layouts, metadata);
     for (const t of layouts) needed += elementCount(t.shape) * dtypeBytes(t.dtype);
   }
   if ((await stat(source)).isDirectory()) {

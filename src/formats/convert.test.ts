@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { float32ToBf16 } from "./bf16.js";
 import { openCheckpoint, writeCheckpoint } from "./checkpoint.js";
 import { type ConvertProgress, convertCheckpoint } from "./convert.js";
-import { detectLogicalTensors, type LogicalTensor, readLogicalTensor } from "./logical.js";
+import { counterpart, detectLogicalTensors, type LogicalTensor, readLogicalTensor } from "./logical.js";
 import { dequantizeMxfp4, encodeMxfp4 } from "./mxfp4.js";
 
 let root: string;
@@ -72,10 +72,9 @@ afterAll(async () => {
 /** Every logical weight of `a` decodes bit for bit to the same float32 values in `b`. */
 async function expectSameValues(a: string, b: string, except: string[] = []) {
   const [x, y] = [await openCheckpoint(a), await openCheckpoint(b)];
-  const ly = detectLogicalTensors(y.tensors);
   for (const t of detectLogicalTensors(x.tensors)) {
     if (except.includes(t.name)) continue;
-    const u = ly.find((v) => v.name === t.name);
+    const u = counterpart(t, (name) => y.find(name));
     expect(u, t.name).toBeDefined();
     const [va, vb] = [await readLogicalTensor(x, t), await readLogicalTensor(y, u as typeof t)];
     expect(Buffer.from(vb.buffer).equals(Buffer.from(va.buffer)), t.name).toBe(true);
@@ -105,7 +104,10 @@ describe("convertCheckpoint", () => {
     await expectSameValues(source, out);
     const ck = await openCheckpoint(out);
     expect(ck.indexed).toBe(true);
-    expect(ck.tensor("model.layers.0.mlp.experts.gate_up_proj_scale_inv").shape).toEqual([2, 2, 2]);
+    // Out of MXFP4, stacked experts [experts, out, in] take a name of their own: under gpt-oss's
+    // `gate_up_proj`, an HF loader would read them as its bf16 [experts, in, out].
+    expect(ck.has("model.layers.0.mlp.experts.gate_up_proj")).toBe(false);
+    expect(ck.tensor("model.layers.0.mlp.experts.gate_up_proj.weight_scale_inv").shape).toEqual([2, 2, 2]);
     expect(ck.tensor("model.layers.0.self_attn.q_proj.weight").dtype).toBe("BF16");
     await ck.close();
     // The config says what was written: FP8 in 128x128 tiles of power-of-two scales, and every
@@ -122,6 +124,10 @@ describe("convertCheckpoint", () => {
       ignored_layers: kept,
     });
     expect(report.quantizationConfig).toEqual(config.quantization_config);
+    expect(config.stacked_weights).toEqual({
+      layout: "[count, out, in]",
+      weights: ["model.layers.0.mlp.experts.gate_up_proj.weight"],
+    });
     expect(config.model_type).toBe("gpt_oss");
     expect(await readFile(join(out, "tokenizer.json"), "utf8")).toBe("{}");
     // The same conversion on the calling thread writes the same bytes.
@@ -237,6 +243,7 @@ describe("convertCheckpoint", () => {
     await expectSameValues(source, bf16);
     const config = JSON.parse(await readFile(join(bf16, "config.json"), "utf8"));
     expect(config.quantization_config).toBeUndefined();
+    expect(config.stacked_weights.weights).toEqual(["model.layers.0.mlp.experts.gate_up_proj.weight"]);
     const back = join(root, "mxfp4");
     const report = await convertCheckpoint(bf16, back, {
       to: "mxfp4",
@@ -257,9 +264,11 @@ describe("convertCheckpoint", () => {
     });
     expect(same.tensors.every((t) => t.exact && t.verified)).toBe(true);
     expect(report.tensors.filter((t) => t.to === "mxfp4").map((t) => t.name)).toEqual([
-      "model.layers.0.mlp.experts.gate_up_proj",
+      "model.layers.0.mlp.experts.gate_up_proj.weight",
       "model.layers.0.self_attn.q_proj.weight",
     ]);
+    // Back in MXFP4, the experts have gpt-oss's names again, and the config no list of stacked weights.
+    expect(JSON.parse(await readFile(join(back, "config.json"), "utf8")).stacked_weights).toBeUndefined();
     // Values that came from MXFP4 re-encode to the same values.
     const [a, b] = [await openCheckpoint(source), await openCheckpoint(back)];
     const name = "model.layers.0.mlp.experts.gate_up_proj";
@@ -517,7 +526,7 @@ describe("convertCheckpoint", () => {
       verify: true,
     });
     expect(report.tensors).toMatchObject([
-      { name: "e.w", from: "fp8-e4m3 [128x128]", to: "mxfp4", exact: true, verified: true },
+      { name: "e.w.weight", from: "fp8-e4m3 [128x128]", to: "mxfp4", exact: true, verified: true },
     ]);
     await expectSameBytes(dir, join(root, "encoded-back"));
     const config = JSON.parse(await readFile(join(root, "encoded-back", "config.json"), "utf8"));
@@ -526,6 +535,61 @@ describe("convertCheckpoint", () => {
       modules_to_not_convert: [],
       ignored_layers: [],
     });
+  });
+
+  it("writes a square stacked down_proj out of MXFP4 under a name no gpt-oss loader reads transposed", async () => {
+    // [experts, out, in] with out = in: under gpt-oss's bf16 name `down_proj` ([experts, in, out]),
+    // a loader would take it transposed and find nothing wrong with its shape.
+    const rand = random(11);
+    const values = Float32Array.from({ length: 2 * 32 * 32 }, () => (rand() - 0.5) * 8);
+    const { blocks, scales } = encodeMxfp4(values);
+    const dir = join(root, "square");
+    await writeCheckpoint(dir, [
+      { name: "mlp.experts.down_proj_blocks", dtype: "U8", shape: [2, 32, 1, 16], data: blocks },
+      { name: "mlp.experts.down_proj_scales", dtype: "U8", shape: [2, 32, 1], data: scales },
+      { name: "mlp.router.weight", dtype: "U8", shape: [2, 32], data: new Uint8Array(64) },
+    ]);
+    for (const [to, fp8Block] of [["bf16"], ["fp8", "block32"], ["fp8", "tile128"]] as const) {
+      const out = join(root, `square-${to}-${fp8Block}`);
+      await convertCheckpoint(dir, out, { to, ...(fp8Block ? { fp8Block } : {}), workers: 0, verify: true });
+      const ck = await openCheckpoint(out);
+      expect(ck.tensors.map((t) => t.name).filter((n) => n.includes("experts"))).toEqual([
+        "mlp.experts.down_proj.weight",
+        ...(to === "fp8" ? ["mlp.experts.down_proj.weight_scale_inv"] : []),
+      ]);
+      expect(ck.find("mlp.router.weight")?.shape).toEqual([2, 32]);
+      await ck.close();
+      const config = JSON.parse(await readFile(join(out, "config.json"), "utf8"));
+      expect(config.stacked_weights).toEqual({
+        layout: "[count, out, in]",
+        weights: ["mlp.experts.down_proj.weight"],
+      });
+      // Another conversion keeps the name, and the config still says it.
+      const again = `${out}-again`;
+      await convertCheckpoint(out, again, { to: "bf16", workers: 0, verify: true });
+      const kept = JSON.parse(await readFile(join(again, "config.json"), "utf8"));
+      expect(kept.stacked_weights.weights).toEqual(["mlp.experts.down_proj.weight"]);
+      await expectSameValues(dir, again);
+    }
+    // A plain stacked weight under gpt-oss's name may be either layout: quantizing it is refused.
+    const plain = join(root, "square-plain");
+    await writeCheckpoint(plain, [
+      {
+        name: "mlp.experts.down_proj",
+        dtype: "F32",
+        shape: [2, 32, 32],
+        data: new Uint8Array(values.buffer),
+      },
+    ]);
+    for (const to of ["fp8", "mxfp4"] as const)
+      await expect(
+        convertCheckpoint(plain, join(root, `square-plain-${to}`), { to, workers: 0, include: /experts/ }),
+      ).rejects.toMatchObject({
+        code: "STACKED_LAYOUT_UNKNOWN",
+        message: expect.stringMatching(
+          /down_proj: a stacked weight \[2, 32, 32\] whose name does not say its layout/,
+        ),
+      });
   });
 
   it("refuses FP8 values that MXFP4 cannot carry, naming tensor and element", async () => {

@@ -19,10 +19,12 @@ import {
   type PlanOptions,
   planTensors,
   quantizing,
+  STACKED_WEIGHTS_KEY,
+  stackedWeights,
 } from "./convert-plan.js";
 import { checkFreeSpace, findInexactTiles, writeOutput } from "./convert-preflight.js";
 import { dtypeBytes, elementCount } from "./dtypes.js";
-import { detectLogicalTensors } from "./logical.js";
+import { logicalTensors } from "./logical.js";
 import { describeQuantization, keptBySource, readModelConfig } from "./quantization-config.js";
 import type { TensorLayout } from "./safetensors-header.js";
 import { SafetensorsWriter } from "./safetensors-writer.js";
@@ -129,7 +131,7 @@ export async function convertCheckpoint(
     const sourceQuantization = sourceConfig?.quantization_config as Record<string, unknown> | undefined;
     const plans = planTensors(
       ck,
-      detectLogicalTensors(ck.tensors),
+      logicalTensors(ck.tensors, (name) => ck.find(name)),
       options,
       {
         kept: keptBySource(sourceConfig),
@@ -285,22 +287,31 @@ export async function convertCheckpoint(
         for (const writer of writers.values()) await writer.abort();
       }
       if (ck.indexed || ck.shards.length > 1) {
-        const weightMap: Record<string, string> = {};
+        const weightMap = new Map<string, string>();
         let total = 0;
         for (const plan of plans) {
           for (const out of plan.outputs) {
-            weightMap[out.name] = plan.shard;
+            weightMap.set(out.name, plan.shard);
             total += elementCount(out.shape) * dtypeBytes(out.dtype);
           }
         }
         await writeShardIndex(dir, weightMap, total);
       }
+      const stacked = stackedWeights(plans, sourceConfig);
       const editConfig = (config: Record<string, unknown>) => {
         if (quantization === undefined) delete config.quantization_config;
         else config.quantization_config = quantization;
+        if (stacked === undefined) delete config[STACKED_WEIGHTS_KEY];
+        else config[STACKED_WEIGHTS_KEY] = stacked;
         if (options.to === "bf16" && "torch_dtype" in config) config.torch_dtype = "bfloat16";
       };
-      const fallback = quantization === undefined ? undefined : { quantization_config: quantization };
+      const fallback =
+        quantization === undefined && stacked === undefined
+          ? undefined
+          : {
+              ...(quantization === undefined ? {} : { quantization_config: quantization }),
+              ...(stacked === undefined ? {} : { [STACKED_WEIGHTS_KEY]: stacked }),
+            };
       copiedFiles.push(...(await copyCompanions(source, dir, editConfig, fallback)));
       checkAborted(options.signal, output);
       if (options.verify === true)
@@ -422,21 +433,20 @@ async function proveExact(
   workers: number,
   signal: AbortSignal | undefined,
 ): Promise<void> {
+  const lossy = new Set(plans.filter((plan) => !exact(plan)).map((plan) => plan.weight));
   const report = await compareCheckpointValues(source, dir, {
     workers,
     ...(signal ? { signal } : {}),
     differing: true,
+    select: (weight) => !lossy.has(weight),
   });
-  const missing = new Set(report.onlyInA);
-  const differing = new Map(report.weights.map((w) => [w.name, w]));
-  for (const plan of plans) {
-    if (!exact(plan) || !(missing.has(plan.weight) || differing.has(plan.weight))) continue;
-    const compared = differing.get(plan.weight);
-    throw new BringupError(
-      "CONVERSION_NOT_EXACT",
-      `${output}: weight ${JSON.stringify(plan.weight)} does not decode to the source's values` +
-        `${compared === undefined ? " (missing)" : ` (${compared.mismatches} differ, first at ${compared.firstMismatch})`}; this is a bug, please report it. Nothing was written.`,
-      { subject: `${output}#${plan.weight}` },
-    );
-  }
+  const compared = report.weights[0];
+  const weight = compared?.name ?? report.onlyInA[0];
+  if (weight === undefined) return;
+  throw new BringupError(
+    "CONVERSION_NOT_EXACT",
+    `${output}: weight ${JSON.stringify(weight)} does not decode to the source's values` +
+      `${compared === undefined ? " (missing)" : ` (${compared.mismatches} differ, first at ${compared.firstMismatch})`}; this is a bug, please report it. Nothing was written.`,
+    { subject: `${output}#${weight}` },
+  );
 }

@@ -8,6 +8,8 @@ import {
   findLogical,
   type LogicalTensor,
   logicalRows,
+  logicalTensors,
+  logicalWeight,
   RowBuffers,
   readLogicalRows,
   readLogicalTensor,
@@ -70,6 +72,16 @@ describe("logical weights", () => {
     expect(() => findLogical(detectLogicalTensors(ck.tensors), "zz", root)).toThrow(/no weight named "zz"/);
   });
 
+  it("reads a checkpoint one weight at a time through its own name map, and finds each by name", () => {
+    const find = (name: string) => ck.find(name);
+    const streamed = [...logicalTensors(ck.tensors, find)];
+    expect(streamed).toEqual(detectLogicalTensors(ck.tensors));
+    for (const weight of streamed) expect(logicalWeight(weight.name, find)).toEqual(weight);
+    // Parts of a weight are not weights of their own.
+    for (const part of ["a.weight_scale_inv", "e_blocks", "e_scales", "zz"])
+      expect(logicalWeight(part, find)).toBeUndefined();
+  });
+
   it("refuses MXFP4 blocks without their scales or not U8, scales without blocks, or a shape that is not blocks, naming them", () => {
     const info = (name: string, shape: number[]) => ({
       name,
@@ -93,6 +105,14 @@ describe("logical weights", () => {
     expect(() => detectLogicalTensors([info("x.w_scales", [4, 2]), info("y", [4])])).toThrow(
       /x\.w_scales: MXFP4 scales without x\.w_blocks/,
     );
+    // One name stored both as MXFP4 and as itself would be two weights, whichever comes first.
+    for (const order of [
+      [info("x.w", [4, 64]), info("x.w_blocks", [4, 2, 16]), info("x.w_scales", [4, 2])],
+      [info("x.w_scales", [4, 2]), info("x.w_blocks", [4, 2, 16]), info("x.w", [4, 64])],
+    ])
+      expect(() => detectLogicalTensors(order)).toThrow(
+        /x\.w: the weight "x\.w" is stored twice, as this tensor and as MXFP4 \(x\.w_blocks, x\.w_scales\)/,
+      );
     // One row of blocks is a 1-D weight.
     expect(detectLogicalTensors([info("v_blocks", [2, 16]), info("v_scales", [2])])).toMatchObject([
       { kind: "mxfp4", name: "v", shape: [64] },

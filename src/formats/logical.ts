@@ -50,81 +50,142 @@ function sameDims(a: readonly number[], b: readonly number[]): boolean {
   return a.length === b.length && a.every((v, i) => v === b[i]);
 }
 
+/** Looks a stored tensor up by name: a checkpoint's own index, or a map of a list. */
+export type FindTensor = (name: string) => TensorInfo | undefined;
+
+const where = (t: TensorInfo) => `${"file" in t ? `${String(t.file)}#` : ""}${t.name}`;
+
+/** The FP8 scale blocks of weight `t` whose `*_scale_inv` is `inv`, if they are a pair. */
+function fp8Block(t: TensorInfo, inv: TensorInfo | undefined): readonly [number, number] | undefined {
+  if (t.dtype !== "F8_E4M3" || t.shape.length < 2 || inv?.dtype !== "F32") return undefined;
+  return FP8_BLOCKS.find((b) => sameDims(inv.shape, scaleGridShape(t.shape, b)));
+}
+
 /**
- * Groups stored tensors into logical weights by the public naming conventions, in the order of
- * their first parts. Besides its result it holds one map of names for the duration: checkpoints of
- * hundreds of thousands of tensors pass through here.
+ * What stored tensor `t` is by the public naming conventions: the first part of a weight (that
+ * weight), or a later part of one (null). Decided from `t` and the few tensors its name pairs it
+ * with, so a checkpoint is read one tensor at a time with no map of its own: a checkpoint of
+ * hundreds of thousands of tensors passes through here. Refuses what cannot be decoded: MXFP4
+ * blocks without their scales and the reverse, and a name stored both as MXFP4 and as itself,
+ * which would make two weights of one name.
  */
-export function detectLogicalTensors(tensors: readonly TensorInfo[]): LogicalTensor[] {
-  const index = new Map<string, number>();
-  for (const [i, t] of tensors.entries()) index.set(t.name, i);
-  const find = (name: string) => {
-    const i = index.get(name);
-    return i === undefined ? undefined : { i, t: tensors[i] as TensorInfo };
-  };
-  /** The weight each tensor is the first part of; a tensor used as a later part is marked `null`. */
-  const at: (LogicalTensor | null | undefined)[] = new Array(tensors.length);
-  const where = (t: TensorInfo) => `${"file" in t ? `${String(t.file)}#` : ""}${t.name}`;
-  for (const [i, t] of tensors.entries()) {
-    if (t.name.endsWith("_blocks")) {
-      const base = t.name.slice(0, -"_blocks".length);
-      const found = find(`${base}_scales`);
-      const scales = found?.t;
-      if (t.dtype !== "U8") {
-        throw new BringupError(
-          "MXFP4_BAD_DTYPE",
-          `${where(t)}: MXFP4 blocks are U8 bytes of two 4-bit codes, not ${t.dtype}; the checkpoint is corrupt or this tensor is misnamed.`,
-          { subject: where(t) },
-        );
-      }
-      if (t.shape.length < 2 || t.shape.at(-1) !== MXFP4_BLOCK_BYTES) {
-        throw new BringupError(
-          "MXFP4_BAD_SHAPE",
-          `${where(t)}: MXFP4 blocks need shape [..., groups, 16], not [${t.shape.join(", ")}]; the checkpoint is corrupt or this U8 tensor is misnamed.`,
-          { subject: where(t) },
-        );
-      }
-      const wanted = t.shape.slice(0, -1);
-      if (found === undefined || scales?.dtype !== "U8" || !sameDims(scales.shape, wanted)) {
-        throw new BringupError(
-          "MXFP4_SCALES_MISSING",
-          `${where(t)}: MXFP4 blocks need ${base}_scales, U8 of shape [${wanted.join(", ")}], ${scales === undefined ? "which is missing" : `not ${scales.dtype} [${scales.shape.join(", ")}]`}; without it the values cannot be decoded, so download the checkpoint again.`,
-          { subject: where(t) },
-        );
-      }
-      at[i] = { kind: "mxfp4", name: base, shape: mxfp4LogicalShape(t.shape), parts: [t.name, scales.name] };
-      at[found.i] = null;
+export function classifyTensor(t: TensorInfo, find: FindTensor): LogicalTensor | null {
+  if (t.name.endsWith("_blocks")) {
+    const base = t.name.slice(0, -"_blocks".length);
+    const scales = find(`${base}_scales`);
+    if (t.dtype !== "U8") {
+      throw new BringupError(
+        "MXFP4_BAD_DTYPE",
+        `${where(t)}: MXFP4 blocks are U8 bytes of two 4-bit codes, not ${t.dtype}; the checkpoint is corrupt or this tensor is misnamed.`,
+        { subject: where(t) },
+      );
     }
+    if (t.shape.length < 2 || t.shape.at(-1) !== MXFP4_BLOCK_BYTES) {
+      throw new BringupError(
+        "MXFP4_BAD_SHAPE",
+        `${where(t)}: MXFP4 blocks need shape [..., groups, 16], not [${t.shape.join(", ")}]; the checkpoint is corrupt or this U8 tensor is misnamed.`,
+        { subject: where(t) },
+      );
+    }
+    const wanted = t.shape.slice(0, -1);
+    if (scales?.dtype !== "U8" || !sameDims(scales.shape, wanted)) {
+      throw new BringupError(
+        "MXFP4_SCALES_MISSING",
+        `${where(t)}: MXFP4 blocks need ${base}_scales, U8 of shape [${wanted.join(", ")}], ${scales === undefined ? "which is missing" : `not ${scales.dtype} [${scales.shape.join(", ")}]`}; without it the values cannot be decoded, so download the checkpoint again.`,
+        { subject: where(t) },
+      );
+    }
+    const same = find(base);
+    if (same !== undefined) {
+      throw new BringupError(
+        "MXFP4_NAME_CLASH",
+        `${where(same)}: the weight ${JSON.stringify(base)} is stored twice, as this tensor and as MXFP4 (${base}_blocks, ${base}_scales); a loader could take either, so remove one.`,
+        { subject: where(same) },
+      );
+    }
+    return { kind: "mxfp4", name: base, shape: mxfp4LogicalShape(t.shape), parts: [t.name, scales.name] };
   }
-  // Scales whose blocks are missing cannot be decoded, and read as plain bytes they would be wrong.
-  const orphan = tensors.find((t, i) => t.name.endsWith("_scales") && at[i] === undefined);
-  if (orphan !== undefined) {
+  if (t.name.endsWith("_scales")) {
+    // Scales whose blocks are missing cannot be decoded, and read as plain bytes they would be wrong.
+    const blocks = find(`${t.name.slice(0, -"_scales".length)}_blocks`);
+    if (blocks !== undefined) {
+      classifyTensor(blocks, find); // refuses blocks these scales do not fit
+      return null;
+    }
     throw new BringupError(
       "MXFP4_BLOCKS_MISSING",
-      `${where(orphan)}: MXFP4 scales without ${orphan.name.slice(0, -"_scales".length)}_blocks; without the blocks the values cannot be decoded, so download the checkpoint again.`,
-      { subject: where(orphan) },
+      `${where(t)}: MXFP4 scales without ${t.name.slice(0, -"_scales".length)}_blocks; without the blocks the values cannot be decoded, so download the checkpoint again.`,
+      { subject: where(t) },
     );
   }
-  for (const [i, t] of tensors.entries()) {
-    if (t.dtype !== "F8_E4M3" || t.shape.length < 2 || at[i] !== undefined) continue;
-    const found = find(`${t.name}_scale_inv`);
-    const inv = found?.t;
-    const block = FP8_BLOCKS.find(
-      (b) => inv?.dtype === "F32" && sameDims(inv.shape, scaleGridShape(t.shape, b)),
-    );
-    if (found !== undefined && block !== undefined) {
-      at[i] = { kind: "fp8", name: t.name, shape: t.shape, block, parts: [t.name, found.t.name] };
-      at[found.i] = null;
-    }
+  const blocks = find(`${t.name}_blocks`);
+  if (blocks !== undefined) classifyTensor(blocks, find); // refuses the clash
+  if (t.name.endsWith("_scale_inv")) {
+    const weight = find(t.name.slice(0, -"_scale_inv".length));
+    if (weight !== undefined && fp8Block(weight, t) !== undefined) return null;
   }
-  const out: LogicalTensor[] = [];
-  for (const [i, t] of tensors.entries()) {
-    const weight = at[i];
-    if (weight === undefined)
-      out.push({ kind: "plain", name: t.name, shape: t.shape, dtype: t.dtype, parts: [t.name] });
-    else if (weight !== null) out.push(weight);
+  const inv = t.dtype === "F8_E4M3" ? find(`${t.name}_scale_inv`) : undefined;
+  const block = inv === undefined ? undefined : fp8Block(t, inv);
+  if (inv !== undefined && block !== undefined)
+    return { kind: "fp8", name: t.name, shape: t.shape, block, parts: [t.name, inv.name] };
+  return { kind: "plain", name: t.name, shape: t.shape, dtype: t.dtype, parts: [t.name] };
+}
+
+/** The logical weights of stored tensors, one at a time, in the order of their first parts. */
+export function* logicalTensors(tensors: Iterable<TensorInfo>, find: FindTensor): Generator<LogicalTensor> {
+  for (const t of tensors) {
+    const weight = classifyTensor(t, find);
+    if (weight !== null) yield weight;
   }
-  return out;
+}
+
+/** The logical weight named `name`, or undefined where there is none. */
+export function logicalWeight(name: string, find: FindTensor): LogicalTensor | undefined {
+  const stored = find(`${name}_blocks`) ?? find(name);
+  const weight = stored === undefined ? null : classifyTensor(stored, find);
+  return weight?.name === name ? weight : undefined;
+}
+
+/**
+ * Groups stored tensors into logical weights by the public naming conventions, in the order of
+ * their first parts. Holds a map of names for the duration; a checkpoint has its own, and
+ * `logicalTensors` with it makes one weight at a time.
+ */
+export function detectLogicalTensors(tensors: readonly TensorInfo[]): LogicalTensor[] {
+  const index = new Map(tensors.map((t) => [t.name, t]));
+  return [...logicalTensors(tensors, (name) => index.get(name))];
+}
+
+/**
+ * The name a stacked weight (three or more dimensions, matrices [out, in] stacked, as gpt-oss stores
+ * its experts) takes in another format. gpt-oss's MXFP4 `experts.down_proj_blocks` hold [experts,
+ * out, in], but Hugging Face's bf16 `experts.down_proj` holds [experts, in, out]: the same name in
+ * bf16 or FP8 would be read transposed, without error where the matrices are square. So such a
+ * weight leaves MXFP4 as `<name>.weight` (with `.weight_scale_inv` for FP8), the name of a Linear's
+ * [out, in] rows stacked, which no gpt-oss loader takes for its own; and returns to MXFP4 without
+ * the suffix. Other weights keep their names.
+ */
+export function stackedName(name: string, shape: readonly number[], to: "mxfp4" | "other"): string {
+  if (shape.length < 3) return name;
+  if (to === "mxfp4") return name.endsWith(STACKED_SUFFIX) ? name.slice(0, -STACKED_SUFFIX.length) : name;
+  return name.endsWith(STACKED_SUFFIX) ? name : `${name}${STACKED_SUFFIX}`;
+}
+
+const STACKED_SUFFIX = ".weight";
+
+/**
+ * The weight of `find` that `weight` (of another checkpoint) converts to: the one of its name, or
+ * of its stacked name in the other format (see stackedName).
+ */
+export function counterpart(weight: LogicalTensor, find: FindTensor): LogicalTensor | undefined {
+  const same = logicalWeight(weight.name, find);
+  if (same !== undefined || weight.shape.length < 3) return same;
+  const renamed = weight.name.endsWith(STACKED_SUFFIX)
+    ? weight.name.slice(0, -STACKED_SUFFIX.length)
+    : `${weight.name}${STACKED_SUFFIX}`;
+  const other = logicalWeight(renamed, find);
+  // Only a change of format renames: MXFP4 on exactly one side.
+  return other !== undefined && (other.kind === "mxfp4") !== (weight.kind === "mxfp4") ? other : undefined;
 }
 
 /** Rows of a logical tensor: every dimension but the last, flattened. */

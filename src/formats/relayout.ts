@@ -229,7 +229,7 @@ export async function relayoutCheckpoint(
             total += o.shape.reduce((a, b) => a * b, 1) * dtypeBytes(o.dtype);
           }
         }
-        await writeShardIndex(dir, weightMap, total);
+        await writeShardIndex(dir, Object.entries(weightMap), total);
       }
       await copyCompanions(source, dir);
     });

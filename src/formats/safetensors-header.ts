@@ -463,40 +463,79 @@ export interface TensorLayout {
 }
 
 /**
+ * The header's JSON text in pieces of about 64 K characters, for tensors laid out back to back in
+ * the given order (keys in that order, `__metadata__` first), each tensor's record handed to
+ * `laid` as it is placed: no object of every entry is built, as a header may list 262,144.
+ */
+function* headerText(
+  layouts: Iterable<TensorLayout>,
+  metadata: Readonly<Record<string, string>>,
+  file: string,
+  laid?: (tensor: StoredTensor) => void,
+): Generator<string> {
+  let piece = Object.keys(metadata).length > 0 ? `{"${METADATA_KEY}":${JSON.stringify(metadata)}` : "{";
+  let comma = piece.length > 1;
+  let offset = 0;
+  for (const { name, dtype, shape } of layouts) {
+    if (name === METADATA_KEY) {
+      throw new BringupError(
+        "SAFETENSORS_BAD_NAME",
+        `tensor name ${JSON.stringify(name)} is reserved; give each tensor a unique name.`,
+        { subject: name },
+      );
+    }
+    const end = offset + elementCount(shape) * dtypeBytes(dtype);
+    laid?.(new StoredTensor(name, dtype, shape, offset, end, file));
+    piece += `${comma ? "," : ""}${JSON.stringify(name)}:{"dtype":"${dtype}","shape":[${shape.join(",")}],"data_offsets":[${offset},${end}]}`;
+    offset = end;
+    comma = true;
+    if (piece.length >= 2 ** 16) {
+      yield piece;
+      piece = "";
+    }
+  }
+  yield `${piece}}`;
+}
+
+/**
  * The header bytes for tensors laid out back to back in the given order, padded with spaces to a
- * multiple of 8 as the reference writer does, so the data section starts aligned.
+ * multiple of 8 as the reference writer does, so the data section starts aligned, and each
+ * tensor's record (its `file` is `file`). Refuses a name given twice or the reserved `__metadata__`.
  */
 export function encodeSafetensorsHeader(
   layouts: readonly TensorLayout[],
   metadata: Readonly<Record<string, string>> = {},
-): { header: Uint8Array; tensors: TensorInfo[] } {
-  const json: Record<string, unknown> = {};
-  if (Object.keys(metadata).length > 0) json[METADATA_KEY] = metadata;
-  const tensors: TensorInfo[] = [];
-  let offset = 0;
-  for (const { name, dtype, shape } of layouts) {
-    if (name === METADATA_KEY || Object.hasOwn(json, name)) {
-      throw new BringupError(
-        "SAFETENSORS_BAD_NAME",
-        `tensor name ${JSON.stringify(name)} is reserved or repeated; give each tensor a unique name.`,
-        { subject: name },
-      );
-    }
-    const byteLength = elementCount(shape) * dtypeBytes(dtype);
-    const info: TensorInfo = {
-      name,
-      dtype,
-      shape: [...shape],
-      byteLength,
-      dataOffsets: [offset, offset + byteLength],
-    };
-    json[name] = { dtype, shape: info.shape, data_offsets: info.dataOffsets };
-    tensors.push(info);
-    offset += byteLength;
-  }
-  const text = JSON.stringify(json);
-  const raw = new TextEncoder().encode(text);
-  const padded = new Uint8Array(Math.ceil(raw.length / 8) * 8).fill(0x20);
-  padded.set(raw);
-  return { header: padded, tensors };
+  file = "",
+): { header: Uint8Array; tensors: StoredTensor[]; byName: Map<string, StoredTensor> } {
+  const tensors: StoredTensor[] = [];
+  const byName = new Map<string, StoredTensor>();
+  const pieces = [
+    ...headerText(layouts, metadata, file, (t) => {
+      if (byName.has(t.name)) {
+        throw new BringupError(
+          "SAFETENSORS_BAD_NAME",
+          `tensor name ${JSON.stringify(t.name)} is repeated; give each tensor a unique name.`,
+          { subject: t.name },
+        );
+      }
+      byName.set(t.name, t);
+      tensors.push(t);
+    }),
+  ];
+  const length = pieces.reduce((n, piece) => n + Buffer.byteLength(piece), 0);
+  const header = new Uint8Array(Math.ceil(length / 8) * 8).fill(0x20);
+  const encoder = new TextEncoder();
+  let at = 0;
+  for (const piece of pieces) at += encoder.encodeInto(piece, header.subarray(at)).written;
+  return { header, tensors, byName };
+}
+
+/** The bytes encodeSafetensorsHeader would make of these tensors, padding included, made a piece at a time. */
+export function safetensorsHeaderBytes(
+  layouts: Iterable<TensorLayout>,
+  metadata: Readonly<Record<string, string>> = {},
+): number {
+  let length = 0;
+  for (const piece of headerText(layouts, metadata, "")) length += Buffer.byteLength(piece);
+  return Math.ceil(length / 8) * 8;
 }

@@ -4,7 +4,12 @@ import { dirname } from "node:path";
 import { temporarySibling } from "../common/atomic-write.js";
 import { BringupError } from "../common/errors.js";
 import { outputError } from "./output-errors.js";
-import { encodeSafetensorsHeader, type TensorInfo, type TensorLayout } from "./safetensors-header.js";
+import {
+  encodeSafetensorsHeader,
+  type StoredTensor,
+  type TensorInfo,
+  type TensorLayout,
+} from "./safetensors-header.js";
 
 /**
  * Writes a safetensors file whose layout is known up front. Each tensor is written front to back,
@@ -17,7 +22,7 @@ export class SafetensorsWriter {
   readonly #handle: FileHandle;
   readonly #tmp: string;
   readonly #dataStart: number;
-  readonly #byName: Map<string, TensorInfo>;
+  readonly #byName: ReadonlyMap<string, StoredTensor>;
   readonly #written = new Map<string, number>();
 
   private constructor(
@@ -26,11 +31,12 @@ export class SafetensorsWriter {
     handle: FileHandle,
     dataStart: number,
     readonly tensors: readonly TensorInfo[],
+    byName: ReadonlyMap<string, StoredTensor>,
   ) {
     this.#tmp = tmp;
     this.#handle = handle;
     this.#dataStart = dataStart;
-    this.#byName = new Map(tensors.map((t) => [t.name, t]));
+    this.#byName = byName;
   }
 
   /** The file being written, until `finish` renames it or `abort` removes it. */
@@ -43,7 +49,7 @@ export class SafetensorsWriter {
     layouts: readonly TensorLayout[],
     metadata: Readonly<Record<string, string>> = {},
   ): Promise<SafetensorsWriter> {
-    const { header, tensors } = encodeSafetensorsHeader(layouts, metadata);
+    const { header, tensors, byName } = encodeSafetensorsHeader(layouts, metadata, path);
     const tmp = temporarySibling(path);
     let handle: FileHandle;
     try {
@@ -62,7 +68,7 @@ export class SafetensorsWriter {
       await rm(tmp, { force: true });
       throw outputError(error, path);
     }
-    return new SafetensorsWriter(path, tmp, handle, 8 + header.length, tensors);
+    return new SafetensorsWriter(path, tmp, handle, 8 + header.length, tensors, byName);
   }
 
   /** Appends the next bytes of tensor `name`. */

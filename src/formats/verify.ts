@@ -4,10 +4,11 @@ import { type Checkpoint, openCheckpoint } from "./checkpoint.js";
 import { decodeToFloat32 } from "./decode.js";
 import { elementCount } from "./dtypes.js";
 import {
-  detectLogicalTensors,
+  counterpart,
   fp8ScaleRows,
   type LogicalTensor,
   logicalRows,
+  logicalTensors,
   type RowBuffers,
   readLogicalRows,
   readLogicalRowsWide,
@@ -80,17 +81,27 @@ async function checksum(ck: Checkpoint, t: LogicalTensor, buffer: Uint8Array): P
 }
 
 /**
- * sha256 of the stored bytes of each pair's two weights, one weight after another through one
- * buffer: pair k's at 2k and 2k + 1, the one string twice where they are the same.
+ * sha256 of the stored bytes of a weight of x and one of y, weight after weight in the order asked,
+ * one at a time through one buffer: the one string twice where they are the same.
  */
-async function checksums(x: Checkpoint, y: Checkpoint, pairs: readonly Pair[]): Promise<string[]> {
-  const buffer = new Uint8Array(CHUNK_BYTES);
-  const sums: string[] = [];
-  for (const { a, b } of pairs) {
-    const [sumA, sumB] = [await checksum(x, a, buffer), await checksum(y, b, buffer)];
-    sums.push(sumA, sumA === sumB ? sumA : sumB);
+class Checksums {
+  readonly #buffer = new Uint8Array(CHUNK_BYTES);
+  #last: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    readonly x: Checkpoint,
+    readonly y: Checkpoint,
+  ) {}
+
+  of(a: LogicalTensor, b: LogicalTensor): Promise<readonly [string, string]> {
+    const sums = this.#last.then(async () => {
+      const sumA = await checksum(this.x, a, this.#buffer);
+      const sumB = await checksum(this.y, b, this.#buffer);
+      return [sumA, sumA === sumB ? sumA : sumB] as const;
+    });
+    this.#last = sums.catch(() => undefined);
+    return sums;
   }
-  return sums;
 }
 
 /** How rows [start, end) of weight a compare with the same rows of b, decoded: what a worker is sent. */
@@ -207,105 +218,109 @@ export async function verifyCheckpoints(
   pathB: string,
   options: VerifyOptions = {},
 ): Promise<VerifyReport> {
-  return compare(pathA, pathB, options, checksums) as Promise<VerifyReport>;
+  return compare(pathA, pathB, options, true) as Promise<VerifyReport>;
 }
 
 /**
  * verifyCheckpoints without the checksums: only whether the decoded values are the same. `a` may be
  * a checkpoint already open (it stays open); with `differing`, the report lists only the weights
- * whose values differ, as a checkpoint of hundreds of thousands of weights would make as many.
+ * whose values differ, as a checkpoint of hundreds of thousands of weights would make as many; with
+ * `select`, only the weights it accepts are compared (and looked for on either side).
  */
 export async function compareCheckpointValues(
   a: string | Checkpoint,
   pathB: string,
-  options: VerifyOptions & { readonly differing?: boolean } = {},
+  options: VerifyOptions & {
+    readonly differing?: boolean;
+    readonly select?: (weight: string) => boolean;
+  } = {},
 ): Promise<ComparisonReport<ValueComparison>> {
-  return compare(a, pathB, options, undefined, options.differing === true);
+  return compare(a, pathB, options, false, options.differing === true, options.select);
 }
 
 type Pair = { a: LogicalTensor; b: LogicalTensor };
 
-/** The row comparisons of a weight without values. */
-const NO_ROWS: readonly RowsComparison[] = [];
+/** What a weight without values compares as. */
+const IDENTICAL: RowsComparison = { mismatches: 0, maxAbsDifference: 0 };
+/**
+ * Weights compared at once, their results kept until the ones before them are done. Each weight's
+ * row ranges share the lanes of the workers, so this bounds only what waits: a few small objects
+ * each, however many weights a checkpoint holds.
+ */
+const WEIGHTS_AT_ONCE = 64;
 
 /**
- * The comparison both of those make; with `hash`, each weight's checksums too (as `checksums`
- * gives them), computed while the values are compared: then each weight is a WeightComparison.
+ * The comparison both of those make; with `hashing`, each weight's checksums too, computed while
+ * the values are compared: then each weight is a WeightComparison. Both checkpoints are read one
+ * weight at a time, paired through their own name maps, so its memory is what the two open
+ * checkpoints hold and a window of weights, not a list of every weight or pair.
  */
 async function compare(
   a: string | Checkpoint,
   pathB: string,
   options: VerifyOptions,
-  hash?: (x: Checkpoint, y: Checkpoint, pairs: readonly Pair[]) => Promise<string[]>,
+  hashing: boolean,
   differing = false,
+  select: (weight: string) => boolean = () => true,
 ): Promise<ComparisonReport<ValueComparison | WeightComparison>> {
   const workerCount = options.workers ?? defaultWorkers();
   const x = typeof a === "string" ? await openCheckpoint(a) : a;
   const pathA = typeof a === "string" ? a : x.path;
   try {
     const y = await openCheckpoint(pathB);
-    try {
-      const [la, lb] = [detectLogicalTensors(x.tensors), detectLogicalTensors(y.tensors)];
-      const byName = new Map(lb.map((t) => [t.name, t]));
-      const pairs = la.flatMap((a) => {
-        const b = byName.get(a.name);
-        return b === undefined ? [] : [{ a, b }];
-      });
-      const sameShape = ({ a, b }: Pair) =>
-        a.shape.length === b.shape.length && a.shape.every((d, i) => d === b.shape[i]);
-      // A weight without values has nothing to compare (and views of it would be garbage by the hundred thousand).
-      const jobs = pairs
-        .filter((pair) => sameShape(pair) && elementCount(pair.a.shape) > 0)
-        .flatMap((pair) => {
-          const [a, b] = shortRows([pair.a, pair.b]) as [LogicalTensor, LogicalTensor];
-          const { rows, cols } = logicalRows(a);
-          const step = Math.max(1, Math.floor(VALUE_CHUNK_BYTES / 4 / Math.max(1, cols)));
-          return Array.from({ length: Math.ceil(rows / step) }, (_, k) => ({
-            a,
-            b,
-            start: k * step,
-            end: Math.min(rows, (k + 1) * step),
-          }));
+    const [findX, findY] = [(name: string) => x.find(name), (name: string) => y.find(name)];
+    // Two row ranges per worker keep each one busy.
+    const lanes = new Lanes(2 * Math.max(1, workerCount));
+    const sums = hashing ? new Checksums(x, y) : undefined;
+    let pool: WorkerPool<RowsJob, RowsComparison> | undefined;
+    const interrupted = () => {
+      if (options.signal?.aborted === true)
+        throw new BringupError("INTERRUPTED", `comparing ${pathA} with ${pathB} was interrupted.`);
+    };
+    const rows = (job: RowsJob) =>
+      lanes.run(() => {
+        interrupted();
+        if (workerCount === 0) return compareRows(x, y, job);
+        pool ??= new WorkerPool(siblingModule("verify-worker", import.meta.url), workerCount, {
+          a: pathA,
+          b: pathB,
         });
-      const pool =
-        workerCount > 0 && jobs.length > 0
-          ? new WorkerPool<RowsJob, RowsComparison>(
-              siblingModule("verify-worker", import.meta.url),
-              workerCount,
-              { a: pathA, b: pathB },
-            )
-          : undefined;
-      try {
-        const [values, sums] = await Promise.all([
-          runInOrder(jobs, 2 * Math.max(1, workerCount), (job) => {
-            if (options.signal?.aborted === true) {
-              throw new BringupError("INTERRUPTED", `comparing ${pathA} with ${pathB} was interrupted.`);
-            }
-            return pool?.run(job) ?? compareRows(x, y, job);
-          }),
-          hash?.(x, y, pairs),
-        ]);
-        const byWeight = new Map<string, RowsComparison[]>();
-        for (const [k, job] of jobs.entries()) {
-          const parts = byWeight.get(job.a.name) ?? [];
-          parts.push(values[k] as RowsComparison);
-          byWeight.set(job.a.name, parts);
-        }
-        const weights: (ValueComparison | WeightComparison)[] = [];
-        for (const [k, { a, b }] of pairs.entries()) {
-          const parts = sameShape({ a, b }) ? (byWeight.get(a.name) ?? NO_ROWS) : undefined;
-          if (differing && parts?.every((p) => p.mismatches === 0) === true) continue;
-          weights.push(comparison(a, b, parts, sums, k));
-        }
-        const namesA = new Set(la.map((t) => t.name));
-        const onlyInA = la.filter((t) => !byName.has(t.name)).map((t) => t.name);
-        const onlyInB = lb.filter((t) => !namesA.has(t.name)).map((t) => t.name);
-        const ok = onlyInA.length === 0 && onlyInB.length === 0 && weights.every((w) => w.valuesIdentical);
-        return { a: pathA, b: pathB, ok, weights, onlyInA, onlyInB };
-      } finally {
-        await pool?.close();
+        return pool.run(job);
+      });
+    const weights: (ValueComparison | WeightComparison)[] = [];
+    const onlyInA: string[] = [];
+    const onlyInB: string[] = [];
+    let ok = true;
+    function* pairs(): Generator<Pair> {
+      for (const weight of logicalTensors(x.tensors, findX)) {
+        interrupted();
+        if (!select(weight.name)) continue;
+        const other = counterpart(weight, findY);
+        if (other === undefined) onlyInA.push(weight.name);
+        else yield { a: weight, b: other };
       }
+    }
+    try {
+      await inOrder(
+        pairs(),
+        WEIGHTS_AT_ONCE,
+        async ({ a, b }) => {
+          const same = a.shape.length === b.shape.length && a.shape.every((d, i) => d === b.shape[i]);
+          const checksums = sums?.of(a, b);
+          const values = same ? await compareValues(a, b, rows, lanes.size) : undefined;
+          return comparison(a, b, values, await checksums);
+        },
+        (weight) => {
+          ok &&= weight.valuesIdentical;
+          if (!(differing && weight.valuesIdentical)) weights.push(weight);
+        },
+      );
+      for (const b of logicalTensors(y.tensors, findY))
+        if (select(b.name) && counterpart(b, findX) === undefined) onlyInB.push(b.name);
+      ok &&= onlyInA.length === 0 && onlyInB.length === 0;
+      return { a: pathA, b: pathB, ok, weights, onlyInA, onlyInB };
     } finally {
+      await pool?.close();
       await y.close();
     }
   } finally {
@@ -314,47 +329,113 @@ async function compare(
 }
 
 /**
- * One weight's comparison from its row ranges' (undefined where the shapes differ), and its
- * checksums when there are: one object of one shape, built once, as there may be hundreds of
- * thousands (a member left undefined is one JSON leaves out).
+ * How the decoded values of a and b (of one shape) compare: in row ranges of VALUE_CHUNK_BYTES,
+ * run by `rows` as lanes come free, summed as they come back.
+ */
+async function compareValues(
+  a: LogicalTensor,
+  b: LogicalTensor,
+  rows: (job: RowsJob) => Promise<RowsComparison>,
+  lanes: number,
+): Promise<RowsComparison> {
+  if (elementCount(a.shape) === 0) return IDENTICAL;
+  const [shortA, shortB] = shortRows([a, b]) as [LogicalTensor, LogicalTensor];
+  const { rows: count, cols } = logicalRows(shortA);
+  const step = Math.max(1, Math.floor(VALUE_CHUNK_BYTES / 4 / Math.max(1, cols)));
+  let mismatches = 0;
+  let firstMismatch: number | undefined;
+  let maxAbsDifference = 0;
+  let next = 0;
+  const lane = async () => {
+    while (next < count) {
+      const start = next;
+      next = Math.min(count, start + step);
+      const part = await rows({ a: shortA, b: shortB, start, end: next });
+      mismatches += part.mismatches;
+      if (
+        part.firstMismatch !== undefined &&
+        (firstMismatch === undefined || part.firstMismatch < firstMismatch)
+      )
+        firstMismatch = part.firstMismatch;
+      maxAbsDifference = Math.max(maxAbsDifference, part.maxAbsDifference);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(lanes, Math.ceil(count / step)) }, lane));
+  return { mismatches, ...(firstMismatch === undefined ? {} : { firstMismatch }), maxAbsDifference };
+}
+
+/**
+ * One weight's comparison from its values' (undefined where the shapes differ), and its checksums
+ * when there are: one object of one shape, built once, as there may be hundreds of thousands (a
+ * member left undefined is one JSON leaves out).
  */
 function comparison(
   a: LogicalTensor,
   b: LogicalTensor,
-  parts: readonly RowsComparison[] | undefined,
-  sums: readonly string[] | undefined,
-  k: number,
+  values: RowsComparison | undefined,
+  sums: readonly [string, string] | undefined,
 ): ValueComparison | WeightComparison {
-  const mismatches = parts?.reduce((n, p) => n + p.mismatches, 0) ?? Number.NaN;
-  const [sha256A, sha256B] = [sums?.[2 * k], sums?.[2 * k + 1]];
   return {
     name: a.name,
     formatA: format(a),
     formatB: format(b),
-    valuesIdentical: mismatches === 0,
-    mismatches,
-    firstMismatch: parts?.find((p) => p.firstMismatch !== undefined)?.firstMismatch,
-    maxAbsDifference: parts === undefined ? Number.NaN : Math.max(0, ...parts.map((p) => p.maxAbsDifference)),
-    sha256A,
-    sha256B,
-    bytesIdentical: sums === undefined ? undefined : sha256A === sha256B,
+    valuesIdentical: values?.mismatches === 0,
+    mismatches: values?.mismatches ?? Number.NaN,
+    firstMismatch: values?.firstMismatch,
+    maxAbsDifference: values?.maxAbsDifference ?? Number.NaN,
+    sha256A: sums?.[0],
+    sha256B: sums?.[1],
+    bytesIdentical: sums === undefined ? undefined : sums[0] === sums[1],
   } as ValueComparison | WeightComparison;
 }
 
-/** Runs `run` on every item, at most `window` at once, started in order; results in item order. */
-async function runInOrder<T, R>(
-  items: readonly T[],
+/** At most `size` tasks running at once; the rest wait their turn, first come first served. */
+class Lanes {
+  readonly #waiting: (() => void)[] = [];
+  #free: number;
+
+  constructor(readonly size: number) {
+    this.#free = size;
+  }
+
+  async run<R>(task: () => Promise<R>): Promise<R> {
+    if (this.#free > 0) this.#free -= 1;
+    else await new Promise<void>((resolve) => this.#waiting.push(resolve));
+    try {
+      return await task();
+    } finally {
+      const next = this.#waiting.shift();
+      if (next === undefined) this.#free += 1;
+      else next();
+    }
+  }
+}
+
+/**
+ * Runs `run` on each item, at most `window` at once, started in order, and hands each result to
+ * `done` in item order. On a failure, waits for the runs started to settle, then throws it.
+ */
+async function inOrder<T, R>(
+  items: Iterator<T>,
   window: number,
   run: (item: T) => Promise<R>,
-): Promise<R[]> {
-  const results: R[] = new Array(items.length);
-  let next = 0;
-  const lane = async () => {
-    while (next < items.length) {
-      const k = next++;
-      results[k] = await run(items[k] as T);
+  done: (result: R) => void,
+): Promise<void> {
+  const queue: Promise<R>[] = [];
+  let ended = false;
+  try {
+    for (;;) {
+      while (!ended && queue.length < window) {
+        const next = items.next();
+        if (next.done === true) ended = true;
+        else queue.push(run(next.value));
+      }
+      const head = queue.shift();
+      if (head === undefined) return;
+      done(await head);
     }
-  };
-  await Promise.all(Array.from({ length: Math.min(window, items.length) }, lane));
-  return results;
+  } catch (error) {
+    await Promise.allSettled(queue);
+    throw error;
+  }
 }

@@ -28,6 +28,10 @@ export const METRIC_NAMES = {
   paramsN: "vllm:request_params_n",
   paramsMaxTokens: "vllm:request_params_max_tokens",
   iterationTokens: "vllm:iteration_tokens_total",
+  specDrafts: "vllm:spec_decode_num_drafts_total",
+  specDraftTokens: "vllm:spec_decode_num_draft_tokens_total",
+  specAcceptedTokens: "vllm:spec_decode_num_accepted_tokens_total",
+  specAcceptedPerPosition: "vllm:spec_decode_num_accepted_tokens_per_pos_total",
   kvBlocksUsed: "bringup:kv_cache_blocks_used",
   kvBlocksTotal: "bringup:kv_cache_blocks_total",
   kvTokenCapacity: "bringup:kv_cache_token_capacity",
@@ -150,6 +154,38 @@ export class ServerMetrics {
       "Requests preempted to free KV blocks (recomputed later).",
       (s) => s.preemptions,
     );
+    const spec = stats().specDecode;
+    if (spec !== undefined) {
+      // vLLM's SpecDecodingProm (vllm/v1/spec_decode/metrics.py), registered only when drafting.
+      counter(
+        METRIC_NAMES.specDrafts,
+        "Sequence-steps that verified drafted tokens.",
+        (s) => s.specDecode?.numDrafts ?? 0,
+      );
+      counter(
+        METRIC_NAMES.specDraftTokens,
+        "Drafted tokens verified.",
+        (s) => s.specDecode?.numDraftTokens ?? 0,
+      );
+      counter(
+        METRIC_NAMES.specAcceptedTokens,
+        "Drafted tokens accepted.",
+        (s) => s.specDecode?.numAcceptedTokens ?? 0,
+      );
+      new Counter({
+        name: METRIC_NAMES.specAcceptedPerPosition,
+        help: "Drafted tokens accepted, by their position in the draft (0 first).",
+        labelNames: [...LABELS, "position"],
+        registers,
+        collect() {
+          this.reset();
+          const per = stats().specDecode?.acceptedPerPosition ?? [];
+          per.forEach((n, position) => {
+            this.inc({ ...labels, position: String(position) }, n);
+          });
+        },
+      });
+    }
     counter(
       METRIC_NAMES.promptTokens,
       "Prompt tokens run through the model (recomputation included).",

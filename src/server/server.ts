@@ -53,6 +53,8 @@ export interface ServerOptions {
   /** How sliding-window layers keep their KV: "window-sized" (default, a ring) or "full" (masked). */
   readonly kvLayout?: KvLayout;
   readonly maxNumBatchedTokens?: number;
+  /** Tokens the model's MTP layer drafts per step for speculative decoding (default 0: off). */
+  readonly speculativeTokens?: number;
   /** Matmul threads (default: all cores). */
   readonly threads?: number;
   /** Receives the log lines (request lines, errors); absent logs nothing. */
@@ -129,6 +131,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       ? { maxNumBatchedTokens: options.maxNumBatchedTokens }
       : {}),
     ...(options.threads !== undefined ? { threads: options.threads } : {}),
+    ...(options.speculativeTokens !== undefined ? { speculativeTokens: options.speculativeTokens } : {}),
   });
   const modelName = options.servedModelName ?? engine.modelName;
   const metrics = new ServerMetrics(modelName, () => engine.stats());

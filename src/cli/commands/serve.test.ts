@@ -97,6 +97,14 @@ describe("bringup serve", () => {
     expect(stderr).toContain(file);
   });
 
+  it("refuses --speculative-tokens on a model without an MTP layer, in one line before serving", async () => {
+    const { stderr, exitCode } = await cli(["serve", good, "--port", "0", "--speculative-tokens", "2"]);
+    expect(exitCode).toBe(2);
+    expect(stderr).toMatch(/^bringup: .*no MTP layer to draft with.*\[SPECULATIVE_UNAVAILABLE\]\n$/);
+    const flags = { host: "127.0.0.1", port: 0, tiny: "tiny" };
+    expect(serverOptions(good, { ...flags, speculativeTokens: 3 }).speculativeTokens).toBe(3);
+  });
+
   it("serves a model directory with vLLM's flags", async () => {
     const program = new Command("bringup").exitOverride();
     let out = "";

@@ -72,6 +72,7 @@ interface ServeFlags {
   blockSize?: number;
   kvLayout?: KvLayout;
   maxNumBatchedTokens?: number;
+  speculativeTokens?: number;
   threads?: number;
   switch?: Record<string, string>;
   tiny: string;
@@ -105,6 +106,7 @@ export function serverOptions(modelDir: string | undefined, flags: ServeFlags): 
     ...(flags.kvLayout !== undefined ? { kvLayout: flags.kvLayout } : {}),
     ...(flags.maxNumBatchedTokens !== undefined ? { maxNumBatchedTokens: flags.maxNumBatchedTokens } : {}),
     ...(flags.threads !== undefined ? { threads: flags.threads } : {}),
+    ...(flags.speculativeTokens !== undefined ? { speculativeTokens: flags.speculativeTokens } : {}),
     ...(flags.maxConnections !== undefined ? { maxConnections: flags.maxConnections } : {}),
     ...(flags.trustRequestChatTemplate ? { trustRequestChatTemplate: true } : {}),
     ...(flags.maxRequestBodySize !== undefined ? { maxRequestBodyBytes: flags.maxRequestBodySize } : {}),
@@ -155,6 +157,11 @@ export function registerServe(
       positiveInt,
     )
     .option("--threads <n>", "matmul threads (default: all cores)", positiveInt)
+    .option(
+      "--speculative-tokens <k>",
+      "speculative decoding: tokens the model's MTP layer drafts per step, verified in one step (default off); acceptance is in /metrics",
+      positiveInt,
+    )
     .option(
       "--switch <name=value>",
       "set one of the model's switches (repeatable), e.g. kda_prefill=recurrent; the model code declares them, and a model with MXFP4 weights has mxfp4=fused|unpacked|int8",

@@ -3,15 +3,20 @@ import type { CausalLM } from "../model/causal-lm.js";
 import type { ForwardTap } from "../model/model.js";
 import { REPLAY_SWITCH } from "../model/step-scratch.js";
 import type { GeneratedToken } from "../request.js";
-import { logprobsOf, sampleToken } from "../sampler.js";
+import { logprobsOf, type SamplingHistory, sampleToken } from "../sampler.js";
 import type { CacheManager } from "./cache-manager.js";
 import type { Chunk, Sequence } from "./sequence.js";
 import { StepPlans } from "./step-plan.js";
 
-/** A step's logits and, for each chunk, the logit row of each of its tokens (-1: none asked). */
+/**
+ * A step's logits and, for each chunk, the logit row of each of its tokens (-1: none asked); the
+ * residual stream of every token (a draft head's input) and each chunk's first token in it.
+ */
 export interface StepLogits {
   readonly logits: Float32Array;
   readonly rowsOf: readonly (readonly number[])[];
+  readonly streams: Float32Array;
+  readonly firstOf: readonly number[];
 }
 
 /**
@@ -41,7 +46,7 @@ export class ModelRunner {
 
   run(chunks: readonly Chunk[]): StepLogits {
     const { batch, scratch } = this.plans.layOut(chunks, this.replay);
-    const logits = this.network.forward(
+    const { logits, streams } = this.network.step(
       {
         batch,
         pool: this.pool,
@@ -51,7 +56,7 @@ export class ModelRunner {
       },
       this.cache.storage,
     );
-    return { logits, rowsOf: batch.rowsOf };
+    return { logits, rowsOf: batch.rowsOf, streams, firstOf: batch.sequences.map((s) => s.first) };
   }
 
   /** Decode shapes planned and steps replayed so far (both 0 with replay off). */
@@ -82,11 +87,13 @@ export class ModelRunner {
   /** Samples `seq`'s next token from the logits at offset `row` (its min_tokens keeping stops out). */
   sample(seq: Sequence, logits: Float32Array, row: number): GeneratedToken {
     const V = this.vocabSize;
-    const tokenId = sampleToken(logits, row, V, seq.request.sampling ?? {}, seq.rng, {
-      promptTokenIds: seq.request.promptTokenIds,
-      outputTokenIds: seq.outputTokenIds,
-      ...(seq.numGenerated < (seq.request.minTokens ?? 0) ? { banned: seq.stopIds } : {}),
-    });
+    const tokenId = sampleToken(logits, row, V, seq.request.sampling ?? {}, seq.rng, samplingHistory(seq));
+    return this.describe(seq, logits, row, tokenId);
+  }
+
+  /** `tokenId` as `seq` emits it from the logits at offset `row`: with its logprob, rank and top. */
+  describe(seq: Sequence, logits: Float32Array, row: number, tokenId: number): GeneratedToken {
+    const V = this.vocabSize;
     const lp = logprobsOf(logits, row, V, tokenId, seq.request.logprobs ?? 0, this.logprobScratch);
     return {
       tokenId,
@@ -95,4 +102,13 @@ export class ModelRunner {
       ...(seq.request.logprobs !== undefined ? { top: lp.top } : {}),
     };
   }
+}
+
+/** What `seq` has seen, for penalties and bad words, and its stops banned before min_tokens. */
+export function samplingHistory(seq: Sequence): SamplingHistory {
+  return {
+    promptTokenIds: seq.request.promptTokenIds,
+    outputTokenIds: seq.outputTokenIds,
+    ...(seq.numGenerated < (seq.request.minTokens ?? 0) ? { banned: seq.stopIds } : {}),
+  };
 }

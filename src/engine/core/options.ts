@@ -8,9 +8,11 @@ import {
   splitKvBudget,
   unitBytes,
 } from "../cache/capacity.js";
+import type { LayerStates } from "../cache/state-spec.js";
 import { KV_LAYOUT_NAMES, type KvLayout } from "../cache/state-spec.js";
 import type { CausalLM } from "../model/causal-lm.js";
 import type { ForwardTap } from "../model/model.js";
+import type { SpecDecodeStats } from "./drafting.js";
 
 export interface EngineOptions {
   /** Most sequences running at once (default 64). */
@@ -40,6 +42,11 @@ export interface EngineOptions {
   readonly simd?: boolean;
   /** Values of the model's switches (its architecture declares them and their defaults). */
   readonly switches?: Readonly<Record<string, string>>;
+  /**
+   * Tokens the model's draft head (its MTP layer) proposes per step for speculative decoding
+   * (default 0: off); SPECULATIVE_UNAVAILABLE when the model has no draft head.
+   */
+  readonly speculativeTokens?: number;
   /** Sees every step's intermediate values (model/model.ts ForwardTap); for block-by-block checks. */
   readonly tap?: ForwardTap;
 }
@@ -64,6 +71,8 @@ export interface EngineStats {
   readonly preemptions: number;
   readonly promptTokensTotal: number;
   readonly generationTokensTotal: number;
+  /** Speculative decoding's counters, when it is on. */
+  readonly specDecode?: SpecDecodeStats;
 }
 
 /** The limits the engine runs under, resolved from EngineOptions. */
@@ -114,6 +123,8 @@ export function resolveLimits(
   network: CausalLM,
   config: ModelConfig,
   options: EngineOptions,
+  /** States of layers beyond the model's (a draft head's), planned after them. */
+  extraStates: (switches: ReadonlyMap<string, string>) => readonly LayerStates[] = () => [],
 ): { limits: EngineLimits; switches: ReadonlyMap<string, string>; plan: KvCachePlan; units: number[] } {
   const opt = (name: string, value: number | undefined, fallback: number, min = 1): number => {
     const v = value ?? fallback;
@@ -145,7 +156,7 @@ export function resolveLimits(
     );
   }
   const switches = resolveSwitches(network, options.switches ?? {});
-  const plan = planKvCache(network.states(switches), kvLayout, blockSize);
+  const plan = planKvCache([...network.states(switches), ...extraStates(switches)], kvLayout, blockSize);
   const wanted = maxNumSeqs * kvBytesPerSequence(plan.pools, maxModelLen);
   const budget = opt("kv_cache_bytes", options.kvCacheBytes, Math.min(wanted, 1 << 30));
   const units = splitKvBudget(plan.pools, budget, maxModelLen);

@@ -119,15 +119,22 @@ export class Scheduler {
     return forks;
   }
 
-  /** Tokens of `seq` to run now: what is left, within the step's budget and its smallest ring. */
+  /**
+   * Tokens of `seq` to run now: what is left (its drafts too), within the step's budget and its
+   * smallest ring; drafts that do not fit are dropped.
+   */
   private chunkSize(seq: Sequence, budget: number): number {
-    return Math.min(seq.tokens.length - seq.numComputed, budget, this.cache.maxChunkTokens);
+    const left = seq.tokens.length - seq.numComputed;
+    const count = Math.min(left + seq.drafts.length, budget, this.cache.maxChunkTokens);
+    if (count - left < seq.drafts.length) dropDrafts(seq, Math.max(0, count - left));
+    return count;
   }
 
   private preempt(seq: Sequence): void {
     this.running.splice(this.running.indexOf(seq), 1);
     this.cache.free(seq);
     seq.numComputed = 0;
+    dropDrafts(seq, 0);
     seq.status = "waiting";
     this.preemptions++;
     this.requeue(seq);
@@ -139,4 +146,10 @@ export class Scheduler {
     while (i < this.waiting.length && (this.waiting[i] as Sequence).id < seq.id) i++;
     this.waiting.splice(i, 0, seq);
   }
+}
+
+/** Keeps the first `keep` of `seq`'s drafts. */
+function dropDrafts(seq: Sequence, keep: number): void {
+  seq.drafts.length = Math.min(keep, seq.drafts.length);
+  seq.draftProbs.length = Math.min(keep, seq.draftProbs.length);
 }

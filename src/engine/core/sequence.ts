@@ -32,6 +32,14 @@ export class Sequence {
   scheduledAt: number | undefined;
   /** The generated tokens (a view for penalties and bad words). */
   readonly outputTokenIds: number[] = [];
+  /**
+   * Tokens the draft head proposed after `tokens`, which the next step verifies (empty when not
+   * drafting), and for sampled requests the distribution each was drawn from.
+   */
+  drafts: number[] = [];
+  /** Whether a draft head drafts for it (speculative decoding on, and a request of one sequence). */
+  drafting = false;
+  draftProbs: Float64Array[] = [];
 
   constructor(
     readonly id: number,

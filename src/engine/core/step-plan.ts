@@ -30,7 +30,8 @@ function emptyBatch(tokens: number, chunks: number): StepBatch {
 
 /**
  * Lays `chunks` out into `into` (sized for them): a token gets a logit row when its prompt logprob
- * is wanted, or when it is its sequence's last and another token is to be generated.
+ * is wanted, or when it is its sequence's last computed token or a draft after it, and another
+ * token is to be generated.
  */
 function layOut(chunks: readonly Chunk[], cache: CacheManager, into: StepBatch): StepBatch {
   let at = 0;
@@ -42,14 +43,17 @@ function layOut(chunks: readonly Chunk[], cache: CacheManager, into: StepBatch):
     run.slot = cache.slotOf(seq);
     const rows = into.rowsOf[c] as number[];
     rows.length = 0;
-    const completes = start + count === seq.tokens.length;
+    // A chunk that ends with drafted tokens verifies them: each of its rows from the last computed
+    // token on predicts the next.
+    const known = seq.tokens.length;
+    const completes = start + count === known + seq.drafts.length;
     for (let p = start; p < start + count; p++) {
-      const wantsNext = completes && p === seq.tokens.length - 1 && seq.numGenerated < seq.request.maxTokens;
+      const wantsNext = completes && p >= known - 1 && seq.numGenerated < seq.request.maxTokens;
       if (seq.wantsPromptLogprob(p) || wantsNext) {
         rows.push(into.logitRows.length);
         into.logitRows.push(at);
       } else rows.push(-1);
-      into.tokens[at] = seq.tokens[p] as number;
+      into.tokens[at] = (p < known ? seq.tokens[p] : seq.drafts[p - known]) as number;
       into.positions[at] = p;
       into.blockTables[at] = seq.tables;
       at++;
@@ -67,8 +71,9 @@ const PLAN_MEMORY_BYTES = 64 << 20;
  * the first of them in the kernels' shared memory so the matmuls read and write them in place. A
  * step of a shape seen before replays that shape's plan; a new shape plans anew. A plan is kept
  * for each shape (at most max_num_seqs of them); the shared memory they take is bounded by
- * PLAN_MEMORY_BYTES, past which their buffers are ordinary arrays. Only steps of one token per sequence are planned; a step with a prompt chunk (prefill, a
- * recomputation after preemption) is laid out afresh, as every step is without replay.
+ * PLAN_MEMORY_BYTES, past which their buffers are ordinary arrays. Only steps of one token per
+ * sequence are planned; a step with a prompt chunk (prefill, a recomputation after preemption) or
+ * drafts to verify is laid out afresh, as every step is without replay.
  */
 export class StepPlans {
   private readonly plans = new Map<number, { batch: StepBatch; scratch: StepScratch }>();

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { isBringupError } from "../../common/errors.js";
 import { weightAt } from "../kernels/reference.js";
 import { wasmArena } from "../kernels/wasm-arena.js";
+import type { Weight } from "../tensor/weight.js";
 import type { HostTensor } from "./host-tensor.js";
 import { WeightSource } from "./weight-source.js";
 
@@ -57,6 +58,40 @@ describe("FP8 expert weights with block scales", () => {
     if (arena === null) throw new Error("this runtime has no shared WebAssembly memory");
     for (const part of [fp8.data, fp8.scale?.data ?? new Float32Array(1)])
       expect(arena.offsetOf(part)).toBe(part.byteOffset);
+  });
+
+  it("reads stacked experts converted out of MXFP4 under `<base>.weight`, FP8 or BF16, as the same matrices", () => {
+    // formats' stackedName: gpt-oss's own name would be read transposed by a bf16 loader.
+    const renamed = new Map(
+      [...fp8Experts([E, ROWS, COLS / 32], (i) => 2 ** (i % 5) / 8)].map(([n, t]) => [
+        n.replace("down_proj", "down_proj.weight"),
+        t,
+      ]),
+    );
+    const fp8 = source(fp8Experts([E, ROWS, COLS / 32], (i) => 2 ** (i % 5) / 8)).stackedMatrices(
+      "experts.down_proj",
+      E,
+      ROWS,
+      COLS,
+    );
+    const read = source(renamed).stackedMatrices("experts.down_proj", E, ROWS, COLS);
+    const values = (ws: readonly Weight[]) =>
+      ws.flatMap((w) =>
+        Array.from({ length: ROWS * COLS }, (_, i) => weightAt(w, Math.floor(i / COLS), i % COLS)),
+      );
+    expect(values(read)).toEqual(values(fp8));
+    // BF16 experts, bits for the values above (each an FP8 value, exact in bf16).
+    const bits = Uint16Array.from(
+      values(fp8),
+      (v) => new Uint16Array(Float32Array.of(v).buffer)[1] as number,
+    );
+    const bf16 = source(
+      new Map<string, HostTensor>([
+        ["experts.down_proj.weight", { dtype: "BF16", shape: [E, ROWS, COLS], data: bits }],
+      ]),
+    ).stackedMatrices("experts.down_proj", E, ROWS, COLS);
+    expect(bf16.map((w) => w.dtype)).toEqual(Array(E).fill("bf16"));
+    expect(values(bf16)).toEqual(values(fp8));
   });
 
   it("reads an unstacked matrix with a scale per 32 values or per tile", () => {

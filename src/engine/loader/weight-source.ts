@@ -76,10 +76,13 @@ export class WeightSource {
         return w;
       });
     }
-    const t = this.need(base);
-    expectShape(t, base, [count, rows, cols], this.source);
+    // Converted from MXFP4 to another format, a stacked weight is `<base>.weight` [count, rows,
+    // cols]: under gpt-oss's own name, bf16 loaders would read it transposed (formats' stackedName).
+    const name = this.has(base) || !this.has(`${base}.weight`) ? base : `${base}.weight`;
+    const t = this.need(name);
+    expectShape(t, name, [count, rows, cols], this.source);
     if (t.dtype === "F8_E4M3") {
-      const scaleName = `${base}_scale_inv`;
+      const scaleName = `${name}_scale_inv`;
       const s = this.need(scaleName);
       const grid = fp8ScaleGrid(s, scaleName, rows, cols, this.source, count);
       const scales = share(checkFp8Scales(s, scaleName, this.source));
@@ -93,15 +96,24 @@ export class WeightSource {
           data: codes.subarray(e * rows * cols, (e + 1) * rows * cols),
           scale: { ...grid.blocks, data: scales.subarray(e * perMatrix, (e + 1) * perMatrix) },
         };
-        checkWeight(w, `${base}[${e}]`);
+        checkWeight(w, `${name}[${e}]`);
         return w;
       });
+    }
+    if (t.dtype === "BF16") {
+      const bits = share(t.data as Uint16Array);
+      return Array.from({ length: count }, (_, e) => ({
+        dtype: "bf16" as const,
+        rows,
+        cols,
+        data: bits.subarray(e * rows * cols, (e + 1) * rows * cols),
+      }));
     }
     if (t.dtype !== "F32") {
       throw new BringupError(
         "MODEL_WEIGHT_DTYPE",
-        `${this.source}: ${base} has dtype ${t.dtype}; stacked expert weights are read as MXFP4 blocks, FP8 E4M3 with block scales, or F32.`,
-        { subject: base },
+        `${this.source}: ${name} has dtype ${t.dtype}; stacked expert weights are read as MXFP4 blocks, FP8 E4M3 with block scales, BF16 or F32.`,
+        { subject: name },
       );
     }
     const data = share(t.data as Float32Array);

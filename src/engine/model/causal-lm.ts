@@ -2,11 +2,13 @@ import { BringupError } from "../../common/errors.js";
 import type { LayerStates } from "../cache/state-spec.js";
 import type { LayerStorage } from "../cache/storage.js";
 import { embed } from "../kernels/embedding.js";
+import type { MatmulPool } from "../kernels/pool.js";
 import { rmsNorm } from "../kernels/rmsnorm.js";
 import type { Weight } from "../tensor/weight.js";
-import type { DecoderLayer, ForwardContext, ResidualStream } from "./model.js";
+import type { DraftModel } from "./draft-model.js";
+import type { DecoderLayer, ForwardContext, ResidualStream, StepResult } from "./model.js";
 import type { ModelSwitch } from "./model-switch.js";
-import { stepArray } from "./step-scratch.js";
+import { type ScratchHolder, stepArray } from "./step-scratch.js";
 
 export interface CausalLMParts {
   readonly hiddenSize: number;
@@ -19,6 +21,14 @@ export interface CausalLMParts {
   /** The output projection; the embedding table itself when embeddings are tied. */
   readonly lmHead: Weight;
   readonly switches?: readonly ModelSwitch[];
+  /** The checkpoint's draft head (an MTP layer), or why there is none to draft with. */
+  readonly drafter?: DraftModel | NoDrafter;
+}
+
+/** Why a model cannot draft: the config field or tensor that says so, in a sentence. */
+export interface NoDrafter {
+  readonly subject: string;
+  readonly reason: string;
 }
 
 /**
@@ -58,8 +68,38 @@ export class CausalLM {
     return this.layers.map((l) => l.mixer.states(switches));
   }
 
+  /** The embedding table (a draft head embeds with it too). */
+  get embedding(): Weight {
+    return this.parts.embedding;
+  }
+
+  /** The LM head (a draft head shares it). */
+  get lmHead(): Weight {
+    return this.parts.lmHead;
+  }
+
+  /** The draft head, or why there is none (a family that declares none has none). */
+  get drafter(): DraftModel | NoDrafter {
+    return (
+      this.parts.drafter ?? {
+        subject: "speculative_tokens",
+        reason: "this model's family has no MTP layer to draft with",
+      }
+    );
+  }
+
+  /** The same model with the checkpoint's draft head, or the reason it has none. */
+  withDrafter(drafter: DraftModel | NoDrafter): CausalLM {
+    return new CausalLM({ ...this.parts, drafter });
+  }
+
   /** Runs one step; storage[l] is layer l's. Returns logits [logitRows.length, vocabSize]. */
   forward(ctx: ForwardContext, storage: readonly LayerStorage[]): Float32Array {
+    return this.step(ctx, storage).logits;
+  }
+
+  /** Runs one step as `forward` does, returning the residual stream of every token beside the logits. */
+  step(ctx: ForwardContext, storage: readonly LayerStorage[]): StepResult {
     const { batch, pool } = ctx;
     const T = batch.tokens.length;
     const H = this.hiddenSize;
@@ -75,19 +115,39 @@ export class CausalLM {
       layer.ffnConnection.apply(X, T, (h) => layer.ffn.forward(h, ctx), ctx);
       tap?.(`layers.${l}.ffn`, X.slice(), T);
     });
-    const R = batch.logitRows.length;
-    if (R === 0) return new Float32Array(0);
-    const width = this.parts.residual.streams * H;
-    const rows = stepArray(ctx, Float32Array, R * width);
-    for (let r = 0; r < R; r++) {
-      const t = batch.logitRows[r] as number;
-      rows.set(X.subarray(t * width, (t + 1) * width), r * width);
-    }
-    const last = this.parts.residual.collapse(rows, R, ctx);
-    rmsNorm(last, R, H, this.parts.finalNorm, this.parts.rmsNormEps);
-    const logits = stepArray(ctx, Float32Array, R * this.vocabSize);
-    pool.matmul(last, R, this.parts.lmHead, logits);
-    tap?.("logits", logits.slice(), R);
-    return logits;
+    const p = this.parts;
+    const logits = headLogits(X, batch.logitRows, p.residual, p.finalNorm, p.rmsNormEps, p.lmHead, pool, ctx);
+    if (logits.length > 0) tap?.("logits", logits.slice(), batch.logitRows.length);
+    return { logits, streams: X };
   }
+}
+
+/**
+ * The logits of rows `logitRows` of the residual stream X: each row's streams collapsed, RMS-normed
+ * with `norm` and projected by `lmHead` ([rows, lmHead.rows]).
+ */
+export function headLogits(
+  X: Float32Array,
+  logitRows: readonly number[],
+  residual: ResidualStream,
+  norm: Float32Array,
+  eps: number,
+  lmHead: Weight,
+  pool: MatmulPool,
+  ctx: ScratchHolder = {},
+): Float32Array {
+  const R = logitRows.length;
+  if (R === 0) return new Float32Array(0);
+  const H = norm.length;
+  const width = residual.streams * H;
+  const rows = stepArray(ctx, Float32Array, R * width);
+  for (let r = 0; r < R; r++) {
+    const t = logitRows[r] as number;
+    rows.set(X.subarray(t * width, (t + 1) * width), r * width);
+  }
+  const last = residual.collapse(rows, R, ctx);
+  rmsNorm(last, R, H, norm, eps);
+  const logits = stepArray(ctx, Float32Array, R * lmHead.rows);
+  pool.matmul(last, R, lmHead, logits);
+  return logits;
 }

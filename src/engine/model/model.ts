@@ -99,3 +99,9 @@ export interface DecoderLayer {
   readonly ffn: FeedForward;
   readonly ffnConnection: Connection;
 }
+
+/** A step's logits and the residual stream of every token [T, streams x hidden] (a draft head's input). */
+export interface StepResult {
+  readonly logits: Float32Array;
+  readonly streams: Float32Array;
+}

@@ -12,8 +12,9 @@
  * layers, `compress_rope_theta` with `rope_scaling` (YaRN, attention factor 1 as HF forces) for the
  * others. Known not to matter for inference: `initializer_range`, `attention_dropout`,
  * `router_aux_loss_coef`, `router_jitter_noise`, `output_router_logits`, `use_cache`,
- * `torch_dtype`. `num_nextn_predict_layers` counts the MTP layer, whose `mtp.*` tensors serve
- * drafting and are not read here (HF drops them the same way). Refused by name: a key-value head
+ * `torch_dtype`. `num_nextn_predict_layers` counts the MTP layers; the first, `mtp.0.*`, is the
+ * draft head (models/deepseek-v4-mtp.ts) when the checkpoint has it (HF's conversions drop it), its
+ * attention kind entry num_hidden_layers of `layer_types` / `compress_ratios` (sliding when absent). Refused by name: a key-value head
  * count other than 1, attention or MLP biases, shared experts other than 1, an activation other
  * than silu, tied embeddings' absence of lm_head aside.
  *
@@ -46,6 +47,7 @@ import {
   type UnreadFields,
 } from "./config-fields.js";
 import { embeddingParameters, layerPrefix, mhcDecoder, mhcDecoderParameters } from "./decoder.js";
+import { V4Mtp, v4MtpParameters } from "./deepseek-v4-mtp.js";
 
 export const MODEL_TYPE = "deepseek_v4";
 
@@ -139,14 +141,24 @@ export const V4_UNREAD_FIELDS: UnreadFields = {
   dspark_markov_rank: "the DSpark drafter's setting: speculative decoding only.",
 };
 
+type V4Kind = "sliding" | "csa" | "hca";
+
+/** One decoder layer's blocks. */
+export interface V4LayerSpec {
+  readonly attention: V4AttentionSpec;
+  readonly moe: V4MoeSpec;
+}
+
 /** The engine's view of a DeepSeek-V4 config.json. */
 export interface V4Config extends ModelConfig {
   readonly rmsNormEps: number;
   readonly tieWordEmbeddings: boolean;
   readonly mhc: MhcConfig;
-  readonly layers: readonly { readonly attention: V4AttentionSpec; readonly moe: V4MoeSpec }[];
-  /** MTP layers the checkpoint carries (their tensors are not read here). */
+  readonly layers: readonly V4LayerSpec[];
+  /** MTP layers the checkpoint carries (`num_nextn_predict_layers`). */
   readonly mtpLayers: number;
+  /** The MTP layer's blocks (models/deepseek-v4-mtp.ts). */
+  readonly mtp: V4LayerSpec;
 }
 
 /** Parses a DeepSeek-V4 config.json; MODEL_CONFIG_INVALID names the field to fix. */
@@ -192,7 +204,7 @@ export function parseV4Config(json: unknown, source = "config.json"): V4Config {
       : undefined;
   if (c.num_experts_per_tok > c.n_routed_experts)
     fail("num_experts_per_tok", `${c.num_experts_per_tok} exceeds the ${c.n_routed_experts} routed experts.`);
-  const layers = kinds.map((k, i) => {
+  const layerSpec = (k: V4Kind, hash: boolean): V4LayerSpec => {
     const attention: V4AttentionSpec = {
       kind: k,
       numHeads: c.num_attention_heads,
@@ -210,7 +222,6 @@ export function parseV4Config(json: unknown, source = "config.json"): V4Config {
         : {}),
       normEps: c.rms_norm_eps,
     };
-    const hash = c.mlp_layer_types != null ? mlpTypes[i] === "hash_moe" : i < hashLayers;
     const moe: V4MoeSpec = {
       routing: hash ? "hash" : "topk",
       numExperts: c.n_routed_experts,
@@ -222,7 +233,18 @@ export function parseV4Config(json: unknown, source = "config.json"): V4Config {
       vocabSize: c.vocab_size,
     };
     return { attention, moe };
-  });
+  };
+  const layers = kinds.map((k, i) =>
+    layerSpec(k, c.mlp_layer_types != null ? mlpTypes[i] === "hash_moe" : i < hashLayers),
+  );
+  // The MTP layer is layer num_hidden_layers of the legacy lists (sliding when they stop short);
+  // it routes by top-k, as vLLM runs it without token ids.
+  const mtpKind =
+    c.layer_types?.[L] !== undefined
+      ? KIND_OF[c.layer_types[L]]
+      : c.compress_ratios?.[L] !== undefined
+        ? kindOfRatio(c.compress_ratios[L], rates, `compress_ratios[${L}]`, fail)
+        : "sliding";
   return {
     modelType: MODEL_TYPE,
     vocabSize: c.vocab_size,
@@ -233,6 +255,7 @@ export function parseV4Config(json: unknown, source = "config.json"): V4Config {
     mhc: { streams: c.hc_mult, sinkhornIters: c.hc_sinkhorn_iters, hcEps: c.hc_eps, normEps: c.rms_norm_eps },
     layers,
     mtpLayers: c.num_nextn_predict_layers,
+    mtp: layerSpec(mtpKind, false),
     ...tokenIdConfig(c),
   };
 }
@@ -242,7 +265,7 @@ function layerKinds(
   c: z.infer<typeof V4Fields>,
   rates: { readonly csa: number; readonly hca: number },
   fail: Fail,
-): ("sliding" | "csa" | "hca")[] {
+): V4Kind[] {
   const L = c.num_hidden_layers;
   if (c.layer_types != null) {
     if (c.layer_types.length < L)
@@ -255,25 +278,33 @@ function layerKinds(
   if (c.compress_ratios != null) {
     if (c.compress_ratios.length < L)
       fail("compress_ratios", `lists ${c.compress_ratios.length} layers but num_hidden_layers is ${L}.`);
-    return c.compress_ratios.slice(0, L).map((r, i) => {
-      // HF maps 0 to a sliding layer; vLLM builds a compressor only for a ratio above 1.
-      if (r <= 1) return "sliding";
-      if (r === rates.csa) return "csa";
-      if (r === rates.hca) return "hca";
-      return fail(
-        `compress_ratios[${i}]`,
-        `${r} is neither 0 or 1 (sliding) nor the compressed sparse ratio ${rates.csa} nor the heavily compressed ratio ${rates.hca}.`,
-      );
-    });
+    return c.compress_ratios.slice(0, L).map((r, i) => kindOfRatio(r, rates, `compress_ratios[${i}]`, fail));
   }
   // HF's default: two heavily compressed layers, then compressed sparse and heavily compressed alternating.
   return Array.from({ length: L }, (_, i) => (i < 2 || (i - 2) % 2 === 0 ? "hca" : "csa"));
 }
 
+/** A legacy `compress_ratios` entry's attention kind; `field` names the entry in the error. */
+function kindOfRatio(
+  r: number,
+  rates: { readonly csa: number; readonly hca: number },
+  field: string,
+  fail: Fail,
+): V4Kind {
+  // HF maps 0 to a sliding layer; vLLM builds a compressor only for a ratio above 1.
+  if (r <= 1) return "sliding";
+  if (r === rates.csa) return "csa";
+  if (r === rates.hca) return "hca";
+  return fail(
+    field,
+    `${r} is neither 0 or 1 (sliding) nor the compressed sparse ratio ${rates.csa} nor the heavily compressed ratio ${rates.hca}.`,
+  );
+}
+
 /** DeepSeek-V4 from engine blocks: V4 attention and V4 MoE in every layer, joined by mHC. */
 export function buildV4(config: V4Config, w: WeightSource): CausalLM {
   const H = config.hiddenSize;
-  return mhcDecoder(
+  const main = mhcDecoder(
     w,
     { ...config, numLayers: config.layers.length },
     (i, p) => {
@@ -285,6 +316,7 @@ export function buildV4(config: V4Config, w: WeightSource): CausalLM {
     },
     [V4_ATTENTION_SWITCH],
   );
+  return main.withDrafter(V4Mtp.load(w, config, main));
 }
 
 /**
@@ -315,6 +347,11 @@ export function v4TinyModel(
     kit.parameters(rest);
     kit.parameters([gateUp, down], "mxfp4");
   });
+  if (spec.mtpLayers > 0) {
+    const mtp = v4MtpParameters(spec, kit.vocab);
+    kit.parameters(mtp.layer);
+    kit.parameters(mtp.experts, "mxfp4");
+  }
   return kit.files(config, "DeepseekV4ForCausalLM", options.port);
 }
 

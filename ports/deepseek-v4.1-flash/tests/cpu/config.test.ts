@@ -19,6 +19,9 @@ describe("DeepSeek-V4 config parsing", () => {
     expect(c.layers.map((l) => l.moe.routing)).toEqual(["hash", "topk", "topk", "topk"]);
     expect(c.layers[1]?.attention.indexer).toEqual({ numHeads: 2, headDim: 16, topK: 16 });
     expect(c.mhc).toEqual({ streams: 2, sinkhornIters: 20, hcEps: 1e-6, normEps: 1e-6 });
+    // The MTP layer: sliding where layer_types stops at num_hidden_layers; top-k routed.
+    expect(c.mtpLayers).toBe(1);
+    expect([c.mtp.attention.kind, c.mtp.moe.routing]).toEqual(["sliding", "topk"]);
   });
 
   it("reads the legacy spellings V4 checkpoints ship: compress_ratios, num_hash_layers, qk_rope_head_dim", () => {
@@ -43,6 +46,12 @@ describe("DeepSeek-V4 config parsing", () => {
       ["csa", 4],
     ]);
     expect(c.layers.map((l) => l.moe.routing)).toEqual(["hash", "hash", "topk", "topk"]);
+    // Entry num_hidden_layers of compress_ratios is the MTP layer's (V4-Flash ships 0 there).
+    expect([c.mtp.attention.kind, c.mtp.attention.compressRatio, c.mtp.moe.routing]).toEqual([
+      "hca",
+      128,
+      "topk",
+    ]);
     // YaRN on the compressed layers only, with HF's forced attention factor of 1.
     expect(c.layers[0]?.attention.yarn).toBeUndefined();
     expect(c.layers[1]?.attention.yarn).toMatchObject({ factor: 16, mscale: 1, mscaleAllDim: 1 });
@@ -56,6 +65,9 @@ describe("DeepSeek-V4 config parsing", () => {
     const { layer_types: _, ...noTypes } = config;
     expect(errorOf({ ...noTypes, compress_ratios: [0, 4, 8, 4] }).message).toMatch(
       /compress_ratios\[2\]: 8 is neither 0 or 1/,
+    );
+    expect(errorOf({ ...noTypes, compress_ratios: [0, 4, 32, 4, 8] }).message).toMatch(
+      /compress_ratios\[4\]: 8 is neither 0 or 1/,
     );
     expect(errorOf({ ...config, n_shared_experts: 2 }).message).toMatch(/n_shared_experts/);
     expect(errorOf({ ...config, scoring_func: "softmax" }).message).toMatch(/scoring_func/);

@@ -18,9 +18,8 @@ import {
  * The hyper head's parameters (`model.hc_head.hc_{fn,base,scale}` in transformers' names): mixing
  * weights drawn at std 0.02, biases at 0.5, the scale one.
  */
-export function mhcHeadParameters(config: MhcConfig, hidden: number) {
+export function mhcHeadParameters(config: MhcConfig, hidden: number, p = "model.hc_head.hc_") {
   const n = config.streams;
-  const p = "model.hc_head.hc_";
   return {
     fn: f32Param(`${p}fn`, [n, n * hidden], { std: 0.02 }),
     base: f32Param(`${p}base`, [n], { std: 0.5 }),
@@ -62,8 +61,9 @@ export class MhcResidual implements ResidualStream {
     this.plainResidualTensors = plainSite(names, head);
   }
 
-  static load(w: WeightSource, config: MhcConfig, hidden: number): MhcResidual {
-    const head = mhcHeadParameters(config, hidden);
+  /** The residual whose head's tensors are `<prefix>{fn,base,scale}` (default the main model's). */
+  static load(w: WeightSource, config: MhcConfig, hidden: number, prefix?: string): MhcResidual {
+    const head = mhcHeadParameters(config, hidden, prefix);
     return new MhcResidual(config, hidden, bindParameters(w, head), siteNames(head));
   }
 

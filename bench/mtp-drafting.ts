@@ -1,0 +1,189 @@
+/**
+ * Speculative decoding with DeepSeek-V4's MTP layer against plain decode: one stream, greedy, on
+ * DeepSeek-V4.1-Flash's tiny reference config (port.yaml), measured in one run on the embedded
+ * engine. Three engines serve the same weights: `off` (no drafting), `mtp` (the checkpoint's MTP
+ * layer drafts k tokens a step) and `planted` (the MTP layer runs as in `mtp`, but each draft is
+ * the target's own next greedy token: test/helpers/planted-drafts.ts). The tiny model is untrained,
+ * so no prompt is one it continues predictably in the sense a trained model does: its MTP layer's
+ * drafts are almost never the target's, and `mtp` measures what drafting costs when nothing is
+ * kept; `planted` keeps every draft (acceptance 1), the most the engine's one-step verification
+ * can give at this k. The prompt is fair to both in the only way open here: it is the same corpus
+ * text for every arm, and every arm must emit the same tokens (checked) from the same greedy
+ * decode.
+ *
+ * Each trial prefills the prompt and decodes `decode` tokens; decode tok/s is timed from the first
+ * token to the last (the prefill excluded). Blocks run the arms off, mtp, planted, planted, mtp,
+ * off, then reversed, so drift falls on no arm; each pair's ratio comes with its 95% interval
+ * (blockedRatioInterval). Acceptance is the engine's spec-decode counters over the timed trials.
+ *
+ *   npx tsx bench/mtp-drafting.ts [--prompt 256] [--decode 64] [--k 3] [--blocks 4] [--threads 2] [--record]
+ *
+ * --record keeps the `mtp` against `off` A/B as a same-pod-ab record in the local store
+ * (.bringup/results/deepseek-v4.1-flash/, gitignored), its context naming acceptance and the planted
+ * ceiling; `bringup records publish deepseek-v4.1-flash` adds it to the published results.
+ */
+import { readFile } from "node:fs/promises";
+import { availableParallelism, cpus, loadavg } from "node:os";
+import { join } from "node:path";
+import { parse } from "yaml";
+import {
+  type BlockTrials,
+  blockedRatioInterval,
+  cv,
+  measuredRecord,
+  toolVersion,
+} from "../src/bench/index.js";
+import { roundRatio } from "../src/bench/record-builders.js";
+import { localResultsDir } from "../src/catalog/index.js";
+import { Engine, type LoadedModel, modelOfFiles, readCorpus } from "../src/engine/index.js";
+import { deepseekV4Architecture, v4TinyModel } from "../src/engine/models/deepseek-v4.js";
+import { appendRecord, localServerFingerprint } from "../src/records/index.js";
+import { abVerdict } from "../src/records/interval.js";
+import { plantedDrafts } from "../test/helpers/planted-drafts.js";
+import { benchArgs } from "./args.js";
+
+const args = benchArgs(import.meta.url, {
+  prompt: { type: "string", default: "256" },
+  decode: { type: "string", default: "64" },
+  k: { type: "string", default: "3" },
+  blocks: { type: "string", default: "4" },
+  threads: { type: "string", default: String(Math.min(2, availableParallelism())) },
+  record: { type: "boolean", default: false },
+});
+const promptTokens = Number(args.prompt);
+const decode = Number(args.decode);
+const k = Number(args.k);
+const blockCount = Number(args.blocks);
+const threads = Number(args.threads);
+const PORT = "deepseek-v4.1-flash";
+const ROOT = join(import.meta.dirname, "..");
+
+const manifest = parse(await readFile(join(ROOT, "ports", PORT, "port.yaml"), "utf8")) as {
+  reference: { config: Record<string, unknown>; switches?: Record<string, string> };
+};
+const corpus = await readCorpus();
+const model: LoadedModel = modelOfFiles(
+  `${PORT}-tiny`,
+  v4TinyModel(manifest.reference.config, corpus, { seed: 0, port: PORT }),
+  deepseekV4Architecture,
+);
+const prompt = model.tokenizer.encode(corpus.slice(0, promptTokens * 8)).slice(0, promptTokens);
+const common = {
+  threads,
+  maxModelLen: promptTokens + decode + k + 16,
+  maxNumSeqs: 1,
+  ...(manifest.reference.switches ? { switches: manifest.reference.switches } : {}),
+};
+const request = { promptTokenIds: prompt, maxTokens: decode, sampling: { temperature: 0 }, ignoreEos: true };
+
+/** Decode tok/s of one request (first token to last) and the tokens it emitted. */
+async function trial(engine: Engine): Promise<{ rate: number; tokens: number[] }> {
+  const tokens: number[] = [];
+  let first = 0;
+  let last = 0;
+  for await (const out of engine.submit(request)) {
+    if (!out.token) continue;
+    if (tokens.length === 0) first = performance.now();
+    last = performance.now();
+    tokens.push(out.token.tokenId);
+  }
+  return { rate: (tokens.length - 1) / ((last - first) / 1000), tokens };
+}
+
+const off = new Engine(model, common);
+const { tokens: reference } = await trial(off);
+const arms = {
+  off,
+  mtp: new Engine(model, { ...common, speculativeTokens: k }),
+  planted: new Engine(plantedDrafts(model, [[...prompt, ...reference]]), { ...common, speculativeTokens: k }),
+};
+type Arm = keyof typeof arms;
+// Compiles the kernels and warms the JIT before anything is timed.
+for (const engine of Object.values(arms)) await trial(engine);
+const before = Object.fromEntries(
+  Object.entries(arms).map(([name, e]) => [name, e.stats().specDecode]),
+) as Record<Arm, ReturnType<Engine["stats"]>["specDecode"]>;
+
+const samples: Record<Arm, number[][]> = { off: [], mtp: [], planted: [] };
+const load = loadavg()[0] as number;
+console.log(
+  `one stream, greedy, ${promptTokens}-token prompt, ${decode} tokens decoded, k = ${k}, ${threads} threads, ${blockCount} blocks; ${cpus()[0]?.model ?? "cpu"}; load ${load.toFixed(2)}`,
+);
+for (let b = 0; b < blockCount; b++) {
+  const forward: Arm[] = ["off", "mtp", "planted", "planted", "mtp", "off"];
+  const order = b % 2 === 0 ? forward : [...forward].reverse();
+  const block: Record<Arm, number[]> = { off: [], mtp: [], planted: [] };
+  for (const arm of order) {
+    const { rate, tokens } = await trial(arms[arm]);
+    if (tokens.join() !== reference.join())
+      throw new Error(`arm ${arm} emitted other tokens than plain decode`);
+    block[arm].push(rate);
+  }
+  for (const arm of Object.keys(block) as Arm[]) samples[arm].push(block[arm]);
+  process.stderr.write(
+    `  block ${b + 1}: ${(Object.keys(block) as Arm[]).map((a) => `${a} ${block[a].map((r) => r.toFixed(1)).join(", ")}`).join("; ")} tok/s\n`,
+  );
+}
+
+function acceptance(arm: Arm): { rate: number; accepted: number; drafted: number } {
+  const now = arms[arm].stats().specDecode;
+  const accepted = (now?.numAcceptedTokens ?? 0) - (before[arm]?.numAcceptedTokens ?? 0);
+  const drafted = (now?.numDraftTokens ?? 0) - (before[arm]?.numDraftTokens ?? 0);
+  return { rate: drafted === 0 ? 0 : accepted / drafted, accepted, drafted };
+}
+const median = (xs: readonly number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 === 1 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
+};
+const results = (["mtp", "planted"] as const).map((arm) => {
+  const blocks: BlockTrials[] = samples.off.map((a, i) => ({ a, b: samples[arm][i] as number[] }));
+  const interval = blockedRatioInterval(blocks);
+  const ratios = blocks.map((x) => median(x.b) / median(x.a));
+  return { arm, interval, ratios, acceptance: acceptance(arm) };
+});
+console.log(`off: median ${median(samples.off.flat()).toFixed(1)} tok/s`);
+for (const { arm, interval, acceptance: acc } of results) {
+  console.log(
+    `${arm}: median ${median(samples[arm].flat()).toFixed(1)} tok/s, acceptance ${(acc.rate * 100).toFixed(1)}% (${acc.accepted}/${acc.drafted}); ${arm}/off ${interval.estimate.toFixed(3)}x, 95% interval ${interval.low.toFixed(3)}x to ${interval.high.toFixed(3)}x (df ${interval.df}): ${abVerdict([interval.low, interval.high])}`,
+  );
+}
+for (const engine of Object.values(arms)) await engine.close();
+
+const mtp = results[0];
+const planted = results[1];
+if (args.record && mtp !== undefined && planted !== undefined) {
+  const flags = [`--threads=${threads}`, "--switch=v4_attention=sparse"];
+  const fingerprint = (extra: string[]) =>
+    localServerFingerprint({
+      software: { model: `${PORT}-tiny` },
+      server_flags: [...flags, ...extra],
+      tool_version: toolVersion(),
+    });
+  const record = measuredRecord({
+    port: PORT,
+    id: `reference-drafting-ab-k${k}-${new Date().toISOString().slice(0, 10)}`,
+    metric: "decode_tok_s",
+    label: `decode tokens per second of one greedy stream, MTP drafting ${k} tokens a step against none`,
+    unit: "tok/s",
+    method: "same-pod-ab",
+    context: `${blockCount} blocks of 2 trials per arm; ${promptTokens}-token corpus prompt, ${decode} tokens decoded, load ${load.toFixed(2)} at the start (bench/mtp-drafting.ts). The untrained MTP layer's acceptance: ${(mtp.acceptance.rate * 100).toFixed(1)}% (${mtp.acceptance.accepted}/${mtp.acceptance.drafted}). With the target's own tokens planted as drafts (acceptance ${(planted.acceptance.rate * 100).toFixed(1)}%), the ceiling at this k: ${planted.interval.estimate.toFixed(3)}x, 95% interval ${planted.interval.low.toFixed(3)}x to ${planted.interval.high.toFixed(3)}x.`,
+    command: `npx tsx bench/mtp-drafting.ts --prompt ${promptTokens} --decode ${decode} --k ${k} --blocks ${blockCount} --record`,
+    arms: [
+      { name: "no drafting", samples: samples.off.flat(), fingerprint: fingerprint([]) },
+      {
+        name: `MTP drafting, k = ${k}`,
+        samples: samples.mtp.flat(),
+        fingerprint: fingerprint([`--speculative-tokens=${k}`]),
+      },
+    ],
+    comparison: {
+      figure: { shape: "point", value: roundRatio(mtp.interval.estimate) },
+      ci95: [roundRatio(mtp.interval.low), roundRatio(mtp.interval.high)],
+      cv: roundRatio(cv(mtp.ratios)),
+      better: "higher",
+    },
+  });
+  const saved = await appendRecord(localResultsDir(ROOT, PORT), record);
+  console.log(`\nrecorded ${saved.id}`);
+}
