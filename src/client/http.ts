@@ -101,6 +101,9 @@ export async function requestText(
   return text;
 }
 
+/** undici's codes for the pool's own timeouts (poolFor), which are the request's timeout too. */
+const POOL_TIMEOUT = new Set(["UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT"]);
+
 /** undici's codes for a connection that the other side closed or reset before answering. */
 const CLOSED_CONNECTION = new Set(["UND_ERR_SOCKET", "ECONNRESET", "EPIPE"]);
 
@@ -110,7 +113,8 @@ function causeCode(error: unknown): string | undefined {
 
 function requestFailure(url: string, timeoutMs: number, error: unknown): BringupError {
   const name = (error as Error).name;
-  if (name === "TimeoutError" || name === "AbortError") {
+  // The pool's header and body timers run for the same timeoutMs as the signal, so either may fire first.
+  if (name === "TimeoutError" || name === "AbortError" || POOL_TIMEOUT.has(causeCode(error) ?? "")) {
     return new BringupError(
       "ENDPOINT_TIMEOUT",
       `${url} did not answer within ${timeoutMs} ms; check that the server is up and not overloaded, or raise --timeout.`,

@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -51,19 +51,24 @@ describe("MiniMax-M3's experts converted exactly from MXFP4 to FP8", () => {
   });
   afterAll(() => rm(dir, { recursive: true, force: true }));
 
-  it("stores them as FP8 E4M3 with a scale per 32 values, stacked under gpt-oss's names", async () => {
+  it("stores them as FP8 E4M3 with a scale per 32 values, as stacked `.weight` tensors the config lists", async () => {
     const ck = await openCheckpoint(join(dir, "fp8"));
     try {
       const names = new Map(ck.tensors.map((t) => [t.name, t]));
-      expect(names.get("model.layers.0.mlp.experts.gate_up_proj")).toMatchObject({
+      // Out of MXFP4 the experts keep its [experts, out, in] layout, which HF's bf16 reads the other way
+      // round under gpt-oss's names: they leave under `<name>.weight`, listed in config.json.
+      expect(names.get("model.layers.0.mlp.experts.gate_up_proj.weight")).toMatchObject({
         dtype: "F8_E4M3",
         shape: [4, 128, 64],
       });
-      expect(names.get("model.layers.0.mlp.experts.gate_up_proj_scale_inv")).toMatchObject({
+      expect(names.get("model.layers.0.mlp.experts.gate_up_proj.weight_scale_inv")).toMatchObject({
         dtype: "F32",
         shape: [4, 128, 2],
       });
       expect(names.has("model.layers.0.mlp.experts.gate_up_proj_blocks")).toBe(false);
+      expect(names.has("model.layers.0.mlp.experts.gate_up_proj")).toBe(false);
+      const config = JSON.parse(await readFile(join(dir, "fp8", "config.json"), "utf8"));
+      expect(config.stacked_weights.weights).toContain("model.layers.0.mlp.experts.gate_up_proj.weight");
     } finally {
       await ck.close();
     }
