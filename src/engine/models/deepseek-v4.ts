@@ -32,6 +32,7 @@ import {
   v4AttentionStates,
 } from "../blocks/attention/v4-attention.js";
 import { V4Moe, type V4MoeSpec, v4MoeNames, v4MoeParameters } from "../blocks/mlp/v4-moe.js";
+import { declared, type ParameterDecl, type Parameters } from "../blocks/parameters.js";
 import type { MhcConfig } from "../blocks/residual/mhc.js";
 import type { WeightSource } from "../loader/weight-source.js";
 import type { CausalLM } from "../model/causal-lm.js";
@@ -320,9 +321,38 @@ export function buildV4(config: V4Config, w: WeightSource): CausalLM {
 }
 
 /**
+ * The main model's parameters at `config`'s sizes (the MTP layer's are v4MtpParameters'), each
+ * with whether it is a routed-expert stack the checkpoint ships in MXFP4; each hash layer's table
+ * has `vocab` rows (the config's vocab_size unless a tiny tokenizer trained fewer).
+ */
+export function v4Parameters(
+  config: V4Config,
+  vocab = config.vocabSize,
+): { readonly decl: ParameterDecl; readonly mxfp4: boolean }[] {
+  const H = config.hiddenSize;
+  const out: { decl: ParameterDecl; mxfp4: boolean }[] = [];
+  const add = (parameters: Parameters | readonly ParameterDecl[], mxfp4 = false) => {
+    for (const decl of Array.isArray(parameters)
+      ? (parameters as readonly ParameterDecl[])
+      : declared(parameters as Parameters))
+      out.push({ decl, mxfp4 });
+  };
+  add(embeddingParameters({ ...config, vocabSize: vocab }));
+  add(mhcDecoderParameters(config.mhc, config.layers.length, H));
+  config.layers.forEach((layer, i) => {
+    const p = layerPrefix(i);
+    add(v4AttentionParameters(v4AttentionNames(p), layer.attention, H));
+    const { gateUp, down, ...rest } = v4MoeParameters(v4MoeNames(p), { ...layer.moe, vocabSize: vocab }, H);
+    add(rest);
+    add([gateUp, down], true);
+  });
+  return out;
+}
+
+/**
  * The tiny reference model of `config`: a byte-level BPE trained on `corpus` and seeded weights
- * from the blocks' declarations (each hash layer's table by tinyHashExpert, as I32), the experts in
- * MXFP4 as the checkpoint ships them. The same config, corpus and seed give the same bytes.
+ * from v4Parameters (each hash layer's table by tinyHashExpert, as I32), the experts in MXFP4 as
+ * the checkpoint ships them. The same config, corpus and seed give the same bytes.
  */
 export function v4TinyModel(
   config: Record<string, unknown>,
@@ -332,21 +362,8 @@ export function v4TinyModel(
   const seed = options.seed ?? 0;
   const spec = parseV4Config(config, "reference config");
   const kit = tinyKit(spec, corpus, seed);
-  const H = spec.hiddenSize;
-  kit.parameters(embeddingParameters({ ...spec, vocabSize: kit.vocab }));
-  kit.parameters(mhcDecoderParameters(spec.mhc, spec.layers.length, H));
-  spec.layers.forEach((layer, i) => {
-    const p = layerPrefix(i);
-    kit.parameters(v4AttentionParameters(v4AttentionNames(p), layer.attention, H));
-    // One table row per token of the trained vocabulary, the config's vocab_size as written.
-    const { gateUp, down, ...rest } = v4MoeParameters(
-      v4MoeNames(p),
-      { ...layer.moe, vocabSize: kit.vocab },
-      H,
-    );
-    kit.parameters(rest);
-    kit.parameters([gateUp, down], "mxfp4");
-  });
+  for (const { decl, mxfp4 } of v4Parameters(spec, kit.vocab))
+    kit.parameters([decl], mxfp4 ? "mxfp4" : undefined);
   if (spec.mtpLayers > 0) {
     const mtp = v4MtpParameters(spec, kit.vocab);
     kit.parameters(mtp.layer);
