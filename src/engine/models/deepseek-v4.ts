@@ -10,7 +10,8 @@
  * it, sliding; else the layer's ratio); `compress_rates` or `compress_rate_csa` / `compress_rate_hca`; `mlp_layer_types`
  * or `num_hash_layers`; `partial_rotary_factor` or `qk_rope_head_dim`; `rope_theta` for sliding
  * layers, `compress_rope_theta` with `rope_scaling` (YaRN, attention factor 1 as HF forces) for the
- * others. Known not to matter for inference: `initializer_range`, `attention_dropout`,
+ * others, or transformers v5's nested `rope_parameters`, key by key (models/deepseek-v4-rope.ts).
+ * Known not to matter for inference: `initializer_range`, `attention_dropout`,
  * `router_aux_loss_coef`, `router_jitter_noise`, `output_router_logits`, `use_cache`,
  * `torch_dtype`. `num_nextn_predict_layers` counts the MTP layers; the first, `mtp.0.*`, is the
  * draft head (models/deepseek-v4-mtp.ts) when the checkpoint has it (HF's conversions drop it), its
@@ -49,6 +50,7 @@ import {
 } from "./config-fields.js";
 import { embeddingParameters, layerPrefix, mhcDecoder, mhcDecoderParameters } from "./decoder.js";
 import { V4Mtp, v4MtpParameters } from "./deepseek-v4-mtp.js";
+import { V4_ROPE_FIELDS, v4Rope } from "./deepseek-v4-rope.js";
 
 export const MODEL_TYPE = "deepseek_v4";
 
@@ -62,17 +64,6 @@ const KIND_OF = {
   compressed_sparse_attention: "csa",
   heavily_compressed_attention: "hca",
 } as const;
-
-const yarnField = z
-  .looseObject({
-    type: z.string().optional(),
-    rope_type: z.string().optional(),
-    factor: z.number().positive().optional(),
-    original_max_position_embeddings: positive.optional(),
-    beta_fast: z.number().optional(),
-    beta_slow: z.number().optional(),
-  })
-  .nullish();
 
 /** The config.json fields this code reads; others are ignored (see the file's doc). */
 const V4Fields = z.looseObject({
@@ -99,10 +90,7 @@ const V4Fields = z.looseObject({
   index_n_heads: positive,
   index_head_dim: positive,
   index_topk: positive,
-  rope_theta: z.number().positive().default(10_000),
-  compress_rope_theta: z.number().positive().default(160_000),
-  rope_scaling: yarnField,
-  rope_parameters: z.null().optional(),
+  ...V4_ROPE_FIELDS,
   hc_mult: positive.default(4),
   hc_sinkhorn_iters: positive.default(20),
   hc_eps: z.number().positive().default(1e-6),
@@ -184,25 +172,7 @@ export function parseV4Config(json: unknown, source = "config.json"): V4Config {
       "qk_rope_head_dim",
       `the rotated part (${ropeDim}) must be even and at most head_dim ${c.head_dim}.`,
     );
-  const s = c.rope_scaling;
-  const kind = s?.rope_type ?? s?.type ?? "default";
-  if (kind !== "default" && kind !== "yarn")
-    fail(
-      "rope_scaling",
-      `RoPE scaling "${kind}" is not DeepSeek-V4's (it scales its compressed layers with yarn).`,
-    );
-  const yarn =
-    s != null && kind === "yarn"
-      ? {
-          factor: s.factor ?? fail("rope_scaling.factor", "is required for yarn; set it."),
-          originalMaxPositionEmbeddings: s.original_max_position_embeddings ?? c.max_position_embeddings,
-          betaFast: s.beta_fast ?? 32,
-          betaSlow: s.beta_slow ?? 1,
-          // HF forces the compressed layers' attention factor to 1: an equal mscale pair gives 1.
-          mscale: 1,
-          mscaleAllDim: 1,
-        }
-      : undefined;
+  const rope = v4Rope(c, fail, ropeDim, c.head_dim, c.max_position_embeddings);
   if (c.num_experts_per_tok > c.n_routed_experts)
     fail("num_experts_per_tok", `${c.num_experts_per_tok} exceeds the ${c.n_routed_experts} routed experts.`);
   const layerSpec = (k: V4Kind, hash: boolean): V4LayerSpec => {
@@ -215,8 +185,8 @@ export function parseV4Config(json: unknown, source = "config.json"): V4Config {
       window: c.sliding_window,
       oGroups: c.o_groups,
       oLoraRank: c.o_lora_rank,
-      ropeTheta: k === "sliding" ? c.rope_theta : c.compress_rope_theta,
-      ...(k !== "sliding" && yarn ? { yarn } : {}),
+      ropeTheta: k === "sliding" ? rope.mainTheta : rope.compressTheta,
+      ...(k !== "sliding" && rope.yarn ? { yarn: rope.yarn } : {}),
       compressRatio: k === "sliding" ? 0 : rates[k],
       ...(k === "csa"
         ? { indexer: { numHeads: c.index_n_heads, headDim: c.index_head_dim, topK: c.index_topk } }
