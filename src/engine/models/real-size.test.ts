@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { deepseekV3Architecture, deepseekV3Parameters, parseDeepseekV3 } from "./deepseek-v3.js";
 import { deepseekV4Architecture, parseV4Config, v4Parameters } from "./deepseek-v4.js";
 import { glmParameters, parseGlmConfig } from "./glm-5.3-flash.js";
+import { mimoArchitecture, mimoParameters, parseMimoConfig } from "./mimo.js";
 import { minimaxParameters, parseMinimaxConfig } from "./minimax-m3.js";
 
 const DIR = join(import.meta.dirname, "fixtures", "public-configs");
@@ -183,5 +184,31 @@ describe("DeepSeek-V4-Flash at its real size, shapes only, in transformers' name
   it("skips the MTP layer's tensors, which HF drops and the draft head reads", () => {
     expect(deepseekV4Architecture.ignoresTensor?.("mtp.0.attn.wq_a.weight", config)).toBe(true);
     expect([...real.keys()].some((n) => deepseekV4Architecture.ignoresTensor?.(n, config))).toBe(false);
+  });
+});
+
+describe("MiMo-V2-Flash at its real size, shapes only", () => {
+  // The config and the per-layer-kind names are third-party transcriptions (see index.json and the
+  // tensor list's _source): no verbatim config.json or index of the checkpoint was found.
+  const config = parseMimoConfig(JSON.parse(readFileSync(join(DIR, "mimo-v2-flash.json"), "utf8")), "mimo");
+  const real = tensorList("mimo-v2-flash.tensors.json");
+  const { outer, layers, experts } = mimoParameters(config);
+  const declared = new Map([...outer, ...layers, ...experts].map((d) => [d.name, d.shape]));
+
+  it("reads 9 full-attention layers, sinks on the 39 sliding ones, one dense MLP", () => {
+    expect(config.layers.filter((l) => l.attention.kind === "full")).toHaveLength(9);
+    expect(config.layers.filter((l) => l.attention.sinks)).toHaveLength(39);
+    expect(config.layers.filter((l) => l.mlp !== "moe")).toHaveLength(1);
+    expect(real.size).toBe(36_523);
+  });
+
+  it("declares every tensor of the checkpoint at its shape, and nothing else", () => {
+    expect([...real.keys()].filter((n) => !declared.has(n))).toEqual([]);
+    expect([...declared.keys()].filter((n) => !real.has(n))).toEqual([]);
+    const wrong = [...real].filter(([n, shape]) => !sameShape(declared.get(n), shape));
+    expect(
+      wrong.map(([n, shape]) => `${n} ${JSON.stringify(shape)} vs ${JSON.stringify(declared.get(n))}`),
+    ).toEqual([]);
+    expect(mimoArchitecture.ignoresTensor?.("model.mtp.layers.0.eh_proj.weight", config)).toBe(true);
   });
 });
