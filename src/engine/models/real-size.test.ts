@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { deepseekV3Architecture, deepseekV3Parameters, parseDeepseekV3 } from "./deepseek-v3.js";
 import { deepseekV4Architecture, parseV4Config, v4Parameters } from "./deepseek-v4.js";
 import { glmParameters, parseGlmConfig } from "./glm-5.3-flash.js";
+import { llamaParameters, parseLlamaConfig } from "./llama.js";
 import { mimoArchitecture, mimoParameters, parseMimoConfig } from "./mimo.js";
 import { minimaxParameters, parseMinimaxConfig } from "./minimax-m3.js";
 
@@ -210,5 +211,19 @@ describe("MiMo-V2-Flash at its real size, shapes only", () => {
       wrong.map(([n, shape]) => `${n} ${JSON.stringify(shape)} vs ${JSON.stringify(declared.get(n))}`),
     ).toEqual([]);
     expect(mimoArchitecture.ignoresTensor?.("model.mtp.layers.0.eh_proj.weight", config)).toBe(true);
+  });
+});
+
+describe("Qwen3-4B at its real size, shapes only, on the llama family", () => {
+  const config = parseLlamaConfig(JSON.parse(readFileSync(join(DIR, "qwen3-4b.json"), "utf8")), "qwen3-4b");
+  const real = tensorList("qwen3-4b.tensors.json");
+  const { outer, layers } = llamaParameters(config);
+  const declared = new Map([...outer, ...layers].map((d) => [d.name, d.shape]));
+
+  it("declares every tensor of the checkpoint at its shape, the tied head absent, and nothing else", () => {
+    expect(real.size).toBe(398);
+    expect([...real.keys()].filter((n) => !declared.has(n))).toEqual([]);
+    expect([...declared.keys()].filter((n) => !real.has(n))).toEqual([]);
+    expect([...real].filter(([n, shape]) => !sameShape(declared.get(n), shape))).toEqual([]);
   });
 });
