@@ -21,6 +21,11 @@
  *
  * Tensor names are transformers' (`model.layers.N.self_attn.*`, `.mlp.*`, `.attn_hc.*`,
  * `.ffn_hc.*`, `model.hc_head.*`, `model.embed_tokens`, `model.norm`, `lm_head`).
+ * The released deepseek-ai checkpoints keep DeepSeek's own names instead (`layers.N.attn.wq_a.weight`
+ * with an FP8 `.scale`, `layers.N.ffn.experts.M.w1.weight` in FP4 per expert, `layers.N.hc_attn_fn`,
+ * `embed.weight`, `head.weight`; see fixtures/public-configs/deepseek-v4-flash.tensors.json's
+ * _source): this family does not rename or restack them, so such a checkpoint loads only once
+ * converted to transformers' layout.
  */
 import { z } from "zod";
 import type { Architecture, ModelConfig, TinyModelOptions } from "../architecture.js";
