@@ -179,6 +179,13 @@ export const DeviceLogprobsGate = z.strictObject({
     .positive()
     .max(20)
     .describe("where greedy tokens first differ, each side's token must be in the other's top k"),
+  window_tokens: z
+    .int()
+    .min(64)
+    .optional()
+    .describe(
+      "tokens per scored corpus window (default 192); longer than a sparse attention's top-k so the selection is exercised",
+    ),
   served: z
     .array(z.string().min(1))
     .min(1)

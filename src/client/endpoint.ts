@@ -46,6 +46,8 @@ export interface CompletionRequest {
   readonly echo?: boolean;
   readonly prompt_logprobs?: number;
   readonly ignore_eos?: boolean;
+  /** vLLM's extension: logprobs name tokens as `token_id:N` rather than by their text. */
+  readonly return_tokens_as_token_ids?: boolean;
 }
 
 /**

@@ -86,12 +86,15 @@ export async function deviceCheck(options: DeviceCheckOptions): Promise<DeviceCh
   const logDir = join(options.root, ".cache", "device-logs");
   await mkdir(logDir, { recursive: true });
   const vllmLog = join(logDir, `${port.id}${options.fault ? `-fault-${options.fault}` : ""}.log`);
-  // Both serve the same directory under the port's name, at the port's context.
+  // Both serve the same directory under the port's name, at the port's context; the engine as
+  // the port's build (its reference switches, e.g. glm-5-mxfp4's FP8 indexer scores), which the
+  // device code reproduces.
   const engine = await startServer({
     modelDir: tiny.dir,
     servedModelName: port.id,
     maxModelLen: reference.max_model_len,
     port: 0,
+    ...(reference.switches !== undefined ? { switches: reference.switches } : {}),
   });
   try {
     progress(`reference engine at ${engine.url}; starting vLLM (log ${vllmLog})`);

@@ -60,6 +60,17 @@ describe("device-logprobs gate", () => {
     expect(outcome?.summary).toMatch(/limit 0\.0001/);
   });
 
+  it("scores windows of the spec's window_tokens (longer than a sparse top-k, say)", async () => {
+    const { outcomes } = await runGateSession([{ ...spec, window_tokens: 96 }], {
+      endpointUrl: same.url,
+      referenceUrl: reference.url,
+      corpus,
+    });
+    const outcome = outcomes[0];
+    expect(outcome?.status).toBe("passed");
+    expect(outcome?.measured).toMatchObject({ window_tokens: 96, scored_tokens: 3 * 95 });
+  });
+
   it("does not run without a reference endpoint", async () => {
     const { outcomes } = await runGateSession([spec], { endpointUrl: same.url, corpus });
     expect(outcomes[0]?.status).toBe("not-run");
@@ -74,8 +85,12 @@ describe("greedyClose", () => {
     top,
   });
 
-  it("takes vLLM's empty text and the engine's U+FFFD for one partial UTF-8 token", () => {
-    expect(greedyClose(run(["a", "", "b"]), run(["a", "\uFFFD", "b"]))).toBeUndefined();
+  it("compares token ids, so equal ids pass and different ids outside the top-k do not", () => {
+    const ids = ["token_id:7", "token_id:300", "token_id:9"];
+    expect(greedyClose(run(ids), run(ids))).toBeUndefined();
+    expect(greedyClose(run(ids), run(["token_id:7", "token_id:301", "token_id:9"]))).toMatch(
+      /^position 1: device "token_id:300" is not in the reference's top-k/,
+    );
   });
 
   it("accepts a first difference where each token is in the other's top-k, and stops comparing there", () => {

@@ -44,7 +44,7 @@ export const deviceLogprobsGate: Gate<Spec> = {
     // Present: runGate checked missingInput before calling run.
     const reference = optionalReference(context) as ProbedEndpoint;
     const corpus = requireCorpus(context);
-    const windowTokens = context.windowTokens ?? DEVICE_WINDOW_TOKENS;
+    const windowTokens = context.windowTokens ?? spec.window_tokens ?? DEVICE_WINDOW_TOKENS;
     const windows = await sameWindows(
       device,
       reference,
@@ -138,6 +138,9 @@ async function greedyDecode(endpoint: Endpoint, prompt: readonly number[], topK:
     temperature: 0,
     logprobs: topK,
     ignore_eos: true,
+    // Token ids, not texts: a token inside a UTF-8 sequence is shown differently by each server
+    // (vLLM "" or the completed character, the engine U+FFFD), so its text does not identify it.
+    return_tokens_as_token_ids: true,
   });
   const lp = choice.logprobs;
   if (!lp?.top_logprobs || lp.token_logprobs.some((x) => x === null)) {
@@ -154,28 +157,20 @@ async function greedyDecode(endpoint: Endpoint, prompt: readonly number[], topK:
   };
 }
 
-/**
- * A token's text as both servers show it: a token that ends inside a UTF-8 sequence is "" on vLLM
- * and U+FFFD on the engine, so replacement characters are dropped before comparing.
- */
-function shown(token: string): string {
-  return token.replaceAll("\uFFFD", "");
-}
-
 function inTop(token: string, top: Readonly<Record<string, number>> | undefined): boolean {
-  return Object.keys(top ?? {}).some((key) => shown(key) === shown(token));
+  return Object.hasOwn(top ?? {}, token);
 }
 
 /**
  * undefined when the two continuations are close in check_logprobs_close's sense; else what
- * differed. Token texts are compared, as both servers decode them with the same tokenizer.
+ * differed. Tokens are compared by id (`token_id:N`, as both servers name them on request).
  */
 export function greedyClose(device: Greedy, reference: Greedy): string | undefined {
   const n = Math.min(device.tokens.length, reference.tokens.length);
   for (let i = 0; i < n; i++) {
     const a = device.tokens[i] as string;
     const b = reference.tokens[i] as string;
-    if (shown(a) === shown(b)) continue;
+    if (a === b) continue;
     const aInB = inTop(a, reference.top[i]);
     const bInA = inTop(b, device.top[i]);
     if (aInB && bInA) return undefined;

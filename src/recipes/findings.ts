@@ -96,7 +96,7 @@ export const PLATFORM_FINDINGS: PlatformFinding[] = [
     finding:
       "vllm-gaudi runs sparse (DSA) layers as dense MLA and never invokes the indexer, whose kernels and backend are CUDA-only; each layer then attends to every earlier token instead of the indexer's top-k.",
     workaround:
-      "GLM-5's device code has to score and select the top-k tokens itself in plain PyTorch and mask the rest; dense attention equals it only while the context is no longer than top-k, so the device-vs-reference gate needs a prompt longer than the tiny config's top-k to tell them apart.",
+      "GLM-5's device code (bringup_vllm/glm5.py and dsa.py) scores and selects the top-k tokens itself in plain PyTorch, as the reference engine does (FP8 scores, ties to the earlier token), keeps each layer's keys, values and indexer keys in caches indexed by vLLM's KV-cache slots, and attends only the picked positions. Dense attention equals it only while the context is no longer than top-k, so the device-vs-reference gate scores windows twice the tiny config's top-k; served with the dsa-dense fault (every earlier token attended, as vllm-gaudi does), the plugin fails that gate.",
     ports: ["glm-5-mxfp4"],
     sources: [
       {
@@ -181,6 +181,46 @@ export const PLATFORM_FINDINGS: PlatformFinding[] = [
       {
         title: "vllm_gaudi/ops/hpu_fused_moe.py: swiglu_alpha, swiglu_beta, swiglu_limit",
         url: `${TAG}/vllm_gaudi/ops/hpu_fused_moe.py#L375-L383`,
+      },
+    ],
+  },
+  {
+    id: "fused-moe-silu-gelu-only",
+    title: "HPU fused MoE runs SiLU or GELU experts only",
+    finding:
+      "The Habana fused-MoE kernel (torch.ops.hpu.mixture_of_experts) supports only silu and gelu experts and combines their outputs inside the kernel; vllm-gaudi computes MiniMax-M3's other activation unfused in PyTorch, every expert over a tile of tokens with static shapes.",
+    workaround:
+      "Muse Spark Open's experts are relu2 and each output passes through the expert's own RMSNorm before the router weights combine them, which no fused-MoE call has a place for: its latent MoE is plain PyTorch with static shapes in the plugin (every expert on every token, the unchosen ones weighted zero), routed by vLLM's grouped_topk.",
+    ports: ["muse-spark-open"],
+    sources: [
+      {
+        title: "vllm_gaudi/ops/hpu_fused_moe.py: the fused-MoE kernel supports only silu/gelu",
+        url: `${TAG}/vllm_gaudi/ops/hpu_fused_moe.py#L56-L59`,
+      },
+      {
+        title:
+          "vllm_gaudi/ops/hpu_fused_moe.py: the unfused expert pass tiled over tokens with static shapes",
+        url: `${TAG}/vllm_gaudi/ops/hpu_fused_moe.py#L61-L67`,
+      },
+    ],
+  },
+  {
+    id: "alibi-only-position-bias",
+    title: "ALiBi slopes are the only positional bias HPU attention takes",
+    finding:
+      "HPUAttentionImpl takes a positional bias only as ALiBi slopes (and then not with the FusedSDPA or flex prefill); there is no place for a learned logit per head and distance bucket. Causal short convolutions exist as plain PyTorch for vLLM's Mamba layers, whose per-sequence conv state vLLM keeps in its Mamba-style cache.",
+    workaround:
+      "Inkling-Small's attention adds T5's learned relative-position logit per head and its keys and values pass through short convolutions with per-sequence tails, so it is not served by vLLM: its blocks are plain PyTorch in the plugin, checked against the engine block by block; a served form would put the tails in the Mamba-style state cache and the bias in an attention of its own.",
+    ports: ["inkling-small"],
+    sources: [
+      {
+        title:
+          "vllm_gaudi/attention/backends/hpu_attn.py: alibi_slopes, the one positional bias of HPUAttentionImpl",
+        url: `${TAG}/vllm_gaudi/attention/backends/hpu_attn.py#L446-L463`,
+      },
+      {
+        title: "vllm_gaudi/ops/causal_conv1d_pytorch.py: causal conv1d for Mamba layers in plain PyTorch",
+        url: `${TAG}/vllm_gaudi/ops/causal_conv1d_pytorch.py#L6-L15`,
       },
     ],
   },

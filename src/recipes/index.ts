@@ -19,7 +19,12 @@ export {
   type Platform,
   type VersionMatch,
 } from "./platform.js";
-export { DEVICE_GATE, renderRunGatesScript } from "./run-gates-script.js";
+export {
+  blocksCheckCommand,
+  DEVICE_GATE,
+  NOT_SERVED_EXIT,
+  renderRunGatesScript,
+} from "./run-gates-script.js";
 export { modeEnv, serveArgs, serveCommandLine, serveEnv, VLLM_SERVER_MODULE } from "./serve.js";
 export { shellQuote, shellWord } from "./shell.js";
 export {
@@ -29,4 +34,4 @@ export {
   type RecipeManifest,
   type StatedPin,
 } from "./source.js";
-export { type RecipeSummary, recipeSummary } from "./summary.js";
+export { type RecipeDevice, type RecipeSummary, recipeSummary } from "./summary.js";

@@ -42,6 +42,7 @@ export function resolveRecipe(manifest: RecipeManifest, platform: Platform = PLA
     manifest.software.serve_env ?? {},
   );
   for (const [name, value] of env) assertPlainValue(`software.serve_env.${name}`, value);
+  const blocks = manifest.reference.device_blocks;
   return {
     port,
     image: plain("platform image", platform.image),
@@ -63,6 +64,15 @@ export function resolveRecipe(manifest: RecipeManifest, platform: Platform = PLA
     hpuGraphs: manifest.software.hpu_graphs,
     env,
     deviceRuns: platform.deviceRuns[port] ?? [],
+    ...(blocks === undefined
+      ? {}
+      : {
+          notServed: {
+            // One line without control characters: the script prints it whole and its header wraps it.
+            why: blocks.not_served.replace(/[\s\p{Cc}]+/gu, " ").trim(),
+            record: assertPlainValue("reference.device_blocks.record", blocks.record),
+          },
+        }),
   };
 }
 

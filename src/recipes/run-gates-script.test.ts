@@ -7,6 +7,8 @@ import { FIXTURES_DIR, fixtureManifest, runSh } from "./fixtures/index.js";
 import { generateRecipe } from "./generate.js";
 import { pinsStamp, pinsStampPath } from "./install-script.js";
 import { resolveRecipe } from "./pins.js";
+import { NOT_SERVED_EXIT } from "./run-gates-script.js";
+import type { RecipeManifest } from "./source.js";
 
 const STAND_INS = join(FIXTURES_DIR, "stand-ins");
 let work: string;
@@ -33,19 +35,23 @@ async function exists(path: string): Promise<boolean> {
 }
 
 /** What install.sh records once the image matches: the only thing run_gates.sh reads from the root. */
-async function verifiedImage(): Promise<void> {
-  const stamp = join(root, pinsStampPath("fixture-lazy"));
+async function verifiedImage(manifest?: RecipeManifest): Promise<void> {
+  const recipe = resolveRecipe(manifest ?? (await fixtureManifest("complete-lazy")));
+  const stamp = join(root, pinsStampPath(recipe.port));
   await mkdir(dirname(stamp), { recursive: true });
-  await writeFile(stamp, `${pinsStamp(resolveRecipe(await fixtureManifest("complete-lazy")))}\n`);
+  await writeFile(stamp, `${pinsStamp(recipe)}\n`);
+}
+
+/** Writes the run_gates.sh `manifest` generates as the script the tests run. */
+async function useScript(manifest: RecipeManifest): Promise<void> {
+  const file = generateRecipe(manifest).find((f) => f.path === "tests/hpu/run_gates.sh");
+  await writeFile(runGates, file?.content ?? "");
 }
 
 beforeEach(async () => {
   work = await mkdtemp(join(tmpdir(), "bringup-gates-"));
-  const file = generateRecipe(await fixtureManifest("complete-lazy")).find(
-    (f) => f.path === "tests/hpu/run_gates.sh",
-  );
   runGates = join(work, "run_gates.sh");
-  await writeFile(runGates, file?.content ?? "");
+  await useScript(await fixtureManifest("complete-lazy"));
   root = join(work, "root");
   await mkdir(root);
 });
@@ -148,5 +154,55 @@ describe("generated run_gates.sh", () => {
     const { code, stderr } = await run({ TINY_MODEL: "" });
     expect(code).not.toBe(0);
     expect(stderr).toContain("set TINY_MODEL to the tiny reference checkpoint directory of the port");
+  });
+});
+
+describe("generated run_gates.sh of a port whose device code vLLM does not serve", () => {
+  /** The blocks fixture, its reason holding what sh would expand if the script did not quote it. */
+  async function blocksManifest(): Promise<RecipeManifest> {
+    const manifest = await fixtureManifest("blocks-lazy");
+    const blocks = manifest.reference?.device_blocks;
+    if (blocks === undefined) throw new Error("the blocks-lazy fixture lost its device_blocks");
+    blocks.not_served = `${blocks.not_served} It's $(touch expanded) \`touch expanded\` 100%s.`;
+    return manifest;
+  }
+
+  it(`checks the pins, then exits ${NOT_SERVED_EXIT} serving nothing, naming the port, why, and the CPU check`, async () => {
+    const manifest = await blocksManifest();
+    await useScript(manifest);
+    await verifiedImage(manifest);
+    const { code, port, referencePort, stdout, stderr } = await run({});
+    expect(code).toBe(NOT_SERVED_EXIT);
+    expect(stdout).toBe("");
+    expect(stderr).toBe(
+      "run_gates.sh: vLLM does not serve the device code of port fixture-blocks, so nothing is served or gated here (The fixture's recurrent state would need vLLM's Mamba-style cache, which vllm-gaudi's \"HPU\" backend lacks. It's $(touch expanded) `touch expanded` 100%s); its blocks are checked one by one against the reference engine on the CPU by bringup device check fixture-blocks (records fixture-blocks/device-blocks).\n",
+    );
+    for (const started of [`server-${port}.json`, `server-${referencePort}.json`, "gate-args", "expanded"]) {
+      expect(await exists(join(work, started))).toBe(false);
+    }
+  });
+
+  it("refuses an image install.sh has not verified, as the served kind does", async () => {
+    const manifest = await blocksManifest();
+    await useScript(manifest);
+    await verifiedImage(await fixtureManifest("complete-lazy"));
+    const { code, stderr } = await run({});
+    expect(code).toBe(2);
+    expect(stderr).toContain("/etc/bringup/ports/fixture-blocks.pins is missing or differs from the pins");
+  });
+
+  it("says in its header what it does not do and what each exit status means", async () => {
+    const script = await readFile(runGates, "utf8");
+    expect(script).toContain("--only device-logprobs");
+    await useScript(await blocksManifest());
+    const blocks = await readFile(runGates, "utf8");
+    expect(blocks).not.toContain("--only device-logprobs");
+    expect(blocks).not.toContain("vllm.entrypoints");
+    expect(blocks).toContain(
+      `# Exit status: 2 when the image's pins are not the ones install.sh records; ${NOT_SERVED_EXIT} when they`,
+    );
+    expect(blocks).toContain(
+      "by `bringup device check fixture-blocks` (records\n# fixture-blocks/device-blocks).",
+    );
   });
 });

@@ -10,17 +10,93 @@ const HTTP_PORT = "\u0000port";
 /** The gate kind that holds the device plugin's logprobs to the reference engine's. */
 export const DEVICE_GATE = "device-logprobs";
 
+/** run_gates.sh's status for a port vLLM does not serve: its pins matched, and there is nothing to gate. */
+export const NOT_SERVED_EXIT = 3;
+
+/** What checks a not-served port's device code block by block on the CPU instead. */
+export function blocksCheckCommand(port: string): string {
+  return `bringup device check ${port}`;
+}
+
 /**
  * tests/hpu/run_gates.sh: in the image the recipe builds, serves the port's tiny reference
  * checkpoint with vllm-gaudi and the same directory with bringup's reference engine, runs the
  * device-vs-reference gate between them; then, when MODEL names the released weights, serves them
  * as the port states and runs the port's gates against them. Servers stop on any exit; the script
  * exits with the first failing gate's status. It refuses to serve in an image install.sh has not
- * verified.
+ * verified. For a port whose device code vLLM does not serve, it checks the pins the same way and
+ * then exits NOT_SERVED_EXIT, serving nothing, saying where the port's blocks are checked instead.
  */
 export function renderRunGatesScript(recipe: Recipe): string {
-  const q = shellQuote;
+  return recipe.notServed === undefined ? servedScript(recipe) : notServedScript(recipe, recipe.notServed);
+}
+
+/** The lines both kinds of script start with: what generated it and whether it ran on a device. */
+function header(recipe: Recipe): string {
+  return `#!/bin/sh
+${generatedNotice(recipe.port, "#")}
+#
+${deviceRunNotice(recipe, "#")}
+#`;
+}
+
+/** Exits 2 unless install.sh recorded exactly this recipe's pins under $root; `what` goes on only then. */
+function pinsCheck(recipe: Recipe, what: string): string {
   const stamp = pinsStampPath(recipe.port);
+  return `# ${what} only in an image whose pins install.sh verified.
+stamp=$root${shellQuote(stamp)}
+expected=$(cat <<'BRINGUP_PINS'
+${pinsStamp(recipe)}
+BRINGUP_PINS
+)
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$expected" ]; then
+  printf 'run_gates.sh: %s is missing or differs from the pins of port %s; run this inside the image ports/%s/recipe/Dockerfile builds (its install.sh records them).\\n' ${shellQuote(stamp)} "$port" "$port" >&2
+  exit 2
+fi`;
+}
+
+/** `text` as comment lines starting with `lead`, of at most 100 characters, broken between words. */
+function commentLines(text: string, lead = "#"): string {
+  const lines: string[] = [];
+  let line = lead;
+  for (const word of text.split(" ")) {
+    if (line.length > lead.length && line.length + 1 + word.length > 100) {
+      lines.push(line);
+      line = lead;
+    }
+    line += ` ${word}`;
+  }
+  return [...lines, line].join("\n");
+}
+
+function notServedScript(recipe: Recipe, notServed: NonNullable<Recipe["notServed"]>): string {
+  const q = shellQuote;
+  const check = blocksCheckCommand(recipe.port);
+  const why = notServed.why.replace(/\.$/, "");
+  return `${header(recipe)}
+${commentLines(`No device gates of port ${recipe.port} run in the image ports/${recipe.port}/recipe/Dockerfile builds: vLLM does not serve the port's device code here, so neither vllm-gaudi nor a ${DEVICE_GATE} gate can run on it. Why, from the port's manifest (reference.device_blocks.not_served):`)}
+${commentLines(notServed.why, "#  ")}
+${commentLines(`This script serves nothing and runs no gate: it checks that install.sh verified the image's pins, then exits ${NOT_SERVED_EXIT} saying so. The port's blocks are checked one by one against bringup's reference engine on the CPU, outside this image, by \`${check}\` (records ${notServed.record}).`)}
+#
+# Exit status: 2 when the image's pins are not the ones install.sh records; ${NOT_SERVED_EXIT} when they
+# are, as nothing of this port is served here. It never exits 0.
+#
+#   IMAGE_ROOT  the image's root (default /), where install.sh recorded the pins
+set -eu
+
+port=${q(recipe.port)}
+root=\${IMAGE_ROOT:-/}
+root=\${root%/}
+
+${pinsCheck(recipe, "Say why nothing is served")}
+
+printf 'run_gates.sh: vLLM does not serve the device code of port %s, so nothing is served or gated here (%s); its blocks are checked one by one against the reference engine on the CPU by %s (records %s).\\n' "$port" ${q(why)} ${q(check)} ${q(notServed.record)} >&2
+exit ${NOT_SERVED_EXIT}
+`;
+}
+
+function servedScript(recipe: Recipe): string {
+  const q = shellQuote;
   // $model and $http_port stay shell words; every other argument is a quoted literal.
   const word = (arg: string) => (arg === MODEL ? '"$model"' : arg === HTTP_PORT ? '"$http_port"' : q(arg));
   const args = (size: "full" | "tiny") =>
@@ -28,11 +104,7 @@ export function renderRunGatesScript(recipe: Recipe): string {
       .map((group) => group.map(word).join(" "))
       .join(" \\\n  ");
   const python = `python${recipe.python.value}`;
-  return `#!/bin/sh
-${generatedNotice(recipe.port, "#")}
-#
-${deviceRunNotice(recipe, "#")}
-#
+  return `${header(recipe)}
 # Device gates of port ${recipe.port}, run inside the image ports/${recipe.port}/recipe/Dockerfile builds:
 #  1. serves the port's tiny reference checkpoint (TINY_MODEL) with vllm-gaudi and the same
 #     directory with bringup's reference engine, and runs \`bringup gate ${recipe.port} --only ${DEVICE_GATE}\`:
@@ -69,16 +141,7 @@ for value in "$http_port" "$ref_port" "$timeout"; do
   esac
 done
 
-# Serve only in an image whose pins install.sh verified.
-stamp=$root${q(stamp)}
-expected=$(cat <<'BRINGUP_PINS'
-${pinsStamp(recipe)}
-BRINGUP_PINS
-)
-if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$expected" ]; then
-  printf 'run_gates.sh: %s is missing or differs from the pins of port %s; run this inside the image ports/%s/recipe/Dockerfile builds (its install.sh records them).\\n' ${q(stamp)} "$port" "$port" >&2
-  exit 2
-fi
+${pinsCheck(recipe, "Serve")}
 if ! command -v "$bringup" >/dev/null 2>&1; then
   printf 'run_gates.sh: cannot run %s; mount a bringup checkout and Node 20 into the container and set BRINGUP to its dist/src/cli/main.js.\\n' "$bringup" >&2
   exit 2

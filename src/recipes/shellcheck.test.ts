@@ -26,8 +26,24 @@ const cases: [string, () => Promise<RecipeFile[]>, string][] = [
   ["complete-lazy", async () => generateRecipe(await fixtureManifest("complete-lazy")), "style"],
   ["complete-compile", async () => generateRecipe(await fixtureManifest("complete-compile")), "style"],
   [
+    "blocks-lazy (not served by vLLM)",
+    async () => generateRecipe(await fixtureManifest("blocks-lazy")),
+    "style",
+  ],
+  [
     "complete-lazy with shell metacharacters in the pins",
     async () => generateRecipe(await fixtureManifest("complete-lazy"), hostile()),
+    "error",
+  ],
+  [
+    "blocks-lazy with shell metacharacters in why it is not served",
+    async () => {
+      const manifest = await fixtureManifest("blocks-lazy");
+      if (manifest.reference?.device_blocks === undefined)
+        throw new Error("blocks-lazy lost its device_blocks");
+      manifest.reference.device_blocks.not_served = 'it\'s $(x) `y`; | & "$c" \\ %s\n# not a comment';
+      return generateRecipe(manifest);
+    },
     "error",
   ],
 ];

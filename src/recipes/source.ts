@@ -17,7 +17,11 @@ export interface RecipeManifest {
     serve_env?: Record<string, string>;
   };
   /** The tiny reference config the engine runs; a port has a recipe only with one. */
-  reference?: { max_model_len: number };
+  reference?: {
+    max_model_len: number;
+    /** Present when vLLM does not serve the port's device code: its blocks are checked on the CPU instead. */
+    device_blocks?: { not_served: string; record: string };
+  };
 }
 
 /** A Python package the image must hold, with its normalized name for lookups. */
@@ -50,6 +54,12 @@ export interface Recipe {
   env: [name: string, value: string][];
   /** Records of device runs of this recipe; empty until one is recorded. */
   deviceRuns: string[];
+  /**
+   * Present when vLLM does not serve the port's device code (the manifest's
+   * `reference.device_blocks`): why, on one line, and the record series of `bringup device check`,
+   * which checks its blocks one by one on the CPU instead.
+   */
+  notServed?: { why: string; record: string };
 }
 
 export function normalizePackageName(name: string): string {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { fixtureManifest } from "./fixtures/index.js";
+import { NOT_SERVED_EXIT } from "./run-gates-script.js";
 import { recipeSummary } from "./summary.js";
 
 describe("recipeSummary", () => {
@@ -25,11 +26,14 @@ describe("recipeSummary", () => {
       ],
       plugin: "bringup-vllm",
       deviceRuns: [],
-      gates:
-        "TINY_MODEL=/path/to/tiny MODEL=/path/to/weights sh /opt/bringup/ports/fixture-compile/tests/hpu/run_gates.sh",
+      device: {
+        kind: "served",
+        gates:
+          "TINY_MODEL=/path/to/tiny MODEL=/path/to/weights sh /opt/bringup/ports/fixture-compile/tests/hpu/run_gates.sh",
+      },
     });
-    if (summary.state === "generated") {
-      expect(summary.serve).toMatch(/^PT_HPU_LAZY_MODE=0 .* --enforce-eager$/);
+    if (summary.state === "generated" && summary.device.kind === "served") {
+      expect(summary.device.serve).toMatch(/^PT_HPU_LAZY_MODE=0 .* --enforce-eager$/);
       expect(
         summary.pins.map(({ name, pin, release }) => `${name} ${pin.value}${release ? " (release)" : ""}`),
       ).toEqual([
@@ -43,5 +47,20 @@ describe("recipeSummary", () => {
       ]);
       expect(summary.pins.every(({ pin }) => pin.origin.kind === "public-source")).toBe(true);
     }
+  });
+
+  it("claims no serve command or device-logprobs gate for a port vLLM does not serve", async () => {
+    const summary = recipeSummary(await fixtureManifest("blocks-lazy"));
+    expect(summary).toMatchObject({
+      state: "generated",
+      device: {
+        kind: "not-served",
+        why: "The fixture's recurrent state would need vLLM's Mamba-style cache, which vllm-gaudi's \"HPU\" backend lacks.",
+        exit: NOT_SERVED_EXIT,
+        check: "bringup device check fixture-blocks",
+        record: "fixture-blocks/device-blocks",
+      },
+    });
+    expect(JSON.stringify(summary)).not.toMatch(/device-logprobs|vllm\.entrypoints|TINY_MODEL/);
   });
 });

@@ -48,6 +48,14 @@ describe("the device check section", () => {
     expect(page).toContain("- the KDA recurrence \\(plain PyTorch\\)");
   });
 
+  it("says the window length when the check sets one (past a sparse top-k)", () => {
+    const m = manifest("a-port", { reference: reference({ ...deviceCheck, window_tokens: 512 }) });
+    expect(renderDeviceCheck(port("/nowhere", m, "x"))).toContain("over corpus windows of 512 tokens");
+    expect(
+      renderDeviceCheck(port("/nowhere", manifest("a-port", { reference: reference(deviceCheck) }), "x")),
+    ).not.toContain("corpus windows");
+  });
+
   it("says why a port is not served by vLLM, and shows its block-by-block check and record", () => {
     const blocks = {
       test: "tests/test_demo_blocks.py",

@@ -109,6 +109,6 @@ export function gateThreshold(gate: Gate): string {
     case "weights-bit-identity":
       return `${gate.conversion} bit-identical to its source`;
     case "device-logprobs":
-      return `${gate.device} within ${gate.max_logprob_diff} nats of the reference engine's prompt logprobs, greedy tokens close (top ${gate.top_k})`;
+      return `${gate.device} within ${gate.max_logprob_diff} nats of the reference engine's prompt logprobs${gate.window_tokens !== undefined ? ` over corpus windows of ${gate.window_tokens} tokens` : ""}, greedy tokens close (top ${gate.top_k})`;
   }
 }

@@ -39,4 +39,26 @@ describe("renderRecipe", () => {
     expect(section).toContain("| `torch` | `2.11.0` \\(release\\; any build suffix\\) |");
     expect(section).toContain("`docker build -f ports/demo/recipe/Dockerfile -t bringup/demo .`");
   });
+
+  it("says a port vLLM does not serve has no serve command or device gate, and where its blocks are checked", () => {
+    const blocks = manifest("demo", {
+      reference: {
+        ...REFERENCE,
+        device_blocks: {
+          test: "tests/test_demo_blocks.py",
+          not_served: "vLLM has no cache for the demo's recurrent state.",
+          blocks: ["the recurrent block"],
+          record: "demo/device-blocks",
+        },
+      },
+    } as Parameters<typeof manifest>[1]);
+    const section = renderRecipe(port("/r", blocks, "# Demo\n"));
+    expect(section).not.toContain("**Serve:**");
+    expect(section).not.toContain("TINY_MODEL");
+    expect(section).toContain(
+      "- **Not served:** vLLM does not serve this port\\'s device code here\\: vLLM has no cache for the demo\\'s recurrent state\\.",
+    );
+    expect(section).toContain("exits 3 without serving anything");
+    expect(section).toContain("`bringup device check demo` \\(records `demo/device-blocks`\\)\\.");
+  });
 });

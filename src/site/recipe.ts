@@ -1,5 +1,5 @@
 import type { LoadedPort } from "../catalog/index.js";
-import { type PinOrigin, recipeSummary } from "../recipes/index.js";
+import { type PinOrigin, type RecipeDevice, recipeSummary } from "../recipes/index.js";
 import { portFindings } from "./findings-page.js";
 import { code, table, text } from "./markdown.js";
 import { portPage } from "./paths.js";
@@ -9,6 +9,20 @@ function origin(from: PinOrigin): string {
   return from.kind === "public-source"
     ? `public source, not read on a device: [${text(from.title)}](${from.url})`
     : `read on a device: ${code(from.record)}`;
+}
+
+/** How the image meets the port's device code: the serve and gate commands, or why nothing is served. */
+function device(device: RecipeDevice): string[] {
+  if (device.kind === "served") {
+    return [
+      `- **Serve:** ${code(device.serve)}`,
+      `- **Gates** (inside the built image; the tiny checkpoint against the reference engine, then the released weights): ${code(device.gates)}`,
+    ];
+  }
+  return [
+    `- **Not served:** ${text(`vLLM does not serve this port's device code here: ${device.why}`)}`,
+    `- **Gates:** ${text(`none run in the image: its tests/hpu/run_gates.sh checks the pins install.sh recorded and exits ${device.exit} without serving anything. The port's blocks are checked one by one against the reference engine on the CPU by`)} ${code(device.check)} ${text("(records")} ${code(device.record)}${text(").")}`,
+  ];
 }
 
 /** The recipe section of a port's page: how the port is built, served and gated on vllm-gaudi. */
@@ -47,8 +61,7 @@ export function renderRecipe(port: LoadedPort): string {
     ),
     "",
     `- **Build** (from the repository root): ${summary.build.map(code).join(", then ")}`,
-    `- **Serve:** ${code(summary.serve)}`,
-    `- **Gates** (inside the built image; the tiny checkpoint against the reference engine, then the released weights): ${code(summary.gates)}`,
+    ...device(summary.device),
     "",
     "#### Server environment",
     "",

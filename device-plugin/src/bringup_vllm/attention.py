@@ -1,23 +1,35 @@
 """Grouped-query attention on the platform's stock backend, heads padded to a size it runs.
 
 Shared by the families whose layers are sliding or global grouped-query attention with optional
-sinks and partial rotary features (MiMo-V2-Flash, MiniMax-M3). vLLM's own MiMo attention picks a
-"DiffKV" backend (FlashAttention or Triton) when value heads are narrower than key heads, and
-neither exists on the CPU backend or on vllm-gaudi (no Triton); this one pads each head with zeros
-to one size the stock backend runs and drops the padded features of the output: the same numbers,
-since a zero feature of V contributes zero to every output feature it is not.
+sinks, partial rotary features and Qwen3's per-head q/k norm (MiMo-V2-Flash, MiniMax-M3, Muse
+Glimmer). vLLM's own MiMo attention picks a "DiffKV" backend (FlashAttention or Triton) when
+value heads are narrower than key heads, and neither exists on the CPU backend or on vllm-gaudi
+(no Triton); this one pads each head with zeros to one size the stock backend runs and drops the
+padded features of the output: the same numbers, since a zero feature of V contributes zero to
+every output feature it is not.
 """
 
 import torch
 from torch import nn
 from vllm.config import VllmConfig
 from vllm.model_executor.layers.attention import Attention
+from vllm.model_executor.layers.layernorm import RMSNorm
 from vllm.model_executor.layers.linear import QKVParallelLinear, RowParallelLinear
 from vllm.v1.attention.backend import AttentionType
 
 from bringup_vllm.config_check import UnsupportedConfigError
 from bringup_vllm.padded_heads import pad_heads, served_head_size, unpad_heads
 from bringup_vllm.rope import rotary
+
+_QKV = {"q_proj": "q", "k_proj": "k", "v_proj": "v"}
+
+
+def qkv_shard(name: str) -> tuple[str, str] | None:
+    """A checkpoint's `...q_proj.weight` as PaddedValueAttention's `...qkv_proj.weight`, shard q."""
+    parts = name.split(".")
+    if len(parts) >= 2 and parts[-2] in _QKV:
+        return ".".join([*parts[:-2], "qkv_proj", parts[-1]]), _QKV[parts[-2]]
+    return None
 
 
 def rotary_fraction(family: str, head_dim: int, factor: float) -> float:
@@ -55,6 +67,7 @@ class PaddedValueAttention(nn.Module):
         partial_factor: float,
         max_position: int,
         prefix: str,
+        qk_norm_eps: float | None = None,
     ) -> None:
         super().__init__()
         if num_heads % num_kv_heads:
@@ -86,6 +99,12 @@ class PaddedValueAttention(nn.Module):
             num_heads * v_head_dim, hidden_size, bias=False, prefix=f"{prefix}.o_proj"
         )
         self.rotary_emb = rotary(head_dim, max_position, rope_theta, partial_factor)
+        # Qwen3's q/k norm: an RMSNorm over each head's features, before the rotation.
+        self.q_norm: RMSNorm | None = None
+        self.k_norm: RMSNorm | None = None
+        if qk_norm_eps is not None:
+            self.q_norm = RMSNorm(head_dim, eps=qk_norm_eps)
+            self.k_norm = RMSNorm(head_dim, eps=qk_norm_eps)
         self.attention_sink_bias = (
             nn.Parameter(torch.empty(num_heads), requires_grad=False) if sinks else None
         )
@@ -105,8 +124,11 @@ class PaddedValueAttention(nn.Module):
     def forward(self, positions: torch.Tensor, hidden_states: torch.Tensor) -> torch.Tensor:
         qkv, _ = self.qkv_proj(hidden_states)
         q, k, v = qkv.split([self.q_size, self.k_size, self.v_size], dim=-1)
-        q, k = self.rotary_emb(positions, q, k)
         h, kv, d, served = self.num_heads, self.num_kv_heads, self.head_dim, self.served
+        if self.q_norm is not None and self.k_norm is not None:
+            q = self.q_norm(q.reshape(-1, h, d)).reshape(q.shape)
+            k = self.k_norm(k.reshape(-1, kv, d)).reshape(k.shape)
+        q, k = self.rotary_emb(positions, q, k)
         out = self.attn(
             pad_heads(q, h, d, served),
             pad_heads(k, kv, d, served),

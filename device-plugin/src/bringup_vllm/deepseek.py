@@ -52,17 +52,44 @@ def read_config(vllm_config: VllmConfig) -> Config:
 
 
 def checked(c: Config) -> Config:
+    # DeepSeek-V3.2's sparse indexer is another family (glm5.py).
+    c.require("index_topk", (None,), "a DSA indexer")
+    return checked_layout(c)
+
+
+def checked_layout(c: Config) -> Config:
+    """What every config of this layout must say, with or without DSA's indexer."""
     c.require("hidden_act", ("silu",), "the experts and MLPs use SwiGLU")
     # The engine refuses YaRN in this layout (DeepSeek's softmax mscale is not implemented).
     c.require("rope_scaling", (None,), "RoPE scaling")
     c.require("scoring_func", ("sigmoid",), "the layout's sigmoid expert scores")
     c.require("topk_method", ("noaux_tc",), "group-limited routing with a score-correction bias")
     c.require("moe_layer_freq", (None, 1), "experts in every layer after the dense ones")
-    # DeepSeek-V3.2's sparse indexer is another family (GLM-5's port).
-    c.require("index_topk", (None,), "a DSA indexer")
+    # The engine rotates latent attention's adjacent pairs only (deepseek-v3.ts refuses false).
+    c.require("rope_interleave", (None, True), "latent attention's adjacent-pair RoPE")
+    parameters = c.get("rope_parameters", {})
+    if parameters.get("rope_type", parameters.get("type", "default")) != "default":
+        c.refuse("rope_parameters", "RoPE scaling")
+    nope, rope = int(c.need("qk_nope_head_dim")), int(c.need("qk_rope_head_dim"))
+    if c.get("qk_head_dim", nope + rope) != nope + rope:
+        c.refuse("qk_head_dim", "a head size other than qk_nope_head_dim + qk_rope_head_dim")
+    dense = int(c.get("first_k_dense_replace", 0))
+    layers = int(c.need("num_hidden_layers"))
+    if c.get("mlp_layer_types", None) not in (
+        None,
+        ["dense"] * dense + ["sparse"] * (layers - dense),
+    ):
+        c.refuse("mlp_layer_types", "MoE layers placed other than after first_k_dense_replace")
     c.need("q_lora_rank")
     c.need("kv_lora_rank")
     return c
+
+
+def rope_theta(c: Config) -> float:
+    """The RoPE base as the engine reads it (src/engine/models/config-fields.ts ropeConfig):
+    rope_parameters.rope_theta, as public GLM-5.x configs give it, else rope_theta, else 10,000."""
+    theta = c.get("rope_parameters", {}).get("rope_theta")
+    return float(theta if theta is not None else c.get("rope_theta", 10_000))
 
 
 class LatentAsHeadsAttention(nn.Module):
@@ -83,6 +110,7 @@ class LatentAsHeadsAttention(nn.Module):
         self.kv_rank = int(c.need("kv_lora_rank"))
         self.qk = self.nope + self.rope
         eps = float(c.need("rms_norm_eps"))
+        self.theta = rope_theta(c)
         self.fused_qkv_a_proj = DeepSeekV2FusedQkvAProjLinear(
             hidden, [self.q_rank, self.kv_rank + self.rope], prefix=f"{prefix}.fused_qkv_a_proj"
         )
@@ -103,7 +131,7 @@ class LatentAsHeadsAttention(nn.Module):
         self.rotary_emb = rotary(
             self.rope,
             int(c.need("max_position_embeddings")),
-            float(c.get("rope_theta", 10_000)),
+            self.theta,
             adjacent_pairs=True,
         )
         self.served = served_head_size(self.qk)
@@ -118,11 +146,27 @@ class LatentAsHeadsAttention(nn.Module):
         )
 
     def forward(self, positions: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:
+        q, k, value, _ = self.project(positions, hidden)
+        tokens, h = hidden.shape[0], self.heads
+        out = self.attn(
+            pad_heads(q.reshape(tokens, -1), h, self.qk, self.served),
+            pad_heads(k.reshape(tokens, -1), h, self.qk, self.served),
+            pad_heads(value.reshape(tokens, -1), h, self.value, self.served),
+        )
+        result, _ = self.o_proj(unpad_heads(out, h, self.value, self.served))
+        return result
+
+    def project(
+        self, positions: torch.Tensor, hidden: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Per-head queries and keys [tokens, heads, qk] and values [tokens, heads, v], and the
+        normalized query latent [tokens, q_lora_rank] (which DSA's indexer reads too)."""
         tokens, h = hidden.shape[0], self.heads
         q_a, kv_a = self.fused_qkv_a_proj(hidden)[0].split(
             [self.q_rank, self.kv_rank + self.rope], dim=-1
         )
-        q = self.q_b_proj(self.q_a_layernorm(q_a))[0].view(tokens, h, self.qk)
+        q_latent = self.q_a_layernorm(q_a)
+        q = self.q_b_proj(q_latent)[0].view(tokens, h, self.qk)
         q_nope, q_pe = q.split([self.nope, self.rope], dim=-1)
         latent, k_pe = kv_a.split([self.kv_rank, self.rope], dim=-1)
         kv = self.kv_b_proj(self.kv_a_layernorm(latent))[0].view(tokens, h, -1)
@@ -134,26 +178,26 @@ class LatentAsHeadsAttention(nn.Module):
             positions, q_pe.reshape(tokens, h * self.rope), k_pe.contiguous()
         )
         q_pe = q_pe.view(tokens, h, self.rope)
-        q = torch.cat([q_nope, q_pe], dim=-1).reshape(tokens, h * self.qk)
+        q = torch.cat([q_nope, q_pe], dim=-1)
         k_pe = k_pe.view(tokens, 1, self.rope).expand(tokens, h, self.rope)
-        k = torch.cat([k_nope, k_pe], dim=-1).reshape(tokens, -1)
-        out = self.attn(
-            pad_heads(q, h, self.qk, self.served),
-            pad_heads(k, h, self.qk, self.served),
-            pad_heads(value.reshape(tokens, -1), h, self.value, self.served),
-        )
-        result, _ = self.o_proj(unpad_heads(out, h, self.value, self.served))
-        return result
+        k = torch.cat([k_nope, k_pe], dim=-1)
+        return q, k, value, q_latent
 
 
 class DeepseekDecoderLayer(PreNormLayer):
+    """Latent attention (`attention`, over the config `read_config` checks), then the MoE or MLP."""
+
+    read_config = staticmethod(read_config)
+    attention: type[LatentAsHeadsAttention] = LatentAsHeadsAttention
+
     def __init__(self, vllm_config: VllmConfig, prefix: str) -> None:
         super().__init__()
-        c = read_config(vllm_config)
-        # vLLM reads kimi_k2 and deepseek_v3 config.json files as its DeepseekV3Config.
+        c = self.read_config(vllm_config)
+        # vLLM reads kimi_k2 and deepseek_v3 config.json files as its DeepseekV3Config (and
+        # glm_moe_dsa ones as transformers' GlmMoeDsaConfig, with the same MoE fields).
         config: DeepseekV3Config = vllm_config.model_config.hf_config
         hidden = int(c.need("hidden_size"))
-        self.self_attn = LatentAsHeadsAttention(vllm_config, c, prefix=f"{prefix}.self_attn")
+        self.self_attn = self.attention(vllm_config, c, prefix=f"{prefix}.self_attn")
         if extract_layer_index(prefix) >= int(c.get("first_k_dense_replace", 0)):
             self.mlp: nn.Module = DeepseekV2MoE(
                 config=config,
@@ -179,17 +223,19 @@ class DeepseekModel(DecoderStack):
     is_fused_shared_expert_enabled = False
     num_redundant_experts = 0
 
+    layer: type[DeepseekDecoderLayer] = DeepseekDecoderLayer
+
     def __init__(self, vllm_config: VllmConfig, c: Config, prefix: str) -> None:
-        super().__init__(
-            vllm_config, c, DeepseekDecoderLayer, float(c.need("rms_norm_eps")), prefix
-        )
+        super().__init__(vllm_config, c, self.layer, float(c.need("rms_norm_eps")), prefix)
         self.config = vllm_config.model_config.hf_config
 
 
 class DeepseekForCausalLM(DecoderLM):
+    stack: type[DeepseekModel] = DeepseekModel
+
     def __init__(self, *, vllm_config: VllmConfig, prefix: str = "") -> None:
-        c = read_config(vllm_config)
-        super().__init__(c, DeepseekModel(vllm_config, c, maybe_prefix(prefix, "model")), prefix)
+        c = self.stack.layer.read_config(vllm_config)
+        super().__init__(c, self.stack(vllm_config, c, maybe_prefix(prefix, "model")), prefix)
 
     def load_weights(self, weights: Iterable[tuple[str, torch.Tensor]]) -> set[str]:
         # The routed experts may come in MXFP4; they are decoded as they are read.

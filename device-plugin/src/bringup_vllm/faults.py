@@ -6,7 +6,10 @@ fail: a gate that cannot fail proves nothing. No fault is on unless the variable
 
 import os
 
-KNOWN = frozenset({"rope-pairing", "kda-gate-sign"})
+# rope-pairing: RoPE pairs the other features (rope.py, dsa.py); kda-gate-sign: KDA's
+# write-strength gate flipped (kda.py); dsa-dense: DSA's layers attend every earlier token, as
+# vllm-gaudi runs them (dsa.py).
+KNOWN = frozenset({"rope-pairing", "kda-gate-sign", "dsa-dense"})
 
 
 def active(name: str) -> bool:

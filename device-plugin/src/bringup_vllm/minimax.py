@@ -28,7 +28,7 @@ from vllm.model_executor.layers.linear import ReplicatedLinear
 from vllm.model_executor.model_loader.weight_utils import default_weight_loader
 from vllm.model_executor.models.utils import extract_layer_index, maybe_prefix
 
-from bringup_vllm.attention import PaddedValueAttention, rotary_fraction
+from bringup_vllm.attention import PaddedValueAttention, qkv_shard, rotary_fraction
 from bringup_vllm.config_check import Config, UnsupportedConfigError
 from bringup_vllm.decoder import DecoderLM, DecoderStack, PreNormLayer
 from bringup_vllm.mxfp4 import decoded
@@ -163,7 +163,6 @@ class MinimaxForCausalLM(DecoderLM):
         return loaded
 
 
-_QKV = {"q_proj": "q", "k_proj": "k", "v_proj": "v"}
 # vLLM's fused MoE keeps its expert parameters under `routed_experts` (its MoE runner's module).
 _EXPERTS = {
     "gate_up_proj": "w13_weight",
@@ -175,9 +174,10 @@ _EXPERTS = {
 
 def checkpoint_to_parameter(name: str) -> tuple[str, str | None]:
     """A checkpoint tensor's parameter name here, and its shard of a fused projection."""
+    qkv = qkv_shard(name)
+    if qkv is not None:
+        return qkv
     parts = name.split(".")
-    if len(parts) >= 2 and parts[-2] in _QKV:
-        return ".".join([*parts[:-2], "qkv_proj", parts[-1]]), _QKV[parts[-2]]
     if parts[-1] == "sinks":
         return ".".join([*parts[:-1], "attention_sink_bias"]), None
     if len(parts) >= 2 and parts[-2] == "experts" and parts[-1] in _EXPERTS:

@@ -48,6 +48,24 @@ describe("bringup recipe", () => {
     expect(await run(["--root", root, "ports", "check"])).toMatchObject({ exitCode: undefined });
   });
 
+  it("says a port vLLM does not serve is not served, and what checks its blocks instead", async () => {
+    const dir = join(root, "ports", "fixture-blocks");
+    await mkdir(dir, { recursive: true });
+    await copyFile(join(FIXTURES_DIR, "manifests", "blocks-lazy.yaml"), join(dir, "port.yaml"));
+    await writeFile(join(dir, "README.md"), "# fixture-blocks\n\nA fixture port.\n");
+    const result = await run(["--root", root, "recipe", "fixture-blocks"]);
+    expect(result.thrown).toBeUndefined();
+    expect(result.stdout).toContain(
+      [
+        "wrote ports/fixture-blocks/tests/hpu/run_gates.sh",
+        "not served by vLLM here: The fixture's recurrent state would need vLLM's Mamba-style cache, which vllm-gaudi's \"HPU\" backend lacks.",
+        "run_gates.sh checks the pins, then exits 3; `bringup device check fixture-blocks` checks its blocks on the CPU",
+        "",
+      ].join("\n"),
+    );
+    expect(result.stdout).not.toContain("serves as:");
+  });
+
   it("makes ports check and --check fail once the manifest moves on", async () => {
     await run(["--root", root, "recipe", "fixture-lazy"]);
     const manifest = join(root, "ports/fixture-lazy/port.yaml");

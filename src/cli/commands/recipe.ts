@@ -1,6 +1,13 @@
 import type { Command } from "commander";
 import { inspectCatalog, PORTS_DIR } from "../../catalog/index.js";
-import { recipeProblems, resolveRecipe, serveCommandLine, writeRecipe } from "../../recipes/index.js";
+import {
+  blocksCheckCommand,
+  NOT_SERVED_EXIT,
+  recipeProblems,
+  resolveRecipe,
+  serveCommandLine,
+  writeRecipe,
+} from "../../recipes/index.js";
 import { formatProblem } from "../../records/index.js";
 import { projectRoot } from "../root.js";
 
@@ -44,6 +51,11 @@ export function registerRecipe(program: Command): void {
       }
       const written = await writeRecipe(port.dir, manifest);
       for (const path of written) process.stdout.write(`wrote ${label}/${path}\n`);
-      process.stdout.write(`serves as: ${serveCommandLine(resolveRecipe(manifest))}\n`);
+      const recipe = resolveRecipe(manifest);
+      process.stdout.write(
+        recipe.notServed === undefined
+          ? `serves as: ${serveCommandLine(recipe)}\n`
+          : `not served by vLLM here: ${recipe.notServed.why}\nrun_gates.sh checks the pins, then exits ${NOT_SERVED_EXIT}; \`${blocksCheckCommand(recipe.port)}\` checks its blocks on the CPU\n`,
+      );
     });
 }

@@ -17,15 +17,18 @@ import { instantiateSwigluSimd, type SwigluSimd } from "./swiglu/swiglu-simd-mod
 export interface KernelModules {
   readonly tile?: WasmModule;
   /**
-   * The fused MXFP4 rows, built like the tile (fused or not), where their scale table lies, and
-   * from how many input rows they decode into scratch for the tile (see Mxfp4Rows).
+   * The fused MXFP4 rows, built like the tile (fused or not), where their tables lie (mxfp4Tables:
+   * half scales, then the decode's bytes), and from how many input rows they decode into scratch for
+   * the tile (see Mxfp4Rows).
    */
   readonly mxfp4?: {
     readonly module: WasmModule;
+    /** matmul/mxfp4-decode.wat, relaxed or plain. */
+    readonly decode: WasmModule;
     readonly halfScales: number;
     readonly scratchTokens: number;
   };
-  /** The integer MXFP4 path (relaxed dot products, or their plain form) and its scale table. */
+  /** The integer MXFP4 path (relaxed dot products, or their plain form) and its half scales' table. */
   readonly mxfp4Int8?: { readonly module: WasmModule; readonly halfScales: number };
   /** The block-scaled FP8 rows' SIMD decoding into scratch for the tile. */
   readonly fp8?: WasmModule;
@@ -63,10 +66,13 @@ export function kernelThread(modules: KernelModules, memory: WasmMemory | undefi
     scratch: new Float32Array(1),
     tile: instance(modules.tile, instantiateTile),
     mxfp4: instance(modules.mxfp4?.module, (m, mem) => {
-      const exports = instantiateWasm(m, mem) as { mxfp4: Mxfp4Rows["rows"]; decode: Mxfp4Rows["decode"] };
+      const { mxfp4: rows } = instantiateWasm(m, mem) as { mxfp4: Mxfp4Rows["rows"] };
+      const { decode } = instantiateWasm(modules.mxfp4?.decode as WasmModule, mem) as {
+        decode: Mxfp4Rows["decode"];
+      };
       return {
-        rows: exports.mxfp4,
-        decode: exports.decode,
+        rows,
+        decode,
         halfScales: modules.mxfp4?.halfScales as number,
         scratchTokens: modules.mxfp4?.scratchTokens as number,
       };

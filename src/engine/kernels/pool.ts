@@ -3,6 +3,7 @@ import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
 import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from "node:worker_threads";
 import { BringupError } from "../../common/errors.js";
+import type { PlanMemory } from "../model/step-scratch.js";
 import type { Weight } from "../tensor/weight.js";
 import {
   type IndexerScoresJob,
@@ -22,7 +23,13 @@ import {
   type StateMessage,
 } from "./kernel-thread.js";
 import type { MatmulSegment } from "./matmul/matmul-job.js";
-import { buildDecodeTables, matmulRange, type WeightParts, weightParts } from "./matmul/matmul-kernel.js";
+import {
+  MXFP4_TABLE_BYTES,
+  matmulRange,
+  mxfp4Tables,
+  type WeightParts,
+  weightParts,
+} from "./matmul/matmul-kernel.js";
 import { compileSimdTile } from "./matmul/tile-module.js";
 import { type AttentionParams, attendRange } from "./paged-attention/attention-job.js";
 import type { AttentionRows } from "./paged-attention/attention-kernel.js";
@@ -78,10 +85,10 @@ function workerEntry(): { filename: string | URL; eval: boolean } {
 /** One layer's attention over a step: what pool.attention needs (see attendTokens). */
 export type AttentionJob = Omit<AttentionParams, "simd" | "tile"> & AttentionRows;
 
-/** The table of half E8M0 scales, 2^(e - 128), that both MXFP4 kernels read from the arena. */
-function halfScaleTable(arena: WasmArena): number {
-  const at = arena.allocate(256 * 4);
-  if (at >= 0) new Float32Array(arena.memory.buffer, at, 256).set(buildDecodeTables().e8m0.map((s) => s / 2));
+/** The MXFP4 kernels' tables (mxfp4Tables: half E8M0 scales first) in the arena, or -1. */
+function mxfp4TableAt(arena: WasmArena): number {
+  const at = arena.allocate(MXFP4_TABLE_BYTES);
+  if (at >= 0) new Uint8Array(arena.memory.buffer, at, MXFP4_TABLE_BYTES).set(mxfp4Tables());
   return at;
 }
 
@@ -92,16 +99,17 @@ function mxfp4Modules(
   switches: KernelSwitches,
 ): Pick<KernelModules, "mxfp4" | "mxfp4Int8"> {
   if (switches.mxfp4 === "unpacked") return {};
-  const halfScales = halfScaleTable(arena);
+  const halfScales = mxfp4TableAt(arena);
   if (halfScales < 0) return {};
   if (switches.mxfp4 === "int8") {
     const module = compileKernel("matmul/mxfp4-int8") ?? compileKernel("matmul/mxfp4-int8.plain-dot");
     return module === undefined ? {} : { mxfp4Int8: { module, halfScales } };
   }
   const module = compileKernel(fma ? "matmul/mxfp4-rows" : "matmul/mxfp4-rows.unfused");
-  return module === undefined
+  const decode = compileKernel("matmul/mxfp4-decode") ?? compileKernel("matmul/mxfp4-decode.plain-swizzle");
+  return module === undefined || decode === undefined
     ? {}
-    : { mxfp4: { module, halfScales, scratchTokens: switches.mxfp4ScratchTokens } };
+    : { mxfp4: { module, decode, halfScales, scratchTokens: switches.mxfp4ScratchTokens } };
 }
 
 /**
@@ -175,6 +183,24 @@ export class MatmulPool {
     }
   }
 
+  /**
+   * Arrays for a planned step's buffers in the shared memory, `bytes` of them at most: the matmuls
+   * on this thread read such an input and write such an output where they lie (see StepScratch).
+   * Without SIMD there is no such memory and it gives none.
+   */
+  planMemory(bytes: number): PlanMemory {
+    let left = bytes;
+    const arena = this.arena;
+    return {
+      float32: (length) => {
+        if (arena === null || length * 4 > left) return undefined;
+        const a = arena.array(Float32Array, length);
+        if (a !== null) left -= length * 4;
+        return a ?? undefined;
+      },
+    };
+  }
+
   /** out[M, w.rows] = x[M, w.cols] · wᵀ, dequantizing narrow weights row by row. */
   matmul(x: Float32Array, M: number, w: Weight, out: Float32Array): void {
     this.matmulMany(x, M, [w], [out]);
@@ -201,7 +227,11 @@ export class MatmulPool {
     if (this.workers.length === 0 || M * K * totalRows < PARALLEL_MIN_MACS || this.closed) {
       weights.forEach((w, i) => {
         const N = w.rows;
-        const range = { x, xOffset: -1, M, K, out: outs[i] as Float32Array, outOffset: -1, N, n0: 0, n1: N };
+        const out = outs[i] as Float32Array;
+        // An input or output that lies in the shared memory (a replayed step's) is used in place.
+        const xOffset = this.arena?.offsetOf(x) ?? -1;
+        const outOffset = this.arena?.offsetOf(out) ?? -1;
+        const range = { x, xOffset, M, K, out, outOffset, N, n0: 0, n1: N };
         matmulRange({ ...range, weight: this.partsOf(w) }, this.thread);
       });
       return;

@@ -6,6 +6,8 @@ import type { WasmModule } from "../../common/wasm-runtime.js";
  * binary beside it by scripts/build-kernels.mjs (which `npm ci` and `npm run build` run).
  * "matmul-tile" multiplies and adds in one fused step (relaxed SIMD); "matmul-tile.unfused" is the
  * same tile with a mul then an add, and likewise "mxfp4-rows" (the fused MXFP4 matmul).
+ * "mxfp4-decode" (its scratch form's decode) swizzles with relaxed SIMD; "mxfp4-decode.plain-swizzle"
+ * without it, to the same bits.
  * "mxfp4-int8" dots on relaxed integer dot products; "mxfp4-int8.plain-dot" makes the same sums
  * from plain SIMD.
  */
@@ -14,6 +16,8 @@ export type KernelBinary =
   | "matmul/matmul-tile.unfused"
   | "matmul/mxfp4-rows"
   | "matmul/mxfp4-rows.unfused"
+  | "matmul/mxfp4-decode"
+  | "matmul/mxfp4-decode.plain-swizzle"
   | "matmul/mxfp4-int8"
   | "matmul/mxfp4-int8.plain-dot"
   | "matmul/fp8-rows"

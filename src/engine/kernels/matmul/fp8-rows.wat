@@ -1,5 +1,5 @@
 ;; FP8 E4M3FN rows with block scales decoded to f32 (the FP8 matmul's scratch form, as
-;; ./mxfp4-rows.wat's decode for weights stored one byte a value):
+;; ./mxfp4-decode.wat's for weights stored one byte a value):
 ;;
 ;;   decode(K, codes, scales, scaleRowBytes, blocksPerScale, blockRows, band0, out, N): for n < N,
 ;;     f32 at byte out + 4(n*K + k) = w_n[k]

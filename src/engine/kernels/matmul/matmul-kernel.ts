@@ -44,6 +44,35 @@ export function buildDecodeTables(): DecodeTables {
   return { f16, fp8, fp4, e8m0 };
 }
 
+/** Bytes of mxfp4Tables: 256 f32 half scales, then 32 bytes for each of the 256 exponents. */
+export const MXFP4_TABLE_BYTES = 1024 + 256 * 32;
+
+/**
+ * The MXFP4 kernels' tables, which the pool places once in the shared memory. At byte 0 the half
+ * E8M0 scales 2^(e - 128) as 256 f32 (NaN at 255), which matmul/mxfp4-rows.wat's in-loop form and
+ * matmul/mxfp4-int8.wat multiply by. At byte 1024 + 32e, for exponent e, bytes 2 then bytes 3 of
+ * the f32 values of the 16 E2M1 codes at that exponent (16 bytes each), for matmul/mxfp4-decode.wat.
+ * Each value is the in-loop form's exact product (2·E2M1(code)) · 2^(e - 128), so a code of -0 gives
+ * +0 and every code gives NaN at 255; an E2M1 value has at most two significant bits and none below
+ * 2^-128 here, so bytes 0 and 1 of every value are zero and the two bytes are all of it.
+ */
+export function mxfp4Tables(): Uint8Array {
+  const bytes = new Uint8Array(MXFP4_TABLE_BYTES);
+  const half = buildDecodeTables().e8m0.map((s) => s / 2);
+  new Float32Array(bytes.buffer, 0, 256).set(half);
+  const twice = [0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12];
+  const value = new Float32Array(1);
+  const bits = new Uint32Array(value.buffer);
+  for (let e = 0; e < 256; e++) {
+    for (let code = 0; code < 16; code++) {
+      value[0] = (twice[code] as number) * (half[e] as number);
+      bytes[1024 + 32 * e + code] = ((bits[0] as number) >>> 16) & 255;
+      bytes[1024 + 32 * e + 16 + code] = (bits[0] as number) >>> 24;
+    }
+  }
+  return bytes;
+}
+
 /** A weight as the kernel reads it: its storage dtype's code (DTYPE_CODE) and its arrays. */
 export interface WeightParts {
   readonly dtype: number;
@@ -119,9 +148,9 @@ export type Fp8Rows = (
 ) => void;
 
 /**
- * matmul/mxfp4-rows.wat's exports, the byte offset of their table of half E8M0 scales, and from how
- * many input rows a matmul decodes a chunk of rows into scratch for the tile instead of decoding
- * inside the loop.
+ * matmul/mxfp4-rows.wat's in-loop form and matmul/mxfp4-decode.wat's decode, the byte offset of
+ * their tables (mxfp4Tables, which start with the half E8M0 scales), and from how many input rows a
+ * matmul decodes a chunk of rows into scratch for the tile instead of decoding inside the loop.
  */
 export interface Mxfp4Rows {
   rows: (
@@ -136,7 +165,7 @@ export interface Mxfp4Rows {
     N: number,
     ldo: number,
   ) => void;
-  decode: (blocks: number, scales: number, halfScales: number, out: number, count: number) => void;
+  decode: (blocks: number, scales: number, tables: number, out: number, count: number) => void;
   readonly halfScales: number;
   readonly scratchTokens: number;
 }

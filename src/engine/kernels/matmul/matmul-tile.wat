@@ -9,24 +9,15 @@
 ;; partial sums (lanes k mod 4) added as (l0 + l1) + (l2 + l3), so an output depends only on its own
 ;; row and input, never on M or on the other rows of the tile.
 ;;
+;; Each output's (l0 + l1) + (l2 + l3) is written out where it is stored, not called: V8 does not
+;; inline WebAssembly calls here, and a call per output cost a measured share of the tile at small K
+;; (bench/kernel-before-after.ts --kernel tile).
+;;
 ;; Each step acc + x·w is f32x4.relaxed_madd (one rounding where the CPU has FMA, which V8 uses in
 ;; every tier). The build also writes an unfused variant, where every relaxed_madd becomes f32x4.mul
 ;; then f32x4.add (two roundings), for runtimes without relaxed SIMD (scripts/build-kernels.mjs).
 (module
   (import "env" "memory" (memory 1 65536 shared))
-
-  ;; (l0 + l1) + (l2 + l3) of an accumulator's lanes.
-  (func $sum (param $acc v128) (result f32)
-    (f32.add
-      (f32.add (f32x4.extract_lane 0 (local.get $acc)) (f32x4.extract_lane 1 (local.get $acc)))
-      (f32.add (f32x4.extract_lane 2 (local.get $acc)) (f32x4.extract_lane 3 (local.get $acc)))))
-
-  ;; Stores the sums of four accumulators as four consecutive f32 at byte address $at.
-  (func $store4 (param $at i32) (param $s0 v128) (param $s1 v128) (param $s2 v128) (param $s3 v128)
-    (f32.store offset=0 (local.get $at) (call $sum (local.get $s0)))
-    (f32.store offset=4 (local.get $at) (call $sum (local.get $s1)))
-    (f32.store offset=8 (local.get $at) (call $sum (local.get $s2)))
-    (f32.store offset=12 (local.get $at) (call $sum (local.get $s3))))
 
   (func (export "tile")
     (param $K i32) (param $M i32) (param $x i32) (param $w0 i32) (param $o i32) (param $G i32) (param $ldo i32)
@@ -80,10 +71,30 @@
             (br_if $k (i32.lt_u
               (local.tee $kb (i32.add (local.get $kb) (i32.const 16)))
               (local.get $rowBytes))))
-          (call $store4 (local.get $op)
-            (local.get $a0) (local.get $a1) (local.get $a2) (local.get $a3))
-          (call $store4 (i32.add (local.get $op) (local.get $ldo))
-            (local.get $b0) (local.get $b1) (local.get $b2) (local.get $b3))
+          (f32.store offset=0 (local.get $op) (f32.add
+            (f32.add (f32x4.extract_lane 0 (local.get $a0)) (f32x4.extract_lane 1 (local.get $a0)))
+            (f32.add (f32x4.extract_lane 2 (local.get $a0)) (f32x4.extract_lane 3 (local.get $a0)))))
+          (f32.store offset=4 (local.get $op) (f32.add
+            (f32.add (f32x4.extract_lane 0 (local.get $a1)) (f32x4.extract_lane 1 (local.get $a1)))
+            (f32.add (f32x4.extract_lane 2 (local.get $a1)) (f32x4.extract_lane 3 (local.get $a1)))))
+          (f32.store offset=8 (local.get $op) (f32.add
+            (f32.add (f32x4.extract_lane 0 (local.get $a2)) (f32x4.extract_lane 1 (local.get $a2)))
+            (f32.add (f32x4.extract_lane 2 (local.get $a2)) (f32x4.extract_lane 3 (local.get $a2)))))
+          (f32.store offset=12 (local.get $op) (f32.add
+            (f32.add (f32x4.extract_lane 0 (local.get $a3)) (f32x4.extract_lane 1 (local.get $a3)))
+            (f32.add (f32x4.extract_lane 2 (local.get $a3)) (f32x4.extract_lane 3 (local.get $a3)))))
+          (f32.store offset=0 (i32.add (local.get $op) (local.get $ldo)) (f32.add
+            (f32.add (f32x4.extract_lane 0 (local.get $b0)) (f32x4.extract_lane 1 (local.get $b0)))
+            (f32.add (f32x4.extract_lane 2 (local.get $b0)) (f32x4.extract_lane 3 (local.get $b0)))))
+          (f32.store offset=4 (i32.add (local.get $op) (local.get $ldo)) (f32.add
+            (f32.add (f32x4.extract_lane 0 (local.get $b1)) (f32x4.extract_lane 1 (local.get $b1)))
+            (f32.add (f32x4.extract_lane 2 (local.get $b1)) (f32x4.extract_lane 3 (local.get $b1)))))
+          (f32.store offset=8 (i32.add (local.get $op) (local.get $ldo)) (f32.add
+            (f32.add (f32x4.extract_lane 0 (local.get $b2)) (f32x4.extract_lane 1 (local.get $b2)))
+            (f32.add (f32x4.extract_lane 2 (local.get $b2)) (f32x4.extract_lane 3 (local.get $b2)))))
+          (f32.store offset=12 (i32.add (local.get $op) (local.get $ldo)) (f32.add
+            (f32.add (f32x4.extract_lane 0 (local.get $b3)) (f32x4.extract_lane 1 (local.get $b3)))
+            (f32.add (f32x4.extract_lane 2 (local.get $b3)) (f32x4.extract_lane 3 (local.get $b3)))))
           (local.set $xp (i32.add (local.get $xp2) (local.get $rowBytes)))
           (local.set $op (i32.add (local.get $op) (i32.shl (local.get $ldo) (i32.const 1))))
           (local.set $m (i32.add (local.get $m) (i32.const 2)))
@@ -109,8 +120,18 @@
             (br_if $k (i32.lt_u
               (local.tee $kb (i32.add (local.get $kb) (i32.const 16)))
               (local.get $rowBytes))))
-          (call $store4 (local.get $op)
-            (local.get $a0) (local.get $a1) (local.get $a2) (local.get $a3))))
+          (f32.store offset=0 (local.get $op) (f32.add
+            (f32.add (f32x4.extract_lane 0 (local.get $a0)) (f32x4.extract_lane 1 (local.get $a0)))
+            (f32.add (f32x4.extract_lane 2 (local.get $a0)) (f32x4.extract_lane 3 (local.get $a0)))))
+          (f32.store offset=4 (local.get $op) (f32.add
+            (f32.add (f32x4.extract_lane 0 (local.get $a1)) (f32x4.extract_lane 1 (local.get $a1)))
+            (f32.add (f32x4.extract_lane 2 (local.get $a1)) (f32x4.extract_lane 3 (local.get $a1)))))
+          (f32.store offset=8 (local.get $op) (f32.add
+            (f32.add (f32x4.extract_lane 0 (local.get $a2)) (f32x4.extract_lane 1 (local.get $a2)))
+            (f32.add (f32x4.extract_lane 2 (local.get $a2)) (f32x4.extract_lane 3 (local.get $a2)))))
+          (f32.store offset=12 (local.get $op) (f32.add
+            (f32.add (f32x4.extract_lane 0 (local.get $a3)) (f32x4.extract_lane 1 (local.get $a3)))
+            (f32.add (f32x4.extract_lane 2 (local.get $a3)) (f32x4.extract_lane 3 (local.get $a3)))))))
       (local.set $w0 (i32.add (local.get $w3) (local.get $rowBytes)))
       (local.set $o (i32.add (local.get $o) (i32.const 16)))
       (br_if $groups (i32.lt_u

@@ -1,11 +1,20 @@
 import { existsSync, readFileSync } from "node:fs";
 import { afterAll, describe, expect, it } from "vitest";
+import { instantiateWasm } from "../../../common/wasm-runtime.js";
 import { Rng } from "../../tensor/random.js";
 import { shareArray, type Weight } from "../../tensor/weight.js";
 import { MatmulPool } from "../pool.js";
 import { matmulReference, weightAt } from "../reference.js";
 import { wasmArena } from "../wasm-arena.js";
-import { buildDecodeTables, matmulRange, weightParts } from "./matmul-kernel.js";
+import { compileKernel } from "../wasm-kernels.js";
+import {
+  buildDecodeTables,
+  MXFP4_TABLE_BYTES,
+  type Mxfp4Rows,
+  matmulRange,
+  mxfp4Tables,
+  weightParts,
+} from "./matmul-kernel.js";
 import { compileSimdTile, instantiateTile } from "./tile-module.js";
 
 const rng = new Rng(7);
@@ -358,6 +367,67 @@ function expectUnpackedBits(
 }
 
 describe("the fused MXFP4 matmul (matmul/mxfp4-rows.wat)", () => {
+  it("decodes every code at every exponent, by table, to the value the unpacked path multiplies out", () => {
+    // Row e has exponent e and value k holds code k mod 16, so an input of one at k reads that back.
+    const N = 256;
+    const K = 32;
+    const data = new Uint8Array((N * K) / 2);
+    for (let i = 0; i < data.length; i++) data[i] = ((2 * i) & 15) | (((2 * i + 1) & 15) << 4);
+    const w: Weight = {
+      dtype: "mxfp4",
+      rows: N,
+      cols: K,
+      data: shareArray(data),
+      mxScales: shareArray(Uint8Array.from({ length: N }, (_, e) => e)),
+    };
+    const scratch = new MatmulPool(1, { simd: true, mxfp4ScratchTokens: 1 });
+    pools.push(scratch);
+    const { fp4, e8m0 } = buildDecodeTables();
+    for (let code = 0; code < 16; code++) {
+      const x = new Float32Array(K);
+      x[code + 16] = 1;
+      const got = new Float32Array(N);
+      scratch.matmul(x, 1, w, got);
+      // The lane sums give +0 for a weight of -0, and NaN where the row holds an infinite value
+      // (zero times it) or its exponent is 255.
+      const want = Array.from(e8m0, (s) => {
+        const v = Math.fround((fp4[code] as number) * s);
+        return Number.isFinite(Math.fround(6 * s)) ? v + 0 : Number.NaN;
+      });
+      expect(Array.from(got)).toEqual(want);
+    }
+  });
+
+  it("decodes to the same bits with plain swizzles (runtimes without relaxed SIMD) as with relaxed ones", () => {
+    const arena = wasmArena();
+    const [relaxed, plain] = [
+      compileKernel("matmul/mxfp4-decode"),
+      compileKernel("matmul/mxfp4-decode.plain-swizzle"),
+    ];
+    if (arena === null || relaxed === undefined || plain === undefined) throw new Error("SIMD unavailable");
+    // Every byte of codes at every exponent: 256 blocks of 16 bytes, block e at exponent e.
+    const tables = arena.allocate(MXFP4_TABLE_BYTES);
+    new Uint8Array(arena.memory.buffer, tables, MXFP4_TABLE_BYTES).set(mxfp4Tables());
+    const blocks = arena.allocate(256 * 16);
+    new Uint8Array(arena.memory.buffer, blocks, 256 * 16).set(
+      Uint8Array.from({ length: 4096 }, (_, i) => i & 255),
+    );
+    const scales = arena.allocate(256);
+    new Uint8Array(arena.memory.buffer, scales, 256).set(Uint8Array.from({ length: 256 }, (_, e) => e));
+    const outs = [relaxed, plain].map((module) => {
+      const out = arena.allocate(256 * 128);
+      (instantiateWasm(module, arena.memory) as { decode: Mxfp4Rows["decode"] }).decode(
+        blocks,
+        scales,
+        tables,
+        out,
+        256,
+      );
+      return new Float32Array(arena.memory.buffer, out, 256 * 32);
+    });
+    expect(bitsOf(outs[1] as Float32Array)).toEqual(bitsOf(outs[0] as Float32Array));
+  });
+
   it("gives the unpacked path's bits on every byte of codes and on extreme scales, at any batch and split, decoding in the loop or into scratch", () => {
     const N = 70; // more than one chunk of rows
     const K = 64;

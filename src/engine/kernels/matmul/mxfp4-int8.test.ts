@@ -6,7 +6,7 @@ import { MatmulPool } from "../pool.js";
 import { weightAt } from "../reference.js";
 import { wasmArena } from "../wasm-arena.js";
 import { compileKernel } from "../wasm-kernels.js";
-import { buildDecodeTables } from "./matmul-kernel.js";
+import { buildDecodeTables, MXFP4_TABLE_BYTES, mxfp4Tables } from "./matmul-kernel.js";
 import { INT8_BLOCK_BYTES, type Mxfp4Int8, quantizedBytes, quantizeInput } from "./mxfp4-int8.js";
 
 const rng = new Rng(11);
@@ -124,8 +124,8 @@ describe("the integer MXFP4 matmul (matmul/mxfp4-int8.wat)", () => {
     const [N, K, M] = [8, 64, 2];
     const w = mxfp4Weight(N, K, (i) => 120 + (i % 5));
     const x = rng.fillNormal(new Float32Array(M * K), 1);
-    const half = arena.allocate(1024);
-    new Float32Array(arena.memory.buffer, half, 256).set(buildDecodeTables().e8m0.map((s) => s / 2));
+    const half = arena.allocate(MXFP4_TABLE_BYTES);
+    new Uint8Array(arena.memory.buffer, half, MXFP4_TABLE_BYTES).set(mxfp4Tables());
     const blocks = arena.allocate(w.data.byteLength);
     const scales = arena.allocate(N * (K / 32));
     new Uint8Array(arena.memory.buffer, blocks, w.data.byteLength).set(w.data as Uint8Array);

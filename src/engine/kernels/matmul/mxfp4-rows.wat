@@ -13,48 +13,13 @@
 ;; (unfused in the .unfused build): the operations of ./matmul-tile.wat on the decoded rows, so the
 ;; result equals that tile's on the unpacked weight bit for bit. K is a multiple of 32.
 ;;
-;;   decode(blocks, scales, halfScales, out, count): count blocks of 32 weights (16 bytes of codes at
-;;   blocks, one exponent a block at scales) to f32 at out, each the same exact product as above.
-;;
-;; ../matmul-kernel.ts decodes a chunk of rows with it and runs ./matmul-tile.wat over them from
-;; KernelSwitches.mxfp4ScratchTokens input rows on (by default from one: measured as fast or faster
-;; at 1 to 512, bench/mxfp4-prefill.ts): the tile keeps four rows' sums as independent chains in
-;; registers, where mxfp4's one row is one chain of dependent multiply-adds through memory.
+;; ../matmul-kernel.ts instead decodes a chunk of rows with ./mxfp4-decode.wat (the same values)
+;; and runs ./matmul-tile.wat over them from KernelSwitches.mxfp4ScratchTokens input rows on (by
+;; default from one: measured as fast or faster at 1 to 512, bench/mxfp4-prefill.ts): the tile keeps
+;; four rows' sums as independent chains in registers, where mxfp4's one row is one chain of
+;; dependent multiply-adds through memory.
 (module
   (import "env" "memory" (memory 1 65536 shared))
-
-  (func (export "decode")
-    (param $blocks i32) (param $scales i32) (param $halfScales i32) (param $out i32) (param $count i32)
-    (local $end i32) (local $packed v128) (local $lo v128) (local $hi v128) (local $first v128)
-    (local $second v128) (local $scale v128)
-    (if (i32.eqz (local.get $count)) (then (return)))
-    (local.set $end (i32.add (local.get $scales) (local.get $count)))
-    (loop $blocks32
-      (local.set $packed (v128.load (local.get $blocks)))
-      (local.set $scale (f32x4.splat (f32.load (i32.add (local.get $halfScales)
-        (i32.shl (i32.load8_u (local.get $scales)) (i32.const 2))))))
-      (local.set $lo (i8x16.swizzle
-        (v128.const i8x16 0 1 2 3 4 6 8 12 0 -1 -2 -3 -4 -6 -8 -12)
-        (v128.and (local.get $packed) (v128.const i8x16 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15))))
-      (local.set $hi (i8x16.swizzle
-        (v128.const i8x16 0 1 2 3 4 6 8 12 0 -1 -2 -3 -4 -6 -8 -12)
-        (i8x16.shr_u (local.get $packed) (i32.const 4))))
-      ;; Low nibble first: values 0-15 and 16-31 in order.
-      (local.set $first (i8x16.shuffle 0 16 1 17 2 18 3 19 4 20 5 21 6 22 7 23 (local.get $lo) (local.get $hi)))
-      (local.set $second (i8x16.shuffle 8 24 9 25 10 26 11 27 12 28 13 29 14 30 15 31 (local.get $lo) (local.get $hi)))
-      (v128.store offset=0 (local.get $out) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (i16x8.extend_low_i8x16_s (local.get $first)))) (local.get $scale)))
-      (v128.store offset=16 (local.get $out) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (i16x8.extend_low_i8x16_s (local.get $first)))) (local.get $scale)))
-      (v128.store offset=32 (local.get $out) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (i16x8.extend_high_i8x16_s (local.get $first)))) (local.get $scale)))
-      (v128.store offset=48 (local.get $out) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (i16x8.extend_high_i8x16_s (local.get $first)))) (local.get $scale)))
-      (v128.store offset=64 (local.get $out) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (i16x8.extend_low_i8x16_s (local.get $second)))) (local.get $scale)))
-      (v128.store offset=80 (local.get $out) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (i16x8.extend_low_i8x16_s (local.get $second)))) (local.get $scale)))
-      (v128.store offset=96 (local.get $out) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (i16x8.extend_high_i8x16_s (local.get $second)))) (local.get $scale)))
-      (v128.store offset=112 (local.get $out) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (i16x8.extend_high_i8x16_s (local.get $second)))) (local.get $scale)))
-      (local.set $blocks (i32.add (local.get $blocks) (i32.const 16)))
-      (local.set $out (i32.add (local.get $out) (i32.const 128)))
-      (br_if $blocks32 (i32.lt_u
-        (local.tee $scales (i32.add (local.get $scales) (i32.const 1)))
-        (local.get $end)))))
 
   (func (export "mxfp4")
     (param $K i32) (param $M i32) (param $x i32) (param $blocks i32) (param $scales i32)
