@@ -127,6 +127,7 @@ export const V4_READ_FIELDS: readonly string[] = Object.keys(V4Fields.shape);
 /** Fields of the lineage's public configs not read here, and why they do not matter. */
 export const V4_UNREAD_FIELDS: UnreadFields = {
   expert_dtype: "the experts' stored dtype; the loader reads each tensor's dtype from the checkpoint.",
+  router_jitter_noise: "training only: noise on the router's logits, off at inference (HF's config field).",
   quantization_config:
     "the loader reads FP8 weights and their block scales from the tensors; the reference computes activations unquantized.",
   dspark_block_size: "the DSpark drafter's setting: speculative decoding only.",
