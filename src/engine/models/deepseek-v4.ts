@@ -10,7 +10,8 @@
  * it, sliding; else the layer's ratio); `compress_rates` or `compress_rate_csa` / `compress_rate_hca`; `mlp_layer_types`
  * or `num_hash_layers`; `partial_rotary_factor` or `qk_rope_head_dim`; `rope_theta` for sliding
  * layers, `compress_rope_theta` with `rope_scaling` (YaRN, attention factor 1 as HF forces) for the
- * others. Known not to matter for inference: `initializer_range`, `attention_dropout`,
+ * others, or transformers v5's nested `rope_parameters`, key by key (models/deepseek-v4-rope.ts).
+ * Known not to matter for inference: `initializer_range`, `attention_dropout`,
  * `router_aux_loss_coef`, `router_jitter_noise`, `output_router_logits`, `use_cache`,
  * `torch_dtype`. `num_nextn_predict_layers` counts the MTP layers; the first, `mtp.0.*`, is the
  * draft head (models/deepseek-v4-mtp.ts) when the checkpoint has it (HF's conversions drop it), its
@@ -20,6 +21,11 @@
  *
  * Tensor names are transformers' (`model.layers.N.self_attn.*`, `.mlp.*`, `.attn_hc.*`,
  * `.ffn_hc.*`, `model.hc_head.*`, `model.embed_tokens`, `model.norm`, `lm_head`).
+ * The released deepseek-ai checkpoints keep DeepSeek's own names instead (`layers.N.attn.wq_a.weight`
+ * with an FP8 `.scale`, `layers.N.ffn.experts.M.w1.weight` in FP4 per expert, `layers.N.hc_attn_fn`,
+ * `embed.weight`, `head.weight`; see fixtures/public-configs/deepseek-v4-flash.tensors.json's
+ * _source): this family does not rename or restack them, so such a checkpoint loads only once
+ * converted to transformers' layout.
  */
 import { z } from "zod";
 import type { Architecture, ModelConfig, TinyModelOptions } from "../architecture.js";
@@ -32,6 +38,7 @@ import {
   v4AttentionStates,
 } from "../blocks/attention/v4-attention.js";
 import { V4Moe, type V4MoeSpec, v4MoeNames, v4MoeParameters } from "../blocks/mlp/v4-moe.js";
+import { declared, type ParameterDecl, type Parameters } from "../blocks/parameters.js";
 import type { MhcConfig } from "../blocks/residual/mhc.js";
 import type { WeightSource } from "../loader/weight-source.js";
 import type { CausalLM } from "../model/causal-lm.js";
@@ -48,6 +55,7 @@ import {
 } from "./config-fields.js";
 import { embeddingParameters, layerPrefix, mhcDecoder, mhcDecoderParameters } from "./decoder.js";
 import { V4Mtp, v4MtpParameters } from "./deepseek-v4-mtp.js";
+import { V4_ROPE_FIELDS, v4Rope } from "./deepseek-v4-rope.js";
 
 export const MODEL_TYPE = "deepseek_v4";
 
@@ -61,17 +69,6 @@ const KIND_OF = {
   compressed_sparse_attention: "csa",
   heavily_compressed_attention: "hca",
 } as const;
-
-const yarnField = z
-  .looseObject({
-    type: z.string().optional(),
-    rope_type: z.string().optional(),
-    factor: z.number().positive().optional(),
-    original_max_position_embeddings: positive.optional(),
-    beta_fast: z.number().optional(),
-    beta_slow: z.number().optional(),
-  })
-  .nullish();
 
 /** The config.json fields this code reads; others are ignored (see the file's doc). */
 const V4Fields = z.looseObject({
@@ -98,10 +95,7 @@ const V4Fields = z.looseObject({
   index_n_heads: positive,
   index_head_dim: positive,
   index_topk: positive,
-  rope_theta: z.number().positive().default(10_000),
-  compress_rope_theta: z.number().positive().default(160_000),
-  rope_scaling: yarnField,
-  rope_parameters: z.null().optional(),
+  ...V4_ROPE_FIELDS,
   hc_mult: positive.default(4),
   hc_sinkhorn_iters: positive.default(20),
   hc_eps: z.number().positive().default(1e-6),
@@ -133,6 +127,7 @@ export const V4_READ_FIELDS: readonly string[] = Object.keys(V4Fields.shape);
 /** Fields of the lineage's public configs not read here, and why they do not matter. */
 export const V4_UNREAD_FIELDS: UnreadFields = {
   expert_dtype: "the experts' stored dtype; the loader reads each tensor's dtype from the checkpoint.",
+  router_jitter_noise: "training only: noise on the router's logits, off at inference (HF's config field).",
   quantization_config:
     "the loader reads FP8 weights and their block scales from the tensors; the reference computes activations unquantized.",
   dspark_block_size: "the DSpark drafter's setting: speculative decoding only.",
@@ -183,25 +178,7 @@ export function parseV4Config(json: unknown, source = "config.json"): V4Config {
       "qk_rope_head_dim",
       `the rotated part (${ropeDim}) must be even and at most head_dim ${c.head_dim}.`,
     );
-  const s = c.rope_scaling;
-  const kind = s?.rope_type ?? s?.type ?? "default";
-  if (kind !== "default" && kind !== "yarn")
-    fail(
-      "rope_scaling",
-      `RoPE scaling "${kind}" is not DeepSeek-V4's (it scales its compressed layers with yarn).`,
-    );
-  const yarn =
-    s != null && kind === "yarn"
-      ? {
-          factor: s.factor ?? fail("rope_scaling.factor", "is required for yarn; set it."),
-          originalMaxPositionEmbeddings: s.original_max_position_embeddings ?? c.max_position_embeddings,
-          betaFast: s.beta_fast ?? 32,
-          betaSlow: s.beta_slow ?? 1,
-          // HF forces the compressed layers' attention factor to 1: an equal mscale pair gives 1.
-          mscale: 1,
-          mscaleAllDim: 1,
-        }
-      : undefined;
+  const rope = v4Rope(c, fail, ropeDim, c.head_dim, c.max_position_embeddings);
   if (c.num_experts_per_tok > c.n_routed_experts)
     fail("num_experts_per_tok", `${c.num_experts_per_tok} exceeds the ${c.n_routed_experts} routed experts.`);
   const layerSpec = (k: V4Kind, hash: boolean): V4LayerSpec => {
@@ -214,8 +191,8 @@ export function parseV4Config(json: unknown, source = "config.json"): V4Config {
       window: c.sliding_window,
       oGroups: c.o_groups,
       oLoraRank: c.o_lora_rank,
-      ropeTheta: k === "sliding" ? c.rope_theta : c.compress_rope_theta,
-      ...(k !== "sliding" && yarn ? { yarn } : {}),
+      ropeTheta: k === "sliding" ? rope.mainTheta : rope.compressTheta,
+      ...(k !== "sliding" && rope.yarn ? { yarn: rope.yarn } : {}),
       compressRatio: k === "sliding" ? 0 : rates[k],
       ...(k === "csa"
         ? { indexer: { numHeads: c.index_n_heads, headDim: c.index_head_dim, topK: c.index_topk } }
@@ -320,9 +297,38 @@ export function buildV4(config: V4Config, w: WeightSource): CausalLM {
 }
 
 /**
+ * The main model's parameters at `config`'s sizes (the MTP layer's are v4MtpParameters'), each
+ * with whether it is a routed-expert stack the checkpoint ships in MXFP4; each hash layer's table
+ * has `vocab` rows (the config's vocab_size unless a tiny tokenizer trained fewer).
+ */
+export function v4Parameters(
+  config: V4Config,
+  vocab = config.vocabSize,
+): { readonly decl: ParameterDecl; readonly mxfp4: boolean }[] {
+  const H = config.hiddenSize;
+  const out: { decl: ParameterDecl; mxfp4: boolean }[] = [];
+  const add = (parameters: Parameters | readonly ParameterDecl[], mxfp4 = false) => {
+    for (const decl of Array.isArray(parameters)
+      ? (parameters as readonly ParameterDecl[])
+      : declared(parameters as Parameters))
+      out.push({ decl, mxfp4 });
+  };
+  add(embeddingParameters({ ...config, vocabSize: vocab }));
+  add(mhcDecoderParameters(config.mhc, config.layers.length, H));
+  config.layers.forEach((layer, i) => {
+    const p = layerPrefix(i);
+    add(v4AttentionParameters(v4AttentionNames(p), layer.attention, H));
+    const { gateUp, down, ...rest } = v4MoeParameters(v4MoeNames(p), { ...layer.moe, vocabSize: vocab }, H);
+    add(rest);
+    add([gateUp, down], true);
+  });
+  return out;
+}
+
+/**
  * The tiny reference model of `config`: a byte-level BPE trained on `corpus` and seeded weights
- * from the blocks' declarations (each hash layer's table by tinyHashExpert, as I32), the experts in
- * MXFP4 as the checkpoint ships them. The same config, corpus and seed give the same bytes.
+ * from v4Parameters (each hash layer's table by tinyHashExpert, as I32), the experts in MXFP4 as
+ * the checkpoint ships them. The same config, corpus and seed give the same bytes.
  */
 export function v4TinyModel(
   config: Record<string, unknown>,
@@ -332,21 +338,8 @@ export function v4TinyModel(
   const seed = options.seed ?? 0;
   const spec = parseV4Config(config, "reference config");
   const kit = tinyKit(spec, corpus, seed);
-  const H = spec.hiddenSize;
-  kit.parameters(embeddingParameters({ ...spec, vocabSize: kit.vocab }));
-  kit.parameters(mhcDecoderParameters(spec.mhc, spec.layers.length, H));
-  spec.layers.forEach((layer, i) => {
-    const p = layerPrefix(i);
-    kit.parameters(v4AttentionParameters(v4AttentionNames(p), layer.attention, H));
-    // One table row per token of the trained vocabulary, the config's vocab_size as written.
-    const { gateUp, down, ...rest } = v4MoeParameters(
-      v4MoeNames(p),
-      { ...layer.moe, vocabSize: kit.vocab },
-      H,
-    );
-    kit.parameters(rest);
-    kit.parameters([gateUp, down], "mxfp4");
-  });
+  for (const { decl, mxfp4 } of v4Parameters(spec, kit.vocab))
+    kit.parameters([decl], mxfp4 ? "mxfp4" : undefined);
   if (spec.mtpLayers > 0) {
     const mtp = v4MtpParameters(spec, kit.vocab);
     kit.parameters(mtp.layer);

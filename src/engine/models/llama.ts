@@ -17,6 +17,7 @@ import {
   ropeConfig,
   TOKEN_ID_FIELDS,
   tokenIdConfig,
+  type UnreadFields,
 } from "./config-fields.js";
 import {
   type DecoderConfig,
@@ -26,7 +27,10 @@ import {
   type LayerSpec,
 } from "./decoder.js";
 
-/** The HF config.json fields the engine reads; others are allowed and ignored. */
+/**
+ * The HF config.json fields the engine reads; others are ignored (LLAMA_UNREAD_FIELDS says why for
+ * those of the lineage's public configs, models/public-configs.test.ts).
+ */
 const HfConfig = z.looseObject({
   model_type: z.string(),
   vocab_size: positive,
@@ -59,6 +63,15 @@ const HfConfig = z.looseObject({
   use_sliding_window: z.boolean().optional(),
   ...TOKEN_ID_FIELDS,
 });
+
+/** The config.json fields this family reads (its schema's). */
+export const LLAMA_READ_FIELDS: readonly string[] = Object.keys(HfConfig.shape);
+
+/** Fields of the lineage's public configs not read here, and why they do not matter. */
+export const LLAMA_UNREAD_FIELDS: UnreadFields = {
+  max_window_layers:
+    "Qwen's first layer that slides when use_sliding_window is true; the family refuses that without layer_types, so no layer slides.",
+};
 
 /** Model types whose attention always has q/k/v biases. */
 const BIAS_ALWAYS = new Set(["qwen2"]);

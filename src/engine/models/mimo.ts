@@ -410,6 +410,18 @@ export const mimoArchitecture: Architecture<DecoderConfig> = {
 };
 
 /**
+ * The model's parameters at `config`'s sizes under the Hub checkpoint's names (the embedding and
+ * head with `vocab` rows, the config's vocab_size unless a tiny tokenizer trained fewer): the
+ * outer ones, each layer's, and the routed experts'.
+ */
+export function mimoParameters(
+  config: DecoderConfig,
+  vocab = config.vocabSize,
+): ReturnType<typeof gqaDecoderParameters> {
+  return gqaDecoderParameters({ ...config, vocabSize: vocab }, MIMO_NAMES);
+}
+
+/**
  * The tiny reference model of `config` (a MiMo config.json object): a byte-level BPE trained on
  * `corpus` to vocab_size ids (fewer where the corpus has fewer merges; the returned config says
  * how many) and seeded random f32 weights for every tensor the config implies, sinks and the
@@ -427,8 +439,7 @@ export function mimoTinyModel(
   const quantization = config.quantization_config as { quant_method?: unknown } | null | undefined;
   const mxfp4Experts = quantization?.quant_method === "mxfp4";
   const kit = tinyKit(spec, corpus, seed);
-  const _H = spec.hiddenSize;
-  const { outer, layers, experts } = gqaDecoderParameters({ ...spec, vocabSize: kit.vocab }, MIMO_NAMES);
+  const { outer, layers, experts } = mimoParameters(spec, kit.vocab);
   kit.parameters([...outer, ...layers]);
   kit.parameters(experts, mxfp4Experts ? "mxfp4" : "f32");
   return kit.files(config, "MiMoV2FlashForCausalLM", options.port);

@@ -12,6 +12,7 @@ import {
 import { DEEPSEEK_V3_READ_FIELDS, DEEPSEEK_V3_UNREAD_FIELDS, parseDeepseekV3 } from "./deepseek-v3.js";
 import { parseV4Config, V4_READ_FIELDS, V4_UNREAD_FIELDS } from "./deepseek-v4.js";
 import { GLM_FLASH_READ_FIELDS, GLM_FLASH_UNREAD_FIELDS, parseGlmConfig } from "./glm-5.3-flash.js";
+import { LLAMA_READ_FIELDS, LLAMA_UNREAD_FIELDS, parseLlamaConfig } from "./llama.js";
 import { MIMO_READ_FIELDS, MIMO_UNREAD_FIELDS, parseMimoConfig } from "./mimo.js";
 import { MINIMAX_READ_FIELDS, MINIMAX_UNREAD_FIELDS, parseMinimaxConfig } from "./minimax-m3.js";
 
@@ -38,6 +39,7 @@ const FAMILIES: Readonly<
   },
   "deepseek-v4": { parse: parseV4Config, read: V4_READ_FIELDS, unread: V4_UNREAD_FIELDS },
   "glm-5.3-flash": { parse: parseGlmConfig, read: GLM_FLASH_READ_FIELDS, unread: GLM_FLASH_UNREAD_FIELDS },
+  llama: { parse: parseLlamaConfig, read: LLAMA_READ_FIELDS, unread: LLAMA_UNREAD_FIELDS },
   mimo: { parse: parseMimoConfig, read: MIMO_READ_FIELDS, unread: MIMO_UNREAD_FIELDS },
   "minimax-m3": { parse: parseMinimaxConfig, read: MINIMAX_READ_FIELDS, unread: MINIMAX_UNREAD_FIELDS },
 };
