@@ -1,0 +1,367 @@
+"""DeepSeek-V4 (port deepseek-v4.1-flash): plain-PyTorch blocks, checked block by block.
+
+Transcribed from bringup's engine, which follows HF transformers' `models/deepseek_v4`
+(src/engine/models/deepseek-v4.ts; blocks/attention/v4-attention.ts, v4-compressor.ts,
+v4-indexer.ts; blocks/mlp/v4-moe.ts; blocks/residual/mhc*.ts), with its config fields and tensor
+names (`model.layers.N.self_attn.*`, `.mlp.*`, `.attn_hc.*`, `.ffn_hc.*`, `model.hc_head.*`,
+`model.embed_tokens`, `model.norm`, `lm_head`):
+
+- attention per `layer_types` (or legacy `compress_ratios`): a sliding window of
+  `sliding_window` keys, plus every compressed row (heavily compressed, no overlap) or the
+  indexer's `index_topk` best compressed rows (compressed sparse, overlapping windows); one key
+  head shared by every query head and also the value (K = V); queries through a low-rank latent
+  and an unweighted per-head norm; the trailing `qk_rope_head_dim` features rotated in adjacent
+  pairs and rotated back on the output; a learned sink per head in the softmax; the grouped output
+  projection (`o_groups` x `o_lora_rank`, then o_b_proj);
+- mHC between the sub-layers (mhc.py);
+- MoE with sqrt(softplus) scores: top-k of score + e_score_correction_bias, or in the first
+  `num_hash_layers` (or `mlp_layer_types` "hash_moe") the experts `tid2eid` gives the token id;
+  chosen scores renormalized times routed_scaling_factor; experts' SwiGLU clamped at
+  `swiglu_limit` (gate above, up both ways); one unclamped shared expert; experts stored MXFP4
+  (`*_blocks`/`*_scales`, decoded by mxfp4.py).
+
+Whole-sequence form only: each block takes one sequence's rows from position 0 (the prompt and the
+tokens decoded after it) and computes every row at once, which is what the engine's prefill and
+single-token decode steps compute over its caches. That is enough for the block check; an
+incremental decode with V4's caches is not written here.
+
+vLLM does not serve this port with the plugin: vLLM 0.32's own DeepseekV4ForCausalLM cannot load
+the tiny checkpoint ("'DeepseekV4Config' object has no attribute 'compress_ratios'"; with
+hf-overrides, "Unsupported head_dim for fused quant+cache: 16") and keeps an FP8 key cache, and
+the plugin registers no class for the architecture. The blocks are held to the engine layer
+output by layer output (tests/test_v4_blocks.py).
+
+`mtp.*` tensors (the MTP draft layer, speculative decoding only) are not read here.
+"""
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch.nn import functional as F
+
+from bringup_vllm import faults
+from bringup_vllm.config_check import Config
+from bringup_vllm.mhc import HyperConnection, HyperHead, MhcConfig
+from bringup_vllm.mxfp4 import decoded
+from bringup_vllm.norm import rms_norm
+
+FAMILY = "DeepSeek-V4"
+KINDS = {
+    "sliding_attention": "sliding",
+    "compressed_sparse_attention": "csa",
+    "heavily_compressed_attention": "hca",
+}
+
+
+def checked(c: Config) -> Config:
+    """config.json as the engine reads it, refusing by name what this family does not compute."""
+    c.require("model_type", ("deepseek_v4",), "the family's model_type")
+    c.require("num_key_value_heads", (None, 1), "one key head, shared and also the value")
+    c.require("attention_bias", (None, False), "the projections have no biases")
+    c.require("mlp_bias", (None, False), "the projections have no biases")
+    c.require("n_shared_experts", (None, 1), "one shared expert, as the engine's model")
+    c.require("hidden_act", (None, "silu"), "the experts use SwiGLU")
+    c.require("scoring_func", (None, "sqrtsoftplus"), "V4 scores experts by sqrt(softplus)")
+    c.require("topk_method", (None, "noaux_tc"), "top-k with the score-correction bias, no groups")
+    # The compressed layers' YaRN (attention factor 1) is in the engine but not written here yet.
+    c.require("rope_scaling", (None,), "YaRN on the compressed layers is not in the plugin yet")
+    for name in (
+        "hidden_size",
+        "num_hidden_layers",
+        "num_attention_heads",
+        "head_dim",
+        "q_lora_rank",
+        "sliding_window",
+        "o_groups",
+        "o_lora_rank",
+        "index_n_heads",
+        "index_head_dim",
+        "index_topk",
+        "n_routed_experts",
+        "num_experts_per_tok",
+        "moe_intermediate_size",
+    ):
+        c.need(name)
+    if int(c.need("num_experts_per_tok")) > int(c.need("n_routed_experts")):
+        c.refuse("num_experts_per_tok", "more experts per token than experts")
+    heads, d, groups = (int(c.need(n)) for n in ("num_attention_heads", "head_dim", "o_groups"))
+    if (heads * d) % groups:
+        c.refuse("o_groups", f"{heads} heads of {d} do not split into equal groups")
+    return c
+
+
+@dataclass(frozen=True)
+class LayerSpec:
+    kind: str  # "sliding", "csa" or "hca"
+    ratio: int  # positions per compressed row; 0 when sliding
+    theta: float
+    hash_routed: bool
+
+
+def layer_specs(c: Config) -> list[LayerSpec]:
+    """Each layer's attention kind, ratio, RoPE base and routing, as parseV4Config reads them."""
+    layers = int(c.need("num_hidden_layers"))
+    rates = c.get("compress_rates") or {}
+    csa = int(rates.get("compressed_sparse_attention") or c.get("compress_rate_csa", 4))
+    hca = int(rates.get("heavily_compressed_attention") or c.get("compress_rate_hca", 128))
+    if c.get("layer_types") is not None:
+        types = list(c.need("layer_types"))
+        if len(types) < layers or any(t not in KINDS for t in types):
+            c.refuse("layer_types", "one of V4's three attention kinds for every layer")
+        kinds = [KINDS[t] for t in types[:layers]]
+    elif c.get("compress_ratios") is not None:
+        ratios = list(c.need("compress_ratios"))
+        by_ratio = {csa: "csa", hca: "hca"}
+        if len(ratios) < layers or any(r > 1 and r not in by_ratio for r in ratios[:layers]):
+            c.refuse("compress_ratios", f"0 or 1 (sliding), {csa} or {hca} for every layer")
+        kinds = ["sliding" if r <= 1 else by_ratio[r] for r in ratios[:layers]]
+    else:
+        kinds = ["hca" if i < 2 or i % 2 == 0 else "csa" for i in range(layers)]
+    if c.get("mlp_layer_types") is not None:
+        mlp = list(c.need("mlp_layer_types"))
+        if len(mlp) < layers:
+            c.refuse("mlp_layer_types", "an entry for every layer")
+        hashed = [t == "hash_moe" for t in mlp[:layers]]
+    else:
+        hashed = [i < int(c.get("num_hash_layers", 3)) for i in range(layers)]
+    theta = float(c.get("rope_theta", 10_000))
+    compress_theta = float(c.get("compress_rope_theta", 160_000))
+    return [
+        LayerSpec(
+            k,
+            {"sliding": 0, "csa": csa, "hca": hca}[k],
+            theta if k == "sliding" else compress_theta,
+            h,
+        )
+        for k, h in zip(kinds, hashed, strict=True)
+    ]
+
+
+def rotate(
+    x: torch.Tensor, positions: torch.Tensor, theta: float, inverse: bool = False
+) -> torch.Tensor:
+    """RoPE on x [T, ..., r] at `positions` [T], features (2i, 2i+1) paired (DeepSeek's complex
+    form, the engine's rotateAdjacentPairs); `inverse` rotates back by -position. The
+    `rope-pairing` fault pairs i with i + r/2 instead."""
+    r = x.shape[-1]
+    freq = 1.0 / theta ** (torch.arange(0, r, 2, dtype=torch.float64) / r)
+    angle = positions.to(torch.float64)[:, None] * freq
+    shape = (x.shape[0],) + (1,) * (x.dim() - 2) + (r // 2,)
+    cos = angle.cos().float().view(shape)
+    sin = angle.sin().float().view(shape) * (-1 if inverse else 1)
+    if faults.active("rope-pairing"):
+        a, b = x[..., : r // 2], x[..., r // 2 :]
+        return torch.cat([a * cos - b * sin, a * sin + b * cos], -1)
+    a, b = x[..., 0::2], x[..., 1::2]
+    return torch.stack([a * cos - b * sin, a * sin + b * cos], -1).flatten(-2)
+
+
+def rotate_tail(x: torch.Tensor, rope: int, positions: torch.Tensor, theta: float) -> torch.Tensor:
+    """x with its trailing `rope` features rotated at `positions`."""
+    return torch.cat([x[..., :-rope], rotate(x[..., -rope:], positions, theta)], -1)
+
+
+def _previous(windows: torch.Tensor, fill: float) -> torch.Tensor:
+    """[n, ratio, f] -> each window's predecessor (window 0's filled with `fill`)."""
+    return torch.cat([torch.full_like(windows[:1], fill), windows[:-1]])
+
+
+class V4Reference:
+    """The DeepSeek-V4 stack as plain-PyTorch blocks over a checkpoint's tensors (float32)."""
+
+    def __init__(self, c: Config, weights: dict[str, torch.Tensor]) -> None:
+        self.c = checked(c)
+        self.w = weights
+        self.specs = layer_specs(c)
+        self.eps = float(c.get("rms_norm_eps", 1e-6))
+        self.hidden = int(c.need("hidden_size"))
+        self.heads, self.head_dim = int(c.need("num_attention_heads")), int(c.need("head_dim"))
+        rope = c.get("qk_rope_head_dim")
+        if rope is None:
+            rope = round(self.head_dim * float(c.get("partial_rotary_factor", 64 / 512)))
+        self.rope = int(rope)
+        if self.rope % 2 or self.rope > self.head_dim:
+            c.refuse("qk_rope_head_dim", f"even and at most head_dim {self.head_dim}")
+        self.window = int(c.need("sliding_window"))
+        self.groups, self.group_rank = int(c.need("o_groups")), int(c.need("o_lora_rank"))
+        self.index_heads, self.index_dim = (
+            int(c.need("index_n_heads")),
+            int(c.need("index_head_dim")),
+        )
+        if self.rope > self.index_dim:
+            c.refuse("index_head_dim", f"narrower than the rotated part ({self.rope})")
+        self.index_topk = int(c.need("index_topk"))
+        self.top_k, self.experts = (
+            int(c.need("num_experts_per_tok")),
+            int(c.need("n_routed_experts")),
+        )
+        self.inner = int(c.need("moe_intermediate_size"))
+        self.norm_topk = bool(c.get("norm_topk_prob", True))
+        self.route_scale = float(c.get("routed_scaling_factor", 1.5))
+        self.limit = float(c.get("swiglu_limit", 10.0))
+        self.mhc = MhcConfig(
+            int(c.get("hc_mult", 4)),
+            int(c.get("hc_sinkhorn_iters", 20)),
+            float(c.get("hc_eps", 1e-6)),
+            self.eps,
+        )
+        self.num_layers = len(self.specs)
+
+    @classmethod
+    def from_checkpoint(
+        cls, config: dict[str, Any], tensors: Iterable[tuple[str, torch.Tensor]]
+    ) -> "V4Reference":
+        """The checkpoint's tensors as stored (MXFP4 experts as u8 blocks and scales): MXFP4
+        decoded, floating tensors as float32, the hash tables kept as integers."""
+        weights = {
+            name: t if not t.is_floating_point() else t.float() for name, t in decoded(tensors)
+        }
+        return cls(Config(config, FAMILY), weights)
+
+    # The embedding and the head.
+
+    def embed(self, ids: torch.Tensor) -> torch.Tensor:
+        """Token ids to the residual streams [T, n * hidden], each a copy of the embedding."""
+        return self.w["model.embed_tokens.weight"][ids].repeat(1, self.mhc.streams)
+
+    def head(self, streams: torch.Tensor) -> torch.Tensor:
+        collapse = HyperHead(self.mhc, self.hidden)
+        collapse.load_state_dict(self._under("model.hc_head."))
+        hidden = rms_norm(collapse(streams), self.w["model.norm.weight"], self.eps)
+        tied = self.c.get("tie_word_embeddings", False)
+        return hidden @ self.w["model.embed_tokens.weight" if tied else "lm_head.weight"].t()
+
+    # The blocks the check runs, each behind its mHC site.
+
+    def mixer_block(self, layer: int) -> Callable[[torch.Tensor], torch.Tensor]:
+        p = f"model.layers.{layer}"
+        return self._site(f"{p}.attn_hc", f"{p}.input_layernorm.weight", self.attention_of(layer))
+
+    def ffn_block(self, layer: int, ids: torch.Tensor) -> Callable[[torch.Tensor], torch.Tensor]:
+        """Layer `layer`'s experts; `ids` are the rows' token ids (hash layers route by them)."""
+        p = f"model.layers.{layer}"
+        return self._site(
+            f"{p}.ffn_hc", f"{p}.post_attention_layernorm.weight", lambda x: self.moe(layer, x, ids)
+        )
+
+    def _site(
+        self, site: str, norm: str, block: Callable[[torch.Tensor], torch.Tensor]
+    ) -> Callable[[torch.Tensor], torch.Tensor]:
+        connection = HyperConnection(self.mhc, self.hidden)
+        connection.load_state_dict(self._under(f"{site}."))
+        return lambda streams: connection(streams, self.w[norm], block)
+
+    def _under(self, prefix: str) -> dict[str, torch.Tensor]:
+        return {k[len(prefix) :]: v for k, v in self.w.items() if k.startswith(prefix)}
+
+    # Attention.
+
+    def attention_of(self, layer: int) -> Callable[[torch.Tensor], torch.Tensor]:
+        return lambda x: self.attention(layer, x)
+
+    def attention(self, layer: int, x: torch.Tensor) -> torch.Tensor:
+        """One sequence's attention over x [T, hidden] (the normed block input) at 0..T-1."""
+        spec = self.specs[layer]
+        p = f"model.layers.{layer}.self_attn"
+        w = self.w
+        T, nh, d, r = x.shape[0], self.heads, self.head_dim, self.rope
+        pos = torch.arange(T)
+        latent = rms_norm(x @ w[f"{p}.q_a_proj.weight"].t(), w[f"{p}.q_a_norm.weight"], self.eps)
+        q = rms_norm((latent @ w[f"{p}.q_b_proj.weight"].t()).view(T, nh, d), None, self.eps)
+        q = rotate_tail(q, r, pos, spec.theta)
+        kv = rms_norm(x @ w[f"{p}.kv_proj.weight"].t(), w[f"{p}.kv_norm.weight"], self.eps)
+        kv = rotate_tail(kv, r, pos, spec.theta)
+        # Which keys each query reads: its window, then (compressed layers) closed rows.
+        window = (pos[None, :] <= pos[:, None]) & (pos[None, :] > pos[:, None] - self.window)
+        keys, mask = kv, window
+        if spec.kind != "sliding":
+            rows = self.compressed(f"{p}.compressor", x, d, spec, spec.kind == "csa")
+            closed = torch.arange(rows.shape[0])[None, :] < ((pos + 1) // spec.ratio)[:, None]
+            if spec.kind == "csa":
+                closed = closed & self.indexer_choice(p, x, latent, spec)
+            keys, mask = torch.cat([kv, rows]), torch.cat([window, closed], 1)
+        logits = torch.einsum("thd,kd->htk", q.double(), keys.double()) / math.sqrt(d)
+        logits = logits.masked_fill(~mask, -math.inf)
+        sinks = w[f"{p}.sinks"].double().view(nh, 1, 1).expand(nh, T, 1)
+        probs = torch.cat([logits, sinks], -1).softmax(-1)[..., :-1]
+        out = torch.einsum("htk,kd->thd", probs, keys.double()).float()
+        out = torch.cat([out[..., :-r], rotate(out[..., -r:], pos, spec.theta, inverse=True)], -1)
+        # The grouped output projection: each group of heads through its o_a_proj rows.
+        g, rank = self.groups, self.group_rank
+        o_a = w[f"{p}.o_a_proj.weight"].view(g, rank, -1)
+        mid = torch.einsum("tgp,grp->tgr", out.reshape(T, g, -1), o_a).reshape(T, g * rank)
+        return mid @ w[f"{p}.o_b_proj.weight"].t()
+
+    def compressed(
+        self, p: str, x: torch.Tensor, width: int, spec: LayerSpec, overlap: bool
+    ) -> torch.Tensor:
+        """The compressor's rows [T // ratio, width]: per feature, a softmax over its slots of gate
+        logits + position_bias weighting the projected values, RMS-normed, rotated at w * ratio.
+        With `overlap`, row w pools window w-1's first half-series and window w's second."""
+        w, ratio = self.w, spec.ratio
+        n = x.shape[0] // ratio
+        c = (x @ w[f"{p}.kv_proj.weight"].t())[: n * ratio].view(n, ratio, -1)
+        z = (x @ w[f"{p}.gate_proj.weight"].t())[: n * ratio].view(n, ratio, -1)
+        z = z + w[f"{p}.position_bias"]
+        if overlap:
+            # Row 0 has no earlier window: its first half's slots weigh nothing.
+            z = torch.cat([_previous(z[..., :width], -math.inf), z[..., width:]], 1)
+            c = torch.cat([_previous(c[..., :width], 0.0), c[..., width:]], 1)
+        pooled = (z.double().softmax(1) * c.double()).sum(1).float()
+        rows = rms_norm(pooled, w[f"{p}.kv_norm.weight"], self.eps)
+        return rotate_tail(rows, self.rope, torch.arange(n) * ratio, spec.theta)
+
+    def indexer_choice(
+        self, p: str, x: torch.Tensor, latent: torch.Tensor, spec: LayerSpec
+    ) -> torch.Tensor:
+        """[T, rows]: the compressed rows the lightning indexer picks for each query, the top-k
+        scores sum_h w_h relu(q_h . k_s) / sqrt(d) among the rows whose window has closed (all of
+        them when at most top-k; a tie goes to the earlier row)."""
+        ix = f"{p}.compressor.indexer"
+        T, nh, d = x.shape[0], self.index_heads, self.index_dim
+        pos = torch.arange(T)
+        keys = self.compressed(ix, x, d, spec, overlap=True)
+        q = (latent @ self.w[f"{ix}.q_b_proj.weight"].t()).view(T, nh, d)
+        q = rotate_tail(q, self.rope, pos, spec.theta)
+        weight = (x @ self.w[f"{ix}.weights_proj.weight"].t()).double() / math.sqrt(nh)
+        dots = torch.einsum("thd,sd->ths", q.double(), keys.double()).clamp(min=0) / math.sqrt(d)
+        scores = torch.einsum("th,ths->ts", weight, dots)
+        closed = torch.arange(keys.shape[0])[None, :] < ((pos + 1) // spec.ratio)[:, None]
+        scores = scores.masked_fill(~closed, -math.inf)
+        k = min(self.index_topk, keys.shape[0])
+        # A stable descending sort keeps the earlier of two equal scores first.
+        order = scores.argsort(dim=-1, descending=True, stable=True)[:, :k]
+        return torch.zeros_like(closed).scatter(1, order, True) & closed
+
+    # Mixture of experts.
+
+    def moe(self, layer: int, x: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+        """Routed experts (sqrt-softplus scores; top-k or hash-routed) plus the shared expert.
+        Every expert runs on every row (static shapes), weighted by zero where not chosen."""
+        spec = self.specs[layer]
+        p = f"model.layers.{layer}.mlp"
+        w = self.w
+        logits = x.double() @ w[f"{p}.gate.weight"].double().t()
+        scores = torch.logaddexp(logits, torch.zeros_like(logits)).sqrt()  # sqrt(softplus)
+        if spec.hash_routed:
+            chosen = w[f"{p}.gate.tid2eid"].long()[ids]
+        else:
+            corrected = scores + w[f"{p}.gate.e_score_correction_bias"].double()
+            chosen = corrected.topk(self.top_k, -1).indices
+        picked = scores.gather(1, chosen)
+        if self.norm_topk:
+            picked = picked / picked.sum(-1, keepdim=True)
+        mix = torch.zeros_like(scores).scatter(1, chosen, picked * self.route_scale).float()
+        gate_up, down = w[f"{p}.experts.gate_up_proj"], w[f"{p}.experts.down_proj"]
+        inner, limit = self.inner, self.limit
+        s = f"{p}.shared_experts"
+        shared = F.silu(x @ w[f"{s}.gate_proj.weight"].t()) * (x @ w[f"{s}.up_proj.weight"].t())
+        out = shared @ w[f"{s}.down_proj.weight"].t()
+        for e in range(self.experts):
+            gu = x @ gate_up[e].t()
+            act = F.silu(gu[:, :inner].clamp(max=limit)) * gu[:, inner:].clamp(-limit, limit)
+            out = out + mix[:, e : e + 1] * (act @ down[e].t())
+        return out

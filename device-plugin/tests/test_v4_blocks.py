@@ -1,0 +1,125 @@
+"""DeepSeek-V4's plain-PyTorch blocks against bringup's engine, layer output by layer output.
+
+vLLM does not serve this port (v4.py says why), so each block runs on the engine's own input to it
+over the tiny checkpoint, a 100-token prompt (past the 32-key window, 25 compressed sparse rows
+so the indexer's top 16 is a real choice, and 3 heavily compressed rows) and 4 decode steps, and
+its output must match the engine's within TOLERANCE in float32. The engine prefilled in 32-row
+steps; the dump joins them. The blocks take the prompt and decode rows as one sequence from
+position 0 (whole-sequence form), which is what the engine's steps compute over its caches.
+"""
+
+import math
+from pathlib import Path
+
+import pytest
+import torch
+from blocks import BlockResult, EngineDump, check_blocks, engine_dump, report, write_report
+from port_configs import reference_config
+from safetensors.torch import load_file
+
+from bringup_vllm.config_check import Config, UnsupportedConfigError
+from bringup_vllm.v4 import FAMILY, V4Reference, checked, layer_specs, rotate
+
+PORT = "deepseek-v4.1-flash"
+# float32 blocks against the engine's (float64 inside its kernels, float32 between blocks).
+TOLERANCE = 1e-5
+
+
+def v4(**changes: object) -> Config:
+    return Config(reference_config(PORT) | changes, FAMILY)
+
+
+def reference(dump: EngineDump) -> V4Reference:
+    """The checkpoint's tensors as stored (MXFP4 blocks, the hash tables' integers)."""
+    tensors: dict[str, torch.Tensor] = {}
+    for path in sorted(Path(dump.model_dir).glob("*.safetensors")):
+        tensors.update(load_file(path))
+    return V4Reference.from_checkpoint(dump.config, tensors.items())
+
+
+def run_blocks() -> list[BlockResult]:
+    dump = engine_dump(PORT)
+    model = reference(dump)
+
+    def block(site: str):
+        _, index, part = site.split(".")
+        if part == "mixer":
+            return model.mixer_block(int(index))
+        return model.ffn_block(int(index), dump.input_ids)
+
+    with torch.no_grad():
+        return check_blocks(dump, model.embed, block, model.head, TOLERANCE)
+
+
+def test_the_ports_config_is_read():
+    kinds = [s.kind for s in layer_specs(checked(v4()))]
+    assert kinds == ["sliding", "csa", "hca", "csa"]
+    assert [s.hash_routed for s in layer_specs(v4())] == [True, False, False, False]
+
+
+def test_the_legacy_ratios_read_as_the_layer_types():
+    legacy = v4(layer_types=None, compress_ratios=[0, 4, 32, 4, 0])
+    assert [s.kind for s in layer_specs(legacy)] == ["sliding", "csa", "hca", "csa"]
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("model_type", "deepseek_v3"),
+        ("num_key_value_heads", 2),
+        ("n_shared_experts", 2),
+        ("scoring_func", "sigmoid"),
+        ("rope_scaling", {"type": "yarn", "factor": 4}),
+        ("o_groups", 3),
+        ("num_experts_per_tok", 9),
+        ("layer_types", ["sliding_attention"]),
+        ("index_topk", None),
+    ],
+)
+def test_an_unserved_value_is_refused_by_name(name, value):
+    with pytest.raises(UnsupportedConfigError, match=name):
+        layer_specs(checked(v4(**{name: value})))
+
+
+def test_the_inverse_rotation_undoes_the_rotation():
+    torch.manual_seed(0)
+    x, pos = torch.randn(7, 3, 8), torch.arange(7) * 5
+    back = rotate(rotate(x, pos, 10_000.0), pos, 10_000.0, inverse=True)
+    torch.testing.assert_close(back, x)
+    # Pair (0, 1) at position 1 turns by one radian at the lowest frequency.
+    one = rotate(torch.tensor([[1.0, 0.0]]), torch.tensor([1]), 10_000.0)
+    torch.testing.assert_close(one, torch.tensor([[math.cos(1.0), math.sin(1.0)]]))
+
+
+def test_every_block_matches_the_engine():
+    results = run_blocks()
+    dump = engine_dump(PORT)
+    print(f"\n{PORT}:\n{report(results)}")
+    write_report(dump, "prefill-and-decode", results)
+    assert len(results) == 2 + 2 * dump.num_layers
+    assert all(r.passed for r in results), report(results)
+
+
+def test_a_flipped_rope_pairing_fails_the_check(monkeypatch):
+    monkeypatch.setenv("BRINGUP_VLLM_FAULT", "rope-pairing")
+    results = run_blocks()
+    failed = [r.site for r in results if not r.passed]
+    # Every attention rotates (queries, keys, compressed rows, the output back); each other block
+    # takes the engine's own input to it and still passes.
+    dump = engine_dump(PORT)
+    assert failed == [f"layers.{n}.mixer" for n in range(dump.num_layers)], report(results)
+    print(f"\n{PORT} with rope-pairing:\n{report(results)}")
+
+
+def test_the_whole_stack_matches_the_engines_logits():
+    # Not block by block: the plugin's own stream through every layer, errors piling up.
+    dump = engine_dump(PORT)
+    model = reference(dump)
+    with torch.no_grad():
+        stream = model.embed(dump.input_ids)
+        for layer in range(model.num_layers):
+            stream = model.mixer_block(layer)(stream)
+            stream = model.ffn_block(layer, dump.input_ids)(stream)
+        diff = (model.head(stream) - dump.tensors["logits"]).abs().max().item()
+    print(f"\n{PORT} whole stack: logits max|Δ| {diff:.3e}")
+    assert diff <= TOLERANCE
