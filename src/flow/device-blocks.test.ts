@@ -75,6 +75,24 @@ describe("bringup device blocks", () => {
     ).rejects.toMatchObject({ code: "DEVICE_BLOCKS_TOKENS" });
   });
 
+  it("joins DeepSeek-V4's prefill, which the engine runs in 32-row steps", async () => {
+    const out = join(dir, "v4.safetensors");
+    const result = await deviceBlocks({
+      root: ROOT,
+      portId: "deepseek-v4.1-flash",
+      out,
+      tokens: 40,
+      decode: 1,
+    });
+    const file = await openSafetensors(out);
+    const model = await loadModel(result.modelDir);
+    const width = model.model.residual.streams * model.model.hiddenSize;
+    expect(file.metadata).toMatchObject({ prefill: "40" });
+    expect(file.tensor("layers.0.mixer").shape).toEqual([41, width]);
+    expect(file.tensor("logits").shape).toEqual([41, model.model.vocabSize]);
+    await file.close();
+  });
+
   it("joins a prefill run in several steps, and nothing else", () => {
     expect(isPrefillThenDecode([100, 1, 1, 1, 1], 100, 4)).toBe(true);
     expect(isPrefillThenDecode([32, 32, 32, 4, 1, 1, 1, 1], 100, 4)).toBe(true);
