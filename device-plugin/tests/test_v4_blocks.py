@@ -111,6 +111,22 @@ def test_a_flipped_rope_pairing_fails_the_check(monkeypatch):
     print(f"\n{PORT} with rope-pairing:\n{report(results)}")
 
 
+def test_the_indexers_choice_is_checked():
+    # Attending every closed compressed row instead of the indexer's top 16 must show: the
+    # compressed sparse layers' mixers differ from the engine, the other layers do not.
+    dump = engine_dump(PORT)
+    model = reference(dump)
+    everything = V4Reference(v4(index_topk=dump.input_ids.shape[0]), model.w)
+    specs = layer_specs(v4())
+    with torch.no_grad():
+        for layer, spec in enumerate(specs):
+            before = (
+                dump.tensors[f"layers.{layer - 1}.ffn"] if layer else model.embed(dump.input_ids)
+            )
+            diff = everything.mixer_block(layer)(before) - dump.tensors[f"layers.{layer}.mixer"]
+            assert (diff.abs().max().item() > TOLERANCE) == (spec.kind == "csa"), layer
+
+
 def test_the_whole_stack_matches_the_engines_logits():
     # Not block by block: the plugin's own stream through every layer, errors piling up.
     dump = engine_dump(PORT)
