@@ -87,6 +87,11 @@ export class Engine {
     return { simd: this.pool.simd, fma: this.pool.fma, mxfp4: this.pool.mxfp4 };
   }
 
+  /** Decode shapes planned and decode steps that replayed a plan (the `replay` switch; 0 when off). */
+  get replayCounts(): { readonly plans: number; readonly replayedSteps: number } {
+    return this.runner.replayCounts;
+  }
+
   get tokenizer(): LoadedModel["tokenizer"] {
     return this.model.tokenizer;
   }

@@ -114,6 +114,27 @@ describe.each(portIds.map((id, i) => [id, ports[i] as (typeof ports)[number]] as
       expect(tokensOf(await among)).toEqual(alone);
     });
 
+    it("replays planned decode steps bit for bit: 16 streams ending at different steps, greedy and seeded", async () => {
+      const model = await loaded;
+      const all = await prompts;
+      const requests = Array.from({ length: 16 }, (_, i): GenerateRequest => {
+        const base = greedy((all[i % all.length] as number[]).slice(i % 5), 6 + (i % 7));
+        return i % 2 === 0 ? base : { ...base, sampling: { temperature: 1, seed: 11 + i } };
+      });
+      const run = async (replay: string) => {
+        const e = engine(model, { switches: { replay } });
+        const outs = await Promise.all(requests.map((r) => collect(e.submit(r))));
+        return { tokens: outs.map(tokensOf), counts: e.replayCounts };
+      };
+      const on = await run("on");
+      const off = await run("off");
+      expect(on.tokens).toEqual(off.tokens);
+      // The batch shrinks as streams finish: each shape is planned once and replayed after.
+      expect(on.counts.plans).toBeGreaterThan(1);
+      expect(on.counts.replayedSteps).toBeGreaterThan(0);
+      expect(off.counts).toEqual({ plans: 0, replayedSteps: 0 });
+    });
+
     it("chunked prefill equals one prefill", async () => {
       const model = await loaded;
       const prompt = (await prompts).flat().slice(0, 40);
@@ -130,7 +151,7 @@ describe.each(portIds.map((id, i) => [id, ports[i] as (typeof ports)[number]] as
       expect(await continuation({ maxNumBatchedTokens: 5 })).toEqual(await continuation({}));
     });
 
-    it("preempted and recomputed equals uninterrupted, and holds no KV block or state slot after finish or abort", async () => {
+    it("preempted and recomputed equals uninterrupted (replayed or not), and holds no KV block or state slot after finish or abort", async () => {
       const model = await loaded;
       const requests = (await prompts).map((p) => greedy(p.slice(0, 14), 20));
       const expected = await Promise.all(requests.map((r) => collect(engine(model).submit(r))));
@@ -144,10 +165,17 @@ describe.each(portIds.map((id, i) => [id, ports[i] as (typeof ports)[number]] as
           (g.pool === "slots" || g.placement.ringBlocks > 0 ? 3 : 2.2) * unitsNeeded(g, 34) * unitBytes(g),
         0,
       );
-      const tight = engine(model, { kvCacheBytes: Math.floor(budget), maxModelLen: 34 });
-      const got = await Promise.all(requests.map((r) => collect(tight.submit(r))));
-      expect(got.map(tokensOf)).toEqual(expected.map(tokensOf));
-      expect(tight.stats().preemptions).toBeGreaterThan(0);
+      // Unplanned, then with decode replay (the batch shape changing as sequences leave and return).
+      const tightWith = (replay: string) =>
+        engine(model, { kvCacheBytes: Math.floor(budget), maxModelLen: 34, switches: { replay } });
+      const replayed = tightWith("on");
+      const tight = tightWith("off");
+      for (const e of [tight, replayed]) {
+        const got = await Promise.all(requests.map((r) => collect(e.submit(r))));
+        expect(got.map(tokensOf)).toEqual(expected.map(tokensOf));
+        expect(e.stats().preemptions).toBeGreaterThan(0);
+      }
+      expect(replayed.replayCounts.replayedSteps).toBeGreaterThan(0);
       const stop = new AbortController();
       const stream = tight.submit(greedy(requests[0]?.promptTokenIds as number[], 20), stop.signal);
       for await (const out of stream) {

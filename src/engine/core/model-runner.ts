@@ -1,10 +1,12 @@
 import type { MatmulPool } from "../kernels/pool.js";
 import type { CausalLM } from "../model/causal-lm.js";
-import type { ForwardBatch, ForwardTap, SequenceRun } from "../model/model.js";
+import type { ForwardTap } from "../model/model.js";
+import { REPLAY_SWITCH } from "../model/step-scratch.js";
 import type { GeneratedToken } from "../request.js";
 import { logprobsOf, type SamplingHistory, sampleToken } from "../sampler.js";
 import type { CacheManager } from "./cache-manager.js";
 import type { Chunk, Sequence } from "./sequence.js";
+import { StepPlans } from "./step-plan.js";
 
 /**
  * A step's logits and, for each chunk, the logit row of each of its tokens (-1: none asked); the
@@ -25,6 +27,9 @@ export interface StepLogits {
 export class ModelRunner {
   readonly vocabSize: number;
   private readonly logprobScratch: Float64Array;
+  private readonly plans: StepPlans;
+  /** Whether decode steps replay their shape's plan (the `replay` switch). */
+  private readonly replay: boolean;
 
   constructor(
     private readonly network: CausalLM,
@@ -35,42 +40,28 @@ export class ModelRunner {
   ) {
     this.vocabSize = network.vocabSize;
     this.logprobScratch = new Float64Array(network.vocabSize);
+    this.plans = new StepPlans(cache, pool);
+    this.replay = switches.get(REPLAY_SWITCH.name) === "on";
   }
 
   run(chunks: readonly Chunk[]): StepLogits {
-    const tokens: number[] = [];
-    const positions: number[] = [];
-    const blockTables: (readonly (readonly number[])[])[] = [];
-    const logitRows: number[] = [];
-    const sequences: SequenceRun[] = [];
-    const rowsOf: number[][] = [];
-    const firstOf: number[] = [];
-    for (const { seq, start, count } of chunks) {
-      const rows: number[] = [];
-      firstOf.push(tokens.length);
-      sequences.push({ first: tokens.length, count, slot: this.cache.slotOf(seq) });
-      // A chunk that ends with drafted tokens verifies them: each of its rows from the last
-      // computed token on predicts the next.
-      const known = seq.tokens.length;
-      const completes = start + count === known + seq.drafts.length;
-      for (let p = start; p < start + count; p++) {
-        const wantsNext = completes && p >= known - 1 && seq.numGenerated < seq.request.maxTokens;
-        if (seq.wantsPromptLogprob(p) || wantsNext) {
-          rows.push(logitRows.length);
-          logitRows.push(tokens.length);
-        } else rows.push(-1);
-        tokens.push((p < known ? seq.tokens[p] : seq.drafts[p - known]) as number);
-        positions.push(p);
-        blockTables.push(seq.tables);
-      }
-      rowsOf.push(rows);
-    }
-    const batch: ForwardBatch = { tokens, positions, blockTables, sequences, logitRows };
+    const { batch, scratch } = this.plans.layOut(chunks, this.replay);
     const { logits, streams } = this.network.step(
-      { batch, pool: this.pool, switches: this.switches, ...(this.tap ? { tap: this.tap } : {}) },
+      {
+        batch,
+        pool: this.pool,
+        switches: this.switches,
+        ...(scratch ? { scratch } : {}),
+        ...(this.tap ? { tap: this.tap } : {}),
+      },
       this.cache.storage,
     );
-    return { logits, rowsOf, streams, firstOf };
+    return { logits, rowsOf: batch.rowsOf, streams, firstOf: batch.sequences.map((s) => s.first) };
+  }
+
+  /** Decode shapes planned and steps replayed so far (both 0 with replay off). */
+  get replayCounts(): StepPlans["counts"] {
+    return this.plans.counts;
   }
 
   /** Appends the prompt logprobs of `chunk`'s positions that have a logit row in `rows`. */

@@ -3,6 +3,7 @@ import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
 import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from "node:worker_threads";
 import { BringupError } from "../../common/errors.js";
+import type { PlanMemory } from "../model/step-scratch.js";
 import type { Weight } from "../tensor/weight.js";
 import {
   type IndexerScoresJob,
@@ -182,6 +183,24 @@ export class MatmulPool {
     }
   }
 
+  /**
+   * Arrays for a planned step's buffers in the shared memory, `bytes` of them at most: the matmuls
+   * on this thread read such an input and write such an output where they lie (see StepScratch).
+   * Without SIMD there is no such memory and it gives none.
+   */
+  planMemory(bytes: number): PlanMemory {
+    let left = bytes;
+    const arena = this.arena;
+    return {
+      float32: (length) => {
+        if (arena === null || length * 4 > left) return undefined;
+        const a = arena.array(Float32Array, length);
+        if (a !== null) left -= length * 4;
+        return a ?? undefined;
+      },
+    };
+  }
+
   /** out[M, w.rows] = x[M, w.cols] · wᵀ, dequantizing narrow weights row by row. */
   matmul(x: Float32Array, M: number, w: Weight, out: Float32Array): void {
     this.matmulMany(x, M, [w], [out]);
@@ -208,7 +227,11 @@ export class MatmulPool {
     if (this.workers.length === 0 || M * K * totalRows < PARALLEL_MIN_MACS || this.closed) {
       weights.forEach((w, i) => {
         const N = w.rows;
-        const range = { x, xOffset: -1, M, K, out: outs[i] as Float32Array, outOffset: -1, N, n0: 0, n1: N };
+        const out = outs[i] as Float32Array;
+        // An input or output that lies in the shared memory (a replayed step's) is used in place.
+        const xOffset = this.arena?.offsetOf(x) ?? -1;
+        const outOffset = this.arena?.offsetOf(out) ?? -1;
+        const range = { x, xOffset, M, K, out, outOffset, N, n0: 0, n1: N };
         matmulRange({ ...range, weight: this.partsOf(w) }, this.thread);
       });
       return;

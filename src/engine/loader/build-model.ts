@@ -3,6 +3,7 @@ import type { Architecture, ModelConfig } from "../architecture.js";
 import { mxfp4Switch } from "../kernels/switches.js";
 import type { CausalLM } from "../model/causal-lm.js";
 import type { LoadedModel } from "../model/loaded-model.js";
+import { REPLAY_SWITCH } from "../model/step-scratch.js";
 import type { TinyModelFiles } from "../tiny/files.js";
 import { TextTokenizer } from "../tokenizer/tokenizer.js";
 import type { TensorLookup } from "./host-tensor.js";
@@ -20,7 +21,8 @@ export interface ResolvedConfig {
 /**
  * Builds the model from the checkpoint's tensors `names`. A tensor no block reads, and that the
  * architecture does not knowingly skip, is MODEL_WEIGHTS_MISMATCH: a checkpoint of another shape
- * must not serve silently. A model that reads MXFP4 weights gets the `mxfp4` switch. `source`
+ * must not serve silently. Every model gets the engine's `replay` switch, and one that reads MXFP4
+ * weights the `mxfp4` switch. `source`
  * names the checkpoint in errors.
  */
 export function buildModel(
@@ -41,7 +43,7 @@ export function buildModel(
       { subject: extra[0] as string },
     );
   }
-  return weights.readMxfp4 ? model.withSwitches([mxfp4Switch()]) : model;
+  return model.withSwitches(weights.readMxfp4 ? [REPLAY_SWITCH, mxfp4Switch()] : [REPLAY_SWITCH]);
 }
 
 /** The model of in-memory model files, read and built by `architecture` (see loadModel). */

@@ -8,6 +8,7 @@ import type { Weight } from "../tensor/weight.js";
 import type { DraftModel } from "./draft-model.js";
 import type { DecoderLayer, ForwardContext, ResidualStream, StepResult } from "./model.js";
 import type { ModelSwitch } from "./model-switch.js";
+import { type ScratchHolder, stepArray } from "./step-scratch.js";
 
 export interface CausalLMParts {
   readonly hiddenSize: number;
@@ -102,20 +103,20 @@ export class CausalLM {
     const { batch, pool } = ctx;
     const T = batch.tokens.length;
     const H = this.hiddenSize;
-    const x = new Float32Array(T * H);
+    const x = stepArray(ctx, Float32Array, T * H);
     embed(this.parts.embedding, batch.tokens, x);
     // The tap's arguments (copies) are evaluated only when there is a tap.
     const tap = ctx.tap;
     tap?.("embed", x.slice(), T);
-    const X = this.parts.residual.expand(x, T);
+    const X = this.parts.residual.expand(x, T, ctx);
     this.layers.forEach((layer, l) => {
-      layer.mixerConnection.apply(X, T, (h) => layer.mixer.forward(h, ctx, storage[l] as LayerStorage));
+      layer.mixerConnection.apply(X, T, (h) => layer.mixer.forward(h, ctx, storage[l] as LayerStorage), ctx);
       tap?.(`layers.${l}.mixer`, X.slice(), T);
-      layer.ffnConnection.apply(X, T, (h) => layer.ffn.forward(h, ctx));
+      layer.ffnConnection.apply(X, T, (h) => layer.ffn.forward(h, ctx), ctx);
       tap?.(`layers.${l}.ffn`, X.slice(), T);
     });
     const p = this.parts;
-    const logits = headLogits(X, batch.logitRows, p.residual, p.finalNorm, p.rmsNormEps, p.lmHead, pool);
+    const logits = headLogits(X, batch.logitRows, p.residual, p.finalNorm, p.rmsNormEps, p.lmHead, pool, ctx);
     if (logits.length > 0) tap?.("logits", logits.slice(), batch.logitRows.length);
     return { logits, streams: X };
   }
@@ -133,19 +134,20 @@ export function headLogits(
   eps: number,
   lmHead: Weight,
   pool: MatmulPool,
+  ctx: ScratchHolder = {},
 ): Float32Array {
   const R = logitRows.length;
   if (R === 0) return new Float32Array(0);
   const H = norm.length;
   const width = residual.streams * H;
-  const rows = new Float32Array(R * width);
+  const rows = stepArray(ctx, Float32Array, R * width);
   for (let r = 0; r < R; r++) {
     const t = logitRows[r] as number;
     rows.set(X.subarray(t * width, (t + 1) * width), r * width);
   }
-  const last = residual.collapse(rows, R);
+  const last = residual.collapse(rows, R, ctx);
   rmsNorm(last, R, H, norm, eps);
-  const logits = new Float32Array(R * lmHead.rows);
+  const logits = stepArray(ctx, Float32Array, R * lmHead.rows);
   pool.matmul(last, R, lmHead, logits);
   return logits;
 }

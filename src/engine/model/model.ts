@@ -1,6 +1,7 @@
 import type { LayerStates } from "../cache/state-spec.js";
 import type { LayerStorage } from "../cache/storage.js";
 import type { MatmulPool } from "../kernels/pool.js";
+import type { ScratchHolder } from "./step-scratch.js";
 
 /** One step's worth of tokens from any number of sequences, flattened sequence by sequence. */
 export interface ForwardBatch {
@@ -23,8 +24,11 @@ export interface SequenceRun {
   readonly slot: number;
 }
 
-/** What every block's forward reads besides its input: the batch, the kernels and the switches. */
-export interface ForwardContext {
+/**
+ * What every block's forward reads besides its input: the batch, the kernels, the switches and,
+ * when the step replays a plan, its scratch (take per-step temporaries with stepArray).
+ */
+export interface ForwardContext extends ScratchHolder {
   readonly batch: ForwardBatch;
   readonly pool: MatmulPool;
   /** The model's switches as this engine runs them (each declared by the architecture). */
@@ -66,8 +70,8 @@ export interface FeedForward {
  * hidden]: a plain pre-norm residual (one stream: X += f(norm(X))) or mHC's mixing of several.
  */
 export interface Connection {
-  /** Runs `block` on this connection's input from X and writes the result back into X. */
-  apply(X: Float32Array, T: number, block: (h: Float32Array) => Float32Array): void;
+  /** Runs `block` on this connection's input from X and writes the result back into X (temporaries from `ctx`). */
+  apply(X: Float32Array, T: number, block: (h: Float32Array) => Float32Array, ctx: ScratchHolder): void;
   /** The name of the RMSNorm weight applied to the block's input. */
   readonly normTensor: string;
   /**
@@ -81,10 +85,10 @@ export interface Connection {
 export interface ResidualStream {
   /** Parallel copies of the hidden state the stream holds (1: an ordinary residual). */
   readonly streams: number;
-  /** [T, hidden] embeddings to the stream [T, streams x hidden]. */
-  expand(x: Float32Array, T: number): Float32Array;
-  /** Rows of the stream [R, streams x hidden] to hidden states [R, hidden]. */
-  collapse(X: Float32Array, R: number): Float32Array;
+  /** [T, hidden] embeddings to the stream [T, streams x hidden] (a step's array from `ctx`). */
+  expand(x: Float32Array, T: number, ctx: ScratchHolder): Float32Array;
+  /** Rows of the stream [R, streams x hidden] to hidden states [R, hidden] (from `ctx`). */
+  collapse(X: Float32Array, R: number, ctx: ScratchHolder): Float32Array;
   /** Tensor values under which the streams stay copies of one ordinary residual (see Connection). */
   readonly plainResidualTensors?: ReadonlyMap<string, Float32Array>;
 }

@@ -183,8 +183,8 @@ export class V4Mtp implements DraftModel {
       for (let i = 0; i < n; i++)
         for (let d = 0; d < H; d++)
           X[(t * n + i) * H + d] = (X[(t * n + i) * H + d] as number) + (ep[t * H + d] as number);
-    this.attentionConnection.apply(X, T, (x) => this.attention.forward(x, ctx, storage));
-    this.moeConnection.apply(X, T, (x) => this.moe.forward(x, ctx));
+    this.attentionConnection.apply(X, T, (x) => this.attention.forward(x, ctx, storage), ctx);
+    this.moeConnection.apply(X, T, (x) => this.moe.forward(x, ctx), ctx);
     const logits = headLogits(X, batch.logitRows, this.residual, this.head.norm, eps, this.lmHead, pool);
     return { logits, streams: X };
   }

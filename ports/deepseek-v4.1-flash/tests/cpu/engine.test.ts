@@ -84,4 +84,23 @@ describe("DeepSeek-V4.1-Flash's tiny model on the engine, past the window and th
     expect(sparse?.slice(0, 4)).toEqual(dense?.slice(0, 4));
     expect(sparse?.slice(40)).not.toEqual(dense?.slice(40));
   });
+
+  it("replays decode past the window bit for bit, and with MTP drafting verifying beside planned steps", async () => {
+    // Eight streams of staggered lengths: the batch shrinks as they end, each size planned once.
+    const requests = Array.from({ length: 8 }, (_, i) => ({ ...sampled(20 + i), maxTokens: 8 + 3 * i }));
+    const run = async (options: EngineOptions) => {
+      const e = engine(options);
+      const outs = await Promise.all(requests.map((r) => collect(e.submit(r))));
+      return { tokens: outs.map(tokensOf), counts: e.replayCounts };
+    };
+    const off = await run({ switches: { replay: "off" } });
+    const on = await run({ switches: { replay: "on" } });
+    expect(on.tokens).toEqual(off.tokens);
+    expect(on.counts.replayedSteps).toBeGreaterThan(0);
+    const greedy = requests.map((r) => ({ ...r, sampling: { temperature: 0 } }));
+    const plain = await Promise.all(greedy.map((r) => collect(engine().submit(r))));
+    const drafted = engine({ speculativeTokens: 2, switches: { replay: "on" } });
+    const got = await Promise.all(greedy.map((r) => collect(drafted.submit(r))));
+    expect(got.map(tokensOf)).toEqual(plain.map(tokensOf));
+  });
 });

@@ -4,6 +4,7 @@ import { rmsNorm } from "../../kernels/rmsnorm.js";
 import { Rope, type YarnScaling } from "../../kernels/rope.js";
 import type { WeightSource } from "../../loader/weight-source.js";
 import type { ForwardContext, TokenMixer } from "../../model/model.js";
+import { stepArray } from "../../model/step-scratch.js";
 import type { Weight } from "../../tensor/weight.js";
 import { bindParameters, f32Param, matrixParam } from "../parameters.js";
 
@@ -151,9 +152,9 @@ export class GqaAttention implements TokenMixer {
     const aw = this.weights;
     const T = batch.tokens.length;
     const { numHeads, numKvHeads, headDim, vHeadDim } = spec;
-    const q = new Float32Array(T * numHeads * headDim);
-    const k = new Float32Array(T * numKvHeads * headDim);
-    const v = new Float32Array(T * numKvHeads * vHeadDim);
+    const q = stepArray(ctx, Float32Array, T * numHeads * headDim);
+    const k = stepArray(ctx, Float32Array, T * numKvHeads * headDim);
+    const v = stepArray(ctx, Float32Array, T * numKvHeads * vHeadDim);
     pool.matmulMany(h, T, [aw.q, aw.k, aw.v], [q, k, v]);
     if (aw.qBias) addBias(q, aw.qBias, T);
     if (aw.kBias) addBias(k, aw.kBias, T);
@@ -171,7 +172,7 @@ export class GqaAttention implements TokenMixer {
       cache.write(placement.slot(blocks, pos), k, t * numKvHeads * headDim, v, t * numKvHeads * vHeadDim);
     }
     // Each distinct block table once; tokens point at their sequence's table.
-    const meta = new Int32Array(3 * T);
+    const meta = stepArray(ctx, Int32Array, 3 * T);
     const offsets = new Map<readonly number[], number>();
     const flat: number[] = [];
     for (let t = 0; t < T; t++) {
@@ -187,7 +188,7 @@ export class GqaAttention implements TokenMixer {
       meta[3 * t + 1] = placement.firstVisible(pos);
       meta[3 * t + 2] = offset;
     }
-    const out = new Float32Array(T * numHeads * vHeadDim);
+    const out = stepArray(ctx, Float32Array, T * numHeads * vHeadDim);
     pool.attention({
       meta,
       tables: Int32Array.from(flat),
@@ -204,7 +205,7 @@ export class GqaAttention implements TokenMixer {
       scale: 1 / Math.sqrt(headDim),
       sinks: aw.sinks ?? null,
     });
-    const o = new Float32Array(T * this.hiddenSize);
+    const o = stepArray(ctx, Float32Array, T * this.hiddenSize);
     pool.matmul(out, T, aw.o, o);
     if (aw.oBias) addBias(o, aw.oBias, T);
     return o;

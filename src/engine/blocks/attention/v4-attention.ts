@@ -6,6 +6,7 @@ import { Rope, type YarnScaling } from "../../kernels/rope.js";
 import type { WeightSource } from "../../loader/weight-source.js";
 import type { ForwardContext, TokenMixer } from "../../model/model.js";
 import type { ModelSwitch } from "../../model/model-switch.js";
+import { stepArray } from "../../model/step-scratch.js";
 import { f32Weight, type Weight } from "../../tensor/weight.js";
 import { bindParameters, declared, f32Param, matrixParam, type ParameterDecl } from "../parameters.js";
 import {
@@ -296,12 +297,12 @@ export class V4Attention implements TokenMixer {
     const { numHeads: nh, headDim: d, ropeDim, qLoraRank: r, normEps } = this.spec;
     const w = this.weights;
     const T = batch.tokens.length;
-    const qLatent = new Float32Array(T * r);
-    const kv = new Float32Array(T * d);
+    const qLatent = stepArray(ctx, Float32Array, T * r);
+    const kv = stepArray(ctx, Float32Array, T * d);
     pool.matmulMany(h, T, [w.qA, w.kv], [qLatent, kv]);
     rmsNorm(qLatent, T, r, w.qANorm, normEps);
     rmsNorm(kv, T, d, w.kvNorm, normEps);
-    const q = new Float32Array(T * nh * d);
+    const q = stepArray(ctx, Float32Array, T * nh * d);
     pool.matmul(qLatent, T, w.qB, q);
     rmsNorm(q, T * nh, d, this.ones, normEps);
     const keys = storage.kv("kv");
@@ -316,18 +317,17 @@ export class V4Attention implements TokenMixer {
     let rows: PagedRows | undefined;
     if (this.compressor && sparse) {
       rows = storage.rows("compressed");
-      const [c, z] = this.compressor.project(h, T, pool);
+      const [c, z] = this.compressor.project(h, T, ctx);
       this.compressor.update(batch, c, z, storage.kv("compressorSource"), rows);
     }
     const chosen = (sparse ? this.indexer : undefined)?.select(
       h,
       qLatent,
-      batch,
-      pool,
+      ctx,
       storage.kv("indexerSource"),
       storage.rows("indexerKeys"),
     );
-    const out = new Float32Array(T * nh * d);
+    const out = stepArray(ctx, Float32Array, T * nh * d);
     for (let t = 0; t < T; t++) {
       const pos = batch.positions[t] as number;
       const visible = rows ? visibleRows(pos, this.spec.compressRatio) : 0;
@@ -366,7 +366,7 @@ export class V4Attention implements TokenMixer {
     const first = keys.placement.firstVisible(pos);
     const n = pos - first + 1 + (rows ? picked.length : 0);
     // The keys it reads, gathered once into [n, d] (copies: the same values in the same order).
-    const K = new Float32Array(n * d);
+    const K = stepArray(ctx, Float32Array, n * d);
     for (let p = first; p <= pos; p++) {
       const at = keys.placement.slot(table, p) * d;
       K.set(keys.keys.subarray(at, at + d), (p - first) * d);
@@ -380,8 +380,8 @@ export class V4Attention implements TokenMixer {
       });
     }
     const scale = 1 / Math.sqrt(d);
-    const logits = new Float64Array(n);
-    const acc = new Float64Array(d);
+    const logits = stepArray(ctx, Float64Array, n);
+    const acc = stepArray(ctx, Float64Array, d);
     for (let hd = 0; hd < nh; hd++) {
       const qo = (t * nh + hd) * d;
       const sink = this.weights.sinks[hd] as number;
@@ -411,16 +411,16 @@ export class V4Attention implements TokenMixer {
   private project(out: Float32Array, T: number, ctx: ForwardContext): Float32Array {
     const { numHeads: nh, headDim: d, oGroups: g, oLoraRank: or } = this.spec;
     const perGroup = (nh * d) / g;
-    const mid = new Float32Array(T * g * or);
-    const x = new Float32Array(T * perGroup);
-    const y = new Float32Array(T * or);
+    const mid = stepArray(ctx, Float32Array, T * g * or);
+    const x = stepArray(ctx, Float32Array, T * perGroup);
+    const y = stepArray(ctx, Float32Array, T * or);
     for (let gi = 0; gi < g; gi++) {
       for (let t = 0; t < T; t++)
         x.set(out.subarray(t * nh * d + gi * perGroup, t * nh * d + (gi + 1) * perGroup), t * perGroup);
       ctx.pool.matmul(x, T, this.weights.oA[gi] as Weight, y);
       for (let t = 0; t < T; t++) mid.set(y.subarray(t * or, (t + 1) * or), (t * g + gi) * or);
     }
-    const o = new Float32Array(T * this.hiddenSize);
+    const o = stepArray(ctx, Float32Array, T * this.hiddenSize);
     ctx.pool.matmul(mid, T, this.weights.oB, o);
     return o;
   }

@@ -1,9 +1,9 @@
 import type { PagedKv, PagedRows } from "../../cache/storage.js";
-import type { MatmulPool } from "../../kernels/pool.js";
 import { rmsNorm } from "../../kernels/rmsnorm.js";
 import type { Rope } from "../../kernels/rope.js";
 import type { WeightSource } from "../../loader/weight-source.js";
-import type { ForwardBatch } from "../../model/model.js";
+import type { ForwardBatch, ForwardContext } from "../../model/model.js";
+import { stepArray } from "../../model/step-scratch.js";
 import { type Bound, bindParameters, f32Param, matrixParam } from "../parameters.js";
 
 /**
@@ -88,11 +88,15 @@ export class Compressor {
   }
 
   /** The projections of h [T, hidden] this compressor keeps per position: [C, Z], each [T, series]. */
-  project(h: Float32Array, T: number, pool: MatmulPool): [Float32Array, Float32Array] {
+  project(
+    h: Float32Array,
+    T: number,
+    ctx: Pick<ForwardContext, "pool" | "scratch">,
+  ): [Float32Array, Float32Array] {
     const n = T * seriesWidth(this.spec);
-    const c = new Float32Array(n);
-    const z = new Float32Array(n);
-    pool.matmulMany(h, T, [this.weights.kv, this.weights.gate], [c, z]);
+    const c = stepArray(ctx, Float32Array, n);
+    const z = stepArray(ctx, Float32Array, n);
+    ctx.pool.matmulMany(h, T, [this.weights.kv, this.weights.gate], [c, z]);
     return [c, z];
   }
 

@@ -1,8 +1,8 @@
 import type { PagedKv, PagedRows } from "../../cache/storage.js";
-import type { MatmulPool } from "../../kernels/pool.js";
 import type { Rope } from "../../kernels/rope.js";
 import type { WeightSource } from "../../loader/weight-source.js";
-import type { ForwardBatch } from "../../model/model.js";
+import type { ForwardContext } from "../../model/model.js";
+import { stepArray } from "../../model/step-scratch.js";
 import type { Weight } from "../../tensor/weight.js";
 import { bindParameters, matrixParam } from "../parameters.js";
 import {
@@ -94,17 +94,17 @@ export class V4Indexer {
   select(
     h: Float32Array,
     qLatent: Float32Array,
-    batch: ForwardBatch,
-    pool: MatmulPool,
+    ctx: ForwardContext,
     source: PagedKv,
     keys: PagedRows,
   ): Int32Array[] {
+    const { batch, pool } = ctx;
     const T = batch.tokens.length;
     const { numHeads: nh, headDim: d, topK } = this.spec;
-    const [c, z] = this.compressor.project(h, T, pool);
+    const [c, z] = this.compressor.project(h, T, ctx);
     this.compressor.update(batch, c, z, source, keys);
-    const q = new Float32Array(T * nh * d);
-    const w = new Float32Array(T * nh);
+    const q = stepArray(ctx, Float32Array, T * nh * d);
+    const w = stepArray(ctx, Float32Array, T * nh);
     pool.matmul(qLatent, T, this.qB, q);
     pool.matmul(h, T, this.weightsProj, w);
     const ropeDim = this.compressor.spec.ropeDim;

@@ -1,5 +1,6 @@
 import type { WeightSource } from "../../loader/weight-source.js";
 import type { FeedForward, ForwardContext } from "../../model/model.js";
+import { stepArray } from "../../model/step-scratch.js";
 import type { Weight } from "../../tensor/weight.js";
 import { bindParameters, declared, f32Param, matrixParam, type ParameterDecl } from "../parameters.js";
 import { mixExperts } from "./expert-dispatch.js";
@@ -133,14 +134,14 @@ export class RoutedMoe implements FeedForward {
     const spec = this.spec;
     const H = this.router.cols;
     const T = h.length / H;
-    const logits = new Float32Array(T * spec.numExperts);
+    const logits = stepArray(ctx, Float32Array, T * spec.numExperts);
     pool.matmul(h, T, this.router, logits);
     const routes: Routing[] = Array.from({ length: T }, (_, t) =>
       route(logits, t * spec.numExperts, spec, this.routerBias),
     );
-    const out = this.shared ? this.shared.run(h, T, pool) : new Float32Array(T * H);
+    const out = this.shared ? this.shared.run(h, T, pool, ctx) : stepArray(ctx, Float32Array, T * H);
     const run = (e: number, x: Float32Array, n: number) => (this.experts[e] as SwigluMlp).run(x, n, pool);
-    mixExperts(h, T, H, spec.numExperts, routes, run, out);
+    mixExperts(h, T, H, spec.numExperts, routes, run, out, ctx);
     return out;
   }
 }

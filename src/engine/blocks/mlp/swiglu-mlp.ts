@@ -1,6 +1,7 @@
 import type { MatmulPool } from "../../kernels/pool.js";
 import type { WeightSource } from "../../loader/weight-source.js";
 import type { FeedForward, ForwardContext } from "../../model/model.js";
+import { type ScratchHolder, stepArray } from "../../model/step-scratch.js";
 import type { Weight } from "../../tensor/weight.js";
 import { bindParameters, matrixBase, matrixParam } from "../parameters.js";
 
@@ -57,17 +58,17 @@ export class SwigluMlp implements FeedForward {
   }
 
   forward(h: Float32Array, ctx: ForwardContext): Float32Array {
-    return this.run(h, h.length / this.gate.cols, ctx.pool);
+    return this.run(h, h.length / this.gate.cols, ctx.pool, ctx);
   }
 
-  /** The MLP over `T` rows of h. */
-  run(h: Float32Array, T: number, pool: MatmulPool): Float32Array {
+  /** The MLP over `T` rows of h (its temporaries and output from `ctx`'s scratch when it has one). */
+  run(h: Float32Array, T: number, pool: MatmulPool, ctx: ScratchHolder = {}): Float32Array {
     const I = this.gate.rows;
-    const gate = new Float32Array(T * I);
-    const up = new Float32Array(T * I);
+    const gate = stepArray(ctx, Float32Array, T * I);
+    const up = stepArray(ctx, Float32Array, T * I);
     pool.matmulMany(h, T, [this.gate, this.up], [gate, up]);
     pool.swiglu(gate, up, T * I);
-    const out = new Float32Array(T * this.down.rows);
+    const out = stepArray(ctx, Float32Array, T * this.down.rows);
     pool.matmul(gate, T, this.down, out);
     return out;
   }

@@ -1,6 +1,7 @@
 import { BringupError } from "../../../common/errors.js";
 import type { WeightSource } from "../../loader/weight-source.js";
 import type { FeedForward, ForwardContext } from "../../model/model.js";
+import { stepArray } from "../../model/step-scratch.js";
 import type { Weight } from "../../tensor/weight.js";
 import { bindParameters, f32Param, idsParam, matrixParam, stackedParam } from "../parameters.js";
 import { mixExperts } from "./expert-dispatch.js";
@@ -152,7 +153,7 @@ export class V4Moe implements FeedForward {
     const { numExperts: E, topK: k, intermediateSize: I, swigluLimit: limit } = this.spec;
     const H = this.router.cols;
     const T = h.length / H;
-    const logits = new Float32Array(T * E);
+    const logits = stepArray(ctx, Float32Array, T * E);
     pool.matmul(h, T, this.router, logits);
     const table = this.table;
     const routes: Routing[] = Array.from({ length: T }, (_, t) => {
@@ -164,16 +165,20 @@ export class V4Moe implements FeedForward {
         this.routing,
       );
     });
-    const run = (e: number, x: Float32Array, n: number) => {
-      const gateUp = new Float32Array(n * 2 * I);
+    // Every expert's rows lie at its place among the T x k (token, rank) pairs of one buffer each.
+    const gateUps = stepArray(ctx, Float32Array, T * k * 2 * I);
+    const acts = stepArray(ctx, Float32Array, T * k * I);
+    const ys = stepArray(ctx, Float32Array, T * k * H);
+    const run = (e: number, x: Float32Array, n: number, first: number) => {
+      const gateUp = gateUps.subarray(first * 2 * I, (first + n) * 2 * I);
       pool.matmul(x, n, this.gateUp[e] as Weight, gateUp);
-      const act = limitedSwiglu(gateUp, n, I, limit);
-      const y = new Float32Array(n * H);
+      const act = limitedSwiglu(gateUp, n, I, limit, acts.subarray(first * I, (first + n) * I));
+      const y = ys.subarray(first * H, (first + n) * H);
       pool.matmul(act, n, this.down[e] as Weight, y);
       return y;
     };
-    const out = this.shared.run(h, T, pool);
-    mixExperts(h, T, H, E, routes, run, out);
+    const out = this.shared.run(h, T, pool, ctx);
+    mixExperts(h, T, H, E, routes, run, out, ctx);
     return out;
   }
 }
@@ -182,8 +187,13 @@ export class V4Moe implements FeedForward {
  * DeepSeek-V4's expert activation on gate_up [n, 2I] (gate columns, then up columns):
  * silu(min(gate, limit)) x clamp(up, -limit, limit), [n, I], each value in float64 rounded once.
  */
-export function limitedSwiglu(gateUp: Float32Array, n: number, I: number, limit: number): Float32Array {
-  const out = new Float32Array(n * I);
+export function limitedSwiglu(
+  gateUp: Float32Array,
+  n: number,
+  I: number,
+  limit: number,
+  out = new Float32Array(n * I),
+): Float32Array {
   for (let t = 0; t < n; t++) {
     for (let i = 0; i < I; i++) {
       const g = Math.min(gateUp[t * 2 * I + i] as number, limit);

@@ -1,6 +1,7 @@
 import { rmsNorm } from "../../kernels/rmsnorm.js";
 import type { WeightSource } from "../../loader/weight-source.js";
 import type { Connection, ResidualStream } from "../../model/model.js";
+import { type ScratchHolder, stepArray } from "../../model/step-scratch.js";
 import { bindParameters, f32Param, type ParameterDecl } from "../parameters.js";
 import {
   collapseStreams,
@@ -66,14 +67,14 @@ export class MhcResidual implements ResidualStream {
     return new MhcResidual(config, hidden, bindParameters(w, head), siteNames(head));
   }
 
-  expand(x: Float32Array, T: number): Float32Array {
-    const X = new Float32Array(T * this.streams * this.hidden);
+  expand(x: Float32Array, T: number, ctx: ScratchHolder): Float32Array {
+    const X = stepArray(ctx, Float32Array, T * this.streams * this.hidden);
     replicateToStreams(x, T, this.streams, this.hidden, X);
     return X;
   }
 
-  collapse(X: Float32Array, R: number): Float32Array {
-    const out = new Float32Array(R * this.hidden);
+  collapse(X: Float32Array, R: number, ctx: ScratchHolder): Float32Array {
+    const out = stepArray(ctx, Float32Array, R * this.hidden);
     hyperHead(X, this.head, this.config, R, this.hidden, out);
     return out;
   }
@@ -115,18 +116,18 @@ export class MhcConnection implements Connection {
     return new MhcConnection(config, weights, norm, normEps, normTensor, siteNames(parameters));
   }
 
-  apply(X: Float32Array, T: number, block: (h: Float32Array) => Float32Array): void {
+  apply(X: Float32Array, T: number, block: (h: Float32Array) => Float32Array, ctx: ScratchHolder): void {
     const n = this.config.streams;
     const H = this.norm.length;
-    const pre = new Float32Array(T * n);
-    const post = new Float32Array(T * n);
-    const comb = new Float32Array(T * n * n);
+    const pre = stepArray(ctx, Float32Array, T * n);
+    const post = stepArray(ctx, Float32Array, T * n);
+    const comb = stepArray(ctx, Float32Array, T * n * n);
     hyperConnectionWeights(X, this.weights, this.config, T, H, pre, post, comb);
-    const h = new Float32Array(T * H);
+    const h = stepArray(ctx, Float32Array, T * H);
     collapseStreams(X, pre, T, n, H, h);
     rmsNorm(h, T, H, this.norm, this.normEps);
     const y = block(h);
-    const next = new Float32Array(X.length);
+    const next = stepArray(ctx, Float32Array, X.length);
     expandStreams(y, X, post, comb, T, n, H, next);
     X.set(next);
   }

@@ -1,0 +1,128 @@
+/**
+ * Decoder replay against the unplanned decode step: a port's tiny reference model on two engines in
+ * one process, `replay=off` (A) and `replay=on` (B), measured in balanced blocks (ABBA, then BAAB,
+ * alternating) so the machine's drift falls on neither arm. A trial sends `--streams` greedy
+ * requests at once, each a `--prompt`-token slice of the corpus decoding `--decode` tokens, and
+ * times decode from the step that gave every stream its first token to the last token: tokens per
+ * second of wall time and per CPU-second of the process (all threads), which a loaded machine
+ * disturbs less. Prints each block's B/A ratio, then per figure the ratio with its 95% interval
+ * (blockedRatioInterval: trials compared within their block) and abVerdict's verdict. Both arms
+ * must decode the same tokens (the run stops otherwise).
+ *
+ *   npx tsx bench/decode-replay.ts [--port deepseek-v4.1-flash] [--streams 1] [--prompt 200]
+ *     [--decode 128] [--blocks 6] [--threads 2]
+ */
+import { availableParallelism } from "node:os";
+import { type BlockTrials, blockedRatioInterval } from "../src/bench/stats.js";
+import { Engine } from "../src/engine/index.js";
+import { abVerdict } from "../src/records/interval.js";
+import { portReference } from "../test/helpers/port-reference.js";
+import { benchArgs } from "./args.js";
+
+const args = benchArgs(import.meta.url, {
+  port: { type: "string", default: "deepseek-v4.1-flash" },
+  streams: { type: "string", default: "1" },
+  prompt: { type: "string", default: "200" },
+  decode: { type: "string", default: "128" },
+  blocks: { type: "string", default: "6" },
+  threads: { type: "string", default: String(Math.min(2, availableParallelism())) },
+});
+const streams = Number(args.streams);
+const promptTokens = Number(args.prompt);
+const decodeTokens = Number(args.decode);
+const blockCount = Number(args.blocks);
+const threads = Number(args.threads);
+
+const ref = await portReference(args.port);
+const model = ref.referenceModel();
+const text = model.tokenizer.encode(ref.corpus.slice(0, 40 * (promptTokens + streams)));
+const prompts = Array.from({ length: streams }, (_, i) => text.slice(i, i + promptTokens));
+const engineOf = (replay: string) =>
+  new Engine(model, {
+    threads,
+    maxNumSeqs: streams,
+    maxModelLen: promptTokens + decodeTokens + 8,
+    switches: { replay },
+  });
+const engines = { off: engineOf("off"), on: engineOf("on") };
+
+interface Rates {
+  readonly decode: number;
+  readonly decodeCpu: number;
+  readonly tokens: string;
+}
+
+const cpuSeconds = () => {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1e6;
+};
+
+/** One trial: every stream's decode rate together, and the tokens they gave. */
+async function measure(engine: Engine): Promise<Rates> {
+  let started = 0;
+  let firsts = 0;
+  let cpuStart = 0;
+  let last = 0;
+  let n = 0;
+  const tokens = await Promise.all(
+    prompts.map(async (prompt) => {
+      const ids: number[] = [];
+      for await (const out of engine.submit({
+        promptTokenIds: prompt,
+        maxTokens: decodeTokens,
+        ignoreEos: true,
+        sampling: { temperature: 0 },
+      })) {
+        if (!out.token) continue;
+        ids.push(out.token.tokenId);
+        last = performance.now();
+        if (ids.length === 1 && ++firsts === streams) {
+          started = last;
+          cpuStart = cpuSeconds();
+        } else if (firsts === streams) n++;
+      }
+      return ids;
+    }),
+  );
+  const cpuLast = cpuSeconds();
+  return {
+    decode: n / ((last - started) / 1000),
+    decodeCpu: n / (cpuLast - cpuStart),
+    tokens: JSON.stringify(tokens),
+  };
+}
+
+for (const e of Object.values(engines)) await measure(e); // warm-up: JIT, kernels, plans
+const KEYS = ["decode", "decodeCpu"] as const;
+const blocks = { decode: [] as BlockTrials[], decodeCpu: [] as BlockTrials[] };
+console.log(
+  `${args.port}: ${streams} streams, prompt ${promptTokens}, decode ${decodeTokens}, ${threads} threads, ${blockCount} blocks (ABBA, BAAB, ...; A replay=off, B replay=on)`,
+);
+let expected: string | undefined;
+for (let b = 0; b < blockCount; b++) {
+  const order = (b % 2 === 0 ? ["off", "on", "on", "off"] : ["on", "off", "off", "on"]) as ("off" | "on")[];
+  const got: Record<"off" | "on", Rates[]> = { off: [], on: [] };
+  for (const arm of order) {
+    const rates = await measure(engines[arm]);
+    expected ??= rates.tokens;
+    if (rates.tokens !== expected) throw new Error(`replay=${arm} decoded other tokens than the first trial`);
+    got[arm].push(rates);
+  }
+  const line = KEYS.map((k) => {
+    const trials = { a: got.off.map((r) => r[k]), b: got.on.map((r) => r[k]) };
+    blocks[k].push(trials);
+    const mean = (xs: number[]) => Math.exp(xs.reduce((s, x) => s + Math.log(x), 0) / xs.length);
+    return `${k} ${mean(trials.a).toFixed(1)} -> ${mean(trials.b).toFixed(1)} (${(mean(trials.b) / mean(trials.a)).toFixed(3)}x)`;
+  });
+  console.log(`block ${b + 1} (${order.map((a) => (a === "off" ? "A" : "B")).join("")}): ${line.join(", ")}`);
+}
+const counts = engines.on.replayCounts;
+await Promise.all(Object.values(engines).map((e) => e.close()));
+console.log(`replay=on planned ${counts.plans} decode shapes and replayed ${counts.replayedSteps} steps`);
+console.log("tok/s of wall time (decode) and tok per CPU-second (decodeCpu), every stream's tokens counted");
+for (const key of KEYS) {
+  const { estimate, low, high, df } = blockedRatioInterval(blocks[key]);
+  console.log(
+    `${key} on/off: ${estimate.toFixed(3)}x, 95% interval ${low.toFixed(3)}x to ${high.toFixed(3)}x (df ${df}): ${abVerdict([low, high])}`,
+  );
+}
