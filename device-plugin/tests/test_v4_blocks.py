@@ -18,7 +18,7 @@ from port_configs import reference_config
 from safetensors.torch import load_file
 
 from bringup_vllm.config_check import Config, UnsupportedConfigError
-from bringup_vllm.v4 import FAMILY, V4Reference, checked, layer_specs, rotate
+from bringup_vllm.v4 import FAMILY, V4Reference, checked, frequencies, layer_specs, rotate
 
 PORT = "deepseek-v4.1-flash"
 # float32 blocks against the engine's (float64 inside its kernels, float32 between blocks).
@@ -69,7 +69,8 @@ def test_the_legacy_ratios_read_as_the_layer_types():
         ("num_key_value_heads", 2),
         ("n_shared_experts", 2),
         ("scoring_func", "sigmoid"),
-        ("rope_scaling", {"type": "yarn", "factor": 4}),
+        ("rope_scaling", {"type": "linear", "factor": 4}),
+        ("rope_scaling", {"type": "yarn"}),
         ("o_groups", 3),
         ("num_experts_per_tok", 9),
         ("layer_types", ["sliding_attention"]),
@@ -84,11 +85,29 @@ def test_an_unserved_value_is_refused_by_name(name, value):
 def test_the_inverse_rotation_undoes_the_rotation():
     torch.manual_seed(0)
     x, pos = torch.randn(7, 3, 8), torch.arange(7) * 5
-    back = rotate(rotate(x, pos, 10_000.0), pos, 10_000.0, inverse=True)
+    freq = frequencies(8, 10_000.0)
+    back = rotate(rotate(x, pos, freq), pos, freq, inverse=True)
     torch.testing.assert_close(back, x)
     # Pair (0, 1) at position 1 turns by one radian at the lowest frequency.
-    one = rotate(torch.tensor([[1.0, 0.0]]), torch.tensor([1]), 10_000.0)
+    one = rotate(torch.tensor([[1.0, 0.0]]), torch.tensor([1]), frequencies(2, 10_000.0))
     torch.testing.assert_close(one, torch.tensor([[math.cos(1.0), math.sin(1.0)]]))
+
+
+def test_the_compressed_layers_yarn_is_transformers():
+    # transformers' own DeepSeek-V4 rotary embedding, an independent reading of the same config:
+    # YaRN on the compressed layers only, attention factor forced to 1.
+    from transformers.models.deepseek_v4.configuration_deepseek_v4 import DeepseekV4Config
+    from transformers.models.deepseek_v4.modeling_deepseek_v4 import DeepseekV4RotaryEmbedding
+
+    yarn = {"type": "yarn", "factor": 16, "original_max_position_embeddings": 512}
+    hf = DeepseekV4RotaryEmbedding(
+        DeepseekV4Config(**(reference_config(PORT) | {"rope_scaling": yarn}))
+    )
+    specs = layer_specs(v4(rope_scaling=yarn))
+    assert hf.compress_attention_scaling == 1.0
+    torch.testing.assert_close(specs[1].freq.float(), hf.compress_inv_freq)
+    torch.testing.assert_close(specs[0].freq.float(), hf.main_inv_freq)
+    assert not torch.equal(specs[1].freq, layer_specs(v4())[1].freq)
 
 
 def test_every_block_matches_the_engine():

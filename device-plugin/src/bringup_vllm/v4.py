@@ -11,8 +11,9 @@ names (`model.layers.N.self_attn.*`, `.mlp.*`, `.attn_hc.*`, `.ffn_hc.*`, `model
   indexer's `index_topk` best compressed rows (compressed sparse, overlapping windows); one key
   head shared by every query head and also the value (K = V); queries through a low-rank latent
   and an unweighted per-head norm; the trailing `qk_rope_head_dim` features rotated in adjacent
-  pairs and rotated back on the output; a learned sink per head in the softmax; the grouped output
-  projection (`o_groups` x `o_lora_rank`, then o_b_proj);
+  pairs and rotated back on the output (`rope_theta` in sliding layers, `compress_rope_theta`
+  with `rope_scaling`'s YaRN, attention factor 1, in the others); a learned sink per head in
+  the softmax; the grouped output projection (`o_groups` x `o_lora_rank`, then o_b_proj);
 - mHC between the sub-layers (mhc.py);
 - MoE with sqrt(softplus) scores: top-k of score + e_score_correction_bias, or in the first
   `num_hash_layers` (or `mlp_layer_types` "hash_moe") the experts `tid2eid` gives the token id;
@@ -66,8 +67,11 @@ def checked(c: Config) -> Config:
     c.require("hidden_act", (None, "silu"), "the experts use SwiGLU")
     c.require("scoring_func", (None, "sqrtsoftplus"), "V4 scores experts by sqrt(softplus)")
     c.require("topk_method", (None, "noaux_tc"), "top-k with the score-correction bias, no groups")
-    # The compressed layers' YaRN (attention factor 1) is in the engine but not written here yet.
-    c.require("rope_scaling", (None,), "YaRN on the compressed layers is not in the plugin yet")
+    scaling = c.get("rope_scaling")
+    if scaling is not None:
+        kind = scaling.get("rope_type", scaling.get("type", "default"))
+        if kind not in ("default", "yarn") or (kind == "yarn" and scaling.get("factor") is None):
+            c.refuse("rope_scaling", "V4 scales its compressed layers with yarn, given a factor")
     for name in (
         "hidden_size",
         "num_hidden_layers",
@@ -97,12 +101,47 @@ def checked(c: Config) -> Config:
 class LayerSpec:
     kind: str  # "sliding", "csa" or "hca"
     ratio: int  # positions per compressed row; 0 when sliding
-    theta: float
+    freq: torch.Tensor  # the rotated pairs' inverse frequencies, float64
     hash_routed: bool
 
 
+def frequencies(
+    rope: int, theta: float, yarn: dict[str, Any] | None = None, max_position: int = 1_048_576
+) -> torch.Tensor:
+    """RoPE's inverse frequencies for `rope` rotated features, float64; with `yarn` (a
+    rope_scaling of type yarn) those of HF's `_compute_yarn_parameters` (correction range rounded
+    outwards), as the engine's kernels/rope.ts; V4 forces the attention factor to 1, so cos and
+    sin are not scaled."""
+    freq = 1.0 / theta ** (torch.arange(0, rope, 2, dtype=torch.float64) / rope)
+    if yarn is None:
+        return freq
+    factor = float(yarn["factor"])
+    original = float(yarn.get("original_max_position_embeddings") or max_position)
+
+    def correction(rotations: float) -> float:
+        return rope * math.log(original / (rotations * 2 * math.pi)) / (2 * math.log(theta))
+
+    fast, slow = (yarn.get(k) for k in ("beta_fast", "beta_slow"))
+    low = max(math.floor(correction(32.0 if fast is None else float(fast))), 0)
+    high = min(math.ceil(correction(1.0 if slow is None else float(slow))), rope - 1)
+    span = high - low if high != low else 0.001
+    ramp = ((torch.arange(rope // 2, dtype=torch.float64) - low) / span).clamp(0, 1)
+    return freq / factor * ramp + freq * (1 - ramp)
+
+
+def rope_dim(c: Config) -> int:
+    """The rotated features: `qk_rope_head_dim`, else head_dim x `partial_rotary_factor`."""
+    d = int(c.need("head_dim"))
+    rope = c.get("qk_rope_head_dim")
+    if rope is None:
+        rope = round(d * float(c.get("partial_rotary_factor", 64 / 512)))
+    if int(rope) % 2 or int(rope) > d:
+        c.refuse("qk_rope_head_dim", f"even and at most head_dim {d}")
+    return int(rope)
+
+
 def layer_specs(c: Config) -> list[LayerSpec]:
-    """Each layer's attention kind, ratio, RoPE base and routing, as parseV4Config reads them."""
+    """Each layer's attention kind, ratio, RoPE and routing, as parseV4Config reads them."""
     layers = int(c.need("num_hidden_layers"))
     rates = c.get("compress_rates") or {}
     csa = int(rates.get("compressed_sparse_attention") or c.get("compress_rate_csa", 4))
@@ -127,13 +166,22 @@ def layer_specs(c: Config) -> list[LayerSpec]:
         hashed = [t == "hash_moe" for t in mlp[:layers]]
     else:
         hashed = [i < int(c.get("num_hash_layers", 3)) for i in range(layers)]
-    theta = float(c.get("rope_theta", 10_000))
-    compress_theta = float(c.get("compress_rope_theta", 160_000))
+    rope = rope_dim(c)
+    sliding = frequencies(rope, float(c.get("rope_theta", 10_000)))
+    # YaRN scales the compressed layers only (HF's "compress" rope parameters).
+    scaling = c.get("rope_scaling")
+    yarn = scaling if scaling and scaling.get("rope_type", scaling.get("type")) == "yarn" else None
+    compressed = frequencies(
+        rope,
+        float(c.get("compress_rope_theta", 160_000)),
+        yarn,
+        int(c.get("max_position_embeddings", 1_048_576)),
+    )
     return [
         LayerSpec(
             k,
             {"sliding": 0, "csa": csa, "hca": hca}[k],
-            theta if k == "sliding" else compress_theta,
+            sliding if k == "sliding" else compressed,
             h,
         )
         for k, h in zip(kinds, hashed, strict=True)
@@ -141,13 +189,12 @@ def layer_specs(c: Config) -> list[LayerSpec]:
 
 
 def rotate(
-    x: torch.Tensor, positions: torch.Tensor, theta: float, inverse: bool = False
+    x: torch.Tensor, positions: torch.Tensor, freq: torch.Tensor, inverse: bool = False
 ) -> torch.Tensor:
-    """RoPE on x [T, ..., r] at `positions` [T], features (2i, 2i+1) paired (DeepSeek's complex
-    form, the engine's rotateAdjacentPairs); `inverse` rotates back by -position. The
-    `rope-pairing` fault pairs i with i + r/2 instead."""
+    """RoPE on x [T, ..., r] at `positions` [T] with inverse frequencies `freq` [r/2], features
+    (2i, 2i+1) paired (DeepSeek's complex form, the engine's rotateAdjacentPairs); `inverse`
+    rotates back by -position. The `rope-pairing` fault pairs i with i + r/2 instead."""
     r = x.shape[-1]
-    freq = 1.0 / theta ** (torch.arange(0, r, 2, dtype=torch.float64) / r)
     angle = positions.to(torch.float64)[:, None] * freq
     shape = (x.shape[0],) + (1,) * (x.dim() - 2) + (r // 2,)
     cos = angle.cos().float().view(shape)
@@ -159,9 +206,11 @@ def rotate(
     return torch.stack([a * cos - b * sin, a * sin + b * cos], -1).flatten(-2)
 
 
-def rotate_tail(x: torch.Tensor, rope: int, positions: torch.Tensor, theta: float) -> torch.Tensor:
+def rotate_tail(
+    x: torch.Tensor, rope: int, positions: torch.Tensor, freq: torch.Tensor
+) -> torch.Tensor:
     """x with its trailing `rope` features rotated at `positions`."""
-    return torch.cat([x[..., :-rope], rotate(x[..., -rope:], positions, theta)], -1)
+    return torch.cat([x[..., :-rope], rotate(x[..., -rope:], positions, freq)], -1)
 
 
 def _previous(windows: torch.Tensor, fill: float) -> torch.Tensor:
@@ -179,12 +228,7 @@ class V4Reference:
         self.eps = float(c.get("rms_norm_eps", 1e-6))
         self.hidden = int(c.need("hidden_size"))
         self.heads, self.head_dim = int(c.need("num_attention_heads")), int(c.need("head_dim"))
-        rope = c.get("qk_rope_head_dim")
-        if rope is None:
-            rope = round(self.head_dim * float(c.get("partial_rotary_factor", 64 / 512)))
-        self.rope = int(rope)
-        if self.rope % 2 or self.rope > self.head_dim:
-            c.refuse("qk_rope_head_dim", f"even and at most head_dim {self.head_dim}")
+        self.rope = rope_dim(c)
         self.window = int(c.need("sliding_window"))
         self.groups, self.group_rank = int(c.need("o_groups")), int(c.need("o_lora_rank"))
         self.index_heads, self.index_dim = (
@@ -271,9 +315,9 @@ class V4Reference:
         pos = torch.arange(T)
         latent = rms_norm(x @ w[f"{p}.q_a_proj.weight"].t(), w[f"{p}.q_a_norm.weight"], self.eps)
         q = rms_norm((latent @ w[f"{p}.q_b_proj.weight"].t()).view(T, nh, d), None, self.eps)
-        q = rotate_tail(q, r, pos, spec.theta)
+        q = rotate_tail(q, r, pos, spec.freq)
         kv = rms_norm(x @ w[f"{p}.kv_proj.weight"].t(), w[f"{p}.kv_norm.weight"], self.eps)
-        kv = rotate_tail(kv, r, pos, spec.theta)
+        kv = rotate_tail(kv, r, pos, spec.freq)
         # Which keys each query reads: its window, then (compressed layers) closed rows.
         window = (pos[None, :] <= pos[:, None]) & (pos[None, :] > pos[:, None] - self.window)
         keys, mask = kv, window
@@ -288,7 +332,7 @@ class V4Reference:
         sinks = w[f"{p}.sinks"].double().view(nh, 1, 1).expand(nh, T, 1)
         probs = torch.cat([logits, sinks], -1).softmax(-1)[..., :-1]
         out = torch.einsum("htk,kd->thd", probs, keys.double()).float()
-        out = torch.cat([out[..., :-r], rotate(out[..., -r:], pos, spec.theta, inverse=True)], -1)
+        out = torch.cat([out[..., :-r], rotate(out[..., -r:], pos, spec.freq, inverse=True)], -1)
         # The grouped output projection: each group of heads through its o_a_proj rows.
         g, rank = self.groups, self.group_rank
         o_a = w[f"{p}.o_a_proj.weight"].view(g, rank, -1)
@@ -312,7 +356,7 @@ class V4Reference:
             c = torch.cat([_previous(c[..., :width], 0.0), c[..., width:]], 1)
         pooled = (z.double().softmax(1) * c.double()).sum(1).float()
         rows = rms_norm(pooled, w[f"{p}.kv_norm.weight"], self.eps)
-        return rotate_tail(rows, self.rope, torch.arange(n) * ratio, spec.theta)
+        return rotate_tail(rows, self.rope, torch.arange(n) * ratio, spec.freq)
 
     def indexer_choice(
         self, p: str, x: torch.Tensor, latent: torch.Tensor, spec: LayerSpec
@@ -325,7 +369,7 @@ class V4Reference:
         pos = torch.arange(T)
         keys = self.compressed(ix, x, d, spec, overlap=True)
         q = (latent @ self.w[f"{ix}.q_b_proj.weight"].t()).view(T, nh, d)
-        q = rotate_tail(q, self.rope, pos, spec.theta)
+        q = rotate_tail(q, self.rope, pos, spec.freq)
         weight = (x @ self.w[f"{ix}.weights_proj.weight"].t()).double() / math.sqrt(nh)
         dots = torch.einsum("thd,sd->ths", q.double(), keys.double()).clamp(min=0) / math.sqrt(d)
         scores = torch.einsum("th,ths->ts", weight, dots)
