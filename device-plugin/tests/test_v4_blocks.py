@@ -37,14 +37,17 @@ def reference(dump: EngineDump) -> V4Reference:
     return V4Reference.from_checkpoint(dump.config, tensors.items())
 
 
-def run_blocks() -> list[BlockResult]:
+def run_blocks(steps: bool = False) -> list[BlockResult]:
+    """Each block on the engine's input to it; `steps`: the mixers as the engine ran them (the
+    prompt at once, then each decode token through the cache), else the whole sequence at once."""
     dump = engine_dump(PORT)
     model = reference(dump)
 
     def block(site: str):
         _, index, part = site.split(".")
         if part == "mixer":
-            return model.mixer_block(int(index))
+            layer = int(index)
+            return model.mixer_in_steps(layer, dump.prefill) if steps else model.mixer_block(layer)
         return model.ffn_block(int(index), dump.input_ids)
 
     with torch.no_grad():
@@ -110,11 +113,13 @@ def test_the_compressed_layers_yarn_is_transformers():
     assert not torch.equal(specs[1].freq, layer_specs(v4())[1].freq)
 
 
-def test_every_block_matches_the_engine():
-    results = run_blocks()
+@pytest.mark.parametrize("steps", [False, True], ids=["whole-sequence", "prefill-then-decode"])
+def test_every_block_matches_the_engine(steps):
+    results = run_blocks(steps)
     dump = engine_dump(PORT)
-    print(f"\n{PORT}:\n{report(results)}")
-    write_report(dump, "prefill-and-decode", results)
+    variant = "prefill-then-decode" if steps else "whole-sequence"
+    print(f"\n{PORT} ({variant}):\n{report(results)}")
+    write_report(dump, variant, results)
     assert len(results) == 2 + 2 * dump.num_layers
     assert all(r.passed for r in results), report(results)
 
@@ -144,6 +149,28 @@ def test_the_indexers_choice_is_checked():
             )
             diff = everything.mixer_block(layer)(before) - dump.tensors[f"layers.{layer}.mixer"]
             assert (diff.abs().max().item() > TOLERANCE) == (spec.kind == "csa"), layer
+
+
+def test_chunks_through_the_cache_give_the_whole_sequences_attention():
+    # Any split of the rows, each chunk reading the cache the ones before it left, computes what
+    # the whole sequence at once does; the cache keeps the window's keys and only the open
+    # windows' projections (the compressed rows grow, one per ratio positions).
+    dump = engine_dump(PORT)
+    model = reference(dump)
+    x = torch.randn(
+        dump.input_ids.shape[0], model.hidden, generator=torch.Generator().manual_seed(0)
+    )
+    with torch.no_grad():
+        for layer, spec in enumerate(model.specs):
+            whole, _ = model.attention(layer, x)
+            cache, rows = None, []
+            for chunk in x.split([37, 1, 1, 30, 35]):
+                out, cache = model.attention(layer, chunk, cache)
+                rows.append(out)
+                assert cache.keys.shape[0] <= model.window
+                if cache.pending is not None:
+                    assert cache.pending.c.shape[0] < 2 * spec.ratio
+            torch.testing.assert_close(torch.cat(rows), whole, rtol=0, atol=1e-6)
 
 
 def test_the_whole_stack_matches_the_engines_logits():

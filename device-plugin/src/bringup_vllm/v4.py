@@ -21,10 +21,11 @@ names (`model.layers.N.self_attn.*`, `.mlp.*`, `.attn_hc.*`, `.ffn_hc.*`, `model
   `swiglu_limit` (gate above, up both ways); one unclamped shared expert; experts stored MXFP4
   (`*_blocks`/`*_scales`, decoded by mxfp4.py).
 
-Whole-sequence form only: each block takes one sequence's rows from position 0 (the prompt and the
-tokens decoded after it) and computes every row at once, which is what the engine's prefill and
-single-token decode steps compute over its caches. That is enough for the block check; an
-incremental decode with V4's caches is not written here.
+The attention runs over a chunk of one sequence's rows with the cache the rows before it left
+(AttentionCache: the window's keys, the compressed rows, the compressors' pending projections):
+the whole sequence at once from an empty cache, or a prefill and then one token at a time, as the
+engine's steps (`mixer_in_steps`). Its tensors grow with the sequence (plain PyTorch, not vLLM's
+paged cache).
 
 vLLM does not serve this port with the plugin: vLLM 0.32's own DeepseekV4ForCausalLM cannot load
 the tiny checkpoint ("'DeepseekV4Config' object has no attribute 'compress_ratios'"; with
@@ -218,6 +219,30 @@ def _previous(windows: torch.Tensor, fill: float) -> torch.Tensor:
     return torch.cat([torch.full_like(windows[:1], fill), windows[:-1]])
 
 
+@dataclass(frozen=True)
+class Pending:
+    """A compressor's projections (values c, gate logits z) of positions start.. that rows still
+    to close will read: the open window, and with overlap the whole one before it."""
+
+    c: torch.Tensor
+    z: torch.Tensor
+    start: int
+
+
+@dataclass(frozen=True)
+class AttentionCache:
+    """One layer's state for one sequence after `length` positions: the window's rotated keys
+    (K = V), the compressed rows so far and their compressor's pending projections, and the
+    indexer's keys and pending projections (compressed sparse layers)."""
+
+    length: int
+    keys: torch.Tensor
+    rows: torch.Tensor | None = None
+    pending: Pending | None = None
+    index_rows: torch.Tensor | None = None
+    index_pending: Pending | None = None
+
+
 class V4Reference:
     """The DeepSeek-V4 stack as plain-PyTorch blocks over a checkpoint's tensors (float32)."""
 
@@ -282,7 +307,28 @@ class V4Reference:
 
     def mixer_block(self, layer: int) -> Callable[[torch.Tensor], torch.Tensor]:
         p = f"model.layers.{layer}"
-        return self._site(f"{p}.attn_hc", f"{p}.input_layernorm.weight", self.attention_of(layer))
+        return self._site(
+            f"{p}.attn_hc", f"{p}.input_layernorm.weight", lambda x: self.attention(layer, x)[0]
+        )
+
+    def mixer_in_steps(self, layer: int, prefill: int) -> Callable[[torch.Tensor], torch.Tensor]:
+        """Layer `layer`'s mixer as the engine ran it: the first `prefill` rows at once, then each
+        later row alone, attending through the cache the rows before it left."""
+        p = f"model.layers.{layer}"
+        connection, norm = self._connection(f"{p}.attn_hc"), self.w[f"{p}.input_layernorm.weight"]
+
+        def block(streams: torch.Tensor) -> torch.Tensor:
+            cache: AttentionCache | None = None
+
+            def attend(h: torch.Tensor) -> torch.Tensor:
+                nonlocal cache
+                out, cache = self.attention(layer, h, cache)
+                return out
+
+            steps = [streams[:prefill], *streams[prefill:].split(1)]
+            return torch.cat([connection(step, norm, attend) for step in steps])
+
+        return block
 
     def ffn_block(self, layer: int, ids: torch.Tensor) -> Callable[[torch.Tensor], torch.Tensor]:
         """Layer `layer`'s experts; `ids` are the rows' token ids (hash layers route by them)."""
@@ -294,39 +340,60 @@ class V4Reference:
     def _site(
         self, site: str, norm: str, block: Callable[[torch.Tensor], torch.Tensor]
     ) -> Callable[[torch.Tensor], torch.Tensor]:
+        connection = self._connection(site)
+        return lambda streams: connection(streams, self.w[norm], block)
+
+    def _connection(self, site: str) -> HyperConnection:
         connection = HyperConnection(self.mhc, self.hidden)
         connection.load_state_dict(self._under(f"{site}."))
-        return lambda streams: connection(streams, self.w[norm], block)
+        return connection
 
     def _under(self, prefix: str) -> dict[str, torch.Tensor]:
         return {k[len(prefix) :]: v for k, v in self.w.items() if k.startswith(prefix)}
 
     # Attention.
 
-    def attention_of(self, layer: int) -> Callable[[torch.Tensor], torch.Tensor]:
-        return lambda x: self.attention(layer, x)
-
-    def attention(self, layer: int, x: torch.Tensor) -> torch.Tensor:
-        """One sequence's attention over x [T, hidden] (the normed block input) at 0..T-1."""
+    def attention(
+        self, layer: int, x: torch.Tensor, cache: "AttentionCache | None" = None
+    ) -> tuple[torch.Tensor, "AttentionCache"]:
+        """One sequence's attention over x [T, hidden] (the normed block input): its rows are
+        positions cache.length onward (0 without a cache: the whole sequence at once). Returns the
+        output and the cache after them: the window's keys, the compressed rows, and the
+        projections of positions whose rows are still open."""
         spec = self.specs[layer]
         p = f"model.layers.{layer}.self_attn"
         w = self.w
         T, nh, d, r = x.shape[0], self.heads, self.head_dim, self.rope
-        pos = torch.arange(T)
+        start = cache.length if cache else 0
+        pos = torch.arange(start, start + T)
         latent = rms_norm(x @ w[f"{p}.q_a_proj.weight"].t(), w[f"{p}.q_a_norm.weight"], self.eps)
         q = rms_norm((latent @ w[f"{p}.q_b_proj.weight"].t()).view(T, nh, d), None, self.eps)
         q = rotate_tail(q, r, pos, spec.freq)
         kv = rms_norm(x @ w[f"{p}.kv_proj.weight"].t(), w[f"{p}.kv_norm.weight"], self.eps)
         kv = rotate_tail(kv, r, pos, spec.freq)
+        keys = torch.cat([cache.keys, kv]) if cache else kv
+        key_pos = torch.arange(start + T - keys.shape[0], start + T)
         # Which keys each query reads: its window, then (compressed layers) closed rows.
-        window = (pos[None, :] <= pos[:, None]) & (pos[None, :] > pos[:, None] - self.window)
-        keys, mask = kv, window
+        mask = (key_pos[None, :] <= pos[:, None]) & (key_pos[None, :] > pos[:, None] - self.window)
+        after = AttentionCache(start + T, keys[-self.window :])
         if spec.kind != "sliding":
-            rows = self.compressed(f"{p}.compressor", x, d, spec, spec.kind == "csa")
+            rows, pending = self.compress(
+                f"{p}.compressor",
+                x,
+                d,
+                spec,
+                spec.kind == "csa",
+                cache.pending if cache else None,
+                start,
+            )
+            rows = torch.cat([cache.rows, rows]) if cache and cache.rows is not None else rows
             closed = torch.arange(rows.shape[0])[None, :] < ((pos + 1) // spec.ratio)[:, None]
+            after = AttentionCache(start + T, after.keys, rows, pending)
             if spec.kind == "csa":
-                closed = closed & self.indexer_choice(p, x, latent, spec)
-            keys, mask = torch.cat([kv, rows]), torch.cat([window, closed], 1)
+                chosen, index = self.indexer_choice(p, x, latent, spec, pos, closed, cache)
+                closed = closed & chosen
+                after = AttentionCache(start + T, after.keys, rows, pending, *index)
+            keys, mask = torch.cat([keys, rows]), torch.cat([mask, closed], 1)
         logits = torch.einsum("thd,kd->htk", q.double(), keys.double()) / math.sqrt(d)
         logits = logits.masked_fill(~mask, -math.inf)
         sinks = w[f"{p}.sinks"].double().view(nh, 1, 1).expand(nh, T, 1)
@@ -337,48 +404,77 @@ class V4Reference:
         g, rank = self.groups, self.group_rank
         o_a = w[f"{p}.o_a_proj.weight"].view(g, rank, -1)
         mid = torch.einsum("tgp,grp->tgr", out.reshape(T, g, -1), o_a).reshape(T, g * rank)
-        return mid @ w[f"{p}.o_b_proj.weight"].t()
+        return mid @ w[f"{p}.o_b_proj.weight"].t(), after
 
-    def compressed(
-        self, p: str, x: torch.Tensor, width: int, spec: LayerSpec, overlap: bool
-    ) -> torch.Tensor:
-        """The compressor's rows [T // ratio, width]: per feature, a softmax over its slots of gate
-        logits + position_bias weighting the projected values, RMS-normed, rotated at w * ratio.
-        With `overlap`, row w pools window w-1's first half-series and window w's second."""
+    def compress(
+        self,
+        p: str,
+        x: torch.Tensor,
+        width: int,
+        spec: LayerSpec,
+        overlap: bool,
+        pending: "Pending | None",
+        start: int,
+    ) -> tuple[torch.Tensor, "Pending"]:
+        """The compressor over rows x at positions start.. (`pending`: the earlier positions'
+        projections it still needs). Returns the rows whose windows close among them and what
+        the next rows need: per feature, a softmax over a row's slots of gate logits +
+        position_bias weighting the projected values, RMS-normed, rotated at w * ratio. With
+        `overlap`, row w pools window w-1's first half-series and window w's second."""
         w, ratio = self.w, spec.ratio
-        n = x.shape[0] // ratio
-        c = (x @ w[f"{p}.kv_proj.weight"].t())[: n * ratio].view(n, ratio, -1)
-        z = (x @ w[f"{p}.gate_proj.weight"].t())[: n * ratio].view(n, ratio, -1)
-        z = z + w[f"{p}.position_bias"]
+        c = x @ w[f"{p}.kv_proj.weight"].t()
+        z = x @ w[f"{p}.gate_proj.weight"].t()
+        first = 0
+        if pending is not None:
+            c, z, first = torch.cat([pending.c, c]), torch.cat([pending.z, z]), pending.start
+        end = start + x.shape[0]
+        before, closed = start // ratio, end // ratio
+        # Windows first // ratio .. closed - 1 are whole here; with overlap the first of them is
+        # there only as the next one's earlier window (its own row was made before).
+        windows = closed - first // ratio
+        series = c.shape[-1]
+        cw = c[: windows * ratio].view(windows, ratio, series)
+        zw = z[: windows * ratio].view(windows, ratio, series) + w[f"{p}.position_bias"]
         if overlap:
             # Row 0 has no earlier window: its first half's slots weigh nothing.
-            z = torch.cat([_previous(z[..., :width], -math.inf), z[..., width:]], 1)
-            c = torch.cat([_previous(c[..., :width], 0.0), c[..., width:]], 1)
-        pooled = (z.double().softmax(1) * c.double()).sum(1).float()
+            zw = torch.cat([_previous(zw[..., :width], -math.inf), zw[..., width:]], 1)
+            cw = torch.cat([_previous(cw[..., :width], 0.0), cw[..., width:]], 1)
+        pooled = (zw.double().softmax(1) * cw.double()).sum(1).float()
         rows = rms_norm(pooled, w[f"{p}.kv_norm.weight"], self.eps)
-        return rotate_tail(rows, self.rope, torch.arange(n) * ratio, spec.freq)
+        rows = rotate_tail(rows, self.rope, torch.arange(first // ratio, closed) * ratio, spec.freq)
+        keep = max(0, closed - 1 if overlap else closed) * ratio
+        later = Pending(c[keep - first :], z[keep - first :], keep)
+        return rows[before - first // ratio :], later
 
     def indexer_choice(
-        self, p: str, x: torch.Tensor, latent: torch.Tensor, spec: LayerSpec
-    ) -> torch.Tensor:
-        """[T, rows]: the compressed rows the lightning indexer picks for each query, the top-k
-        scores sum_h w_h relu(q_h . k_s) / sqrt(d) among the rows whose window has closed (all of
-        them when at most top-k; a tie goes to the earlier row)."""
+        self,
+        p: str,
+        x: torch.Tensor,
+        latent: torch.Tensor,
+        spec: LayerSpec,
+        pos: torch.Tensor,
+        closed: torch.Tensor,
+        cache: "AttentionCache | None",
+    ) -> tuple[torch.Tensor, tuple[torch.Tensor, "Pending"]]:
+        """[T, rows]: the compressed rows the lightning indexer picks for each query at `pos`, the
+        top-k scores sum_h w_h relu(q_h . k_s) / sqrt(d) among the `closed` rows (all of them
+        when at most top-k; a tie goes to the earlier row); and its keys and pending projections
+        for the cache."""
         ix = f"{p}.compressor.indexer"
         T, nh, d = x.shape[0], self.index_heads, self.index_dim
-        pos = torch.arange(T)
-        keys = self.compressed(ix, x, d, spec, overlap=True)
+        earlier = cache.index_pending if cache else None
+        keys, pending = self.compress(ix, x, d, spec, True, earlier, int(pos[0]))
+        if cache is not None and cache.index_rows is not None:
+            keys = torch.cat([cache.index_rows, keys])
         q = (latent @ self.w[f"{ix}.q_b_proj.weight"].t()).view(T, nh, d)
         q = rotate_tail(q, self.rope, pos, spec.freq)
         weight = (x @ self.w[f"{ix}.weights_proj.weight"].t()).double() / math.sqrt(nh)
         dots = torch.einsum("thd,sd->ths", q.double(), keys.double()).clamp(min=0) / math.sqrt(d)
-        scores = torch.einsum("th,ths->ts", weight, dots)
-        closed = torch.arange(keys.shape[0])[None, :] < ((pos + 1) // spec.ratio)[:, None]
-        scores = scores.masked_fill(~closed, -math.inf)
+        scores = torch.einsum("th,ths->ts", weight, dots).masked_fill(~closed, -math.inf)
         k = min(self.index_topk, keys.shape[0])
         # A stable descending sort keeps the earlier of two equal scores first.
         order = scores.argsort(dim=-1, descending=True, stable=True)[:, :k]
-        return torch.zeros_like(closed).scatter(1, order, True) & closed
+        return torch.zeros_like(closed).scatter(1, order, True) & closed, (keys, pending)
 
     # Mixture of experts.
 
