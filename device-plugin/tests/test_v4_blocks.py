@@ -4,8 +4,8 @@ vLLM does not serve this port (v4.py says why), so each block runs on the engine
 over the tiny checkpoint, a 100-token prompt (past the 32-key window, 25 compressed sparse rows
 so the indexer's top 16 is a real choice, and 3 heavily compressed rows) and 4 decode steps, and
 its output must match the engine's within TOLERANCE in float32. The engine prefilled in 32-row
-steps; the dump joins them. The blocks take the prompt and decode rows as one sequence from
-position 0 (whole-sequence form), which is what the engine's steps compute over its caches.
+steps; the dump joins them. The mixers run both ways: the prompt and decode rows as one sequence
+at once, and as the engine ran them (the prompt, then each decode token through the cache).
 """
 
 import math

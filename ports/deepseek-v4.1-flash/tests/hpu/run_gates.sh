@@ -14,8 +14,9 @@
 #   object has no attribute 'compress_ratios'"; with hf-overrides, "Unsupported head_dim for fused
 #   quant+cache: 16") and keeps its key cache in FP8 where the engine keeps float32, and vLLM has no
 #   mHC or V4 compressor outside that model. No plugin class is registered for the port's
-#   architecture; the blocks are plain PyTorch in whole-sequence (prefill) form, which is what the
-#   block check needs.
+#   architecture; the blocks are plain PyTorch, the attention over a chunk of a sequence with its
+#   own (unpaged) cache: the whole sequence at once, or the prompt and then each decode token, as
+#   the engine ran them.
 # This script serves nothing and runs no gate: it checks that install.sh verified the image's pins,
 # then exits 3 saying so. The port's blocks are checked one by one against bringup's reference
 # engine on the CPU, outside this image, by `bringup device check deepseek-v4.1-flash` (records
@@ -49,5 +50,5 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$expected" ]; then
   exit 2
 fi
 
-printf 'run_gates.sh: vLLM does not serve the device code of port %s, so nothing is served or gated here (%s); its blocks are checked one by one against the reference engine on the CPU by %s (records %s).\n' "$port" 'vLLM 0.32'\''s own DeepseekV4ForCausalLM cannot load the tiny checkpoint ("'\''DeepseekV4Config'\'' object has no attribute '\''compress_ratios'\''"; with hf-overrides, "Unsupported head_dim for fused quant+cache: 16") and keeps its key cache in FP8 where the engine keeps float32, and vLLM has no mHC or V4 compressor outside that model. No plugin class is registered for the port'\''s architecture; the blocks are plain PyTorch in whole-sequence (prefill) form, which is what the block check needs' 'bringup device check deepseek-v4.1-flash' 'deepseek-v4.1-flash/device-blocks' >&2
+printf 'run_gates.sh: vLLM does not serve the device code of port %s, so nothing is served or gated here (%s); its blocks are checked one by one against the reference engine on the CPU by %s (records %s).\n' "$port" 'vLLM 0.32'\''s own DeepseekV4ForCausalLM cannot load the tiny checkpoint ("'\''DeepseekV4Config'\'' object has no attribute '\''compress_ratios'\''"; with hf-overrides, "Unsupported head_dim for fused quant+cache: 16") and keeps its key cache in FP8 where the engine keeps float32, and vLLM has no mHC or V4 compressor outside that model. No plugin class is registered for the port'\''s architecture; the blocks are plain PyTorch, the attention over a chunk of a sequence with its own (unpaged) cache: the whole sequence at once, or the prompt and then each decode token, as the engine ran them' 'bringup device check deepseek-v4.1-flash' 'deepseek-v4.1-flash/device-blocks' >&2
 exit 3
