@@ -151,6 +151,21 @@ def test_the_indexers_choice_is_checked():
             assert (diff.abs().max().item() > TOLERANCE) == (spec.kind == "csa"), layer
 
 
+def test_the_hash_routing_is_checked():
+    # Routing the first layer by top-k as the others (its table ignored) must show at its experts
+    # alone: the block check sees which experts tid2eid gives each token.
+    dump = engine_dump(PORT)
+    model = reference(dump)
+    weights = {k: v for k, v in model.w.items() if not k.endswith(".gate.tid2eid")}
+    weights["model.layers.0.mlp.gate.e_score_correction_bias"] = torch.zeros(model.experts)
+    top_k = V4Reference(v4(num_hash_layers=0), weights)
+    with torch.no_grad():
+        for layer in range(model.num_layers):
+            before, site = dump.tensors[f"layers.{layer}.mixer"], f"layers.{layer}.ffn"
+            diff = (top_k.ffn_block(layer, dump.input_ids)(before) - dump.tensors[site]).abs()
+            assert (diff.max().item() > TOLERANCE) == (layer == 0), layer
+
+
 def test_chunks_through_the_cache_give_the_whole_sequences_attention():
     # Any split of the rows, each chunk reading the cache the ones before it left, computes what
     # the whole sequence at once does; the cache keeps the window's keys and only the open
