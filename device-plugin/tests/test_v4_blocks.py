@@ -74,6 +74,7 @@ def test_the_legacy_ratios_read_as_the_layer_types():
         ("scoring_func", "sigmoid"),
         ("rope_scaling", {"type": "linear", "factor": 4}),
         ("rope_scaling", {"type": "yarn"}),
+        ("rope_parameters", {"main": {"rope_type": "default"}}),
         ("o_groups", 3),
         ("num_experts_per_tok", 9),
         ("layer_types", ["sliding_attention"]),

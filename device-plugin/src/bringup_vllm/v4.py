@@ -68,6 +68,7 @@ def checked(c: Config) -> Config:
     c.require("hidden_act", (None, "silu"), "the experts use SwiGLU")
     c.require("scoring_func", (None, "sqrtsoftplus"), "V4 scores experts by sqrt(softplus)")
     c.require("topk_method", (None, "noaux_tc"), "top-k with the score-correction bias, no groups")
+    c.require("rope_parameters", (None,), "the engine reads rope_theta and rope_scaling instead")
     scaling = c.get("rope_scaling")
     if scaling is not None:
         kind = scaling.get("rope_type", scaling.get("type", "default"))
