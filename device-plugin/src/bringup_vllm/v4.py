@@ -307,6 +307,7 @@ class V4Reference:
     # The blocks the check runs, each behind its mHC site.
 
     def mixer_block(self, layer: int) -> Callable[[torch.Tensor], torch.Tensor]:
+        """Layer `layer`'s mixer over a whole sequence at once (from an empty cache)."""
         p = f"model.layers.{layer}"
         return self._site(
             f"{p}.attn_hc", f"{p}.input_layernorm.weight", lambda x: self.attention(layer, x)[0]
