@@ -50,7 +50,8 @@ class EngineDump:
     model_dir: Path
     config: dict[str, Any]
     streams: int
-    # Rows [0, prefill) were one prefill step; each row after it a decode step of one token.
+    # Rows [0, prefill) were the prefill (one engine step or several, joined in order); each row
+    # after it a decode step of one token.
     prefill: int
     tensors: dict[str, torch.Tensor]
 

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { Engine, loadModel } from "../engine/index.js";
 import { openSafetensors } from "../formats/index.js";
-import { DEVICE_BLOCKS_FORMAT, deviceBlocks } from "./device-blocks.js";
+import { DEVICE_BLOCKS_FORMAT, deviceBlocks, isPrefillThenDecode } from "./device-blocks.js";
 
 const ROOT = join(import.meta.dirname, "../..");
 const dir = await mkdtemp(join(tmpdir(), "bringup-device-blocks-"));
@@ -73,5 +73,36 @@ describe("bringup device blocks", () => {
     await expect(
       deviceBlocks({ root: ROOT, portId: PORT, out: join(dir, "none.safetensors"), tokens: 1 }),
     ).rejects.toMatchObject({ code: "DEVICE_BLOCKS_TOKENS" });
+  });
+
+  it("joins DeepSeek-V4's prefill, which the engine runs in 32-row steps", async () => {
+    const out = join(dir, "v4.safetensors");
+    const result = await deviceBlocks({
+      root: ROOT,
+      portId: "deepseek-v4.1-flash",
+      out,
+      tokens: 40,
+      decode: 1,
+    });
+    const file = await openSafetensors(out);
+    const model = await loadModel(result.modelDir);
+    const width = model.model.residual.streams * model.model.hiddenSize;
+    expect(file.metadata).toMatchObject({ prefill: "40" });
+    expect(file.tensor("layers.0.mixer").shape).toEqual([41, width]);
+    expect(file.tensor("logits").shape).toEqual([41, model.model.vocabSize]);
+    await file.close();
+  });
+
+  it("joins a prefill run in several steps, and nothing else", () => {
+    expect(isPrefillThenDecode([100, 1, 1, 1, 1], 100, 4)).toBe(true);
+    expect(isPrefillThenDecode([32, 32, 32, 4, 1, 1, 1, 1], 100, 4)).toBe(true);
+    expect(isPrefillThenDecode([32, 32, 32, 1, 1, 1, 1, 1], 97, 4)).toBe(true);
+    expect(isPrefillThenDecode([32, 32, 32, 4], 100, 0)).toBe(true);
+    // A step crossing the prompt's end, a missing or extra decode step, a decode step of two rows.
+    expect(isPrefillThenDecode([32, 32, 32, 5, 1, 1, 1], 100, 4)).toBe(false);
+    expect(isPrefillThenDecode([32, 32, 32, 4, 1, 1, 1], 100, 4)).toBe(false);
+    expect(isPrefillThenDecode([32, 32, 32, 4, 1, 1, 1, 1, 1], 100, 4)).toBe(false);
+    expect(isPrefillThenDecode([32, 32, 32, 4, 2, 1, 1], 100, 4)).toBe(false);
+    expect(isPrefillThenDecode([32, 32], 100, 4)).toBe(false);
   });
 });

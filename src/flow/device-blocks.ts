@@ -39,7 +39,7 @@ export interface DeviceBlocksResult {
 /**
  * Runs the reference engine on a port's tiny checkpoint (its manifest's reference config and
  * switches) over a fixed prompt, the first `tokens` tokens of the shipped corpus, prefilled in one
- * step, then `decode` greedy steps of one token each, and writes what the engine's tap
+ * step or in several the engine chose (their rows joined in order, see isPrefillThenDecode), then `decode` greedy steps of one token each, and writes what the engine's tap
  * (model/model.ts ForwardTap) saw to `out` as float32 safetensors, the steps' rows one after the
  * other (N = tokens + decode): `input_ids` [N] (int32: the prompt, then the tokens decoded),
  * `embed` [N, hidden], `layers.L.mixer` and `layers.L.ffn` (the residual stream [N, streams x
@@ -105,10 +105,10 @@ export async function deviceBlocks(options: DeviceBlocksOptions): Promise<Device
     { name: "input_ids", dtype: "I32" as const, shape: [N], data: bytesOf(Int32Array.from(fed)) },
     ...[...seen].map(([site, steps]) => {
       const rows = steps.map((step) => step.rows);
-      if (fed.length !== N || rows.length !== D + 1 || rows.some((r, i) => r !== (i === 0 ? T : 1))) {
+      if (fed.length !== N || !isPrefillThenDecode(rows, T, D)) {
         throw new BringupError(
           "DEVICE_BLOCKS_STEPS",
-          `the engine ran ${port.id}'s ${T}-token prompt and ${D} decode steps as steps of [${rows.join(", ")}] rows at ${site}, not one prefill and single tokens; this is a bug in bringup's device blocks.`,
+          `the engine ran ${port.id}'s ${T}-token prompt and ${D} decode steps as steps of [${rows.join(", ")}] rows at ${site}, not a prefill (in one or more steps) and single tokens; this is a bug in bringup's device blocks.`,
           { subject: site },
         );
       }
@@ -137,6 +137,22 @@ export async function deviceBlocks(options: DeviceBlocksOptions): Promise<Device
     decode: D,
     tensors: tensors.map((t) => t.name),
   };
+}
+
+/**
+ * Whether a tap's steps are a T-row prefill, run in one step or several (the engine prefills some
+ * models, DeepSeek-V4's among them, in fixed-size steps: [32, 32, 32, 4] for 100 tokens), then D
+ * single-token decode steps. Rows are then in sequence order, so the steps join by concatenation.
+ */
+export function isPrefillThenDecode(rows: readonly number[], T: number, D: number): boolean {
+  let k = 0;
+  for (let sum = 0; sum < T; k++) {
+    const r = rows[k];
+    if (r === undefined || r < 1) return false;
+    sum += r;
+    if (sum > T) return false;
+  }
+  return rows.length === k + D && rows.slice(k).every((r) => r === 1);
 }
 
 function bytesOf(values: Float32Array | Int32Array): Uint8Array {

@@ -6,43 +6,33 @@
 # NOT YET RUN ON A DEVICE. No one has built this image or served this port with it yet; the
 # pins below come from public sources and are checked here, not proven.
 #
-# Device gates of port deepseek-v4.1-flash, run inside the image ports/deepseek-v4.1-flash/recipe/Dockerfile builds:
-#  1. serves the port's tiny reference checkpoint (TINY_MODEL) with vllm-gaudi and the same
-#     directory with bringup's reference engine, and runs `bringup gate deepseek-v4.1-flash --only device-logprobs`:
-#     the device plugin's prompt logprobs and greedy tokens against the reference engine's;
-#  2. when MODEL is set, serves the released weights as the port states (tensor parallel over
-#     8 cards, the environment below) and runs `bringup gate deepseek-v4.1-flash` against them.
-# It exits with the first failing gate's status, stopping every server it started.
+# No device gates of port deepseek-v4.1-flash run in the image
+# ports/deepseek-v4.1-flash/recipe/Dockerfile builds: vLLM does not serve the port's device code
+# here, so neither vllm-gaudi nor a device-logprobs gate can run on it. Why, from the port's
+# manifest (reference.device_blocks.not_served):
+#   vLLM 0.32's own DeepseekV4ForCausalLM cannot load the tiny checkpoint ("'DeepseekV4Config'
+#   object has no attribute 'compress_ratios'"; with hf-overrides, "Unsupported head_dim for fused
+#   quant+cache: 16") and keeps its key cache in FP8 where the engine keeps float32, and vLLM has no
+#   mHC or V4 compressor outside that model. No plugin class is registered for the port's
+#   architecture; the blocks are plain PyTorch, the attention over a chunk of a sequence with its
+#   own (unpaged) cache: the whole sequence at once, or the prompt and then each decode token, as
+#   the engine ran them.
+# This script serves nothing and runs no gate: it checks that install.sh verified the image's pins,
+# then exits 3 saying so. The port's blocks are checked one by one against bringup's reference
+# engine on the CPU, outside this image, by `bringup device check deepseek-v4.1-flash` (records
+# deepseek-v4.1-flash/device-blocks).
 #
-#   TINY_MODEL      the port's tiny reference checkpoint directory (required; `bringup up deepseek-v4.1-flash`
-#                   writes it under .cache/bringup/models/)
-#   MODEL           the released weights, a directory or a model id (optional: step 2 runs only with it)
-#   PORT            vllm-gaudi's port on 127.0.0.1 (default 8000)
-#   REFERENCE_PORT  the reference engine's port on 127.0.0.1 (default 8001)
-#   HEALTH_TIMEOUT  seconds to wait for each /health (default 3600: large checkpoints load slowly)
-#   BRINGUP         the bringup command (default bringup). The image holds no Node: mount a bringup
-#                   checkout and Node 20 into the container and point BRINGUP at its dist/src/cli/main.js
-#   PYTHON          the interpreter with vLLM (default python3.12, the pinned one)
-#   IMAGE_ROOT      the image's root (default /), where install.sh recorded the pins
+# Exit status: 2 when the image's pins are not the ones install.sh records; 3 when they
+# are, as nothing of this port is served here. It never exits 0.
+#
+#   IMAGE_ROOT  the image's root (default /), where install.sh recorded the pins
 set -eu
 
 port='deepseek-v4.1-flash'
-tiny=${TINY_MODEL:?set TINY_MODEL to the tiny reference checkpoint directory of the port}
-http_port=${PORT:-8000}
-ref_port=${REFERENCE_PORT:-8001}
-timeout=${HEALTH_TIMEOUT:-3600}
-bringup=${BRINGUP:-bringup}
-python=${PYTHON:-'python3.12'}
 root=${IMAGE_ROOT:-/}
 root=${root%/}
 
-for value in "$http_port" "$ref_port" "$timeout"; do
-  case $value in
-    '' | *[!0-9]*) printf 'run_gates.sh: PORT, REFERENCE_PORT and HEALTH_TIMEOUT must be whole numbers, not %s\n' "$value" >&2; exit 2 ;;
-  esac
-done
-
-# Serve only in an image whose pins install.sh verified.
+# Say why nothing is served only in an image whose pins install.sh verified.
 stamp=$root'/etc/bringup/ports/deepseek-v4.1-flash.pins'
 expected=$(cat <<'BRINGUP_PINS'
 port=deepseek-v4.1-flash
@@ -59,88 +49,6 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$expected" ]; then
   printf 'run_gates.sh: %s is missing or differs from the pins of port %s; run this inside the image ports/%s/recipe/Dockerfile builds (its install.sh records them).\n' '/etc/bringup/ports/deepseek-v4.1-flash.pins' "$port" "$port" >&2
   exit 2
 fi
-if ! command -v "$bringup" >/dev/null 2>&1; then
-  printf 'run_gates.sh: cannot run %s; mount a bringup checkout and Node 20 into the container and set BRINGUP to its dist/src/cli/main.js.\n' "$bringup" >&2
-  exit 2
-fi
 
-PT_HPU_LAZY_MODE='1'
-export PT_HPU_LAZY_MODE
-PT_HPU_ENABLE_LAZY_COLLECTIVES='true'
-export PT_HPU_ENABLE_LAZY_COLLECTIVES
-
-# Stop the servers however this script ends; INT and TERM exit so that the EXIT trap runs.
-servers=
-stop_servers() {
-  for pid in $servers; do kill "$pid" 2>/dev/null || true; done
-  for pid in $servers; do wait "$pid" 2>/dev/null || true; done
-  servers=
-}
-trap stop_servers EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-healthy() {
-  "$python" -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=5)' "$1/health" >/dev/null 2>&1
-}
-
-# wait_healthy WHAT PID URL: waits for URL/health while PID runs, up to HEALTH_TIMEOUT seconds.
-wait_healthy() {
-  waited=0
-  until healthy "$3"; do
-    if ! kill -0 "$2" 2>/dev/null; then
-      printf 'run_gates.sh: %s exited before %s/health answered; its log is above.\n' "$1" "$3" >&2
-      exit 1
-    fi
-    if [ "$waited" -ge "$timeout" ]; then
-      printf 'run_gates.sh: %s did not answer %s/health within %s s; raise HEALTH_TIMEOUT if loading takes longer.\n' "$1" "$3" "$timeout" >&2
-      exit 1
-    fi
-    sleep 1
-    waited=$((waited + 1))
-  done
-}
-
-endpoint=http://127.0.0.1:$http_port
-reference=http://127.0.0.1:$ref_port
-status=0
-
-# 1. The device plugin on the tiny checkpoint against the reference engine on the same directory.
-model=$tiny
-"$python" \
-  '-m' 'vllm.entrypoints.openai.api_server' \
-  '--model' "$model" \
-  '--served-model-name' 'deepseek-v4.1-flash' \
-  '--host' '127.0.0.1' \
-  '--port' "$http_port" \
-  '--tensor-parallel-size' '1' \
-  '--max-model-len' '4096' &
-device=$!
-servers=$device
-"$bringup" serve "$tiny" --host 127.0.0.1 --port "$ref_port" --served-model-name "$port" --max-model-len 4096 &
-engine=$!
-servers="$device $engine"
-wait_healthy 'vllm-gaudi on the tiny checkpoint' "$device" "$endpoint"
-wait_healthy 'the reference engine' "$engine" "$reference"
-"$bringup" gate "$port" --endpoint "$endpoint" --reference "$reference" --only device-logprobs || status=$?
-stop_servers
-
-# 2. The released weights with the port's own gates.
-if [ -z "${MODEL:-}" ]; then
-  printf 'run_gates.sh: MODEL is not set, so only the tiny checkpoint was gated; set it to the released weights to run the port'\''s gates too.\n' >&2
-  exit "$status"
-fi
-model=$MODEL
-"$python" \
-  '-m' 'vllm.entrypoints.openai.api_server' \
-  '--model' "$model" \
-  '--served-model-name' 'deepseek-v4.1-flash' \
-  '--host' '127.0.0.1' \
-  '--port' "$http_port" \
-  '--tensor-parallel-size' '8' &
-servers=$!
-wait_healthy 'vllm-gaudi on MODEL' "$servers" "$endpoint"
-gates=0
-"$bringup" gate "$port" --endpoint "$endpoint" || gates=$?
-if [ "$status" -eq 0 ]; then status=$gates; fi
-exit "$status"
+printf 'run_gates.sh: vLLM does not serve the device code of port %s, so nothing is served or gated here (%s); its blocks are checked one by one against the reference engine on the CPU by %s (records %s).\n' "$port" 'vLLM 0.32'\''s own DeepseekV4ForCausalLM cannot load the tiny checkpoint ("'\''DeepseekV4Config'\'' object has no attribute '\''compress_ratios'\''"; with hf-overrides, "Unsupported head_dim for fused quant+cache: 16") and keeps its key cache in FP8 where the engine keeps float32, and vLLM has no mHC or V4 compressor outside that model. No plugin class is registered for the port'\''s architecture; the blocks are plain PyTorch, the attention over a chunk of a sequence with its own (unpaged) cache: the whole sequence at once, or the prompt and then each decode token, as the engine ran them' 'bringup device check deepseek-v4.1-flash' 'deepseek-v4.1-flash/device-blocks' >&2
+exit 3
