@@ -5,7 +5,7 @@ same across them (vLLM's fused add-and-norm residual, embedding -> layers -> fin
 separate LM head) is said here once.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import torch
 from torch import nn
@@ -16,9 +16,11 @@ from vllm.model_executor.layers.vocab_parallel_embedding import (
     ParallelLMHead,
     VocabParallelEmbedding,
 )
+from vllm.model_executor.model_loader.weight_utils import default_weight_loader
 from vllm.model_executor.models.utils import make_layers, maybe_prefix
 
 from bringup_vllm.config_check import Config
+from bringup_vllm.mxfp4 import decoded
 
 
 class PreNormLayer(nn.Module):
@@ -77,6 +79,23 @@ class DecoderStack(nn.Module):
         return hidden
 
 
+def windowed_stack(
+    vllm_config: VllmConfig,
+    c: Config,
+    layer: Callable[[VllmConfig, str], nn.Module],
+    eps: float,
+    prefix: str,
+    stack: type[DecoderStack] = DecoderStack,
+) -> DecoderStack:
+    """The stack under `model` of a family whose layers each pass their own sliding window.
+
+    vLLM copies config.json's sliding_window into the cache config, where Attention would apply it
+    to the global layers too.
+    """
+    vllm_config.cache_config.sliding_window = None
+    return stack(vllm_config, c, layer, eps, prefix=maybe_prefix(prefix, "model"))
+
+
 class DecoderLM(nn.Module):
     """Token ids in, logits out, over a family's DecoderStack under `model`."""
 
@@ -111,3 +130,34 @@ class DecoderLM(nn.Module):
 
     def compute_logits(self, hidden_states: torch.Tensor) -> torch.Tensor | None:
         return self.logits_processor(self.lm_head, hidden_states)
+
+    def load_mapped(
+        self,
+        weights: Iterable[tuple[str, torch.Tensor]],
+        to_parameter: Callable[[str], tuple[str, str | int | None]],
+        place: Callable[[str, nn.Parameter, torch.Tensor, str | int | None], bool],
+    ) -> set[str]:
+        """Loads each checkpoint tensor (MXFP4 decoded) into the parameter `to_parameter` names.
+
+        `to_parameter` also gives the shard or expert the tensor fills; `place` loads what vLLM's
+        own weight loaders cannot and returns whether it did. A tensor with no parameter is refused.
+        """
+        params = dict(self.named_parameters())
+        loaded: set[str] = set()
+        for name, tensor in decoded(weights):
+            if self.tied and name.startswith("lm_head."):
+                continue
+            target, part = to_parameter(name)
+            if target not in params:
+                raise ValueError(
+                    f"{self.family}: the checkpoint's tensor {name} has no place here."
+                )
+            param = params[target]
+            if place(target, param, tensor, part):
+                pass
+            elif part is not None:
+                param.weight_loader(param, tensor, part)  # type: ignore[attr-defined]
+            else:
+                getattr(param, "weight_loader", default_weight_loader)(param, tensor)
+            loaded.add(target)
+        return loaded

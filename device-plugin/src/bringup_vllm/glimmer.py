@@ -31,12 +31,12 @@ from vllm.model_executor.models.qwen3_moe import (
     Qwen3MoeModel,
     Qwen3MoeSparseMoeBlock,
 )
-from vllm.model_executor.models.utils import AutoWeightsLoader, extract_layer_index, maybe_prefix
+from vllm.model_executor.models.utils import AutoWeightsLoader, extract_layer_index
 
 from bringup_vllm.attention import PaddedValueAttention, rotary_fraction
 from bringup_vllm.config_check import Config
 from bringup_vllm.configs import GLIMMER_EXPERT_FIELDS
-from bringup_vllm.decoder import DecoderLM, DecoderStack, PreNormLayer
+from bringup_vllm.decoder import DecoderLM, DecoderStack, PreNormLayer, windowed_stack
 
 FAMILY = "Muse Glimmer"
 # The llama family's defaults where config.json is silent (src/engine/models/llama.ts).
@@ -149,16 +149,8 @@ class GlimmerForCausalLM(DecoderLM):
 
     def __init__(self, *, vllm_config: VllmConfig, prefix: str = "") -> None:
         c = read_config(vllm_config)
-        # Each layer passes its own window; the cache config's copy of config.json's
-        # sliding_window would put one on the full layers too.
-        vllm_config.cache_config.sliding_window = None
-        model = GlimmerStack(
-            vllm_config,
-            c,
-            GlimmerDecoderLayer,
-            float(c.get("rms_norm_eps", DEFAULT_EPS)),
-            prefix=maybe_prefix(prefix, "model"),
-        )
+        eps = float(c.get("rms_norm_eps", DEFAULT_EPS))
+        model = windowed_stack(vllm_config, c, GlimmerDecoderLayer, eps, prefix, GlimmerStack)
         super().__init__(c, model, prefix)
 
     def load_weights(self, weights: Iterable[tuple[str, torch.Tensor]]) -> set[str]:

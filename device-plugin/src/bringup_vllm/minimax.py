@@ -25,13 +25,11 @@ from vllm.distributed import (
 )
 from vllm.model_executor.layers.fused_moe import FusedMoEFactory
 from vllm.model_executor.layers.linear import ReplicatedLinear
-from vllm.model_executor.model_loader.weight_utils import default_weight_loader
-from vllm.model_executor.models.utils import extract_layer_index, maybe_prefix
+from vllm.model_executor.models.utils import extract_layer_index
 
 from bringup_vllm.attention import PaddedValueAttention, qkv_shard, rotary_fraction
 from bringup_vllm.config_check import Config, UnsupportedConfigError
-from bringup_vllm.decoder import DecoderLM, DecoderStack, PreNormLayer
-from bringup_vllm.mxfp4 import decoded
+from bringup_vllm.decoder import DecoderLM, PreNormLayer, windowed_stack
 
 FAMILY = "MiniMax-M3"
 # gpt-oss's slope of the clamped SwiGLU's sigmoid; the config does not carry it.
@@ -126,28 +124,15 @@ class MinimaxForCausalLM(DecoderLM):
 
     def __init__(self, *, vllm_config: VllmConfig, prefix: str = "") -> None:
         c = read_config(vllm_config)
-        # Each layer passes its own window; the cache config's copy of config.json's
-        # sliding_window would put one on the full layers too.
-        vllm_config.cache_config.sliding_window = None
-        model = DecoderStack(
-            vllm_config,
-            c,
-            MinimaxDecoderLayer,
-            float(c.get("rms_norm_eps", 1e-5)),
-            prefix=maybe_prefix(prefix, "model"),
+        eps = float(c.get("rms_norm_eps", 1e-5))
+        super().__init__(
+            c, windowed_stack(vllm_config, c, MinimaxDecoderLayer, eps, prefix), prefix
         )
-        super().__init__(c, model, prefix)
 
     def load_weights(self, weights: Iterable[tuple[str, torch.Tensor]]) -> set[str]:
-        params = dict(self.named_parameters())
-        loaded: set[str] = set()
-        for name, tensor in decoded(weights):
-            if self.tied and name.startswith("lm_head."):
-                continue
-            target, shard = checkpoint_to_parameter(name)
-            if target not in params:
-                raise ValueError(f"{FAMILY}: the checkpoint's tensor {name} has no place here.")
-            param = params[target]
+        def place(
+            target: str, param: nn.Parameter, tensor: torch.Tensor, _: str | int | None
+        ) -> bool:
             if target.endswith(("experts.w13_weight", "experts.w13_bias")):
                 param.data.copy_(tensor_parallel_rows(tensor, interleaved=True))
             elif target.endswith("experts.w2_weight"):
@@ -155,12 +140,11 @@ class MinimaxForCausalLM(DecoderLM):
             elif target.endswith("experts.w2_bias"):
                 # vLLM adds the down projection's bias once, after the ranks' partial sums.
                 param.data.copy_(tensor)
-            elif shard is not None:
-                param.weight_loader(param, tensor, shard)  # type: ignore[attr-defined]
             else:
-                getattr(param, "weight_loader", default_weight_loader)(param, tensor)
-            loaded.add(target)
-        return loaded
+                return False
+            return True
+
+        return self.load_mapped(weights, checkpoint_to_parameter, place)
 
 
 # vLLM's fused MoE keeps its expert parameters under `routed_experts` (its MoE runner's module).

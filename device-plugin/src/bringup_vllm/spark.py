@@ -23,13 +23,11 @@ from torch import nn
 from vllm.config import VllmConfig
 from vllm.model_executor.layers.fused_moe.router.grouped_topk_router import grouped_topk
 from vllm.model_executor.layers.linear import ReplicatedLinear
-from vllm.model_executor.model_loader.weight_utils import default_weight_loader
-from vllm.model_executor.models.utils import extract_layer_index, maybe_prefix
+from vllm.model_executor.models.utils import extract_layer_index
 
 from bringup_vllm.attention import PaddedValueAttention, qkv_shard, rotary_fraction
 from bringup_vllm.config_check import Config
-from bringup_vllm.decoder import DecoderLM, DecoderStack, PreNormLayer
-from bringup_vllm.mxfp4 import decoded
+from bringup_vllm.decoder import DecoderLM, PreNormLayer, windowed_stack
 
 FAMILY = "Muse Spark Open"
 DEFAULT_EPS = 1e-5
@@ -209,33 +207,16 @@ def checkpoint_to_parameter(name: str) -> tuple[str, str | int | None]:
 class SparkForCausalLM(DecoderLM):
     def __init__(self, *, vllm_config: VllmConfig, prefix: str = "") -> None:
         c = read_config(vllm_config)
-        # Each layer passes its own window; the cache config's copy of config.json's
-        # sliding_window would put one on the global layers too.
-        vllm_config.cache_config.sliding_window = None
-        model = DecoderStack(
-            vllm_config,
-            c,
-            SparkDecoderLayer,
-            float(c.get("rms_norm_eps", DEFAULT_EPS)),
-            prefix=maybe_prefix(prefix, "model"),
-        )
-        super().__init__(c, model, prefix)
+        eps = float(c.get("rms_norm_eps", DEFAULT_EPS))
+        super().__init__(c, windowed_stack(vllm_config, c, SparkDecoderLayer, eps, prefix), prefix)
 
     def load_weights(self, weights: Iterable[tuple[str, torch.Tensor]]) -> set[str]:
-        params = dict(self.named_parameters())
-        loaded: set[str] = set()
-        for name, tensor in decoded(weights):
-            if self.tied and name.startswith("lm_head."):
-                continue
-            target, part = checkpoint_to_parameter(name)
-            if target not in params:
-                raise ValueError(f"{FAMILY}: the checkpoint's tensor {name} has no place here.")
-            param = params[target]
-            if isinstance(part, int):
+        def place(
+            target: str, param: nn.Parameter, tensor: torch.Tensor, part: str | int | None
+        ) -> bool:
+            if isinstance(part, int):  # one expert's matrix in the stacked parameter
                 param.data[part].copy_(tensor)
-            elif part is not None:
-                param.weight_loader(param, tensor, part)  # type: ignore[attr-defined]
-            else:
-                getattr(param, "weight_loader", default_weight_loader)(param, tensor)
-            loaded.add(target)
-        return loaded
+                return True
+            return False
+
+        return self.load_mapped(weights, checkpoint_to_parameter, place)
