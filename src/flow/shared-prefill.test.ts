@@ -1,15 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { portReference, referencePortIds } from "../../test/helpers/port-reference.js";
 import { Engine, type GenerateRequest, type StepOutput } from "../engine/index.js";
+import { collect } from "../engine/tests/engines.js";
 
 // Every port's tiny reference model (paged KV of every kind, KDA's state slots, latent attention):
 // sequences sharing one prefill equal separate requests with their seeds, and hold nothing after.
-
-async function collect(stream: AsyncIterable<StepOutput>): Promise<StepOutput[]> {
-  const out: StepOutput[] = [];
-  for await (const o of stream) out.push(o);
-  return out;
-}
 
 const portIds = await referencePortIds();
 

@@ -21,6 +21,7 @@ import {
   unitsNeeded,
   writeTinyModel,
 } from "../../src/engine/index.js";
+import { collect } from "../../src/engine/tests/engines.js";
 import { goldenLogprobs } from "../../src/engine/tests/golden-logprobs.js";
 import { REFERENCE_SEED } from "../../src/flow/index.js";
 import type { RunningServer } from "../../src/server/index.js";
@@ -42,12 +43,6 @@ function engine(model: LoadedModel, options: EngineOptions = {}): Engine {
   const e = new Engine(model, { threads: 2, maxModelLen: MAX_MODEL_LEN, blockSize: BLOCK_SIZE, ...options });
   engines.push(e);
   return e;
-}
-
-async function collect(stream: AsyncIterable<StepOutput>): Promise<StepOutput[]> {
-  const out: StepOutput[] = [];
-  for await (const o of stream) out.push(o);
-  return out;
 }
 
 /** Each generated token and its logprob. */

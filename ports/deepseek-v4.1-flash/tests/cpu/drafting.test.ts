@@ -7,6 +7,7 @@ import {
   readCorpus,
   type StepOutput,
 } from "../../../../src/engine/index.js";
+import { collect } from "../../../../src/engine/tests/engines.js";
 import { ServerMetrics } from "../../../../src/server/metrics.js";
 import { plantedDrafts } from "../../../../test/helpers/planted-drafts.js";
 import { bringupErrorOf, portReference } from "../../../../test/helpers/port-reference.js";
@@ -26,12 +27,6 @@ function engine(options: EngineOptions = {}, served: LoadedModel = model): Engin
   const e = new Engine(served, { threads: 2, maxModelLen: 512, blockSize: 16, ...options });
   engines.push(e);
   return e;
-}
-
-async function collect(stream: AsyncIterable<StepOutput>): Promise<StepOutput[]> {
-  const out: StepOutput[] = [];
-  for await (const o of stream) out.push(o);
-  return out;
 }
 
 const tokensOf = (outs: StepOutput[]) =>

@@ -6,6 +6,7 @@ import {
   readCorpus,
   type StepOutput,
 } from "../../../../src/engine/index.js";
+import { collect } from "../../../../src/engine/tests/engines.js";
 import { portReference } from "../../../../test/helpers/port-reference.js";
 
 // Past the window (32) and with more compressed sparse rows (prompt / 4) than the indexer keeps
@@ -23,12 +24,6 @@ function engine(options: EngineOptions = {}): Engine {
   const e = new Engine(model, { threads: 2, maxModelLen: 512, blockSize: 16, ...options });
   engines.push(e);
   return e;
-}
-
-async function collect(stream: AsyncIterable<StepOutput>): Promise<StepOutput[]> {
-  const out: StepOutput[] = [];
-  for await (const o of stream) out.push(o);
-  return out;
 }
 
 const tokensOf = (outs: StepOutput[]) =>
