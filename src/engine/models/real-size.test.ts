@@ -33,6 +33,19 @@ function tensorList(file: string): Map<string, readonly number[]> {
 const sameShape = (a: readonly number[] | undefined, b: readonly number[] | undefined) =>
   JSON.stringify(a) === JSON.stringify(b);
 
+/** `declared` names exactly the tensors `real` lists, each at its shape. */
+function expectSameTensors(
+  real: ReadonlyMap<string, readonly number[]>,
+  declared: ReadonlyMap<string, readonly number[]>,
+): void {
+  expect([...real.keys()].filter((n) => !declared.has(n))).toEqual([]);
+  expect([...declared.keys()].filter((n) => !real.has(n))).toEqual([]);
+  const wrong = [...real].filter(([n, shape]) => !sameShape(declared.get(n), shape));
+  expect(
+    wrong.map(([n, shape]) => `${n} ${JSON.stringify(shape)} vs ${JSON.stringify(declared.get(n))}`),
+  ).toEqual([]);
+}
+
 /**
  * Tensors of the w8a8 copy's quantizer, beside each int8 weight (offsets, scales, the activation
  * quantizer's scale, offset and bias) and its Hadamard rotation `rot.weight`: not the lineage's
@@ -174,12 +187,7 @@ describe("DeepSeek-V4-Flash at its real size, shapes only, in transformers' name
   });
 
   it("declares every tensor of the checkpoint at its shape, and nothing else", () => {
-    expect([...real.keys()].filter((n) => !declared.has(n))).toEqual([]);
-    expect([...declared.keys()].filter((n) => !real.has(n))).toEqual([]);
-    const wrong = [...real].filter(([n, shape]) => !sameShape(declared.get(n), shape));
-    expect(
-      wrong.map(([n, shape]) => `${n} ${JSON.stringify(shape)} vs ${JSON.stringify(declared.get(n))}`),
-    ).toEqual([]);
+    expectSameTensors(real, declared);
   });
 
   it("skips the MTP layer's tensors, which HF drops and the draft head reads", () => {
@@ -204,12 +212,7 @@ describe("MiMo-V2-Flash at its real size, shapes only", () => {
   });
 
   it("declares every tensor of the checkpoint at its shape, and nothing else", () => {
-    expect([...real.keys()].filter((n) => !declared.has(n))).toEqual([]);
-    expect([...declared.keys()].filter((n) => !real.has(n))).toEqual([]);
-    const wrong = [...real].filter(([n, shape]) => !sameShape(declared.get(n), shape));
-    expect(
-      wrong.map(([n, shape]) => `${n} ${JSON.stringify(shape)} vs ${JSON.stringify(declared.get(n))}`),
-    ).toEqual([]);
+    expectSameTensors(real, declared);
     expect(mimoArchitecture.ignoresTensor?.("model.mtp.layers.0.eh_proj.weight", config)).toBe(true);
   });
 });
