@@ -54,7 +54,7 @@ export interface V4MtpConfig {
 export const MTP_PREFIX = "mtp.0";
 
 /** The head's own tensors, beside its decoder layer's. */
-function mtpHeadParameters(config: V4MtpConfig) {
+export function mtpHeadParameters(config: V4MtpConfig) {
   const H = config.hiddenSize;
   const p = MTP_PREFIX;
   return {
@@ -112,11 +112,11 @@ export class V4Mtp implements DraftModel {
   private constructor(
     private readonly config: V4MtpConfig,
     private readonly head: ReturnType<typeof bindParameters<ReturnType<typeof mtpHeadParameters>>>,
-    private readonly residual: MhcResidual,
-    private readonly attention: V4Attention,
-    private readonly attentionConnection: MhcConnection,
-    private readonly moe: V4Moe,
-    private readonly moeConnection: MhcConnection,
+    readonly residual: MhcResidual,
+    readonly attention: V4Attention,
+    readonly attentionConnection: MhcConnection,
+    readonly moe: V4Moe,
+    readonly moeConnection: MhcConnection,
     private readonly embedding: Weight,
     private readonly lmHead: Weight,
   ) {}

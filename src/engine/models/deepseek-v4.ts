@@ -40,10 +40,12 @@ import {
 import { V4Moe, type V4MoeSpec, v4MoeNames, v4MoeParameters } from "../blocks/mlp/v4-moe.js";
 import { declared, type ParameterDecl, type Parameters } from "../blocks/parameters.js";
 import type { MhcConfig } from "../blocks/residual/mhc.js";
+import { modelOfFiles } from "../loader/build-model.js";
 import type { WeightSource } from "../loader/weight-source.js";
 import type { CausalLM } from "../model/causal-lm.js";
 import type { TinyModelFiles } from "../tiny/files.js";
 import { tinyKit } from "../tiny/port-kit.js";
+import { placeV4CopyCircuit, V4_CIRCUIT, v4CircuitAttention } from "../tiny/v4-copy-circuit.js";
 import {
   type Fail,
   nonNegative,
@@ -348,10 +350,44 @@ export function v4TinyModel(
   return kit.files(config, "DeepseekV4ForCausalLM", options.port);
 }
 
+/**
+ * The retrieval variant: the engine's copy circuit in V4's attention (tiny/v4-copy-circuit.ts)
+ * placed into a two-layer V4 (sliding, compressed sparse) whose MTP layer, compressed sparse too,
+ * drafts by the same copying, sized by v4CircuitAttention (the port's tiny heads of 32 cannot hold
+ * a row of four positions' codes); two mHC streams made plain, two MoE experts silenced, no hash
+ * layers.
+ */
+export function v4RetrievalModel(
+  corpus: string,
+  options: TinyModelOptions & { readonly maxPositionEmbeddings: number },
+): TinyModelFiles {
+  const config: Record<string, unknown> = {
+    model_type: MODEL_TYPE,
+    vocab_size: 515,
+    ...v4CircuitAttention(),
+    rope_theta: 10_000,
+    compress_rope_theta: 10_000,
+    rope_scaling: null,
+    hc_mult: 2,
+    n_routed_experts: 2,
+    num_experts_per_tok: 1,
+    moe_intermediate_size: 32,
+    num_hash_layers: 0,
+    num_nextn_predict_layers: 1,
+    rms_norm_eps: 1e-6,
+    max_position_embeddings: options.maxPositionEmbeddings,
+    tie_word_embeddings: false,
+  };
+  const files = v4TinyModel(config, corpus, options);
+  const built = modelOfFiles("retrieval", files, deepseekV4Architecture);
+  return placeV4CopyCircuit(files, built, { ...V4_CIRCUIT, seed: options.seed ?? 0 });
+}
+
 export const deepseekV4Architecture: Architecture<V4Config> = {
   parseConfig: parseV4Config,
   build: buildV4,
   states: (config, switches) => config.layers.map((l) => v4AttentionStates(l.attention, switches)),
   ignoresTensor: (name) => /(^|\.)mtp\./.test(name),
   tinyModel: v4TinyModel,
+  retrievalModel: (_config, corpus, options) => v4RetrievalModel(corpus, options),
 };
