@@ -197,7 +197,9 @@ function previousTokenHeads(a: V4Attention, c: CircuitContext): void {
     oB: sparse(
       H,
       or,
-      heads.flatMap((h) => Array.from({ length: o.m }, (_, i) => [prev + h * o.m + i, h * o.m + i, 1] as const)),
+      heads.flatMap((h) =>
+        Array.from({ length: o.m }, (_, i) => [prev + h * o.m + i, h * o.m + i, 1] as const),
+      ),
     ),
     // A sink as high as the nearest rival takes a negligible share.
     sinks: filled(nh, B * Math.sqrt(pairs) - o.prevMargin),
