@@ -11,12 +11,23 @@
  * text for every arm, and every arm must emit the same tokens (checked) from the same greedy
  * decode.
  *
+ * `--model retrieval` runs the same arms on the port's retrieval variant instead (v4RetrievalModel:
+ * the engine's copy circuit in V4's attention, tiny/v4-copy-circuit.ts), whose MTP layer is built to
+ * draft by the same copying, one token further. Its prompt is a passage of corpus text repeated
+ * (`--passage` tokens, default half the prompt), so the model continues it predictably: the
+ * variant copies what followed the earlier occurrence of the current n-gram, and its MTP layer
+ * drafts the token after that. This is the reason a trained model's MTP head is accepted on copied
+ * text (quoted code, a document restated, a repeated list): the draft comes from the context, not
+ * from knowledge the small head lacks. It is fair as a prompt "the model continues predictably"
+ * (the issue's condition) and no fairer: on text that does not repeat, the variant's drafts and its
+ * greedy tokens are both noise, and drafting only costs.
+ *
  * Each trial prefills the prompt and decodes `decode` tokens; decode tok/s is timed from the first
  * token to the last (the prefill excluded). Blocks run the arms off, mtp, planted, planted, mtp,
  * off, then reversed, so drift falls on no arm; each pair's ratio comes with its 95% interval
  * (blockedRatioInterval). Acceptance is the engine's spec-decode counters over the timed trials.
  *
- *   npx tsx bench/mtp-drafting.ts [--prompt 256] [--decode 64] [--k 3] [--blocks 4] [--threads 2] [--record]
+ *   npx tsx bench/mtp-drafting.ts [--model tiny|retrieval] [--prompt 256] [--passage N] [--decode 64] [--k 3] [--blocks 4] [--threads 2] [--record]
  *
  * --record keeps the `mtp` against `off` A/B as a same-pod-ab record in the local store
  * (.bringup/results/deepseek-v4.1-flash/, gitignored), its context naming acceptance and the planted
@@ -36,13 +47,15 @@ import {
 import { roundRatio } from "../src/bench/record-builders.js";
 import { localResultsDir } from "../src/catalog/index.js";
 import { Engine, type LoadedModel, modelOfFiles, readCorpus } from "../src/engine/index.js";
-import { deepseekV4Architecture, v4TinyModel } from "../src/engine/models/deepseek-v4.js";
+import { deepseekV4Architecture, v4RetrievalModel, v4TinyModel } from "../src/engine/models/deepseek-v4.js";
 import { appendRecord, localServerFingerprint } from "../src/records/index.js";
 import { abVerdict } from "../src/records/interval.js";
 import { plantedDrafts } from "../test/helpers/planted-drafts.js";
 import { benchArgs } from "./args.js";
 
 const args = benchArgs(import.meta.url, {
+  model: { type: "string", default: "tiny" },
+  passage: { type: "string" },
   prompt: { type: "string", default: "256" },
   decode: { type: "string", default: "64" },
   k: { type: "string", default: "3" },
@@ -62,12 +75,30 @@ const manifest = parse(await readFile(join(ROOT, "ports", PORT, "port.yaml"), "u
   reference: { config: Record<string, unknown>; switches?: Record<string, string> };
 };
 const corpus = await readCorpus();
+const variant = args.model;
+if (variant !== "tiny" && variant !== "retrieval")
+  throw new Error(`--model is tiny or retrieval, got ${variant}`);
+const retrieval = variant === "retrieval";
 const model: LoadedModel = modelOfFiles(
-  `${PORT}-tiny`,
-  v4TinyModel(manifest.reference.config, corpus, { seed: 0, port: PORT }),
+  `${PORT}-${variant}`,
+  retrieval
+    ? v4RetrievalModel(manifest.reference.config, corpus, {
+        maxPositionEmbeddings: 4096,
+        seed: 0,
+        port: PORT,
+      })
+    : v4TinyModel(manifest.reference.config, corpus, { seed: 0, port: PORT }),
   deepseekV4Architecture,
 );
-const prompt = model.tokenizer.encode(corpus.slice(0, promptTokens * 8)).slice(0, promptTokens);
+const text = model.tokenizer.encode(corpus.slice(0, promptTokens * 8));
+const passageTokens = Number(args.passage ?? Math.floor(promptTokens / 2));
+// The retrieval variant's prompt: one passage again and again, cut at promptTokens.
+const prompt = retrieval
+  ? Array.from({ length: promptTokens }, (_, i) => text[i % passageTokens] as number)
+  : text.slice(0, promptTokens);
+const promptDescription = retrieval
+  ? `${promptTokens}-token prompt of a ${passageTokens}-token corpus passage repeated, on the retrieval variant`
+  : `${promptTokens}-token corpus prompt`;
 const common = {
   threads,
   maxModelLen: promptTokens + decode + k + 16,
@@ -107,7 +138,7 @@ const before = Object.fromEntries(
 const samples: Record<Arm, number[][]> = { off: [], mtp: [], planted: [] };
 const load = loadavg()[0] as number;
 console.log(
-  `one stream, greedy, ${promptTokens}-token prompt, ${decode} tokens decoded, k = ${k}, ${threads} threads, ${blockCount} blocks; ${cpus()[0]?.model ?? "cpu"}; load ${load.toFixed(2)}`,
+  `one stream, greedy, ${promptDescription}, ${decode} tokens decoded, k = ${k}, ${threads} threads, ${blockCount} blocks; ${cpus()[0]?.model ?? "cpu"}; load ${load.toFixed(2)}`,
 );
 for (let b = 0; b < blockCount; b++) {
   const forward: Arm[] = ["off", "mtp", "planted", "planted", "mtp", "off"];
@@ -156,19 +187,19 @@ if (args.record && mtp !== undefined && planted !== undefined) {
   const flags = [`--threads=${threads}`, "--switch=v4_attention=sparse"];
   const fingerprint = (extra: string[]) =>
     localServerFingerprint({
-      software: { model: `${PORT}-tiny` },
+      software: { model: `${PORT}-${variant}` },
       server_flags: [...flags, ...extra],
       tool_version: toolVersion(),
     });
   const record = measuredRecord({
     port: PORT,
-    id: `reference-drafting-ab-k${k}-${new Date().toISOString().slice(0, 10)}`,
+    id: `reference-drafting-ab${retrieval ? "-retrieval" : ""}-k${k}-${new Date().toISOString().slice(0, 10)}`,
     metric: "decode_tok_s",
-    label: `decode tokens per second of one greedy stream, MTP drafting ${k} tokens a step against none`,
+    label: `decode tokens per second of one greedy stream, MTP drafting ${k} tokens a step against none${retrieval ? ", on a repeated passage (retrieval variant)" : ""}`,
     unit: "tok/s",
     method: "same-pod-ab",
-    context: `${blockCount} blocks of 2 trials per arm; ${promptTokens}-token corpus prompt, ${decode} tokens decoded, load ${load.toFixed(2)} at the start (bench/mtp-drafting.ts). The untrained MTP layer's acceptance: ${(mtp.acceptance.rate * 100).toFixed(1)}% (${mtp.acceptance.accepted}/${mtp.acceptance.drafted}). With the target's own tokens planted as drafts (acceptance ${(planted.acceptance.rate * 100).toFixed(1)}%), the ceiling at this k: ${planted.interval.estimate.toFixed(3)}x, 95% interval ${planted.interval.low.toFixed(3)}x to ${planted.interval.high.toFixed(3)}x.`,
-    command: `npx tsx bench/mtp-drafting.ts --prompt ${promptTokens} --decode ${decode} --k ${k} --blocks ${blockCount} --record`,
+    context: `${blockCount} blocks of 2 trials per arm; ${promptDescription}, ${decode} tokens decoded, load ${load.toFixed(2)} at the start (bench/mtp-drafting.ts${retrieval ? " --model retrieval: the copy circuit's MTP layer drafts the copied continuation" : ""}). The ${retrieval ? "constructed" : "untrained"} MTP layer's acceptance: ${(mtp.acceptance.rate * 100).toFixed(1)}% (${mtp.acceptance.accepted}/${mtp.acceptance.drafted}). With the target's own tokens planted as drafts (acceptance ${(planted.acceptance.rate * 100).toFixed(1)}%), the ceiling at this k: ${planted.interval.estimate.toFixed(3)}x, 95% interval ${planted.interval.low.toFixed(3)}x to ${planted.interval.high.toFixed(3)}x.`,
+    command: `npx tsx bench/mtp-drafting.ts${retrieval ? ` --model retrieval --passage ${passageTokens}` : ""} --prompt ${promptTokens} --decode ${decode} --k ${k} --blocks ${blockCount} --record`,
     arms: [
       { name: "no drafting", samples: samples.off.flat(), fingerprint: fingerprint([]) },
       {

@@ -71,6 +71,11 @@ const KIND_OF = {
   compressed_sparse_attention: "csa",
   heavily_compressed_attention: "hca",
 } as const;
+const LAYER_TYPE_OF = {
+  sliding: "sliding_attention",
+  csa: "compressed_sparse_attention",
+  hca: "heavily_compressed_attention",
+} as const;
 
 /** The config.json fields this code reads; others are ignored (see the file's doc). */
 const V4Fields = z.looseObject({
@@ -351,30 +356,25 @@ export function v4TinyModel(
 }
 
 /**
- * The retrieval variant: the engine's copy circuit in V4's attention (tiny/v4-copy-circuit.ts)
- * placed into a two-layer V4 (sliding, compressed sparse) whose MTP layer, compressed sparse too,
- * drafts by the same copying, sized by v4CircuitAttention (the port's tiny heads of 32 cannot hold
- * a row of four positions' codes); two mHC streams made plain, two MoE experts silenced, no hash
- * layers.
+ * The retrieval variant of `reference` (the port's tiny config): the engine's copy circuit in V4's
+ * attention (tiny/v4-copy-circuit.ts) placed into the reference's layout (its layers, window,
+ * compression rates, top-k, mHC streams and experts) at the circuit's widths
+ * (v4CircuitAttention: the port's heads of 32 cannot hold a row of four positions' codes). The
+ * first layer must be sliding and the second compressed sparse; the MTP layer is compressed sparse
+ * too, so it drafts by the same copying. The other layers, the MoE and mHC's mixing are silenced.
  */
 export function v4RetrievalModel(
+  reference: Record<string, unknown>,
   corpus: string,
   options: TinyModelOptions & { readonly maxPositionEmbeddings: number },
 ): TinyModelFiles {
+  const spec = parseV4Config(reference, "reference config");
   const config: Record<string, unknown> = {
-    model_type: MODEL_TYPE,
-    vocab_size: 515,
+    ...reference,
     ...v4CircuitAttention(),
-    rope_theta: 10_000,
-    compress_rope_theta: 10_000,
-    rope_scaling: null,
-    hc_mult: 2,
-    n_routed_experts: 2,
-    num_experts_per_tok: 1,
-    moe_intermediate_size: 32,
-    num_hash_layers: 0,
+    layer_types: [...spec.layers.map((l) => LAYER_TYPE_OF[l.attention.kind]), "compressed_sparse_attention"],
+    compress_ratios: null,
     num_nextn_predict_layers: 1,
-    rms_norm_eps: 1e-6,
     max_position_embeddings: options.maxPositionEmbeddings,
     tie_word_embeddings: false,
   };
@@ -389,5 +389,5 @@ export const deepseekV4Architecture: Architecture<V4Config> = {
   states: (config, switches) => config.layers.map((l) => v4AttentionStates(l.attention, switches)),
   ignoresTensor: (name) => /(^|\.)mtp\./.test(name),
   tinyModel: v4TinyModel,
-  retrievalModel: (_config, corpus, options) => v4RetrievalModel(corpus, options),
+  retrievalModel: v4RetrievalModel,
 };

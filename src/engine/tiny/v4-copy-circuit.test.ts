@@ -1,4 +1,7 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { parse } from "yaml";
 import type { Engine } from "../engine.js";
 import type { HostTensor } from "../loader/host-tensor.js";
 import { v4RetrievalModel, v4TinyModel } from "../models/deepseek-v4.js";
@@ -10,7 +13,10 @@ import { placeV4CopyCircuit, V4_CIRCUIT, v4CircuitAttention } from "./v4-copy-ci
 
 const corpus = await readCorpus();
 const CONTEXT = 1024;
-const variant = v4RetrievalModel(corpus, { maxPositionEmbeddings: CONTEXT });
+const reference = parse(
+  readFileSync(join(import.meta.dirname, "../../../ports/deepseek-v4.1-flash/port.yaml"), "utf8"),
+).reference.config as Record<string, unknown>;
+const variant = v4RetrievalModel(reference, corpus, { maxPositionEmbeddings: CONTEXT });
 
 const engines = engineFactory(await tinyFilesToModel("v4-retrieval", variant), {
   maxModelLen: CONTEXT,
@@ -80,12 +86,7 @@ describe("placeV4CopyCircuit", () => {
   });
 
   it("refuses an attention whose heads are grouped in the output projection, naming o_groups", async () => {
-    const config = {
-      ...(variant.config as Record<string, unknown>),
-      ...v4CircuitAttention(),
-      o_groups: 2,
-    };
-    delete config.bringup_tiny;
+    const config = { ...reference, ...v4CircuitAttention(), o_groups: 2 };
     const files = v4TinyModel(config, corpus);
     const model = await tinyFilesToModel("grouped", files);
     expect(() => placeV4CopyCircuit(files, model, V4_CIRCUIT)).toThrow(

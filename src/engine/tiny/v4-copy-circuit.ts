@@ -92,38 +92,32 @@ export const V4_CIRCUIT = {
   outputLogit: 40,
 } as const;
 
-/** Positions per compressed sparse row, the window and the indexer's top-k of the variant. */
-const RATIO = 4;
+/** Rotated features of the circuit's heads. */
 const ROPE = 8;
-const WINDOW = 8;
-const TOP_K = 8;
+/** Positions per compressed sparse row the sizes are made for (a head per position of a row). */
+const RATIO = 4;
 
 /**
- * The config.json fields of V4 attention sized for V4_CIRCUIT (transformers' names): a sliding
- * layer, a compressed sparse layer of ratio 4 and an MTP layer of the same kind; six heads (one
- * per previous token) over one shared head of 4 × (54 match + 32 output features) plus 8 rotated;
- * a query latent of the six match codes and the constant (55); one output group whose latent holds
- * the six match codes (54); an indexer of 4 heads of 4 × 54 + 1 + 8 keeping the top 8 rows; a
- * window of 8 (the previous-token heads reach 6 back).
+ * The config.json widths of V4 attention sized for V4_CIRCUIT (transformers' names), for a layout
+ * whose compressed sparse rows pool 4 positions: six heads (one per previous token) over one
+ * shared head of 4 × (54 match + 32 output features) plus 8 rotated; a query latent of the six
+ * match codes and the constant (55); one output group whose latent holds the six match codes (54);
+ * an indexer of 4 heads of 4 × 54 + 1 + 8.
  */
 export function v4CircuitAttention(): Record<string, unknown> {
   const { m, u, ngram } = V4_CIRCUIT;
   const codes = ngram * m;
   return {
     hidden_size: latentCopyHidden(m, u, ngram),
-    num_hidden_layers: 2,
     num_attention_heads: ngram,
     head_dim: RATIO * (codes + u) + ROPE,
     qk_rope_head_dim: ROPE,
+    partial_rotary_factor: null,
     q_lora_rank: codes + 1,
     o_groups: 1,
     o_lora_rank: Math.max(codes, u),
-    sliding_window: WINDOW,
-    layer_types: ["sliding_attention", "compressed_sparse_attention", "compressed_sparse_attention"],
-    compress_rates: { compressed_sparse_attention: RATIO, heavily_compressed_attention: 128 },
     index_n_heads: RATIO,
     index_head_dim: RATIO * codes + 1 + ROPE,
-    index_topk: TOP_K,
   };
 }
 
