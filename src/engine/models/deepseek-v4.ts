@@ -357,8 +357,8 @@ export function v4TinyModel(
 
 /**
  * The retrieval variant of `reference` (the port's tiny config): the engine's copy circuit in V4's
- * attention (tiny/v4-copy-circuit.ts) placed into the reference's layout (its layers, window,
- * compression rates, top-k, mHC streams and experts) at the circuit's widths
+ * attention (tiny/v4-copy-circuit.ts) placed into the reference's layout (its layers, compression
+ * rates, mHC streams and experts) at the circuit's widths, window and top-k
  * (v4CircuitAttention: the port's heads of 32 cannot hold a row of four positions' codes). The
  * first layer must be sliding and the second compressed sparse; the MTP layer is compressed sparse
  * too, so it drafts by the same copying. The other layers, the MoE and mHC's mixing are silenced.

@@ -96,13 +96,16 @@ export const V4_CIRCUIT = {
 const ROPE = 8;
 /** Positions per compressed sparse row the sizes are made for (a head per position of a row). */
 const RATIO = 4;
+const WINDOW = V4_CIRCUIT.ngram + 2;
 
 /**
- * The config.json widths of V4 attention sized for V4_CIRCUIT (transformers' names), for a layout
+ * The config.json fields of V4 attention sized for V4_CIRCUIT (transformers' names), for a layout
  * whose compressed sparse rows pool 4 positions: six heads (one per previous token) over one
  * shared head of 4 × (54 match + 32 output features) plus 8 rotated; a query latent of the six
  * match codes and the constant (55); one output group whose latent holds the six match codes (54);
- * an indexer of 4 heads of 4 × 54 + 1 + 8.
+ * an indexer of 4 heads of 4 × 54 + 1 + 8 keeping its 8 best rows (one holds the match); a window
+ * of 8, as far back as the previous-token heads reach and one more (a longer one only adds keys
+ * that every layer reads and no head attends to).
  */
 export function v4CircuitAttention(): Record<string, unknown> {
   const { m, u, ngram } = V4_CIRCUIT;
@@ -118,6 +121,8 @@ export function v4CircuitAttention(): Record<string, unknown> {
     o_lora_rank: Math.max(codes, u),
     index_n_heads: RATIO,
     index_head_dim: RATIO * codes + 1 + ROPE,
+    index_topk: 8,
+    sliding_window: WINDOW,
   };
 }
 
