@@ -12,7 +12,7 @@ import {
   putRoles,
 } from "./copy-circuit-placement.js";
 import type { TinyModelFiles } from "./files.js";
-import { latentCopyHidden } from "./latent-copy-circuit.js";
+import { invFreqs, latentCopyHidden, sparse } from "./latent-copy-circuit.js";
 import { filled, nearestRivalGap } from "./weights.js";
 
 /**
@@ -129,21 +129,6 @@ export function v4CircuitAttention(): Record<string, unknown> {
 /** A gate bias far enough below any other that its position takes no share. */
 const SHUT = -1e4;
 
-function invFreqs(dim: number, theta: number): number[] {
-  return Array.from({ length: dim / 2 }, (_, f) => 1 / theta ** ((2 * f) / dim));
-}
-
-/** Matrix [rows, cols] with `entries` [row, col, value] set. */
-function sparse(
-  rows: number,
-  cols: number,
-  entries: Iterable<readonly [number, number, number]>,
-): Float32Array {
-  const w = new Float32Array(rows * cols);
-  for (const [r, c, v] of entries) w[r * cols + c] = v;
-  return w;
-}
-
 function* range(n: number): Generator<number> {
   for (let i = 0; i < n; i++) yield i;
 }
@@ -218,7 +203,9 @@ function inductionHead(a: V4Attention, c: CircuitContext): void {
   const codes = o.ngram * o.m;
   const span = codes + o.u;
   if (kind !== "csa" || a.spec.indexer === undefined)
-    fail("the second V4 layer must be a compressed_sparse_attention layer (layer_types[1]).");
+    fail(
+      "the retrieving layers (the second V4 layer and the MTP layer) must be compressed_sparse_attention in layer_types.",
+    );
   const x = a.spec.indexer as NonNullable<typeof a.spec.indexer>;
   if (nh < R) fail(`the retrieving layer needs a head per position of a row (${R}), it has ${nh}.`);
   if (oGroups !== 1) fail(`o_groups must be 1, got ${oGroups}.`);
