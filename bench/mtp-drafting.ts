@@ -3,8 +3,9 @@
  * DeepSeek-V4.1-Flash's tiny reference config (port.yaml), measured in one run on the embedded
  * engine. Three engines serve the same weights: `off` (no drafting), `mtp` (the checkpoint's MTP
  * layer drafts k tokens a step) and `planted` (the MTP layer runs as in `mtp`, but each draft is
- * the target's own next greedy token: test/helpers/planted-drafts.ts). The tiny model is untrained,
- * so no prompt is one it continues predictably in the sense a trained model does: its MTP layer's
+ * the target's own next greedy token: test/helpers/planted-drafts.ts). The tiny reference (the
+ * default, `--model tiny`) is untrained, so no prompt is one it continues predictably in the sense a
+ * trained model does: its MTP layer's
  * drafts are almost never the target's, and `mtp` measures what drafting costs when nothing is
  * kept; `planted` keeps every draft (acceptance 1), the most the engine's one-step verification
  * can give at this k. The prompt is fair to both in the only way open here: it is the same corpus
@@ -20,7 +21,9 @@
  * text (quoted code, a document restated, a repeated list): the draft comes from the context, not
  * from knowledge the small head lacks. It is fair as a prompt "the model continues predictably"
  * (the issue's condition) and no fairer: on text that does not repeat, the variant's drafts and its
- * greedy tokens are both noise, and drafting only costs.
+ * greedy tokens are both noise, and drafting only costs. The variant keeps the port's layout (four
+ * layers, their MoE, one MTP layer), so the draft head costs what the port's does against the main
+ * model: the silenced layers and experts compute as ever, only their outputs are zero.
  *
  * Each trial prefills the prompt and decodes `decode` tokens; decode tok/s is timed from the first
  * token to the last (the prefill excluded). Blocks run the arms off, mtp, planted, planted, mtp,
