@@ -48,9 +48,10 @@ import {
   toolVersion,
 } from "../src/bench/index.js";
 import { roundRatio } from "../src/bench/record-builders.js";
-import { localResultsDir } from "../src/catalog/index.js";
+import { localResultsDir, RESULTS_DIR } from "../src/catalog/index.js";
 import { Engine, type LoadedModel, modelOfFiles, readCorpus } from "../src/engine/index.js";
 import { deepseekV4Architecture, v4RetrievalModel, v4TinyModel } from "../src/engine/models/deepseek-v4.js";
+import { nextSeriesId, recordIds } from "../src/flow/record-ids.js";
 import { appendRecord, localServerFingerprint } from "../src/records/index.js";
 import { abVerdict } from "../src/records/interval.js";
 import { plantedDrafts } from "../test/helpers/planted-drafts.js";
@@ -194,9 +195,14 @@ if (args.record && mtp !== undefined && planted !== undefined) {
       server_flags: [...flags, ...extra],
       tool_version: toolVersion(),
     });
+  const localDir = localResultsDir(ROOT, PORT);
+  const series = `${PORT}/reference-drafting-ab${retrieval ? "-retrieval" : ""}-k${k}-${new Date().toISOString().slice(0, 10)}`;
   const record = measuredRecord({
     port: PORT,
-    id: `reference-drafting-ab${retrieval ? "-retrieval" : ""}-k${k}-${new Date().toISOString().slice(0, 10)}`,
+    // A second run on the same day gets the series' next id (records are never rewritten).
+    id: nextSeriesId(series, await recordIds(localDir, join(ROOT, "ports", PORT, RESULTS_DIR))).slice(
+      PORT.length + 1,
+    ),
     metric: "decode_tok_s",
     label: `decode tokens per second of one greedy stream, MTP drafting ${k} tokens a step against none${retrieval ? ", on a repeated passage (retrieval variant)" : ""}`,
     unit: "tok/s",
@@ -218,6 +224,6 @@ if (args.record && mtp !== undefined && planted !== undefined) {
       better: "higher",
     },
   });
-  const saved = await appendRecord(localResultsDir(ROOT, PORT), record);
+  const saved = await appendRecord(localDir, record);
   console.log(`\nrecorded ${saved.id}`);
 }
