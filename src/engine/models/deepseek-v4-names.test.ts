@@ -1,0 +1,179 @@
+import { afterAll, describe, expect, it } from "vitest";
+import { bringupErrorOf, portReference } from "../../../test/helpers/port-reference.js";
+import { encodeMinifloat, FP8_E4M3FN } from "../../formats/minifloat.js";
+import { planKvCache } from "../cache/capacity.js";
+import { layerStorage } from "../cache/storage.js";
+import { MatmulPool } from "../kernels/pool.js";
+import type { HostTensor } from "../loader/host-tensor.js";
+import { isDraftModel } from "../model/draft-model.js";
+import type { LoadedModel } from "../model/loaded-model.js";
+import type { TinyModelFiles } from "../tiny/files.js";
+import { parseV4Config, v4Parameters } from "./deepseek-v4.js";
+import { v4DeepseekTensors, v4NameTable, v4Naming } from "./deepseek-v4-names.js";
+
+const ref = await portReference("deepseek-v4.1-flash");
+const files = ref.referenceFiles();
+const config = parseV4Config(files.config, "tiny");
+const pool = new MatmulPool(1, { simd: false });
+afterAll(() => pool.close());
+const switches = new Map([["v4_attention", "sparse"]]);
+
+/** The same model files with their tensors `tensors`. */
+const withTensors = (tensors: Map<string, HostTensor>): TinyModelFiles => ({ ...files, tensors });
+const deepseek = (tensors = files.tensors, scales: "f32" | "e8m0" = "f32") =>
+  withTensors(v4DeepseekTensors(tensors, config, scales));
+
+/** One prefill of `tokens` on fresh state: the main model's logits and, from its streams, the MTP layer's. */
+function logits(model: LoadedModel, tokens: number[]): { main: Float32Array; mtp: Float32Array } {
+  const m = model.model;
+  const head = m.drafter;
+  if (!isDraftModel(head)) throw new Error(head.reason);
+  const plan = planKvCache([...m.states(switches), head.states(switches)], "window-sized", 16);
+  const storage = plan.layers.map((l) =>
+    layerStorage(
+      l,
+      plan.pools.map(() => 8),
+    ),
+  );
+  const positions = tokens.map((_, p) => p);
+  const tables = plan.pools.map(() => [0, 1, 2, 3, 4, 5, 6, 7]);
+  const batch = {
+    tokens,
+    positions,
+    blockTables: positions.map(() => tables),
+    sequences: [{ first: 0, count: tokens.length, slot: -1 }],
+    logitRows: positions,
+  };
+  const ctx = { batch, pool, switches };
+  const step = m.step(ctx, storage.slice(0, -1));
+  const mtp = head.forward(ctx, storage.at(-1) as (typeof storage)[number], step.streams).logits;
+  return { main: step.logits, mtp };
+}
+
+const bytes = (a: Float32Array) => Buffer.from(a.buffer, a.byteOffset, a.byteLength);
+// Past the window (32), several compressed sparse rows (4) and heavily compressed rows (32).
+const tokens = Array.from({ length: 70 }, (_, i) => (i * 37 + 11) % config.vocabSize);
+const reference = logits(ref.build("transformers", files), tokens);
+
+/**
+ * `tensors` with every linear the release stores in FP8 (per the name table's `linear` pairs,
+ * experts aside) as FP8 E4M3 with power-of-two block scales, as DeepSeek's E8M0 ones are.
+ */
+function fp8Linears(tensors: ReadonlyMap<string, HostTensor>): Map<string, HostTensor> {
+  const linears = new Set(
+    v4NameTable(config)
+      .pairs.filter((p) => p.linear)
+      .map((p) => p.family),
+  );
+  const out = new Map(tensors);
+  for (const { decl } of v4Parameters(config, config.vocabSize)) {
+    const t = tensors.get(decl.name);
+    if (!linears.has(decl.name) || t?.dtype !== "F32" || t.shape.length !== 2) continue;
+    const [rows, cols] = t.shape as [number, number];
+    const values = t.data as Float32Array;
+    const [gr, gc] = [Math.ceil(rows / 128), Math.ceil(cols / 128)];
+    const scale = new Float32Array(gr * gc);
+    for (let i = 0; i < rows * cols; i++) {
+      const b = Math.floor(i / cols / 128) * gc + Math.floor((i % cols) / 128);
+      scale[b] = Math.max(scale[b] as number, Math.abs(values[i] as number));
+    }
+    scale.forEach((amax, b) => {
+      scale[b] = 2 ** Math.ceil(Math.log2(amax / 448));
+    });
+    const codes = Uint8Array.from(values, (v, i) =>
+      encodeMinifloat(
+        FP8_E4M3FN,
+        v / (scale[Math.floor(i / cols / 128) * gc + Math.floor((i % cols) / 128)] as number),
+      ),
+    );
+    out.set(decl.name, { dtype: "F8_E4M3", shape: t.shape, data: codes });
+    out.set(`${decl.name}_scale_inv`, { dtype: "F32", shape: [gr, gc], data: scale });
+  }
+  return out;
+}
+
+describe("DeepSeek-V4 in DeepSeek's released tensor names (models/deepseek-v4-names.ts)", () => {
+  it("writes the tiny checkpoint in DeepSeek's names: per-expert FP4 (I8) with E8M0 scales, nothing of transformers'", () => {
+    const native = deepseek().tensors;
+    expect(native.get("embed.weight")).toBe(files.tensors.get("model.embed_tokens.weight"));
+    expect(native.get("layers.1.attn.indexer.compressor.ape")).toBeDefined();
+    const w1 = native.get("layers.0.ffn.experts.7.w1.weight");
+    const I = config.layers[0]?.moe.intermediateSize as number;
+    expect([w1?.dtype, w1?.shape]).toEqual(["I8", [I, config.hiddenSize / 2]]);
+    expect(native.get("layers.0.ffn.experts.7.w3.scale")?.dtype).toBe("F8_E8M0");
+    expect(native.get("mtp.0.ffn.experts.0.w2.weight")?.shape).toEqual([config.hiddenSize, I / 2]);
+    expect([...native.keys()].filter((n) => n.startsWith("model.") || n.startsWith("lm_head"))).toEqual([]);
+    expect(v4Naming([...native.keys()], config, "tiny")).toBe("deepseek");
+    expect(v4Naming([...files.tensors.keys()], config, "tiny")).toBe("transformers");
+  });
+
+  it("loads it with logits bit-identical to the transformers-named checkpoint, the MTP layer's included", () => {
+    const out = logits(ref.build("deepseek", deepseek()), tokens);
+    expect(bytes(out.main).equals(bytes(reference.main))).toBe(true);
+    expect(bytes(out.mtp).equals(bytes(reference.mtp))).toBe(true);
+  });
+
+  it("keeps FP8 linears with E8M0 block scales FP8 (wo_a widened exactly): bit-identical to the transformers-named FP8 checkpoint", () => {
+    const fp8 = fp8Linears(files.tensors);
+    const native = deepseek(fp8, "e8m0");
+    expect(native.tensors.get("layers.2.attn.wo_a.scale")?.dtype).toBe("F8_E8M0");
+    expect(native.tensors.get("layers.2.attn.wo_a.weight")?.dtype).toBe("F8_E4M3");
+    const hf = logits(ref.build("transformers-fp8", withTensors(fp8)), tokens);
+    const out = logits(ref.build("deepseek-fp8", native), tokens);
+    expect(bytes(out.main).equals(bytes(hf.main))).toBe(true);
+    expect(bytes(out.mtp).equals(bytes(hf.mtp))).toBe(true);
+    // FP8 moves the logits: the scales and the widened wo_a were read, not dropped.
+    expect(bytes(hf.main).equals(bytes(reference.main))).toBe(false);
+  });
+
+  const refused = (edit: (t: Map<string, HostTensor>) => void) => {
+    const t = deepseek().tensors;
+    edit(t);
+    return bringupErrorOf(() => ref.build("deepseek", withTensors(t)));
+  };
+
+  it("refuses a missing, extra or misshapen tensor, naming it as DeepSeek's checkpoint stores it", () => {
+    const missing = refused((t) => t.delete("layers.1.ffn.experts.5.w3.weight"));
+    expect(missing.code).toBe("MODEL_WEIGHT_MISSING");
+    expect(missing.message).toContain("tensor layers.1.ffn.experts.5.w3.weight is missing");
+    const missingLinear = refused((t) => t.delete("layers.2.attn.wkv.weight"));
+    expect(missingLinear.message).toContain("tensor layers.2.attn.wkv.weight is missing");
+    const extra = refused((t) =>
+      t.set("layers.0.attn.compressor.ape", t.get("layers.2.attn.compressor.ape") as HostTensor),
+    );
+    expect(extra.message).toContain("tensor layers.0.attn.compressor.ape is in the checkpoint but no layer");
+    const extraExpert = refused((t) =>
+      t.set("layers.0.ffn.experts.8.w1.weight", t.get("layers.0.ffn.experts.0.w1.weight") as HostTensor),
+    );
+    expect(extraExpert.message).toContain(
+      "tensor layers.0.ffn.experts.8.w1.weight is not a DeepSeek-V4 tensor",
+    );
+    const misshapen = refused((t) => {
+      const s = t.get("layers.3.attn.attn_sink") as HostTensor;
+      t.set("layers.3.attn.attn_sink", { ...s, shape: [1, ...s.shape] });
+    });
+    expect(misshapen.message).toMatch(
+      /layers\.3\.attn\.attn_sink has shape \[1, \d+\] but config\.json implies/,
+    );
+    const expert = refused((t) => {
+      const s = t.get("layers.2.ffn.experts.3.w2.scale") as HostTensor;
+      t.set("layers.2.ffn.experts.3.w2.scale", { ...s, shape: [s.shape[1] as number, s.shape[0] as number] });
+    });
+    expect(expert.message).toContain("layers.2.ffn.experts.3.w2.scale has shape");
+  });
+
+  it("refuses mixed and unknown names by name", () => {
+    const mixed = refused((t) => {
+      t.set("model.norm.weight", t.get("norm.weight") as HostTensor);
+      t.delete("norm.weight");
+    });
+    expect(mixed.message).toContain("tensor model.norm.weight is in transformers' naming but");
+    const unknown = refused((t) =>
+      t.set("layers.0.attn.wq_c.weight", t.get("layers.0.attn.wq_a.weight") as HostTensor),
+    );
+    expect(unknown.code).toBe("MODEL_WEIGHTS_MISMATCH");
+    expect(unknown.message).toContain(
+      "tensor layers.0.attn.wq_c.weight is not a DeepSeek-V4 tensor of this config.json",
+    );
+  });
+});
