@@ -1,3 +1,6 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { bringupErrorOf, portReference } from "../../../test/helpers/port-reference.js";
 import { encodeMinifloat, FP8_E4M3FN } from "../../formats/minifloat.js";
@@ -5,9 +8,11 @@ import { planKvCache } from "../cache/capacity.js";
 import { layerStorage } from "../cache/storage.js";
 import { MatmulPool } from "../kernels/pool.js";
 import type { HostTensor } from "../loader/host-tensor.js";
+import { loadModel } from "../loader/load-model.js";
 import { isDraftModel } from "../model/draft-model.js";
 import type { LoadedModel } from "../model/loaded-model.js";
 import type { TinyModelFiles } from "../tiny/files.js";
+import { writeTinyModel } from "../tiny/write.js";
 import { parseV4Config, v4Parameters } from "./deepseek-v4.js";
 import { v4DeepseekTensors, v4NameTable, v4Naming } from "./deepseek-v4-names.js";
 
@@ -124,6 +129,21 @@ describe("DeepSeek-V4 in DeepSeek's released tensor names (models/deepseek-v4-na
     expect(bytes(out.mtp).equals(bytes(hf.mtp))).toBe(true);
     // FP8 moves the logits: the scales and the widened wo_a were read, not dropped.
     expect(bytes(hf.main).equals(bytes(reference.main))).toBe(false);
+  });
+
+  it("loads the FP8 one from safetensors on disk (I8 experts, E8M0 scales) as the transformers-named one", async () => {
+    const root = await mkdtemp(join(tmpdir(), "bringup-v4-names-"));
+    try {
+      const fp8 = fp8Linears(files.tensors);
+      await writeTinyModel(join(root, "deepseek"), deepseek(fp8, "e8m0"));
+      await writeTinyModel(join(root, "transformers"), withTensors(fp8));
+      const loaded = await loadModel(join(root, "deepseek"));
+      const hf = await loadModel(join(root, "transformers"));
+      expect(loaded.numParameters).toBe(hf.numParameters);
+      expect(bytes(logits(loaded, tokens).main).equals(bytes(logits(hf, tokens).main))).toBe(true);
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
   });
 
   const refused = (edit: (t: Map<string, HostTensor>) => void) => {
