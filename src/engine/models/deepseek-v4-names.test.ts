@@ -24,7 +24,7 @@ afterAll(() => pool.close());
 const switches = new Map([["v4_attention", "sparse"]]);
 
 /** The same model files with their tensors `tensors`. */
-const withTensors = (tensors: Map<string, HostTensor>): TinyModelFiles => ({ ...files, tensors });
+const withTensors = (tensors: ReadonlyMap<string, HostTensor>): TinyModelFiles => ({ ...files, tensors });
 const deepseek = (tensors = files.tensors, scales: "f32" | "e8m0" = "f32") =>
   withTensors(v4DeepseekTensors(tensors, config, scales));
 
@@ -147,7 +147,7 @@ describe("DeepSeek-V4 in DeepSeek's released tensor names (models/deepseek-v4-na
   });
 
   const refused = (edit: (t: Map<string, HostTensor>) => void) => {
-    const t = deepseek().tensors;
+    const t = new Map(deepseek().tensors);
     edit(t);
     return bringupErrorOf(() => ref.build("deepseek", withTensors(t)));
   };

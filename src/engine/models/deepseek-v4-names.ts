@@ -35,8 +35,15 @@ import { mhcHeadParameters, mhcSiteParameters } from "../blocks/residual/mhc-con
 import { type HostTensor, sharedHostArray, type TensorLookup } from "../loader/host-tensor.js";
 import type { WeightSource } from "../loader/weight-source.js";
 import { embeddingParameters, layerPrefix, mhcSites, preNormParameters } from "./decoder.js";
-import type { V4Config, V4LayerSpec } from "./deepseek-v4.js";
-import { MTP_PREFIX, v4MtpHeadNames } from "./deepseek-v4-mtp.js";
+import { MTP_PREFIX, type V4MtpConfig, v4MtpHeadNames } from "./deepseek-v4-mtp.js";
+
+/** What the name table reads of a DeepSeek-V4 config (models/deepseek-v4.ts V4Config). */
+interface V4Config extends V4MtpConfig {
+  readonly vocabSize: number;
+  readonly tieWordEmbeddings: boolean;
+  readonly layers: readonly V4LayerSpec[];
+}
+type V4LayerSpec = V4MtpConfig["mtp"];
 
 /** One tensor in both namings; a linear's FP8 block scale follows it (`.scale` / `.weight_scale_inv`). */
 interface NamePair {
