@@ -3,7 +3,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { bringupErrorOf, portReference } from "../../../test/helpers/port-reference.js";
-import { encodeMinifloat, FP8_E4M3FN } from "../../formats/minifloat.js";
+import {
+  decodeE8m0,
+  dequantizeMxfp4,
+  encodeMinifloat,
+  FP8_E4M3FN,
+  mxfp4ToFp8Block32,
+} from "../../formats/index.js";
 import { planKvCache } from "../cache/capacity.js";
 import { layerStorage } from "../cache/storage.js";
 import { MatmulPool } from "../kernels/pool.js";
@@ -97,6 +103,35 @@ function fp8Linears(tensors: ReadonlyMap<string, HostTensor>): Map<string, HostT
   return out;
 }
 
+/**
+ * `tensors` with the MXFP4 expert stacks in `dtype`: f32 (decoded), or FP8 E4M3 with each block of
+ * 32's E8M0 scale (re-encoded exactly, as DeepSeek-V4-Flash-Base ships FP8 experts).
+ */
+function expertsAs(tensors: ReadonlyMap<string, HostTensor>, dtype: "f32" | "fp8"): Map<string, HostTensor> {
+  const out = new Map(tensors);
+  for (const [name, blocks] of tensors) {
+    if (!name.endsWith("_blocks")) continue;
+    const base = name.slice(0, -"_blocks".length);
+    const scales = tensors.get(`${base}_scales`) as HostTensor;
+    const [E, R, groups] = scales.shape as [number, number, number];
+    const shape = [E, R, groups * 32];
+    out.delete(name);
+    out.delete(`${base}_scales`);
+    const b = blocks.data as Uint8Array;
+    const sc = scales.data as Uint8Array;
+    if (dtype === "f32") out.set(base, { dtype: "F32", shape, data: dequantizeMxfp4(b, sc) });
+    else {
+      out.set(base, { dtype: "F8_E4M3", shape, data: mxfp4ToFp8Block32(b, sc) });
+      out.set(`${base}_scale_inv`, {
+        dtype: "F32",
+        shape: scales.shape,
+        data: Float32Array.from(sc, decodeE8m0),
+      });
+    }
+  }
+  return out;
+}
+
 describe("DeepSeek-V4 in DeepSeek's released tensor names (models/deepseek-v4-names.ts)", () => {
   it("writes the tiny checkpoint in DeepSeek's names: per-expert FP4 (I8) with E8M0 scales, nothing of transformers'", () => {
     const native = deepseek().tensors;
@@ -146,6 +181,20 @@ describe("DeepSeek-V4 in DeepSeek's released tensor names (models/deepseek-v4-na
     }
   });
 
+  it("stacks experts stored in f32 or in FP8 with E8M0 scales per 32 as the transformers-named ones", () => {
+    for (const dtype of ["f32", "fp8"] as const) {
+      const hfTensors = expertsAs(files.tensors, dtype);
+      const native = deepseek(hfTensors, "e8m0");
+      expect(native.tensors.get("layers.1.ffn.experts.2.w3.weight")?.dtype).toBe(
+        dtype === "f32" ? "F32" : "F8_E4M3",
+      );
+      const hf = logits(ref.build(`transformers-${dtype}`, withTensors(hfTensors)), tokens);
+      const out = logits(ref.build(`deepseek-${dtype}`, native), tokens);
+      expect(bytes(out.main).equals(bytes(hf.main))).toBe(true);
+      expect(bytes(out.mtp).equals(bytes(hf.mtp))).toBe(true);
+    }
+  });
+
   const refused = (edit: (t: Map<string, HostTensor>) => void) => {
     const t = new Map(deepseek().tensors);
     edit(t);
@@ -187,7 +236,9 @@ describe("DeepSeek-V4 in DeepSeek's released tensor names (models/deepseek-v4-na
       t.set("model.norm.weight", t.get("norm.weight") as HostTensor);
       t.delete("norm.weight");
     });
-    expect(mixed.message).toContain("tensor model.norm.weight is in transformers' naming but");
+    expect(mixed.message).toMatch(
+      /tensor model\.norm\.weight is in transformers' naming but .* \(DeepSeek's name for it is norm\.weight\)\.$/,
+    );
     const unknown = refused((t) =>
       t.set("layers.0.attn.wq_c.weight", t.get("layers.0.attn.wq_a.weight") as HostTensor),
     );

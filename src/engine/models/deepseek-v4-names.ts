@@ -208,7 +208,7 @@ function naming(
     throw new BringupError(
       "MODEL_WEIGHTS_MISMATCH",
       family
-        ? `${source}: tensor ${n} is in transformers' naming but ${deepseek} is in DeepSeek's; a checkpoint must use one naming throughout (convert it with the same tool).`
+        ? `${source}: tensor ${n} is in transformers' naming but ${deepseek} is in DeepSeek's; a checkpoint uses one naming throughout${index.toStored.has(n) ? ` (DeepSeek's name for it is ${index.toStored.get(n)})` : ""}.`
         : `${source}: tensor ${n} is not a DeepSeek-V4 tensor of this config.json (${config.layers.length} layers layers.0-${config.layers.length - 1}, experts 0-${(config.layers[0]?.moe.numExperts ?? 1) - 1}, MTP mtp.0); the checkpoint and config.json do not match.`,
       { subject: n },
     );
@@ -279,10 +279,13 @@ function stack(
           `${source}: tensor ${name} is missing; config.json's n_routed_experts is ${s.experts}, so every layer has experts 0-${s.experts - 1} with w1, w2 and w3.`,
           { subject: name },
         );
-      // FP4 packs two values a byte and scales each 32; other dtypes are checked once stacked.
-      const expected = fp4 ? [part.rows, kind === "weight" ? s.cols / 2 : s.cols / 32] : undefined;
-      const model = `${s.stored}.0.${s.parts[0]?.name}.${kind}`;
-      const reference = expected ?? [part.rows, ...(read(model) as HostTensor).shape.slice(1)];
+      // FP4 packs two values a byte and scales each 32; another dtype's weight is [rows, cols], and
+      // its scale grid is expert 0's (the stacked grid is checked as the family reads it).
+      const reference = fp4
+        ? [part.rows, kind === "weight" ? s.cols / 2 : s.cols / 32]
+        : kind === "weight"
+          ? [part.rows, s.cols]
+          : (read(`${s.stored}.0.${part.name}.scale`) as HostTensor).shape;
       if (t.shape.length !== 2 || t.shape[0] !== reference[0] || t.shape[1] !== reference[1])
         throw new BringupError(
           "MODEL_WEIGHTS_MISMATCH",
@@ -333,27 +336,52 @@ export function v4DeepseekTensors(
     }
     const s = index.table.stacks.find((st) => name.startsWith(st.family));
     const form = s === undefined ? undefined : name.slice(s.family.length);
-    if (s === undefined || !["", "_blocks", "_scales"].includes(form as string))
+    if (s === undefined || !["", "_blocks", "_scales", FAMILY_SCALE].includes(form as string))
       throw new BringupError(
         "MODEL_WEIGHTS_MISMATCH",
         `${name} has no DeepSeek-V4 name for this config.json; only the family's declared tensors can be renamed.`,
         { subject: name },
       );
-    const kind = form === "_scales" ? "scale" : "weight";
-    const bytes = new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength);
-    const rowBytes = bytes.byteLength / (t.shape[0] as number) / s.parts.reduce((a, p) => a + p.rows, 0);
-    let at = 0;
-    for (let e = 0; e < s.experts; e++)
-      for (const part of s.parts) {
-        const size = rowBytes * part.rows;
-        const copy = sharedHostArray(form === "" ? t.dtype : "U8", size);
-        copy.bytes.set(bytes.subarray(at, at + size));
-        at += size;
-        const shape = form === "" ? [part.rows, s.cols] : [part.rows, rowBytes];
-        const dtype = form === "" ? t.dtype : kind === "scale" ? "F8_E8M0" : "I8";
-        out.set(`${s.stored}.${e}.${part.name}.${kind}`, { dtype, shape, data: copy.data });
-      }
+    for (const [part, piece] of splitExperts(t, s, name)) {
+      const scale = form === "_scales" || form === FAMILY_SCALE;
+      const stored = `${part}.${scale ? "scale" : "weight"}`;
+      if (form === "_blocks") out.set(stored, { ...piece, dtype: "I8" });
+      else if (form === "_scales") out.set(stored, { ...piece, dtype: "F8_E8M0" });
+      else out.set(stored, scale && scales === "e8m0" ? e8m0Scales(piece, name) : piece);
+    }
   }
+  return out;
+}
+
+/**
+ * A stacked tensor [experts, rows, ...] as each expert's parts (`<stored>.M.w1`, ...), each part
+ * its share of the rows (a scale grid's too), the rest flattened: [part rows, row elements].
+ */
+function splitExperts(t: HostTensor, s: ExpertStack, name: string): [string, HostTensor][] {
+  const rows = t.shape[1] as number;
+  const total = s.parts.reduce((a, p) => a + p.rows, 0);
+  const bytes = new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength);
+  const rowBytes = bytes.byteLength / s.experts / rows;
+  const rowLength = t.shape.slice(2).reduce((a, b) => a * b, 1);
+  const out: [string, HostTensor][] = [];
+  let at = 0;
+  for (let e = 0; e < s.experts; e++)
+    for (const part of s.parts) {
+      const partRows = (rows * part.rows) / total;
+      if (!Number.isInteger(partRows) || t.shape[0] !== s.experts)
+        throw new BringupError(
+          "MODEL_WEIGHTS_MISMATCH",
+          `${name} has shape [${t.shape.join(", ")}], which does not split into ${s.experts} experts' ${s.parts.map((p) => p.name).join(" and ")}; write its scale blocks within each part.`,
+          { subject: name },
+        );
+      const copy = sharedHostArray(t.dtype, rowBytes * partRows);
+      copy.bytes.set(bytes.subarray(at, at + rowBytes * partRows));
+      at += rowBytes * partRows;
+      out.push([
+        `${s.stored}.${e}.${part.name}`,
+        { dtype: t.dtype, shape: [partRows, rowLength], data: copy.data },
+      ]);
+    }
   return out;
 }
 
