@@ -205,6 +205,8 @@ describe("DeepSeek-V4 in DeepSeek's released tensor names (models/deepseek-v4-na
     const missing = refused((t) => t.delete("layers.1.ffn.experts.5.w3.weight"));
     expect(missing.code).toBe("MODEL_WEIGHT_MISSING");
     expect(missing.message).toContain("tensor layers.1.ffn.experts.5.w3.weight is missing");
+    const firstExpert = refused((t) => t.delete("layers.3.ffn.experts.0.w1.weight"));
+    expect(firstExpert.message).toContain("tensor layers.3.ffn.experts.0.w1.weight is missing");
     const missingLinear = refused((t) => t.delete("layers.2.attn.wkv.weight"));
     expect(missingLinear.message).toContain("tensor layers.2.attn.wkv.weight is missing");
     const extra = refused((t) =>

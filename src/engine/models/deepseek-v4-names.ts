@@ -221,8 +221,11 @@ function naming(
  * DeepSeek's names under the family's, the experts stacked (each stack built once, on first read).
  * A stored expert missing or of another shape than the config's is refused naming it.
  */
-export function v4Checkpoint(w: WeightSource, config: V4Config): WeightSource {
-  const index = new NameIndex(v4NameTable(config));
+function v4Checkpoint(
+  w: WeightSource,
+  config: V4Config,
+  index = new NameIndex(v4NameTable(config)),
+): WeightSource {
   if (naming(w.names, index, config, w.source) === "transformers") return w;
   const stacks = new Map<string, HostTensor | undefined>();
   const familyNames = new Set<string>();
@@ -252,7 +255,8 @@ function stackedTensor(
     if (!name.startsWith(s.family)) continue;
     const form = name.slice(s.family.length);
     const first = read(`${s.stored}.0.${s.parts[0]?.name}.weight`);
-    if (first === undefined) return undefined;
+    // Without expert 0 the stack is refused naming it when the family asks for the plain form.
+    if (first === undefined) return form === "" ? stack(s, "weight", false, read, source) : undefined;
     const fp4 = first.dtype === "I8";
     const scale = form === (fp4 ? "_scales" : FAMILY_SCALE);
     if (form !== (fp4 ? "_blocks" : "") && !scale) return undefined;
@@ -407,9 +411,10 @@ function e8m0Scales(t: HostTensor, name: string): HostTensor {
  * the family asked for by its own name names the tensor as DeepSeek's checkpoint stores it.
  */
 export function readV4Checkpoint<T>(w: WeightSource, config: V4Config, build: (w: WeightSource) => T): T {
-  const checkpoint = v4Checkpoint(w, config);
+  const index = new NameIndex(v4NameTable(config));
+  const checkpoint = v4Checkpoint(w, config, index);
   if (checkpoint === w) return build(w);
-  const toStored = new NameIndex(v4NameTable(config)).toStored;
+  const { toStored } = index;
   try {
     return build(checkpoint);
   } catch (e) {
