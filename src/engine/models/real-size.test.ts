@@ -204,7 +204,7 @@ describe("DeepSeek-V4-Flash at its real size, shapes only, in DeepSeek's release
     JSON.parse(readFileSync(join(DIR, "deepseek-v4-flash.json"), "utf8")),
     "v4-flash",
   );
-  const real = tensorList("deepseek-v4-flash.native-tensors.json");
+  const real = tensorList("deepseek-v4-flash-native.tensors.json");
   const mtp = v4MtpParameters(config, config.vocabSize);
   const declared = new Map(
     [...v4Parameters(config).map(({ decl }) => decl), ...mtp.layer, ...mtp.experts].map((d) => [
