@@ -7,9 +7,10 @@
  * `ffn.gate.{weight,bias,tid2eid}`, `ffn.shared_experts.w{1,2,3}` and one tensor per routed expert
  * `ffn.experts.M.w{1,2,3}`; the MTP layer `mtp.0.*` the same under its own prefix, beside
  * `mtp.0.{e_proj,h_proj,enorm,hnorm,norm,hc_head_*}` (names the engine reads as they are).
- * Sources: transformers' `conversion_mapping.py` ("deepseek_v4": the renames, w1 then w3
- * concatenated into `gate_up_proj` per expert, experts stacked in id order); vLLM
- * `model_executor/models/deepseek_v4.py` (`_make_deepseek_v4_weights_mapper`: `.scale` is a linear's
+ * Sources: huggingface/transformers `src/transformers/conversion_mapping.py` ("deepseek_v4": the
+ * renames, w1 then w3 concatenated into `gate_up_proj` per expert, experts stacked in id order);
+ * vllm-project/vllm `vllm/model_executor/models/deepseek_v4.py`
+ * (`_make_deepseek_v4_weights_mapper`: `.scale` is a linear's
  * FP8 block scale, E8M0 in the FP4-expert release, and an expert's MXFP4 scale; its loader copies
  * the experts' packed FP4 bytes and E8M0 scale bytes unchanged into the MXFP4 layout gpt-oss
  * uses); a public remap write-up of the V4-Flash index (69,187 keys; experts `w1.weight` I8
@@ -70,7 +71,10 @@ interface V4NameTable {
   readonly stacks: readonly ExpertStack[];
 }
 
-/** DeepSeek's name for the weight of a linear `<stored>.weight`'s FP8 block scale. */
+/**
+ * A linear's FP8 block scale: `<base>.scale` beside `<base>.weight` in DeepSeek's names,
+ * `<base>.weight_scale_inv` in the family's.
+ */
 const STORED_SCALE = ".scale";
 const FAMILY_SCALE = "_scale_inv";
 
