@@ -153,17 +153,22 @@ describe("DeepSeek-V4 in DeepSeek's released tensor names (models/deepseek-v4-na
     expect(bytes(out.mtp).equals(bytes(reference.mtp))).toBe(true);
   });
 
-  it("keeps FP8 linears with E8M0 block scales FP8 (wo_a widened exactly): bit-identical to the transformers-named FP8 checkpoint", () => {
+  it("keeps FP8 linears FP8 with E8M0 or F32 block scales (wo_a widened exactly): bit-identical to the transformers-named FP8 checkpoint", () => {
     const fp8 = fp8Linears(files.tensors);
-    const native = deepseek(fp8, "e8m0");
-    expect(native.tensors.get("layers.2.attn.wo_a.scale")?.dtype).toBe("F8_E8M0");
-    expect(native.tensors.get("layers.2.attn.wo_a.weight")?.dtype).toBe("F8_E4M3");
     const hf = logits(ref.build("transformers-fp8", withTensors(fp8)), tokens);
-    const out = logits(ref.build("deepseek-fp8", native), tokens);
-    expect(bytes(out.main).equals(bytes(hf.main))).toBe(true);
-    expect(bytes(out.mtp).equals(bytes(hf.mtp))).toBe(true);
     // FP8 moves the logits: the scales and the widened wo_a were read, not dropped.
     expect(bytes(hf.main).equals(bytes(reference.main))).toBe(false);
+    for (const [scales, dtype] of [
+      ["e8m0", "F8_E8M0"],
+      ["f32", "F32"],
+    ] as const) {
+      const native = deepseek(fp8, scales);
+      expect(native.tensors.get("layers.2.attn.wo_a.scale")?.dtype).toBe(dtype);
+      expect(native.tensors.get("layers.2.attn.wo_a.weight")?.dtype).toBe("F8_E4M3");
+      const out = logits(ref.build(`deepseek-fp8-${scales}`, native), tokens);
+      expect(bytes(out.main).equals(bytes(hf.main))).toBe(true);
+      expect(bytes(out.mtp).equals(bytes(hf.mtp))).toBe(true);
+    }
   });
 
   it("loads the FP8 one from safetensors on disk (I8 experts, E8M0 scales) as the transformers-named one", async () => {
