@@ -238,6 +238,23 @@ describe("DeepSeek-V4 in DeepSeek's released tensor names (models/deepseek-v4-na
     expect(expert.message).toContain("layers.2.ffn.experts.3.w2.scale has shape");
   });
 
+  it("writes DeepSeek's names only for declared tensors, and E8M0 scales only for powers of two", () => {
+    const extra = new Map(files.tensors).set("model.layers.0.self_attn.rotary.inv_freq", {
+      dtype: "F32",
+      shape: [1],
+      data: new Float32Array(1),
+    });
+    expect(bringupErrorOf(() => v4DeepseekTensors(extra, config)).message).toMatch(
+      /^model\.layers\.0\.self_attn\.rotary\.inv_freq has no DeepSeek-V4 name/,
+    );
+    const fp8 = fp8Linears(files.tensors);
+    const name = "model.layers.1.self_attn.q_a_proj.weight_scale_inv";
+    fp8.set(name, { ...(fp8.get(name) as HostTensor), data: Float32Array.of(0.3) });
+    expect(bringupErrorOf(() => v4DeepseekTensors(fp8, config, "e8m0")).message).toContain(
+      `${name} holds 0.30000001192092896 at index 0, which E8M0 cannot store`,
+    );
+  });
+
   it("refuses mixed and unknown names by name", () => {
     const mixed = refused((t) => {
       t.set("model.norm.weight", t.get("norm.weight") as HostTensor);
