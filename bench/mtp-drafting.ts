@@ -49,7 +49,11 @@ import {
 } from "../src/bench/index.js";
 import { roundRatio } from "../src/bench/record-builders.js";
 import { localResultsDir, RESULTS_DIR } from "../src/catalog/index.js";
+import type { LayerStorage } from "../src/engine/cache/storage.js";
 import { Engine, type LoadedModel, modelOfFiles, readCorpus } from "../src/engine/index.js";
+import type { CausalLM } from "../src/engine/model/causal-lm.js";
+import { isDraftModel } from "../src/engine/model/draft-model.js";
+import type { ForwardContext } from "../src/engine/model/model.js";
 import { deepseekV4Architecture, v4RetrievalModel, v4TinyModel } from "../src/engine/models/deepseek-v4.js";
 import { nextSeriesId, recordIds } from "../src/flow/record-ids.js";
 import { appendRecord, localServerFingerprint } from "../src/records/index.js";
@@ -125,16 +129,53 @@ async function trial(engine: Engine): Promise<{ rate: number; tokens: number[] }
   return { rate: (tokens.length - 1) / ((last - first) / 1000), tokens };
 }
 
-const off = new Engine(model, common);
+/** Wall time of the target's and the draft head's steps, by arm, part and tokens in the step. */
+const stepTimes = new Map<string, { calls: number; ms: number }>();
+function timed<T>(key: string, run: () => T): T {
+  const start = performance.now();
+  const out = run();
+  const s = stepTimes.get(key) ?? { calls: 0, ms: 0 };
+  stepTimes.set(key, { calls: s.calls + 1, ms: s.ms + performance.now() - start });
+  return out;
+}
+const meanStep = (key: string) => {
+  const s = stepTimes.get(key);
+  return s === undefined ? Number.NaN : s.ms / s.calls;
+};
+
+/** `m` with its target's and draft head's steps timed under `arm` (the same work, a clock read around it). */
+function timedSteps(m: LoadedModel, arm: string): LoadedModel {
+  const head = m.model.drafter;
+  const withHead = isDraftModel(head)
+    ? m.model.withDrafter({
+        states: (switches) => head.states(switches),
+        forward: (ctx, storage, previous) =>
+          timed(`${arm} draft ${ctx.batch.tokens.length}`, () => head.forward(ctx, storage, previous)),
+      })
+    : m.model;
+  const target: CausalLM = Object.create(withHead, {
+    step: {
+      value: (ctx: ForwardContext, storage: readonly LayerStorage[]) =>
+        timed(`${arm} target ${ctx.batch.tokens.length}`, () => withHead.step(ctx, storage)),
+    },
+  });
+  return { ...m, model: target };
+}
+
+const off = new Engine(timedSteps(model, "off"), common);
 const { tokens: reference } = await trial(off);
 const arms = {
   off,
-  mtp: new Engine(model, { ...common, speculativeTokens: k }),
-  planted: new Engine(plantedDrafts(model, [[...prompt, ...reference]]), { ...common, speculativeTokens: k }),
+  mtp: new Engine(timedSteps(model, "mtp"), { ...common, speculativeTokens: k }),
+  planted: new Engine(timedSteps(plantedDrafts(model, [[...prompt, ...reference]]), "planted"), {
+    ...common,
+    speculativeTokens: k,
+  }),
 };
 type Arm = keyof typeof arms;
 // Compiles the kernels and warms the JIT before anything is timed.
 for (const engine of Object.values(arms)) await trial(engine);
+stepTimes.clear();
 const before = Object.fromEntries(
   Object.entries(arms).map(([name, e]) => [name, e.stats().specDecode]),
 ) as Record<Arm, ReturnType<Engine["stats"]>["specDecode"]>;
@@ -183,6 +224,10 @@ for (const { arm, interval, acceptance: acc } of results) {
     `${arm}: median ${median(samples[arm].flat()).toFixed(1)} tok/s, acceptance ${(acc.rate * 100).toFixed(1)}% (${acc.accepted}/${acc.drafted}); ${arm}/off ${interval.estimate.toFixed(3)}x, 95% interval ${interval.low.toFixed(3)}x to ${interval.high.toFixed(3)}x (df ${interval.df}): ${abVerdict([interval.low, interval.high])}`,
   );
 }
+// What a drafting step costs against a plain one: the target's verification of k + 1 tokens against
+// one token, and the draft head over the k + 1 verified positions and over one.
+const steps = `mean step times over the timed trials: the target ${meanStep("off target 1").toFixed(2)} ms for one token and ${meanStep(`mtp target ${k + 1}`).toFixed(2)} ms verifying ${k + 1}; the draft head ${meanStep(`mtp draft ${k + 1}`).toFixed(2)} ms over ${k + 1} positions and ${meanStep("mtp draft 1").toFixed(2)} ms for one`;
+console.log(steps);
 for (const engine of Object.values(arms)) await engine.close();
 
 const mtp = results[0];
@@ -207,7 +252,7 @@ if (args.record && mtp !== undefined && planted !== undefined) {
     label: `decode tokens per second of one greedy stream, MTP drafting ${k} tokens a step against none${retrieval ? ", on a repeated passage (retrieval variant)" : ""}`,
     unit: "tok/s",
     method: "same-pod-ab",
-    context: `${blockCount} blocks of 2 trials per arm; ${promptDescription}, ${decode} tokens decoded, load ${load.toFixed(2)} at the start (bench/mtp-drafting.ts${retrieval ? " --model retrieval: the copy circuit's MTP layer drafts the copied continuation" : ""}). The ${retrieval ? "constructed" : "untrained"} MTP layer's acceptance: ${(mtp.acceptance.rate * 100).toFixed(1)}% (${mtp.acceptance.accepted}/${mtp.acceptance.drafted}). With the target's own tokens planted as drafts (acceptance ${(planted.acceptance.rate * 100).toFixed(1)}%), the ceiling at this k: ${planted.interval.estimate.toFixed(3)}x, 95% interval ${planted.interval.low.toFixed(3)}x to ${planted.interval.high.toFixed(3)}x.`,
+    context: `${blockCount} blocks of 2 trials per arm; ${promptDescription}, ${decode} tokens decoded, load ${load.toFixed(2)} at the start (bench/mtp-drafting.ts${retrieval ? " --model retrieval: the copy circuit's MTP layer drafts the copied continuation" : ""}). The ${retrieval ? "constructed" : "untrained"} MTP layer's acceptance: ${(mtp.acceptance.rate * 100).toFixed(1)}% (${mtp.acceptance.accepted}/${mtp.acceptance.drafted}). With the target's own tokens planted as drafts (acceptance ${(planted.acceptance.rate * 100).toFixed(1)}%), the ceiling at this k: ${planted.interval.estimate.toFixed(3)}x, 95% interval ${planted.interval.low.toFixed(3)}x to ${planted.interval.high.toFixed(3)}x. ${steps[0]?.toUpperCase()}${steps.slice(1)}.`,
     command: `npx tsx bench/mtp-drafting.ts${retrieval ? ` --model retrieval --passage ${passageTokens}` : ""} --prompt ${promptTokens} --decode ${decode} --k ${k} --blocks ${blockCount} --record`,
     arms: [
       { name: "no drafting", samples: samples.off.flat(), fingerprint: fingerprint([]) },
