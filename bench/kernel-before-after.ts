@@ -20,8 +20,13 @@
  *   (the FP8 checkpoints' layout, quantized from normal values by floatToFp8Tile128), decoded and
  *   run as mxfp4-decode's; G weights/s per core.
  *
+ * --chunk sets the rows a decode writes before the tile reads them back (64, the matmul's, by
+ * default: 64 rows of K = 2880 are 720 KiB, beyond L1, within L2), --after-chunk the after arm's
+ * (default --chunk; with --before HEAD the two arms then differ in their chunks alone); --k the
+ * decode cases' K.
+ *
  *   npx tsx bench/kernel-before-after.ts --kernel tile|mxfp4-decode|fp8-decode [--before HEAD] [--blocks 4]
- *     [--trial-ms 150]
+ *     [--trial-ms 150] [--chunk 64] [--after-chunk C] [--k 2880]
  */
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -40,6 +45,9 @@ const args = benchArgs(import.meta.url, {
   before: { type: "string", default: "HEAD" },
   blocks: { type: "string", default: "4" },
   "trial-ms": { type: "string", default: "150" },
+  chunk: { type: "string", default: "64" },
+  "after-chunk": { type: "string" },
+  k: { type: "string", default: "2880" },
 });
 /** Each kernel's file, then where an older revision kept the same export. */
 const KERNELS = {
@@ -86,6 +94,7 @@ function beforeText(): { text: string; name: string } {
 const old = beforeText();
 const before = instantiate(old.text, old.name);
 const after = instantiate(readFileSync(join(root, path), "utf8"), path);
+const chunkOf = (arm: Arm) => (arm === after ? AFTER_CHUNK : CHUNK);
 const tile = instantiate(readFileSync(join(root, watPath(KERNELS.tile[0])), "utf8"), "tile").tile as (
   ...a: number[]
 ) => void;
@@ -101,17 +110,24 @@ function allocate(bytes: number): number {
 }
 const rng = new Rng(5);
 
-/** A case: one call of `run(arm)` does `work` units (flops or weights) and writes `out` bytes at `outAt`. */
+/** A case: one call of `run(arm)` does `work` units (flops or weights) and writes `outBytes` at `outAt(arm)`. */
 interface Case {
   readonly label: string;
   readonly unit: string;
   readonly work: number;
-  readonly outAt: number;
+  outAt(arm: Arm): number;
   readonly outBytes: number;
   run(arm: Arm): void;
 }
 
-const CHUNK = 64;
+/** Weight rows a matmul takes at a time (matmul-kernel.ts's chunk; a decode's rows), per arm. */
+const CHUNK = Number(args.chunk);
+const AFTER_CHUNK = Number(args["after-chunk"] ?? args.chunk);
+/** The decode cases' K (their N is 2880, gpt-oss's expert shape, as is K by default). */
+const decodeK = Number(args.k);
+for (const c of [CHUNK, AFTER_CHUNK])
+  if (!(2880 % c === 0 && c % 4 === 0)) throw new Error("--chunk must be a multiple of 4 dividing 2880");
+if (!(decodeK > 0 && decodeK % 32 === 0)) throw new Error("--k must be a positive multiple of 32");
 const cases: Case[] = [];
 if (kernel === "tile") {
   for (const [N, K] of [
@@ -128,17 +144,18 @@ if (kernel === "tile") {
         label: `tile M=${M}, [${N}, ${K}]`,
         unit: "GFLOP/s",
         work: 2 * M * K * N,
-        outAt: o,
+        outAt: () => o,
         outBytes: M * N * 4,
         run: (arm) => {
-          for (let c0 = 0; c0 < N; c0 += CHUNK)
-            arm.tile?.(K, M, x, w + c0 * K * 4, o + c0 * 4, CHUNK / 4, N * 4);
+          const chunk = chunkOf(arm);
+          for (let c0 = 0; c0 < N; c0 += chunk)
+            arm.tile?.(K, M, x, w + c0 * K * 4, o + c0 * 4, chunk / 4, N * 4);
         },
       });
     }
   }
 } else if (kernel === "fp8-decode") {
-  const [N, K, B] = [2880, 2880, 128];
+  const [N, K, B] = [2880, decodeK, 128];
   const scaleRow = Math.ceil(K / B);
   // Normal values quantized as FP8 checkpoints are (so few codes are E4M3 subnormals, which f32
   // multiplies handle slowly).
@@ -147,7 +164,7 @@ if (kernel === "tile") {
   new Uint8Array(memory.buffer, codes, N * K).set(fp8.elements);
   const scales = allocate(fp8.scaleInv.byteLength);
   new Float32Array(memory.buffer, scales, fp8.scaleInv.length).set(fp8.scaleInv);
-  decodeCases(N, K, (arm, c0, rows) =>
+  decodeCases(N, K, (arm, c0, rows, chunk) =>
     arm.decode?.(
       K,
       codes + c0 * K,
@@ -157,11 +174,11 @@ if (kernel === "tile") {
       B,
       c0 % B,
       rows,
-      CHUNK,
+      chunk,
     ),
   );
 } else {
-  const [N, K] = [2880, 2880];
+  const [N, K] = [2880, decodeK];
   const tables = allocate(MXFP4_TABLE_BYTES);
   new Uint8Array(memory.buffer, tables, MXFP4_TABLE_BYTES).set(mxfp4Tables());
   const codes = allocate((N * K) / 2);
@@ -172,14 +189,19 @@ if (kernel === "tile") {
   new Uint8Array(memory.buffer, scales, (N * K) / 32).set(
     Uint8Array.from({ length: (N * K) / 32 }, () => 118 + (rng.nextU32() % 8)),
   );
-  decodeCases(N, K, (arm, c0, rows) =>
-    arm.decode?.(codes + (c0 * K) / 2, scales + (c0 * K) / 32, tables, rows, (CHUNK * K) / 32),
+  decodeCases(N, K, (arm, c0, rows, chunk) =>
+    arm.decode?.(codes + (c0 * K) / 2, scales + (c0 * K) / 32, tables, rows, (chunk * K) / 32),
   );
 }
 
-/** A decode alone and with the tile after it at M=1: `decode` writes rows [c0, c0 + CHUNK) at `rows`. */
-function decodeCases(N: number, K: number, decode: (arm: Arm, c0: number, rows: number) => void): void {
-  const rows = allocate(CHUNK * K * 4);
+/** A decode alone and with the tile after it at M=1: `decode` writes rows [c0, c0 + chunk) at `rows`. */
+function decodeCases(
+  N: number,
+  K: number,
+  decode: (arm: Arm, c0: number, rows: number, chunk: number) => void,
+): void {
+  const rows = allocate(Math.max(CHUNK, AFTER_CHUNK) * K * 4);
+  const least = Math.min(CHUNK, AFTER_CHUNK);
   const x = allocate(K * 4);
   rng.fillNormal(new Float32Array(memory.buffer, x, K), 1);
   const o = allocate(N * 4);
@@ -188,12 +210,14 @@ function decodeCases(N: number, K: number, decode: (arm: Arm, c0: number, rows: 
       label: withTile ? "decode, then the tile at M=1" : "decode alone",
       unit: "G weights/s",
       work: N * K,
-      outAt: withTile ? o : rows,
-      outBytes: withTile ? N * 4 : CHUNK * K * 4,
+      // Decoded alone: the last rows both arms' last chunks hold.
+      outAt: (arm) => (withTile ? o : rows + (chunkOf(arm) - least) * K * 4),
+      outBytes: withTile ? N * 4 : least * K * 4,
       run: (arm) => {
-        for (let c0 = 0; c0 < N; c0 += CHUNK) {
-          decode(arm, c0, rows);
-          if (withTile) tile(K, 1, x, rows, o + c0 * 4, CHUNK / 4, N * 4);
+        const chunk = chunkOf(arm);
+        for (let c0 = 0; c0 < N; c0 += chunk) {
+          decode(arm, c0, rows, chunk);
+          if (withTile) tile(K, 1, x, rows, o + c0 * 4, chunk / 4, N * 4);
         }
       },
     });
@@ -215,15 +239,15 @@ function trial(c: Case, arm: Arm): number {
 
 const median = (values: number[]) =>
   [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
-const bits = (c: Case) => Buffer.from(new Uint8Array(memory.buffer, c.outAt, c.outBytes));
+const bits = (c: Case, arm: Arm) => Buffer.from(new Uint8Array(memory.buffer, c.outAt(arm), c.outBytes));
 console.log(
-  `${old.name} (before) against the working tree's ${path} (after), ${blocks} blocks of 4 trials, rates per CPU-second on one thread`,
+  `${old.name} (before, ${CHUNK} rows at a time) against the working tree's ${path} (after, ${AFTER_CHUNK} rows), ${blocks} blocks of 4 trials, rates per CPU-second on one thread`,
 );
 for (const c of cases) {
   c.run(before);
-  const beforeBits = Buffer.from(bits(c));
+  const beforeBits = Buffer.from(bits(c, before));
   c.run(after);
-  const same = beforeBits.equals(bits(c));
+  const same = beforeBits.equals(bits(c, after));
   const trials: BlockTrials[] = [];
   for (let block = 0; block < blocks; block++) {
     const order = block % 2 === 0 ? [before, after, after, before] : [after, before, before, after];
