@@ -10,8 +10,9 @@
  *
  * Kernels and cases:
  * - tile (matmul/matmul-tile.wat): f32 weights [N, K] in chunks of 64 rows as the matmul runs them,
- *   at M = 1, 4 and 16 input rows, for bench-100m's MLP shapes [2304, 768] and [768, 2304]; GFLOP/s
- *   per core.
+ *   at M = 1, 4 and 16 input rows, for bench-100m's MLP shapes [2304, 768] and [768, 2304], and at
+ *   M = 1 over one chunk [64, 2880] (a decoded chunk the MXFP4 and FP8 matmuls read back from L2);
+ *   GFLOP/s per core.
  * - mxfp4-decode (matmul/mxfp4-decode.wat, or mxfp4-rows.wat's decode at older revisions): MXFP4 weights [2880, 2880] (gpt-oss's expert
  *   shape) decoded 64 rows at a time into scratch, alone and with the working tree's tile after it
  *   at one input row (the fused MXFP4 matmul's decode step); G weights/s per core. Both arms get
@@ -130,13 +131,15 @@ for (const c of [CHUNK, AFTER_CHUNK])
 if (!(decodeK > 0 && decodeK % 32 === 0)) throw new Error("--k must be a positive multiple of 32");
 const cases: Case[] = [];
 if (kernel === "tile") {
-  for (const [N, K] of [
-    [2304, 768],
-    [768, 2304],
+  for (const [N, K, Ms] of [
+    [2304, 768, [1, 4, 16]],
+    [768, 2304, [1, 4, 16]],
+    // One chunk of decoded rows, as the MXFP4 and FP8 matmuls' tile reads it back from L2.
+    [CHUNK, 2880, [1]],
   ] as const) {
     const w = allocate(N * K * 4);
     rng.fillNormal(new Float32Array(memory.buffer, w, N * K), 0.05);
-    for (const M of [1, 4, 16]) {
+    for (const M of Ms) {
       const x = allocate(M * K * 4);
       rng.fillNormal(new Float32Array(memory.buffer, x, M * K), 1);
       const o = allocate(M * N * 4);
