@@ -20,13 +20,16 @@
  * - fp8-decode (matmul/fp8-rows.wat): FP8 E4M3 weights [2880, 2880] with a scale per 128x128 tile
  *   (the FP8 checkpoints' layout, quantized from normal values by floatToFp8Tile128), decoded and
  *   run as mxfp4-decode's; G weights/s per core.
+ * - mxfp4-int8 (matmul/mxfp4-int8.wat): the integer MXFP4 rows over the same MXFP4 weights as
+ *   mxfp4-decode's, at M = 1 and 4 input rows quantized by mxfp4-int8.ts, 64 rows a call as the
+ *   matmul calls it; G weights/s (times M) per core.
  *
  * --chunk sets the rows a decode writes before the tile reads them back (64, the matmul's, by
  * default: 64 rows of K = 2880 are 720 KiB, beyond L1, within L2), --after-chunk the after arm's
  * (default --chunk; with --before HEAD the two arms then differ in their chunks alone); --k the
  * decode cases' K.
  *
- *   npx tsx bench/kernel-before-after.ts --kernel tile|mxfp4-decode|fp8-decode [--before HEAD] [--blocks 4]
+ *   npx tsx bench/kernel-before-after.ts --kernel tile|mxfp4-decode|fp8-decode|mxfp4-int8 [--before HEAD] [--blocks 4]
  *     [--trial-ms 150] [--chunk 64] [--after-chunk C] [--k 2880]
  */
 import { execFileSync } from "node:child_process";
@@ -37,6 +40,7 @@ import wabtInit from "wabt";
 import { type BlockTrials, blockedRatioInterval } from "../src/bench/index.js";
 import { compileWasm, instantiateWasm } from "../src/common/wasm-runtime.js";
 import { MXFP4_TABLE_BYTES, mxfp4Tables } from "../src/engine/kernels/matmul/matmul-kernel.js";
+import { quantizedBytes, quantizeInput } from "../src/engine/kernels/matmul/mxfp4-int8.js";
 import { Rng } from "../src/engine/tensor/random.js";
 import { floatToFp8Tile128 } from "../src/formats/fp8-blockwise.js";
 import { benchArgs } from "./args.js";
@@ -55,6 +59,7 @@ const KERNELS = {
   tile: ["matmul/matmul-tile"],
   "mxfp4-decode": ["matmul/mxfp4-decode", "matmul/mxfp4-rows"],
   "fp8-decode": ["matmul/fp8-rows"],
+  "mxfp4-int8": ["matmul/mxfp4-int8"],
 } as const;
 const kernel = args.kernel as keyof typeof KERNELS;
 if (!(kernel in KERNELS)) throw new Error(`--kernel must be one of ${Object.keys(KERNELS).join(", ")}`);
@@ -180,8 +185,48 @@ if (kernel === "tile") {
       chunk,
     ),
   );
+} else if (kernel === "mxfp4-int8") {
+  const [N, K] = [2880, decodeK];
+  const { tables, codes, scales } = mxfp4Weights(N, K);
+  for (const M of [1, 4]) {
+    const x = rng.fillNormal(new Float32Array(M * K), 1);
+    const q = allocate(quantizedBytes(M, K));
+    const qs = quantizeInput(x, M, K, memory.buffer, q);
+    const o = allocate(M * N * 4);
+    cases.push({
+      label: `integer MXFP4 rows, M=${M}, [${N}, ${K}]`,
+      unit: "G weights/s",
+      work: M * N * K,
+      outAt: () => o,
+      outBytes: M * N * 4,
+      run: (arm) => {
+        const chunk = chunkOf(arm);
+        for (let c0 = 0; c0 < N; c0 += chunk)
+          arm.mxfp4_int8?.(
+            K,
+            M,
+            q,
+            qs,
+            codes + (c0 * K) / 2,
+            scales + (c0 * K) / 32,
+            tables,
+            o + c0 * 4,
+            chunk,
+            N * 4,
+          );
+      },
+    });
+  }
 } else {
   const [N, K] = [2880, decodeK];
+  const { tables, codes, scales } = mxfp4Weights(N, K);
+  decodeCases(N, K, (arm, c0, rows, chunk) =>
+    arm.decode?.(codes + (c0 * K) / 2, scales + (c0 * K) / 32, tables, rows, (chunk * K) / 32),
+  );
+}
+
+/** MXFP4 weights [N, K] of random codes and exponents 118-125 (scales 2^-9 to 2^-2), and the MXFP4 tables. */
+function mxfp4Weights(N: number, K: number): { tables: number; codes: number; scales: number } {
   const tables = allocate(MXFP4_TABLE_BYTES);
   new Uint8Array(memory.buffer, tables, MXFP4_TABLE_BYTES).set(mxfp4Tables());
   const codes = allocate((N * K) / 2);
@@ -192,9 +237,7 @@ if (kernel === "tile") {
   new Uint8Array(memory.buffer, scales, (N * K) / 32).set(
     Uint8Array.from({ length: (N * K) / 32 }, () => 118 + (rng.nextU32() % 8)),
   );
-  decodeCases(N, K, (arm, c0, rows, chunk) =>
-    arm.decode?.(codes + (c0 * K) / 2, scales + (c0 * K) / 32, tables, rows, (chunk * K) / 32),
-  );
+  return { tables, codes, scales };
 }
 
 /** A decode alone and with the tile after it at M=1: `decode` writes rows [c0, c0 + chunk) at `rows`. */
