@@ -22,7 +22,9 @@
 ;; the lanes are added as (l0 + l1) + (l2 + l3). Not the f32 path's bits: ./mxfp4-int8.ts states
 ;; the error. K is a multiple of 32.
 ;;
-;; Rows are taken four at a time, each input block loaded once for the four: four independent
+;; The swizzles are relaxed (every index is a nibble, below 16, where relaxed and plain agree: one
+;; byte shuffle, where plain costs V8 a saturating add before it); the .plain-dot build has plain
+;; ones. Rows are taken four at a time, each input block loaded once for the four: four independent
 ;; sums in flight instead of one. Past the last row a group repeats the last row, whose output it
 ;; writes again with the same bits (so no tail loop).
 (module
@@ -75,10 +77,10 @@
           (local.set $corr (v128.load offset=32 (local.get $xp)))
           (local.set $qscale (f32.load (i32.add (local.get $sp) (i32.shl (local.get $blk) (i32.const 2)))))
           (local.set $packed (v128.load (i32.add (local.get $b0) (i32.shl (local.get $blk) (i32.const 4)))))
-          (local.set $wlo (i8x16.swizzle
+          (local.set $wlo (i8x16.relaxed_swizzle
             (v128.const i8x16 12 13 14 15 16 18 20 24 12 11 10 9 8 6 4 0)
             (v128.and (local.get $packed) (v128.const i8x16 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15))))
-          (local.set $whi (i8x16.swizzle
+          (local.set $whi (i8x16.relaxed_swizzle
             (v128.const i8x16 12 13 14 15 16 18 20 24 12 11 10 9 8 6 4 0)
             (i8x16.shr_u (local.get $packed) (i32.const 4))))
           (local.set $wlo (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xe) (local.get $wlo)))
@@ -90,10 +92,10 @@
               (f32.load (i32.add (local.get $halfScales)
                 (i32.shl (i32.load8_u (i32.add (local.get $s0) (local.get $blk))) (i32.const 2)))))))))
           (local.set $packed (v128.load (i32.add (local.get $b1) (i32.shl (local.get $blk) (i32.const 4)))))
-          (local.set $wlo (i8x16.swizzle
+          (local.set $wlo (i8x16.relaxed_swizzle
             (v128.const i8x16 12 13 14 15 16 18 20 24 12 11 10 9 8 6 4 0)
             (v128.and (local.get $packed) (v128.const i8x16 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15))))
-          (local.set $whi (i8x16.swizzle
+          (local.set $whi (i8x16.relaxed_swizzle
             (v128.const i8x16 12 13 14 15 16 18 20 24 12 11 10 9 8 6 4 0)
             (i8x16.shr_u (local.get $packed) (i32.const 4))))
           (local.set $wlo (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xe) (local.get $wlo)))
@@ -105,10 +107,10 @@
               (f32.load (i32.add (local.get $halfScales)
                 (i32.shl (i32.load8_u (i32.add (local.get $s1) (local.get $blk))) (i32.const 2)))))))))
           (local.set $packed (v128.load (i32.add (local.get $b2) (i32.shl (local.get $blk) (i32.const 4)))))
-          (local.set $wlo (i8x16.swizzle
+          (local.set $wlo (i8x16.relaxed_swizzle
             (v128.const i8x16 12 13 14 15 16 18 20 24 12 11 10 9 8 6 4 0)
             (v128.and (local.get $packed) (v128.const i8x16 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15))))
-          (local.set $whi (i8x16.swizzle
+          (local.set $whi (i8x16.relaxed_swizzle
             (v128.const i8x16 12 13 14 15 16 18 20 24 12 11 10 9 8 6 4 0)
             (i8x16.shr_u (local.get $packed) (i32.const 4))))
           (local.set $wlo (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xe) (local.get $wlo)))
@@ -120,10 +122,10 @@
               (f32.load (i32.add (local.get $halfScales)
                 (i32.shl (i32.load8_u (i32.add (local.get $s2) (local.get $blk))) (i32.const 2)))))))))
           (local.set $packed (v128.load (i32.add (local.get $b3) (i32.shl (local.get $blk) (i32.const 4)))))
-          (local.set $wlo (i8x16.swizzle
+          (local.set $wlo (i8x16.relaxed_swizzle
             (v128.const i8x16 12 13 14 15 16 18 20 24 12 11 10 9 8 6 4 0)
             (v128.and (local.get $packed) (v128.const i8x16 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15))))
-          (local.set $whi (i8x16.swizzle
+          (local.set $whi (i8x16.relaxed_swizzle
             (v128.const i8x16 12 13 14 15 16 18 20 24 12 11 10 9 8 6 4 0)
             (i8x16.shr_u (local.get $packed) (i32.const 4))))
           (local.set $wlo (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xe) (local.get $wlo)))
