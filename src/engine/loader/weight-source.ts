@@ -1,5 +1,6 @@
 import { BringupError } from "../../common/errors.js";
 import { weightAt } from "../kernels/reference.js";
+import { fromRowQuads, inRowQuads, layOutForTile } from "../tensor/row-quads.js";
 import { checkWeight, shareArray, type Weight } from "../tensor/weight.js";
 import type { HostTensor, TensorLookup } from "./host-tensor.js";
 
@@ -117,11 +118,13 @@ export class WeightSource {
       );
     }
     const data = share(t.data as Float32Array);
+    const layout = tileLayout(data, rows, cols, count);
     return Array.from({ length: count }, (_, e) => ({
       dtype: "f32" as const,
       rows,
       cols,
       data: data.subarray(e * rows * cols, (e + 1) * rows * cols),
+      ...layout,
     }));
   }
 
@@ -242,9 +245,11 @@ function toWeight(
     const t = need(name);
     expectShape(t, name, [rows, cols], source);
     switch (t.dtype) {
-      case "F32":
-        w = { dtype: "f32", rows, cols, data: share(t.data) };
+      case "F32": {
+        const data = share(t.data as Float32Array);
+        w = { dtype: "f32", rows, cols, data, ...tileLayout(data, rows, cols, 1) };
         break;
+      }
       case "BF16":
         w = { dtype: "bf16", rows, cols, data: share(t.data) };
         break;
@@ -347,8 +352,23 @@ function toVector(t: HostTensor, name: string, length: number, source: string): 
   return toFloat32(t, name);
 }
 
-/** Small tensors (norms, biases, scales) are decoded to f32 once at load. */
+/**
+ * f32 matrices are laid out in row quads where the matmul tile reads them in place (row-quads.ts:
+ * the tile then streams each group of four rows sequentially), once per checkpoint tensor.
+ */
+function tileLayout(data: Float32Array, rows: number, cols: number, count: number): Pick<Weight, "layout"> {
+  return layOutForTile(data, rows, cols, count) ? { layout: "row-quads" } : {};
+}
+
+/**
+ * Small tensors (norms, biases, scales) are decoded to f32 once at load; an f32 tensor already
+ * read as a matrix, and so laid out in row quads, is read back row-major.
+ */
 function toFloat32(t: HostTensor, name: string): Float32Array {
+  if (t.dtype === "F32" && inRowQuads(t.data)) {
+    const [rows = 1, cols = 1] = t.shape.slice(-2);
+    return fromRowQuads(t.data as Float32Array, rows, cols, t.data.length / (rows * cols));
+  }
   if (t.dtype === "F32") return new Float32Array(t.data as Float32Array);
   if (t.dtype === "I32" || t.dtype === "I64") {
     throw new BringupError(

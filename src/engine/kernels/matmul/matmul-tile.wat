@@ -1,11 +1,20 @@
 ;; The matmul's inner tile (see ../matmul-kernel.ts):
 ;;
-;;   tile(K, M, x, w, o, G, ldo): for g < G, m < M, j < 4:
-;;     f32 at byte o + m*ldo + 4*(4g + j) = Σ_k x[m*K + k] · w[(4g + j)*K + k]
+;;   tile(K, M, x, w, o, G, ldo, rowStride, kShift): for g < G, m < M, j < 4:
+;;     f32 at byte o + m*ldo + 4*(4g + j) = Σ_k x[m*K + k] · W_g[j][k]
 ;;
 ;; x, w and o are byte offsets into the imported shared memory (../wasm-arena.ts, which also holds
 ;; the weights and the pool's staged activations), K a multiple of 4 and ldo the output's row stride
-;; in bytes, so the tile writes straight into a row-major [M, N] matrix. Each output keeps four f32
+;; in bytes, so the tile writes straight into a row-major [M, N] matrix.
+;;
+;; Group g's four weight rows take the 16K bytes from w + 16gK, and the four values k..k+3 of row j
+;; (k a multiple of 4) lie at byte w + 16gK + j*rowStride + (4k << kShift) of them:
+;; - row-major rows (rowStride 4K, kShift 0): W_g[j][k] = w[(4g + j)*K + k];
+;; - four rows interleaved every 16 bytes (rowStride 16, kShift 2; ../../tensor/row-quads.ts),
+;;   [r0 k0-3][r1 k0-3][r2 k0-3][r3 k0-3][r0 k4-7]..., which the tile reads as one sequential
+;;   stream instead of four streams K floats apart: faster where the weights come from memory
+;;   rather than the caches (bench/kernel-before-after.ts --kernel tile measures both).
+;; Both read the same values in the same order, so the layout changes no bits. Each output keeps four f32
 ;; partial sums (lanes k mod 4) added as (l0 + l1) + (l2 + l3), so an output depends only on its own
 ;; row and input, never on M or on the other rows of the tile.
 ;;
@@ -21,8 +30,9 @@
 
   (func (export "tile")
     (param $K i32) (param $M i32) (param $x i32) (param $w0 i32) (param $o i32) (param $G i32) (param $ldo i32)
+    (param $rowStride i32) (param $kShift i32)
     (local $rowBytes i32) (local $g i32) (local $m i32) (local $kb i32)
-    (local $w1 i32) (local $w2 i32) (local $w3 i32)
+    (local $w1 i32) (local $w2 i32) (local $w3 i32) (local $kw i32)
     (local $xp i32) (local $xp2 i32) (local $op i32)
     (local $a0 v128) (local $a1 v128) (local $a2 v128) (local $a3 v128)
     (local $b0 v128) (local $b1 v128) (local $b2 v128) (local $b3 v128)
@@ -31,9 +41,9 @@
     (if (i32.eqz (local.get $G)) (then (return)))
     ;; Four weight rows (four output columns) per group.
     (loop $groups
-      (local.set $w1 (i32.add (local.get $w0) (local.get $rowBytes)))
-      (local.set $w2 (i32.add (local.get $w1) (local.get $rowBytes)))
-      (local.set $w3 (i32.add (local.get $w2) (local.get $rowBytes)))
+      (local.set $w1 (i32.add (local.get $w0) (local.get $rowStride)))
+      (local.set $w2 (i32.add (local.get $w1) (local.get $rowStride)))
+      (local.set $w3 (i32.add (local.get $w2) (local.get $rowStride)))
       (local.set $m (i32.const 0))
       (local.set $xp (local.get $x))
       (local.set $op (local.get $o))
@@ -54,18 +64,19 @@
           (local.set $kb (i32.const 0))
           (local.set $xp2 (i32.add (local.get $xp) (local.get $rowBytes)))
           (loop $k
+            (local.set $kw (i32.shl (local.get $kb) (local.get $kShift)))
             (local.set $xv (v128.load (i32.add (local.get $xp) (local.get $kb))))
             (local.set $xv2 (v128.load (i32.add (local.get $xp2) (local.get $kb))))
-            (local.set $wv (v128.load (i32.add (local.get $w0) (local.get $kb))))
+            (local.set $wv (v128.load (i32.add (local.get $w0) (local.get $kw))))
             (local.set $a0 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a0)))
             (local.set $b0 (f32x4.relaxed_madd (local.get $xv2) (local.get $wv) (local.get $b0)))
-            (local.set $wv (v128.load (i32.add (local.get $w1) (local.get $kb))))
+            (local.set $wv (v128.load (i32.add (local.get $w1) (local.get $kw))))
             (local.set $a1 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a1)))
             (local.set $b1 (f32x4.relaxed_madd (local.get $xv2) (local.get $wv) (local.get $b1)))
-            (local.set $wv (v128.load (i32.add (local.get $w2) (local.get $kb))))
+            (local.set $wv (v128.load (i32.add (local.get $w2) (local.get $kw))))
             (local.set $a2 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a2)))
             (local.set $b2 (f32x4.relaxed_madd (local.get $xv2) (local.get $wv) (local.get $b2)))
-            (local.set $wv (v128.load (i32.add (local.get $w3) (local.get $kb))))
+            (local.set $wv (v128.load (i32.add (local.get $w3) (local.get $kw))))
             (local.set $a3 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a3)))
             (local.set $b3 (f32x4.relaxed_madd (local.get $xv2) (local.get $wv) (local.get $b3)))
             (br_if $k (i32.lt_u
@@ -108,14 +119,15 @@
           (local.set $a3 (v128.const i64x2 0 0))
           (local.set $kb (i32.const 0))
           (loop $k
+            (local.set $kw (i32.shl (local.get $kb) (local.get $kShift)))
             (local.set $xv (v128.load (i32.add (local.get $xp) (local.get $kb))))
-            (local.set $wv (v128.load (i32.add (local.get $w0) (local.get $kb))))
+            (local.set $wv (v128.load (i32.add (local.get $w0) (local.get $kw))))
             (local.set $a0 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a0)))
-            (local.set $wv (v128.load (i32.add (local.get $w1) (local.get $kb))))
+            (local.set $wv (v128.load (i32.add (local.get $w1) (local.get $kw))))
             (local.set $a1 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a1)))
-            (local.set $wv (v128.load (i32.add (local.get $w2) (local.get $kb))))
+            (local.set $wv (v128.load (i32.add (local.get $w2) (local.get $kw))))
             (local.set $a2 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a2)))
-            (local.set $wv (v128.load (i32.add (local.get $w3) (local.get $kb))))
+            (local.set $wv (v128.load (i32.add (local.get $w3) (local.get $kw))))
             (local.set $a3 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a3)))
             (br_if $k (i32.lt_u
               (local.tee $kb (i32.add (local.get $kb) (i32.const 16)))
@@ -132,7 +144,7 @@
           (f32.store offset=12 (local.get $op) (f32.add
             (f32.add (f32x4.extract_lane 0 (local.get $a3)) (f32x4.extract_lane 1 (local.get $a3)))
             (f32.add (f32x4.extract_lane 2 (local.get $a3)) (f32x4.extract_lane 3 (local.get $a3)))))))
-      (local.set $w0 (i32.add (local.get $w3) (local.get $rowBytes)))
+      (local.set $w0 (i32.add (local.get $w0) (i32.shl (local.get $rowBytes) (i32.const 2))))
       (local.set $o (i32.add (local.get $o) (i32.const 16)))
       (br_if $groups (i32.lt_u
         (local.tee $g (i32.add (local.get $g) (i32.const 1)))
