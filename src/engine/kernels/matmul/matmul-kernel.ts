@@ -319,12 +319,12 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
       const run = (wAt: number, g0: number, g1: number, interleaved: boolean): void => {
         const split = Math.max(g0, Math.min(g1, direct));
         // Rows 16 bytes apart, k every 64 bytes (row quads), or K floats apart, k every 16 bytes.
-        const [rowStride, kShift] = interleaved ? [16, 2] : [K * 4, 0];
+        const [rowStride, kStride] = interleaved ? [16, 64] : [K * 4, 16];
         const o0 = outOffset + (c0 + 4 * g0) * 4;
-        if (split > g0) simd.tile(K, M, xAt, wAt, o0, split - g0, N * 4, rowStride, kShift);
+        if (split > g0) simd.tile(K, M, xAt, wAt, o0, split - g0, N * 4, rowStride, kStride);
         const w1 = wAt + (split - g0) * 16 * K;
         if (g1 > split)
-          simd.tile(K, M, xAt, w1, (O + 4 * split) * 4, g1 - split, CHUNK * 4, rowStride, kShift);
+          simd.tile(K, M, xAt, w1, (O + 4 * split) * 4, g1 - split, CHUNK * 4, rowStride, kStride);
       };
       // Whole groups of rows straight from the weights (in row quads, groups of the layout's own:
       // from a multiple of 4, before its ragged rows); other rows go through the rows area,

@@ -4,9 +4,9 @@ import { compileKernel } from "../wasm-kernels.js";
 export type { WasmMemory, WasmModule };
 
 /**
- * The matmul's inner tile (matmul/matmul-tile.wat): tile(K, M, x, w, o, G, ldo, rowStride, kShift)
+ * The matmul's inner tile (matmul/matmul-tile.wat): tile(K, M, x, w, o, G, ldo, rowStride, kStride)
  * writes the dot products of M input rows with 4G weight rows, byte offsets into the shared
- * memory; the rows are row-major (rowStride 4K, kShift 0) or in row quads (16, 2).
+ * memory; the rows are row-major (rowStride 4K, kStride 16) or in row quads (16, 64).
  */
 export interface SimdTile {
   tile: (
@@ -18,7 +18,7 @@ export interface SimdTile {
     G: number,
     ldo: number,
     rowStride: number,
-    kShift: number,
+    kStride: number,
   ) => void;
   memory: WasmMemory;
   /** This thread's scratch region in the memory: byte offset and size. */
