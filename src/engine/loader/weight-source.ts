@@ -1,6 +1,6 @@
 import { BringupError } from "../../common/errors.js";
 import { weightAt } from "../kernels/reference.js";
-import { fromRowQuads, inRowQuads, layOutForTile } from "../tensor/row-quads.js";
+import { fromRowQuads, inRowQuads, tileLayout } from "../tensor/row-quads.js";
 import { checkWeight, shareArray, type Weight } from "../tensor/weight.js";
 import type { HostTensor, TensorLookup } from "./host-tensor.js";
 
@@ -117,6 +117,7 @@ export class WeightSource {
         { subject: name },
       );
     }
+    // Laid out in row quads where the tile reads it in place (once per tensor; row-quads.ts).
     const data = share(t.data as Float32Array);
     const layout = tileLayout(data, rows, cols, count);
     return Array.from({ length: count }, (_, e) => ({
@@ -247,7 +248,7 @@ function toWeight(
     switch (t.dtype) {
       case "F32": {
         const data = share(t.data as Float32Array);
-        w = { dtype: "f32", rows, cols, data, ...tileLayout(data, rows, cols, 1) };
+        w = { dtype: "f32", rows, cols, data, ...tileLayout(data, rows, cols) };
         break;
       }
       case "BF16":
@@ -350,14 +351,6 @@ function checkMxScales(s: HostTensor, name: string, source: string): void {
 function toVector(t: HostTensor, name: string, length: number, source: string): Float32Array {
   expectShape(t, name, [length], source);
   return toFloat32(t, name);
-}
-
-/**
- * f32 matrices are laid out in row quads where the matmul tile reads them in place (row-quads.ts:
- * the tile then streams each group of four rows sequentially), once per checkpoint tensor.
- */
-function tileLayout(data: Float32Array, rows: number, cols: number, count: number): Pick<Weight, "layout"> {
-  return layOutForTile(data, rows, cols, count) ? { layout: "row-quads" } : {};
 }
 
 /**

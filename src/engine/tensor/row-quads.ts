@@ -13,6 +13,7 @@
  * matrix, so each matrix's slice of the stack is itself a row-quads matrix.
  */
 import { wasmArena } from "../kernels/wasm-arena.js";
+import type { Weight } from "./weight.js";
 
 /** Arrays layOutForTile has laid out in row quads (each once, in place). */
 const laidOut = new WeakSet<Float32Array>();
@@ -29,6 +30,16 @@ export function layOutForTile(data: Float32Array, rows: number, cols: number, co
   toRowQuads(data, rows, cols, count);
   laidOut.add(data);
   return true;
+}
+
+/** The `layout` of f32 matrices over `data` after layOutForTile(data, rows, cols, count). */
+export function tileLayout(
+  data: Float32Array,
+  rows: number,
+  cols: number,
+  count = 1,
+): Pick<Weight, "layout"> {
+  return layOutForTile(data, rows, cols, count) ? { layout: "row-quads" } : {};
 }
 
 /** Whether layOutForTile laid `data` out in row quads. */
