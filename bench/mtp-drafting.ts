@@ -22,10 +22,7 @@
  * (.bringup/results/deepseek-v4.1-flash/, gitignored), its context naming acceptance and the planted
  * ceiling; `bringup records publish deepseek-v4.1-flash` adds it to the published results.
  */
-import { readFile } from "node:fs/promises";
 import { availableParallelism, cpus, loadavg } from "node:os";
-import { join } from "node:path";
-import { parse } from "yaml";
 import {
   type BlockTrials,
   blockedRatioInterval,
@@ -35,12 +32,12 @@ import {
 } from "../src/bench/index.js";
 import { roundRatio } from "../src/bench/record-builders.js";
 import { localResultsDir } from "../src/catalog/index.js";
-import { Engine, type LoadedModel, modelOfFiles, readCorpus } from "../src/engine/index.js";
-import { deepseekV4Architecture, v4TinyModel } from "../src/engine/models/deepseek-v4.js";
+import { Engine } from "../src/engine/index.js";
 import { appendRecord, localServerFingerprint } from "../src/records/index.js";
 import { abVerdict } from "../src/records/interval.js";
 import { plantedDrafts } from "../test/helpers/planted-drafts.js";
 import { benchArgs } from "./args.js";
+import { V4_PORT as PORT, ROOT, v4Files, v4Model, v4Reference } from "./v4-tiny.js";
 
 const args = benchArgs(import.meta.url, {
   prompt: { type: "string", default: "256" },
@@ -55,24 +52,15 @@ const decode = Number(args.decode);
 const k = Number(args.k);
 const blockCount = Number(args.blocks);
 const threads = Number(args.threads);
-const PORT = "deepseek-v4.1-flash";
-const ROOT = join(import.meta.dirname, "..");
 
-const manifest = parse(await readFile(join(ROOT, "ports", PORT, "port.yaml"), "utf8")) as {
-  reference: { config: Record<string, unknown>; switches?: Record<string, string> };
-};
-const corpus = await readCorpus();
-const model: LoadedModel = modelOfFiles(
-  `${PORT}-tiny`,
-  v4TinyModel(manifest.reference.config, corpus, { seed: 0, port: PORT }),
-  deepseekV4Architecture,
-);
+const { config, switches, corpus } = await v4Reference();
+const model = v4Model(v4Files(config, corpus));
 const prompt = model.tokenizer.encode(corpus.slice(0, promptTokens * 8)).slice(0, promptTokens);
 const common = {
   threads,
   maxModelLen: promptTokens + decode + k + 16,
   maxNumSeqs: 1,
-  ...(manifest.reference.switches ? { switches: manifest.reference.switches } : {}),
+  switches,
 };
 const request = { promptTokenIds: prompt, maxTokens: decode, sampling: { temperature: 0 }, ignoreEos: true };
 
