@@ -63,7 +63,11 @@ const threads = Number(args.threads);
 const decodeTokens = warm + 2 * steps * blockCount + 64;
 
 const { config: portConfig, switches, corpus } = await v4Reference();
-const maxModelLen = Math.max(context, prefillContext) + decodeTokens + 8;
+const contexts = [
+  ...(args.only !== "prefill" ? [context] : []),
+  ...(args.only !== "decode" ? [prefillContext] : []),
+];
+const maxModelLen = Math.max(...contexts) + decodeTokens + 8;
 const config = {
   ...portConfig,
   max_position_embeddings: Math.max(portConfig.max_position_embeddings as number, maxModelLen),
@@ -75,6 +79,10 @@ for (const [name, t] of v4Files(portConfig, corpus).tensors) {
     throw new Error(`raising max_position_embeddings changed tensor ${name}`);
 }
 const model = v4Model(files);
+const raised =
+  config.max_position_embeddings > (portConfig.max_position_embeddings as number)
+    ? `, max_position_embeddings raised to ${config.max_position_embeddings} (rope_scaling null: no weight changes, checked)`
+    : "";
 const text = model.tokenizer.encode(corpus.slice(0, 8 * 4096));
 /** The first `n` tokens of the corpus, repeated as far as `n` needs. */
 const promptOf = (n: number) => Array.from({ length: n }, (_, i) => text[i % text.length] as number);
@@ -218,7 +226,7 @@ if (args.record) {
       label: `${figure} tokens per second of one greedy stream at a ${at}-token context, V4 sparse attention against dense attention of the same weights`,
       unit: "tok/s",
       method: "same-pod-ab",
-      context: `${detail}; ${threads} threads, load ${load.toFixed(2)} at the start (bench/v4-sparse-dense.ts). max_position_embeddings raised to ${config.max_position_embeddings} (rope_scaling null: no weight changes, checked).`,
+      context: `${detail}; ${threads} threads, load ${load.toFixed(2)} at the start (bench/v4-sparse-dense.ts). max_model_len ${maxModelLen}${raised}.`,
       command: `npx tsx bench/v4-sparse-dense.ts --only ${figure} --context ${context} --steps ${steps} --blocks ${blockCount} --prefill-context ${prefillContext} --prefill-blocks ${prefillBlocks} --record`,
       arms: [
         { name: "dense attention", samples: blocks.flatMap((x) => x.a), fingerprint: fingerprint("dense") },
