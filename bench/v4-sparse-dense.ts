@@ -22,9 +22,9 @@
  *     [--prefill-context 4032] [--prefill-blocks 3] [--only decode|prefill] [--threads 2] [--record]
  *
  * --record keeps each A/B as a same-pod-ab record in the local store
- * (.bringup/results/deepseek-v4.1-flash/, gitignored), `reference-decode-sparse-ab-<context>` and
- * `reference-prefill-sparse-ab-<prefill context>`; `bringup records publish deepseek-v4.1-flash`
- * adds them to the published results.
+ * (.bringup/results/deepseek-v4.1-flash/, gitignored), `reference-decode-sparse-ab-<context>-<start>`
+ * and `reference-prefill-sparse-ab-<prefill context>-<start>` (start: yyyymmddThhmm, UTC);
+ * `bringup records publish deepseek-v4.1-flash` adds them to the published results.
  */
 import { availableParallelism, cpus, loadavg } from "node:os";
 import {
@@ -101,6 +101,7 @@ type Arm = keyof typeof arms;
 for (const engine of Object.values(arms))
   for await (const _ of engine.submit({ promptTokenIds: promptOf(256), maxTokens: 8, ...greedy }));
 const load = loadavg()[0] as number;
+const started = Date.now();
 console.log(
   `${PORT} tiny, one greedy stream per arm, ${threads} threads (A dense, B sparse); ${cpus()[0]?.model ?? "cpu"}; load ${load.toFixed(2)}`,
 );
@@ -211,6 +212,8 @@ for (const { figure, context: at, interval, blocks, detail } of results) {
 }
 
 if (args.record) {
+  // Records are never rewritten: each run's ids carry its start, to the minute.
+  const stamp = new Date(started).toISOString().slice(0, 16).replace(/[-:]/g, "").toLowerCase();
   const flags = [`--threads=${threads}`, `--max-model-len=${maxModelLen}`];
   const fingerprint = (attention: string) =>
     localServerFingerprint({
@@ -221,7 +224,7 @@ if (args.record) {
   for (const { figure, context: at, interval, blocks, detail } of results) {
     const record = measuredRecord({
       port: PORT,
-      id: `reference-${figure}-sparse-ab-${at}`,
+      id: `reference-${figure}-sparse-ab-${at}-${stamp}`,
       metric: `${figure}_tok_s`,
       label: `${figure} tokens per second of one greedy stream at a ${at}-token context, V4 sparse attention against dense attention of the same weights`,
       unit: "tok/s",
