@@ -140,7 +140,9 @@ export class V4Indexer {
       const table = tableOf(batch, t, keys.group);
       if (table !== offsetsOf) {
         score();
-        offsets = Int32Array.from({ length: most }, (_, s) => keys.placement.slot(table, s) * d);
+        // Rows past the sequence's own blocks are never read.
+        const held = Math.min(most, table.length * keys.placement.blockSize);
+        offsets = Int32Array.from({ length: held }, (_, s) => keys.placement.slot(table, s) * d);
         offsetsOf = table;
       }
       queries.push({
