@@ -23,21 +23,12 @@
  * ceiling; `bringup records publish deepseek-v4.1-flash` adds it to the published results.
  */
 import { availableParallelism, cpus, loadavg } from "node:os";
-import {
-  type BlockTrials,
-  blockedRatioInterval,
-  cv,
-  measuredRecord,
-  toolVersion,
-} from "../src/bench/index.js";
-import { roundRatio } from "../src/bench/record-builders.js";
-import { localResultsDir } from "../src/catalog/index.js";
+import { type BlockTrials, blockedRatioInterval } from "../src/bench/index.js";
 import { Engine } from "../src/engine/index.js";
-import { appendRecord, localServerFingerprint } from "../src/records/index.js";
 import { abVerdict } from "../src/records/interval.js";
 import { plantedDrafts } from "../test/helpers/planted-drafts.js";
 import { benchArgs } from "./args.js";
-import { V4_PORT as PORT, ROOT, v4Files, v4Model, v4Reference } from "./v4-tiny.js";
+import { recordV4Ab, v4Files, v4Model, v4Reference } from "./v4-tiny.js";
 
 const args = benchArgs(import.meta.url, {
   prompt: { type: "string", default: "256" },
@@ -141,37 +132,19 @@ for (const engine of Object.values(arms)) await engine.close();
 const mtp = results[0];
 const planted = results[1];
 if (args.record && mtp !== undefined && planted !== undefined) {
-  const flags = [`--threads=${threads}`, "--switch=v4_attention=sparse"];
-  const fingerprint = (extra: string[]) =>
-    localServerFingerprint({
-      software: { model: `${PORT}-tiny` },
-      server_flags: [...flags, ...extra],
-      tool_version: toolVersion(),
-    });
-  const record = measuredRecord({
-    port: PORT,
+  console.log("");
+  await recordV4Ab({
     id: `reference-drafting-ab-k${k}-${new Date().toISOString().slice(0, 10)}`,
     metric: "decode_tok_s",
     label: `decode tokens per second of one greedy stream, MTP drafting ${k} tokens a step against none`,
-    unit: "tok/s",
-    method: "same-pod-ab",
     context: `${blockCount} blocks of 2 trials per arm; ${promptTokens}-token corpus prompt, ${decode} tokens decoded, load ${load.toFixed(2)} at the start (bench/mtp-drafting.ts). The untrained MTP layer's acceptance: ${(mtp.acceptance.rate * 100).toFixed(1)}% (${mtp.acceptance.accepted}/${mtp.acceptance.drafted}). With the target's own tokens planted as drafts (acceptance ${(planted.acceptance.rate * 100).toFixed(1)}%), the ceiling at this k: ${planted.interval.estimate.toFixed(3)}x, 95% interval ${planted.interval.low.toFixed(3)}x to ${planted.interval.high.toFixed(3)}x.`,
     command: `npx tsx bench/mtp-drafting.ts --prompt ${promptTokens} --decode ${decode} --k ${k} --blocks ${blockCount} --record`,
+    flags: [`--threads=${threads}`, "--switch=v4_attention=sparse"],
     arms: [
-      { name: "no drafting", samples: samples.off.flat(), fingerprint: fingerprint([]) },
-      {
-        name: `MTP drafting, k = ${k}`,
-        samples: samples.mtp.flat(),
-        fingerprint: fingerprint([`--speculative-tokens=${k}`]),
-      },
+      { name: "no drafting", samples: samples.off.flat(), flags: [] },
+      { name: `MTP drafting, k = ${k}`, samples: samples.mtp.flat(), flags: [`--speculative-tokens=${k}`] },
     ],
-    comparison: {
-      figure: { shape: "point", value: roundRatio(mtp.interval.estimate) },
-      ci95: [roundRatio(mtp.interval.low), roundRatio(mtp.interval.high)],
-      cv: roundRatio(cv(mtp.ratios)),
-      better: "higher",
-    },
+    interval: mtp.interval,
+    ratios: mtp.ratios,
   });
-  const saved = await appendRecord(localResultsDir(ROOT, PORT), record);
-  console.log(`\nrecorded ${saved.id}`);
 }

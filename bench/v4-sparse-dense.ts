@@ -27,20 +27,11 @@
  * `bringup records publish deepseek-v4.1-flash` adds them to the published results.
  */
 import { availableParallelism, cpus, loadavg } from "node:os";
-import {
-  type BlockTrials,
-  blockedRatioInterval,
-  cv,
-  measuredRecord,
-  toolVersion,
-} from "../src/bench/index.js";
-import { roundRatio } from "../src/bench/record-builders.js";
-import { localResultsDir } from "../src/catalog/index.js";
+import { type BlockTrials, blockedRatioInterval } from "../src/bench/index.js";
 import { Engine } from "../src/engine/index.js";
-import { appendRecord, localServerFingerprint } from "../src/records/index.js";
 import { abVerdict } from "../src/records/interval.js";
 import { benchArgs } from "./args.js";
-import { V4_PORT as PORT, ROOT, v4Files, v4Model, v4Reference } from "./v4-tiny.js";
+import { V4_PORT as PORT, recordV4Ab, v4Files, v4Model, v4Reference } from "./v4-tiny.js";
 
 const args = benchArgs(import.meta.url, {
   context: { type: "string", default: "16384" },
@@ -60,6 +51,8 @@ const warm = Number(args.warm);
 const prefillContext = Number(args["prefill-context"]);
 const prefillBlocks = Number(args["prefill-blocks"]);
 const threads = Number(args.threads);
+if (!["", "decode", "prefill"].includes(args.only))
+  throw new Error(`--only takes decode or prefill (or nothing, for both), got ${args.only}`);
 const decodeTokens = warm + 2 * steps * blockCount + 64;
 
 const { config: portConfig, switches, corpus } = await v4Reference();
@@ -214,39 +207,28 @@ for (const { figure, context: at, interval, blocks, detail } of results) {
 if (args.record) {
   // Records are never rewritten: each run's ids carry its start, to the minute.
   const stamp = new Date(started).toISOString().slice(0, 16).replace(/[-:]/g, "").toLowerCase();
-  const flags = [`--threads=${threads}`, `--max-model-len=${maxModelLen}`];
-  const fingerprint = (attention: string) =>
-    localServerFingerprint({
-      software: { model: `${PORT}-tiny` },
-      server_flags: [...flags, `--switch=v4_attention=${attention}`],
-      tool_version: toolVersion(),
-    });
   for (const { figure, context: at, interval, blocks, detail } of results) {
-    const record = measuredRecord({
-      port: PORT,
+    await recordV4Ab({
       id: `reference-${figure}-sparse-ab-${at}-${stamp}`,
       metric: `${figure}_tok_s`,
       label: `${figure} tokens per second of one greedy stream at a ${at}-token context, V4 sparse attention against dense attention of the same weights`,
-      unit: "tok/s",
-      method: "same-pod-ab",
       context: `${detail}; ${threads} threads, load ${load.toFixed(2)} at the start (bench/v4-sparse-dense.ts). max_model_len ${maxModelLen}${raised}.`,
       command: `npx tsx bench/v4-sparse-dense.ts --only ${figure} --context ${context} --steps ${steps} --blocks ${blockCount} --prefill-context ${prefillContext} --prefill-blocks ${prefillBlocks} --record`,
+      flags: [`--threads=${threads}`, `--max-model-len=${maxModelLen}`],
       arms: [
-        { name: "dense attention", samples: blocks.flatMap((x) => x.a), fingerprint: fingerprint("dense") },
+        {
+          name: "dense attention",
+          samples: blocks.flatMap((x) => x.a),
+          flags: ["--switch=v4_attention=dense"],
+        },
         {
           name: "V4 sparse attention",
           samples: blocks.flatMap((x) => x.b),
-          fingerprint: fingerprint("sparse"),
+          flags: ["--switch=v4_attention=sparse"],
         },
       ],
-      comparison: {
-        figure: { shape: "point", value: roundRatio(interval.estimate) },
-        ci95: [roundRatio(interval.low), roundRatio(interval.high)],
-        cv: roundRatio(cv(blocks.map((x) => mean(x.b) / mean(x.a)))),
-        better: "higher",
-      },
+      interval,
+      ratios: blocks.map((x) => mean(x.b) / mean(x.a)),
     });
-    const saved = await appendRecord(localResultsDir(ROOT, PORT), record);
-    console.log(`recorded ${saved.id}`);
   }
 }

@@ -1,9 +1,13 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { parse } from "yaml";
+import { cv, measuredRecord, toolVersion } from "../src/bench/index.js";
+import { roundRatio } from "../src/bench/record-builders.js";
+import { localResultsDir } from "../src/catalog/index.js";
 import { type LoadedModel, modelOfFiles, readCorpus } from "../src/engine/index.js";
 import { deepseekV4Architecture, v4TinyModel } from "../src/engine/models/deepseek-v4.js";
 import type { TinyModelFiles } from "../src/engine/tiny/files.js";
+import { appendRecord, localServerFingerprint } from "../src/records/index.js";
 
 export const V4_PORT = "deepseek-v4.1-flash";
 export const ROOT = join(import.meta.dirname, "..");
@@ -32,4 +36,59 @@ export function v4Files(config: Record<string, unknown>, corpus: string): TinyMo
 /** Those files as a model the engine serves. */
 export function v4Model(files: TinyModelFiles): LoadedModel {
   return modelOfFiles(`${V4_PORT}-tiny`, files, deepseekV4Architecture);
+}
+
+/** One arm of a V4 A/B as a record keeps it: its trials and the server flags that set it apart. */
+export interface V4AbArm {
+  readonly name: string;
+  readonly samples: readonly number[];
+  readonly flags: readonly string[];
+}
+
+/**
+ * Keeps a tok/s A/B of the tiny model (arm b against arm a, higher better) as a same-pod-ab record
+ * in the local store (.bringup/results/<port>/), `id` under the port; prints and returns its id.
+ */
+export async function recordV4Ab(ab: {
+  readonly id: string;
+  readonly metric: string;
+  readonly label: string;
+  readonly context: string;
+  readonly command: string;
+  readonly flags: readonly string[];
+  readonly arms: readonly [V4AbArm, V4AbArm];
+  readonly interval: { readonly estimate: number; readonly low: number; readonly high: number };
+  /** Each block's b/a ratio, for the record's coefficient of variation. */
+  readonly ratios: readonly number[];
+}): Promise<string> {
+  const fingerprint = (extra: readonly string[]) =>
+    localServerFingerprint({
+      software: { model: `${V4_PORT}-tiny` },
+      server_flags: [...ab.flags, ...extra],
+      tool_version: toolVersion(),
+    });
+  const record = measuredRecord({
+    port: V4_PORT,
+    id: ab.id,
+    metric: ab.metric,
+    label: ab.label,
+    unit: "tok/s",
+    method: "same-pod-ab",
+    context: ab.context,
+    command: ab.command,
+    arms: ab.arms.map((arm) => ({
+      name: arm.name,
+      samples: [...arm.samples],
+      fingerprint: fingerprint(arm.flags),
+    })),
+    comparison: {
+      figure: { shape: "point", value: roundRatio(ab.interval.estimate) },
+      ci95: [roundRatio(ab.interval.low), roundRatio(ab.interval.high)],
+      cv: roundRatio(cv([...ab.ratios])),
+      better: "higher",
+    },
+  });
+  const saved = await appendRecord(localResultsDir(ROOT, V4_PORT), record);
+  console.log(`recorded ${saved.id}`);
+  return saved.id;
 }
