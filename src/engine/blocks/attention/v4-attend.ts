@@ -92,7 +92,8 @@ export function attendV4Reference(job: V4Attend): void {
  * A layer's keys gathered for one step, when it reads compressed rows besides its window: every
  * distinct window slot and row the step's tokens read, copied once into one shared array (which
  * the pool's threads read), and each token's list of them in its reading order. Kept by the layer
- * and grown as needed, so steps allocate nothing once the longest has run.
+ * and grown geometrically, so the pool registers few arrays with its threads. Each token lists at
+ * least its own position, so no two share a table offset and the kernel tiles none together.
  */
 export class V4KeyGather {
   private keys = new Float32Array(new SharedArrayBuffer(0));
@@ -121,8 +122,7 @@ export class V4KeyGather {
     }
     // A new array each step: the pool posts it to its threads, and a view would post its whole buffer.
     const lists = new Int32Array(listed);
-    // At most every listed key is distinct; grow the gathered array geometrically (the pool
-    // registers each array once with its threads).
+    // At most every listed key is distinct.
     if (this.keys.length < listed * d)
       this.keys = new Float32Array(new SharedArrayBuffer(4 * Math.max(listed * d, 2 * this.keys.length)));
     const meta = new Int32Array(3 * T);
