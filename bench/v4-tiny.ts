@@ -3,10 +3,11 @@ import { join } from "node:path";
 import { parse } from "yaml";
 import { cv, measuredRecord, toolVersion } from "../src/bench/index.js";
 import { roundRatio } from "../src/bench/record-builders.js";
-import { localResultsDir } from "../src/catalog/index.js";
+import { localResultsDir, RESULTS_DIR } from "../src/catalog/index.js";
 import { type LoadedModel, modelOfFiles, readCorpus } from "../src/engine/index.js";
 import { deepseekV4Architecture, v4TinyModel } from "../src/engine/models/deepseek-v4.js";
 import type { TinyModelFiles } from "../src/engine/tiny/files.js";
+import { nextSeriesId, recordIds } from "../src/flow/record-ids.js";
 import { appendRecord, localServerFingerprint } from "../src/records/index.js";
 
 export const V4_PORT = "deepseek-v4.1-flash";
@@ -33,9 +34,9 @@ export function v4Files(config: Record<string, unknown>, corpus: string): TinyMo
   return v4TinyModel(config, corpus, { seed: 0, port: V4_PORT });
 }
 
-/** Those files as a model the engine serves. */
-export function v4Model(files: TinyModelFiles): LoadedModel {
-  return modelOfFiles(`${V4_PORT}-tiny`, files, deepseekV4Architecture);
+/** Those files as a model the engine serves, named after the variant they are (tiny, retrieval). */
+export function v4Model(files: TinyModelFiles, variant = "tiny"): LoadedModel {
+  return modelOfFiles(`${V4_PORT}-${variant}`, files, deepseekV4Architecture);
 }
 
 /** One arm of a V4 A/B as a record keeps it: its trials and the server flags that set it apart. */
@@ -46,11 +47,14 @@ export interface V4AbArm {
 }
 
 /**
- * Keeps a tok/s A/B of the tiny model (arm b against arm a, higher better) as a same-pod-ab record
- * in the local store (.bringup/results/<port>/), `id` under the port; prints and returns its id.
+ * Keeps a tok/s A/B of a tiny variant (arm b against arm a, higher better) as a same-pod-ab record
+ * in the local store (.bringup/results/<port>/), under the port as series `id` (a second run of a
+ * series gets its next id: records are never rewritten); prints and returns the id it got.
  */
 export async function recordV4Ab(ab: {
   readonly id: string;
+  /** The variant measured (default tiny), in every arm's fingerprint. */
+  readonly variant?: string;
   readonly metric: string;
   readonly label: string;
   readonly context: string;
@@ -63,13 +67,16 @@ export async function recordV4Ab(ab: {
 }): Promise<string> {
   const fingerprint = (extra: readonly string[]) =>
     localServerFingerprint({
-      software: { model: `${V4_PORT}-tiny` },
+      software: { model: `${V4_PORT}-${ab.variant ?? "tiny"}` },
       server_flags: [...ab.flags, ...extra],
       tool_version: toolVersion(),
     });
+  const localDir = localResultsDir(ROOT, V4_PORT);
+  const published = join(ROOT, "ports", V4_PORT, RESULTS_DIR);
+  const series = `${V4_PORT}/${ab.id}`;
   const record = measuredRecord({
     port: V4_PORT,
-    id: ab.id,
+    id: nextSeriesId(series, await recordIds(localDir, published)).slice(V4_PORT.length + 1),
     metric: ab.metric,
     label: ab.label,
     unit: "tok/s",
@@ -88,7 +95,7 @@ export async function recordV4Ab(ab: {
       better: "higher",
     },
   });
-  const saved = await appendRecord(localResultsDir(ROOT, V4_PORT), record);
+  const saved = await appendRecord(localDir, record);
   console.log(`recorded ${saved.id}`);
   return saved.id;
 }

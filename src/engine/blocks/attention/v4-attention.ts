@@ -124,23 +124,36 @@ function ownParameters(names: V4AttentionNames, spec: V4AttentionSpec, hidden: n
   };
 }
 
+/**
+ * One V4 attention layer's parameters by block: its own, its compressor's (csa and hca layers) and
+ * its indexer's with the indexer's compressor (csa layers).
+ */
+export function v4AttentionRoles(names: V4AttentionNames, spec: V4AttentionSpec, hidden: number) {
+  checkSpec(spec);
+  const compressor = v4Compressor(spec);
+  return {
+    own: ownParameters(names, spec, hidden),
+    compressor: compressor ? compressorParameters(names.compressor, compressor, hidden) : undefined,
+    indexer: spec.indexer
+      ? {
+          own: v4IndexerParameters(names.indexer, spec.indexer, hidden, spec.qLoraRank),
+          compressor: compressorParameters(names.indexer.compressor, indexerCompressor(spec), hidden),
+        }
+      : undefined,
+  };
+}
+
 /** Every parameter of one V4 attention layer: what loading reads and a tiny model draws. */
 export function v4AttentionParameters(
   names: V4AttentionNames,
   spec: V4AttentionSpec,
   hidden: number,
 ): ParameterDecl[] {
-  checkSpec(spec);
-  const compressor = v4Compressor(spec);
+  const { own, compressor, indexer } = v4AttentionRoles(names, spec, hidden);
   return [
-    ...declared(ownParameters(names, spec, hidden)),
-    ...(compressor ? declared(compressorParameters(names.compressor, compressor, hidden)) : []),
-    ...(spec.indexer
-      ? [
-          ...declared(compressorParameters(names.indexer.compressor, indexerCompressor(spec), hidden)),
-          ...declared(v4IndexerParameters(names.indexer, spec.indexer, hidden, spec.qLoraRank)),
-        ]
-      : []),
+    ...declared(own),
+    ...(compressor ? declared(compressor) : []),
+    ...(indexer ? [...declared(indexer.compressor), ...declared(indexer.own)] : []),
   ];
 }
 
