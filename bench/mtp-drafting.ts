@@ -36,30 +36,18 @@
  * (.bringup/results/deepseek-v4.1-flash/, gitignored), its context naming acceptance and the planted
  * ceiling; `bringup records publish deepseek-v4.1-flash` adds it to the published results.
  */
-import { readFile } from "node:fs/promises";
 import { availableParallelism, cpus, loadavg } from "node:os";
-import { join } from "node:path";
-import { parse } from "yaml";
-import {
-  type BlockTrials,
-  blockedRatioInterval,
-  cv,
-  measuredRecord,
-  toolVersion,
-} from "../src/bench/index.js";
-import { roundRatio } from "../src/bench/record-builders.js";
-import { localResultsDir, RESULTS_DIR } from "../src/catalog/index.js";
+import { type BlockTrials, blockedRatioInterval } from "../src/bench/index.js";
 import type { LayerStorage } from "../src/engine/cache/storage.js";
-import { Engine, type LoadedModel, modelOfFiles, readCorpus } from "../src/engine/index.js";
+import { Engine, type LoadedModel } from "../src/engine/index.js";
 import type { CausalLM } from "../src/engine/model/causal-lm.js";
 import { isDraftModel } from "../src/engine/model/draft-model.js";
 import type { ForwardContext } from "../src/engine/model/model.js";
-import { deepseekV4Architecture, v4RetrievalModel, v4TinyModel } from "../src/engine/models/deepseek-v4.js";
-import { nextSeriesId, recordIds } from "../src/flow/record-ids.js";
-import { appendRecord, localServerFingerprint } from "../src/records/index.js";
+import { v4RetrievalModel } from "../src/engine/models/deepseek-v4.js";
 import { abVerdict } from "../src/records/interval.js";
 import { plantedDrafts } from "../test/helpers/planted-drafts.js";
 import { benchArgs } from "./args.js";
+import { recordV4Ab, V4_PORT, v4Files, v4Model, v4Reference } from "./v4-tiny.js";
 
 const args = benchArgs(import.meta.url, {
   model: { type: "string", default: "tiny" },
@@ -76,27 +64,17 @@ const decode = Number(args.decode);
 const k = Number(args.k);
 const blockCount = Number(args.blocks);
 const threads = Number(args.threads);
-const PORT = "deepseek-v4.1-flash";
-const ROOT = join(import.meta.dirname, "..");
 
-const manifest = parse(await readFile(join(ROOT, "ports", PORT, "port.yaml"), "utf8")) as {
-  reference: { config: Record<string, unknown>; switches?: Record<string, string> };
-};
-const corpus = await readCorpus();
+const { config, switches, corpus } = await v4Reference();
 const variant = args.model;
 if (variant !== "tiny" && variant !== "retrieval")
   throw new Error(`--model is tiny or retrieval, got ${variant}`);
 const retrieval = variant === "retrieval";
-const model: LoadedModel = modelOfFiles(
-  `${PORT}-${variant}`,
+const model: LoadedModel = v4Model(
   retrieval
-    ? v4RetrievalModel(manifest.reference.config, corpus, {
-        maxPositionEmbeddings: 4096,
-        seed: 0,
-        port: PORT,
-      })
-    : v4TinyModel(manifest.reference.config, corpus, { seed: 0, port: PORT }),
-  deepseekV4Architecture,
+    ? v4RetrievalModel(config, corpus, { maxPositionEmbeddings: 4096, seed: 0, port: V4_PORT })
+    : v4Files(config, corpus),
+  variant,
 );
 const text = model.tokenizer.encode(corpus.slice(0, promptTokens * 8));
 const passageTokens = Number(args.passage ?? Math.floor(promptTokens / 2));
@@ -111,7 +89,7 @@ const common = {
   threads,
   maxModelLen: promptTokens + decode + k + 16,
   maxNumSeqs: 1,
-  ...(manifest.reference.switches ? { switches: manifest.reference.switches } : {}),
+  switches,
 };
 const request = { promptTokenIds: prompt, maxTokens: decode, sampling: { temperature: 0 }, ignoreEos: true };
 
@@ -233,42 +211,20 @@ for (const engine of Object.values(arms)) await engine.close();
 const mtp = results[0];
 const planted = results[1];
 if (args.record && mtp !== undefined && planted !== undefined) {
-  const flags = [`--threads=${threads}`, "--switch=v4_attention=sparse"];
-  const fingerprint = (extra: string[]) =>
-    localServerFingerprint({
-      software: { model: `${PORT}-${variant}` },
-      server_flags: [...flags, ...extra],
-      tool_version: toolVersion(),
-    });
-  const localDir = localResultsDir(ROOT, PORT);
-  const series = `${PORT}/reference-drafting-ab${retrieval ? "-retrieval" : ""}-k${k}-${new Date().toISOString().slice(0, 10)}`;
-  const record = measuredRecord({
-    port: PORT,
-    // A second run on the same day gets the series' next id (records are never rewritten).
-    id: nextSeriesId(series, await recordIds(localDir, join(ROOT, "ports", PORT, RESULTS_DIR))).slice(
-      PORT.length + 1,
-    ),
+  console.log("");
+  await recordV4Ab({
+    id: `reference-drafting-ab${retrieval ? "-retrieval" : ""}-k${k}-${new Date().toISOString().slice(0, 10)}`,
+    variant,
     metric: "decode_tok_s",
     label: `decode tokens per second of one greedy stream, MTP drafting ${k} tokens a step against none${retrieval ? ", on a repeated passage (retrieval variant)" : ""}`,
-    unit: "tok/s",
-    method: "same-pod-ab",
     context: `${blockCount} blocks of 2 trials per arm; ${promptDescription}, ${decode} tokens decoded, load ${load.toFixed(2)} at the start (bench/mtp-drafting.ts${retrieval ? " --model retrieval: the copy circuit's MTP layer drafts the copied continuation" : ""}). The ${retrieval ? "constructed" : "untrained"} MTP layer's acceptance: ${(mtp.acceptance.rate * 100).toFixed(1)}% (${mtp.acceptance.accepted}/${mtp.acceptance.drafted}). With the target's own tokens planted as drafts (acceptance ${(planted.acceptance.rate * 100).toFixed(1)}%), the ceiling at this k: ${planted.interval.estimate.toFixed(3)}x, 95% interval ${planted.interval.low.toFixed(3)}x to ${planted.interval.high.toFixed(3)}x. ${steps[0]?.toUpperCase()}${steps.slice(1)}.`,
     command: `npx tsx bench/mtp-drafting.ts${retrieval ? ` --model retrieval --passage ${passageTokens}` : ""} --prompt ${promptTokens} --decode ${decode} --k ${k} --blocks ${blockCount} --record`,
+    flags: [`--threads=${threads}`, "--switch=v4_attention=sparse"],
     arms: [
-      { name: "no drafting", samples: samples.off.flat(), fingerprint: fingerprint([]) },
-      {
-        name: `MTP drafting, k = ${k}`,
-        samples: samples.mtp.flat(),
-        fingerprint: fingerprint([`--speculative-tokens=${k}`]),
-      },
+      { name: "no drafting", samples: samples.off.flat(), flags: [] },
+      { name: `MTP drafting, k = ${k}`, samples: samples.mtp.flat(), flags: [`--speculative-tokens=${k}`] },
     ],
-    comparison: {
-      figure: { shape: "point", value: roundRatio(mtp.interval.estimate) },
-      ci95: [roundRatio(mtp.interval.low), roundRatio(mtp.interval.high)],
-      cv: roundRatio(cv(mtp.ratios)),
-      better: "higher",
-    },
+    interval: mtp.interval,
+    ratios: mtp.ratios,
   });
-  const saved = await appendRecord(localDir, record);
-  console.log(`\nrecorded ${saved.id}`);
 }
