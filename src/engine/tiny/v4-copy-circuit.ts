@@ -102,7 +102,9 @@ const WINDOW = V4_CIRCUIT.ngram + 2;
  * The config.json fields of V4 attention sized for V4_CIRCUIT (transformers' names), for a layout
  * whose compressed sparse rows pool 4 positions: six heads (one per previous token) over one
  * shared head of 4 × (54 match + 32 output features) plus 8 rotated; a query latent of the six
- * match codes and the constant (55); one output group whose latent holds the six match codes (54);
+ * match codes and the constant (55, padded to 56); one output group whose latent holds the six match
+ * codes (54, padded to 56: latents are the K of the next projection, which the SIMD matmul takes in
+ * fours, so an odd width would send it to the scalar path);
  * an indexer of 4 heads of 4 × 54 + 1 + 8 keeping its 8 best rows (one holds the match); a window
  * of 8, as far back as the previous-token heads reach and one more (a longer one only adds keys
  * that every layer reads and no head attends to).
@@ -116,14 +118,18 @@ export function v4CircuitAttention(): Record<string, unknown> {
     head_dim: RATIO * (codes + u) + ROPE,
     qk_rope_head_dim: ROPE,
     partial_rotary_factor: null,
-    q_lora_rank: codes + 1,
+    q_lora_rank: multipleOf4(codes + 1),
     o_groups: 1,
-    o_lora_rank: Math.max(codes, u),
+    o_lora_rank: multipleOf4(Math.max(codes, u)),
     index_n_heads: RATIO,
     index_head_dim: RATIO * codes + 1 + ROPE,
     index_topk: 8,
     sliding_window: WINDOW,
   };
+}
+
+function multipleOf4(n: number): number {
+  return Math.ceil(n / 4) * 4;
 }
 
 /** A gate bias far enough below any other that its position takes no share. */
