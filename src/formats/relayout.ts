@@ -6,6 +6,7 @@ import { copyCompanions } from "./companions.js";
 import { type Dtype, dtypeBytes } from "./dtypes.js";
 import { regroupGateUp, splitFirstAxis, stackFirstAxis, swapNibbles, transposeLast2 } from "./layout-ops.js";
 import { detectLogicalTensors, type LogicalTensor } from "./logical.js";
+import { HALVES_BLOCKS_SUFFIX, MXFP4_HALVES, MXFP4_LAYOUT_KEY, toHalves } from "./mxfp4-halves.js";
 import type { TensorLayout } from "./safetensors-header.js";
 import { SafetensorsWriter } from "./safetensors-writer.js";
 
@@ -17,6 +18,12 @@ import { SafetensorsWriter } from "./safetensors-writer.js";
 export interface RelayoutRules {
   /** MXFP4 weights whose packing flips between low-nibble-first and high-nibble-first. */
   readonly swapNibbles?: RegExp;
+  /**
+   * Weights whose MXFP4 codes go into the engine's halves order (mxfp4-halves.ts), stored as
+   * `W_hblocks`; config.json gains `"mxfp4_layout": "halves"`. A matching weight of three or more
+   * dimensions (stacked experts) that is not MXFP4 in OCP order is refused by name.
+   */
+  readonly mxfp4Halves?: RegExp;
   /** Plain weights whose last two dimensions swap. */
   readonly transpose?: RegExp;
   /** Weights whose gate/up rows go from interleaved to concatenated halves, or back. */
@@ -49,6 +56,8 @@ export interface RelayoutReport {
   readonly output: string;
   readonly renamed: readonly { from: string; to: string }[];
   readonly tensors: number;
+  /** The files beside the weights carried over (config.json, tokenizer, ...). */
+  readonly copiedFiles: readonly string[];
 }
 
 function fail(source: string, name: string, what: string): never {
@@ -65,6 +74,7 @@ function weightPieces(ck: Checkpoint, rules: RelayoutRules, source: string): Pie
       if (w.kind !== "mxfp4") fail(source, w.name, "nibble order applies to MXFP4 weights only.");
       steps.push((bytes, _part, index) => (index === 0 ? swapNibbles(bytes) : bytes));
     }
+    const halves = rules.mxfp4Halves?.test(w.name) === true && halvesStep(w, source, steps);
     if (rules.transpose?.test(w.name)) {
       if (w.kind !== "plain") {
         fail(
@@ -88,7 +98,7 @@ function weightPieces(ck: Checkpoint, rules: RelayoutRules, source: string): Pie
       const info = ck.tensor(part);
       const originalShape = [...info.shape];
       const piece: Piece = {
-        name: part,
+        name: halves && index === 0 ? `${w.name}${HALVES_BLOCKS_SUFFIX}` : part,
         dtype: info.dtype,
         shape: shapes[index] as number[],
         shard: basename(info.file),
@@ -102,6 +112,32 @@ function weightPieces(ck: Checkpoint, rules: RelayoutRules, source: string): Pie
     });
   }
   return pieces;
+}
+
+/**
+ * Adds the step that puts an MXFP4 weight's codes in halves order, and says whether it did: plain
+ * weights of fewer than three dimensions (norms, attention, routers) are left as they are; another
+ * stacked weight, or codes already in halves order, are refused naming the weight.
+ */
+function halvesStep(
+  w: LogicalTensor,
+  source: string,
+  steps: ((bytes: Uint8Array, part: Piece, index: number) => Uint8Array)[],
+): boolean {
+  if (w.kind === "mxfp4" && w.order === undefined) {
+    steps.push((bytes, _part, index) => (index === 0 ? toHalves(bytes) : bytes));
+    return true;
+  }
+  if (w.kind === "mxfp4")
+    fail(source, w.name, "its MXFP4 codes are in halves order already; re-lay out the original checkpoint.");
+  if (w.shape.length >= 3) {
+    fail(
+      source,
+      w.name,
+      `stacked experts in ${w.kind === "fp8" ? "FP8" : w.dtype}, not MXFP4: only MXFP4 codes have a halves order; convert the experts to MXFP4 first (--to mxfp4) or leave them out.`,
+    );
+  }
+  return false;
 }
 
 function gateUpStep(
@@ -185,6 +221,8 @@ export async function relayoutCheckpoint(
   source: string,
   output: string,
   rules: RelayoutRules,
+  /** Run on the finished output before it appears (a proof that it holds the source's values). */
+  check?: (dir: string) => Promise<void>,
 ): Promise<RelayoutReport> {
   const ck = await openCheckpoint(source);
   try {
@@ -200,6 +238,7 @@ export async function relayoutCheckpoint(
         return { ...o, name };
       });
     }
+    let copiedFiles: string[] = [];
     await writeDirectoryAtomic(output, async (dir) => {
       const shards = [...new Set(units.map((u) => u.shard))];
       const writers = new Map<string, SafetensorsWriter>();
@@ -231,9 +270,14 @@ export async function relayoutCheckpoint(
         }
         await writeShardIndex(dir, Object.entries(weightMap), total);
       }
-      await copyCompanions(source, dir);
+      const halves = units.some((u) => u.outputs.some((o) => o.name.endsWith(HALVES_BLOCKS_SUFFIX)));
+      const marker = (config: Record<string, unknown>) => {
+        config[MXFP4_LAYOUT_KEY] = MXFP4_HALVES;
+      };
+      copiedFiles = await copyCompanions(source, dir, halves ? marker : undefined);
+      await check?.(dir);
     });
-    return { source, output, renamed, tensors: seen.size };
+    return { source, output, renamed, tensors: seen.size, copiedFiles };
   } finally {
     await ck.close();
   }
