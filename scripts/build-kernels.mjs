@@ -4,7 +4,8 @@
 // that ask for the unfused tile): ".unfused" where each f32x4.relaxed_madd of three locals becomes a
 // mul then an add, ".plain-swizzle" where each i8x16.relaxed_swizzle becomes i8x16.swizzle, ".plain-dot"
 // where each i32x4.relaxed_dot_i8x16_i7x16_add_s becomes the same sums from plain SIMD (exact, as
-// the relaxed form is when its second operand's bytes lie in [0, 127]).
+// the relaxed form is when its second operand's bytes lie in [0, 127]). The MXFP4 decode also gets
+// ".halves" builds for codes in the engine's re-laid-out order (HALVES_KERNELS).
 // With --check it writes nothing and exits 1 if a binary under src/ differs from its source.
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
@@ -54,6 +55,34 @@ const WITHOUT_RELAXED = [
   { instruction: "(i32x4.relaxed_dot_i8x16_i7x16_add_s", suffix: ".plain-dot.wasm", rewrite: plainDotText },
 ];
 
+/**
+ * MXFP4 kernels that also get a ".halves" build (and its builds without relaxed SIMD) reading codes
+ * in formats/mxfp4-halves.ts's order, value j in byte j's low nibble and j + 16 in its high one:
+ * the two shuffles that interleave low and high nibbles back into value order go, the low nibbles
+ * being values 0-15 and the high ones 16-31 already. Refused when a kernel no longer has them.
+ */
+const HALVES_KERNELS = ["src/engine/kernels/matmul/mxfp4-decode.wat"];
+const INTERLEAVE = [
+  [
+    "(local.set $first (i8x16.shuffle 0 16 1 17 2 18 3 19 4 20 5 21 6 22 7 23 (local.get $lo) (local.get $hi)))",
+    "(local.set $first (local.get $lo))",
+  ],
+  [
+    "(local.set $second (i8x16.shuffle 8 24 9 25 10 26 11 27 12 28 13 29 14 30 15 31 (local.get $lo) (local.get $hi)))",
+    "(local.set $second (local.get $hi))",
+  ],
+];
+
+function halvesText(file, text) {
+  let out = text;
+  for (const [from, to] of INTERLEAVE) {
+    if (!out.includes(from))
+      throw new Error(`${file}: its ".halves" build drops the code interleave ${from}, which is not there`);
+    out = out.replaceAll(from, to);
+  }
+  return out;
+}
+
 function watFiles(dir) {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
     e.isDirectory() ? watFiles(join(dir, e.name)) : e.name.endsWith(".wat") ? [join(dir, e.name)] : [],
@@ -78,6 +107,9 @@ for (const file of watFiles(join(root, "src"))) {
   if (relaxed.length > 1)
     throw new Error(`${file}: one kind of relaxed instruction per kernel, or name its variants`);
   for (const { suffix, rewrite } of relaxed) variants.push([suffix, rewrite(text)]);
+  if (HALVES_KERNELS.includes(relative(root, file)))
+    for (const [suffix, source] of [...variants])
+      variants.push([`.halves${suffix}`, halvesText(file, source)]);
   for (const [suffix, source] of variants) {
     const module = wabt.parseWat(file, source, FEATURES);
     module.validate(FEATURES);
