@@ -16,11 +16,15 @@
  *   shape) decoded 64 rows at a time into scratch, alone and with the working tree's tile after it
  *   at one input row (the fused MXFP4 matmul's decode step); G weights/s per core. Both arms get
  *   the working tree's mxfp4Tables, which start with the half scales an older decode reads.
+ * - mxfp4-halves: the working tree's MXFP4 decode on codes in OCP order (before) against its
+ *   `.halves` build (scripts/build-kernels.mjs) on the same weights re-laid out in halves order
+ *   (formats/mxfp4-halves.ts, `bringup weights convert --layout halves`) (after), as mxfp4-decode's
+ *   cases; --before is not read. "same bits" says the two decode the same values.
  * - fp8-decode (matmul/fp8-rows.wat): FP8 E4M3 weights [2880, 2880] with a scale per 128x128 tile
  *   (the FP8 checkpoints' layout, quantized from normal values by floatToFp8Tile128), decoded and
  *   run as mxfp4-decode's; G weights/s per core.
  *
- *   npx tsx bench/kernel-before-after.ts --kernel tile|mxfp4-decode|fp8-decode [--before HEAD] [--blocks 4]
+ *   npx tsx bench/kernel-before-after.ts --kernel tile|mxfp4-decode|mxfp4-halves|fp8-decode [--before HEAD] [--blocks 4]
  *     [--trial-ms 150]
  */
 import { execFileSync } from "node:child_process";
@@ -29,10 +33,12 @@ import { join } from "node:path";
 import { setFlagsFromString } from "node:v8";
 import wabtInit from "wabt";
 import { type BlockTrials, blockedRatioInterval } from "../src/bench/index.js";
-import { compileWasm, instantiateWasm } from "../src/common/wasm-runtime.js";
+import { compileWasm, instantiateWasm, type WasmModule } from "../src/common/wasm-runtime.js";
 import { MXFP4_TABLE_BYTES, mxfp4Tables } from "../src/engine/kernels/matmul/matmul-kernel.js";
+import { kernelBytes } from "../src/engine/kernels/wasm-kernels.js";
 import { Rng } from "../src/engine/tensor/random.js";
 import { floatToFp8Tile128 } from "../src/formats/fp8-blockwise.js";
+import { toHalves } from "../src/formats/mxfp4-halves.js";
 import { benchArgs } from "./args.js";
 
 const args = benchArgs(import.meta.url, {
@@ -45,6 +51,7 @@ const args = benchArgs(import.meta.url, {
 const KERNELS = {
   tile: ["matmul/matmul-tile"],
   "mxfp4-decode": ["matmul/mxfp4-decode", "matmul/mxfp4-rows"],
+  "mxfp4-halves": ["matmul/mxfp4-decode"],
   "fp8-decode": ["matmul/fp8-rows"],
 } as const;
 const kernel = args.kernel as keyof typeof KERNELS;
@@ -83,9 +90,12 @@ function beforeText(): { text: string; name: string } {
   }
   throw new Error(`${args.before} has none of ${KERNELS[kernel].map(watPath).join(", ")}`);
 }
-const old = beforeText();
+const halves = kernel === "mxfp4-halves";
+const old = halves ? { text: readFileSync(join(root, path), "utf8"), name: path } : beforeText();
 const before = instantiate(old.text, old.name);
-const after = instantiate(readFileSync(join(root, path), "utf8"), path);
+const after = halves
+  ? (instantiateWasm(compileWasm(kernelBytes("matmul/mxfp4-decode.halves")) as WasmModule, memory) as Arm)
+  : instantiate(readFileSync(join(root, path), "utf8"), path);
 const tile = instantiate(readFileSync(join(root, watPath(KERNELS.tile[0])), "utf8"), "tile").tile as (
   ...a: number[]
 ) => void;
@@ -166,14 +176,22 @@ if (kernel === "tile") {
   new Uint8Array(memory.buffer, tables, MXFP4_TABLE_BYTES).set(mxfp4Tables());
   const codes = allocate((N * K) / 2);
   const scales = allocate((N * K) / 32);
-  new Uint8Array(memory.buffer, codes, (N * K) / 2).set(
-    Uint8Array.from({ length: (N * K) / 2 }, () => rng.nextU32() & 255),
-  );
+  const random = Uint8Array.from({ length: (N * K) / 2 }, () => rng.nextU32() & 255);
+  new Uint8Array(memory.buffer, codes, (N * K) / 2).set(random);
+  // mxfp4-halves: the after arm reads the same weights re-laid out.
+  const halvesCodes = halves ? allocate((N * K) / 2) : codes;
+  if (halves) new Uint8Array(memory.buffer, halvesCodes, (N * K) / 2).set(toHalves(random));
   new Uint8Array(memory.buffer, scales, (N * K) / 32).set(
     Uint8Array.from({ length: (N * K) / 32 }, () => 118 + (rng.nextU32() % 8)),
   );
   decodeCases(N, K, (arm, c0, rows) =>
-    arm.decode?.(codes + (c0 * K) / 2, scales + (c0 * K) / 32, tables, rows, (CHUNK * K) / 32),
+    arm.decode?.(
+      (arm === after ? halvesCodes : codes) + (c0 * K) / 2,
+      scales + (c0 * K) / 32,
+      tables,
+      rows,
+      (CHUNK * K) / 32,
+    ),
   );
 }
 
@@ -217,7 +235,7 @@ const median = (values: number[]) =>
   [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
 const bits = (c: Case) => Buffer.from(new Uint8Array(memory.buffer, c.outAt, c.outBytes));
 console.log(
-  `${old.name} (before) against the working tree's ${path} (after), ${blocks} blocks of 4 trials, rates per CPU-second on one thread`,
+  `${old.name} (before) against ${halves ? "its .halves build on the codes in halves order" : `the working tree's ${path}`} (after), ${blocks} blocks of 4 trials, rates per CPU-second on one thread`,
 );
 for (const c of cases) {
   c.run(before);
