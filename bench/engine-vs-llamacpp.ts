@@ -10,7 +10,7 @@
  *
  * The engine's model is loaded as `bringup serve` loads it: written to a directory, then read by
  * loadModel. The two arms alternate over several rounds after a warm-up round; every round is
- * printed, then the median of each ratio.
+ * printed, then each figure's median and each ratio with its 95% interval (rounds as blocks).
  *
  * Batch-1 decode is timed from a stream's first token to its last, so its prefill is excluded. The
  * 16-stream aggregate is given two ways, each measured alike for both engines: "all decoding", the
@@ -29,6 +29,7 @@ import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { median } from "simple-statistics";
+import { blockedRatioInterval } from "../src/bench/index.js";
 import {
   Engine,
   findTinySize,
@@ -42,6 +43,7 @@ import {
 import { MatmulPool } from "../src/engine/kernels/pool.js";
 import { Rng } from "../src/engine/tensor/random.js";
 import { shareArray } from "../src/engine/tensor/weight.js";
+import { abVerdict } from "../src/records/interval.js";
 import { fmaPeak } from "./fma-peak.js";
 import { type GgufTensor, gguf, ggufBpeTokenizer, writeGguf } from "./gguf-writer.js";
 import { memoryBandwidth } from "./memory-bandwidth.js";
@@ -84,6 +86,13 @@ interface Figures {
   steady: number;
   /** 16 streams: all tokens per second from submission to the last token. */
   aggregate: number;
+}
+
+/** One measured round: both engines' figures and the decode roofline measured beside them. */
+interface Round {
+  ours: Figures;
+  theirs: Figures;
+  roofline: number;
 }
 
 /** Decode rate of one stream from its token times (ms): tokens after the first over first-to-last. */
@@ -328,7 +337,7 @@ try {
     batchSize: 512,
   });
   const engine = new Engine(model, { threads, maxNumSeqs: streams, maxModelLen: 4096 });
-  const measured: { ours: Figures; theirs: Figures }[] = [];
+  const measured: Round[] = [];
   try {
     for (let round = 0; round <= rounds; round++) {
       // Alternate which arm goes first, so neither always runs on a machine the other just warmed.
@@ -343,7 +352,9 @@ try {
       }
       process.stdout.write(`\nround ${round}${round === 0 ? " (warm-up, not counted)" : ""}\n${tableHead}`);
       for (const m of METRICS) process.stdout.write(row(m.label, ours[m.key], theirs[m.key]));
-      if (round > 0) measured.push({ ours, theirs });
+      const roofline = (await memoryBandwidth(threads)) / weightBytes;
+      process.stdout.write(`roofline this round ${roofline.toFixed(1)} tok/s\n`);
+      if (round > 0) measured.push({ ours, theirs, roofline });
     }
   } finally {
     await engine.close();
@@ -351,22 +362,38 @@ try {
     await llamaModel.dispose();
     await llama.dispose();
   }
-  const med = (f: (r: { ours: Figures; theirs: Figures }) => number) => median(measured.map(f));
-  process.stdout.write(`\nmedians over ${rounds} rounds (ratio: median of the rounds' ratios)\n${tableHead}`);
+  const med = (f: (r: Round) => number) => median(measured.map(f));
+  // Each round is a block of one trial per arm (blockedRatioInterval): rounds alternate which
+  // engine goes first, and the interval's t quantile has rounds - 1 degrees of freedom.
+  const ratio = (a: (r: Round) => number, b: (r: Round) => number) => {
+    const { estimate, low, high } = blockedRatioInterval(measured.map((r) => ({ a: [a(r)], b: [b(r)] })));
+    return `${estimate.toFixed(2)}x [${low.toFixed(2)}, ${high.toFixed(2)}] (${abVerdict([low, high])})`;
+  };
+  process.stdout.write(
+    `\nover ${rounds} rounds: medians, and engine/llama.cpp as the mean ratio with its 95% interval\n${tableHead}`,
+  );
   for (const { key, label } of METRICS) {
-    const ratio = med((r) => r.ours[key] / r.theirs[key]);
     process.stdout.write(
       `${label.padEnd(WIDTH)} ${med((r) => r.ours[key])
         .toFixed(1)
         .padStart(9)} ${med((r) => r.theirs[key])
         .toFixed(1)
-        .padStart(11)} ${ratio.toFixed(2).padStart(7)}x\n`,
+        .padStart(11)}  ${ratio(
+        (r) => r.theirs[key],
+        (r) => r.ours[key],
+      )}\n`,
     );
   }
   const scaling = (side: "ours" | "theirs") =>
-    `${med((r) => r[side].steady / r[side].decode).toFixed(2)}x all decoding, ${med((r) => r[side].aggregate / r[side].decode).toFixed(2)}x from submission`;
+    `${ratio(
+      (r) => r[side].decode,
+      (r) => r[side].steady,
+    )} all decoding, ${ratio(
+      (r) => r[side].decode,
+      (r) => r[side].aggregate,
+    )} from submission`;
   process.stdout.write(
-    `engine: ${streams} streams / 1 stream = ${scaling("ours")} (llama.cpp ${scaling("theirs")}); "all decoding" is the aggregate decode rate while every stream decodes over batch-1 decode, both first token to last; "from submission" also counts the ${streams} prefills\n`,
+    `engine: ${streams} streams / 1 stream = ${scaling("ours")}\nllama.cpp: ${scaling("theirs")}\n("all decoding" is the aggregate decode rate while every stream decodes over batch-1 decode, both first token to last; "from submission" also counts the ${streams} prefills)\n`,
   );
   // Matmul flops per prefill token: two per weight (the embedding is a lookup); attention's are left out.
   const flopsPerToken = 2 * (weightBytes / 4);
@@ -377,8 +404,15 @@ try {
   process.stdout.write(
     `prefill in matmul flops: engine ${prefillShare("ours")} (its matmul alone reaches ${((100 * tile) / peak).toFixed(0)}%); llama.cpp ${prefillShare("theirs")} (its x86 kernels are not limited to 128-bit vectors)\n`,
   );
+  // The roofline is measured again in every round, beside that round's decodes.
   process.stdout.write(
-    `batch-1 decode at ${((100 * med((r) => r.ours.decode)) / roofline).toFixed(0)}% of roofline (llama.cpp ${((100 * med((r) => r.theirs.decode)) / roofline).toFixed(0)}%)\n`,
+    `batch-1 decode / roofline: engine ${ratio(
+      (r) => r.roofline,
+      (r) => r.ours.decode,
+    )}, llama.cpp ${ratio(
+      (r) => r.roofline,
+      (r) => r.theirs.decode,
+    )}\n`,
   );
 } finally {
   await rm(dir, { recursive: true, force: true });

@@ -2,10 +2,11 @@ import { sharedArray } from "../tensor/weight.js";
 
 /**
  * A tensor as stored in a checkpoint, before it becomes an engine weight. Dtype names follow
- * safetensors; integer tables (I32, I64: a hash-routing table) keep their raw little-endian bytes.
+ * safetensors; integer tables (I32, I64: a hash-routing table) keep their raw little-endian bytes,
+ * and so do DeepSeek-V4's packed FP4 experts (I8, two E2M1 values a byte) and E8M0 scales (F8_E8M0).
  */
 export interface HostTensor {
-  readonly dtype: "F32" | "BF16" | "F16" | "F8_E4M3" | "U8" | "I32" | "I64";
+  readonly dtype: "F32" | "BF16" | "F16" | "F8_E4M3" | "F8_E8M0" | "U8" | "I8" | "I32" | "I64";
   readonly shape: readonly number[];
   readonly data: Float32Array | Uint16Array | Uint8Array;
 }
@@ -46,9 +47,10 @@ export function parameterCount(
 ): number {
   // Integer tables are stored as raw bytes: count their entries, not their bytes.
   if (dtype === "I32" || dtype === "I64") return bytes / (dtype === "I32" ? 4 : 8);
-  return name.endsWith("_blocks")
+  // The engine reads I8 only as DeepSeek-V4's packed FP4 experts, two values a byte.
+  return name.endsWith("_blocks") || dtype === "I8"
     ? bytes * 2
-    : name.endsWith("_scales") || name.includes("weight_scale")
+    : name.endsWith("_scales") || name.includes("weight_scale") || dtype === "F8_E8M0"
       ? 0
       : elements;
 }

@@ -117,6 +117,31 @@ describe("FP8 expert weights with block scales", () => {
     }
   });
 
+  it("widens an FP8 linear read in f32 with its E8M0 block scales, each value its code times its scale", () => {
+    // DeepSeek-V4 ships its linears' block scales as E8M0 (2^(code - 127)); its wo_a is read in f32.
+    const codes = Uint8Array.from({ length: ROWS * COLS }, (_, i) => (i * 5) % 0x7f);
+    const tensors = new Map<string, HostTensor>([
+      ["proj.weight", { dtype: "F8_E4M3", shape: [ROWS, COLS], data: codes }],
+      ["proj.weight_scale_inv", { dtype: "F8_E8M0", shape: [1, 2], data: Uint8Array.from([125, 130]) }],
+    ]);
+    const w = source(tensors);
+    const values = w.tensor("proj.weight", [ROWS, COLS]);
+    const plain = source(new Map([["proj.weight", tensors.get("proj.weight") as HostTensor]]));
+    const unscaled = plain.tensor("proj.weight", [ROWS, COLS]);
+    for (let i = 0; i < ROWS * COLS; i++)
+      expect(values[i]).toBe((unscaled[i] as number) * (i % COLS < 32 ? 2 ** -2 : 2 ** 3));
+    expect(w.unused()).toEqual([]);
+  });
+
+  it("refuses packed bytes (I8, U8) where a float tensor is read, naming the tensor", () => {
+    const t = new Map<string, HostTensor>([
+      ["e.w1.weight", { dtype: "I8", shape: [2], data: new Uint8Array(2) }],
+    ]);
+    expect(errorOf(() => source(t).vector("e.w1.weight", 2))).toMatch(
+      /^MODEL_WEIGHT_DTYPE e\.w1\.weight: .* is I8, packed bytes/,
+    );
+  });
+
   it("refuses scales whose grid does not tile the experts, naming the tensor", () => {
     for (const shape of [
       [E, ROWS, 3],

@@ -1,5 +1,5 @@
 import { BringupError } from "../../common/errors.js";
-import { HALVES_BLOCKS_SUFFIX, MXFP4_HALVES } from "../../formats/index.js";
+import { decodeToFloat32, HALVES_BLOCKS_SUFFIX, MXFP4_HALVES } from "../../formats/index.js";
 import { weightAt } from "../kernels/reference.js";
 import { checkWeight, shareArray, type Weight } from "../tensor/weight.js";
 import type { HostTensor, TensorLookup } from "./host-tensor.js";
@@ -137,6 +137,16 @@ export class WeightSource {
   tensor(name: string, shape: readonly number[]): Float32Array {
     const t = this.need(name);
     expectShape(t, name, shape, this.source);
+    if (t.dtype === "F8_E4M3" && shape.length === 2 && name.endsWith(".weight")) {
+      // A linear stored in FP8 with its block scales (DeepSeek-V4's wo_a) that a block reads in
+      // f32: each value decoded and scaled as the FP8 matmul does, so exactly for the power-of-two
+      // (E8M0) scales DeepSeek ships.
+      const [rows, cols] = shape as [number, number];
+      const w = this.matrix(name.slice(0, -".weight".length), rows, cols);
+      const out = new Float32Array(rows * cols);
+      for (let n = 0; n < rows; n++) for (let k = 0; k < cols; k++) out[n * cols + k] = weightAt(w, n, k);
+      return out;
+    }
     return toFloat32(t, name);
   }
 
@@ -177,11 +187,21 @@ export class WeightSource {
    * tensors here, so `unused` still refuses what no block read.
    */
   renamed(toCheckpoint: (name: string) => string, toFamily: (name: string) => string): WeightSource {
-    const view = new WeightSource(
-      (name) => this.recordingLookup(toCheckpoint(name)),
-      this.names.map(toFamily),
-      this.source,
-    );
+    return this.view((name, read) => read(toCheckpoint(name)), this.names.map(toFamily));
+  }
+
+  /**
+   * This checkpoint as a family reads it when the checkpoint stores some tensors in another form
+   * (DeepSeek-V4's per-expert tensors that the family reads stacked): `lookup` gives the tensor
+   * the family asks for by `name`, built from the stored tensors it reads through `read`, each
+   * read recorded here (so `unused` still refuses what no block read); `names` are the family's
+   * names for the stored tensors.
+   */
+  view(
+    lookup: (name: string, read: TensorLookup) => HostTensor | undefined,
+    names: readonly string[],
+  ): WeightSource {
+    const view = new WeightSource((name) => lookup(name, this.recordingLookup), names, this.source);
     view.parent = this;
     return view;
   }
@@ -373,10 +393,12 @@ function toVector(t: HostTensor, name: string, length: number, source: string): 
 /** Small tensors (norms, biases, scales) are decoded to f32 once at load. */
 function toFloat32(t: HostTensor, name: string): Float32Array {
   if (t.dtype === "F32") return new Float32Array(t.data as Float32Array);
-  if (t.dtype === "I32" || t.dtype === "I64") {
+  // E8M0 scales (DeepSeek-V4's FP8 block scales) are powers of two; 255 decodes to NaN.
+  if (t.dtype === "F8_E8M0") return decodeToFloat32("F8_E8M0", t.data as Uint8Array, name);
+  if (t.dtype === "I32" || t.dtype === "I64" || t.dtype === "I8" || t.dtype === "U8") {
     throw new BringupError(
       "MODEL_WEIGHT_DTYPE",
-      `${name} is ${t.dtype}, a table of ids, where a float tensor was expected; the checkpoint is not this model's.`,
+      `${name} is ${t.dtype}, ${t.dtype === "I32" || t.dtype === "I64" ? "a table of ids" : "packed bytes"}, where a float tensor was expected; the checkpoint is not this model's.`,
       { subject: name },
     );
   }

@@ -89,6 +89,11 @@ export function preNormParameters(prefix: string, hidden: number) {
   };
 }
 
+/** Where an mHC layer at `prefix` keeps its two hyper-connection sites: before the mixer, before the feed-forward. */
+export function mhcSites(prefix: string): { readonly mixer: string; readonly ffn: string } {
+  return { mixer: `${prefix}.attn_hc`, ffn: `${prefix}.ffn_hc` };
+}
+
 /** The prefix of decoder layer `index` in HF's layout. */
 export function layerPrefix(index: number): string {
   return `model.layers.${index}`;
@@ -145,11 +150,12 @@ export function mhcDecoder(
     const p = layerPrefix(i);
     const { inputNorm, postNorm } = preNormParameters(p, H);
     const { mixer, ffn } = layer(i, p);
+    const sites = mhcSites(p);
     return {
       mixer,
-      mixerConnection: MhcConnection.load(w, `${p}.attn_hc`, inputNorm.name, mhc, H, eps),
+      mixerConnection: MhcConnection.load(w, sites.mixer, inputNorm.name, mhc, H, eps),
       ffn,
-      ffnConnection: MhcConnection.load(w, `${p}.ffn_hc`, postNorm.name, mhc, H, eps),
+      ffnConnection: MhcConnection.load(w, sites.ffn, postNorm.name, mhc, H, eps),
     };
   });
   return new CausalLM({
@@ -170,9 +176,10 @@ export function mhcDecoderParameters(mhc: MhcConfig, numLayers: number, hidden: 
     ...Array.from({ length: numLayers }, (_, i) => {
       const p = layerPrefix(i);
       const { inputNorm, postNorm } = preNormParameters(p, hidden);
+      const sites = mhcSites(p);
       return [
-        ...declared(mhcSiteParameters(`${p}.attn_hc`, inputNorm.name, mhc, hidden)),
-        ...declared(mhcSiteParameters(`${p}.ffn_hc`, postNorm.name, mhc, hidden)),
+        ...declared(mhcSiteParameters(sites.mixer, inputNorm.name, mhc, hidden)),
+        ...declared(mhcSiteParameters(sites.ffn, postNorm.name, mhc, hidden)),
       ];
     }).flat(),
   ];

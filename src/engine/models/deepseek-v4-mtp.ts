@@ -38,7 +38,7 @@ import { type CausalLM, headLogits, type NoDrafter } from "../model/causal-lm.js
 import type { DraftModel } from "../model/draft-model.js";
 import type { ForwardContext, StepResult } from "../model/model.js";
 import type { Weight } from "../tensor/weight.js";
-import { preNormParameters } from "./decoder.js";
+import { mhcSites, preNormParameters } from "./decoder.js";
 
 /** What the MTP layer reads of a DeepSeek-V4 config (models/deepseek-v4.ts V4Config). */
 export interface V4MtpConfig {
@@ -52,6 +52,21 @@ export interface V4MtpConfig {
 
 /** The prefix of the (only) MTP layer the engine drafts with. */
 export const MTP_PREFIX = "mtp.0";
+
+/** The prefix of the MTP layer's hyper head's tensors. */
+const MTP_HC_HEAD = `${MTP_PREFIX}.hc_head_`;
+
+/**
+ * The names of the head's own tensors and its hyper head's, the same in DeepSeek's naming and the
+ * engine's (models/deepseek-v4-names.ts), with whether each is a linear (FP8 with a `.scale` in
+ * DeepSeek's release).
+ */
+export function v4MtpHeadNames(config: V4MtpConfig): { readonly name: string; readonly linear: boolean }[] {
+  return [
+    ...declared(mtpHeadParameters(config)),
+    ...declared(mhcHeadParameters(config.mhc, config.hiddenSize, MTP_HC_HEAD)),
+  ].map((d) => ({ name: d.name, linear: d.dtype === "matrix" }));
+}
 
 /** The head's own tensors, beside its decoder layer's. */
 function mtpHeadParameters(config: V4MtpConfig) {
@@ -70,10 +85,11 @@ function mtpHeadParameters(config: V4MtpConfig) {
 function mtpMhcParameters(config: V4MtpConfig): ParameterDecl[] {
   const H = config.hiddenSize;
   const { inputNorm, postNorm } = preNormParameters(MTP_PREFIX, H);
+  const sites = mhcSites(MTP_PREFIX);
   return [
-    ...declared(mhcHeadParameters(config.mhc, H, `${MTP_PREFIX}.hc_head_`)),
-    ...declared(mhcSiteParameters(`${MTP_PREFIX}.attn_hc`, inputNorm.name, config.mhc, H)),
-    ...declared(mhcSiteParameters(`${MTP_PREFIX}.ffn_hc`, postNorm.name, config.mhc, H)),
+    ...declared(mhcHeadParameters(config.mhc, H, MTP_HC_HEAD)),
+    ...declared(mhcSiteParameters(sites.mixer, inputNorm.name, config.mhc, H)),
+    ...declared(mhcSiteParameters(sites.ffn, postNorm.name, config.mhc, H)),
   ];
 }
 
@@ -146,14 +162,15 @@ export class V4Mtp implements DraftModel {
     const H = config.hiddenSize;
     const eps = config.rmsNormEps;
     const { inputNorm, postNorm } = preNormParameters(MTP_PREFIX, H);
+    const sites = mhcSites(MTP_PREFIX);
     return new V4Mtp(
       config,
       bindParameters(w, names),
-      MhcResidual.load(w, config.mhc, H, `${MTP_PREFIX}.hc_head_`),
+      MhcResidual.load(w, config.mhc, H, MTP_HC_HEAD),
       V4Attention.load(w, v4AttentionNames(MTP_PREFIX), config.mtp.attention, H),
-      MhcConnection.load(w, `${MTP_PREFIX}.attn_hc`, inputNorm.name, config.mhc, H, eps),
+      MhcConnection.load(w, sites.mixer, inputNorm.name, config.mhc, H, eps),
       V4Moe.load(w, v4MoeNames(MTP_PREFIX), config.mtp.moe, H),
-      MhcConnection.load(w, `${MTP_PREFIX}.ffn_hc`, postNorm.name, config.mhc, H, eps),
+      MhcConnection.load(w, sites.ffn, postNorm.name, config.mhc, H, eps),
       main.embedding,
       main.lmHead,
     );

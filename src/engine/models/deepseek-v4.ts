@@ -20,12 +20,10 @@
  * than silu, tied embeddings' absence of lm_head aside.
  *
  * Tensor names are transformers' (`model.layers.N.self_attn.*`, `.mlp.*`, `.attn_hc.*`,
- * `.ffn_hc.*`, `model.hc_head.*`, `model.embed_tokens`, `model.norm`, `lm_head`).
- * The released deepseek-ai checkpoints keep DeepSeek's own names instead (`layers.N.attn.wq_a.weight`
- * with an FP8 `.scale`, `layers.N.ffn.experts.M.w1.weight` in FP4 per expert, `layers.N.hc_attn_fn`,
- * `embed.weight`, `head.weight`; see fixtures/public-configs/deepseek-v4-flash.tensors.json's
- * _source): this family does not rename or restack them, so such a checkpoint loads only once
- * converted to transformers' layout.
+ * `.ffn_hc.*`, `model.hc_head.*`, `model.embed_tokens`, `model.norm`, `lm_head`), or DeepSeek's own
+ * as the released deepseek-ai checkpoints keep them (`layers.N.attn.wq_a.weight` with an FP8
+ * `.scale`, `layers.N.ffn.experts.M.w1.weight` in FP4 per expert, `embed.weight`, `head.weight`),
+ * told apart by the names and read onto transformers' by models/deepseek-v4-names.ts.
  */
 import { z } from "zod";
 import type { Architecture, ModelConfig, TinyModelOptions } from "../architecture.js";
@@ -55,6 +53,7 @@ import {
 } from "./config-fields.js";
 import { embeddingParameters, layerPrefix, mhcDecoder, mhcDecoderParameters } from "./decoder.js";
 import { V4Mtp, v4MtpParameters } from "./deepseek-v4-mtp.js";
+import { readV4Checkpoint } from "./deepseek-v4-names.js";
 import { V4_ROPE_FIELDS, v4Rope } from "./deepseek-v4-rope.js";
 
 export const MODEL_TYPE = "deepseek_v4";
@@ -279,7 +278,11 @@ function kindOfRatio(
 }
 
 /** DeepSeek-V4 from engine blocks: V4 attention and V4 MoE in every layer, joined by mHC. */
-export function buildV4(config: V4Config, w: WeightSource): CausalLM {
+export function buildV4(config: V4Config, checkpoint: WeightSource): CausalLM {
+  return readV4Checkpoint(checkpoint, config, (w) => buildV4Model(config, w));
+}
+
+function buildV4Model(config: V4Config, w: WeightSource): CausalLM {
   const H = config.hiddenSize;
   const main = mhcDecoder(
     w,

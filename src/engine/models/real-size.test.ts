@@ -3,6 +3,8 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { deepseekV3Architecture, deepseekV3Parameters, parseDeepseekV3 } from "./deepseek-v3.js";
 import { deepseekV4Architecture, parseV4Config, v4Parameters } from "./deepseek-v4.js";
+import { v4MtpParameters } from "./deepseek-v4-mtp.js";
+import { v4NameTable, v4Naming } from "./deepseek-v4-names.js";
 import { glmParameters, parseGlmConfig } from "./glm-5.3-flash.js";
 import { llamaParameters, parseLlamaConfig } from "./llama.js";
 import { mimoArchitecture, mimoParameters, parseMimoConfig } from "./mimo.js";
@@ -168,8 +170,7 @@ describe("Kimi-K2-Instruct at its real size, shapes only", () => {
 describe("DeepSeek-V4-Flash at its real size, shapes only, in transformers' names", () => {
   // The fixture is HF DeepseekV4ForCausalLM's state dict at this config (names and shapes from
   // modeling_deepseek_v4.py, MTP dropped as HF drops it). The released deepseek-ai checkpoint
-  // keeps DeepSeek's own names (layers.N.attn.wq_a.weight, FP4 experts per expert): loading it
-  // needs a rename and restack the family does not do yet (see the fixture's _source).
+  // keeps DeepSeek's own names, checked in the next block.
   const config = parseV4Config(
     JSON.parse(readFileSync(join(DIR, "deepseek-v4-flash.json"), "utf8")),
     "v4-flash",
@@ -193,6 +194,56 @@ describe("DeepSeek-V4-Flash at its real size, shapes only, in transformers' name
   it("skips the MTP layer's tensors, which HF drops and the draft head reads", () => {
     expect(deepseekV4Architecture.ignoresTensor?.("mtp.0.attn.wq_a.weight", config)).toBe(true);
     expect([...real.keys()].some((n) => deepseekV4Architecture.ignoresTensor?.(n, config))).toBe(false);
+  });
+});
+
+describe("DeepSeek-V4-Flash at its real size, shapes only, in DeepSeek's released names", () => {
+  // The fixture is the release's index in DeepSeek's names (see its _source), MTP included; the
+  // family reads it through models/deepseek-v4-names.ts's table, whose names are checked here.
+  const config = parseV4Config(
+    JSON.parse(readFileSync(join(DIR, "deepseek-v4-flash.json"), "utf8")),
+    "v4-flash",
+  );
+  const real = tensorList("deepseek-v4-flash-native.tensors.json");
+  const mtp = v4MtpParameters(config, config.vocabSize);
+  const declared = new Map(
+    [...v4Parameters(config).map(({ decl }) => decl), ...mtp.layer, ...mtp.experts].map((d) => [
+      d.name,
+      d.shape,
+    ]),
+  );
+  const table = v4NameTable(config);
+
+  it("lists the release's 69,187 tensors, every one a DeepSeek-V4 name of this config", () => {
+    expect(real.size).toBe(69_187);
+    expect(v4Naming([...real.keys()], config, "v4-flash")).toBe("deepseek");
+  });
+
+  it("holds every declared tensor under DeepSeek's name at its shape (experts per expert, FP8 scales per 128x128 block), and nothing else", () => {
+    const expected = new Map<string, readonly number[]>();
+    for (const { family, stored, linear } of table.pairs) {
+      const shape = declared.get(family);
+      if (shape === undefined) continue;
+      expected.set(stored, shape);
+      const scale = stored.replace(/\.weight$/, ".scale");
+      if (linear && real.has(scale))
+        expected.set(
+          scale,
+          shape.map((d) => Math.ceil(d / 128)),
+        );
+    }
+    for (const s of table.stacks) {
+      expect(declared.get(s.family)).toEqual([s.experts, s.parts.reduce((a, p) => a + p.rows, 0), s.cols]);
+      for (let e = 0; e < s.experts; e++)
+        for (const part of s.parts) {
+          expected.set(`${s.stored}.${e}.${part.name}.weight`, [part.rows, s.cols / 2]);
+          expected.set(`${s.stored}.${e}.${part.name}.scale`, [part.rows, s.cols / 32]);
+        }
+    }
+    expectSameTensors(real, expected);
+    expect([...real.keys()].filter((n) => n.endsWith(".scale") && !n.includes(".experts."))).toHaveLength(
+      43 * 8 + 21 + 10,
+    );
   });
 });
 
