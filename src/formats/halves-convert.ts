@@ -60,7 +60,7 @@ async function convertToHalves(
   if (!weights.some((w) => w.kind === "mxfp4")) {
     throw new BringupError(
       "RELAYOUT_INVALID",
-      `${source}: no MXFP4 weight (W_blocks + W_scales) to re-lay out in halves order; --layout halves applies to MXFP4 checkpoints (convert with --to mxfp4 first).`,
+      `${source}: no MXFP4 weight (W_blocks + W_scales, transformers' naming) to re-lay out in halves order; --layout halves applies to such checkpoints only, so convert this one with --to mxfp4 first or leave out --layout.`,
       { subject: source },
     );
   }

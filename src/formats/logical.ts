@@ -346,7 +346,7 @@ export async function readLogicalRows(
     }
     case "mxfp4": {
       const groups = cols / MXFP4_BLOCK;
-      const [blocksName, scalesName] = [tensor.parts[0], tensor.parts[1]];
+      const [blocksName, scalesName] = tensor.parts;
       const [g0, g1] = [start * groups, end * groups];
       const blockBytes = (g1 - g0) * MXFP4_BLOCK_BYTES;
       const space = buffers?.space(g1 - g0, blockBytes, count);
