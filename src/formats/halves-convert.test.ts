@@ -99,6 +99,34 @@ describe("MXFP4 halves order", () => {
     }
   });
 
+  it("streams a tensor past one piece (16 MiB) through, proven value for value", async () => {
+    // 2 experts of [1024, 20480]: 20 MiB of codes.
+    const shape = [2, 1024, 640, 16];
+    const codes = 2 * 1024 * 640 * 16;
+    await writeCheckpoint(join(root, "big"), [
+      { name: "experts.down_proj_blocks", dtype: "U8", shape, data: bytes(codes, 5) },
+      {
+        name: "experts.down_proj_scales",
+        dtype: "U8",
+        shape: shape.slice(0, -1),
+        data: bytes(codes / 16, 2).map((b) => 100 + (b % 40)),
+      },
+    ]);
+    const report = await convertWeights(join(root, "big"), join(root, "big-halves"), {
+      to: "mxfp4",
+      layout: "halves",
+      workers: 0,
+    });
+    expect(report.tensors.map((t) => [t.name, t.verified])).toEqual([["experts.down_proj", true]]);
+    const ck = await openCheckpoint(join(root, "big-halves"));
+    try {
+      const stored = await ck.readTensor("experts.down_proj_hblocks");
+      expect(Buffer.from(stored).equals(Buffer.from(toHalves(bytes(codes, 5))))).toBe(true);
+    } finally {
+      await ck.close();
+    }
+  });
+
   it("one corrupted byte of one re-laid-out expert fails verification naming that weight", async () => {
     const out = join(root, "corrupt");
     await convertWeights(join(root, "src"), out, { to: "mxfp4", layout: "halves", workers: 0 });

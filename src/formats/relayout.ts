@@ -42,6 +42,12 @@ interface Piece {
   shape: number[];
   /** The bytes after the weight rules, read when needed. */
   read: () => Promise<Uint8Array>;
+  /**
+   * Bytes [start, end) after the weight rules, where every rule is one of whole 16-byte blocks
+   * (nibble orders): a tensor of any size then passes through in bounded pieces.
+   */
+  readRange?: (start: number, end: number) => Promise<Uint8Array>;
+  byteLength: number;
   shard: string;
 }
 
@@ -49,7 +55,12 @@ interface Unit {
   outputs: TensorLayout[];
   shard: string;
   produce: () => Promise<Uint8Array[]>;
+  /** The one output's bytes in pieces, in order, where its piece can be read so (Piece.readRange). */
+  stream?: (write: (bytes: Uint8Array) => Promise<void>) => Promise<void>;
 }
+
+/** Bytes a streamed tensor is read and written in: whole MXFP4 blocks of 16 bytes. */
+const STREAM_BYTES = 16 * 2 ** 20;
 
 export interface RelayoutReport {
   readonly source: string;
@@ -75,6 +86,8 @@ function weightPieces(ck: Checkpoint, rules: RelayoutRules, source: string): Pie
       steps.push((bytes, _part, index) => (index === 0 ? swapNibbles(bytes) : bytes));
     }
     const halves = rules.mxfp4Halves?.test(w.name) === true && halvesStep(w, source, steps);
+    // The steps so far work on whole 16-byte blocks; transpose and gate/up need the whole tensor.
+    const blockwise = steps.length;
     if (rules.transpose?.test(w.name)) {
       if (w.kind !== "plain") {
         fail(
@@ -97,16 +110,21 @@ function weightPieces(ck: Checkpoint, rules: RelayoutRules, source: string): Pie
     w.parts.forEach((part, index) => {
       const info = ck.tensor(part);
       const originalShape = [...info.shape];
+      const applied = (bytes: Uint8Array) =>
+        steps.reduce((b, step) => step(b, { ...piece, shape: originalShape }, index), bytes);
       const piece: Piece = {
         name: halves && index === 0 ? `${w.name}${HALVES_BLOCKS_SUFFIX}` : part,
         dtype: info.dtype,
         shape: shapes[index] as number[],
         shard: basename(info.file),
-        read: async () => {
-          let bytes = await ck.readTensor(part);
-          for (const step of steps) bytes = step(bytes, { ...piece, shape: originalShape }, index);
-          return bytes;
-        },
+        byteLength: info.byteLength,
+        read: async () => applied(await ck.readTensor(part)),
+        ...(steps.length === blockwise
+          ? {
+              readRange: async (start: number, end: number) =>
+                applied(await ck.readTensorRange(part, start, end)),
+            }
+          : {}),
       };
       pieces.push(piece);
     });
@@ -185,10 +203,19 @@ function expertUnits(pieces: Piece[], rules: RelayoutRules, source: string): Uni
       fused.set(target, [...(fused.get(target) ?? []), { piece, e: Number(found.groups.e) }]);
       continue;
     }
+    const readRange = piece.readRange;
     units.push({
       shard: piece.shard,
       outputs: [{ name: piece.name, dtype: piece.dtype, shape: piece.shape }],
       produce: async () => [await piece.read()],
+      ...(readRange === undefined
+        ? {}
+        : {
+            stream: async (write: (bytes: Uint8Array) => Promise<void>) => {
+              for (let at = 0; at < piece.byteLength; at += STREAM_BYTES)
+                await write(await readRange(at, Math.min(piece.byteLength, at + STREAM_BYTES)));
+            },
+          }),
     });
   }
   for (const [name, members] of fused) {
@@ -250,6 +277,11 @@ export async function relayoutCheckpoint(
         }
         for (const unit of units) {
           const writer = writers.get(unit.shard) as SafetensorsWriter;
+          if (unit.stream !== undefined) {
+            const name = (unit.outputs[0] as TensorLayout).name;
+            await unit.stream((bytes) => writer.write(name, bytes));
+            continue;
+          }
           const parts = await unit.produce();
           for (const [k, part] of parts.entries())
             await writer.write((unit.outputs[k] as TensorLayout).name, part);
