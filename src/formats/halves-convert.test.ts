@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -144,6 +144,21 @@ describe("MXFP4 halves order", () => {
     expect(report.weights.filter((w) => !w.valuesIdentical).map((w) => w.name)).toEqual([
       "l0.experts.gate_up_proj",
     ]);
+  });
+
+  it("stopped (Ctrl-C), leaves nothing and says so", async () => {
+    const stop = new AbortController();
+    stop.abort();
+    const out = join(root, "stopped");
+    await expect(
+      convertWeights(join(root, "src"), out, {
+        to: "mxfp4",
+        layout: "halves",
+        workers: 0,
+        signal: stop.signal,
+      }),
+    ).rejects.toMatchObject({ code: "INTERRUPTED" });
+    await expect(stat(out)).rejects.toMatchObject({ code: "ENOENT" });
   });
 
   it("refuses stacked experts that are not MXFP4, and halves without --to mxfp4, by name", async () => {

@@ -82,7 +82,10 @@ async function convertToHalves(
     source,
     output,
     { mxfp4Halves: /(?:)/ },
-    options.verify === false ? undefined : prove,
+    {
+      ...(options.verify === false ? {} : { check: prove }),
+      ...(options.signal !== undefined ? { signal: options.signal } : {}),
+    },
   );
   const tensors: TensorConversion[] = weights.map((w) => {
     const from = w.kind === "plain" ? w.dtype : w.kind;

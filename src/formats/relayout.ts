@@ -248,9 +248,20 @@ export async function relayoutCheckpoint(
   source: string,
   output: string,
   rules: RelayoutRules,
-  /** Run on the finished output before it appears (a proof that it holds the source's values). */
-  check?: (dir: string) => Promise<void>,
+  options: {
+    /** Run on the finished output before it appears (a proof that it holds the source's values). */
+    readonly check?: (dir: string) => Promise<void>;
+    /** Stops the re-layout between pieces (Ctrl-C): nothing is left, and it rejects with INTERRUPTED. */
+    readonly signal?: AbortSignal;
+  } = {},
 ): Promise<RelayoutReport> {
+  const { check, signal } = options;
+  const stopHere = () => {
+    if (signal?.aborted !== true) return;
+    throw new BringupError("INTERRUPTED", `${output}: the re-layout was interrupted; nothing was written.`, {
+      subject: output,
+    });
+  };
   const ck = await openCheckpoint(source);
   try {
     const units = expertUnits(weightPieces(ck, rules, source), rules, source);
@@ -279,9 +290,13 @@ export async function relayoutCheckpoint(
           const writer = writers.get(unit.shard) as SafetensorsWriter;
           if (unit.stream !== undefined) {
             const name = (unit.outputs[0] as TensorLayout).name;
-            await unit.stream((bytes) => writer.write(name, bytes));
+            await unit.stream(async (bytes) => {
+              stopHere();
+              await writer.write(name, bytes);
+            });
             continue;
           }
+          stopHere();
           const parts = await unit.produce();
           for (const [k, part] of parts.entries())
             await writer.write((unit.outputs[k] as TensorLayout).name, part);
@@ -307,6 +322,7 @@ export async function relayoutCheckpoint(
         config[MXFP4_LAYOUT_KEY] = MXFP4_HALVES;
       };
       copiedFiles = await copyCompanions(source, dir, halves ? marker : undefined);
+      stopHere();
       await check?.(dir);
     });
     return { source, output, renamed, tensors: seen.size, copiedFiles };
