@@ -86,7 +86,12 @@ describe("MXFP4 halves order", () => {
     const verified = await verifyCheckpoints(join(root, "src"), out, { workers: 0 });
     expect(verified.ok).toBe(true);
     const expert = verified.weights.find((w) => w.name === "l0.experts.gate_up_proj");
-    expect(expert).toMatchObject({ valuesIdentical: true, bytesIdentical: false });
+    expect(expert).toMatchObject({
+      formatA: "mxfp4",
+      formatB: "mxfp4 (halves order)",
+      valuesIdentical: true,
+      bytesIdentical: false,
+    });
     // Decoded through the halves reader, the values are OCP's decoded directly.
     const ck = await openCheckpoint(out);
     try {

@@ -6,7 +6,8 @@ import {
   convertCheckpoint,
   type TensorConversion,
 } from "./convert.js";
-import { detectLogicalTensors, type LogicalTensor } from "./logical.js";
+import { detectLogicalTensors, formatName, type LogicalTensor } from "./logical.js";
+import { MXFP4_HALVES } from "./mxfp4-halves.js";
 import { relayoutCheckpoint } from "./relayout.js";
 import { verifyCheckpoints } from "./verify.js";
 
@@ -88,11 +89,11 @@ async function convertToHalves(
     },
   );
   const tensors: TensorConversion[] = weights.map((w) => {
-    const from = w.kind === "plain" ? w.dtype : w.kind;
+    const from = formatName(w);
     return {
       name: w.name,
       from,
-      to: w.kind === "mxfp4" ? "mxfp4 (halves order)" : from,
+      to: w.kind === "mxfp4" ? formatName({ ...w, order: MXFP4_HALVES }) : from,
       exact: true,
       quantized: false,
       ...(options.verify === false ? {} : { verified: true }),
@@ -101,7 +102,7 @@ async function convertToHalves(
   return {
     source,
     output,
-    target: "mxfp4 (halves order)",
+    target: `mxfp4 (${MXFP4_HALVES} order)`,
     tensors,
     sourceBytes,
     outputBytes: sourceBytes,

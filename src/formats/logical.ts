@@ -89,6 +89,13 @@ export async function readMxfp4Codes(
   return tensor.order === MXFP4_HALVES ? fromHalvesInPlace(codes) : codes;
 }
 
+/** How a weight's storage reads in reports: `F32`, `fp8-e4m3 [1x32]`, `mxfp4`, `mxfp4 (halves order)`. */
+export function formatName(t: LogicalTensor): string {
+  if (t.kind === "plain") return t.dtype;
+  if (t.kind === "fp8") return `fp8-e4m3 [${t.block.join("x")}]`;
+  return t.order === MXFP4_HALVES ? "mxfp4 (halves order)" : "mxfp4";
+}
+
 /** The suffixes of MXFP4 codes: OCP order (`W_blocks`), the engine's halves order (`W_hblocks`). */
 const BLOCK_SUFFIXES = ["_blocks", HALVES_BLOCKS_SUFFIX] as const;
 

@@ -89,7 +89,11 @@ describe("bringup weights", () => {
     expect(halves.error).toBeUndefined();
     expect(halves.out).toMatch(/e\.w\s+mxfp4\s+mxfp4 \(halves order\)\s+exact, verified bit for bit/);
     const inspected = JSON.parse((await run(["inspect", join(work, "halves"), "--json"])).out);
-    expect(inspected.weights[0]).toMatchObject({ name: "e.w", parts: ["e.w_hblocks", "e.w_scales"] });
+    expect(inspected.weights[0]).toMatchObject({
+      name: "e.w",
+      format: "mxfp4 (halves order)",
+      parts: ["e.w_hblocks", "e.w_scales"],
+    });
     expect(
       JSON.parse((await run(["verify", join(work, "src"), join(work, "halves"), "--json"])).out).ok,
     ).toBe(true);
