@@ -321,7 +321,10 @@ export async function relayoutCheckpoint(
       const marker = (config: Record<string, unknown>) => {
         config[MXFP4_LAYOUT_KEY] = MXFP4_HALVES;
       };
-      copiedFiles = await copyCompanions(source, dir, halves ? marker : undefined);
+      // A lone file has no config.json to mark: the output gets one holding the marker alone.
+      copiedFiles = halves
+        ? await copyCompanions(source, dir, marker, { [MXFP4_LAYOUT_KEY]: MXFP4_HALVES })
+        : await copyCompanions(source, dir);
       stopHere();
       await check?.(dir);
     });
