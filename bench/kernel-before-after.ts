@@ -10,8 +10,12 @@
  *
  * Kernels and cases:
  * - tile (matmul/matmul-tile.wat): f32 weights [N, K] in chunks of 64 rows as the matmul runs them,
- *   at M = 1, 4 and 16 input rows, for bench-100m's MLP shapes [2304, 768] and [768, 2304]; GFLOP/s
- *   per core.
+ *   at M = 1, 4 and 16 input rows, for bench-100m's MLP shapes [2304, 768] and [768, 2304] (which
+ *   the caches hold), row-major in both arms; at M = 1 over one chunk [64, 2880] (a decoded chunk the
+ *   MXFP4 and FP8 matmuls read back from L2); then a [131072, 768] matrix (400 MB, past the caches,
+ *   as a model's weights are at decode) read row-major by the before arm and in row quads
+ *   (tensor/row-quads.ts, as the loader lays f32 matrices out) by the after arm; GFLOP/s per core.
+ *   Both arms are called with the row and k strides (an older tile without them ignores them).
  * - mxfp4-decode (matmul/mxfp4-decode.wat, or mxfp4-rows.wat's decode at older revisions): MXFP4 weights [2880, 2880] (gpt-oss's expert
  *   shape) decoded 64 rows at a time into scratch, alone and with the working tree's tile after it
  *   at one input row (the fused MXFP4 matmul's decode step); G weights/s per core. Both arms get
@@ -23,9 +27,17 @@
  * - fp8-decode (matmul/fp8-rows.wat): FP8 E4M3 weights [2880, 2880] with a scale per 128x128 tile
  *   (the FP8 checkpoints' layout, quantized from normal values by floatToFp8Tile128), decoded and
  *   run as mxfp4-decode's; G weights/s per core.
+ * - mxfp4-int8 (matmul/mxfp4-int8.wat): the integer MXFP4 rows over the same MXFP4 weights as
+ *   mxfp4-decode's, at M = 1 and 4 input rows quantized by mxfp4-int8.ts, 64 rows a call as the
+ *   matmul calls it; G weights/s (times M) per core.
  *
- *   npx tsx bench/kernel-before-after.ts --kernel tile|mxfp4-decode|mxfp4-halves|fp8-decode [--before HEAD] [--blocks 4]
- *     [--trial-ms 150]
+ * --chunk sets the rows a decode writes before the tile reads them back (64, the matmul's, by
+ * default: 64 rows of K = 2880 are 720 KiB, beyond L1, within L2), --after-chunk the after arm's
+ * (default --chunk; with --before HEAD the two arms then differ in their chunks alone); --k the
+ * decode cases' K.
+ *
+ *   npx tsx bench/kernel-before-after.ts --kernel tile|mxfp4-decode|mxfp4-halves|fp8-decode|mxfp4-int8 [--before HEAD] [--blocks 4]
+ *     [--trial-ms 150] [--chunk 64] [--after-chunk C] [--k 2880]
  */
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -35,8 +47,10 @@ import wabtInit from "wabt";
 import { type BlockTrials, blockedRatioInterval } from "../src/bench/index.js";
 import { compileWasm, instantiateWasm, type WasmModule } from "../src/common/wasm-runtime.js";
 import { MXFP4_TABLE_BYTES, mxfp4Tables } from "../src/engine/kernels/matmul/matmul-kernel.js";
+import { quantizedBytes, quantizeInput } from "../src/engine/kernels/matmul/mxfp4-int8.js";
 import { kernelBytes } from "../src/engine/kernels/wasm-kernels.js";
 import { Rng } from "../src/engine/tensor/random.js";
+import { toRowQuads } from "../src/engine/tensor/row-quads.js";
 import { floatToFp8Tile128 } from "../src/formats/fp8-blockwise.js";
 import { toHalves } from "../src/formats/mxfp4-halves.js";
 import { benchArgs } from "./args.js";
@@ -46,6 +60,9 @@ const args = benchArgs(import.meta.url, {
   before: { type: "string", default: "HEAD" },
   blocks: { type: "string", default: "4" },
   "trial-ms": { type: "string", default: "150" },
+  chunk: { type: "string", default: "64" },
+  "after-chunk": { type: "string" },
+  k: { type: "string", default: "2880" },
 });
 /** Each kernel's file, then where an older revision kept the same export. */
 const KERNELS = {
@@ -53,6 +70,7 @@ const KERNELS = {
   "mxfp4-decode": ["matmul/mxfp4-decode", "matmul/mxfp4-rows"],
   "mxfp4-halves": ["matmul/mxfp4-decode"],
   "fp8-decode": ["matmul/fp8-rows"],
+  "mxfp4-int8": ["matmul/mxfp4-int8"],
 } as const;
 const kernel = args.kernel as keyof typeof KERNELS;
 if (!(kernel in KERNELS)) throw new Error(`--kernel must be one of ${Object.keys(KERNELS).join(", ")}`);
@@ -96,6 +114,7 @@ const before = instantiate(old.text, old.name);
 const after = halves
   ? (instantiateWasm(compileWasm(kernelBytes("matmul/mxfp4-decode.halves")) as WasmModule, memory) as Arm)
   : instantiate(readFileSync(join(root, path), "utf8"), path);
+const chunkOf = (arm: Arm) => (arm === after ? AFTER_CHUNK : CHUNK);
 const tile = instantiate(readFileSync(join(root, watPath(KERNELS.tile[0])), "utf8"), "tile").tile as (
   ...a: number[]
 ) => void;
@@ -111,44 +130,74 @@ function allocate(bytes: number): number {
 }
 const rng = new Rng(5);
 
-/** A case: one call of `run(arm)` does `work` units (flops or weights) and writes `out` bytes at `outAt`. */
+/** A case: one call of `run(arm)` does `work` units (flops or weights) and writes `outBytes` at `outAt(arm)`. */
 interface Case {
   readonly label: string;
   readonly unit: string;
   readonly work: number;
-  readonly outAt: number;
+  outAt(arm: Arm): number;
   readonly outBytes: number;
   run(arm: Arm): void;
 }
 
-const CHUNK = 64;
+/** Weight rows a matmul takes at a time (matmul-kernel.ts's chunk; a decode's rows), per arm. */
+const CHUNK = Number(args.chunk);
+const AFTER_CHUNK = Number(args["after-chunk"] ?? args.chunk);
+/** The decode cases' K (their N is 2880, gpt-oss's expert shape, as is K by default). */
+const decodeK = Number(args.k);
+for (const c of [CHUNK, AFTER_CHUNK])
+  if (!(2880 % c === 0 && c % 4 === 0)) throw new Error("--chunk must be a multiple of 4 dividing 2880");
+if (!(decodeK > 0 && decodeK % 32 === 0)) throw new Error("--k must be a positive multiple of 32");
 const cases: Case[] = [];
 if (kernel === "tile") {
-  for (const [N, K] of [
-    [2304, 768],
-    [768, 2304],
+  for (const [N, K, Ms, quads] of [
+    [2304, 768, [1, 4, 16], false],
+    [768, 2304, [1, 4, 16], false],
+    // One chunk of decoded rows, as the MXFP4 and FP8 matmuls' tile reads it back from L2.
+    [CHUNK, 2880, [1], false],
+    [131072, 768, [1, 4, 16], true],
   ] as const) {
     const w = allocate(N * K * 4);
     rng.fillNormal(new Float32Array(memory.buffer, w, N * K), 0.05);
-    for (const M of [1, 4, 16]) {
+    // The after arm's copy in row quads: rows 16 bytes apart, k every 64 bytes.
+    const wq = quads ? allocate(N * K * 4) : w;
+    if (quads) {
+      const copy = new Float32Array(memory.buffer, wq, N * K);
+      copy.set(new Float32Array(memory.buffer, w, N * K));
+      toRowQuads(copy, N, K);
+    }
+    for (const M of Ms) {
       const x = allocate(M * K * 4);
       rng.fillNormal(new Float32Array(memory.buffer, x, M * K), 1);
       const o = allocate(M * N * 4);
       cases.push({
-        label: `tile M=${M}, [${N}, ${K}]`,
+        label: `tile M=${M}, [${N}, ${K}]${quads ? ", row-major before, row quads after" : ""}`,
         unit: "GFLOP/s",
         work: 2 * M * K * N,
-        outAt: o,
+        outAt: () => o,
         outBytes: M * N * 4,
         run: (arm) => {
-          for (let c0 = 0; c0 < N; c0 += CHUNK)
-            arm.tile?.(K, M, x, w + c0 * K * 4, o + c0 * 4, CHUNK / 4, N * 4);
+          const chunk = chunkOf(arm);
+          const [at, rowStride, kStride] =
+            arm === after ? [wq, quads ? 16 : K * 4, quads ? 64 : 16] : [w, K * 4, 16];
+          for (let c0 = 0; c0 < N; c0 += chunk)
+            arm.tile?.(
+              K,
+              M,
+              x,
+              at + c0 * K * 4,
+              o + c0 * 4,
+              Math.min(chunk, N - c0) / 4,
+              N * 4,
+              rowStride,
+              kStride,
+            );
         },
       });
     }
   }
 } else if (kernel === "fp8-decode") {
-  const [N, K, B] = [2880, 2880, 128];
+  const [N, K, B] = [2880, decodeK, 128];
   const scaleRow = Math.ceil(K / B);
   // Normal values quantized as FP8 checkpoints are (so few codes are E4M3 subnormals, which f32
   // multiplies handle slowly).
@@ -157,7 +206,7 @@ if (kernel === "tile") {
   new Uint8Array(memory.buffer, codes, N * K).set(fp8.elements);
   const scales = allocate(fp8.scaleInv.byteLength);
   new Float32Array(memory.buffer, scales, fp8.scaleInv.length).set(fp8.scaleInv);
-  decodeCases(N, K, (arm, c0, rows) =>
+  decodeCases(N, K, (arm, c0, rows, chunk) =>
     arm.decode?.(
       K,
       codes + c0 * K,
@@ -167,37 +216,82 @@ if (kernel === "tile") {
       B,
       c0 % B,
       rows,
-      CHUNK,
+      chunk,
     ),
   );
+} else if (kernel === "mxfp4-int8") {
+  const [N, K] = [2880, decodeK];
+  const { tables, codes, scales } = mxfp4Weights(N, K);
+  for (const M of [1, 4]) {
+    const x = rng.fillNormal(new Float32Array(M * K), 1);
+    const q = allocate(quantizedBytes(M, K));
+    const qs = quantizeInput(x, M, K, memory.buffer, q);
+    const o = allocate(M * N * 4);
+    cases.push({
+      label: `integer MXFP4 rows, M=${M}, [${N}, ${K}]`,
+      unit: "G weights/s",
+      work: M * N * K,
+      outAt: () => o,
+      outBytes: M * N * 4,
+      run: (arm) => {
+        const chunk = chunkOf(arm);
+        for (let c0 = 0; c0 < N; c0 += chunk)
+          arm.mxfp4_int8?.(
+            K,
+            M,
+            q,
+            qs,
+            codes + (c0 * K) / 2,
+            scales + (c0 * K) / 32,
+            tables,
+            o + c0 * 4,
+            chunk,
+            N * 4,
+          );
+      },
+    });
+  }
 } else {
-  const [N, K] = [2880, 2880];
+  const [N, K] = [2880, decodeK];
+  const { tables, codes, scales } = mxfp4Weights(N, K);
+  // mxfp4-halves: the after arm reads the same weights re-laid out.
+  const codesOf = halves ? halvesCopy(codes, (N * K) / 2) : () => codes;
+  decodeCases(N, K, (arm, c0, rows, chunk) =>
+    arm.decode?.(codesOf(arm) + (c0 * K) / 2, scales + (c0 * K) / 32, tables, rows, (chunk * K) / 32),
+  );
+}
+
+/** The after arm's codes: a copy of `bytes` codes at `codes` in halves order; the before arm's as they are. */
+function halvesCopy(codes: number, bytes: number): (arm: Arm) => number {
+  const copy = allocate(bytes);
+  const view = new Uint8Array(memory.buffer);
+  view.set(toHalves(view.subarray(codes, codes + bytes)), copy);
+  return (arm) => (arm === after ? copy : codes);
+}
+
+/** MXFP4 weights [N, K] of random codes and exponents 118-125 (scales 2^-9 to 2^-2), and the MXFP4 tables. */
+function mxfp4Weights(N: number, K: number): { tables: number; codes: number; scales: number } {
   const tables = allocate(MXFP4_TABLE_BYTES);
   new Uint8Array(memory.buffer, tables, MXFP4_TABLE_BYTES).set(mxfp4Tables());
   const codes = allocate((N * K) / 2);
   const scales = allocate((N * K) / 32);
-  const random = Uint8Array.from({ length: (N * K) / 2 }, () => rng.nextU32() & 255);
-  new Uint8Array(memory.buffer, codes, (N * K) / 2).set(random);
-  // mxfp4-halves: the after arm reads the same weights re-laid out.
-  const halvesCodes = halves ? allocate((N * K) / 2) : codes;
-  if (halves) new Uint8Array(memory.buffer, halvesCodes, (N * K) / 2).set(toHalves(random));
+  new Uint8Array(memory.buffer, codes, (N * K) / 2).set(
+    Uint8Array.from({ length: (N * K) / 2 }, () => rng.nextU32() & 255),
+  );
   new Uint8Array(memory.buffer, scales, (N * K) / 32).set(
     Uint8Array.from({ length: (N * K) / 32 }, () => 118 + (rng.nextU32() % 8)),
   );
-  decodeCases(N, K, (arm, c0, rows) =>
-    arm.decode?.(
-      (arm === after ? halvesCodes : codes) + (c0 * K) / 2,
-      scales + (c0 * K) / 32,
-      tables,
-      rows,
-      (CHUNK * K) / 32,
-    ),
-  );
+  return { tables, codes, scales };
 }
 
-/** A decode alone and with the tile after it at M=1: `decode` writes rows [c0, c0 + CHUNK) at `rows`. */
-function decodeCases(N: number, K: number, decode: (arm: Arm, c0: number, rows: number) => void): void {
-  const rows = allocate(CHUNK * K * 4);
+/** A decode alone and with the tile after it at M=1: `decode` writes rows [c0, c0 + chunk) at `rows`. */
+function decodeCases(
+  N: number,
+  K: number,
+  decode: (arm: Arm, c0: number, rows: number, chunk: number) => void,
+): void {
+  const rows = allocate(Math.max(CHUNK, AFTER_CHUNK) * K * 4);
+  const least = Math.min(CHUNK, AFTER_CHUNK);
   const x = allocate(K * 4);
   rng.fillNormal(new Float32Array(memory.buffer, x, K), 1);
   const o = allocate(N * 4);
@@ -206,12 +300,14 @@ function decodeCases(N: number, K: number, decode: (arm: Arm, c0: number, rows: 
       label: withTile ? "decode, then the tile at M=1" : "decode alone",
       unit: "G weights/s",
       work: N * K,
-      outAt: withTile ? o : rows,
-      outBytes: withTile ? N * 4 : CHUNK * K * 4,
+      // Decoded alone: the last rows both arms' last chunks hold.
+      outAt: (arm) => (withTile ? o : rows + (chunkOf(arm) - least) * K * 4),
+      outBytes: withTile ? N * 4 : least * K * 4,
       run: (arm) => {
-        for (let c0 = 0; c0 < N; c0 += CHUNK) {
-          decode(arm, c0, rows);
-          if (withTile) tile(K, 1, x, rows, o + c0 * 4, CHUNK / 4, N * 4);
+        const chunk = chunkOf(arm);
+        for (let c0 = 0; c0 < N; c0 += chunk) {
+          decode(arm, c0, rows, chunk);
+          if (withTile) tile(K, 1, x, rows, o + c0 * 4, chunk / 4, N * 4, K * 4, 16);
         }
       },
     });
@@ -233,15 +329,15 @@ function trial(c: Case, arm: Arm): number {
 
 const median = (values: number[]) =>
   [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
-const bits = (c: Case) => Buffer.from(new Uint8Array(memory.buffer, c.outAt, c.outBytes));
+const bits = (c: Case, arm: Arm) => Buffer.from(new Uint8Array(memory.buffer, c.outAt(arm), c.outBytes));
 console.log(
-  `${old.name} (before) against ${halves ? "its .halves build on the codes in halves order" : `the working tree's ${path}`} (after), ${blocks} blocks of 4 trials, rates per CPU-second on one thread`,
+  `${old.name} (before, ${CHUNK} rows at a time) against ${halves ? "its .halves build on the codes in halves order" : `the working tree's ${path}`} (after, ${AFTER_CHUNK} rows), ${blocks} blocks of 4 trials, rates per CPU-second on one thread`,
 );
 for (const c of cases) {
   c.run(before);
-  const beforeBits = Buffer.from(bits(c));
+  const beforeBits = Buffer.from(bits(c, before));
   c.run(after);
-  const same = beforeBits.equals(bits(c));
+  const same = beforeBits.equals(bits(c, after));
   const trials: BlockTrials[] = [];
   for (let block = 0; block < blocks; block++) {
     const order = block % 2 === 0 ? [before, after, after, before] : [after, before, before, after];

@@ -13,7 +13,10 @@
  * code and loaded as `bringup serve` loads it. All four decode the same tokens.
  *
  * After a warm-up round the arms alternate over rounds (the order rotates and reverses from round
- * to round), each round printed (each arm named with its mxfp4 switch); then each arm's median, the weight bytes it reads per token
+ * to round), each round printed (each arm named with its mxfp4 switch); then each arm's median
+ * (tokens per wall second, and per second of the process's CPU time over the same span: an arm
+ * that loses the core to other load is not counted slower for it; llama.cpp's thread is this
+ * process's too), the weight bytes it reads per token
  * (expert tensors at top-k of the experts, the rest whole, the embedding's one row left out), the
  * roofline those bytes give at the read bandwidth the same threads reach together (measured in
  * this run), and the ratios between arms with 95% intervals (rounds as blocks).
@@ -156,6 +159,8 @@ function withF32Experts(files: TinyModelFiles): TinyModelFiles {
 interface Decoded {
   /** Decode tok/s from the first token to the last (prefill excluded). */
   readonly rate: number;
+  /** The same tokens per second of this process's CPU time over that span (robust to other load). */
+  readonly cpuRate: number;
   readonly tokens: number[];
 }
 
@@ -185,16 +190,32 @@ function engineFor(model: LoadedModel, mxfp4: "fused" | "unpacked" | "int8" = "f
   return engine;
 }
 
-/** The rate over the tokens' arrival times, from the first token to the last. */
-function decoded(times: number[], tokens: number[]): Decoded {
-  const span = ((times.at(-1) as number) - (times[0] as number)) / 1000;
-  return { rate: (times.length - 1) / span, tokens };
+/** A token's arrival: wall time (ms) and the process's CPU time (µs). */
+interface Arrival {
+  readonly wall: number;
+  readonly cpu: number;
+}
+
+function arrival(): Arrival {
+  const { user, system } = process.cpuUsage();
+  return { wall: performance.now(), cpu: user + system };
+}
+
+/** The rates over the tokens' arrivals, from the first token to the last. */
+function decoded(arrivals: Arrival[], tokens: number[]): Decoded {
+  const [first, last] = [arrivals[0] as Arrival, arrivals.at(-1) as Arrival];
+  const steps = arrivals.length - 1;
+  return {
+    rate: steps / ((last.wall - first.wall) / 1000),
+    cpuRate: steps / ((last.cpu - first.cpu) / 1e6),
+    tokens,
+  };
 }
 
 /** An arm of an engine over `model`, greedy and past EOS. */
 function engineArm(name: string, engine: Engine, bytes: number): Arm {
   const decode = async (prompt: number[], maxTokens = decodeLen) => {
-    const times: number[] = [];
+    const times: Arrival[] = [];
     const tokens: number[] = [];
     for await (const out of engine.submit({
       promptTokenIds: prompt,
@@ -203,7 +224,7 @@ function engineArm(name: string, engine: Engine, bytes: number): Arm {
       ignoreEos: true,
     })) {
       if (!out.token) continue;
-      times.push(performance.now());
+      times.push(arrival());
       tokens.push(out.token.tokenId);
     }
     return decoded(times, tokens);
@@ -279,11 +300,11 @@ async function llamaCppArm(path: string, bytes: number): Promise<Arm> {
   const ctx = context;
   const decode = async (prompt: number[], maxTokens = decodeLen) => {
     const seq = ctx.getSequence();
-    const times: number[] = [];
+    const times: Arrival[] = [];
     const tokens: number[] = [];
     try {
       for await (const token of seq.evaluate(prompt as never, { temperature: 0, yieldEogToken: true })) {
-        times.push(performance.now());
+        times.push(arrival());
         tokens.push(token);
         if (tokens.length === maxTokens) break;
       }
@@ -352,6 +373,7 @@ try {
   process.stdout.write(`memory read bandwidth ${(bandwidth / 1e9).toFixed(1)} GB/s on ${threads} threads\n`);
 
   const rates = arms.map(() => [] as number[]);
+  const cpuRates = arms.map(() => [] as number[]);
   for (let round = 0; round <= rounds; round++) {
     const order = arms.map((_, i) => (i + round) % arms.length);
     if (round % 2 === 1) order.reverse();
@@ -360,7 +382,10 @@ try {
     for (const i of order) {
       const run = await (arms[i] as Arm).decode(prompt);
       tokens[i] = run.tokens;
-      if (round > 0) rates[i]?.push(run.rate);
+      if (round > 0) {
+        rates[i]?.push(run.rate);
+        cpuRates[i]?.push(run.cpuRate);
+      }
       line.push(`${(arms[i] as Arm).name} ${run.rate.toFixed(2)}`);
     }
     // The exact arms must agree exactly; the integer arm's and llama.cpp's agreement is counted.
@@ -375,25 +400,32 @@ try {
 
   const nameWidth = Math.max(...arms.map((arm) => arm.name.length));
   process.stdout.write(
-    `\n${"arm".padEnd(nameWidth)} ${"tok/s".padStart(8)} ${"MB/token".padStart(9)} ${"roofline".padStart(9)} ${"of it".padStart(6)}\n`,
+    `\n${"arm".padEnd(nameWidth)} ${"tok/s".padStart(8)} ${"MB/token".padStart(9)} ${"roofline".padStart(9)} ${"of it".padStart(6)} ${"tok/CPU-s".padStart(10)}\n`,
   );
   arms.forEach((arm, i) => {
     const rate = median(rates[i] as number[]);
     const roofline = bandwidth / arm.bytes;
     process.stdout.write(
-      `${arm.name.padEnd(nameWidth)} ${rate.toFixed(2).padStart(8)} ${(arm.bytes / 1e6).toFixed(1).padStart(9)} ${roofline.toFixed(1).padStart(9)} ${((100 * rate) / roofline).toFixed(0).padStart(5)}%\n`,
+      `${arm.name.padEnd(nameWidth)} ${rate.toFixed(2).padStart(8)} ${(arm.bytes / 1e6).toFixed(1).padStart(9)} ${roofline.toFixed(1).padStart(9)} ${((100 * rate) / roofline).toFixed(0).padStart(5)}% ${median(
+        cpuRates[i] as number[],
+      )
+        .toFixed(2)
+        .padStart(10)}\n`,
     );
   });
   process.stdout.write(
-    "\nratios of decode tok/s (95% interval, rounds as blocks); where weight traffic binds, each follows its bytes ratio\n",
+    "\nratios of decode tok/s, then of tok per CPU-second (95% intervals, rounds as blocks); where weight traffic binds, each follows its bytes ratio\n",
   );
-  const compare = (b: number, a: number) => {
+  const ratio = (of: number[][], b: number, a: number) => {
     const interval = blockedRatioInterval(
-      (rates[a] as number[]).map((rate, r) => ({ a: [rate], b: [(rates[b] as number[])[r] as number] })),
+      (of[a] as number[]).map((rate, r) => ({ a: [rate], b: [(of[b] as number[])[r] as number] })),
     );
+    return `${interval.estimate.toFixed(2)}x [${interval.low.toFixed(2)}, ${interval.high.toFixed(2)}]`;
+  };
+  const compare = (b: number, a: number) => {
     const [A, B] = [arms[a] as Arm, arms[b] as Arm];
     process.stdout.write(
-      `${`${B.name} vs ${A.name}`.padEnd(2 * nameWidth)} ${interval.estimate.toFixed(2)}x [${interval.low.toFixed(2)}, ${interval.high.toFixed(2)}]; bytes per token ${A.name} / ${B.name} ${(A.bytes / B.bytes).toFixed(2)}x\n`,
+      `${`${B.name} vs ${A.name}`.padEnd(2 * nameWidth)} ${ratio(rates, b, a)}, per CPU-s ${ratio(cpuRates, b, a)}; bytes per token ${A.name} / ${B.name} ${(A.bytes / B.bytes).toFixed(2)}x\n`,
     );
   };
   compare(1, 2);

@@ -3,9 +3,11 @@
 // relaxed SIMD also gets a binary without it, for runtimes that lack it (and, for the matmul, runs
 // that ask for the unfused tile): ".unfused" where each f32x4.relaxed_madd of three locals becomes a
 // mul then an add, ".plain-swizzle" where each i8x16.relaxed_swizzle becomes i8x16.swizzle, ".plain-dot"
-// where each i32x4.relaxed_dot_i8x16_i7x16_add_s becomes the same sums from plain SIMD (exact, as
-// the relaxed form is when its second operand's bytes lie in [0, 127]). The MXFP4 decode also gets
-// ".halves" builds for codes in the engine's re-laid-out order (HALVES_KERNELS).
+// where each i16x8.relaxed_dot_i8x16_i7x16_s becomes the same sums from plain SIMD (exact, as
+// the relaxed form is when its second operand's bytes lie in [0, 127] and the sums fit in i16); a
+// kernel using several kinds gets one such binary with every rewrite, named by the first listed.
+// The MXFP4 decode also gets ".halves" builds for codes in the engine's re-laid-out order
+// (HALVES_KERNELS).
 // With --check it writes nothing and exits 1 if a binary under src/ differs from its source.
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
@@ -23,62 +25,68 @@ function unfusedText(text) {
   return out;
 }
 
-const DOT =
-  /\(i32x4\.relaxed_dot_i8x16_i7x16_add_s (\(local\.get \$\w+\)) (\(local\.get \$\w+\)) (\(local\.get \$\w+\))\)/g;
+const DOT = /\(i16x8\.relaxed_dot_i8x16_i7x16_s (\(local\.get \$\w+\)) (\(local\.get \$\w+\))\)/g;
 
 /**
- * The relaxed dot's lane l (c + the products of bytes 4l to 4l + 3 of a and b) from plain SIMD: the
- * i16 pair sums of the low and high eight bytes (i32x4.dot_i16x8_s), then lanes added in pairs.
+ * The relaxed dot's i16 lane j (the products of bytes 2j and 2j + 1 of a and b added) from plain
+ * SIMD: the i32 pair sums of the low and high eight bytes (i32x4.dot_i16x8_s), narrowed to i16
+ * (exact: a kernel's sums must fit, as the relaxed form's saturating ones must).
  */
 function plainDotText(text) {
   const half = (side, a, b) =>
     `(i32x4.dot_i16x8_s (i16x8.extend_${side}_i8x16_s ${a}) (i16x8.extend_${side}_i8x16_s ${b}))`;
-  const out = text.replace(DOT, (_, a, b, c) => {
-    const pair = `${half("low", a, b)} ${half("high", a, b)}`;
-    return (
-      `(i32x4.add ${c} (i32x4.add (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 ${pair})` +
-      ` (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 ${pair})))`
-    );
-  });
-  if (out.includes("(i32x4.relaxed_dot")) throw new Error("a relaxed_dot whose operands are not locals");
+  const out = text.replace(
+    DOT,
+    (_, a, b) => `(i16x8.narrow_i32x4_s ${half("low", a, b)} ${half("high", a, b)})`,
+  );
+  if (out.includes("(i16x8.relaxed_dot")) throw new Error("a relaxed_dot whose operands are not locals");
   return out;
 }
 
-/** The binaries without relaxed SIMD: for each relaxed instruction a kernel uses, a suffix and a rewrite. */
+/**
+ * The binaries without relaxed SIMD: for each relaxed instruction a kernel may use, a suffix and a
+ * rewrite. A kernel using several gets one such binary, every rewrite applied, named by the first.
+ */
 const WITHOUT_RELAXED = [
   { instruction: "(f32x4.relaxed_madd", suffix: ".unfused.wasm", rewrite: unfusedText },
+  { instruction: "(i16x8.relaxed_dot_i8x16_i7x16_s", suffix: ".plain-dot.wasm", rewrite: plainDotText },
   {
     instruction: "(i8x16.relaxed_swizzle",
     suffix: ".plain-swizzle.wasm",
     rewrite: (text) => text.replaceAll("(i8x16.relaxed_swizzle", "(i8x16.swizzle"),
   },
-  { instruction: "(i32x4.relaxed_dot_i8x16_i7x16_add_s", suffix: ".plain-dot.wasm", rewrite: plainDotText },
 ];
 
 /**
- * MXFP4 kernels that also get a ".halves" build (and its builds without relaxed SIMD) reading codes
- * in formats/mxfp4-halves.ts's order, value j in byte j's low nibble and j + 16 in its high one:
- * the two shuffles that interleave low and high nibbles back into value order go, the low nibbles
- * being values 0-15 and the high ones 16-31 already. Refused when a kernel no longer has them.
+ * MXFP4 kernels that also get a ".halves" build (and its build without relaxed SIMD) reading codes
+ * in formats/mxfp4-halves.ts's order, the one matmul/mxfp4-decode.wat states for an offline
+ * re-layout: byte i of a block's 16 holds value v(i) in its low nibble and v(i) + 16 in its high
+ * one, v = 0 4 1 5 2 6 3 7 8 12 9 13 10 14 11 15. The three shuffles that put OCP codes in that
+ * order go: the low nibbles are `first` and the high ones `second` as they are. Refused when the
+ * kernel no longer has them.
  */
 const HALVES_KERNELS = ["src/engine/kernels/matmul/mxfp4-decode.wat"];
-const INTERLEAVE = [
+const HALVES_REWRITES = [
   [
-    "(local.set $first (i8x16.shuffle 0 16 1 17 2 18 3 19 4 20 5 21 6 22 7 23 (local.get $lo) (local.get $hi)))",
+    /\(local\.set \$packed \(i8x16\.(?:relaxed_)?swizzle \(v128\.load \(local\.get \$blocks\)\)\s+\(v128\.const i8x16 0 2 1 3 4 6 5 7 8 10 9 11 12 14 13 15\)\)\)/g,
+    "(local.set $packed (v128.load (local.get $blocks)))",
+  ],
+  [
+    /\(local\.set \$first \(i8x16\.shuffle 0 1 16 17 2 3 18 19 4 5 20 21 6 7 22 23 \(local\.get \$lo\) \(local\.get \$hi\)\)\)/g,
     "(local.set $first (local.get $lo))",
   ],
   [
-    "(local.set $second (i8x16.shuffle 8 24 9 25 10 26 11 27 12 28 13 29 14 30 15 31 (local.get $lo) (local.get $hi)))",
+    /\(local\.set \$second \(i8x16\.shuffle 8 9 24 25 10 11 26 27 12 13 28 29 14 15 30 31 \(local\.get \$lo\) \(local\.get \$hi\)\)\)/g,
     "(local.set $second (local.get $hi))",
   ],
 ];
 
 function halvesText(file, text) {
   let out = text;
-  for (const [from, to] of INTERLEAVE) {
-    if (!out.includes(from))
-      throw new Error(`${file}: its ".halves" build drops the code interleave ${from}, which is not there`);
-    out = out.replaceAll(from, to);
+  for (const [from, to] of HALVES_REWRITES) {
+    const next = out.replace(from, to);
+    if (next === out) throw new Error(`${file}: its ".halves" build drops ${from}, which is not there`);
+    out = next;
   }
   return out;
 }
@@ -104,9 +112,7 @@ for (const file of watFiles(join(root, "src"))) {
   const text = readFileSync(file, "utf8");
   const variants = [[".wasm", text]];
   const relaxed = WITHOUT_RELAXED.filter((r) => text.includes(r.instruction));
-  if (relaxed.length > 1)
-    throw new Error(`${file}: one kind of relaxed instruction per kernel, or name its variants`);
-  for (const { suffix, rewrite } of relaxed) variants.push([suffix, rewrite(text)]);
+  if (relaxed.length > 0) variants.push([relaxed[0].suffix, relaxed.reduce((t, r) => r.rewrite(t), text)]);
   if (HALVES_KERNELS.includes(relative(root, file)))
     for (const [suffix, source] of [...variants])
       variants.push([`.halves${suffix}`, halvesText(file, source)]);

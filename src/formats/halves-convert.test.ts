@@ -45,7 +45,7 @@ async function stored(dir: string) {
 }
 
 describe("MXFP4 halves order", () => {
-  it("puts value j in byte j's low nibble and value j + 16 in its high one, and back", () => {
+  it("puts value v(i) in byte i's low nibble and value v(i) + 16 in its high one, and back", () => {
     // Values 0..31 of one block as codes (mod 16), in OCP order: byte j = v[2j] | v[2j+1] << 4.
     const values = Array.from({ length: 32 }, (_, v) => (v * 5 + 3) & 15);
     const ocp = Uint8Array.from(
@@ -53,10 +53,11 @@ describe("MXFP4 halves order", () => {
       (_, j) => (values[2 * j] as number) | ((values[2 * j + 1] as number) << 4),
     );
     const halves = toHalves(ocp);
-    for (let j = 0; j < 16; j += 1) {
-      expect((halves[j] as number) & 15).toBe(values[j]);
-      expect((halves[j] as number) >> 4).toBe(values[j + 16]);
-    }
+    // The order mxfp4-decode.wat states: v = 0 4 1 5 2 6 3 7 8 12 9 13 10 14 11 15.
+    [0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15].forEach((v, i) => {
+      expect((halves[i] as number) & 15).toBe(values[v]);
+      expect((halves[i] as number) >> 4).toBe(values[v + 16]);
+    });
     const all = bytes(16 * 64, 9);
     expect(Array.from(fromHalvesInPlace(toHalves(all)))).toEqual(Array.from(all));
   });

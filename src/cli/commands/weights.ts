@@ -124,7 +124,7 @@ function addConvert(weights: Command): void {
     .addOption(
       new Option(
         "--layout <order>",
-        "MXFP4 code order with --to mxfp4: the public OCP order, or halves (value j and j+16 in byte j), which the engine's fused MXFP4 decode reads with fewer shuffles",
+        "MXFP4 code order with --to mxfp4: the public OCP order, or halves (each byte a value and the one 16 later, in the order the engine's fused MXFP4 decode reads with three shuffles fewer a block)",
       )
         .choices([...MXFP4_LAYOUTS])
         .default("ocp"),

@@ -1,3 +1,5 @@
+import { HALVES_BYTE_OF } from "../../formats/mxfp4-halves.js";
+import { quadIndex } from "../tensor/row-quads.js";
 import type { Weight } from "../tensor/weight.js";
 
 /**
@@ -44,7 +46,7 @@ export function weightAt(w: Weight, n: number, k: number): number {
   const i = n * w.cols + k;
   switch (w.dtype) {
     case "f32":
-      return w.data[i] as number;
+      return w.data[w.layout === "row-quads" ? quadIndex(n, k, w.rows, w.cols) : i] as number;
     case "bf16":
       return decodeBf16(w.data[i] as number);
     case "f16":
@@ -60,9 +62,9 @@ export function weightAt(w: Weight, n: number, k: number): number {
     }
     case "mxfp4": {
       // OCP order: value i in byte i >> 1, odd values high; halves order: value j of a block of 32
-      // in byte j mod 16 of its 16, values from 16 on high.
+      // in byte HALVES_BYTE_OF[j mod 16] of its 16, values from 16 on high.
       const halves = w.mxfp4Order === "halves";
-      const byte = w.data[halves ? ((i >> 5) << 4) | (i & 15) : i >> 1] as number;
+      const byte = w.data[halves ? ((i >> 5) << 4) | (HALVES_BYTE_OF[i & 15] as number) : i >> 1] as number;
       const nibble = (halves ? i & 16 : i % 2) === 0 ? byte & 15 : byte >> 4;
       const e = (w.mxScales as Uint8Array)[i >> 5] as number;
       return decodeE2m1(nibble) * (e === 255 ? Number.NaN : 2 ** (e - 127));

@@ -41,6 +41,15 @@ describe("tinyModelFiles", () => {
     expect(files.tokenizerConfig).toBe(tok.files.tokenizerConfig);
   });
 
+  it("counts packed MXFP4 as two values a byte and scales as none, as the loader does", () => {
+    const mxfp4 = new Map<string, HostTensor>([
+      ["experts.down_proj_blocks", { dtype: "U8", shape: [2, 4, 1, 16], data: new Uint8Array(128) }],
+      ["experts.down_proj_scales", { dtype: "U8", shape: [2, 4, 1], data: new Uint8Array(8) }],
+      ["gate.tid2eid", { dtype: "I32", shape: [3, 2], data: new Uint8Array(24) }],
+    ]);
+    expect(countParameters(mxfp4)).toBe(256 + 0 + 6);
+  });
+
   it("keeps a parameter count the caller gives (quantized tensors count as their dense shape)", () => {
     expect(tinyModelFiles({}, tok, tensors, 1000).numParameters).toBe(1000);
   });

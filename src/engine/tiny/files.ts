@@ -1,4 +1,4 @@
-import type { HostTensor } from "../loader/host-tensor.js";
+import { type HostTensor, parameterCount } from "../loader/host-tensor.js";
 import { trainByteLevelBpe } from "../tokenizer/bpe-train.js";
 import { buildTokenizerFiles } from "../tokenizer/tokenizer-files.js";
 
@@ -53,9 +53,15 @@ export function tinyModelFiles(
   };
 }
 
-/** Elements over all tensors (each tensor's shape multiplied out). */
+/** Parameters over all tensors, counted as the loader counts them (parameterCount). */
 export function countParameters(tensors: ReadonlyMap<string, HostTensor>): number {
   let n = 0;
-  for (const t of tensors.values()) n += t.shape.reduce((a, b) => a * b, 1);
+  for (const [name, t] of tensors)
+    n += parameterCount(
+      name,
+      t.data.byteLength,
+      t.shape.reduce((a, b) => a * b, 1),
+      t.dtype,
+    );
   return n;
 }

@@ -8,13 +8,21 @@
 ;; f32 of the row's scale row (starting at `scales`, blocksPerScale blocks of 32 values each). Rows
 ;; share a scale row in bands of blockRows; the first row is band0 rows into its band, and the
 ;; scale row advances by scaleRowBytes at each new band (1x32 blocks: blockRows 1, blocksPerScale
-;; 1; 128x128 tiles: 128 and 4). A code becomes f32 bits with its sign at bit 31 and its seven
-;; exponent and mantissa bits at bits 20-26, which is the value times 2^-120 exactly (E4M3's
-;; subnormals land on f32 subnormals); times 2^120 is the value again, exactly, then times the
-;; scale is the one rounding ../matmul-kernel.ts's table decoding does. 0x7f and 0xff, E4M3FN's
-;; NaN, become NaN (a mask checked once per 32 codes). ../matmul-kernel.ts decodes a chunk of rows
-;; with it into scratch and runs ./matmul-tile.wat over them, so the result is that tile's on the
-;; unpacked weight bit for bit. K is a multiple of 32.
+;; 1; 128x128 tiles: 128 and 4). K is a multiple of 32.
+;;
+;; A code's f32 bits with its sign at bit 31 and its seven exponent and mantissa bits at bits 20-26
+;; are the value times 2^-120 exactly (E4M3's subnormals land on f32 subnormals). Those bits' upper
+;; half is the 16-bit word code·2^8 shifted right by 4 arithmetically (the sign fills bits 11-15)
+;; then masked with 0x87f0. Per 8 codes: one swizzle puts each code in the high byte of a word (a
+;; zero below it), in the order 0 4 1 5 2 6 3 7, and one shift moves all eight; then each 32-bit
+;; lane's low word, shifted up 16, is a weight of the first four, and its high word, masked, one of
+;; the next four: no shuffle to widen. Times the block's scale·2^120 (exact while it is finite, a
+;; scale below 2^8; else times 2^120, exact, then times the scale) is the one rounding
+;; ../matmul-kernel.ts's table decoding does. 0x7f and 0xff, E4M3FN's NaN, become NaN (all ones;
+;; a check once per 32 codes). ../matmul-kernel.ts decodes a chunk of rows with it into scratch and
+;; runs ./matmul-tile.wat over them, so the result is that tile's on the unpacked weight bit for
+;; bit. The swizzles' constant indices are below 16 or have the top bit set (a zero), so plain
+;; i8x16.swizzle is one byte shuffle.
 (module
   (import "env" "memory" (memory 1 65536 shared))
 
@@ -22,8 +30,9 @@
     (param $K i32) (param $codes i32) (param $scales i32) (param $scaleRowBytes i32)
     (param $blocksPerScale i32) (param $blockRows i32) (param $band0 i32) (param $out i32) (param $N i32)
     (local $n i32) (local $blk i32) (local $nBlocks i32) (local $inBand i32) (local $rowCodes i32)
+    (local $s f32) (local $folded f32)
     (local $first v128) (local $second v128) (local $nanFirst v128) (local $nanSecond v128)
-    (local $scale v128)
+    (local $scale v128) (local $t v128)
     (local $w0 v128) (local $w1 v128) (local $w2 v128) (local $w3 v128)
     (local $w4 v128) (local $w5 v128) (local $w6 v128) (local $w7 v128)
     (local.set $nBlocks (i32.shr_u (local.get $K) (i32.const 5)))
@@ -36,42 +45,58 @@
         ;; 32 weights: 32 bytes of codes and their block's scale.
         (local.set $first (v128.load (local.get $rowCodes)))
         (local.set $second (v128.load offset=16 (local.get $rowCodes)))
-        (local.set $scale (f32x4.splat (f32.load (i32.add (local.get $scales)
-          (i32.shl (i32.div_u (local.get $blk) (local.get $blocksPerScale)) (i32.const 2))))))
-        ;; NaN's codes (0x7f, 0xff) among the 32: a mask byte each, checked once for the block.
-        (local.set $nanFirst (i8x16.eq (v128.and (local.get $first) (v128.const i8x16 127 127 127 127 127 127 127 127 127 127 127 127 127 127 127 127))
-          (v128.const i8x16 127 127 127 127 127 127 127 127 127 127 127 127 127 127 127 127)))
-        (local.set $nanSecond (i8x16.eq (v128.and (local.get $second) (v128.const i8x16 127 127 127 127 127 127 127 127 127 127 127 127 127 127 127 127))
-          (v128.const i8x16 127 127 127 127 127 127 127 127 127 127 127 127 127 127 127 127)))
-        ;; Four codes each into the top byte of a lane, shifted down to f32 bits of value · 2^-120,
-        ;; times 2^120 (exact), times the scale (the one rounding).
-        (local.set $w0 (f32x4.mul (f32x4.mul (v128.and (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)
-          (i32x4.shr_s (i8x16.shuffle 16 16 16 0 16 16 16 1 16 16 16 2 16 16 16 3 (local.get $first) (v128.const i64x2 0 0)) (i32.const 4)))
-          (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale)))
-        (local.set $w1 (f32x4.mul (f32x4.mul (v128.and (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)
-          (i32x4.shr_s (i8x16.shuffle 16 16 16 4 16 16 16 5 16 16 16 6 16 16 16 7 (local.get $first) (v128.const i64x2 0 0)) (i32.const 4)))
-          (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale)))
-        (local.set $w2 (f32x4.mul (f32x4.mul (v128.and (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)
-          (i32x4.shr_s (i8x16.shuffle 16 16 16 8 16 16 16 9 16 16 16 10 16 16 16 11 (local.get $first) (v128.const i64x2 0 0)) (i32.const 4)))
-          (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale)))
-        (local.set $w3 (f32x4.mul (f32x4.mul (v128.and (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)
-          (i32x4.shr_s (i8x16.shuffle 16 16 16 12 16 16 16 13 16 16 16 14 16 16 16 15 (local.get $first) (v128.const i64x2 0 0)) (i32.const 4)))
-          (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale)))
-        (local.set $w4 (f32x4.mul (f32x4.mul (v128.and (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)
-          (i32x4.shr_s (i8x16.shuffle 16 16 16 0 16 16 16 1 16 16 16 2 16 16 16 3 (local.get $second) (v128.const i64x2 0 0)) (i32.const 4)))
-          (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale)))
-        (local.set $w5 (f32x4.mul (f32x4.mul (v128.and (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)
-          (i32x4.shr_s (i8x16.shuffle 16 16 16 4 16 16 16 5 16 16 16 6 16 16 16 7 (local.get $second) (v128.const i64x2 0 0)) (i32.const 4)))
-          (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale)))
-        (local.set $w6 (f32x4.mul (f32x4.mul (v128.and (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)
-          (i32x4.shr_s (i8x16.shuffle 16 16 16 8 16 16 16 9 16 16 16 10 16 16 16 11 (local.get $second) (v128.const i64x2 0 0)) (i32.const 4)))
-          (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale)))
-        (local.set $w7 (f32x4.mul (f32x4.mul (v128.and (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)
-          (i32x4.shr_s (i8x16.shuffle 16 16 16 12 16 16 16 13 16 16 16 14 16 16 16 15 (local.get $second) (v128.const i64x2 0 0)) (i32.const 4)))
-          (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale)))
-        ;; A NaN code's lane becomes NaN (all ones), as the table decoding makes it.
-        (if (v128.any_true (v128.or (local.get $nanFirst) (local.get $nanSecond)))
+        (local.set $s (f32.load (i32.add (local.get $scales)
+          (i32.shl (i32.div_u (local.get $blk) (local.get $blocksPerScale)) (i32.const 2)))))
+        (local.set $folded (f32.mul (local.get $s) (f32.const 0x1p120)))
+        ;; Codes 0-7, 8-15, 16-23, 24-31: their words, then two lanes of four weights each.
+        (local.set $t (i16x8.shr_s (i8x16.swizzle (local.get $first)
+          (v128.const i8x16 128 0 128 4 128 1 128 5 128 2 128 6 128 3 128 7)) (i32.const 4)))
+        (local.set $w0 (v128.and (i32x4.shl (local.get $t) (i32.const 16)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
+        (local.set $w1 (v128.and (local.get $t) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
+        (local.set $t (i16x8.shr_s (i8x16.swizzle (local.get $first)
+          (v128.const i8x16 128 8 128 12 128 9 128 13 128 10 128 14 128 11 128 15)) (i32.const 4)))
+        (local.set $w2 (v128.and (i32x4.shl (local.get $t) (i32.const 16)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
+        (local.set $w3 (v128.and (local.get $t) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
+        (local.set $t (i16x8.shr_s (i8x16.swizzle (local.get $second)
+          (v128.const i8x16 128 0 128 4 128 1 128 5 128 2 128 6 128 3 128 7)) (i32.const 4)))
+        (local.set $w4 (v128.and (i32x4.shl (local.get $t) (i32.const 16)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
+        (local.set $w5 (v128.and (local.get $t) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
+        (local.set $t (i16x8.shr_s (i8x16.swizzle (local.get $second)
+          (v128.const i8x16 128 8 128 12 128 9 128 13 128 10 128 14 128 11 128 15)) (i32.const 4)))
+        (local.set $w6 (v128.and (i32x4.shl (local.get $t) (i32.const 16)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
+        (local.set $w7 (v128.and (local.get $t) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
+        ;; A scale from 2^8 up (or not finite): times 2^120 first, exactly, then times the scale.
+        (if (f32.lt (f32.abs (local.get $folded)) (f32.const inf))
+          (then (local.set $scale (f32x4.splat (local.get $folded))))
+          (else
+            (local.set $scale (f32x4.splat (local.get $s)))
+            (local.set $w0 (f32x4.mul (local.get $w0) (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)))
+            (local.set $w1 (f32x4.mul (local.get $w1) (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)))
+            (local.set $w2 (f32x4.mul (local.get $w2) (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)))
+            (local.set $w3 (f32x4.mul (local.get $w3) (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)))
+            (local.set $w4 (f32x4.mul (local.get $w4) (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)))
+            (local.set $w5 (f32x4.mul (local.get $w5) (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)))
+            (local.set $w6 (f32x4.mul (local.get $w6) (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)))
+            (local.set $w7 (f32x4.mul (local.get $w7) (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)))))
+        (local.set $w0 (f32x4.mul (local.get $w0) (local.get $scale)))
+        (local.set $w1 (f32x4.mul (local.get $w1) (local.get $scale)))
+        (local.set $w2 (f32x4.mul (local.get $w2) (local.get $scale)))
+        (local.set $w3 (f32x4.mul (local.get $w3) (local.get $scale)))
+        (local.set $w4 (f32x4.mul (local.get $w4) (local.get $scale)))
+        (local.set $w5 (f32x4.mul (local.get $w5) (local.get $scale)))
+        (local.set $w6 (f32x4.mul (local.get $w6) (local.get $scale)))
+        (local.set $w7 (f32x4.mul (local.get $w7) (local.get $scale)))
+        ;; NaN's codes (0x7f, 0xff) among the 32: a code doubled (its sign dropped) is 0xfe only
+        ;; for them, and the larger of two such bytes is 0xfe when either is.
+        (if (v128.any_true (i8x16.eq (i8x16.max_u (i8x16.add (local.get $first) (local.get $first))
+              (i8x16.add (local.get $second) (local.get $second)))
+            (v128.const i8x16 254 254 254 254 254 254 254 254 254 254 254 254 254 254 254 254)))
           (then
+            ;; A NaN code's lane becomes NaN (all ones), as the table decoding makes it.
+            (local.set $nanFirst (i8x16.eq (i8x16.add (local.get $first) (local.get $first))
+              (v128.const i8x16 254 254 254 254 254 254 254 254 254 254 254 254 254 254 254 254)))
+            (local.set $nanSecond (i8x16.eq (i8x16.add (local.get $second) (local.get $second))
+              (v128.const i8x16 254 254 254 254 254 254 254 254 254 254 254 254 254 254 254 254)))
             (local.set $w0 (v128.or (local.get $w0) (i8x16.shuffle 0 0 0 0 1 1 1 1 2 2 2 2 3 3 3 3 (local.get $nanFirst) (local.get $nanFirst))))
             (local.set $w1 (v128.or (local.get $w1) (i8x16.shuffle 4 4 4 4 5 5 5 5 6 6 6 6 7 7 7 7 (local.get $nanFirst) (local.get $nanFirst))))
             (local.set $w2 (v128.or (local.get $w2) (i8x16.shuffle 8 8 8 8 9 9 9 9 10 10 10 10 11 11 11 11 (local.get $nanFirst) (local.get $nanFirst))))
@@ -79,8 +104,7 @@
             (local.set $w4 (v128.or (local.get $w4) (i8x16.shuffle 0 0 0 0 1 1 1 1 2 2 2 2 3 3 3 3 (local.get $nanSecond) (local.get $nanSecond))))
             (local.set $w5 (v128.or (local.get $w5) (i8x16.shuffle 4 4 4 4 5 5 5 5 6 6 6 6 7 7 7 7 (local.get $nanSecond) (local.get $nanSecond))))
             (local.set $w6 (v128.or (local.get $w6) (i8x16.shuffle 8 8 8 8 9 9 9 9 10 10 10 10 11 11 11 11 (local.get $nanSecond) (local.get $nanSecond))))
-            (local.set $w7 (v128.or (local.get $w7) (i8x16.shuffle 12 12 12 12 13 13 13 13 14 14 14 14 15 15 15 15 (local.get $nanSecond) (local.get $nanSecond))))
-))
+            (local.set $w7 (v128.or (local.get $w7) (i8x16.shuffle 12 12 12 12 13 13 13 13 14 14 14 14 15 15 15 15 (local.get $nanSecond) (local.get $nanSecond))))))
         (v128.store offset=0 (local.get $out) (local.get $w0))
         (v128.store offset=16 (local.get $out) (local.get $w1))
         (v128.store offset=32 (local.get $out) (local.get $w2))

@@ -55,15 +55,17 @@ export function quantizeInput(
     const s = Number.isFinite(amax) ? Math.fround(amax / 127) : Number.NaN;
     scales[blk] = s;
     const out = blk * INT8_BLOCK_BYTES;
-    const lanes = new Int32Array(4);
-    for (let k = 0; k < 32; k++) {
-      const q = s > 0 ? Math.max(-127, Math.min(127, Math.round((x[x0 + k] as number) / s))) : 0;
-      // Even k to the first 16 bytes, odd k to the next: byte j of each lies in lane j >> 2.
-      const j = k >> 1;
-      bytes[out + (k & 1) * 16 + j] = q;
-      lanes[j >> 2] = (lanes[j >> 2] as number) - 12 * q;
+    // Even k to the first 16 bytes, odd k to the next: bytes 4l to 4l + 3 of each lie in lane l,
+    // the eight values k = 8l to 8l + 7.
+    for (let l = 0; l < 4; l++) {
+      let lane = 0;
+      for (let k = 8 * l; k < 8 * l + 8; k++) {
+        const q = s > 0 ? Math.max(-127, Math.min(127, Math.round((x[x0 + k] as number) / s))) : 0;
+        bytes[out + (k & 1) * 16 + (k >> 1)] = q;
+        lane -= 12 * q;
+      }
+      words[(out + 32) / 4 + l] = lane;
     }
-    words.set(lanes, (out + 32) / 4);
   }
   return scalesAt;
 }
