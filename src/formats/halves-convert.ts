@@ -61,7 +61,7 @@ async function convertToHalves(
   if (!weights.some((w) => w.kind === "mxfp4")) {
     throw new BringupError(
       "RELAYOUT_INVALID",
-      `${source}: no MXFP4 weight (W_blocks + W_scales, transformers' naming) to re-lay out in halves order; --layout halves applies to such checkpoints only, so convert this one with --to mxfp4 first or leave out --layout.`,
+      `${source}: no MXFP4 weight stored as W_blocks + W_scales (transformers' naming) to re-lay out in halves order; FP4 stored otherwise (DeepSeek's released per-expert w1.weight + .scale) is not re-laid out, so serve such a checkpoint as it is, or leave out --layout.`,
       { subject: source },
     );
   }

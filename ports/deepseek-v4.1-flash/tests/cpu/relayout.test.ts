@@ -10,6 +10,8 @@ import {
   type StepOutput,
   writeTinyModel,
 } from "../../../../src/engine/index.js";
+import { parseV4Config } from "../../../../src/engine/models/deepseek-v4.js";
+import { v4DeepseekTensors } from "../../../../src/engine/models/deepseek-v4-names.js";
 import { collect } from "../../../../src/engine/tests/engines.js";
 import {
   convertWeights,
@@ -121,6 +123,22 @@ describe("DeepSeek-V4.1-Flash's MXFP4 experts re-laid out in halves order", () =
     expect(failed.outcomes[0]?.status).toBe("failed");
     expect(failed.outcomes[0]?.summary).toMatch(
       /^1 of \d+ weights differ.*\(model\.layers\.1\.mlp\.experts\.down_proj\)$/,
+    );
+  });
+
+  it("are refused for the checkpoint in DeepSeek's released names, whose FP4 experts are per expert", async () => {
+    const files = ref.referenceFiles();
+    const dir = join(root, "deepseek-names");
+    await writeTinyModel(dir, {
+      ...files,
+      tensors: v4DeepseekTensors(files.tensors, parseV4Config(files.config, "tiny")),
+    });
+    const refused = await errorOf(() =>
+      convertWeights(dir, join(root, "no"), { to: "mxfp4", layout: "halves", workers: 0 }),
+    );
+    expect(refused.code).toBe("RELAYOUT_INVALID");
+    expect(refused.message).toMatch(
+      /no MXFP4 weight stored as W_blocks \+ W_scales .* per-expert w1\.weight/,
     );
   });
 
