@@ -152,6 +152,24 @@ describe("MXFP4 halves order", () => {
     ]);
   });
 
+  it("a re-laid-out checkpoint missing a scale is refused naming the tensor", async () => {
+    const out = join(root, "no-scales");
+    await convertWeights(join(root, "src"), out, { to: "mxfp4", layout: "halves", workers: 0 });
+    const ck = await openCheckpoint(out);
+    const kept = [];
+    try {
+      for (const t of ck.tensors.filter((t) => !t.name.endsWith("_scales")))
+        kept.push({ name: t.name, dtype: t.dtype, shape: [...t.shape], data: await ck.readTensor(t.name) });
+    } finally {
+      await ck.close();
+    }
+    await rm(out, { recursive: true });
+    await writeCheckpoint(out, kept);
+    await expect(verifyCheckpoints(join(root, "src"), out, { workers: 0 })).rejects.toThrow(
+      /l0\.experts\.gate_up_proj_hblocks: MXFP4 blocks need l0\.experts\.gate_up_proj_scales, .* which is missing; .* re-lay out the original checkpoint again/,
+    );
+  });
+
   it("stopped (Ctrl-C), leaves nothing and says so", async () => {
     const stop = new AbortController();
     stop.abort();

@@ -135,7 +135,7 @@ export function classifyTensor(t: TensorInfo, find: FindTensor): LogicalTensor |
     if (scales?.dtype !== "U8" || !sameDims(scales.shape, wanted)) {
       throw new BringupError(
         "MXFP4_SCALES_MISSING",
-        `${where(t)}: MXFP4 blocks need ${base}_scales, U8 of shape [${wanted.join(", ")}], ${scales === undefined ? "which is missing" : `not ${scales.dtype} [${scales.shape.join(", ")}]`}; without it the values cannot be decoded, so download the checkpoint again.`,
+        `${where(t)}: MXFP4 blocks need ${base}_scales, U8 of shape [${wanted.join(", ")}], ${scales === undefined ? "which is missing" : `not ${scales.dtype} [${scales.shape.join(", ")}]`}; without it the values cannot be decoded, so ${codes === HALVES_BLOCKS_SUFFIX ? "re-lay out the original checkpoint again (bringup weights convert --layout halves)" : "download the checkpoint again"}.`,
         { subject: where(t) },
       );
     }
