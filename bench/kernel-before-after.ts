@@ -20,6 +20,10 @@
  *   shape) decoded 64 rows at a time into scratch, alone and with the working tree's tile after it
  *   at one input row (the fused MXFP4 matmul's decode step); G weights/s per core. Both arms get
  *   the working tree's mxfp4Tables, which start with the half scales an older decode reads.
+ * - mxfp4-halves: the working tree's MXFP4 decode on codes in OCP order (before) against its
+ *   `.halves` build (scripts/build-kernels.mjs) on the same weights re-laid out in halves order
+ *   (formats/mxfp4-halves.ts, `bringup weights convert --layout halves`) (after), as mxfp4-decode's
+ *   cases; --before is not read. "same bits" says the two decode the same values.
  * - fp8-decode (matmul/fp8-rows.wat): FP8 E4M3 weights [2880, 2880] with a scale per 128x128 tile
  *   (the FP8 checkpoints' layout, quantized from normal values by floatToFp8Tile128), decoded and
  *   run as mxfp4-decode's; G weights/s per core.
@@ -32,7 +36,7 @@
  * (default --chunk; with --before HEAD the two arms then differ in their chunks alone); --k the
  * decode cases' K.
  *
- *   npx tsx bench/kernel-before-after.ts --kernel tile|mxfp4-decode|fp8-decode|mxfp4-int8 [--before HEAD] [--blocks 4]
+ *   npx tsx bench/kernel-before-after.ts --kernel tile|mxfp4-decode|mxfp4-halves|fp8-decode|mxfp4-int8 [--before HEAD] [--blocks 4]
  *     [--trial-ms 150] [--chunk 64] [--after-chunk C] [--k 2880]
  */
 import { execFileSync } from "node:child_process";
@@ -41,12 +45,14 @@ import { join } from "node:path";
 import { setFlagsFromString } from "node:v8";
 import wabtInit from "wabt";
 import { type BlockTrials, blockedRatioInterval } from "../src/bench/index.js";
-import { compileWasm, instantiateWasm } from "../src/common/wasm-runtime.js";
+import { compileWasm, instantiateWasm, type WasmModule } from "../src/common/wasm-runtime.js";
 import { MXFP4_TABLE_BYTES, mxfp4Tables } from "../src/engine/kernels/matmul/matmul-kernel.js";
 import { quantizedBytes, quantizeInput } from "../src/engine/kernels/matmul/mxfp4-int8.js";
+import { kernelBytes } from "../src/engine/kernels/wasm-kernels.js";
 import { Rng } from "../src/engine/tensor/random.js";
 import { toRowQuads } from "../src/engine/tensor/row-quads.js";
 import { floatToFp8Tile128 } from "../src/formats/fp8-blockwise.js";
+import { toHalves } from "../src/formats/mxfp4-halves.js";
 import { benchArgs } from "./args.js";
 
 const args = benchArgs(import.meta.url, {
@@ -62,6 +68,7 @@ const args = benchArgs(import.meta.url, {
 const KERNELS = {
   tile: ["matmul/matmul-tile"],
   "mxfp4-decode": ["matmul/mxfp4-decode", "matmul/mxfp4-rows"],
+  "mxfp4-halves": ["matmul/mxfp4-decode"],
   "fp8-decode": ["matmul/fp8-rows"],
   "mxfp4-int8": ["matmul/mxfp4-int8"],
 } as const;
@@ -101,9 +108,12 @@ function beforeText(): { text: string; name: string } {
   }
   throw new Error(`${args.before} has none of ${KERNELS[kernel].map(watPath).join(", ")}`);
 }
-const old = beforeText();
+const halves = kernel === "mxfp4-halves";
+const old = halves ? { text: readFileSync(join(root, path), "utf8"), name: path } : beforeText();
 const before = instantiate(old.text, old.name);
-const after = instantiate(readFileSync(join(root, path), "utf8"), path);
+const after = halves
+  ? (instantiateWasm(compileWasm(kernelBytes("matmul/mxfp4-decode.halves")) as WasmModule, memory) as Arm)
+  : instantiate(readFileSync(join(root, path), "utf8"), path);
 const chunkOf = (arm: Arm) => (arm === after ? AFTER_CHUNK : CHUNK);
 const tile = instantiate(readFileSync(join(root, watPath(KERNELS.tile[0])), "utf8"), "tile").tile as (
   ...a: number[]
@@ -244,9 +254,19 @@ if (kernel === "tile") {
 } else {
   const [N, K] = [2880, decodeK];
   const { tables, codes, scales } = mxfp4Weights(N, K);
+  // mxfp4-halves: the after arm reads the same weights re-laid out.
+  const codesOf = halves ? halvesCopy(codes, (N * K) / 2) : () => codes;
   decodeCases(N, K, (arm, c0, rows, chunk) =>
-    arm.decode?.(codes + (c0 * K) / 2, scales + (c0 * K) / 32, tables, rows, (chunk * K) / 32),
+    arm.decode?.(codesOf(arm) + (c0 * K) / 2, scales + (c0 * K) / 32, tables, rows, (chunk * K) / 32),
   );
+}
+
+/** The after arm's codes: a copy of `bytes` codes at `codes` in halves order; the before arm's as they are. */
+function halvesCopy(codes: number, bytes: number): (arm: Arm) => number {
+  const copy = allocate(bytes);
+  const view = new Uint8Array(memory.buffer);
+  view.set(toHalves(view.subarray(codes, codes + bytes)), copy);
+  return (arm) => (arm === after ? copy : codes);
 }
 
 /** MXFP4 weights [N, K] of random codes and exponents 118-125 (scales 2^-9 to 2^-2), and the MXFP4 tables. */
@@ -311,7 +331,7 @@ const median = (values: number[]) =>
   [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
 const bits = (c: Case, arm: Arm) => Buffer.from(new Uint8Array(memory.buffer, c.outAt(arm), c.outBytes));
 console.log(
-  `${old.name} (before, ${CHUNK} rows at a time) against the working tree's ${path} (after, ${AFTER_CHUNK} rows), ${blocks} blocks of 4 trials, rates per CPU-second on one thread`,
+  `${old.name} (before, ${CHUNK} rows at a time) against ${halves ? "its .halves build on the codes in halves order" : `the working tree's ${path}`} (after, ${AFTER_CHUNK} rows), ${blocks} blocks of 4 trials, rates per CPU-second on one thread`,
 );
 for (const c of cases) {
   c.run(before);

@@ -6,6 +6,8 @@
 // where each i16x8.relaxed_dot_i8x16_i7x16_s becomes the same sums from plain SIMD (exact, as
 // the relaxed form is when its second operand's bytes lie in [0, 127] and the sums fit in i16); a
 // kernel using several kinds gets one such binary with every rewrite, named by the first listed.
+// The MXFP4 decode also gets ".halves" builds for codes in the engine's re-laid-out order
+// (HALVES_KERNELS).
 // With --check it writes nothing and exits 1 if a binary under src/ differs from its source.
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
@@ -55,6 +57,40 @@ const WITHOUT_RELAXED = [
   },
 ];
 
+/**
+ * MXFP4 kernels that also get a ".halves" build (and its build without relaxed SIMD) reading codes
+ * in formats/mxfp4-halves.ts's order, the one matmul/mxfp4-decode.wat states for an offline
+ * re-layout: byte i of a block's 16 holds value v(i) in its low nibble and v(i) + 16 in its high
+ * one, v = 0 4 1 5 2 6 3 7 8 12 9 13 10 14 11 15. The three shuffles that put OCP codes in that
+ * order go: the low nibbles are `first` and the high ones `second` as they are. Refused when the
+ * kernel no longer has them.
+ */
+const HALVES_KERNELS = ["src/engine/kernels/matmul/mxfp4-decode.wat"];
+const HALVES_REWRITES = [
+  [
+    /\(local\.set \$packed \(i8x16\.(?:relaxed_)?swizzle \(v128\.load \(local\.get \$blocks\)\)\s+\(v128\.const i8x16 0 2 1 3 4 6 5 7 8 10 9 11 12 14 13 15\)\)\)/g,
+    "(local.set $packed (v128.load (local.get $blocks)))",
+  ],
+  [
+    /\(local\.set \$first \(i8x16\.shuffle 0 1 16 17 2 3 18 19 4 5 20 21 6 7 22 23 \(local\.get \$lo\) \(local\.get \$hi\)\)\)/g,
+    "(local.set $first (local.get $lo))",
+  ],
+  [
+    /\(local\.set \$second \(i8x16\.shuffle 8 9 24 25 10 11 26 27 12 13 28 29 14 15 30 31 \(local\.get \$lo\) \(local\.get \$hi\)\)\)/g,
+    "(local.set $second (local.get $hi))",
+  ],
+];
+
+function halvesText(file, text) {
+  let out = text;
+  for (const [from, to] of HALVES_REWRITES) {
+    const next = out.replace(from, to);
+    if (next === out) throw new Error(`${file}: its ".halves" build drops ${from}, which is not there`);
+    out = next;
+  }
+  return out;
+}
+
 function watFiles(dir) {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
     e.isDirectory() ? watFiles(join(dir, e.name)) : e.name.endsWith(".wat") ? [join(dir, e.name)] : [],
@@ -77,6 +113,9 @@ for (const file of watFiles(join(root, "src"))) {
   const variants = [[".wasm", text]];
   const relaxed = WITHOUT_RELAXED.filter((r) => text.includes(r.instruction));
   if (relaxed.length > 0) variants.push([relaxed[0].suffix, relaxed.reduce((t, r) => r.rewrite(t), text)]);
+  if (HALVES_KERNELS.includes(relative(root, file)))
+    for (const [suffix, source] of [...variants])
+      variants.push([`.halves${suffix}`, halvesText(file, source)]);
   for (const [suffix, source] of variants) {
     const module = wabt.parseWat(file, source, FEATURES);
     module.validate(FEATURES);

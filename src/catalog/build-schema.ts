@@ -20,6 +20,12 @@ export const WeightsConversion = z
       .describe(
         "FP8 scale blocks from MXFP4: block32 keeps a scale per 32 values (exact), tile128 one per tile",
       ),
+    layout: z
+      .enum(["ocp", "halves"])
+      .optional()
+      .describe(
+        "with `to: mxfp4`: the MXFP4 code order, `halves` for the engine's re-layout (`bringup weights convert --layout halves`)",
+      ),
     ranks: z
       .number()
       .int()
@@ -31,6 +37,10 @@ export const WeightsConversion = z
   .refine((c) => c.to === "packed" || c.ranks === undefined, {
     message: "ranks applies only to `to: packed`",
     path: ["ranks"],
+  })
+  .refine((c) => c.to === "mxfp4" || c.layout === undefined, {
+    message: "layout applies only to `to: mxfp4`",
+    path: ["layout"],
   })
   .refine((c) => c.to !== "packed" || c.fp8_block === undefined, {
     message: "fp8_block does not apply to `to: packed`",

@@ -11,9 +11,14 @@ export interface Build {
   readonly speculative_tokens?: number;
 }
 
-/** A conversion's stable name: its target and, for FP8, its scale blocks (`fp8-block32`). */
+/** A conversion's stable name: its target and, for FP8, its scale blocks (`fp8-block32`), for MXFP4 a halves layout (`mxfp4-halves`). */
 export function conversionKey(conversion: WeightsConversion): string {
-  return [conversion.to, conversion.fp8_block, conversion.ranks]
+  return [
+    conversion.to,
+    conversion.fp8_block,
+    conversion.layout === "halves" ? "halves" : undefined,
+    conversion.ranks,
+  ]
     .filter((part) => part !== undefined)
     .join("-");
 }
@@ -26,7 +31,8 @@ export function describeConversion(conversion: WeightsConversion): string {
     return `packed for ${ranks} rank${ranks === 1 ? "" : "s"} and loaded directly`;
   }
   const to = conversion.to === "fp8" ? "FP8 E4M3" : conversion.to.toUpperCase();
-  return `converted to ${to}${conversion.fp8_block ? blocks[conversion.fp8_block] : ""}`;
+  const order = conversion.layout === "halves" ? " with its codes re-laid out in halves order" : "";
+  return `converted to ${to}${conversion.fp8_block ? blocks[conversion.fp8_block] : ""}${order}`;
 }
 
 /** The reference section's fields an arm's unset fields take. */

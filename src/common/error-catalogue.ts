@@ -151,6 +151,7 @@ export const ERROR_CATALOGUE = {
   MODEL_WEIGHTS_MISMATCH: { category: "input" },
   MODEL_WEIGHT_DTYPE: { category: "input" },
   MODEL_WEIGHT_MISSING: { category: "input" },
+  MODEL_MXFP4_LAYOUT_UNKNOWN: { category: "input" },
   RETRIEVAL_CONFIG_INVALID: { category: "input" },
   SLIDING_WINDOW_INVALID: { category: "input" },
   SPECULATIVE_UNAVAILABLE: { category: "usage" },

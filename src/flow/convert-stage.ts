@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { type WeightsConversion as Conversion, conversionKey, type Reference } from "../catalog/index.js";
 import { type LoadedModel, loadModel } from "../engine/index.js";
-import { convertCheckpoint, packCheckpoint } from "../formats/index.js";
+import { convertWeights, packCheckpoint } from "../formats/index.js";
 
 /**
  * Every conversion the reference section asks for: what weights gates compare, what gates'
@@ -45,9 +45,10 @@ export async function convertReferenceWeights(
       const dir = join(workDir, key);
       if (conversion.to === "packed") await packCheckpoint(source, dir, conversion.ranks ?? 1);
       else
-        await convertCheckpoint(source, dir, {
+        await convertWeights(source, dir, {
           to: conversion.to,
           ...(conversion.fp8_block !== undefined ? { fp8Block: conversion.fp8_block } : {}),
+          ...(conversion.layout !== undefined ? { layout: conversion.layout } : {}),
           workers: 0,
           ...(signal !== undefined ? { signal } : {}),
         });

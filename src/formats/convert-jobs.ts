@@ -6,7 +6,13 @@ import { decodeToFloat32 } from "./decode.js";
 import { e8m0Table } from "./e8m0.js";
 import { floatToFp8Tile128 } from "./fp8-blockwise.js";
 import { fp8ValuesToMxfp4 } from "./fp8-to-mxfp4.js";
-import { type LogicalTensor, logicalRows, readLogicalRows, readLogicalRowsWide } from "./logical.js";
+import {
+  type LogicalTensor,
+  logicalRows,
+  readLogicalRows,
+  readLogicalRowsWide,
+  readMxfp4Codes,
+} from "./logical.js";
 import { checkMxfp4Scales, encodeMxfp4, MXFP4_BLOCK, MXFP4_BLOCK_BYTES } from "./mxfp4.js";
 import { SimdArena } from "./mxfp4-fp8-simd.js";
 import { mxfp4ToFp8Block32, mxfp4ToFp8Tile128, nibbleCodes, TILE, type TileReport } from "./mxfp4-to-fp8.js";
@@ -231,14 +237,20 @@ async function convertRows(ck: Checkpoint, job: Job, scratch: Scratch): Promise<
   const { tensor, start, end } = job;
   const subject = `${ck.tensor(tensor.parts[0]).file}#${tensor.name}`;
   const groups = logicalRows(tensor).cols / MXFP4_BLOCK;
-  const [blocksName, scalesName] = tensor.parts as [string, string];
+  const scalesName = tensor.parts[1] as string;
   const [g0, g1] = [start * groups, end * groups];
   const scales = await ck.readTensorRange(scalesName, g0, g1, scratch.take(g1 - g0));
   let blocks: Uint8Array | undefined;
   try {
     checkMxfp4Scales(scales, subject, g0); // here, so the block named is the tensor's own
     const [b0, b1] = [g0 * MXFP4_BLOCK_BYTES, g1 * MXFP4_BLOCK_BYTES];
-    blocks = await ck.readTensorRange(blocksName, b0, b1, scratch.take(b1 - b0));
+    blocks = await readMxfp4Codes(
+      ck,
+      tensor as LogicalTensor & { kind: "mxfp4" },
+      g0,
+      g1,
+      scratch.take(b1 - b0),
+    );
     return mxfp4ToFp8Job(job, subject, blocks, scales, scratch);
   } finally {
     if (blocks) scratch.give(blocks);

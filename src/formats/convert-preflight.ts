@@ -5,8 +5,8 @@ import { BringupError } from "../common/errors.js";
 import type { Checkpoint } from "./checkpoint.js";
 import { rowRanges } from "./convert-jobs.js";
 import { dtypeBytes, elementCount } from "./dtypes.js";
-import { type LogicalTensor, logicalRows } from "./logical.js";
-import { checkMxfp4Scales, MXFP4_BLOCK, MXFP4_BLOCK_BYTES } from "./mxfp4.js";
+import { type LogicalTensor, logicalRows, readMxfp4Codes } from "./logical.js";
+import { checkMxfp4Scales, MXFP4_BLOCK } from "./mxfp4.js";
 import { EXACT_SCALE_SPAN, mxfp4ToFp8Tile128, TILE } from "./mxfp4-to-fp8.js";
 import { outputError } from "./output-errors.js";
 import { safetensorsHeaderBytes, type TensorLayout } from "./safetensors-header.js";
@@ -90,11 +90,7 @@ export async function findInexactTiles(
           EXACT_SCALE_SPAN
         ) {
           const [g0, g1] = [r * groups, bandEnd * groups];
-          const blocks = await ck.readTensorRange(
-            tensor.parts[0],
-            g0 * MXFP4_BLOCK_BYTES,
-            g1 * MXFP4_BLOCK_BYTES,
-          );
+          const blocks = await readMxfp4Codes(ck, tensor, g0, g1);
           const report = mxfp4ToFp8Tile128(
             blocks,
             scales.subarray(g0 - start * groups, g1 - start * groups),

@@ -25,6 +25,7 @@ export { decodeToFloat32 } from "./decode.js";
 export { DTYPES, type Dtype, dtypeBytes, elementCount, isDtype, parseDtype } from "./dtypes.js";
 export { decodeE8m0, E8M0_NAN, encodeE8m0Exponent } from "./e8m0.js";
 export { floatToFp8Tile128 } from "./fp8-blockwise.js";
+export { convertWeights, MXFP4_LAYOUTS, type Mxfp4Layout } from "./halves-convert.js";
 export { type InspectReport, inspectCheckpoint } from "./inspect.js";
 export { regroupGateUp, splitFirstAxis, stackFirstAxis, swapNibbles, transposeLast2 } from "./layout-ops.js";
 export {
@@ -59,6 +60,13 @@ export {
   type Mxfp4Tensor,
   mxfp4LogicalShape,
 } from "./mxfp4.js";
+export {
+  fromHalvesInPlace,
+  HALVES_BLOCKS_SUFFIX,
+  MXFP4_HALVES,
+  MXFP4_LAYOUT_KEY,
+  toHalves,
+} from "./mxfp4-halves.js";
 export { mxfp4ToFp8Block32, mxfp4ToFp8Tile128, TILE, type TileReport } from "./mxfp4-to-fp8.js";
 export {
   isPackedDirectory,

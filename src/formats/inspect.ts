@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { MAX_CONFIG_BYTES, readBoundedText } from "./bounded-file.js";
 import { openCheckpoint } from "./checkpoint.js";
 import { elementCount } from "./dtypes.js";
-import { detectLogicalTensors, type LogicalKind } from "./logical.js";
+import { detectLogicalTensors, formatName, type LogicalKind } from "./logical.js";
 
 export interface InspectReport {
   readonly path: string;
@@ -45,7 +45,7 @@ export async function inspectCheckpoint(path: string): Promise<InspectReport> {
     }
     const weights = detectLogicalTensors(ck.tensors).map((w) => ({
       name: w.name,
-      format: w.kind === "plain" ? w.dtype : w.kind === "fp8" ? `fp8-e4m3 [${w.block.join("x")}]` : w.kind,
+      format: formatName(w),
       shape: w.shape,
       parts: w.parts,
       bytes: w.parts.reduce((n, p) => n + ck.tensor(p).byteLength, 0),

@@ -13,6 +13,7 @@ import {
   MXFP4_BLOCK_BYTES,
   mxfp4LogicalShape,
 } from "./mxfp4.js";
+import { fromHalvesInPlace, HALVES_BLOCKS_SUFFIX, MXFP4_HALVES } from "./mxfp4-halves.js";
 import { TILE } from "./mxfp4-to-fp8.js";
 import type { TensorInfo } from "./safetensors-header.js";
 
@@ -23,7 +24,14 @@ import type { TensorInfo } from "./safetensors-header.js";
  */
 export type LogicalTensor =
   | { kind: "plain"; name: string; shape: readonly number[]; dtype: Dtype; parts: [string] }
-  | { kind: "mxfp4"; name: string; shape: readonly number[]; parts: [blocks: string, scales: string] }
+  | {
+      kind: "mxfp4";
+      name: string;
+      shape: readonly number[];
+      parts: [blocks: string, scales: string];
+      /** Codes in halves order (`W_hblocks`, mxfp4-halves.ts); absent: OCP order (`W_blocks`). */
+      order?: "halves";
+    }
   | {
       kind: "fp8";
       name: string;
@@ -62,6 +70,41 @@ function fp8Block(t: TensorInfo, inv: TensorInfo | undefined): readonly [number,
 }
 
 /**
+ * The codes of blocks [g0, g1) of an MXFP4 weight in OCP order (into `into` when given), whichever
+ * order they are stored in: every reader of MXFP4 codes reads them here.
+ */
+export async function readMxfp4Codes(
+  ck: Checkpoint,
+  tensor: LogicalTensor & { kind: "mxfp4" },
+  g0: number,
+  g1: number,
+  into?: Uint8Array,
+): Promise<Uint8Array> {
+  const codes = await ck.readTensorRange(
+    tensor.parts[0],
+    g0 * MXFP4_BLOCK_BYTES,
+    g1 * MXFP4_BLOCK_BYTES,
+    into,
+  );
+  return tensor.order === MXFP4_HALVES ? fromHalvesInPlace(codes) : codes;
+}
+
+/** How a weight's storage reads in reports: `F32`, `fp8-e4m3 [1x32]`, `mxfp4`, `mxfp4 (halves order)`. */
+export function formatName(t: LogicalTensor): string {
+  if (t.kind === "plain") return t.dtype;
+  if (t.kind === "fp8") return `fp8-e4m3 [${t.block.join("x")}]`;
+  return t.order === MXFP4_HALVES ? "mxfp4 (halves order)" : "mxfp4";
+}
+
+/** The suffixes of MXFP4 codes: OCP order (`W_blocks`), the engine's halves order (`W_hblocks`). */
+const BLOCK_SUFFIXES = ["_blocks", HALVES_BLOCKS_SUFFIX] as const;
+
+/** The stored MXFP4 codes of weight `base`, in either order. */
+function codesOf(base: string, find: FindTensor): TensorInfo | undefined {
+  return find(`${base}_blocks`) ?? find(`${base}${HALVES_BLOCKS_SUFFIX}`);
+}
+
+/**
  * What stored tensor `t` is by the public naming conventions: the first part of a weight (that
  * weight), or a later part of one (null). Decided from `t` and the few tensors its name pairs it
  * with, so a checkpoint is read one tensor at a time with no map of its own: a checkpoint of
@@ -70,8 +113,9 @@ function fp8Block(t: TensorInfo, inv: TensorInfo | undefined): readonly [number,
  * which would make two weights of one name.
  */
 export function classifyTensor(t: TensorInfo, find: FindTensor): LogicalTensor | null {
-  if (t.name.endsWith("_blocks")) {
-    const base = t.name.slice(0, -"_blocks".length);
+  const codes = BLOCK_SUFFIXES.find((suffix) => t.name.endsWith(suffix));
+  if (codes !== undefined) {
+    const base = t.name.slice(0, -codes.length);
     const scales = find(`${base}_scales`);
     if (t.dtype !== "U8") {
       throw new BringupError(
@@ -91,23 +135,27 @@ export function classifyTensor(t: TensorInfo, find: FindTensor): LogicalTensor |
     if (scales?.dtype !== "U8" || !sameDims(scales.shape, wanted)) {
       throw new BringupError(
         "MXFP4_SCALES_MISSING",
-        `${where(t)}: MXFP4 blocks need ${base}_scales, U8 of shape [${wanted.join(", ")}], ${scales === undefined ? "which is missing" : `not ${scales.dtype} [${scales.shape.join(", ")}]`}; without it the values cannot be decoded, so download the checkpoint again.`,
+        `${where(t)}: MXFP4 blocks need ${base}_scales, U8 of shape [${wanted.join(", ")}], ${scales === undefined ? "which is missing" : `not ${scales.dtype} [${scales.shape.join(", ")}]`}; without it the values cannot be decoded, so ${codes === HALVES_BLOCKS_SUFFIX ? "re-lay out the original checkpoint again (bringup weights convert --layout halves)" : "download the checkpoint again"}.`,
         { subject: where(t) },
       );
     }
-    const same = find(base);
+    const same = find(base) ?? find(base + (codes === "_blocks" ? HALVES_BLOCKS_SUFFIX : "_blocks"));
     if (same !== undefined) {
       throw new BringupError(
         "MXFP4_NAME_CLASH",
-        `${where(same)}: the weight ${JSON.stringify(base)} is stored twice, as this tensor and as MXFP4 (${base}_blocks, ${base}_scales); a loader could take either, so remove one.`,
+        `${where(same)}: the weight ${JSON.stringify(base)} is stored twice, as this tensor and as MXFP4 (${t.name}, ${base}_scales); a loader could take either, so remove one.`,
         { subject: where(same) },
       );
     }
-    return { kind: "mxfp4", name: base, shape: mxfp4LogicalShape(t.shape), parts: [t.name, scales.name] };
+    const shape = mxfp4LogicalShape(t.shape);
+    const parts: [string, string] = [t.name, scales.name];
+    return codes === HALVES_BLOCKS_SUFFIX
+      ? { kind: "mxfp4", name: base, shape, parts, order: MXFP4_HALVES }
+      : { kind: "mxfp4", name: base, shape, parts };
   }
   if (t.name.endsWith("_scales")) {
     // Scales whose blocks are missing cannot be decoded, and read as plain bytes they would be wrong.
-    const blocks = find(`${t.name.slice(0, -"_scales".length)}_blocks`);
+    const blocks = codesOf(t.name.slice(0, -"_scales".length), find);
     if (blocks !== undefined) {
       classifyTensor(blocks, find); // refuses blocks these scales do not fit
       return null;
@@ -118,7 +166,7 @@ export function classifyTensor(t: TensorInfo, find: FindTensor): LogicalTensor |
       { subject: where(t) },
     );
   }
-  const blocks = find(`${t.name}_blocks`);
+  const blocks = codesOf(t.name, find);
   if (blocks !== undefined) classifyTensor(blocks, find); // refuses the clash
   if (t.name.endsWith("_scale_inv")) {
     const weight = find(t.name.slice(0, -"_scale_inv".length));
@@ -141,7 +189,7 @@ export function* logicalTensors(tensors: Iterable<TensorInfo>, find: FindTensor)
 
 /** The logical weight named `name`, or undefined where there is none. */
 export function logicalWeight(name: string, find: FindTensor): LogicalTensor | undefined {
-  const stored = find(`${name}_blocks`) ?? find(name);
+  const stored = codesOf(name, find) ?? find(name);
   const weight = stored === undefined ? null : classifyTensor(stored, find);
   return weight?.name === name ? weight : undefined;
 }
@@ -310,10 +358,11 @@ export async function readLogicalRows(
       const blockBytes = (g1 - g0) * MXFP4_BLOCK_BYTES;
       const space = buffers?.space(g1 - g0, blockBytes, count);
       const memory = space ? undefined : buffers?.bytes(blockBytes + g1 - g0);
-      const blocks = await ck.readTensorRange(
-        blocksName,
-        g0 * MXFP4_BLOCK_BYTES,
-        g1 * MXFP4_BLOCK_BYTES,
+      const blocks = await readMxfp4Codes(
+        ck,
+        tensor,
+        g0,
+        g1,
         space?.codes ?? memory?.subarray(0, blockBytes),
       );
       const scales = await ck.readTensorRange(
@@ -420,11 +469,7 @@ export async function readLogicalRowsWide(
     case "mxfp4": {
       const groups = cols / MXFP4_BLOCK;
       const [g0, g1] = [start * groups, end * groups];
-      const blocks = await ck.readTensorRange(
-        tensor.parts[0],
-        g0 * MXFP4_BLOCK_BYTES,
-        g1 * MXFP4_BLOCK_BYTES,
-      );
+      const blocks = await readMxfp4Codes(ck, tensor, g0, g1);
       const scales = await ck.readTensorRange(tensor.parts[1], g0, g1);
       checkMxfp4Scales(scales, `${ck.tensor(tensor.parts[0]).file}#${tensor.name}`, g0);
       const e2m1 = decodeTable(FP4_E2M1);

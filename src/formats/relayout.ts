@@ -6,6 +6,7 @@ import { copyCompanions } from "./companions.js";
 import { type Dtype, dtypeBytes } from "./dtypes.js";
 import { regroupGateUp, splitFirstAxis, stackFirstAxis, swapNibbles, transposeLast2 } from "./layout-ops.js";
 import { detectLogicalTensors, type LogicalTensor } from "./logical.js";
+import { HALVES_BLOCKS_SUFFIX, MXFP4_HALVES, MXFP4_LAYOUT_KEY, toHalves } from "./mxfp4-halves.js";
 import type { TensorLayout } from "./safetensors-header.js";
 import { SafetensorsWriter } from "./safetensors-writer.js";
 
@@ -17,6 +18,12 @@ import { SafetensorsWriter } from "./safetensors-writer.js";
 export interface RelayoutRules {
   /** MXFP4 weights whose packing flips between low-nibble-first and high-nibble-first. */
   readonly swapNibbles?: RegExp;
+  /**
+   * Weights whose MXFP4 codes go into the engine's halves order (mxfp4-halves.ts), stored as
+   * `W_hblocks`; config.json gains `"mxfp4_layout": "halves"`. A matching weight of three or more
+   * dimensions (stacked experts) that is not MXFP4 in OCP order is refused by name.
+   */
+  readonly mxfp4Halves?: RegExp;
   /** Plain weights whose last two dimensions swap. */
   readonly transpose?: RegExp;
   /** Weights whose gate/up rows go from interleaved to concatenated halves, or back. */
@@ -35,6 +42,12 @@ interface Piece {
   shape: number[];
   /** The bytes after the weight rules, read when needed. */
   read: () => Promise<Uint8Array>;
+  /**
+   * Bytes [start, end) after the weight rules, where every rule is one of whole 16-byte blocks
+   * (nibble orders): a tensor of any size then passes through in bounded pieces.
+   */
+  readRange?: (start: number, end: number) => Promise<Uint8Array>;
+  byteLength: number;
   shard: string;
 }
 
@@ -42,13 +55,20 @@ interface Unit {
   outputs: TensorLayout[];
   shard: string;
   produce: () => Promise<Uint8Array[]>;
+  /** The one output's bytes in pieces, in order, where its piece can be read so (Piece.readRange). */
+  stream?: (write: (bytes: Uint8Array) => Promise<void>) => Promise<void>;
 }
+
+/** Bytes a streamed tensor is read and written in: whole MXFP4 blocks of 16 bytes. */
+const STREAM_BYTES = 16 * 2 ** 20;
 
 export interface RelayoutReport {
   readonly source: string;
   readonly output: string;
   readonly renamed: readonly { from: string; to: string }[];
   readonly tensors: number;
+  /** The files beside the weights carried over (config.json, tokenizer, ...). */
+  readonly copiedFiles: readonly string[];
 }
 
 function fail(source: string, name: string, what: string): never {
@@ -65,6 +85,9 @@ function weightPieces(ck: Checkpoint, rules: RelayoutRules, source: string): Pie
       if (w.kind !== "mxfp4") fail(source, w.name, "nibble order applies to MXFP4 weights only.");
       steps.push((bytes, _part, index) => (index === 0 ? swapNibbles(bytes) : bytes));
     }
+    const halves = rules.mxfp4Halves?.test(w.name) === true && halvesStep(w, source, steps);
+    // The steps so far work on whole 16-byte blocks; transpose and gate/up need the whole tensor.
+    const blockwise = steps.length;
     if (rules.transpose?.test(w.name)) {
       if (w.kind !== "plain") {
         fail(
@@ -87,21 +110,52 @@ function weightPieces(ck: Checkpoint, rules: RelayoutRules, source: string): Pie
     w.parts.forEach((part, index) => {
       const info = ck.tensor(part);
       const originalShape = [...info.shape];
+      const applied = (bytes: Uint8Array) =>
+        steps.reduce((b, step) => step(b, { ...piece, shape: originalShape }, index), bytes);
       const piece: Piece = {
-        name: part,
+        name: halves && index === 0 ? `${w.name}${HALVES_BLOCKS_SUFFIX}` : part,
         dtype: info.dtype,
         shape: shapes[index] as number[],
         shard: basename(info.file),
-        read: async () => {
-          let bytes = await ck.readTensor(part);
-          for (const step of steps) bytes = step(bytes, { ...piece, shape: originalShape }, index);
-          return bytes;
-        },
+        byteLength: info.byteLength,
+        read: async () => applied(await ck.readTensor(part)),
+        ...(steps.length === blockwise
+          ? {
+              readRange: async (start: number, end: number) =>
+                applied(await ck.readTensorRange(part, start, end)),
+            }
+          : {}),
       };
       pieces.push(piece);
     });
   }
   return pieces;
+}
+
+/**
+ * Adds the step that puts an MXFP4 weight's codes in halves order, and says whether it did: plain
+ * weights of fewer than three dimensions (norms, attention, routers) are left as they are; another
+ * stacked weight, or codes already in halves order, are refused naming the weight.
+ */
+function halvesStep(
+  w: LogicalTensor,
+  source: string,
+  steps: ((bytes: Uint8Array, part: Piece, index: number) => Uint8Array)[],
+): boolean {
+  if (w.kind === "mxfp4" && w.order === undefined) {
+    steps.push((bytes, _part, index) => (index === 0 ? toHalves(bytes) : bytes));
+    return true;
+  }
+  if (w.kind === "mxfp4")
+    fail(source, w.name, "its MXFP4 codes are in halves order already; re-lay out the original checkpoint.");
+  if (w.shape.length >= 3) {
+    fail(
+      source,
+      w.name,
+      `stacked experts in ${w.kind === "fp8" ? "FP8" : w.dtype}, not MXFP4: only MXFP4 codes have a halves order; convert the experts to MXFP4 first (--to mxfp4) or leave them out.`,
+    );
+  }
+  return false;
 }
 
 function gateUpStep(
@@ -149,10 +203,19 @@ function expertUnits(pieces: Piece[], rules: RelayoutRules, source: string): Uni
       fused.set(target, [...(fused.get(target) ?? []), { piece, e: Number(found.groups.e) }]);
       continue;
     }
+    const readRange = piece.readRange;
     units.push({
       shard: piece.shard,
       outputs: [{ name: piece.name, dtype: piece.dtype, shape: piece.shape }],
       produce: async () => [await piece.read()],
+      ...(readRange === undefined
+        ? {}
+        : {
+            stream: async (write: (bytes: Uint8Array) => Promise<void>) => {
+              for (let at = 0; at < piece.byteLength; at += STREAM_BYTES)
+                await write(await readRange(at, Math.min(piece.byteLength, at + STREAM_BYTES)));
+            },
+          }),
     });
   }
   for (const [name, members] of fused) {
@@ -185,7 +248,20 @@ export async function relayoutCheckpoint(
   source: string,
   output: string,
   rules: RelayoutRules,
+  options: {
+    /** Run on the finished output before it appears (a proof that it holds the source's values). */
+    readonly check?: (dir: string) => Promise<void>;
+    /** Stops the re-layout between pieces (Ctrl-C): nothing is left, and it rejects with INTERRUPTED. */
+    readonly signal?: AbortSignal;
+  } = {},
 ): Promise<RelayoutReport> {
+  const { check, signal } = options;
+  const stopHere = () => {
+    if (signal?.aborted !== true) return;
+    throw new BringupError("INTERRUPTED", `${output}: the re-layout was interrupted; nothing was written.`, {
+      subject: output,
+    });
+  };
   const ck = await openCheckpoint(source);
   try {
     const units = expertUnits(weightPieces(ck, rules, source), rules, source);
@@ -200,6 +276,7 @@ export async function relayoutCheckpoint(
         return { ...o, name };
       });
     }
+    let copiedFiles: string[] = [];
     await writeDirectoryAtomic(output, async (dir) => {
       const shards = [...new Set(units.map((u) => u.shard))];
       const writers = new Map<string, SafetensorsWriter>();
@@ -211,6 +288,15 @@ export async function relayoutCheckpoint(
         }
         for (const unit of units) {
           const writer = writers.get(unit.shard) as SafetensorsWriter;
+          if (unit.stream !== undefined) {
+            const name = (unit.outputs[0] as TensorLayout).name;
+            await unit.stream(async (bytes) => {
+              stopHere();
+              await writer.write(name, bytes);
+            });
+            continue;
+          }
+          stopHere();
           const parts = await unit.produce();
           for (const [k, part] of parts.entries())
             await writer.write((unit.outputs[k] as TensorLayout).name, part);
@@ -231,9 +317,18 @@ export async function relayoutCheckpoint(
         }
         await writeShardIndex(dir, Object.entries(weightMap), total);
       }
-      await copyCompanions(source, dir);
+      const halves = units.some((u) => u.outputs.some((o) => o.name.endsWith(HALVES_BLOCKS_SUFFIX)));
+      const marker = (config: Record<string, unknown>) => {
+        config[MXFP4_LAYOUT_KEY] = MXFP4_HALVES;
+      };
+      // A lone file has no config.json to mark: the output gets one holding the marker alone.
+      copiedFiles = halves
+        ? await copyCompanions(source, dir, marker, { [MXFP4_LAYOUT_KEY]: MXFP4_HALVES })
+        : await copyCompanions(source, dir);
+      stopHere();
+      await check?.(dir);
     });
-    return { source, output, renamed, tensors: seen.size };
+    return { source, output, renamed, tensors: seen.size, copiedFiles };
   } finally {
     await ck.close();
   }

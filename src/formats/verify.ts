@@ -5,6 +5,7 @@ import { decodeToFloat32 } from "./decode.js";
 import { elementCount } from "./dtypes.js";
 import {
   counterpart,
+  formatName,
   fp8ScaleRows,
   type LogicalTensor,
   logicalRows,
@@ -52,10 +53,6 @@ export type VerifyReport = ComparisonReport<WeightComparison>;
 const CHUNK_BYTES = 16 * 2 ** 20;
 /** Float32 bytes of each side a value comparison decodes at a time: several run at once, one per worker and one queued. */
 const VALUE_CHUNK_BYTES = 4 * 2 ** 20;
-
-function format(t: LogicalTensor): string {
-  return t.kind === "plain" ? t.dtype : t.kind === "fp8" ? `fp8-e4m3 [${t.block.join("x")}]` : t.kind;
-}
 
 async function checksum(ck: Checkpoint, t: LogicalTensor, buffer: Uint8Array): Promise<string> {
   const sizes = t.parts.map((part) => ck.tensor(part).byteLength);
@@ -377,8 +374,8 @@ function comparison(
 ): ValueComparison | WeightComparison {
   return {
     name: a.name,
-    formatA: format(a),
-    formatB: format(b),
+    formatA: formatName(a),
+    formatB: formatName(b),
     valuesIdentical: values?.mismatches === 0,
     mismatches: values?.mismatches ?? Number.NaN,
     firstMismatch: values?.firstMismatch,

@@ -202,6 +202,30 @@ describe("bringup weights keeps its memory bounded whatever the input", () => {
     expect(run.peak).toBeLessThan(BOUND);
   }, 60_000);
 
+  it("re-lays out a 320 MiB MXFP4 expert stack in halves order in bounded pieces, proving it", async () => {
+    // 16 experts of [5120, 8192], all zero codes and scales (2^-127).
+    const [codes, scales] = [16 * 5120 * 256 * 16, 16 * 5120 * 256];
+    const file = join(work, "experts.safetensors");
+    await safetensors(
+      file,
+      JSON.stringify({
+        "x.experts.down_proj_blocks": { dtype: "U8", shape: [16, 5120, 256, 16], data_offsets: [0, codes] },
+        "x.experts.down_proj_scales": {
+          dtype: "U8",
+          shape: [16, 5120, 256],
+          data_offsets: [codes, codes + scales],
+        },
+      }),
+      codes + scales,
+    );
+    const out = join(work, "experts-halves");
+    const run = await weights(["convert", file, out, "--to", "mxfp4", "--layout", "halves", "--no-progress"]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.peak).toBeLessThan(BOUND + CHUNK);
+    expect((await readdir(out)).sort()).toEqual(["config.json", "experts.safetensors"]);
+    await rm(out, { recursive: true, force: true });
+  }, 300_000);
+
   it("converts and verifies one 192 MiB row in bounded chunks", async () => {
     const out = join(work, "long-row-out");
     const converted = await weights([

@@ -76,6 +76,40 @@ describe("bringup weights", () => {
     expect(verified.exitCode).toBeUndefined();
   });
 
+  it("convert --layout halves re-lays out MXFP4 codes, proven, and refuses another target", async () => {
+    const halves = await run([
+      "convert",
+      join(work, "src"),
+      join(work, "halves"),
+      "--to",
+      "mxfp4",
+      "--layout",
+      "halves",
+    ]);
+    expect(halves.error).toBeUndefined();
+    expect(halves.out).toMatch(/e\.w\s+mxfp4\s+mxfp4 \(halves order\)\s+exact, verified bit for bit/);
+    const inspected = JSON.parse((await run(["inspect", join(work, "halves"), "--json"])).out);
+    expect(inspected.weights[0]).toMatchObject({
+      name: "e.w",
+      format: "mxfp4 (halves order)",
+      parts: ["e.w_hblocks", "e.w_scales"],
+    });
+    expect(
+      JSON.parse((await run(["verify", join(work, "src"), join(work, "halves"), "--json"])).out).ok,
+    ).toBe(true);
+    const refused = await run([
+      "convert",
+      join(work, "src"),
+      join(work, "no"),
+      "--to",
+      "fp8",
+      "--layout",
+      "halves",
+    ]);
+    expect(String(refused.error)).toMatch(/layout halves .* use it with --to mxfp4/);
+    expect(await readdir(work)).not.toContain("no");
+  });
+
   it("relayout round-trips with verify reporting identical bytes", async () => {
     const there = await run([
       "relayout",

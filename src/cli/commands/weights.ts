@@ -7,11 +7,13 @@ import { checkNewOutput } from "../../common/fs-errors.js";
 import {
   type ConvertReport,
   type ConvertTarget,
-  convertCheckpoint,
+  convertWeights,
   type Fp8Block,
   type InspectReport,
   inspectCheckpoint,
   isPackedDirectory,
+  MXFP4_LAYOUTS,
+  type Mxfp4Layout,
   type RelayoutRules,
   relayoutCheckpoint,
   type VerifyReport,
@@ -89,6 +91,7 @@ function workers(value: string | undefined): number | undefined {
 interface ConvertFlags {
   to: ConvertTarget;
   fp8Block: Fp8Block;
+  layout: Mxfp4Layout;
   allowInexact?: boolean;
   allowNonFinite?: boolean;
   workers?: string;
@@ -117,6 +120,14 @@ function addConvert(weights: Command): void {
       )
         .choices(["tile128", "block32"])
         .default("tile128"),
+    )
+    .addOption(
+      new Option(
+        "--layout <order>",
+        "MXFP4 code order with --to mxfp4: the public OCP order, or halves (each byte a value and the one 16 later, in the order the engine's fused MXFP4 decode reads with three shuffles fewer a block)",
+      )
+        .choices([...MXFP4_LAYOUTS])
+        .default("ocp"),
     )
     .option("--allow-inexact", "convert tensors that cannot be exact, reporting the largest error")
     .option("--workers <n>", "worker threads (default 2 where two cores are idle, else 1; 0 = none)")
@@ -152,8 +163,9 @@ function addConvert(weights: Command): void {
       let report: ConvertReport;
       try {
         await checkNewOutput(resolve(dst));
-        report = await convertCheckpoint(src, dst, {
+        report = await convertWeights(src, dst, {
           to: flags.to,
+          layout: flags.layout,
           fp8Block: flags.fp8Block,
           allowInexact: flags.allowInexact === true,
           allowNonFinite: flags.allowNonFinite === true,

@@ -25,6 +25,8 @@ export interface KernelModules {
     readonly module: WasmModule;
     /** matmul/mxfp4-decode.wat, relaxed or plain. */
     readonly decode: WasmModule;
+    /** Its `.halves` build, for codes in halves order (Weight.mxfp4Order). */
+    readonly decodeHalves: WasmModule;
     readonly halfScales: number;
     readonly scratchTokens: number;
   };
@@ -67,12 +69,12 @@ export function kernelThread(modules: KernelModules, memory: WasmMemory | undefi
     tile: instance(modules.tile, instantiateTile),
     mxfp4: instance(modules.mxfp4?.module, (m, mem) => {
       const { mxfp4: rows } = instantiateWasm(m, mem) as { mxfp4: Mxfp4Rows["rows"] };
-      const { decode } = instantiateWasm(modules.mxfp4?.decode as WasmModule, mem) as {
-        decode: Mxfp4Rows["decode"];
-      };
+      const decoder = (module: WasmModule | undefined) =>
+        (instantiateWasm(module as WasmModule, mem) as { decode: Mxfp4Rows["decode"] }).decode;
       return {
         rows,
-        decode,
+        decode: decoder(modules.mxfp4?.decode),
+        decodeHalves: decoder(modules.mxfp4?.decodeHalves),
         halfScales: modules.mxfp4?.halfScales as number,
         scratchTokens: modules.mxfp4?.scratchTokens as number,
       };

@@ -107,9 +107,11 @@ function mxfp4Modules(
   }
   const module = compileKernel(fma ? "matmul/mxfp4-rows" : "matmul/mxfp4-rows.unfused");
   const decode = compileKernel("matmul/mxfp4-decode") ?? compileKernel("matmul/mxfp4-decode.plain-swizzle");
-  return module === undefined || decode === undefined
+  const decodeHalves =
+    compileKernel("matmul/mxfp4-decode.halves") ?? compileKernel("matmul/mxfp4-decode.halves.plain-swizzle");
+  return module === undefined || decode === undefined || decodeHalves === undefined
     ? {}
-    : { mxfp4: { module, decode, halfScales, scratchTokens: switches.mxfp4ScratchTokens } };
+    : { mxfp4: { module, decode, decodeHalves, halfScales, scratchTokens: switches.mxfp4ScratchTokens } };
 }
 
 /**

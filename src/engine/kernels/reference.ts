@@ -1,3 +1,4 @@
+import { HALVES_BYTE_OF } from "../../formats/mxfp4-halves.js";
 import { quadIndex } from "../tensor/row-quads.js";
 import type { Weight } from "../tensor/weight.js";
 
@@ -60,8 +61,11 @@ export function weightAt(w: Weight, n: number, k: number): number {
       );
     }
     case "mxfp4": {
-      const byte = w.data[i >> 1] as number;
-      const nibble = i % 2 === 0 ? byte & 15 : byte >> 4;
+      // OCP order: value i in byte i >> 1, odd values high; halves order: value j of a block of 32
+      // in byte HALVES_BYTE_OF[j mod 16] of its 16, values from 16 on high.
+      const halves = w.mxfp4Order === "halves";
+      const byte = w.data[halves ? ((i >> 5) << 4) | (HALVES_BYTE_OF[i & 15] as number) : i >> 1] as number;
+      const nibble = (halves ? i & 16 : i % 2) === 0 ? byte & 15 : byte >> 4;
       const e = (w.mxScales as Uint8Array)[i >> 5] as number;
       return decodeE2m1(nibble) * (e === 255 ? Number.NaN : 2 ** (e - 127));
     }

@@ -7,7 +7,8 @@ import type { WasmModule } from "../../common/wasm-runtime.js";
  * "matmul-tile" multiplies and adds in one fused step (relaxed SIMD); "matmul-tile.unfused" is the
  * same tile with a mul then an add, and likewise "mxfp4-rows" (the fused MXFP4 matmul).
  * "mxfp4-decode" (its scratch form's decode) swizzles with relaxed SIMD; "mxfp4-decode.plain-swizzle"
- * without it, to the same bits.
+ * without it, to the same bits; "mxfp4-decode.halves" (and its plain-swizzle build) decodes codes
+ * in the halves order of a re-laid-out checkpoint (scripts/build-kernels.mjs).
  * "mxfp4-int8" dots on relaxed integer dot products; "mxfp4-int8.plain-dot" makes the same sums
  * from plain SIMD.
  */
@@ -18,6 +19,8 @@ export type KernelBinary =
   | "matmul/mxfp4-rows.unfused"
   | "matmul/mxfp4-decode"
   | "matmul/mxfp4-decode.plain-swizzle"
+  | "matmul/mxfp4-decode.halves"
+  | "matmul/mxfp4-decode.halves.plain-swizzle"
   | "matmul/mxfp4-int8"
   | "matmul/mxfp4-int8.plain-dot"
   | "matmul/fp8-rows"

@@ -1,7 +1,13 @@
 import { readFile } from "node:fs/promises";
 import { basename, join, resolve } from "node:path";
 import { BringupError } from "../../common/errors.js";
-import { isPackedDirectory, openCheckpoint } from "../../formats/index.js";
+import {
+  HALVES_BLOCKS_SUFFIX,
+  isPackedDirectory,
+  MXFP4_HALVES,
+  MXFP4_LAYOUT_KEY,
+  openCheckpoint,
+} from "../../formats/index.js";
 import type { LoadedModel } from "../model/loaded-model.js";
 import { findArchitecture } from "../models/registry.js";
 import { TextTokenizer } from "../tokenizer/tokenizer.js";
@@ -52,6 +58,7 @@ export async function loadModel(
   const { tensors, numParameters, source } = (await isPackedDirectory(dir))
     ? await readPackedWeights(dir)
     : await readSafetensorsWeights(dir);
+  checkMxfp4Layout(configJson as Record<string, unknown>, configPath, tensors.keys());
   const model = buildModel(resolved, (n) => tensors.get(n), [...tensors.keys()], source);
   return {
     name: options.name ?? basename(dir),
@@ -88,6 +95,36 @@ async function readSafetensorsWeights(dir: string): Promise<HostWeights> {
     await checkpoint.close();
   }
   return { tensors, numParameters, source: dir };
+}
+
+/**
+ * config.json's MXFP4 code order (`mxfp4_layout`, written by `bringup weights convert --layout
+ * halves`) against the tensors: absent with codes in OCP order (`W_blocks`), "halves" with codes
+ * re-laid out (`W_hblocks`). An order this engine does not know, or halves codes without the
+ * marker (a copy that lost its config.json), is refused naming the field or the tensor.
+ */
+function checkMxfp4Layout(
+  config: Record<string, unknown>,
+  configPath: string,
+  names: Iterable<string>,
+): void {
+  const layout = config[MXFP4_LAYOUT_KEY];
+  if (layout !== undefined && layout !== MXFP4_HALVES) {
+    throw new BringupError(
+      "MODEL_MXFP4_LAYOUT_UNKNOWN",
+      `${configPath}: ${MXFP4_LAYOUT_KEY} ${JSON.stringify(layout)} is not an MXFP4 code order this engine reads (only "${MXFP4_HALVES}", from \`bringup weights convert --layout halves\`); convert the original checkpoint again.`,
+      { subject: `${configPath}#${MXFP4_LAYOUT_KEY}` },
+    );
+  }
+  if (layout === MXFP4_HALVES) return;
+  for (const name of names) {
+    if (!name.endsWith(HALVES_BLOCKS_SUFFIX)) continue;
+    throw new BringupError(
+      "MODEL_MXFP4_LAYOUT_UNKNOWN",
+      `${name}: MXFP4 codes in halves order, but ${configPath} has no ${MXFP4_LAYOUT_KEY}: "${MXFP4_HALVES}"; restore the config.json \`bringup weights convert --layout halves\` wrote.`,
+      { subject: name },
+    );
+  }
 }
 
 async function readJson(path: string, required: true): Promise<unknown>;

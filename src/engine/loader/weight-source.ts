@@ -1,5 +1,5 @@
 import { BringupError } from "../../common/errors.js";
-import { decodeToFloat32 } from "../../formats/index.js";
+import { decodeToFloat32, HALVES_BLOCKS_SUFFIX, MXFP4_HALVES } from "../../formats/index.js";
 import { weightAt } from "../kernels/reference.js";
 import { fromRowQuads, inRowQuads, tileLayout } from "../tensor/row-quads.js";
 import { checkWeight, shareArray, type Weight } from "../tensor/weight.js";
@@ -55,10 +55,11 @@ export class WeightSource {
    * plain `<base>` [count, rows, cols] in f32. Each matrix is a view of its slice, not a copy.
    */
   stackedMatrices(base: string, count: number, rows: number, cols: number): Weight[] {
-    const blocks = this.recordingLookup(`${base}_blocks`);
-    if (blocks !== undefined) {
+    const codes = mxfp4Codes(base, this.recordingLookup);
+    if (codes !== undefined) {
+      const { blocks, name: blocksName, order } = codes;
       const scales = this.need(`${base}_scales`);
-      expectShape(blocks, `${base}_blocks`, [count, rows, cols / 32, 16], this.source);
+      expectShape(blocks, blocksName, [count, rows, cols / 32, 16], this.source);
       expectShape(scales, `${base}_scales`, [count, rows, cols / 32], this.source);
       checkMxScales(scales, `${base}_scales`, this.source);
       this.markMxfp4();
@@ -73,6 +74,7 @@ export class WeightSource {
           cols,
           data: data.subarray(e * bytes, (e + 1) * bytes),
           mxScales: mxScales.subarray(e * groups, (e + 1) * groups),
+          ...order,
         };
         checkWeight(w, `${base}[${e}]`);
         return w;
@@ -246,13 +248,15 @@ function toWeight(
   source: string,
 ): Weight {
   // MXFP4 (OCP layout as gpt-oss stores it): `<name>_blocks` [rows, cols/32, 16] of packed E2M1 and
-  // `<name>_scales` [rows, cols/32] of E8M0, where <name> is `<base>.weight` or `<base>` itself.
-  const mxName = lookup(`${base}.weight_blocks`) !== undefined ? `${base}.weight` : base;
-  const blocks = lookup(`${mxName}_blocks`);
+  // `<name>_scales` [rows, cols/32] of E8M0, where <name> is `<base>.weight` or `<base>` itself
+  // (or the codes re-laid out in halves order, `<name>_hblocks`).
+  const mxName = mxfp4Codes(`${base}.weight`, lookup) !== undefined ? `${base}.weight` : base;
+  const codes = mxfp4Codes(mxName, lookup);
   let w: Weight;
-  if (blocks !== undefined) {
+  if (codes !== undefined) {
+    const { blocks, name: blocksName, order } = codes;
     const scales = need(`${mxName}_scales`);
-    expectShape(blocks, `${mxName}_blocks`, [rows, cols / 32, 16], source);
+    expectShape(blocks, blocksName, [rows, cols / 32, 16], source);
     expectShape(scales, `${mxName}_scales`, [rows, cols / 32], source);
     checkMxScales(scales, `${mxName}_scales`, source);
     w = {
@@ -261,6 +265,7 @@ function toWeight(
       cols,
       data: share(blocks.data as Uint8Array),
       mxScales: share(scales.data as Uint8Array),
+      ...order,
     };
   } else {
     const name = `${base}.weight`;
@@ -305,6 +310,23 @@ function toWeight(
   }
   checkWeight(w, base);
   return w;
+}
+
+/**
+ * The MXFP4 codes of weight `name`: `<name>_blocks` in OCP order, or `<name>_hblocks` in halves
+ * order (formats/mxfp4-halves.ts), with the order a Weight records; undefined where neither is.
+ */
+function mxfp4Codes(
+  name: string,
+  lookup: TensorLookup,
+): { blocks: HostTensor; name: string; order: { mxfp4Order?: "halves" } } | undefined {
+  const ocp = lookup(`${name}_blocks`);
+  if (ocp !== undefined) return { blocks: ocp, name: `${name}_blocks`, order: {} };
+  const halvesName = `${name}${HALVES_BLOCKS_SUFFIX}`;
+  const halves = lookup(halvesName);
+  return halves === undefined
+    ? undefined
+    : { blocks: halves, name: halvesName, order: { mxfp4Order: MXFP4_HALVES } };
 }
 
 /**

@@ -203,6 +203,8 @@ export const COMMON_UNREAD_FIELDS: UnreadFields = {
   aux_loss_alpha: "training only: the weight of the load-balancing loss.",
   seq_aux: "training only: the sequence-level auxiliary loss.",
   ep_size: "a serving hint (expert parallelism); it does not change the result.",
+  mxfp4_layout:
+    "the MXFP4 code order of a checkpoint `bringup weights convert --layout halves` re-laid out; the loader reads it (load-model.ts), not the family.",
 };
 
 /**

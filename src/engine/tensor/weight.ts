@@ -19,6 +19,9 @@ export const DTYPE_CODE: Record<WeightDtype, number> = { f32: 0, bf16: 1, f16: 2
  *   (per-tensor when the block covers the whole matrix), as in HF `weight_scale_inv`.
  * - mxfp4: `data` Uint8Array of rows*cols/2 (two E2M1 values a byte, low nibble first);
  *   `mxScales` Uint8Array of rows*cols/32 E8M0 exponents, one per 32 consecutive values of a row.
+ *   With `mxfp4Order` "halves" (a checkpoint re-laid out by `bringup weights convert --layout
+ *   halves`, formats/mxfp4-halves.ts), byte i of each block of 16 holds value HALVES_ORDER[i] in
+ *   its low nibble and that value + 16 in its high one.
  */
 export interface Weight {
   readonly dtype: WeightDtype;
@@ -27,6 +30,7 @@ export interface Weight {
   readonly data: Float32Array | Uint16Array | Uint8Array;
   readonly scale?: { readonly data: Float32Array; readonly blockRows: number; readonly blockCols: number };
   readonly mxScales?: Uint8Array;
+  readonly mxfp4Order?: "halves";
   /** How an f32 weight's values lie in `data` (absent: row-major). */
   readonly layout?: "row-quads";
 }

@@ -1,3 +1,4 @@
+import { HALVES_ORDER } from "../../../formats/mxfp4-halves.js";
 import { quadRow, quadRows } from "../../tensor/row-quads.js";
 import { DTYPE_CODE, type Weight } from "../../tensor/weight.js";
 import type { WasmArena } from "../wasm-arena.js";
@@ -74,6 +75,9 @@ export function mxfp4Tables(): Uint8Array {
   return bytes;
 }
 
+/** Which value of its block of 32 the low nibble of byte j holds, in OCP order (2j; 2j + 1 above). */
+const OCP_LOW: readonly number[] = Array.from({ length: 16 }, (_, j) => 2 * j);
+
 /** A weight as the kernel reads it: its storage dtype's code (DTYPE_CODE) and its arrays. */
 export interface WeightParts {
   readonly dtype: number;
@@ -86,6 +90,8 @@ export interface WeightParts {
   readonly scaleBlockRows: number;
   readonly scaleBlockCols: number;
   readonly mxScales: Uint8Array | null;
+  /** MXFP4 codes in halves order (Weight.mxfp4Order). */
+  readonly halves: boolean;
   /** Whether an f32 weight's rows lie in row quads (tensor/row-quads.ts) rather than row-major. */
   readonly quads: boolean;
 }
@@ -105,6 +111,7 @@ export function weightParts(w: Weight, arena: WasmArena | null): WeightParts {
     scaleBlockRows: w.scale?.blockRows ?? 1,
     scaleBlockCols: w.scale?.blockCols ?? 1,
     mxScales: w.mxScales ?? null,
+    halves: w.mxfp4Order === "halves",
     quads: w.layout === "row-quads",
   };
 }
@@ -170,6 +177,8 @@ export interface Mxfp4Rows {
     ldo: number,
   ) => void;
   decode: (blocks: number, scales: number, tables: number, out: number, count: number) => void;
+  /** The same for codes in halves order (matmul/mxfp4-decode.wat's `.halves` build). */
+  decodeHalves: (blocks: number, scales: number, tables: number, out: number, count: number) => void;
   readonly halfScales: number;
   readonly scratchTokens: number;
 }
@@ -198,6 +207,7 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
     scaleBlockRows,
     scaleBlockCols,
     mxScales,
+    halves,
     quads,
   } = range.weight;
   const { tables, tile: simd } = thread;
@@ -238,14 +248,18 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
       const e8 = tables.e8m0;
       const byteBase = (n * K) >> 1;
       const scaleBase = (n * K) >> 5;
+      // OCP order: byte j holds values 2j and 2j + 1; halves order: HALVES_ORDER[j] and 16 more.
+      const lowAt = halves ? HALVES_ORDER : OCP_LOW;
+      const high = halves ? 16 : 1;
       for (let blk = 0; blk < K >> 5; blk++) {
         const s = e8[scales[scaleBase + blk] as number] as number;
         const b0 = byteBase + blk * 16;
         const k0 = dst + blk * 32;
         for (let j = 0; j < 16; j++) {
           const byte = src[b0 + j] as number;
-          scratch[k0 + 2 * j] = (lut[byte & 15] as number) * s;
-          scratch[k0 + 2 * j + 1] = (lut[byte >> 4] as number) * s;
+          const at = k0 + (lowAt[j] as number);
+          scratch[at] = (lut[byte & 15] as number) * s;
+          scratch[at + high] = (lut[byte >> 4] as number) * s;
         }
       }
     }
@@ -279,7 +293,10 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
         ? (thread.fp8 ?? null)
         : null;
     // MXFP4 on integer dot products: the input quantized once into the x area, then every row.
-    const int8 = dtype === 4 && wOffset >= 0 && scalesOffset >= 0 ? (thread.mxfp4Int8 ?? null) : null;
+    // Its input quantization pairs low nibbles with even inputs, OCP's order: codes in halves order
+    // take the exact decode instead (the fused one where the pool has it, else unpacked).
+    const int8 =
+      dtype === 4 && wOffset >= 0 && scalesOffset >= 0 && !halves ? (thread.mxfp4Int8 ?? null) : null;
     const qAt = S * 4;
     // It fits: quantizedBytes(M, K) is 1.625 bytes a value, the x area 4.
     const qsAt = int8 === null ? -1 : quantizeInput(x, M, K, simd.memory.buffer, qAt);
@@ -298,7 +315,8 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
         if (!direct) fromOutArea(c0, rows);
         continue;
       }
-      if (packed !== null && M < packed.scratchTokens) {
+      // The in-loop form reads OCP order only; halves order always takes the scratch decode.
+      if (packed !== null && M < packed.scratchTokens && !halves) {
         // MXFP4 rows decoded inside the SIMD loop (matmul/mxfp4-rows.wat), the rows area as its
         // accumulators: the tile's operations on the unpacked rows, so the same bits.
         const direct = outOffset >= 0;
@@ -341,7 +359,8 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
           // bits), then the tile over them.
           const blocks = ((rows - r0) * K) / 32;
           const first = ((c0 + r0) * K) / 32;
-          packed.decode(wOffset + first * 16, scalesOffset + first, packed.halfScales, W * 4, blocks);
+          const decode = halves ? packed.decodeHalves : packed.decode;
+          decode(wOffset + first * 16, scalesOffset + first, packed.halfScales, W * 4, blocks);
         } else if (fp8 !== null) {
           // The chunk's FP8 rows decoded once (the table decoding's exact values), then the tile.
           const scaleRowBytes = Math.ceil(K / scaleBlockCols) * 4;
