@@ -42,7 +42,8 @@ import {
 } from "../src/engine/index.js";
 import { MatmulPool } from "../src/engine/kernels/pool.js";
 import { Rng } from "../src/engine/tensor/random.js";
-import { shareArray } from "../src/engine/tensor/weight.js";
+import { tileLayout } from "../src/engine/tensor/row-quads.js";
+import { shareArray, type Weight } from "../src/engine/tensor/weight.js";
 import { abVerdict } from "../src/records/interval.js";
 import { fmaPeak } from "./fma-peak.js";
 import { type GgufTensor, gguf, ggufBpeTokenizer, writeGguf } from "./gguf-writer.js";
@@ -215,12 +216,8 @@ async function toGguf(files: TinyModelFiles, path: string): Promise<void> {
 function tileRate(M: number, K: number, N: number): number {
   const rng = new Rng(1);
   const pool = new MatmulPool(threads);
-  const weight = {
-    dtype: "f32" as const,
-    rows: N,
-    cols: K,
-    data: shareArray(rng.fillNormal(new Float32Array(N * K), 0.05)),
-  };
+  const data = shareArray(rng.fillNormal(new Float32Array(N * K), 0.05));
+  const weight: Weight = { dtype: "f32", rows: N, cols: K, data, ...tileLayout(data, N, K) };
   const x = rng.fillNormal(new Float32Array(M * K), 1);
   const out = new Float32Array(M * N);
   let best = 0;

@@ -1,4 +1,5 @@
 import { BringupError } from "../../common/errors.js";
+import { quadRow } from "../tensor/row-quads.js";
 import type { Weight } from "../tensor/weight.js";
 import { weightAt } from "./reference.js";
 
@@ -17,7 +18,10 @@ export function embed(table: Weight, tokens: ArrayLike<number>, out: Float32Arra
     }
     const o = t * dim;
     const base = id * dim;
-    if (table.dtype === "f32") {
+    if (table.dtype === "f32" && table.layout === "row-quads") {
+      // A tied LM head's table, laid out for the matmul tile.
+      quadRow(table.data as Float32Array, 0, table.rows, dim, id, out, o);
+    } else if (table.dtype === "f32") {
       out.set(table.data.subarray(base, base + dim) as Float32Array, o);
     } else if (table.dtype === "bf16") {
       for (let i = 0; i < dim; i++) {

@@ -1,3 +1,4 @@
+import { quadIndex } from "../tensor/row-quads.js";
 import type { Weight } from "../tensor/weight.js";
 
 /**
@@ -44,7 +45,7 @@ export function weightAt(w: Weight, n: number, k: number): number {
   const i = n * w.cols + k;
   switch (w.dtype) {
     case "f32":
-      return w.data[i] as number;
+      return w.data[w.layout === "row-quads" ? quadIndex(n, k, w.rows, w.cols) : i] as number;
     case "bf16":
       return decodeBf16(w.data[i] as number);
     case "f16":

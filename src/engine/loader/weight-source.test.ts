@@ -229,3 +229,42 @@ describe("MXFP4 weights", () => {
     );
   });
 });
+
+describe("f32 matrices", () => {
+  const values = (n: number) => Float32Array.from({ length: n }, (_, i) => Math.sin(i + 1));
+
+  it("are laid out in row quads in the kernels' memory, read back row-major as tensors", () => {
+    const [rows, cols] = [6, 8];
+    const stored = values(rows * cols);
+    const tensors = new Map<string, HostTensor>([
+      ["proj.weight", { dtype: "F32", shape: [rows, cols], data: stored.slice() }],
+    ]);
+    const s = source(tensors);
+    const w = s.matrix("proj", rows, cols);
+    expect(w.layout).toBe("row-quads");
+    expect(wasmArena()?.offsetOf(w.data)).toBe(w.data.byteOffset);
+    const read = (m: Weight) =>
+      Array.from({ length: rows * cols }, (_, i) => weightAt(m, Math.floor(i / cols), i % cols));
+    expect(read(w)).toEqual(Array.from(stored));
+    // Read again, as a matrix or as a plain tensor (now that its copy in the memory is laid out).
+    expect(read(s.matrix("proj", rows, cols))).toEqual(Array.from(stored));
+    expect(Array.from(s.tensor("proj.weight", [rows, cols]))).toEqual(Array.from(stored));
+  });
+
+  it("stacked, are laid out expert by expert, each expert's view a row-quads matrix", () => {
+    const stored = values(E * ROWS * COLS);
+    const tensors = new Map<string, HostTensor>([
+      ["experts.down_proj", { dtype: "F32", shape: [E, ROWS, COLS], data: stored.slice() }],
+    ]);
+    const s = source(tensors);
+    const experts = s.stackedMatrices("experts.down_proj", E, ROWS, COLS);
+    experts.forEach((w, e) => {
+      expect(w.layout).toBe("row-quads");
+      const want = Array.from(stored.subarray(e * ROWS * COLS, (e + 1) * ROWS * COLS));
+      expect(
+        Array.from({ length: ROWS * COLS }, (_, i) => weightAt(w, Math.floor(i / COLS), i % COLS)),
+      ).toEqual(want);
+    });
+    expect(Array.from(s.tensor("experts.down_proj", [E, ROWS, COLS]))).toEqual(Array.from(stored));
+  });
+});

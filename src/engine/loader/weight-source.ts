@@ -1,6 +1,7 @@
 import { BringupError } from "../../common/errors.js";
 import { decodeToFloat32 } from "../../formats/index.js";
 import { weightAt } from "../kernels/reference.js";
+import { fromRowQuads, inRowQuads, tileLayout } from "../tensor/row-quads.js";
 import { checkWeight, shareArray, type Weight } from "../tensor/weight.js";
 import type { HostTensor, TensorLookup } from "./host-tensor.js";
 
@@ -117,12 +118,15 @@ export class WeightSource {
         { subject: name },
       );
     }
+    // Laid out in row quads where the tile reads it in place (once per tensor; row-quads.ts).
     const data = share(t.data as Float32Array);
+    const layout = tileLayout(data, rows, cols, count);
     return Array.from({ length: count }, (_, e) => ({
       dtype: "f32" as const,
       rows,
       cols,
       data: data.subarray(e * rows * cols, (e + 1) * rows * cols),
+      ...layout,
     }));
   }
 
@@ -263,9 +267,11 @@ function toWeight(
     const t = need(name);
     expectShape(t, name, [rows, cols], source);
     switch (t.dtype) {
-      case "F32":
-        w = { dtype: "f32", rows, cols, data: share(t.data) };
+      case "F32": {
+        const data = share(t.data as Float32Array);
+        w = { dtype: "f32", rows, cols, data, ...tileLayout(data, rows, cols) };
         break;
+      }
       case "BF16":
         w = { dtype: "bf16", rows, cols, data: share(t.data) };
         break;
@@ -368,8 +374,15 @@ function toVector(t: HostTensor, name: string, length: number, source: string): 
   return toFloat32(t, name);
 }
 
-/** Small tensors (norms, biases, scales) are decoded to f32 once at load. */
+/**
+ * Small tensors (norms, biases, scales) are decoded to f32 once at load; an f32 tensor already
+ * read as a matrix, and so laid out in row quads, is read back row-major.
+ */
 function toFloat32(t: HostTensor, name: string): Float32Array {
+  if (t.dtype === "F32" && inRowQuads(t.data)) {
+    const [rows = 1, cols = 1] = t.shape.slice(-2);
+    return fromRowQuads(t.data as Float32Array, rows, cols, t.data.length / (rows * cols));
+  }
   if (t.dtype === "F32") return new Float32Array(t.data as Float32Array);
   // E8M0 scales (DeepSeek-V4's FP8 block scales) are powers of two; 255 decodes to NaN.
   if (t.dtype === "F8_E8M0") return decodeToFloat32("F8_E8M0", t.data as Uint8Array, name);

@@ -8,10 +8,12 @@ export type WeightDtype = "f32" | "bf16" | "f16" | "fp8_e4m3" | "mxfp4";
 export const DTYPE_CODE: Record<WeightDtype, number> = { f32: 0, bf16: 1, f16: 2, fp8_e4m3: 3, mxfp4: 4 };
 
 /**
- * A 2-D weight [rows = output features, cols = input features], row-major, in its storage dtype.
+ * A 2-D weight [rows = output features, cols = input features], row-major (f32: or in row quads),
+ * in its storage dtype.
  * Buffers are SharedArrayBuffer-backed so matmul workers read them without copying.
  *
- * - f32: `data` Float32Array of rows*cols.
+ * - f32: `data` Float32Array of rows*cols; row-major unless `layout` says "row-quads" (rows in
+ *   groups of four interleaved every four values, as the matmul tile reads them: row-quads.ts).
  * - bf16 / f16: `data` Uint16Array of rows*cols raw bits.
  * - fp8_e4m3: `data` Uint8Array of rows*cols; `scale` multiplies blocks of blockRows x blockCols
  *   (per-tensor when the block covers the whole matrix), as in HF `weight_scale_inv`.
@@ -25,6 +27,8 @@ export interface Weight {
   readonly data: Float32Array | Uint16Array | Uint8Array;
   readonly scale?: { readonly data: Float32Array; readonly blockRows: number; readonly blockCols: number };
   readonly mxScales?: Uint8Array;
+  /** How an f32 weight's values lie in `data` (absent: row-major). */
+  readonly layout?: "row-quads";
 }
 
 /**

@@ -57,6 +57,11 @@ export function tinyModelFiles(
 export function countParameters(tensors: ReadonlyMap<string, HostTensor>): number {
   let n = 0;
   for (const [name, t] of tensors)
-    n += parameterCount(name, t.data.byteLength, t.shape.reduce((a, b) => a * b, 1), t.dtype);
+    n += parameterCount(
+      name,
+      t.data.byteLength,
+      t.shape.reduce((a, b) => a * b, 1),
+      t.dtype,
+    );
   return n;
 }

@@ -1,3 +1,4 @@
+import { quadRow, quadRows } from "../../tensor/row-quads.js";
 import { DTYPE_CODE, type Weight } from "../../tensor/weight.js";
 import type { WasmArena } from "../wasm-arena.js";
 import { type Mxfp4Int8, quantizeInput } from "./mxfp4-int8.js";
@@ -85,6 +86,8 @@ export interface WeightParts {
   readonly scaleBlockRows: number;
   readonly scaleBlockCols: number;
   readonly mxScales: Uint8Array | null;
+  /** Whether an f32 weight's rows lie in row quads (tensor/row-quads.ts) rather than row-major. */
+  readonly quads: boolean;
 }
 
 /**
@@ -102,6 +105,7 @@ export function weightParts(w: Weight, arena: WasmArena | null): WeightParts {
     scaleBlockRows: w.scale?.blockRows ?? 1,
     scaleBlockCols: w.scale?.blockCols ?? 1,
     mxScales: w.mxScales ?? null,
+    quads: w.layout === "row-quads",
   };
 }
 
@@ -194,14 +198,16 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
     scaleBlockRows,
     scaleBlockCols,
     mxScales,
+    quads,
   } = range.weight;
   const { tables, tile: simd } = thread;
   if (thread.scratch.length < 4 * K) thread.scratch = new Float32Array(4 * K);
   let scratch = thread.scratch;
   let scratchBits = new Uint32Array(scratch.buffer, scratch.byteOffset, scratch.length);
-  /** Dequantizes weight row n into scratch[dst, dst+K). */
+  /** Dequantizes weight row n into scratch[dst, dst+K) (f32: gathers it from row quads). */
   const unpack = (n: number, dst: number): void => {
-    if (dtype === 1) {
+    if (dtype === 0) quadRow(wData as Float32Array, 0, N, K, n, scratch, dst);
+    else if (dtype === 1) {
       const src = wData as Uint16Array;
       const base = n * K;
       for (let k = 0; k < K; k++) scratchBits[dst + k] = (src[base + k] as number) << 16;
@@ -310,19 +316,26 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
       // matrix, and from there into `out` row by row.
       const direct = outOffset >= 0 ? whole : 0;
       /** Groups [g0, g1) of this chunk, whose weight rows start at byte wAt. */
-      const run = (wAt: number, g0: number, g1: number): void => {
+      const run = (wAt: number, g0: number, g1: number, interleaved: boolean): void => {
         const split = Math.max(g0, Math.min(g1, direct));
-        if (split > g0) simd.tile(K, M, xAt, wAt, outOffset + (c0 + 4 * g0) * 4, split - g0, N * 4);
+        // Rows 16 bytes apart, k every 64 bytes (row quads), or K floats apart, k every 16 bytes.
+        const [rowStride, kStride] = interleaved ? [16, 64] : [K * 4, 16];
+        const o0 = outOffset + (c0 + 4 * g0) * 4;
+        if (split > g0) simd.tile(K, M, xAt, wAt, o0, split - g0, N * 4, rowStride, kStride);
+        const w1 = wAt + (split - g0) * 16 * K;
         if (g1 > split)
-          simd.tile(K, M, xAt, wAt + (split - g0) * 16 * K, (O + 4 * split) * 4, g1 - split, CHUNK * 4);
+          simd.tile(K, M, xAt, w1, (O + 4 * split) * 4, g1 - split, CHUNK * 4, rowStride, kStride);
       };
-      // Whole groups of rows straight from the weights; a ragged tail goes through the rows area,
-      // zero-padded, so the tile never reads past the weight.
-      const fromWeights = inPlace ? whole : 0;
-      if (fromWeights > 0) run(wOffset + c0 * K * 4, 0, fromWeights);
+      // Whole groups of rows straight from the weights (in row quads, groups of the layout's own:
+      // from a multiple of 4, before its ragged rows); other rows go through the rows area,
+      // row-major and zero-padded, so the tile never reads past the weight.
+      const aligned = quads ? (c0 % 4 === 0 ? Math.max(0, (quadRows(N) - c0) >> 2) : 0) : whole;
+      const fromWeights = inPlace ? Math.min(whole, aligned) : 0;
+      if (fromWeights > 0) run(wOffset + c0 * K * 4, 0, fromWeights, quads);
       if (fromWeights < groups) {
         const r0 = fromWeights * 4;
-        if (dtype === 0) heap.set((wData as Float32Array).subarray((c0 + r0) * K, (c0 + rows) * K), W);
+        if (dtype === 0 && !quads)
+          heap.set((wData as Float32Array).subarray((c0 + r0) * K, (c0 + rows) * K), W);
         else if (packed !== null) {
           // The chunk's MXFP4 rows decoded once (the fused kernel's exact values, so the same
           // bits), then the tile over them.
@@ -345,7 +358,7 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
           );
         } else for (let j = r0; j < rows; j++) unpack(c0 + j, W + (j - r0) * K);
         if (rows < groups * 4) heap.fill(0, W + (rows - r0) * K, W + (groups * 4 - r0) * K);
-        run(W * 4, fromWeights, groups);
+        run(W * 4, fromWeights, groups, false);
       }
       const first = direct * 4;
       if (first < rows) {
@@ -357,7 +370,8 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
     }
     return;
   }
-  const f32 = dtype === 0;
+  // Row-major f32 rows are read where they lie; row quads are gathered row by row like narrow rows.
+  const f32 = dtype === 0 && !quads;
   const w: Float32Array = f32 ? (wData as Float32Array) : scratch;
   let n = n0;
   for (; n + 4 <= n1; n += 4) {

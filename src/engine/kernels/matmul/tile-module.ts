@@ -4,11 +4,22 @@ import { compileKernel } from "../wasm-kernels.js";
 export type { WasmMemory, WasmModule };
 
 /**
- * The matmul's inner tile (matmul/matmul-tile.wat): tile(K, M, x, w, o, G, ldo) writes the dot
- * products of M input rows with 4G weight rows, byte offsets into the shared memory.
+ * The matmul's inner tile (matmul/matmul-tile.wat): tile(K, M, x, w, o, G, ldo, rowStride, kStride)
+ * writes the dot products of M input rows with 4G weight rows, byte offsets into the shared
+ * memory; the rows are row-major (rowStride 4K, kStride 16) or in row quads (16, 64).
  */
 export interface SimdTile {
-  tile: (K: number, M: number, x: number, w: number, o: number, G: number, ldo: number) => void;
+  tile: (
+    K: number,
+    M: number,
+    x: number,
+    w: number,
+    o: number,
+    G: number,
+    ldo: number,
+    rowStride: number,
+    kStride: number,
+  ) => void;
   memory: WasmMemory;
   /** This thread's scratch region in the memory: byte offset and size. */
   base: number;
