@@ -64,10 +64,10 @@
       (local.set $s3 (i32.add (local.get $scales) (i32.mul (local.get $r3) (local.get $nBlocks))))
       ;; The next group's codes, a cache line a block (the four rows' 64 bytes), read ahead so they
       ;; are on their way: short rows from memory are four short streams a prefetcher barely sees.
-      ;; Only where the next group is near (K <= 8192); else, and at the last group, this group's
-      ;; own, which it reads anyway.
+      ;; Only where the next group is near (K <= 8192) and four whole rows of this call (so no read
+      ;; past the weight); else this group's own, which it reads anyway.
       (local.set $ahead (select (i32.add (local.get $b3) (i32.shr_u (local.get $K) (i32.const 1))) (local.get $b0)
-        (i32.and (i32.lt_u (i32.add (local.get $n) (i32.const 4)) (local.get $N))
+        (i32.and (i32.le_u (i32.add (local.get $n) (i32.const 8)) (local.get $N))
           (i32.le_u (local.get $K) (i32.const 8192)))))
       (local.set $m (i32.const 0))
       (loop $inputs
