@@ -31,7 +31,8 @@
  *
  * With --profile PATH the int8 arm then decodes once more under V8's sampling profiler (100 µs):
  * the profile is written to PATH, and each function's share of the samples printed (a
- * WebAssembly kernel shows as wasm-function[0] of its module's hash).
+ * WebAssembly kernel shows as wasm-function[0] of its module's hash), leaving out the inspector's
+ * own stopping of the profiler.
  *
  *   npx tsx bench/moe-expert-paths.ts [--hidden 1024] [--intermediate 1024] [--experts 32] [--rounds 5] [--llama-cpp]
  */
@@ -333,6 +334,7 @@ async function llamaCppArm(path: string, bytes: number): Promise<Arm> {
 interface ProfileNode {
   readonly id: number;
   readonly callFrame: { readonly functionName: string; readonly url: string };
+  readonly children?: number[];
 }
 
 /** One decode of `arm` under the sampling profiler: the profile to `path`, then self time by function. */
@@ -346,10 +348,16 @@ async function profileDecode(arm: Arm, prompt: number[], path: string): Promise<
   const { profile } = await session.post("Profiler.stop");
   session.disconnect();
   await writeFileAtomic(path, JSON.stringify(profile));
-  const frames = new Map((profile.nodes as ProfileNode[]).map((n) => [n.id, n.callFrame]));
+  const nodes = profile.nodes as ProfileNode[];
+  const frames = new Map(nodes.map((n) => [n.id, n.callFrame]));
+  const parents = new Map(nodes.flatMap((n) => (n.children ?? []).map((c) => [c, n.id] as const)));
+  /** Whether a sample lies under the inspector's own calls (stopping the profiler), not the decode's. */
+  const profiler = (id: number | undefined): boolean =>
+    id !== undefined && (frames.get(id)?.url.startsWith("node:inspector") || profiler(parents.get(id)));
   const self = new Map<string, number>();
   let total = 0;
   (profile.samples ?? []).forEach((id, i) => {
+    if (profiler(id)) return;
     const frame = frames.get(id);
     const dt = profile.timeDeltas?.[i] ?? 0;
     const name = `${frame?.functionName || "(anonymous)"} ${frame?.url.split("/").at(-1) ?? ""}`;
