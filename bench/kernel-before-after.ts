@@ -29,7 +29,8 @@
  *   run as mxfp4-decode's; G weights/s per core.
  * - mxfp4-int8 (matmul/mxfp4-int8.wat): the integer MXFP4 rows over the same MXFP4 weights as
  *   mxfp4-decode's, at M = 1 and 4 input rows quantized by mxfp4-int8.ts, 64 rows a call as the
- *   matmul calls it; G weights/s (times M) per core.
+ *   matmul calls it; G weights/s (times M) per core. Then at M = 1 over 16 of 64 experts
+ *   [2048, 1024] picked at random, as MoE decode steps read them (64 MiB, past L3).
  *
  * --chunk sets the rows a decode writes before the tile reads them back (64, the matmul's, by
  * default: 64 rows of K = 2880 are 720 KiB, beyond L1, within L2), --after-chunk the after arm's
@@ -251,6 +252,43 @@ if (kernel === "tile") {
       },
     });
   }
+  // The MoE bench's experts: 64 of [2048, 1024] (64 MiB of codes, past L3), 16 at random a run
+  // (a fixed sequence) as decode steps pick them, each read cold-ish rather than as one stream.
+  const [E, rows] = [64, 2048];
+  const stack = mxfp4Weights(E * rows, 1024);
+  const picks = Array.from({ length: 16 }, () => rng.nextU32() % E);
+  const x = rng.fillNormal(new Float32Array(1024), 1);
+  const q = allocate(quantizedBytes(1, 1024));
+  const qs = quantizeInput(x, 1, 1024, memory.buffer, q);
+  const o = allocate(picks.length * rows * 4);
+  cases.push({
+    label: `integer MXFP4 rows, M=1, 16 of 64 experts [${rows}, 1024] at random`,
+    unit: "G weights/s",
+    work: picks.length * rows * 1024,
+    outAt: () => o,
+    outBytes: picks.length * rows * 4,
+    run: (arm) => {
+      const chunk = chunkOf(arm);
+      picks.forEach((e, i) => {
+        for (let c0 = 0; c0 < rows; c0 += chunk) {
+          const r = e * rows + c0;
+          const at = o + (i * rows + c0) * 4;
+          arm.mxfp4_int8?.(
+            1024,
+            1,
+            q,
+            qs,
+            stack.codes + r * 512,
+            stack.scales + r * 32,
+            stack.tables,
+            at,
+            chunk,
+            rows * 4,
+          );
+        }
+      });
+    },
+  });
 } else {
   const [N, K] = [2880, decodeK];
   const { tables, codes, scales } = mxfp4Weights(N, K);

@@ -29,14 +29,21 @@
  * Its greedy tokens are checked against the fused arm's before anything is timed, and printed
  * as how many of the first tokens agree (f32 sums in another order may part ways late).
  *
+ * With --profile PATH the int8 arm then decodes once more under V8's sampling profiler (100 µs):
+ * the profile is written to PATH, and each function's share of the samples printed (a
+ * WebAssembly kernel shows as wasm-function[0] of its module's hash), leaving out the inspector's
+ * own stopping of the profiler.
+ *
  *   npx tsx bench/moe-expert-paths.ts [--hidden 1024] [--intermediate 1024] [--experts 32] [--rounds 5] [--llama-cpp]
  */
 import { mkdtemp, rm } from "node:fs/promises";
+import { Session } from "node:inspector/promises";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { median } from "simple-statistics";
 import { blockedRatioInterval } from "../src/bench/index.js";
+import { writeFileAtomic } from "../src/common/atomic-write.js";
 import {
   Engine,
   type HostTensor,
@@ -64,6 +71,8 @@ const USAGE = `usage: npx tsx bench/moe-expert-paths.ts [options]
   --rounds N        measured rounds, arms alternated, after one warm-up round (default 5)
   --llama-cpp       add llama.cpp on the same MXFP4 weights as a fifth arm
   --llama-threads N llama.cpp's threads (default: --threads)
+  --profile PATH    after the rounds, a CPU profile of the int8 arm decoding --decode tokens,
+                    written to PATH (.cpuprofile) and summed by function
   --help            print this and exit
 `;
 const { values: args } = parseArgs({
@@ -78,6 +87,7 @@ const { values: args } = parseArgs({
     rounds: { type: "string", default: "5" },
     "llama-cpp": { type: "boolean", default: false },
     "llama-threads": { type: "string" },
+    profile: { type: "string" },
     help: { type: "boolean", default: false },
   },
 });
@@ -321,6 +331,46 @@ async function llamaCppArm(path: string, bytes: number): Promise<Arm> {
   };
 }
 
+interface ProfileNode {
+  readonly id: number;
+  readonly callFrame: { readonly functionName: string; readonly url: string };
+  readonly children?: number[];
+}
+
+/** One decode of `arm` under the sampling profiler: the profile to `path`, then self time by function. */
+async function profileDecode(arm: Arm, prompt: number[], path: string): Promise<void> {
+  const session = new Session();
+  session.connect();
+  await session.post("Profiler.enable");
+  await session.post("Profiler.setSamplingInterval", { interval: 100 });
+  await session.post("Profiler.start");
+  const run = await arm.decode(prompt);
+  const { profile } = await session.post("Profiler.stop");
+  session.disconnect();
+  await writeFileAtomic(path, JSON.stringify(profile));
+  const nodes = profile.nodes as ProfileNode[];
+  const frames = new Map(nodes.map((n) => [n.id, n.callFrame]));
+  const parents = new Map(nodes.flatMap((n) => (n.children ?? []).map((c) => [c, n.id] as const)));
+  /** Whether a sample lies under the inspector's own calls (stopping the profiler), not the decode's. */
+  const profiler = (id: number | undefined): boolean =>
+    id !== undefined && (frames.get(id)?.url.startsWith("node:inspector") || profiler(parents.get(id)));
+  const self = new Map<string, number>();
+  let total = 0;
+  (profile.samples ?? []).forEach((id, i) => {
+    if (profiler(id)) return;
+    const frame = frames.get(id);
+    const dt = profile.timeDeltas?.[i] ?? 0;
+    const name = `${frame?.functionName || "(anonymous)"} ${frame?.url.split("/").at(-1) ?? ""}`;
+    self.set(name, (self.get(name) ?? 0) + dt);
+    total += dt;
+  });
+  process.stdout.write(
+    `\n${arm.name} profiled over ${run.tokens.length} tokens (${run.cpuRate.toFixed(2)} tok per CPU-s), written to ${path}; self time by function:\n`,
+  );
+  for (const [name, t] of [...self].sort((a, b) => b[1] - a[1]).slice(0, 12))
+    process.stdout.write(`${((100 * t) / total).toFixed(1).padStart(5)}%  ${name}\n`);
+}
+
 const dir = await mkdtemp(join(tmpdir(), "bringup-moe-bench-"));
 const arms: Arm[] = [];
 try {
@@ -437,6 +487,7 @@ try {
     compare(1, ENGINE_ARMS);
     compare(EXACT_ARMS, ENGINE_ARMS);
   }
+  if (args.profile !== undefined) await profileDecode(arms[EXACT_ARMS] as Arm, prompt, args.profile);
 } finally {
   await Promise.all(arms.map((arm) => arm.close()));
   await rm(dir, { recursive: true, force: true });

@@ -141,4 +141,28 @@ describe("the integer MXFP4 matmul (matmul/mxfp4-int8.wat)", () => {
     expect(bitsOf(outs[1] as Float32Array)).toEqual(bitsOf(outs[0] as Float32Array));
     expect(bitsOf(outs[0] as Float32Array)).toEqual(bitsOf(int8Reference(x, M, w)));
   });
+
+  it("reads nothing past a weight that ends the memory, at any ragged row count (its read-ahead too)", () => {
+    const module = compileKernel("matmul/mxfp4-int8");
+    if (module === undefined) throw new Error("SIMD unavailable");
+    // Two pages: the tables, input and output in the first, the codes ending the second exactly.
+    const memory = new WebAssembly.Memory({ initial: 2, maximum: 2, shared: true });
+    const run = (instantiateWasm(module, memory) as { mxfp4_int8: Mxfp4Int8 }).mxfp4_int8;
+    const K = 1024;
+    const half = 0;
+    new Uint8Array(memory.buffer, half, MXFP4_TABLE_BYTES).set(mxfp4Tables());
+    const q = MXFP4_TABLE_BYTES;
+    const x = rng.fillNormal(new Float32Array(K), 1);
+    const qs = quantizeInput(x, 1, K, memory.buffer, q);
+    const o = q + quantizedBytes(1, K);
+    for (const N of [1, 5, 6, 7, 9, 13]) {
+      const w = mxfp4Weight(N, K, (i) => 118 + (i % 8));
+      const scales = o + 4 * N;
+      const blocks = memory.buffer.byteLength - w.data.byteLength;
+      new Uint8Array(memory.buffer, blocks, w.data.byteLength).set(w.data as Uint8Array);
+      new Uint8Array(memory.buffer, scales, N * (K / 32)).set(w.mxScales as Uint8Array);
+      run(K, 1, q, qs, blocks, scales, half, o, N, 4 * N);
+      expect(bitsOf(new Float32Array(memory.buffer, o, N))).toEqual(bitsOf(int8Reference(x, 1, w)));
+    }
+  });
 });

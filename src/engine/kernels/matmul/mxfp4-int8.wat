@@ -34,7 +34,7 @@
     (param $K i32) (param $M i32) (param $q i32) (param $qs i32) (param $blocks i32) (param $scales i32)
     (param $halfScales i32) (param $o i32) (param $N i32) (param $ldo i32)
     (local $n i32) (local $m i32) (local $blk i32) (local $nBlocks i32) (local $xp i32) (local $sp i32)
-    (local $op i32) (local $last i32) (local $qscale f32)
+    (local $op i32) (local $last i32) (local $qscale f32) (local $ahead i32) (local $near i32) (local $step i32)
     (local $r0 i32) (local $r1 i32) (local $r2 i32) (local $r3 i32)
     (local $b0 i32) (local $b1 i32) (local $b2 i32) (local $b3 i32)
     (local $s0 i32) (local $s1 i32) (local $s2 i32) (local $s3 i32)
@@ -62,6 +62,15 @@
       (local.set $s2 (i32.add (local.get $scales) (i32.mul (local.get $r2) (local.get $nBlocks))))
       (local.set $b3 (i32.add (local.get $blocks) (i32.mul (local.get $r3) (i32.shr_u (local.get $K) (i32.const 1)))))
       (local.set $s3 (i32.add (local.get $scales) (i32.mul (local.get $r3) (local.get $nBlocks))))
+      ;; The next group's codes, a cache line a block (the four rows' 64 bytes), read ahead so they
+      ;; are on their way: short rows from memory are four short streams a prefetcher barely sees.
+      ;; Only where the next group is near (K <= 8192) and four whole rows of this call (so no read
+      ;; past the weight); else row n's own block, 16 bytes a block, which it reads anyway.
+      (local.set $near (i32.and (i32.le_u (i32.add (local.get $n) (i32.const 8)) (local.get $N))
+        (i32.le_u (local.get $K) (i32.const 8192))))
+      (local.set $ahead (select (i32.add (local.get $b3) (i32.shr_u (local.get $K) (i32.const 1))) (local.get $b0)
+        (local.get $near)))
+      (local.set $step (select (i32.const 6) (i32.const 4) (local.get $near)))
       (local.set $m (i32.const 0))
       (loop $inputs
         (local.set $acc0 (v128.const i64x2 0 0))
@@ -76,6 +85,7 @@
           (local.set $xo (v128.load offset=16 (local.get $xp)))
           (local.set $corr (v128.load offset=32 (local.get $xp)))
           (local.set $qscale (f32.load (i32.add (local.get $sp) (i32.shl (local.get $blk) (i32.const 2)))))
+          (drop (i32.load8_u (i32.add (local.get $ahead) (i32.shl (local.get $blk) (local.get $step)))))
           (local.set $packed (v128.load (i32.add (local.get $b0) (i32.shl (local.get $blk) (i32.const 4)))))
           (local.set $wlo (i8x16.relaxed_swizzle
             (v128.const i8x16 12 13 14 15 16 18 20 24 12 11 10 9 8 6 4 0)
