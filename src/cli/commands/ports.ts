@@ -38,7 +38,7 @@ function featureId(value: string, previous: FeatureId[] = []): FeatureId[] {
 
 /** Pads each column to its widest cell. */
 export function registerPorts(program: Command): void {
-  const ports = program.command("ports").description("the catalog of ports: list, lint, scaffold, schema");
+  const ports = program.command("ports").description("the catalog of ports: list, check, new, schema");
 
   ports
     .command("list")

@@ -69,7 +69,7 @@ export function v4MtpHeadNames(config: V4MtpConfig): { readonly name: string; re
 }
 
 /** The head's own tensors, beside its decoder layer's. */
-function mtpHeadParameters(config: V4MtpConfig) {
+export function mtpHeadParameters(config: V4MtpConfig) {
   const H = config.hiddenSize;
   const p = MTP_PREFIX;
   return {
@@ -128,11 +128,11 @@ export class V4Mtp implements DraftModel {
   private constructor(
     private readonly config: V4MtpConfig,
     private readonly head: ReturnType<typeof bindParameters<ReturnType<typeof mtpHeadParameters>>>,
-    private readonly residual: MhcResidual,
-    private readonly attention: V4Attention,
-    private readonly attentionConnection: MhcConnection,
-    private readonly moe: V4Moe,
-    private readonly moeConnection: MhcConnection,
+    readonly residual: MhcResidual,
+    readonly attention: V4Attention,
+    readonly attentionConnection: MhcConnection,
+    readonly moe: V4Moe,
+    readonly moeConnection: MhcConnection,
     private readonly embedding: Weight,
     private readonly lmHead: Weight,
   ) {}

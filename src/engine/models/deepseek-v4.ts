@@ -38,10 +38,12 @@ import {
 import { V4Moe, type V4MoeSpec, v4MoeNames, v4MoeParameters } from "../blocks/mlp/v4-moe.js";
 import { declared, type ParameterDecl, type Parameters } from "../blocks/parameters.js";
 import type { MhcConfig } from "../blocks/residual/mhc.js";
+import { modelOfFiles } from "../loader/build-model.js";
 import type { WeightSource } from "../loader/weight-source.js";
 import type { CausalLM } from "../model/causal-lm.js";
 import type { TinyModelFiles } from "../tiny/files.js";
 import { tinyKit } from "../tiny/port-kit.js";
+import { placeV4CopyCircuit, V4_CIRCUIT, v4CircuitAttention } from "../tiny/v4-copy-circuit.js";
 import {
   type Fail,
   nonNegative,
@@ -67,6 +69,11 @@ const KIND_OF = {
   sliding_attention: "sliding",
   compressed_sparse_attention: "csa",
   heavily_compressed_attention: "hca",
+} as const;
+const LAYER_TYPE_OF = {
+  sliding: "sliding_attention",
+  csa: "compressed_sparse_attention",
+  hca: "heavily_compressed_attention",
 } as const;
 
 /** The config.json fields this code reads; others are ignored (see the file's doc). */
@@ -351,10 +358,39 @@ export function v4TinyModel(
   return kit.files(config, "DeepseekV4ForCausalLM", options.port);
 }
 
+/**
+ * The retrieval variant of `reference` (the port's tiny config): the engine's copy circuit in V4's
+ * attention (tiny/v4-copy-circuit.ts) placed into the reference's layout (its layers, compression
+ * rates, mHC streams and experts) at the circuit's widths, window and top-k
+ * (v4CircuitAttention: the port's heads of 32 cannot hold a row of four positions' codes). The
+ * first layer must be sliding and the second compressed sparse; the MTP layer is compressed sparse
+ * too, so it drafts by the same copying. The other layers, the MoE and mHC's mixing are silenced.
+ */
+export function v4RetrievalModel(
+  reference: Record<string, unknown>,
+  corpus: string,
+  options: TinyModelOptions & { readonly maxPositionEmbeddings: number },
+): TinyModelFiles {
+  const spec = parseV4Config(reference, "reference config");
+  const config: Record<string, unknown> = {
+    ...reference,
+    ...v4CircuitAttention(),
+    layer_types: [...spec.layers.map((l) => LAYER_TYPE_OF[l.attention.kind]), "compressed_sparse_attention"],
+    compress_ratios: null,
+    num_nextn_predict_layers: 1,
+    max_position_embeddings: options.maxPositionEmbeddings,
+    tie_word_embeddings: false,
+  };
+  const files = v4TinyModel(config, corpus, options);
+  const built = modelOfFiles("retrieval", files, deepseekV4Architecture);
+  return placeV4CopyCircuit(files, built, { ...V4_CIRCUIT, seed: options.seed ?? 0 });
+}
+
 export const deepseekV4Architecture: Architecture<V4Config> = {
   parseConfig: parseV4Config,
   build: buildV4,
   states: (config, switches) => config.layers.map((l) => v4AttentionStates(l.attention, switches)),
   ignoresTensor: (name) => /(^|\.)mtp\./.test(name),
   tinyModel: v4TinyModel,
+  retrievalModel: v4RetrievalModel,
 };

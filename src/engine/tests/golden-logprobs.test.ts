@@ -8,7 +8,8 @@ import { goldenFamilyModels, goldenPortModels } from "./golden-models.js";
 // The llama family's were saved from the engine at 107851f, before models were built from blocks
 // (MiMo's too, then in its port's tests); the other ports' and retrieval variants' from 63cd881,
 // except GLM-5.3-Flash's two, saved again when its full-attention layers became latent attention,
-// and Inkling-Small's and Muse Spark Open's two each, saved when their families were added.
+// Inkling-Small's and Muse Spark Open's two each, saved when their families were added, and
+// DeepSeek-V4.1-Flash's retrieval variant, saved when its copy circuit was added.
 const saved = JSON.parse(await readFile(join(import.meta.dirname, "golden-logprobs.json"), "utf8"));
 const family = await goldenFamilyModels();
 const ports = await goldenPortModels();

@@ -89,12 +89,13 @@ export function latentCopyHidden(m: number, u: number, ngram: number): number {
   return copySlots(m, u, ngram).hidden + 1;
 }
 
-function invFreqs(dim: number, theta: number): number[] {
+/** RoPE's frequency of each rotated pair of `dim` features at base `theta`. */
+export function invFreqs(dim: number, theta: number): number[] {
   return Array.from({ length: dim / 2 }, (_, f) => 1 / theta ** ((2 * f) / dim));
 }
 
 /** Matrix [rows, cols] with `entries` [row, col, value] set. */
-function sparse(
+export function sparse(
   rows: number,
   cols: number,
   entries: Iterable<readonly [number, number, number]>,

@@ -7,6 +7,7 @@ import type { ForwardContext, TokenMixer } from "../../model/model.js";
 import { stepArray } from "../../model/step-scratch.js";
 import type { Weight } from "../../tensor/weight.js";
 import { bindParameters, f32Param, matrixParam } from "../parameters.js";
+import { pagedTables } from "./paged-tables.js";
 
 /**
  * Grouped-query attention of one layer. "full": a query attends to every earlier position.
@@ -171,27 +172,11 @@ export class GqaAttention implements TokenMixer {
       const blocks = (batch.blockTables[t] as readonly (readonly number[])[])[group] as readonly number[];
       cache.write(placement.slot(blocks, pos), k, t * numKvHeads * headDim, v, t * numKvHeads * vHeadDim);
     }
-    // Each distinct block table once; tokens point at their sequence's table.
-    const meta = stepArray(ctx, Int32Array, 3 * T);
-    const offsets = new Map<readonly number[], number>();
-    const flat: number[] = [];
-    for (let t = 0; t < T; t++) {
-      const blocks = (batch.blockTables[t] as readonly (readonly number[])[])[group] as readonly number[];
-      let offset = offsets.get(blocks);
-      if (offset === undefined) {
-        offset = flat.length;
-        offsets.set(blocks, offset);
-        flat.push(...blocks);
-      }
-      const pos = batch.positions[t] as number;
-      meta[3 * t] = pos;
-      meta[3 * t + 1] = placement.firstVisible(pos);
-      meta[3 * t + 2] = offset;
-    }
+    const { meta, tables } = pagedTables(batch, placement, group, stepArray(ctx, Int32Array, 3 * T));
     const out = stepArray(ctx, Float32Array, T * numHeads * vHeadDim);
     pool.attention({
       meta,
-      tables: Int32Array.from(flat),
+      tables,
       blockSize: placement.blockSize,
       ringBlocks: placement.ringBlocks,
       q,

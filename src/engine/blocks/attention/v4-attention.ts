@@ -1,6 +1,6 @@
 import { BringupError } from "../../../common/errors.js";
 import type { LayerStates, SlidingWindowState } from "../../cache/state-spec.js";
-import type { LayerStorage, PagedKv, PagedRows } from "../../cache/storage.js";
+import type { LayerStorage, PagedRows } from "../../cache/storage.js";
 import { rmsNorm } from "../../kernels/rmsnorm.js";
 import { Rope, type YarnScaling } from "../../kernels/rope.js";
 import type { WeightSource } from "../../loader/weight-source.js";
@@ -9,6 +9,7 @@ import type { ModelSwitch } from "../../model/model-switch.js";
 import { stepArray } from "../../model/step-scratch.js";
 import { f32Weight, type Weight } from "../../tensor/weight.js";
 import { bindParameters, declared, f32Param, matrixParam, type ParameterDecl } from "../parameters.js";
+import { attendV4, V4KeyGather } from "./v4-attend.js";
 import {
   Compressor,
   type CompressorNames,
@@ -17,7 +18,6 @@ import {
   compressorParameters,
   seriesWidth,
   tableOf,
-  visibleRows,
 } from "./v4-compressor.js";
 import {
   V4Indexer,
@@ -124,23 +124,36 @@ function ownParameters(names: V4AttentionNames, spec: V4AttentionSpec, hidden: n
   };
 }
 
+/**
+ * One V4 attention layer's parameters by block: its own, its compressor's (csa and hca layers) and
+ * its indexer's with the indexer's compressor (csa layers).
+ */
+export function v4AttentionRoles(names: V4AttentionNames, spec: V4AttentionSpec, hidden: number) {
+  checkSpec(spec);
+  const compressor = v4Compressor(spec);
+  return {
+    own: ownParameters(names, spec, hidden),
+    compressor: compressor ? compressorParameters(names.compressor, compressor, hidden) : undefined,
+    indexer: spec.indexer
+      ? {
+          own: v4IndexerParameters(names.indexer, spec.indexer, hidden, spec.qLoraRank),
+          compressor: compressorParameters(names.indexer.compressor, indexerCompressor(spec), hidden),
+        }
+      : undefined,
+  };
+}
+
 /** Every parameter of one V4 attention layer: what loading reads and a tiny model draws. */
 export function v4AttentionParameters(
   names: V4AttentionNames,
   spec: V4AttentionSpec,
   hidden: number,
 ): ParameterDecl[] {
-  checkSpec(spec);
-  const compressor = v4Compressor(spec);
+  const { own, compressor, indexer } = v4AttentionRoles(names, spec, hidden);
   return [
-    ...declared(ownParameters(names, spec, hidden)),
-    ...(compressor ? declared(compressorParameters(names.compressor, compressor, hidden)) : []),
-    ...(spec.indexer
-      ? [
-          ...declared(compressorParameters(names.indexer.compressor, indexerCompressor(spec), hidden)),
-          ...declared(v4IndexerParameters(names.indexer, spec.indexer, hidden, spec.qLoraRank)),
-        ]
-      : []),
+    ...declared(own),
+    ...(compressor ? declared(compressor) : []),
+    ...(indexer ? [...declared(indexer.compressor), ...declared(indexer.own)] : []),
   ];
 }
 
@@ -256,6 +269,8 @@ export class V4Attention implements TokenMixer {
   readonly outputTensors: readonly string[];
   private readonly rope: Rope;
   private readonly ones: Float32Array;
+  /** The step's window keys and compressed rows gathered for the pool's attention kernel. */
+  private readonly gather = new V4KeyGather();
 
   constructor(
     readonly spec: V4AttentionSpec,
@@ -328,83 +343,28 @@ export class V4Attention implements TokenMixer {
       storage.rows("indexerKeys"),
     );
     const out = stepArray(ctx, Float32Array, T * nh * d);
-    for (let t = 0; t < T; t++) {
-      const pos = batch.positions[t] as number;
-      const visible = rows ? visibleRows(pos, this.spec.compressRatio) : 0;
-      this.attend(
+    attendV4(
+      pool,
+      {
+        batch,
         q,
         out,
-        t,
-        pos,
+        numHeads: nh,
+        headDim: d,
+        sinks: this.weights.sinks,
         keys,
-        rows,
-        chosen?.[t] ?? Int32Array.from({ length: visible }, (_, s) => s),
-        ctx,
-      );
+        ratio: this.spec.compressRatio,
+        ...(rows ? { rows } : {}),
+        ...(chosen ? { picked: chosen } : {}),
+      },
+      this.gather,
+    );
+    for (let t = 0; t < T; t++) {
+      const pos = batch.positions[t] as number;
       for (let hd = 0; hd < nh; hd++)
         this.rope.rotateAdjacentPairs(out, (t * nh + hd) * d + d - ropeDim, ropeDim, pos, true);
     }
     return this.project(out, T, ctx);
-  }
-
-  /**
-   * Token t's heads over its window's keys (oldest first), then the compressed rows `picked`
-   * (ascending), with each head's sink in the softmax; keys are the values.
-   */
-  private attend(
-    q: Float32Array,
-    out: Float32Array,
-    t: number,
-    pos: number,
-    keys: PagedKv,
-    rows: PagedRows | undefined,
-    picked: Int32Array,
-    ctx: ForwardContext,
-  ): void {
-    const { numHeads: nh, headDim: d } = this.spec;
-    const table = tableOf(ctx.batch, t, keys.group);
-    const first = keys.placement.firstVisible(pos);
-    const n = pos - first + 1 + (rows ? picked.length : 0);
-    // The keys it reads, gathered once into [n, d] (copies: the same values in the same order).
-    const K = stepArray(ctx, Float32Array, n * d);
-    for (let p = first; p <= pos; p++) {
-      const at = keys.placement.slot(table, p) * d;
-      K.set(keys.keys.subarray(at, at + d), (p - first) * d);
-    }
-    if (rows) {
-      const rowTable = tableOf(ctx.batch, t, rows.group);
-      const base = pos - first + 1;
-      picked.forEach((s, i) => {
-        const at = rows.placement.slot(rowTable, s) * d;
-        K.set(rows.rows.subarray(at, at + d), (base + i) * d);
-      });
-    }
-    const scale = 1 / Math.sqrt(d);
-    const logits = stepArray(ctx, Float64Array, n);
-    const acc = stepArray(ctx, Float64Array, d);
-    for (let hd = 0; hd < nh; hd++) {
-      const qo = (t * nh + hd) * d;
-      const sink = this.weights.sinks[hd] as number;
-      let max = sink;
-      for (let i = 0; i < n; i++) {
-        let dot = 0;
-        for (let k = 0; k < d; k++) dot += (q[qo + k] as number) * (K[i * d + k] as number);
-        const l = dot * scale;
-        logits[i] = l;
-        if (l > max) max = l;
-      }
-      let sum = Math.exp(sink - max);
-      for (let i = 0; i < n; i++) {
-        logits[i] = Math.exp((logits[i] as number) - max);
-        sum += logits[i] as number;
-      }
-      acc.fill(0);
-      for (let i = 0; i < n; i++) {
-        const p = (logits[i] as number) / sum;
-        for (let k = 0; k < d; k++) acc[k] = (acc[k] as number) + p * (K[i * d + k] as number);
-      }
-      for (let k = 0; k < d; k++) out[qo + k] = acc[k] as number;
-    }
   }
 
   /** The grouped output projection: each group of heads through its o_a_proj rows, then o_b_proj. */

@@ -1,10 +1,12 @@
 import type { PagedKv, PagedRows } from "../../cache/storage.js";
+import type { IndexerQuery } from "../../kernels/indexer-scores/indexer-job.js";
 import type { Rope } from "../../kernels/rope.js";
 import type { WeightSource } from "../../loader/weight-source.js";
 import type { ForwardContext } from "../../model/model.js";
 import { stepArray } from "../../model/step-scratch.js";
 import type { Weight } from "../../tensor/weight.js";
 import { bindParameters, matrixParam } from "../parameters.js";
+import { topKPositions } from "./dsa-indexer.js";
 import {
   Compressor,
   type CompressorNames,
@@ -20,7 +22,9 @@ import {
  * positions; a query's `numHeads` heads come from the attention's query latent (q_b_proj), each
  * rotated at the query's position; compressed row s scores sum_h w_h relu(q_h . k_s) / sqrt(headDim)
  * with w = weights_proj(h) / sqrt(numHeads), and the query attends to the `topK` best rows among
- * those whose window has closed.
+ * those whose window has closed. The scores are the pool's indexer kernel's (pool.indexerScores,
+ * the DSA indexer's form: both scales folded into each head's weight, the dots in f64), so the
+ * WebAssembly kernel and its plain reference give the same rows.
  */
 export interface V4IndexerSpec {
   readonly numHeads: number;
@@ -109,36 +113,47 @@ export class V4Indexer {
     pool.matmul(h, T, this.weightsProj, w);
     const ropeDim = this.compressor.spec.ropeDim;
     const ratio = this.compressor.spec.ratio;
-    const scale = 1 / Math.sqrt(d);
-    const headScale = 1 / Math.sqrt(nh);
+    // Each head's weight carries both scales: w_h / sqrt(numHeads) / sqrt(headDim).
+    const weightScale = 1 / Math.sqrt(nh) / Math.sqrt(d);
     const chosen: Int32Array[] = [];
+    // Tokens that read the same block table (a sequence's) are scored in one dispatch over its
+    // visible rows' offsets, computed once per table up to the step's most.
+    let queries: (IndexerQuery & { readonly t: number })[] = [];
+    let offsets = new Int32Array(0);
+    let offsetsOf: readonly number[] | undefined;
+    const score = () => {
+      if (queries.length > 0) pool.indexerScores({ keys: keys.rows, offsets, d, queries });
+      for (const query of queries) chosen[query.t] = topKPositions(query.scores, topK);
+      queries = [];
+    };
+    let most = 0;
+    for (let t = 0; t < T; t++) most = Math.max(most, visibleRows(batch.positions[t] as number, ratio));
     for (let t = 0; t < T; t++) {
       const pos = batch.positions[t] as number;
       for (let hd = 0; hd < nh; hd++)
         this.rope.rotateAdjacentPairs(q, (t * nh + hd) * d + d - ropeDim, ropeDim, pos);
       const rows = visibleRows(pos, ratio);
       if (rows <= topK) {
-        chosen.push(Int32Array.from({ length: rows }, (_, s) => s));
+        chosen[t] = Int32Array.from({ length: rows }, (_, s) => s);
         continue;
       }
       const table = tableOf(batch, t, keys.group);
-      const scores = new Float64Array(rows);
-      for (let s = 0; s < rows; s++) {
-        const at = keys.placement.slot(table, s) * d;
-        let total = 0;
-        for (let hd = 0; hd < nh; hd++) {
-          let dot = 0;
-          for (let i = 0; i < d; i++)
-            dot += (q[(t * nh + hd) * d + i] as number) * (keys.rows[at + i] as number);
-          total += (w[t * nh + hd] as number) * headScale * Math.max(0, dot) * scale;
-        }
-        scores[s] = total;
+      if (table !== offsetsOf) {
+        score();
+        // Rows past the sequence's own blocks are never read.
+        const held = Math.min(most, table.length * keys.placement.blockSize);
+        offsets = Int32Array.from({ length: held }, (_, s) => keys.placement.slot(table, s) * d);
+        offsetsOf = table;
       }
-      const order = Array.from({ length: rows }, (_, s) => s).sort(
-        (a, b) => (scores[b] as number) - (scores[a] as number) || a - b,
-      );
-      chosen.push(Int32Array.from(order.slice(0, topK)).sort());
+      queries.push({
+        t,
+        q: q.subarray(t * nh * d, (t + 1) * nh * d),
+        weights: Float64Array.from({ length: nh }, (_, hd) => (w[t * nh + hd] as number) * weightScale),
+        count: rows,
+        scores: new Float64Array(rows),
+      });
     }
+    score();
     return chosen;
   }
 }
