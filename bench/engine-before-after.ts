@@ -7,11 +7,13 @@
  * with its 95% interval (blockedRatioInterval, src/bench/stats.ts: trials compared within their
  * block on log values) and the verdict abVerdict gives it (no-difference, noisy or shown). Figures:
  * tokens per second of wall time and per CPU-second of the process (all threads), which a loaded
- * machine disturbs less than wall time.
+ * machine disturbs less than wall time. With --streams N, N requests are submitted together: prefill
+ * runs until every stream has its first token, decode from then to the last token, counting every
+ * stream's tokens (the aggregate rate of N streams all decoding).
  *
  *   git worktree add /tmp/before <commit> && (cd /tmp/before && ln -s "$PWD/node_modules" . && npx tsc -p tsconfig.build.json)
  *   npm run build && npx tsx bench/engine-before-after.ts --before /tmp/before [--size bench-100m]
- *     [--prompt 512] [--decode 32] [--blocks 6] [--threads 2]
+ *     [--prompt 512] [--decode 32] [--blocks 6] [--threads 2] [--streams 1]
  */
 import { availableParallelism } from "node:os";
 import { join, resolve } from "node:path";
@@ -27,12 +29,14 @@ const args = benchArgs(import.meta.url, {
   decode: { type: "string", default: "32" },
   blocks: { type: "string", default: "6" },
   threads: { type: "string", default: String(Math.min(2, availableParallelism())) },
+  streams: { type: "string", default: "1" },
 });
 if (args.before === undefined) throw new Error("pass --before DIR: a built checkout to compare against");
 const promptTokens = Number(args.prompt);
 const decodeTokens = Number(args.decode);
 const blockCount = Number(args.blocks);
 const threads = Number(args.threads);
+const streams = Number(args.streams);
 
 /** The parts of an engine module both trees export under the same names. */
 interface EngineModule {
@@ -69,35 +73,45 @@ const cpuSeconds = () => {
   return (user + system) / 1e6;
 };
 
-/** Prefill (to the first token) and decode (first token to last) rates of one request. */
+/**
+ * Prefill (until every stream has its first token) and decode (from then to the last token, every
+ * stream's tokens) rates of `streams` requests submitted together.
+ */
 async function measure(engine: InstanceType<EngineModule["Engine"]>): Promise<Rates> {
-  const prompt = Array.from({ length: promptTokens }, (_, i) => 3 + ((i * 7919) % 2000));
   const start = performance.now();
   const cpuStart = cpuSeconds();
   let cpuFirst = 0;
   let first = 0;
   let last = 0;
-  let n = 0;
-  for await (const out of engine.submit({
-    promptTokenIds: prompt,
-    maxTokens: decodeTokens,
-    ignoreEos: true,
-    sampling: { temperature: 0 },
-  })) {
-    if (!out.token) continue;
-    last = performance.now();
-    if (n === 0) {
-      first = last;
-      cpuFirst = cpuSeconds();
-    }
-    n++;
-  }
+  let started = 0;
+  let decoded = 0;
+  await Promise.all(
+    Array.from({ length: streams }, async (_, s) => {
+      const prompt = Array.from({ length: promptTokens }, (_, i) => 3 + ((i * 7919 + s * 31) % 2000));
+      let n = 0;
+      for await (const out of engine.submit({
+        promptTokenIds: prompt,
+        maxTokens: decodeTokens,
+        ignoreEos: true,
+        sampling: { temperature: 0 },
+      })) {
+        if (!out.token) continue;
+        last = performance.now();
+        if (n++ > 0) decoded++;
+        else if (++started === streams) {
+          first = last;
+          cpuFirst = cpuSeconds();
+          decoded = 0;
+        }
+      }
+    }),
+  );
   const cpuLast = cpuSeconds();
   return {
-    prefill: promptTokens / ((first - start) / 1000),
-    decode: (n - 1) / ((last - first) / 1000),
-    prefillCpu: promptTokens / (cpuFirst - cpuStart),
-    decodeCpu: (n - 1) / (cpuLast - cpuFirst),
+    prefill: (streams * promptTokens) / ((first - start) / 1000),
+    decode: decoded / ((last - first) / 1000),
+    prefillCpu: (streams * promptTokens) / (cpuFirst - cpuStart),
+    decodeCpu: decoded / (cpuLast - cpuFirst),
   };
 }
 
@@ -107,7 +121,7 @@ const engines = await Promise.all(
     const model = await m.createTinyModel(m.findTinySize(args.size as string), { seed: 1 });
     const engine = new m.Engine(model, {
       threads,
-      maxNumSeqs: 1,
+      maxNumSeqs: streams,
       maxModelLen: promptTokens + decodeTokens + 8,
     });
     await measure(engine); // warm-up: kernels compiled, JIT warm
@@ -121,7 +135,7 @@ const blocks = Object.fromEntries(KEYS.map((k) => [k, [] as BlockTrials[]])) as 
   BlockTrials[]
 >;
 console.log(
-  `${args.size}: prompt ${promptTokens}, decode ${decodeTokens}, ${threads} threads, ${blockCount} blocks (ABBA, BAAB, ...; A before, B after)`,
+  `${args.size}: ${streams} stream${streams > 1 ? "s" : ""}, prompt ${promptTokens}, decode ${decodeTokens}, ${threads} threads, ${blockCount} blocks (ABBA, BAAB, ...; A before, B after)`,
 );
 const byName = Object.fromEntries(engines.map(({ name, engine }) => [name, engine]));
 const geometricMean = (xs: readonly number[]) =>

@@ -159,6 +159,7 @@ export const ERROR_CATALOGUE = {
   TINY_SIZE_MISSING: { category: "usage" },
   TINY_SIZE_UNKNOWN: { category: "usage" },
   TOKENIZER_INVALID: { category: "input" },
+  WEIGHT_LAYOUT_CONFLICT: { category: "internal" },
   WEIGHT_SHAPE: { category: "internal" },
 
   // engine and server: what a request can get wrong

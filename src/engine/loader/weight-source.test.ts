@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { isBringupError } from "../../common/errors.js";
 import { weightAt } from "../kernels/reference.js";
 import { wasmArena } from "../kernels/wasm-arena.js";
-import type { Weight } from "../tensor/weight.js";
+import { shareArray, type Weight } from "../tensor/weight.js";
 import type { HostTensor } from "./host-tensor.js";
 import { WeightSource } from "./weight-source.js";
 
@@ -266,5 +266,28 @@ describe("f32 matrices", () => {
       ).toEqual(want);
     });
     expect(Array.from(s.tensor("experts.down_proj", [E, ROWS, COLS]))).toEqual(Array.from(stored));
+  });
+
+  it("over one array read in two shapes, agree where the layouts do and are refused by name where not", () => {
+    const stored = values(2 * 4 * 8);
+    const both = (rows: number) => {
+      const data = shareArray(stored.subarray(0, 2 * rows * 8));
+      return source(
+        new Map<string, HostTensor>([
+          ["experts.w", { dtype: "F32", shape: [2, rows, 8], data }],
+          ["w.weight", { dtype: "F32", shape: [2 * rows, 8], data }],
+        ]),
+      );
+    };
+    // Experts of 4 rows: groups of four rows never straddle two experts, so the layouts are one.
+    const even = both(4);
+    const [, second] = even.stackedMatrices("experts.w", 2, 4, 8);
+    const whole = even.matrix("w", 8, 8);
+    expect([weightAt(second as Weight, 3, 5), weightAt(whole, 7, 5)]).toEqual([stored[61], stored[61]]);
+    const odd = both(3);
+    odd.stackedMatrices("experts.w", 2, 3, 8);
+    expect(errorOf(() => odd.matrix("w", 6, 8))).toMatch(
+      /^WEIGHT_LAYOUT_CONFLICT w\.weight: .*matrices of 3 rows and is now read as matrices of 6/,
+    );
   });
 });

@@ -122,7 +122,7 @@ export class WeightSource {
     }
     // Laid out in row quads where the tile reads it in place (once per tensor; row-quads.ts).
     const data = share(t.data as Float32Array);
-    const layout = tileLayout(data, rows, cols, count);
+    const layout = tileLayout(data, rows, cols, count, name);
     return Array.from({ length: count }, (_, e) => ({
       dtype: "f32" as const,
       rows,
@@ -274,7 +274,7 @@ function toWeight(
     switch (t.dtype) {
       case "F32": {
         const data = share(t.data as Float32Array);
-        w = { dtype: "f32", rows, cols, data, ...tileLayout(data, rows, cols) };
+        w = { dtype: "f32", rows, cols, data, ...tileLayout(data, rows, cols, 1, name) };
         break;
       }
       case "BF16":

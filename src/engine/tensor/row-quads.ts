@@ -12,34 +12,52 @@
  * W[r][k] lies at quadIndex(r, k, rows, cols). A stack of matrices (experts) is laid out matrix by
  * matrix, so each matrix's slice of the stack is itself a row-quads matrix.
  */
+import { BringupError } from "../../common/errors.js";
 import { wasmArena } from "../kernels/wasm-arena.js";
 import type { Weight } from "./weight.js";
 
-/** Arrays layOutForTile has laid out in row quads (each once, in place). */
-const laidOut = new WeakSet<Float32Array>();
+/** Arrays layOutForTile has laid out in row quads (each once, in place), with their matrices' rows. */
+const laidOut = new WeakMap<Float32Array, number>();
 
 /**
  * Lays out the `count` row-major [rows, cols] matrices stacked in `data` in row quads, in place,
  * where the tile reads them in place (in the kernels' shared memory, wasm-arena.ts) and cols is a
  * multiple of 4; whether `data` is now in row quads. An array already laid out is not touched
- * again, so a checkpoint tensor read as a matrix twice (or by two models) is permuted once.
+ * again, so a checkpoint tensor read as a matrix twice (or by two models) is permuted once; read
+ * as matrices of another number of rows, where the two layouts differ (either number not a
+ * multiple of 4), it is refused naming `name`.
  */
-export function layOutForTile(data: Float32Array, rows: number, cols: number, count = 1): boolean {
-  if (laidOut.has(data)) return true;
+export function layOutForTile(
+  data: Float32Array,
+  rows: number,
+  cols: number,
+  count = 1,
+  name = "an f32 tensor",
+): boolean {
+  const had = laidOut.get(data);
+  if (had !== undefined) {
+    if (had === rows || (had % 4 === 0 && rows % 4 === 0)) return true;
+    throw new BringupError(
+      "WEIGHT_LAYOUT_CONFLICT",
+      `${name} was laid out for the matmul as matrices of ${had} rows and is now read as matrices of ${rows}; a model must read one tensor in one shape (read it with WeightSource.tensor to get its values row-major).`,
+      { subject: name },
+    );
+  }
   if (!quadsFit(cols) || (wasmArena()?.offsetOf(data) ?? -1) < 0) return false;
   toRowQuads(data, rows, cols, count);
-  laidOut.add(data);
+  laidOut.set(data, rows);
   return true;
 }
 
-/** The `layout` of f32 matrices over `data` after layOutForTile(data, rows, cols, count). */
+/** The `layout` of f32 matrices over `data` after layOutForTile(data, rows, cols, count, name). */
 export function tileLayout(
   data: Float32Array,
   rows: number,
   cols: number,
   count = 1,
+  name?: string,
 ): Pick<Weight, "layout"> {
-  return layOutForTile(data, rows, cols, count) ? { layout: "row-quads" } : {};
+  return layOutForTile(data, rows, cols, count, name) ? { layout: "row-quads" } : {};
 }
 
 /** Whether layOutForTile laid `data` out in row quads. */
