@@ -10,14 +10,18 @@
  * must decode the same tokens (the run stops otherwise).
  *
  *   npx tsx bench/decode-replay.ts [--port deepseek-v4.1-flash] [--streams 1] [--prompt 200]
- *     [--decode 128] [--blocks 6] [--threads 2]
+ *     [--decode 128] [--blocks 6] [--threads 2] [--record]
+ *
+ * --record (deepseek-v4.1-flash only) keeps the wall-time ratio as a same-pod-ab record in the local
+ * store, the CPU-time ratio in its context (bench/v4-tiny.ts recordV4Ab).
  */
-import { availableParallelism } from "node:os";
-import { type BlockTrials, blockedRatioInterval } from "../src/bench/stats.js";
+import { availableParallelism, loadavg } from "node:os";
+import { type BlockTrials, blockedRatioInterval, type RatioInterval } from "../src/bench/stats.js";
 import { Engine } from "../src/engine/index.js";
 import { abVerdict } from "../src/records/interval.js";
 import { portReference } from "../test/helpers/port-reference.js";
 import { benchArgs } from "./args.js";
+import { recordV4Ab, V4_PORT } from "./v4-tiny.js";
 
 const args = benchArgs(import.meta.url, {
   port: { type: "string", default: "deepseek-v4.1-flash" },
@@ -26,7 +30,9 @@ const args = benchArgs(import.meta.url, {
   decode: { type: "string", default: "128" },
   blocks: { type: "string", default: "6" },
   threads: { type: "string", default: String(Math.min(2, availableParallelism())) },
+  record: { type: "boolean", default: false },
 });
+if (args.record && args.port !== V4_PORT) throw new Error(`--record keeps records of ${V4_PORT} only`);
 const streams = Number(args.streams);
 const promptTokens = Number(args.prompt);
 const decodeTokens = Number(args.decode);
@@ -93,11 +99,13 @@ async function measure(engine: Engine): Promise<Rates> {
 }
 
 for (const e of Object.values(engines)) await measure(e); // warm-up: JIT, kernels, plans
+const load = loadavg()[0] as number;
 const KEYS = ["decode", "decodeCpu"] as const;
 const blocks = { decode: [] as BlockTrials[], decodeCpu: [] as BlockTrials[] };
 console.log(
   `${args.port}: ${streams} streams, prompt ${promptTokens}, decode ${decodeTokens}, ${threads} threads, ${blockCount} blocks (ABBA, BAAB, ...; A replay=off, B replay=on)`,
 );
+const mean = (xs: readonly number[]) => Math.exp(xs.reduce((s, x) => s + Math.log(x), 0) / xs.length);
 let expected: string | undefined;
 for (let b = 0; b < blockCount; b++) {
   const order = (b % 2 === 0 ? ["off", "on", "on", "off"] : ["on", "off", "off", "on"]) as ("off" | "on")[];
@@ -111,7 +119,6 @@ for (let b = 0; b < blockCount; b++) {
   const line = KEYS.map((k) => {
     const trials = { a: got.off.map((r) => r[k]), b: got.on.map((r) => r[k]) };
     blocks[k].push(trials);
-    const mean = (xs: number[]) => Math.exp(xs.reduce((s, x) => s + Math.log(x), 0) / xs.length);
     return `${k} ${mean(trials.a).toFixed(1)} -> ${mean(trials.b).toFixed(1)} (${(mean(trials.b) / mean(trials.a)).toFixed(3)}x)`;
   });
   console.log(`block ${b + 1} (${order.map((a) => (a === "off" ? "A" : "B")).join("")}): ${line.join(", ")}`);
@@ -125,4 +132,27 @@ for (const key of KEYS) {
   console.log(
     `${key} on/off: ${estimate.toFixed(3)}x, 95% interval ${low.toFixed(3)}x to ${high.toFixed(3)}x (df ${df}): ${abVerdict([low, high])}`,
   );
+}
+
+if (args.record) {
+  const [wall, cpu] = KEYS.map((key) => blockedRatioInterval(blocks[key])) as [RatioInterval, RatioInterval];
+  const command = `npx tsx bench/decode-replay.ts --streams ${streams} --prompt ${promptTokens} --decode ${decodeTokens} --blocks ${blockCount} --threads ${threads} --record`;
+  await recordV4Ab({
+    id: `reference-decode-replay-ab-in-process-${streams}`,
+    metric: "decode_tok_s",
+    label: `decode tokens per second of wall time, ${streams} greedy stream(s), decoder replay against the unplanned decode step, in one process`,
+    context: `${blockCount} blocks (ABBA, BAAB, ...) of 2 trials per arm, both engines in one process; prompt ${promptTokens}, ${decodeTokens} tokens decoded, ${threads} threads, load ${load.toFixed(2)} after the warm-up (bench/decode-replay.ts). Per CPU-second: ${cpu.estimate.toFixed(3)}x, 95% interval ${cpu.low.toFixed(3)}x to ${cpu.high.toFixed(3)}x. replay=on planned ${counts.plans} decode shapes and replayed ${counts.replayedSteps} steps; both arms decoded the same tokens.`,
+    command,
+    flags: [`--threads=${threads}`],
+    arms: [
+      {
+        name: "unplanned decode step",
+        samples: blocks.decode.flatMap((b) => b.a),
+        flags: ["--switch=replay=off"],
+      },
+      { name: "decoder replay", samples: blocks.decode.flatMap((b) => b.b), flags: ["--switch=replay=on"] },
+    ],
+    interval: wall,
+    ratios: blocks.decode.map((b) => mean(b.b) / mean(b.a)),
+  });
 }
