@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { bringupErrorOf, portReference } from "../../../test/helpers/port-reference.js";
+import { promptBatch } from "../../../test/helpers/prompt-batch.js";
 import {
   decodeE8m0,
   dequantizeMxfp4,
@@ -10,8 +11,6 @@ import {
   FP8_E4M3FN,
   mxfp4ToFp8Block32,
 } from "../../formats/index.js";
-import { planKvCache } from "../cache/capacity.js";
-import { layerStorage } from "../cache/storage.js";
 import { MatmulPool } from "../kernels/pool.js";
 import type { HostTensor } from "../loader/host-tensor.js";
 import { loadModel } from "../loader/load-model.js";
@@ -39,22 +38,7 @@ function logits(model: LoadedModel, tokens: number[]): { main: Float32Array; mtp
   const m = model.model;
   const head = m.drafter;
   if (!isDraftModel(head)) throw new Error(head.reason);
-  const plan = planKvCache([...m.states(switches), head.states(switches)], "window-sized", 16);
-  const storage = plan.layers.map((l) =>
-    layerStorage(
-      l,
-      plan.pools.map(() => 8),
-    ),
-  );
-  const positions = tokens.map((_, p) => p);
-  const tables = plan.pools.map(() => [0, 1, 2, 3, 4, 5, 6, 7]);
-  const batch = {
-    tokens,
-    positions,
-    blockTables: positions.map(() => tables),
-    sequences: [{ first: 0, count: tokens.length, slot: -1 }],
-    logitRows: positions,
-  };
+  const { batch, storage } = promptBatch([...m.states(switches), head.states(switches)], tokens);
   const ctx = { batch, pool, switches };
   const step = m.step(ctx, storage.slice(0, -1));
   const mtp = head.forward(ctx, storage.at(-1) as (typeof storage)[number], step.streams).logits;

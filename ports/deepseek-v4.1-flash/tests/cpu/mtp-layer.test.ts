@@ -1,10 +1,9 @@
 import { afterAll, describe, expect, it } from "vitest";
-import { planKvCache } from "../../../../src/engine/cache/capacity.js";
-import { layerStorage } from "../../../../src/engine/cache/storage.js";
 import { MatmulPool } from "../../../../src/engine/kernels/pool.js";
 import { isDraftModel } from "../../../../src/engine/model/draft-model.js";
 import { Rng } from "../../../../src/engine/tensor/random.js";
 import { portReference } from "../../../../test/helpers/port-reference.js";
+import { promptBatch } from "../../../../test/helpers/prompt-batch.js";
 
 const ref = await portReference("deepseek-v4.1-flash");
 const model = ref.referenceModel();
@@ -18,22 +17,8 @@ const H = model.model.hiddenSize;
 /** The MTP layer's logits for `tokens` at positions 0.., given the streams `previous`, on fresh state. */
 function logits(tokens: number[], previous: Float32Array): Float32Array {
   if (!isDraftModel(head)) throw new Error(head.reason);
-  const plan = planKvCache([head.states(switches)], "window-sized", 16);
-  const storage = layerStorage(
-    plan.layers[0] ?? [],
-    plan.pools.map(() => 8),
-  );
-  const T = tokens.length;
-  const positions = tokens.map((_, p) => p);
-  const tables = plan.pools.map(() => [0, 1, 2, 3, 4, 5, 6, 7]);
-  const batch = {
-    tokens,
-    positions,
-    blockTables: positions.map(() => tables),
-    sequences: [{ first: 0, count: T, slot: -1 }],
-    logitRows: positions,
-  };
-  return head.forward({ batch, pool, switches }, storage, previous).logits;
+  const { batch, storage } = promptBatch([head.states(switches)], tokens);
+  return head.forward({ batch, pool, switches }, storage[0] as (typeof storage)[number], previous).logits;
 }
 
 describe("DeepSeek-V4's MTP layer (vLLM's DeepSeekV4MultiTokenPredictorLayer)", () => {
