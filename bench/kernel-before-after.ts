@@ -20,10 +20,11 @@
  *   shape) decoded 64 rows at a time into scratch, alone and with the working tree's tile after it
  *   at one input row (the fused MXFP4 matmul's decode step); G weights/s per core. Both arms get
  *   the working tree's mxfp4Tables, which start with the half scales an older decode reads.
- * - mxfp4-halves: the working tree's MXFP4 decode on codes in OCP order (before) against its
- *   `.halves` build (scripts/build-kernels.mjs) on the same weights re-laid out in halves order
+ * - mxfp4-halves: the working tree's MXFP4 decode (with --before, the decode that revision has,
+ *   as mxfp4-decode finds it) on codes in OCP order (before) against the working tree's `.halves`
+ *   build (scripts/build-kernels.mjs) on the same weights re-laid out in halves order
  *   (formats/mxfp4-halves.ts, `bringup weights convert --layout halves`) (after), as mxfp4-decode's
- *   cases; --before is not read. "same bits" says the two decode the same values.
+ *   cases. "same bits" says the two decode the same values.
  * - fp8-decode (matmul/fp8-rows.wat): FP8 E4M3 weights [2880, 2880] with a scale per 128x128 tile
  *   (the FP8 checkpoints' layout, quantized from normal values by floatToFp8Tile128), decoded and
  *   run as mxfp4-decode's; G weights/s per core.
@@ -58,7 +59,7 @@ import { benchArgs } from "./args.js";
 
 const args = benchArgs(import.meta.url, {
   kernel: { type: "string", default: "tile" },
-  before: { type: "string", default: "HEAD" },
+  before: { type: "string" },
   blocks: { type: "string", default: "4" },
   "trial-ms": { type: "string", default: "150" },
   chunk: { type: "string", default: "64" },
@@ -69,7 +70,7 @@ const args = benchArgs(import.meta.url, {
 const KERNELS = {
   tile: ["matmul/matmul-tile"],
   "mxfp4-decode": ["matmul/mxfp4-decode", "matmul/mxfp4-rows"],
-  "mxfp4-halves": ["matmul/mxfp4-decode"],
+  "mxfp4-halves": ["matmul/mxfp4-decode", "matmul/mxfp4-rows"],
   "fp8-decode": ["matmul/fp8-rows"],
   "mxfp4-int8": ["matmul/mxfp4-int8"],
 } as const;
@@ -97,7 +98,7 @@ const path = watPath(KERNELS[kernel][0]);
 /** The kernel's text at the --before revision, from the first of its files that revision has. */
 function beforeText(): { text: string; name: string } {
   for (const name of KERNELS[kernel]) {
-    const at = `${args.before}:${watPath(name)}`;
+    const at = `${args.before ?? "HEAD"}:${watPath(name)}`;
     try {
       return {
         text: execFileSync("git", ["show", at], { cwd: root, encoding: "utf8", stdio: "pipe" }),
@@ -107,10 +108,14 @@ function beforeText(): { text: string; name: string } {
       // Not at that revision: try where it was kept before.
     }
   }
-  throw new Error(`${args.before} has none of ${KERNELS[kernel].map(watPath).join(", ")}`);
+  throw new Error(`${args.before ?? "HEAD"} has none of ${KERNELS[kernel].map(watPath).join(", ")}`);
 }
 const halves = kernel === "mxfp4-halves";
-const old = halves ? { text: readFileSync(join(root, path), "utf8"), name: path } : beforeText();
+// mxfp4-halves' before arm is the working tree's decode unless --before names a revision.
+const old =
+  halves && args.before === undefined
+    ? { text: readFileSync(join(root, path), "utf8"), name: path }
+    : beforeText();
 const before = instantiate(old.text, old.name);
 const after = halves
   ? (instantiateWasm(compileWasm(kernelBytes("matmul/mxfp4-decode.halves")) as WasmModule, memory) as Arm)
@@ -369,7 +374,7 @@ const median = (values: number[]) =>
   [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
 const bits = (c: Case, arm: Arm) => Buffer.from(new Uint8Array(memory.buffer, c.outAt(arm), c.outBytes));
 console.log(
-  `${old.name} (before, ${CHUNK} rows at a time) against ${halves ? "its .halves build on the codes in halves order" : `the working tree's ${path}`} (after, ${AFTER_CHUNK} rows), ${blocks} blocks of 4 trials, rates per CPU-second on one thread`,
+  `${old.name} (before, ${CHUNK} rows at a time) against ${halves ? "the working tree's .halves build on the codes in halves order" : `the working tree's ${path}`} (after, ${AFTER_CHUNK} rows), ${blocks} blocks of 4 trials, rates per CPU-second on one thread`,
 );
 for (const c of cases) {
   c.run(before);
