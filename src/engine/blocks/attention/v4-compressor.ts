@@ -131,26 +131,35 @@ export class Compressor {
     const slots: [number, number, number][] = [];
     if (overlap && w > 0) for (let j = 0; j < ratio; j++) slots.push([(w - 1) * ratio + j, 0, j]);
     for (let j = 0; j < ratio; j++) slots.push([w * ratio + j, overlap ? width : 0, j]);
-    const at = slots.map(([pos]) => source.placement.slot(table, pos) * sw);
-    const logits = new Float64Array(slots.length);
+    const n = slots.length;
+    // Each slot's value offset in `source` and its bias offset, flat, so the loop per feature reads
+    // plain arrays (the same operations in the same order as per slot, so the same bits).
+    const at = new Int32Array(n);
+    const biasAt = new Int32Array(n);
+    for (let s = 0; s < n; s++) {
+      const [pos, half, j] = slots[s] as [number, number, number];
+      at[s] = source.placement.slot(table, pos) * sw + half;
+      biasAt[s] = j * sw + half;
+    }
+    const values = source.values;
+    const keys = source.keys;
+    const logits = new Float64Array(n);
     for (let f = 0; f < width; f++) {
       let max = Number.NEGATIVE_INFINITY;
-      slots.forEach(([, half, j], s) => {
-        const g =
-          (source.values[(at[s] as number) + half + f] as number) + (bias[j * sw + half + f] as number);
+      for (let s = 0; s < n; s++) {
+        const g = (values[(at[s] as number) + f] as number) + (bias[(biasAt[s] as number) + f] as number);
         logits[s] = g;
         if (g > max) max = g;
-      });
+      }
       let sum = 0;
-      for (let s = 0; s < slots.length; s++) {
+      for (let s = 0; s < n; s++) {
         const e = Math.exp((logits[s] as number) - max);
         logits[s] = e;
         sum += e;
       }
       let acc = 0;
-      slots.forEach(([, half], s) => {
-        acc += ((logits[s] as number) / sum) * (source.keys[(at[s] as number) + half + f] as number);
-      });
+      for (let s = 0; s < n; s++)
+        acc += ((logits[s] as number) / sum) * (keys[(at[s] as number) + f] as number);
       out[f] = acc;
     }
     rmsNorm(out, 1, width, this.weights.norm, this.normEps);
