@@ -287,7 +287,19 @@ describe("f32 matrices", () => {
     const odd = both(3);
     odd.stackedMatrices("experts.w", 2, 3, 8);
     expect(errorOf(() => odd.matrix("w", 6, 8))).toMatch(
-      /^WEIGHT_LAYOUT_CONFLICT w\.weight: .*matrices of 3 rows and is now read as matrices of 6/,
+      /^WEIGHT_LAYOUT_CONFLICT w\.weight: .*matrices of \[3, 8\] and is now read as matrices of \[6, 8\]/,
+    );
+    // The same values as [8, 8] and as [16, 4]: rows of four at both, but groups of other widths.
+    const data = shareArray(stored.slice(0, 64));
+    const reshaped = source(
+      new Map<string, HostTensor>([
+        ["a.weight", { dtype: "F32", shape: [8, 8], data }],
+        ["b.weight", { dtype: "F32", shape: [16, 4], data }],
+      ]),
+    );
+    reshaped.matrix("a", 8, 8);
+    expect(errorOf(() => reshaped.matrix("b", 16, 4))).toMatch(
+      /^WEIGHT_LAYOUT_CONFLICT b\.weight: .*matrices of \[8, 8\] and is now read as matrices of \[16, 4\]/,
     );
   });
 });

@@ -16,8 +16,8 @@ import { BringupError } from "../../common/errors.js";
 import { wasmArena } from "../kernels/wasm-arena.js";
 import type { Weight } from "./weight.js";
 
-/** Arrays layOutForTile has laid out in row quads (each once, in place), with their matrices' rows. */
-const laidOut = new WeakMap<Float32Array, number>();
+/** Arrays layOutForTile has laid out in row quads (each once, in place), with their matrices' shape. */
+const laidOut = new WeakMap<Float32Array, { readonly rows: number; readonly cols: number }>();
 
 /**
  * Lays out the `count` row-major [rows, cols] matrices stacked in `data` in row quads, in place,
@@ -36,16 +36,17 @@ export function layOutForTile(
 ): boolean {
   const had = laidOut.get(data);
   if (had !== undefined) {
-    if (had === rows || (had % 4 === 0 && rows % 4 === 0)) return true;
+    // Groups of four rows of the same width are laid out alike however many groups a matrix has.
+    if (had.cols === cols && (had.rows === rows || (had.rows % 4 === 0 && rows % 4 === 0))) return true;
     throw new BringupError(
       "WEIGHT_LAYOUT_CONFLICT",
-      `${name} was laid out for the matmul as matrices of ${had} rows and is now read as matrices of ${rows}; a model must read one tensor in one shape (read it with WeightSource.tensor to get its values row-major).`,
+      `${name} was laid out for the matmul as matrices of [${had.rows}, ${had.cols}] and is now read as matrices of [${rows}, ${cols}]; a model must read one tensor in one shape (read it with WeightSource.tensor to get its values row-major).`,
       { subject: name },
     );
   }
   if (!quadsFit(cols) || (wasmArena()?.offsetOf(data) ?? -1) < 0) return false;
   toRowQuads(data, rows, cols, count);
-  laidOut.set(data, rows);
+  laidOut.set(data, { rows, cols });
   return true;
 }
 
