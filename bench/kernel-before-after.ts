@@ -11,11 +11,13 @@
  * Kernels and cases:
  * - tile (matmul/matmul-tile.wat): f32 weights [N, K] in chunks of 64 rows as the matmul runs them,
  *   at M = 1, 4 and 16 input rows, for bench-100m's MLP shapes [2304, 768] and [768, 2304] (which
- *   the caches hold), row-major in both arms; at M = 1 over one chunk [64, 2880] (a decoded chunk the
- *   MXFP4 and FP8 matmuls read back from L2); then a [131072, 768] matrix (400 MB, past the caches,
- *   as a model's weights are at decode) read row-major by the before arm and in row quads
- *   (tensor/row-quads.ts, as the loader lays f32 matrices out) by the after arm; GFLOP/s per core.
- *   Both arms are called with the row and k strides (an older tile without them ignores them).
+ *   the caches hold) and a [131072, 768] matrix (400 MB, past the caches, as a model's weights are
+ *   at decode), all in row quads (tensor/row-quads.ts) as the loader lays f32 matrices out; then
+ *   row-major, as the MXFP4 and FP8 matmuls' decoded chunks are, [2304, 768] at M = 16 and one
+ *   chunk [64, 2880] at M = 1 (read back from L2); GFLOP/s per core. An arm whose module exports
+ *   `quads` reads row quads with it, its input put in pairs by `pairs` once a run (as the matmul
+ *   does once a call); otherwise, and for row-major rows, `tile` is called with the row and k
+ *   strides of the layout (an older tile without them ignores them, and reads row quads wrong).
  * - mxfp4-decode (matmul/mxfp4-decode.wat, or mxfp4-rows.wat's decode at older revisions): MXFP4 weights [2880, 2880] (gpt-oss's expert
  *   shape) decoded 64 rows at a time into scratch, alone and with the working tree's tile after it
  *   at one input row (the fused MXFP4 matmul's decode step); G weights/s per core. Both arms get
@@ -157,47 +159,40 @@ if (!(decodeK > 0 && decodeK % 32 === 0)) throw new Error("--k must be a positiv
 const cases: Case[] = [];
 if (kernel === "tile") {
   for (const [N, K, Ms, quads] of [
-    [2304, 768, [1, 4, 16], false],
-    [768, 2304, [1, 4, 16], false],
+    [2304, 768, [1, 4, 16], true],
+    [768, 2304, [1, 4, 16], true],
+    [131072, 768, [1, 4, 16], true],
+    [2304, 768, [16], false],
     // One chunk of decoded rows, as the MXFP4 and FP8 matmuls' tile reads it back from L2.
     [CHUNK, 2880, [1], false],
-    [131072, 768, [1, 4, 16], true],
   ] as const) {
     const w = allocate(N * K * 4);
-    rng.fillNormal(new Float32Array(memory.buffer, w, N * K), 0.05);
-    // The after arm's copy in row quads: rows 16 bytes apart, k every 64 bytes.
-    const wq = quads ? allocate(N * K * 4) : w;
-    if (quads) {
-      const copy = new Float32Array(memory.buffer, wq, N * K);
-      copy.set(new Float32Array(memory.buffer, w, N * K));
-      toRowQuads(copy, N, K);
-    }
+    const weights = rng.fillNormal(new Float32Array(memory.buffer, w, N * K), 0.05);
+    if (quads) toRowQuads(weights, N, K);
     for (const M of Ms) {
       const x = allocate(M * K * 4);
       rng.fillNormal(new Float32Array(memory.buffer, x, M * K), 1);
+      const pairs = allocate(M * K * 4);
       const o = allocate(M * N * 4);
       cases.push({
-        label: `tile M=${M}, [${N}, ${K}]${quads ? ", row-major before, row quads after" : ""}`,
+        label: `tile M=${M}, [${N}, ${K}], ${quads ? "row quads" : "row-major"}`,
         unit: "GFLOP/s",
         work: 2 * M * K * N,
         outAt: () => o,
         outBytes: M * N * 4,
         run: (arm) => {
           const chunk = chunkOf(arm);
-          const [at, rowStride, kStride] =
-            arm === after ? [wq, quads ? 16 : K * 4, quads ? 64 : 16] : [w, K * 4, 16];
+          const G = (c0: number) => Math.min(chunk, N - c0) / 4;
+          if (quads && arm.quads !== undefined) {
+            const at = M > 1 ? pairs : x;
+            if (M > 1) arm.pairs?.(K, M, x, pairs);
+            for (let c0 = 0; c0 < N; c0 += chunk)
+              arm.quads(K, M, at, w + c0 * K * 4, o + c0 * 4, G(c0), N * 4);
+            return;
+          }
+          const [rowStride, kStride] = quads ? [16, 64] : [K * 4, 16];
           for (let c0 = 0; c0 < N; c0 += chunk)
-            arm.tile?.(
-              K,
-              M,
-              x,
-              at + c0 * K * 4,
-              o + c0 * 4,
-              Math.min(chunk, N - c0) / 4,
-              N * 4,
-              rowStride,
-              kStride,
-            );
+            arm.tile?.(K, M, x, w + c0 * K * 4, o + c0 * 4, G(c0), N * 4, rowStride, kStride);
         },
       });
     }
@@ -350,7 +345,7 @@ function decodeCases(
         const chunk = chunkOf(arm);
         for (let c0 = 0; c0 < N; c0 += chunk) {
           decode(arm, c0, rows, chunk);
-          if (withTile) tile(K, 1, x, rows, o + c0 * 4, chunk / 4, N * 4, K * 4, 16);
+          if (withTile) tile(K, 1, x, rows, o + c0 * 4, chunk / 4, N * 4);
         }
       },
     });

@@ -1,5 +1,5 @@
 import { HALVES_ORDER } from "../../../formats/mxfp4-halves.js";
-import { quadRow, quadRows } from "../../tensor/row-quads.js";
+import { quadRow, quadRows, toRowQuads } from "../../tensor/row-quads.js";
 import { DTYPE_CODE, type Weight } from "../../tensor/weight.js";
 import type { WasmArena } from "../wasm-arena.js";
 import { type Mxfp4Int8, quantizeInput } from "./mxfp4-int8.js";
@@ -279,12 +279,26 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
     const S = simd.base >> 2;
     const W = S + M * K;
     const O = W + CHUNK * K;
+    // Row quads are read by the `quads` tile, whose inputs are in pairs (one row is its own pairs):
+    // written into the x area, a row-major input outside the shared memory two rows at a time
+    // through the rows area. Other weights' tile reads row-major inputs.
     let xAt = xOffset;
-    if (xAt < 0) {
+    if (quads && M > 1) {
+      if (xOffset >= 0) simd.pairs(K, M, xOffset, S * 4);
+      else {
+        for (let m = 0; m < M; m += 2) {
+          const n = Math.min(2, M - m);
+          heap.set(x.subarray(m * K, (m + n) * K), W);
+          simd.pairs(K, n, W * 4, (S + m * K) * 4);
+        }
+      }
+      xAt = S * 4;
+    } else if (xAt < 0) {
       heap.set(x.subarray(0, M * K), S);
       xAt = S * 4;
     }
     const inPlace = dtype === 0 && wOffset >= 0;
+    const tile = quads ? simd.quads : simd.tile;
     const { scalesOffset } = range.weight;
     const packed = dtype === 4 && wOffset >= 0 && scalesOffset >= 0 ? thread.mxfp4 : null;
     // FP8 with scale blocks of whole groups of 32 values is decoded by matmul/fp8-rows.wat.
@@ -334,22 +348,19 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
       // matrix, and from there into `out` row by row.
       const direct = outOffset >= 0 ? whole : 0;
       /** Groups [g0, g1) of this chunk, whose weight rows start at byte wAt. */
-      const run = (wAt: number, g0: number, g1: number, interleaved: boolean): void => {
+      const run = (wAt: number, g0: number, g1: number): void => {
         const split = Math.max(g0, Math.min(g1, direct));
-        // Rows 16 bytes apart, k every 64 bytes (row quads), or K floats apart, k every 16 bytes.
-        const [rowStride, kStride] = interleaved ? [16, 64] : [K * 4, 16];
         const o0 = outOffset + (c0 + 4 * g0) * 4;
-        if (split > g0) simd.tile(K, M, xAt, wAt, o0, split - g0, N * 4, rowStride, kStride);
+        if (split > g0) tile(K, M, xAt, wAt, o0, split - g0, N * 4);
         const w1 = wAt + (split - g0) * 16 * K;
-        if (g1 > split)
-          simd.tile(K, M, xAt, w1, (O + 4 * split) * 4, g1 - split, CHUNK * 4, rowStride, kStride);
+        if (g1 > split) tile(K, M, xAt, w1, (O + 4 * split) * 4, g1 - split, CHUNK * 4);
       };
       // Whole groups of rows straight from the weights (in row quads, groups of the layout's own:
       // from a multiple of 4, before its ragged rows); other rows go through the rows area,
-      // row-major and zero-padded, so the tile never reads past the weight.
+      // zero-padded so the tile never reads past the weight, laid out as the weight's.
       const aligned = quads ? (c0 % 4 === 0 ? Math.max(0, (quadRows(N) - c0) >> 2) : 0) : whole;
       const fromWeights = inPlace ? Math.min(whole, aligned) : 0;
-      if (fromWeights > 0) run(wOffset + c0 * K * 4, 0, fromWeights, quads);
+      if (fromWeights > 0) run(wOffset + c0 * K * 4, 0, fromWeights);
       if (fromWeights < groups) {
         const r0 = fromWeights * 4;
         if (dtype === 0 && !quads)
@@ -377,7 +388,8 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
           );
         } else for (let j = r0; j < rows; j++) unpack(c0 + j, W + (j - r0) * K);
         if (rows < groups * 4) heap.fill(0, W + (rows - r0) * K, W + (groups * 4 - r0) * K);
-        run(W * 4, fromWeights, groups, false);
+        if (quads) toRowQuads(heap.subarray(W, W + (groups * 4 - r0) * K), groups * 4 - r0, K);
+        run(W * 4, fromWeights, groups);
       }
       const first = direct * 4;
       if (first < rows) {

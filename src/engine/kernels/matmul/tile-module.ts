@@ -3,23 +3,26 @@ import { compileKernel } from "../wasm-kernels.js";
 
 export type { WasmMemory, WasmModule };
 
+/** tile(K, M, x, w, o, G, ldo): the dot products of M input rows with 4G weight rows (byte offsets). */
+export type TileFunction = (
+  K: number,
+  M: number,
+  x: number,
+  w: number,
+  o: number,
+  G: number,
+  ldo: number,
+) => void;
+
 /**
- * The matmul's inner tile (matmul/matmul-tile.wat): tile(K, M, x, w, o, G, ldo, rowStride, kStride)
- * writes the dot products of M input rows with 4G weight rows, byte offsets into the shared
- * memory; the rows are row-major (rowStride 4K, kStride 16) or in row quads (16, 64).
+ * The matmul's inner tiles (matmul/matmul-tile.wat), over byte offsets into the shared memory:
+ * `tile` reads row-major weight rows and inputs, `quads` rows in row quads (tensor/row-quads.ts)
+ * and inputs in pairs, as `pairs(K, M, src, dst)` writes at dst the row-major [M, K] inputs at src.
  */
 export interface SimdTile {
-  tile: (
-    K: number,
-    M: number,
-    x: number,
-    w: number,
-    o: number,
-    G: number,
-    ldo: number,
-    rowStride: number,
-    kStride: number,
-  ) => void;
+  tile: TileFunction;
+  quads: TileFunction;
+  pairs: (K: number, M: number, src: number, dst: number) => void;
   memory: WasmMemory;
   /** This thread's scratch region in the memory: byte offset and size. */
   base: number;
@@ -36,6 +39,9 @@ export function compileSimdTile(fused: boolean): WasmModule | undefined {
 
 /** An instance over the shared memory (one per thread; `base` is set by the pool). */
 export function instantiateTile(module: WasmModule, memory: WasmMemory): SimdTile {
-  const exports = instantiateWasm(module, memory) as Pick<SimdTile, "tile">;
-  return { tile: exports.tile, memory, base: 0, bytes: 0 };
+  const { tile, quads, pairs } = instantiateWasm(module, memory) as Pick<
+    SimdTile,
+    "tile" | "quads" | "pairs"
+  >;
+  return { tile, quads, pairs, memory, base: 0, bytes: 0 };
 }
