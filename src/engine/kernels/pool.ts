@@ -239,7 +239,13 @@ export class MatmulPool {
       return;
     }
     const ids = weights.map((w) => this.register(w));
-    this.stage("x", M * K).set(x.subarray(0, M * K));
+    // Row-quads weights' tile reads the input in pairs (tile-module.ts): staged once here, after
+    // the row-major input the other kernels read, rather than by every thread for every unit.
+    const tile = this.thread.tile;
+    const pairs = tile !== null && M > 1 && weights.some((w) => this.partsOf(w).quads);
+    this.stage("x", (pairs ? 2 : 1) * M * K).set(x.subarray(0, M * K));
+    const xPairs = pairs && this.xOffset >= 0 ? this.xOffset + M * K * 4 : -1;
+    if (xPairs >= 0) tile?.pairs(K, M, this.xOffset, xPairs);
     const stagedOut = this.stage("out", M * totalRows);
     // Output i lives at stagedOut[M * rowOffset_i ...] as an [M, rows_i] matrix.
     const segments: MatmulSegment[] = [];
@@ -249,7 +255,7 @@ export class MatmulPool {
       segments.push({ id: ids[i] as number, N: w.rows, rowOffset, outOffset });
       rowOffset += w.rows;
     });
-    const params = { M, K, xOffset: this.xOffset, totalRows, rowChunk: ROW_CHUNK, segments };
+    const params = { M, K, xOffset: this.xOffset, xPairs, totalRows, rowChunk: ROW_CHUNK, segments };
     this.run("matmul", params, Math.ceil(totalRows / ROW_CHUNK));
     segments.forEach((seg, i) => {
       (outs[i] as Float32Array).set(stagedOut.subarray(M * seg.rowOffset, M * (seg.rowOffset + seg.N)));

@@ -19,6 +19,8 @@ export interface MatmulJob {
   readonly K: number;
   /** Byte offset of the staged input in the shared memory (-1: elsewhere). */
   readonly xOffset: number;
+  /** Byte offset of the staged input in pairs (MatmulRange.xPairs), or -1. */
+  readonly xPairs: number;
   readonly totalRows: number;
   /** Rows a unit covers (whole groups of four, the SIMD tile's). */
   readonly rowChunk: number;
@@ -38,6 +40,7 @@ export const matmulJob: ThreadKernel<MatmulJob> = {
         {
           x: thread.x,
           xOffset: job.xOffset,
+          xPairs: job.xPairs,
           M: job.M,
           K: job.K,
           weight: thread.weights.get(seg.id) as NonNullable<ReturnType<typeof thread.weights.get>>,

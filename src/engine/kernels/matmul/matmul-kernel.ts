@@ -120,6 +120,11 @@ export function weightParts(w: Weight, arena: WasmArena | null): WeightParts {
 export interface MatmulRange {
   readonly x: Float32Array;
   readonly xOffset: number;
+  /**
+   * Byte offset of the same input in pairs (matmul/tile-module.ts) in the shared memory, which a
+   * row-quads weight's tile reads; absent or -1: put in pairs here when needed.
+   */
+  readonly xPairs?: number;
   readonly M: number;
   readonly K: number;
   readonly weight: WeightParts;
@@ -283,7 +288,8 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
     // written into the x area, a row-major input outside the shared memory two rows at a time
     // through the rows area. Other weights' tile reads row-major inputs.
     let xAt = xOffset;
-    if (quads && M > 1) {
+    if (quads && M > 1 && (range.xPairs ?? -1) >= 0) xAt = range.xPairs as number;
+    else if (quads && M > 1) {
       if (xOffset >= 0) simd.pairs(K, M, xOffset, S * 4);
       else {
         for (let m = 0; m < M; m += 2) {
