@@ -22,7 +22,12 @@
  * node-llama-cpp (with its CPU binaries, about 80 MB) is not part of the default install: the first
  * run installs it into .cache/bench-deps/ and says so (bench/node-llama-cpp.ts).
  *
+ * The engine runs with its model's switches at their defaults unless --switch sets some (e.g.
+ * replay=on, whose decode steps replay a plan per batch shape: off by default), for every engine
+ * figure alike; the header line says which.
+ *
  *   npx tsx bench/engine-vs-llamacpp.ts [--size bench-100m] [--threads 2] [--decode 32] [--rounds 5]
+ *     [--switch replay=on]
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { availableParallelism, tmpdir } from "node:os";
@@ -57,6 +62,9 @@ const USAGE = `usage: npx tsx bench/engine-vs-llamacpp.ts [options]
   --decode N       tokens decoded per stream (default 32)
   --streams N      concurrent streams for the aggregate figures (default 16)
   --rounds N       measured rounds, arms alternated, after one warm-up round (default 5)
+  --switch N=V     set one of the engine model's switches (repeatable), as \`bringup serve --switch\`
+                   does, e.g. replay=on; every engine figure runs with them (default: none, the
+                   model's defaults)
   --help           print this and exit
 `;
 const { values: args } = parseArgs({
@@ -67,6 +75,7 @@ const { values: args } = parseArgs({
     decode: { type: "string", default: "32" },
     streams: { type: "string", default: "16" },
     rounds: { type: "string", default: "5" },
+    switch: { type: "string", multiple: true, default: [] },
     help: { type: "boolean", default: false },
   },
 });
@@ -79,6 +88,13 @@ const promptLen = Number(args.prompt);
 const decodeLen = Number(args.decode);
 const streams = Number(args.streams);
 const rounds = Number(args.rounds);
+const switches = Object.fromEntries(
+  args.switch.map((given) => {
+    const match = /^([\w-]+)=(.+)$/.exec(given);
+    if (match === null) throw new Error(`--switch ${given}: expected name=value, e.g. replay=on`);
+    return [match[1] as string, match[2] as string];
+  }),
+);
 
 interface Figures {
   prefill: number;
@@ -311,7 +327,7 @@ try {
     if (name !== "model.embed_tokens.weight") weightBytes += t.data.byteLength;
   const roofline = bandwidth / weightBytes;
   process.stdout.write(
-    `model ${size.name}: ${model.numParameters.toLocaleString("en-US")} parameters, f32, loaded from ${modelDir}, ${threads} threads\n`,
+    `model ${size.name}: ${model.numParameters.toLocaleString("en-US")} parameters, f32, loaded from ${modelDir}, ${threads} threads, switches ${args.switch.join(" ") || "at their defaults"}\n`,
   );
   process.stdout.write(
     `memory read bandwidth ${(bandwidth / 1e9).toFixed(1)} GB/s on ${threads} threads; ${(weightBytes / 1e6).toFixed(0)} MB of weights per decode token; roofline ${roofline.toFixed(1)} tok/s\n`,
@@ -333,7 +349,7 @@ try {
     threads,
     batchSize: 512,
   });
-  const engine = new Engine(model, { threads, maxNumSeqs: streams, maxModelLen: 4096 });
+  const engine = new Engine(model, { threads, maxNumSeqs: streams, maxModelLen: 4096, switches });
   const measured: Round[] = [];
   try {
     for (let round = 0; round <= rounds; round++) {
