@@ -25,6 +25,11 @@
  *   build (scripts/build-kernels.mjs) on the same weights re-laid out in halves order
  *   (formats/mxfp4-halves.ts, `bringup weights convert --layout halves`) (after), as mxfp4-decode's
  *   cases. "same bits" says the two decode the same values.
+ * - mxfp4-m1: the fused MXFP4 matmul's step at one input row, as mxfp4-decode's second case has
+ *   it (the decode at --before, then the working tree's tile) (before) against the working tree's
+ *   matmul/mxfp4-rows.wat, which decodes straight into the multiply-adds (after), on the same
+ *   weights; then the same with the after arm's `.halves` build on the codes in halves order (as
+ *   mxfp4-halves: the before arm decodes the OCP codes). "same bits" compares the outputs.
  * - fp8-decode (matmul/fp8-rows.wat): FP8 E4M3 weights [2880, 2880] with a scale per 128x128 tile
  *   (the FP8 checkpoints' layout, quantized from normal values by floatToFp8Tile128), decoded and
  *   run as mxfp4-decode's; G weights/s per core.
@@ -38,7 +43,7 @@
  * (default --chunk; with --before HEAD the two arms then differ in their chunks alone); --k the
  * decode cases' K.
  *
- *   npx tsx bench/kernel-before-after.ts --kernel tile|mxfp4-decode|mxfp4-halves|fp8-decode|mxfp4-int8 [--before HEAD] [--blocks 4]
+ *   npx tsx bench/kernel-before-after.ts --kernel tile|mxfp4-decode|mxfp4-halves|mxfp4-m1|fp8-decode|mxfp4-int8 [--before HEAD] [--blocks 4]
  *     [--trial-ms 150] [--chunk 64] [--after-chunk C] [--k 2880]
  */
 import { execFileSync } from "node:child_process";
@@ -50,7 +55,7 @@ import { type BlockTrials, blockedRatioInterval } from "../src/bench/index.js";
 import { compileWasm, instantiateWasm, type WasmModule } from "../src/common/wasm-runtime.js";
 import { MXFP4_TABLE_BYTES, mxfp4Tables } from "../src/engine/kernels/matmul/matmul-kernel.js";
 import { quantizedBytes, quantizeInput } from "../src/engine/kernels/matmul/mxfp4-int8.js";
-import { kernelBytes } from "../src/engine/kernels/wasm-kernels.js";
+import { type KernelBinary, kernelBytes } from "../src/engine/kernels/wasm-kernels.js";
 import { Rng } from "../src/engine/tensor/random.js";
 import { toRowQuads } from "../src/engine/tensor/row-quads.js";
 import { floatToFp8Tile128 } from "../src/formats/fp8-blockwise.js";
@@ -71,6 +76,7 @@ const KERNELS = {
   tile: ["matmul/matmul-tile"],
   "mxfp4-decode": ["matmul/mxfp4-decode", "matmul/mxfp4-rows"],
   "mxfp4-halves": ["matmul/mxfp4-decode", "matmul/mxfp4-rows"],
+  "mxfp4-m1": ["matmul/mxfp4-decode", "matmul/mxfp4-rows"],
   "fp8-decode": ["matmul/fp8-rows"],
   "mxfp4-int8": ["matmul/mxfp4-int8"],
 } as const;
@@ -111,15 +117,20 @@ function beforeText(): { text: string; name: string } {
   throw new Error(`${args.before ?? "HEAD"} has none of ${KERNELS[kernel].map(watPath).join(", ")}`);
 }
 const halves = kernel === "mxfp4-halves";
+const m1 = kernel === "mxfp4-m1";
 // mxfp4-halves' before arm is the working tree's decode unless --before names a revision.
 const old =
   halves && args.before === undefined
     ? { text: readFileSync(join(root, path), "utf8"), name: path }
     : beforeText();
 const before = instantiate(old.text, old.name);
+const built = (name: KernelBinary) =>
+  instantiateWasm(compileWasm(kernelBytes(name)) as WasmModule, memory) as Arm;
 const after = halves
-  ? (instantiateWasm(compileWasm(kernelBytes("matmul/mxfp4-decode.halves")) as WasmModule, memory) as Arm)
-  : instantiate(readFileSync(join(root, path), "utf8"), path);
+  ? built("matmul/mxfp4-decode.halves")
+  : m1
+    ? built("matmul/mxfp4-rows")
+    : instantiate(readFileSync(join(root, path), "utf8"), path);
 const chunkOf = (arm: Arm) => (arm === after ? AFTER_CHUNK : CHUNK);
 const tile = instantiate(readFileSync(join(root, watPath(KERNELS.tile[0])), "utf8"), "tile").tile as (
   ...a: number[]
@@ -294,6 +305,38 @@ if (kernel === "tile") {
       });
     },
   });
+} else if (m1) {
+  const [N, K] = [2880, decodeK];
+  const { tables, codes, scales } = mxfp4Weights(N, K);
+  const inHalves = halvesCopy(codes, (N * K) / 2)(after);
+  const rows = allocate(CHUNK * K * 4);
+  const x = allocate(K * 4);
+  rng.fillNormal(new Float32Array(memory.buffer, x, K), 1);
+  const o = allocate(N * 4);
+  const acc = allocate(64);
+  const afterHalves = built("matmul/mxfp4-rows.halves");
+  for (const halvesAfter of [false, true]) {
+    cases.push({
+      label: `the fused step at M=1, [${N}, ${K}]${halvesAfter ? ", the after arm's codes in halves order" : ""}`,
+      unit: "G weights/s",
+      work: N * K,
+      outAt: () => o,
+      outBytes: N * 4,
+      run: (arm) => {
+        const chunk = chunkOf(arm);
+        for (let c0 = 0; c0 < N; c0 += chunk) {
+          const s = scales + (c0 * K) / 32;
+          if (arm === after) {
+            const [kernel, c] = halvesAfter ? [afterHalves, inHalves] : [after, codes];
+            kernel.mxfp4?.(K, 1, x, c + (c0 * K) / 2, s, tables, acc, o + c0 * 4, chunk, N * 4);
+          } else {
+            arm.decode?.(codes + (c0 * K) / 2, s, tables, rows, (chunk * K) / 32);
+            tile(K, 1, x, rows, o + c0 * 4, chunk / 4, N * 4, K * 4, 16);
+          }
+        }
+      },
+    });
+  }
 } else {
   const [N, K] = [2880, decodeK];
   const { tables, codes, scales } = mxfp4Weights(N, K);
@@ -374,7 +417,7 @@ const median = (values: number[]) =>
   [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
 const bits = (c: Case, arm: Arm) => Buffer.from(new Uint8Array(memory.buffer, c.outAt(arm), c.outBytes));
 console.log(
-  `${old.name} (before, ${CHUNK} rows at a time) against ${halves ? "the working tree's .halves build on the codes in halves order" : `the working tree's ${path}`} (after, ${AFTER_CHUNK} rows), ${blocks} blocks of 4 trials, rates per CPU-second on one thread`,
+  `${old.name} (before, ${CHUNK} rows at a time) against ${halves ? "the working tree's .halves build on the codes in halves order" : m1 ? "the working tree's matmul/mxfp4-rows.wat" : `the working tree's ${path}`} (after, ${AFTER_CHUNK} rows), ${blocks} blocks of 4 trials, rates per CPU-second on one thread`,
 );
 for (const c of cases) {
   c.run(before);

@@ -65,7 +65,8 @@
  * for bit. SwiGLU runs a SIMD kernel under the same switch (f64 with an exp within about 1e-14,
  * kernels/swiglu/swiglu.wat), split between the threads. MXFP4 weights are decoded by a SIMD kernel
  * (kernels/matmul/mxfp4-decode.wat, by table) a chunk of rows at a time into scratch for the tile,
- * or inside kernels/matmul/mxfp4-rows.wat's loop (KernelSwitches.mxfp4ScratchTokens), with the bits of unpacking them to f32 rows in
+ * or, at one input row, straight into the multiply-adds of kernels/matmul/mxfp4-rows.wat
+ * (KernelSwitches.mxfp4ScratchTokens), with the bits of unpacking them to f32 rows in
  * JavaScript, which BRINGUP_ENGINE_MXFP4=unpacked selects instead (kernels/switches.ts reads every
  * switch), or per engine the `mxfp4` switch that every model holding MXFP4 weights has. Its third
  * value, int8 (BRINGUP_ENGINE_MXFP4=int8), multiplies on relaxed integer dot products over the input

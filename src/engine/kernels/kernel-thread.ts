@@ -23,6 +23,8 @@ export interface KernelModules {
    */
   readonly mxfp4?: {
     readonly module: WasmModule;
+    /** Its `.halves` build, for codes in halves order (Weight.mxfp4Order). */
+    readonly halves: WasmModule;
     /** matmul/mxfp4-decode.wat, relaxed or plain. */
     readonly decode: WasmModule;
     /** Its `.halves` build, for codes in halves order (Weight.mxfp4Order). */
@@ -68,11 +70,13 @@ export function kernelThread(modules: KernelModules, memory: WasmMemory | undefi
     scratch: new Float32Array(1),
     tile: instance(modules.tile, instantiateTile),
     mxfp4: instance(modules.mxfp4?.module, (m, mem) => {
-      const { mxfp4: rows } = instantiateWasm(m, mem) as { mxfp4: Mxfp4Rows["rows"] };
+      const inLoop = (module: WasmModule | undefined) =>
+        (instantiateWasm(module as WasmModule, mem) as { mxfp4: Mxfp4Rows["rows"] }).mxfp4;
       const decoder = (module: WasmModule | undefined) =>
         (instantiateWasm(module as WasmModule, mem) as { decode: Mxfp4Rows["decode"] }).decode;
       return {
-        rows,
+        rows: inLoop(m),
+        rowsHalves: inLoop(modules.mxfp4?.halves),
         decode: decoder(modules.mxfp4?.decode),
         decodeHalves: decoder(modules.mxfp4?.decodeHalves),
         halfScales: modules.mxfp4?.halfScales as number,

@@ -106,12 +106,22 @@ function mxfp4Modules(
     return module === undefined ? {} : { mxfp4Int8: { module, halfScales } };
   }
   const module = compileKernel(fma ? "matmul/mxfp4-rows" : "matmul/mxfp4-rows.unfused");
+  const halves = compileKernel(fma ? "matmul/mxfp4-rows.halves" : "matmul/mxfp4-rows.halves.unfused");
   const decode = compileKernel("matmul/mxfp4-decode") ?? compileKernel("matmul/mxfp4-decode.plain-swizzle");
   const decodeHalves =
     compileKernel("matmul/mxfp4-decode.halves") ?? compileKernel("matmul/mxfp4-decode.halves.plain-swizzle");
-  return module === undefined || decode === undefined || decodeHalves === undefined
+  return module === undefined || halves === undefined || decode === undefined || decodeHalves === undefined
     ? {}
-    : { mxfp4: { module, decode, decodeHalves, halfScales, scratchTokens: switches.mxfp4ScratchTokens } };
+    : {
+        mxfp4: {
+          module,
+          halves,
+          decode,
+          decodeHalves,
+          halfScales,
+          scratchTokens: switches.mxfp4ScratchTokens,
+        },
+      };
 }
 
 /**

@@ -17,6 +17,8 @@ export type KernelBinary =
   | "matmul/matmul-tile.unfused"
   | "matmul/mxfp4-rows"
   | "matmul/mxfp4-rows.unfused"
+  | "matmul/mxfp4-rows.halves"
+  | "matmul/mxfp4-rows.halves.unfused"
   | "matmul/mxfp4-decode"
   | "matmul/mxfp4-decode.plain-swizzle"
   | "matmul/mxfp4-decode.halves"

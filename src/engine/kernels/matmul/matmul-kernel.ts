@@ -51,10 +51,10 @@ export const MXFP4_TABLE_BYTES = 1024 + 256 * 32;
 
 /**
  * The MXFP4 kernels' tables, which the pool places once in the shared memory. At byte 0 the half
- * E8M0 scales 2^(e - 128) as 256 f32 (NaN at 255), which matmul/mxfp4-rows.wat's in-loop form and
- * matmul/mxfp4-int8.wat multiply by. At byte 1024 + 32e, for exponent e, bytes 2 then bytes 3 of
- * the f32 values of the 16 E2M1 codes at that exponent (16 bytes each), for matmul/mxfp4-decode.wat.
- * Each value is the in-loop form's exact product (2·E2M1(code)) · 2^(e - 128), so a code of -0 gives
+ * E8M0 scales 2^(e - 128) as 256 f32 (NaN at 255), which matmul/mxfp4-int8.wat multiplies by. At
+ * byte 1024 + 32e, for exponent e, bytes 2 then bytes 3 of the f32 values of the 16 E2M1 codes at
+ * that exponent (16 bytes each), for matmul/mxfp4-decode.wat and matmul/mxfp4-rows.wat.
+ * Each value is the exact product (2·E2M1(code)) · 2^(e - 128), so a code of -0 gives
  * +0 and every code gives NaN at 255; an E2M1 value has at most two significant bits and none below
  * 2^-128 here, so bytes 0 and 1 of every value are zero and the two bytes are all of it.
  */
@@ -158,27 +158,40 @@ export type Fp8Rows = (
   N: number,
 ) => void;
 
+/** matmul/mxfp4-rows.wat's mxfp4 (see there for the arguments). */
+export type Mxfp4InLoop = (
+  K: number,
+  M: number,
+  x: number,
+  blocks: number,
+  scales: number,
+  tables: number,
+  acc: number,
+  o: number,
+  N: number,
+  ldo: number,
+) => void;
+
+/** matmul/mxfp4-decode.wat's decode. */
+export type Mxfp4Decode = (
+  blocks: number,
+  scales: number,
+  tables: number,
+  out: number,
+  count: number,
+) => void;
+
 /**
- * matmul/mxfp4-rows.wat's in-loop form and matmul/mxfp4-decode.wat's decode, the byte offset of
- * their tables (mxfp4Tables, which start with the half E8M0 scales), and from how many input rows a
- * matmul decodes a chunk of rows into scratch for the tile instead of decoding inside the loop.
+ * matmul/mxfp4-rows.wat's form that decodes into the multiply-adds and matmul/mxfp4-decode.wat's
+ * decode into scratch, each also as its `.halves` build for codes in halves order; the byte offset
+ * of their tables (mxfp4Tables); and from how many input rows a matmul decodes a chunk of rows into
+ * scratch for the tile instead of decoding inside the loop.
  */
 export interface Mxfp4Rows {
-  rows: (
-    K: number,
-    M: number,
-    x: number,
-    blocks: number,
-    scales: number,
-    halfScales: number,
-    acc: number,
-    o: number,
-    N: number,
-    ldo: number,
-  ) => void;
-  decode: (blocks: number, scales: number, tables: number, out: number, count: number) => void;
-  /** The same for codes in halves order (matmul/mxfp4-decode.wat's `.halves` build). */
-  decodeHalves: (blocks: number, scales: number, tables: number, out: number, count: number) => void;
+  rows: Mxfp4InLoop;
+  rowsHalves: Mxfp4InLoop;
+  decode: Mxfp4Decode;
+  decodeHalves: Mxfp4Decode;
   readonly halfScales: number;
   readonly scratchTokens: number;
 }
@@ -315,15 +328,15 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
         if (!direct) fromOutArea(c0, rows);
         continue;
       }
-      // The in-loop form reads OCP order only; halves order always takes the scratch decode.
-      if (packed !== null && M < packed.scratchTokens && !halves) {
-        // MXFP4 rows decoded inside the SIMD loop (matmul/mxfp4-rows.wat), the rows area as its
-        // accumulators: the tile's operations on the unpacked rows, so the same bits.
+      if (packed !== null && M < packed.scratchTokens) {
+        // MXFP4 rows decoded straight into the multiply-adds (matmul/mxfp4-rows.wat), the rows area
+        // as its scratch: the tile's operations on the unpacked rows, so the same bits.
         const direct = outOffset >= 0;
         const at = direct ? outOffset + c0 * 4 : O * 4;
         const wAt = wOffset + (c0 * K) / 2;
         const sAt = scalesOffset + (c0 * K) / 32;
-        packed.rows(K, M, xAt, wAt, sAt, packed.halfScales, W * 4, at, rows, direct ? N * 4 : CHUNK * 4);
+        const inLoop = halves ? packed.rowsHalves : packed.rows;
+        inLoop(K, M, xAt, wAt, sAt, packed.halfScales, W * 4, at, rows, direct ? N * 4 : CHUNK * 4);
         if (!direct) fromOutArea(c0, rows);
         continue;
       }
