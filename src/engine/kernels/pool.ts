@@ -124,6 +124,15 @@ function mxfp4Modules(
       };
 }
 
+/** The FP8 kernels (built like the tile), unless the switch unpacks narrow weights. */
+function fp8Module(fma: boolean, switches: KernelSwitches): Pick<KernelModules, "fp8"> {
+  const module =
+    switches.mxfp4 === "unpacked"
+      ? undefined
+      : compileKernel(fma ? "matmul/fp8-rows" : "matmul/fp8-rows.unfused");
+  return module === undefined ? {} : { fp8: { module, scratchTokens: switches.mxfp4ScratchTokens } };
+}
+
 /**
  * Runs the engine's kernels on the calling thread plus `threads - 1` worker threads (worker.ts)
  * that share weights and activations through SharedArrayBuffers. A dispatch names a kernel of the
@@ -176,7 +185,7 @@ export class MatmulPool {
         : {
             tile,
             ...mxfp4Modules(arena, this.fma, switches),
-            fp8: switches.mxfp4 !== "unpacked" ? compileKernel("matmul/fp8-rows") : undefined,
+            ...fp8Module(this.fma, switches),
             attention: compileAttentionSimd(),
             swiglu: compileSwigluSimd(),
             indexer: compileIndexerScores(),

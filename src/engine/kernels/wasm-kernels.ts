@@ -26,6 +26,7 @@ export type KernelBinary =
   | "matmul/mxfp4-int8"
   | "matmul/mxfp4-int8.plain-dot"
   | "matmul/fp8-rows"
+  | "matmul/fp8-rows.unfused"
   | "paged-attention/attention"
   | "swiglu/swiglu"
   | "indexer-scores/indexer-scores";

@@ -139,24 +139,46 @@ export interface MatmulThread {
   readonly tile: SimdTile | null;
   /** The fused MXFP4 rows (null: MXFP4 weights are unpacked into f32 rows for the tile). */
   readonly mxfp4: Mxfp4Rows | null;
-  /** The block-scaled FP8 rows' SIMD decoding (null, or absent: unpacked in JavaScript for the tile). */
+  /** The block-scaled FP8 rows' SIMD kernels (null, or absent: unpacked in JavaScript for the tile). */
   readonly fp8?: Fp8Rows | null;
   /** The integer MXFP4 path and its table of half E8M0 scales (absent or null: not chosen). */
   readonly mxfp4Int8?: { readonly rows: Mxfp4Int8; readonly halfScales: number } | null;
 }
 
-/** matmul/fp8-rows.wat's decode (see there for the arguments). */
-export type Fp8Rows = (
-  K: number,
-  codes: number,
-  scales: number,
-  scaleRowBytes: number,
-  blocksPerScale: number,
-  blockRows: number,
-  band0: number,
-  out: number,
-  N: number,
-) => void;
+/**
+ * matmul/fp8-rows.wat's decode into scratch and its fp8, which decodes straight into the
+ * multiply-adds (see there for the arguments), and from how many input rows a matmul takes the
+ * decode into scratch for the tile (as Mxfp4Rows').
+ */
+export interface Fp8Rows {
+  decode: (
+    K: number,
+    codes: number,
+    scales: number,
+    scaleRowBytes: number,
+    blocksPerScale: number,
+    blockRows: number,
+    band0: number,
+    out: number,
+    N: number,
+  ) => void;
+  rows: (
+    K: number,
+    M: number,
+    x: number,
+    codes: number,
+    scales: number,
+    scaleRowBytes: number,
+    blocksPerScale: number,
+    blockRows: number,
+    band0: number,
+    acc: number,
+    o: number,
+    N: number,
+    ldo: number,
+  ) => void;
+  readonly scratchTokens: number;
+}
 
 /** matmul/mxfp4-rows.wat's mxfp4 (see there for the arguments). */
 export type Mxfp4InLoop = (
@@ -317,8 +339,35 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
     const fromOutArea = (c0: number, rows: number) => {
       for (let m = 0; m < M; m++) out.set(heap.subarray(O + m * CHUNK, O + m * CHUNK + rows), m * N + c0);
     };
+    // FP8 scale rows: the bytes of one, and where the chunk from row c0 starts its band's.
+    const scaleRowBytes = Math.ceil(K / scaleBlockCols) * 4;
+    const fp8Scales = (c0: number) => scalesOffset + Math.floor(c0 / scaleBlockRows) * scaleRowBytes;
     for (let c0 = n0; c0 < n1; c0 += CHUNK) {
       const rows = Math.min(CHUNK, n1 - c0);
+      if (fp8 !== null && M < fp8.scratchTokens) {
+        // FP8 rows decoded straight into the multiply-adds (matmul/fp8-rows.wat's fp8), the rows
+        // area as its scratch: the tile's operations on the unpacked rows, so the same bits.
+        const direct = outOffset >= 0;
+        const at = direct ? outOffset + c0 * 4 : O * 4;
+        const [blocksPerScale, band0] = [scaleBlockCols / 32, c0 % scaleBlockRows];
+        fp8.rows(
+          K,
+          M,
+          xAt,
+          wOffset + c0 * K,
+          fp8Scales(c0),
+          scaleRowBytes,
+          blocksPerScale,
+          scaleBlockRows,
+          band0,
+          W * 4,
+          at,
+          rows,
+          direct ? N * 4 : CHUNK * 4,
+        );
+        if (!direct) fromOutArea(c0, rows);
+        continue;
+      }
       if (int8 !== null) {
         const direct = outOffset >= 0;
         const wAt = wOffset + (c0 * K) / 2;
@@ -376,11 +425,10 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
           decode(wOffset + first * 16, scalesOffset + first, packed.halfScales, W * 4, blocks);
         } else if (fp8 !== null) {
           // The chunk's FP8 rows decoded once (the table decoding's exact values), then the tile.
-          const scaleRowBytes = Math.ceil(K / scaleBlockCols) * 4;
-          fp8(
+          fp8.decode(
             K,
             wOffset + c0 * K,
-            scalesOffset + Math.floor(c0 / scaleBlockRows) * scaleRowBytes,
+            fp8Scales(c0),
             scaleRowBytes,
             scaleBlockCols / 32,
             scaleBlockRows,
