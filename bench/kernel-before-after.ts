@@ -32,7 +32,9 @@
  *   mxfp4-halves: the before arm decodes the OCP codes). "same bits" compares the outputs.
  * - fp8-decode (matmul/fp8-rows.wat): FP8 E4M3 weights [2880, 2880] with a scale per 128x128 tile
  *   (the FP8 checkpoints' layout, quantized from normal values by floatToFp8Tile128), decoded and
- *   run as mxfp4-decode's; G weights/s per core.
+ *   run as mxfp4-decode's; then the fused step at one input row as mxfp4-m1's, the after arm's
+ *   fp8 (decoding into the multiply-adds) against the before arm's decode then the tile; G
+ *   weights/s per core.
  * - mxfp4-int8 (matmul/mxfp4-int8.wat): the integer MXFP4 rows over the same MXFP4 weights as
  *   mxfp4-decode's, at M = 1 and 4 input rows quantized by mxfp4-int8.ts, 64 rows a call as the
  *   matmul calls it; G weights/s (times M) per core. Then at M = 1 over 16 of 64 experts
@@ -223,19 +225,34 @@ if (kernel === "tile") {
   new Uint8Array(memory.buffer, codes, N * K).set(fp8.elements);
   const scales = allocate(fp8.scaleInv.byteLength);
   new Float32Array(memory.buffer, scales, fp8.scaleInv.length).set(fp8.scaleInv);
+  const scalesAt = (c0: number) => scales + Math.floor(c0 / B) * scaleRow * 4;
   decodeCases(N, K, (arm, c0, rows, chunk) =>
-    arm.decode?.(
-      K,
-      codes + c0 * K,
-      scales + Math.floor(c0 / B) * scaleRow * 4,
-      scaleRow * 4,
-      B / 32,
-      B,
-      c0 % B,
-      rows,
-      chunk,
-    ),
+    arm.decode?.(K, codes + c0 * K, scalesAt(c0), scaleRow * 4, B / 32, B, c0 % B, rows, chunk),
   );
+  // The fused step at one input row: the before arm's decode then the tile, against the after
+  // arm's fp8 decoding straight into the multiply-adds (where the after arm has it).
+  const rows = allocate(CHUNK * K * 4);
+  const x = allocate(K * 4);
+  rng.fillNormal(new Float32Array(memory.buffer, x, K), 1);
+  const [o, acc] = [allocate(N * 4), allocate(64)];
+  cases.push({
+    label: "the fused step at M=1, the after arm decoding into the multiply-adds",
+    unit: "G weights/s",
+    work: N * K,
+    outAt: () => o,
+    outBytes: N * 4,
+    run: (arm) => {
+      const chunk = chunkOf(arm);
+      for (let c0 = 0; c0 < N; c0 += chunk) {
+        const at = [K, codes + c0 * K, scalesAt(c0), scaleRow * 4, B / 32, B, c0 % B] as const;
+        if (arm === after) arm.fp8?.(K, 1, x, ...at.slice(1), acc, o + c0 * 4, chunk, N * 4);
+        else {
+          arm.decode?.(...at, rows, chunk);
+          tile(K, 1, x, rows, o + c0 * 4, chunk / 4, N * 4, K * 4, 16);
+        }
+      }
+    },
+  });
 } else if (kernel === "mxfp4-int8") {
   const [N, K] = [2880, decodeK];
   const { tables, codes, scales } = mxfp4Weights(N, K);

@@ -23,6 +23,17 @@
 ;; runs ./matmul-tile.wat over them, so the result is that tile's on the unpacked weight bit for
 ;; bit. The swizzles' constant indices are below 16 or have the top bit set (a zero), so plain
 ;; i8x16.swizzle is one byte shuffle.
+;;
+;;   fp8(K, M, x, codes, scales, scaleRowBytes, blocksPerScale, blockRows, band0, acc, o, N, ldo):
+;;     for n < N, m < M: f32 at byte o + m*ldo + 4n = Σ_k x[m*K + k] · w_n[k]
+;;
+;; decodes each block as decode does but puts each vector of four weights into a multiply-add at
+;; once instead of into scratch (the FP8 matmul at one input row; acc is 64 bytes of scratch), in
+;; ./matmul-tile.wat's order at one input row as ./mxfp4-rows.wat does (four rows in flight, the
+;; same groups of rows, each input row decoding again); so again the tile's bits. It takes every
+;; scale times 2^120 to be finite (../matmul-kernel.ts checks each weight's once, WeightParts'
+;; fp8Folds) and checks for NaN's codes per 16. Each row's sum is stored after each 16 codes (never
+;; read back), which keeps V8 from scheduling the next codes' loads and decode first and spilling.
 (module
   (import "env" "memory" (memory 1 65536 shared))
 
@@ -128,15 +139,15 @@
       (br_if $rows (i32.lt_u
         (local.tee $n (i32.add (local.get $n) (i32.const 1)))
         (local.get $N)))))
+
   (func (export "fp8")
     (param $K i32) (param $M i32) (param $x i32) (param $codes i32) (param $scales i32)
     (param $scaleRowBytes i32) (param $blocksPerScale i32) (param $blockRows i32) (param $band0 i32)
     (param $acc i32) (param $o i32) (param $N i32) (param $ldo i32)
     (local $nBlocks i32) (local $step i32) (local $rowStep i32) (local $m i32) (local $n i32) (local $last i32)
-    (local $blk i32) (local $sOff i32) (local $inScale i32) (local $xp i32) (local $op i32) (local $finite i32)
+    (local $blk i32) (local $sOff i32) (local $inScale i32) (local $xp i32) (local $op i32)
     (local $c0 i32) (local $c1 i32) (local $c2 i32) (local $c3 i32)
     (local $sp0 i32) (local $sp1 i32) (local $sp2 i32) (local $sp3 i32)
-    (local $s f32) (local $folded f32)
     (local $v v128) (local $t v128) (local $nan v128) (local $scale v128) (local $xv v128)
     (local $w0 v128) (local $w1 v128) (local $w2 v128) (local $w3 v128)
     (local $a0 v128) (local $a1 v128) (local $a2 v128) (local $a3 v128)
@@ -179,11 +190,8 @@
         (local.set $inScale (i32.const 0))
         (local.set $blk (i32.const 0))
         (loop $blocks32
-          ;; Row 0: its block's scale (times 2^120 where that stays finite), then its 32 codes, half by half.
-          (local.set $s (f32.load (i32.add (local.get $sp0) (local.get $sOff))))
-          (local.set $folded (f32.mul (local.get $s) (f32.const 0x1p120)))
-          (local.set $finite (f32.lt (f32.abs (local.get $folded)) (f32.const inf)))
-          (local.set $scale (f32x4.splat (select (local.get $folded) (local.get $s) (local.get $finite))))
+          ;; Row 0: its block's scale times 2^120, then its 32 codes, 16 at a time.
+          (local.set $scale (f32x4.splat (f32.mul (f32.load (i32.add (local.get $sp0) (local.get $sOff))) (f32.const 0x1p120))))
           (local.set $v (v128.load offset=0 (local.get $c0)))
           (local.set $t (i16x8.shr_s (i8x16.swizzle (local.get $v) (v128.const i8x16 128 0 128 4 128 1 128 5 128 2 128 6 128 3 128 7)) (i32.const 4)))
           (local.set $w0 (v128.and (i32x4.shl (local.get $t) (i32.const 16)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
@@ -191,18 +199,10 @@
           (local.set $t (i16x8.shr_s (i8x16.swizzle (local.get $v) (v128.const i8x16 128 8 128 12 128 9 128 13 128 10 128 14 128 11 128 15)) (i32.const 4)))
           (local.set $w2 (v128.and (i32x4.shl (local.get $t) (i32.const 16)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
           (local.set $w3 (v128.and (local.get $t) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
-          (if (local.get $finite)
-            (then
-              (local.set $w0 (f32x4.mul (local.get $w0) (local.get $scale)))
-              (local.set $w1 (f32x4.mul (local.get $w1) (local.get $scale)))
-              (local.set $w2 (f32x4.mul (local.get $w2) (local.get $scale)))
-              (local.set $w3 (f32x4.mul (local.get $w3) (local.get $scale)))
-            )
-            (else
-              (local.set $w0 (f32x4.mul (f32x4.mul (local.get $w0) (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale)))
-              (local.set $w1 (f32x4.mul (f32x4.mul (local.get $w1) (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale)))
-              (local.set $w2 (f32x4.mul (f32x4.mul (local.get $w2) (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale)))
-              (local.set $w3 (f32x4.mul (f32x4.mul (local.get $w3) (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale)))))
+          (local.set $w0 (f32x4.mul (local.get $w0) (local.get $scale)))
+          (local.set $w1 (f32x4.mul (local.get $w1) (local.get $scale)))
+          (local.set $w2 (f32x4.mul (local.get $w2) (local.get $scale)))
+          (local.set $w3 (f32x4.mul (local.get $w3) (local.get $scale)))
           (if (v128.any_true (local.tee $nan (i8x16.eq (i8x16.add (local.get $v) (local.get $v)) (v128.const i8x16 254 254 254 254 254 254 254 254 254 254 254 254 254 254 254 254))))
             (then
               (local.set $w0 (v128.or (local.get $w0) (i8x16.shuffle 0 0 0 0 1 1 1 1 2 2 2 2 3 3 3 3 (local.get $nan) (local.get $nan))))
@@ -217,6 +217,7 @@
           (local.set $a0 (f32x4.relaxed_madd (local.get $xv) (local.get $w2) (local.get $a0)))
           (local.set $xv (v128.load offset=48 (local.get $xp)))
           (local.set $a0 (f32x4.relaxed_madd (local.get $xv) (local.get $w3) (local.get $a0)))
+          (v128.store offset=0 (local.get $acc) (local.get $a0))
           (local.set $v (v128.load offset=16 (local.get $c0)))
           (local.set $t (i16x8.shr_s (i8x16.swizzle (local.get $v) (v128.const i8x16 128 0 128 4 128 1 128 5 128 2 128 6 128 3 128 7)) (i32.const 4)))
           (local.set $w0 (v128.and (i32x4.shl (local.get $t) (i32.const 16)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
@@ -224,18 +225,10 @@
           (local.set $t (i16x8.shr_s (i8x16.swizzle (local.get $v) (v128.const i8x16 128 8 128 12 128 9 128 13 128 10 128 14 128 11 128 15)) (i32.const 4)))
           (local.set $w2 (v128.and (i32x4.shl (local.get $t) (i32.const 16)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
           (local.set $w3 (v128.and (local.get $t) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
-          (if (local.get $finite)
-            (then
-              (local.set $w0 (f32x4.mul (local.get $w0) (local.get $scale)))
-              (local.set $w1 (f32x4.mul (local.get $w1) (local.get $scale)))
-              (local.set $w2 (f32x4.mul (local.get $w2) (local.get $scale)))
-              (local.set $w3 (f32x4.mul (local.get $w3) (local.get $scale)))
-            )
-            (else
-              (local.set $w0 (f32x4.mul (f32x4.mul (local.get $w0) (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale)))
-              (local.set $w1 (f32x4.mul (f32x4.mul (local.get $w1) (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale)))
-              (local.set $w2 (f32x4.mul (f32x4.mul (local.get $w2) (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale)))
-              (local.set $w3 (f32x4.mul (f32x4.mul (local.get $w3) (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale)))))
+          (local.set $w0 (f32x4.mul (local.get $w0) (local.get $scale)))
+          (local.set $w1 (f32x4.mul (local.get $w1) (local.get $scale)))
+          (local.set $w2 (f32x4.mul (local.get $w2) (local.get $scale)))
+          (local.set $w3 (f32x4.mul (local.get $w3) (local.get $scale)))
           (if (v128.any_true (local.tee $nan (i8x16.eq (i8x16.add (local.get $v) (local.get $v)) (v128.const i8x16 254 254 254 254 254 254 254 254 254 254 254 254 254 254 254 254))))
             (then
               (local.set $w0 (v128.or (local.get $w0) (i8x16.shuffle 0 0 0 0 1 1 1 1 2 2 2 2 3 3 3 3 (local.get $nan) (local.get $nan))))
@@ -252,10 +245,7 @@
           (local.set $a0 (f32x4.relaxed_madd (local.get $xv) (local.get $w3) (local.get $a0)))
           (v128.store offset=0 (local.get $acc) (local.get $a0))
           ;; Row 1.
-          (local.set $s (f32.load (i32.add (local.get $sp1) (local.get $sOff))))
-          (local.set $folded (f32.mul (local.get $s) (f32.const 0x1p120)))
-          (local.set $finite (f32.lt (f32.abs (local.get $folded)) (f32.const inf)))
-          (local.set $scale (f32x4.splat (select (local.get $folded) (local.get $s) (local.get $finite))))
+          (local.set $scale (f32x4.splat (f32.mul (f32.load (i32.add (local.get $sp1) (local.get $sOff))) (f32.const 0x1p120))))
           (local.set $v (v128.load offset=0 (local.get $c1)))
           (local.set $t (i16x8.shr_s (i8x16.swizzle (local.get $v) (v128.const i8x16 128 0 128 4 128 1 128 5 128 2 128 6 128 3 128 7)) (i32.const 4)))
           (local.set $w0 (v128.and (i32x4.shl (local.get $t) (i32.const 16)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
@@ -263,18 +253,10 @@
           (local.set $t (i16x8.shr_s (i8x16.swizzle (local.get $v) (v128.const i8x16 128 8 128 12 128 9 128 13 128 10 128 14 128 11 128 15)) (i32.const 4)))
           (local.set $w2 (v128.and (i32x4.shl (local.get $t) (i32.const 16)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
           (local.set $w3 (v128.and (local.get $t) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
-          (if (local.get $finite)
-            (then
-              (local.set $w0 (f32x4.mul (local.get $w0) (local.get $scale)))
-              (local.set $w1 (f32x4.mul (local.get $w1) (local.get $scale)))
-              (local.set $w2 (f32x4.mul (local.get $w2) (local.get $scale)))
-              (local.set $w3 (f32x4.mul (local.get $w3) (local.get $scale)))
-            )
-            (else
-              (local.set $w0 (f32x4.mul (f32x4.mul (local.get $w0) (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale)))
-              (local.set $w1 (f32x4.mul (f32x4.mul (local.get $w1) (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale)))
-              (local.set $w2 (f32x4.mul (f32x4.mul (local.get $w2) (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale)))
-              (local.set $w3 (f32x4.mul (f32x4.mul (local.get $w3) (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale)))))
+          (local.set $w0 (f32x4.mul (local.get $w0) (local.get $scale)))
+          (local.set $w1 (f32x4.mul (local.get $w1) (local.get $scale)))
+          (local.set $w2 (f32x4.mul (local.get $w2) (local.get $scale)))
+          (local.set $w3 (f32x4.mul (local.get $w3) (local.get $scale)))
           (if (v128.any_true (local.tee $nan (i8x16.eq (i8x16.add (local.get $v) (local.get $v)) (v128.const i8x16 254 254 254 254 254 254 254 254 254 254 254 254 254 254 254 254))))
             (then
               (local.set $w0 (v128.or (local.get $w0) (i8x16.shuffle 0 0 0 0 1 1 1 1 2 2 2 2 3 3 3 3 (local.get $nan) (local.get $nan))))
@@ -289,6 +271,7 @@
           (local.set $a1 (f32x4.relaxed_madd (local.get $xv) (local.get $w2) (local.get $a1)))
           (local.set $xv (v128.load offset=48 (local.get $xp)))
           (local.set $a1 (f32x4.relaxed_madd (local.get $xv) (local.get $w3) (local.get $a1)))
+          (v128.store offset=16 (local.get $acc) (local.get $a1))
           (local.set $v (v128.load offset=16 (local.get $c1)))
           (local.set $t (i16x8.shr_s (i8x16.swizzle (local.get $v) (v128.const i8x16 128 0 128 4 128 1 128 5 128 2 128 6 128 3 128 7)) (i32.const 4)))
           (local.set $w0 (v128.and (i32x4.shl (local.get $t) (i32.const 16)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
@@ -296,18 +279,10 @@
           (local.set $t (i16x8.shr_s (i8x16.swizzle (local.get $v) (v128.const i8x16 128 8 128 12 128 9 128 13 128 10 128 14 128 11 128 15)) (i32.const 4)))
           (local.set $w2 (v128.and (i32x4.shl (local.get $t) (i32.const 16)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
           (local.set $w3 (v128.and (local.get $t) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
-          (if (local.get $finite)
-            (then
-              (local.set $w0 (f32x4.mul (local.get $w0) (local.get $scale)))
-              (local.set $w1 (f32x4.mul (local.get $w1) (local.get $scale)))
-              (local.set $w2 (f32x4.mul (local.get $w2) (local.get $scale)))
-              (local.set $w3 (f32x4.mul (local.get $w3) (local.get $scale)))
-            )
-            (else
-              (local.set $w0 (f32x4.mul (f32x4.mul (local.get $w0) (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale)))
-              (local.set $w1 (f32x4.mul (f32x4.mul (local.get $w1) (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale)))
-              (local.set $w2 (f32x4.mul (f32x4.mul (local.get $w2) (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale)))
-              (local.set $w3 (f32x4.mul (f32x4.mul (local.get $w3) (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale)))))
+          (local.set $w0 (f32x4.mul (local.get $w0) (local.get $scale)))
+          (local.set $w1 (f32x4.mul (local.get $w1) (local.get $scale)))
+          (local.set $w2 (f32x4.mul (local.get $w2) (local.get $scale)))
+          (local.set $w3 (f32x4.mul (local.get $w3) (local.get $scale)))
           (if (v128.any_true (local.tee $nan (i8x16.eq (i8x16.add (local.get $v) (local.get $v)) (v128.const i8x16 254 254 254 254 254 254 254 254 254 254 254 254 254 254 254 254))))
             (then
               (local.set $w0 (v128.or (local.get $w0) (i8x16.shuffle 0 0 0 0 1 1 1 1 2 2 2 2 3 3 3 3 (local.get $nan) (local.get $nan))))
@@ -324,10 +299,7 @@
           (local.set $a1 (f32x4.relaxed_madd (local.get $xv) (local.get $w3) (local.get $a1)))
           (v128.store offset=16 (local.get $acc) (local.get $a1))
           ;; Row 2.
-          (local.set $s (f32.load (i32.add (local.get $sp2) (local.get $sOff))))
-          (local.set $folded (f32.mul (local.get $s) (f32.const 0x1p120)))
-          (local.set $finite (f32.lt (f32.abs (local.get $folded)) (f32.const inf)))
-          (local.set $scale (f32x4.splat (select (local.get $folded) (local.get $s) (local.get $finite))))
+          (local.set $scale (f32x4.splat (f32.mul (f32.load (i32.add (local.get $sp2) (local.get $sOff))) (f32.const 0x1p120))))
           (local.set $v (v128.load offset=0 (local.get $c2)))
           (local.set $t (i16x8.shr_s (i8x16.swizzle (local.get $v) (v128.const i8x16 128 0 128 4 128 1 128 5 128 2 128 6 128 3 128 7)) (i32.const 4)))
           (local.set $w0 (v128.and (i32x4.shl (local.get $t) (i32.const 16)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
@@ -335,18 +307,10 @@
           (local.set $t (i16x8.shr_s (i8x16.swizzle (local.get $v) (v128.const i8x16 128 8 128 12 128 9 128 13 128 10 128 14 128 11 128 15)) (i32.const 4)))
           (local.set $w2 (v128.and (i32x4.shl (local.get $t) (i32.const 16)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
           (local.set $w3 (v128.and (local.get $t) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
-          (if (local.get $finite)
-            (then
-              (local.set $w0 (f32x4.mul (local.get $w0) (local.get $scale)))
-              (local.set $w1 (f32x4.mul (local.get $w1) (local.get $scale)))
-              (local.set $w2 (f32x4.mul (local.get $w2) (local.get $scale)))
-              (local.set $w3 (f32x4.mul (local.get $w3) (local.get $scale)))
-            )
-            (else
-              (local.set $w0 (f32x4.mul (f32x4.mul (local.get $w0) (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale)))
-              (local.set $w1 (f32x4.mul (f32x4.mul (local.get $w1) (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale)))
-              (local.set $w2 (f32x4.mul (f32x4.mul (local.get $w2) (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale)))
-              (local.set $w3 (f32x4.mul (f32x4.mul (local.get $w3) (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale)))))
+          (local.set $w0 (f32x4.mul (local.get $w0) (local.get $scale)))
+          (local.set $w1 (f32x4.mul (local.get $w1) (local.get $scale)))
+          (local.set $w2 (f32x4.mul (local.get $w2) (local.get $scale)))
+          (local.set $w3 (f32x4.mul (local.get $w3) (local.get $scale)))
           (if (v128.any_true (local.tee $nan (i8x16.eq (i8x16.add (local.get $v) (local.get $v)) (v128.const i8x16 254 254 254 254 254 254 254 254 254 254 254 254 254 254 254 254))))
             (then
               (local.set $w0 (v128.or (local.get $w0) (i8x16.shuffle 0 0 0 0 1 1 1 1 2 2 2 2 3 3 3 3 (local.get $nan) (local.get $nan))))
@@ -361,6 +325,7 @@
           (local.set $a2 (f32x4.relaxed_madd (local.get $xv) (local.get $w2) (local.get $a2)))
           (local.set $xv (v128.load offset=48 (local.get $xp)))
           (local.set $a2 (f32x4.relaxed_madd (local.get $xv) (local.get $w3) (local.get $a2)))
+          (v128.store offset=32 (local.get $acc) (local.get $a2))
           (local.set $v (v128.load offset=16 (local.get $c2)))
           (local.set $t (i16x8.shr_s (i8x16.swizzle (local.get $v) (v128.const i8x16 128 0 128 4 128 1 128 5 128 2 128 6 128 3 128 7)) (i32.const 4)))
           (local.set $w0 (v128.and (i32x4.shl (local.get $t) (i32.const 16)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
@@ -368,18 +333,10 @@
           (local.set $t (i16x8.shr_s (i8x16.swizzle (local.get $v) (v128.const i8x16 128 8 128 12 128 9 128 13 128 10 128 14 128 11 128 15)) (i32.const 4)))
           (local.set $w2 (v128.and (i32x4.shl (local.get $t) (i32.const 16)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
           (local.set $w3 (v128.and (local.get $t) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
-          (if (local.get $finite)
-            (then
-              (local.set $w0 (f32x4.mul (local.get $w0) (local.get $scale)))
-              (local.set $w1 (f32x4.mul (local.get $w1) (local.get $scale)))
-              (local.set $w2 (f32x4.mul (local.get $w2) (local.get $scale)))
-              (local.set $w3 (f32x4.mul (local.get $w3) (local.get $scale)))
-            )
-            (else
-              (local.set $w0 (f32x4.mul (f32x4.mul (local.get $w0) (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale)))
-              (local.set $w1 (f32x4.mul (f32x4.mul (local.get $w1) (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale)))
-              (local.set $w2 (f32x4.mul (f32x4.mul (local.get $w2) (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale)))
-              (local.set $w3 (f32x4.mul (f32x4.mul (local.get $w3) (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale)))))
+          (local.set $w0 (f32x4.mul (local.get $w0) (local.get $scale)))
+          (local.set $w1 (f32x4.mul (local.get $w1) (local.get $scale)))
+          (local.set $w2 (f32x4.mul (local.get $w2) (local.get $scale)))
+          (local.set $w3 (f32x4.mul (local.get $w3) (local.get $scale)))
           (if (v128.any_true (local.tee $nan (i8x16.eq (i8x16.add (local.get $v) (local.get $v)) (v128.const i8x16 254 254 254 254 254 254 254 254 254 254 254 254 254 254 254 254))))
             (then
               (local.set $w0 (v128.or (local.get $w0) (i8x16.shuffle 0 0 0 0 1 1 1 1 2 2 2 2 3 3 3 3 (local.get $nan) (local.get $nan))))
@@ -396,10 +353,7 @@
           (local.set $a2 (f32x4.relaxed_madd (local.get $xv) (local.get $w3) (local.get $a2)))
           (v128.store offset=32 (local.get $acc) (local.get $a2))
           ;; Row 3.
-          (local.set $s (f32.load (i32.add (local.get $sp3) (local.get $sOff))))
-          (local.set $folded (f32.mul (local.get $s) (f32.const 0x1p120)))
-          (local.set $finite (f32.lt (f32.abs (local.get $folded)) (f32.const inf)))
-          (local.set $scale (f32x4.splat (select (local.get $folded) (local.get $s) (local.get $finite))))
+          (local.set $scale (f32x4.splat (f32.mul (f32.load (i32.add (local.get $sp3) (local.get $sOff))) (f32.const 0x1p120))))
           (local.set $v (v128.load offset=0 (local.get $c3)))
           (local.set $t (i16x8.shr_s (i8x16.swizzle (local.get $v) (v128.const i8x16 128 0 128 4 128 1 128 5 128 2 128 6 128 3 128 7)) (i32.const 4)))
           (local.set $w0 (v128.and (i32x4.shl (local.get $t) (i32.const 16)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
@@ -407,18 +361,10 @@
           (local.set $t (i16x8.shr_s (i8x16.swizzle (local.get $v) (v128.const i8x16 128 8 128 12 128 9 128 13 128 10 128 14 128 11 128 15)) (i32.const 4)))
           (local.set $w2 (v128.and (i32x4.shl (local.get $t) (i32.const 16)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
           (local.set $w3 (v128.and (local.get $t) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
-          (if (local.get $finite)
-            (then
-              (local.set $w0 (f32x4.mul (local.get $w0) (local.get $scale)))
-              (local.set $w1 (f32x4.mul (local.get $w1) (local.get $scale)))
-              (local.set $w2 (f32x4.mul (local.get $w2) (local.get $scale)))
-              (local.set $w3 (f32x4.mul (local.get $w3) (local.get $scale)))
-            )
-            (else
-              (local.set $w0 (f32x4.mul (f32x4.mul (local.get $w0) (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale)))
-              (local.set $w1 (f32x4.mul (f32x4.mul (local.get $w1) (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale)))
-              (local.set $w2 (f32x4.mul (f32x4.mul (local.get $w2) (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale)))
-              (local.set $w3 (f32x4.mul (f32x4.mul (local.get $w3) (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale)))))
+          (local.set $w0 (f32x4.mul (local.get $w0) (local.get $scale)))
+          (local.set $w1 (f32x4.mul (local.get $w1) (local.get $scale)))
+          (local.set $w2 (f32x4.mul (local.get $w2) (local.get $scale)))
+          (local.set $w3 (f32x4.mul (local.get $w3) (local.get $scale)))
           (if (v128.any_true (local.tee $nan (i8x16.eq (i8x16.add (local.get $v) (local.get $v)) (v128.const i8x16 254 254 254 254 254 254 254 254 254 254 254 254 254 254 254 254))))
             (then
               (local.set $w0 (v128.or (local.get $w0) (i8x16.shuffle 0 0 0 0 1 1 1 1 2 2 2 2 3 3 3 3 (local.get $nan) (local.get $nan))))
@@ -433,6 +379,7 @@
           (local.set $a3 (f32x4.relaxed_madd (local.get $xv) (local.get $w2) (local.get $a3)))
           (local.set $xv (v128.load offset=48 (local.get $xp)))
           (local.set $a3 (f32x4.relaxed_madd (local.get $xv) (local.get $w3) (local.get $a3)))
+          (v128.store offset=48 (local.get $acc) (local.get $a3))
           (local.set $v (v128.load offset=16 (local.get $c3)))
           (local.set $t (i16x8.shr_s (i8x16.swizzle (local.get $v) (v128.const i8x16 128 0 128 4 128 1 128 5 128 2 128 6 128 3 128 7)) (i32.const 4)))
           (local.set $w0 (v128.and (i32x4.shl (local.get $t) (i32.const 16)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
@@ -440,18 +387,10 @@
           (local.set $t (i16x8.shr_s (i8x16.swizzle (local.get $v) (v128.const i8x16 128 8 128 12 128 9 128 13 128 10 128 14 128 11 128 15)) (i32.const 4)))
           (local.set $w2 (v128.and (i32x4.shl (local.get $t) (i32.const 16)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
           (local.set $w3 (v128.and (local.get $t) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
-          (if (local.get $finite)
-            (then
-              (local.set $w0 (f32x4.mul (local.get $w0) (local.get $scale)))
-              (local.set $w1 (f32x4.mul (local.get $w1) (local.get $scale)))
-              (local.set $w2 (f32x4.mul (local.get $w2) (local.get $scale)))
-              (local.set $w3 (f32x4.mul (local.get $w3) (local.get $scale)))
-            )
-            (else
-              (local.set $w0 (f32x4.mul (f32x4.mul (local.get $w0) (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale)))
-              (local.set $w1 (f32x4.mul (f32x4.mul (local.get $w1) (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale)))
-              (local.set $w2 (f32x4.mul (f32x4.mul (local.get $w2) (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale)))
-              (local.set $w3 (f32x4.mul (f32x4.mul (local.get $w3) (v128.const f32x4 0x1p120 0x1p120 0x1p120 0x1p120)) (local.get $scale)))))
+          (local.set $w0 (f32x4.mul (local.get $w0) (local.get $scale)))
+          (local.set $w1 (f32x4.mul (local.get $w1) (local.get $scale)))
+          (local.set $w2 (f32x4.mul (local.get $w2) (local.get $scale)))
+          (local.set $w3 (f32x4.mul (local.get $w3) (local.get $scale)))
           (if (v128.any_true (local.tee $nan (i8x16.eq (i8x16.add (local.get $v) (local.get $v)) (v128.const i8x16 254 254 254 254 254 254 254 254 254 254 254 254 254 254 254 254))))
             (then
               (local.set $w0 (v128.or (local.get $w0) (i8x16.shuffle 0 0 0 0 1 1 1 1 2 2 2 2 3 3 3 3 (local.get $nan) (local.get $nan))))

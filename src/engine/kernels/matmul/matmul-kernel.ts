@@ -94,6 +94,11 @@ export interface WeightParts {
   readonly halves: boolean;
   /** Whether an f32 weight's rows lie in row quads (tensor/row-quads.ts) rather than row-major. */
   readonly quads: boolean;
+  /**
+   * Whether every FP8 scale times 2^120 is finite (below 2^8), as matmul/fp8-rows.wat's fp8 needs;
+   * a weight with a larger scale (none in the checkpoints seen) takes the decode into scratch.
+   */
+  readonly fp8Folds: boolean;
 }
 
 /**
@@ -113,6 +118,7 @@ export function weightParts(w: Weight, arena: WasmArena | null): WeightParts {
     mxScales: w.mxScales ?? null,
     halves: w.mxfp4Order === "halves",
     quads: w.layout === "row-quads",
+    fp8Folds: w.scale?.data.every((s) => Number.isFinite(Math.fround(s * 2 ** 120))) ?? false,
   };
 }
 
@@ -344,7 +350,7 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
     const fp8Scales = (c0: number) => scalesOffset + Math.floor(c0 / scaleBlockRows) * scaleRowBytes;
     for (let c0 = n0; c0 < n1; c0 += CHUNK) {
       const rows = Math.min(CHUNK, n1 - c0);
-      if (fp8 !== null && M < fp8.scratchTokens) {
+      if (fp8 !== null && M < fp8.scratchTokens && range.weight.fp8Folds) {
         // FP8 rows decoded straight into the multiply-adds (matmul/fp8-rows.wat's fp8), the rows
         // area as its scratch: the tile's operations on the unpacked rows, so the same bits.
         const direct = outOffset >= 0;
