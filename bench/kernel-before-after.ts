@@ -29,7 +29,8 @@
  *   it (the decode at --before, then the working tree's tile) (before) against the working tree's
  *   matmul/mxfp4-rows.wat, which decodes straight into the multiply-adds (after), on the same
  *   weights; then the same with the after arm's `.halves` build on the codes in halves order (as
- *   mxfp4-halves: the before arm decodes the OCP codes). "same bits" compares the outputs.
+ *   mxfp4-halves: the before arm decodes the OCP codes); then on 16 of 64 random experts as
+ *   mxfp4-int8's last case. "same bits" compares the outputs.
  * - fp8-decode (matmul/fp8-rows.wat): FP8 E4M3 weights [2880, 2880] with a scale per 128x128 tile
  *   (the FP8 checkpoints' layout, quantized from normal values by floatToFp8Tile128), decoded and
  *   run as mxfp4-decode's; then the fused step at one input row as mxfp4-m1's, the after arm's
@@ -354,6 +355,37 @@ if (kernel === "tile") {
       },
     });
   }
+  // The MoE bench's experts, as mxfp4-int8's last case reads them: 16 of 64 [2048, 1024] at random.
+  const [E, R] = [64, 2048];
+  const stack = mxfp4Weights(E * R, 1024);
+  const picks = Array.from({ length: 16 }, () => rng.nextU32() % E);
+  const xe = allocate(1024 * 4);
+  rng.fillNormal(new Float32Array(memory.buffer, xe, 1024), 1);
+  const oe = allocate(picks.length * R * 4);
+  cases.push({
+    label: `the fused step at M=1, 16 of 64 experts [${R}, 1024] at random`,
+    unit: "G weights/s",
+    work: picks.length * R * 1024,
+    outAt: () => oe,
+    outBytes: picks.length * R * 4,
+    run: (arm) => {
+      const chunk = chunkOf(arm);
+      picks.forEach((e, i) => {
+        for (let c0 = 0; c0 < R; c0 += chunk) {
+          const [c, s, at] = [
+            stack.codes + (e * R + c0) * 512,
+            stack.scales + (e * R + c0) * 32,
+            oe + (i * R + c0) * 4,
+          ];
+          if (arm === after) arm.mxfp4?.(1024, 1, xe, c, s, stack.tables, acc, at, chunk, R * 4);
+          else {
+            arm.decode?.(c, s, stack.tables, rows, chunk * 32);
+            tile(1024, 1, xe, rows, at, chunk / 4, R * 4, 1024 * 4, 16);
+          }
+        }
+      });
+    },
+  });
 } else {
   const [N, K] = [2880, decodeK];
   const { tables, codes, scales } = mxfp4Weights(N, K);

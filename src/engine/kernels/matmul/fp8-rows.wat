@@ -146,6 +146,7 @@
     (param $acc i32) (param $o i32) (param $N i32) (param $ldo i32)
     (local $nBlocks i32) (local $step i32) (local $rowStep i32) (local $m i32) (local $n i32) (local $last i32)
     (local $blk i32) (local $sOff i32) (local $inScale i32) (local $xp i32) (local $op i32)
+    (local $near i32) (local $ahead i32) (local $aheadStep i32)
     (local $c0 i32) (local $c1 i32) (local $c2 i32) (local $c3 i32)
     (local $sp0 i32) (local $sp1 i32) (local $sp2 i32) (local $sp3 i32)
     (local $v v128) (local $t v128) (local $nan v128) (local $scale v128) (local $xv v128)
@@ -186,10 +187,20 @@
         (local.set $sp3 (i32.add (local.get $scales) (i32.mul (local.get $scaleRowBytes)
           (i32.div_u (i32.add (local.get $band0) (i32.add (local.get $n) (i32.mul (local.get $step) (i32.const 3))))
             (local.get $blockRows)))))
+        ;; The next group's codes, two cache lines a block (its four rows' 4K bytes over this
+        ;; group's K/32 blocks), read ahead as ./mxfp4-rows.wat reads its next group's; else (the
+        ;; next group not four whole rows of this call, or K > 8192) row 0's own block, twice.
+        (local.set $near (i32.and (i32.le_u (i32.add (local.get $n) (i32.const 8)) (local.get $N))
+          (i32.le_u (local.get $K) (i32.const 8192))))
+        (local.set $ahead (select (i32.add (local.get $c3) (local.get $K)) (local.get $c0) (local.get $near)))
+        (local.set $aheadStep (select (i32.const 128) (i32.const 32) (local.get $near)))
         (local.set $sOff (i32.const 0))
         (local.set $inScale (i32.const 0))
         (local.set $blk (i32.const 0))
         (loop $blocks32
+          (drop (i32.load8_u (local.get $ahead)))
+          (drop (i32.load8_u (i32.add (local.get $ahead) (i32.shr_u (local.get $aheadStep) (i32.const 1)))))
+          (local.set $ahead (i32.add (local.get $ahead) (local.get $aheadStep)))
           ;; Row 0: its block's scale times 2^120, then its 32 codes, 16 at a time.
           (local.set $scale (f32x4.splat (f32.mul (f32.load (i32.add (local.get $sp0) (local.get $sOff))) (f32.const 0x1p120))))
           (local.set $v (v128.load offset=0 (local.get $c0)))

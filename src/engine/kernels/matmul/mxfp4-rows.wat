@@ -31,6 +31,7 @@
     (param $tables i32) (param $acc i32) (param $o i32) (param $N i32) (param $ldo i32)
     (local $nBlocks i32) (local $halfRow i32) (local $rowStep i32) (local $scaleStep i32)
     (local $m i32) (local $n i32) (local $last i32) (local $end i32) (local $xp i32) (local $op i32) (local $at i32)
+    (local $near i32) (local $ahead i32) (local $aheadStep i32)
     (local $c0 i32) (local $c1 i32) (local $c2 i32) (local $c3 i32)
     (local $q0 i32) (local $q1 i32) (local $q2 i32) (local $q3 i32)
     (local $packed v128) (local $lo v128) (local $hi v128) (local $first v128) (local $second v128)
@@ -63,7 +64,17 @@
         (local.set $c3 (i32.add (local.get $c2) (local.get $rowStep)))
         (local.set $q3 (i32.add (local.get $q2) (local.get $scaleStep)))
         (local.set $end (i32.add (local.get $q0) (local.get $nBlocks)))
+        ;; The next group's codes, a cache line a block (its four rows' 2K bytes over this group's
+        ;; K/32 blocks), read ahead so they are on their way, as ./mxfp4-int8.wat does: four short
+        ;; rows from memory are streams a prefetcher barely sees. Only where the next group is near
+        ;; (K <= 8192) and four whole rows of this call; else row 0's own block, which it reads anyway.
+        (local.set $near (i32.and (i32.le_u (i32.add (local.get $n) (i32.const 8)) (local.get $N))
+          (i32.le_u (local.get $K) (i32.const 8192))))
+        (local.set $ahead (select (i32.add (local.get $c3) (local.get $halfRow)) (local.get $c0) (local.get $near)))
+        (local.set $aheadStep (select (i32.const 64) (i32.const 16) (local.get $near)))
         (loop $blocks32
+          (drop (i32.load8_u (local.get $ahead)))
+          (local.set $ahead (i32.add (local.get $ahead) (local.get $aheadStep)))
           ;; Row 0: its block's table and codes as ./mxfp4-decode.wat takes them, then 32 values.
           (local.set $at (i32.add (local.get $tables) (i32.add (i32.const 1024)
             (i32.shl (i32.load8_u (local.get $q0)) (i32.const 5)))))
