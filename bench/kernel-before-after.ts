@@ -230,30 +230,29 @@ if (kernel === "tile") {
   decodeCases(N, K, (arm, c0, rows, chunk) =>
     arm.decode?.(K, codes + c0 * K, scalesAt(c0), scaleRow * 4, B / 32, B, c0 % B, rows, chunk),
   );
-  // The fused step at one input row: the before arm's decode then the tile, against the after
-  // arm's fp8 decoding straight into the multiply-adds (where the after arm has it).
-  const rows = allocate(CHUNK * K * 4);
-  const x = allocate(K * 4);
-  rng.fillNormal(new Float32Array(memory.buffer, x, K), 1);
-  const [o, acc] = [allocate(N * 4), allocate(64)];
-  cases.push({
-    label: "the fused step at M=1, the after arm decoding into the multiply-adds",
-    unit: "G weights/s",
-    work: N * K,
-    outAt: () => o,
-    outBytes: N * 4,
-    run: (arm) => {
-      const chunk = chunkOf(arm);
-      for (let c0 = 0; c0 < N; c0 += chunk) {
-        const at = [K, codes + c0 * K, scalesAt(c0), scaleRow * 4, B / 32, B, c0 % B] as const;
-        if (arm === after) arm.fp8?.(K, 1, x, ...at.slice(1), acc, o + c0 * 4, chunk, N * 4);
-        else {
-          arm.decode?.(...at, rows, chunk);
-          tile(K, 1, x, rows, o + c0 * 4, chunk / 4, N * 4, K * 4, 16);
-        }
-      }
-    },
-  });
+  fusedStepCase(
+    "the fused step at M=1, the after arm decoding into the multiply-adds",
+    N,
+    K,
+    (arm, c0, rows, chunk) =>
+      arm.decode?.(K, codes + c0 * K, scalesAt(c0), scaleRow * 4, B / 32, B, c0 % B, rows, chunk),
+    (x, c0, acc, o, chunk) =>
+      after.fp8?.(
+        K,
+        1,
+        x,
+        codes + c0 * K,
+        scalesAt(c0),
+        scaleRow * 4,
+        B / 32,
+        B,
+        c0 % B,
+        acc,
+        o,
+        chunk,
+        N * 4,
+      ),
+  );
 } else if (kernel === "mxfp4-int8") {
   const [N, K] = [2880, decodeK];
   const { tables, codes, scales } = mxfp4Weights(N, K);
@@ -286,102 +285,57 @@ if (kernel === "tile") {
       },
     });
   }
-  // The MoE bench's experts: 64 of [2048, 1024] (64 MiB of codes, past L3), 16 at random a run
-  // (a fixed sequence) as decode steps pick them, each read cold-ish rather than as one stream.
-  const [E, rows] = [64, 2048];
-  const stack = mxfp4Weights(E * rows, 1024);
-  const picks = Array.from({ length: 16 }, () => rng.nextU32() % E);
+  const experts = randomExperts();
   const x = rng.fillNormal(new Float32Array(1024), 1);
   const q = allocate(quantizedBytes(1, 1024));
   const qs = quantizeInput(x, 1, 1024, memory.buffer, q);
-  const o = allocate(picks.length * rows * 4);
   cases.push({
-    label: `integer MXFP4 rows, M=1, 16 of 64 experts [${rows}, 1024] at random`,
+    label: `integer MXFP4 rows, M=1, ${experts.label}`,
     unit: "G weights/s",
-    work: picks.length * rows * 1024,
-    outAt: () => o,
-    outBytes: picks.length * rows * 4,
-    run: (arm) => {
-      const chunk = chunkOf(arm);
-      picks.forEach((e, i) => {
-        for (let c0 = 0; c0 < rows; c0 += chunk) {
-          const r = e * rows + c0;
-          const at = o + (i * rows + c0) * 4;
-          arm.mxfp4_int8?.(
-            1024,
-            1,
-            q,
-            qs,
-            stack.codes + r * 512,
-            stack.scales + r * 32,
-            stack.tables,
-            at,
-            chunk,
-            rows * 4,
-          );
-        }
-      });
-    },
+    work: experts.work,
+    outAt: () => experts.o,
+    outBytes: experts.outBytes,
+    run: (arm) =>
+      experts.each(chunkOf(arm), (codes, scales, at) =>
+        arm.mxfp4_int8?.(1024, 1, q, qs, codes, scales, experts.tables, at, chunkOf(arm), experts.rows * 4),
+      ),
   });
 } else if (m1) {
   const [N, K] = [2880, decodeK];
   const { tables, codes, scales } = mxfp4Weights(N, K);
   const inHalves = halvesCopy(codes, (N * K) / 2)(after);
-  const rows = allocate(CHUNK * K * 4);
-  const x = allocate(K * 4);
-  rng.fillNormal(new Float32Array(memory.buffer, x, K), 1);
-  const o = allocate(N * 4);
-  const acc = allocate(64);
   const afterHalves = built("matmul/mxfp4-rows.halves");
   for (const halvesAfter of [false, true]) {
-    cases.push({
-      label: `the fused step at M=1, [${N}, ${K}]${halvesAfter ? ", the after arm's codes in halves order" : ""}`,
-      unit: "G weights/s",
-      work: N * K,
-      outAt: () => o,
-      outBytes: N * 4,
-      run: (arm) => {
-        const chunk = chunkOf(arm);
-        for (let c0 = 0; c0 < N; c0 += chunk) {
-          const s = scales + (c0 * K) / 32;
-          if (arm === after) {
-            const [kernel, c] = halvesAfter ? [afterHalves, inHalves] : [after, codes];
-            kernel.mxfp4?.(K, 1, x, c + (c0 * K) / 2, s, tables, acc, o + c0 * 4, chunk, N * 4);
-          } else {
-            arm.decode?.(codes + (c0 * K) / 2, s, tables, rows, (chunk * K) / 32);
-            tile(K, 1, x, rows, o + c0 * 4, chunk / 4, N * 4, K * 4, 16);
-          }
-        }
-      },
-    });
+    const [kernel, at] = halvesAfter ? [afterHalves, inHalves] : [after, codes];
+    fusedStepCase(
+      `the fused step at M=1, [${N}, ${K}]${halvesAfter ? ", the after arm's codes in halves order" : ""}`,
+      N,
+      K,
+      (arm, c0, rows, chunk) =>
+        arm.decode?.(codes + (c0 * K) / 2, scales + (c0 * K) / 32, tables, rows, (chunk * K) / 32),
+      (x, c0, acc, o, chunk) =>
+        kernel.mxfp4?.(K, 1, x, at + (c0 * K) / 2, scales + (c0 * K) / 32, tables, acc, o, chunk, N * 4),
+    );
   }
-  // The MoE bench's experts, as mxfp4-int8's last case reads them: 16 of 64 [2048, 1024] at random.
-  const [E, R] = [64, 2048];
-  const stack = mxfp4Weights(E * R, 1024);
-  const picks = Array.from({ length: 16 }, () => rng.nextU32() % E);
+  const [rows, acc] = [allocate(CHUNK * 1024 * 4), allocate(64)];
+  // The MoE bench's experts, as mxfp4-int8's last case reads them.
+  const experts = randomExperts();
   const xe = allocate(1024 * 4);
   rng.fillNormal(new Float32Array(memory.buffer, xe, 1024), 1);
-  const oe = allocate(picks.length * R * 4);
   cases.push({
-    label: `the fused step at M=1, 16 of 64 experts [${R}, 1024] at random`,
+    label: `the fused step at M=1, ${experts.label}`,
     unit: "G weights/s",
-    work: picks.length * R * 1024,
-    outAt: () => oe,
-    outBytes: picks.length * R * 4,
+    work: experts.work,
+    outAt: () => experts.o,
+    outBytes: experts.outBytes,
     run: (arm) => {
       const chunk = chunkOf(arm);
-      picks.forEach((e, i) => {
-        for (let c0 = 0; c0 < R; c0 += chunk) {
-          const [c, s, at] = [
-            stack.codes + (e * R + c0) * 512,
-            stack.scales + (e * R + c0) * 32,
-            oe + (i * R + c0) * 4,
-          ];
-          if (arm === after) arm.mxfp4?.(1024, 1, xe, c, s, stack.tables, acc, at, chunk, R * 4);
-          else {
-            arm.decode?.(c, s, stack.tables, rows, chunk * 32);
-            tile(1024, 1, xe, rows, at, chunk / 4, R * 4, 1024 * 4, 16);
-          }
+      const ldo = experts.rows * 4;
+      experts.each(chunk, (c, s, at) => {
+        if (arm === after) arm.mxfp4?.(1024, 1, xe, c, s, experts.tables, acc, at, chunk, ldo);
+        else {
+          arm.decode?.(c, s, experts.tables, rows, chunk * 32);
+          tile(1024, 1, xe, rows, at, chunk / 4, ldo, 1024 * 4, 16);
         }
       });
     },
@@ -417,6 +371,70 @@ function mxfp4Weights(N: number, K: number): { tables: number; codes: number; sc
     Uint8Array.from({ length: (N * K) / 32 }, () => 118 + (rng.nextU32() % 8)),
   );
   return { tables, codes, scales };
+}
+
+/**
+ * The fused step at one input row over [N, K], chunk by chunk: the before arm's `decode` of each
+ * chunk into scratch then the tile, against the after arm's `step` decoding it straight into the
+ * multiply-adds.
+ */
+function fusedStepCase(
+  label: string,
+  N: number,
+  K: number,
+  decode: (arm: Arm, c0: number, rows: number, chunk: number) => void,
+  step: (x: number, c0: number, acc: number, o: number, chunk: number) => void,
+): void {
+  const [rows, x, o, acc] = [allocate(CHUNK * K * 4), allocate(K * 4), allocate(N * 4), allocate(64)];
+  rng.fillNormal(new Float32Array(memory.buffer, x, K), 1);
+  cases.push({
+    label,
+    unit: "G weights/s",
+    work: N * K,
+    outAt: () => o,
+    outBytes: N * 4,
+    run: (arm) => {
+      const chunk = chunkOf(arm);
+      for (let c0 = 0; c0 < N; c0 += chunk) {
+        if (arm === after) step(x, c0, acc, o + c0 * 4, chunk);
+        else {
+          decode(arm, c0, rows, chunk);
+          tile(K, 1, x, rows, o + c0 * 4, chunk / 4, N * 4, K * 4, 16);
+        }
+      }
+    },
+  });
+}
+
+/**
+ * The MoE bench's experts: 64 MXFP4 [2048, 1024] (64 MiB of codes, past L3), 16 picked at random
+ * (a fixed sequence) as decode steps pick them, each read cold-ish rather than as one stream; `each`
+ * calls `call(codes, scales, out)` for every chunk of rows of each pick, as a matmul does.
+ */
+function randomExperts() {
+  const [E, rows] = [64, 2048];
+  const stack = mxfp4Weights(E * rows, 1024);
+  const picks = Array.from({ length: 16 }, () => rng.nextU32() % E);
+  const o = allocate(picks.length * rows * 4);
+  const each = (chunk: number, call: (codes: number, scales: number, out: number) => void) =>
+    picks.forEach((e, i) => {
+      for (let c0 = 0; c0 < rows; c0 += chunk)
+        call(
+          stack.codes + (e * rows + c0) * 512,
+          stack.scales + (e * rows + c0) * 32,
+          o + (i * rows + c0) * 4,
+        );
+    });
+  const label = `16 of 64 experts [${rows}, 1024] at random`;
+  return {
+    tables: stack.tables,
+    rows,
+    o,
+    work: picks.length * rows * 1024,
+    outBytes: picks.length * rows * 4,
+    each,
+    label,
+  };
 }
 
 /** A decode alone and with the tile after it at M=1: `decode` writes rows [c0, c0 + chunk) at `rows`. */

@@ -152,36 +152,31 @@ export interface MatmulThread {
 }
 
 /**
+ * Where an FP8 chunk's scales are, as matmul/fp8-rows.wat's kernels take them: the chunk's first
+ * scale row, the bytes of one, blocks of 32 values a scale, rows a band and the chunk's first row
+ * into its band.
+ */
+type Fp8Scales = [
+  scales: number,
+  scaleRowBytes: number,
+  blocksPerScale: number,
+  blockRows: number,
+  band0: number,
+];
+
+/**
  * matmul/fp8-rows.wat's decode into scratch and its fp8, which decodes straight into the
  * multiply-adds (see there for the arguments), and from how many input rows a matmul takes the
  * decode into scratch for the tile (as Mxfp4Rows').
  */
 export interface Fp8Rows {
-  decode: (
-    K: number,
-    codes: number,
-    scales: number,
-    scaleRowBytes: number,
-    blocksPerScale: number,
-    blockRows: number,
-    band0: number,
-    out: number,
-    N: number,
-  ) => void;
+  decode: (K: number, codes: number, ...rest: [...Fp8Scales, out: number, N: number]) => void;
   rows: (
     K: number,
     M: number,
     x: number,
     codes: number,
-    scales: number,
-    scaleRowBytes: number,
-    blocksPerScale: number,
-    blockRows: number,
-    band0: number,
-    acc: number,
-    o: number,
-    N: number,
-    ldo: number,
+    ...rest: [...Fp8Scales, acc: number, o: number, N: number, ldo: number]
   ) => void;
   readonly scratchTokens: number;
 }
@@ -345,9 +340,12 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
     const fromOutArea = (c0: number, rows: number) => {
       for (let m = 0; m < M; m++) out.set(heap.subarray(O + m * CHUNK, O + m * CHUNK + rows), m * N + c0);
     };
-    // FP8 scale rows: the bytes of one, and where the chunk from row c0 starts its band's.
-    const scaleRowBytes = Math.ceil(K / scaleBlockCols) * 4;
-    const fp8Scales = (c0: number) => scalesOffset + Math.floor(c0 / scaleBlockRows) * scaleRowBytes;
+    /** The FP8 scales of the chunk from row c0. */
+    const fp8Scales = (c0: number): Fp8Scales => {
+      const scaleRowBytes = Math.ceil(K / scaleBlockCols) * 4;
+      const at = scalesOffset + Math.floor(c0 / scaleBlockRows) * scaleRowBytes;
+      return [at, scaleRowBytes, scaleBlockCols / 32, scaleBlockRows, c0 % scaleBlockRows];
+    };
     for (let c0 = n0; c0 < n1; c0 += CHUNK) {
       const rows = Math.min(CHUNK, n1 - c0);
       if (fp8 !== null && M < fp8.scratchTokens && range.weight.fp8Folds) {
@@ -355,22 +353,7 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
         // area as its scratch: the tile's operations on the unpacked rows, so the same bits.
         const direct = outOffset >= 0;
         const at = direct ? outOffset + c0 * 4 : O * 4;
-        const [blocksPerScale, band0] = [scaleBlockCols / 32, c0 % scaleBlockRows];
-        fp8.rows(
-          K,
-          M,
-          xAt,
-          wOffset + c0 * K,
-          fp8Scales(c0),
-          scaleRowBytes,
-          blocksPerScale,
-          scaleBlockRows,
-          band0,
-          W * 4,
-          at,
-          rows,
-          direct ? N * 4 : CHUNK * 4,
-        );
+        fp8.rows(K, M, xAt, wOffset + c0 * K, ...fp8Scales(c0), W * 4, at, rows, direct ? N * 4 : CHUNK * 4);
         if (!direct) fromOutArea(c0, rows);
         continue;
       }
@@ -431,17 +414,7 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
           decode(wOffset + first * 16, scalesOffset + first, packed.halfScales, W * 4, blocks);
         } else if (fp8 !== null) {
           // The chunk's FP8 rows decoded once (the table decoding's exact values), then the tile.
-          fp8.decode(
-            K,
-            wOffset + c0 * K,
-            fp8Scales(c0),
-            scaleRowBytes,
-            scaleBlockCols / 32,
-            scaleBlockRows,
-            c0 % scaleBlockRows,
-            W * 4,
-            rows,
-          );
+          fp8.decode(K, wOffset + c0 * K, ...fp8Scales(c0), W * 4, rows);
         } else for (let j = r0; j < rows; j++) unpack(c0 + j, W + (j - r0) * K);
         if (rows < groups * 4) heap.fill(0, W + (rows - r0) * K, W + (groups * 4 - r0) * K);
         run(W * 4, fromWeights, groups, false);
