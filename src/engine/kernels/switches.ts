@@ -10,8 +10,8 @@ import type { ModelSwitch } from "../model/model-switch.js";
  * over an input quantized to int8 per block of 32 (matmul/mxfp4-int8.ts: not the same bits, within
  * the error it states).
  * mxfp4ScratchTokens is not read from the environment: from that many input rows the fused MXFP4
- * path decodes a chunk of rows once into scratch for the tile, below it straight into the
- * multiply-adds (matmul/mxfp4-rows.wat; the same bits). The in-loop form decodes again for every
+ * (and FP8) path decodes a chunk of rows once into scratch for the tile, below it straight into the
+ * multiply-adds (matmul/mxfp4-rows.wat, matmul/fp8-rows.wat's fp8; the same bits). The in-loop form decodes again for every
  * input row, so it pays at one (bench/kernel-before-after.ts --kernel mxfp4-m1), hence 2; 1 keeps
  * the scratch form and Infinity the in-loop form, for A/B.
  */
