@@ -394,7 +394,7 @@ function fusedStepCase(
         if (arm === after) step(x, c0, acc, o + c0 * 4, chunk);
         else {
           decode(arm, c0, rows, chunk);
-          tile(K, 1, x, rows, o + c0 * 4, chunk / 4, N * 4, K * 4, 16);
+          tile(K, 1, x, rows, o + c0 * 4, chunk / 4, N * 4);
         }
       }
     },
