@@ -13,8 +13,9 @@
 ;;   interleaved every 16 bytes, [r0 k0-3][r1 k0-3][r2 k0-3][r3 k0-3][r0 k4-7]..., and the inputs
 ;;   in pairs, as pairs(K, M, src, dst) writes them: rows 2i and 2i + 1 interleaved every 16 bytes,
 ;;   [x0 k0-3][x1 k0-3][x0 k4-7]..., an odd last row row-major after them. One pointer reads a
-;;   group's rows and one a pair's inputs, at fixed offsets: bench/kernel-before-after.ts --kernel
-;;   tile measures it against `tile` on the same rows read with row and k strides.
+;;   group's rows and one a pair's inputs, at fixed offsets (bench/kernel-before-after.ts --kernel
+;;   tile --before a revision without `quads` measures it against the one tile that read row quads
+;;   with row and k strides from row-major inputs).
 ;; Both tiles do the same operations in the same order on each output, so the layouts change no bits.
 ;;
 ;; Each output keeps four f32 partial sums (lanes k mod 4) added as (l0 + l1) + (l2 + l3), so an
