@@ -5,10 +5,10 @@
  *
  * Not the f32 path's bits. Against the exact sum Σ_k x_k·w_k, an output is off by at most
  * Σ_b (s_b / 2)·Σ_{k∈b} |w_k| (the quantization, |x - q·s| ≤ s/2) plus f32 rounding of the per-block
- * terms, (K/32 + 3)·2^-24·Σ_b |term_b| (mxfp4-int8.test.ts holds every output to it).
+ * terms, (K/32 + 2)·2^-24·Σ_b |term_b| (mxfp4-int8.test.ts holds every output to it).
  */
 
-/** Bytes per input block in the quantized layout: 16 even-k int8, 16 odd-k int8, an i32x4 correction. */
+/** Bytes per input block in the quantized layout: 16 even-k int8, 16 odd-k int8, an i16x8 correction. */
 export const INT8_BLOCK_BYTES = 48;
 
 /** mxfp4-int8.wat's export (see there for the arguments). */
@@ -45,7 +45,7 @@ export function quantizeInput(
 ): number {
   const blocks = M * (K / 32);
   const bytes = new Int8Array(buffer, at, blocks * INT8_BLOCK_BYTES);
-  const words = new Int32Array(buffer, at, (blocks * INT8_BLOCK_BYTES) / 4);
+  const halves = new Int16Array(buffer, at, (blocks * INT8_BLOCK_BYTES) / 2);
   const scalesAt = at + blocks * INT8_BLOCK_BYTES;
   const scales = new Float32Array(buffer, scalesAt, blocks);
   for (let blk = 0; blk < blocks; blk++) {
@@ -55,16 +55,21 @@ export function quantizeInput(
     const s = Number.isFinite(amax) ? Math.fround(amax / 127) : Number.NaN;
     scales[blk] = s;
     const out = blk * INT8_BLOCK_BYTES;
-    // Even k to the first 16 bytes, odd k to the next: bytes 4l to 4l + 3 of each lie in lane l,
-    // the eight values k = 8l to 8l + 7.
-    for (let l = 0; l < 4; l++) {
-      let lane = 0;
-      for (let k = 8 * l; k < 8 * l + 8; k++) {
-        const q = s > 0 ? Math.max(-127, Math.min(127, Math.round((x[x0 + k] as number) / s))) : 0;
-        bytes[out + (k & 1) * 16 + (k >> 1)] = q;
-        lane -= 12 * q;
-      }
-      words[(out + 32) / 4 + l] = lane;
+    // Even k to the first 16 bytes, odd k to the next. The kernel's i16 lanes 2r and 2r + 1 hold
+    // the products of the inputs whose k / 4 is even and odd: the correction's lanes alternate
+    // -12 times their sums.
+    let even = 0;
+    let odd = 0;
+    for (let k = 0; k < 32; k++) {
+      const q = s > 0 ? Math.max(-127, Math.min(127, Math.round((x[x0 + k] as number) / s))) : 0;
+      bytes[out + (k & 1) * 16 + (k >> 1)] = q;
+      if (k & 4) odd += q;
+      else even += q;
+    }
+    const corr = (out + 32) / 2;
+    for (let l = 0; l < 8; l += 2) {
+      halves[corr + l] = -12 * even;
+      halves[corr + l + 1] = -12 * odd;
     }
   }
   return scalesAt;
