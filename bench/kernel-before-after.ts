@@ -254,7 +254,7 @@ if (kernel === "tile") {
             scales + (c0 * K) / 32,
             tables,
             o + c0 * 4,
-            chunk,
+            Math.min(chunk, N - c0),
             N * 4,
           );
       },
@@ -289,7 +289,7 @@ if (kernel === "tile") {
             stack.scales + r * 32,
             stack.tables,
             at,
-            chunk,
+            Math.min(chunk, rows - c0),
             rows * 4,
           );
         }

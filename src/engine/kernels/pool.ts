@@ -24,12 +24,14 @@ import {
 } from "./kernel-thread.js";
 import type { MatmulSegment } from "./matmul/matmul-job.js";
 import {
+  int8Reads,
   MXFP4_TABLE_BYTES,
   matmulRange,
   mxfp4Tables,
   type WeightParts,
   weightParts,
 } from "./matmul/matmul-kernel.js";
+import { quantizedBytes } from "./matmul/mxfp4-int8.js";
 import { compileSimdTile } from "./matmul/tile-module.js";
 import { type AttentionParams, attendRange } from "./paged-attention/attention-job.js";
 import type { AttentionRows } from "./paged-attention/attention-kernel.js";
@@ -141,6 +143,8 @@ export class MatmulPool {
   /** Byte offsets of the staged input and output in the shared WebAssembly memory (-1: outside it). */
   private xOffset = -1;
   private outOffset = -1;
+  /** The region the integer MXFP4 path's quantized inputs are written to (offset, bytes). */
+  private quantizedRegion = { offset: -1, bytes: 0 };
   private closed = false;
 
   /**
@@ -226,20 +230,26 @@ export class MatmulPool {
       totalRows += w.rows;
     });
     this.ensureRegion("tile", (M * K + SIMD_CHUNK * K + SIMD_CHUNK * M) * 4, `a ${M}x${K} input`);
-    if (this.workers.length === 0 || M * K * totalRows < PARALLEL_MIN_MACS || this.closed) {
+    const single = this.workers.length === 0 || M * K * totalRows < PARALLEL_MIN_MACS || this.closed;
+    // The integer MXFP4 path's input, quantized once for every weight and thread of the dispatch.
+    const int8 = weights.some((w) => int8Reads(this.partsOf(w)));
+    if (single) {
+      const quantized = int8 ? this.quantize(x, M, K) : -1;
       weights.forEach((w, i) => {
         const N = w.rows;
         const out = outs[i] as Float32Array;
         // An input or output that lies in the shared memory (a replayed step's) is used in place.
         const xOffset = this.arena?.offsetOf(x) ?? -1;
         const outOffset = this.arena?.offsetOf(out) ?? -1;
-        const range = { x, xOffset, M, K, out, outOffset, N, n0: 0, n1: N };
+        const range = { x, xOffset, M, K, out, outOffset, N, n0: 0, n1: N, quantized };
         matmulRange({ ...range, weight: this.partsOf(w) }, this.thread);
       });
       return;
     }
     const ids = weights.map((w) => this.register(w));
-    this.stage("x", M * K).set(x.subarray(0, M * K));
+    const stagedX = this.stage("x", M * K);
+    stagedX.set(x.subarray(0, M * K));
+    const quantized = int8 ? this.quantize(stagedX, M, K) : -1;
     const stagedOut = this.stage("out", M * totalRows);
     // Output i lives at stagedOut[M * rowOffset_i ...] as an [M, rows_i] matrix.
     const segments: MatmulSegment[] = [];
@@ -249,7 +259,7 @@ export class MatmulPool {
       segments.push({ id: ids[i] as number, N: w.rows, rowOffset, outOffset });
       rowOffset += w.rows;
     });
-    const params = { M, K, xOffset: this.xOffset, totalRows, rowChunk: ROW_CHUNK, segments };
+    const params = { M, K, xOffset: this.xOffset, totalRows, rowChunk: ROW_CHUNK, segments, quantized };
     this.run("matmul", params, Math.ceil(totalRows / ROW_CHUNK));
     segments.forEach((seg, i) => {
       (outs[i] as Float32Array).set(stagedOut.subarray(M * seg.rowOffset, M * (seg.rowOffset + seg.N)));
@@ -474,6 +484,38 @@ export class MatmulPool {
         bytes,
       } satisfies StateMessage);
     });
+  }
+
+  /**
+   * x [M, K] quantized for the integer MXFP4 path (mxfp4-int8.wat's quantize) into the pool's
+   * region of the shared memory: its byte offset there, or -1 where the pool has no such path
+   * (or K is not a multiple of 32). An input outside the shared memory is staged first.
+   */
+  private quantize(x: Float32Array, M: number, K: number): number {
+    const int8 = this.thread.mxfp4Int8;
+    const arena = this.arena;
+    if (int8 === null || int8 === undefined || arena === null || K % 32 !== 0) return -1;
+    let xOffset = arena.offsetOf(x);
+    if (xOffset < 0) {
+      this.stage("x", M * K).set(x.subarray(0, M * K));
+      xOffset = this.xOffset;
+    }
+    const bytes = quantizedBytes(M, K);
+    const region = this.quantizedRegion;
+    if (region.bytes < bytes) {
+      // Grown geometrically, as the scratch regions: regions are never freed.
+      const grown = Math.max(bytes, 2 * region.bytes);
+      const offset = arena.allocate(grown);
+      if (offset < 0) {
+        throw new BringupError(
+          "ENGINE_WASM_MEMORY_FULL",
+          `no room left in the 4 GiB shared kernel memory for a ${M}x${K} input quantized to int8; lower --max-num-batched-tokens, or run with BRINGUP_ENGINE_MXFP4=fused.`,
+        );
+      }
+      this.quantizedRegion = { offset, bytes: grown };
+    }
+    int8.quantize(xOffset, M, K, this.quantizedRegion.offset);
+    return this.quantizedRegion.offset;
   }
 
   private partsOf(w: Weight): WeightParts {

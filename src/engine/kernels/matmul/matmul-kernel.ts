@@ -2,7 +2,7 @@ import { HALVES_ORDER } from "../../../formats/mxfp4-halves.js";
 import { quadRow, quadRows } from "../../tensor/row-quads.js";
 import { DTYPE_CODE, type Weight } from "../../tensor/weight.js";
 import type { WasmArena } from "../wasm-arena.js";
-import { type Mxfp4Int8, quantizeInput } from "./mxfp4-int8.js";
+import { INT8_BLOCK_BYTES, type Int8Quantize, type Mxfp4Int8 } from "./mxfp4-int8.js";
 import type { SimdTile } from "./tile-module.js";
 
 /** The fast matmul kernel, run on the calling thread and in the pool's workers (worker.ts). */
@@ -116,6 +116,15 @@ export function weightParts(w: Weight, arena: WasmArena | null): WeightParts {
   };
 }
 
+/**
+ * Whether the integer MXFP4 path reads this weight where the thread has that path: MXFP4 in the
+ * shared memory, codes in OCP order (its input quantization pairs low nibbles with even inputs;
+ * codes in halves order take the exact path instead).
+ */
+export function int8Reads(weight: WeightParts): boolean {
+  return weight.dtype === 4 && weight.offset >= 0 && weight.scalesOffset >= 0 && !weight.halves;
+}
+
 /** One matmul over rows [n0, n1) of a weight; offsets are bytes in the shared memory (-1: elsewhere). */
 export interface MatmulRange {
   readonly x: Float32Array;
@@ -129,6 +138,12 @@ export interface MatmulRange {
   readonly N: number;
   readonly n0: number;
   readonly n1: number;
+  /**
+   * Byte offset in the shared memory of x quantized for the integer MXFP4 path (mxfp4-int8.ts's
+   * layout), which the dispatch quantizes once for all its weights and threads (the pool, where
+   * `int8Reads` holds for a weight); -1 where it has none, and MXFP4 weights then take the exact path.
+   */
+  readonly quantized: number;
 }
 
 /** What a thread keeps between matmuls: decoding tables, a row scratch, its SIMD kernel instances. */
@@ -141,8 +156,12 @@ export interface MatmulThread {
   readonly mxfp4: Mxfp4Rows | null;
   /** The block-scaled FP8 rows' SIMD decoding (null, or absent: unpacked in JavaScript for the tile). */
   readonly fp8?: Fp8Rows | null;
-  /** The integer MXFP4 path and its table of half E8M0 scales (absent or null: not chosen). */
-  readonly mxfp4Int8?: { readonly rows: Mxfp4Int8; readonly halfScales: number } | null;
+  /** The integer MXFP4 path, its input quantization and its table of half E8M0 scales (absent or null: not chosen). */
+  readonly mxfp4Int8?: {
+    readonly rows: Mxfp4Int8;
+    readonly quantize: Int8Quantize;
+    readonly halfScales: number;
+  } | null;
 }
 
 /** matmul/fp8-rows.wat's decode (see there for the arguments). */
@@ -279,42 +298,56 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
     const S = simd.base >> 2;
     const W = S + M * K;
     const O = W + CHUNK * K;
+    const { scalesOffset } = range.weight;
+    // MXFP4 on integer dot products over the input the dispatch quantized (range.quantized).
+    const int8 = range.quantized >= 0 && int8Reads(range.weight) ? (thread.mxfp4Int8 ?? null) : null;
+    if (int8 !== null) {
+      // The whole range in one call where the output lies in the shared memory (the kernel reads
+      // the next rows ahead across it); else as many rows as the rows and out areas hold, an
+      // [M, span] matrix, at a time, each copied into `out`.
+      const direct = outOffset >= 0;
+      const span = direct ? n1 - n0 : Math.floor((CHUNK * K + CHUNK * M) / M / 4) * 4;
+      const qsAt = range.quantized + M * (K / 32) * INT8_BLOCK_BYTES;
+      for (let c0 = n0; c0 < n1; c0 += span) {
+        const rows = Math.min(span, n1 - c0);
+        const wAt = wOffset + (c0 * K) / 2;
+        const sAt = scalesOffset + (c0 * K) / 32;
+        const at = direct ? outOffset + c0 * 4 : W * 4;
+        int8.rows(
+          K,
+          M,
+          range.quantized,
+          qsAt,
+          wAt,
+          sAt,
+          int8.halfScales,
+          at,
+          rows,
+          direct ? N * 4 : rows * 4,
+        );
+        if (!direct)
+          for (let m = 0; m < M; m++) out.set(heap.subarray(W + m * rows, W + (m + 1) * rows), m * N + c0);
+      }
+      return;
+    }
     let xAt = xOffset;
     if (xAt < 0) {
       heap.set(x.subarray(0, M * K), S);
       xAt = S * 4;
     }
     const inPlace = dtype === 0 && wOffset >= 0;
-    const { scalesOffset } = range.weight;
     const packed = dtype === 4 && wOffset >= 0 && scalesOffset >= 0 ? thread.mxfp4 : null;
     // FP8 with scale blocks of whole groups of 32 values is decoded by matmul/fp8-rows.wat.
     const fp8 =
       dtype === 3 && wOffset >= 0 && scalesOffset >= 0 && K % 32 === 0 && scaleBlockCols % 32 === 0
         ? (thread.fp8 ?? null)
         : null;
-    // MXFP4 on integer dot products: the input quantized once into the x area, then every row.
-    // Its input quantization pairs low nibbles with even inputs, OCP's order: codes in halves order
-    // take the exact decode instead (the fused one where the pool has it, else unpacked).
-    const int8 =
-      dtype === 4 && wOffset >= 0 && scalesOffset >= 0 && !halves ? (thread.mxfp4Int8 ?? null) : null;
-    const qAt = S * 4;
-    // It fits: quantizedBytes(M, K) is 1.625 bytes a value, the x area 4.
-    const qsAt = int8 === null ? -1 : quantizeInput(x, M, K, simd.memory.buffer, qAt);
     /** Columns [c0, c0 + rows) of every input row from the out area (an [M, CHUNK] matrix) into `out`. */
     const fromOutArea = (c0: number, rows: number) => {
       for (let m = 0; m < M; m++) out.set(heap.subarray(O + m * CHUNK, O + m * CHUNK + rows), m * N + c0);
     };
     for (let c0 = n0; c0 < n1; c0 += CHUNK) {
       const rows = Math.min(CHUNK, n1 - c0);
-      if (int8 !== null) {
-        const direct = outOffset >= 0;
-        const wAt = wOffset + (c0 * K) / 2;
-        const sAt = scalesOffset + (c0 * K) / 32;
-        const at = direct ? outOffset + c0 * 4 : O * 4;
-        int8.rows(K, M, qAt, qsAt, wAt, sAt, int8.halfScales, at, rows, direct ? N * 4 : CHUNK * 4);
-        if (!direct) fromOutArea(c0, rows);
-        continue;
-      }
       // The in-loop form reads OCP order only; halves order always takes the scratch decode.
       if (packed !== null && M < packed.scratchTokens && !halves) {
         // MXFP4 rows decoded inside the SIMD loop (matmul/mxfp4-rows.wat), the rows area as its

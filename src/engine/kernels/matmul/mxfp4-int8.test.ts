@@ -7,7 +7,13 @@ import { weightAt } from "../reference.js";
 import { wasmArena } from "../wasm-arena.js";
 import { compileKernel } from "../wasm-kernels.js";
 import { buildDecodeTables, MXFP4_TABLE_BYTES, mxfp4Tables } from "./matmul-kernel.js";
-import { INT8_BLOCK_BYTES, type Mxfp4Int8, quantizedBytes, quantizeInput } from "./mxfp4-int8.js";
+import {
+  INT8_BLOCK_BYTES,
+  type Int8Quantize,
+  type Mxfp4Int8,
+  quantizedBytes,
+  quantizeInput,
+} from "./mxfp4-int8.js";
 
 const rng = new Rng(11);
 const pools = [1, 2].map((t) => new MatmulPool(t, { mxfp4: "int8" }));
@@ -101,7 +107,7 @@ describe("the integer MXFP4 matmul (matmul/mxfp4-int8.wat)", () => {
             wsum += Math.abs(wv);
             terms += Math.abs(xv * wv);
           }
-          quantization += (amax / 127 / 2) * wsum;
+          quantization += (amax / 127 / 2) * (1 + 2 ** -16) * wsum;
         }
         const bound = quantization + (K / 32 + 2) * 2 ** -24 * (terms + quantization);
         const error = Math.abs((got[m * w.rows + n] as number) - exact);
@@ -111,6 +117,51 @@ describe("the integer MXFP4 matmul (matmul/mxfp4-int8.wat)", () => {
     }
     // The bound is not slack by orders of magnitude: typical errors reach a visible share of it.
     expect(worst).toBeGreaterThan(0.01);
+  });
+
+  it("quantizes in WebAssembly to its plain reference's bytes: ties to even, zero and non-finite blocks", () => {
+    const arena = wasmArena();
+    const module = compileKernel("matmul/mxfp4-int8");
+    if (arena === null || module === undefined) throw new Error("SIMD unavailable");
+    const quantize = (instantiateWasm(module, arena.memory) as { quantize: Int8Quantize }).quantize;
+    const [M, K] = [3, 512];
+    const x = rng.fillNormal(new Float32Array(M * K), 1);
+    // Block by block: magnitudes from 2^-140 (subnormal) to 2^100; ties (s = 2, x / s = -14.5 to
+    // 15.5); zeros, with -0; NaN; infinity; a lone subnormal.
+    for (let b = 0; b < (M * K) / 32; b++) {
+      const scale = 2 ** (((b * 37) % 240) - 140);
+      for (let k = 32 * b; k < 32 * b + 32; k++) x[k] = (x[k] as number) * scale;
+    }
+    x.set(
+      Float32Array.from({ length: 32 }, (_, k) => (k === 0 ? 254 : 2 * k - 31)),
+      32,
+    );
+    x.fill(0, 64, 96);
+    x[70] = -0;
+    x[100] = Number.NaN;
+    x[140] = Number.POSITIVE_INFINITY;
+    x.fill(0, 160, 192);
+    x[170] = 2 ** -149;
+    const xAt = arena.allocate(M * K * 4);
+    new Float32Array(arena.memory.buffer, xAt, M * K).set(x);
+    const bytes = quantizedBytes(M, K);
+    const q = arena.allocate(bytes);
+    quantize(xAt, M, K, q);
+    const want = new Uint8Array(bytes);
+    quantizeInput(x, M, K, want.buffer, 0);
+    expect(Buffer.from(new Uint8Array(arena.memory.buffer, q, bytes)).equals(Buffer.from(want))).toBe(true);
+    // The ties went to even, up and down (x[32] = 254 is q = 127, at byte 0 of block 1), and the
+    // NaN and infinite blocks' scales are NaN.
+    const block = new Int8Array(want.buffer, INT8_BLOCK_BYTES, 32);
+    const ties = Array.from({ length: 31 }, (_, i) => i + 1).map((k) => ({
+      q: block[k % 2 === 0 ? k / 2 : 16 + (k - 1) / 2] as number,
+      v: (x[32 + k] as number) / 2,
+    }));
+    expect(ties.every(({ q }) => q % 2 === 0)).toBe(true);
+    expect(new Set(ties.map(({ q, v }) => Math.abs(q - v)))).toEqual(new Set([0.5]));
+    expect(new Set(ties.map(({ q, v }) => Math.sign(q - v)))).toEqual(new Set([-1, 1]));
+    const scales = new Float32Array(want.buffer, (M * K * INT8_BLOCK_BYTES) / 32, (M * K) / 32);
+    expect([scales[3], scales[4], scales[2]]).toEqual([Number.NaN, Number.NaN, 0]);
   });
 
   it("has a plain-SIMD form (no relaxed dot) with the same bits, for runtimes without relaxed SIMD", () => {

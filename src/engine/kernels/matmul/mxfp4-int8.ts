@@ -3,9 +3,12 @@
  * 32 values to int8 with one f32 scale, s = max|x| / 127 and q = round(x / s), and each block's
  * products are summed as integers by relaxed integer dot products, then scaled once per block.
  *
+ * mxfp4-int8.wat's `quantize` does this in WebAssembly; quantizeInput here is its plain reference.
+ *
  * Not the f32 path's bits. Against the exact sum Σ_k x_k·w_k, an output is off by at most
- * Σ_b (s_b / 2)·Σ_{k∈b} |w_k| (the quantization, |x - q·s| ≤ s/2) plus f32 rounding of the per-block
- * terms, (K/32 + 2)·2^-24·Σ_b |term_b| (mxfp4-int8.test.ts holds every output to it).
+ * Σ_b (s_b / 2)(1 + 2^-16)·Σ_{k∈b} |w_k| (the quantization: x / s is rounded to f32, |x / s| < 128,
+ * before it is rounded to an integer, so |x - q·s| ≤ s·(1/2 + 2^-17)) plus f32 rounding of the
+ * per-block terms, (K/32 + 2)·2^-24·Σ_b |term_b| (mxfp4-int8.test.ts holds every output to it).
  */
 
 /** Bytes per input block in the quantized layout: 16 even-k int8, 16 odd-k int8, an i16x8 correction. */
@@ -25,16 +28,30 @@ export type Mxfp4Int8 = (
   ldo: number,
 ) => void;
 
+/** mxfp4-int8.wat's `quantize`: x [M, K] (f32 at byte x) into the layout at byte q, as quantizeInput. */
+export type Int8Quantize = (x: number, M: number, K: number, q: number) => void;
+
 /** Bytes the quantized form of an [M, K] input takes at `at` (blocks, then their f32 scales). */
 export function quantizedBytes(M: number, K: number): number {
   return M * (K / 32) * (INT8_BLOCK_BYTES + 4);
 }
 
+/** v rounded to the nearest integer, ties to even. */
+function roundTiesEven(v: number): number {
+  const r = Math.round(v);
+  return r - v === 0.5 && r % 2 !== 0 ? r - 1 : r;
+}
+
 /**
  * Quantizes x [M, K] (K a multiple of 32) into the kernel's layout at byte `at` of `buffer`: for
  * row m and block b, 48 bytes at at + 48(m·K/32 + b) (see mxfp4-int8.wat) and the block's scale
- * (f32) after all blocks. A block holding a non-finite value gets scale NaN, so its outputs are NaN.
- * Returns the byte offset of the scales.
+ * (f32) after all blocks. Per block s = max|x| / 127 in f32, or the least normal f32 2^-126 where
+ * that is less (a subnormal s would hold too few bits for x / s to stay within 127), and q = x / s
+ * in f32 rounded to the nearest integer, ties to even (|q| <= 127: s is at least max|x| / 127 less
+ * half an ulp, so |x / s| rounds to at most 127). A block of zeros gets s = 0 and q = 0; a block
+ * holding a non-finite value gets s = NaN (and q = 0), so its outputs are NaN. The plain reference of the
+ * kernel's own quantize (mxfp4-int8.wat), which writes the same bytes. Returns the byte offset of
+ * the scales.
  */
 export function quantizeInput(
   x: Float32Array,
@@ -52,7 +69,11 @@ export function quantizeInput(
     const x0 = blk * 32;
     let amax = 0;
     for (let k = 0; k < 32; k++) amax = Math.max(amax, Math.abs(x[x0 + k] as number));
-    const s = Number.isFinite(amax) ? Math.fround(amax / 127) : Number.NaN;
+    const s = !Number.isFinite(amax)
+      ? Number.NaN
+      : amax === 0
+        ? 0
+        : Math.max(Math.fround(amax / 127), 2 ** -126);
     scales[blk] = s;
     const out = blk * INT8_BLOCK_BYTES;
     // Even k to the first 16 bytes, odd k to the next. The kernel's i16 lanes 2r and 2r + 1 hold
@@ -61,7 +82,7 @@ export function quantizeInput(
     let even = 0;
     let odd = 0;
     for (let k = 0; k < 32; k++) {
-      const q = s > 0 ? Math.max(-127, Math.min(127, Math.round((x[x0 + k] as number) / s))) : 0;
+      const q = s > 0 ? roundTiesEven(Math.fround((x[x0 + k] as number) / s)) : 0;
       bytes[out + (k & 1) * 16 + (k >> 1)] = q;
       if (k & 4) odd += q;
       else even += q;

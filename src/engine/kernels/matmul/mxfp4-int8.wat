@@ -75,9 +75,9 @@
       ;; are on their way: short rows from memory are four short streams a prefetcher barely sees.
       ;; Only where the next group is near (K <= 8192) and four whole rows of this call (so no read
       ;; past the weight); else row n's own block, 16 bytes a block, which it reads anyway.
-      (local.set $near (i32.and (i32.le_u (i32.add (local.get $n) (i32.const 8)) (local.get $N))
+      (local.set $near (i32.and (i32.le_u (i32.add (local.get $n) (i32.const 12)) (local.get $N))
         (i32.le_u (local.get $K) (i32.const 8192))))
-      (local.set $ahead (select (i32.add (local.get $b3) (i32.shr_u (local.get $K) (i32.const 1))) (local.get $b0)
+      (local.set $ahead (select (i32.add (local.get $b0) (i32.shl (local.get $K) (i32.const 2))) (local.get $b0)
         (local.get $near)))
       (local.set $step (select (i32.const 6) (i32.const 4) (local.get $near)))
       (local.set $m (i32.const 0))
@@ -159,4 +159,91 @@
           (local.get $M))))
       (br_if $rows (i32.lt_u
         (local.tee $n (i32.add (local.get $n) (i32.const 4)))
-        (local.get $N))))))
+        (local.get $N)))))
+  ;; quantize(x, M, K, q): the input x [M, K] (f32 at byte x) in the layout mxfp4_int8 reads, at q,
+  ;; with the scales after the blocks (at q + 48·M·K/32), as ./mxfp4-int8.ts's quantizeInput writes
+  ;; it (the plain reference, the same bytes). Per block of 32: amax = max |x| as the largest of the
+  ;; values' magnitude bits (an integer max orders them as floats, NaN above infinity); s =
+  ;; amax / 127 in f32 but at least 2^-126, NaN where amax is not finite, 0 where it is 0; q = x / s in f32 rounded to the nearest
+  ;; integer, ties to even (adding 1.5·2^23, whose ulp is 1, rounds so, and the integer is then the
+  ;; sum's low bits), |q| <= 127; all zero where s is not above 0 (a zero or non-finite block).
+  (func (export "quantize") (param $x i32) (param $M i32) (param $K i32) (param $q i32)
+    (local $blk i32) (local $count i32) (local $qs i32) (local $s f32) (local $inv v128)
+    (local $v0 v128) (local $v1 v128) (local $v2 v128) (local $v3 v128)
+    (local $v4 v128) (local $v5 v128) (local $v6 v128) (local $v7 v128)
+    (local $lo v128) (local $hi v128) (local $sums v128)
+    (local.set $count (i32.mul (local.get $M) (i32.shr_u (local.get $K) (i32.const 5))))
+    (if (i32.eqz (local.get $count)) (then (return)))
+    (local.set $qs (i32.add (local.get $q) (i32.mul (local.get $count) (i32.const 48))))
+    (loop $blocks32
+      (local.set $v0 (v128.load offset=0 (local.get $x)))
+      (local.set $v1 (v128.load offset=16 (local.get $x)))
+      (local.set $v2 (v128.load offset=32 (local.get $x)))
+      (local.set $v3 (v128.load offset=48 (local.get $x)))
+      (local.set $v4 (v128.load offset=64 (local.get $x)))
+      (local.set $v5 (v128.load offset=80 (local.get $x)))
+      (local.set $v6 (v128.load offset=96 (local.get $x)))
+      (local.set $v7 (v128.load offset=112 (local.get $x)))
+      ;; The magnitudes' bits, their largest in every lane.
+      (local.set $lo (i32x4.max_s
+        (i32x4.max_s
+          (i32x4.max_s (v128.and (local.get $v0) (v128.const i32x4 0x7fffffff 0x7fffffff 0x7fffffff 0x7fffffff))
+            (v128.and (local.get $v1) (v128.const i32x4 0x7fffffff 0x7fffffff 0x7fffffff 0x7fffffff)))
+          (i32x4.max_s (v128.and (local.get $v2) (v128.const i32x4 0x7fffffff 0x7fffffff 0x7fffffff 0x7fffffff))
+            (v128.and (local.get $v3) (v128.const i32x4 0x7fffffff 0x7fffffff 0x7fffffff 0x7fffffff))))
+        (i32x4.max_s
+          (i32x4.max_s (v128.and (local.get $v4) (v128.const i32x4 0x7fffffff 0x7fffffff 0x7fffffff 0x7fffffff))
+            (v128.and (local.get $v5) (v128.const i32x4 0x7fffffff 0x7fffffff 0x7fffffff 0x7fffffff)))
+          (i32x4.max_s (v128.and (local.get $v6) (v128.const i32x4 0x7fffffff 0x7fffffff 0x7fffffff 0x7fffffff))
+            (v128.and (local.get $v7) (v128.const i32x4 0x7fffffff 0x7fffffff 0x7fffffff 0x7fffffff))))))
+      (local.set $lo (i32x4.max_s (local.get $lo) (i8x16.shuffle 8 9 10 11 12 13 14 15 0 1 2 3 4 5 6 7 (local.get $lo) (local.get $lo))))
+      (local.set $lo (i32x4.max_s (local.get $lo) (i8x16.shuffle 4 5 6 7 0 1 2 3 4 5 6 7 0 1 2 3 (local.get $lo) (local.get $lo))))
+      (local.set $s (select
+        (f32.max (f32.div (f32.reinterpret_i32 (i32x4.extract_lane 0 (local.get $lo))) (f32.const 127))
+          (f32.const 0x1p-126))
+        (f32.const nan)
+        (i32.lt_u (i32x4.extract_lane 0 (local.get $lo)) (i32.const 0x7f800000))))
+      (local.set $s (select (local.get $s) (f32.const 0) (i32x4.extract_lane 0 (local.get $lo))))
+      (f32.store (local.get $qs) (local.get $s))
+      (if (f32.gt (local.get $s) (f32.const 0))
+        (then
+          (local.set $inv (f32x4.splat (local.get $s)))
+          ;; Each value over s, rounded to an integer in the sum's low bits, taken out as i32.
+          (local.set $v0 (i32x4.sub (f32x4.add (f32x4.div (local.get $v0) (local.get $inv)) (v128.const f32x4 0x1.8p23 0x1.8p23 0x1.8p23 0x1.8p23)) (v128.const i32x4 0x4b400000 0x4b400000 0x4b400000 0x4b400000)))
+          (local.set $v1 (i32x4.sub (f32x4.add (f32x4.div (local.get $v1) (local.get $inv)) (v128.const f32x4 0x1.8p23 0x1.8p23 0x1.8p23 0x1.8p23)) (v128.const i32x4 0x4b400000 0x4b400000 0x4b400000 0x4b400000)))
+          (local.set $v2 (i32x4.sub (f32x4.add (f32x4.div (local.get $v2) (local.get $inv)) (v128.const f32x4 0x1.8p23 0x1.8p23 0x1.8p23 0x1.8p23)) (v128.const i32x4 0x4b400000 0x4b400000 0x4b400000 0x4b400000)))
+          (local.set $v3 (i32x4.sub (f32x4.add (f32x4.div (local.get $v3) (local.get $inv)) (v128.const f32x4 0x1.8p23 0x1.8p23 0x1.8p23 0x1.8p23)) (v128.const i32x4 0x4b400000 0x4b400000 0x4b400000 0x4b400000)))
+          (local.set $v4 (i32x4.sub (f32x4.add (f32x4.div (local.get $v4) (local.get $inv)) (v128.const f32x4 0x1.8p23 0x1.8p23 0x1.8p23 0x1.8p23)) (v128.const i32x4 0x4b400000 0x4b400000 0x4b400000 0x4b400000)))
+          (local.set $v5 (i32x4.sub (f32x4.add (f32x4.div (local.get $v5) (local.get $inv)) (v128.const f32x4 0x1.8p23 0x1.8p23 0x1.8p23 0x1.8p23)) (v128.const i32x4 0x4b400000 0x4b400000 0x4b400000 0x4b400000)))
+          (local.set $v6 (i32x4.sub (f32x4.add (f32x4.div (local.get $v6) (local.get $inv)) (v128.const f32x4 0x1.8p23 0x1.8p23 0x1.8p23 0x1.8p23)) (v128.const i32x4 0x4b400000 0x4b400000 0x4b400000 0x4b400000)))
+          (local.set $v7 (i32x4.sub (f32x4.add (f32x4.div (local.get $v7) (local.get $inv)) (v128.const f32x4 0x1.8p23 0x1.8p23 0x1.8p23 0x1.8p23)) (v128.const i32x4 0x4b400000 0x4b400000 0x4b400000 0x4b400000)))
+          ;; As i16: k 0-7, 8-15, 16-23, 24-31. Their sum's lanes 0-3 add the values whose k / 4
+          ;; is even, lanes 4-7 the odd ones.
+          (local.set $v0 (i16x8.narrow_i32x4_s (local.get $v0) (local.get $v1)))
+          (local.set $v1 (i16x8.narrow_i32x4_s (local.get $v2) (local.get $v3)))
+          (local.set $v2 (i16x8.narrow_i32x4_s (local.get $v4) (local.get $v5)))
+          (local.set $v3 (i16x8.narrow_i32x4_s (local.get $v6) (local.get $v7)))
+          (local.set $sums (i32x4.extadd_pairwise_i16x8_s
+            (i16x8.add (i16x8.add (local.get $v0) (local.get $v1)) (i16x8.add (local.get $v2) (local.get $v3)))))
+          ;; 32-bit lanes [even, even, odd, odd], then i16 lanes alternating even, odd, times -12.
+          (local.set $sums (i32x4.add (local.get $sums)
+            (i8x16.shuffle 4 5 6 7 0 1 2 3 12 13 14 15 8 9 10 11 (local.get $sums) (local.get $sums))))
+          (v128.store offset=32 (local.get $q) (i16x8.mul (v128.const i16x8 -12 -12 -12 -12 -12 -12 -12 -12)
+            (i8x16.shuffle 0 1 8 9 0 1 8 9 0 1 8 9 0 1 8 9 (local.get $sums) (local.get $sums))))
+          ;; As i8, k 0-15 and 16-31, split into even and odd k.
+          (local.set $lo (i8x16.narrow_i16x8_s (local.get $v0) (local.get $v1)))
+          (local.set $hi (i8x16.narrow_i16x8_s (local.get $v2) (local.get $v3)))
+          (v128.store offset=0 (local.get $q)
+            (i8x16.shuffle 0 2 4 6 8 10 12 14 16 18 20 22 24 26 28 30 (local.get $lo) (local.get $hi)))
+          (v128.store offset=16 (local.get $q)
+            (i8x16.shuffle 1 3 5 7 9 11 13 15 17 19 21 23 25 27 29 31 (local.get $lo) (local.get $hi))))
+        (else
+          (v128.store offset=0 (local.get $q) (v128.const i64x2 0 0))
+          (v128.store offset=16 (local.get $q) (v128.const i64x2 0 0))
+          (v128.store offset=32 (local.get $q) (v128.const i64x2 0 0))))
+      (local.set $x (i32.add (local.get $x) (i32.const 128)))
+      (local.set $q (i32.add (local.get $q) (i32.const 48)))
+      (local.set $qs (i32.add (local.get $qs) (i32.const 4)))
+      (br_if $blocks32 (i32.lt_u
+        (local.tee $blk (i32.add (local.get $blk) (i32.const 1)))
+        (local.get $count))))))
