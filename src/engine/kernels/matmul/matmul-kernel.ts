@@ -202,6 +202,34 @@ export interface Mxfp4Rows {
   readonly scratchTokens: number;
 }
 
+/** Rows the SIMD path handles at a time (its scratch region: [x: M*K][rows: CHUNK*K][out: M*CHUNK] floats). */
+const CHUNK = 64;
+
+/**
+ * matmulRange on the integer MXFP4 path (mxfp4-int8.wat): the whole range in one call where the
+ * output lies in the shared memory (the kernel reads the next rows ahead across it); else as many
+ * rows as the scratch region's rows and out areas hold, an [M, span] matrix, at a time, each
+ * copied into `out`.
+ */
+function int8Range(range: MatmulRange, simd: SimdTile, int8: NonNullable<MatmulThread["mxfp4Int8"]>): void {
+  const { M, K, out, outOffset, N, n0, n1, quantized } = range;
+  const { offset: wOffset, scalesOffset } = range.weight;
+  const direct = outOffset >= 0;
+  const W = (simd.base >> 2) + M * K;
+  const span = direct ? n1 - n0 : Math.floor((CHUNK * K + CHUNK * M) / M / 4) * 4;
+  const qsAt = quantized + M * (K / 32) * INT8_BLOCK_BYTES;
+  const heap = direct ? null : new Float32Array(simd.memory.buffer);
+  for (let c0 = n0; c0 < n1; c0 += span) {
+    const rows = Math.min(span, n1 - c0);
+    const wAt = wOffset + (c0 * K) / 2;
+    const sAt = scalesOffset + (c0 * K) / 32;
+    const at = direct ? outOffset + c0 * 4 : W * 4;
+    int8.rows(K, M, quantized, qsAt, wAt, sAt, int8.halfScales, at, rows, direct ? N * 4 : rows * 4);
+    if (heap !== null)
+      for (let m = 0; m < M; m++) out.set(heap.subarray(W + m * rows, W + (m + 1) * rows), m * N + c0);
+  }
+}
+
 /**
  * out[m*N + n] = sum_k x[m*K + k] * W[n][k] for every m < M and n0 <= n < n1.
  *
@@ -217,6 +245,12 @@ export interface Mxfp4Rows {
  * than equal to it.
  */
 export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
+  // MXFP4 on integer dot products over the input the dispatch quantized (range.quantized).
+  const int8 = range.quantized >= 0 && int8Reads(range.weight) ? (thread.mxfp4Int8 ?? null) : null;
+  if (int8 !== null && thread.tile !== null) {
+    int8Range(range, thread.tile, int8);
+    return;
+  }
   const { x, xOffset, M, K, out, outOffset, N, n0, n1 } = range;
   const {
     dtype,
@@ -283,7 +317,6 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
       }
     }
   };
-  const CHUNK = 64;
   if (simd !== null && K % 4 === 0 && K > 0) {
     if (simd.bytes < (M * K + CHUNK * K + CHUNK * M) * 4) {
       throw new RangeError(`matmul scratch of ${simd.bytes} bytes is too small for M=${M}, K=${K}`);
@@ -298,44 +331,13 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
     const S = simd.base >> 2;
     const W = S + M * K;
     const O = W + CHUNK * K;
-    const { scalesOffset } = range.weight;
-    // MXFP4 on integer dot products over the input the dispatch quantized (range.quantized).
-    const int8 = range.quantized >= 0 && int8Reads(range.weight) ? (thread.mxfp4Int8 ?? null) : null;
-    if (int8 !== null) {
-      // The whole range in one call where the output lies in the shared memory (the kernel reads
-      // the next rows ahead across it); else as many rows as the rows and out areas hold, an
-      // [M, span] matrix, at a time, each copied into `out`.
-      const direct = outOffset >= 0;
-      const span = direct ? n1 - n0 : Math.floor((CHUNK * K + CHUNK * M) / M / 4) * 4;
-      const qsAt = range.quantized + M * (K / 32) * INT8_BLOCK_BYTES;
-      for (let c0 = n0; c0 < n1; c0 += span) {
-        const rows = Math.min(span, n1 - c0);
-        const wAt = wOffset + (c0 * K) / 2;
-        const sAt = scalesOffset + (c0 * K) / 32;
-        const at = direct ? outOffset + c0 * 4 : W * 4;
-        int8.rows(
-          K,
-          M,
-          range.quantized,
-          qsAt,
-          wAt,
-          sAt,
-          int8.halfScales,
-          at,
-          rows,
-          direct ? N * 4 : rows * 4,
-        );
-        if (!direct)
-          for (let m = 0; m < M; m++) out.set(heap.subarray(W + m * rows, W + (m + 1) * rows), m * N + c0);
-      }
-      return;
-    }
     let xAt = xOffset;
     if (xAt < 0) {
       heap.set(x.subarray(0, M * K), S);
       xAt = S * 4;
     }
     const inPlace = dtype === 0 && wOffset >= 0;
+    const { scalesOffset } = range.weight;
     const packed = dtype === 4 && wOffset >= 0 && scalesOffset >= 0 ? thread.mxfp4 : null;
     // FP8 with scale blocks of whole groups of 32 values is decoded by matmul/fp8-rows.wat.
     const fp8 =
