@@ -243,13 +243,12 @@ if (kernel === "tile") {
       outBytes: M * N * 4,
       run: (arm) => {
         const chunk = chunkOf(arm);
-        const [q, qs] = input(arm);
+        const q = input(arm);
         for (let c0 = 0; c0 < N; c0 += chunk)
           arm.mxfp4_int8?.(
             K,
             M,
-            q,
-            qs,
+            ...q,
             codes + (c0 * K) / 2,
             scales + (c0 * K) / 32,
             tables,
@@ -275,7 +274,7 @@ if (kernel === "tile") {
     outBytes: picks.length * rows * 4,
     run: (arm) => {
       const chunk = chunkOf(arm);
-      const [q, qs] = input(arm);
+      const q = input(arm);
       picks.forEach((e, i) => {
         for (let c0 = 0; c0 < rows; c0 += chunk) {
           const r = e * rows + c0;
@@ -283,8 +282,7 @@ if (kernel === "tile") {
           arm.mxfp4_int8?.(
             1024,
             1,
-            q,
-            qs,
+            ...q,
             stack.codes + r * 512,
             stack.scales + r * 32,
             stack.tables,
@@ -306,14 +304,25 @@ if (kernel === "tile") {
   );
 }
 
-type Quantize = typeof quantizeInput;
+/** An arm's input quantizer (mxfp4-int8.ts's; an older one returned its scales' offset). */
+type Quantize = (
+  x: Float32Array,
+  M: number,
+  K: number,
+  buffer: ArrayBufferLike,
+  at: number,
+) => unknown;
+interface Quantizer {
+  readonly quantizeInput: Quantize;
+  readonly quantizedBytes: typeof quantizedBytes;
+}
 
 /**
  * The int8 kernels' input quantizers, before's and after's: the before arm's is mxfp4-int8.ts as
  * the --before revision has it (its kernel reads the layout its own quantizer writes), imported
  * from a copy in a temporary directory (the file imports nothing).
  */
-async function int8Quantizers(): Promise<{ before: Quantize; after: Quantize }> {
+async function int8Quantizers(): Promise<{ before: Quantizer; after: Quantizer }> {
   const source = "src/engine/kernels/matmul/mxfp4-int8.ts";
   const text = execFileSync("git", ["show", `${args.before ?? "HEAD"}:${source}`], {
     cwd: root,
@@ -323,23 +332,30 @@ async function int8Quantizers(): Promise<{ before: Quantize; after: Quantize }> 
   try {
     const file = join(dir, "mxfp4-int8.ts");
     writeFileSync(file, text);
-    const module = (await import(pathToFileURL(file).href)) as { quantizeInput: Quantize };
-    return { before: module.quantizeInput, after: quantizeInput };
+    return {
+      before: (await import(pathToFileURL(file).href)) as Quantizer,
+      after: { quantizeInput, quantizedBytes },
+    };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
-/** x [M, K] quantized by each arm's quantizer into the memory: per arm, the input's and its scales' offsets. */
+/**
+ * x [M, K] quantized by each arm's quantizer into the memory: per arm, the kernel's arguments after
+ * M, the input's offset (and, where the quantizer returned one, its scales' offset, which an older
+ * kernel took next).
+ */
 function quantizedInputs(
   x: Float32Array,
   M: number,
   K: number,
-  quantizers: { before: Quantize; after: Quantize },
-): (arm: Arm) => [number, number] {
-  const at = (quantize: Quantize): [number, number] => {
+  quantizers: { before: Quantizer; after: Quantizer },
+): (arm: Arm) => number[] {
+  const at = ({ quantizeInput, quantizedBytes }: Quantizer): number[] => {
     const q = allocate(quantizedBytes(M, K));
-    return [q, quantize(x, M, K, memory.buffer, q)];
+    const scales = quantizeInput(x, M, K, memory.buffer, q);
+    return typeof scales === "number" ? [q, scales] : [q];
   };
   const forBefore = at(quantizers.before);
   const forAfter = at(quantizers.after);

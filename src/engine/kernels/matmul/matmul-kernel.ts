@@ -2,7 +2,7 @@ import { HALVES_ORDER } from "../../../formats/mxfp4-halves.js";
 import { quadRow, quadRows } from "../../tensor/row-quads.js";
 import { DTYPE_CODE, type Weight } from "../../tensor/weight.js";
 import type { WasmArena } from "../wasm-arena.js";
-import { INT8_BLOCK_BYTES, type Int8Quantize, type Mxfp4Int8 } from "./mxfp4-int8.js";
+import type { Int8Quantize, Mxfp4Int8 } from "./mxfp4-int8.js";
 import type { SimdTile } from "./tile-module.js";
 
 /** The fast matmul kernel, run on the calling thread and in the pool's workers (worker.ts). */
@@ -217,14 +217,13 @@ function int8Range(range: MatmulRange, simd: SimdTile, int8: NonNullable<MatmulT
   const direct = outOffset >= 0;
   const W = (simd.base >> 2) + M * K;
   const span = direct ? n1 - n0 : Math.floor((CHUNK * K + CHUNK * M) / M / 4) * 4;
-  const qsAt = quantized + M * (K / 32) * INT8_BLOCK_BYTES;
   const heap = direct ? null : new Float32Array(simd.memory.buffer);
   for (let c0 = n0; c0 < n1; c0 += span) {
     const rows = Math.min(span, n1 - c0);
     const wAt = wOffset + (c0 * K) / 2;
     const sAt = scalesOffset + (c0 * K) / 32;
     const at = direct ? outOffset + c0 * 4 : W * 4;
-    int8.rows(K, M, quantized, qsAt, wAt, sAt, int8.halfScales, at, rows, direct ? N * 4 : rows * 4);
+    int8.rows(K, M, quantized, wAt, sAt, int8.halfScales, at, rows, direct ? N * 4 : rows * 4);
     if (heap !== null)
       for (let m = 0; m < M; m++) out.set(heap.subarray(W + m * rows, W + (m + 1) * rows), m * N + c0);
   }

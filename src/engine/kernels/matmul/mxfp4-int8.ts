@@ -11,15 +11,18 @@
  * per-block terms, (K/32 + 2)·2^-24·Σ_b |term_b| (mxfp4-int8.test.ts holds every output to it).
  */
 
-/** Bytes per input block in the quantized layout: 16 even-k int8, 16 odd-k int8, an i16x8 correction. */
-export const INT8_BLOCK_BYTES = 48;
+/**
+ * Bytes per input block in the quantized layout: 16 even-k int8, 16 odd-k int8, an i16x8
+ * correction, the block's f32 scale, 12 zero bytes (a cache line a block; the kernel keeps one
+ * pointer for a block and its scale).
+ */
+export const INT8_BLOCK_BYTES = 64;
 
 /** mxfp4-int8.wat's export (see there for the arguments). */
 export type Mxfp4Int8 = (
   K: number,
   M: number,
   q: number,
-  qs: number,
   blocks: number,
   scales: number,
   halfScales: number,
@@ -31,9 +34,9 @@ export type Mxfp4Int8 = (
 /** mxfp4-int8.wat's `quantize`: x [M, K] (f32 at byte x) into the layout at byte q, as quantizeInput. */
 export type Int8Quantize = (x: number, M: number, K: number, q: number) => void;
 
-/** Bytes the quantized form of an [M, K] input takes at `at` (blocks, then their f32 scales). */
+/** Bytes the quantized form of an [M, K] input takes. */
 export function quantizedBytes(M: number, K: number): number {
-  return M * (K / 32) * (INT8_BLOCK_BYTES + 4);
+  return M * (K / 32) * INT8_BLOCK_BYTES;
 }
 
 /** v rounded to the nearest integer, ties to even. */
@@ -44,14 +47,12 @@ function roundTiesEven(v: number): number {
 
 /**
  * Quantizes x [M, K] (K a multiple of 32) into the kernel's layout at byte `at` of `buffer`: for
- * row m and block b, 48 bytes at at + 48(m·K/32 + b) (see mxfp4-int8.wat) and the block's scale
- * (f32) after all blocks. Per block s = max|x| / 127 in f32, or the least normal f32 2^-126 where
+ * row m and block b, INT8_BLOCK_BYTES at at + 64(m·K/32 + b) (see mxfp4-int8.wat). Per block s = max|x| / 127 in f32, or the least normal f32 2^-126 where
  * that is less (a subnormal s would hold too few bits for x / s to stay within 127), and q = x / s
  * in f32 rounded to the nearest integer, ties to even (|q| <= 127: s is at least max|x| / 127 less
  * half an ulp, so |x / s| rounds to at most 127). A block of zeros gets s = 0 and q = 0; a block
  * holding a non-finite value gets s = NaN (and q = 0), so its outputs are NaN. The plain reference of the
- * kernel's own quantize (mxfp4-int8.wat), which writes the same bytes. Returns the byte offset of
- * the scales.
+ * kernel's own quantize (mxfp4-int8.wat), which writes the same bytes.
  */
 export function quantizeInput(
   x: Float32Array,
@@ -59,12 +60,11 @@ export function quantizeInput(
   K: number,
   buffer: ArrayBufferLike,
   at: number,
-): number {
+): void {
   const blocks = M * (K / 32);
   const bytes = new Int8Array(buffer, at, blocks * INT8_BLOCK_BYTES);
   const halves = new Int16Array(buffer, at, (blocks * INT8_BLOCK_BYTES) / 2);
-  const scalesAt = at + blocks * INT8_BLOCK_BYTES;
-  const scales = new Float32Array(buffer, scalesAt, blocks);
+  const words = new Float32Array(buffer, at, (blocks * INT8_BLOCK_BYTES) / 4);
   for (let blk = 0; blk < blocks; blk++) {
     const x0 = blk * 32;
     let amax = 0;
@@ -74,8 +74,9 @@ export function quantizeInput(
       : amax === 0
         ? 0
         : Math.max(Math.fround(amax / 127), 2 ** -126);
-    scales[blk] = s;
     const out = blk * INT8_BLOCK_BYTES;
+    words[(out + 48) / 4] = s;
+    bytes.fill(0, out + 52, out + INT8_BLOCK_BYTES);
     // Even k to the first 16 bytes, odd k to the next. The kernel's i16 lanes 2r and 2r + 1 hold
     // the products of the inputs whose k / 4 is even and odd: the correction's lanes alternate
     // -12 times their sums.
@@ -93,5 +94,4 @@ export function quantizeInput(
       halves[corr + l + 1] = -12 * odd;
     }
   }
-  return scalesAt;
 }
