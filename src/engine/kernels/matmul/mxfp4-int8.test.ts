@@ -68,17 +68,23 @@ const bitsOf = (a: Float32Array) => Array.from(new Uint32Array(a.buffer, a.byteO
 describe("the integer MXFP4 matmul (matmul/mxfp4-int8.wat)", () => {
   it("runs where WebAssembly SIMD does, and gives its plain arithmetic's bits at any batch and split", () => {
     expect(pools.map((p) => p.mxfp4)).toEqual(["int8", "int8"]);
-    const w = mxfp4Weight(70, 96, (i) => 110 + ((i * 7) % 30));
-    for (const M of [1, 2, 5]) {
-      const x = rng.fillNormal(new Float32Array(M * w.cols), 1);
-      // A zero block, and a block of one large value among small ones.
-      x.fill(0, 0, 32);
-      if (M > 1) x[w.cols + 40] = 300;
-      const want = int8Reference(x, M, w);
-      for (const pool of pools) {
-        const got = new Float32Array(M * w.rows);
-        pool.matmul(x, M, w, got);
-        expect(bitsOf(got)).toEqual(bitsOf(want));
+    // The second weight is large enough for the two-thread pool to split its rows between threads,
+    // which read the input the pool quantized once; the first stays on the calling thread.
+    for (const w of [
+      mxfp4Weight(70, 96, (i) => 110 + ((i * 7) % 30)),
+      mxfp4Weight(302, 256, (i) => 118 + (i % 9)),
+    ]) {
+      for (const M of [1, 2, 5]) {
+        const x = rng.fillNormal(new Float32Array(M * w.cols), 1);
+        // A zero block, and a block of one large value among small ones.
+        x.fill(0, 0, 32);
+        if (M > 1) x[w.cols + 40] = 300;
+        const want = int8Reference(x, M, w);
+        for (const pool of pools) {
+          const got = new Float32Array(M * w.rows);
+          pool.matmul(x, M, w, got);
+          expect(bitsOf(got)).toEqual(bitsOf(want));
+        }
       }
     }
   });
