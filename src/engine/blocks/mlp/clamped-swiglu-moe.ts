@@ -105,10 +105,23 @@ export class ClampedSwigluMoe implements FeedForward {
     const routes: Routing[] = Array.from({ length: T }, (_, t) =>
       routeTopKThenSoftmax(logits, t * E, E, topK),
     );
-    // Temporaries from the step's scratch (planned buffers when the step replays).
+    // Temporaries from the step's scratch (planned buffers when the step replays). At one token
+    // every chosen expert's gate_up reads the same row: one dispatch for all of them (on the
+    // integer MXFP4 path the row is quantized once; the pool's threads are woken once), each
+    // output the bits its own matmul gives.
+    const chosen = T === 1 ? (routes[0] as Routing).experts : null;
+    const gateUps = Array.from(chosen ?? [], () => stepArray(ctx, Float32Array, 2 * I));
+    if (chosen !== null)
+      pool.matmulMany(
+        h,
+        1,
+        Array.from(chosen, (e) => this.gateUp[e] as Weight),
+        gateUps,
+      );
     const run = (e: number, x: Float32Array, n: number) => {
-      const gateUp = stepArray(ctx, Float32Array, n * 2 * I);
-      pool.matmul(x, n, this.gateUp[e] as Weight, gateUp);
+      const done = chosen === null ? -1 : chosen.indexOf(e);
+      const gateUp = gateUps[done] ?? stepArray(ctx, Float32Array, n * 2 * I);
+      if (done < 0) pool.matmul(x, n, this.gateUp[e] as Weight, gateUp);
       addBias(gateUp, this.gateUpBias.subarray(e * 2 * I, (e + 1) * 2 * I), n);
       const act = clampedSwiglu(gateUp, n, I, limit, alpha, stepArray(ctx, Float32Array, n * I));
       const y = stepArray(ctx, Float32Array, n * H);
