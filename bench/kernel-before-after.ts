@@ -25,9 +25,17 @@
  *   build (scripts/build-kernels.mjs) on the same weights re-laid out in halves order
  *   (formats/mxfp4-halves.ts, `bringup weights convert --layout halves`) (after), as mxfp4-decode's
  *   cases. "same bits" says the two decode the same values.
+ * - mxfp4-m1: the fused MXFP4 matmul's step at one input row, as mxfp4-decode's second case has
+ *   it (the decode at --before, then the working tree's tile) (before) against the working tree's
+ *   matmul/mxfp4-rows.wat, which decodes straight into the multiply-adds (after), on the same
+ *   weights; then the same with the after arm's `.halves` build on the codes in halves order (as
+ *   mxfp4-halves: the before arm decodes the OCP codes); then on 16 of 64 random experts as
+ *   mxfp4-int8's last case. "same bits" compares the outputs.
  * - fp8-decode (matmul/fp8-rows.wat): FP8 E4M3 weights [2880, 2880] with a scale per 128x128 tile
  *   (the FP8 checkpoints' layout, quantized from normal values by floatToFp8Tile128), decoded and
- *   run as mxfp4-decode's; G weights/s per core.
+ *   run as mxfp4-decode's; then the fused step at one input row as mxfp4-m1's, the after arm's
+ *   fp8 (decoding into the multiply-adds) against the before arm's decode then the tile; G
+ *   weights/s per core.
  * - mxfp4-int8 (matmul/mxfp4-int8.wat): the integer MXFP4 rows over the same MXFP4 weights as
  *   mxfp4-decode's, at M = 1 and 4 input rows quantized by mxfp4-int8.ts (each arm's own, as its
  *   revision has it: the layout may change with the kernel), 64 rows a call as the
@@ -39,7 +47,7 @@
  * (default --chunk; with --before HEAD the two arms then differ in their chunks alone); --k the
  * decode cases' K.
  *
- *   npx tsx bench/kernel-before-after.ts --kernel tile|mxfp4-decode|mxfp4-halves|fp8-decode|mxfp4-int8 [--before HEAD] [--blocks 4]
+ *   npx tsx bench/kernel-before-after.ts --kernel tile|mxfp4-decode|mxfp4-halves|mxfp4-m1|fp8-decode|mxfp4-int8 [--before HEAD] [--blocks 4]
  *     [--trial-ms 150] [--chunk 64] [--after-chunk C] [--k 2880]
  */
 import { execFileSync } from "node:child_process";
@@ -53,7 +61,7 @@ import { type BlockTrials, blockedRatioInterval } from "../src/bench/index.js";
 import { compileWasm, instantiateWasm, type WasmModule } from "../src/common/wasm-runtime.js";
 import { MXFP4_TABLE_BYTES, mxfp4Tables } from "../src/engine/kernels/matmul/matmul-kernel.js";
 import { quantizedBytes, quantizeInput } from "../src/engine/kernels/matmul/mxfp4-int8.js";
-import { kernelBytes } from "../src/engine/kernels/wasm-kernels.js";
+import { type KernelBinary, kernelBytes } from "../src/engine/kernels/wasm-kernels.js";
 import { Rng } from "../src/engine/tensor/random.js";
 import { toRowQuads } from "../src/engine/tensor/row-quads.js";
 import { floatToFp8Tile128 } from "../src/formats/fp8-blockwise.js";
@@ -74,6 +82,7 @@ const KERNELS = {
   tile: ["matmul/matmul-tile"],
   "mxfp4-decode": ["matmul/mxfp4-decode", "matmul/mxfp4-rows"],
   "mxfp4-halves": ["matmul/mxfp4-decode", "matmul/mxfp4-rows"],
+  "mxfp4-m1": ["matmul/mxfp4-decode", "matmul/mxfp4-rows"],
   "fp8-decode": ["matmul/fp8-rows"],
   "mxfp4-int8": ["matmul/mxfp4-int8"],
 } as const;
@@ -114,15 +123,20 @@ function beforeText(): { text: string; name: string } {
   throw new Error(`${args.before ?? "HEAD"} has none of ${KERNELS[kernel].map(watPath).join(", ")}`);
 }
 const halves = kernel === "mxfp4-halves";
+const m1 = kernel === "mxfp4-m1";
 // mxfp4-halves' before arm is the working tree's decode unless --before names a revision.
 const old =
   halves && args.before === undefined
     ? { text: readFileSync(join(root, path), "utf8"), name: path }
     : beforeText();
 const before = instantiate(old.text, old.name);
+const built = (name: KernelBinary) =>
+  instantiateWasm(compileWasm(kernelBytes(name)) as WasmModule, memory) as Arm;
 const after = halves
-  ? (instantiateWasm(compileWasm(kernelBytes("matmul/mxfp4-decode.halves")) as WasmModule, memory) as Arm)
-  : instantiate(readFileSync(join(root, path), "utf8"), path);
+  ? built("matmul/mxfp4-decode.halves")
+  : m1
+    ? built("matmul/mxfp4-rows")
+    : instantiate(readFileSync(join(root, path), "utf8"), path);
 const chunkOf = (arm: Arm) => (arm === after ? AFTER_CHUNK : CHUNK);
 const tile = instantiate(readFileSync(join(root, watPath(KERNELS.tile[0])), "utf8"), "tile").tile as (
   ...a: number[]
@@ -215,18 +229,32 @@ if (kernel === "tile") {
   new Uint8Array(memory.buffer, codes, N * K).set(fp8.elements);
   const scales = allocate(fp8.scaleInv.byteLength);
   new Float32Array(memory.buffer, scales, fp8.scaleInv.length).set(fp8.scaleInv);
+  const scalesAt = (c0: number) => scales + Math.floor(c0 / B) * scaleRow * 4;
   decodeCases(N, K, (arm, c0, rows, chunk) =>
-    arm.decode?.(
-      K,
-      codes + c0 * K,
-      scales + Math.floor(c0 / B) * scaleRow * 4,
-      scaleRow * 4,
-      B / 32,
-      B,
-      c0 % B,
-      rows,
-      chunk,
-    ),
+    arm.decode?.(K, codes + c0 * K, scalesAt(c0), scaleRow * 4, B / 32, B, c0 % B, rows, chunk),
+  );
+  fusedStepCase(
+    "the fused step at M=1, the after arm decoding into the multiply-adds",
+    N,
+    K,
+    (arm, c0, rows, chunk) =>
+      arm.decode?.(K, codes + c0 * K, scalesAt(c0), scaleRow * 4, B / 32, B, c0 % B, rows, chunk),
+    (x, c0, acc, o, chunk) =>
+      after.fp8?.(
+        K,
+        1,
+        x,
+        codes + c0 * K,
+        scalesAt(c0),
+        scaleRow * 4,
+        B / 32,
+        B,
+        c0 % B,
+        acc,
+        o,
+        chunk,
+        N * 4,
+      ),
   );
 } else if (kernel === "mxfp4-int8") {
   const [N, K] = [2880, decodeK];
@@ -259,37 +287,57 @@ if (kernel === "tile") {
       },
     });
   }
-  // The MoE bench's experts: 64 of [2048, 1024] (64 MiB of codes, past L3), 16 at random a run
-  // (a fixed sequence) as decode steps pick them, each read cold-ish rather than as one stream.
-  const [E, rows] = [64, 2048];
-  const stack = mxfp4Weights(E * rows, 1024);
-  const picks = Array.from({ length: 16 }, () => rng.nextU32() % E);
+  const experts = randomExperts();
   const input = quantizedInputs(rng.fillNormal(new Float32Array(1024), 1), 1, 1024, quantizers);
-  const o = allocate(picks.length * rows * 4);
   cases.push({
-    label: `integer MXFP4 rows, M=1, 16 of 64 experts [${rows}, 1024] at random`,
+    label: `integer MXFP4 rows, M=1, ${experts.label}`,
     unit: "G weights/s",
-    work: picks.length * rows * 1024,
-    outAt: () => o,
-    outBytes: picks.length * rows * 4,
+    work: experts.work,
+    outAt: () => experts.o,
+    outBytes: experts.outBytes,
+    run: (arm) => {
+      const q = input(arm);
+      experts.each(chunkOf(arm), (codes, scales, at, n) =>
+        arm.mxfp4_int8?.(1024, 1, ...q, codes, scales, experts.tables, at, n, experts.rows * 4),
+      );
+    },
+  });
+} else if (m1) {
+  const [N, K] = [2880, decodeK];
+  const { tables, codes, scales } = mxfp4Weights(N, K);
+  const inHalves = halvesCopy(codes, (N * K) / 2)(after);
+  const afterHalves = built("matmul/mxfp4-rows.halves");
+  for (const halvesAfter of [false, true]) {
+    const [kernel, at] = halvesAfter ? [afterHalves, inHalves] : [after, codes];
+    fusedStepCase(
+      `the fused step at M=1, [${N}, ${K}]${halvesAfter ? ", the after arm's codes in halves order" : ""}`,
+      N,
+      K,
+      (arm, c0, rows, chunk) =>
+        arm.decode?.(codes + (c0 * K) / 2, scales + (c0 * K) / 32, tables, rows, (chunk * K) / 32),
+      (x, c0, acc, o, chunk) =>
+        kernel.mxfp4?.(K, 1, x, at + (c0 * K) / 2, scales + (c0 * K) / 32, tables, acc, o, chunk, N * 4),
+    );
+  }
+  const [rows, acc] = [allocate(CHUNK * 1024 * 4), allocate(64)];
+  // The MoE bench's experts, as mxfp4-int8's last case reads them.
+  const experts = randomExperts();
+  const xe = allocate(1024 * 4);
+  rng.fillNormal(new Float32Array(memory.buffer, xe, 1024), 1);
+  cases.push({
+    label: `the fused step at M=1, ${experts.label}`,
+    unit: "G weights/s",
+    work: experts.work,
+    outAt: () => experts.o,
+    outBytes: experts.outBytes,
     run: (arm) => {
       const chunk = chunkOf(arm);
-      const q = input(arm);
-      picks.forEach((e, i) => {
-        for (let c0 = 0; c0 < rows; c0 += chunk) {
-          const r = e * rows + c0;
-          const at = o + (i * rows + c0) * 4;
-          arm.mxfp4_int8?.(
-            1024,
-            1,
-            ...q,
-            stack.codes + r * 512,
-            stack.scales + r * 32,
-            stack.tables,
-            at,
-            Math.min(chunk, rows - c0),
-            rows * 4,
-          );
+      const ldo = experts.rows * 4;
+      experts.each(chunk, (c, s, at) => {
+        if (arm === after) arm.mxfp4?.(1024, 1, xe, c, s, experts.tables, acc, at, chunk, ldo);
+        else {
+          arm.decode?.(c, s, experts.tables, rows, chunk * 32);
+          tile(1024, 1, xe, rows, at, chunk / 4, ldo, 1024 * 4, 16);
         }
       });
     },
@@ -305,13 +353,7 @@ if (kernel === "tile") {
 }
 
 /** An arm's input quantizer (mxfp4-int8.ts's; an older one returned its scales' offset). */
-type Quantize = (
-  x: Float32Array,
-  M: number,
-  K: number,
-  buffer: ArrayBufferLike,
-  at: number,
-) => unknown;
+type Quantize = (x: Float32Array, M: number, K: number, buffer: ArrayBufferLike, at: number) => unknown;
 interface Quantizer {
   readonly quantizeInput: Quantize;
   readonly quantizedBytes: typeof quantizedBytes;
@@ -385,6 +427,72 @@ function mxfp4Weights(N: number, K: number): { tables: number; codes: number; sc
   return { tables, codes, scales };
 }
 
+/**
+ * The fused step at one input row over [N, K], chunk by chunk: the before arm's `decode` of each
+ * chunk into scratch then the tile, against the after arm's `step` decoding it straight into the
+ * multiply-adds.
+ */
+function fusedStepCase(
+  label: string,
+  N: number,
+  K: number,
+  decode: (arm: Arm, c0: number, rows: number, chunk: number) => void,
+  step: (x: number, c0: number, acc: number, o: number, chunk: number) => void,
+): void {
+  const [rows, x, o, acc] = [allocate(CHUNK * K * 4), allocate(K * 4), allocate(N * 4), allocate(64)];
+  rng.fillNormal(new Float32Array(memory.buffer, x, K), 1);
+  cases.push({
+    label,
+    unit: "G weights/s",
+    work: N * K,
+    outAt: () => o,
+    outBytes: N * 4,
+    run: (arm) => {
+      const chunk = chunkOf(arm);
+      for (let c0 = 0; c0 < N; c0 += chunk) {
+        if (arm === after) step(x, c0, acc, o + c0 * 4, chunk);
+        else {
+          decode(arm, c0, rows, chunk);
+          tile(K, 1, x, rows, o + c0 * 4, chunk / 4, N * 4, K * 4, 16);
+        }
+      }
+    },
+  });
+}
+
+/**
+ * The MoE bench's experts: 64 MXFP4 [2048, 1024] (64 MiB of codes, past L3), 16 picked at random
+ * (a fixed sequence) as decode steps pick them, each read cold-ish rather than as one stream; `each`
+ * calls `call(codes, scales, out)` for every chunk of rows of each pick, as a matmul does.
+ */
+function randomExperts() {
+  const [E, rows] = [64, 2048];
+  const stack = mxfp4Weights(E * rows, 1024);
+  const picks = Array.from({ length: 16 }, () => rng.nextU32() % E);
+  const o = allocate(picks.length * rows * 4);
+  /** Each picked expert's rows, `chunk` at a time (fewer at its end): their codes, scales, output, count. */
+  const each = (chunk: number, call: (codes: number, scales: number, out: number, n: number) => void) =>
+    picks.forEach((e, i) => {
+      for (let c0 = 0; c0 < rows; c0 += chunk)
+        call(
+          stack.codes + (e * rows + c0) * 512,
+          stack.scales + (e * rows + c0) * 32,
+          o + (i * rows + c0) * 4,
+          Math.min(chunk, rows - c0),
+        );
+    });
+  const label = `16 of 64 experts [${rows}, 1024] at random`;
+  return {
+    tables: stack.tables,
+    rows,
+    o,
+    work: picks.length * rows * 1024,
+    outBytes: picks.length * rows * 4,
+    each,
+    label,
+  };
+}
+
 /** A decode alone and with the tile after it at M=1: `decode` writes rows [c0, c0 + chunk) at `rows`. */
 function decodeCases(
   N: number,
@@ -432,7 +540,7 @@ const median = (values: number[]) =>
   [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
 const bits = (c: Case, arm: Arm) => Buffer.from(new Uint8Array(memory.buffer, c.outAt(arm), c.outBytes));
 console.log(
-  `${old.name} (before, ${CHUNK} rows at a time) against ${halves ? "the working tree's .halves build on the codes in halves order" : `the working tree's ${path}`} (after, ${AFTER_CHUNK} rows), ${blocks} blocks of 4 trials, rates per CPU-second on one thread`,
+  `${old.name} (before, ${CHUNK} rows at a time) against ${halves ? "the working tree's .halves build on the codes in halves order" : m1 ? "the working tree's matmul/mxfp4-rows.wat" : `the working tree's ${path}`} (after, ${AFTER_CHUNK} rows), ${blocks} blocks of 4 trials, rates per CPU-second on one thread`,
 );
 for (const c of cases) {
   c.run(before);

@@ -1,8 +1,9 @@
 /**
  * The MXFP4 matmul's three forms on one weight, in one process, trials interleaved:
  *
- * - in-loop: wasm/mxfp4-rows.wat's mxfp4 decodes each block inside the loop over input rows;
- * - scratch: its decode writes a chunk of rows to scratch once, then the f32 tile runs over them
+ * - in-loop: matmul/mxfp4-rows.wat's mxfp4 decodes each block straight into the multiply-adds, once
+ *   per input row;
+ * - scratch: matmul/mxfp4-decode.wat writes a chunk of rows to scratch once, then the f32 tile runs over them
  *   (the pool picks it from KernelSwitches.mxfp4ScratchTokens input rows);
  * - unpacked: the rows unpacked to f32 by the JavaScript loop, then the tile (BRINGUP_ENGINE_MXFP4=unpacked).
  *

@@ -62,22 +62,26 @@ const WITHOUT_RELAXED = [
  * in formats/mxfp4-halves.ts's order, the one matmul/mxfp4-decode.wat states for an offline
  * re-layout: byte i of a block's 16 holds value v(i) in its low nibble and v(i) + 16 in its high
  * one, v = 0 4 1 5 2 6 3 7 8 12 9 13 10 14 11 15. The three shuffles that put OCP codes in that
- * order go: the low nibbles are `first` and the high ones `second` as they are. Refused when the
- * kernel no longer has them.
+ * order go (for each block a kernel decodes: the swizzle into $packed, and the two interleaves of
+ * $lo and $hi): the low nibbles are the first interleave's result and the high ones the second's,
+ * as they are. Refused when the kernel no longer has them.
  */
-const HALVES_KERNELS = ["src/engine/kernels/matmul/mxfp4-decode.wat"];
+const HALVES_KERNELS = [
+  "src/engine/kernels/matmul/mxfp4-decode.wat",
+  "src/engine/kernels/matmul/mxfp4-rows.wat",
+];
 const HALVES_REWRITES = [
   [
-    /\(local\.set \$packed \(i8x16\.(?:relaxed_)?swizzle \(v128\.load \(local\.get \$blocks\)\)\s+\(v128\.const i8x16 0 2 1 3 4 6 5 7 8 10 9 11 12 14 13 15\)\)\)/g,
-    "(local.set $packed (v128.load (local.get $blocks)))",
+    /\(local\.set \$packed \(i8x16\.(?:relaxed_)?swizzle \(v128\.load \(local\.get \$(\w+)\)\)\s+\(v128\.const i8x16 0 2 1 3 4 6 5 7 8 10 9 11 12 14 13 15\)\)\)/g,
+    "(local.set $packed (v128.load (local.get $$$1)))",
   ],
   [
-    /\(local\.set \$first \(i8x16\.shuffle 0 1 16 17 2 3 18 19 4 5 20 21 6 7 22 23 \(local\.get \$lo\) \(local\.get \$hi\)\)\)/g,
-    "(local.set $first (local.get $lo))",
+    /\(local\.set \$(\w+) \(i8x16\.shuffle 0 1 16 17 2 3 18 19 4 5 20 21 6 7 22 23 \(local\.get \$lo\) \(local\.get \$hi\)\)\)/g,
+    "(local.set $$$1 (local.get $lo))",
   ],
   [
-    /\(local\.set \$second \(i8x16\.shuffle 8 9 24 25 10 11 26 27 12 13 28 29 14 15 30 31 \(local\.get \$lo\) \(local\.get \$hi\)\)\)/g,
-    "(local.set $second (local.get $hi))",
+    /\(local\.set \$(\w+) \(i8x16\.shuffle 8 9 24 25 10 11 26 27 12 13 28 29 14 15 30 31 \(local\.get \$lo\) \(local\.get \$hi\)\)\)/g,
+    "(local.set $$$1 (local.get $hi))",
   ],
 ];
 

@@ -65,12 +65,13 @@
  * for bit. SwiGLU runs a SIMD kernel under the same switch (f64 with an exp within about 1e-14,
  * kernels/swiglu/swiglu.wat), split between the threads. MXFP4 weights are decoded by a SIMD kernel
  * (kernels/matmul/mxfp4-decode.wat, by table) a chunk of rows at a time into scratch for the tile,
- * or inside kernels/matmul/mxfp4-rows.wat's loop (KernelSwitches.mxfp4ScratchTokens), with the bits of unpacking them to f32 rows in
+ * or, at one input row, straight into the multiply-adds of kernels/matmul/mxfp4-rows.wat
+ * (KernelSwitches.mxfp4ScratchTokens), with the bits of unpacking them to f32 rows in
  * JavaScript, which BRINGUP_ENGINE_MXFP4=unpacked selects instead (kernels/switches.ts reads every
  * switch), or per engine the `mxfp4` switch that every model holding MXFP4 weights has. Its third
  * value, int8 (BRINGUP_ENGINE_MXFP4=int8), multiplies on relaxed integer dot products over the input
  * quantized per block of 32 (kernels/matmul/mxfp4-int8.ts states its error; not the same bits).
- * Block-scaled FP8 weights are decoded a chunk of rows at a time into scratch the same way.
+ * Block-scaled FP8 weights are decoded the same two ways (kernels/matmul/fp8-rows.wat).
  * Attention runs the same way: a SIMD kernel over tiles of a prefill's queries (pairs of f64 in the
  * reference's order) and a plain tiled kernel under the same switch; both equal
  * kernels/paged-attention/paged-attention.ts bit for bit.

@@ -23,6 +23,8 @@ export interface KernelModules {
    */
   readonly mxfp4?: {
     readonly module: WasmModule;
+    /** Its `.halves` build, for codes in halves order (Weight.mxfp4Order). */
+    readonly halves: WasmModule;
     /** matmul/mxfp4-decode.wat, relaxed or plain. */
     readonly decode: WasmModule;
     /** Its `.halves` build, for codes in halves order (Weight.mxfp4Order). */
@@ -32,8 +34,11 @@ export interface KernelModules {
   };
   /** The integer MXFP4 path (relaxed dot products, or their plain form) and its half scales' table. */
   readonly mxfp4Int8?: { readonly module: WasmModule; readonly halfScales: number };
-  /** The block-scaled FP8 rows' SIMD decoding into scratch for the tile. */
-  readonly fp8?: WasmModule;
+  /**
+   * The block-scaled FP8 rows' SIMD kernels, built like the tile (fused or not), and from how many
+   * input rows they decode into scratch for the tile (see Fp8Rows).
+   */
+  readonly fp8?: { readonly module: WasmModule; readonly scratchTokens: number };
   readonly attention?: WasmModule;
   readonly swiglu?: WasmModule;
   readonly indexer?: WasmModule;
@@ -68,11 +73,13 @@ export function kernelThread(modules: KernelModules, memory: WasmMemory | undefi
     scratch: new Float32Array(1),
     tile: instance(modules.tile, instantiateTile),
     mxfp4: instance(modules.mxfp4?.module, (m, mem) => {
-      const { mxfp4: rows } = instantiateWasm(m, mem) as { mxfp4: Mxfp4Rows["rows"] };
+      const inLoop = (module: WasmModule | undefined) =>
+        (instantiateWasm(module as WasmModule, mem) as { mxfp4: Mxfp4Rows["rows"] }).mxfp4;
       const decoder = (module: WasmModule | undefined) =>
         (instantiateWasm(module as WasmModule, mem) as { decode: Mxfp4Rows["decode"] }).decode;
       return {
-        rows,
+        rows: inLoop(m),
+        rowsHalves: inLoop(modules.mxfp4?.halves),
         decode: decoder(modules.mxfp4?.decode),
         decodeHalves: decoder(modules.mxfp4?.decodeHalves),
         halfScales: modules.mxfp4?.halfScales as number,
@@ -87,7 +94,10 @@ export function kernelThread(modules: KernelModules, memory: WasmMemory | undefi
         halfScales: modules.mxfp4Int8?.halfScales as number,
       };
     }),
-    fp8: instance(modules.fp8, (m, mem) => (instantiateWasm(m, mem) as { decode: Fp8Rows }).decode),
+    fp8: instance(modules.fp8?.module, (m, mem) => {
+      const { decode, fp8 } = instantiateWasm(m, mem) as { decode: Fp8Rows["decode"]; fp8: Fp8Rows["rows"] };
+      return { decode, rows: fp8, scratchTokens: modules.fp8?.scratchTokens as number };
+    }),
     attention: instance(modules.attention, instantiateAttentionSimd),
     swiglu: instance(modules.swiglu, instantiateSwigluSimd),
     indexer: instance(modules.indexer, instantiateIndexerScores),

@@ -108,12 +108,31 @@ function mxfp4Modules(
     return module === undefined ? {} : { mxfp4Int8: { module, halfScales } };
   }
   const module = compileKernel(fma ? "matmul/mxfp4-rows" : "matmul/mxfp4-rows.unfused");
+  const halves = compileKernel(fma ? "matmul/mxfp4-rows.halves" : "matmul/mxfp4-rows.halves.unfused");
   const decode = compileKernel("matmul/mxfp4-decode") ?? compileKernel("matmul/mxfp4-decode.plain-swizzle");
   const decodeHalves =
     compileKernel("matmul/mxfp4-decode.halves") ?? compileKernel("matmul/mxfp4-decode.halves.plain-swizzle");
-  return module === undefined || decode === undefined || decodeHalves === undefined
+  return module === undefined || halves === undefined || decode === undefined || decodeHalves === undefined
     ? {}
-    : { mxfp4: { module, decode, decodeHalves, halfScales, scratchTokens: switches.mxfp4ScratchTokens } };
+    : {
+        mxfp4: {
+          module,
+          halves,
+          decode,
+          decodeHalves,
+          halfScales,
+          scratchTokens: switches.mxfp4ScratchTokens,
+        },
+      };
+}
+
+/** The FP8 kernels (built like the tile), unless the switch unpacks narrow weights. */
+function fp8Module(fma: boolean, switches: KernelSwitches): Pick<KernelModules, "fp8"> {
+  const module =
+    switches.mxfp4 === "unpacked"
+      ? undefined
+      : compileKernel(fma ? "matmul/fp8-rows" : "matmul/fp8-rows.unfused");
+  return module === undefined ? {} : { fp8: { module, scratchTokens: switches.mxfp4ScratchTokens } };
 }
 
 /**
@@ -170,7 +189,7 @@ export class MatmulPool {
         : {
             tile,
             ...mxfp4Modules(arena, this.fma, switches),
-            fp8: switches.mxfp4 !== "unpacked" ? compileKernel("matmul/fp8-rows") : undefined,
+            ...fp8Module(this.fma, switches),
             attention: compileAttentionSimd(),
             swiglu: compileSwigluSimd(),
             indexer: compileIndexerScores(),

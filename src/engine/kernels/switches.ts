@@ -10,9 +10,10 @@ import type { ModelSwitch } from "../model/model-switch.js";
  * over an input quantized to int8 per block of 32 (matmul/mxfp4-int8.ts: not the same bits, within
  * the error it states).
  * mxfp4ScratchTokens is not read from the environment: from that many input rows the fused MXFP4
- * path decodes a chunk of rows once into scratch for the tile, below it inside its own loop (the
- * same bits). bench/mxfp4-prefill.ts found the scratch form as fast or faster at every batch it
- * measured (1 to 512 input rows, 1 and 2 threads), hence 1; Infinity keeps the in-loop form, for A/B.
+ * (and FP8) path decodes a chunk of rows once into scratch for the tile, below it straight into the
+ * multiply-adds (matmul/mxfp4-rows.wat, matmul/fp8-rows.wat's fp8; the same bits). The in-loop form decodes again for every
+ * input row, so it pays at one (bench/kernel-before-after.ts --kernel mxfp4-m1), hence 2; 1 keeps
+ * the scratch form and Infinity the in-loop form, for A/B.
  */
 export interface KernelSwitches {
   readonly simd: boolean;
@@ -22,7 +23,7 @@ export interface KernelSwitches {
 }
 
 /** See KernelSwitches.mxfp4ScratchTokens. */
-export const MXFP4_SCRATCH_TOKENS = 1;
+export const MXFP4_SCRATCH_TOKENS = 2;
 
 /**
  * The `mxfp4` switch every model that holds MXFP4 weights declares (the loader adds it): which of

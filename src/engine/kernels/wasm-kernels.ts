@@ -17,6 +17,8 @@ export type KernelBinary =
   | "matmul/matmul-tile.unfused"
   | "matmul/mxfp4-rows"
   | "matmul/mxfp4-rows.unfused"
+  | "matmul/mxfp4-rows.halves"
+  | "matmul/mxfp4-rows.halves.unfused"
   | "matmul/mxfp4-decode"
   | "matmul/mxfp4-decode.plain-swizzle"
   | "matmul/mxfp4-decode.halves"
@@ -24,6 +26,7 @@ export type KernelBinary =
   | "matmul/mxfp4-int8"
   | "matmul/mxfp4-int8.plain-dot"
   | "matmul/fp8-rows"
+  | "matmul/fp8-rows.unfused"
   | "paged-attention/attention"
   | "swiglu/swiglu"
   | "indexer-scores/indexer-scores";

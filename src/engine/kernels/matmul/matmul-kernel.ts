@@ -51,10 +51,10 @@ export const MXFP4_TABLE_BYTES = 1024 + 256 * 32;
 
 /**
  * The MXFP4 kernels' tables, which the pool places once in the shared memory. At byte 0 the half
- * E8M0 scales 2^(e - 128) as 256 f32 (NaN at 255), which matmul/mxfp4-rows.wat's in-loop form and
- * matmul/mxfp4-int8.wat multiply by. At byte 1024 + 32e, for exponent e, bytes 2 then bytes 3 of
- * the f32 values of the 16 E2M1 codes at that exponent (16 bytes each), for matmul/mxfp4-decode.wat.
- * Each value is the in-loop form's exact product (2·E2M1(code)) · 2^(e - 128), so a code of -0 gives
+ * E8M0 scales 2^(e - 128) as 256 f32 (NaN at 255), which matmul/mxfp4-int8.wat multiplies by. At
+ * byte 1024 + 32e, for exponent e, bytes 2 then bytes 3 of the f32 values of the 16 E2M1 codes at
+ * that exponent (16 bytes each), for matmul/mxfp4-decode.wat and matmul/mxfp4-rows.wat.
+ * Each value is the exact product (2·E2M1(code)) · 2^(e - 128), so a code of -0 gives
  * +0 and every code gives NaN at 255; an E2M1 value has at most two significant bits and none below
  * 2^-128 here, so bytes 0 and 1 of every value are zero and the two bytes are all of it.
  */
@@ -94,6 +94,11 @@ export interface WeightParts {
   readonly halves: boolean;
   /** Whether an f32 weight's rows lie in row quads (tensor/row-quads.ts) rather than row-major. */
   readonly quads: boolean;
+  /**
+   * Whether every FP8 scale times 2^120 is finite (below 2^8), as matmul/fp8-rows.wat's fp8 needs;
+   * a weight with a larger scale (none in the checkpoints seen) takes the decode into scratch.
+   */
+  readonly fp8Folds: boolean;
 }
 
 /**
@@ -113,6 +118,7 @@ export function weightParts(w: Weight, arena: WasmArena | null): WeightParts {
     mxScales: w.mxScales ?? null,
     halves: w.mxfp4Order === "halves",
     quads: w.layout === "row-quads",
+    fp8Folds: w.scale?.data.every((s) => Number.isFinite(Math.fround(s * 2 ** 120))) ?? false,
   };
 }
 
@@ -154,7 +160,7 @@ export interface MatmulThread {
   readonly tile: SimdTile | null;
   /** The fused MXFP4 rows (null: MXFP4 weights are unpacked into f32 rows for the tile). */
   readonly mxfp4: Mxfp4Rows | null;
-  /** The block-scaled FP8 rows' SIMD decoding (null, or absent: unpacked in JavaScript for the tile). */
+  /** The block-scaled FP8 rows' SIMD kernels (null, or absent: unpacked in JavaScript for the tile). */
   readonly fp8?: Fp8Rows | null;
   /** The integer MXFP4 path, its input quantization and its table of half E8M0 scales (absent or null: not chosen). */
   readonly mxfp4Int8?: {
@@ -164,40 +170,70 @@ export interface MatmulThread {
   } | null;
 }
 
-/** matmul/fp8-rows.wat's decode (see there for the arguments). */
-export type Fp8Rows = (
-  K: number,
-  codes: number,
+/**
+ * Where an FP8 chunk's scales are, as matmul/fp8-rows.wat's kernels take them: the chunk's first
+ * scale row, the bytes of one, blocks of 32 values a scale, rows a band and the chunk's first row
+ * into its band.
+ */
+type Fp8Scales = [
   scales: number,
   scaleRowBytes: number,
   blocksPerScale: number,
   blockRows: number,
   band0: number,
-  out: number,
-  N: number,
-) => void;
+];
 
 /**
- * matmul/mxfp4-rows.wat's in-loop form and matmul/mxfp4-decode.wat's decode, the byte offset of
- * their tables (mxfp4Tables, which start with the half E8M0 scales), and from how many input rows a
- * matmul decodes a chunk of rows into scratch for the tile instead of decoding inside the loop.
+ * matmul/fp8-rows.wat's decode into scratch and its fp8, which decodes straight into the
+ * multiply-adds (see there for the arguments), and from how many input rows a matmul takes the
+ * decode into scratch for the tile (as Mxfp4Rows').
  */
-export interface Mxfp4Rows {
+export interface Fp8Rows {
+  decode: (K: number, codes: number, ...rest: [...Fp8Scales, out: number, N: number]) => void;
   rows: (
     K: number,
     M: number,
     x: number,
-    blocks: number,
-    scales: number,
-    halfScales: number,
-    acc: number,
-    o: number,
-    N: number,
-    ldo: number,
+    codes: number,
+    ...rest: [...Fp8Scales, acc: number, o: number, N: number, ldo: number]
   ) => void;
-  decode: (blocks: number, scales: number, tables: number, out: number, count: number) => void;
-  /** The same for codes in halves order (matmul/mxfp4-decode.wat's `.halves` build). */
-  decodeHalves: (blocks: number, scales: number, tables: number, out: number, count: number) => void;
+  readonly scratchTokens: number;
+}
+
+/** matmul/mxfp4-rows.wat's mxfp4 (see there for the arguments). */
+export type Mxfp4InLoop = (
+  K: number,
+  M: number,
+  x: number,
+  blocks: number,
+  scales: number,
+  tables: number,
+  acc: number,
+  o: number,
+  N: number,
+  ldo: number,
+) => void;
+
+/** matmul/mxfp4-decode.wat's decode. */
+export type Mxfp4Decode = (
+  blocks: number,
+  scales: number,
+  tables: number,
+  out: number,
+  count: number,
+) => void;
+
+/**
+ * matmul/mxfp4-rows.wat's form that decodes into the multiply-adds and matmul/mxfp4-decode.wat's
+ * decode into scratch, each also as its `.halves` build for codes in halves order; the byte offset
+ * of their tables (mxfp4Tables); and from how many input rows a matmul decodes a chunk of rows into
+ * scratch for the tile instead of decoding inside the loop.
+ */
+export interface Mxfp4Rows {
+  rows: Mxfp4InLoop;
+  rowsHalves: Mxfp4InLoop;
+  decode: Mxfp4Decode;
+  decodeHalves: Mxfp4Decode;
   readonly halfScales: number;
   readonly scratchTokens: number;
 }
@@ -347,17 +383,32 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
     const fromOutArea = (c0: number, rows: number) => {
       for (let m = 0; m < M; m++) out.set(heap.subarray(O + m * CHUNK, O + m * CHUNK + rows), m * N + c0);
     };
+    /** The FP8 scales of the chunk from row c0. */
+    const fp8Scales = (c0: number): Fp8Scales => {
+      const scaleRowBytes = Math.ceil(K / scaleBlockCols) * 4;
+      const at = scalesOffset + Math.floor(c0 / scaleBlockRows) * scaleRowBytes;
+      return [at, scaleRowBytes, scaleBlockCols / 32, scaleBlockRows, c0 % scaleBlockRows];
+    };
     for (let c0 = n0; c0 < n1; c0 += CHUNK) {
       const rows = Math.min(CHUNK, n1 - c0);
-      // The in-loop form reads OCP order only; halves order always takes the scratch decode.
-      if (packed !== null && M < packed.scratchTokens && !halves) {
-        // MXFP4 rows decoded inside the SIMD loop (matmul/mxfp4-rows.wat), the rows area as its
-        // accumulators: the tile's operations on the unpacked rows, so the same bits.
+      if (fp8 !== null && M < fp8.scratchTokens && range.weight.fp8Folds) {
+        // FP8 rows decoded straight into the multiply-adds (matmul/fp8-rows.wat's fp8), the rows
+        // area as its scratch: the tile's operations on the unpacked rows, so the same bits.
+        const direct = outOffset >= 0;
+        const at = direct ? outOffset + c0 * 4 : O * 4;
+        fp8.rows(K, M, xAt, wOffset + c0 * K, ...fp8Scales(c0), W * 4, at, rows, direct ? N * 4 : CHUNK * 4);
+        if (!direct) fromOutArea(c0, rows);
+        continue;
+      }
+      if (packed !== null && M < packed.scratchTokens) {
+        // MXFP4 rows decoded straight into the multiply-adds (matmul/mxfp4-rows.wat), the rows area
+        // as its scratch: the tile's operations on the unpacked rows, so the same bits.
         const direct = outOffset >= 0;
         const at = direct ? outOffset + c0 * 4 : O * 4;
         const wAt = wOffset + (c0 * K) / 2;
         const sAt = scalesOffset + (c0 * K) / 32;
-        packed.rows(K, M, xAt, wAt, sAt, packed.halfScales, W * 4, at, rows, direct ? N * 4 : CHUNK * 4);
+        const inLoop = halves ? packed.rowsHalves : packed.rows;
+        inLoop(K, M, xAt, wAt, sAt, packed.halfScales, W * 4, at, rows, direct ? N * 4 : CHUNK * 4);
         if (!direct) fromOutArea(c0, rows);
         continue;
       }
@@ -397,18 +448,7 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
           decode(wOffset + first * 16, scalesOffset + first, packed.halfScales, W * 4, blocks);
         } else if (fp8 !== null) {
           // The chunk's FP8 rows decoded once (the table decoding's exact values), then the tile.
-          const scaleRowBytes = Math.ceil(K / scaleBlockCols) * 4;
-          fp8(
-            K,
-            wOffset + c0 * K,
-            scalesOffset + Math.floor(c0 / scaleBlockRows) * scaleRowBytes,
-            scaleRowBytes,
-            scaleBlockCols / 32,
-            scaleBlockRows,
-            c0 % scaleBlockRows,
-            W * 4,
-            rows,
-          );
+          fp8.decode(K, wOffset + c0 * K, ...fp8Scales(c0), W * 4, rows);
         } else for (let j = r0; j < rows; j++) unpack(c0 + j, W + (j - r0) * K);
         if (rows < groups * 4) heap.fill(0, W + (rows - r0) * K, W + (groups * 4 - r0) * K);
         run(W * 4, fromWeights, groups, false);

@@ -1,114 +1,284 @@
-;; MXFP4 rows dotted with the input, dequantized inside the loop (the fused MXFP4 matmul):
+;; MXFP4 rows dotted with one input row at a time, decoded straight into the multiply-adds (the
+;; fused MXFP4 matmul at decode, where a chunk decoded into scratch would be stored only to be
+;; loaded back by the tile):
 ;;
-;;   mxfp4(K, M, x, blocks, scales, halfScales, acc, o, N, ldo): for n < N, m < M:
+;;   mxfp4(K, M, x, blocks, scales, tables, acc, o, N, ldo): for n < N, m < M:
 ;;     f32 at byte o + m*ldo + 4n = Σ_k x[m*K + k] · w_n[k]
 ;;
 ;; where row n's K values are stored as K/2 bytes at blocks + n*K/2 (two E2M1 codes a byte, low
-;; nibble first) and K/32 E8M0 exponents at scales + n*K/32, one per 32 consecutive values, and
-;; w_n[k] = E2M1(code) · 2^(exponent - 127). halfScales is a table of 256 f32, 2^(e - 128) (NaN at
-;; 255), and acc 16·M bytes of scratch. Each E2M1 value is taken as twice itself, an integer
-;; (0, 1, 2, 3, 4, 6, 8, 12 and negatives), times half the scale: the product is exact, so every
-;; weight is the value ../matmul-kernel.ts's table decoding gives. Each output keeps four f32 lane
-;; sums over k mod 4, in ascending k, added as (l0 + l1) + (l2 + l3), each step a relaxed_madd
-;; (unfused in the .unfused build): the operations of ./matmul-tile.wat on the decoded rows, so the
-;; result equals that tile's on the unpacked weight bit for bit. K is a multiple of 32.
+;; nibble first) and K/32 E8M0 exponents at scales + n*K/32, one per 32 consecutive values;
+;; tables is ../matmul-kernel.ts's mxfp4Tables and acc 64 bytes of scratch. K is a multiple of 32.
 ;;
-;; ../matmul-kernel.ts instead decodes a chunk of rows with ./mxfp4-decode.wat (the same values)
-;; and runs ./matmul-tile.wat over them from KernelSwitches.mxfp4ScratchTokens input rows on (by
-;; default from one: measured as fast or faster at 1 to 512, bench/mxfp4-prefill.ts): the tile keeps
-;; four rows' sums as independent chains in registers, where mxfp4's one row is one chain of
-;; dependent multiply-adds through memory.
+;; Each block of 32 is decoded as ./mxfp4-decode.wat decodes it (the same lookups, so the same
+;; values; the same three shuffles put the codes in order, which the `.halves` build drops for
+;; codes in halves order), but each vector of four values goes into a multiply-add at once. The
+;; sums are ./matmul-tile.wat's at one input row: each output keeps four f32 lane sums over k mod
+;; 4, in ascending k, each step a relaxed_madd (a mul then an add in the .unfused build), added as
+;; (l0 + l1) + (l2 + l3); so every output equals the tile's on the decoded rows bit for bit
+;; (matmul.test.ts holds weights where another order gives other bits).
+;;
+;; Four rows are in flight, as in the tile: four independent chains of multiply-adds. Rows come in
+;; groups of four from n = 0; a last group of fewer starts at N - 4 instead, recomputing (to the
+;; same bits) rows already written; with N < 4 each row is a group of its own, computed four times
+;; over. Each input row decodes the weights again, so ../matmul-kernel.ts calls this below
+;; KernelSwitches.mxfp4ScratchTokens input rows (one), and from there decodes a chunk once into
+;; scratch for the tile. bench/kernel-before-after.ts --kernel mxfp4-m1 measures the two.
 (module
   (import "env" "memory" (memory 1 65536 shared))
 
   (func (export "mxfp4")
     (param $K i32) (param $M i32) (param $x i32) (param $blocks i32) (param $scales i32)
-    (param $halfScales i32) (param $acc i32) (param $o i32) (param $N i32) (param $ldo i32)
-    (local $n i32) (local $blk i32) (local $nBlocks i32) (local $m i32) (local $xp i32) (local $ap i32)
-    (local $rowBytes i32)
+    (param $tables i32) (param $acc i32) (param $o i32) (param $N i32) (param $ldo i32)
+    (local $nBlocks i32) (local $halfRow i32) (local $rowStep i32) (local $scaleStep i32)
+    (local $m i32) (local $n i32) (local $last i32) (local $end i32) (local $xp i32) (local $op i32) (local $at i32)
+    (local $near i32) (local $ahead i32) (local $aheadStep i32)
+    (local $c0 i32) (local $c1 i32) (local $c2 i32) (local $c3 i32)
+    (local $q0 i32) (local $q1 i32) (local $q2 i32) (local $q3 i32)
     (local $packed v128) (local $lo v128) (local $hi v128) (local $first v128) (local $second v128)
-    (local $scale v128) (local $xv v128) (local $a v128)
-    (local $w0 v128) (local $w1 v128) (local $w2 v128) (local $w3 v128)
-    (local $w4 v128) (local $w5 v128) (local $w6 v128) (local $w7 v128)
+    (local $b2 v128) (local $b3 v128) (local $p v128) (local $xv v128) (local $wv v128)
+    (local $a0 v128) (local $a1 v128) (local $a2 v128) (local $a3 v128)
     (local.set $nBlocks (i32.shr_u (local.get $K) (i32.const 5)))
-    (local.set $rowBytes (i32.shl (local.get $K) (i32.const 2)))
+    (local.set $halfRow (i32.shr_u (local.get $K) (i32.const 1)))
     (if (i32.or (i32.or (i32.eqz (local.get $N)) (i32.eqz (local.get $M))) (i32.eqz (local.get $nBlocks)))
       (then (return)))
-    (loop $rows
-      (local.set $m (i32.const 0))
-      (block $zeroed
-        (loop $zero
-          (br_if $zeroed (i32.ge_u (local.get $m) (local.get $M)))
-          (v128.store (i32.add (local.get $acc) (i32.shl (local.get $m) (i32.const 4))) (v128.const i64x2 0 0))
-          (local.set $m (i32.add (local.get $m) (i32.const 1)))
-          (br $zero)))
-      (local.set $blk (i32.const 0))
-      (loop $blocks32
-        ;; 32 weights: 16 bytes of codes and their scale.
-        (local.set $packed (v128.load (i32.add (local.get $blocks) (i32.shl (local.get $blk) (i32.const 4)))))
-        (local.set $scale (f32x4.splat (f32.load (i32.add (local.get $halfScales)
-          (i32.shl (i32.load8_u (i32.add (local.get $scales) (local.get $blk))) (i32.const 2))))))
-        (local.set $lo (i8x16.swizzle
-          (v128.const i8x16 0 1 2 3 4 6 8 12 0 -1 -2 -3 -4 -6 -8 -12)
-          (v128.and (local.get $packed) (v128.const i8x16 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15))))
-        (local.set $hi (i8x16.swizzle
-          (v128.const i8x16 0 1 2 3 4 6 8 12 0 -1 -2 -3 -4 -6 -8 -12)
-          (i8x16.shr_u (local.get $packed) (i32.const 4))))
-        ;; Low nibble first: values 0-15 and 16-31 in order.
-        (local.set $first (i8x16.shuffle 0 16 1 17 2 18 3 19 4 20 5 21 6 22 7 23 (local.get $lo) (local.get $hi)))
-        (local.set $second (i8x16.shuffle 8 24 9 25 10 26 11 27 12 28 13 29 14 30 15 31 (local.get $lo) (local.get $hi)))
-        (local.set $w0 (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (i16x8.extend_low_i8x16_s (local.get $first)))) (local.get $scale)))
-        (local.set $w1 (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (i16x8.extend_low_i8x16_s (local.get $first)))) (local.get $scale)))
-        (local.set $w2 (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (i16x8.extend_high_i8x16_s (local.get $first)))) (local.get $scale)))
-        (local.set $w3 (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (i16x8.extend_high_i8x16_s (local.get $first)))) (local.get $scale)))
-        (local.set $w4 (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (i16x8.extend_low_i8x16_s (local.get $second)))) (local.get $scale)))
-        (local.set $w5 (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (i16x8.extend_low_i8x16_s (local.get $second)))) (local.get $scale)))
-        (local.set $w6 (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (i16x8.extend_high_i8x16_s (local.get $second)))) (local.get $scale)))
-        (local.set $w7 (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (i16x8.extend_high_i8x16_s (local.get $second)))) (local.get $scale)))
-        ;; Every input row takes the 32 weights into its accumulator.
-        (local.set $m (i32.const 0))
-        (local.set $xp (i32.add (local.get $x) (i32.shl (local.get $blk) (i32.const 7))))
-        (loop $inputs
-          (local.set $ap (i32.add (local.get $acc) (i32.shl (local.get $m) (i32.const 4))))
-          (local.set $a (v128.load (local.get $ap)))
+    (if (i32.ge_u (local.get $N) (i32.const 4))
+      (then
+        (local.set $rowStep (local.get $halfRow))
+        (local.set $scaleStep (local.get $nBlocks))
+        (local.set $last (i32.sub (local.get $N) (i32.const 4))))
+      (else (local.set $last (i32.sub (local.get $N) (i32.const 1)))))
+    (loop $inputs
+      (local.set $n (i32.const 0))
+      (loop $groups
+        (local.set $a0 (v128.const i64x2 0 0))
+        (local.set $a1 (v128.const i64x2 0 0))
+        (local.set $a2 (v128.const i64x2 0 0))
+        (local.set $a3 (v128.const i64x2 0 0))
+        (local.set $xp (i32.add (local.get $x) (i32.mul (local.get $m) (i32.shl (local.get $K) (i32.const 2)))))
+        (local.set $c0 (i32.add (local.get $blocks) (i32.mul (local.get $n) (local.get $halfRow))))
+        (local.set $q0 (i32.add (local.get $scales) (i32.mul (local.get $n) (local.get $nBlocks))))
+        (local.set $c1 (i32.add (local.get $c0) (local.get $rowStep)))
+        (local.set $q1 (i32.add (local.get $q0) (local.get $scaleStep)))
+        (local.set $c2 (i32.add (local.get $c1) (local.get $rowStep)))
+        (local.set $q2 (i32.add (local.get $q1) (local.get $scaleStep)))
+        (local.set $c3 (i32.add (local.get $c2) (local.get $rowStep)))
+        (local.set $q3 (i32.add (local.get $q2) (local.get $scaleStep)))
+        (local.set $end (i32.add (local.get $q0) (local.get $nBlocks)))
+        ;; The next group's codes, a cache line a block (its four rows' 2K bytes over this group's
+        ;; K/32 blocks), read ahead so they are on their way, as ./mxfp4-int8.wat does: four short
+        ;; rows from memory are streams a prefetcher barely sees. Only where the next group is near
+        ;; (K <= 8192) and four whole rows of this call; else row 0's own block, which it reads anyway.
+        (local.set $near (i32.and (i32.le_u (i32.add (local.get $n) (i32.const 8)) (local.get $N))
+          (i32.le_u (local.get $K) (i32.const 8192))))
+        (local.set $ahead (select (i32.add (local.get $c3) (local.get $halfRow)) (local.get $c0) (local.get $near)))
+        (local.set $aheadStep (select (i32.const 64) (i32.const 16) (local.get $near)))
+        (loop $blocks32
+          (drop (i32.load8_u (local.get $ahead)))
+          (local.set $ahead (i32.add (local.get $ahead) (local.get $aheadStep)))
+          ;; Row 0: its block's table and codes as ./mxfp4-decode.wat takes them, then 32 values.
+          (local.set $at (i32.add (local.get $tables) (i32.add (i32.const 1024)
+            (i32.shl (i32.load8_u (local.get $q0)) (i32.const 5)))))
+          (local.set $packed (i8x16.relaxed_swizzle (v128.load (local.get $c0))
+            (v128.const i8x16 0 2 1 3 4 6 5 7 8 10 9 11 12 14 13 15)))
+          (local.set $lo (v128.and (local.get $packed) (v128.const i8x16 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15)))
+          (local.set $hi (v128.and (i16x8.shr_u (local.get $packed) (i32.const 4)) (v128.const i8x16 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15)))
+          (local.set $first (i8x16.shuffle 0 1 16 17 2 3 18 19 4 5 20 21 6 7 22 23 (local.get $lo) (local.get $hi)))
+          (local.set $second (i8x16.shuffle 8 9 24 25 10 11 26 27 12 13 28 29 14 15 30 31 (local.get $lo) (local.get $hi)))
+          (local.set $b2 (i8x16.relaxed_swizzle (v128.load offset=0 (local.get $at)) (local.get $first)))
+          (local.set $b3 (i8x16.relaxed_swizzle (v128.load offset=16 (local.get $at)) (local.get $first)))
+          (local.set $p (i8x16.shuffle 0 16 1 17 2 18 3 19 4 20 5 21 6 22 7 23 (local.get $b2) (local.get $b3)))
           (local.set $xv (v128.load offset=0 (local.get $xp)))
-          (local.set $a (f32x4.relaxed_madd (local.get $xv) (local.get $w0) (local.get $a)))
+          (local.set $wv (i32x4.shl (local.get $p) (i32.const 16)))
+          (local.set $a0 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a0)))
           (local.set $xv (v128.load offset=16 (local.get $xp)))
-          (local.set $a (f32x4.relaxed_madd (local.get $xv) (local.get $w1) (local.get $a)))
+          (local.set $wv (v128.and (local.get $p) (v128.const i32x4 0xffff0000 0xffff0000 0xffff0000 0xffff0000)))
+          (local.set $a0 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a0)))
+          (local.set $p (i8x16.shuffle 8 24 9 25 10 26 11 27 12 28 13 29 14 30 15 31 (local.get $b2) (local.get $b3)))
           (local.set $xv (v128.load offset=32 (local.get $xp)))
-          (local.set $a (f32x4.relaxed_madd (local.get $xv) (local.get $w2) (local.get $a)))
+          (local.set $wv (i32x4.shl (local.get $p) (i32.const 16)))
+          (local.set $a0 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a0)))
           (local.set $xv (v128.load offset=48 (local.get $xp)))
-          (local.set $a (f32x4.relaxed_madd (local.get $xv) (local.get $w3) (local.get $a)))
+          (local.set $wv (v128.and (local.get $p) (v128.const i32x4 0xffff0000 0xffff0000 0xffff0000 0xffff0000)))
+          (local.set $a0 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a0)))
+          (local.set $b2 (i8x16.relaxed_swizzle (v128.load offset=0 (local.get $at)) (local.get $second)))
+          (local.set $b3 (i8x16.relaxed_swizzle (v128.load offset=16 (local.get $at)) (local.get $second)))
+          (local.set $p (i8x16.shuffle 0 16 1 17 2 18 3 19 4 20 5 21 6 22 7 23 (local.get $b2) (local.get $b3)))
           (local.set $xv (v128.load offset=64 (local.get $xp)))
-          (local.set $a (f32x4.relaxed_madd (local.get $xv) (local.get $w4) (local.get $a)))
+          (local.set $wv (i32x4.shl (local.get $p) (i32.const 16)))
+          (local.set $a0 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a0)))
           (local.set $xv (v128.load offset=80 (local.get $xp)))
-          (local.set $a (f32x4.relaxed_madd (local.get $xv) (local.get $w5) (local.get $a)))
+          (local.set $wv (v128.and (local.get $p) (v128.const i32x4 0xffff0000 0xffff0000 0xffff0000 0xffff0000)))
+          (local.set $a0 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a0)))
+          (local.set $p (i8x16.shuffle 8 24 9 25 10 26 11 27 12 28 13 29 14 30 15 31 (local.get $b2) (local.get $b3)))
           (local.set $xv (v128.load offset=96 (local.get $xp)))
-          (local.set $a (f32x4.relaxed_madd (local.get $xv) (local.get $w6) (local.get $a)))
+          (local.set $wv (i32x4.shl (local.get $p) (i32.const 16)))
+          (local.set $a0 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a0)))
           (local.set $xv (v128.load offset=112 (local.get $xp)))
-          (local.set $a (f32x4.relaxed_madd (local.get $xv) (local.get $w7) (local.get $a)))
-          (v128.store (local.get $ap) (local.get $a))
-          (local.set $xp (i32.add (local.get $xp) (local.get $rowBytes)))
-          (br_if $inputs (i32.lt_u
-            (local.tee $m (i32.add (local.get $m) (i32.const 1)))
-            (local.get $M))))
-        (br_if $blocks32 (i32.lt_u
-          (local.tee $blk (i32.add (local.get $blk) (i32.const 1)))
-          (local.get $nBlocks))))
-      ;; (l0 + l1) + (l2 + l3) of each input row's accumulator, into column n.
-      (local.set $m (i32.const 0))
-      (loop $store
-        (local.set $a (v128.load (i32.add (local.get $acc) (i32.shl (local.get $m) (i32.const 4)))))
-        (f32.store
-          (i32.add (i32.add (local.get $o) (i32.mul (local.get $m) (local.get $ldo))) (i32.shl (local.get $n) (i32.const 2)))
-          (f32.add
-            (f32.add (f32x4.extract_lane 0 (local.get $a)) (f32x4.extract_lane 1 (local.get $a)))
-            (f32.add (f32x4.extract_lane 2 (local.get $a)) (f32x4.extract_lane 3 (local.get $a)))))
-        (br_if $store (i32.lt_u
-          (local.tee $m (i32.add (local.get $m) (i32.const 1)))
-          (local.get $M))))
-      (local.set $blocks (i32.add (local.get $blocks) (i32.shr_u (local.get $K) (i32.const 1))))
-      (local.set $scales (i32.add (local.get $scales) (local.get $nBlocks)))
-      (br_if $rows (i32.lt_u
-        (local.tee $n (i32.add (local.get $n) (i32.const 1)))
-        (local.get $N))))))
+          (local.set $wv (v128.and (local.get $p) (v128.const i32x4 0xffff0000 0xffff0000 0xffff0000 0xffff0000)))
+          (local.set $a0 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a0)))
+          ;; Each row's sum is stored when its block is done, never read back: V8 keeps loads in
+          ;; program order but moves arithmetic late, so without a store between rows all four
+          ;; rows' loads came first and their values spilled.
+          (v128.store offset=0 (local.get $acc) (local.get $a0))
+          ;; Row 1.
+          (local.set $at (i32.add (local.get $tables) (i32.add (i32.const 1024)
+            (i32.shl (i32.load8_u (local.get $q1)) (i32.const 5)))))
+          (local.set $packed (i8x16.relaxed_swizzle (v128.load (local.get $c1))
+            (v128.const i8x16 0 2 1 3 4 6 5 7 8 10 9 11 12 14 13 15)))
+          (local.set $lo (v128.and (local.get $packed) (v128.const i8x16 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15)))
+          (local.set $hi (v128.and (i16x8.shr_u (local.get $packed) (i32.const 4)) (v128.const i8x16 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15)))
+          (local.set $first (i8x16.shuffle 0 1 16 17 2 3 18 19 4 5 20 21 6 7 22 23 (local.get $lo) (local.get $hi)))
+          (local.set $second (i8x16.shuffle 8 9 24 25 10 11 26 27 12 13 28 29 14 15 30 31 (local.get $lo) (local.get $hi)))
+          (local.set $b2 (i8x16.relaxed_swizzle (v128.load offset=0 (local.get $at)) (local.get $first)))
+          (local.set $b3 (i8x16.relaxed_swizzle (v128.load offset=16 (local.get $at)) (local.get $first)))
+          (local.set $p (i8x16.shuffle 0 16 1 17 2 18 3 19 4 20 5 21 6 22 7 23 (local.get $b2) (local.get $b3)))
+          (local.set $xv (v128.load offset=0 (local.get $xp)))
+          (local.set $wv (i32x4.shl (local.get $p) (i32.const 16)))
+          (local.set $a1 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a1)))
+          (local.set $xv (v128.load offset=16 (local.get $xp)))
+          (local.set $wv (v128.and (local.get $p) (v128.const i32x4 0xffff0000 0xffff0000 0xffff0000 0xffff0000)))
+          (local.set $a1 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a1)))
+          (local.set $p (i8x16.shuffle 8 24 9 25 10 26 11 27 12 28 13 29 14 30 15 31 (local.get $b2) (local.get $b3)))
+          (local.set $xv (v128.load offset=32 (local.get $xp)))
+          (local.set $wv (i32x4.shl (local.get $p) (i32.const 16)))
+          (local.set $a1 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a1)))
+          (local.set $xv (v128.load offset=48 (local.get $xp)))
+          (local.set $wv (v128.and (local.get $p) (v128.const i32x4 0xffff0000 0xffff0000 0xffff0000 0xffff0000)))
+          (local.set $a1 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a1)))
+          (local.set $b2 (i8x16.relaxed_swizzle (v128.load offset=0 (local.get $at)) (local.get $second)))
+          (local.set $b3 (i8x16.relaxed_swizzle (v128.load offset=16 (local.get $at)) (local.get $second)))
+          (local.set $p (i8x16.shuffle 0 16 1 17 2 18 3 19 4 20 5 21 6 22 7 23 (local.get $b2) (local.get $b3)))
+          (local.set $xv (v128.load offset=64 (local.get $xp)))
+          (local.set $wv (i32x4.shl (local.get $p) (i32.const 16)))
+          (local.set $a1 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a1)))
+          (local.set $xv (v128.load offset=80 (local.get $xp)))
+          (local.set $wv (v128.and (local.get $p) (v128.const i32x4 0xffff0000 0xffff0000 0xffff0000 0xffff0000)))
+          (local.set $a1 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a1)))
+          (local.set $p (i8x16.shuffle 8 24 9 25 10 26 11 27 12 28 13 29 14 30 15 31 (local.get $b2) (local.get $b3)))
+          (local.set $xv (v128.load offset=96 (local.get $xp)))
+          (local.set $wv (i32x4.shl (local.get $p) (i32.const 16)))
+          (local.set $a1 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a1)))
+          (local.set $xv (v128.load offset=112 (local.get $xp)))
+          (local.set $wv (v128.and (local.get $p) (v128.const i32x4 0xffff0000 0xffff0000 0xffff0000 0xffff0000)))
+          (local.set $a1 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a1)))
+          (v128.store offset=16 (local.get $acc) (local.get $a1))
+          ;; Row 2.
+          (local.set $at (i32.add (local.get $tables) (i32.add (i32.const 1024)
+            (i32.shl (i32.load8_u (local.get $q2)) (i32.const 5)))))
+          (local.set $packed (i8x16.relaxed_swizzle (v128.load (local.get $c2))
+            (v128.const i8x16 0 2 1 3 4 6 5 7 8 10 9 11 12 14 13 15)))
+          (local.set $lo (v128.and (local.get $packed) (v128.const i8x16 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15)))
+          (local.set $hi (v128.and (i16x8.shr_u (local.get $packed) (i32.const 4)) (v128.const i8x16 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15)))
+          (local.set $first (i8x16.shuffle 0 1 16 17 2 3 18 19 4 5 20 21 6 7 22 23 (local.get $lo) (local.get $hi)))
+          (local.set $second (i8x16.shuffle 8 9 24 25 10 11 26 27 12 13 28 29 14 15 30 31 (local.get $lo) (local.get $hi)))
+          (local.set $b2 (i8x16.relaxed_swizzle (v128.load offset=0 (local.get $at)) (local.get $first)))
+          (local.set $b3 (i8x16.relaxed_swizzle (v128.load offset=16 (local.get $at)) (local.get $first)))
+          (local.set $p (i8x16.shuffle 0 16 1 17 2 18 3 19 4 20 5 21 6 22 7 23 (local.get $b2) (local.get $b3)))
+          (local.set $xv (v128.load offset=0 (local.get $xp)))
+          (local.set $wv (i32x4.shl (local.get $p) (i32.const 16)))
+          (local.set $a2 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a2)))
+          (local.set $xv (v128.load offset=16 (local.get $xp)))
+          (local.set $wv (v128.and (local.get $p) (v128.const i32x4 0xffff0000 0xffff0000 0xffff0000 0xffff0000)))
+          (local.set $a2 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a2)))
+          (local.set $p (i8x16.shuffle 8 24 9 25 10 26 11 27 12 28 13 29 14 30 15 31 (local.get $b2) (local.get $b3)))
+          (local.set $xv (v128.load offset=32 (local.get $xp)))
+          (local.set $wv (i32x4.shl (local.get $p) (i32.const 16)))
+          (local.set $a2 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a2)))
+          (local.set $xv (v128.load offset=48 (local.get $xp)))
+          (local.set $wv (v128.and (local.get $p) (v128.const i32x4 0xffff0000 0xffff0000 0xffff0000 0xffff0000)))
+          (local.set $a2 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a2)))
+          (local.set $b2 (i8x16.relaxed_swizzle (v128.load offset=0 (local.get $at)) (local.get $second)))
+          (local.set $b3 (i8x16.relaxed_swizzle (v128.load offset=16 (local.get $at)) (local.get $second)))
+          (local.set $p (i8x16.shuffle 0 16 1 17 2 18 3 19 4 20 5 21 6 22 7 23 (local.get $b2) (local.get $b3)))
+          (local.set $xv (v128.load offset=64 (local.get $xp)))
+          (local.set $wv (i32x4.shl (local.get $p) (i32.const 16)))
+          (local.set $a2 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a2)))
+          (local.set $xv (v128.load offset=80 (local.get $xp)))
+          (local.set $wv (v128.and (local.get $p) (v128.const i32x4 0xffff0000 0xffff0000 0xffff0000 0xffff0000)))
+          (local.set $a2 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a2)))
+          (local.set $p (i8x16.shuffle 8 24 9 25 10 26 11 27 12 28 13 29 14 30 15 31 (local.get $b2) (local.get $b3)))
+          (local.set $xv (v128.load offset=96 (local.get $xp)))
+          (local.set $wv (i32x4.shl (local.get $p) (i32.const 16)))
+          (local.set $a2 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a2)))
+          (local.set $xv (v128.load offset=112 (local.get $xp)))
+          (local.set $wv (v128.and (local.get $p) (v128.const i32x4 0xffff0000 0xffff0000 0xffff0000 0xffff0000)))
+          (local.set $a2 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a2)))
+          (v128.store offset=32 (local.get $acc) (local.get $a2))
+          ;; Row 3.
+          (local.set $at (i32.add (local.get $tables) (i32.add (i32.const 1024)
+            (i32.shl (i32.load8_u (local.get $q3)) (i32.const 5)))))
+          (local.set $packed (i8x16.relaxed_swizzle (v128.load (local.get $c3))
+            (v128.const i8x16 0 2 1 3 4 6 5 7 8 10 9 11 12 14 13 15)))
+          (local.set $lo (v128.and (local.get $packed) (v128.const i8x16 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15)))
+          (local.set $hi (v128.and (i16x8.shr_u (local.get $packed) (i32.const 4)) (v128.const i8x16 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15)))
+          (local.set $first (i8x16.shuffle 0 1 16 17 2 3 18 19 4 5 20 21 6 7 22 23 (local.get $lo) (local.get $hi)))
+          (local.set $second (i8x16.shuffle 8 9 24 25 10 11 26 27 12 13 28 29 14 15 30 31 (local.get $lo) (local.get $hi)))
+          (local.set $b2 (i8x16.relaxed_swizzle (v128.load offset=0 (local.get $at)) (local.get $first)))
+          (local.set $b3 (i8x16.relaxed_swizzle (v128.load offset=16 (local.get $at)) (local.get $first)))
+          (local.set $p (i8x16.shuffle 0 16 1 17 2 18 3 19 4 20 5 21 6 22 7 23 (local.get $b2) (local.get $b3)))
+          (local.set $xv (v128.load offset=0 (local.get $xp)))
+          (local.set $wv (i32x4.shl (local.get $p) (i32.const 16)))
+          (local.set $a3 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a3)))
+          (local.set $xv (v128.load offset=16 (local.get $xp)))
+          (local.set $wv (v128.and (local.get $p) (v128.const i32x4 0xffff0000 0xffff0000 0xffff0000 0xffff0000)))
+          (local.set $a3 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a3)))
+          (local.set $p (i8x16.shuffle 8 24 9 25 10 26 11 27 12 28 13 29 14 30 15 31 (local.get $b2) (local.get $b3)))
+          (local.set $xv (v128.load offset=32 (local.get $xp)))
+          (local.set $wv (i32x4.shl (local.get $p) (i32.const 16)))
+          (local.set $a3 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a3)))
+          (local.set $xv (v128.load offset=48 (local.get $xp)))
+          (local.set $wv (v128.and (local.get $p) (v128.const i32x4 0xffff0000 0xffff0000 0xffff0000 0xffff0000)))
+          (local.set $a3 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a3)))
+          (local.set $b2 (i8x16.relaxed_swizzle (v128.load offset=0 (local.get $at)) (local.get $second)))
+          (local.set $b3 (i8x16.relaxed_swizzle (v128.load offset=16 (local.get $at)) (local.get $second)))
+          (local.set $p (i8x16.shuffle 0 16 1 17 2 18 3 19 4 20 5 21 6 22 7 23 (local.get $b2) (local.get $b3)))
+          (local.set $xv (v128.load offset=64 (local.get $xp)))
+          (local.set $wv (i32x4.shl (local.get $p) (i32.const 16)))
+          (local.set $a3 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a3)))
+          (local.set $xv (v128.load offset=80 (local.get $xp)))
+          (local.set $wv (v128.and (local.get $p) (v128.const i32x4 0xffff0000 0xffff0000 0xffff0000 0xffff0000)))
+          (local.set $a3 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a3)))
+          (local.set $p (i8x16.shuffle 8 24 9 25 10 26 11 27 12 28 13 29 14 30 15 31 (local.get $b2) (local.get $b3)))
+          (local.set $xv (v128.load offset=96 (local.get $xp)))
+          (local.set $wv (i32x4.shl (local.get $p) (i32.const 16)))
+          (local.set $a3 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a3)))
+          (local.set $xv (v128.load offset=112 (local.get $xp)))
+          (local.set $wv (v128.and (local.get $p) (v128.const i32x4 0xffff0000 0xffff0000 0xffff0000 0xffff0000)))
+          (local.set $a3 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a3)))
+          (v128.store offset=48 (local.get $acc) (local.get $a3))
+          (local.set $c0 (i32.add (local.get $c0) (i32.const 16)))
+          (local.set $c1 (i32.add (local.get $c1) (i32.const 16)))
+          (local.set $c2 (i32.add (local.get $c2) (i32.const 16)))
+          (local.set $c3 (i32.add (local.get $c3) (i32.const 16)))
+          (local.set $q1 (i32.add (local.get $q1) (i32.const 1)))
+          (local.set $q2 (i32.add (local.get $q2) (i32.const 1)))
+          (local.set $q3 (i32.add (local.get $q3) (i32.const 1)))
+          (local.set $xp (i32.add (local.get $xp) (i32.const 128)))
+          (br_if $blocks32 (i32.lt_u
+            (local.tee $q0 (i32.add (local.get $q0) (i32.const 1)))
+            (local.get $end))))
+        (local.set $op (i32.add
+          (i32.add (local.get $o) (i32.mul (local.get $m) (local.get $ldo)))
+          (i32.shl (local.get $n) (i32.const 2))))
+        (f32.store offset=0 (local.get $op) (f32.add
+              (f32.add (f32x4.extract_lane 0 (local.get $a0)) (f32x4.extract_lane 1 (local.get $a0)))
+              (f32.add (f32x4.extract_lane 2 (local.get $a0)) (f32x4.extract_lane 3 (local.get $a0)))))
+        (if (local.get $rowStep)
+          (then
+            (f32.store offset=4 (local.get $op) (f32.add
+              (f32.add (f32x4.extract_lane 0 (local.get $a1)) (f32x4.extract_lane 1 (local.get $a1)))
+              (f32.add (f32x4.extract_lane 2 (local.get $a1)) (f32x4.extract_lane 3 (local.get $a1)))))
+            (f32.store offset=8 (local.get $op) (f32.add
+              (f32.add (f32x4.extract_lane 0 (local.get $a2)) (f32x4.extract_lane 1 (local.get $a2)))
+              (f32.add (f32x4.extract_lane 2 (local.get $a2)) (f32x4.extract_lane 3 (local.get $a2)))))
+            (f32.store offset=12 (local.get $op) (f32.add
+              (f32.add (f32x4.extract_lane 0 (local.get $a3)) (f32x4.extract_lane 1 (local.get $a3)))
+              (f32.add (f32x4.extract_lane 2 (local.get $a3)) (f32x4.extract_lane 3 (local.get $a3)))))))
+        (if (i32.lt_u (local.get $n) (local.get $last))
+          (then
+            (local.set $n (i32.add (local.get $n) (select (i32.const 4) (i32.const 1) (local.get $rowStep))))
+            (if (i32.gt_u (local.get $n) (local.get $last)) (then (local.set $n (local.get $last))))
+            (br $groups))))
+      (br_if $inputs (i32.lt_u
+        (local.tee $m (i32.add (local.get $m) (i32.const 1)))
+        (local.get $M))))))
