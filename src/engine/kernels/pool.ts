@@ -22,6 +22,7 @@ import {
   kernelThread,
   type StateMessage,
 } from "./kernel-thread.js";
+import { Int8Inputs } from "./matmul/int8-inputs.js";
 import type { MatmulSegment } from "./matmul/matmul-job.js";
 import {
   int8Reads,
@@ -31,7 +32,6 @@ import {
   type WeightParts,
   weightParts,
 } from "./matmul/matmul-kernel.js";
-import { quantizedBytes } from "./matmul/mxfp4-int8.js";
 import { compileSimdTile } from "./matmul/tile-module.js";
 import { type AttentionParams, attendRange } from "./paged-attention/attention-job.js";
 import type { AttentionRows } from "./paged-attention/attention-kernel.js";
@@ -162,8 +162,8 @@ export class MatmulPool {
   /** Byte offsets of the staged input and output in the shared WebAssembly memory (-1: outside it). */
   private xOffset = -1;
   private outOffset = -1;
-  /** The region the integer MXFP4 path's quantized inputs are written to (offset, bytes). */
-  private quantizedRegion = { offset: -1, bytes: 0 };
+  /** Where the integer MXFP4 path's quantized inputs are written (null: the pool has no such path). */
+  private readonly int8Inputs: Int8Inputs | null;
   private closed = false;
 
   /**
@@ -198,6 +198,8 @@ export class MatmulPool {
       modules.mxfp4Int8 !== undefined ? "int8" : modules.mxfp4 === undefined ? "unpacked" : "fused";
     const memory = this.arena?.memory;
     this.thread = kernelThread(modules, memory);
+    const int8 = this.thread.mxfp4Int8;
+    this.int8Inputs = int8 && this.arena ? new Int8Inputs(this.arena, int8.quantize) : null;
     for (let i = 1; i < threads; i++) {
       const { port1, port2 } = new MessageChannel();
       const workerData: WorkerInit = { ctrl: this.ctrl, port: port2, modules, memory };
@@ -506,35 +508,19 @@ export class MatmulPool {
   }
 
   /**
-   * x [M, K] quantized for the integer MXFP4 path (mxfp4-int8.wat's quantize) into the pool's
-   * region of the shared memory: its byte offset there, or -1 where the pool has no such path
-   * (or K is not a multiple of 32). An input outside the shared memory is staged first.
+   * x [M, K] quantized for the integer MXFP4 path into the pool's region of the shared memory
+   * (Int8Inputs): its byte offset there, or -1 where the pool has no such path (or K is not a
+   * multiple of 32). An input outside the shared memory is staged first.
    */
   private quantize(x: Float32Array, M: number, K: number): number {
-    const int8 = this.thread.mxfp4Int8;
     const arena = this.arena;
-    if (int8 === null || int8 === undefined || arena === null || K % 32 !== 0) return -1;
+    if (this.int8Inputs === null || arena === null || K % 32 !== 0) return -1;
     let xOffset = arena.offsetOf(x);
     if (xOffset < 0) {
       this.stage("x", M * K).set(x.subarray(0, M * K));
       xOffset = this.xOffset;
     }
-    const bytes = quantizedBytes(M, K);
-    const region = this.quantizedRegion;
-    if (region.bytes < bytes) {
-      // Grown geometrically, as the scratch regions: regions are never freed.
-      const grown = Math.max(bytes, 2 * region.bytes);
-      const offset = arena.allocate(grown);
-      if (offset < 0) {
-        throw new BringupError(
-          "ENGINE_WASM_MEMORY_FULL",
-          `no room left in the 4 GiB shared kernel memory for a ${M}x${K} input quantized to int8; lower --max-num-batched-tokens, or run with BRINGUP_ENGINE_MXFP4=fused.`,
-        );
-      }
-      this.quantizedRegion = { offset, bytes: grown };
-    }
-    int8.quantize(xOffset, M, K, this.quantizedRegion.offset);
-    return this.quantizedRegion.offset;
+    return this.int8Inputs.write(xOffset, M, K);
   }
 
   private partsOf(w: Weight): WeightParts {
