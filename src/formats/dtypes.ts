@@ -22,6 +22,24 @@ export const DTYPE_BYTES = {
 
 export type Dtype = keyof typeof DTYPE_BYTES;
 
+/**
+ * The dtypes the engine keeps in memory as stored (engine/loader/host-tensor.ts): floats, FP8 and
+ * E8M0 scales, MXFP4 bytes, and integer tables (DeepSeek-V4's I8 per-expert FP4, its I32 tid2eid).
+ * The loader reads tensors of these and no others; a pack (packed-write.ts) refuses any other.
+ */
+export const STORED_DTYPES = [
+  "F32",
+  "BF16",
+  "F16",
+  "F8_E4M3",
+  "F8_E8M0",
+  "U8",
+  "I8",
+  "I32",
+  "I64",
+] as const satisfies readonly Dtype[];
+export type StoredDtype = (typeof STORED_DTYPES)[number];
+
 export const DTYPES = Object.keys(DTYPE_BYTES) as Dtype[];
 
 export function isDtype(value: unknown): value is Dtype {

@@ -22,7 +22,16 @@ export {
 } from "./convert.js";
 export { PIECE_BYTES } from "./convert-jobs.js";
 export { decodeToFloat32 } from "./decode.js";
-export { DTYPES, type Dtype, dtypeBytes, elementCount, isDtype, parseDtype } from "./dtypes.js";
+export {
+  DTYPES,
+  type Dtype,
+  dtypeBytes,
+  elementCount,
+  isDtype,
+  parseDtype,
+  STORED_DTYPES,
+  type StoredDtype,
+} from "./dtypes.js";
 export { decodeE8m0, E8M0_NAN, encodeE8m0Exponent } from "./e8m0.js";
 export { floatToFp8Tile128 } from "./fp8-blockwise.js";
 export { convertWeights, MXFP4_LAYOUTS, type Mxfp4Layout } from "./halves-convert.js";

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { z } from "zod";
 import { BringupError, isBringupError } from "../common/errors.js";
 import { MAX_INDEX_BYTES, readBoundedText } from "./bounded-file.js";
-import { DTYPE_BYTES, type Dtype, elementCount } from "./dtypes.js";
+import { DTYPE_BYTES, type Dtype, elementCount, STORED_DTYPES } from "./dtypes.js";
 
 /**
  * The packed load format: a checkpoint laid out as the reference engine holds it in memory, one
@@ -23,10 +23,6 @@ export const PACKED_FORMAT = "bringup.packed/1";
 /** Offsets of every shard in a rank file are multiples of this: a page, as O_DIRECT reads need. */
 export const PACKED_ALIGNMENT = 4096;
 
-/** The dtypes the engine keeps in memory as stored; a pack refuses any other. */
-export const PACKED_DTYPES = ["F32", "BF16", "F16", "F8_E4M3", "U8"] as const satisfies readonly Dtype[];
-export type PackedDtype = (typeof PACKED_DTYPES)[number];
-
 export function rankFileName(rank: number, ranks: number): string {
   return `rank-${String(rank).padStart(3, "0")}-of-${String(ranks).padStart(3, "0")}.bin`;
 }
@@ -41,7 +37,7 @@ const ShardSchema = z.strictObject({
 
 const TensorSchema = z.strictObject({
   name: z.string().min(1),
-  dtype: z.enum(PACKED_DTYPES),
+  dtype: z.enum(STORED_DTYPES),
   shape: z.array(natural),
   /** The tensor in the source checkpoint: its shard file's name and tensor name (the same bytes). */
   source: z.strictObject({ file: z.string(), tensor: z.string() }),

@@ -5,14 +5,12 @@ import { writeDirectoryAtomic, writeFileAtomic } from "../common/atomic-write.js
 import { BringupError } from "../common/errors.js";
 import { openCheckpoint } from "./checkpoint.js";
 import { copyCompanions } from "./companions.js";
-import type { Dtype } from "./dtypes.js";
+import { type Dtype, STORED_DTYPES, type StoredDtype } from "./dtypes.js";
 import { outputError } from "./output-errors.js";
 import {
   PACKED_ALIGNMENT,
-  PACKED_DTYPES,
   PACKED_FORMAT,
   PACKED_MANIFEST,
-  type PackedDtype,
   type PackedManifest,
   type PackedTensor,
   rankFileName,
@@ -51,10 +49,10 @@ export async function packCheckpoint(source: string, output: string, ranks: numb
   try {
     const ends = new Array<number>(ranks).fill(0);
     const tensors: PackedTensor[] = ck.tensors.map((t) => {
-      if (!(PACKED_DTYPES as readonly string[]).includes(t.dtype)) {
+      if (!(STORED_DTYPES as readonly string[]).includes(t.dtype)) {
         throw new BringupError(
           "PACKED_DTYPE",
-          `${t.file}: tensor ${t.name} is ${t.dtype}; the engine keeps only ${PACKED_DTYPES.join(", ")} in memory, so it cannot be packed (convert it first).`,
+          `${t.file}: tensor ${t.name} is ${t.dtype}; the engine keeps only ${STORED_DTYPES.join(", ")} in memory, so it cannot be packed (convert it first).`,
           { subject: t.name },
         );
       }
@@ -73,7 +71,7 @@ export async function packCheckpoint(source: string, output: string, ranks: numb
       });
       return {
         name: t.name,
-        dtype: t.dtype as PackedDtype,
+        dtype: t.dtype as StoredDtype,
         shape: [...t.shape],
         source: { file: basename(t.file), tensor: t.name },
         split,

@@ -1,3 +1,4 @@
+import type { StoredDtype } from "../../formats/index.js";
 import { sharedArray } from "../tensor/weight.js";
 
 /**
@@ -6,7 +7,7 @@ import { sharedArray } from "../tensor/weight.js";
  * and so do DeepSeek-V4's packed FP4 experts (I8, two E2M1 values a byte) and E8M0 scales (F8_E8M0).
  */
 export interface HostTensor {
-  readonly dtype: "F32" | "BF16" | "F16" | "F8_E4M3" | "F8_E8M0" | "U8" | "I8" | "I32" | "I64";
+  readonly dtype: StoredDtype;
   readonly shape: readonly number[];
   readonly data: Float32Array | Uint16Array | Uint8Array;
 }

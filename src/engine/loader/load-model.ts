@@ -7,6 +7,7 @@ import {
   MXFP4_HALVES,
   MXFP4_LAYOUT_KEY,
   openCheckpoint,
+  STORED_DTYPES,
 } from "../../formats/index.js";
 import type { LoadedModel } from "../model/loaded-model.js";
 import { findArchitecture } from "../models/registry.js";
@@ -15,7 +16,7 @@ import { buildModel } from "./build-model.js";
 import { type HostTensor, type HostWeights, parameterCount, sharedHostArray } from "./host-tensor.js";
 import { readPackedWeights } from "./packed-weights.js";
 
-const ENGINE_DTYPES = new Set(["F32", "BF16", "F16", "F8_E4M3", "F8_E8M0", "U8", "I8", "I32", "I64"]);
+const ENGINE_DTYPES = new Set<string>(STORED_DTYPES);
 
 /**
  * Loads an HF-style model directory: config.json, tokenizer.json (+ tokenizer_config.json,

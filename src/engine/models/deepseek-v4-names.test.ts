@@ -10,6 +10,8 @@ import {
   encodeMinifloat,
   FP8_E4M3FN,
   mxfp4ToFp8Block32,
+  packCheckpoint,
+  verifyPacked,
 } from "../../formats/index.js";
 import { MatmulPool } from "../kernels/pool.js";
 import type { HostTensor } from "../loader/host-tensor.js";
@@ -155,7 +157,7 @@ describe("DeepSeek-V4 in DeepSeek's released tensor names (models/deepseek-v4-na
     }
   });
 
-  it("loads the FP8 one from safetensors on disk (I8 experts, E8M0 scales) as the transformers-named one", async () => {
+  it("loads the FP8 one from safetensors on disk (I8 experts, E8M0 scales), and packed, as the transformers-named one", async () => {
     const root = await mkdtemp(join(tmpdir(), "bringup-v4-names-"));
     try {
       const fp8 = fp8Linears(files.tensors);
@@ -164,7 +166,16 @@ describe("DeepSeek-V4 in DeepSeek's released tensor names (models/deepseek-v4-na
       const loaded = await loadModel(join(root, "deepseek"));
       const hf = await loadModel(join(root, "transformers"));
       expect(loaded.numParameters).toBe(hf.numParameters);
-      expect(bytes(logits(loaded, tokens).main).equals(bytes(logits(hf, tokens).main))).toBe(true);
+      const main = bytes(logits(hf, tokens).main);
+      expect(bytes(logits(loaded, tokens).main).equals(main)).toBe(true);
+      // Packed as stored (I8 experts, E8M0 scales, the I32 tid2eid), it loads to the same logits.
+      await packCheckpoint(join(root, "deepseek"), join(root, "packed"), 1);
+      const proof = await verifyPacked(join(root, "deepseek"), join(root, "packed"));
+      expect(proof.ok).toBe(true);
+      expect(proof.weights.map((w) => w.formatA)).toEqual(expect.arrayContaining(["I8", "F8_E8M0", "I32"]));
+      const packed = await loadModel(join(root, "packed"));
+      expect(packed.numParameters).toBe(hf.numParameters);
+      expect(bytes(logits(packed, tokens).main).equals(main)).toBe(true);
     } finally {
       await rm(root, { recursive: true, force: true });
     }
