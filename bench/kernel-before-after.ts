@@ -39,7 +39,8 @@
  *   fp8 (decoding into the multiply-adds) against the before arm's decode then the tile; G
  *   weights/s per core.
  * - mxfp4-int8 (matmul/mxfp4-int8.wat): the integer MXFP4 rows over the same MXFP4 weights as
- *   mxfp4-decode's, at M = 1 and 4 input rows quantized by mxfp4-int8.ts, 64 rows a call as the
+ *   mxfp4-decode's, at M = 1 and 4 input rows quantized by mxfp4-int8.ts (each arm's own, as its
+ *   revision has it: the layout may change with the kernel), 64 rows a call as the
  *   matmul calls it; G weights/s (times M) per core. Then at M = 1 over 16 of 64 experts
  *   [2048, 1024] picked at random, as MoE decode steps read them (64 MiB, past L3).
  *
@@ -52,8 +53,10 @@
  *     [--trial-ms 150] [--chunk 64] [--after-chunk C] [--k 2880]
  */
 import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { setFlagsFromString } from "node:v8";
 import wabtInit from "wabt";
 import { type BlockTrials, blockedRatioInterval } from "../src/bench/index.js";
@@ -251,10 +254,9 @@ if (kernel === "tile") {
 } else if (kernel === "mxfp4-int8") {
   const [N, K] = [2880, decodeK];
   const { tables, codes, scales } = mxfp4Weights(N, K);
+  const quantizers = await int8Quantizers();
   for (const M of [1, 4]) {
-    const x = rng.fillNormal(new Float32Array(M * K), 1);
-    const q = allocate(quantizedBytes(M, K));
-    const qs = quantizeInput(x, M, K, memory.buffer, q);
+    const input = quantizedInputs(rng.fillNormal(new Float32Array(M * K), 1), M, K, quantizers);
     const o = allocate(M * N * 4);
     cases.push({
       label: `integer MXFP4 rows, M=${M}, [${N}, ${K}]`,
@@ -264,36 +266,36 @@ if (kernel === "tile") {
       outBytes: M * N * 4,
       run: (arm) => {
         const chunk = chunkOf(arm);
+        const q = input(arm);
         for (let c0 = 0; c0 < N; c0 += chunk)
           arm.mxfp4_int8?.(
             K,
             M,
-            q,
-            qs,
+            ...q,
             codes + (c0 * K) / 2,
             scales + (c0 * K) / 32,
             tables,
             o + c0 * 4,
-            chunk,
+            Math.min(chunk, N - c0),
             N * 4,
           );
       },
     });
   }
   const experts = randomExperts();
-  const x = rng.fillNormal(new Float32Array(1024), 1);
-  const q = allocate(quantizedBytes(1, 1024));
-  const qs = quantizeInput(x, 1, 1024, memory.buffer, q);
+  const input = quantizedInputs(rng.fillNormal(new Float32Array(1024), 1), 1, 1024, quantizers);
   cases.push({
     label: `integer MXFP4 rows, M=1, ${experts.label}`,
     unit: "G weights/s",
     work: experts.work,
     outAt: () => experts.o,
     outBytes: experts.outBytes,
-    run: (arm) =>
-      experts.each(chunkOf(arm), (codes, scales, at) =>
-        arm.mxfp4_int8?.(1024, 1, q, qs, codes, scales, experts.tables, at, chunkOf(arm), experts.rows * 4),
-      ),
+    run: (arm) => {
+      const q = input(arm);
+      experts.each(chunkOf(arm), (codes, scales, at, n) =>
+        arm.mxfp4_int8?.(1024, 1, ...q, codes, scales, experts.tables, at, n, experts.rows * 4),
+      );
+    },
   });
 } else if (m1) {
   const [N, K] = [2880, decodeK];
@@ -343,6 +345,58 @@ if (kernel === "tile") {
   decodeCases(N, K, (arm, c0, rows, chunk) =>
     arm.decode?.(codesOf(arm) + (c0 * K) / 2, scales + (c0 * K) / 32, tables, rows, (chunk * K) / 32),
   );
+}
+
+/** An arm's input quantizer (mxfp4-int8.ts's; an older one returned its scales' offset). */
+type Quantize = (x: Float32Array, M: number, K: number, buffer: ArrayBufferLike, at: number) => unknown;
+interface Quantizer {
+  readonly quantizeInput: Quantize;
+  readonly quantizedBytes: typeof quantizedBytes;
+}
+
+/**
+ * The int8 kernels' input quantizers, before's and after's: the before arm's is mxfp4-int8.ts as
+ * the --before revision has it (its kernel reads the layout its own quantizer writes), imported
+ * from a copy in a temporary directory (the file imports nothing).
+ */
+async function int8Quantizers(): Promise<{ before: Quantizer; after: Quantizer }> {
+  const source = "src/engine/kernels/matmul/mxfp4-int8.ts";
+  const text = execFileSync("git", ["show", `${args.before ?? "HEAD"}:${source}`], {
+    cwd: root,
+    encoding: "utf8",
+  });
+  const dir = mkdtempSync(join(tmpdir(), "int8-before-"));
+  try {
+    const file = join(dir, "mxfp4-int8.ts");
+    writeFileSync(file, text);
+    return {
+      before: (await import(pathToFileURL(file).href)) as Quantizer,
+      after: { quantizeInput, quantizedBytes },
+    };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * x [M, K] quantized by each arm's quantizer into the memory: per arm, the kernel's arguments after
+ * M, the input's offset (and, where the quantizer returned one, its scales' offset, which an older
+ * kernel took next).
+ */
+function quantizedInputs(
+  x: Float32Array,
+  M: number,
+  K: number,
+  quantizers: { before: Quantizer; after: Quantizer },
+): (arm: Arm) => number[] {
+  const at = ({ quantizeInput, quantizedBytes }: Quantizer): number[] => {
+    const q = allocate(quantizedBytes(M, K));
+    const scales = quantizeInput(x, M, K, memory.buffer, q);
+    return typeof scales === "number" ? [q, scales] : [q];
+  };
+  const forBefore = at(quantizers.before);
+  const forAfter = at(quantizers.after);
+  return (arm) => (arm === before ? forBefore : forAfter);
 }
 
 /** The after arm's codes: a copy of `bytes` codes at `codes` in halves order; the before arm's as they are. */
@@ -411,13 +465,15 @@ function randomExperts() {
   const stack = mxfp4Weights(E * rows, 1024);
   const picks = Array.from({ length: 16 }, () => rng.nextU32() % E);
   const o = allocate(picks.length * rows * 4);
-  const each = (chunk: number, call: (codes: number, scales: number, out: number) => void) =>
+  /** Each picked expert's rows, `chunk` at a time (fewer at its end): their codes, scales, output, count. */
+  const each = (chunk: number, call: (codes: number, scales: number, out: number, n: number) => void) =>
     picks.forEach((e, i) => {
       for (let c0 = 0; c0 < rows; c0 += chunk)
         call(
           stack.codes + (e * rows + c0) * 512,
           stack.scales + (e * rows + c0) * 32,
           o + (i * rows + c0) * 4,
+          Math.min(chunk, rows - c0),
         );
     });
   const label = `16 of 64 experts [${rows}, 1024] at random`;

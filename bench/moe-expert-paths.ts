@@ -34,7 +34,10 @@
  * WebAssembly kernel shows as wasm-function[0] of its module's hash), leaving out the inspector's
  * own stopping of the profiler.
  *
- *   npx tsx bench/moe-expert-paths.ts [--hidden 1024] [--intermediate 1024] [--experts 32] [--rounds 5] [--llama-cpp]
+ * --replay on runs the engine arms with decode replay (the engine's planned steps: buffers reused
+ * from step to step, as llama.cpp reuses its graph's, instead of allocated and collected).
+ *
+ *   npx tsx bench/moe-expert-paths.ts [--hidden 1024] [--intermediate 1024] [--experts 32] [--rounds 5] [--replay on] [--llama-cpp]
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { Session } from "node:inspector/promises";
@@ -69,6 +72,8 @@ const USAGE = `usage: npx tsx bench/moe-expert-paths.ts [options]
   --threads N       matmul threads, and threads of the bandwidth measurement (default 2)
   --decode N        tokens decoded per trial (default 32)
   --rounds N        measured rounds, arms alternated, after one warm-up round (default 5)
+  --replay on|off   the engine arms' replay switch: decode steps planned once and replayed, their
+                    buffers reused (as llama.cpp reuses its graph's), or built anew (default off)
   --llama-cpp       add llama.cpp on the same MXFP4 weights as a fifth arm
   --llama-threads N llama.cpp's threads (default: --threads)
   --profile PATH    after the rounds, a CPU profile of the int8 arm decoding --decode tokens,
@@ -85,6 +90,7 @@ const { values: args } = parseArgs({
     threads: { type: "string", default: "2" },
     decode: { type: "string", default: "32" },
     rounds: { type: "string", default: "5" },
+    replay: { type: "string", default: "off" },
     "llama-cpp": { type: "boolean", default: false },
     "llama-threads": { type: "string" },
     profile: { type: "string" },
@@ -105,6 +111,8 @@ const [hidden, intermediate, experts, topK, layers, threads, decodeLen, rounds] 
   ["hidden", "intermediate", "experts", "top-k", "layers", "threads", "decode", "rounds"] as const
 ).map(count) as number[] as [number, number, number, number, number, number, number, number];
 const llamaThreads = args["llama-threads"] === undefined ? threads : count("llama-threads");
+const replay = args.replay;
+if (replay !== "on" && replay !== "off") throw new Error(`--replay must be on or off, got ${replay}`);
 
 /** MiniMax-M3's reference config at the bench's sizes: heads of 64, four query heads per KV head. */
 const config: Record<string, unknown> = {
@@ -183,8 +191,8 @@ interface Arm {
 }
 
 /**
- * An engine over `model` with its `mxfp4` switch set to `mxfp4`; the engine is asked which path it
- * runs, so an arm cannot silently measure another path.
+ * An engine over `model` with its `mxfp4` switch set to `mxfp4` (and `replay` to --replay); the
+ * engine is asked which path it runs, so an arm cannot silently measure another path.
  */
 function engineFor(model: LoadedModel, mxfp4: "fused" | "unpacked" | "int8" = "fused"): Engine {
   const engine = new Engine(model, {
@@ -192,7 +200,7 @@ function engineFor(model: LoadedModel, mxfp4: "fused" | "unpacked" | "int8" = "f
     maxNumSeqs: 1,
     maxModelLen: 512,
     kvCacheBytes: 64 << 20,
-    ...(mxfp4 !== "fused" ? { switches: { mxfp4 } } : {}),
+    switches: { replay, ...(mxfp4 !== "fused" ? { mxfp4 } : {}) },
   });
   if (engine.kernels.mxfp4 !== mxfp4) {
     throw new Error(`the engine runs ${engine.kernels.mxfp4} MXFP4 kernels, not the arm's`);
@@ -396,7 +404,7 @@ try {
   process.stdout.write(
     `MiniMax-M3 kit: hidden ${hidden}, ${layers} layers, ${experts} experts of ${intermediate} (top ${topK}); ` +
       `${(mxfp4.numParameters / 1e6).toFixed(0)}M parameters, ${(expertBytes / 2 ** 20).toFixed(0)} MiB of MXFP4 experts; ` +
-      `made and converted in ${((performance.now() - t0) / 1000).toFixed(1)} s; ${threads} threads\n`,
+      `made and converted in ${((performance.now() - t0) / 1000).toFixed(1)} s; ${threads} threads; replay ${replay}\n`,
   );
   const fused = engineFor(mxfp4);
   arms.push(

@@ -7,7 +7,7 @@ import {
   type Mxfp4Rows,
   type WeightParts,
 } from "./matmul/matmul-kernel.js";
-import type { Mxfp4Int8 } from "./matmul/mxfp4-int8.js";
+import type { Int8Quantize, Mxfp4Int8 } from "./matmul/mxfp4-int8.js";
 import { instantiateTile } from "./matmul/tile-module.js";
 import type { AttentionScratch, AttentionSimd } from "./paged-attention/attention-kernel.js";
 import { instantiateAttentionSimd } from "./paged-attention/attention-simd-module.js";
@@ -86,10 +86,14 @@ export function kernelThread(modules: KernelModules, memory: WasmMemory | undefi
         scratchTokens: modules.mxfp4?.scratchTokens as number,
       };
     }),
-    mxfp4Int8: instance(modules.mxfp4Int8?.module, (m, mem) => ({
-      rows: (instantiateWasm(m, mem) as { mxfp4_int8: Mxfp4Int8 }).mxfp4_int8,
-      halfScales: modules.mxfp4Int8?.halfScales as number,
-    })),
+    mxfp4Int8: instance(modules.mxfp4Int8?.module, (m, mem) => {
+      const exports = instantiateWasm(m, mem) as { mxfp4_int8: Mxfp4Int8; quantize: Int8Quantize };
+      return {
+        rows: exports.mxfp4_int8,
+        quantize: exports.quantize,
+        halfScales: modules.mxfp4Int8?.halfScales as number,
+      };
+    }),
     fp8: instance(modules.fp8?.module, (m, mem) => {
       const { decode, fp8 } = instantiateWasm(m, mem) as { decode: Fp8Rows["decode"]; fp8: Fp8Rows["rows"] };
       return { decode, rows: fp8, scratchTokens: modules.fp8?.scratchTokens as number };

@@ -22,8 +22,10 @@ import {
   kernelThread,
   type StateMessage,
 } from "./kernel-thread.js";
+import { Int8Inputs } from "./matmul/int8-inputs.js";
 import type { MatmulSegment } from "./matmul/matmul-job.js";
 import {
+  int8Reads,
   MXFP4_TABLE_BYTES,
   matmulRange,
   mxfp4Tables,
@@ -160,6 +162,8 @@ export class MatmulPool {
   /** Byte offsets of the staged input and output in the shared WebAssembly memory (-1: outside it). */
   private xOffset = -1;
   private outOffset = -1;
+  /** Where the integer MXFP4 path's quantized inputs are written (null: the pool has no such path). */
+  private readonly int8Inputs: Int8Inputs | null;
   private closed = false;
 
   /**
@@ -194,6 +198,8 @@ export class MatmulPool {
       modules.mxfp4Int8 !== undefined ? "int8" : modules.mxfp4 === undefined ? "unpacked" : "fused";
     const memory = this.arena?.memory;
     this.thread = kernelThread(modules, memory);
+    const int8 = this.thread.mxfp4Int8;
+    this.int8Inputs = int8 && this.arena ? new Int8Inputs(this.arena, int8.quantize) : null;
     for (let i = 1; i < threads; i++) {
       const { port1, port2 } = new MessageChannel();
       const workerData: WorkerInit = { ctrl: this.ctrl, port: port2, modules, memory };
@@ -245,14 +251,18 @@ export class MatmulPool {
       totalRows += w.rows;
     });
     this.ensureRegion("tile", (M * K + SIMD_CHUNK * K + SIMD_CHUNK * M) * 4, `a ${M}x${K} input`);
-    if (this.workers.length === 0 || M * K * totalRows < PARALLEL_MIN_MACS || this.closed) {
+    const single = this.workers.length === 0 || M * K * totalRows < PARALLEL_MIN_MACS || this.closed;
+    // The integer MXFP4 path's input, quantized once for every weight and thread of the dispatch.
+    const int8 = weights.some((w) => int8Reads(this.partsOf(w)));
+    if (single) {
+      const quantized = int8 ? this.quantize(x, M, K) : -1;
       weights.forEach((w, i) => {
         const N = w.rows;
         const out = outs[i] as Float32Array;
         // An input or output that lies in the shared memory (a replayed step's) is used in place.
         const xOffset = this.arena?.offsetOf(x) ?? -1;
         const outOffset = this.arena?.offsetOf(out) ?? -1;
-        const range = { x, xOffset, M, K, out, outOffset, N, n0: 0, n1: N };
+        const range = { x, xOffset, M, K, out, outOffset, N, n0: 0, n1: N, quantized };
         matmulRange({ ...range, weight: this.partsOf(w) }, this.thread);
       });
       return;
@@ -262,9 +272,11 @@ export class MatmulPool {
     // the row-major input the other kernels read, rather than by every thread for every unit.
     const tile = this.thread.tile;
     const pairs = tile !== null && M > 1 && weights.some((w) => this.partsOf(w).quads);
-    this.stage("x", (pairs ? 2 : 1) * M * K).set(x.subarray(0, M * K));
+    const stagedX = this.stage("x", (pairs ? 2 : 1) * M * K);
+    stagedX.set(x.subarray(0, M * K));
     const xPairs = pairs && this.xOffset >= 0 ? this.xOffset + M * K * 4 : -1;
     if (xPairs >= 0) tile?.pairs(K, M, this.xOffset, xPairs);
+    const quantized = int8 ? this.quantize(stagedX, M, K) : -1;
     const stagedOut = this.stage("out", M * totalRows);
     // Output i lives at stagedOut[M * rowOffset_i ...] as an [M, rows_i] matrix.
     const segments: MatmulSegment[] = [];
@@ -274,7 +286,16 @@ export class MatmulPool {
       segments.push({ id: ids[i] as number, N: w.rows, rowOffset, outOffset });
       rowOffset += w.rows;
     });
-    const params = { M, K, xOffset: this.xOffset, xPairs, totalRows, rowChunk: ROW_CHUNK, segments };
+    const params = {
+      M,
+      K,
+      xOffset: this.xOffset,
+      xPairs,
+      totalRows,
+      rowChunk: ROW_CHUNK,
+      segments,
+      quantized,
+    };
     this.run("matmul", params, Math.ceil(totalRows / ROW_CHUNK));
     segments.forEach((seg, i) => {
       (outs[i] as Float32Array).set(stagedOut.subarray(M * seg.rowOffset, M * (seg.rowOffset + seg.N)));
@@ -499,6 +520,22 @@ export class MatmulPool {
         bytes,
       } satisfies StateMessage);
     });
+  }
+
+  /**
+   * x [M, K] quantized for the integer MXFP4 path into the pool's region of the shared memory
+   * (Int8Inputs): its byte offset there, or -1 where the pool has no such path (or K is not a
+   * multiple of 32). An input outside the shared memory is staged first.
+   */
+  private quantize(x: Float32Array, M: number, K: number): number {
+    const arena = this.arena;
+    if (this.int8Inputs === null || arena === null || K % 32 !== 0) return -1;
+    let xOffset = arena.offsetOf(x);
+    if (xOffset < 0) {
+      this.stage("x", M * K).set(x.subarray(0, M * K));
+      xOffset = this.xOffset;
+    }
+    return this.int8Inputs.write(xOffset, M, K);
   }
 
   private partsOf(w: Weight): WeightParts {

@@ -1,5 +1,6 @@
 import type { WeightSource } from "../../loader/weight-source.js";
 import type { FeedForward, ForwardContext } from "../../model/model.js";
+import { stepArray } from "../../model/step-scratch.js";
 import type { Weight } from "../../tensor/weight.js";
 import { addBias } from "../attention/gqa-attention.js";
 import { bindParameters, f32Param, matrixParam, stackedParam } from "../parameters.js";
@@ -21,7 +22,8 @@ export interface ClampedMoeSpec {
 /**
  * gpt-oss's clamped SwiGLU on an expert's gate_up output [n, 2I], whose gate and linear halves are
  * interleaved (even and odd columns): glu = min(gate, limit), lin = clamp(lin, -limit, limit),
- * out = glu · sigmoid(alpha · glu) · (lin + 1), [n, I]. Each value in float64, rounded once.
+ * out = glu · sigmoid(alpha · glu) · (lin + 1), [n, I] (a new array unless `out` is given). Each
+ * value in float64, rounded once.
  */
 export function clampedSwiglu(
   gateUp: Float32Array,
@@ -29,8 +31,8 @@ export function clampedSwiglu(
   I: number,
   limit: number,
   alpha: number,
+  out = new Float32Array(n * I),
 ): Float32Array {
-  const out = new Float32Array(n * I);
   for (let t = 0; t < n; t++) {
     for (let i = 0; i < I; i++) {
       const glu = Math.min(gateUp[t * 2 * I + 2 * i] as number, limit);
@@ -95,7 +97,7 @@ export class ClampedSwigluMoe implements FeedForward {
     const { numExperts: E, topK, intermediateSize: I, limit, alpha } = this.spec;
     const H = this.router.cols;
     const T = h.length / H;
-    const logits = new Float32Array(T * E);
+    const logits = stepArray(ctx, Float32Array, T * E);
     pool.matmul(h, T, this.router, logits);
     for (let t = 0; t < T; t++)
       for (let e = 0; e < E; e++)
@@ -103,18 +105,32 @@ export class ClampedSwigluMoe implements FeedForward {
     const routes: Routing[] = Array.from({ length: T }, (_, t) =>
       routeTopKThenSoftmax(logits, t * E, E, topK),
     );
+    // Temporaries from the step's scratch (planned buffers when the step replays). At one token
+    // every chosen expert's gate_up reads the same row: one dispatch for all of them (on the
+    // integer MXFP4 path the row is quantized once; the pool's threads are woken once), each
+    // output the bits its own matmul gives.
+    const chosen = T === 1 ? (routes[0] as Routing).experts : null;
+    const gateUps = Array.from(chosen ?? [], () => stepArray(ctx, Float32Array, 2 * I));
+    if (chosen !== null)
+      pool.matmulMany(
+        h,
+        1,
+        Array.from(chosen, (e) => this.gateUp[e] as Weight),
+        gateUps,
+      );
     const run = (e: number, x: Float32Array, n: number) => {
-      const gateUp = new Float32Array(n * 2 * I);
-      pool.matmul(x, n, this.gateUp[e] as Weight, gateUp);
+      const done = chosen === null ? -1 : chosen.indexOf(e);
+      const gateUp = gateUps[done] ?? stepArray(ctx, Float32Array, n * 2 * I);
+      if (done < 0) pool.matmul(x, n, this.gateUp[e] as Weight, gateUp);
       addBias(gateUp, this.gateUpBias.subarray(e * 2 * I, (e + 1) * 2 * I), n);
-      const act = clampedSwiglu(gateUp, n, I, limit, alpha);
-      const y = new Float32Array(n * H);
+      const act = clampedSwiglu(gateUp, n, I, limit, alpha, stepArray(ctx, Float32Array, n * I));
+      const y = stepArray(ctx, Float32Array, n * H);
       pool.matmul(act, n, this.down[e] as Weight, y);
       addBias(y, this.downBias.subarray(e * H, (e + 1) * H), n);
       return y;
     };
-    const out = new Float32Array(T * H);
-    mixExperts(h, T, H, E, routes, run, out);
+    const out = stepArray(ctx, Float32Array, T * H);
+    mixExperts(h, T, H, E, routes, run, out, ctx);
     return out;
   }
 }

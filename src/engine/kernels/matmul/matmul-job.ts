@@ -25,6 +25,8 @@ export interface MatmulJob {
   /** Rows a unit covers (whole groups of four, the SIMD tile's). */
   readonly rowChunk: number;
   readonly segments: readonly MatmulSegment[];
+  /** Byte offset of the input quantized for the integer MXFP4 path, or -1 (MatmulRange.quantized). */
+  readonly quantized: number;
 }
 
 /** Unit d: rows [d * rowChunk, (d + 1) * rowChunk) of the run, in whichever weights they fall. */
@@ -49,6 +51,7 @@ export const matmulJob: ThreadKernel<MatmulJob> = {
           N: seg.N,
           n0: lo - seg.rowOffset,
           n1: hi - seg.rowOffset,
+          quantized: job.quantized,
         },
         thread,
       );

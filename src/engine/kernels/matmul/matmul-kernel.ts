@@ -2,7 +2,7 @@ import { HALVES_ORDER } from "../../../formats/mxfp4-halves.js";
 import { quadRow, quadRows, toRowQuads } from "../../tensor/row-quads.js";
 import { DTYPE_CODE, type Weight } from "../../tensor/weight.js";
 import type { WasmArena } from "../wasm-arena.js";
-import { type Mxfp4Int8, quantizeInput } from "./mxfp4-int8.js";
+import type { Int8Quantize, Mxfp4Int8 } from "./mxfp4-int8.js";
 import type { SimdTile } from "./tile-module.js";
 
 /** The fast matmul kernel, run on the calling thread and in the pool's workers (worker.ts). */
@@ -122,6 +122,15 @@ export function weightParts(w: Weight, arena: WasmArena | null): WeightParts {
   };
 }
 
+/**
+ * Whether the integer MXFP4 path reads this weight where the thread has that path: MXFP4 in the
+ * shared memory, codes in OCP order (its input quantization pairs low nibbles with even inputs;
+ * codes in halves order take the exact path instead).
+ */
+export function int8Reads(weight: WeightParts): boolean {
+  return weight.dtype === 4 && weight.offset >= 0 && weight.scalesOffset >= 0 && !weight.halves;
+}
+
 /** One matmul over rows [n0, n1) of a weight; offsets are bytes in the shared memory (-1: elsewhere). */
 export interface MatmulRange {
   readonly x: Float32Array;
@@ -140,6 +149,12 @@ export interface MatmulRange {
   readonly N: number;
   readonly n0: number;
   readonly n1: number;
+  /**
+   * Byte offset in the shared memory of x quantized for the integer MXFP4 path (mxfp4-int8.ts's
+   * layout), which the dispatch quantizes once for all its weights and threads (the pool, where
+   * `int8Reads` holds for a weight); -1 where it has none, and MXFP4 weights then take the exact path.
+   */
+  readonly quantized: number;
 }
 
 /** What a thread keeps between matmuls: decoding tables, a row scratch, its SIMD kernel instances. */
@@ -152,8 +167,12 @@ export interface MatmulThread {
   readonly mxfp4: Mxfp4Rows | null;
   /** The block-scaled FP8 rows' SIMD kernels (null, or absent: unpacked in JavaScript for the tile). */
   readonly fp8?: Fp8Rows | null;
-  /** The integer MXFP4 path and its table of half E8M0 scales (absent or null: not chosen). */
-  readonly mxfp4Int8?: { readonly rows: Mxfp4Int8; readonly halfScales: number } | null;
+  /** The integer MXFP4 path, its input quantization and its table of half E8M0 scales (absent or null: not chosen). */
+  readonly mxfp4Int8?: {
+    readonly rows: Mxfp4Int8;
+    readonly quantize: Int8Quantize;
+    readonly halfScales: number;
+  } | null;
 }
 
 /**
@@ -224,6 +243,33 @@ export interface Mxfp4Rows {
   readonly scratchTokens: number;
 }
 
+/** Rows the SIMD path handles at a time (its scratch region: [x: M*K][rows: CHUNK*K][out: M*CHUNK] floats). */
+const CHUNK = 64;
+
+/**
+ * matmulRange on the integer MXFP4 path (mxfp4-int8.wat): the whole range in one call where the
+ * output lies in the shared memory (the kernel reads the next rows ahead across it); else as many
+ * rows as the scratch region's rows and out areas hold, an [M, span] matrix, at a time, each
+ * copied into `out`.
+ */
+function int8Range(range: MatmulRange, simd: SimdTile, int8: NonNullable<MatmulThread["mxfp4Int8"]>): void {
+  const { M, K, out, outOffset, N, n0, n1, quantized } = range;
+  const { offset: wOffset, scalesOffset } = range.weight;
+  const direct = outOffset >= 0;
+  const W = (simd.base >> 2) + M * K;
+  const span = direct ? n1 - n0 : Math.floor((CHUNK * K + CHUNK * M) / M / 4) * 4;
+  const heap = direct ? null : new Float32Array(simd.memory.buffer);
+  for (let c0 = n0; c0 < n1; c0 += span) {
+    const rows = Math.min(span, n1 - c0);
+    const wAt = wOffset + (c0 * K) / 2;
+    const sAt = scalesOffset + (c0 * K) / 32;
+    const at = direct ? outOffset + c0 * 4 : W * 4;
+    int8.rows(K, M, quantized, wAt, sAt, int8.halfScales, at, rows, direct ? N * 4 : rows * 4);
+    if (heap !== null)
+      for (let m = 0; m < M; m++) out.set(heap.subarray(W + m * rows, W + (m + 1) * rows), m * N + c0);
+  }
+}
+
 /**
  * out[m*N + n] = sum_k x[m*K + k] * W[n][k] for every m < M and n0 <= n < n1.
  *
@@ -239,6 +285,12 @@ export interface Mxfp4Rows {
  * than equal to it.
  */
 export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
+  // MXFP4 on integer dot products over the input the dispatch quantized (range.quantized).
+  const int8 = range.quantized >= 0 && int8Reads(range.weight) ? (thread.mxfp4Int8 ?? null) : null;
+  if (int8 !== null && thread.tile !== null) {
+    int8Range(range, thread.tile, int8);
+    return;
+  }
   const { x, xOffset, M, K, out, outOffset, N, n0, n1 } = range;
   const {
     dtype,
@@ -305,7 +357,6 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
       }
     }
   };
-  const CHUNK = 64;
   if (simd !== null && K % 4 === 0 && K > 0) {
     if (simd.bytes < (M * K + CHUNK * K + CHUNK * M) * 4) {
       throw new RangeError(`matmul scratch of ${simd.bytes} bytes is too small for M=${M}, K=${K}`);
@@ -348,14 +399,6 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
       dtype === 3 && wOffset >= 0 && scalesOffset >= 0 && K % 32 === 0 && scaleBlockCols % 32 === 0
         ? (thread.fp8 ?? null)
         : null;
-    // MXFP4 on integer dot products: the input quantized once into the x area, then every row.
-    // Its input quantization pairs low nibbles with even inputs, OCP's order: codes in halves order
-    // take the exact decode instead (the fused one where the pool has it, else unpacked).
-    const int8 =
-      dtype === 4 && wOffset >= 0 && scalesOffset >= 0 && !halves ? (thread.mxfp4Int8 ?? null) : null;
-    const qAt = S * 4;
-    // It fits: quantizedBytes(M, K) is 1.625 bytes a value, the x area 4.
-    const qsAt = int8 === null ? -1 : quantizeInput(x, M, K, simd.memory.buffer, qAt);
     /** Columns [c0, c0 + rows) of every input row from the out area (an [M, CHUNK] matrix) into `out`. */
     const fromOutArea = (c0: number, rows: number) => {
       for (let m = 0; m < M; m++) out.set(heap.subarray(O + m * CHUNK, O + m * CHUNK + rows), m * N + c0);
@@ -374,15 +417,6 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
         const direct = outOffset >= 0;
         const at = direct ? outOffset + c0 * 4 : O * 4;
         fp8.rows(K, M, xAt, wOffset + c0 * K, ...fp8Scales(c0), W * 4, at, rows, direct ? N * 4 : CHUNK * 4);
-        if (!direct) fromOutArea(c0, rows);
-        continue;
-      }
-      if (int8 !== null) {
-        const direct = outOffset >= 0;
-        const wAt = wOffset + (c0 * K) / 2;
-        const sAt = scalesOffset + (c0 * K) / 32;
-        const at = direct ? outOffset + c0 * 4 : O * 4;
-        int8.rows(K, M, qAt, qsAt, wAt, sAt, int8.halfScales, at, rows, direct ? N * 4 : CHUNK * 4);
         if (!direct) fromOutArea(c0, rows);
         continue;
       }

@@ -297,6 +297,7 @@ describe("matmulRange with the SIMD tile", () => {
                 N,
                 n0,
                 n1,
+                quantized: -1,
               },
               { tables, scratch: new Float32Array(4 * K), tile, mxfp4: null },
             );

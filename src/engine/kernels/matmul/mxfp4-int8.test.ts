@@ -7,7 +7,13 @@ import { weightAt } from "../reference.js";
 import { wasmArena } from "../wasm-arena.js";
 import { compileKernel } from "../wasm-kernels.js";
 import { buildDecodeTables, MXFP4_TABLE_BYTES, mxfp4Tables } from "./matmul-kernel.js";
-import { INT8_BLOCK_BYTES, type Mxfp4Int8, quantizedBytes, quantizeInput } from "./mxfp4-int8.js";
+import {
+  INT8_BLOCK_BYTES,
+  type Int8Quantize,
+  type Mxfp4Int8,
+  quantizedBytes,
+  quantizeInput,
+} from "./mxfp4-int8.js";
 
 const rng = new Rng(11);
 const pools = [1, 2].map((t) => new MatmulPool(t, { mxfp4: "int8" }));
@@ -20,41 +26,38 @@ function mxfp4Weight(rows: number, cols: number, scale: (i: number) => number): 
 }
 
 /**
- * The integer path's arithmetic written plainly: each block's four lanes as integer sums of
- * quantized input times twice the E2M1 value, each lane times the block's scales and added to an
- * f32 lane sum in ascending blocks, the lanes added as (l0 + l1) + (l2 + l3).
+ * The integer path's arithmetic written plainly: each block's sum of quantized input times twice
+ * the E2M1 value as an integer, times the block's scales (their product rounded to f32), added to
+ * an f32 sum in ascending blocks.
  */
 function int8Reference(x: Float32Array, M: number, w: Weight): Float32Array {
   const { rows: N, cols: K } = w;
   const blocks = K / 32;
   const buffer = new ArrayBuffer(quantizedBytes(M, K));
-  const scalesAt = quantizeInput(x, M, K, buffer, 0);
+  quantizeInput(x, M, K, buffer, 0);
   const q = new Int8Array(buffer);
-  const qs = new Float32Array(buffer, scalesAt);
+  const words = new Float32Array(buffer);
   const tables = buildDecodeTables();
   const codes = w.data as Uint8Array;
   const out = new Float32Array(M * N);
   for (let n = 0; n < N; n++) {
     for (let m = 0; m < M; m++) {
-      const acc = [0, 0, 0, 0];
+      let acc = 0;
       for (let b = 0; b < blocks; b++) {
         const at = (m * blocks + b) * INT8_BLOCK_BYTES;
         const scale = Math.fround(
-          (qs[m * blocks + b] as number) *
+          (words[((m * blocks + b) * INT8_BLOCK_BYTES + 48) / 4] as number) *
             ((tables.e8m0[(w.mxScales as Uint8Array)[n * blocks + b] as number] as number) / 2),
         );
-        for (let l = 0; l < 4; l++) {
-          let lane = 0;
-          for (let j = 4 * l; j < 4 * l + 4; j++) {
-            const byte = codes[(n * K) / 2 + 16 * b + j] as number;
-            lane += (q[at + j] as number) * 2 * (tables.fp4[byte & 15] as number);
-            lane += (q[at + 16 + j] as number) * 2 * (tables.fp4[byte >> 4] as number);
-          }
-          acc[l] = Math.fround((acc[l] as number) + Math.fround(lane * scale));
+        let sum = 0;
+        for (let j = 0; j < 16; j++) {
+          const byte = codes[(n * K) / 2 + 16 * b + j] as number;
+          sum += (q[at + j] as number) * 2 * (tables.fp4[byte & 15] as number);
+          sum += (q[at + 16 + j] as number) * 2 * (tables.fp4[byte >> 4] as number);
         }
+        acc = Math.fround(acc + Math.fround(sum * scale));
       }
-      const [a0, a1, a2, a3] = acc as [number, number, number, number];
-      out[m * N + n] = Math.fround(Math.fround(a0 + a1) + Math.fround(a2 + a3));
+      out[m * N + n] = acc;
     }
   }
   return out;
@@ -65,17 +68,23 @@ const bitsOf = (a: Float32Array) => Array.from(new Uint32Array(a.buffer, a.byteO
 describe("the integer MXFP4 matmul (matmul/mxfp4-int8.wat)", () => {
   it("runs where WebAssembly SIMD does, and gives its plain arithmetic's bits at any batch and split", () => {
     expect(pools.map((p) => p.mxfp4)).toEqual(["int8", "int8"]);
-    const w = mxfp4Weight(70, 96, (i) => 110 + ((i * 7) % 30));
-    for (const M of [1, 2, 5]) {
-      const x = rng.fillNormal(new Float32Array(M * w.cols), 1);
-      // A zero block, and a block of one large value among small ones.
-      x.fill(0, 0, 32);
-      if (M > 1) x[w.cols + 40] = 300;
-      const want = int8Reference(x, M, w);
-      for (const pool of pools) {
-        const got = new Float32Array(M * w.rows);
-        pool.matmul(x, M, w, got);
-        expect(bitsOf(got)).toEqual(bitsOf(want));
+    // The second weight is large enough for the two-thread pool to split its rows between threads,
+    // which read the input the pool quantized once; the first stays on the calling thread.
+    for (const w of [
+      mxfp4Weight(70, 96, (i) => 110 + ((i * 7) % 30)),
+      mxfp4Weight(302, 256, (i) => 118 + (i % 9)),
+    ]) {
+      for (const M of [1, 2, 5]) {
+        const x = rng.fillNormal(new Float32Array(M * w.cols), 1);
+        // A zero block, and a block of one large value among small ones.
+        x.fill(0, 0, 32);
+        if (M > 1) x[w.cols + 40] = 300;
+        const want = int8Reference(x, M, w);
+        for (const pool of pools) {
+          const got = new Float32Array(M * w.rows);
+          pool.matmul(x, M, w, got);
+          expect(bitsOf(got)).toEqual(bitsOf(want));
+        }
       }
     }
   });
@@ -104,9 +113,9 @@ describe("the integer MXFP4 matmul (matmul/mxfp4-int8.wat)", () => {
             wsum += Math.abs(wv);
             terms += Math.abs(xv * wv);
           }
-          quantization += (amax / 127 / 2) * wsum;
+          quantization += (amax / 127 / 2) * (1 + 2 ** -16) * wsum;
         }
-        const bound = quantization + (K / 32 + 3) * 2 ** -24 * (terms + quantization);
+        const bound = quantization + (K / 32 + 2) * 2 ** -24 * (terms + quantization);
         const error = Math.abs((got[m * w.rows + n] as number) - exact);
         expect(error).toBeLessThanOrEqual(bound);
         worst = Math.max(worst, error / bound);
@@ -114,6 +123,51 @@ describe("the integer MXFP4 matmul (matmul/mxfp4-int8.wat)", () => {
     }
     // The bound is not slack by orders of magnitude: typical errors reach a visible share of it.
     expect(worst).toBeGreaterThan(0.01);
+  });
+
+  it("quantizes in WebAssembly to its plain reference's bytes: ties to even, zero and non-finite blocks", () => {
+    const arena = wasmArena();
+    const module = compileKernel("matmul/mxfp4-int8");
+    if (arena === null || module === undefined) throw new Error("SIMD unavailable");
+    const quantize = (instantiateWasm(module, arena.memory) as { quantize: Int8Quantize }).quantize;
+    const [M, K] = [3, 512];
+    const x = rng.fillNormal(new Float32Array(M * K), 1);
+    // Block by block: magnitudes from 2^-140 (subnormal) to 2^100; ties (s = 2, x / s = -14.5 to
+    // 15.5); zeros, with -0; NaN; infinity; a lone subnormal.
+    for (let b = 0; b < (M * K) / 32; b++) {
+      const scale = 2 ** (((b * 37) % 240) - 140);
+      for (let k = 32 * b; k < 32 * b + 32; k++) x[k] = (x[k] as number) * scale;
+    }
+    x.set(
+      Float32Array.from({ length: 32 }, (_, k) => (k === 0 ? 254 : 2 * k - 31)),
+      32,
+    );
+    x.fill(0, 64, 96);
+    x[70] = -0;
+    x[100] = Number.NaN;
+    x[140] = Number.POSITIVE_INFINITY;
+    x.fill(0, 160, 192);
+    x[170] = 2 ** -149;
+    const xAt = arena.allocate(M * K * 4);
+    new Float32Array(arena.memory.buffer, xAt, M * K).set(x);
+    const bytes = quantizedBytes(M, K);
+    const q = arena.allocate(bytes);
+    quantize(xAt, M, K, q);
+    const want = new Uint8Array(bytes);
+    quantizeInput(x, M, K, want.buffer, 0);
+    expect(Buffer.from(new Uint8Array(arena.memory.buffer, q, bytes)).equals(Buffer.from(want))).toBe(true);
+    // The ties went to even, up and down (x[32] = 254 is q = 127, at byte 0 of block 1), and the
+    // NaN and infinite blocks' scales are NaN.
+    const block = new Int8Array(want.buffer, INT8_BLOCK_BYTES, 32);
+    const ties = Array.from({ length: 31 }, (_, i) => i + 1).map((k) => ({
+      q: block[k % 2 === 0 ? k / 2 : 16 + (k - 1) / 2] as number,
+      v: (x[32 + k] as number) / 2,
+    }));
+    expect(ties.every(({ q }) => q % 2 === 0)).toBe(true);
+    expect(new Set(ties.map(({ q, v }) => Math.abs(q - v)))).toEqual(new Set([0.5]));
+    expect(new Set(ties.map(({ q, v }) => Math.sign(q - v)))).toEqual(new Set([-1, 1]));
+    const scaleOf = (b: number) => new Float32Array(want.buffer, b * INT8_BLOCK_BYTES + 48, 1)[0];
+    expect([scaleOf(3), scaleOf(4), scaleOf(2)]).toEqual([Number.NaN, Number.NaN, 0]);
   });
 
   it("has a plain-SIMD form (no relaxed dot) with the same bits, for runtimes without relaxed SIMD", () => {
@@ -131,11 +185,11 @@ describe("the integer MXFP4 matmul (matmul/mxfp4-int8.wat)", () => {
     new Uint8Array(arena.memory.buffer, blocks, w.data.byteLength).set(w.data as Uint8Array);
     new Uint8Array(arena.memory.buffer, scales, N * (K / 32)).set(w.mxScales as Uint8Array);
     const q = arena.allocate(quantizedBytes(M, K));
-    const qs = quantizeInput(x, M, K, arena.memory.buffer, q);
+    quantizeInput(x, M, K, arena.memory.buffer, q);
     const outs = [relaxed, plain].map((module) => {
       const o = arena.allocate(4 * M * N);
       const run = (instantiateWasm(module, arena.memory) as { mxfp4_int8: Mxfp4Int8 }).mxfp4_int8;
-      run(K, M, q, qs, blocks, scales, half, o, N, 4 * N);
+      run(K, M, q, blocks, scales, half, o, N, 4 * N);
       return new Float32Array(arena.memory.buffer, o, M * N);
     });
     expect(bitsOf(outs[1] as Float32Array)).toEqual(bitsOf(outs[0] as Float32Array));
@@ -153,7 +207,7 @@ describe("the integer MXFP4 matmul (matmul/mxfp4-int8.wat)", () => {
     new Uint8Array(memory.buffer, half, MXFP4_TABLE_BYTES).set(mxfp4Tables());
     const q = MXFP4_TABLE_BYTES;
     const x = rng.fillNormal(new Float32Array(K), 1);
-    const qs = quantizeInput(x, 1, K, memory.buffer, q);
+    quantizeInput(x, 1, K, memory.buffer, q);
     const o = q + quantizedBytes(1, K);
     for (const N of [1, 5, 6, 7, 9, 13]) {
       const w = mxfp4Weight(N, K, (i) => 118 + (i % 8));
@@ -161,7 +215,7 @@ describe("the integer MXFP4 matmul (matmul/mxfp4-int8.wat)", () => {
       const blocks = memory.buffer.byteLength - w.data.byteLength;
       new Uint8Array(memory.buffer, blocks, w.data.byteLength).set(w.data as Uint8Array);
       new Uint8Array(memory.buffer, scales, N * (K / 32)).set(w.mxScales as Uint8Array);
-      run(K, 1, q, qs, blocks, scales, half, o, N, 4 * N);
+      run(K, 1, q, blocks, scales, half, o, N, 4 * N);
       expect(bitsOf(new Float32Array(memory.buffer, o, N))).toEqual(bitsOf(int8Reference(x, 1, w)));
     }
   });

@@ -1,179 +1,252 @@
 ;; MXFP4 rows dotted with an input quantized to int8 (the integer MXFP4 matmul, `mxfp4=int8`):
 ;;
-;;   mxfp4_int8(K, M, q, qs, blocks, scales, halfScales, o, N, ldo): for n < N, m < M:
-;;     f32 at byte o + m*ldo + 4n = Σ_blocks b (Σ_lanes l dot_l(m, n, b)) · qs[m, b] · 2^(e(n, b) - 128)
+;;   mxfp4_int8(K, M, q, blocks, scales, halfScales, o, N, ldo): for n < N, m < M:
+;;     f32 at byte o + m*ldo + 4n = Σ_blocks b dot(m, n, b) · (s(m, b) · 2^(e(n, b) - 128))
 ;;
 ;; Row n's weights are stored as in ./mxfp4-rows.wat (K/2 bytes of E2M1 codes at blocks + n*K/2,
-;; low nibble first, and K/32 E8M0 exponents at scales + n*K/32). The input, quantized by
-;; ./mxfp4-int8.ts, holds for each row m and block b of 32 values 48 bytes at q + 48(m*K/32 + b):
-;; the 16 int8 values of even k, the 16 of odd k, and an i32x4 correction; its f32 scale is at
-;; qs + 4(m*K/32 + b). halfScales is the table of 2^(e - 128) that ./mxfp4-rows.wat uses.
+;; low nibble first, and K/32 E8M0 exponents at scales + n*K/32). The input, quantized by `quantize`
+;; below (./mxfp4-int8.ts's quantizeInput is its plain reference), holds for each row m and block b
+;; of 32 values 64 bytes at q + 64(m*K/32 + b): the 16 int8 values of even k, the 16 of odd k, an
+;; i16x8 correction, the block's f32 scale s(m, b), and 12 zero bytes. halfScales is the table of
+;; 2^(e - 128) that ./mxfp4-rows.wat uses.
 ;;
 ;; Each E2M1 code becomes twice its value plus 12, an integer in [0, 24] (7 bits, as
 ;; i16x8.relaxed_dot_i8x16_i7x16_s needs for its second operand to be exact everywhere): low
 ;; nibbles meet the even inputs, high nibbles the odd ones. Each dot's i16 lane j adds the products
-;; of bytes 2j and 2j + 1 (|sum| <= 2·127·24 = 6096, no saturation), the two dots' lanes are added
-;; (<= 12192, still i16), pairs of those widened and added to i32 lanes, so lane l holds the eight
-;; products of bytes 4l to 4l + 3 of both, and the correction (-12 times the same eight inputs)
-;; takes the 12s back out: every lane is an exact integer (|lane| < 2^14). (Not
-;; i32x4.relaxed_dot_i8x16_i7x16_add_s: V8 11.3 computed it wrong in this kernel, four rows to a
-;; block, while it was right in a one-row kernel; these are the instructions it emits for it.) Each lane is made f32
-;; (exactly), times the block's two scales, and added to a per-lane f32 sum in ascending blocks;
-;; the lanes are added as (l0 + l1) + (l2 + l3). Not the f32 path's bits: ./mxfp4-int8.ts states
-;; the error. K is a multiple of 32.
+;; of bytes 2j and 2j + 1 (|sum| <= 2·127·24 = 6096, no saturation); the two dots' lanes added give
+;; lane j the products of inputs 4j to 4j + 3. Rows are taken four at a time, each input block
+;; loaded once for the four, and their four i16x8 sums folded into one vector by two rounds of
+;; interleave-and-add (32-bit lanes of two rows, then 64-bit halves of two pairs): its i16 lanes
+;; 2r and 2r + 1 hold row r's products of the inputs whose k / 4 is even and odd. The correction
+;; (-12 times the sum of the same 16 inputs, lanes alternating) takes the 12s back out. i16 adds
+;; wrap, so only the corrected values need fit, and they do (|lane| <= 16·127·12 = 24384); one
+;; widening pairwise add then gives each row's block sum exactly as an i32 (|sum| <= 48768). (Not
+;; i32x4.relaxed_dot_i8x16_i7x16_add_s: V8 11.3 computed it wrong in a four-row kernel, and on x64
+;; without AVX-VNNI it is these instructions and a multiply-add more per row.)
+;;
+;; The four sums are made f32 (exactly), times the rows' scales (half E8M0 scales gathered into one
+;; vector, times the input block's scale, rounded once), and added to one f32 sum per row in
+;; ascending blocks. Not the f32 path's bits: ./mxfp4-int8.ts states the error. K is a multiple of
+;; 32.
+;;
+;; A group's four rows are consecutive, addressed from its first by the row strides (so the loop
+;; keeps few pointers: V8 spilled them when each row had its own); the last group of N >= 4 rows
+;; ends at the last row, redoing rows of the group before with the same bits (so no tail loop), and
+;; fewer than 4 rows are taken one at a time, a group of four copies of the row (stride 0).
 ;;
 ;; The swizzles are relaxed (every index is a nibble, below 16, where relaxed and plain agree: one
 ;; byte shuffle, where plain costs V8 a saturating add before it); the .plain-dot build has plain
-;; ones. Rows are taken four at a time, each input block loaded once for the four: four independent
-;; sums in flight instead of one. Past the last row a group repeats the last row, whose output it
-;; writes again with the same bits (so no tail loop).
+;; ones. The high nibbles are shifted as 16-bit lanes then masked (V8 builds an 8-bit lane shift
+;; from the same shift, a mask it rebuilds every time, and an and).
 (module
   (import "env" "memory" (memory 1 65536 shared))
 
   (func (export "mxfp4_int8")
-    (param $K i32) (param $M i32) (param $q i32) (param $qs i32) (param $blocks i32) (param $scales i32)
+    (param $K i32) (param $M i32) (param $q i32) (param $blocks i32) (param $scales i32)
     (param $halfScales i32) (param $o i32) (param $N i32) (param $ldo i32)
-    (local $n i32) (local $m i32) (local $blk i32) (local $nBlocks i32) (local $xp i32) (local $sp i32)
-    (local $op i32) (local $last i32) (local $qscale f32) (local $ahead i32) (local $near i32) (local $step i32)
-    (local $r0 i32) (local $r1 i32) (local $r2 i32) (local $r3 i32)
-    (local $b0 i32) (local $b1 i32) (local $b2 i32) (local $b3 i32)
-    (local $s0 i32) (local $s1 i32) (local $s2 i32) (local $s3 i32)
+    (local $n i32) (local $r0 i32) (local $m i32) (local $nBlocks i32) (local $rowBytes i32)
+    (local $codeStride i32) (local $scaleStride i32) (local $step i32)
+    (local $p i32) (local $sp i32) (local $xp i32) (local $xEnd i32) (local $ahead i32) (local $ahead0 i32)
+    (local $aheadStep i32) (local $p1 i32) (local $s1 i32) (local $op i32)
+    (local $nibbles v128) (local $lut v128)
     (local $packed v128) (local $wlo v128) (local $whi v128) (local $xe v128) (local $xo v128)
-    (local $corr v128) (local $d v128)
-    (local $acc0 v128) (local $acc1 v128) (local $acc2 v128) (local $acc3 v128)
+    (local $d0 v128) (local $d1 v128) (local $d2 v128) (local $d3 v128) (local $scale v128)
+    (local $acc v128)
     (local.set $nBlocks (i32.shr_u (local.get $K) (i32.const 5)))
     (if (i32.or (i32.or (i32.eqz (local.get $N)) (i32.eqz (local.get $M))) (i32.eqz (local.get $nBlocks)))
       (then (return)))
-    (local.set $last (i32.sub (local.get $N) (i32.const 1)))
+    (local.set $rowBytes (i32.shr_u (local.get $K) (i32.const 1)))
+    ;; Four consecutive rows a group; fewer than four rows: one row a group, repeated (stride 0).
+    (local.set $codeStride (select (local.get $rowBytes) (i32.const 0) (i32.ge_u (local.get $N) (i32.const 4))))
+    (local.set $scaleStride (select (local.get $nBlocks) (i32.const 0) (i32.ge_u (local.get $N) (i32.const 4))))
+    (local.set $step (select (i32.const 4) (i32.const 1) (i32.ge_u (local.get $N) (i32.const 4))))
+    (local.set $nibbles (v128.const i8x16 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15))
+    (local.set $lut (v128.const i8x16 12 13 14 15 16 18 20 24 12 11 10 9 8 6 4 0))
     (loop $rows
-      ;; Rows n to n + 3, each at most the last: r is its index, b and s its codes and exponents.
-      (local.set $r0 (local.get $n))
-      (local.set $r1 (select (i32.add (local.get $n) (i32.const 1)) (local.get $last)
-        (i32.lt_u (i32.add (local.get $n) (i32.const 1)) (local.get $N))))
-      (local.set $r2 (select (i32.add (local.get $n) (i32.const 2)) (local.get $last)
-        (i32.lt_u (i32.add (local.get $n) (i32.const 2)) (local.get $N))))
-      (local.set $r3 (select (i32.add (local.get $n) (i32.const 3)) (local.get $last)
-        (i32.lt_u (i32.add (local.get $n) (i32.const 3)) (local.get $N))))
-      (local.set $b0 (i32.add (local.get $blocks) (i32.mul (local.get $r0) (i32.shr_u (local.get $K) (i32.const 1)))))
-      (local.set $s0 (i32.add (local.get $scales) (i32.mul (local.get $r0) (local.get $nBlocks))))
-      (local.set $b1 (i32.add (local.get $blocks) (i32.mul (local.get $r1) (i32.shr_u (local.get $K) (i32.const 1)))))
-      (local.set $s1 (i32.add (local.get $scales) (i32.mul (local.get $r1) (local.get $nBlocks))))
-      (local.set $b2 (i32.add (local.get $blocks) (i32.mul (local.get $r2) (i32.shr_u (local.get $K) (i32.const 1)))))
-      (local.set $s2 (i32.add (local.get $scales) (i32.mul (local.get $r2) (local.get $nBlocks))))
-      (local.set $b3 (i32.add (local.get $blocks) (i32.mul (local.get $r3) (i32.shr_u (local.get $K) (i32.const 1)))))
-      (local.set $s3 (i32.add (local.get $scales) (i32.mul (local.get $r3) (local.get $nBlocks))))
-      ;; The next group's codes, a cache line a block (the four rows' 64 bytes), read ahead so they
-      ;; are on their way: short rows from memory are four short streams a prefetcher barely sees.
-      ;; Only where the next group is near (K <= 8192) and four whole rows of this call (so no read
-      ;; past the weight); else row n's own block, 16 bytes a block, which it reads anyway.
-      (local.set $near (i32.and (i32.le_u (i32.add (local.get $n) (i32.const 8)) (local.get $N))
-        (i32.le_u (local.get $K) (i32.const 8192))))
-      (local.set $ahead (select (i32.add (local.get $b3) (i32.shr_u (local.get $K) (i32.const 1))) (local.get $b0)
-        (local.get $near)))
-      (local.set $step (select (i32.const 6) (i32.const 4) (local.get $near)))
+      ;; The group's first row: n, or the last four rows' first where fewer than four are left.
+      (local.set $r0 (select (local.get $n) (i32.sub (local.get $N) (i32.const 4))
+        (i32.or (i32.lt_u (local.get $N) (i32.const 4)) (i32.le_u (i32.add (local.get $n) (i32.const 4)) (local.get $N)))))
+      ;; The group after next, a cache line a block (its four rows' 64 bytes), read ahead so it is
+      ;; on its way: short rows from memory are four short streams a prefetcher barely sees. Only
+      ;; where it lies within this call's rows and is near (K <= 8192); else row r0's own block, 16
+      ;; bytes a block, which it reads anyway.
+      (local.set $ahead0 (i32.add (local.get $blocks) (i32.mul (local.get $r0) (local.get $rowBytes))))
+      (local.set $aheadStep (i32.const 16))
+      (if (i32.and (i32.le_u (i32.add (local.get $r0) (i32.const 12)) (local.get $N))
+            (i32.and (i32.ge_u (local.get $N) (i32.const 4)) (i32.le_u (local.get $K) (i32.const 8192))))
+        (then
+          (local.set $ahead0 (i32.add (local.get $ahead0) (i32.shl (local.get $K) (i32.const 2))))
+          (local.set $aheadStep (i32.const 64))))
       (local.set $m (i32.const 0))
       (loop $inputs
-        (local.set $acc0 (v128.const i64x2 0 0))
-        (local.set $acc1 (v128.const i64x2 0 0))
-        (local.set $acc2 (v128.const i64x2 0 0))
-        (local.set $acc3 (v128.const i64x2 0 0))
-        (local.set $xp (i32.add (local.get $q) (i32.mul (i32.mul (local.get $m) (local.get $nBlocks)) (i32.const 48))))
-        (local.set $sp (i32.add (local.get $qs) (i32.shl (i32.mul (local.get $m) (local.get $nBlocks)) (i32.const 2))))
-        (local.set $blk (i32.const 0))
+        (local.set $acc (v128.const i64x2 0 0))
+        (local.set $p (i32.add (local.get $blocks) (i32.mul (local.get $r0) (local.get $rowBytes))))
+        (local.set $sp (i32.add (local.get $scales) (i32.mul (local.get $r0) (local.get $nBlocks))))
+        (local.set $ahead (local.get $ahead0))
+        (local.set $xp (i32.add (local.get $q) (i32.shl (i32.mul (local.get $m) (local.get $nBlocks)) (i32.const 6))))
+        (local.set $xEnd (i32.add (local.get $xp) (i32.shl (local.get $nBlocks) (i32.const 6))))
         (loop $blocks32
           (local.set $xe (v128.load offset=0 (local.get $xp)))
           (local.set $xo (v128.load offset=16 (local.get $xp)))
-          (local.set $corr (v128.load offset=32 (local.get $xp)))
-          (local.set $qscale (f32.load (i32.add (local.get $sp) (i32.shl (local.get $blk) (i32.const 2)))))
-          (drop (i32.load8_u (i32.add (local.get $ahead) (i32.shl (local.get $blk) (local.get $step)))))
-          (local.set $packed (v128.load (i32.add (local.get $b0) (i32.shl (local.get $blk) (i32.const 4)))))
-          (local.set $wlo (i8x16.relaxed_swizzle
-            (v128.const i8x16 12 13 14 15 16 18 20 24 12 11 10 9 8 6 4 0)
-            (v128.and (local.get $packed) (v128.const i8x16 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15))))
-          (local.set $whi (i8x16.relaxed_swizzle
-            (v128.const i8x16 12 13 14 15 16 18 20 24 12 11 10 9 8 6 4 0)
-            (i8x16.shr_u (local.get $packed) (i32.const 4))))
+          (drop (i32.load8_u (local.get $ahead)))
+          (local.set $p1 (i32.add (local.get $p) (local.get $codeStride)))
+          (local.set $s1 (i32.add (local.get $sp) (local.get $scaleStride)))
+          ;; Each row's i16x8 sum: lane j the products of inputs 4j to 4j + 3 (codes offset by 12).
+          (local.set $packed (v128.load (local.get $p)))
+          (local.set $wlo (i8x16.relaxed_swizzle (local.get $lut) (v128.and (local.get $packed) (local.get $nibbles))))
+          (local.set $whi (i8x16.relaxed_swizzle (local.get $lut)
+            (v128.and (i16x8.shr_u (local.get $packed) (i32.const 4)) (local.get $nibbles))))
           (local.set $wlo (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xe) (local.get $wlo)))
           (local.set $whi (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xo) (local.get $whi)))
-          (local.set $d (i32x4.add (local.get $corr)
-            (i32x4.extadd_pairwise_i16x8_s (i16x8.add (local.get $wlo) (local.get $whi)))))
-          (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (f32x4.convert_i32x4_s (local.get $d))
-            (f32x4.splat (f32.mul (local.get $qscale)
-              (f32.load (i32.add (local.get $halfScales)
-                (i32.shl (i32.load8_u (i32.add (local.get $s0) (local.get $blk))) (i32.const 2)))))))))
-          (local.set $packed (v128.load (i32.add (local.get $b1) (i32.shl (local.get $blk) (i32.const 4)))))
-          (local.set $wlo (i8x16.relaxed_swizzle
-            (v128.const i8x16 12 13 14 15 16 18 20 24 12 11 10 9 8 6 4 0)
-            (v128.and (local.get $packed) (v128.const i8x16 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15))))
-          (local.set $whi (i8x16.relaxed_swizzle
-            (v128.const i8x16 12 13 14 15 16 18 20 24 12 11 10 9 8 6 4 0)
-            (i8x16.shr_u (local.get $packed) (i32.const 4))))
+          (local.set $d0 (i16x8.add (local.get $wlo) (local.get $whi)))
+          (local.set $packed (v128.load (local.get $p1)))
+          (local.set $wlo (i8x16.relaxed_swizzle (local.get $lut) (v128.and (local.get $packed) (local.get $nibbles))))
+          (local.set $whi (i8x16.relaxed_swizzle (local.get $lut)
+            (v128.and (i16x8.shr_u (local.get $packed) (i32.const 4)) (local.get $nibbles))))
           (local.set $wlo (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xe) (local.get $wlo)))
           (local.set $whi (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xo) (local.get $whi)))
-          (local.set $d (i32x4.add (local.get $corr)
-            (i32x4.extadd_pairwise_i16x8_s (i16x8.add (local.get $wlo) (local.get $whi)))))
-          (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (f32x4.convert_i32x4_s (local.get $d))
-            (f32x4.splat (f32.mul (local.get $qscale)
-              (f32.load (i32.add (local.get $halfScales)
-                (i32.shl (i32.load8_u (i32.add (local.get $s1) (local.get $blk))) (i32.const 2)))))))))
-          (local.set $packed (v128.load (i32.add (local.get $b2) (i32.shl (local.get $blk) (i32.const 4)))))
-          (local.set $wlo (i8x16.relaxed_swizzle
-            (v128.const i8x16 12 13 14 15 16 18 20 24 12 11 10 9 8 6 4 0)
-            (v128.and (local.get $packed) (v128.const i8x16 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15))))
-          (local.set $whi (i8x16.relaxed_swizzle
-            (v128.const i8x16 12 13 14 15 16 18 20 24 12 11 10 9 8 6 4 0)
-            (i8x16.shr_u (local.get $packed) (i32.const 4))))
+          (local.set $d1 (i16x8.add (local.get $wlo) (local.get $whi)))
+          (local.set $packed (v128.load (i32.add (local.get $p) (i32.shl (local.get $codeStride) (i32.const 1)))))
+          (local.set $wlo (i8x16.relaxed_swizzle (local.get $lut) (v128.and (local.get $packed) (local.get $nibbles))))
+          (local.set $whi (i8x16.relaxed_swizzle (local.get $lut)
+            (v128.and (i16x8.shr_u (local.get $packed) (i32.const 4)) (local.get $nibbles))))
           (local.set $wlo (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xe) (local.get $wlo)))
           (local.set $whi (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xo) (local.get $whi)))
-          (local.set $d (i32x4.add (local.get $corr)
-            (i32x4.extadd_pairwise_i16x8_s (i16x8.add (local.get $wlo) (local.get $whi)))))
-          (local.set $acc2 (f32x4.add (local.get $acc2) (f32x4.mul (f32x4.convert_i32x4_s (local.get $d))
-            (f32x4.splat (f32.mul (local.get $qscale)
-              (f32.load (i32.add (local.get $halfScales)
-                (i32.shl (i32.load8_u (i32.add (local.get $s2) (local.get $blk))) (i32.const 2)))))))))
-          (local.set $packed (v128.load (i32.add (local.get $b3) (i32.shl (local.get $blk) (i32.const 4)))))
-          (local.set $wlo (i8x16.relaxed_swizzle
-            (v128.const i8x16 12 13 14 15 16 18 20 24 12 11 10 9 8 6 4 0)
-            (v128.and (local.get $packed) (v128.const i8x16 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15))))
-          (local.set $whi (i8x16.relaxed_swizzle
-            (v128.const i8x16 12 13 14 15 16 18 20 24 12 11 10 9 8 6 4 0)
-            (i8x16.shr_u (local.get $packed) (i32.const 4))))
+          (local.set $d2 (i16x8.add (local.get $wlo) (local.get $whi)))
+          (local.set $packed (v128.load (i32.add (local.get $p1) (i32.shl (local.get $codeStride) (i32.const 1)))))
+          (local.set $wlo (i8x16.relaxed_swizzle (local.get $lut) (v128.and (local.get $packed) (local.get $nibbles))))
+          (local.set $whi (i8x16.relaxed_swizzle (local.get $lut)
+            (v128.and (i16x8.shr_u (local.get $packed) (i32.const 4)) (local.get $nibbles))))
           (local.set $wlo (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xe) (local.get $wlo)))
           (local.set $whi (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xo) (local.get $whi)))
-          (local.set $d (i32x4.add (local.get $corr)
-            (i32x4.extadd_pairwise_i16x8_s (i16x8.add (local.get $wlo) (local.get $whi)))))
-          (local.set $acc3 (f32x4.add (local.get $acc3) (f32x4.mul (f32x4.convert_i32x4_s (local.get $d))
-            (f32x4.splat (f32.mul (local.get $qscale)
-              (f32.load (i32.add (local.get $halfScales)
-                (i32.shl (i32.load8_u (i32.add (local.get $s3) (local.get $blk))) (i32.const 2)))))))))
-          (local.set $xp (i32.add (local.get $xp) (i32.const 48)))
+          (local.set $d3 (i16x8.add (local.get $wlo) (local.get $whi)))
+          ;; Rows 0 and 1: 32-bit lanes [0: l0 + l2, 1: l0 + l2, 0: l1 + l3, 1: l1 + l3]; 2 and 3 alike.
+          (local.set $d0 (i16x8.add
+            (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $d0) (local.get $d1))
+            (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (local.get $d0) (local.get $d1))))
+          (local.set $d2 (i16x8.add
+            (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $d2) (local.get $d3))
+            (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (local.get $d2) (local.get $d3))))
+          ;; Then the halves of the pairs: 32-bit lane r is row r, its i16 lanes k / 4 even and odd,
+          ;; corrected, and added as i32.
+          (local.set $d0 (i32x4.extadd_pairwise_i16x8_s (i16x8.add (v128.load offset=32 (local.get $xp))
+            (i16x8.add
+              (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $d0) (local.get $d2))
+              (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $d0) (local.get $d2))))))
+          ;; The four rows' half scales times the input block's scale.
+          (local.set $scale (v128.load32_zero (i32.add (local.get $halfScales)
+            (i32.shl (i32.load8_u (local.get $sp)) (i32.const 2)))))
+          (local.set $scale (v128.load32_lane 1 (i32.add (local.get $halfScales)
+            (i32.shl (i32.load8_u (local.get $s1)) (i32.const 2))) (local.get $scale)))
+          (local.set $scale (v128.load32_lane 2 (i32.add (local.get $halfScales)
+            (i32.shl (i32.load8_u (i32.add (local.get $sp) (i32.shl (local.get $scaleStride) (i32.const 1))))
+              (i32.const 2))) (local.get $scale)))
+          (local.set $scale (v128.load32_lane 3 (i32.add (local.get $halfScales)
+            (i32.shl (i32.load8_u (i32.add (local.get $s1) (i32.shl (local.get $scaleStride) (i32.const 1))))
+              (i32.const 2))) (local.get $scale)))
+          (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (local.get $d0))
+            (f32x4.mul (local.get $scale) (v128.load32_splat offset=48 (local.get $xp))))))
+          (local.set $p (i32.add (local.get $p) (i32.const 16)))
+          (local.set $sp (i32.add (local.get $sp) (i32.const 1)))
+          (local.set $ahead (i32.add (local.get $ahead) (local.get $aheadStep)))
           (br_if $blocks32 (i32.lt_u
-            (local.tee $blk (i32.add (local.get $blk) (i32.const 1)))
-            (local.get $nBlocks))))
-        (local.set $op (i32.add (local.get $o) (i32.mul (local.get $m) (local.get $ldo))))
-        (f32.store 
-          (i32.add (local.get $op) (i32.shl (local.get $r0) (i32.const 2)))
-          (f32.add
-            (f32.add (f32x4.extract_lane 0 (local.get $acc0)) (f32x4.extract_lane 1 (local.get $acc0)))
-            (f32.add (f32x4.extract_lane 2 (local.get $acc0)) (f32x4.extract_lane 3 (local.get $acc0)))))
-        (f32.store 
-          (i32.add (local.get $op) (i32.shl (local.get $r1) (i32.const 2)))
-          (f32.add
-            (f32.add (f32x4.extract_lane 0 (local.get $acc1)) (f32x4.extract_lane 1 (local.get $acc1)))
-            (f32.add (f32x4.extract_lane 2 (local.get $acc1)) (f32x4.extract_lane 3 (local.get $acc1)))))
-        (f32.store 
-          (i32.add (local.get $op) (i32.shl (local.get $r2) (i32.const 2)))
-          (f32.add
-            (f32.add (f32x4.extract_lane 0 (local.get $acc2)) (f32x4.extract_lane 1 (local.get $acc2)))
-            (f32.add (f32x4.extract_lane 2 (local.get $acc2)) (f32x4.extract_lane 3 (local.get $acc2)))))
-        (f32.store 
-          (i32.add (local.get $op) (i32.shl (local.get $r3) (i32.const 2)))
-          (f32.add
-            (f32.add (f32x4.extract_lane 0 (local.get $acc3)) (f32x4.extract_lane 1 (local.get $acc3)))
-            (f32.add (f32x4.extract_lane 2 (local.get $acc3)) (f32x4.extract_lane 3 (local.get $acc3)))))
+            (local.tee $xp (i32.add (local.get $xp) (i32.const 64)))
+            (local.get $xEnd))))
+        (local.set $op (i32.add (i32.add (local.get $o) (i32.mul (local.get $m) (local.get $ldo)))
+          (i32.shl (local.get $r0) (i32.const 2))))
+        (if (i32.ge_u (local.get $N) (i32.const 4))
+          (then (v128.store (local.get $op) (local.get $acc)))
+          (else (v128.store32_lane 0 (local.get $op) (local.get $acc))))
         (br_if $inputs (i32.lt_u
           (local.tee $m (i32.add (local.get $m) (i32.const 1)))
           (local.get $M))))
       (br_if $rows (i32.lt_u
-        (local.tee $n (i32.add (local.get $n) (i32.const 4)))
-        (local.get $N))))))
+        (local.tee $n (i32.add (local.get $n) (local.get $step)))
+        (local.get $N)))))
+
+  ;; quantize(x, M, K, q): the input x [M, K] (f32 at byte x) in the layout mxfp4_int8 reads, at q,
+  ;; as ./mxfp4-int8.ts's quantizeInput writes it (the plain reference, the same bytes). Per block of
+  ;; 32: amax = max |x| as the largest of the values' magnitude bits (an integer max orders them as
+  ;; floats, NaN above infinity); s = amax / 127 in f32 but at least 2^-126, NaN where amax is not
+  ;; finite, 0 where it is 0; q = x / s in f32 rounded to the nearest integer, ties to even (adding
+  ;; 1.5·2^23, whose ulp is 1, rounds so, and the integer is then the sum's low bits), |q| <= 127;
+  ;; all zero where s is not above 0 (a zero or non-finite block).
+  (func (export "quantize") (param $x i32) (param $M i32) (param $K i32) (param $q i32)
+    (local $blk i32) (local $count i32) (local $s f32) (local $inv v128)
+    (local $v0 v128) (local $v1 v128) (local $v2 v128) (local $v3 v128)
+    (local $v4 v128) (local $v5 v128) (local $v6 v128) (local $v7 v128)
+    (local $lo v128) (local $hi v128) (local $sums v128)
+    (local.set $count (i32.mul (local.get $M) (i32.shr_u (local.get $K) (i32.const 5))))
+    (if (i32.eqz (local.get $count)) (then (return)))
+    (loop $blocks32
+      (local.set $v0 (v128.load offset=0 (local.get $x)))
+      (local.set $v1 (v128.load offset=16 (local.get $x)))
+      (local.set $v2 (v128.load offset=32 (local.get $x)))
+      (local.set $v3 (v128.load offset=48 (local.get $x)))
+      (local.set $v4 (v128.load offset=64 (local.get $x)))
+      (local.set $v5 (v128.load offset=80 (local.get $x)))
+      (local.set $v6 (v128.load offset=96 (local.get $x)))
+      (local.set $v7 (v128.load offset=112 (local.get $x)))
+      ;; The magnitudes' bits, their largest in every lane.
+      (local.set $lo (i32x4.max_s
+        (i32x4.max_s
+          (i32x4.max_s (v128.and (local.get $v0) (v128.const i32x4 0x7fffffff 0x7fffffff 0x7fffffff 0x7fffffff))
+            (v128.and (local.get $v1) (v128.const i32x4 0x7fffffff 0x7fffffff 0x7fffffff 0x7fffffff)))
+          (i32x4.max_s (v128.and (local.get $v2) (v128.const i32x4 0x7fffffff 0x7fffffff 0x7fffffff 0x7fffffff))
+            (v128.and (local.get $v3) (v128.const i32x4 0x7fffffff 0x7fffffff 0x7fffffff 0x7fffffff))))
+        (i32x4.max_s
+          (i32x4.max_s (v128.and (local.get $v4) (v128.const i32x4 0x7fffffff 0x7fffffff 0x7fffffff 0x7fffffff))
+            (v128.and (local.get $v5) (v128.const i32x4 0x7fffffff 0x7fffffff 0x7fffffff 0x7fffffff)))
+          (i32x4.max_s (v128.and (local.get $v6) (v128.const i32x4 0x7fffffff 0x7fffffff 0x7fffffff 0x7fffffff))
+            (v128.and (local.get $v7) (v128.const i32x4 0x7fffffff 0x7fffffff 0x7fffffff 0x7fffffff))))))
+      (local.set $lo (i32x4.max_s (local.get $lo) (i8x16.shuffle 8 9 10 11 12 13 14 15 0 1 2 3 4 5 6 7 (local.get $lo) (local.get $lo))))
+      (local.set $lo (i32x4.max_s (local.get $lo) (i8x16.shuffle 4 5 6 7 0 1 2 3 4 5 6 7 0 1 2 3 (local.get $lo) (local.get $lo))))
+      (local.set $s (select
+        (f32.max (f32.div (f32.reinterpret_i32 (i32x4.extract_lane 0 (local.get $lo))) (f32.const 127))
+          (f32.const 0x1p-126))
+        (f32.const nan)
+        (i32.lt_u (i32x4.extract_lane 0 (local.get $lo)) (i32.const 0x7f800000))))
+      (local.set $s (select (local.get $s) (f32.const 0) (i32x4.extract_lane 0 (local.get $lo))))
+      ;; The scale, then 12 zero bytes to the block's end.
+      (v128.store offset=48 (local.get $q) (f32x4.replace_lane 0 (v128.const i64x2 0 0) (local.get $s)))
+      (if (f32.gt (local.get $s) (f32.const 0))
+        (then
+          (local.set $inv (f32x4.splat (local.get $s)))
+          ;; Each value over s, rounded to an integer in the sum's low bits, taken out as i32.
+          (local.set $v0 (i32x4.sub (f32x4.add (f32x4.div (local.get $v0) (local.get $inv)) (v128.const f32x4 0x1.8p23 0x1.8p23 0x1.8p23 0x1.8p23)) (v128.const i32x4 0x4b400000 0x4b400000 0x4b400000 0x4b400000)))
+          (local.set $v1 (i32x4.sub (f32x4.add (f32x4.div (local.get $v1) (local.get $inv)) (v128.const f32x4 0x1.8p23 0x1.8p23 0x1.8p23 0x1.8p23)) (v128.const i32x4 0x4b400000 0x4b400000 0x4b400000 0x4b400000)))
+          (local.set $v2 (i32x4.sub (f32x4.add (f32x4.div (local.get $v2) (local.get $inv)) (v128.const f32x4 0x1.8p23 0x1.8p23 0x1.8p23 0x1.8p23)) (v128.const i32x4 0x4b400000 0x4b400000 0x4b400000 0x4b400000)))
+          (local.set $v3 (i32x4.sub (f32x4.add (f32x4.div (local.get $v3) (local.get $inv)) (v128.const f32x4 0x1.8p23 0x1.8p23 0x1.8p23 0x1.8p23)) (v128.const i32x4 0x4b400000 0x4b400000 0x4b400000 0x4b400000)))
+          (local.set $v4 (i32x4.sub (f32x4.add (f32x4.div (local.get $v4) (local.get $inv)) (v128.const f32x4 0x1.8p23 0x1.8p23 0x1.8p23 0x1.8p23)) (v128.const i32x4 0x4b400000 0x4b400000 0x4b400000 0x4b400000)))
+          (local.set $v5 (i32x4.sub (f32x4.add (f32x4.div (local.get $v5) (local.get $inv)) (v128.const f32x4 0x1.8p23 0x1.8p23 0x1.8p23 0x1.8p23)) (v128.const i32x4 0x4b400000 0x4b400000 0x4b400000 0x4b400000)))
+          (local.set $v6 (i32x4.sub (f32x4.add (f32x4.div (local.get $v6) (local.get $inv)) (v128.const f32x4 0x1.8p23 0x1.8p23 0x1.8p23 0x1.8p23)) (v128.const i32x4 0x4b400000 0x4b400000 0x4b400000 0x4b400000)))
+          (local.set $v7 (i32x4.sub (f32x4.add (f32x4.div (local.get $v7) (local.get $inv)) (v128.const f32x4 0x1.8p23 0x1.8p23 0x1.8p23 0x1.8p23)) (v128.const i32x4 0x4b400000 0x4b400000 0x4b400000 0x4b400000)))
+          ;; As i16: k 0-7, 8-15, 16-23, 24-31. Their sum's lanes 0-3 add the values whose k / 4
+          ;; is even, lanes 4-7 the odd ones.
+          (local.set $v0 (i16x8.narrow_i32x4_s (local.get $v0) (local.get $v1)))
+          (local.set $v1 (i16x8.narrow_i32x4_s (local.get $v2) (local.get $v3)))
+          (local.set $v2 (i16x8.narrow_i32x4_s (local.get $v4) (local.get $v5)))
+          (local.set $v3 (i16x8.narrow_i32x4_s (local.get $v6) (local.get $v7)))
+          (local.set $sums (i32x4.extadd_pairwise_i16x8_s
+            (i16x8.add (i16x8.add (local.get $v0) (local.get $v1)) (i16x8.add (local.get $v2) (local.get $v3)))))
+          ;; 32-bit lanes [even, even, odd, odd], then i16 lanes alternating even, odd, times -12.
+          (local.set $sums (i32x4.add (local.get $sums)
+            (i8x16.shuffle 4 5 6 7 0 1 2 3 12 13 14 15 8 9 10 11 (local.get $sums) (local.get $sums))))
+          (v128.store offset=32 (local.get $q) (i16x8.mul (v128.const i16x8 -12 -12 -12 -12 -12 -12 -12 -12)
+            (i8x16.shuffle 0 1 8 9 0 1 8 9 0 1 8 9 0 1 8 9 (local.get $sums) (local.get $sums))))
+          ;; As i8, k 0-15 and 16-31, split into even and odd k.
+          (local.set $lo (i8x16.narrow_i16x8_s (local.get $v0) (local.get $v1)))
+          (local.set $hi (i8x16.narrow_i16x8_s (local.get $v2) (local.get $v3)))
+          (v128.store offset=0 (local.get $q)
+            (i8x16.shuffle 0 2 4 6 8 10 12 14 16 18 20 22 24 26 28 30 (local.get $lo) (local.get $hi)))
+          (v128.store offset=16 (local.get $q)
+            (i8x16.shuffle 1 3 5 7 9 11 13 15 17 19 21 23 25 27 29 31 (local.get $lo) (local.get $hi))))
+        (else
+          (v128.store offset=0 (local.get $q) (v128.const i64x2 0 0))
+          (v128.store offset=16 (local.get $q) (v128.const i64x2 0 0))
+          (v128.store offset=32 (local.get $q) (v128.const i64x2 0 0))))
+      (local.set $x (i32.add (local.get $x) (i32.const 128)))
+      (local.set $q (i32.add (local.get $q) (i32.const 64)))
+      (br_if $blocks32 (i32.lt_u
+        (local.tee $blk (i32.add (local.get $blk) (i32.const 1)))
+        (local.get $count))))))
