@@ -24,15 +24,9 @@ import {
 } from "./kernel-thread.js";
 import { Int8Inputs } from "./matmul/int8-inputs.js";
 import type { MatmulSegment } from "./matmul/matmul-job.js";
-import {
-  int8Reads,
-  MXFP4_TABLE_BYTES,
-  matmulRange,
-  mxfp4Tables,
-  type WeightParts,
-  weightParts,
-} from "./matmul/matmul-kernel.js";
+import { int8Reads, matmulRange, type WeightParts, weightParts } from "./matmul/matmul-kernel.js";
 import { compileSimdTile } from "./matmul/tile-module.js";
+import { fp8Module, mxfp4Modules } from "./narrow-modules.js";
 import { type AttentionParams, attendRange } from "./paged-attention/attention-job.js";
 import type { AttentionRows } from "./paged-attention/attention-kernel.js";
 import { attentionSimdBytes } from "./paged-attention/attention-kernel.js";
@@ -42,7 +36,6 @@ import { swiglu } from "./swiglu/swiglu.js";
 import { compileSwigluSimd } from "./swiglu/swiglu-simd-module.js";
 import { type KernelSwitches, kernelSwitches } from "./switches.js";
 import { type WasmArena, wasmArena } from "./wasm-arena.js";
-import { compileKernel } from "./wasm-kernels.js";
 import type { WorkerInit } from "./worker.js";
 
 /** Below this many multiply-adds a matmul stays on the calling thread: waking workers costs more. */
@@ -86,54 +79,6 @@ function workerEntry(): { filename: string | URL; eval: boolean } {
 
 /** One layer's attention over a step: what pool.attention needs (see attendTokens). */
 export type AttentionJob = Omit<AttentionParams, "simd" | "tile"> & AttentionRows;
-
-/** The MXFP4 kernels' tables (mxfp4Tables: half E8M0 scales first) in the arena, or -1. */
-function mxfp4TableAt(arena: WasmArena): number {
-  const at = arena.allocate(MXFP4_TABLE_BYTES);
-  if (at >= 0) new Uint8Array(arena.memory.buffer, at, MXFP4_TABLE_BYTES).set(mxfp4Tables());
-  return at;
-}
-
-/** The MXFP4 kernels the switch asks for: the fused rows (built like the tile), or the integer path. */
-function mxfp4Modules(
-  arena: WasmArena,
-  fma: boolean,
-  switches: KernelSwitches,
-): Pick<KernelModules, "mxfp4" | "mxfp4Int8"> {
-  if (switches.mxfp4 === "unpacked") return {};
-  const halfScales = mxfp4TableAt(arena);
-  if (halfScales < 0) return {};
-  if (switches.mxfp4 === "int8") {
-    const module = compileKernel("matmul/mxfp4-int8") ?? compileKernel("matmul/mxfp4-int8.plain-dot");
-    return module === undefined ? {} : { mxfp4Int8: { module, halfScales } };
-  }
-  const module = compileKernel(fma ? "matmul/mxfp4-rows" : "matmul/mxfp4-rows.unfused");
-  const halves = compileKernel(fma ? "matmul/mxfp4-rows.halves" : "matmul/mxfp4-rows.halves.unfused");
-  const decode = compileKernel("matmul/mxfp4-decode") ?? compileKernel("matmul/mxfp4-decode.plain-swizzle");
-  const decodeHalves =
-    compileKernel("matmul/mxfp4-decode.halves") ?? compileKernel("matmul/mxfp4-decode.halves.plain-swizzle");
-  return module === undefined || halves === undefined || decode === undefined || decodeHalves === undefined
-    ? {}
-    : {
-        mxfp4: {
-          module,
-          halves,
-          decode,
-          decodeHalves,
-          halfScales,
-          scratchTokens: switches.mxfp4ScratchTokens,
-        },
-      };
-}
-
-/** The FP8 kernels (built like the tile), unless the switch unpacks narrow weights. */
-function fp8Module(fma: boolean, switches: KernelSwitches): Pick<KernelModules, "fp8"> {
-  const module =
-    switches.mxfp4 === "unpacked"
-      ? undefined
-      : compileKernel(fma ? "matmul/fp8-rows" : "matmul/fp8-rows.unfused");
-  return module === undefined ? {} : { fp8: { module, scratchTokens: switches.mxfp4ScratchTokens } };
-}
 
 /**
  * Runs the engine's kernels on the calling thread plus `threads - 1` worker threads (worker.ts)

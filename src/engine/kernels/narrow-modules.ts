@@ -1,0 +1,58 @@
+import type { KernelModules } from "./kernel-thread.js";
+import { MXFP4_TABLE_BYTES, mxfp4Tables } from "./matmul/matmul-kernel.js";
+import type { KernelSwitches } from "./switches.js";
+import type { WasmArena } from "./wasm-arena.js";
+import { compileKernel } from "./wasm-kernels.js";
+
+/*
+ * The narrow-weight kernels a MatmulPool compiles for its threads (pool.ts): which builds of the
+ * MXFP4 and FP8 kernels the switches ask for, and the MXFP4 tables they read.
+ */
+
+/** The MXFP4 kernels' tables (mxfp4Tables: half E8M0 scales first) in the arena, or -1. */
+function mxfp4TableAt(arena: WasmArena): number {
+  const at = arena.allocate(MXFP4_TABLE_BYTES);
+  if (at >= 0) new Uint8Array(arena.memory.buffer, at, MXFP4_TABLE_BYTES).set(mxfp4Tables());
+  return at;
+}
+
+/** The MXFP4 kernels the switch asks for: the fused rows (built like the tile), or the integer path. */
+export function mxfp4Modules(
+  arena: WasmArena,
+  fma: boolean,
+  switches: KernelSwitches,
+): Pick<KernelModules, "mxfp4" | "mxfp4Int8"> {
+  if (switches.mxfp4 === "unpacked") return {};
+  const halfScales = mxfp4TableAt(arena);
+  if (halfScales < 0) return {};
+  if (switches.mxfp4 === "int8") {
+    const module = compileKernel("matmul/mxfp4-int8") ?? compileKernel("matmul/mxfp4-int8.plain-dot");
+    return module === undefined ? {} : { mxfp4Int8: { module, halfScales } };
+  }
+  const module = compileKernel(fma ? "matmul/mxfp4-rows" : "matmul/mxfp4-rows.unfused");
+  const halves = compileKernel(fma ? "matmul/mxfp4-rows.halves" : "matmul/mxfp4-rows.halves.unfused");
+  const decode = compileKernel("matmul/mxfp4-decode") ?? compileKernel("matmul/mxfp4-decode.plain-swizzle");
+  const decodeHalves =
+    compileKernel("matmul/mxfp4-decode.halves") ?? compileKernel("matmul/mxfp4-decode.halves.plain-swizzle");
+  return module === undefined || halves === undefined || decode === undefined || decodeHalves === undefined
+    ? {}
+    : {
+        mxfp4: {
+          module,
+          halves,
+          decode,
+          decodeHalves,
+          halfScales,
+          scratchTokens: switches.mxfp4ScratchTokens,
+        },
+      };
+}
+
+/** The FP8 kernels (built like the tile), unless the switch unpacks narrow weights. */
+export function fp8Module(fma: boolean, switches: KernelSwitches): Pick<KernelModules, "fp8"> {
+  const module =
+    switches.mxfp4 === "unpacked"
+      ? undefined
+      : compileKernel(fma ? "matmul/fp8-rows" : "matmul/fp8-rows.unfused");
+  return module === undefined ? {} : { fp8: { module, scratchTokens: switches.mxfp4ScratchTokens } };
+}
