@@ -32,6 +32,7 @@ import type { AttentionRows } from "./paged-attention/attention-kernel.js";
 import { attentionSimdBytes } from "./paged-attention/attention-kernel.js";
 import { compileAttentionSimd } from "./paged-attention/attention-simd-module.js";
 import { type JobMessage, type KernelName, type KernelParams, runUnit } from "./registry.js";
+import { clampedSwiglu } from "./swiglu/clamped-swiglu.js";
 import { swiglu } from "./swiglu/swiglu.js";
 import { compileSwigluSimd } from "./swiglu/swiglu-simd-module.js";
 import { type KernelSwitches, kernelSwitches } from "./switches.js";
@@ -273,6 +274,37 @@ export class MatmulPool {
       this.run("swiglu", { g, u, vectors, units }, units);
     }
     gate.set(staged.subarray(0, n));
+  }
+
+  /**
+   * gpt-oss's clamped SwiGLU of gateUp [n, 2I] into out [n, I] (clampedSwiglu's bits). With SIMD:
+   * swiglu/swiglu.wat's clamped_swiglu on the calling thread (at one token an expert's I values
+   * are too few to wake the helpers), on the arrays where they lie in the shared memory (a
+   * replayed step's), else through the staged input.
+   */
+  clampedSwiglu(
+    gateUp: Float32Array,
+    n: number,
+    I: number,
+    limit: number,
+    alpha: number,
+    out: Float32Array,
+  ): void {
+    const simd = this.thread.swiglu;
+    const count = n * I;
+    let gu = this.arena?.offsetOf(gateUp) ?? -1;
+    let at = this.arena?.offsetOf(out) ?? -1;
+    const staged = simd === null || (gu >= 0 && at >= 0) ? null : this.stage("x", 3 * count);
+    if (simd === null || count % 4 !== 0 || !(limit > 0) || (staged !== null && this.xOffset < 0)) {
+      clampedSwiglu(gateUp, n, I, limit, alpha, out);
+      return;
+    }
+    if (staged !== null) {
+      staged.set(gateUp.subarray(0, 2 * count));
+      [gu, at] = [this.xOffset, this.xOffset + 8 * count];
+    }
+    simd.clamped_swiglu(gu, at, count, limit, alpha);
+    if (staged !== null) out.set(staged.subarray(2 * count, 3 * count));
   }
 
   /**
