@@ -13,7 +13,8 @@
  * code and loaded as `bringup serve` loads it. All four decode the same tokens.
  *
  * After a warm-up round the arms alternate over rounds (the order rotates and reverses from round
- * to round), each round printed (each arm named with its mxfp4 switch); then each arm's median
+ * to round), each round printed (each arm named with its mxfp4 switch); then the 1-minute load
+ * average before and after the rounds, and each arm's median
  * (tokens per wall second, and per second of the process's CPU time over the same span: an arm
  * that loses the core to other load is not counted slower for it; llama.cpp's thread is this
  * process's too), the weight bytes it reads per token
@@ -41,12 +42,19 @@
  * unpacked arm alone takes seconds), so many rounds fit where one arm against another is the
  * question (e.g. `--arms int8 --llama-cpp --rounds 30`); ratios are printed between the arms run.
  *
+ * --baseline DIR adds the integer arm of another checkout's engine (its src/ loaded from source as
+ * this one's is, its kernels built: `npm run build:kernels` there), in the same rounds, so a change
+ * to the engine is measured against its revision in one run: e.g.
+ *   git archive main | tar -x -C /tmp/before && ln -s "$PWD/node_modules" /tmp/before/ &&
+ *     (cd /tmp/before && npm run build:kernels)
+ *
  *   npx tsx bench/moe-expert-paths.ts [--hidden 1024] [--intermediate 1024] [--experts 32] [--rounds 5] [--replay on] [--arms fused,int8] [--llama-cpp]
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { Session } from "node:inspector/promises";
-import { availableParallelism, tmpdir } from "node:os";
-import { join } from "node:path";
+import { availableParallelism, loadavg, tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { median } from "simple-statistics";
 import { blockedRatioInterval } from "../src/bench/index.js";
@@ -81,6 +89,7 @@ const USAGE = `usage: npx tsx bench/moe-expert-paths.ts [options]
   --arms LIST       the engine arms timed, comma-separated from fp8,fused,unpacked,f32,int8
                     (default all)
   --llama-cpp       add llama.cpp on the same MXFP4 weights as an arm
+  --baseline DIR    add the integer arm of the engine in checkout DIR (its kernels built)
   --llama-threads N llama.cpp's threads (default: --threads)
   --profile PATH    after the rounds, a CPU profile of the int8 arm decoding --decode tokens,
                     written to PATH (.cpuprofile) and summed by function
@@ -99,6 +108,7 @@ const { values: args } = parseArgs({
     replay: { type: "string", default: "off" },
     arms: { type: "string", default: "fp8,fused,unpacked,f32,int8" },
     "llama-cpp": { type: "boolean", default: false },
+    baseline: { type: "string" },
     "llama-threads": { type: "string" },
     profile: { type: "string" },
     help: { type: "boolean", default: false },
@@ -122,7 +132,7 @@ const replay = args.replay;
 if (replay !== "on" && replay !== "off") throw new Error(`--replay must be on or off, got ${replay}`);
 /** The engine arms' keys, exact arms first (they must decode the same tokens), then the integer arm. */
 const ARM_KEYS = ["fp8", "fused", "unpacked", "f32", "int8"] as const;
-type ArmKey = (typeof ARM_KEYS)[number] | "llama.cpp";
+type ArmKey = (typeof ARM_KEYS)[number] | "llama.cpp" | "baseline";
 const chosenArms = new Set(args.arms.split(",").map((a) => a.trim()));
 for (const a of chosenArms)
   if (!(ARM_KEYS as readonly string[]).includes(a))
@@ -207,8 +217,12 @@ interface Arm {
  * An engine over `model` with its `mxfp4` switch set to `mxfp4` (and `replay` to --replay); the
  * engine is asked which path it runs, so an arm cannot silently measure another path.
  */
-function engineFor(model: LoadedModel, mxfp4: "fused" | "unpacked" | "int8" = "fused"): Engine {
-  const engine = new Engine(model, {
+function engineFor(
+  model: LoadedModel,
+  mxfp4: "fused" | "unpacked" | "int8" = "fused",
+  EngineOf: typeof Engine = Engine,
+): Engine {
+  const engine = new EngineOf(model, {
     threads,
     maxNumSeqs: 1,
     maxModelLen: 512,
@@ -432,6 +446,20 @@ try {
     int8: () => engineArm("int8", "int8 MXFP4", engineFor(mxfp4, "int8"), mxfp4Bytes),
   };
   for (const key of ARM_KEYS) if (chosenArms.has(key)) arms.push(made[key]());
+  if (args.baseline !== undefined) {
+    // The other checkout's engine and MiniMax-M3 model code (their own module instances: kernels,
+    // arena and all) over the same checkpoint files.
+    const root = resolve(args.baseline);
+    const engineModule = (await import(
+      pathToFileURL(join(root, "src/engine/index.ts")).href
+    )) as typeof import("../src/engine/index.js");
+    const modelModule = (await import(
+      pathToFileURL(join(root, "src/engine/models/minimax-m3.ts")).href
+    )) as typeof import("../src/engine/models/minimax-m3.js");
+    const model = engineModule.modelOfFiles("mxfp4", files, modelModule.minimaxArchitecture);
+    const engine = engineFor(model, "int8", engineModule.Engine);
+    arms.push(engineArm("baseline", `int8 MXFP4 at ${args.baseline}`, engine, mxfp4Bytes));
+  }
   if (!chosenArms.has("fused")) closing.push(() => fused.close());
   const prompt = mxfp4.tokenizer.encode(corpus.slice(0, 4000)).slice(0, 16);
   if (args["llama-cpp"]) {
@@ -452,6 +480,7 @@ try {
   const exact4: readonly ArmKey[] = ["fp8", "fused", "unpacked", "f32"];
   /** The index of arm `key` in `arms`, -1 where it is not run. */
   const at = (key: ArmKey) => arms.findIndex((arm) => arm.key === key);
+  const loadBefore = loadavg()[0] as number;
   const rates = arms.map(() => [] as number[]);
   const cpuRates = arms.map(() => [] as number[]);
   for (let round = 0; round <= rounds; round++) {
@@ -485,6 +514,9 @@ try {
     );
   }
 
+  process.stdout.write(
+    `load average (1 min) ${loadBefore.toFixed(2)} before the rounds, ${(loadavg()[0] as number).toFixed(2)} after, on ${availableParallelism()} cores\n`,
+  );
   const nameWidth = Math.max(...arms.map((arm) => arm.name.length));
   process.stdout.write(
     `\n${"arm".padEnd(nameWidth)} ${"tok/s".padStart(8)} ${"MB/token".padStart(9)} ${"roofline".padStart(9)} ${"of it".padStart(6)} ${"tok/CPU-s".padStart(10)}\n`,
@@ -524,6 +556,8 @@ try {
   compare("int8", "fused");
   compare("fused", "llama.cpp");
   compare("int8", "llama.cpp");
+  compare("int8", "baseline");
+  compare("baseline", "llama.cpp");
   if (args.profile !== undefined) await profileDecode(arms[at("int8")] as Arm, prompt, args.profile);
 } finally {
   await Promise.all([...arms.map((arm) => arm.close()), ...closing.map((close) => close())]);
