@@ -35,8 +35,9 @@
  * WebAssembly kernel shows as wasm-function[0] of its module's hash), leaving out the inspector's
  * own stopping of the profiler.
  *
- * --replay on runs the engine arms with decode replay (the engine's planned steps: buffers reused
- * from step to step, as llama.cpp reuses its graph's, instead of allocated and collected).
+ * --replay sets the engine arms' replay switch: on (the engine's default) replays planned decode
+ * steps, their buffers reused from step to step as llama.cpp reuses its graph's; off allocates
+ * them anew each step, for the garbage collector.
  *
  * --arms names the engine arms to time (default all five): with fewer, a round is short (the
  * unpacked arm alone takes seconds), so many rounds fit where one arm against another is the
@@ -48,7 +49,7 @@
  *   git archive main | tar -x -C /tmp/before && ln -s "$PWD/node_modules" /tmp/before/ &&
  *     (cd /tmp/before && npm run build:kernels)
  *
- *   npx tsx bench/moe-expert-paths.ts [--hidden 1024] [--intermediate 1024] [--experts 32] [--rounds 5] [--replay on] [--arms fused,int8] [--llama-cpp]
+ *   npx tsx bench/moe-expert-paths.ts [--hidden 1024] [--intermediate 1024] [--experts 32] [--rounds 5] [--replay off] [--arms fused,int8] [--llama-cpp]
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { Session } from "node:inspector/promises";
@@ -85,7 +86,7 @@ const USAGE = `usage: npx tsx bench/moe-expert-paths.ts [options]
   --decode N        tokens decoded per trial (default 32)
   --rounds N        measured rounds, arms alternated, after one warm-up round (default 5)
   --replay on|off   the engine arms' replay switch: decode steps planned once and replayed, their
-                    buffers reused (as llama.cpp reuses its graph's), or built anew (default off)
+                    buffers reused (as llama.cpp reuses its graph's), or built anew (default on)
   --arms LIST       the engine arms timed, comma-separated from fp8,fused,unpacked,f32,int8
                     (default all)
   --llama-cpp       add llama.cpp on the same MXFP4 weights as an arm
@@ -105,7 +106,7 @@ const { values: args } = parseArgs({
     threads: { type: "string", default: "2" },
     decode: { type: "string", default: "32" },
     rounds: { type: "string", default: "5" },
-    replay: { type: "string", default: "off" },
+    replay: { type: "string", default: "on" },
     arms: { type: "string", default: "fp8,fused,unpacked,f32,int8" },
     "llama-cpp": { type: "boolean", default: false },
     baseline: { type: "string" },
