@@ -11,7 +11,7 @@ export function clampedSwiglu(
   I: number,
   limit: number,
   alpha: number,
-  out = new Float32Array(n * I),
+  out: Float32Array = new Float32Array(n * I),
 ): Float32Array {
   for (let t = 0; t < n; t++) {
     for (let i = 0; i < I; i++) {
