@@ -1,0 +1,51 @@
+import type { WasmArena } from "../wasm-arena.js";
+
+/**
+ * An MXFP4 weight's E8M0 exponents laid out by block for the integer MXFP4 path (mxfp4-int8.wat):
+ * e(n, b) - 1 at byte b·rows + n, so the kernel loads four consecutive rows' exponents of a block
+ * at once (from any first row) instead of looking each up, and makes the half scales 2^(e - 128)
+ * from them by a swizzle and a shift. Three spare zero bytes follow the last row's (the kernel's
+ * read for fewer than four rows covers them). Only exponents in [2, 254] have their half scale as
+ * a normal f32 with those bits; a weight holding another (2^-127 or less, or NaN; none in the
+ * checkpoints seen) gets none, and the matmul takes the exact path for it.
+ *
+ * The weight's row-major exponents (`mxScales`, rows·cols/32 bytes) stay, for the exact paths; this
+ * copy is as large again.
+ */
+
+/** Bytes the layout takes for a [rows, cols] weight. */
+export function int8ExponentBytes(rows: number, cols: number): number {
+  return (rows * cols) / 32 + 3;
+}
+
+/** Whether every exponent lies in [2, 254], as the layout needs. */
+export function int8ExponentsFit(mxScales: Uint8Array): boolean {
+  return mxScales.every((e) => e >= 2 && e <= 254);
+}
+
+/** `mxScales` ([rows, cols/32] E8M0 exponents, row-major, each in [2, 254]) in the layout above at byte `at` of `buffer`. */
+export function layInt8Exponents(
+  mxScales: Uint8Array,
+  rows: number,
+  cols: number,
+  buffer: ArrayBufferLike,
+  at: number,
+): void {
+  const blocks = cols / 32;
+  const out = new Uint8Array(buffer, at, int8ExponentBytes(rows, cols));
+  for (let n = 0; n < rows; n++)
+    for (let b = 0; b < blocks; b++) out[b * rows + n] = (mxScales[n * blocks + b] as number) - 1;
+  out.fill(0, rows * blocks);
+}
+
+/**
+ * The layout of `mxScales` placed in the arena: its byte offset, or -1 when an exponent lies
+ * outside [2, 254] or the arena has no room.
+ */
+export function int8ExponentsAt(mxScales: Uint8Array, rows: number, cols: number, arena: WasmArena): number {
+  if (!int8ExponentsFit(mxScales)) return -1;
+  const out = arena.array(Uint8Array, int8ExponentBytes(rows, cols));
+  if (out === null) return -1;
+  layInt8Exponents(mxScales, rows, cols, out.buffer, out.byteOffset);
+  return out.byteOffset;
+}
