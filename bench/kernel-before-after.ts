@@ -62,7 +62,11 @@ import { setFlagsFromString } from "node:v8";
 import wabtInit from "wabt";
 import { type BlockTrials, blockedRatioInterval } from "../src/bench/index.js";
 import { compileWasm, instantiateWasm, type WasmModule } from "../src/common/wasm-runtime.js";
-import { int8ExponentBytes, layInt8Exponents } from "../src/engine/kernels/matmul/int8-exponents.js";
+import {
+  int8ExponentBytes,
+  int8ExponentStride,
+  layInt8Exponents,
+} from "../src/engine/kernels/matmul/int8-exponents.js";
 import { MXFP4_TABLE_BYTES, mxfp4Tables } from "../src/engine/kernels/matmul/matmul-kernel.js";
 import { quantizedBytes, quantizeInput } from "../src/engine/kernels/matmul/mxfp4-int8.js";
 import { type KernelBinary, kernelBytes } from "../src/engine/kernels/wasm-kernels.js";
@@ -276,7 +280,7 @@ if (kernel === "tile") {
             M,
             ...q,
             codes + (c0 * K) / 2,
-            ...(int8ByBlock(arm) ? [exps + c0, N] : [scales + (c0 * K) / 32, tables]),
+            ...(int8ByBlock(arm) ? [exps + c0, int8ExponentStride(N)] : [scales + (c0 * K) / 32, tables]),
             o + c0 * 4,
             Math.min(chunk, N - c0),
             N * 4,
@@ -300,7 +304,7 @@ if (kernel === "tile") {
           1,
           ...q,
           codes,
-          ...(int8ByBlock(arm) ? [exps, experts.rows] : [scales, experts.tables]),
+          ...(int8ByBlock(arm) ? [exps, int8ExponentStride(experts.rows)] : [scales, experts.tables]),
           at,
           n,
           experts.rows * 4,
@@ -495,7 +499,7 @@ function randomExperts() {
   const exps = Array.from({ length: E }, (_, e) => int8Exponents(stack.scales + e * rows * 32, rows, 1024));
   /**
    * Each picked expert's rows, `chunk` at a time (fewer at its end): their codes, scales, output,
-   * count, and their exponents by block (the integer path's; stride `rows`).
+   * count, and their exponents by block (the integer path's).
    */
   const each = (
     chunk: number,

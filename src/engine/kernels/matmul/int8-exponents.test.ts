@@ -1,15 +1,34 @@
 import { describe, expect, it } from "vitest";
 import { wasmArena } from "../wasm-arena.js";
-import { int8ExponentBytes, int8ExponentsAt, int8ExponentsFit, layInt8Exponents } from "./int8-exponents.js";
+import {
+  int8ExponentBytes,
+  int8ExponentStride,
+  int8ExponentsAt,
+  int8ExponentsFit,
+  layInt8Exponents,
+} from "./int8-exponents.js";
 
 describe("the integer MXFP4 path's exponents by block (int8-exponents.ts)", () => {
-  it("lays e - 1 of row n, block b at b·rows + n, then three zero bytes", () => {
+  it("lays e - 1 of row n, block b at b·stride + n, zeros between", () => {
     const [rows, cols] = [3, 64];
     // Row n, block b: exponent 100 + 10n + b.
     const mxScales = Uint8Array.from([100, 101, 110, 111, 120, 121]);
     const bytes = new Uint8Array(int8ExponentBytes(rows, cols) + 2).fill(7);
     layInt8Exponents(mxScales, rows, cols, bytes.buffer, 1);
-    expect(Array.from(bytes)).toEqual([7, 99, 109, 119, 100, 110, 120, 0, 0, 0, 7]);
+    const want = [7, ...new Array(128).fill(0), 7];
+    want.splice(1, 3, 99, 109, 119);
+    want.splice(65, 3, 100, 110, 120);
+    expect(Array.from(bytes)).toEqual(want);
+  });
+
+  it("strides an odd number of cache lines, at least 3 bytes past the last row", () => {
+    for (const rows of [1, 4, 61, 62, 64, 1024, 2048, 2880]) {
+      const stride = int8ExponentStride(rows);
+      expect(stride % 64).toBe(0);
+      expect((stride / 64) % 2).toBe(1);
+      expect(stride).toBeGreaterThanOrEqual(rows + 3);
+      expect(stride).toBeLessThan(rows + 3 + 128);
+    }
   });
 
   it("gives the half scale's f32 bits, (e - 1) << 23 = 2^(e - 128), only for e in [2, 254]", () => {
@@ -28,9 +47,9 @@ describe("the integer MXFP4 path's exponents by block (int8-exponents.ts)", () =
     if (arena === null) throw new Error("no shared WebAssembly memory");
     const mxScales = Uint8Array.from({ length: 8 }, (_, i) => 120 + i);
     const at = int8ExponentsAt(mxScales, 4, 64, arena);
-    expect(Array.from(new Uint8Array(arena.memory.buffer, at, 11))).toEqual([
-      119, 121, 123, 125, 120, 122, 124, 126, 0, 0, 0,
-    ]);
+    const laid = new Uint8Array(arena.memory.buffer, at, 128);
+    expect(Array.from(laid.subarray(0, 5))).toEqual([119, 121, 123, 125, 0]);
+    expect(Array.from(laid.subarray(64, 69))).toEqual([120, 122, 124, 126, 0]);
     expect(int8ExponentsAt(Uint8Array.from([120, 255]), 1, 64, arena)).toBe(-1);
   });
 });

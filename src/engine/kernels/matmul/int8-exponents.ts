@@ -2,10 +2,12 @@ import type { WasmArena } from "../wasm-arena.js";
 
 /**
  * An MXFP4 weight's E8M0 exponents laid out by block for the integer MXFP4 path (mxfp4-int8.wat):
- * e(n, b) - 1 at byte b·rows + n, so the kernel loads four consecutive rows' exponents of a block
+ * e(n, b) - 1 at byte b·stride + n, so the kernel loads four consecutive rows' exponents of a block
  * at once (from any first row) instead of looking each up, and makes the half scales 2^(e - 128)
- * from them by a swizzle and a shift. Three spare zero bytes follow the last row's (the kernel's
- * read for fewer than four rows covers them). Only exponents in [2, 254] have their half scale as
+ * from them by a swizzle and a shift. The stride is an odd number of cache lines with at least 3
+ * zero bytes past the last row (the kernel's read for fewer than four rows covers them): the
+ * kernel reads a block's exponents a stride apart, and a power-of-two stride (rows 1024, 2048)
+ * would put every block's line in the same few L1 sets. Only exponents in [2, 254] have their half scale as
  * a normal f32 with those bits; a weight holding another (2^-127 or less, or NaN; none in the
  * checkpoints seen) gets none, and the matmul takes the exact path for it.
  *
@@ -13,9 +15,14 @@ import type { WasmArena } from "../wasm-arena.js";
  * copy is as large again.
  */
 
+/** Bytes from one block's exponents to the next's for a weight of `rows` rows. */
+export function int8ExponentStride(rows: number): number {
+  return (Math.ceil((rows + 3) / 64) | 1) * 64;
+}
+
 /** Bytes the layout takes for a [rows, cols] weight. */
 export function int8ExponentBytes(rows: number, cols: number): number {
-  return (rows * cols) / 32 + 3;
+  return (cols / 32) * int8ExponentStride(rows);
 }
 
 /** Whether every exponent lies in [2, 254], as the layout needs. */
@@ -32,10 +39,10 @@ export function layInt8Exponents(
   at: number,
 ): void {
   const blocks = cols / 32;
-  const out = new Uint8Array(buffer, at, int8ExponentBytes(rows, cols));
+  const stride = int8ExponentStride(rows);
+  const out = new Uint8Array(buffer, at, int8ExponentBytes(rows, cols)).fill(0);
   for (let n = 0; n < rows; n++)
-    for (let b = 0; b < blocks; b++) out[b * rows + n] = (mxScales[n * blocks + b] as number) - 1;
-  out.fill(0, rows * blocks);
+    for (let b = 0; b < blocks; b++) out[b * stride + n] = (mxScales[n * blocks + b] as number) - 1;
 }
 
 /**

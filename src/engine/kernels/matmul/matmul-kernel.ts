@@ -2,7 +2,7 @@ import { HALVES_ORDER } from "../../../formats/mxfp4-halves.js";
 import { quadRow, quadRows, toRowQuads } from "../../tensor/row-quads.js";
 import { DTYPE_CODE, type Weight } from "../../tensor/weight.js";
 import type { WasmArena } from "../wasm-arena.js";
-import { int8ExponentsAt } from "./int8-exponents.js";
+import { int8ExponentStride, int8ExponentsAt } from "./int8-exponents.js";
 import type { Int8Quantize, Mxfp4Int8 } from "./mxfp4-int8.js";
 import type { SimdTile } from "./tile-module.js";
 
@@ -270,7 +270,8 @@ function int8Range(range: MatmulRange, simd: SimdTile, int8: NonNullable<MatmulT
     const rows = Math.min(span, n1 - c0);
     const wAt = wOffset + (c0 * K) / 2;
     const at = direct ? outOffset + c0 * 4 : W * 4;
-    int8.rows(K, M, quantized, wAt, int8Exponents + c0, N, at, rows, direct ? N * 4 : rows * 4);
+    const eAt = int8Exponents + c0;
+    int8.rows(K, M, quantized, wAt, eAt, int8ExponentStride(N), at, rows, direct ? N * 4 : rows * 4);
     if (heap !== null)
       for (let m = 0; m < M; m++) out.set(heap.subarray(W + m * rows, W + (m + 1) * rows), m * N + c0);
   }

@@ -6,7 +6,7 @@ import { MatmulPool } from "../pool.js";
 import { weightAt } from "../reference.js";
 import { wasmArena } from "../wasm-arena.js";
 import { compileKernel } from "../wasm-kernels.js";
-import { int8ExponentBytes, layInt8Exponents } from "./int8-exponents.js";
+import { int8ExponentBytes, int8ExponentStride, layInt8Exponents } from "./int8-exponents.js";
 import { buildDecodeTables } from "./matmul-kernel.js";
 import {
   INT8_BLOCK_BYTES,
@@ -205,7 +205,7 @@ describe("the integer MXFP4 matmul (matmul/mxfp4-int8.wat)", () => {
     const outs = [relaxed, plain].map((module) => {
       const o = arena.allocate(4 * M * N);
       const run = (instantiateWasm(module, arena.memory) as { mxfp4_int8: Mxfp4Int8 }).mxfp4_int8;
-      run(K, M, q, blocks, exps, N, o, N, 4 * N);
+      run(K, M, q, blocks, exps, int8ExponentStride(N), o, N, 4 * N);
       return new Float32Array(arena.memory.buffer, o, M * N);
     });
     expect(bitsOf(outs[1] as Float32Array)).toEqual(bitsOf(outs[0] as Float32Array));
@@ -233,7 +233,7 @@ describe("the integer MXFP4 matmul (matmul/mxfp4-int8.wat)", () => {
       ] as const) {
         new Uint8Array(memory.buffer, blocks, w.data.byteLength).set(w.data as Uint8Array);
         layInt8Exponents(w.mxScales as Uint8Array, N, K, memory.buffer, exps);
-        run(K, 1, q, blocks, exps, N, o, N, 4 * N);
+        run(K, 1, q, blocks, exps, int8ExponentStride(N), o, N, 4 * N);
         expect(bitsOf(new Float32Array(memory.buffer, o, N))).toEqual(bitsOf(int8Reference(x, 1, w)));
       }
     }

@@ -7,7 +7,8 @@
 ;; nibble first). Its E8M0 exponents are laid out by block (./int8-exponents.ts, made when the weight
 ;; is first read on this path): e(n, b) - 1 at byte exps + b*expStride + n, so four consecutive
 ;; rows' exponents of a block are one 32-bit load, each e in [2, 254] (a half scale 2^(e - 128) is
-;; then a normal f32 whose bits are (e - 1) << 23), and 3 readable bytes past the last row's. The
+;; then a normal f32 whose bits are (e - 1) << 23), and 3 readable bytes past the last row's
+;; (expStride >= N + 3). The
 ;; input, quantized by `quantize` below (./mxfp4-int8.ts's quantizeInput is its plain reference),
 ;; holds for each row m and block b of 32 values 64 bytes at q + 64(m*K/32 + b): the 16 int8
 ;; values of even k, the 16 of odd k, an i16x8 correction, the block's f32 scale s(m, b), and 12
