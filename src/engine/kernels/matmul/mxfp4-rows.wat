@@ -13,23 +13,23 @@
 ;; block's exponent, two swizzles giving each value's bytes 2 and 3, so the same values), but in
 ;; ascending order and each vector of four values into a multiply-add at once. The codes' low and
 ;; high nibbles interleaved are the codes of values 0-15 (and 16-31) in order; each value's two
-;; bytes interleaved make a word; and each word interleaved with a zero word ($zero) is a lane:
-;; values 0-3, 4-7, ... No shuffle of the code bytes first and no shift: one instruction fewer a
-;; block than mxfp4-decode.wat's order (1.046x [1.017, 1.076], same bits). Codes in halves order
-;; are in that order already, so the `.halves` build (scripts/build-kernels.mjs) takes the nibbles
-;; as they are and widens as ./mxfp4-decode.wat does, by a shift and a mask. The
-;; sums are ./matmul-tile.wat's at one input row: each output keeps four f32 lane sums over k mod
-;; 4, in ascending k, each step a relaxed_madd (a mul then an add in the .unfused build), added as
-;; (l0 + l1) + (l2 + l3); so every output equals the tile's on the decoded rows bit for bit
-;; (matmul.test.ts holds weights where another order gives other bits).
+;; bytes interleaved make a word; and each word interleaved with a zero word ($zero, never set)
+;; is a lane: values 0-3, 4-7, ... The code bytes need no swizzle first, so a block takes one
+;; instruction fewer than in ./mxfp4-decode.wat's order, whose words a shift and a mask widen
+;; (1.046x [1.017, 1.076], same bits). Codes in halves order are in that order already, so the
+;; `.halves` build (scripts/build-kernels.mjs) takes the nibbles as they are and widens by the
+;; shift and the mask. The sums are ./matmul-tile.wat's at one input row: each output keeps four
+;; f32 lane sums over k mod 4, in ascending k, each step a relaxed_madd (a mul then an add in the
+;; .unfused build), added as (l0 + l1) + (l2 + l3); so every output equals the tile's on the
+;; decoded rows bit for bit (matmul.test.ts holds weights where another order gives other bits).
 ;;
 ;; Four rows are in flight, as in the tile: four independent chains of multiply-adds. Each block
 ;; is taken in two halves of 16 values: the half's four input vectors are loaded once into
 ;; registers and serve all four rows (loaded once a row, as before, they were 8 of some 50
 ;; instructions a row and block; measured 1.26x [1.17, 1.37] on [2880, 2880] at load 5.5, same
-;; bits). A row's codes are put in order once a block, in the first half; the second half's
-;; (`$second`) wait in acc's upper 64 bytes, as registers are short. Rows come in
-;; groups of four from n = 0; a last group of fewer starts at N - 4 instead, recomputing (to the
+;; bits). A row's codes are split into nibbles once a block, in the first half; the second
+;; half's (`$second`) wait in acc's upper 64 bytes, as registers are short. Rows come in groups of
+;; four from n = 0; a last group of fewer starts at N - 4 instead, recomputing (to the
 ;; same bits) rows already written; with N < 4 each row is a group of its own, computed four times
 ;; over. Each input row decodes the weights again, so ../matmul-kernel.ts calls this below
 ;; KernelSwitches.mxfp4ScratchTokens input rows (one), and from there decodes a chunk once into
