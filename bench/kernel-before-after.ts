@@ -328,11 +328,11 @@ if (kernel === "tile") {
     run: (arm) => {
       const chunk = chunkOf(arm);
       const ldo = experts.rows * 4;
-      experts.each(chunk, (c, s, at) => {
-        if (arm === after) arm.mxfp4?.(1024, 1, xe, c, s, experts.tables, acc, at, chunk, ldo);
+      experts.each(chunk, (c, s, at, n) => {
+        if (arm === after) arm.mxfp4?.(1024, 1, xe, c, s, experts.tables, acc, at, n, ldo);
         else {
-          arm.decode?.(c, s, experts.tables, rows, chunk * 32);
-          tile(1024, 1, xe, rows, at, chunk / 4, ldo, 1024 * 4, 16);
+          arm.decode?.(c, s, experts.tables, rows, n * 32);
+          tile(1024, 1, xe, rows, at, n / 4, ldo, 1024 * 4, 16);
         }
       });
     },
