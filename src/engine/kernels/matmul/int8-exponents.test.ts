@@ -42,7 +42,7 @@ describe("the integer MXFP4 path's exponents by block (int8-exponents.ts)", () =
     for (const odd of [0, 1, 255]) expect(int8ExponentsFit(Uint8Array.from([127, odd]))).toBe(false);
   });
 
-  it("places the layout in the arena, or none for a weight it cannot hold", () => {
+  it("places the layout in the arena once per exponents' array, or none for a weight it cannot hold", () => {
     const arena = wasmArena();
     if (arena === null) throw new Error("no shared WebAssembly memory");
     const mxScales = Uint8Array.from({ length: 8 }, (_, i) => 120 + i);
@@ -50,6 +50,8 @@ describe("the integer MXFP4 path's exponents by block (int8-exponents.ts)", () =
     const laid = new Uint8Array(arena.memory.buffer, at, 128);
     expect(Array.from(laid.subarray(0, 5))).toEqual([119, 121, 123, 125, 0]);
     expect(Array.from(laid.subarray(64, 69))).toEqual([120, 122, 124, 126, 0]);
+    expect(int8ExponentsAt(mxScales, 4, 64, arena)).toBe(at);
+    expect(int8ExponentsAt(mxScales.slice(), 4, 64, arena)).not.toBe(at);
     expect(int8ExponentsAt(Uint8Array.from([120, 255]), 1, 64, arena)).toBe(-1);
   });
 });

@@ -45,14 +45,22 @@ export function layInt8Exponents(
     for (let b = 0; b < blocks; b++) out[b * stride + n] = (mxScales[n * blocks + b] as number) - 1;
 }
 
+/** Each weight's layout by its exponents' array, per arena: laid out once however many pools read it. */
+const laid = new WeakMap<WasmArena, WeakMap<Uint8Array, number>>();
+
 /**
- * The layout of `mxScales` placed in the arena: its byte offset, or -1 when an exponent lies
- * outside [2, 254] or the arena has no room.
+ * The layout of `mxScales` placed in the arena (once for the array): its byte offset, or -1 when
+ * an exponent lies outside [2, 254] or the arena has no room.
  */
 export function int8ExponentsAt(mxScales: Uint8Array, rows: number, cols: number, arena: WasmArena): number {
-  if (!int8ExponentsFit(mxScales)) return -1;
-  const out = arena.array(Uint8Array, int8ExponentBytes(rows, cols));
-  if (out === null) return -1;
-  layInt8Exponents(mxScales, rows, cols, out.buffer, out.byteOffset);
-  return out.byteOffset;
+  const known = laid.get(arena) ?? new WeakMap<Uint8Array, number>();
+  laid.set(arena, known);
+  let at = known.get(mxScales);
+  if (at === undefined) {
+    const out = int8ExponentsFit(mxScales) ? arena.array(Uint8Array, int8ExponentBytes(rows, cols)) : null;
+    if (out !== null) layInt8Exponents(mxScales, rows, cols, out.buffer, out.byteOffset);
+    at = out === null ? -1 : out.byteOffset;
+    known.set(mxScales, at);
+  }
+  return at;
 }
