@@ -40,8 +40,9 @@
  *   weights/s per core.
  * - mxfp4-int8 (matmul/mxfp4-int8.wat): the integer MXFP4 rows over the same MXFP4 weights as
  *   mxfp4-decode's, at M = 1 and 4 input rows quantized by mxfp4-int8.ts (each arm's own, as its
- *   revision has it: the layout may change with the kernel), 64 rows a call as the
- *   matmul calls it; G weights/s (times M) per core. Then at M = 1 over 16 of 64 experts
+ *   revision has it: the layout may change with the kernel), the exponents laid out by block
+ *   (int8-exponents.ts) for an arm that reads them so, row-major with the half scales' table for
+ *   an older one, 64 rows a call as the matmul calls it; G weights/s (times M) per core. Then at M = 1 over 16 of 64 experts
  *   [2048, 1024] picked at random, as MoE decode steps read them (64 MiB, past L3).
  *
  * --chunk sets the rows a decode writes before the tile reads them back (64, the matmul's, by
@@ -61,6 +62,11 @@ import { setFlagsFromString } from "node:v8";
 import wabtInit from "wabt";
 import { type BlockTrials, blockedRatioInterval } from "../src/bench/index.js";
 import { compileWasm, instantiateWasm, type WasmModule } from "../src/common/wasm-runtime.js";
+import {
+  int8ExponentBytes,
+  int8ExponentStride,
+  layInt8Exponents,
+} from "../src/engine/kernels/matmul/int8-exponents.js";
 import { MXFP4_TABLE_BYTES, mxfp4Tables } from "../src/engine/kernels/matmul/matmul-kernel.js";
 import { quantizedBytes, quantizeInput } from "../src/engine/kernels/matmul/mxfp4-int8.js";
 import { type KernelBinary, kernelBytes } from "../src/engine/kernels/wasm-kernels.js";
@@ -254,6 +260,7 @@ if (kernel === "tile") {
 } else if (kernel === "mxfp4-int8") {
   const [N, K] = [2880, decodeK];
   const { tables, codes, scales } = mxfp4Weights(N, K);
+  const exps = int8Exponents(scales, N, K);
   const quantizers = await int8Quantizers();
   for (const M of [1, 4]) {
     const input = quantizedInputs(rng.fillNormal(new Float32Array(M * K), 1), M, K, quantizers);
@@ -273,8 +280,7 @@ if (kernel === "tile") {
             M,
             ...q,
             codes + (c0 * K) / 2,
-            scales + (c0 * K) / 32,
-            tables,
+            ...(int8ByBlock(arm) ? [exps + c0, int8ExponentStride(N)] : [scales + (c0 * K) / 32, tables]),
             o + c0 * 4,
             Math.min(chunk, N - c0),
             N * 4,
@@ -292,8 +298,17 @@ if (kernel === "tile") {
     outBytes: experts.outBytes,
     run: (arm) => {
       const q = input(arm);
-      experts.each(chunkOf(arm), (codes, scales, at, n) =>
-        arm.mxfp4_int8?.(1024, 1, ...q, codes, scales, experts.tables, at, n, experts.rows * 4),
+      experts.each(chunkOf(arm), (codes, scales, at, n, exps) =>
+        arm.mxfp4_int8?.(
+          1024,
+          1,
+          ...q,
+          codes,
+          ...(int8ByBlock(arm) ? [exps, int8ExponentStride(experts.rows)] : [scales, experts.tables]),
+          at,
+          n,
+          experts.rows * 4,
+        ),
       );
     },
   });
@@ -345,6 +360,21 @@ if (kernel === "tile") {
   decodeCases(N, K, (arm, c0, rows, chunk) =>
     arm.decode?.(codesOf(arm) + (c0 * K) / 2, scales + (c0 * K) / 32, tables, rows, (chunk * K) / 32),
   );
+}
+
+/**
+ * Whether an arm's mxfp4_int8 reads exponents laid out by block (int8-exponents.ts) and their
+ * stride, rather than row-major exponents and the half scales' table as an older one did.
+ */
+function int8ByBlock(arm: Arm): boolean {
+  return arm === after || !old.text.includes("(param $halfScales");
+}
+
+/** The [N, K] weight's exponents at `scales` (row-major) laid out by block in the memory: their offset. */
+function int8Exponents(scales: number, N: number, K: number): number {
+  const at = allocate(int8ExponentBytes(N, K));
+  layInt8Exponents(new Uint8Array(memory.buffer, scales, (N * K) / 32), N, K, memory.buffer, at);
+  return at;
 }
 
 /** An arm's input quantizer (mxfp4-int8.ts's; an older one returned its scales' offset). */
@@ -465,8 +495,16 @@ function randomExperts() {
   const stack = mxfp4Weights(E * rows, 1024);
   const picks = Array.from({ length: 16 }, () => rng.nextU32() % E);
   const o = allocate(picks.length * rows * 4);
-  /** Each picked expert's rows, `chunk` at a time (fewer at its end): their codes, scales, output, count. */
-  const each = (chunk: number, call: (codes: number, scales: number, out: number, n: number) => void) =>
+  // Each expert's exponents laid out by block for the integer path, as the engine lays a weight's.
+  const exps = Array.from({ length: E }, (_, e) => int8Exponents(stack.scales + e * rows * 32, rows, 1024));
+  /**
+   * Each picked expert's rows, `chunk` at a time (fewer at its end): their codes, scales, output,
+   * count, and their exponents by block (the integer path's).
+   */
+  const each = (
+    chunk: number,
+    call: (codes: number, scales: number, out: number, n: number, exps: number) => void,
+  ) =>
     picks.forEach((e, i) => {
       for (let c0 = 0; c0 < rows; c0 += chunk)
         call(
@@ -474,6 +512,7 @@ function randomExperts() {
           stack.scales + (e * rows + c0) * 32,
           o + (i * rows + c0) * 4,
           Math.min(chunk, rows - c0),
+          (exps[e] as number) + c0,
         );
     });
   const label = `16 of 64 experts [${rows}, 1024] at random`;

@@ -32,8 +32,8 @@ export interface KernelModules {
     readonly halfScales: number;
     readonly scratchTokens: number;
   };
-  /** The integer MXFP4 path (relaxed dot products, or their plain form) and its half scales' table. */
-  readonly mxfp4Int8?: { readonly module: WasmModule; readonly halfScales: number };
+  /** The integer MXFP4 path (relaxed dot products, or their plain form). */
+  readonly mxfp4Int8?: { readonly module: WasmModule };
   /**
    * The block-scaled FP8 rows' SIMD kernels, built like the tile (fused or not), and from how many
    * input rows they decode into scratch for the tile (see Fp8Rows).
@@ -88,11 +88,7 @@ export function kernelThread(modules: KernelModules, memory: WasmMemory | undefi
     }),
     mxfp4Int8: instance(modules.mxfp4Int8?.module, (m, mem) => {
       const exports = instantiateWasm(m, mem) as { mxfp4_int8: Mxfp4Int8; quantize: Int8Quantize };
-      return {
-        rows: exports.mxfp4_int8,
-        quantize: exports.quantize,
-        halfScales: modules.mxfp4Int8?.halfScales as number,
-      };
+      return { rows: exports.mxfp4_int8, quantize: exports.quantize };
     }),
     fp8: instance(modules.fp8?.module, (m, mem) => {
       const { decode, fp8 } = instantiateWasm(m, mem) as { decode: Fp8Rows["decode"]; fp8: Fp8Rows["rows"] };

@@ -23,12 +23,12 @@ export function mxfp4Modules(
   switches: KernelSwitches,
 ): Pick<KernelModules, "mxfp4" | "mxfp4Int8"> {
   if (switches.mxfp4 === "unpacked") return {};
-  const halfScales = mxfp4TableAt(arena);
-  if (halfScales < 0) return {};
   if (switches.mxfp4 === "int8") {
     const module = compileKernel("matmul/mxfp4-int8") ?? compileKernel("matmul/mxfp4-int8.plain-dot");
-    return module === undefined ? {} : { mxfp4Int8: { module, halfScales } };
+    return module === undefined ? {} : { mxfp4Int8: { module } };
   }
+  const halfScales = mxfp4TableAt(arena);
+  if (halfScales < 0) return {};
   const module = compileKernel(fma ? "matmul/mxfp4-rows" : "matmul/mxfp4-rows.unfused");
   const halves = compileKernel(fma ? "matmul/mxfp4-rows.halves" : "matmul/mxfp4-rows.halves.unfused");
   const decode = compileKernel("matmul/mxfp4-decode") ?? compileKernel("matmul/mxfp4-decode.plain-swizzle");

@@ -527,7 +527,8 @@ export class MatmulPool {
   private partsOf(w: Weight): WeightParts {
     let parts = this.parts.get(w);
     if (parts === undefined) {
-      parts = weightParts(w, this.arena);
+      // On the integer MXFP4 path an MXFP4 weight's exponents are laid out for it here, once.
+      parts = weightParts(w, this.arena, this.int8Inputs !== null);
       this.parts.set(w, parts);
     }
     return parts;

@@ -2,6 +2,7 @@ import { HALVES_ORDER } from "../../../formats/mxfp4-halves.js";
 import { quadRow, quadRows, toRowQuads } from "../../tensor/row-quads.js";
 import { DTYPE_CODE, type Weight } from "../../tensor/weight.js";
 import type { WasmArena } from "../wasm-arena.js";
+import { int8ExponentStride, int8ExponentsAt } from "./int8-exponents.js";
 import type { Int8Quantize, Mxfp4Int8 } from "./mxfp4-int8.js";
 import type { SimdTile } from "./tile-module.js";
 
@@ -92,6 +93,8 @@ export interface WeightParts {
   readonly mxScales: Uint8Array | null;
   /** MXFP4 codes in halves order (Weight.mxfp4Order). */
   readonly halves: boolean;
+  /** Byte offset of the exponents laid out for the integer MXFP4 path (int8-exponents.ts), or -1. */
+  readonly int8Exponents: number;
   /** Whether an f32 weight's rows lie in row quads (tensor/row-quads.ts) rather than row-major. */
   readonly quads: boolean;
   /**
@@ -103,20 +106,27 @@ export interface WeightParts {
 
 /**
  * The kernel's view of `w`; f32, MXFP4 and block-scaled FP8 weights the arena holds are read in
- * place by the SIMD kernels.
+ * place by the SIMD kernels. With `int8` (the integer MXFP4 path is chosen) an MXFP4 weight in the
+ * arena, codes in OCP order, also gets its exponents laid out for that path (int8-exponents.ts).
  */
-export function weightParts(w: Weight, arena: WasmArena | null): WeightParts {
+export function weightParts(w: Weight, arena: WasmArena | null, int8 = false): WeightParts {
   const scales = w.mxScales ?? w.scale?.data;
+  const offset = arena === null ? -1 : arena.offsetOf(w.data);
+  const int8Exponents =
+    int8 && arena !== null && offset >= 0 && w.mxScales !== undefined && w.mxfp4Order !== "halves"
+      ? int8ExponentsAt(w.mxScales, w.rows, w.cols, arena)
+      : -1;
   return {
     dtype: DTYPE_CODE[w.dtype],
     data: w.data,
-    offset: arena === null ? -1 : arena.offsetOf(w.data),
+    offset,
     scalesOffset: arena === null || scales === undefined ? -1 : arena.offsetOf(scales),
     scaleData: w.scale?.data ?? null,
     scaleBlockRows: w.scale?.blockRows ?? 1,
     scaleBlockCols: w.scale?.blockCols ?? 1,
     mxScales: w.mxScales ?? null,
     halves: w.mxfp4Order === "halves",
+    int8Exponents,
     quads: w.layout === "row-quads",
     fp8Folds: w.scale?.data.every((s) => Number.isFinite(Math.fround(s * 2 ** 120))) ?? false,
   };
@@ -125,10 +135,11 @@ export function weightParts(w: Weight, arena: WasmArena | null): WeightParts {
 /**
  * Whether the integer MXFP4 path reads this weight where the thread has that path: MXFP4 in the
  * shared memory, codes in OCP order (its input quantization pairs low nibbles with even inputs;
- * codes in halves order take the exact path instead).
+ * codes in halves order take the exact path instead), its exponents laid out for the path (not
+ * where one lies outside [2, 254]).
  */
 export function int8Reads(weight: WeightParts): boolean {
-  return weight.dtype === 4 && weight.offset >= 0 && weight.scalesOffset >= 0 && !weight.halves;
+  return weight.dtype === 4 && weight.int8Exponents >= 0;
 }
 
 /** One matmul over rows [n0, n1) of a weight; offsets are bytes in the shared memory (-1: elsewhere). */
@@ -167,12 +178,8 @@ export interface MatmulThread {
   readonly mxfp4: Mxfp4Rows | null;
   /** The block-scaled FP8 rows' SIMD kernels (null, or absent: unpacked in JavaScript for the tile). */
   readonly fp8?: Fp8Rows | null;
-  /** The integer MXFP4 path, its input quantization and its table of half E8M0 scales (absent or null: not chosen). */
-  readonly mxfp4Int8?: {
-    readonly rows: Mxfp4Int8;
-    readonly quantize: Int8Quantize;
-    readonly halfScales: number;
-  } | null;
+  /** The integer MXFP4 path and its input quantization (absent or null: not chosen). */
+  readonly mxfp4Int8?: { readonly rows: Mxfp4Int8; readonly quantize: Int8Quantize } | null;
 }
 
 /**
@@ -254,7 +261,7 @@ const CHUNK = 64;
  */
 function int8Range(range: MatmulRange, simd: SimdTile, int8: NonNullable<MatmulThread["mxfp4Int8"]>): void {
   const { M, K, out, outOffset, N, n0, n1, quantized } = range;
-  const { offset: wOffset, scalesOffset } = range.weight;
+  const { offset: wOffset, int8Exponents } = range.weight;
   const direct = outOffset >= 0;
   const W = (simd.base >> 2) + M * K;
   const span = direct ? n1 - n0 : Math.floor((CHUNK * K + CHUNK * M) / M / 4) * 4;
@@ -262,9 +269,9 @@ function int8Range(range: MatmulRange, simd: SimdTile, int8: NonNullable<MatmulT
   for (let c0 = n0; c0 < n1; c0 += span) {
     const rows = Math.min(span, n1 - c0);
     const wAt = wOffset + (c0 * K) / 2;
-    const sAt = scalesOffset + (c0 * K) / 32;
     const at = direct ? outOffset + c0 * 4 : W * 4;
-    int8.rows(K, M, quantized, wAt, sAt, int8.halfScales, at, rows, direct ? N * 4 : rows * 4);
+    const eAt = int8Exponents + c0;
+    int8.rows(K, M, quantized, wAt, eAt, int8ExponentStride(N), at, rows, direct ? N * 4 : rows * 4);
     if (heap !== null)
       for (let m = 0; m < M; m++) out.set(heap.subarray(W + m * rows, W + (m + 1) * rows), m * N + c0);
   }

@@ -6,7 +6,8 @@ import { MatmulPool } from "../pool.js";
 import { weightAt } from "../reference.js";
 import { wasmArena } from "../wasm-arena.js";
 import { compileKernel } from "../wasm-kernels.js";
-import { buildDecodeTables, MXFP4_TABLE_BYTES, mxfp4Tables } from "./matmul-kernel.js";
+import { int8ExponentBytes, int8ExponentStride, layInt8Exponents } from "./int8-exponents.js";
+import { buildDecodeTables } from "./matmul-kernel.js";
 import {
   INT8_BLOCK_BYTES,
   type Int8Quantize,
@@ -86,6 +87,23 @@ describe("the integer MXFP4 matmul (matmul/mxfp4-int8.wat)", () => {
           expect(bitsOf(got)).toEqual(bitsOf(want));
         }
       }
+    }
+  });
+
+  it("leaves a weight with an exponent outside [2, 254] to the exact path, as unpacked", async () => {
+    const unpacked = new MatmulPool(1, { mxfp4: "unpacked" });
+    try {
+      for (const odd of [0, 1, 255]) {
+        const w = mxfp4Weight(8, 64, (i) => (i === 5 ? odd : 120 + (i % 4)));
+        const x = rng.fillNormal(new Float32Array(2 * w.cols), 1);
+        const want = new Float32Array(2 * w.rows);
+        unpacked.matmul(x, 2, w, want);
+        const got = new Float32Array(2 * w.rows);
+        (pools[0] as MatmulPool).matmul(x, 2, w, got);
+        expect(bitsOf(got)).toEqual(bitsOf(want));
+      }
+    } finally {
+      await unpacked.close();
     }
   });
 
@@ -178,18 +196,16 @@ describe("the integer MXFP4 matmul (matmul/mxfp4-int8.wat)", () => {
     const [N, K, M] = [8, 64, 2];
     const w = mxfp4Weight(N, K, (i) => 120 + (i % 5));
     const x = rng.fillNormal(new Float32Array(M * K), 1);
-    const half = arena.allocate(MXFP4_TABLE_BYTES);
-    new Uint8Array(arena.memory.buffer, half, MXFP4_TABLE_BYTES).set(mxfp4Tables());
     const blocks = arena.allocate(w.data.byteLength);
-    const scales = arena.allocate(N * (K / 32));
+    const exps = arena.allocate(int8ExponentBytes(N, K));
     new Uint8Array(arena.memory.buffer, blocks, w.data.byteLength).set(w.data as Uint8Array);
-    new Uint8Array(arena.memory.buffer, scales, N * (K / 32)).set(w.mxScales as Uint8Array);
+    layInt8Exponents(w.mxScales as Uint8Array, N, K, arena.memory.buffer, exps);
     const q = arena.allocate(quantizedBytes(M, K));
     quantizeInput(x, M, K, arena.memory.buffer, q);
     const outs = [relaxed, plain].map((module) => {
       const o = arena.allocate(4 * M * N);
       const run = (instantiateWasm(module, arena.memory) as { mxfp4_int8: Mxfp4Int8 }).mxfp4_int8;
-      run(K, M, q, blocks, scales, half, o, N, 4 * N);
+      run(K, M, q, blocks, exps, int8ExponentStride(N), o, N, 4 * N);
       return new Float32Array(arena.memory.buffer, o, M * N);
     });
     expect(bitsOf(outs[1] as Float32Array)).toEqual(bitsOf(outs[0] as Float32Array));
@@ -199,24 +215,27 @@ describe("the integer MXFP4 matmul (matmul/mxfp4-int8.wat)", () => {
   it("reads nothing past a weight that ends the memory, at any ragged row count (its read-ahead too)", () => {
     const module = compileKernel("matmul/mxfp4-int8");
     if (module === undefined) throw new Error("SIMD unavailable");
-    // Two pages: the tables, input and output in the first, the codes ending the second exactly.
-    const memory = new WebAssembly.Memory({ initial: 2, maximum: 2, shared: true });
+    // One page: the input, output and exponents first, the codes ending it exactly; then the
+    // exponents alone ending it.
+    const memory = new WebAssembly.Memory({ initial: 1, maximum: 1, shared: true });
     const run = (instantiateWasm(module, memory) as { mxfp4_int8: Mxfp4Int8 }).mxfp4_int8;
     const K = 1024;
-    const half = 0;
-    new Uint8Array(memory.buffer, half, MXFP4_TABLE_BYTES).set(mxfp4Tables());
-    const q = MXFP4_TABLE_BYTES;
+    const q = 0;
     const x = rng.fillNormal(new Float32Array(K), 1);
     quantizeInput(x, 1, K, memory.buffer, q);
     const o = q + quantizedBytes(1, K);
-    for (const N of [1, 5, 6, 7, 9, 13]) {
+    for (const N of [1, 2, 5, 6, 7, 9, 13]) {
       const w = mxfp4Weight(N, K, (i) => 118 + (i % 8));
-      const scales = o + 4 * N;
-      const blocks = memory.buffer.byteLength - w.data.byteLength;
-      new Uint8Array(memory.buffer, blocks, w.data.byteLength).set(w.data as Uint8Array);
-      new Uint8Array(memory.buffer, scales, N * (K / 32)).set(w.mxScales as Uint8Array);
-      run(K, 1, q, blocks, scales, half, o, N, 4 * N);
-      expect(bitsOf(new Float32Array(memory.buffer, o, N))).toEqual(bitsOf(int8Reference(x, 1, w)));
+      const end = memory.buffer.byteLength;
+      for (const [blocks, exps] of [
+        [end - w.data.byteLength, o + 4 * N],
+        [o + 4 * N, end - int8ExponentBytes(N, K)],
+      ] as const) {
+        new Uint8Array(memory.buffer, blocks, w.data.byteLength).set(w.data as Uint8Array);
+        layInt8Exponents(w.mxScales as Uint8Array, N, K, memory.buffer, exps);
+        run(K, 1, q, blocks, exps, int8ExponentStride(N), o, N, 4 * N);
+        expect(bitsOf(new Float32Array(memory.buffer, o, N))).toEqual(bitsOf(int8Reference(x, 1, w)));
+      }
     }
   });
 });

@@ -1,14 +1,18 @@
 ;; MXFP4 rows dotted with an input quantized to int8 (the integer MXFP4 matmul, `mxfp4=int8`):
 ;;
-;;   mxfp4_int8(K, M, q, blocks, scales, halfScales, o, N, ldo): for n < N, m < M:
+;;   mxfp4_int8(K, M, q, blocks, exps, expStride, o, N, ldo): for n < N, m < M:
 ;;     f32 at byte o + m*ldo + 4n = Σ_blocks b dot(m, n, b) · (s(m, b) · 2^(e(n, b) - 128))
 ;;
-;; Row n's weights are stored as in ./mxfp4-rows.wat (K/2 bytes of E2M1 codes at blocks + n*K/2,
-;; low nibble first, and K/32 E8M0 exponents at scales + n*K/32). The input, quantized by `quantize`
-;; below (./mxfp4-int8.ts's quantizeInput is its plain reference), holds for each row m and block b
-;; of 32 values 64 bytes at q + 64(m*K/32 + b): the 16 int8 values of even k, the 16 of odd k, an
-;; i16x8 correction, the block's f32 scale s(m, b), and 12 zero bytes. halfScales is the table of
-;; 2^(e - 128) that ./mxfp4-rows.wat uses.
+;; Row n's codes are stored as in ./mxfp4-rows.wat (K/2 bytes of E2M1 codes at blocks + n*K/2, low
+;; nibble first). Its E8M0 exponents are laid out by block (./int8-exponents.ts, made when the weight
+;; is first read on this path): e(n, b) - 1 at byte exps + b*expStride + n, so four consecutive
+;; rows' exponents of a block are one 32-bit load, each e in [2, 254] (a half scale 2^(e - 128) is
+;; then a normal f32 whose bits are (e - 1) << 23), and 3 readable bytes past the last row's
+;; (expStride >= N + 3). The
+;; input, quantized by `quantize` below (./mxfp4-int8.ts's quantizeInput is its plain reference),
+;; holds for each row m and block b of 32 values 64 bytes at q + 64(m*K/32 + b): the 16 int8
+;; values of even k, the 16 of odd k, an i16x8 correction, the block's f32 scale s(m, b), and 12
+;; zero bytes.
 ;;
 ;; Each E2M1 code becomes twice its value plus 12, an integer in [0, 24] (7 bits, as
 ;; i16x8.relaxed_dot_i8x16_i7x16_s needs for its second operand to be exact everywhere): low
@@ -24,31 +28,33 @@
 ;; i32x4.relaxed_dot_i8x16_i7x16_add_s: V8 11.3 computed it wrong in a four-row kernel, and on x64
 ;; without AVX-VNNI it is these instructions and a multiply-add more per row.)
 ;;
-;; The four sums are made f32 (exactly), times the rows' scales (half E8M0 scales gathered into one
-;; vector, times the input block's scale, rounded once), and added to one f32 sum per row in
-;; ascending blocks. Not the f32 path's bits: ./mxfp4-int8.ts states the error. K is a multiple of
+;; The four sums are made f32 (exactly), times the rows' scales (the four exponents' bytes spread
+;; to the top byte of each 32-bit lane by a swizzle whose other indices are 0x80, giving zeros in
+;; the relaxed and plain forms alike, then shifted right once: the half scales' bits; times the
+;; input block's scale, rounded once), and added to one f32 sum per row in ascending blocks. Not the f32 path's bits: ./mxfp4-int8.ts states the error. K is a multiple of
 ;; 32.
 ;;
 ;; A group's four rows are consecutive, addressed from its first by the row strides (so the loop
 ;; keeps few pointers: V8 spilled them when each row had its own); the last group of N >= 4 rows
 ;; ends at the last row, redoing rows of the group before with the same bits (so no tail loop), and
-;; fewer than 4 rows are taken one at a time, a group of four copies of the row (stride 0).
+;; fewer than 4 rows are taken one at a time, a group of four copies of the row (stride 0; lanes
+;; 1-3 then scale by the next rows' exponents, or the spare bytes', and are not stored).
 ;;
-;; The swizzles are relaxed (every index is a nibble, below 16, where relaxed and plain agree: one
-;; byte shuffle, where plain costs V8 a saturating add before it); the .plain-dot build has plain
-;; ones. The high nibbles are shifted as 16-bit lanes then masked (V8 builds an 8-bit lane shift
+;; The swizzles are relaxed (every index is a nibble, below 16, or 0x80, at or above 128, where
+;; relaxed and plain agree: one byte shuffle, where plain costs V8 a saturating add before it); the
+;; .plain-dot build has plain ones. The high nibbles are shifted as 16-bit lanes then masked (V8 builds an 8-bit lane shift
 ;; from the same shift, a mask it rebuilds every time, and an and).
 (module
   (import "env" "memory" (memory 1 65536 shared))
 
   (func (export "mxfp4_int8")
-    (param $K i32) (param $M i32) (param $q i32) (param $blocks i32) (param $scales i32)
-    (param $halfScales i32) (param $o i32) (param $N i32) (param $ldo i32)
+    (param $K i32) (param $M i32) (param $q i32) (param $blocks i32) (param $exps i32)
+    (param $expStride i32) (param $o i32) (param $N i32) (param $ldo i32)
     (local $n i32) (local $r0 i32) (local $m i32) (local $nBlocks i32) (local $rowBytes i32)
-    (local $codeStride i32) (local $scaleStride i32) (local $step i32)
+    (local $codeStride i32) (local $step i32)
     (local $p i32) (local $sp i32) (local $xp i32) (local $xEnd i32) (local $ahead i32) (local $ahead0 i32)
-    (local $aheadStep i32) (local $p1 i32) (local $s1 i32) (local $op i32)
-    (local $nibbles v128) (local $lut v128)
+    (local $aheadStep i32) (local $p1 i32) (local $op i32)
+    (local $nibbles v128) (local $lut v128) (local $spread v128)
     (local $packed v128) (local $wlo v128) (local $whi v128) (local $xe v128) (local $xo v128)
     (local $d0 v128) (local $d1 v128) (local $d2 v128) (local $d3 v128) (local $scale v128)
     (local $acc v128)
@@ -58,10 +64,10 @@
     (local.set $rowBytes (i32.shr_u (local.get $K) (i32.const 1)))
     ;; Four consecutive rows a group; fewer than four rows: one row a group, repeated (stride 0).
     (local.set $codeStride (select (local.get $rowBytes) (i32.const 0) (i32.ge_u (local.get $N) (i32.const 4))))
-    (local.set $scaleStride (select (local.get $nBlocks) (i32.const 0) (i32.ge_u (local.get $N) (i32.const 4))))
     (local.set $step (select (i32.const 4) (i32.const 1) (i32.ge_u (local.get $N) (i32.const 4))))
     (local.set $nibbles (v128.const i8x16 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15))
     (local.set $lut (v128.const i8x16 12 13 14 15 16 18 20 24 12 11 10 9 8 6 4 0))
+    (local.set $spread (v128.const i8x16 0x80 0x80 0x80 0 0x80 0x80 0x80 1 0x80 0x80 0x80 2 0x80 0x80 0x80 3))
     (loop $rows
       ;; The group's first row: n, or the last four rows' first where fewer than four are left.
       (local.set $r0 (select (local.get $n) (i32.sub (local.get $N) (i32.const 4))
@@ -81,7 +87,7 @@
       (loop $inputs
         (local.set $acc (v128.const i64x2 0 0))
         (local.set $p (i32.add (local.get $blocks) (i32.mul (local.get $r0) (local.get $rowBytes))))
-        (local.set $sp (i32.add (local.get $scales) (i32.mul (local.get $r0) (local.get $nBlocks))))
+        (local.set $sp (i32.add (local.get $exps) (local.get $r0)))
         (local.set $ahead (local.get $ahead0))
         (local.set $xp (i32.add (local.get $q) (i32.shl (i32.mul (local.get $m) (local.get $nBlocks)) (i32.const 6))))
         (local.set $xEnd (i32.add (local.get $xp) (i32.shl (local.get $nBlocks) (i32.const 6))))
@@ -90,7 +96,6 @@
           (local.set $xo (v128.load offset=16 (local.get $xp)))
           (drop (i32.load8_u (local.get $ahead)))
           (local.set $p1 (i32.add (local.get $p) (local.get $codeStride)))
-          (local.set $s1 (i32.add (local.get $sp) (local.get $scaleStride)))
           ;; Each row's i16x8 sum: lane j the products of inputs 4j to 4j + 3 (codes offset by 12).
           (local.set $packed (v128.load (local.get $p)))
           (local.set $wlo (i8x16.relaxed_swizzle (local.get $lut) (v128.and (local.get $packed) (local.get $nibbles))))
@@ -134,20 +139,12 @@
               (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $d0) (local.get $d2))
               (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $d0) (local.get $d2))))))
           ;; The four rows' half scales times the input block's scale.
-          (local.set $scale (v128.load32_zero (i32.add (local.get $halfScales)
-            (i32.shl (i32.load8_u (local.get $sp)) (i32.const 2)))))
-          (local.set $scale (v128.load32_lane 1 (i32.add (local.get $halfScales)
-            (i32.shl (i32.load8_u (local.get $s1)) (i32.const 2))) (local.get $scale)))
-          (local.set $scale (v128.load32_lane 2 (i32.add (local.get $halfScales)
-            (i32.shl (i32.load8_u (i32.add (local.get $sp) (i32.shl (local.get $scaleStride) (i32.const 1))))
-              (i32.const 2))) (local.get $scale)))
-          (local.set $scale (v128.load32_lane 3 (i32.add (local.get $halfScales)
-            (i32.shl (i32.load8_u (i32.add (local.get $s1) (i32.shl (local.get $scaleStride) (i32.const 1))))
-              (i32.const 2))) (local.get $scale)))
+          (local.set $scale (i32x4.shr_u
+            (i8x16.relaxed_swizzle (v128.load32_zero (local.get $sp)) (local.get $spread)) (i32.const 1)))
           (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (local.get $d0))
             (f32x4.mul (local.get $scale) (v128.load32_splat offset=48 (local.get $xp))))))
           (local.set $p (i32.add (local.get $p) (i32.const 16)))
-          (local.set $sp (i32.add (local.get $sp) (i32.const 1)))
+          (local.set $sp (i32.add (local.get $sp) (local.get $expStride)))
           (local.set $ahead (i32.add (local.get $ahead) (local.get $aheadStep)))
           (br_if $blocks32 (i32.lt_u
             (local.tee $xp (i32.add (local.get $xp) (i32.const 64)))
