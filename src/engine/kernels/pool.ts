@@ -389,7 +389,9 @@ export class MatmulPool {
       simd,
       tile: ATTENTION_TILE,
     };
-    if (helpers === 0 || this.closed || total * numHeads * (headDim + vHeadDim) < PARALLEL_MIN_MACS) {
+    // One token is one unit (units are token ranges): a dispatch would wake the helpers for nothing.
+    const alone = T === 1 || total * numHeads * (headDim + vHeadDim) < PARALLEL_MIN_MACS;
+    if (helpers === 0 || this.closed || alone) {
       attendRange(this.thread, params, job, 0, T);
       return;
     }

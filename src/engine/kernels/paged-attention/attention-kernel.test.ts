@@ -1,4 +1,4 @@
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it, vi } from "vitest";
 import { BlockPlacement } from "../../cache/placement.js";
 import { PagedKv } from "../../cache/storage.js";
 import { Rng } from "../../tensor/random.js";
@@ -182,6 +182,31 @@ describe("attention kernel", () => {
       ],
       sinks: true,
     });
+  });
+
+  it("runs a step of one token on the calling thread, whose one unit a dispatch would only wake the helpers for", () => {
+    // 48 positions x 8 heads x (128 + 128) multiply-adds: past the pool's threshold for splitting.
+    const decode = (tokens: Token[]) => ({
+      spec: new BlockPlacement(4, 0, false),
+      numHeads: 8,
+      numKvHeads: 2,
+      headDim: 128,
+      vHeadDim: 128,
+      tokens,
+      sinks: true,
+    });
+    const dispatches = pools.map((pool) => vi.spyOn(pool as unknown as { run: () => void }, "run"));
+    expectIdentical(decode([{ table: scattered, pos: 47 }]));
+    for (const d of dispatches) expect(d).not.toHaveBeenCalled();
+    // Two tokens are two units: the two-thread pools still split them.
+    expectIdentical(
+      decode([
+        { table: scattered, pos: 47 },
+        { table: other, pos: 40 },
+      ]),
+    );
+    expect(dispatches.map((d) => d.mock.calls.length > 0)).toEqual(pools.map((p) => p.threads > 1));
+    for (const d of dispatches) d.mockRestore();
   });
 
   it("equals the reference over a sliding window in the full layout (no ring)", () => {
