@@ -1,6 +1,4 @@
-import { createRequire } from "node:module";
 import { availableParallelism } from "node:os";
-import { fileURLToPath } from "node:url";
 import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from "node:worker_threads";
 import { BringupError } from "../../common/errors.js";
 import type { PlanMemory } from "../model/step-scratch.js";
@@ -23,7 +21,7 @@ import {
   type StateMessage,
 } from "./kernel-thread.js";
 import { Int8Inputs } from "./matmul/int8-inputs.js";
-import type { MatmulSegment } from "./matmul/matmul-job.js";
+import type { MatmulJob, MatmulSegment } from "./matmul/matmul-job.js";
 import { int8Reads, matmulRange, type WeightParts, weightParts } from "./matmul/matmul-kernel.js";
 import { compileSimdTile } from "./matmul/tile-module.js";
 import { fp8Module, mxfp4Modules } from "./narrow-modules.js";
@@ -37,6 +35,7 @@ import { compileSwigluSimd } from "./swiglu/swiglu-simd-module.js";
 import { type KernelSwitches, kernelSwitches } from "./switches.js";
 import { type WasmArena, wasmArena } from "./wasm-arena.js";
 import type { WorkerInit } from "./worker.js";
+import { workerEntry } from "./worker-entry.js";
 
 /** Below this many multiply-adds a matmul stays on the calling thread: waking workers costs more. */
 const PARALLEL_MIN_MACS = 1 << 16;
@@ -50,32 +49,6 @@ const ATTENTION_TILE = 32;
 const WORKER_STALL_MS = 120_000;
 /** Rows of a matmul claimed at a time (whole groups of four, the SIMD tile's CHUNK). */
 const ROW_CHUNK = 64;
-
-/**
- * Where a worker starts: the compiled worker.js beside this file, or, when this file runs as its
- * TypeScript source (tests, tsx), worker.ts bundled once per process with esbuild (which those
- * runners bring), as Node 20 cannot load TypeScript in a worker by itself.
- */
-let sourceBundle: string | undefined;
-function workerEntry(): { filename: string | URL; eval: boolean } {
-  if (!import.meta.url.endsWith(".ts"))
-    return { filename: new URL("./worker.js", import.meta.url), eval: false };
-  if (sourceBundle === undefined) {
-    const esbuild = createRequire(import.meta.url)("esbuild") as {
-      buildSync(options: object): { outputFiles: { text: string }[] };
-    };
-    sourceBundle = esbuild.buildSync({
-      entryPoints: [fileURLToPath(new URL("./worker.ts", import.meta.url))],
-      bundle: true,
-      format: "cjs",
-      platform: "node",
-      target: "node20",
-      write: false,
-      logLevel: "error",
-    }).outputFiles[0]?.text;
-  }
-  return { filename: sourceBundle as string, eval: true };
-}
 
 /** One layer's attention over a step: what pool.attention needs (see attendTokens). */
 export type AttentionJob = Omit<AttentionParams, "simd" | "tile"> & AttentionRows;
@@ -183,6 +156,62 @@ export class MatmulPool {
    * treated as one long range and split between threads, so the helpers are woken once.
    */
   matmulMany(x: Float32Array, M: number, weights: readonly Weight[], outs: readonly Float32Array[]): void {
+    const { K, totalRows } = this.checkMatmul(x, M, weights, outs);
+    if (this.workers.length === 0 || M * K * totalRows < PARALLEL_MIN_MACS || this.closed) {
+      this.matmulHere(x, M, K, weights, outs);
+      return;
+    }
+    const params = this.stageMatmul(x, M, K, weights, totalRows);
+    this.run("matmul", params, Math.ceil(totalRows / ROW_CHUNK));
+    this.copyOuts(params, outs);
+  }
+
+  /**
+   * gateOut = silu(x · gateᵀ) · (x · upᵀ), a gated MLP's first half; upOut is left holding x · upᵀ
+   * or anything (scratch). Where the threads share memory and SIMD, one dispatch whose units each
+   * take some rows of both weights and apply swiglu.wat to them (matmul-swiglu-job.ts); otherwise
+   * matmulMany then swiglu. The same bits either way.
+   */
+  matmulSwiglu(
+    x: Float32Array,
+    M: number,
+    gate: Weight,
+    up: Weight,
+    gateOut: Float32Array,
+    upOut: Float32Array,
+  ): void {
+    const I = gate.rows;
+    const fused =
+      this.thread.swiglu !== null &&
+      this.workers.length > 0 &&
+      !this.closed &&
+      up.rows === I &&
+      I % 4 === 0 &&
+      M * gate.cols * 2 * I >= PARALLEL_MIN_MACS;
+    if (!fused) {
+      this.matmulMany(x, M, [gate, up], [gateOut, upOut]);
+      this.swiglu(gateOut, upOut, M * I);
+      return;
+    }
+    const { K, totalRows } = this.checkMatmul(x, M, [gate, up], [gateOut, upOut]);
+    const params = this.stageMatmul(x, M, K, [gate, up], totalRows);
+    if (params.segments.every((seg) => seg.outOffset >= 0)) {
+      this.run("matmulSwiglu", { ...params, I }, Math.ceil(I / ROW_CHUNK));
+      this.copyOuts(params, [gateOut]);
+      return;
+    }
+    this.run("matmul", params, Math.ceil(totalRows / ROW_CHUNK));
+    this.copyOuts(params, [gateOut, upOut]);
+    this.swiglu(gateOut, upOut, M * I);
+  }
+
+  /** Checks a dispatch's shapes; its K and its weights' rows in all, and the tile's region made to fit. */
+  private checkMatmul(
+    x: Float32Array,
+    M: number,
+    weights: readonly Weight[],
+    outs: readonly Float32Array[],
+  ): { K: number; totalRows: number } {
     const K = (weights[0] as Weight).cols;
     let totalRows = 0;
     weights.forEach((w, i) => {
@@ -196,22 +225,43 @@ export class MatmulPool {
       totalRows += w.rows;
     });
     this.ensureRegion("tile", (M * K + SIMD_CHUNK * K + SIMD_CHUNK * M) * 4, `a ${M}x${K} input`);
-    const single = this.workers.length === 0 || M * K * totalRows < PARALLEL_MIN_MACS || this.closed;
-    // The integer MXFP4 path's input, quantized once for every weight and thread of the dispatch.
+    return { K, totalRows };
+  }
+
+  /** The matmuls on this thread alone. */
+  private matmulHere(
+    x: Float32Array,
+    M: number,
+    K: number,
+    weights: readonly Weight[],
+    outs: readonly Float32Array[],
+  ): void {
+    // The integer MXFP4 path's input, quantized once for every weight.
     const int8 = weights.some((w) => int8Reads(this.partsOf(w)));
-    if (single) {
-      const quantized = int8 ? this.quantize(x, M, K) : -1;
-      weights.forEach((w, i) => {
-        const N = w.rows;
-        const out = outs[i] as Float32Array;
-        // An input or output that lies in the shared memory (a replayed step's) is used in place.
-        const xOffset = this.arena?.offsetOf(x) ?? -1;
-        const outOffset = this.arena?.offsetOf(out) ?? -1;
-        const range = { x, xOffset, M, K, out, outOffset, N, n0: 0, n1: N, quantized };
-        matmulRange({ ...range, weight: this.partsOf(w) }, this.thread);
-      });
-      return;
-    }
+    const quantized = int8 ? this.quantize(x, M, K) : -1;
+    weights.forEach((w, i) => {
+      const N = w.rows;
+      const out = outs[i] as Float32Array;
+      // An input or output that lies in the shared memory (a replayed step's) is used in place.
+      const xOffset = this.arena?.offsetOf(x) ?? -1;
+      const outOffset = this.arena?.offsetOf(out) ?? -1;
+      const range = { x, xOffset, M, K, out, outOffset, N, n0: 0, n1: N, quantized };
+      matmulRange({ ...range, weight: this.partsOf(w) }, this.thread);
+    });
+  }
+
+  /**
+   * A parallel dispatch's input staged in the shared memory (with its pairs and int8 form where
+   * its weights read them), its weights registered, and its outputs laid out one after another
+   * in the staged output (output i at M * rowOffset_i, an [M, rows_i] matrix).
+   */
+  private stageMatmul(
+    x: Float32Array,
+    M: number,
+    K: number,
+    weights: readonly Weight[],
+    totalRows: number,
+  ): MatmulJob {
     const ids = weights.map((w) => this.register(w));
     // Row-quads weights' tile reads the input in pairs (tile-module.ts): staged once here, after
     // the row-major input the other kernels read, rather than by every thread for every unit.
@@ -221,9 +271,10 @@ export class MatmulPool {
     stagedX.set(x.subarray(0, M * K));
     const xPairs = pairs && this.xOffset >= 0 ? this.xOffset + M * K * 4 : -1;
     if (xPairs >= 0) tile?.pairs(K, M, this.xOffset, xPairs);
+    // The integer MXFP4 path's input, quantized once for every weight and thread of the dispatch.
+    const int8 = weights.some((w) => int8Reads(this.partsOf(w)));
     const quantized = int8 ? this.quantize(stagedX, M, K) : -1;
-    const stagedOut = this.stage("out", M * totalRows);
-    // Output i lives at stagedOut[M * rowOffset_i ...] as an [M, rows_i] matrix.
+    this.stage("out", M * totalRows);
     const segments: MatmulSegment[] = [];
     let rowOffset = 0;
     weights.forEach((w, i) => {
@@ -231,19 +282,15 @@ export class MatmulPool {
       segments.push({ id: ids[i] as number, N: w.rows, rowOffset, outOffset });
       rowOffset += w.rows;
     });
-    const params = {
-      M,
-      K,
-      xOffset: this.xOffset,
-      xPairs,
-      totalRows,
-      rowChunk: ROW_CHUNK,
-      segments,
-      quantized,
-    };
-    this.run("matmul", params, Math.ceil(totalRows / ROW_CHUNK));
-    segments.forEach((seg, i) => {
-      (outs[i] as Float32Array).set(stagedOut.subarray(M * seg.rowOffset, M * (seg.rowOffset + seg.N)));
+    return { M, K, xOffset: this.xOffset, xPairs, totalRows, rowChunk: ROW_CHUNK, segments, quantized };
+  }
+
+  /** The first outs.length outputs of a dispatch from the staged output into `outs`. */
+  private copyOuts(job: MatmulJob, outs: readonly Float32Array[]): void {
+    const stagedOut = this.thread.out;
+    outs.forEach((out, i) => {
+      const { rowOffset, N } = job.segments[i] as MatmulSegment;
+      out.set(stagedOut.subarray(job.M * rowOffset, job.M * (rowOffset + N)));
     });
   }
 
