@@ -23,11 +23,11 @@
  * run installs it into .cache/bench-deps/ and says so (bench/node-llama-cpp.ts).
  *
  * The engine runs with its model's switches at their defaults unless --switch sets some (e.g.
- * replay=on, whose decode steps replay a plan per batch shape: off by default), for every engine
+ * replay=off, whose decode steps are then built anew each step: replay is on by default), for every engine
  * figure alike; the header line says which.
  *
  *   npx tsx bench/engine-vs-llamacpp.ts [--size bench-100m] [--threads 2] [--decode 32] [--rounds 5]
- *     [--switch replay=on]
+ *     [--switch replay=off]
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { availableParallelism, tmpdir } from "node:os";
@@ -63,7 +63,7 @@ const USAGE = `usage: npx tsx bench/engine-vs-llamacpp.ts [options]
   --streams N      concurrent streams for the aggregate figures (default 16)
   --rounds N       measured rounds, arms alternated, after one warm-up round (default 5)
   --switch N=V     set one of the engine model's switches (repeatable), as \`bringup serve --switch\`
-                   does, e.g. replay=on; every engine figure runs with them (default: none, the
+                   does, e.g. replay=off; every engine figure runs with them (default: none, the
                    model's defaults)
   --help           print this and exit
 `;

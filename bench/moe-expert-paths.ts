@@ -34,10 +34,11 @@
  * WebAssembly kernel shows as wasm-function[0] of its module's hash), leaving out the inspector's
  * own stopping of the profiler.
  *
- * --replay on runs the engine arms with decode replay (the engine's planned steps: buffers reused
- * from step to step, as llama.cpp reuses its graph's, instead of allocated and collected).
+ * --replay sets the engine arms' replay switch: on (the engine's default) replays planned decode
+ * steps, their buffers reused from step to step as llama.cpp reuses its graph's; off allocates
+ * them anew each step, for the garbage collector.
  *
- *   npx tsx bench/moe-expert-paths.ts [--hidden 1024] [--intermediate 1024] [--experts 32] [--rounds 5] [--replay on] [--llama-cpp]
+ *   npx tsx bench/moe-expert-paths.ts [--hidden 1024] [--intermediate 1024] [--experts 32] [--rounds 5] [--replay off] [--llama-cpp]
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { Session } from "node:inspector/promises";
@@ -73,7 +74,7 @@ const USAGE = `usage: npx tsx bench/moe-expert-paths.ts [options]
   --decode N        tokens decoded per trial (default 32)
   --rounds N        measured rounds, arms alternated, after one warm-up round (default 5)
   --replay on|off   the engine arms' replay switch: decode steps planned once and replayed, their
-                    buffers reused (as llama.cpp reuses its graph's), or built anew (default off)
+                    buffers reused (as llama.cpp reuses its graph's), or built anew (default on)
   --llama-cpp       add llama.cpp on the same MXFP4 weights as a fifth arm
   --llama-threads N llama.cpp's threads (default: --threads)
   --profile PATH    after the rounds, a CPU profile of the int8 arm decoding --decode tokens,
@@ -90,7 +91,7 @@ const { values: args } = parseArgs({
     threads: { type: "string", default: "2" },
     decode: { type: "string", default: "32" },
     rounds: { type: "string", default: "5" },
-    replay: { type: "string", default: "off" },
+    replay: { type: "string", default: "on" },
     "llama-cpp": { type: "boolean", default: false },
     "llama-threads": { type: "string" },
     profile: { type: "string" },

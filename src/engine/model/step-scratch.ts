@@ -82,13 +82,14 @@ export function stepArray<A extends ScratchArray>(
 
 /**
  * `replay`: whether the engine plans a decode step once per batch shape and replays the plan while
- * the shape holds ("on"), or builds every step's batch and buffers anew ("off"). The same bits
- * either way; every model has it (the loader adds it).
+ * the shape holds ("on", the default, as a serving engine captures its decode graphs unless told
+ * not to), or builds every step's batch and buffers anew ("off"). The same bits either way; every
+ * model has it (the loader adds it).
  */
 export const REPLAY_SWITCH: ModelSwitch = {
   name: "replay",
   values: ["on", "off"],
-  default: "off",
+  default: "on",
   description:
     "decode steps planned once per batch shape (their batch arrays and buffers) and replayed while the shape holds, or built anew each step",
 };
