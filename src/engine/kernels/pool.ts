@@ -21,16 +21,11 @@ import {
   type StateMessage,
 } from "./kernel-thread.js";
 import { Int8Inputs } from "./matmul/int8-inputs.js";
-import { type MatmulJob, type MatmulSegment, type RowSplit, splitRows } from "./matmul/matmul-job.js";
+import type { MatmulJob, MatmulSegment } from "./matmul/matmul-job.js";
 import { int8Reads, matmulRange, type WeightParts, weightParts } from "./matmul/matmul-kernel.js";
 import { compileSimdTile } from "./matmul/tile-module.js";
 import { fp8Module, mxfp4Modules } from "./narrow-modules.js";
-import {
-  type AttentionParams,
-  attendRange,
-  attentionBounds,
-  attentionCosts,
-} from "./paged-attention/attention-job.js";
+import { type AttentionParams, attendRange } from "./paged-attention/attention-job.js";
 import type { AttentionRows } from "./paged-attention/attention-kernel.js";
 import { attentionSimdBytes } from "./paged-attention/attention-kernel.js";
 import { compileAttentionSimd } from "./paged-attention/attention-simd-module.js";
@@ -54,13 +49,6 @@ const ATTENTION_TILE = 32;
 const WORKER_STALL_MS = 120_000;
 /** Rows of a matmul claimed at a time (whole groups of four, the SIMD tile's CHUNK). */
 const ROW_CHUNK = 64;
-/**
- * From this many input rows a matmul's last ROW_CHUNK rows per thread go in units of TAIL_CHUNK
- * (matmul-job.ts splitRows), so no thread waits long for another's last unit; below it a unit
- * is a few microseconds of weight reads and the extra units would cost about what they save.
- */
-const TAIL_MIN_INPUTS = 4;
-const TAIL_CHUNK = 16;
 
 /** One layer's attention over a step: what pool.attention needs (see attendTokens). */
 export type AttentionJob = Omit<AttentionParams, "simd" | "tile"> & AttentionRows;
@@ -174,7 +162,7 @@ export class MatmulPool {
       return;
     }
     const params = this.stageMatmul(x, M, K, weights, totalRows);
-    this.run("matmul", params, params.split.units);
+    this.run("matmul", params, Math.ceil(totalRows / ROW_CHUNK));
     this.copyOuts(params, outs);
   }
 
@@ -208,12 +196,11 @@ export class MatmulPool {
     const { K, totalRows } = this.checkMatmul(x, M, [gate, up], [gateOut, upOut]);
     const params = this.stageMatmul(x, M, K, [gate, up], totalRows);
     if (params.segments.every((seg) => seg.outOffset >= 0)) {
-      const rowSplit = this.rowSplit(M, I);
-      this.run("matmulSwiglu", { ...params, I, rowSplit }, rowSplit.units);
+      this.run("matmulSwiglu", { ...params, I }, Math.ceil(I / ROW_CHUNK));
       this.copyOuts(params, [gateOut]);
       return;
     }
-    this.run("matmul", params, params.split.units);
+    this.run("matmul", params, Math.ceil(totalRows / ROW_CHUNK));
     this.copyOuts(params, [gateOut, upOut]);
     this.swiglu(gateOut, upOut, M * I);
   }
@@ -295,14 +282,7 @@ export class MatmulPool {
       segments.push({ id: ids[i] as number, N: w.rows, rowOffset, outOffset });
       rowOffset += w.rows;
     });
-    const split = this.rowSplit(M, totalRows);
-    return { M, K, xOffset: this.xOffset, xPairs, totalRows, split, segments, quantized };
-  }
-
-  /** The units a dispatch of `rows` weight rows over M input rows is cut into (splitRows). */
-  private rowSplit(M: number, rows: number): RowSplit {
-    const tailRows = M >= TAIL_MIN_INPUTS ? ROW_CHUNK * this.threads : 0;
-    return splitRows(rows, ROW_CHUNK, TAIL_CHUNK, tailRows);
+    return { M, K, xOffset: this.xOffset, xPairs, totalRows, rowChunk: ROW_CHUNK, segments, quantized };
   }
 
   /** The first outs.length outputs of a dispatch from the staged output into `outs`. */
@@ -382,7 +362,9 @@ export class MatmulPool {
   attention(job: AttentionJob): void {
     const { meta, numHeads, headDim, vHeadDim } = job;
     const T = meta.length / 3;
-    const cost = attentionCosts(meta);
+    const cost = new Float64Array(T + 1);
+    for (let t = 0; t < T; t++)
+      cost[t + 1] = (cost[t] as number) + ((meta[3 * t] as number) - (meta[3 * t + 1] as number) + 1);
     const total = cost[T] as number;
     const helpers = this.workers.length;
     const simd = this.thread.attention !== null && headDim % 4 === 0 && vHeadDim % 8 === 0;
@@ -422,7 +404,20 @@ export class MatmulPool {
     const outLen = T * numHeads * vHeadDim;
     this.stage("x", qLen).set(job.q.subarray(0, qLen));
     const stagedOut = this.stage("out", outLen);
-    const bounds = attentionBounds(cost, helpers + 1, ATTENTION_TILE);
+    // Units of about equal cost (positions read), claimed from the shared counter like matmul
+    // rows. A prefill keeps units of at least a tile so its keys are still read once per tile.
+    const parts = helpers + 1;
+    const U =
+      T >= parts * ATTENTION_TILE
+        ? Math.min(4 * parts, Math.floor(T / ATTENTION_TILE))
+        : Math.min(T, 4 * parts);
+    const bounds = [0];
+    for (let u = 1; u < U; u++) {
+      let t = bounds[bounds.length - 1] as number;
+      while (t < T && (cost[t] as number) < (total * u) / U) t++;
+      if (t > (bounds[bounds.length - 1] as number) && t < T) bounds.push(t);
+    }
+    bounds.push(T);
     this.run("attention", { ...params, kvId, bounds }, bounds.length - 1);
     job.out.set(stagedOut.subarray(0, outLen));
   }

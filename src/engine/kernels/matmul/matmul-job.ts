@@ -22,8 +22,8 @@ export interface MatmulJob {
   /** Byte offset of the staged input in pairs (MatmulRange.xPairs), or -1. */
   readonly xPairs: number;
   readonly totalRows: number;
-  /** How the run of rows is cut into units (splitRows). */
-  readonly split: RowSplit;
+  /** Rows a unit covers (whole groups of four, the SIMD tile's). */
+  readonly rowChunk: number;
   readonly segments: readonly MatmulSegment[];
   /** Byte offset of the input quantized for the integer MXFP4 path, or -1 (MatmulRange.quantized). */
   readonly quantized: number;
@@ -56,39 +56,11 @@ export function segmentRows(
   );
 }
 
-/**
- * A run of rows cut into units: `whole` units of `chunk` rows, then units of `tail` rows to its
- * end. Both are whole groups of four (the SIMD tile's), and as each output row is computed alone,
- * no cut changes a bit; small units at the end let the threads finish a dispatch together.
- */
-export interface RowSplit {
-  readonly chunk: number;
-  readonly whole: number;
-  readonly tail: number;
-  /** Units in all. */
-  readonly units: number;
-}
-
-/**
- * `rows` in units of `chunk` rows, but about the last `tailRows` in units of `tail` rows (a
- * quarter of a unit left to wait for at the end instead of a whole one).
- */
-export function splitRows(rows: number, chunk: number, tail: number, tailRows: number): RowSplit {
-  const whole = Math.floor(Math.max(0, rows - tailRows) / chunk);
-  return { chunk, whole, tail, units: whole + Math.ceil((rows - whole * chunk) / tail) };
-}
-
-/** Rows [r0, r1) of unit `unit` of a run of `rows` rows cut by `split`. */
-export function unitRows(split: RowSplit, rows: number, unit: number): [number, number] {
-  const { chunk, whole, tail } = split;
-  const r0 = unit < whole ? unit * chunk : whole * chunk + (unit - whole) * tail;
-  return [r0, Math.min(rows, r0 + (unit < whole ? chunk : tail))];
-}
-
-/** Unit d: its rows of the run (unitRows), in whichever weights they fall. */
+/** Unit d: rows [d * rowChunk, (d + 1) * rowChunk) of the run, in whichever weights they fall. */
 export const matmulJob: ThreadKernel<MatmulJob> = {
   run(thread, job, unit) {
-    const [r0, r1] = unitRows(job.split, job.totalRows, unit);
+    const r0 = unit * job.rowChunk;
+    const r1 = Math.min(job.totalRows, r0 + job.rowChunk);
     for (const seg of job.segments) {
       const lo = Math.max(r0, seg.rowOffset);
       const hi = Math.min(r1, seg.rowOffset + seg.N);
