@@ -43,6 +43,11 @@ const PARALLEL_MIN_MACS = 1 << 16;
 const SIMD_CHUNK = 64;
 /** Below this many values swiglu stays on the calling thread. */
 const SWIGLU_PARALLEL_MIN = 1 << 14;
+/**
+ * From this many input rows matmulSwiglu runs swiglu inside the matmul's units; at one row the
+ * separate dispatches measured a little faster (pool-level A/B, bench-100m's MLP).
+ */
+const SWIGLU_FUSED_MIN_INPUTS = 2;
 /** Queries of one sequence that attention takes together, each key/value row read once for all. */
 const ATTENTION_TILE = 32;
 /** How long a dispatch may wait for its helpers before the pool declares them dead. */
@@ -185,6 +190,7 @@ export class MatmulPool {
       this.thread.swiglu !== null &&
       this.workers.length > 0 &&
       !this.closed &&
+      M >= SWIGLU_FUSED_MIN_INPUTS &&
       up.rows === I &&
       I % 4 === 0 &&
       M * gate.cols * 2 * I >= PARALLEL_MIN_MACS;

@@ -33,9 +33,9 @@ function separate(p: MatmulPool, x: Float32Array, M: number, gate: Weight, up: W
 }
 
 describe("matmulSwiglu: gate and up matmuls with swiglu in one dispatch", () => {
-  // I = 200: three units of 64 rows and a ragged one of 8; I = 130 is no multiple of four (the
-  // separate dispatches run it); K = 96 and 16 inputs put the split dispatch above the pool's
-  // threshold, one input row below it.
+  // I = 200: three units of 64 rows and a ragged one of 8; I = 130 is no multiple of four and one
+  // input row is below the fused dispatch's minimum (the separate dispatches run both); K = 96
+  // and 5 or 16 inputs put the split dispatch above the pool's threshold.
   const shapes = [
     { M: 16, K: 96, I: 200 },
     { M: 5, K: 96, I: 200 },
