@@ -314,7 +314,7 @@ if (kernel === "tile") {
         kernel.mxfp4?.(K, 1, x, at + (c0 * K) / 2, scales + (c0 * K) / 32, tables, acc, o, chunk, N * 4),
     );
   }
-  const [rows, acc] = [allocate(CHUNK * 1024 * 4), allocate(64)];
+  const [rows, acc] = [allocate(CHUNK * 1024 * 4), allocate(128)];
   // The MoE bench's experts, as mxfp4-int8's last case reads them.
   const experts = randomExperts();
   const xe = allocate(1024 * 4);
@@ -328,11 +328,11 @@ if (kernel === "tile") {
     run: (arm) => {
       const chunk = chunkOf(arm);
       const ldo = experts.rows * 4;
-      experts.each(chunk, (c, s, at) => {
-        if (arm === after) arm.mxfp4?.(1024, 1, xe, c, s, experts.tables, acc, at, chunk, ldo);
+      experts.each(chunk, (c, s, at, n) => {
+        if (arm === after) arm.mxfp4?.(1024, 1, xe, c, s, experts.tables, acc, at, n, ldo);
         else {
-          arm.decode?.(c, s, experts.tables, rows, chunk * 32);
-          tile(1024, 1, xe, rows, at, chunk / 4, ldo, 1024 * 4, 16);
+          arm.decode?.(c, s, experts.tables, rows, n * 32);
+          tile(1024, 1, xe, rows, at, n / 4, ldo, 1024 * 4, 16);
         }
       });
     },
@@ -434,7 +434,7 @@ function fusedStepCase(
   decode: (arm: Arm, c0: number, rows: number, chunk: number) => void,
   step: (x: number, c0: number, acc: number, o: number, chunk: number) => void,
 ): void {
-  const [rows, x, o, acc] = [allocate(CHUNK * K * 4), allocate(K * 4), allocate(N * 4), allocate(64)];
+  const [rows, x, o, acc] = [allocate(CHUNK * K * 4), allocate(K * 4), allocate(N * 4), allocate(128)];
   rng.fillNormal(new Float32Array(memory.buffer, x, K), 1);
   cases.push({
     label,

@@ -13,7 +13,8 @@
  * code and loaded as `bringup serve` loads it. All four decode the same tokens.
  *
  * After a warm-up round the arms alternate over rounds (the order rotates and reverses from round
- * to round), each round printed (each arm named with its mxfp4 switch); then each arm's median
+ * to round), each round printed (each arm named with its mxfp4 switch); then the 1-minute load
+ * average before and after the rounds, and each arm's median
  * (tokens per wall second, and per second of the process's CPU time over the same span: an arm
  * that loses the core to other load is not counted slower for it; llama.cpp's thread is this
  * process's too), the weight bytes it reads per token
@@ -38,12 +39,23 @@
  * steps, their buffers reused from step to step as llama.cpp reuses its graph's; off allocates
  * them anew each step, for the garbage collector.
  *
- *   npx tsx bench/moe-expert-paths.ts [--hidden 1024] [--intermediate 1024] [--experts 32] [--rounds 5] [--replay off] [--llama-cpp]
+ * --arms names the engine arms to time (default all five): with fewer, a round is short (the
+ * unpacked arm alone takes seconds), so many rounds fit where one arm against another is the
+ * question (e.g. `--arms int8 --llama-cpp --rounds 30`); ratios are printed between the arms run.
+ *
+ * --baseline DIR adds the integer arm of another checkout's engine (its src/ loaded from source as
+ * this one's is, its kernels built: `npm run build:kernels` there), in the same rounds, so a change
+ * to the engine is measured against its revision in one run: e.g.
+ *   git archive main | tar -x -C /tmp/before && ln -s "$PWD/node_modules" /tmp/before/ &&
+ *     (cd /tmp/before && npm run build:kernels)
+ *
+ *   npx tsx bench/moe-expert-paths.ts [--hidden 1024] [--intermediate 1024] [--experts 32] [--rounds 5] [--replay off] [--arms fused,int8] [--llama-cpp]
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { Session } from "node:inspector/promises";
-import { availableParallelism, tmpdir } from "node:os";
-import { join } from "node:path";
+import { availableParallelism, loadavg, tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { median } from "simple-statistics";
 import { blockedRatioInterval } from "../src/bench/index.js";
@@ -75,7 +87,10 @@ const USAGE = `usage: npx tsx bench/moe-expert-paths.ts [options]
   --rounds N        measured rounds, arms alternated, after one warm-up round (default 5)
   --replay on|off   the engine arms' replay switch: decode steps planned once and replayed, their
                     buffers reused (as llama.cpp reuses its graph's), or built anew (default on)
-  --llama-cpp       add llama.cpp on the same MXFP4 weights as a fifth arm
+  --arms LIST       the engine arms timed, comma-separated from fp8,fused,unpacked,f32,int8
+                    (default all)
+  --llama-cpp       add llama.cpp on the same MXFP4 weights as an arm
+  --baseline DIR    add the integer arm of the engine in checkout DIR (its kernels built)
   --llama-threads N llama.cpp's threads (default: --threads)
   --profile PATH    after the rounds, a CPU profile of the int8 arm decoding --decode tokens,
                     written to PATH (.cpuprofile) and summed by function
@@ -92,7 +107,9 @@ const { values: args } = parseArgs({
     decode: { type: "string", default: "32" },
     rounds: { type: "string", default: "5" },
     replay: { type: "string", default: "on" },
+    arms: { type: "string", default: "fp8,fused,unpacked,f32,int8" },
     "llama-cpp": { type: "boolean", default: false },
+    baseline: { type: "string" },
     "llama-threads": { type: "string" },
     profile: { type: "string" },
     help: { type: "boolean", default: false },
@@ -114,6 +131,15 @@ const [hidden, intermediate, experts, topK, layers, threads, decodeLen, rounds] 
 const llamaThreads = args["llama-threads"] === undefined ? threads : count("llama-threads");
 const replay = args.replay;
 if (replay !== "on" && replay !== "off") throw new Error(`--replay must be on or off, got ${replay}`);
+/** The engine arms' keys, exact arms first (they must decode the same tokens), then the integer arm. */
+const ARM_KEYS = ["fp8", "fused", "unpacked", "f32", "int8"] as const;
+type ArmKey = (typeof ARM_KEYS)[number] | "llama.cpp" | "baseline";
+const chosenArms = new Set(args.arms.split(",").map((a) => a.trim()));
+for (const a of chosenArms)
+  if (!(ARM_KEYS as readonly string[]).includes(a))
+    throw new Error(`--arms takes names from ${ARM_KEYS.join(",")}, got ${a}`);
+if (args.profile !== undefined && !chosenArms.has("int8"))
+  throw new Error("--profile profiles the int8 arm: give int8 in --arms");
 
 /** MiniMax-M3's reference config at the bench's sizes: heads of 64, four query heads per KV head. */
 const config: Record<string, unknown> = {
@@ -137,10 +163,6 @@ const config: Record<string, unknown> = {
   rms_norm_eps: 1.0e-5,
   max_position_embeddings: 4096,
 };
-
-/** The engine's four bit-identical arms come first, then the integer arm; llama.cpp, when asked for, last. */
-const EXACT_ARMS = 4;
-const ENGINE_ARMS = 5;
 
 const EXPERT = /\.mlp\.experts\./;
 
@@ -184,6 +206,7 @@ interface Decoded {
 }
 
 interface Arm {
+  readonly key: ArmKey;
   readonly name: string;
   /** Greedy decode of `maxTokens` (default --decode) after `prompt`. */
   readonly decode: (prompt: number[], maxTokens?: number) => Promise<Decoded>;
@@ -195,8 +218,12 @@ interface Arm {
  * An engine over `model` with its `mxfp4` switch set to `mxfp4` (and `replay` to --replay); the
  * engine is asked which path it runs, so an arm cannot silently measure another path.
  */
-function engineFor(model: LoadedModel, mxfp4: "fused" | "unpacked" | "int8" = "fused"): Engine {
-  const engine = new Engine(model, {
+function engineFor(
+  model: LoadedModel,
+  mxfp4: "fused" | "unpacked" | "int8" = "fused",
+  EngineOf: typeof Engine = Engine,
+): Engine {
+  const engine = new EngineOf(model, {
     threads,
     maxNumSeqs: 1,
     maxModelLen: 512,
@@ -232,7 +259,7 @@ function decoded(arrivals: Arrival[], tokens: number[]): Decoded {
 }
 
 /** An arm of an engine over `model`, greedy and past EOS. */
-function engineArm(name: string, engine: Engine, bytes: number): Arm {
+function engineArm(key: ArmKey, name: string, engine: Engine, bytes: number): Arm {
   const decode = async (prompt: number[], maxTokens = decodeLen) => {
     const times: Arrival[] = [];
     const tokens: number[] = [];
@@ -248,7 +275,7 @@ function engineArm(name: string, engine: Engine, bytes: number): Arm {
     }
     return decoded(times, tokens);
   };
-  return { name, decode, bytes, close: () => engine.close() };
+  return { key, name, decode, bytes, close: () => engine.close() };
 }
 
 /**
@@ -333,6 +360,7 @@ async function llamaCppArm(path: string, bytes: number): Promise<Arm> {
     return decoded(times, tokens);
   };
   return {
+    key: "llama.cpp",
     name: `llama.cpp MXFP4${llamaThreads === threads ? "" : ` ${llamaThreads}t`}`,
     decode,
     bytes,
@@ -382,6 +410,8 @@ async function profileDecode(arm: Arm, prompt: number[], path: string): Promise<
 
 const dir = await mkdtemp(join(tmpdir(), "bringup-moe-bench-"));
 const arms: Arm[] = [];
+/** What else is closed at the end: engines made but not timed. */
+const closing: (() => Promise<void>)[] = [];
 try {
   const corpus = await readCorpus();
   const t0 = performance.now();
@@ -407,14 +437,31 @@ try {
       `${(mxfp4.numParameters / 1e6).toFixed(0)}M parameters, ${(expertBytes / 2 ** 20).toFixed(0)} MiB of MXFP4 experts; ` +
       `made and converted in ${((performance.now() - t0) / 1000).toFixed(1)} s; ${threads} threads; replay ${replay}\n`,
   );
+  // The fused engine is made whether or not it is timed: llama.cpp's tokens are checked against it.
   const fused = engineFor(mxfp4);
-  arms.push(
-    engineArm("FP8 experts", engineFor(fp8), fp8Bytes),
-    engineArm("fused MXFP4", fused, mxfp4Bytes),
-    engineArm("unpacked MXFP4", engineFor(mxfp4, "unpacked"), mxfp4Bytes),
-    engineArm("f32 experts", engineFor(f32), f32Bytes),
-    engineArm("int8 MXFP4", engineFor(mxfp4, "int8"), mxfp4Bytes),
-  );
+  const made: Record<(typeof ARM_KEYS)[number], () => Arm> = {
+    fp8: () => engineArm("fp8", "FP8 experts", engineFor(fp8), fp8Bytes),
+    fused: () => engineArm("fused", "fused MXFP4", fused, mxfp4Bytes),
+    unpacked: () => engineArm("unpacked", "unpacked MXFP4", engineFor(mxfp4, "unpacked"), mxfp4Bytes),
+    f32: () => engineArm("f32", "f32 experts", engineFor(f32), f32Bytes),
+    int8: () => engineArm("int8", "int8 MXFP4", engineFor(mxfp4, "int8"), mxfp4Bytes),
+  };
+  for (const key of ARM_KEYS) if (chosenArms.has(key)) arms.push(made[key]());
+  if (args.baseline !== undefined) {
+    // The other checkout's engine and MiniMax-M3 model code (their own module instances: kernels,
+    // arena and all) over the same checkpoint files.
+    const root = resolve(args.baseline);
+    const engineModule = (await import(
+      pathToFileURL(join(root, "src/engine/index.ts")).href
+    )) as typeof import("../src/engine/index.js");
+    const modelModule = (await import(
+      pathToFileURL(join(root, "src/engine/models/minimax-m3.ts")).href
+    )) as typeof import("../src/engine/models/minimax-m3.js");
+    const model = engineModule.modelOfFiles("mxfp4", files, modelModule.minimaxArchitecture);
+    const engine = engineFor(model, "int8", engineModule.Engine);
+    arms.push(engineArm("baseline", `int8 MXFP4 at ${args.baseline}`, engine, mxfp4Bytes));
+  }
+  if (!chosenArms.has("fused")) closing.push(() => fused.close());
   const prompt = mxfp4.tokenizer.encode(corpus.slice(0, 4000)).slice(0, 16);
   if (args["llama-cpp"]) {
     const ggufPath = join(dir, "gpt-oss.gguf");
@@ -431,6 +478,10 @@ try {
   const bandwidth = await memoryBandwidth(threads);
   process.stdout.write(`memory read bandwidth ${(bandwidth / 1e9).toFixed(1)} GB/s on ${threads} threads\n`);
 
+  const exact4: readonly ArmKey[] = ["fp8", "fused", "unpacked", "f32"];
+  /** The index of arm `key` in `arms`, -1 where it is not run. */
+  const at = (key: ArmKey) => arms.findIndex((arm) => arm.key === key);
+  const loadBefore = loadavg()[0] as number;
   const rates = arms.map(() => [] as number[]);
   const cpuRates = arms.map(() => [] as number[]);
   for (let round = 0; round <= rounds; round++) {
@@ -447,16 +498,26 @@ try {
       }
       line.push(`${(arms[i] as Arm).name} ${run.rate.toFixed(2)}`);
     }
-    // The exact arms must agree exactly; the integer arm's and llama.cpp's agreement is counted.
-    const same = tokens.slice(0, EXACT_ARMS).every((t) => t.join() === tokens[0]?.join());
-    const fusedTokens = tokens[1] as number[];
-    const int8Parts = (tokens[EXACT_ARMS] as number[]).findIndex((t, i) => t !== fusedTokens[i]);
+    // The exact arms must agree exactly; the integer arm's agreement with fused is counted.
+    const exact = arms.flatMap((arm, i) => (exact4.includes(arm.key) ? [tokens[i]?.join()] : []));
+    const same = exact.every((t) => t === exact[0]);
+    const [fusedTokens, int8Tokens] = [at("fused"), at("int8")].map((i) => tokens[i]);
+    const int8Parts = int8Tokens?.findIndex((t, i) => t !== fusedTokens?.[i]);
     process.stdout.write(
-      `round ${round}${round === 0 ? " (warm-up)" : ""}: ${line.join(", ")} tok/s; ${same ? "same tokens on every exact engine arm" : "EXACT ENGINE ARMS DECODED DIFFERENT TOKENS"}; ` +
-        `int8 follows fused for ${int8Parts === -1 ? fusedTokens.length : int8Parts} of ${fusedTokens.length} tokens\n`,
+      `round ${round}${round === 0 ? " (warm-up)" : ""}: ${line.join(", ")} tok/s` +
+        (exact.length > 1
+          ? `; ${same ? "same tokens on every exact engine arm" : "EXACT ENGINE ARMS DECODED DIFFERENT TOKENS"}`
+          : "") +
+        (fusedTokens && int8Tokens
+          ? `; int8 follows fused for ${int8Parts === -1 ? fusedTokens.length : int8Parts} of ${fusedTokens.length} tokens`
+          : "") +
+        "\n",
     );
   }
 
+  process.stdout.write(
+    `load average (1 min) ${loadBefore.toFixed(2)} before the rounds, ${(loadavg()[0] as number).toFixed(2)} after, on ${availableParallelism()} cores\n`,
+  );
   const nameWidth = Math.max(...arms.map((arm) => arm.name.length));
   process.stdout.write(
     `\n${"arm".padEnd(nameWidth)} ${"tok/s".padStart(8)} ${"MB/token".padStart(9)} ${"roofline".padStart(9)} ${"of it".padStart(6)} ${"tok/CPU-s".padStart(10)}\n`,
@@ -481,23 +542,25 @@ try {
     );
     return `${interval.estimate.toFixed(2)}x [${interval.low.toFixed(2)}, ${interval.high.toFixed(2)}]`;
   };
-  const compare = (b: number, a: number) => {
+  const compare = (bKey: ArmKey, aKey: ArmKey) => {
+    const [b, a] = [at(bKey), at(aKey)];
+    if (a < 0 || b < 0) return;
     const [A, B] = [arms[a] as Arm, arms[b] as Arm];
     process.stdout.write(
       `${`${B.name} vs ${A.name}`.padEnd(2 * nameWidth)} ${ratio(rates, b, a)}, per CPU-s ${ratio(cpuRates, b, a)}; bytes per token ${A.name} / ${B.name} ${(A.bytes / B.bytes).toFixed(2)}x\n`,
     );
   };
-  compare(1, 2);
-  compare(1, 3);
-  compare(0, 1);
-  compare(0, 3);
-  compare(EXACT_ARMS, 1);
-  if (arms.length > ENGINE_ARMS) {
-    compare(1, ENGINE_ARMS);
-    compare(EXACT_ARMS, ENGINE_ARMS);
-  }
-  if (args.profile !== undefined) await profileDecode(arms[EXACT_ARMS] as Arm, prompt, args.profile);
+  compare("fused", "unpacked");
+  compare("fused", "f32");
+  compare("fp8", "fused");
+  compare("fp8", "f32");
+  compare("int8", "fused");
+  compare("fused", "llama.cpp");
+  compare("int8", "llama.cpp");
+  compare("int8", "baseline");
+  compare("baseline", "llama.cpp");
+  if (args.profile !== undefined) await profileDecode(arms[at("int8")] as Arm, prompt, args.profile);
 } finally {
-  await Promise.all(arms.map((arm) => arm.close()));
+  await Promise.all([...arms.map((arm) => arm.close()), ...closing.map((close) => close())]);
   await rm(dir, { recursive: true, force: true });
 }

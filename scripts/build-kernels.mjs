@@ -7,7 +7,7 @@
 // the relaxed form is when its second operand's bytes lie in [0, 127] and the sums fit in i16); a
 // kernel using several kinds gets one such binary with every rewrite, named by the first listed.
 // The MXFP4 decode also gets ".halves" builds for codes in the engine's re-laid-out order
-// (HALVES_KERNELS).
+// (HALVES_REWRITES).
 // With --check it writes nothing and exits 1 if a binary under src/ differs from its source.
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
@@ -59,35 +59,55 @@ const WITHOUT_RELAXED = [
 
 /**
  * MXFP4 kernels that also get a ".halves" build (and its build without relaxed SIMD) reading codes
- * in formats/mxfp4-halves.ts's order, the one matmul/mxfp4-decode.wat states for an offline
- * re-layout: byte i of a block's 16 holds value v(i) in its low nibble and v(i) + 16 in its high
- * one, v = 0 4 1 5 2 6 3 7 8 12 9 13 10 14 11 15. The three shuffles that put OCP codes in that
- * order go (for each block a kernel decodes: the swizzle into $packed, and the two interleaves of
- * $lo and $hi): the low nibbles are the first interleave's result and the high ones the second's,
- * as they are. Refused when the kernel no longer has them.
+ * in formats/mxfp4-halves.ts's order: byte i of a block's 16 holds value v(i) in its low nibble
+ * and v(i) + 16 in its high one, v = 0 4 1 5 2 6 3 7 8 12 9 13 10 14 11 15. There the low nibbles
+ * ($lo) are the codes of the block's first 16 values in that order and the high ones ($hi) of the
+ * next 16, each f32 lane of words holding values j and j + 4; each kernel's rewrites drop what puts
+ * OCP codes in its own order. matmul/mxfp4-decode.wat (that order, as it states): the swizzle into
+ * $packed and the two interleaves of $lo and $hi. matmul/mxfp4-rows.wat (OCP codes in ascending
+ * order, each word widened to a lane by an interleave with zeros): the two interleaves of $lo and
+ * $hi, and the widenings become a shift (values j) and a mask (values j + 4). Refused when a
+ * kernel no longer has what its rewrites drop.
  */
-const HALVES_KERNELS = [
-  "src/engine/kernels/matmul/mxfp4-decode.wat",
-  "src/engine/kernels/matmul/mxfp4-rows.wat",
+const ORDER_FOR_WORD_PAIRS = [
+  /\(local\.set \$(\w+) \(i8x16\.shuffle 0 1 16 17 2 3 18 19 4 5 20 21 6 7 22 23 \(local\.get \$lo\) \(local\.get \$hi\)\)\)/g,
+  "(local.set $$$1 (local.get $lo))",
 ];
-const HALVES_REWRITES = [
-  [
-    /\(local\.set \$packed \(i8x16\.(?:relaxed_)?swizzle \(v128\.load \(local\.get \$(\w+)\)\)\s+\(v128\.const i8x16 0 2 1 3 4 6 5 7 8 10 9 11 12 14 13 15\)\)\)/g,
-    "(local.set $packed (v128.load (local.get $$$1)))",
+const HALVES_REWRITES = {
+  "src/engine/kernels/matmul/mxfp4-decode.wat": [
+    [
+      /\(local\.set \$packed \(i8x16\.(?:relaxed_)?swizzle \(v128\.load \(local\.get \$(\w+)\)\)\s+\(v128\.const i8x16 0 2 1 3 4 6 5 7 8 10 9 11 12 14 13 15\)\)\)/g,
+      "(local.set $packed (v128.load (local.get $$$1)))",
+    ],
+    ORDER_FOR_WORD_PAIRS,
+    [
+      /\(local\.set \$(\w+) \(i8x16\.shuffle 8 9 24 25 10 11 26 27 12 13 28 29 14 15 30 31 \(local\.get \$lo\) \(local\.get \$hi\)\)\)/g,
+      "(local.set $$$1 (local.get $hi))",
+    ],
   ],
-  [
-    /\(local\.set \$(\w+) \(i8x16\.shuffle 0 1 16 17 2 3 18 19 4 5 20 21 6 7 22 23 \(local\.get \$lo\) \(local\.get \$hi\)\)\)/g,
-    "(local.set $$$1 (local.get $lo))",
+  "src/engine/kernels/matmul/mxfp4-rows.wat": [
+    [
+      /\(local\.set \$(\w+) \(i8x16\.shuffle 0 16 1 17 2 18 3 19 4 20 5 21 6 22 7 23 \(local\.get \$lo\) \(local\.get \$hi\)\)\)/g,
+      "(local.set $$$1 (local.get $lo))",
+    ],
+    [
+      /\(local\.set \$(\w+) \(i8x16\.shuffle 8 24 9 25 10 26 11 27 12 28 13 29 14 30 15 31 \(local\.get \$lo\) \(local\.get \$hi\)\)\)/g,
+      "(local.set $$$1 (local.get $hi))",
+    ],
+    [
+      /\(i8x16\.shuffle 0 1 16 17 2 3 18 19 4 5 20 21 6 7 22 23 \(local\.get \$zero\) \(local\.get \$(\w+)\)\)/g,
+      "(i32x4.shl (local.get $$$1) (i32.const 16))",
+    ],
+    [
+      /\(i8x16\.shuffle 8 9 24 25 10 11 26 27 12 13 28 29 14 15 30 31 \(local\.get \$zero\) \(local\.get \$(\w+)\)\)/g,
+      "(v128.and (local.get $$$1) (v128.const i32x4 0xffff0000 0xffff0000 0xffff0000 0xffff0000))",
+    ],
   ],
-  [
-    /\(local\.set \$(\w+) \(i8x16\.shuffle 8 9 24 25 10 11 26 27 12 13 28 29 14 15 30 31 \(local\.get \$lo\) \(local\.get \$hi\)\)\)/g,
-    "(local.set $$$1 (local.get $hi))",
-  ],
-];
+};
 
-function halvesText(file, text) {
+function halvesText(file, text, rewrites) {
   let out = text;
-  for (const [from, to] of HALVES_REWRITES) {
+  for (const [from, to] of rewrites) {
     const next = out.replace(from, to);
     if (next === out) throw new Error(`${file}: its ".halves" build drops ${from}, which is not there`);
     out = next;
@@ -117,9 +137,10 @@ for (const file of watFiles(join(root, "src"))) {
   const variants = [[".wasm", text]];
   const relaxed = WITHOUT_RELAXED.filter((r) => text.includes(r.instruction));
   if (relaxed.length > 0) variants.push([relaxed[0].suffix, relaxed.reduce((t, r) => r.rewrite(t), text)]);
-  if (HALVES_KERNELS.includes(relative(root, file)))
+  const rewrites = HALVES_REWRITES[relative(root, file)];
+  if (rewrites !== undefined)
     for (const [suffix, source] of [...variants])
-      variants.push([`.halves${suffix}`, halvesText(file, source)]);
+      variants.push([`.halves${suffix}`, halvesText(file, source, rewrites)]);
   for (const [suffix, source] of variants) {
     const module = wabt.parseWat(file, source, FEATURES);
     module.validate(FEATURES);

@@ -30,6 +30,7 @@ import type { AttentionRows } from "./paged-attention/attention-kernel.js";
 import { attentionSimdBytes } from "./paged-attention/attention-kernel.js";
 import { compileAttentionSimd } from "./paged-attention/attention-simd-module.js";
 import { type JobMessage, type KernelName, type KernelParams, runUnit } from "./registry.js";
+import { clampedSwiglu } from "./swiglu/clamped-swiglu.js";
 import { swiglu } from "./swiglu/swiglu.js";
 import { compileSwigluSimd } from "./swiglu/swiglu-simd-module.js";
 import { type KernelSwitches, kernelSwitches } from "./switches.js";
@@ -41,6 +42,8 @@ import { workerEntry } from "./worker-entry.js";
 const PARALLEL_MIN_MACS = 1 << 16;
 /** Weight rows the SIMD path handles at a time (matmul-kernel.ts); sizes the scratch regions. */
 const SIMD_CHUNK = 64;
+/** Values of a clamped SwiGLU staged at a time (a multiple of 4). */
+const CLAMPED_SLICE = 16384;
 /** Below this many values swiglu stays on the calling thread. */
 const SWIGLU_PARALLEL_MIN = 1 << 14;
 /**
@@ -326,6 +329,44 @@ export class MatmulPool {
       this.run("swiglu", { g, u, vectors, units }, units);
     }
     gate.set(staged.subarray(0, n));
+  }
+
+  /**
+   * gpt-oss's clamped SwiGLU of gateUp [n, 2I] into out [n, I] (clampedSwiglu's bits). With SIMD:
+   * swiglu/swiglu.wat's clamped_swiglu on the calling thread (at one token an expert's I values
+   * are too few to wake the helpers), on the arrays where they lie in the shared memory (a
+   * replayed step's), else through the staged input, CLAMPED_SLICE values at a time (so a long
+   * prefill does not grow the staged region, which is never given back, past what one needs).
+   */
+  clampedSwiglu(
+    gateUp: Float32Array,
+    n: number,
+    I: number,
+    limit: number,
+    alpha: number,
+    out: Float32Array,
+  ): void {
+    const simd = this.thread.swiglu;
+    const count = n * I;
+    const gu = this.arena?.offsetOf(gateUp) ?? -1;
+    const at = this.arena?.offsetOf(out) ?? -1;
+    const direct = gu >= 0 && at >= 0;
+    const slice = Math.min(count, CLAMPED_SLICE);
+    const staged = simd === null || direct ? null : this.stage("x", 3 * slice);
+    if (simd === null || count % 4 !== 0 || !(limit > 0) || (staged !== null && this.xOffset < 0)) {
+      clampedSwiglu(gateUp, n, I, limit, alpha, out);
+      return;
+    }
+    if (staged === null) {
+      simd.clamped_swiglu(gu, at, count, limit, alpha);
+      return;
+    }
+    for (let v0 = 0; v0 < count; v0 += slice) {
+      const v1 = Math.min(count, v0 + slice);
+      staged.set(gateUp.subarray(2 * v0, 2 * v1));
+      simd.clamped_swiglu(this.xOffset, this.xOffset + 8 * slice, v1 - v0, limit, alpha);
+      out.set(staged.subarray(2 * slice, 2 * slice + (v1 - v0)), v0);
+    }
   }
 
   /**

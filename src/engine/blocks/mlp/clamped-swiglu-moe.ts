@@ -19,30 +19,6 @@ export interface ClampedMoeSpec {
   readonly alpha: number;
 }
 
-/**
- * gpt-oss's clamped SwiGLU on an expert's gate_up output [n, 2I], whose gate and linear halves are
- * interleaved (even and odd columns): glu = min(gate, limit), lin = clamp(lin, -limit, limit),
- * out = glu · sigmoid(alpha · glu) · (lin + 1), [n, I] (a new array unless `out` is given). Each
- * value in float64, rounded once.
- */
-export function clampedSwiglu(
-  gateUp: Float32Array,
-  n: number,
-  I: number,
-  limit: number,
-  alpha: number,
-  out = new Float32Array(n * I),
-): Float32Array {
-  for (let t = 0; t < n; t++) {
-    for (let i = 0; i < I; i++) {
-      const glu = Math.min(gateUp[t * 2 * I + 2 * i] as number, limit);
-      const lin = Math.min(Math.max(gateUp[t * 2 * I + 2 * i + 1] as number, -limit), limit);
-      out[t * I + i] = (glu / (1 + Math.exp(-alpha * glu))) * (lin + 1);
-    }
-  }
-  return out;
-}
-
 /** The parameters of a gpt-oss MoE layer under `prefix`: router, stacked experts, their biases (std 0.1). */
 export function clampedMoeParameters(prefix: string, spec: ClampedMoeSpec, hidden: number) {
   const { numExperts: E, intermediateSize: I } = spec;
@@ -64,6 +40,9 @@ export function clampedMoeParameters(prefix: string, spec: ClampedMoeSpec, hidde
  * `<prefix>.router.{weight,bias}`, `<prefix>.experts.gate_up_proj{_blocks,_scales}` [E, 2I, ...],
  * `gate_up_proj_bias` [E, 2I], `down_proj{_blocks,_scales}` [E, H, ...], `down_proj_bias` [E, H].
  */
+/** The activation's plain kernel, where the block's users and tests have found it. */
+export { clampedSwiglu } from "../../kernels/swiglu/clamped-swiglu.js";
+
 export class ClampedSwigluMoe implements FeedForward {
   readonly outputTensors: readonly string[];
 
@@ -123,7 +102,8 @@ export class ClampedSwigluMoe implements FeedForward {
       const gateUp = gateUps[done] ?? stepArray(ctx, Float32Array, n * 2 * I);
       if (done < 0) pool.matmul(x, n, this.gateUp[e] as Weight, gateUp);
       addBias(gateUp, this.gateUpBias.subarray(e * 2 * I, (e + 1) * 2 * I), n);
-      const act = clampedSwiglu(gateUp, n, I, limit, alpha, stepArray(ctx, Float32Array, n * I));
+      const act = stepArray(ctx, Float32Array, n * I);
+      pool.clampedSwiglu(gateUp, n, I, limit, alpha, act);
       const y = stepArray(ctx, Float32Array, n * H);
       pool.matmul(act, n, this.down[e] as Weight, y);
       addBias(y, this.downBias.subarray(e * H, (e + 1) * H), n);

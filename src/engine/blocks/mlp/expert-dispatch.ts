@@ -22,33 +22,41 @@ export function mixExperts(
   const topK = routes[0]?.experts.length ?? 0;
   // Each (token, rank) output kept apart until the mix.
   const perRank = stepArray(ctx, Float32Array, T * topK * H);
-  const gatheredAll = stepArray(ctx, Float32Array, T * topK * H);
+  // At one token every chosen expert's input is the token's row itself: nothing is gathered.
+  const gatheredAll = T === 1 ? h.subarray(0, H) : stepArray(ctx, Float32Array, T * topK * H);
+  const members: number[] = [];
   let first = 0;
   for (let e = 0; e < numExperts; e++) {
-    const members: number[] = [];
+    members.length = 0;
     for (let t = 0; t < T; t++) {
       const ex = (routes[t] as Routing).experts;
       for (let r = 0; r < topK; r++) if (ex[r] === e) members.push(t * topK + r);
     }
-    if (members.length === 0) continue;
-    const gathered = gatheredAll.subarray(first * H, (first + members.length) * H);
-    members.forEach((m, i) => {
-      const t = Math.floor(m / topK);
-      gathered.set(h.subarray(t * H, (t + 1) * H), i * H);
-    });
-    const y = run(e, gathered, members.length, first);
-    first += members.length;
-    members.forEach((m, i) => {
-      perRank.set(y.subarray(i * H, (i + 1) * H), m * H);
-    });
+    const n = members.length;
+    if (n === 0) continue;
+    const gathered = T === 1 ? gatheredAll : gatheredAll.subarray(first * H, (first + n) * H);
+    if (T > 1)
+      for (let i = 0; i < n; i++) {
+        const t = Math.floor((members[i] as number) / topK);
+        gathered.set(h.subarray(t * H, (t + 1) * H), i * H);
+      }
+    const y = run(e, gathered, n, first);
+    first += n;
+    for (let i = 0; i < n; i++)
+      perRank.set(y.length === H ? y : y.subarray(i * H, (i + 1) * H), (members[i] as number) * H);
   }
+  // Rank by rank into one f64 sum a value (the same additions in the same order as a sum over
+  // ranks value by value, so the same bits), then once into out.
+  const sums = stepArray(ctx, Float64Array, H);
   for (let t = 0; t < T; t++) {
     const { weights } = routes[t] as Routing;
-    for (let i = 0; i < H; i++) {
-      let s = 0;
-      for (let r = 0; r < topK; r++)
-        s += (weights[r] as number) * (perRank[(t * topK + r) * H + i] as number);
-      out[t * H + i] = (out[t * H + i] as number) + s;
+    sums.fill(0);
+    for (let r = 0; r < topK; r++) {
+      const w = weights[r] as number;
+      const at = (t * topK + r) * H;
+      for (let i = 0; i < H; i++) sums[i] = (sums[i] as number) + w * (perRank[at + i] as number);
     }
+    const o = t * H;
+    for (let i = 0; i < H; i++) out[o + i] = (out[o + i] as number) + (sums[i] as number);
   }
 }

@@ -7,6 +7,11 @@ import { compileKernel } from "../wasm-kernels.js";
  */
 export interface SwigluSimd {
   swiglu: (g: number, u: number, count: number) => void;
+  /**
+   * gpt-oss's clamped SwiGLU over `count` (a multiple of 4) interleaved (gate, linear) f32 pairs at
+   * byte gu into f32 at byte out, the bits of ./clamped-swiglu.ts (see swiglu.wat).
+   */
+  clamped_swiglu: (gu: number, out: number, count: number, limit: number, alpha: number) => void;
 }
 
 /** The compiled module, or undefined where WebAssembly SIMD is unavailable. */
