@@ -1,5 +1,5 @@
 import { availableParallelism } from "node:os";
-import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from "node:worker_threads";
+import { MessageChannel, type MessagePort, Worker } from "node:worker_threads";
 import { BringupError } from "../../common/errors.js";
 import type { PlanMemory } from "../model/step-scratch.js";
 import type { Weight } from "../tensor/weight.js";
@@ -25,7 +25,12 @@ import type { MatmulJob, MatmulSegment } from "./matmul/matmul-job.js";
 import { int8Reads, matmulRange, type WeightParts, weightParts } from "./matmul/matmul-kernel.js";
 import { compileSimdTile } from "./matmul/tile-module.js";
 import { fp8Module, mxfp4Modules } from "./narrow-modules.js";
-import { type AttentionParams, attendRange } from "./paged-attention/attention-job.js";
+import {
+  type AttentionParams,
+  attendRange,
+  attentionBounds,
+  attentionCosts,
+} from "./paged-attention/attention-job.js";
 import type { AttentionRows } from "./paged-attention/attention-kernel.js";
 import { attentionSimdBytes } from "./paged-attention/attention-kernel.js";
 import { compileAttentionSimd } from "./paged-attention/attention-simd-module.js";
@@ -34,6 +39,7 @@ import { clampedSwiglu } from "./swiglu/clamped-swiglu.js";
 import { swiglu } from "./swiglu/swiglu.js";
 import { compileSwigluSimd } from "./swiglu/swiglu-simd-module.js";
 import { type KernelSwitches, kernelSwitches } from "./switches.js";
+import { waitForUnits } from "./wait-for-units.js";
 import { type WasmArena, wasmArena } from "./wasm-arena.js";
 import type { WorkerInit } from "./worker.js";
 import { workerEntry } from "./worker-entry.js";
@@ -53,8 +59,6 @@ const SWIGLU_PARALLEL_MIN = 1 << 14;
 const SWIGLU_FUSED_MIN_INPUTS = 2;
 /** Queries of one sequence that attention takes together, each key/value row read once for all. */
 const ATTENTION_TILE = 32;
-/** How long a dispatch may wait for its helpers before the pool declares them dead. */
-const WORKER_STALL_MS = 120_000;
 /** Rows of a matmul claimed at a time (whole groups of four, the SIMD tile's CHUNK). */
 const ROW_CHUNK = 64;
 
@@ -409,9 +413,7 @@ export class MatmulPool {
   attention(job: AttentionJob): void {
     const { meta, numHeads, headDim, vHeadDim } = job;
     const T = meta.length / 3;
-    const cost = new Float64Array(T + 1);
-    for (let t = 0; t < T; t++)
-      cost[t + 1] = (cost[t] as number) + ((meta[3 * t] as number) - (meta[3 * t + 1] as number) + 1);
+    const cost = attentionCosts(meta);
     const total = cost[T] as number;
     const helpers = this.workers.length;
     const simd = this.thread.attention !== null && headDim % 4 === 0 && vHeadDim % 8 === 0;
@@ -451,20 +453,7 @@ export class MatmulPool {
     const outLen = T * numHeads * vHeadDim;
     this.stage("x", qLen).set(job.q.subarray(0, qLen));
     const stagedOut = this.stage("out", outLen);
-    // Units of about equal cost (positions read), claimed from the shared counter like matmul
-    // rows. A prefill keeps units of at least a tile so its keys are still read once per tile.
-    const parts = helpers + 1;
-    const U =
-      T >= parts * ATTENTION_TILE
-        ? Math.min(4 * parts, Math.floor(T / ATTENTION_TILE))
-        : Math.min(T, 4 * parts);
-    const bounds = [0];
-    for (let u = 1; u < U; u++) {
-      let t = bounds[bounds.length - 1] as number;
-      while (t < T && (cost[t] as number) < (total * u) / U) t++;
-      if (t > (bounds[bounds.length - 1] as number) && t < T) bounds.push(t);
-    }
-    bounds.push(T);
+    const bounds = attentionBounds(cost, helpers + 1, ATTENTION_TILE);
     this.run("attention", { ...params, kvId, bounds }, bounds.length - 1);
     job.out.set(stagedOut.subarray(0, outLen));
   }
@@ -482,7 +471,7 @@ export class MatmulPool {
     Atomics.add(this.ctrl, CONTROL.SEQ, 1);
     Atomics.notify(this.ctrl, CONTROL.SEQ);
     claimUnits(this.ctrl, base, units, (unit) => runUnit(this.thread, job, unit));
-    this.waitForUnits(finishedBase + units);
+    waitForUnits(this.ctrl, this.workers, finishedBase + units);
   }
 
   async close(): Promise<void> {
@@ -494,37 +483,6 @@ export class MatmulPool {
         return worker.terminate();
       }),
     );
-  }
-
-  /** Waits until the FINISHED counter reaches `target` (units claimed by helpers are done). */
-  private waitForUnits(target: number): void {
-    const started = Date.now();
-    // The helpers usually finish within microseconds of this thread: spin that long before sleeping.
-    const spinUntil = performance.now() + 0.2;
-    while (((Atomics.load(this.ctrl, CONTROL.FINISHED) - target) | 0) < 0 && performance.now() < spinUntil);
-    for (;;) {
-      const done = Atomics.load(this.ctrl, CONTROL.FINISHED);
-      if (((done - target) | 0) >= 0 || Atomics.load(this.ctrl, CONTROL.FAILED) !== 0) break;
-      if (
-        Atomics.wait(this.ctrl, CONTROL.FINISHED, done, 1000) === "timed-out" &&
-        Date.now() - started > WORKER_STALL_MS
-      ) {
-        Atomics.store(this.ctrl, CONTROL.FAILED, 1);
-        break;
-      }
-    }
-    if (Atomics.load(this.ctrl, CONTROL.FAILED) !== 0) {
-      const reasons: string[] = [];
-      for (const { port } of this.workers) {
-        for (let m = receiveMessageOnPort(port); m !== undefined; m = receiveMessageOnPort(port)) {
-          if (m.message?.type === "error") reasons.push(m.message.message);
-        }
-      }
-      throw new BringupError(
-        "ENGINE_WORKER_FAILED",
-        `a kernel worker thread failed (${reasons.join("; ") || "it stopped answering"}); restart the engine.`,
-      );
-    }
   }
 
   /** Applies a state change to the calling thread and sends it to every helper. */
