@@ -1,7 +1,5 @@
-import { createRequire } from "node:module";
 import { availableParallelism } from "node:os";
-import { fileURLToPath } from "node:url";
-import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from "node:worker_threads";
+import { MessageChannel, type MessagePort, Worker } from "node:worker_threads";
 import { BringupError } from "../../common/errors.js";
 import type { PlanMemory } from "../model/step-scratch.js";
 import type { Weight } from "../tensor/weight.js";
@@ -23,11 +21,16 @@ import {
   type StateMessage,
 } from "./kernel-thread.js";
 import { Int8Inputs } from "./matmul/int8-inputs.js";
-import type { MatmulSegment } from "./matmul/matmul-job.js";
+import type { MatmulJob, MatmulSegment } from "./matmul/matmul-job.js";
 import { int8Reads, matmulRange, type WeightParts, weightParts } from "./matmul/matmul-kernel.js";
 import { compileSimdTile } from "./matmul/tile-module.js";
 import { fp8Module, mxfp4Modules } from "./narrow-modules.js";
-import { type AttentionParams, attendRange } from "./paged-attention/attention-job.js";
+import {
+  type AttentionParams,
+  attendRange,
+  attentionBounds,
+  attentionCosts,
+} from "./paged-attention/attention-job.js";
 import type { AttentionRows } from "./paged-attention/attention-kernel.js";
 import { attentionSimdBytes } from "./paged-attention/attention-kernel.js";
 import { compileAttentionSimd } from "./paged-attention/attention-simd-module.js";
@@ -36,8 +39,10 @@ import { clampedSwiglu } from "./swiglu/clamped-swiglu.js";
 import { swiglu } from "./swiglu/swiglu.js";
 import { compileSwigluSimd } from "./swiglu/swiglu-simd-module.js";
 import { type KernelSwitches, kernelSwitches } from "./switches.js";
+import { waitForUnits } from "./wait-for-units.js";
 import { type WasmArena, wasmArena } from "./wasm-arena.js";
 import type { WorkerInit } from "./worker.js";
+import { workerEntry } from "./worker-entry.js";
 
 /** Below this many multiply-adds a matmul stays on the calling thread: waking workers costs more. */
 const PARALLEL_MIN_MACS = 1 << 16;
@@ -47,38 +52,15 @@ const SIMD_CHUNK = 64;
 const CLAMPED_SLICE = 16384;
 /** Below this many values swiglu stays on the calling thread. */
 const SWIGLU_PARALLEL_MIN = 1 << 14;
+/**
+ * From this many input rows matmulSwiglu runs swiglu inside the matmul's units; at one row the
+ * separate dispatches measured a little faster (pool-level A/B, bench-100m's MLP).
+ */
+const SWIGLU_FUSED_MIN_INPUTS = 2;
 /** Queries of one sequence that attention takes together, each key/value row read once for all. */
 const ATTENTION_TILE = 32;
-/** How long a dispatch may wait for its helpers before the pool declares them dead. */
-const WORKER_STALL_MS = 120_000;
 /** Rows of a matmul claimed at a time (whole groups of four, the SIMD tile's CHUNK). */
 const ROW_CHUNK = 64;
-
-/**
- * Where a worker starts: the compiled worker.js beside this file, or, when this file runs as its
- * TypeScript source (tests, tsx), worker.ts bundled once per process with esbuild (which those
- * runners bring), as Node 20 cannot load TypeScript in a worker by itself.
- */
-let sourceBundle: string | undefined;
-function workerEntry(): { filename: string | URL; eval: boolean } {
-  if (!import.meta.url.endsWith(".ts"))
-    return { filename: new URL("./worker.js", import.meta.url), eval: false };
-  if (sourceBundle === undefined) {
-    const esbuild = createRequire(import.meta.url)("esbuild") as {
-      buildSync(options: object): { outputFiles: { text: string }[] };
-    };
-    sourceBundle = esbuild.buildSync({
-      entryPoints: [fileURLToPath(new URL("./worker.ts", import.meta.url))],
-      bundle: true,
-      format: "cjs",
-      platform: "node",
-      target: "node20",
-      write: false,
-      logLevel: "error",
-    }).outputFiles[0]?.text;
-  }
-  return { filename: sourceBundle as string, eval: true };
-}
 
 /** One layer's attention over a step: what pool.attention needs (see attendTokens). */
 export type AttentionJob = Omit<AttentionParams, "simd" | "tile"> & AttentionRows;
@@ -186,6 +168,63 @@ export class MatmulPool {
    * treated as one long range and split between threads, so the helpers are woken once.
    */
   matmulMany(x: Float32Array, M: number, weights: readonly Weight[], outs: readonly Float32Array[]): void {
+    const { K, totalRows } = this.checkMatmul(x, M, weights, outs);
+    if (this.workers.length === 0 || M * K * totalRows < PARALLEL_MIN_MACS || this.closed) {
+      this.matmulHere(x, M, K, weights, outs);
+      return;
+    }
+    const params = this.stageMatmul(x, M, K, weights, totalRows);
+    this.run("matmul", params, Math.ceil(totalRows / ROW_CHUNK));
+    this.copyOuts(params, outs);
+  }
+
+  /**
+   * gateOut = silu(x · gateᵀ) · (x · upᵀ), a gated MLP's first half; upOut is left holding x · upᵀ
+   * or anything (scratch). Where the threads share memory and SIMD, one dispatch whose units each
+   * take some rows of both weights and apply swiglu.wat to them (matmul-swiglu-job.ts); otherwise
+   * matmulMany then swiglu. The same bits either way.
+   */
+  matmulSwiglu(
+    x: Float32Array,
+    M: number,
+    gate: Weight,
+    up: Weight,
+    gateOut: Float32Array,
+    upOut: Float32Array,
+  ): void {
+    const I = gate.rows;
+    const fused =
+      this.thread.swiglu !== null &&
+      this.workers.length > 0 &&
+      !this.closed &&
+      M >= SWIGLU_FUSED_MIN_INPUTS &&
+      up.rows === I &&
+      I % 4 === 0 &&
+      M * gate.cols * 2 * I >= PARALLEL_MIN_MACS;
+    if (!fused) {
+      this.matmulMany(x, M, [gate, up], [gateOut, upOut]);
+      this.swiglu(gateOut, upOut, M * I);
+      return;
+    }
+    const { K, totalRows } = this.checkMatmul(x, M, [gate, up], [gateOut, upOut]);
+    const params = this.stageMatmul(x, M, K, [gate, up], totalRows);
+    if (params.segments.every((seg) => seg.outOffset >= 0)) {
+      this.run("matmulSwiglu", { ...params, I }, Math.ceil(I / ROW_CHUNK));
+      this.copyOuts(params, [gateOut]);
+      return;
+    }
+    this.run("matmul", params, Math.ceil(totalRows / ROW_CHUNK));
+    this.copyOuts(params, [gateOut, upOut]);
+    this.swiglu(gateOut, upOut, M * I);
+  }
+
+  /** Checks a dispatch's shapes; its K and its weights' rows in all, and the tile's region made to fit. */
+  private checkMatmul(
+    x: Float32Array,
+    M: number,
+    weights: readonly Weight[],
+    outs: readonly Float32Array[],
+  ): { K: number; totalRows: number } {
     const K = (weights[0] as Weight).cols;
     let totalRows = 0;
     weights.forEach((w, i) => {
@@ -199,22 +238,43 @@ export class MatmulPool {
       totalRows += w.rows;
     });
     this.ensureRegion("tile", (M * K + SIMD_CHUNK * K + SIMD_CHUNK * M) * 4, `a ${M}x${K} input`);
-    const single = this.workers.length === 0 || M * K * totalRows < PARALLEL_MIN_MACS || this.closed;
-    // The integer MXFP4 path's input, quantized once for every weight and thread of the dispatch.
+    return { K, totalRows };
+  }
+
+  /** The matmuls on this thread alone. */
+  private matmulHere(
+    x: Float32Array,
+    M: number,
+    K: number,
+    weights: readonly Weight[],
+    outs: readonly Float32Array[],
+  ): void {
+    // The integer MXFP4 path's input, quantized once for every weight.
     const int8 = weights.some((w) => int8Reads(this.partsOf(w)));
-    if (single) {
-      const quantized = int8 ? this.quantize(x, M, K) : -1;
-      weights.forEach((w, i) => {
-        const N = w.rows;
-        const out = outs[i] as Float32Array;
-        // An input or output that lies in the shared memory (a replayed step's) is used in place.
-        const xOffset = this.arena?.offsetOf(x) ?? -1;
-        const outOffset = this.arena?.offsetOf(out) ?? -1;
-        const range = { x, xOffset, M, K, out, outOffset, N, n0: 0, n1: N, quantized };
-        matmulRange({ ...range, weight: this.partsOf(w) }, this.thread);
-      });
-      return;
-    }
+    const quantized = int8 ? this.quantize(x, M, K) : -1;
+    weights.forEach((w, i) => {
+      const N = w.rows;
+      const out = outs[i] as Float32Array;
+      // An input or output that lies in the shared memory (a replayed step's) is used in place.
+      const xOffset = this.arena?.offsetOf(x) ?? -1;
+      const outOffset = this.arena?.offsetOf(out) ?? -1;
+      const range = { x, xOffset, M, K, out, outOffset, N, n0: 0, n1: N, quantized };
+      matmulRange({ ...range, weight: this.partsOf(w) }, this.thread);
+    });
+  }
+
+  /**
+   * A parallel dispatch's input staged in the shared memory (with its pairs and int8 form where
+   * its weights read them), its weights registered, and its outputs laid out one after another
+   * in the staged output (output i at M * rowOffset_i, an [M, rows_i] matrix).
+   */
+  private stageMatmul(
+    x: Float32Array,
+    M: number,
+    K: number,
+    weights: readonly Weight[],
+    totalRows: number,
+  ): MatmulJob {
     const ids = weights.map((w) => this.register(w));
     // Row-quads weights' tile reads the input in pairs (tile-module.ts): staged once here, after
     // the row-major input the other kernels read, rather than by every thread for every unit.
@@ -224,9 +284,10 @@ export class MatmulPool {
     stagedX.set(x.subarray(0, M * K));
     const xPairs = pairs && this.xOffset >= 0 ? this.xOffset + M * K * 4 : -1;
     if (xPairs >= 0) tile?.pairs(K, M, this.xOffset, xPairs);
+    // The integer MXFP4 path's input, quantized once for every weight and thread of the dispatch.
+    const int8 = weights.some((w) => int8Reads(this.partsOf(w)));
     const quantized = int8 ? this.quantize(stagedX, M, K) : -1;
-    const stagedOut = this.stage("out", M * totalRows);
-    // Output i lives at stagedOut[M * rowOffset_i ...] as an [M, rows_i] matrix.
+    this.stage("out", M * totalRows);
     const segments: MatmulSegment[] = [];
     let rowOffset = 0;
     weights.forEach((w, i) => {
@@ -234,19 +295,15 @@ export class MatmulPool {
       segments.push({ id: ids[i] as number, N: w.rows, rowOffset, outOffset });
       rowOffset += w.rows;
     });
-    const params = {
-      M,
-      K,
-      xOffset: this.xOffset,
-      xPairs,
-      totalRows,
-      rowChunk: ROW_CHUNK,
-      segments,
-      quantized,
-    };
-    this.run("matmul", params, Math.ceil(totalRows / ROW_CHUNK));
-    segments.forEach((seg, i) => {
-      (outs[i] as Float32Array).set(stagedOut.subarray(M * seg.rowOffset, M * (seg.rowOffset + seg.N)));
+    return { M, K, xOffset: this.xOffset, xPairs, totalRows, rowChunk: ROW_CHUNK, segments, quantized };
+  }
+
+  /** The first outs.length outputs of a dispatch from the staged output into `outs`. */
+  private copyOuts(job: MatmulJob, outs: readonly Float32Array[]): void {
+    const stagedOut = this.thread.out;
+    outs.forEach((out, i) => {
+      const { rowOffset, N } = job.segments[i] as MatmulSegment;
+      out.set(stagedOut.subarray(job.M * rowOffset, job.M * (rowOffset + N)));
     });
   }
 
@@ -356,9 +413,7 @@ export class MatmulPool {
   attention(job: AttentionJob): void {
     const { meta, numHeads, headDim, vHeadDim } = job;
     const T = meta.length / 3;
-    const cost = new Float64Array(T + 1);
-    for (let t = 0; t < T; t++)
-      cost[t + 1] = (cost[t] as number) + ((meta[3 * t] as number) - (meta[3 * t + 1] as number) + 1);
+    const cost = attentionCosts(meta);
     const total = cost[T] as number;
     const helpers = this.workers.length;
     const simd = this.thread.attention !== null && headDim % 4 === 0 && vHeadDim % 8 === 0;
@@ -400,20 +455,7 @@ export class MatmulPool {
     const outLen = T * numHeads * vHeadDim;
     this.stage("x", qLen).set(job.q.subarray(0, qLen));
     const stagedOut = this.stage("out", outLen);
-    // Units of about equal cost (positions read), claimed from the shared counter like matmul
-    // rows. A prefill keeps units of at least a tile so its keys are still read once per tile.
-    const parts = helpers + 1;
-    const U =
-      T >= parts * ATTENTION_TILE
-        ? Math.min(4 * parts, Math.floor(T / ATTENTION_TILE))
-        : Math.min(T, 4 * parts);
-    const bounds = [0];
-    for (let u = 1; u < U; u++) {
-      let t = bounds[bounds.length - 1] as number;
-      while (t < T && (cost[t] as number) < (total * u) / U) t++;
-      if (t > (bounds[bounds.length - 1] as number) && t < T) bounds.push(t);
-    }
-    bounds.push(T);
+    const bounds = attentionBounds(cost, helpers + 1, ATTENTION_TILE);
     this.run("attention", { ...params, kvId, bounds }, bounds.length - 1);
     job.out.set(stagedOut.subarray(0, outLen));
   }
@@ -431,7 +473,7 @@ export class MatmulPool {
     Atomics.add(this.ctrl, CONTROL.SEQ, 1);
     Atomics.notify(this.ctrl, CONTROL.SEQ);
     claimUnits(this.ctrl, base, units, (unit) => runUnit(this.thread, job, unit));
-    this.waitForUnits(finishedBase + units);
+    waitForUnits(this.ctrl, this.workers, finishedBase + units);
   }
 
   async close(): Promise<void> {
@@ -443,37 +485,6 @@ export class MatmulPool {
         return worker.terminate();
       }),
     );
-  }
-
-  /** Waits until the FINISHED counter reaches `target` (units claimed by helpers are done). */
-  private waitForUnits(target: number): void {
-    const started = Date.now();
-    // The helpers usually finish within microseconds of this thread: spin that long before sleeping.
-    const spinUntil = performance.now() + 0.2;
-    while (((Atomics.load(this.ctrl, CONTROL.FINISHED) - target) | 0) < 0 && performance.now() < spinUntil);
-    for (;;) {
-      const done = Atomics.load(this.ctrl, CONTROL.FINISHED);
-      if (((done - target) | 0) >= 0 || Atomics.load(this.ctrl, CONTROL.FAILED) !== 0) break;
-      if (
-        Atomics.wait(this.ctrl, CONTROL.FINISHED, done, 1000) === "timed-out" &&
-        Date.now() - started > WORKER_STALL_MS
-      ) {
-        Atomics.store(this.ctrl, CONTROL.FAILED, 1);
-        break;
-      }
-    }
-    if (Atomics.load(this.ctrl, CONTROL.FAILED) !== 0) {
-      const reasons: string[] = [];
-      for (const { port } of this.workers) {
-        for (let m = receiveMessageOnPort(port); m !== undefined; m = receiveMessageOnPort(port)) {
-          if (m.message?.type === "error") reasons.push(m.message.message);
-        }
-      }
-      throw new BringupError(
-        "ENGINE_WORKER_FAILED",
-        `a kernel worker thread failed (${reasons.join("; ") || "it stopped answering"}); restart the engine.`,
-      );
-    }
   }
 
   /** Applies a state change to the calling thread and sends it to every helper. */

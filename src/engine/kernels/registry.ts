@@ -1,6 +1,7 @@
 import { indexerScoresJob } from "./indexer-scores/indexer-job.js";
 import type { ThreadKernel } from "./kernel-thread.js";
 import { matmulJob } from "./matmul/matmul-job.js";
+import { matmulSwigluJob } from "./matmul/matmul-swiglu-job.js";
 import { attentionJob } from "./paged-attention/attention-job.js";
 import { swigluJob } from "./swiglu/swiglu-job.js";
 
@@ -10,6 +11,7 @@ import { swigluJob } from "./swiglu/swiglu-job.js";
  */
 export const KERNELS = {
   matmul: matmulJob,
+  matmulSwiglu: matmulSwigluJob,
   attention: attentionJob,
   swiglu: swigluJob,
   indexer: indexerScoresJob,

@@ -66,8 +66,7 @@ export class SwigluMlp implements FeedForward {
     const I = this.gate.rows;
     const gate = stepArray(ctx, Float32Array, T * I);
     const up = stepArray(ctx, Float32Array, T * I);
-    pool.matmulMany(h, T, [this.gate, this.up], [gate, up]);
-    pool.swiglu(gate, up, T * I);
+    pool.matmulSwiglu(h, T, this.gate, this.up, gate, up);
     const out = stepArray(ctx, Float32Array, T * this.down.rows);
     pool.matmul(gate, T, this.down, out);
     return out;

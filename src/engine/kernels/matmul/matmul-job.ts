@@ -1,4 +1,4 @@
-import type { ThreadKernel } from "../kernel-thread.js";
+import type { KernelThread, ThreadKernel } from "../kernel-thread.js";
 import { matmulRange } from "./matmul-kernel.js";
 
 /** One registered weight's share of a matmul dispatch. */
@@ -29,6 +29,33 @@ export interface MatmulJob {
   readonly quantized: number;
 }
 
+/** Rows [lo, hi) of one segment's weight (its own row numbers) over the dispatch's staged input. */
+export function segmentRows(
+  thread: KernelThread,
+  job: MatmulJob,
+  seg: MatmulSegment,
+  lo: number,
+  hi: number,
+): void {
+  matmulRange(
+    {
+      x: thread.x,
+      xOffset: job.xOffset,
+      xPairs: job.xPairs,
+      M: job.M,
+      K: job.K,
+      weight: thread.weights.get(seg.id) as NonNullable<ReturnType<typeof thread.weights.get>>,
+      out: thread.out.subarray(job.M * seg.rowOffset),
+      outOffset: seg.outOffset,
+      N: seg.N,
+      n0: lo,
+      n1: hi,
+      quantized: job.quantized,
+    },
+    thread,
+  );
+}
+
 /** Unit d: rows [d * rowChunk, (d + 1) * rowChunk) of the run, in whichever weights they fall. */
 export const matmulJob: ThreadKernel<MatmulJob> = {
   run(thread, job, unit) {
@@ -37,24 +64,7 @@ export const matmulJob: ThreadKernel<MatmulJob> = {
     for (const seg of job.segments) {
       const lo = Math.max(r0, seg.rowOffset);
       const hi = Math.min(r1, seg.rowOffset + seg.N);
-      if (lo >= hi) continue;
-      matmulRange(
-        {
-          x: thread.x,
-          xOffset: job.xOffset,
-          xPairs: job.xPairs,
-          M: job.M,
-          K: job.K,
-          weight: thread.weights.get(seg.id) as NonNullable<ReturnType<typeof thread.weights.get>>,
-          out: thread.out.subarray(job.M * seg.rowOffset),
-          outOffset: seg.outOffset,
-          N: seg.N,
-          n0: lo - seg.rowOffset,
-          n1: hi - seg.rowOffset,
-          quantized: job.quantized,
-        },
-        thread,
-      );
+      if (lo < hi) segmentRows(thread, job, seg, lo - seg.rowOffset, hi - seg.rowOffset);
     }
   },
 };

@@ -25,6 +25,34 @@ export function attendRange(
   else attendTokens(call, thread.attentionScratch);
 }
 
+/** cost[t]: the positions tokens before t read (meta as AttentionStep's); cost[T], all of them. */
+export function attentionCosts(meta: Int32Array): Float64Array {
+  const T = meta.length / 3;
+  const cost = new Float64Array(T + 1);
+  for (let t = 0; t < T; t++)
+    cost[t + 1] = (cost[t] as number) + ((meta[3 * t] as number) - (meta[3 * t + 1] as number) + 1);
+  return cost;
+}
+
+/**
+ * Units of about equal cost (positions read) for `parts` threads, claimed from the shared counter
+ * like matmul rows: unit u covers tokens [bounds[u], bounds[u + 1]). A prefill keeps units of at
+ * least a tile so its keys are still read once per tile.
+ */
+export function attentionBounds(cost: Float64Array, parts: number, tile: number): number[] {
+  const T = cost.length - 1;
+  const total = cost[T] as number;
+  const U = T >= parts * tile ? Math.min(4 * parts, Math.floor(T / tile)) : Math.min(T, 4 * parts);
+  const bounds = [0];
+  for (let u = 1; u < U; u++) {
+    let t = bounds[bounds.length - 1] as number;
+    while (t < T && (cost[t] as number) < (total * u) / U) t++;
+    if (t > (bounds[bounds.length - 1] as number) && t < T) bounds.push(t);
+  }
+  bounds.push(T);
+  return bounds;
+}
+
 /** A dispatch: the staged queries and outputs, a registered KV cache, and units of tokens. */
 export interface AttentionDispatch extends AttentionParams {
   readonly kvId: number;

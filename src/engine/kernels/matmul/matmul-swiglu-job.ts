@@ -1,0 +1,34 @@
+import type { ThreadKernel } from "../kernel-thread.js";
+import type { SwigluSimd } from "../swiglu/swiglu-simd-module.js";
+import { type MatmulJob, segmentRows } from "./matmul-job.js";
+
+/**
+ * A gated MLP's first half in one dispatch: gate = silu(x · gateᵀ) · (x · upᵀ). Its segments are
+ * the gate and the up weight, both of `I` rows (a multiple of four), their [M, I] outputs in the
+ * shared memory (outOffset >= 0), and the thread's swiglu.wat present.
+ */
+export interface MatmulSwigluJob extends MatmulJob {
+  readonly I: number;
+}
+
+/**
+ * Unit d: rows [d * rowChunk, (d + 1) * rowChunk) of the gate and of the up weight, then swiglu.wat
+ * over those columns of every input row, so no thread waits for the whole of both matmuls before
+ * the activation and no second dispatch runs it. Each output of the matmul and each value of the
+ * activation is computed alone, as the separate dispatches compute it: the same bits.
+ */
+export const matmulSwigluJob: ThreadKernel<MatmulSwigluJob> = {
+  run(thread, job, unit) {
+    const { I, M } = job;
+    const r0 = unit * job.rowChunk;
+    const r1 = Math.min(I, r0 + job.rowChunk);
+    const [gate, up] = job.segments as [MatmulJob["segments"][0], MatmulJob["segments"][0]];
+    segmentRows(thread, job, gate, r0, r1);
+    segmentRows(thread, job, up, r0, r1);
+    const simd = thread.swiglu as SwigluSimd;
+    for (let m = 0; m < M; m++) {
+      const at = 4 * (m * I + r0);
+      simd.swiglu(gate.outOffset + at, up.outOffset + at, (r1 - r0) >> 2);
+    }
+  },
+};
