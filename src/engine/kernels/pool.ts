@@ -538,12 +538,11 @@ export class MatmulPool {
   }
 
   private partsOf(w: Weight): WeightParts {
-    let parts = this.parts.get(w);
-    if (parts === undefined) {
-      // On the integer MXFP4 path an MXFP4 weight's exponents are laid out for it here, once.
-      parts = weightParts(w, this.arena, this.int8Inputs !== null);
-      this.parts.set(w, parts);
-    }
+    const known = this.parts.get(w);
+    if (known !== undefined) return known;
+    // On the integer MXFP4 path an MXFP4 weight's exponents are laid out for it here, once.
+    const parts = weightParts(w, this.arena, this.int8Inputs !== null);
+    this.parts.set(w, parts);
     return parts;
   }
 
