@@ -1,11 +1,17 @@
 /**
  * What a change to the engine costs: the same tiny model's prefill and decode on this tree's engine
  * (built, dist/) and on another checkout's (--before DIR, built with `npx tsc -p
- * tsconfig.build.json`), both loaded into one process and measured in balanced blocks: ABBA, then
- * BAAB, alternating, so neither the machine's drift nor which engine runs first in a block falls on
- * one arm. Each block's after/before ratio is printed; then, per figure, the after/before ratio
- * with its 95% interval (blockedRatioInterval, src/bench/stats.ts: trials compared within their
- * block on log values) and the verdict abVerdict gives it (no-difference, noisy or shown). Figures:
+ * tsconfig.build.json`), measured in balanced blocks: ABBA, then BAAB, alternating, so neither the
+ * machine's drift nor which engine runs first in a block falls on one arm. Each block runs in a
+ * process of its own that builds both arms' models and engines (the first built alternating too):
+ * an engine keeps a speed of its own for the life of the process (where its weights and threads
+ * landed; two builds of one tree in one process differed by 1.23x, "shown"), which would otherwise
+ * fall on one arm for the whole run and be read as the change's. Each block's after/before ratio
+ * is printed; then, per figure, the after/before ratio with its 95% interval and the verdict
+ * abVerdict gives it (no-difference, noisy or shown). The interval (blockedRatioInterval,
+ * src/bench/stats.ts) takes one figure an arm a block, the geometric mean of its two trials, as
+ * the two trials share their process's speed and are not two draws of it: so it is a t interval
+ * over the blocks' log ratios, blocks - 1 degrees of freedom. Figures:
  * tokens per second of wall time and per CPU-second of the process (all threads), which a loaded
  * machine disturbs less than wall time. With --streams N, N requests are submitted together: prefill
  * runs until every stream has its first token, decode from then to the last token, counting every
@@ -15,6 +21,7 @@
  *   npm run build && npx tsx bench/engine-before-after.ts --before /tmp/before [--size bench-100m]
  *     [--prompt 512] [--decode 32] [--blocks 6] [--threads 2] [--streams 1]
  */
+import { fork } from "node:child_process";
 import { availableParallelism } from "node:os";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -115,19 +122,55 @@ async function measure(engine: InstanceType<EngineModule["Engine"]>): Promise<Ra
   };
 }
 
-const engines = await Promise.all(
-  (["before", "after"] as const).map(async (name) => {
+type Arm = keyof typeof arms;
+type Order = readonly Arm[];
+/** Set in a block's own process: the block's order of trials, e.g. "before,after,after,before". */
+const BLOCK_ENV = "BRINGUP_BENCH_BLOCK_ORDER";
+
+/** One block in this process: both arms' engines built (in the order's first two), warmed, measured in order. */
+async function runBlock(order: Order): Promise<Record<Arm, Rates[]>> {
+  const engines = {} as Record<Arm, InstanceType<EngineModule["Engine"]>>;
+  for (const name of order.slice(0, 2) as Arm[]) {
     const m = arms[name];
     const model = await m.createTinyModel(m.findTinySize(args.size as string), { seed: 1 });
-    const engine = new m.Engine(model, {
+    engines[name] = new m.Engine(model, {
       threads,
       maxNumSeqs: streams,
       maxModelLen: promptTokens + decodeTokens + 8,
     });
-    await measure(engine); // warm-up: kernels compiled, JIT warm
-    return { name, engine };
-  }),
-);
+    await measure(engines[name]); // warm-up: kernels compiled, JIT warm
+  }
+  const got: Record<Arm, Rates[]> = { before: [], after: [] };
+  for (const name of order) got[name].push(await measure(engines[name]));
+  for (const engine of Object.values(engines)) await engine.close();
+  return got;
+}
+
+/** One block in a process of its own (this script, BLOCK_ENV set), its rates sent back. */
+function blockInChild(order: Order): Promise<Record<Arm, Rates[]>> {
+  return new Promise((resolveBlock, reject) => {
+    const child = fork(process.argv[1] as string, process.argv.slice(2), {
+      env: { ...process.env, [BLOCK_ENV]: order.join(",") },
+      execArgv: process.execArgv,
+    });
+    let got: Record<Arm, Rates[]> | undefined;
+    child.on("message", (message) => {
+      got = message as Record<Arm, Rates[]>;
+    });
+    child.on("error", reject);
+    child.on("exit", (code) =>
+      got === undefined
+        ? reject(new Error(`a block's process exited with ${code} and no rates`))
+        : resolveBlock(got),
+    );
+  });
+}
+
+const childOrder = process.env[BLOCK_ENV];
+if (childOrder !== undefined) {
+  (process.send as (message: unknown) => void)(await runBlock(childOrder.split(",") as Arm[]));
+  process.exit(0);
+}
 
 const KEYS = ["prefill", "decode", "prefillCpu", "decodeCpu"] as const;
 const blocks = Object.fromEntries(KEYS.map((k) => [k, [] as BlockTrials[]])) as Record<
@@ -137,28 +180,22 @@ const blocks = Object.fromEntries(KEYS.map((k) => [k, [] as BlockTrials[]])) as 
 console.log(
   `${args.size}: ${streams} stream${streams > 1 ? "s" : ""}, prompt ${promptTokens}, decode ${decodeTokens}, ${threads} threads, ${blockCount} blocks (ABBA, BAAB, ...; A before, B after)`,
 );
-const byName = Object.fromEntries(engines.map(({ name, engine }) => [name, engine]));
 const geometricMean = (xs: readonly number[]) =>
   Math.exp(xs.reduce((s, x) => s + Math.log(x), 0) / xs.length);
 for (let b = 0; b < blockCount; b++) {
-  const order = b % 2 === 0 ? ["before", "after", "after", "before"] : ["after", "before", "before", "after"];
-  const got: Record<string, Rates[]> = { before: [], after: [] };
-  for (const name of order)
-    got[name]?.push(await measure(byName[name] as InstanceType<EngineModule["Engine"]>));
-  const before = got.before as Rates[];
-  const after = got.after as Rates[];
+  const order: Order =
+    b % 2 === 0 ? ["before", "after", "after", "before"] : ["after", "before", "before", "after"];
+  const { before, after } = await blockInChild(order);
   const line: string[] = [];
   for (const k of KEYS) {
-    const trials = { a: before.map((r) => r[k]), b: after.map((r) => r[k]) };
-    blocks[k].push(trials);
-    const [gb, ga] = [geometricMean(trials.a), geometricMean(trials.b)];
+    const [gb, ga] = [geometricMean(before.map((r) => r[k])), geometricMean(after.map((r) => r[k]))];
+    blocks[k].push({ a: [gb], b: [ga] });
     line.push(`${k} ${gb.toFixed(1)} -> ${ga.toFixed(1)} (${(ga / gb).toFixed(3)}x)`);
   }
   console.log(
     `block ${b + 1} (${order.map((n) => (n === "before" ? "A" : "B")).join("")}): ${line.join(", ")}`,
   );
 }
-for (const { engine } of engines) await engine.close();
 console.log("tok/s of wall time (prefill, decode) and tok per CPU-second (prefillCpu, decodeCpu)");
 for (const key of KEYS) {
   const { estimate, low, high, df } = blockedRatioInterval(blocks[key]);
