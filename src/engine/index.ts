@@ -103,7 +103,7 @@ export {
 export type { KdaSpec } from "./blocks/linear-attention/kda-attention.js";
 export { KDA_CHUNK, KDA_SWITCHES, KdaAttention, kdaStates } from "./blocks/linear-attention/kda-attention.js";
 export type { ClampedMoeSpec } from "./blocks/mlp/clamped-swiglu-moe.js";
-export { ClampedSwigluMoe, clampedSwiglu } from "./blocks/mlp/clamped-swiglu-moe.js";
+export { ClampedSwigluMoe } from "./blocks/mlp/clamped-swiglu-moe.js";
 export type { MoeNames } from "./blocks/mlp/routed-moe.js";
 export { RoutedMoe } from "./blocks/mlp/routed-moe.js";
 export type { MoeSpec, Routing } from "./blocks/mlp/routing.js";
@@ -145,6 +145,7 @@ export { LayerStorage, PagedKv, PagedRows, SequenceSlots } from "./cache/storage
 export type { EngineLimits, EngineOptions, EngineStats, KvGroupLimits } from "./engine.js";
 export { Engine } from "./engine.js";
 export type { YarnScaling } from "./kernels/rope.js";
+export { clampedSwiglu } from "./kernels/swiglu/clamped-swiglu.js";
 export type { ResolvedConfig } from "./loader/build-model.js";
 export { buildModel, modelOfFiles } from "./loader/build-model.js";
 export type { HostTensor } from "./loader/host-tensor.js";

@@ -1,11 +1,12 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { dequantizeMxfp4, encodeMxfp4 } from "../../../formats/index.js";
 import { MatmulPool } from "../../kernels/pool.js";
+import { clampedSwiglu } from "../../kernels/swiglu/clamped-swiglu.js";
 import type { HostTensor } from "../../loader/host-tensor.js";
 import { WeightSource } from "../../loader/weight-source.js";
 import type { ForwardContext } from "../../model/model.js";
 import { Rng } from "../../tensor/random.js";
-import { ClampedSwigluMoe, clampedSwiglu } from "./clamped-swiglu-moe.js";
+import { ClampedSwigluMoe } from "./clamped-swiglu-moe.js";
 import { routeTopKThenSoftmax } from "./routing.js";
 
 const pool = new MatmulPool(1, { simd: false });

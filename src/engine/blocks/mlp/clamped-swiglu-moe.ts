@@ -40,9 +40,6 @@ export function clampedMoeParameters(prefix: string, spec: ClampedMoeSpec, hidde
  * `<prefix>.router.{weight,bias}`, `<prefix>.experts.gate_up_proj{_blocks,_scales}` [E, 2I, ...],
  * `gate_up_proj_bias` [E, 2I], `down_proj{_blocks,_scales}` [E, H, ...], `down_proj_bias` [E, H].
  */
-/** The activation's plain kernel, where the block's users and tests have found it. */
-export { clampedSwiglu } from "../../kernels/swiglu/clamped-swiglu.js";
-
 export class ClampedSwigluMoe implements FeedForward {
   readonly outputTensors: readonly string[];
 
