@@ -2,6 +2,7 @@ import type { AttentionState, LayerStates } from "../../cache/state-spec.js";
 import type { LayerStorage } from "../../cache/storage.js";
 import { rmsNorm } from "../../kernels/rmsnorm.js";
 import { Rope, type YarnScaling } from "../../kernels/rope.js";
+import { addInto } from "../../kernels/vector/vector-ops.js";
 import type { WeightSource } from "../../loader/weight-source.js";
 import type { ForwardContext, TokenMixer } from "../../model/model.js";
 import { stepArray } from "../../model/step-scratch.js";
@@ -212,8 +213,8 @@ function scaleInto(x: Float32Array, factor: number): void {
   for (let i = 0; i < x.length; i++) x[i] = (x[i] as number) * factor;
 }
 
+/** Adds `bias` to each of the first `rows` rows of x (rows of bias.length). */
 export function addBias(x: Float32Array, bias: Float32Array, rows: number): void {
   const n = bias.length;
-  for (let r = 0; r < rows; r++)
-    for (let i = 0; i < n; i++) x[r * n + i] = (x[r * n + i] as number) + (bias[i] as number);
+  for (let r = 0; r < rows; r++) addInto(x.subarray(r * n, (r + 1) * n), bias);
 }

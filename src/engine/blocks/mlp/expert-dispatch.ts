@@ -1,3 +1,4 @@
+import { WeightedSum } from "../../kernels/vector/vector-ops.js";
 import { type ScratchHolder, stepArray } from "../../model/step-scratch.js";
 import type { Routing } from "./routing.js";
 
@@ -20,15 +21,16 @@ export function mixExperts(
   ctx: ScratchHolder = {},
 ): void {
   // Rank by rank into one f64 sum a value, then once into out.
-  const sums = stepArray(ctx, Float64Array, H);
+  const sum = weightedSum(H);
+  sum.clear();
   if (T === 1) {
     // One token: its chosen experts run in rank order (the pair at rank r is row r), each output
     // added to the sum while it is still in cache; nothing is gathered, kept or copied.
     const { experts, weights } = routes[0] as Routing;
     const x = h.subarray(0, H);
     for (let r = 0; r < experts.length; r++)
-      addWeighted(sums, weights[r] as number, run(experts[r] as number, x, 1, r), 0);
-    addSums(out, 0, sums);
+      sum.add(weights[r] as number, run(experts[r] as number, x, 1, r));
+    sum.addTo(out);
     return;
   }
   const topK = routes[0]?.experts.length ?? 0;
@@ -56,18 +58,17 @@ export function mixExperts(
   }
   for (let t = 0; t < T; t++) {
     const { weights } = routes[t] as Routing;
-    if (t > 0) sums.fill(0);
-    for (let r = 0; r < topK; r++) addWeighted(sums, weights[r] as number, perRank, (t * topK + r) * H);
-    addSums(out, t * H, sums);
+    if (t > 0) sum.clear();
+    for (let r = 0; r < topK; r++) sum.add(weights[r] as number, perRank, (t * topK + r) * H);
+    sum.addTo(out, t * H);
   }
 }
 
-/** sums[i] += w · y[at + i] for each of the sums (f64: the same bits in any step shape). */
-function addWeighted(sums: Float64Array, w: number, y: Float32Array, at: number): void {
-  for (let i = 0; i < sums.length; i++) sums[i] = (sums[i] as number) + w * (y[at + i] as number);
-}
+/** The mix's sums, one per row length, made once (mixExperts is never re-entered). */
+const sums = new Map<number, WeightedSum>();
 
-/** out[at + i] += sums[i], each sum rounded to f32 once. */
-function addSums(out: Float32Array, at: number, sums: Float64Array): void {
-  for (let i = 0; i < sums.length; i++) out[at + i] = (out[at + i] as number) + (sums[i] as number);
+function weightedSum(length: number): WeightedSum {
+  const made = sums.get(length) ?? new WeightedSum(length);
+  sums.set(length, made);
+  return made;
 }

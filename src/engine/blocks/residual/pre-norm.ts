@@ -1,4 +1,5 @@
 import { rmsNorm } from "../../kernels/rmsnorm.js";
+import { addInto } from "../../kernels/vector/vector-ops.js";
 import type { Connection, ResidualStream } from "../../model/model.js";
 import { type ScratchHolder, stepArray } from "../../model/step-scratch.js";
 
@@ -22,6 +23,6 @@ export class PreNormConnection implements Connection {
     const h = stepArray(ctx, Float32Array, T * H);
     rmsNorm(X, T, H, this.norm, this.eps, h);
     const y = block(h);
-    for (let i = 0; i < X.length; i++) X[i] = (X[i] as number) + (y[i] as number);
+    addInto(X, y);
   }
 }
