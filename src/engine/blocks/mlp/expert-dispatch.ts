@@ -1,5 +1,5 @@
 import { WeightedSum } from "../../kernels/vector/vector-ops.js";
-import { type ScratchHolder, stepArray } from "../../model/step-scratch.js";
+import { type ScratchHolder, stepArrayToFill } from "../../model/step-scratch.js";
 import type { Routing } from "./routing.js";
 
 /**
@@ -35,8 +35,8 @@ export function mixExperts(
   }
   const topK = routes[0]?.experts.length ?? 0;
   // Each (token, rank) output kept apart until the mix, the pairs gathered expert by expert.
-  const perRank = stepArray(ctx, Float32Array, T * topK * H);
-  const gatheredAll = stepArray(ctx, Float32Array, T * topK * H);
+  const perRank = stepArrayToFill(ctx, Float32Array, T * topK * H);
+  const gatheredAll = stepArrayToFill(ctx, Float32Array, T * topK * H);
   const members: number[] = [];
   let first = 0;
   for (let e = 0; e < numExperts; e++) {
