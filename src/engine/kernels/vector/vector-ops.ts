@@ -1,4 +1,5 @@
 import { instantiateWasm } from "../../../common/wasm-runtime.js";
+import { kernelSwitches } from "../switches.js";
 import { type WasmArena, wasmArena } from "../wasm-arena.js";
 import { compileKernel } from "../wasm-kernels.js";
 
@@ -9,12 +10,16 @@ interface VectorSimd {
   add_sums: (out: number, sums: number, count: number) => void;
 }
 
-/** The process's arena and its vector.wat instance (this thread's), or null without SIMD. */
+/**
+ * The process's arena and its vector.wat instance (this thread's), or null without SIMD (or with
+ * BRINGUP_ENGINE_SIMD=0, where the pool keeps step buffers out of the arena and the kernels need
+ * not be built).
+ */
 let kernels: { readonly arena: WasmArena; readonly simd: VectorSimd } | null | undefined;
 
 function vectorKernels(): { readonly arena: WasmArena; readonly simd: VectorSimd } | null {
   if (kernels !== undefined) return kernels;
-  const arena = wasmArena();
+  const arena = kernelSwitches().simd ? wasmArena() : null;
   const module = arena === null ? undefined : compileKernel("vector/vector");
   kernels =
     arena === null || module === undefined
