@@ -29,6 +29,7 @@ export type KernelBinary =
   | "matmul/fp8-rows.unfused"
   | "paged-attention/attention"
   | "swiglu/swiglu"
+  | "vector/vector"
   | "indexer-scores/indexer-scores";
 
 const kernelUrl = (name: KernelBinary) => new URL(`./${name}.wasm`, import.meta.url);

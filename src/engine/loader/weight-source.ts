@@ -132,12 +132,18 @@ export class WeightSource {
     }));
   }
 
-  /** The vector `name` of `length` values, decoded to f32. */
+  /**
+   * The vector `name` of `length` values, decoded to f32, where the kernels read in place (as
+   * `tensor`'s).
+   */
   vector(name: string, length: number): Float32Array {
-    return toVector(this.need(name), name, length, this.source);
+    return share(toVector(this.need(name), name, length, this.source));
   }
 
-  /** A tensor of exactly `shape`, decoded to f32 (row-major). */
+  /**
+   * A tensor of exactly `shape`, decoded to f32 (row-major), in the shared memory where it fits, so
+   * the kernels read it in place (a block's bias added by vector-ops' SIMD form).
+   */
   tensor(name: string, shape: readonly number[]): Float32Array {
     const t = this.need(name);
     expectShape(t, name, shape, this.source);
@@ -151,7 +157,7 @@ export class WeightSource {
       for (let n = 0; n < rows; n++) for (let k = 0; k < cols; k++) out[n * cols + k] = weightAt(w, n, k);
       return out;
     }
-    return toFloat32(t, name);
+    return share(toFloat32(t, name));
   }
 
   /**

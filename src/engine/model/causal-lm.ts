@@ -8,7 +8,7 @@ import type { Weight } from "../tensor/weight.js";
 import type { DraftModel } from "./draft-model.js";
 import type { DecoderLayer, ForwardContext, ResidualStream, StepResult } from "./model.js";
 import type { ModelSwitch } from "./model-switch.js";
-import { type ScratchHolder, stepArray } from "./step-scratch.js";
+import { type ScratchHolder, stepArrayToFill } from "./step-scratch.js";
 
 export interface CausalLMParts {
   readonly hiddenSize: number;
@@ -103,7 +103,7 @@ export class CausalLM {
     const { batch, pool } = ctx;
     const T = batch.tokens.length;
     const H = this.hiddenSize;
-    const x = stepArray(ctx, Float32Array, T * H);
+    const x = stepArrayToFill(ctx, Float32Array, T * H);
     embed(this.parts.embedding, batch.tokens, x);
     // The tap's arguments (copies) are evaluated only when there is a tap.
     const tap = ctx.tap;
@@ -140,14 +140,14 @@ export function headLogits(
   if (R === 0) return new Float32Array(0);
   const H = norm.length;
   const width = residual.streams * H;
-  const rows = stepArray(ctx, Float32Array, R * width);
+  const rows = stepArrayToFill(ctx, Float32Array, R * width);
   for (let r = 0; r < R; r++) {
     const t = logitRows[r] as number;
     rows.set(X.subarray(t * width, (t + 1) * width), r * width);
   }
   const last = residual.collapse(rows, R, ctx);
   rmsNorm(last, R, H, norm, eps);
-  const logits = stepArray(ctx, Float32Array, R * lmHead.rows);
+  const logits = stepArrayToFill(ctx, Float32Array, R * lmHead.rows);
   pool.matmul(last, R, lmHead, logits);
   return logits;
 }

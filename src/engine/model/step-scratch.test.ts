@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { StepScratch, stepArray } from "./step-scratch.js";
+import { StepScratch, stepArray, stepArrayToFill } from "./step-scratch.js";
 
 describe("StepScratch", () => {
   it("hands a replayed step the buffers its shape recorded, in order, zeroed", () => {
@@ -35,6 +35,18 @@ describe("StepScratch", () => {
     scratch.begin();
     expect(stepArray({ scratch }, Float64Array, 4)).not.toBe(first);
     expect(scratch.counts).toEqual({ replayed: 3, replanned: 4 });
+  });
+
+  it("hands a buffer to fill as the last step left it, and a new one zeroed", () => {
+    const scratch = new StepScratch();
+    scratch.begin();
+    const a = stepArrayToFill({ scratch }, Float32Array, 3);
+    expect([...a]).toEqual([0, 0, 0]);
+    a.fill(5);
+    scratch.begin();
+    expect(stepArrayToFill({ scratch }, Float32Array, 3)).toBe(a);
+    expect([...a]).toEqual([5, 5, 5]);
+    expect(stepArrayToFill({}, Float32Array, 2)).toEqual(new Float32Array(2));
   });
 
   it("allocates a new array each time without a scratch (an unplanned step)", () => {

@@ -7,7 +7,8 @@ type ScratchArray = Float32Array | Float64Array | Int32Array;
  * The buffers one decode step's blocks ask for, in the order they ask: the CPU analogue of the
  * memory a captured graph owns. The first step of a batch shape records each buffer as it is asked
  * for; a later step of that shape replays them, handing request i the buffer recorded at i, zeroed
- * (what a new typed array holds), so no step of that shape allocates or leaves garbage. A request
+ * (what a new typed array holds) unless its caller fills it in full (stepArrayToFill), so no step
+ * of that shape allocates or leaves garbage. A request
  * whose kind or length differs from the recording (a window still filling, a growing dense context)
  * replans that entry: it gets a new buffer, which the recording keeps from then on. Results never
  * depend on whether a request was replayed; only where the bytes live does.
@@ -41,12 +42,16 @@ export class StepScratch {
     return { replayed: this.replayedCount, replanned: this.replannedCount };
   }
 
-  take<A extends ScratchArray>(kind: { new (length: number): A }, length: number): A {
+  /**
+   * The step's next buffer, zeroed; or, with `zeroed` false (for a caller that writes every value
+   * before it reads one), a replayed buffer as the last step left it.
+   */
+  take<A extends ScratchArray>(kind: { new (length: number): A }, length: number, zeroed = true): A {
     const i = this.next++;
     const held = this.recorded[i];
     if (held !== undefined && held.length === length && held.constructor === kind) {
       this.replayedCount++;
-      held.fill(0);
+      if (zeroed) held.fill(0);
       return held as A;
     }
     this.replannedCount++;
@@ -78,6 +83,18 @@ export function stepArray<A extends ScratchArray>(
   length: number,
 ): A {
   return ctx.scratch === undefined ? new kind(length) : ctx.scratch.take(kind, length);
+}
+
+/**
+ * stepArray for a caller that writes every value before it reads one (a matmul's output, a norm's):
+ * a replayed buffer is handed over as the last step left it, not zeroed first.
+ */
+export function stepArrayToFill<A extends ScratchArray>(
+  ctx: ScratchHolder,
+  kind: { new (length: number): A },
+  length: number,
+): A {
+  return ctx.scratch === undefined ? new kind(length) : ctx.scratch.take(kind, length, false);
 }
 
 /**

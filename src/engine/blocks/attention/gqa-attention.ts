@@ -2,9 +2,10 @@ import type { AttentionState, LayerStates } from "../../cache/state-spec.js";
 import type { LayerStorage } from "../../cache/storage.js";
 import { rmsNorm } from "../../kernels/rmsnorm.js";
 import { Rope, type YarnScaling } from "../../kernels/rope.js";
+import { addInto } from "../../kernels/vector/vector-ops.js";
 import type { WeightSource } from "../../loader/weight-source.js";
 import type { ForwardContext, TokenMixer } from "../../model/model.js";
-import { stepArray } from "../../model/step-scratch.js";
+import { stepArray, stepArrayToFill } from "../../model/step-scratch.js";
 import type { Weight } from "../../tensor/weight.js";
 import { bindParameters, f32Param, matrixParam } from "../parameters.js";
 import { pagedTables } from "./paged-tables.js";
@@ -153,9 +154,9 @@ export class GqaAttention implements TokenMixer {
     const aw = this.weights;
     const T = batch.tokens.length;
     const { numHeads, numKvHeads, headDim, vHeadDim } = spec;
-    const q = stepArray(ctx, Float32Array, T * numHeads * headDim);
-    const k = stepArray(ctx, Float32Array, T * numKvHeads * headDim);
-    const v = stepArray(ctx, Float32Array, T * numKvHeads * vHeadDim);
+    const q = stepArrayToFill(ctx, Float32Array, T * numHeads * headDim);
+    const k = stepArrayToFill(ctx, Float32Array, T * numKvHeads * headDim);
+    const v = stepArrayToFill(ctx, Float32Array, T * numKvHeads * vHeadDim);
     pool.matmulMany(h, T, [aw.q, aw.k, aw.v], [q, k, v]);
     if (aw.qBias) addBias(q, aw.qBias, T);
     if (aw.kBias) addBias(k, aw.kBias, T);
@@ -190,7 +191,7 @@ export class GqaAttention implements TokenMixer {
       scale: 1 / Math.sqrt(headDim),
       sinks: aw.sinks ?? null,
     });
-    const o = stepArray(ctx, Float32Array, T * this.hiddenSize);
+    const o = stepArrayToFill(ctx, Float32Array, T * this.hiddenSize);
     pool.matmul(out, T, aw.o, o);
     if (aw.oBias) addBias(o, aw.oBias, T);
     return o;
@@ -212,8 +213,8 @@ function scaleInto(x: Float32Array, factor: number): void {
   for (let i = 0; i < x.length; i++) x[i] = (x[i] as number) * factor;
 }
 
+/** Adds `bias` to each of the first `rows` rows of x (rows of bias.length). */
 export function addBias(x: Float32Array, bias: Float32Array, rows: number): void {
   const n = bias.length;
-  for (let r = 0; r < rows; r++)
-    for (let i = 0; i < n; i++) x[r * n + i] = (x[r * n + i] as number) + (bias[i] as number);
+  for (let r = 0; r < rows; r++) addInto(x.subarray(r * n, (r + 1) * n), bias);
 }

@@ -1,6 +1,6 @@
 import type { WeightSource } from "../../loader/weight-source.js";
 import type { FeedForward, ForwardContext } from "../../model/model.js";
-import { stepArray } from "../../model/step-scratch.js";
+import { stepArray, stepArrayToFill } from "../../model/step-scratch.js";
 import type { Weight } from "../../tensor/weight.js";
 import { addBias } from "../attention/gqa-attention.js";
 import { bindParameters, f32Param, matrixParam, stackedParam } from "../parameters.js";
@@ -73,7 +73,7 @@ export class ClampedSwigluMoe implements FeedForward {
     const { numExperts: E, topK, intermediateSize: I, limit, alpha } = this.spec;
     const H = this.router.cols;
     const T = h.length / H;
-    const logits = stepArray(ctx, Float32Array, T * E);
+    const logits = stepArrayToFill(ctx, Float32Array, T * E);
     pool.matmul(h, T, this.router, logits);
     for (let t = 0; t < T; t++)
       for (let e = 0; e < E; e++)
@@ -86,7 +86,7 @@ export class ClampedSwigluMoe implements FeedForward {
     // integer MXFP4 path the row is quantized once; the pool's threads are woken once), each
     // output the bits its own matmul gives.
     const chosen = T === 1 ? (routes[0] as Routing).experts : null;
-    const gateUps = Array.from(chosen ?? [], () => stepArray(ctx, Float32Array, 2 * I));
+    const gateUps = Array.from(chosen ?? [], () => stepArrayToFill(ctx, Float32Array, 2 * I));
     if (chosen !== null)
       pool.matmulMany(
         h,
@@ -96,12 +96,12 @@ export class ClampedSwigluMoe implements FeedForward {
       );
     const run = (e: number, x: Float32Array, n: number) => {
       const done = chosen === null ? -1 : chosen.indexOf(e);
-      const gateUp = gateUps[done] ?? stepArray(ctx, Float32Array, n * 2 * I);
+      const gateUp = gateUps[done] ?? stepArrayToFill(ctx, Float32Array, n * 2 * I);
       if (done < 0) pool.matmul(x, n, this.gateUp[e] as Weight, gateUp);
       addBias(gateUp, this.gateUpBias.subarray(e * 2 * I, (e + 1) * 2 * I), n);
-      const act = stepArray(ctx, Float32Array, n * I);
+      const act = stepArrayToFill(ctx, Float32Array, n * I);
       pool.clampedSwiglu(gateUp, n, I, limit, alpha, act);
-      const y = stepArray(ctx, Float32Array, n * H);
+      const y = stepArrayToFill(ctx, Float32Array, n * H);
       pool.matmul(act, n, this.down[e] as Weight, y);
       addBias(y, this.downBias.subarray(e * H, (e + 1) * H), n);
       return y;

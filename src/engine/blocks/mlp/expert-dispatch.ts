@@ -1,12 +1,13 @@
-import { type ScratchHolder, stepArray } from "../../model/step-scratch.js";
+import { WeightedSum } from "../../kernels/vector/vector-ops.js";
+import { type ScratchHolder, stepArrayToFill } from "../../model/step-scratch.js";
 import type { Routing } from "./routing.js";
 
 /**
  * Runs each expert once over the tokens routed to it and mixes the outputs: out[t] = Σ_r w_r ·
  * expert_{e_r}(h[t]) summed in rank order, so a token's result does not depend on what else is in
  * the batch. `run(e, x, n, first)` maps n gathered rows x [n, H] to [n, H]; they are rows
- * `first` .. `first + n - 1` of the T x topK (token, rank) pairs gathered expert by expert, so a run
- * may keep its own temporaries at those rows of buffers of T x topK rows. `out` [T, H] is added to.
+ * `first` .. `first + n - 1` of the T x topK (token, rank) pairs, so a run may keep its own
+ * temporaries at those rows of buffers of T x topK rows. `out` [T, H] is added to.
  * Its buffers are the same few whatever the routing, so a replayed step (StepScratch) reuses them.
  */
 export function mixExperts(
@@ -19,11 +20,23 @@ export function mixExperts(
   out: Float32Array,
   ctx: ScratchHolder = {},
 ): void {
+  // Rank by rank into one f64 sum a value, then once into out.
+  const sum = weightedSum(H);
+  sum.clear();
+  if (T === 1) {
+    // One token: its chosen experts run in rank order (the pair at rank r is row r), each output
+    // added to the sum while it is still in cache; nothing is gathered, kept or copied.
+    const { experts, weights } = routes[0] as Routing;
+    const x = h.subarray(0, H);
+    for (let r = 0; r < experts.length; r++)
+      sum.add(weights[r] as number, run(experts[r] as number, x, 1, r));
+    sum.addTo(out);
+    return;
+  }
   const topK = routes[0]?.experts.length ?? 0;
-  // Each (token, rank) output kept apart until the mix.
-  const perRank = stepArray(ctx, Float32Array, T * topK * H);
-  // At one token every chosen expert's input is the token's row itself: nothing is gathered.
-  const gatheredAll = T === 1 ? h.subarray(0, H) : stepArray(ctx, Float32Array, T * topK * H);
+  // Each (token, rank) output kept apart until the mix, the pairs gathered expert by expert.
+  const perRank = stepArrayToFill(ctx, Float32Array, T * topK * H);
+  const gatheredAll = stepArrayToFill(ctx, Float32Array, T * topK * H);
   const members: number[] = [];
   let first = 0;
   for (let e = 0; e < numExperts; e++) {
@@ -34,29 +47,28 @@ export function mixExperts(
     }
     const n = members.length;
     if (n === 0) continue;
-    const gathered = T === 1 ? gatheredAll : gatheredAll.subarray(first * H, (first + n) * H);
-    if (T > 1)
-      for (let i = 0; i < n; i++) {
-        const t = Math.floor((members[i] as number) / topK);
-        gathered.set(h.subarray(t * H, (t + 1) * H), i * H);
-      }
+    const gathered = gatheredAll.subarray(first * H, (first + n) * H);
+    for (let i = 0; i < n; i++) {
+      const t = Math.floor((members[i] as number) / topK);
+      gathered.set(h.subarray(t * H, (t + 1) * H), i * H);
+    }
     const y = run(e, gathered, n, first);
     first += n;
-    for (let i = 0; i < n; i++)
-      perRank.set(y.length === H ? y : y.subarray(i * H, (i + 1) * H), (members[i] as number) * H);
+    for (let i = 0; i < n; i++) perRank.set(y.subarray(i * H, (i + 1) * H), (members[i] as number) * H);
   }
-  // Rank by rank into one f64 sum a value (the same additions in the same order as a sum over
-  // ranks value by value, so the same bits), then once into out.
-  const sums = stepArray(ctx, Float64Array, H);
   for (let t = 0; t < T; t++) {
     const { weights } = routes[t] as Routing;
-    sums.fill(0);
-    for (let r = 0; r < topK; r++) {
-      const w = weights[r] as number;
-      const at = (t * topK + r) * H;
-      for (let i = 0; i < H; i++) sums[i] = (sums[i] as number) + w * (perRank[at + i] as number);
-    }
-    const o = t * H;
-    for (let i = 0; i < H; i++) out[o + i] = (out[o + i] as number) + (sums[i] as number);
+    if (t > 0) sum.clear();
+    for (let r = 0; r < topK; r++) sum.add(weights[r] as number, perRank, (t * topK + r) * H);
+    sum.addTo(out, t * H);
   }
+}
+
+/** The mix's sums, one per row length, made once (mixExperts is never re-entered). */
+const sums = new Map<number, WeightedSum>();
+
+function weightedSum(length: number): WeightedSum {
+  const made = sums.get(length) ?? new WeightedSum(length);
+  sums.set(length, made);
+  return made;
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { checkMoeSpec, type MoeSpec, route } from "./routing.js";
+import { Rng } from "../../tensor/random.js";
+import { checkMoeSpec, type MoeSpec, route, routeTopKThenSoftmax } from "./routing.js";
 
 const base: MoeSpec = {
   numExperts: 4,
@@ -91,5 +92,21 @@ describe("MoE routing", () => {
       expect(() => checkMoeSpec({ ...grouped, topK: 5 })).toThrow(/eligible groups/);
       expect(() => checkMoeSpec(grouped)).not.toThrow();
     });
+  });
+
+  it("routeTopKThenSoftmax picks the order a full sort gives: highest first, ties to the lower id", () => {
+    const rng = new Rng(7);
+    for (let trial = 0; trial < 2000; trial++) {
+      const E = 1 + (trial % 37);
+      const k = 1 + (trial % E);
+      // Few distinct values, so ties are common; signed zeros and infinities among them.
+      const pool = [0, -0, 1, -1, 2.5, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY];
+      const logits = Float32Array.from({ length: E + 2 }, () =>
+        trial % 2 === 0 ? (pool[Math.floor(rng.next() * pool.length)] as number) : rng.normal(),
+      );
+      const order = Array.from({ length: E }, (_, e) => e);
+      order.sort((a, b) => (logits[2 + b] as number) - (logits[2 + a] as number) || a - b);
+      expect(Array.from(routeTopKThenSoftmax(logits, 2, E, k).experts)).toEqual(order.slice(0, k));
+    }
   });
 });

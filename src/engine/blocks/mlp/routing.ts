@@ -139,9 +139,7 @@ export function weigh(scores: Float64Array, experts: Int32Array, spec: MoeSpec):
  * those k alone, so the chosen experts' weights sum to 1.
  */
 export function routeTopKThenSoftmax(logits: Float32Array, offset: number, E: number, topK: number): Routing {
-  const order = Array.from({ length: E }, (_, e) => e);
-  order.sort((a, b) => (logits[offset + b] as number) - (logits[offset + a] as number) || a - b);
-  const experts = Int32Array.from(order.slice(0, topK));
+  const experts = topKOrder(logits, offset, E, topK);
   const weights = new Float64Array(topK);
   const max = logits[offset + (experts[0] as number)] as number;
   let sum = 0;
@@ -151,4 +149,32 @@ export function routeTopKThenSoftmax(logits: Float32Array, offset: number, E: nu
   }
   for (let r = 0; r < topK; r++) weights[r] = (weights[r] as number) / sum;
   return { experts, weights };
+}
+
+/**
+ * The `k` experts of the highest logits in rows [offset, offset + E), highest first and ties to the
+ * lower id: each expert inserted into the k kept so far (no sort of all E, nothing else allocated).
+ * A NaN logit takes the full sort, whose order with NaN is its own.
+ */
+function topKOrder(logits: Float32Array, offset: number, E: number, k: number): Int32Array {
+  const experts = new Int32Array(k);
+  let kept = 0;
+  for (let e = 0; e < E; e++) {
+    const v = logits[offset + e] as number;
+    if (Number.isNaN(v)) return sortedTopK(logits, offset, E, k);
+    // Only a strictly higher logit passes a kept one, so equal logits stay in id order.
+    let at = kept;
+    while (at > 0 && v > (logits[offset + (experts[at - 1] as number)] as number)) at--;
+    if (at >= k) continue;
+    for (let i = Math.min(kept, k - 1); i > at; i--) experts[i] = experts[i - 1] as number;
+    experts[at] = e;
+    if (kept < k) kept++;
+  }
+  return experts;
+}
+
+function sortedTopK(logits: Float32Array, offset: number, E: number, k: number): Int32Array {
+  const order = Array.from({ length: E }, (_, e) => e);
+  order.sort((a, b) => (logits[offset + b] as number) - (logits[offset + a] as number) || a - b);
+  return Int32Array.from(order.slice(0, k));
 }

@@ -1,6 +1,7 @@
 import { rmsNorm } from "../../kernels/rmsnorm.js";
+import { addInto } from "../../kernels/vector/vector-ops.js";
 import type { Connection, ResidualStream } from "../../model/model.js";
-import { type ScratchHolder, stepArray } from "../../model/step-scratch.js";
+import { type ScratchHolder, stepArrayToFill } from "../../model/step-scratch.js";
 
 /** The ordinary residual: one stream, the embeddings themselves, read as they are at the end. */
 export const PLAIN_RESIDUAL: ResidualStream = {
@@ -19,9 +20,9 @@ export class PreNormConnection implements Connection {
 
   apply(X: Float32Array, T: number, block: (h: Float32Array) => Float32Array, ctx: ScratchHolder): void {
     const H = this.norm.length;
-    const h = stepArray(ctx, Float32Array, T * H);
+    const h = stepArrayToFill(ctx, Float32Array, T * H);
     rmsNorm(X, T, H, this.norm, this.eps, h);
     const y = block(h);
-    for (let i = 0; i < X.length; i++) X[i] = (X[i] as number) + (y[i] as number);
+    addInto(X, y);
   }
 }
