@@ -53,10 +53,10 @@
  *   npx tsx bench/kernel-before-after.ts --kernel tile|mxfp4-decode|mxfp4-halves|mxfp4-m1|fp8-decode|mxfp4-int8 [--before HEAD] [--blocks 4]
  *     [--trial-ms 150] [--chunk 64] [--after-chunk C] [--k 2880]
  */
-import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { execFileSync, spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { setFlagsFromString } from "node:v8";
 import wabtInit from "wabt";
@@ -387,20 +387,23 @@ interface Quantizer {
 /**
  * The int8 kernels' input quantizers, before's and after's: the before arm's is mxfp4-int8.ts as
  * the --before revision has it (its kernel reads the layout its own quantizer writes), imported
- * from a copy in a temporary directory (the file imports nothing).
+ * from a copy in a temporary directory, with the one module it may import (the halves order, where
+ * the revision has it) at its relative path.
  */
 async function int8Quantizers(): Promise<{ before: Quantizer; after: Quantizer }> {
-  const source = "src/engine/kernels/matmul/mxfp4-int8.ts";
-  const text = execFileSync("git", ["show", `${args.before ?? "HEAD"}:${source}`], {
-    cwd: root,
-    encoding: "utf8",
-  });
+  const sources = ["src/engine/kernels/matmul/mxfp4-int8.ts", "src/formats/mxfp4-halves.ts"];
   const dir = mkdtempSync(join(tmpdir(), "int8-before-"));
   try {
-    const file = join(dir, "mxfp4-int8.ts");
-    writeFileSync(file, text);
+    for (const source of sources) {
+      const revision = `${args.before ?? "HEAD"}:${source}`;
+      const known = spawnSync("git", ["cat-file", "-e", revision], { cwd: root }).status === 0;
+      if (!known && source !== sources[0]) continue;
+      const text = execFileSync("git", ["show", revision], { cwd: root, encoding: "utf8" });
+      mkdirSync(dirname(join(dir, source)), { recursive: true });
+      writeFileSync(join(dir, source), text);
+    }
     return {
-      before: (await import(pathToFileURL(file).href)) as Quantizer,
+      before: (await import(pathToFileURL(join(dir, sources[0] as string)).href)) as Quantizer,
       after: { quantizeInput, quantizedBytes },
     };
   } finally {
