@@ -32,7 +32,8 @@
  *   matmul/mxfp4-rows.wat, which decodes straight into the multiply-adds (after), on the same
  *   weights; then the same with the after arm's `.halves` build on the codes in halves order (as
  *   mxfp4-halves: the before arm decodes the OCP codes); then on 16 of 64 random experts as
- *   mxfp4-int8's last case. "same bits" compares the outputs.
+ *   mxfp4-int8's last case, in OCP order and then the after arm's in halves order (as the loader
+ *   lays every MXFP4 weight). "same bits" compares the outputs.
  * - fp8-decode (matmul/fp8-rows.wat): FP8 E4M3 weights [2880, 2880] with a scale per 128x128 tile
  *   (the FP8 checkpoints' layout, quantized from normal values by floatToFp8Tile128), decoded and
  *   run as mxfp4-decode's; then the fused step at one input row as mxfp4-m1's, the after arm's
@@ -334,24 +335,29 @@ if (kernel === "tile") {
   const experts = randomExperts();
   const xe = allocate(1024 * 4);
   rng.fillNormal(new Float32Array(memory.buffer, xe, 1024), 1);
-  cases.push({
-    label: `the fused step at M=1, ${experts.label}`,
-    unit: "G weights/s",
-    work: experts.work,
-    outAt: () => experts.o,
-    outBytes: experts.outBytes,
-    run: (arm) => {
-      const chunk = chunkOf(arm);
-      const ldo = experts.rows * 4;
-      experts.each(chunk, (c, s, at, n) => {
-        if (arm === after) arm.mxfp4?.(1024, 1, xe, c, s, experts.tables, acc, at, n, ldo);
-        else {
-          arm.decode?.(c, s, experts.tables, rows, n * 32);
-          tile(1024, 1, xe, rows, at, n / 4, ldo, 1024 * 4, 16);
-        }
-      });
-    },
-  });
+  // The experts' codes in halves order for the after arm's `.halves` build, as the loader lays them.
+  const halvesShift = halvesCopy(experts.codes, experts.codesBytes)(after) - experts.codes;
+  for (const halvesAfter of [false, true]) {
+    const [kernel, shift] = halvesAfter ? [afterHalves, halvesShift] : [after, 0];
+    cases.push({
+      label: `the fused step at M=1, ${experts.label}${halvesAfter ? ", the after arm's codes in halves order" : ""}`,
+      unit: "G weights/s",
+      work: experts.work,
+      outAt: () => experts.o,
+      outBytes: experts.outBytes,
+      run: (arm) => {
+        const chunk = chunkOf(arm);
+        const ldo = experts.rows * 4;
+        experts.each(chunk, (c, s, at, n) => {
+          if (arm === after) kernel.mxfp4?.(1024, 1, xe, c + shift, s, experts.tables, acc, at, n, ldo);
+          else {
+            arm.decode?.(c, s, experts.tables, rows, n * 32);
+            tile(1024, 1, xe, rows, at, n / 4, ldo, 1024 * 4, 16);
+          }
+        });
+      },
+    });
+  }
 } else {
   const [N, K] = [2880, decodeK];
   const { tables, codes, scales } = mxfp4Weights(N, K);
@@ -521,6 +527,8 @@ function randomExperts() {
   const label = `16 of 64 experts [${rows}, 1024] at random`;
   return {
     tables: stack.tables,
+    codes: stack.codes,
+    codesBytes: E * rows * 512,
     rows,
     o,
     work: picks.length * rows * 1024,
