@@ -32,8 +32,8 @@
  *   matmul/mxfp4-rows.wat, which decodes straight into the multiply-adds (after), on the same
  *   weights; then the same with the after arm's `.halves` build on the codes in halves order (as
  *   mxfp4-halves: the before arm decodes the OCP codes); then on 16 of 64 random experts as
- *   mxfp4-int8's last case, in OCP order and then the after arm's in halves order (as the loader
- *   lays every MXFP4 weight). "same bits" compares the outputs.
+ *   mxfp4-int8's last case, then the after arm's in halves order (as the loader lays them).
+ *   "same bits" compares the outputs.
  * - fp8-decode (matmul/fp8-rows.wat): FP8 E4M3 weights [2880, 2880] with a scale per 128x128 tile
  *   (the FP8 checkpoints' layout, quantized from normal values by floatToFp8Tile128), decoded and
  *   run as mxfp4-decode's; then the fused step at one input row as mxfp4-m1's, the after arm's
@@ -54,11 +54,9 @@
  *   npx tsx bench/kernel-before-after.ts --kernel tile|mxfp4-decode|mxfp4-halves|mxfp4-m1|fp8-decode|mxfp4-int8 [--before HEAD] [--blocks 4]
  *     [--trial-ms 150] [--chunk 64] [--after-chunk C] [--k 2880]
  */
-import { execFileSync, spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import { pathToFileURL } from "node:url";
+import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { setFlagsFromString } from "node:v8";
 import wabtInit from "wabt";
 import { type BlockTrials, blockedRatioInterval } from "../src/bench/index.js";
@@ -69,13 +67,13 @@ import {
   layInt8Exponents,
 } from "../src/engine/kernels/matmul/int8-exponents.js";
 import { MXFP4_TABLE_BYTES, mxfp4Tables } from "../src/engine/kernels/matmul/matmul-kernel.js";
-import { quantizedBytes, quantizeInput } from "../src/engine/kernels/matmul/mxfp4-int8.js";
 import { type KernelBinary, kernelBytes } from "../src/engine/kernels/wasm-kernels.js";
 import { Rng } from "../src/engine/tensor/random.js";
 import { toRowQuads } from "../src/engine/tensor/row-quads.js";
 import { floatToFp8Tile128 } from "../src/formats/fp8-blockwise.js";
 import { toHalves } from "../src/formats/mxfp4-halves.js";
 import { benchArgs } from "./args.js";
+import { int8Quantizers, type Quantizer } from "./int8-quantizers.js";
 
 const args = benchArgs(import.meta.url, {
   kernel: { type: "string", default: "tile" },
@@ -262,7 +260,7 @@ if (kernel === "tile") {
   const [N, K] = [2880, decodeK];
   const { tables, codes, scales } = mxfp4Weights(N, K);
   const exps = int8Exponents(scales, N, K);
-  const quantizers = await int8Quantizers();
+  const quantizers = await int8Quantizers(root, args.before ?? "HEAD");
   for (const M of [1, 4]) {
     const input = quantizedInputs(rng.fillNormal(new Float32Array(M * K), 1), M, K, quantizers);
     const o = allocate(M * N * 4);
@@ -345,17 +343,15 @@ if (kernel === "tile") {
       work: experts.work,
       outAt: () => experts.o,
       outBytes: experts.outBytes,
-      run: (arm) => {
-        const chunk = chunkOf(arm);
-        const ldo = experts.rows * 4;
-        experts.each(chunk, (c, s, at, n) => {
-          if (arm === after) kernel.mxfp4?.(1024, 1, xe, c + shift, s, experts.tables, acc, at, n, ldo);
+      run: (arm) =>
+        experts.each(chunkOf(arm), (c, s, at, n) => {
+          if (arm === after)
+            kernel.mxfp4?.(1024, 1, xe, c + shift, s, experts.tables, acc, at, n, experts.ldo);
           else {
             arm.decode?.(c, s, experts.tables, rows, n * 32);
-            tile(1024, 1, xe, rows, at, n / 4, ldo, 1024 * 4, 16);
+            tile(1024, 1, xe, rows, at, n / 4, experts.ldo, 1024 * 4, 16);
           }
-        });
-      },
+        }),
     });
   }
 } else {
@@ -381,40 +377,6 @@ function int8Exponents(scales: number, N: number, K: number): number {
   const at = allocate(int8ExponentBytes(N, K));
   layInt8Exponents(new Uint8Array(memory.buffer, scales, (N * K) / 32), N, K, memory.buffer, at);
   return at;
-}
-
-/** An arm's input quantizer (mxfp4-int8.ts's; an older one returned its scales' offset). */
-type Quantize = (x: Float32Array, M: number, K: number, buffer: ArrayBufferLike, at: number) => unknown;
-interface Quantizer {
-  readonly quantizeInput: Quantize;
-  readonly quantizedBytes: typeof quantizedBytes;
-}
-
-/**
- * The int8 kernels' input quantizers, before's and after's: the before arm's is mxfp4-int8.ts as
- * the --before revision has it (its kernel reads the layout its own quantizer writes), imported
- * from a copy in a temporary directory, with the one module it may import (the halves order, where
- * the revision has it) at its relative path.
- */
-async function int8Quantizers(): Promise<{ before: Quantizer; after: Quantizer }> {
-  const sources = ["src/engine/kernels/matmul/mxfp4-int8.ts", "src/formats/mxfp4-halves.ts"];
-  const dir = mkdtempSync(join(tmpdir(), "int8-before-"));
-  try {
-    for (const source of sources) {
-      const revision = `${args.before ?? "HEAD"}:${source}`;
-      const known = spawnSync("git", ["cat-file", "-e", revision], { cwd: root }).status === 0;
-      if (!known && source !== sources[0]) continue;
-      const text = execFileSync("git", ["show", revision], { cwd: root, encoding: "utf8" });
-      mkdirSync(dirname(join(dir, source)), { recursive: true });
-      writeFileSync(join(dir, source), text);
-    }
-    return {
-      before: (await import(pathToFileURL(join(dir, sources[0] as string)).href)) as Quantizer,
-      after: { quantizeInput, quantizedBytes },
-    };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
 }
 
 /**
@@ -529,6 +491,7 @@ function randomExperts() {
     tables: stack.tables,
     codes: stack.codes,
     codesBytes: E * rows * 512,
+    ldo: rows * 4,
     rows,
     o,
     work: picks.length * rows * 1024,
