@@ -365,11 +365,14 @@ if (kernel === "tile") {
 }
 
 /**
- * Whether an arm's mxfp4_int8 reads exponents laid out by block (int8-exponents.ts) and their
- * stride, rather than row-major exponents and the half scales' table as an older one did.
+ * Whether the before arm's mxfp4_int8 reads exponents laid out by block (int8-exponents.ts) and
+ * their stride, rather than row-major exponents and the half scales' table as an older one did.
+ * Decided once: searching the kernel's text on every call charged the before arm for it.
  */
+const beforeInt8ByBlock = !old.text.includes("(param $halfScales");
+/** Whether an arm's mxfp4_int8 reads exponents laid out by block (the after arm's always does). */
 function int8ByBlock(arm: Arm): boolean {
-  return arm === after || !old.text.includes("(param $halfScales");
+  return arm === after || beforeInt8ByBlock;
 }
 
 /** The [N, K] weight's exponents at `scales` (row-major) laid out by block in the memory: their offset. */
