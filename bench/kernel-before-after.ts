@@ -44,7 +44,9 @@
  *   revision has it: the layout may change with the kernel), the exponents laid out by block
  *   (int8-exponents.ts) for an arm that reads them so, row-major with the half scales' table for
  *   an older one, 64 rows a call as the matmul calls it; G weights/s (times M) per core. Then at M = 1 over 16 of 64 experts
- *   [2048, 1024] picked at random, as MoE decode steps read them (64 MiB, past L3).
+ *   [2048, 1024] picked at random, as MoE decode steps read them (64 MiB, past L3). Each case also
+ *   with the after arm on the codes in halves order and its input's halves form (the before arm
+ *   as before: OCP codes), "same bits" then saying the orders give the same outputs.
  *
  * --chunk sets the rows a decode writes before the tile reads them back (64, the matmul's, by
  * default: 64 rows of K = 2880 are 720 KiB, beyond L1, within L2), --after-chunk the after arm's
@@ -67,6 +69,7 @@ import {
   layInt8Exponents,
 } from "../src/engine/kernels/matmul/int8-exponents.js";
 import { MXFP4_TABLE_BYTES, mxfp4Tables } from "../src/engine/kernels/matmul/matmul-kernel.js";
+import { quantizedFormBytes } from "../src/engine/kernels/matmul/mxfp4-int8.js";
 import { type KernelBinary, kernelBytes } from "../src/engine/kernels/wasm-kernels.js";
 import { Rng } from "../src/engine/tensor/random.js";
 import { toRowQuads } from "../src/engine/tensor/row-quads.js";
@@ -261,56 +264,68 @@ if (kernel === "tile") {
   const { tables, codes, scales } = mxfp4Weights(N, K);
   const exps = int8Exponents(scales, N, K);
   const quantizers = await int8Quantizers(root, args.before ?? "HEAD");
+  // Each case again with the after arm on the codes in halves order (as the loader lays them) and
+  // the input's halves form, which its quantizer writes past the OCP one.
+  const codesShift = halvesCopy(codes, (N * K) / 2)(after) - codes;
+  const inHalves = (halvesAfter: boolean) => (halvesAfter ? ", the after arm's codes in halves order" : "");
+  /** The kernel's input arguments for `arm`, the after arm's shifted to the halves form if asked. */
+  const inputFor = (q: number[], arm: Arm, halvesAfter: boolean, M: number, K: number) =>
+    arm === after && halvesAfter ? [(q[0] as number) + quantizedFormBytes(M, K)] : q;
   for (const M of [1, 4]) {
     const input = quantizedInputs(rng.fillNormal(new Float32Array(M * K), 1), M, K, quantizers);
     const o = allocate(M * N * 4);
-    cases.push({
-      label: `integer MXFP4 rows, M=${M}, [${N}, ${K}]`,
-      unit: "G weights/s",
-      work: M * N * K,
-      outAt: () => o,
-      outBytes: M * N * 4,
-      run: (arm) => {
-        const chunk = chunkOf(arm);
-        const q = input(arm);
-        for (let c0 = 0; c0 < N; c0 += chunk)
-          arm.mxfp4_int8?.(
-            K,
-            M,
-            ...q,
-            codes + (c0 * K) / 2,
-            ...(int8ByBlock(arm) ? [exps + c0, int8ExponentStride(N)] : [scales + (c0 * K) / 32, tables]),
-            o + c0 * 4,
-            Math.min(chunk, N - c0),
-            N * 4,
-          );
-      },
-    });
+    for (const halvesAfter of [false, true])
+      cases.push({
+        label: `integer MXFP4 rows, M=${M}, [${N}, ${K}]${inHalves(halvesAfter)}`,
+        unit: "G weights/s",
+        work: M * N * K,
+        outAt: () => o,
+        outBytes: M * N * 4,
+        run: (arm) => {
+          const chunk = chunkOf(arm);
+          const q = inputFor(input(arm), arm, halvesAfter, M, K);
+          const at = codes + (arm === after && halvesAfter ? codesShift : 0);
+          for (let c0 = 0; c0 < N; c0 += chunk)
+            arm.mxfp4_int8?.(
+              K,
+              M,
+              ...q,
+              at + (c0 * K) / 2,
+              ...(int8ByBlock(arm) ? [exps + c0, int8ExponentStride(N)] : [scales + (c0 * K) / 32, tables]),
+              o + c0 * 4,
+              Math.min(chunk, N - c0),
+              N * 4,
+            );
+        },
+      });
   }
   const experts = randomExperts();
+  const expertsShift = halvesCopy(experts.codes, experts.codesBytes)(after) - experts.codes;
   const input = quantizedInputs(rng.fillNormal(new Float32Array(1024), 1), 1, 1024, quantizers);
-  cases.push({
-    label: `integer MXFP4 rows, M=1, ${experts.label}`,
-    unit: "G weights/s",
-    work: experts.work,
-    outAt: () => experts.o,
-    outBytes: experts.outBytes,
-    run: (arm) => {
-      const q = input(arm);
-      experts.each(chunkOf(arm), (codes, scales, at, n, exps) =>
-        arm.mxfp4_int8?.(
-          1024,
-          1,
-          ...q,
-          codes,
-          ...(int8ByBlock(arm) ? [exps, int8ExponentStride(experts.rows)] : [scales, experts.tables]),
-          at,
-          n,
-          experts.rows * 4,
-        ),
-      );
-    },
-  });
+  for (const halvesAfter of [false, true])
+    cases.push({
+      label: `integer MXFP4 rows, M=1, ${experts.label}${inHalves(halvesAfter)}`,
+      unit: "G weights/s",
+      work: experts.work,
+      outAt: () => experts.o,
+      outBytes: experts.outBytes,
+      run: (arm) => {
+        const q = inputFor(input(arm), arm, halvesAfter, 1, 1024);
+        const shift = arm === after && halvesAfter ? expertsShift : 0;
+        experts.each(chunkOf(arm), (codes, scales, at, n, exps) =>
+          arm.mxfp4_int8?.(
+            1024,
+            1,
+            ...q,
+            codes + shift,
+            ...(int8ByBlock(arm) ? [exps, int8ExponentStride(experts.rows)] : [scales, experts.tables]),
+            at,
+            n,
+            experts.rows * 4,
+          ),
+        );
+      },
+    });
 } else if (m1) {
   const [N, K] = [2880, decodeK];
   const { tables, codes, scales } = mxfp4Weights(N, K);
