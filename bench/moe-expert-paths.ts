@@ -46,7 +46,10 @@
  * --baseline DIR adds the integer arm of another checkout's engine (and its fused arm where the
  * fused arm is run; its src/ loaded from source as this one's is, its kernels built: `npm run
  * build:kernels` there), in the same rounds, so a change
- * to the engine is measured against its revision in one run: e.g.
+ * to the engine is measured against its revision in one run. Both engines share one process, and
+ * each keeps a speed of its own for the process's life (engine-before-after.ts), which falls on one
+ * arm for the whole run: read a --baseline ratio over several runs, and from both trees (each as
+ * the other's baseline), not from one. E.g.
  *   git archive main | tar -x -C /tmp/before && ln -s "$PWD/node_modules" /tmp/before/ &&
  *     (cd /tmp/before && npm run build:kernels)
  *
