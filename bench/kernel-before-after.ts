@@ -32,7 +32,8 @@
  *   matmul/mxfp4-rows.wat, which decodes straight into the multiply-adds (after), on the same
  *   weights; then the same with the after arm's `.halves` build on the codes in halves order (as
  *   mxfp4-halves: the before arm decodes the OCP codes); then on 16 of 64 random experts as
- *   mxfp4-int8's last case. "same bits" compares the outputs.
+ *   mxfp4-int8's last case, then the after arm's in halves order (as the loader lays them).
+ *   "same bits" compares the outputs.
  * - fp8-decode (matmul/fp8-rows.wat): FP8 E4M3 weights [2880, 2880] with a scale per 128x128 tile
  *   (the FP8 checkpoints' layout, quantized from normal values by floatToFp8Tile128), decoded and
  *   run as mxfp4-decode's; then the fused step at one input row as mxfp4-m1's, the after arm's
@@ -43,7 +44,9 @@
  *   revision has it: the layout may change with the kernel), the exponents laid out by block
  *   (int8-exponents.ts) for an arm that reads them so, row-major with the half scales' table for
  *   an older one, 64 rows a call as the matmul calls it; G weights/s (times M) per core. Then at M = 1 over 16 of 64 experts
- *   [2048, 1024] picked at random, as MoE decode steps read them (64 MiB, past L3).
+ *   [2048, 1024] picked at random, as MoE decode steps read them (64 MiB, past L3). Each case also
+ *   with the after arm on the codes in halves order and its input's halves form (the before arm
+ *   as before: OCP codes), "same bits" then saying the orders give the same outputs.
  *
  * --chunk sets the rows a decode writes before the tile reads them back (64, the matmul's, by
  * default: 64 rows of K = 2880 are 720 KiB, beyond L1, within L2), --after-chunk the after arm's
@@ -54,10 +57,8 @@
  *     [--trial-ms 150] [--chunk 64] [--after-chunk C] [--k 2880]
  */
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { pathToFileURL } from "node:url";
 import { setFlagsFromString } from "node:v8";
 import wabtInit from "wabt";
 import { type BlockTrials, blockedRatioInterval } from "../src/bench/index.js";
@@ -68,13 +69,14 @@ import {
   layInt8Exponents,
 } from "../src/engine/kernels/matmul/int8-exponents.js";
 import { MXFP4_TABLE_BYTES, mxfp4Tables } from "../src/engine/kernels/matmul/matmul-kernel.js";
-import { quantizedBytes, quantizeInput } from "../src/engine/kernels/matmul/mxfp4-int8.js";
+import { quantizedFormBytes } from "../src/engine/kernels/matmul/mxfp4-int8.js";
 import { type KernelBinary, kernelBytes } from "../src/engine/kernels/wasm-kernels.js";
 import { Rng } from "../src/engine/tensor/random.js";
 import { toRowQuads } from "../src/engine/tensor/row-quads.js";
 import { floatToFp8Tile128 } from "../src/formats/fp8-blockwise.js";
 import { toHalves } from "../src/formats/mxfp4-halves.js";
 import { benchArgs } from "./args.js";
+import { int8Quantizers, type Quantizer } from "./int8-quantizers.js";
 
 const args = benchArgs(import.meta.url, {
   kernel: { type: "string", default: "tile" },
@@ -261,57 +263,69 @@ if (kernel === "tile") {
   const [N, K] = [2880, decodeK];
   const { tables, codes, scales } = mxfp4Weights(N, K);
   const exps = int8Exponents(scales, N, K);
-  const quantizers = await int8Quantizers();
+  const quantizers = await int8Quantizers(root, args.before ?? "HEAD");
+  // Each case again with the after arm on the codes in halves order (as the loader lays them) and
+  // the input's halves form, which its quantizer writes past the OCP one.
+  const codesShift = halvesCopy(codes, (N * K) / 2)(after) - codes;
+  const inHalves = (halvesAfter: boolean) => (halvesAfter ? ", the after arm's codes in halves order" : "");
+  /** The kernel's input arguments for `arm`, the after arm's shifted to the halves form if asked. */
+  const inputFor = (q: number[], arm: Arm, halvesAfter: boolean, M: number, K: number) =>
+    arm === after && halvesAfter ? [(q[0] as number) + quantizedFormBytes(M, K)] : q;
   for (const M of [1, 4]) {
     const input = quantizedInputs(rng.fillNormal(new Float32Array(M * K), 1), M, K, quantizers);
     const o = allocate(M * N * 4);
-    cases.push({
-      label: `integer MXFP4 rows, M=${M}, [${N}, ${K}]`,
-      unit: "G weights/s",
-      work: M * N * K,
-      outAt: () => o,
-      outBytes: M * N * 4,
-      run: (arm) => {
-        const chunk = chunkOf(arm);
-        const q = input(arm);
-        for (let c0 = 0; c0 < N; c0 += chunk)
-          arm.mxfp4_int8?.(
-            K,
-            M,
-            ...q,
-            codes + (c0 * K) / 2,
-            ...(int8ByBlock(arm) ? [exps + c0, int8ExponentStride(N)] : [scales + (c0 * K) / 32, tables]),
-            o + c0 * 4,
-            Math.min(chunk, N - c0),
-            N * 4,
-          );
-      },
-    });
+    for (const halvesAfter of [false, true])
+      cases.push({
+        label: `integer MXFP4 rows, M=${M}, [${N}, ${K}]${inHalves(halvesAfter)}`,
+        unit: "G weights/s",
+        work: M * N * K,
+        outAt: () => o,
+        outBytes: M * N * 4,
+        run: (arm) => {
+          const chunk = chunkOf(arm);
+          const q = inputFor(input(arm), arm, halvesAfter, M, K);
+          const at = codes + (arm === after && halvesAfter ? codesShift : 0);
+          for (let c0 = 0; c0 < N; c0 += chunk)
+            arm.mxfp4_int8?.(
+              K,
+              M,
+              ...q,
+              at + (c0 * K) / 2,
+              ...(int8ByBlock(arm) ? [exps + c0, int8ExponentStride(N)] : [scales + (c0 * K) / 32, tables]),
+              o + c0 * 4,
+              Math.min(chunk, N - c0),
+              N * 4,
+            );
+        },
+      });
   }
   const experts = randomExperts();
+  const expertsShift = halvesCopy(experts.codes, experts.codesBytes)(after) - experts.codes;
   const input = quantizedInputs(rng.fillNormal(new Float32Array(1024), 1), 1, 1024, quantizers);
-  cases.push({
-    label: `integer MXFP4 rows, M=1, ${experts.label}`,
-    unit: "G weights/s",
-    work: experts.work,
-    outAt: () => experts.o,
-    outBytes: experts.outBytes,
-    run: (arm) => {
-      const q = input(arm);
-      experts.each(chunkOf(arm), (codes, scales, at, n, exps) =>
-        arm.mxfp4_int8?.(
-          1024,
-          1,
-          ...q,
-          codes,
-          ...(int8ByBlock(arm) ? [exps, int8ExponentStride(experts.rows)] : [scales, experts.tables]),
-          at,
-          n,
-          experts.rows * 4,
-        ),
-      );
-    },
-  });
+  for (const halvesAfter of [false, true])
+    cases.push({
+      label: `integer MXFP4 rows, M=1, ${experts.label}${inHalves(halvesAfter)}`,
+      unit: "G weights/s",
+      work: experts.work,
+      outAt: () => experts.o,
+      outBytes: experts.outBytes,
+      run: (arm) => {
+        const q = inputFor(input(arm), arm, halvesAfter, 1, 1024);
+        const shift = arm === after && halvesAfter ? expertsShift : 0;
+        experts.each(chunkOf(arm), (codes, scales, at, n, exps) =>
+          arm.mxfp4_int8?.(
+            1024,
+            1,
+            ...q,
+            codes + shift,
+            ...(int8ByBlock(arm) ? [exps, int8ExponentStride(experts.rows)] : [scales, experts.tables]),
+            at,
+            n,
+            experts.rows * 4,
+          ),
+        );
+      },
+    });
 } else if (m1) {
   const [N, K] = [2880, decodeK];
   const { tables, codes, scales } = mxfp4Weights(N, K);
@@ -334,24 +348,27 @@ if (kernel === "tile") {
   const experts = randomExperts();
   const xe = allocate(1024 * 4);
   rng.fillNormal(new Float32Array(memory.buffer, xe, 1024), 1);
-  cases.push({
-    label: `the fused step at M=1, ${experts.label}`,
-    unit: "G weights/s",
-    work: experts.work,
-    outAt: () => experts.o,
-    outBytes: experts.outBytes,
-    run: (arm) => {
-      const chunk = chunkOf(arm);
-      const ldo = experts.rows * 4;
-      experts.each(chunk, (c, s, at, n) => {
-        if (arm === after) arm.mxfp4?.(1024, 1, xe, c, s, experts.tables, acc, at, n, ldo);
-        else {
-          arm.decode?.(c, s, experts.tables, rows, n * 32);
-          tile(1024, 1, xe, rows, at, n / 4, ldo, 1024 * 4, 16);
-        }
-      });
-    },
-  });
+  // The experts' codes in halves order for the after arm's `.halves` build, as the loader lays them.
+  const halvesShift = halvesCopy(experts.codes, experts.codesBytes)(after) - experts.codes;
+  for (const halvesAfter of [false, true]) {
+    const [kernel, shift] = halvesAfter ? [afterHalves, halvesShift] : [after, 0];
+    cases.push({
+      label: `the fused step at M=1, ${experts.label}${halvesAfter ? ", the after arm's codes in halves order" : ""}`,
+      unit: "G weights/s",
+      work: experts.work,
+      outAt: () => experts.o,
+      outBytes: experts.outBytes,
+      run: (arm) =>
+        experts.each(chunkOf(arm), (c, s, at, n) => {
+          if (arm === after)
+            kernel.mxfp4?.(1024, 1, xe, c + shift, s, experts.tables, acc, at, n, experts.ldo);
+          else {
+            arm.decode?.(c, s, experts.tables, rows, n * 32);
+            tile(1024, 1, xe, rows, at, n / 4, experts.ldo, 1024 * 4, 16);
+          }
+        }),
+    });
+  }
 } else {
   const [N, K] = [2880, decodeK];
   const { tables, codes, scales } = mxfp4Weights(N, K);
@@ -363,11 +380,14 @@ if (kernel === "tile") {
 }
 
 /**
- * Whether an arm's mxfp4_int8 reads exponents laid out by block (int8-exponents.ts) and their
- * stride, rather than row-major exponents and the half scales' table as an older one did.
+ * Whether the before arm's mxfp4_int8 reads exponents laid out by block (int8-exponents.ts) and
+ * their stride, rather than row-major exponents and the half scales' table as an older one did.
+ * Decided once: searching the kernel's text on every call charged the before arm for it.
  */
+const beforeInt8ByBlock = !old.text.includes("(param $halfScales");
+/** Whether an arm's mxfp4_int8 reads exponents laid out by block (the after arm's always does). */
 function int8ByBlock(arm: Arm): boolean {
-  return arm === after || !old.text.includes("(param $halfScales");
+  return arm === after || beforeInt8ByBlock;
 }
 
 /** The [N, K] weight's exponents at `scales` (row-major) laid out by block in the memory: their offset. */
@@ -375,37 +395,6 @@ function int8Exponents(scales: number, N: number, K: number): number {
   const at = allocate(int8ExponentBytes(N, K));
   layInt8Exponents(new Uint8Array(memory.buffer, scales, (N * K) / 32), N, K, memory.buffer, at);
   return at;
-}
-
-/** An arm's input quantizer (mxfp4-int8.ts's; an older one returned its scales' offset). */
-type Quantize = (x: Float32Array, M: number, K: number, buffer: ArrayBufferLike, at: number) => unknown;
-interface Quantizer {
-  readonly quantizeInput: Quantize;
-  readonly quantizedBytes: typeof quantizedBytes;
-}
-
-/**
- * The int8 kernels' input quantizers, before's and after's: the before arm's is mxfp4-int8.ts as
- * the --before revision has it (its kernel reads the layout its own quantizer writes), imported
- * from a copy in a temporary directory (the file imports nothing).
- */
-async function int8Quantizers(): Promise<{ before: Quantizer; after: Quantizer }> {
-  const source = "src/engine/kernels/matmul/mxfp4-int8.ts";
-  const text = execFileSync("git", ["show", `${args.before ?? "HEAD"}:${source}`], {
-    cwd: root,
-    encoding: "utf8",
-  });
-  const dir = mkdtempSync(join(tmpdir(), "int8-before-"));
-  try {
-    const file = join(dir, "mxfp4-int8.ts");
-    writeFileSync(file, text);
-    return {
-      before: (await import(pathToFileURL(file).href)) as Quantizer,
-      after: { quantizeInput, quantizedBytes },
-    };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
 }
 
 /**
@@ -518,6 +507,9 @@ function randomExperts() {
   const label = `16 of 64 experts [${rows}, 1024] at random`;
   return {
     tables: stack.tables,
+    codes: stack.codes,
+    codesBytes: E * rows * 512,
+    ldo: rows * 4,
     rows,
     o,
     work: picks.length * rows * 1024,

@@ -43,9 +43,13 @@
  * unpacked arm alone takes seconds), so many rounds fit where one arm against another is the
  * question (e.g. `--arms int8 --llama-cpp --rounds 30`); ratios are printed between the arms run.
  *
- * --baseline DIR adds the integer arm of another checkout's engine (its src/ loaded from source as
- * this one's is, its kernels built: `npm run build:kernels` there), in the same rounds, so a change
- * to the engine is measured against its revision in one run: e.g.
+ * --baseline DIR adds the integer arm of another checkout's engine (and its fused arm where the
+ * fused arm is run; its src/ loaded from source as this one's is, its kernels built: `npm run
+ * build:kernels` there), in the same rounds, so a change
+ * to the engine is measured against its revision in one run. Both engines share one process, and
+ * each keeps a speed of its own for the process's life (engine-before-after.ts), which falls on one
+ * arm for the whole run: read a --baseline ratio over several runs, and from both trees (each as
+ * the other's baseline), not from one. E.g.
  *   git archive main | tar -x -C /tmp/before && ln -s "$PWD/node_modules" /tmp/before/ &&
  *     (cd /tmp/before && npm run build:kernels)
  *
@@ -90,7 +94,7 @@ const USAGE = `usage: npx tsx bench/moe-expert-paths.ts [options]
   --arms LIST       the engine arms timed, comma-separated from fp8,fused,unpacked,f32,int8
                     (default all)
   --llama-cpp       add llama.cpp on the same MXFP4 weights as an arm
-  --baseline DIR    add the integer arm of the engine in checkout DIR (its kernels built)
+  --baseline DIR    add the integer (and fused) arm of the engine in checkout DIR (its kernels built)
   --llama-threads N llama.cpp's threads (default: --threads)
   --profile PATH    after the rounds, a CPU profile of the int8 arm decoding --decode tokens,
                     written to PATH (.cpuprofile) and summed by function
@@ -133,7 +137,7 @@ const replay = args.replay;
 if (replay !== "on" && replay !== "off") throw new Error(`--replay must be on or off, got ${replay}`);
 /** The engine arms' keys, exact arms first (they must decode the same tokens), then the integer arm. */
 const ARM_KEYS = ["fp8", "fused", "unpacked", "f32", "int8"] as const;
-type ArmKey = (typeof ARM_KEYS)[number] | "llama.cpp" | "baseline";
+type ArmKey = (typeof ARM_KEYS)[number] | "llama.cpp" | "baseline" | "baseline-fused";
 const chosenArms = new Set(args.arms.split(",").map((a) => a.trim()));
 for (const a of chosenArms)
   if (!(ARM_KEYS as readonly string[]).includes(a))
@@ -458,6 +462,10 @@ try {
       pathToFileURL(join(root, "src/engine/models/minimax-m3.ts")).href
     )) as typeof import("../src/engine/models/minimax-m3.js");
     const model = engineModule.modelOfFiles("mxfp4", files, modelModule.minimaxArchitecture);
+    if (chosenArms.has("fused")) {
+      const fusedThere = engineFor(model, "fused", engineModule.Engine);
+      arms.push(engineArm("baseline-fused", `fused MXFP4 at ${args.baseline}`, fusedThere, mxfp4Bytes));
+    }
     const engine = engineFor(model, "int8", engineModule.Engine);
     arms.push(engineArm("baseline", `int8 MXFP4 at ${args.baseline}`, engine, mxfp4Bytes));
   }
@@ -478,7 +486,7 @@ try {
   const bandwidth = await memoryBandwidth(threads);
   process.stdout.write(`memory read bandwidth ${(bandwidth / 1e9).toFixed(1)} GB/s on ${threads} threads\n`);
 
-  const exact4: readonly ArmKey[] = ["fp8", "fused", "unpacked", "f32"];
+  const exact4: readonly ArmKey[] = ["fp8", "fused", "unpacked", "f32", "baseline-fused"];
   /** The index of arm `key` in `arms`, -1 where it is not run. */
   const at = (key: ArmKey) => arms.findIndex((arm) => arm.key === key);
   const loadBefore = loadavg()[0] as number;
@@ -558,6 +566,7 @@ try {
   compare("fused", "llama.cpp");
   compare("int8", "llama.cpp");
   compare("int8", "baseline");
+  compare("fused", "baseline-fused");
   compare("baseline", "llama.cpp");
   if (args.profile !== undefined) await profileDecode(arms[at("int8")] as Arm, prompt, args.profile);
 } finally {

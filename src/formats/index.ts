@@ -75,6 +75,7 @@ export {
   MXFP4_HALVES,
   MXFP4_LAYOUT_KEY,
   toHalves,
+  toHalvesInto,
 } from "./mxfp4-halves.js";
 export { mxfp4ToFp8Block32, mxfp4ToFp8Tile128, TILE, type TileReport } from "./mxfp4-to-fp8.js";
 export {

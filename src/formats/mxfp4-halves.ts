@@ -33,13 +33,22 @@ const MXFP4_BLOCK_BYTES = HALVES_ORDER.length;
 
 /** OCP-ordered MXFP4 code bytes (whole blocks of 16) in halves order, into a new array. */
 export function toHalves(blocks: Uint8Array): Uint8Array {
-  const out = new Uint8Array(blocks.length);
+  return toHalvesInto(blocks, new Uint8Array(blocks.length));
+}
+
+/**
+ * OCP-ordered MXFP4 code bytes (whole blocks of 16) in halves order into `out` (as long; `blocks`
+ * itself re-lays them in place): the copy a load makes anyway, in the order the kernels read best.
+ */
+export function toHalvesInto(blocks: Uint8Array, out: Uint8Array): Uint8Array {
+  const block = new Uint8Array(MXFP4_BLOCK_BYTES);
   for (let at = 0; at < blocks.length; at += MXFP4_BLOCK_BYTES) {
+    block.set(blocks.subarray(at, at + MXFP4_BLOCK_BYTES));
     for (let i = 0; i < MXFP4_BLOCK_BYTES; i += 1) {
       // In OCP order value j is byte j >> 1's nibble j & 1, and value j + 16 byte 8 + (j >> 1)'s.
       const j = HALVES_ORDER[i] as number;
-      const low = nibble(blocks[at + (j >> 1)] as number, j & 1);
-      const high = nibble(blocks[at + 8 + (j >> 1)] as number, j & 1);
+      const low = nibble(block[j >> 1] as number, j & 1);
+      const high = nibble(block[8 + (j >> 1)] as number, j & 1);
       out[at + i] = low | (high << 4);
     }
   }

@@ -10,7 +10,7 @@ import type { WasmModule } from "../../common/wasm-runtime.js";
  * without it, to the same bits; "mxfp4-decode.halves" (and its plain-swizzle build) decodes codes
  * in the halves order of a re-laid-out checkpoint (scripts/build-kernels.mjs).
  * "mxfp4-int8" dots on relaxed integer dot products; "mxfp4-int8.plain-dot" makes the same sums
- * from plain SIMD.
+ * from plain SIMD. "mxfp4-relayout" re-lays MXFP4 codes out in halves order as a load places them.
  */
 export type KernelBinary =
   | "matmul/matmul-tile"
@@ -25,6 +25,7 @@ export type KernelBinary =
   | "matmul/mxfp4-decode.halves.plain-swizzle"
   | "matmul/mxfp4-int8"
   | "matmul/mxfp4-int8.plain-dot"
+  | "matmul/mxfp4-relayout"
   | "matmul/fp8-rows"
   | "matmul/fp8-rows.unfused"
   | "paged-attention/attention"

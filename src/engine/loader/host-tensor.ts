@@ -1,4 +1,5 @@
-import type { StoredDtype } from "../../formats/index.js";
+import { HALVES_BLOCKS_SUFFIX, type StoredDtype } from "../../formats/index.js";
+import { relayToHalves } from "../kernels/matmul/mxfp4-relayout.js";
 import { sharedArray } from "../tensor/weight.js";
 
 /**
@@ -10,6 +11,26 @@ export interface HostTensor {
   readonly dtype: StoredDtype;
   readonly shape: readonly number[];
   readonly data: Float32Array | Uint16Array | Uint8Array;
+  /**
+   * "halves": MXFP4 codes stored in OCP order (`W_blocks`) that the loader re-laid out in halves
+   * order (formats/mxfp4-halves.ts) as it placed them, the order every MXFP4 kernel reads fastest.
+   */
+  readonly mxfp4Order?: "halves";
+}
+
+/** Whether stored tensor `name` holds MXFP4 codes in OCP order: `W_blocks`, U8 [..., groups, 16]. */
+export function isOcpMxfp4Codes(name: string, dtype: string, shape: readonly number[]): boolean {
+  return (
+    name.endsWith("_blocks") && !name.endsWith(HALVES_BLOCKS_SUFFIX) && dtype === "U8" && shape.at(-1) === 16
+  );
+}
+
+/**
+ * MXFP4 codes in OCP order where a load placed them (the copy it makes anyway, or the bytes it
+ * read in place), re-laid out there in halves order: the tensor that records it.
+ */
+export function halvesHostTensor(placed: Uint8Array, shape: readonly number[]): HostTensor {
+  return { dtype: "U8", shape, data: relayToHalves(placed), mxfp4Order: "halves" };
 }
 
 /**

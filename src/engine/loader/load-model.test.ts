@@ -2,24 +2,26 @@ import { mkdtemp, readFile, rm, unlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { toHalves } from "../../formats/mxfp4-halves.js";
+import { packCheckpoint } from "../../formats/packed-write.js";
 import { Engine } from "../engine.js";
 import { wasmArena } from "../kernels/wasm-arena.js";
 import type { StepOutput } from "../request.js";
-import type { Weight } from "../tensor/weight.js";
+import { shareArray, type Weight } from "../tensor/weight.js";
 import { readCorpus } from "../tiny/corpus.js";
 import { generateTinyModel, tinyFilesToModel } from "../tiny/generate.js";
 import { findTinySize, type TinySize } from "../tiny/sizes.js";
 import { writeTinyModel } from "../tiny/write.js";
 import { loadModel } from "./load-model.js";
 
-/** Every f32 matmul weight reachable from `root` (objects with a dtype, rows, cols and data). */
-function matmulWeights(root: unknown, seen = new Set<object>()): Weight[] {
+/** Every matmul weight of `dtype` reachable from `root` (objects with a dtype, rows, cols and data). */
+function matmulWeights(root: unknown, dtype = "f32", seen = new Set<object>()): Weight[] {
   if (typeof root !== "object" || root === null || seen.has(root) || ArrayBuffer.isView(root)) return [];
   seen.add(root);
   const w = root as Partial<Weight>;
-  if (w.dtype === "f32" && typeof w.rows === "number" && typeof w.cols === "number" && w.data)
+  if (w.dtype === dtype && typeof w.rows === "number" && typeof w.cols === "number" && w.data)
     return [w as Weight];
-  return Object.values(root).flatMap((v) => matmulWeights(v, seen));
+  return Object.values(root).flatMap((v) => matmulWeights(v, dtype, seen));
 }
 
 const root = await mkdtemp(join(tmpdir(), "bringup-load-"));
@@ -70,6 +72,54 @@ describe("loadModel", () => {
     const weights = matmulWeights(loaded.model);
     expect(weights.length).toBeGreaterThan(4);
     for (const w of weights) expect(arena.offsetOf(w.data)).toBeGreaterThanOrEqual(0);
+  });
+
+  it("re-lays MXFP4 codes out in halves order as it places them, safetensors or packed, to the same logprobs", async () => {
+    const files = generateTinyModel(findTinySize("tiny") as TinySize, corpus, {
+      seed: 7,
+      dtype: "mxfp4",
+    });
+    const dir = join(root, "tiny-mxfp4");
+    await writeTinyModel(dir, files);
+    await packCheckpoint(dir, `${dir}-packed`, 1);
+    // Codes the caller shares are left as they are, in OCP order: the reference.
+    const ocpFiles = {
+      ...files,
+      tensors: new Map(
+        [...files.tensors].map(([name, t]) => [
+          name,
+          name.endsWith("_blocks") ? { ...t, data: shareArray(t.data) } : t,
+        ]),
+      ),
+    };
+    const ocp = await tinyFilesToModel("tiny-mxfp4", ocpFiles);
+    const ocpWeights = matmulWeights(ocp.model, "mxfp4");
+    expect(ocpWeights.length).toBeGreaterThan(0);
+    expect(ocpWeights.every((w) => w.mxfp4Order === undefined)).toBe(true);
+    const reference = new Engine(ocp, { threads: 1 });
+    const prompt = ocp.tokenizer.encode("Write down the boats.");
+    const want = await run(reference, prompt);
+    await reference.close();
+    for (const model of [
+      await loadModel(dir),
+      await loadModel(`${dir}-packed`),
+      await tinyFilesToModel("tiny-mxfp4", files),
+    ]) {
+      const weights = matmulWeights(model.model, "mxfp4");
+      expect(weights.map((w) => w.mxfp4Order)).toEqual(weights.map(() => "halves"));
+      weights.forEach((w, i) => {
+        const before = ocpWeights[i] as Weight;
+        expect(
+          Buffer.from(w.data as Uint8Array).equals(Buffer.from(toHalves(before.data as Uint8Array))),
+        ).toBe(true);
+      });
+      const engine = new Engine(model, { threads: 1 });
+      expect(await run(engine, prompt)).toEqual(want);
+      await engine.close();
+    }
+    // The caller's codes stay in OCP order.
+    const codesName = [...files.tensors.keys()].find((n) => n.endsWith("_blocks")) as string;
+    expect(files.tensors.get(codesName)?.data).toEqual(ocpFiles.tensors.get(codesName)?.data);
   });
 
   it("names the missing file", async () => {

@@ -3,7 +3,7 @@ import { decodeToFloat32, HALVES_BLOCKS_SUFFIX, MXFP4_HALVES } from "../../forma
 import { weightAt } from "../kernels/reference.js";
 import { fromRowQuads, inRowQuads, tileLayout } from "../tensor/row-quads.js";
 import { checkWeight, shareArray, type Weight } from "../tensor/weight.js";
-import type { HostTensor, TensorLookup } from "./host-tensor.js";
+import { type HostTensor, halvesHostTensor, type TensorLookup } from "./host-tensor.js";
 
 /**
  * A checkpoint's tensors as model code reads them: by their public names, each shape checked
@@ -319,15 +319,29 @@ function toWeight(
 }
 
 /**
- * The MXFP4 codes of weight `name`: `<name>_blocks` in OCP order, or `<name>_hblocks` in halves
- * order (formats/mxfp4-halves.ts), with the order a Weight records; undefined where neither is.
+ * The MXFP4 codes of weight `name`: `<name>_blocks` in OCP order (or in halves order where the
+ * loader re-laid them out, HostTensor.mxfp4Order), or `<name>_hblocks` in halves order
+ * (formats/mxfp4-halves.ts), with the order a Weight records; undefined where neither is. OCP codes
+ * outside the shared memory are copied into it in halves order (the copy `share` would make),
+ * so they too are read in the order every MXFP4 kernel reads fastest.
  */
 function mxfp4Codes(
   name: string,
   lookup: TensorLookup,
 ): { blocks: HostTensor; name: string; order: { mxfp4Order?: "halves" } } | undefined {
   const ocp = lookup(`${name}_blocks`);
-  if (ocp !== undefined) return { blocks: ocp, name: `${name}_blocks`, order: {} };
+  if (ocp !== undefined) {
+    const codes = ocp.data as Uint8Array;
+    const blocks =
+      ocp.mxfp4Order === undefined && !(codes.buffer instanceof SharedArrayBuffer)
+        ? halvesHostTensor(shareArray(codes), ocp.shape)
+        : ocp;
+    return {
+      blocks,
+      name: `${name}_blocks`,
+      order: blocks.mxfp4Order === undefined ? {} : { mxfp4Order: MXFP4_HALVES },
+    };
+  }
   const halvesName = `${name}${HALVES_BLOCKS_SUFFIX}`;
   const halves = lookup(halvesName);
   return halves === undefined

@@ -3,7 +3,7 @@ import { quadRow, quadRows, toRowQuads } from "../../tensor/row-quads.js";
 import { DTYPE_CODE, type Weight } from "../../tensor/weight.js";
 import type { WasmArena } from "../wasm-arena.js";
 import { int8ExponentStride, int8ExponentsAt } from "./int8-exponents.js";
-import type { Int8Quantize, Mxfp4Int8 } from "./mxfp4-int8.js";
+import { type Int8Quantize, type Mxfp4Int8, quantizedFormBytes } from "./mxfp4-int8.js";
 import type { SimdTile } from "./tile-module.js";
 
 /** The fast matmul kernel, run on the calling thread and in the pool's workers (worker.ts). */
@@ -107,13 +107,13 @@ export interface WeightParts {
 /**
  * The kernel's view of `w`; f32, MXFP4 and block-scaled FP8 weights the arena holds are read in
  * place by the SIMD kernels. With `int8` (the integer MXFP4 path is chosen) an MXFP4 weight in the
- * arena, codes in OCP order, also gets its exponents laid out for that path (int8-exponents.ts).
+ * arena also gets its exponents laid out for that path (int8-exponents.ts).
  */
 export function weightParts(w: Weight, arena: WasmArena | null, int8 = false): WeightParts {
   const scales = w.mxScales ?? w.scale?.data;
   const offset = arena === null ? -1 : arena.offsetOf(w.data);
   const int8Exponents =
-    int8 && arena !== null && offset >= 0 && w.mxScales !== undefined && w.mxfp4Order !== "halves"
+    int8 && arena !== null && offset >= 0 && w.mxScales !== undefined
       ? int8ExponentsAt(w.mxScales, w.rows, w.cols, arena)
       : -1;
   return {
@@ -134,9 +134,8 @@ export function weightParts(w: Weight, arena: WasmArena | null, int8 = false): W
 
 /**
  * Whether the integer MXFP4 path reads this weight where the thread has that path: MXFP4 in the
- * shared memory, codes in OCP order (its input quantization pairs low nibbles with even inputs;
- * codes in halves order take the exact path instead), its exponents laid out for the path (not
- * where one lies outside [2, 254]).
+ * shared memory, codes in either order, its exponents laid out for the path (not where one lies
+ * outside [2, 254]).
  */
 export function int8Reads(weight: WeightParts): boolean {
   return weight.dtype === 4 && weight.int8Exponents >= 0;
@@ -261,7 +260,9 @@ const CHUNK = 64;
  */
 function int8Range(range: MatmulRange, simd: SimdTile, int8: NonNullable<MatmulThread["mxfp4Int8"]>): void {
   const { M, K, out, outOffset, N, n0, n1, quantized } = range;
-  const { offset: wOffset, int8Exponents } = range.weight;
+  const { offset: wOffset, int8Exponents, halves } = range.weight;
+  // The input's form for the weight's code order (mxfp4-int8.ts: the halves form after the OCP one).
+  const q = quantized + (halves ? quantizedFormBytes(M, K) : 0);
   const direct = outOffset >= 0;
   const W = (simd.base >> 2) + M * K;
   const span = direct ? n1 - n0 : Math.floor((CHUNK * K + CHUNK * M) / M / 4) * 4;
@@ -271,7 +272,7 @@ function int8Range(range: MatmulRange, simd: SimdTile, int8: NonNullable<MatmulT
     const wAt = wOffset + (c0 * K) / 2;
     const at = direct ? outOffset + c0 * 4 : W * 4;
     const eAt = int8Exponents + c0;
-    int8.rows(K, M, quantized, wAt, eAt, int8ExponentStride(N), at, rows, direct ? N * 4 : rows * 4);
+    int8.rows(K, M, q, wAt, eAt, int8ExponentStride(N), at, rows, direct ? N * 4 : rows * 4);
     if (heap !== null)
       for (let m = 0; m < M; m++) out.set(heap.subarray(W + m * rows, W + (m + 1) * rows), m * N + c0);
   }

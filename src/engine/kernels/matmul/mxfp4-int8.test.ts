@@ -1,5 +1,6 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { instantiateWasm } from "../../../common/wasm-runtime.js";
+import { toHalves } from "../../../formats/mxfp4-halves.js";
 import { Rng } from "../../tensor/random.js";
 import { shareArray, type Weight } from "../../tensor/weight.js";
 import { MatmulPool } from "../pool.js";
@@ -13,6 +14,7 @@ import {
   type Int8Quantize,
   type Mxfp4Int8,
   quantizedBytes,
+  quantizedFormBytes,
   quantizeInput,
 } from "./mxfp4-int8.js";
 
@@ -84,6 +86,29 @@ describe("the integer MXFP4 matmul (matmul/mxfp4-int8.wat)", () => {
         for (const pool of pools) {
           const got = new Float32Array(M * w.rows);
           pool.matmul(x, M, w, got);
+          expect(bitsOf(got)).toEqual(bitsOf(want));
+        }
+      }
+    }
+  });
+
+  it("reads codes in halves order to the same bits as in OCP order, edge exponents too", () => {
+    // Exponents over all of [2, 254] (half scales 2^-126 to 2^126: outputs from zero through
+    // subnormal to infinite), and the common ones.
+    for (const scale of [(i: number) => 2 + ((i * 37) % 253), (i: number) => 118 + (i % 8)]) {
+      const ocp = mxfp4Weight(70, 96, scale);
+      const halves: Weight = {
+        ...ocp,
+        data: shareArray(toHalves(ocp.data as Uint8Array)),
+        mxfp4Order: "halves",
+      };
+      for (const M of [1, 3]) {
+        const x = rng.fillNormal(new Float32Array(M * ocp.cols), 1);
+        x.fill(0, 32, 64);
+        const want = int8Reference(x, M, ocp);
+        for (const pool of pools) {
+          const got = new Float32Array(M * ocp.rows);
+          pool.matmul(x, M, halves, got);
           expect(bitsOf(got)).toEqual(bitsOf(want));
         }
       }
@@ -188,7 +213,7 @@ describe("the integer MXFP4 matmul (matmul/mxfp4-int8.wat)", () => {
     expect([scaleOf(3), scaleOf(4), scaleOf(2)]).toEqual([Number.NaN, Number.NaN, 0]);
   });
 
-  it("has a plain-SIMD form (no relaxed dot) with the same bits, for runtimes without relaxed SIMD", () => {
+  it("has a plain-SIMD form (no relaxed dot) with the same bits, for runtimes without relaxed SIMD, in either code order", () => {
     const arena = wasmArena();
     const relaxed = compileKernel("matmul/mxfp4-int8");
     const plain = compileKernel("matmul/mxfp4-int8.plain-dot");
@@ -202,14 +227,21 @@ describe("the integer MXFP4 matmul (matmul/mxfp4-int8.wat)", () => {
     layInt8Exponents(w.mxScales as Uint8Array, N, K, arena.memory.buffer, exps);
     const q = arena.allocate(quantizedBytes(M, K));
     quantizeInput(x, M, K, arena.memory.buffer, q);
-    const outs = [relaxed, plain].map((module) => {
-      const o = arena.allocate(4 * M * N);
-      const run = (instantiateWasm(module, arena.memory) as { mxfp4_int8: Mxfp4Int8 }).mxfp4_int8;
-      run(K, M, q, blocks, exps, int8ExponentStride(N), o, N, 4 * N);
-      return new Float32Array(arena.memory.buffer, o, M * N);
-    });
-    expect(bitsOf(outs[1] as Float32Array)).toEqual(bitsOf(outs[0] as Float32Array));
-    expect(bitsOf(outs[0] as Float32Array)).toEqual(bitsOf(int8Reference(x, M, w)));
+    // The same codes in halves order, read with the input's halves form.
+    const halves = arena.allocate(w.data.byteLength);
+    new Uint8Array(arena.memory.buffer, halves, w.data.byteLength).set(toHalves(w.data as Uint8Array));
+    const want = bitsOf(int8Reference(x, M, w));
+    for (const [codes, form] of [
+      [blocks, q],
+      [halves, q + quantizedFormBytes(M, K)],
+    ] as const) {
+      for (const module of [relaxed, plain]) {
+        const o = arena.allocate(4 * M * N);
+        const run = (instantiateWasm(module, arena.memory) as { mxfp4_int8: Mxfp4Int8 }).mxfp4_int8;
+        run(K, M, form, codes, exps, int8ExponentStride(N), o, N, 4 * N);
+        expect(bitsOf(new Float32Array(arena.memory.buffer, o, M * N))).toEqual(want);
+      }
+    }
   });
 
   it("reads nothing past a weight that ends the memory, at any ragged row count (its read-ahead too)", () => {

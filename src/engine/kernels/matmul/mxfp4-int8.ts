@@ -11,10 +11,17 @@
  * per-block terms, (K/32 + 2)·2^-24·Σ_b |term_b| (mxfp4-int8.test.ts holds every output to it).
  */
 
+import { HALVES_ORDER } from "../../../formats/mxfp4-halves.js";
+
 /**
- * Bytes per input block in the quantized layout: 16 even-k int8, 16 odd-k int8, an i16x8
- * correction, the block's f32 scale, 12 zero bytes (a cache line a block; the kernel keeps one
- * pointer for a block and its scale).
+ * Bytes per input block in the quantized layout: the 16 int8 inputs the codes' low nibbles meet,
+ * the 16 the high nibbles meet, an i16x8 correction, the block's f32 scale, 12 zero bytes (a cache
+ * line a block; the kernel keeps one pointer for a block and its scale).
+ *
+ * The layout comes in two forms, one for each code order (formats/mxfp4-halves.ts), written side
+ * by side: for OCP codes the inputs of even k then of odd k; for halves codes those of k =
+ * HALVES_ORDER[j] then of HALVES_ORDER[j] + 16. The kernel is the same for both; the products it
+ * sums are the same integers, so a weight gives the same bits in either order.
  */
 export const INT8_BLOCK_BYTES = 64;
 
@@ -34,9 +41,14 @@ export type Mxfp4Int8 = (
 /** mxfp4-int8.wat's `quantize`: x [M, K] (f32 at byte x) into the layout at byte q, as quantizeInput. */
 export type Int8Quantize = (x: number, M: number, K: number, q: number) => void;
 
-/** Bytes the quantized form of an [M, K] input takes. */
-export function quantizedBytes(M: number, K: number): number {
+/** Bytes one form (one code order's) of an [M, K] input quantized takes: the halves form's offset from the OCP form's. */
+export function quantizedFormBytes(M: number, K: number): number {
   return M * (K / 32) * INT8_BLOCK_BYTES;
+}
+
+/** Bytes the quantized [M, K] input takes: its OCP form, then its halves form. */
+export function quantizedBytes(M: number, K: number): number {
+  return 2 * quantizedFormBytes(M, K);
 }
 
 /** v rounded to the nearest integer, ties to even. */
@@ -47,7 +59,8 @@ function roundTiesEven(v: number): number {
 
 /**
  * Quantizes x [M, K] (K a multiple of 32) into the kernel's layout at byte `at` of `buffer`: for
- * row m and block b, INT8_BLOCK_BYTES at at + 64(m·K/32 + b) (see mxfp4-int8.wat). Per block s = max|x| / 127 in f32, or the least normal f32 2^-126 where
+ * row m and block b, INT8_BLOCK_BYTES at at + 64(m·K/32 + b) in the OCP form, and as many again
+ * past quantizedFormBytes(M, K) in the halves form (see mxfp4-int8.wat). Per block s = max|x| / 127 in f32, or the least normal f32 2^-126 where
  * that is less (a subnormal s would hold too few bits for x / s to stay within 127), and q = x / s
  * in f32 rounded to the nearest integer, ties to even (|q| <= 127: s is at least max|x| / 127 less
  * half an ulp, so |x / s| rounds to at most 127). A block of zeros gets s = 0 and q = 0; a block
@@ -62,9 +75,10 @@ export function quantizeInput(
   at: number,
 ): void {
   const blocks = M * (K / 32);
-  const bytes = new Int8Array(buffer, at, blocks * INT8_BLOCK_BYTES);
-  const halves = new Int16Array(buffer, at, (blocks * INT8_BLOCK_BYTES) / 2);
-  const words = new Float32Array(buffer, at, (blocks * INT8_BLOCK_BYTES) / 4);
+  const bytes = new Int8Array(buffer, at, 2 * blocks * INT8_BLOCK_BYTES);
+  const halves = new Int16Array(buffer, at, blocks * INT8_BLOCK_BYTES);
+  const words = new Float32Array(buffer, at, (blocks * INT8_BLOCK_BYTES) / 2);
+  const q = new Int8Array(32);
   for (let blk = 0; blk < blocks; blk++) {
     const x0 = blk * 32;
     let amax = 0;
@@ -74,24 +88,34 @@ export function quantizeInput(
       : amax === 0
         ? 0
         : Math.max(Math.fround(amax / 127), 2 ** -126);
-    const out = blk * INT8_BLOCK_BYTES;
-    words[(out + 48) / 4] = s;
-    bytes.fill(0, out + 52, out + INT8_BLOCK_BYTES);
-    // Even k to the first 16 bytes, odd k to the next. The kernel's i16 lanes 2r and 2r + 1 hold
-    // the products of the inputs whose k / 4 is even and odd: the correction's lanes alternate
-    // -12 times their sums.
-    let even = 0;
-    let odd = 0;
-    for (let k = 0; k < 32; k++) {
-      const q = s > 0 ? roundTiesEven(Math.fround((x[x0 + k] as number) / s)) : 0;
-      bytes[out + (k & 1) * 16 + (k >> 1)] = q;
-      if (k & 4) odd += q;
-      else even += q;
+    for (let k = 0; k < 32; k++) q[k] = s > 0 ? roundTiesEven(Math.fround((x[x0 + k] as number) / s)) : 0;
+    // OCP codes: low nibble j is value 2j, high 2j + 1; halves codes: HALVES_ORDER[j] and 16 more.
+    const ocpAt = blk * INT8_BLOCK_BYTES;
+    const halvesAt = ocpAt + blocks * INT8_BLOCK_BYTES;
+    for (let j = 0; j < 16; j++) {
+      bytes[ocpAt + j] = q[2 * j] as number;
+      bytes[ocpAt + 16 + j] = q[2 * j + 1] as number;
+      bytes[halvesAt + j] = q[HALVES_ORDER[j] as number] as number;
+      bytes[halvesAt + 16 + j] = q[(HALVES_ORDER[j] as number) + 16] as number;
     }
-    const corr = (out + 32) / 2;
-    for (let l = 0; l < 8; l += 2) {
-      halves[corr + l] = -12 * even;
-      halves[corr + l + 1] = -12 * odd;
+    // The kernel's i16 lanes 2r and 2r + 1 hold the products of the inputs of bytes 4i to 4i + 3
+    // of each half, for i even and odd: in OCP form the k / 4 even and odd, in halves form the k
+    // even and odd. The correction's lanes alternate -12 times their sums.
+    const sums = (odd: (k: number) => boolean): [number, number] => {
+      const sum: [number, number] = [0, 0];
+      for (let k = 0; k < 32; k++) sum[odd(k) ? 1 : 0] += q[k] as number;
+      return sum;
+    };
+    for (const [form, [even, odd]] of [
+      [ocpAt, sums((k) => (k & 4) !== 0)],
+      [halvesAt, sums((k) => (k & 1) !== 0)],
+    ] as const) {
+      words[(form + 48) / 4] = s;
+      bytes.fill(0, form + 52, form + INT8_BLOCK_BYTES);
+      for (let l = 0; l < 8; l += 2) {
+        halves[(form + 32) / 2 + l] = -12 * even;
+        halves[(form + 32) / 2 + l + 1] = -12 * odd;
+      }
     }
   }
 }

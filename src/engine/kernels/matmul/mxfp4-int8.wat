@@ -11,18 +11,24 @@
 ;; (expStride >= N + 3). The
 ;; input, quantized by `quantize` below (./mxfp4-int8.ts's quantizeInput is its plain reference),
 ;; holds for each row m and block b of 32 values 64 bytes at q + 64(m*K/32 + b): the 16 int8
-;; values of even k, the 16 of odd k, an i16x8 correction, the block's f32 scale s(m, b), and 12
-;; zero bytes.
+;; values the codes' low nibbles meet, the 16 the high ones meet, an i16x8 correction, the block's
+;; f32 scale s(m, b), and 12 zero bytes. For codes in OCP order (low nibble of byte j value 2j)
+;; that is the values of even k, then of odd k; for codes in halves order
+;; (formats/mxfp4-halves.ts: value v(j) and v(j) + 16, v = 0 4 1 5 2 6 3 7 8 12 9 13 10 14 11 15)
+;; the values of k = v(j), then of v(j) + 16. `quantize` writes both forms, the halves one
+;; M*K/32 blocks after the OCP one; this kernel reads either alike.
 ;;
 ;; Each E2M1 code becomes twice its value plus 12, an integer in [0, 24] (7 bits, as
 ;; i16x8.relaxed_dot_i8x16_i7x16_s needs for its second operand to be exact everywhere): low
 ;; nibbles meet the even inputs, high nibbles the odd ones. Each dot's i16 lane j adds the products
 ;; of bytes 2j and 2j + 1 (|sum| <= 2·127·24 = 6096, no saturation); the two dots' lanes added give
-;; lane j the products of inputs 4j to 4j + 3. Rows are taken four at a time, each input block
+;; lane j the products of the inputs of bytes 2j and 2j + 1 of each half (in OCP form k 4j to
+;; 4j + 3). Rows are taken four at a time, each input block
 ;; loaded once for the four, and their four i16x8 sums folded into one vector by two rounds of
 ;; interleave-and-add (32-bit lanes of two rows, then 64-bit halves of two pairs): its i16 lanes
-;; 2r and 2r + 1 hold row r's products of the inputs whose k / 4 is even and odd. The correction
-;; (-12 times the sum of the same 16 inputs, lanes alternating) takes the 12s back out. i16 adds
+;; 2r and 2r + 1 hold row r's products of the inputs of lanes j even and odd (in OCP form k / 4
+;; even and odd, in halves form k even and odd). The correction (-12 times the sum of the same 16
+;; inputs, lanes alternating) takes the 12s back out. i16 adds
 ;; wrap, so only the corrected values need fit, and they do (|lane| <= 16·127·12 = 24384); one
 ;; widening pairwise add then gives each row's block sum exactly as an i32 (|sum| <= 48768). (Not
 ;; i32x4.relaxed_dot_i8x16_i7x16_add_s: V8 11.3 computed it wrong in a four-row kernel, and on x64
@@ -96,7 +102,7 @@
           (local.set $xo (v128.load offset=16 (local.get $xp)))
           (drop (i32.load8_u (local.get $ahead)))
           (local.set $p1 (i32.add (local.get $p) (local.get $codeStride)))
-          ;; Each row's i16x8 sum: lane j the products of inputs 4j to 4j + 3 (codes offset by 12).
+          ;; Each row's i16x8 sum: lane j the products of bytes 2j and 2j + 1 (codes offset by 12).
           (local.set $packed (v128.load (local.get $p)))
           (local.set $wlo (i8x16.relaxed_swizzle (local.get $lut) (v128.and (local.get $packed) (local.get $nibbles))))
           (local.set $whi (i8x16.relaxed_swizzle (local.get $lut)
@@ -132,7 +138,7 @@
           (local.set $d2 (i16x8.add
             (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $d2) (local.get $d3))
             (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (local.get $d2) (local.get $d3))))
-          ;; Then the halves of the pairs: 32-bit lane r is row r, its i16 lanes k / 4 even and odd,
+          ;; Then the halves of the pairs: 32-bit lane r is row r, its i16 lanes j even and odd,
           ;; corrected, and added as i32.
           (local.set $d0 (i32x4.extadd_pairwise_i16x8_s (i16x8.add (v128.load offset=32 (local.get $xp))
             (i16x8.add
@@ -161,20 +167,23 @@
         (local.tee $n (i32.add (local.get $n) (local.get $step)))
         (local.get $N)))))
 
-  ;; quantize(x, M, K, q): the input x [M, K] (f32 at byte x) in the layout mxfp4_int8 reads, at q,
-  ;; as ./mxfp4-int8.ts's quantizeInput writes it (the plain reference, the same bytes). Per block of
+  ;; quantize(x, M, K, q): the input x [M, K] (f32 at byte x) in the layout mxfp4_int8 reads, at q
+  ;; its OCP form and M*K/32 blocks later its halves form, as ./mxfp4-int8.ts's quantizeInput
+  ;; writes them (the plain reference, the same bytes). Per block of
   ;; 32: amax = max |x| as the largest of the values' magnitude bits (an integer max orders them as
   ;; floats, NaN above infinity); s = amax / 127 in f32 but at least 2^-126, NaN where amax is not
   ;; finite, 0 where it is 0; q = x / s in f32 rounded to the nearest integer, ties to even (adding
   ;; 1.5·2^23, whose ulp is 1, rounds so, and the integer is then the sum's low bits), |q| <= 127;
   ;; all zero where s is not above 0 (a zero or non-finite block).
   (func (export "quantize") (param $x i32) (param $M i32) (param $K i32) (param $q i32)
-    (local $blk i32) (local $count i32) (local $s f32) (local $inv v128)
+    (local $blk i32) (local $count i32) (local $h i32) (local $s f32) (local $inv v128)
     (local $v0 v128) (local $v1 v128) (local $v2 v128) (local $v3 v128)
     (local $v4 v128) (local $v5 v128) (local $v6 v128) (local $v7 v128)
-    (local $lo v128) (local $hi v128) (local $sums v128)
+    (local $lo v128) (local $hi v128) (local $sums v128) (local $all v128)
     (local.set $count (i32.mul (local.get $M) (i32.shr_u (local.get $K) (i32.const 5))))
     (if (i32.eqz (local.get $count)) (then (return)))
+    ;; The halves form's block, as far past the OCP form's as the form is long.
+    (local.set $h (i32.add (local.get $q) (i32.shl (local.get $count) (i32.const 6))))
     (loop $blocks32
       (local.set $v0 (v128.load offset=0 (local.get $x)))
       (local.set $v1 (v128.load offset=16 (local.get $x)))
@@ -204,8 +213,9 @@
         (f32.const nan)
         (i32.lt_u (i32x4.extract_lane 0 (local.get $lo)) (i32.const 0x7f800000))))
       (local.set $s (select (local.get $s) (f32.const 0) (i32x4.extract_lane 0 (local.get $lo))))
-      ;; The scale, then 12 zero bytes to the block's end.
+      ;; The scale, then 12 zero bytes to the block's end, in both forms.
       (v128.store offset=48 (local.get $q) (f32x4.replace_lane 0 (v128.const i64x2 0 0) (local.get $s)))
+      (v128.store offset=48 (local.get $h) (f32x4.replace_lane 0 (v128.const i64x2 0 0) (local.get $s)))
       (if (f32.gt (local.get $s) (f32.const 0))
         (then
           (local.set $inv (f32x4.splat (local.get $s)))
@@ -218,32 +228,47 @@
           (local.set $v5 (i32x4.sub (f32x4.add (f32x4.div (local.get $v5) (local.get $inv)) (v128.const f32x4 0x1.8p23 0x1.8p23 0x1.8p23 0x1.8p23)) (v128.const i32x4 0x4b400000 0x4b400000 0x4b400000 0x4b400000)))
           (local.set $v6 (i32x4.sub (f32x4.add (f32x4.div (local.get $v6) (local.get $inv)) (v128.const f32x4 0x1.8p23 0x1.8p23 0x1.8p23 0x1.8p23)) (v128.const i32x4 0x4b400000 0x4b400000 0x4b400000 0x4b400000)))
           (local.set $v7 (i32x4.sub (f32x4.add (f32x4.div (local.get $v7) (local.get $inv)) (v128.const f32x4 0x1.8p23 0x1.8p23 0x1.8p23 0x1.8p23)) (v128.const i32x4 0x4b400000 0x4b400000 0x4b400000 0x4b400000)))
-          ;; As i16: k 0-7, 8-15, 16-23, 24-31. Their sum's lanes 0-3 add the values whose k / 4
-          ;; is even, lanes 4-7 the odd ones.
+          ;; As i16: k 0-7, 8-15, 16-23, 24-31; their sum's lane i adds the values of k = i mod 8.
           (local.set $v0 (i16x8.narrow_i32x4_s (local.get $v0) (local.get $v1)))
           (local.set $v1 (i16x8.narrow_i32x4_s (local.get $v2) (local.get $v3)))
           (local.set $v2 (i16x8.narrow_i32x4_s (local.get $v4) (local.get $v5)))
           (local.set $v3 (i16x8.narrow_i32x4_s (local.get $v6) (local.get $v7)))
-          (local.set $sums (i32x4.extadd_pairwise_i16x8_s
-            (i16x8.add (i16x8.add (local.get $v0) (local.get $v1)) (i16x8.add (local.get $v2) (local.get $v3)))))
-          ;; 32-bit lanes [even, even, odd, odd], then i16 lanes alternating even, odd, times -12.
+          (local.set $all (i16x8.add (i16x8.add (local.get $v0) (local.get $v1)) (i16x8.add (local.get $v2) (local.get $v3))))
+          ;; The corrections: OCP form, 32-bit lanes [k / 4 even, even, odd, odd] (lanes 0-3 of
+          ;; $all and 4-7 paired); halves form, [k even, even, odd, odd] (even lanes, then odd
+          ;; ones, paired); then i16 lanes alternating even, odd, times -12.
+          (local.set $sums (i32x4.extadd_pairwise_i16x8_s (local.get $all)))
           (local.set $sums (i32x4.add (local.get $sums)
             (i8x16.shuffle 4 5 6 7 0 1 2 3 12 13 14 15 8 9 10 11 (local.get $sums) (local.get $sums))))
           (v128.store offset=32 (local.get $q) (i16x8.mul (v128.const i16x8 -12 -12 -12 -12 -12 -12 -12 -12)
             (i8x16.shuffle 0 1 8 9 0 1 8 9 0 1 8 9 0 1 8 9 (local.get $sums) (local.get $sums))))
-          ;; As i8, k 0-15 and 16-31, split into even and odd k.
+          (local.set $sums (i32x4.extadd_pairwise_i16x8_s
+            (i8x16.shuffle 0 1 4 5 8 9 12 13 2 3 6 7 10 11 14 15 (local.get $all) (local.get $all))))
+          (local.set $sums (i32x4.add (local.get $sums)
+            (i8x16.shuffle 4 5 6 7 0 1 2 3 12 13 14 15 8 9 10 11 (local.get $sums) (local.get $sums))))
+          (v128.store offset=32 (local.get $h) (i16x8.mul (v128.const i16x8 -12 -12 -12 -12 -12 -12 -12 -12)
+            (i8x16.shuffle 0 1 8 9 0 1 8 9 0 1 8 9 0 1 8 9 (local.get $sums) (local.get $sums))))
+          ;; As i8, k 0-15 and 16-31: split into even and odd k (OCP form), or each in halves order.
           (local.set $lo (i8x16.narrow_i16x8_s (local.get $v0) (local.get $v1)))
           (local.set $hi (i8x16.narrow_i16x8_s (local.get $v2) (local.get $v3)))
           (v128.store offset=0 (local.get $q)
             (i8x16.shuffle 0 2 4 6 8 10 12 14 16 18 20 22 24 26 28 30 (local.get $lo) (local.get $hi)))
           (v128.store offset=16 (local.get $q)
-            (i8x16.shuffle 1 3 5 7 9 11 13 15 17 19 21 23 25 27 29 31 (local.get $lo) (local.get $hi))))
+            (i8x16.shuffle 1 3 5 7 9 11 13 15 17 19 21 23 25 27 29 31 (local.get $lo) (local.get $hi)))
+          (v128.store offset=0 (local.get $h)
+            (i8x16.shuffle 0 4 1 5 2 6 3 7 8 12 9 13 10 14 11 15 (local.get $lo) (local.get $lo)))
+          (v128.store offset=16 (local.get $h)
+            (i8x16.shuffle 0 4 1 5 2 6 3 7 8 12 9 13 10 14 11 15 (local.get $hi) (local.get $hi))))
         (else
           (v128.store offset=0 (local.get $q) (v128.const i64x2 0 0))
           (v128.store offset=16 (local.get $q) (v128.const i64x2 0 0))
-          (v128.store offset=32 (local.get $q) (v128.const i64x2 0 0))))
+          (v128.store offset=32 (local.get $q) (v128.const i64x2 0 0))
+          (v128.store offset=0 (local.get $h) (v128.const i64x2 0 0))
+          (v128.store offset=16 (local.get $h) (v128.const i64x2 0 0))
+          (v128.store offset=32 (local.get $h) (v128.const i64x2 0 0))))
       (local.set $x (i32.add (local.get $x) (i32.const 128)))
       (local.set $q (i32.add (local.get $q) (i32.const 64)))
+      (local.set $h (i32.add (local.get $h) (i32.const 64)))
       (br_if $blocks32 (i32.lt_u
         (local.tee $blk (i32.add (local.get $blk) (i32.const 1)))
         (local.get $count))))))
