@@ -275,7 +275,6 @@ export function attendTokensSimd(
   const kBuf = new Float32Array(buffer, kOff, positionBlock * keyStride);
   const vBuf = new Float32Array(buffer, vOff, positionBlock * valueStride);
   const { dot4, dot1, vacc2, vacc1 } = simd;
-  const rowsPerKv = (J: number) => J * group;
   for (let t = t0; t < t1; ) {
     const pos0 = meta[3 * t] as number;
     const tableOffset = meta[3 * t + 2] as number;
@@ -296,7 +295,7 @@ export function attendTokensSimd(
       t += 1;
       continue;
     }
-    const R = rowsPerKv(J);
+    const R = J * group;
     if (scratch.slots.length < span) scratch.slots = new Int32Array(Math.max(span, 2 * scratch.slots.length));
     const slots = scratch.slots;
     for (let i = 0; i < span; ) {
