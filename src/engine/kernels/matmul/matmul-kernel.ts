@@ -4,7 +4,7 @@ import { DTYPE_CODE, type Weight } from "../../tensor/weight.js";
 import type { WasmArena } from "../wasm-arena.js";
 import { int8ExponentStride, int8ExponentsAt } from "./int8-exponents.js";
 import type { Int8Quantize, Mxfp4Int8 } from "./mxfp4-int8.js";
-import type { SimdTile, TileFunction } from "./tile-module.js";
+import type { SimdTile } from "./tile-module.js";
 
 /** The fast matmul kernel, run on the calling thread and in the pool's workers (worker.ts). */
 
@@ -346,7 +346,7 @@ function unpackRow(
  * memory, the others into the out area at float O, an [M, CHUNK] matrix.
  */
 function tileGroups(
-  tile: TileFunction,
+  tile: SimdTile["tile"],
   range: MatmulRange,
   xAt: number,
   wAt: number,
