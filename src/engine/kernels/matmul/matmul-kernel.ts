@@ -341,29 +341,6 @@ function unpackRow(
 }
 
 /**
- * The SIMD tile over groups [g0, g1) of four weight rows of the chunk from output column c0, the
- * rows from byte wAt: groups before `direct` straight into the output where it lies in the shared
- * memory, the others into the out area at float O, an [M, CHUNK] matrix.
- */
-function tileGroups(
-  tile: SimdTile["tile"],
-  range: MatmulRange,
-  xAt: number,
-  wAt: number,
-  c0: number,
-  g0: number,
-  g1: number,
-  direct: number,
-  O: number,
-): void {
-  const { K, M, N, outOffset } = range;
-  const split = Math.max(g0, Math.min(g1, direct));
-  if (split > g0) tile(K, M, xAt, wAt, outOffset + (c0 + 4 * g0) * 4, split - g0, N * 4);
-  const w1 = wAt + (split - g0) * 16 * K;
-  if (g1 > split) tile(K, M, xAt, w1, (O + 4 * split) * 4, g1 - split, CHUNK * 4);
-}
-
-/**
  * out[m*N + n] = sum_k x[m*K + k] * W[n][k] for every m < M and n0 <= n < n1.
  *
  * Weight rows are taken four at a time: narrow dtypes are dequantized into the thread's scratch
@@ -475,7 +452,11 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
       // zero-padded so the tile never reads past the weight, laid out as the weight's.
       const aligned = quads ? (c0 % 4 === 0 ? Math.max(0, (quadRows(N) - c0) >> 2) : 0) : whole;
       const fromWeights = inPlace ? Math.min(whole, aligned) : 0;
-      if (fromWeights > 0) tileGroups(tile, range, xAt, wOffset + c0 * K * 4, c0, 0, fromWeights, direct, O);
+      // These are whole groups: all into the output where it lies in the shared memory, else all
+      // into the out area.
+      const wAt = wOffset + c0 * K * 4;
+      if (fromWeights > 0 && direct > 0) tile(K, M, xAt, wAt, outOffset + c0 * 4, fromWeights, N * 4);
+      else if (fromWeights > 0) tile(K, M, xAt, wAt, O * 4, fromWeights, CHUNK * 4);
       if (fromWeights < groups) {
         const r0 = fromWeights * 4;
         if (dtype === 0 && !quads)
@@ -496,7 +477,12 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
         }
         if (rows < groups * 4) heap.fill(0, W + (rows - r0) * K, W + (groups * 4 - r0) * K);
         if (quads) toRowQuads(heap.subarray(W, W + (groups * 4 - r0) * K), groups * 4 - r0, K);
-        tileGroups(tile, range, xAt, W * 4, c0, fromWeights, groups, direct, O);
+        // Groups [fromWeights, split) into the output, [split, groups) into the out area.
+        const split = Math.max(fromWeights, direct);
+        const o0 = outOffset + (c0 + 4 * fromWeights) * 4;
+        if (split > fromWeights) tile(K, M, xAt, W * 4, o0, split - fromWeights, N * 4);
+        const w1 = (W + (split - fromWeights) * 4 * K) * 4;
+        if (groups > split) tile(K, M, xAt, w1, (O + 4 * split) * 4, groups - split, CHUNK * 4);
       }
       const first = direct * 4;
       if (first < rows) {
