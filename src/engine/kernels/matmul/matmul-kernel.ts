@@ -279,6 +279,69 @@ function int8Range(range: MatmulRange, simd: SimdTile, int8: NonNullable<MatmulT
 }
 
 /**
+ * Dequantizes row n of the range's [N, K] weight into rows[at, at + K) (f32: gathers it from row
+ * quads); `bits` views rows' memory as u32 (bf16 rows are written as bits).
+ */
+function unpackRow(
+  range: MatmulRange,
+  tables: DecodeTables,
+  n: number,
+  rows: Float32Array,
+  bits: Uint32Array,
+  at: number,
+): void {
+  const { N, K } = range;
+  const { dtype, data: wData, scaleData, scaleBlockRows, scaleBlockCols, mxScales, halves } = range.weight;
+  if (dtype === 0) quadRow(wData as Float32Array, 0, N, K, n, rows, at);
+  else if (dtype === 1) {
+    const src = wData as Uint16Array;
+    const base = n * K;
+    for (let k = 0; k < K; k++) bits[at + k] = (src[base + k] as number) << 16;
+  } else if (dtype === 2) {
+    const src = wData as Uint16Array;
+    const lut = tables.f16;
+    const base = n * K;
+    for (let k = 0; k < K; k++) rows[at + k] = lut[src[base + k] as number] as number;
+  } else if (dtype === 3) {
+    const src = wData as Uint8Array;
+    const lut = tables.fp8;
+    const base = n * K;
+    if (scaleData === null) {
+      for (let k = 0; k < K; k++) rows[at + k] = lut[src[base + k] as number] as number;
+    } else {
+      const blocksPerRow = Math.ceil(K / scaleBlockCols);
+      const sBase = Math.floor(n / scaleBlockRows) * blocksPerRow;
+      for (let k0 = 0; k0 < K; k0 += scaleBlockCols) {
+        const s = scaleData[sBase + Math.floor(k0 / scaleBlockCols)] as number;
+        const k1 = Math.min(K, k0 + scaleBlockCols);
+        for (let k = k0; k < k1; k++) rows[at + k] = (lut[src[base + k] as number] as number) * s;
+      }
+    }
+  } else {
+    const src = wData as Uint8Array;
+    const scales = mxScales as Uint8Array;
+    const lut = tables.fp4;
+    const e8 = tables.e8m0;
+    const byteBase = (n * K) >> 1;
+    const scaleBase = (n * K) >> 5;
+    // OCP order: byte j holds values 2j and 2j + 1; halves order: HALVES_ORDER[j] and 16 more.
+    const lowAt = halves ? HALVES_ORDER : OCP_LOW;
+    const high = halves ? 16 : 1;
+    for (let blk = 0; blk < K >> 5; blk++) {
+      const s = e8[scales[scaleBase + blk] as number] as number;
+      const b0 = byteBase + blk * 16;
+      const k0 = at + blk * 32;
+      for (let j = 0; j < 16; j++) {
+        const byte = src[b0 + j] as number;
+        const i = k0 + (lowAt[j] as number);
+        rows[i] = (lut[byte & 15] as number) * s;
+        rows[i + high] = (lut[byte >> 4] as number) * s;
+      }
+    }
+  }
+}
+
+/**
  * out[m*N + n] = sum_k x[m*K + k] * W[n][k] for every m < M and n0 <= n < n1.
  *
  * Weight rows are taken four at a time: narrow dtypes are dequantized into the thread's scratch
@@ -300,71 +363,8 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
     return;
   }
   const { x, xOffset, M, K, out, outOffset, N, n0, n1 } = range;
-  const {
-    dtype,
-    data: wData,
-    offset: wOffset,
-    scaleData,
-    scaleBlockRows,
-    scaleBlockCols,
-    mxScales,
-    halves,
-    quads,
-  } = range.weight;
+  const { dtype, data: wData, offset: wOffset, scaleBlockRows, scaleBlockCols, halves, quads } = range.weight;
   const { tables, tile: simd } = thread;
-  if (thread.scratch.length < 4 * K) thread.scratch = new Float32Array(4 * K);
-  let scratch = thread.scratch;
-  let scratchBits = new Uint32Array(scratch.buffer, scratch.byteOffset, scratch.length);
-  /** Dequantizes weight row n into scratch[dst, dst+K) (f32: gathers it from row quads). */
-  const unpack = (n: number, dst: number): void => {
-    if (dtype === 0) quadRow(wData as Float32Array, 0, N, K, n, scratch, dst);
-    else if (dtype === 1) {
-      const src = wData as Uint16Array;
-      const base = n * K;
-      for (let k = 0; k < K; k++) scratchBits[dst + k] = (src[base + k] as number) << 16;
-    } else if (dtype === 2) {
-      const src = wData as Uint16Array;
-      const lut = tables.f16;
-      const base = n * K;
-      for (let k = 0; k < K; k++) scratch[dst + k] = lut[src[base + k] as number] as number;
-    } else if (dtype === 3) {
-      const src = wData as Uint8Array;
-      const lut = tables.fp8;
-      const base = n * K;
-      if (scaleData === null) {
-        for (let k = 0; k < K; k++) scratch[dst + k] = lut[src[base + k] as number] as number;
-      } else {
-        const blocksPerRow = Math.ceil(K / scaleBlockCols);
-        const sBase = Math.floor(n / scaleBlockRows) * blocksPerRow;
-        for (let k0 = 0; k0 < K; k0 += scaleBlockCols) {
-          const s = scaleData[sBase + Math.floor(k0 / scaleBlockCols)] as number;
-          const k1 = Math.min(K, k0 + scaleBlockCols);
-          for (let k = k0; k < k1; k++) scratch[dst + k] = (lut[src[base + k] as number] as number) * s;
-        }
-      }
-    } else {
-      const src = wData as Uint8Array;
-      const scales = mxScales as Uint8Array;
-      const lut = tables.fp4;
-      const e8 = tables.e8m0;
-      const byteBase = (n * K) >> 1;
-      const scaleBase = (n * K) >> 5;
-      // OCP order: byte j holds values 2j and 2j + 1; halves order: HALVES_ORDER[j] and 16 more.
-      const lowAt = halves ? HALVES_ORDER : OCP_LOW;
-      const high = halves ? 16 : 1;
-      for (let blk = 0; blk < K >> 5; blk++) {
-        const s = e8[scales[scaleBase + blk] as number] as number;
-        const b0 = byteBase + blk * 16;
-        const k0 = dst + blk * 32;
-        for (let j = 0; j < 16; j++) {
-          const byte = src[b0 + j] as number;
-          const at = k0 + (lowAt[j] as number);
-          scratch[at] = (lut[byte & 15] as number) * s;
-          scratch[at + high] = (lut[byte >> 4] as number) * s;
-        }
-      }
-    }
-  };
   if (simd !== null && K % 4 === 0 && K > 0) {
     if (simd.bytes < (M * K + CHUNK * K + CHUNK * M) * 4) {
       throw new RangeError(`matmul scratch of ${simd.bytes} bytes is too small for M=${M}, K=${K}`);
@@ -374,8 +374,6 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
     // weights, the input and the output (the pool's staged arrays). Other weights are dequantized
     // (or copied) into the rows area CHUNK rows at a time; another input is copied in once.
     const heap = new Float32Array(simd.memory.buffer);
-    scratch = heap;
-    scratchBits = new Uint32Array(simd.memory.buffer);
     const S = simd.base >> 2;
     const W = S + M * K;
     const O = W + CHUNK * K;
@@ -450,20 +448,16 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
       // (and a ragged group, which would write past this range) go to the out area, an [M, CHUNK]
       // matrix, and from there into `out` row by row.
       const direct = outOffset >= 0 ? whole : 0;
-      /** Groups [g0, g1) of this chunk, whose weight rows start at byte wAt. */
-      const run = (wAt: number, g0: number, g1: number): void => {
-        const split = Math.max(g0, Math.min(g1, direct));
-        const o0 = outOffset + (c0 + 4 * g0) * 4;
-        if (split > g0) tile(K, M, xAt, wAt, o0, split - g0, N * 4);
-        const w1 = wAt + (split - g0) * 16 * K;
-        if (g1 > split) tile(K, M, xAt, w1, (O + 4 * split) * 4, g1 - split, CHUNK * 4);
-      };
       // Whole groups of rows straight from the weights (in row quads, groups of the layout's own:
       // from a multiple of 4, before its ragged rows); other rows go through the rows area,
       // zero-padded so the tile never reads past the weight, laid out as the weight's.
       const aligned = quads ? (c0 % 4 === 0 ? Math.max(0, (quadRows(N) - c0) >> 2) : 0) : whole;
       const fromWeights = inPlace ? Math.min(whole, aligned) : 0;
-      if (fromWeights > 0) run(wOffset + c0 * K * 4, 0, fromWeights);
+      // These are whole groups: all into the output where it lies in the shared memory, else all
+      // into the out area.
+      const wAt = wOffset + c0 * K * 4;
+      if (fromWeights > 0 && direct > 0) tile(K, M, xAt, wAt, outOffset + c0 * 4, fromWeights, N * 4);
+      else if (fromWeights > 0) tile(K, M, xAt, wAt, O * 4, fromWeights, CHUNK * 4);
       if (fromWeights < groups) {
         const r0 = fromWeights * 4;
         if (dtype === 0 && !quads)
@@ -478,10 +472,18 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
         } else if (fp8 !== null) {
           // The chunk's FP8 rows decoded once (the table decoding's exact values), then the tile.
           fp8.decode(K, wOffset + c0 * K, ...fp8Scales(c0), W * 4, rows);
-        } else for (let j = r0; j < rows; j++) unpack(c0 + j, W + (j - r0) * K);
+        } else {
+          const bits = new Uint32Array(heap.buffer);
+          for (let j = r0; j < rows; j++) unpackRow(range, tables, c0 + j, heap, bits, W + (j - r0) * K);
+        }
         if (rows < groups * 4) heap.fill(0, W + (rows - r0) * K, W + (groups * 4 - r0) * K);
         if (quads) toRowQuads(heap.subarray(W, W + (groups * 4 - r0) * K), groups * 4 - r0, K);
-        run(W * 4, fromWeights, groups);
+        // Groups [fromWeights, split) into the output, [split, groups) into the out area.
+        const split = Math.max(fromWeights, direct);
+        const o0 = outOffset + (c0 + 4 * fromWeights) * 4;
+        if (split > fromWeights) tile(K, M, xAt, W * 4, o0, split - fromWeights, N * 4);
+        const w1 = (W + (split - fromWeights) * 4 * K) * 4;
+        if (groups > split) tile(K, M, xAt, w1, (O + 4 * split) * 4, groups - split, CHUNK * 4);
       }
       const first = direct * 4;
       if (first < rows) {
@@ -494,13 +496,16 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
     return;
   }
   // Row-major f32 rows are read where they lie; row quads are gathered row by row like narrow rows.
+  if (thread.scratch.length < 4 * K) thread.scratch = new Float32Array(4 * K);
+  const scratch = thread.scratch;
+  const scratchBits = new Uint32Array(scratch.buffer, scratch.byteOffset, scratch.length);
   const f32 = dtype === 0 && !quads;
   const w: Float32Array = f32 ? (wData as Float32Array) : scratch;
   let n = n0;
   for (; n + 4 <= n1; n += 4) {
     let r0 = n * K;
     if (!f32) {
-      for (let j = 0; j < 4; j++) unpack(n + j, j * K);
+      for (let j = 0; j < 4; j++) unpackRow(range, tables, n + j, scratch, scratchBits, j * K);
       r0 = 0;
     }
     const r1 = r0 + K;
@@ -568,7 +573,7 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
   for (; n < n1; n++) {
     let r0 = n * K;
     if (!f32) {
-      unpack(n, 0);
+      unpackRow(range, tables, n, scratch, scratchBits, 0);
       r0 = 0;
     }
     for (let m = 0; m < M; m++) {

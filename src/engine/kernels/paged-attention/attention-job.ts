@@ -20,9 +20,9 @@ export function attendRange(
   t0: number,
   t1: number,
 ): void {
-  const call = { ...p, ...rows, t0, t1 };
-  if (p.simd && thread.attention !== null) attendTokensSimd(call, thread.attentionScratch, thread.attention);
-  else attendTokens(call, thread.attentionScratch);
+  if (p.simd && thread.attention !== null)
+    attendTokensSimd(p, rows, t0, t1, thread.attentionScratch, thread.attention);
+  else attendTokens(p, rows, t0, t1, thread.attentionScratch);
 }
 
 /** cost[t]: the positions tokens before t read (meta as AttentionStep's); cost[T], all of them. */

@@ -86,7 +86,7 @@ function run(c: Case) {
   for (const tile of [1, 3, 8, 64]) {
     const out = new Float32Array(ref.length);
     const s = { scores: new Float64Array(1), acc: new Float64Array(1), slots: new Int32Array(1) };
-    attendTokens({ ...job, out, tile, t0: 0, t1: T }, s);
+    attendTokens({ ...job, tile }, { ...job, out }, 0, T, s);
     outs.push(out);
   }
   // The SIMD kernel directly, with position blocks small enough to split every range.
@@ -104,7 +104,7 @@ function run(c: Case) {
       simd.base = arena.allocate(simd.bytes);
       const out = new Float32Array(ref.length);
       const s = { scores: new Float64Array(1), acc: new Float64Array(1), slots: new Int32Array(1) };
-      attendTokensSimd({ ...job, out, tile, t0: 0, t1: T }, s, simd, positionBlock);
+      attendTokensSimd({ ...job, tile }, { ...job, out }, 0, T, s, simd, positionBlock);
       outs.push(out);
     }
   }

@@ -24,12 +24,6 @@ export interface AttentionRows {
   readonly values: Float32Array;
 }
 
-/** Attention of tokens [t0, t1) of a step: what attendTokens and attendTokensSimd take. */
-export interface AttentionCall extends AttentionStep, AttentionRows {
-  readonly t0: number;
-  readonly t1: number;
-}
-
 /** The attention kernels' growable working arrays, one set per thread. */
 export interface AttentionScratch {
   scores: Float64Array;
@@ -52,9 +46,16 @@ export interface AttentionScratch {
  * position, the f64 softmax with its sink, and the weighted values summed over positions in
  * ascending order. So its bits depend only on its own sequence, whichever tile or thread it lands in.
  */
-export function attendTokens(call: AttentionCall, scratch: AttentionScratch): void {
-  const { t0, t1, meta, tables, blockSize, ringBlocks, q, out, keys, values, tile } = call;
-  const { numHeads, numKvHeads, headDim, vHeadDim, scale, sinks } = call;
+export function attendTokens(
+  step: AttentionStep,
+  rows: AttentionRows,
+  t0: number,
+  t1: number,
+  scratch: AttentionScratch,
+): void {
+  const { meta, tables, blockSize, ringBlocks, tile, numHeads, numKvHeads, headDim, vHeadDim, scale, sinks } =
+    step;
+  const { q, out, keys, values } = rows;
   const group = numHeads / numKvHeads;
   const keyStride = numKvHeads * headDim;
   const valueStride = numKvHeads * vHeadDim;
@@ -248,13 +249,17 @@ export function attentionSimdBytes(
  * through attendTokens.
  */
 export function attendTokensSimd(
-  call: AttentionCall,
+  step: AttentionStep,
+  rows: AttentionRows,
+  t0: number,
+  t1: number,
   scratch: AttentionScratch,
   simd: AttentionSimd,
   positionBlock: number = SIMD_POSITION_BLOCK,
 ): void {
-  const { t0, t1, meta, tables, blockSize, ringBlocks, q, out, keys, values, tile } = call;
-  const { numHeads, numKvHeads, headDim, vHeadDim, scale, sinks } = call;
+  const { meta, tables, blockSize, ringBlocks, tile, numHeads, numKvHeads, headDim, vHeadDim, scale, sinks } =
+    step;
+  const { q, out, keys, values } = rows;
   const group = numHeads / numKvHeads;
   const keyStride = numKvHeads * headDim;
   const valueStride = numKvHeads * vHeadDim;
@@ -270,7 +275,6 @@ export function attendTokensSimd(
   const kBuf = new Float32Array(buffer, kOff, positionBlock * keyStride);
   const vBuf = new Float32Array(buffer, vOff, positionBlock * valueStride);
   const { dot4, dot1, vacc2, vacc1 } = simd;
-  const rowsPerKv = (J: number) => J * group;
   for (let t = t0; t < t1; ) {
     const pos0 = meta[3 * t] as number;
     const tableOffset = meta[3 * t + 2] as number;
@@ -287,11 +291,11 @@ export function attendTokensSimd(
       J = Math.ceil(J / 2);
     }
     if (numHeads * J * span > scoresRoom) {
-      attendTokens({ ...call, t0: t, t1: t + 1 }, scratch);
+      attendTokens(step, rows, t, t + 1, scratch);
       t += 1;
       continue;
     }
-    const R = rowsPerKv(J);
+    const R = J * group;
     if (scratch.slots.length < span) scratch.slots = new Int32Array(Math.max(span, 2 * scratch.slots.length));
     const slots = scratch.slots;
     for (let i = 0; i < span; ) {
