@@ -19,7 +19,7 @@ export interface HostTensor {
 }
 
 /** Whether stored tensor `name` holds MXFP4 codes in OCP order: `W_blocks`, U8 [..., groups, 16]. */
-export function isOcpMxfp4Codes(name: string, dtype: string, shape: readonly number[]): boolean {
+function isOcpMxfp4Codes(name: string, dtype: string, shape: readonly number[]): boolean {
   return (
     name.endsWith("_blocks") && !name.endsWith(HALVES_BLOCKS_SUFFIX) && dtype === "U8" && shape.at(-1) === 16
   );
@@ -31,6 +31,22 @@ export function isOcpMxfp4Codes(name: string, dtype: string, shape: readonly num
  */
 export function halvesHostTensor(placed: Uint8Array, shape: readonly number[]): HostTensor {
   return { dtype: "U8", shape, data: relayToHalves(placed), mxfp4Order: "halves" };
+}
+
+/**
+ * Stored tensor `name` as a load placed it in the shared memory (sharedHostArray's arrays, filled):
+ * MXFP4 codes in OCP order re-laid out there in halves order, the order every MXFP4 kernel reads
+ * fastest; any other tensor as it is.
+ */
+export function placedHostTensor(
+  name: string,
+  dtype: HostTensor["dtype"],
+  shape: readonly number[],
+  placed: { readonly data: HostTensor["data"]; readonly bytes: Uint8Array },
+): HostTensor {
+  return isOcpMxfp4Codes(name, dtype, shape)
+    ? halvesHostTensor(placed.bytes, shape)
+    : { dtype, shape, data: placed.data };
 }
 
 /**

@@ -16,9 +16,8 @@ import { buildModel } from "./build-model.js";
 import {
   type HostTensor,
   type HostWeights,
-  halvesHostTensor,
-  isOcpMxfp4Codes,
   parameterCount,
+  placedHostTensor,
   sharedHostArray,
 } from "./host-tensor.js";
 import { readPackedWeights } from "./packed-weights.js";
@@ -89,15 +88,9 @@ async function readSafetensorsWeights(dir: string): Promise<HostWeights> {
       const bytes = await checkpoint.readTensor(t.name);
       // Into the shared WebAssembly memory, where the kernels and their worker threads read
       // the weights in place (a plain shared buffer would have every matmul copy its rows).
-      // MXFP4 codes go in halves order, the order every MXFP4 kernel reads fastest.
       const into = sharedHostArray(t.dtype as HostTensor["dtype"], bytes.byteLength);
       into.bytes.set(bytes);
-      tensors.set(
-        t.name,
-        isOcpMxfp4Codes(t.name, t.dtype, t.shape)
-          ? halvesHostTensor(into.bytes, t.shape)
-          : { dtype: t.dtype as HostTensor["dtype"], shape: t.shape, data: into.data },
-      );
+      tensors.set(t.name, placedHostTensor(t.name, t.dtype as HostTensor["dtype"], t.shape, into));
       numParameters += parameterCount(
         t.name,
         bytes.byteLength,

@@ -1,12 +1,5 @@
 import { dtypeBytes, openPacked, type PackedTensor, readPackedTensors } from "../../formats/index.js";
-import {
-  type HostTensor,
-  type HostWeights,
-  halvesHostTensor,
-  isOcpMxfp4Codes,
-  parameterCount,
-  sharedHostArray,
-} from "./host-tensor.js";
+import { type HostWeights, parameterCount, placedHostTensor, sharedHostArray } from "./host-tensor.js";
 
 /**
  * The weights of packed directory `dir` (`bringup weights pack`): each tensor allocated once where
@@ -18,21 +11,20 @@ import {
  */
 export async function readPackedWeights(dir: string): Promise<HostWeights> {
   const packed = await openPacked(dir);
-  const tensors = new Map<string, HostTensor>();
+  const placed: { t: PackedTensor; into: ReturnType<typeof sharedHostArray> }[] = [];
   let numParameters = 0;
   await readPackedTensors(packed, (t: PackedTensor) => {
     const into = sharedHostArray(
       t.dtype,
       t.shape.reduce((a, b) => a * b, dtypeBytes(t.dtype)),
     );
-    tensors.set(t.name, { dtype: t.dtype, shape: t.shape, data: into.data });
+    placed.push({ t, into });
     numParameters += parameterCount(t.name, into.bytes.length, into.data.length, t.dtype);
     return into.bytes;
   });
-  // MXFP4 codes re-laid out in halves order where they landed, the order every MXFP4 kernel reads fastest.
-  for (const [name, t] of tensors) {
-    if (isOcpMxfp4Codes(name, t.dtype, t.shape))
-      tensors.set(name, halvesHostTensor(t.data as Uint8Array, t.shape));
-  }
+  // Only once every byte has landed: MXFP4 codes are re-laid out where they lie.
+  const tensors = new Map(
+    placed.map(({ t, into }) => [t.name, placedHostTensor(t.name, t.dtype, t.shape, into)] as const),
+  );
   return { tensors, numParameters, source: packed.manifestPath };
 }
