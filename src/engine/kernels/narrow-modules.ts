@@ -1,5 +1,6 @@
 import type { KernelModules } from "./kernel-thread.js";
 import { MXFP4_TABLE_BYTES, mxfp4Tables } from "./matmul/matmul-kernel.js";
+import { compileMxfp4Int8 } from "./matmul/mxfp4-int8.js";
 import type { KernelSwitches } from "./switches.js";
 import type { WasmArena } from "./wasm-arena.js";
 import { compileKernel } from "./wasm-kernels.js";
@@ -24,7 +25,7 @@ export function mxfp4Modules(
 ): Pick<KernelModules, "mxfp4" | "mxfp4Int8"> {
   if (switches.mxfp4 === "unpacked") return {};
   if (switches.mxfp4 === "int8") {
-    const module = compileKernel("matmul/mxfp4-int8") ?? compileKernel("matmul/mxfp4-int8.plain-dot");
+    const module = compileMxfp4Int8();
     return module === undefined ? {} : { mxfp4Int8: { module } };
   }
   const halfScales = mxfp4TableAt(arena);
