@@ -1,6 +1,6 @@
+import type { WasmModule } from "../../common/wasm-runtime.js";
 import type { KernelModules } from "./kernel-thread.js";
 import { MXFP4_TABLE_BYTES, mxfp4Tables } from "./matmul/matmul-kernel.js";
-import { compileMxfp4Int8 } from "./matmul/mxfp4-int8.js";
 import type { KernelSwitches } from "./switches.js";
 import type { WasmArena } from "./wasm-arena.js";
 import { compileKernel } from "./wasm-kernels.js";
@@ -15,6 +15,11 @@ function mxfp4TableAt(arena: WasmArena): number {
   const at = arena.allocate(MXFP4_TABLE_BYTES);
   if (at >= 0) new Uint8Array(arena.memory.buffer, at, MXFP4_TABLE_BYTES).set(mxfp4Tables());
   return at;
+}
+
+/** matmul/mxfp4-int8.wat compiled: its relaxed build, or where relaxed SIMD is unavailable its plain-dot one. */
+export function compileMxfp4Int8(): WasmModule | undefined {
+  return compileKernel("matmul/mxfp4-int8") ?? compileKernel("matmul/mxfp4-int8.plain-dot");
 }
 
 /** The MXFP4 kernels the switch asks for: the fused rows (built like the tile), or the integer path. */

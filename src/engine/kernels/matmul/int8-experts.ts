@@ -1,12 +1,13 @@
 import { BringupError } from "../../../common/errors.js";
 import { instantiateWasm } from "../../../common/wasm-runtime.js";
 import type { Weight } from "../../tensor/weight.js";
+import { compileMxfp4Int8 } from "../narrow-modules.js";
 import { clampedSwiglu } from "../swiglu/clamped-swiglu.js";
 import { compileSwigluSimd, instantiateSwigluSimd, type SwigluSimd } from "../swiglu/swiglu-simd-module.js";
 import { type WasmArena, wasmArena } from "../wasm-arena.js";
 import { int8ExponentStride } from "./int8-exponents.js";
 import { int8Reads, weightParts } from "./matmul-kernel.js";
-import { compileMxfp4Int8, type Int8Quantize, quantizedBytes, quantizedFormBytes } from "./mxfp4-int8.js";
+import { type Int8Quantize, quantizedBytes, quantizedFormBytes } from "./mxfp4-int8.js";
 
 /** One chosen expert of a gpt-oss MoE layer: its MXFP4 projections and their f32 biases. */
 export interface ClampedExpert {

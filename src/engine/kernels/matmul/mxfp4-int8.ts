@@ -11,9 +11,7 @@
  * per-block terms, (K/32 + 2)·2^-24·Σ_b |term_b| (mxfp4-int8.test.ts holds every output to it).
  */
 
-import type { WasmModule } from "../../../common/wasm-runtime.js";
 import { HALVES_ORDER } from "../../../formats/mxfp4-halves.js";
-import { compileKernel } from "../wasm-kernels.js";
 
 /**
  * Bytes per input block in the quantized layout: the 16 int8 inputs the codes' low nibbles meet,
@@ -120,9 +118,4 @@ export function quantizeInput(
       }
     }
   }
-}
-
-/** mxfp4-int8.wat compiled: its relaxed build, or where relaxed SIMD is unavailable its plain-dot one. */
-export function compileMxfp4Int8(): WasmModule | undefined {
-  return compileKernel("matmul/mxfp4-int8") ?? compileKernel("matmul/mxfp4-int8.plain-dot");
 }
