@@ -43,7 +43,7 @@ const ENTRY_INTS = 10;
  * mxfp4_int8_list call, the clamped SwiGLU of all of them in one call, their activations quantized
  * in one call, every down projection (bias added) in one list call. Each output has the bits the
  * pool's matmul, addBias and clampedSwiglu give it (the same kernels in the same order, one row
- * at a time): mxfp4-int8.test.ts and clamped-swiglu-moe.test.ts hold them.
+ * at a time): int8-experts.test.ts and clamped-swiglu-moe.test.ts hold them.
  */
 export class Int8Experts {
   private readonly known = new WeakMap<Weight, Int8Weight | null>();
