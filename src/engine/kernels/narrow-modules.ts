@@ -1,3 +1,4 @@
+import type { WasmModule } from "../../common/wasm-runtime.js";
 import type { KernelModules } from "./kernel-thread.js";
 import { MXFP4_TABLE_BYTES, mxfp4Tables } from "./matmul/matmul-kernel.js";
 import type { KernelSwitches } from "./switches.js";
@@ -16,6 +17,11 @@ function mxfp4TableAt(arena: WasmArena): number {
   return at;
 }
 
+/** matmul/mxfp4-int8.wat compiled: its relaxed build, or where relaxed SIMD is unavailable its plain-dot one. */
+export function compileMxfp4Int8(): WasmModule | undefined {
+  return compileKernel("matmul/mxfp4-int8") ?? compileKernel("matmul/mxfp4-int8.plain-dot");
+}
+
 /** The MXFP4 kernels the switch asks for: the fused rows (built like the tile), or the integer path. */
 export function mxfp4Modules(
   arena: WasmArena,
@@ -24,7 +30,7 @@ export function mxfp4Modules(
 ): Pick<KernelModules, "mxfp4" | "mxfp4Int8"> {
   if (switches.mxfp4 === "unpacked") return {};
   if (switches.mxfp4 === "int8") {
-    const module = compileKernel("matmul/mxfp4-int8") ?? compileKernel("matmul/mxfp4-int8.plain-dot");
+    const module = compileMxfp4Int8();
     return module === undefined ? {} : { mxfp4Int8: { module } };
   }
   const halfScales = mxfp4TableAt(arena);

@@ -1,5 +1,6 @@
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it, vi } from "vitest";
 import { dequantizeMxfp4, encodeMxfp4 } from "../../../formats/index.js";
+import { Int8Experts } from "../../kernels/matmul/int8-experts.js";
 import { MatmulPool } from "../../kernels/pool.js";
 import { clampedSwiglu } from "../../kernels/swiglu/clamped-swiglu.js";
 import type { HostTensor } from "../../loader/host-tensor.js";
@@ -82,6 +83,20 @@ describe("ClampedSwigluMoe", () => {
 
   it("gives the same bits from MXFP4 experts as from their dequantized f32 values", () => {
     expect(Array.from(load(mxfp4).forward(h, ctx))).toEqual(Array.from(load(f32).forward(h, ctx)));
+  });
+
+  it("at one token on the integer MXFP4 path, gives on one thread (Int8Experts) the pool's bits", () => {
+    const int8 = [1, 2].map((t) => new MatmulPool(t, { mxfp4: "int8" }));
+    const moe = load(mxfp4);
+    const forward = (p: MatmulPool, t: number) =>
+      Array.from(moe.forward(h.subarray(t * H, (t + 1) * H), { pool: p } as unknown as ForwardContext));
+    const run = vi.spyOn(Int8Experts.prototype, "run");
+    for (let t = 0; t < T; t++)
+      expect(forward(int8[0] as MatmulPool, t)).toEqual(forward(int8[1] as MatmulPool, t));
+    // Every token's experts went through Int8Experts on the one-thread pool, and only there.
+    expect(run.mock.results.map((r) => r.value !== null)).toEqual(Array(T).fill(true));
+    run.mockRestore();
+    return Promise.all(int8.map((p) => p.close()));
   });
 
   it("equals a token-by-token reference of the routing, experts and mix", () => {

@@ -1,3 +1,4 @@
+import { type ClampedExpert, int8Experts } from "../../kernels/matmul/int8-experts.js";
 import type { WeightSource } from "../../loader/weight-source.js";
 import type { FeedForward, ForwardContext } from "../../model/model.js";
 import { stepArray, stepArrayToFill } from "../../model/step-scratch.js";
@@ -42,6 +43,7 @@ export function clampedMoeParameters(prefix: string, spec: ClampedMoeSpec, hidde
  */
 export class ClampedSwigluMoe implements FeedForward {
   readonly outputTensors: readonly string[];
+  private readonly experts: ClampedExpert[] = [];
 
   constructor(
     readonly spec: ClampedMoeSpec,
@@ -81,11 +83,26 @@ export class ClampedSwigluMoe implements FeedForward {
     const routes: Routing[] = Array.from({ length: T }, (_, t) =>
       routeTopKThenSoftmax(logits, t * E, E, topK),
     );
+    const chosen = T === 1 ? (routes[0] as Routing).experts : null;
+    // At one token on the integer MXFP4 path with no helper threads: every chosen expert in a few
+    // WebAssembly calls (Int8Experts), the down outputs in rank order; the bits of the calls below.
+    const together = chosen !== null && pool.mxfp4 === "int8" && pool.threads === 1 ? int8Experts() : null;
+    const ys =
+      together?.run(
+        h,
+        Array.from(chosen ?? [], (e) => this.expert(e)),
+        limit,
+        alpha,
+      ) ?? null;
+    if (ys !== null) {
+      const out = stepArray(ctx, Float32Array, H);
+      mixExperts(h, 1, H, E, routes, (_e, _x, _n, rank) => ys.subarray(rank * H, (rank + 1) * H), out, ctx);
+      return out;
+    }
     // Temporaries from the step's scratch (planned buffers when the step replays). At one token
     // every chosen expert's gate_up reads the same row: one dispatch for all of them (on the
     // integer MXFP4 path the row is quantized once; the pool's threads are woken once), each
     // output the bits its own matmul gives.
-    const chosen = T === 1 ? (routes[0] as Routing).experts : null;
     const gateUps = Array.from(chosen ?? [], () => stepArrayToFill(ctx, Float32Array, 2 * I));
     if (chosen !== null)
       pool.matmulMany(
@@ -109,5 +126,18 @@ export class ClampedSwigluMoe implements FeedForward {
     const out = stepArray(ctx, Float32Array, T * H);
     mixExperts(h, T, H, E, routes, run, out, ctx);
     return out;
+  }
+
+  /** Expert e's projections and biases (made once an expert: a token's step asks for them again). */
+  private expert(e: number): ClampedExpert {
+    const { intermediateSize: I } = this.spec;
+    const H = this.router.cols;
+    this.experts[e] ??= {
+      gateUp: this.gateUp[e] as Weight,
+      gateUpBias: this.gateUpBias.subarray(e * 2 * I, (e + 1) * 2 * I),
+      down: this.down[e] as Weight,
+      downBias: this.downBias.subarray(e * H, (e + 1) * H),
+    };
+    return this.experts[e];
   }
 }

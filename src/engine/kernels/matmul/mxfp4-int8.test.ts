@@ -244,6 +244,43 @@ describe("the integer MXFP4 matmul (matmul/mxfp4-int8.wat)", () => {
     }
   });
 
+  it("walks a list of matmuls (mxfp4_int8_list) to the bits of one call each, a bias added after", () => {
+    const arena = wasmArena();
+    const module = compileKernel("matmul/mxfp4-int8");
+    if (arena === null || module === undefined) throw new Error("SIMD unavailable");
+    const { mxfp4_int8_list: list } = instantiateWasm(module, arena.memory) as {
+      mxfp4_int8_list: (list: number, count: number) => void;
+    };
+    const put = (bytes: Uint8Array) => {
+      const at = arena.allocate(bytes.byteLength);
+      new Uint8Array(arena.memory.buffer, at, bytes.byteLength).set(bytes);
+      return at;
+    };
+    // Four rows and more with a bias, fewer than four with one, and two input rows without.
+    const cases = [
+      { N: 8, K: 64, M: 1, bias: true },
+      { N: 3, K: 96, M: 1, bias: true },
+      { N: 5, K: 32, M: 2, bias: false },
+    ].map(({ N, K, M, bias }) => {
+      const w = mxfp4Weight(N, K, (i) => 116 + (i % 11));
+      const x = rng.fillNormal(new Float32Array(M * K), 1);
+      const q = arena.allocate(quantizedBytes(M, K));
+      quantizeInput(x, M, K, arena.memory.buffer, q);
+      const exps = arena.allocate(int8ExponentBytes(N, K));
+      layInt8Exponents(w.mxScales as Uint8Array, N, K, arena.memory.buffer, exps);
+      const b = rng.fillNormal(new Float32Array(N), 1);
+      const o = arena.allocate(4 * M * N);
+      const args = [K, M, q, put(w.data as Uint8Array), exps, int8ExponentStride(N), o, N, 4 * N];
+      const want = int8Reference(x, M, w).map((v, i) => (bias ? v + (b[i % N] as number) : v));
+      return { args: [...args, bias ? put(new Uint8Array(b.buffer)) : -1], o, length: M * N, want };
+    });
+    const at = arena.allocate(40 * cases.length);
+    new Int32Array(arena.memory.buffer, at, 10 * cases.length).set(cases.flatMap((c) => c.args));
+    list(at, cases.length);
+    for (const { o, length, want } of cases)
+      expect(bitsOf(new Float32Array(arena.memory.buffer, o, length))).toEqual(bitsOf(want));
+  });
+
   it("reads nothing past a weight that ends the memory, at any ragged row count (its read-ahead too)", () => {
     const module = compileKernel("matmul/mxfp4-int8");
     if (module === undefined) throw new Error("SIMD unavailable");

@@ -56,10 +56,36 @@
   (func (export "mxfp4_int8")
     (param $K i32) (param $M i32) (param $q i32) (param $blocks i32) (param $exps i32)
     (param $expStride i32) (param $o i32) (param $N i32) (param $ldo i32)
+    (call $rows (local.get $K) (local.get $M) (local.get $q) (local.get $blocks) (local.get $exps)
+      (local.get $expStride) (local.get $o) (local.get $N) (local.get $ldo) (i32.const -1)))
+
+  ;; mxfp4_int8_list(list, count): `count` matmuls of mxfp4_int8 whose arguments lie at byte list
+  ;; as 10 i32 each: mxfp4_int8's nine, then the byte offset of an f32 bias [N] added to each
+  ;; output (rounded once more, as adding it after the matmul), or -1 for none. One call for all of
+  ;; a token's chosen experts' projections.
+  (func (export "mxfp4_int8_list") (param $list i32) (param $count i32)
+    (local $end i32)
+    (local.set $end (i32.add (local.get $list) (i32.mul (local.get $count) (i32.const 40))))
+    (block $done
+      (loop $each
+        (br_if $done (i32.ge_u (local.get $list) (local.get $end)))
+        (call $rows
+          (i32.load offset=0 (local.get $list)) (i32.load offset=4 (local.get $list))
+          (i32.load offset=8 (local.get $list)) (i32.load offset=12 (local.get $list))
+          (i32.load offset=16 (local.get $list)) (i32.load offset=20 (local.get $list))
+          (i32.load offset=24 (local.get $list)) (i32.load offset=28 (local.get $list))
+          (i32.load offset=32 (local.get $list)) (i32.load offset=36 (local.get $list)))
+        (local.set $list (i32.add (local.get $list) (i32.const 40)))
+        (br $each))))
+
+  ;; The matmul, with a bias at byte $bias (-1: none) added to each stored output.
+  (func $rows
+    (param $K i32) (param $M i32) (param $q i32) (param $blocks i32) (param $exps i32)
+    (param $expStride i32) (param $o i32) (param $N i32) (param $ldo i32) (param $bias i32)
     (local $n i32) (local $r0 i32) (local $m i32) (local $nBlocks i32) (local $rowBytes i32)
     (local $codeStride i32) (local $step i32)
     (local $p i32) (local $sp i32) (local $xp i32) (local $xEnd i32) (local $ahead i32) (local $ahead0 i32)
-    (local $aheadStep i32) (local $p1 i32) (local $op i32)
+    (local $aheadStep i32) (local $p1 i32) (local $op i32) (local $bp i32)
     (local $nibbles v128) (local $lut v128) (local $spread v128)
     (local $packed v128) (local $wlo v128) (local $whi v128) (local $xe v128) (local $xo v128)
     (local $d0 v128) (local $d1 v128) (local $d2 v128) (local $d3 v128) (local $scale v128)
@@ -157,9 +183,16 @@
             (local.get $xEnd))))
         (local.set $op (i32.add (i32.add (local.get $o) (i32.mul (local.get $m) (local.get $ldo)))
           (i32.shl (local.get $r0) (i32.const 2))))
+        (local.set $bp (i32.add (local.get $bias) (i32.shl (local.get $r0) (i32.const 2))))
         (if (i32.ge_u (local.get $N) (i32.const 4))
-          (then (v128.store (local.get $op) (local.get $acc)))
-          (else (v128.store32_lane 0 (local.get $op) (local.get $acc))))
+          (then
+            (if (i32.ge_s (local.get $bias) (i32.const 0))
+              (then (local.set $acc (f32x4.add (local.get $acc) (v128.load (local.get $bp))))))
+            (v128.store (local.get $op) (local.get $acc)))
+          (else
+            (if (i32.ge_s (local.get $bias) (i32.const 0))
+              (then (local.set $acc (f32x4.add (local.get $acc) (v128.load32_zero (local.get $bp))))))
+            (v128.store32_lane 0 (local.get $op) (local.get $acc))))
         (br_if $inputs (i32.lt_u
           (local.tee $m (i32.add (local.get $m) (i32.const 1)))
           (local.get $M))))
