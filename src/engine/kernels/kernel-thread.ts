@@ -168,8 +168,6 @@ export const CONTROL = {
   NEXT: 3,
   /** Units finished (grows forever, like NEXT). */
   FINISHED: 4,
-  /** Helpers asleep until notified (dispatch-signal.ts). */
-  SLEEPERS: 5,
 } as const;
 
 /**

@@ -3,7 +3,6 @@ import { MessageChannel, type MessagePort, Worker } from "node:worker_threads";
 import { BringupError } from "../../common/errors.js";
 import type { PlanMemory } from "../model/step-scratch.js";
 import type { Weight } from "../tensor/weight.js";
-import { signalDispatch } from "./dispatch-signal.js";
 import {
   type IndexerScoresJob,
   indexerScoresJob,
@@ -471,7 +470,8 @@ export class MatmulPool {
     const memoryBytes = this.arena?.memory.buffer.byteLength ?? 0;
     const job = { type: "job", kernel, params, base, units, memoryBytes } as JobMessage;
     for (const { port } of this.workers) port.postMessage(job);
-    signalDispatch(this.ctrl);
+    Atomics.add(this.ctrl, CONTROL.SEQ, 1);
+    Atomics.notify(this.ctrl, CONTROL.SEQ);
     claimUnits(this.ctrl, base, units, (unit) => runUnit(this.thread, job, unit));
     waitForUnits(this.ctrl, this.workers, finishedBase + units);
   }

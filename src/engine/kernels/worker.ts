@@ -1,5 +1,4 @@
 import { type MessagePort, receiveMessageOnPort, workerData } from "node:worker_threads";
-import { awaitDispatch } from "./dispatch-signal.js";
 import {
   applyState,
   CONTROL,
@@ -24,14 +23,15 @@ const { ctrl, port, modules, memory } = workerData as WorkerInit;
 const thread = kernelThread(modules, memory);
 
 /**
- * Waits for the pool to dispatch (awaitDispatch: watching, napping, then asleep), then drains this
- * worker's port in order (state changes, then the job, whose units it claims alongside the other
- * threads).
+ * Sleeps on the sequence slot until the pool dispatches, then drains this worker's port in order
+ * (state changes, then the job, whose units it claims alongside the other threads). It goes back to
+ * sleep at once after a job: no spinning, so an idle helper costs no CPU.
  */
 // Start from 0, not the current value: jobs posted before this thread started are already queued.
 let seen = 0;
 for (;;) {
-  seen = awaitDispatch(ctrl, seen);
+  Atomics.wait(ctrl, CONTROL.SEQ, seen);
+  seen = Atomics.load(ctrl, CONTROL.SEQ);
   for (let m = receiveMessageOnPort(port); m !== undefined; m = receiveMessageOnPort(port)) {
     const message = m.message as StateMessage | JobMessage;
     if (message.type !== "job") {
