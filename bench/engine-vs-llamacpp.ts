@@ -11,8 +11,9 @@
  * prefill in matmul flop/s (2 per weight per token), each as a fraction of that peak.
  *
  * The engine's model is loaded as `bringup serve` loads it: written to a directory, then read by
- * loadModel. The two arms alternate over several rounds after a warm-up round; every round is
- * printed, then each figure's median and each ratio with its 95% interval (rounds as blocks).
+ * loadModel. The two arms alternate over several rounds after a warm-up round, each started once
+ * the process's threads are idle (the wait is printed); every round is printed, then each
+ * figure's median and each ratio with its 95% interval (rounds as blocks).
  *
  * Batch-1 decode is timed from a stream's first token to its last, so its prefill is excluded. The
  * 16-stream aggregate is given two ways, each measured alike for both engines: "all decoding", the
@@ -54,7 +55,7 @@ import { shareArray, type Weight } from "../src/engine/tensor/weight.js";
 import { abVerdict } from "../src/records/interval.js";
 import { fmaPeak } from "./fma-peak.js";
 import { type GgufTensor, gguf, ggufBpeTokenizer, writeGguf } from "./gguf-writer.js";
-import { describeBandwidth, measureBandwidth } from "./memory-bandwidth.js";
+import { describeBandwidth, measureBandwidth, processIdle } from "./memory-bandwidth.js";
 import { type LlamaContext, nodeLlamaCpp } from "./node-llama-cpp.js";
 
 const USAGE = `usage: npx tsx bench/engine-vs-llamacpp.ts [options]
@@ -356,17 +357,27 @@ try {
   try {
     for (let round = 0; round <= rounds; round++) {
       // Alternate which arm goes first, so neither always runs on a machine the other just warmed.
+      // Each arm starts once the other's threads are idle (ggml's workers spin after a computation).
+      const idleWaits: string[] = [];
+      const afterIdle = async (name: string, arm: () => Promise<Figures>) => {
+        const { idleAfterMs, idle } = await processIdle();
+        idleWaits.push(`${name} ${idleAfterMs.toFixed(0)} ms${idle ? "" : " (still busy)"}`);
+        return arm();
+      };
+      const runOurs = () => afterIdle("engine", () => engineFigures(engine, prompt.slice(0, promptLen)));
+      const runTheirs = () => afterIdle("llama.cpp", () => llamaFigures(context, prompt.slice(0, promptLen)));
       let ours: Figures;
       let theirs: Figures;
       if (round % 2 === 0) {
-        ours = await engineFigures(engine, prompt.slice(0, promptLen));
-        theirs = await llamaFigures(context, prompt.slice(0, promptLen));
+        ours = await runOurs();
+        theirs = await runTheirs();
       } else {
-        theirs = await llamaFigures(context, prompt.slice(0, promptLen));
-        ours = await engineFigures(engine, prompt.slice(0, promptLen));
+        theirs = await runTheirs();
+        ours = await runOurs();
       }
       process.stdout.write(`\nround ${round}${round === 0 ? " (warm-up, not counted)" : ""}\n${tableHead}`);
       for (const m of METRICS) process.stdout.write(row(m.label, ours[m.key], theirs[m.key]));
+      process.stdout.write(`waited for the process to go idle before each arm: ${idleWaits.join(", ")}\n`);
       const bandwidth = await measureBandwidth(threads);
       const roofline = bandwidth.peak / weightBytes;
       process.stdout.write(

@@ -25,9 +25,10 @@ export interface Bandwidth {
 /**
  * Waits until this process's threads (the engines' helpers and llama.cpp's ggml workers, which
  * spin for a while after a computation ends) use under IDLE_SHARE of a core over IDLE_WINDOW_MS:
- * measured while they spin, the passes would share the cores with them and read about half.
+ * measured while they spin, the passes (or the next arm of a bench) would share the cores with
+ * them. Gives up after IDLE_WAIT_MAX_MS, saying so.
  */
-async function processIdle(): Promise<{ idleAfterMs: number; idle: boolean }> {
+export async function processIdle(): Promise<{ idleAfterMs: number; idle: boolean }> {
   const start = performance.now();
   for (;;) {
     const cpu0 = process.cpuUsage();
