@@ -2,15 +2,18 @@
  * The reference engine against llama.cpp (through node-llama-cpp) on the same f32 llama-style
  * weights and the same CPU threads, measured in one run: prefill tok/s, decode tok/s at batch 1,
  * aggregate decode tok/s with 16 streams, their ratios, and the decode roofline (weight bytes per
- * token against the memory bandwidth the same number of threads reaches together). Prefill is
+ * token against the memory bandwidth the same number of threads reaches together: measured again
+ * after both arms of every round, once the process is idle, as the peak of several passes, see
+ * bench/memory-bandwidth.ts; every round's reading and its passes' range are printed). Prefill is
  * set against a measured compute ceiling: the flop/s the same threads reach running 128-bit
  * WebAssembly fused multiply-adds from registers (bench/fma-peak.ts), the rate the engine's matmul
  * tile reaches alone on one layer's MLP shape at the prompt's token count, and each engine's
  * prefill in matmul flop/s (2 per weight per token), each as a fraction of that peak.
  *
  * The engine's model is loaded as `bringup serve` loads it: written to a directory, then read by
- * loadModel. The two arms alternate over several rounds after a warm-up round; every round is
- * printed, then each figure's median and each ratio with its 95% interval (rounds as blocks).
+ * loadModel. The two arms alternate over several rounds after a warm-up round, each started once
+ * the process's threads are idle (the wait is printed); every round is printed, then each
+ * figure's median and each ratio with its 95% interval (rounds as blocks).
  *
  * Batch-1 decode is timed from a stream's first token to its last, so its prefill is excluded. The
  * 16-stream aggregate is given two ways, each measured alike for both engines: "all decoding", the
@@ -52,7 +55,7 @@ import { shareArray, type Weight } from "../src/engine/tensor/weight.js";
 import { abVerdict } from "../src/records/interval.js";
 import { fmaPeak } from "./fma-peak.js";
 import { type GgufTensor, gguf, ggufBpeTokenizer, writeGguf } from "./gguf-writer.js";
-import { memoryBandwidth } from "./memory-bandwidth.js";
+import { describeBandwidth, measureBandwidth, processIdle } from "./memory-bandwidth.js";
 import { type LlamaContext, nodeLlamaCpp } from "./node-llama-cpp.js";
 
 const USAGE = `usage: npx tsx bench/engine-vs-llamacpp.ts [options]
@@ -321,16 +324,16 @@ try {
   const ggufPath = join(dir, "model.gguf");
   await toGguf(files, ggufPath);
   const prompt = model.tokenizer.encode(corpus.slice(0, 20000)).slice(0, promptLen + streams);
-  const bandwidth = await memoryBandwidth(threads);
+  const bandwidth = await measureBandwidth(threads);
   let weightBytes = 0;
   for (const [name, t] of files.tensors)
     if (name !== "model.embed_tokens.weight") weightBytes += t.data.byteLength;
-  const roofline = bandwidth / weightBytes;
+  const roofline = bandwidth.peak / weightBytes;
   process.stdout.write(
     `model ${size.name}: ${model.numParameters.toLocaleString("en-US")} parameters, f32, loaded from ${modelDir}, ${threads} threads, switches ${args.switch.join(" ") || "at their defaults"}\n`,
   );
   process.stdout.write(
-    `memory read bandwidth ${(bandwidth / 1e9).toFixed(1)} GB/s on ${threads} threads; ${(weightBytes / 1e6).toFixed(0)} MB of weights per decode token; roofline ${roofline.toFixed(1)} tok/s\n`,
+    `memory read bandwidth on ${threads} threads: ${describeBandwidth(bandwidth)}; ${(weightBytes / 1e6).toFixed(0)} MB of weights per decode token; roofline ${roofline.toFixed(1)} tok/s\n`,
   );
   const peak = await fmaPeak(threads);
   const c = files.config as Record<string, number>;
@@ -354,19 +357,32 @@ try {
   try {
     for (let round = 0; round <= rounds; round++) {
       // Alternate which arm goes first, so neither always runs on a machine the other just warmed.
+      // Each arm starts once the other's threads are idle (ggml's workers spin after a computation).
+      const idleWaits: string[] = [];
+      const afterIdle = async (name: string, arm: () => Promise<Figures>) => {
+        const { idleAfterMs, idle } = await processIdle();
+        idleWaits.push(`${name} ${idleAfterMs.toFixed(0)} ms${idle ? "" : " (still busy)"}`);
+        return arm();
+      };
+      const runOurs = () => afterIdle("engine", () => engineFigures(engine, prompt.slice(0, promptLen)));
+      const runTheirs = () => afterIdle("llama.cpp", () => llamaFigures(context, prompt.slice(0, promptLen)));
       let ours: Figures;
       let theirs: Figures;
       if (round % 2 === 0) {
-        ours = await engineFigures(engine, prompt.slice(0, promptLen));
-        theirs = await llamaFigures(context, prompt.slice(0, promptLen));
+        ours = await runOurs();
+        theirs = await runTheirs();
       } else {
-        theirs = await llamaFigures(context, prompt.slice(0, promptLen));
-        ours = await engineFigures(engine, prompt.slice(0, promptLen));
+        theirs = await runTheirs();
+        ours = await runOurs();
       }
       process.stdout.write(`\nround ${round}${round === 0 ? " (warm-up, not counted)" : ""}\n${tableHead}`);
       for (const m of METRICS) process.stdout.write(row(m.label, ours[m.key], theirs[m.key]));
-      const roofline = (await memoryBandwidth(threads)) / weightBytes;
-      process.stdout.write(`roofline this round ${roofline.toFixed(1)} tok/s\n`);
+      process.stdout.write(`waited for the process to go idle before each arm: ${idleWaits.join(", ")}\n`);
+      const bandwidth = await measureBandwidth(threads);
+      const roofline = bandwidth.peak / weightBytes;
+      process.stdout.write(
+        `roofline this round ${roofline.toFixed(1)} tok/s: ${describeBandwidth(bandwidth)}\n`,
+      );
       if (round > 0) measured.push({ ours, theirs, roofline });
     }
   } finally {
@@ -418,6 +434,9 @@ try {
     `prefill in matmul flops: engine ${prefillShare("ours")} (its matmul alone reaches ${((100 * tile) / peak).toFixed(0)}%); llama.cpp ${prefillShare("theirs")} (its x86 kernels are not limited to 128-bit vectors)\n`,
   );
   // The roofline is measured again in every round, beside that round's decodes.
+  process.stdout.write(
+    `rooflines by round: ${measured.map((r) => r.roofline.toFixed(1)).join(", ")} tok/s; engine batch 1 by round: ${measured.map((r) => r.ours.decode.toFixed(1)).join(", ")} tok/s\n`,
+  );
   process.stdout.write(
     `batch-1 decode / roofline: engine ${ratio(
       (r) => r.roofline,
