@@ -28,6 +28,7 @@ import { pathToFileURL } from "node:url";
 import { type BlockTrials, blockedRatioInterval } from "../src/bench/stats.js";
 import { abVerdict } from "../src/records/interval.js";
 import { benchArgs } from "./args.js";
+import { type StreamEngine, type StreamRates, streamRates } from "./stream-rates.js";
 
 const args = benchArgs(import.meta.url, {
   before: { type: "string" },
@@ -47,13 +48,7 @@ const streams = Number(args.streams);
 
 /** The parts of an engine module both trees export under the same names. */
 interface EngineModule {
-  Engine: new (
-    model: unknown,
-    options: object,
-  ) => {
-    submit(request: object): AsyncIterable<{ token?: { tokenId: number } }>;
-    close(): Promise<void>;
-  };
+  Engine: new (model: unknown, options: object) => StreamEngine & { close(): Promise<void> };
   createTinyModel(size: unknown, options?: object): Promise<unknown>;
   findTinySize(name: string): unknown;
 }
@@ -67,60 +62,9 @@ const arms = {
   after: await engineOf(join(import.meta.dirname, "..")),
 };
 
-interface Rates {
-  prefill: number;
-  decode: number;
-  /** Tokens per CPU-second of the whole process. */
-  prefillCpu: number;
-  decodeCpu: number;
-}
-
-const cpuSeconds = () => {
-  const { user, system } = process.cpuUsage();
-  return (user + system) / 1e6;
-};
-
-/**
- * Prefill (until every stream has its first token) and decode (from then to the last token, every
- * stream's tokens) rates of `streams` requests submitted together.
- */
-async function measure(engine: InstanceType<EngineModule["Engine"]>): Promise<Rates> {
-  const start = performance.now();
-  const cpuStart = cpuSeconds();
-  let cpuFirst = 0;
-  let first = 0;
-  let last = 0;
-  let started = 0;
-  let decoded = 0;
-  await Promise.all(
-    Array.from({ length: streams }, async (_, s) => {
-      const prompt = Array.from({ length: promptTokens }, (_, i) => 3 + ((i * 7919 + s * 31) % 2000));
-      let n = 0;
-      for await (const out of engine.submit({
-        promptTokenIds: prompt,
-        maxTokens: decodeTokens,
-        ignoreEos: true,
-        sampling: { temperature: 0 },
-      })) {
-        if (!out.token) continue;
-        last = performance.now();
-        if (n++ > 0) decoded++;
-        else if (++started === streams) {
-          first = last;
-          cpuFirst = cpuSeconds();
-          decoded = 0;
-        }
-      }
-    }),
-  );
-  const cpuLast = cpuSeconds();
-  return {
-    prefill: (streams * promptTokens) / ((first - start) / 1000),
-    decode: decoded / ((last - first) / 1000),
-    prefillCpu: (streams * promptTokens) / (cpuFirst - cpuStart),
-    decodeCpu: decoded / (cpuLast - cpuFirst),
-  };
-}
+/** Rates of this run's streams (stream-rates.ts). */
+const measure = (engine: StreamEngine): Promise<StreamRates> =>
+  streamRates(engine, streams, promptTokens, decodeTokens);
 
 type Arm = keyof typeof arms;
 type Order = readonly Arm[];
@@ -128,7 +72,7 @@ type Order = readonly Arm[];
 const BLOCK_ENV = "BRINGUP_BENCH_BLOCK_ORDER";
 
 /** One block in this process: both arms' engines built (in the order's first two), warmed, measured in order. */
-async function runBlock(order: Order): Promise<Record<Arm, Rates[]>> {
+async function runBlock(order: Order): Promise<Record<Arm, StreamRates[]>> {
   const engines = {} as Record<Arm, InstanceType<EngineModule["Engine"]>>;
   for (const name of order.slice(0, 2) as Arm[]) {
     const m = arms[name];
@@ -140,22 +84,22 @@ async function runBlock(order: Order): Promise<Record<Arm, Rates[]>> {
     });
     await measure(engines[name]); // warm-up: kernels compiled, JIT warm
   }
-  const got: Record<Arm, Rates[]> = { before: [], after: [] };
+  const got: Record<Arm, StreamRates[]> = { before: [], after: [] };
   for (const name of order) got[name].push(await measure(engines[name]));
   for (const engine of Object.values(engines)) await engine.close();
   return got;
 }
 
 /** One block in a process of its own (this script, BLOCK_ENV set), its rates sent back. */
-function blockInChild(order: Order): Promise<Record<Arm, Rates[]>> {
+function blockInChild(order: Order): Promise<Record<Arm, StreamRates[]>> {
   return new Promise((resolveBlock, reject) => {
     const child = fork(process.argv[1] as string, process.argv.slice(2), {
       env: { ...process.env, [BLOCK_ENV]: order.join(",") },
       execArgv: process.execArgv,
     });
-    let got: Record<Arm, Rates[]> | undefined;
+    let got: Record<Arm, StreamRates[]> | undefined;
     child.on("message", (message) => {
-      got = message as Record<Arm, Rates[]>;
+      got = message as Record<Arm, StreamRates[]>;
     });
     child.on("error", reject);
     child.on("exit", (code) =>

@@ -175,25 +175,31 @@
 
   ;; Weights in row quads, inputs in pairs (see the top): each group's four rows are one stream read
   ;; at fixed offsets from one pointer, and each pair of inputs another, so the k loop steps two
-  ;; pointers and does no other address arithmetic.
+  ;; pointers and does no other address arithmetic. A pair of inputs runs over all G groups before
+  ;; the next pair: the call's weights stream from memory once, for the first pair (one sequential
+  ;; run, which the prefetchers follow), and lie in L2 for the others, while the pair stays in L1.
   (func (export "quads")
     (param $K i32) (param $M i32) (param $x i32) (param $w i32) (param $o i32) (param $G i32) (param $ldo i32)
-    (local $rowBytes i32) (local $g i32) (local $m i32) (local $p i32) (local $xa i32) (local $xe i32)
-    (local $xp i32) (local $op i32)
+    (local $rowBytes i32) (local $groupBytes i32) (local $g i32) (local $m i32) (local $p i32) (local $pg i32)
+    (local $xa i32) (local $xp i32) (local $xe i32) (local $op i32) (local $o0 i32)
     (local $a0 v128) (local $a1 v128) (local $a2 v128) (local $a3 v128)
     (local $b0 v128) (local $b1 v128) (local $b2 v128) (local $b3 v128)
     (local $xv v128) (local $xv2 v128) (local $wv v128)
     (local.set $rowBytes (i32.shl (local.get $K) (i32.const 2)))
+    (local.set $groupBytes (i32.shl (local.get $rowBytes) (i32.const 2)))
     (if (i32.eqz (local.get $G)) (then (return)))
-    (loop $groups
-      (local.set $m (i32.const 0))
-      (local.set $xp (local.get $x))
-      (local.set $op (local.get $o))
-      ;; A pair of inputs: each weight vector loaded once feeds eight independent accumulators, as
-      ;; in `tile`, and every output sees the operations of the one-row block below, in its order.
-      (block $pairsDone
-        (loop $pairs
-          (br_if $pairsDone (i32.ge_u (i32.add (local.get $m) (i32.const 1)) (local.get $M)))
+    (local.set $xp (local.get $x))
+    (local.set $o0 (local.get $o))
+    ;; A pair of inputs: each weight vector loaded once feeds eight independent accumulators, as
+    ;; in `tile`, and every output sees the operations of the one-row block below, in its order.
+    (block $pairsDone
+      (loop $pairs
+        (br_if $pairsDone (i32.ge_u (i32.add (local.get $m) (i32.const 1)) (local.get $M)))
+        (local.set $xe (i32.add (local.get $xp) (i32.shl (local.get $rowBytes) (i32.const 1))))
+        (local.set $pg (local.get $w))
+        (local.set $op (local.get $o0))
+        (local.set $g (i32.const 0))
+        (loop $groups
           (local.set $a0 (v128.const i64x2 0 0))
           (local.set $a1 (v128.const i64x2 0 0))
           (local.set $a2 (v128.const i64x2 0 0))
@@ -202,9 +208,8 @@
           (local.set $b1 (v128.const i64x2 0 0))
           (local.set $b2 (v128.const i64x2 0 0))
           (local.set $b3 (v128.const i64x2 0 0))
-          (local.set $p (local.get $w))
+          (local.set $p (local.get $pg))
           (local.set $xa (local.get $xp))
-          (local.set $xe (i32.add (local.get $xp) (i32.shl (local.get $rowBytes) (i32.const 1))))
           (loop $k
             (local.set $xv (v128.load (local.get $xa)))
             (local.set $xv2 (v128.load offset=16 (local.get $xa)))
@@ -248,20 +253,29 @@
           (f32.store offset=12 (i32.add (local.get $op) (local.get $ldo)) (f32.add
             (f32.add (f32x4.extract_lane 0 (local.get $b3)) (f32x4.extract_lane 1 (local.get $b3)))
             (f32.add (f32x4.extract_lane 2 (local.get $b3)) (f32x4.extract_lane 3 (local.get $b3)))))
-          (local.set $xp (local.get $xe))
-          (local.set $op (i32.add (local.get $op) (i32.shl (local.get $ldo) (i32.const 1))))
-          (local.set $m (i32.add (local.get $m) (i32.const 2)))
-          (br $pairs)))
-      ;; After the pairs at most one input row is left, row-major.
-      (if (i32.lt_u (local.get $m) (local.get $M))
-        (then
+          (local.set $pg (i32.add (local.get $pg) (local.get $groupBytes)))
+          (local.set $op (i32.add (local.get $op) (i32.const 16)))
+          (br_if $groups (i32.lt_u
+            (local.tee $g (i32.add (local.get $g) (i32.const 1)))
+            (local.get $G))))
+        (local.set $xp (local.get $xe))
+        (local.set $o0 (i32.add (local.get $o0) (i32.shl (local.get $ldo) (i32.const 1))))
+        (local.set $m (i32.add (local.get $m) (i32.const 2)))
+        (br $pairs)))
+    ;; After the pairs at most one input row is left, row-major.
+    (if (i32.lt_u (local.get $m) (local.get $M))
+      (then
+        (local.set $xe (i32.add (local.get $xp) (local.get $rowBytes)))
+        (local.set $pg (local.get $w))
+        (local.set $op (local.get $o0))
+        (local.set $g (i32.const 0))
+        (loop $groups
           (local.set $a0 (v128.const i64x2 0 0))
           (local.set $a1 (v128.const i64x2 0 0))
           (local.set $a2 (v128.const i64x2 0 0))
           (local.set $a3 (v128.const i64x2 0 0))
-          (local.set $p (local.get $w))
+          (local.set $p (local.get $pg))
           (local.set $xa (local.get $xp))
-          (local.set $xe (i32.add (local.get $xp) (local.get $rowBytes)))
           (loop $k
             (local.set $xv (v128.load (local.get $xa)))
             (local.set $wv (v128.load (local.get $p)))
@@ -287,12 +301,12 @@
             (f32.add (f32x4.extract_lane 2 (local.get $a2)) (f32x4.extract_lane 3 (local.get $a2)))))
           (f32.store offset=12 (local.get $op) (f32.add
             (f32.add (f32x4.extract_lane 0 (local.get $a3)) (f32x4.extract_lane 1 (local.get $a3)))
-            (f32.add (f32x4.extract_lane 2 (local.get $a3)) (f32x4.extract_lane 3 (local.get $a3)))))))
-      (local.set $w (i32.add (local.get $w) (i32.shl (local.get $rowBytes) (i32.const 2))))
-      (local.set $o (i32.add (local.get $o) (i32.const 16)))
-      (br_if $groups (i32.lt_u
-        (local.tee $g (i32.add (local.get $g) (i32.const 1)))
-        (local.get $G)))))
+            (f32.add (f32x4.extract_lane 2 (local.get $a3)) (f32x4.extract_lane 3 (local.get $a3)))))
+          (local.set $pg (i32.add (local.get $pg) (local.get $groupBytes)))
+          (local.set $op (i32.add (local.get $op) (i32.const 16)))
+          (br_if $groups (i32.lt_u
+            (local.tee $g (i32.add (local.get $g) (i32.const 1)))
+            (local.get $G)))))))
 
   ;; The M row-major rows [M, K] at src in pairs at dst (another place): each pair of rows
   ;; interleaved every four floats, an odd last row as it is.
