@@ -37,8 +37,8 @@
  * - fp8-decode (matmul/fp8-rows.wat): FP8 E4M3 weights [2880, 2880] with a scale per 128x128 tile
  *   (the FP8 checkpoints' layout, quantized from normal values by floatToFp8Tile128), decoded and
  *   run as mxfp4-decode's; then the fused step at one input row as mxfp4-m1's, the after arm's
- *   fp8 (decoding into the multiply-adds) against the before arm's decode then the tile; G
- *   weights/s per core.
+ *   fp8 (decoding into the multiply-adds) against the before arm's decode then the tile; then
+ *   both arms' fp8, the after arm's `.nan-free` build (no code here is NaN's); G weights/s per core.
  * - mxfp4-int8 (matmul/mxfp4-int8.wat): the integer MXFP4 rows over the same MXFP4 weights as
  *   mxfp4-decode's, at M = 1 and 4 input rows quantized by mxfp4-int8.ts (each arm's own, as its
  *   revision has it: the layout may change with the kernel), the exponents laid out by block
@@ -259,6 +259,38 @@ if (kernel === "tile") {
         N * 4,
       ),
   );
+  // Both arms decoding into the multiply-adds: the before arm's fp8 against the after arm's
+  // `.nan-free` build (these codes have no NaN's), which the engine runs on such weights.
+  const nanFree = built("matmul/fp8-rows.nan-free");
+  const [x, o, acc] = [allocate(K * 4), allocate(N * 4), allocate(128)];
+  rng.fillNormal(new Float32Array(memory.buffer, x, K), 1);
+  cases.push({
+    label: "the FP8 rows at M=1, both decoding into the multiply-adds (after: .nan-free)",
+    unit: "G weights/s",
+    work: N * K,
+    outAt: () => o,
+    outBytes: N * 4,
+    run: (arm) => {
+      const chunk = chunkOf(arm);
+      const fp8 = arm === after ? nanFree.fp8 : arm.fp8;
+      for (let c0 = 0; c0 < N; c0 += chunk)
+        fp8?.(
+          K,
+          1,
+          x,
+          codes + c0 * K,
+          scalesAt(c0),
+          scaleRow * 4,
+          B / 32,
+          B,
+          c0 % B,
+          acc,
+          o + c0 * 4,
+          chunk,
+          N * 4,
+        );
+    },
+  });
 } else if (kernel === "mxfp4-int8") {
   const [N, K] = [2880, decodeK];
   const { tables, codes, scales } = mxfp4Weights(N, K);

@@ -105,6 +105,29 @@ const HALVES_REWRITES = {
   ],
 };
 
+/**
+ * The FP8 rows' ".nan-free" build (and its build without relaxed SIMD), for weights with no NaN
+ * code (0x7f, 0xff) at all: matmul/fp8-rows.wat's fp8 without its test for them per 16 codes
+ * (each `(if (v128.any_true (local.tee $nan ...` block dropped). Refused when there is none.
+ */
+const NAN_FREE_KERNELS = ["src/engine/kernels/matmul/fp8-rows.wat"];
+const NAN_TEST = "(if (v128.any_true (local.tee $nan";
+
+function nanFreeText(file, text) {
+  let out = text;
+  let at = out.indexOf(NAN_TEST);
+  if (at < 0) throw new Error(`${file}: its ".nan-free" build drops ${NAN_TEST}, which is not there`);
+  for (; at >= 0; at = out.indexOf(NAN_TEST)) {
+    let depth = 0;
+    let end = at;
+    do depth += out[end] === "(" ? 1 : out[end] === ")" ? -1 : 0;
+    while (depth > 0 && ++end < out.length);
+    const lineStart = out.lastIndexOf("\n", at);
+    out = out.slice(0, lineStart) + out.slice(end + 1);
+  }
+  return out;
+}
+
 function halvesText(file, text, rewrites) {
   let out = text;
   for (const [from, to] of rewrites) {
@@ -141,6 +164,9 @@ for (const file of watFiles(join(root, "src"))) {
   if (rewrites !== undefined)
     for (const [suffix, source] of [...variants])
       variants.push([`.halves${suffix}`, halvesText(file, source, rewrites)]);
+  if (NAN_FREE_KERNELS.includes(relative(root, file)))
+    for (const [suffix, source] of [...variants])
+      variants.push([`.nan-free${suffix}`, nanFreeText(file, source)]);
   for (const [suffix, source] of variants) {
     const module = wabt.parseWat(file, source, FEATURES);
     module.validate(FEATURES);

@@ -38,7 +38,11 @@ export interface KernelModules {
    * The block-scaled FP8 rows' SIMD kernels, built like the tile (fused or not), and from how many
    * input rows they decode into scratch for the tile (see Fp8Rows).
    */
-  readonly fp8?: { readonly module: WasmModule; readonly scratchTokens: number };
+  readonly fp8?: {
+    readonly module: WasmModule;
+    readonly nanFree: WasmModule;
+    readonly scratchTokens: number;
+  };
   readonly attention?: WasmModule;
   readonly swiglu?: WasmModule;
   readonly indexer?: WasmModule;
@@ -92,7 +96,13 @@ export function kernelThread(modules: KernelModules, memory: WasmMemory | undefi
     }),
     fp8: instance(modules.fp8?.module, (m, mem) => {
       const { decode, fp8 } = instantiateWasm(m, mem) as { decode: Fp8Rows["decode"]; fp8: Fp8Rows["rows"] };
-      return { decode, rows: fp8, scratchTokens: modules.fp8?.scratchTokens as number };
+      const nanFree = instantiateWasm(modules.fp8?.nanFree as WasmModule, mem) as { fp8: Fp8Rows["rows"] };
+      return {
+        decode,
+        rows: fp8,
+        rowsNanFree: nanFree.fp8,
+        scratchTokens: modules.fp8?.scratchTokens as number,
+      };
     }),
     attention: instance(modules.attention, instantiateAttentionSimd),
     swiglu: instance(modules.swiglu, instantiateSwigluSimd),

@@ -48,11 +48,12 @@ export function mxfp4Modules(
       };
 }
 
-/** The FP8 kernels (built like the tile), unless the switch unpacks narrow weights. */
+/** The FP8 kernels (built like the tile, and their `.nan-free` build), unless the switch unpacks narrow weights. */
 export function fp8Module(fma: boolean, switches: KernelSwitches): Pick<KernelModules, "fp8"> {
-  const module =
-    switches.mxfp4 === "unpacked"
-      ? undefined
-      : compileKernel(fma ? "matmul/fp8-rows" : "matmul/fp8-rows.unfused");
-  return module === undefined ? {} : { fp8: { module, scratchTokens: switches.mxfp4ScratchTokens } };
+  if (switches.mxfp4 === "unpacked") return {};
+  const module = compileKernel(fma ? "matmul/fp8-rows" : "matmul/fp8-rows.unfused");
+  const nanFree = compileKernel(fma ? "matmul/fp8-rows.nan-free" : "matmul/fp8-rows.nan-free.unfused");
+  return module === undefined || nanFree === undefined
+    ? {}
+    : { fp8: { module, nanFree, scratchTokens: switches.mxfp4ScratchTokens } };
 }

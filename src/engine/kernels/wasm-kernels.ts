@@ -11,6 +11,7 @@ import type { WasmModule } from "../../common/wasm-runtime.js";
  * in the halves order of a re-laid-out checkpoint (scripts/build-kernels.mjs).
  * "mxfp4-int8" dots on relaxed integer dot products; "mxfp4-int8.plain-dot" makes the same sums
  * from plain SIMD. "mxfp4-relayout" re-lays MXFP4 codes out in halves order as a load places them.
+ * "fp8-rows.nan-free" (and its unfused build) is the FP8 rows without their NaN code test.
  */
 export type KernelBinary =
   | "matmul/matmul-tile"
@@ -28,6 +29,8 @@ export type KernelBinary =
   | "matmul/mxfp4-relayout"
   | "matmul/fp8-rows"
   | "matmul/fp8-rows.unfused"
+  | "matmul/fp8-rows.nan-free"
+  | "matmul/fp8-rows.nan-free.unfused"
   | "paged-attention/attention"
   | "swiglu/swiglu"
   | "vector/vector"

@@ -2,6 +2,7 @@ import { HALVES_ORDER } from "../../../formats/mxfp4-halves.js";
 import { quadRow, quadRows, toRowQuads } from "../../tensor/row-quads.js";
 import { DTYPE_CODE, type Weight } from "../../tensor/weight.js";
 import type { WasmArena } from "../wasm-arena.js";
+import { hasFp8NanCode } from "./fp8-nan-codes.js";
 import { int8ExponentStride, int8ExponentsAt } from "./int8-exponents.js";
 import { type Int8Quantize, type Mxfp4Int8, quantizedFormBytes } from "./mxfp4-int8.js";
 import type { SimdTile } from "./tile-module.js";
@@ -102,6 +103,8 @@ export interface WeightParts {
    * a weight with a larger scale (none in the checkpoints seen) takes the decode into scratch.
    */
   readonly fp8Folds: boolean;
+  /** Whether an FP8 weight has no NaN code, so its rows take Fp8Rows' rowsNanFree. */
+  readonly fp8NanFree: boolean;
 }
 
 /**
@@ -129,6 +132,7 @@ export function weightParts(w: Weight, arena: WasmArena | null, int8 = false): W
     int8Exponents,
     quads: w.layout === "row-quads",
     fp8Folds: w.scale?.data.every((s) => Number.isFinite(Math.fround(s * 2 ** 120))) ?? false,
+    fp8NanFree: w.dtype === "fp8_e4m3" && !hasFp8NanCode(w.data as Uint8Array),
   };
 }
 
@@ -208,6 +212,8 @@ export interface Fp8Rows {
     codes: number,
     ...rest: [...Fp8Scales, acc: number, o: number, N: number, ldo: number]
   ) => void;
+  /** rows' `.nan-free` build, for weights without NaN's codes. */
+  rowsNanFree: Fp8Rows["rows"];
   readonly scratchTokens: number;
 }
 
@@ -418,7 +424,9 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
     // (at least CHUNK - 1 rows), an [M, rows] matrix; a call takes as many rows as that holds, not
     // CHUNK (the kernels read each next group of rows ahead within a call: 16 random experts
     // [2048, 1024] whole ran 1.07x [1.01, 1.14] and 1.04x [1.00, 1.08] their speed 64 rows a call).
-    const fp8InLoop = fp8 !== null && M < fp8.scratchTokens && range.weight.fp8Folds ? fp8 : null;
+    const { fp8Folds, fp8NanFree } = range.weight;
+    const fp8InLoop =
+      fp8 !== null && M < fp8.scratchTokens && fp8Folds ? (fp8NanFree ? fp8.rowsNanFree : fp8.rows) : null;
     const mxfp4InLoop = packed !== null && M < packed.scratchTokens ? packed : null;
     if (fp8InLoop !== null || mxfp4InLoop !== null) {
       const direct = outOffset >= 0;
@@ -428,7 +436,7 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
         const rows = Math.min(most, n1 - c0);
         const [at, ldo] = direct ? [outOffset + c0 * 4, N * 4] : [area * 4, rows * 4];
         if (fp8InLoop !== null)
-          fp8InLoop.rows(K, M, xAt, wOffset + c0 * K, ...fp8Scales(c0), W * 4, at, rows, ldo);
+          fp8InLoop(K, M, xAt, wOffset + c0 * K, ...fp8Scales(c0), W * 4, at, rows, ldo);
         else if (mxfp4InLoop !== null) {
           const inLoop = halves ? mxfp4InLoop.rowsHalves : mxfp4InLoop.rows;
           const [wAt, sAt] = [wOffset + (c0 * K) / 2, scalesOffset + (c0 * K) / 32];
