@@ -38,7 +38,8 @@
  *   (the FP8 checkpoints' layout, quantized from normal values by floatToFp8Tile128), decoded and
  *   run as mxfp4-decode's; then the fused step at one input row as mxfp4-m1's, the after arm's
  *   fp8 (decoding into the multiply-adds) against the before arm's decode then the tile; then
- *   both arms' fp8, the after arm's `.nan-free` build (no code here is NaN's); G weights/s per core.
+ *   both arms' fp8 without the NaN code test (no code here is NaN's), a before arm that predates
+ *   the `.nan-free` build as it was; G weights/s per core.
  * - mxfp4-int8 (matmul/mxfp4-int8.wat): the integer MXFP4 rows over the same MXFP4 weights as
  *   mxfp4-decode's, at M = 1 and 4 input rows quantized by mxfp4-int8.ts (each arm's own, as its
  *   revision has it: the layout may change with the kernel), the exponents laid out by block
@@ -61,6 +62,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { setFlagsFromString } from "node:v8";
 import wabtInit from "wabt";
+import { NAN_TEST, nanFreeText } from "../scripts/fp8-nan-free.mjs";
 import { type BlockTrials, blockedRatioInterval } from "../src/bench/index.js";
 import { compileWasm, instantiateWasm, type WasmModule } from "../src/common/wasm-runtime.js";
 import {
@@ -259,20 +261,23 @@ if (kernel === "tile") {
         N * 4,
       ),
   );
-  // Both arms decoding into the multiply-adds: the before arm's fp8 against the after arm's
-  // `.nan-free` build (these codes have no NaN's), which the engine runs on such weights.
-  const nanFree = built("matmul/fp8-rows.nan-free");
+  // Both arms decoding into the multiply-adds in their `.nan-free` form (these codes have no NaN's;
+  // the engine runs that form on such weights), a before arm that predates it as it was.
+  const nanFree = instantiate(nanFreeText(path, readFileSync(join(root, path), "utf8")), `${path}.nan-free`);
+  const beforeNanFree = old.text.includes(NAN_TEST)
+    ? instantiate(nanFreeText(old.name, old.text), old.name)
+    : before;
   const [x, o, acc] = [allocate(K * 4), allocate(N * 4), allocate(128)];
   rng.fillNormal(new Float32Array(memory.buffer, x, K), 1);
   cases.push({
-    label: "the FP8 rows at M=1, both decoding into the multiply-adds (after: .nan-free)",
+    label: "the FP8 rows at M=1, both decoding into the multiply-adds, .nan-free",
     unit: "G weights/s",
     work: N * K,
     outAt: () => o,
     outBytes: N * 4,
     run: (arm) => {
       const chunk = chunkOf(arm);
-      const fp8 = arm === after ? nanFree.fp8 : arm.fp8;
+      const fp8 = arm === after ? nanFree.fp8 : beforeNanFree.fp8;
       for (let c0 = 0; c0 < N; c0 += chunk)
         fp8?.(
           K,

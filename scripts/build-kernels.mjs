@@ -13,6 +13,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFile
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import wabtInit from "wabt";
+import { nanFreeText } from "./fp8-nan-free.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const FEATURES = { simd: true, threads: true, relaxed_simd: true };
@@ -105,28 +106,8 @@ const HALVES_REWRITES = {
   ],
 };
 
-/**
- * The FP8 rows' ".nan-free" build (and its build without relaxed SIMD), for weights with no NaN
- * code (0x7f, 0xff) at all: matmul/fp8-rows.wat's fp8 without its test for them per 16 codes
- * (each `(if (v128.any_true (local.tee $nan ...` block dropped). Refused when there is none.
- */
+/** The FP8 rows get a ".nan-free" build (and its build without relaxed SIMD): fp8-nan-free.mjs. */
 const NAN_FREE_KERNELS = ["src/engine/kernels/matmul/fp8-rows.wat"];
-const NAN_TEST = "(if (v128.any_true (local.tee $nan";
-
-function nanFreeText(file, text) {
-  let out = text;
-  let at = out.indexOf(NAN_TEST);
-  if (at < 0) throw new Error(`${file}: its ".nan-free" build drops ${NAN_TEST}, which is not there`);
-  for (; at >= 0; at = out.indexOf(NAN_TEST)) {
-    let depth = 0;
-    let end = at;
-    do depth += out[end] === "(" ? 1 : out[end] === ")" ? -1 : 0;
-    while (depth > 0 && ++end < out.length);
-    const lineStart = out.lastIndexOf("\n", at);
-    out = out.slice(0, lineStart) + out.slice(end + 1);
-  }
-  return out;
-}
 
 function halvesText(file, text, rewrites) {
   let out = text;
