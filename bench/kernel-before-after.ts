@@ -235,6 +235,18 @@ if (kernel === "tile") {
   const scales = allocate(fp8.scaleInv.byteLength);
   new Float32Array(memory.buffer, scales, fp8.scaleInv.length).set(fp8.scaleInv);
   const scalesAt = (c0: number) => scales + Math.floor(c0 / B) * scaleRow * 4;
+  // The scales times 2^120, as an fp8 whose text multiplies by 2^120 nowhere takes them (the
+  // engine's copy: fp8-folded-scales.ts).
+  const folded = allocate(fp8.scaleInv.byteLength);
+  new Float32Array(memory.buffer, folded, fp8.scaleInv.length).set(fp8.scaleInv.map((s) => s * 2 ** 120));
+  const takesFolded = (text: string) => !text.slice(text.indexOf('(func (export "fp8")')).includes("0x1p120");
+  const afterText = readFileSync(join(root, path), "utf8");
+  const foldedShift = new Map<Arm, number>([
+    [after, takesFolded(afterText) ? folded - scales : 0],
+    [before, takesFolded(old.text) ? folded - scales : 0],
+  ]);
+  /** The scales of the chunk from row c0 as `arm`'s fp8 takes them. */
+  const fp8ScalesAt = (arm: Arm, c0: number) => scalesAt(c0) + (foldedShift.get(arm) as number);
   decodeCases(N, K, (arm, c0, rows, chunk) =>
     arm.decode?.(K, codes + c0 * K, scalesAt(c0), scaleRow * 4, B / 32, B, c0 % B, rows, chunk),
   );
@@ -250,7 +262,7 @@ if (kernel === "tile") {
         1,
         x,
         codes + c0 * K,
-        scalesAt(c0),
+        fp8ScalesAt(after, c0),
         scaleRow * 4,
         B / 32,
         B,
@@ -263,7 +275,7 @@ if (kernel === "tile") {
   );
   // Both arms decoding into the multiply-adds in their `.nan-free` form (these codes have no NaN's;
   // the engine runs that form on such weights), a before arm that predates it as it was.
-  const nanFree = instantiate(nanFreeText(path, readFileSync(join(root, path), "utf8")), `${path}.nan-free`);
+  const nanFree = instantiate(nanFreeText(path, afterText), `${path}.nan-free`);
   const beforeNanFree = old.text.includes(NAN_TEST)
     ? instantiate(nanFreeText(old.name, old.text), old.name)
     : before;
@@ -284,7 +296,7 @@ if (kernel === "tile") {
           1,
           x,
           codes + c0 * K,
-          scalesAt(c0),
+          fp8ScalesAt(arm, c0),
           scaleRow * 4,
           B / 32,
           B,

@@ -2,6 +2,7 @@ import { HALVES_ORDER } from "../../../formats/mxfp4-halves.js";
 import { quadRow, quadRows, toRowQuads } from "../../tensor/row-quads.js";
 import { DTYPE_CODE, type Weight } from "../../tensor/weight.js";
 import type { WasmArena } from "../wasm-arena.js";
+import { fp8FoldedScalesAt } from "./fp8-folded-scales.js";
 import { hasFp8NanCode } from "./fp8-nan-codes.js";
 import { int8ExponentStride, int8ExponentsAt } from "./int8-exponents.js";
 import { type Int8Quantize, type Mxfp4Int8, quantizedFormBytes } from "./mxfp4-int8.js";
@@ -99,10 +100,11 @@ export interface WeightParts {
   /** Whether an f32 weight's rows lie in row quads (tensor/row-quads.ts) rather than row-major. */
   readonly quads: boolean;
   /**
-   * Whether every FP8 scale times 2^120 is finite (below 2^8), as matmul/fp8-rows.wat's fp8 needs;
-   * a weight with a larger scale (none in the checkpoints seen) takes the decode into scratch.
+   * Byte offset of an FP8 weight's scales times 2^120 in the arena (fp8-folded-scales.ts), as
+   * matmul/fp8-rows.wat's fp8 reads them, or -1: a weight with a scale from 2^8 up (none in the
+   * checkpoints seen) takes the decode into scratch.
    */
-  readonly fp8Folds: boolean;
+  readonly fp8FoldedScales: number;
   /** Whether an FP8 weight has no NaN code, so its rows take Fp8Rows' rowsNanFree. */
   readonly fp8NanFree: boolean;
 }
@@ -131,7 +133,7 @@ export function weightParts(w: Weight, arena: WasmArena | null, int8 = false): W
     halves: w.mxfp4Order === "halves",
     int8Exponents,
     quads: w.layout === "row-quads",
-    fp8Folds: w.scale?.data.every((s) => Number.isFinite(Math.fround(s * 2 ** 120))) ?? false,
+    fp8FoldedScales: arena === null || w.scale === undefined ? -1 : fp8FoldedScalesAt(w.scale.data, arena),
     fp8NanFree: w.dtype === "fp8_e4m3" && !hasFp8NanCode(w.data as Uint8Array),
   };
 }
@@ -411,10 +413,10 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
       dtype === 3 && wOffset >= 0 && scalesOffset >= 0 && K % 32 === 0 && scaleBlockCols % 32 === 0
         ? (thread.fp8 ?? null)
         : null;
-    /** The FP8 scales of the chunk from row c0. */
-    const fp8Scales = (c0: number): Fp8Scales => {
+    /** The FP8 scales of the chunk from row c0 in the scales at byte `scales` (or their folded copy). */
+    const fp8Scales = (c0: number, scales = scalesOffset): Fp8Scales => {
       const scaleRowBytes = Math.ceil(K / scaleBlockCols) * 4;
-      const at = scalesOffset + Math.floor(c0 / scaleBlockRows) * scaleRowBytes;
+      const at = scales + Math.floor(c0 / scaleBlockRows) * scaleRowBytes;
       return [at, scaleRowBytes, scaleBlockCols / 32, scaleBlockRows, c0 % scaleBlockRows];
     };
     // Below a switch's scratchTokens input rows, FP8 and MXFP4 rows are decoded straight into the
@@ -424,9 +426,13 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
     // (at least CHUNK - 1 rows), an [M, rows] matrix; a call takes as many rows as that holds, not
     // CHUNK (the kernels read each next group of rows ahead within a call: 16 random experts
     // [2048, 1024] whole ran 1.07x [1.01, 1.14] and 1.04x [1.00, 1.08] their speed 64 rows a call).
-    const { fp8Folds, fp8NanFree } = range.weight;
+    const { fp8FoldedScales, fp8NanFree } = range.weight;
     const fp8InLoop =
-      fp8 !== null && M < fp8.scratchTokens && fp8Folds ? (fp8NanFree ? fp8.rowsNanFree : fp8.rows) : null;
+      fp8 !== null && M < fp8.scratchTokens && fp8FoldedScales >= 0
+        ? fp8NanFree
+          ? fp8.rowsNanFree
+          : fp8.rows
+        : null;
     const mxfp4InLoop = packed !== null && M < packed.scratchTokens ? packed : null;
     if (fp8InLoop !== null || mxfp4InLoop !== null) {
       const direct = outOffset >= 0;
@@ -436,7 +442,7 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
         const rows = Math.min(most, n1 - c0);
         const [at, ldo] = direct ? [outOffset + c0 * 4, N * 4] : [area * 4, rows * 4];
         if (fp8InLoop !== null)
-          fp8InLoop(K, M, xAt, wOffset + c0 * K, ...fp8Scales(c0), W * 4, at, rows, ldo);
+          fp8InLoop(K, M, xAt, wOffset + c0 * K, ...fp8Scales(c0, fp8FoldedScales), W * 4, at, rows, ldo);
         else if (mxfp4InLoop !== null) {
           const inLoop = halves ? mxfp4InLoop.rowsHalves : mxfp4InLoop.rows;
           const [wAt, sAt] = [wOffset + (c0 * K) / 2, scalesOffset + (c0 * K) / 32];
