@@ -250,28 +250,30 @@ if (kernel === "tile") {
   decodeCases(N, K, (arm, c0, rows, chunk) =>
     arm.decode?.(K, codes + c0 * K, scalesAt(c0), scaleRow * 4, B / 32, B, c0 % B, rows, chunk),
   );
+  /** `kernels`' fp8 over rows c0.. of a chunk at one input row, the scales as `arm`'s takes them. */
+  const fp8Rows = (kernels: Arm, arm: Arm, x: number, c0: number, acc: number, o: number, chunk: number) =>
+    kernels.fp8?.(
+      K,
+      1,
+      x,
+      codes + c0 * K,
+      fp8ScalesAt(arm, c0),
+      scaleRow * 4,
+      B / 32,
+      B,
+      c0 % B,
+      acc,
+      o,
+      chunk,
+      N * 4,
+    );
   fusedStepCase(
     "the fused step at M=1, the after arm decoding into the multiply-adds",
     N,
     K,
     (arm, c0, rows, chunk) =>
       arm.decode?.(K, codes + c0 * K, scalesAt(c0), scaleRow * 4, B / 32, B, c0 % B, rows, chunk),
-    (x, c0, acc, o, chunk) =>
-      after.fp8?.(
-        K,
-        1,
-        x,
-        codes + c0 * K,
-        fp8ScalesAt(after, c0),
-        scaleRow * 4,
-        B / 32,
-        B,
-        c0 % B,
-        acc,
-        o,
-        chunk,
-        N * 4,
-      ),
+    (x, c0, acc, o, chunk) => fp8Rows(after, after, x, c0, acc, o, chunk),
   );
   // Both arms decoding into the multiply-adds in their `.nan-free` form (these codes have no NaN's;
   // the engine runs that form on such weights), a before arm that predates it as it was.
@@ -279,35 +281,13 @@ if (kernel === "tile") {
   const beforeNanFree = old.text.includes(NAN_TEST)
     ? instantiate(nanFreeText(old.name, old.text), old.name)
     : before;
-  const [x, o, acc] = [allocate(K * 4), allocate(N * 4), allocate(128)];
-  rng.fillNormal(new Float32Array(memory.buffer, x, K), 1);
-  cases.push({
-    label: "the FP8 rows at M=1, both decoding into the multiply-adds, .nan-free",
-    unit: "G weights/s",
-    work: N * K,
-    outAt: () => o,
-    outBytes: N * 4,
-    run: (arm) => {
-      const chunk = chunkOf(arm);
-      const fp8 = arm === after ? nanFree.fp8 : beforeNanFree.fp8;
-      for (let c0 = 0; c0 < N; c0 += chunk)
-        fp8?.(
-          K,
-          1,
-          x,
-          codes + c0 * K,
-          fp8ScalesAt(arm, c0),
-          scaleRow * 4,
-          B / 32,
-          B,
-          c0 % B,
-          acc,
-          o + c0 * 4,
-          chunk,
-          N * 4,
-        );
-    },
-  });
+  rowStepCase(
+    "the FP8 rows at M=1, both decoding into the multiply-adds, .nan-free",
+    N,
+    K,
+    (arm, x, c0, acc, o, chunk) =>
+      fp8Rows(arm === after ? nanFree : beforeNanFree, arm, x, c0, acc, o, chunk),
+  );
 } else if (kernel === "mxfp4-int8") {
   const [N, K] = [2880, decodeK];
   const { tables, codes, scales } = mxfp4Weights(N, K);
@@ -491,6 +471,31 @@ function mxfp4Weights(N: number, K: number): { tables: number; codes: number; sc
 }
 
 /**
+ * A case at one input row over [N, K], chunk by chunk: `step(arm, x, c0, acc, o, chunk)` computes
+ * the outputs of rows c0.. (acc: 128 bytes of scratch; o: the chunk's first output).
+ */
+function rowStepCase(
+  label: string,
+  N: number,
+  K: number,
+  step: (arm: Arm, x: number, c0: number, acc: number, o: number, chunk: number) => void,
+): void {
+  const [x, o, acc] = [allocate(K * 4), allocate(N * 4), allocate(128)];
+  rng.fillNormal(new Float32Array(memory.buffer, x, K), 1);
+  cases.push({
+    label,
+    unit: "G weights/s",
+    work: N * K,
+    outAt: () => o,
+    outBytes: N * 4,
+    run: (arm) => {
+      const chunk = chunkOf(arm);
+      for (let c0 = 0; c0 < N; c0 += chunk) step(arm, x, c0, acc, o + c0 * 4, chunk);
+    },
+  });
+}
+
+/**
  * The fused step at one input row over [N, K], chunk by chunk: the before arm's `decode` of each
  * chunk into scratch then the tile, against the after arm's `step` decoding it straight into the
  * multiply-adds.
@@ -502,24 +507,13 @@ function fusedStepCase(
   decode: (arm: Arm, c0: number, rows: number, chunk: number) => void,
   step: (x: number, c0: number, acc: number, o: number, chunk: number) => void,
 ): void {
-  const [rows, x, o, acc] = [allocate(CHUNK * K * 4), allocate(K * 4), allocate(N * 4), allocate(128)];
-  rng.fillNormal(new Float32Array(memory.buffer, x, K), 1);
-  cases.push({
-    label,
-    unit: "G weights/s",
-    work: N * K,
-    outAt: () => o,
-    outBytes: N * 4,
-    run: (arm) => {
-      const chunk = chunkOf(arm);
-      for (let c0 = 0; c0 < N; c0 += chunk) {
-        if (arm === after) step(x, c0, acc, o + c0 * 4, chunk);
-        else {
-          decode(arm, c0, rows, chunk);
-          tile(K, 1, x, rows, o + c0 * 4, chunk / 4, N * 4);
-        }
-      }
-    },
+  const rows = allocate(CHUNK * K * 4);
+  rowStepCase(label, N, K, (arm, x, c0, acc, o, chunk) => {
+    if (arm === after) step(x, c0, acc, o, chunk);
+    else {
+      decode(arm, c0, rows, chunk);
+      tile(K, 1, x, rows, o, chunk / 4, N * 4);
+    }
   });
 }
 
