@@ -62,6 +62,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { setFlagsFromString } from "node:v8";
 import wabtInit from "wabt";
+import { lanesText } from "../scripts/fp8-lanes.mjs";
 import { NAN_TEST, nanFreeText } from "../scripts/fp8-nan-free.mjs";
 import { type BlockTrials, blockedRatioInterval } from "../src/bench/index.js";
 import { compileWasm, instantiateWasm, type WasmModule } from "../src/common/wasm-runtime.js";
@@ -76,6 +77,7 @@ import { type KernelBinary, kernelBytes } from "../src/engine/kernels/wasm-kerne
 import { Rng } from "../src/engine/tensor/random.js";
 import { toRowQuads } from "../src/engine/tensor/row-quads.js";
 import { floatToFp8Tile128 } from "../src/formats/fp8-blockwise.js";
+import { toLanesInPlace } from "../src/formats/fp8-lanes.js";
 import { toHalves } from "../src/formats/mxfp4-halves.js";
 import { benchArgs } from "./args.js";
 import { int8Quantizers, type Quantizer } from "./int8-quantizers.js";
@@ -250,13 +252,25 @@ if (kernel === "tile") {
   decodeCases(N, K, (arm, c0, rows, chunk) =>
     arm.decode?.(K, codes + c0 * K, scalesAt(c0), scaleRow * 4, B / 32, B, c0 % B, rows, chunk),
   );
-  /** `kernels`' fp8 over rows c0.. of a chunk at one input row, the scales as `arm`'s takes them. */
-  const fp8Rows = (kernels: Arm, arm: Arm, x: number, c0: number, acc: number, o: number, chunk: number) =>
+  /**
+   * `kernels`' fp8 over rows c0.. of a chunk at one input row, the scales as `arm`'s takes them,
+   * the codes at `at` (file order, or a copy in lanes order).
+   */
+  const fp8Rows = (
+    kernels: Arm,
+    arm: Arm,
+    x: number,
+    c0: number,
+    acc: number,
+    o: number,
+    chunk: number,
+    at = codes,
+  ) =>
     kernels.fp8?.(
       K,
       1,
       x,
-      codes + c0 * K,
+      at + c0 * K,
       fp8ScalesAt(arm, c0),
       scaleRow * 4,
       B / 32,
@@ -276,18 +290,27 @@ if (kernel === "tile") {
     (x, c0, acc, o, chunk) => fp8Rows(after, after, x, c0, acc, o, chunk),
   );
   // Both arms decoding into the multiply-adds in their `.nan-free` form (these codes have no NaN's;
-  // the engine runs that form on such weights), a before arm that predates it as it was.
+  // the engine runs that form on such weights), a before arm that predates it as it was; then the
+  // after arm's `.lanes` build of it on a copy of the codes in lanes order (as the loader lays them).
   const nanFree = instantiate(nanFreeText(path, afterText), `${path}.nan-free`);
   const beforeNanFree = old.text.includes(NAN_TEST)
     ? instantiate(nanFreeText(old.name, old.text), old.name)
     : before;
-  rowStepCase(
-    "the FP8 rows at M=1, both decoding into the multiply-adds, .nan-free",
-    N,
-    K,
-    (arm, x, c0, acc, o, chunk) =>
-      fp8Rows(arm === after ? nanFree : beforeNanFree, arm, x, c0, acc, o, chunk),
-  );
+  const lanesNanFree = instantiate(nanFreeText(path, lanesText(path, afterText)), `${path}.nan-free.lanes`);
+  const lanesCodes = allocate(N * K);
+  const lanesView = new Uint8Array(memory.buffer, lanesCodes, N * K);
+  lanesView.set(fp8.elements);
+  toLanesInPlace(lanesView);
+  for (const lanes of [false, true])
+    rowStepCase(
+      `the FP8 rows at M=1, both decoding into the multiply-adds, .nan-free${lanes ? ", the after arm's codes in lanes order" : ""}`,
+      N,
+      K,
+      (arm, x, c0, acc, o, chunk) =>
+        arm === after
+          ? fp8Rows(lanes ? lanesNanFree : nanFree, arm, x, c0, acc, o, chunk, lanes ? lanesCodes : codes)
+          : fp8Rows(beforeNanFree, arm, x, c0, acc, o, chunk),
+    );
 } else if (kernel === "mxfp4-int8") {
   const [N, K] = [2880, decodeK];
   const { tables, codes, scales } = mxfp4Weights(N, K);
