@@ -2,6 +2,7 @@ import { mkdtemp, readFile, rm, unlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { toLanesInPlace } from "../../formats/fp8-lanes.js";
 import { toHalves } from "../../formats/mxfp4-halves.js";
 import { packCheckpoint } from "../../formats/packed-write.js";
 import { Engine } from "../engine.js";
@@ -120,6 +121,33 @@ describe("loadModel", () => {
     // The caller's codes stay in OCP order.
     const codesName = [...files.tensors.keys()].find((n) => n.endsWith("_blocks")) as string;
     expect(files.tensors.get(codesName)?.data).toEqual(ocpFiles.tensors.get(codesName)?.data);
+  });
+
+  it("re-lays FP8 codes in lanes order as it places them, safetensors or packed, to the same logprobs", async () => {
+    const files = generateTinyModel(findTinySize("tiny") as TinySize, corpus, { seed: 8, dtype: "fp8" });
+    const dir = join(root, "tiny-fp8");
+    await writeTinyModel(dir, files);
+    await packCheckpoint(dir, `${dir}-packed`, 1);
+    // The caller's codes are left as they are, in file order: the reference.
+    const file = await tinyFilesToModel("tiny-fp8", files);
+    const fileWeights = matmulWeights(file.model, "fp8_e4m3");
+    expect(fileWeights.length).toBeGreaterThan(0);
+    expect(fileWeights.every((w) => w.fp8Order === undefined)).toBe(true);
+    const reference = new Engine(file, { threads: 1 });
+    const prompt = file.tokenizer.encode("Write down the boats.");
+    const want = await run(reference, prompt);
+    await reference.close();
+    for (const model of [await loadModel(dir), await loadModel(`${dir}-packed`)]) {
+      const weights = matmulWeights(model.model, "fp8_e4m3");
+      expect(weights.map((w) => w.fp8Order)).toEqual(fileWeights.map(() => "lanes"));
+      weights.forEach((w, i) => {
+        const lanes = toLanesInPlace((fileWeights[i] as Weight).data.slice() as Uint8Array);
+        expect(Buffer.from(w.data as Uint8Array).equals(Buffer.from(lanes))).toBe(true);
+      });
+      const engine = new Engine(model, { threads: 1 });
+      expect(await run(engine, prompt)).toEqual(want);
+      await engine.close();
+    }
   });
 
   it("names the missing file", async () => {

@@ -99,6 +99,7 @@ export class WeightSource {
           cols,
           data: codes.subarray(e * rows * cols, (e + 1) * rows * cols),
           scale: { ...grid.blocks, data: scales.subarray(e * perMatrix, (e + 1) * perMatrix) },
+          ...fp8OrderOf(t),
         };
         checkWeight(w, `${name}[${e}]`);
         return w;
@@ -293,7 +294,7 @@ function toWeight(
         const scaleName = lookup(`${base}.weight_scale_inv`) ? `${name}_scale_inv` : `${name}_scale`;
         const s = lookup(scaleName);
         if (s === undefined) {
-          w = { dtype: "fp8_e4m3", rows, cols, data: share(t.data) };
+          w = { dtype: "fp8_e4m3", rows, cols, data: share(t.data), ...fp8OrderOf(t) };
           break;
         }
         const { blocks } = fp8ScaleGrid(s, scaleName, rows, cols, source);
@@ -303,6 +304,7 @@ function toWeight(
           cols,
           data: share(t.data),
           scale: { ...blocks, data: shareArray(checkFp8Scales(s, scaleName, source)) },
+          ...fp8OrderOf(t),
         };
         break;
       }
@@ -441,10 +443,15 @@ function toFloat32(t: HostTensor, name: string): Float32Array {
       ? { dtype: "bf16", rows: 1, cols: n, data: t.data }
       : t.dtype === "F16"
         ? { dtype: "f16", rows: 1, cols: n, data: t.data }
-        : { dtype: "fp8_e4m3", rows: 1, cols: n, data: t.data };
+        : { dtype: "fp8_e4m3", rows: 1, cols: n, data: t.data, ...fp8OrderOf(t) };
   const out = new Float32Array(n);
   for (let i = 0; i < n; i++) out[i] = weightAt(probe, 0, i);
   return out;
+}
+
+/** The code order of FP8 codes `t` as a weight records it (HostTensor.fp8Order). */
+function fp8OrderOf(t: HostTensor): Pick<Weight, "fp8Order"> {
+  return t.fp8Order === undefined ? {} : { fp8Order: t.fp8Order };
 }
 
 function expectShape(t: HostTensor, name: string, shape: readonly number[], source: string): void {
