@@ -39,7 +39,8 @@
  *   run as mxfp4-decode's; then the fused step at one input row as mxfp4-m1's, the after arm's
  *   fp8 (decoding into the multiply-adds) against the before arm's decode then the tile; then
  *   both arms' fp8 without the NaN code test (no code here is NaN's), a before arm that predates
- *   the `.nan-free` build as it was; G weights/s per core.
+ *   the `.nan-free` build as it was; then that again with the after arm's `.lanes` build on a copy
+ *   of the codes in lanes order (formats/fp8-lanes.ts, as the loader lays them); G weights/s per core.
  * - mxfp4-int8 (matmul/mxfp4-int8.wat): the integer MXFP4 rows over the same MXFP4 weights as
  *   mxfp4-decode's, at M = 1 and 4 input rows quantized by mxfp4-int8.ts (each arm's own, as its
  *   revision has it: the layout may change with the kernel), the exponents laid out by block

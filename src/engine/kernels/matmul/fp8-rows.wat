@@ -22,7 +22,9 @@
 ;; a check once per 32 codes). ../matmul-kernel.ts decodes a chunk of rows with it into scratch and
 ;; runs ./matmul-tile.wat over them, so the result is that tile's on the unpacked weight bit for
 ;; bit. The swizzles' constant indices are below 16 or have the top bit set (a zero), so plain
-;; i8x16.swizzle is one byte shuffle.
+;; i8x16.swizzle is one byte shuffle. Its `.lanes` builds (scripts/fp8-lanes.mjs) read codes the
+;; loader re-laid in formats/fp8-lanes.ts's order, where one i16x8.shl by 8 (codes 0-7) or the
+;; codes as they are (8-15) stand for the two swizzles: 1.19x [1.15, 1.22] the rows' speed.
 ;;
 ;;   fp8(K, M, x, codes, scales, scaleRowBytes, blocksPerScale, blockRows, band0, acc, o, N, ldo):
 ;;     for n < N, m < M: f32 at byte o + m*ldo + 4n = Σ_k x[m*K + k] · w_n[k]
