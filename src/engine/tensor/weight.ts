@@ -101,6 +101,14 @@ export function checkWeight(w: Weight, name: string): void {
       break;
     case "fp8_e4m3": {
       checkLength(name, w.rows * w.cols, w.data.length);
+      // Lanes order permutes each group of 16 codes: a row must hold whole groups.
+      if (w.fp8Order === "lanes" && w.cols % 16 !== 0) {
+        throw new BringupError(
+          "WEIGHT_SHAPE",
+          `${name}: FP8 codes in lanes order need the input size to be a multiple of 16, got ${w.cols}.`,
+          { subject: name },
+        );
+      }
       const s = w.scale;
       if (s === undefined) break;
       const want = Math.ceil(w.rows / s.blockRows) * Math.ceil(w.cols / s.blockCols);
