@@ -37,8 +37,10 @@
  * - fp8-decode (matmul/fp8-rows.wat): FP8 E4M3 weights [2880, 2880] with a scale per 128x128 tile
  *   (the FP8 checkpoints' layout, quantized from normal values by floatToFp8Tile128), decoded and
  *   run as mxfp4-decode's; then the fused step at one input row as mxfp4-m1's, the after arm's
- *   fp8 (decoding into the multiply-adds) against the before arm's decode then the tile; G
- *   weights/s per core.
+ *   fp8 (decoding into the multiply-adds) against the before arm's decode then the tile; then
+ *   both arms' fp8 without the NaN code test (no code here is NaN's), a before arm that predates
+ *   the `.nan-free` build as it was; then that again with the after arm's `.lanes` build on a copy
+ *   of the codes in lanes order (formats/fp8-lanes.ts, as the loader lays them); G weights/s per core.
  * - mxfp4-int8 (matmul/mxfp4-int8.wat): the integer MXFP4 rows over the same MXFP4 weights as
  *   mxfp4-decode's, at M = 1 and 4 input rows quantized by mxfp4-int8.ts (each arm's own, as its
  *   revision has it: the layout may change with the kernel), the exponents laid out by block
@@ -61,6 +63,8 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { setFlagsFromString } from "node:v8";
 import wabtInit from "wabt";
+import { lanesText } from "../scripts/fp8-lanes.mjs";
+import { NAN_TEST, nanFreeText } from "../scripts/fp8-nan-free.mjs";
 import { type BlockTrials, blockedRatioInterval } from "../src/bench/index.js";
 import { compileWasm, instantiateWasm, type WasmModule } from "../src/common/wasm-runtime.js";
 import {
@@ -74,6 +78,7 @@ import { type KernelBinary, kernelBytes } from "../src/engine/kernels/wasm-kerne
 import { Rng } from "../src/engine/tensor/random.js";
 import { toRowQuads } from "../src/engine/tensor/row-quads.js";
 import { floatToFp8Tile128 } from "../src/formats/fp8-blockwise.js";
+import { toLanesInPlace } from "../src/formats/fp8-lanes.js";
 import { toHalves } from "../src/formats/mxfp4-halves.js";
 import { benchArgs } from "./args.js";
 import { int8Quantizers, type Quantizer } from "./int8-quantizers.js";
@@ -233,32 +238,80 @@ if (kernel === "tile") {
   const scales = allocate(fp8.scaleInv.byteLength);
   new Float32Array(memory.buffer, scales, fp8.scaleInv.length).set(fp8.scaleInv);
   const scalesAt = (c0: number) => scales + Math.floor(c0 / B) * scaleRow * 4;
+  // The scales times 2^120, as an fp8 whose text multiplies by 2^120 nowhere takes them (the
+  // engine's copy: fp8-folded-scales.ts).
+  const folded = allocate(fp8.scaleInv.byteLength);
+  new Float32Array(memory.buffer, folded, fp8.scaleInv.length).set(fp8.scaleInv.map((s) => s * 2 ** 120));
+  const takesFolded = (text: string) => !text.slice(text.indexOf('(func (export "fp8")')).includes("0x1p120");
+  const afterText = readFileSync(join(root, path), "utf8");
+  const foldedShift = new Map<Arm, number>([
+    [after, takesFolded(afterText) ? folded - scales : 0],
+    [before, takesFolded(old.text) ? folded - scales : 0],
+  ]);
+  /** The scales of the chunk from row c0 as `arm`'s fp8 takes them. */
+  const fp8ScalesAt = (arm: Arm, c0: number) => scalesAt(c0) + (foldedShift.get(arm) as number);
   decodeCases(N, K, (arm, c0, rows, chunk) =>
     arm.decode?.(K, codes + c0 * K, scalesAt(c0), scaleRow * 4, B / 32, B, c0 % B, rows, chunk),
   );
+  /**
+   * `kernels`' fp8 over rows c0.. of a chunk at one input row, the scales as `arm`'s takes them,
+   * the codes at `at` (file order, or a copy in lanes order).
+   */
+  const fp8Rows = (
+    kernels: Arm,
+    arm: Arm,
+    x: number,
+    c0: number,
+    acc: number,
+    o: number,
+    chunk: number,
+    at = codes,
+  ) =>
+    kernels.fp8?.(
+      K,
+      1,
+      x,
+      at + c0 * K,
+      fp8ScalesAt(arm, c0),
+      scaleRow * 4,
+      B / 32,
+      B,
+      c0 % B,
+      acc,
+      o,
+      chunk,
+      N * 4,
+    );
   fusedStepCase(
     "the fused step at M=1, the after arm decoding into the multiply-adds",
     N,
     K,
     (arm, c0, rows, chunk) =>
       arm.decode?.(K, codes + c0 * K, scalesAt(c0), scaleRow * 4, B / 32, B, c0 % B, rows, chunk),
-    (x, c0, acc, o, chunk) =>
-      after.fp8?.(
-        K,
-        1,
-        x,
-        codes + c0 * K,
-        scalesAt(c0),
-        scaleRow * 4,
-        B / 32,
-        B,
-        c0 % B,
-        acc,
-        o,
-        chunk,
-        N * 4,
-      ),
+    (x, c0, acc, o, chunk) => fp8Rows(after, after, x, c0, acc, o, chunk),
   );
+  // Both arms decoding into the multiply-adds in their `.nan-free` form (these codes have no NaN's;
+  // the engine runs that form on such weights), a before arm that predates it as it was; then the
+  // after arm's `.lanes` build of it on a copy of the codes in lanes order (as the loader lays them).
+  const nanFree = instantiate(nanFreeText(path, afterText), `${path}.nan-free`);
+  const beforeNanFree = old.text.includes(NAN_TEST)
+    ? instantiate(nanFreeText(old.name, old.text), old.name)
+    : before;
+  const lanesNanFree = instantiate(nanFreeText(path, lanesText(path, afterText)), `${path}.nan-free.lanes`);
+  const lanesCodes = allocate(N * K);
+  const lanesView = new Uint8Array(memory.buffer, lanesCodes, N * K);
+  lanesView.set(fp8.elements);
+  toLanesInPlace(lanesView);
+  for (const lanes of [false, true])
+    rowStepCase(
+      `the FP8 rows at M=1, both decoding into the multiply-adds, .nan-free${lanes ? ", the after arm's codes in lanes order" : ""}`,
+      N,
+      K,
+      (arm, x, c0, acc, o, chunk) =>
+        arm === after
+          ? fp8Rows(lanes ? lanesNanFree : nanFree, arm, x, c0, acc, o, chunk, lanes ? lanesCodes : codes)
+          : fp8Rows(beforeNanFree, arm, x, c0, acc, o, chunk),
+    );
 } else if (kernel === "mxfp4-int8") {
   const [N, K] = [2880, decodeK];
   const { tables, codes, scales } = mxfp4Weights(N, K);
@@ -442,6 +495,31 @@ function mxfp4Weights(N: number, K: number): { tables: number; codes: number; sc
 }
 
 /**
+ * A case at one input row over [N, K], chunk by chunk: `step(arm, x, c0, acc, o, chunk)` computes
+ * the outputs of rows c0.. (acc: 128 bytes of scratch; o: the chunk's first output).
+ */
+function rowStepCase(
+  label: string,
+  N: number,
+  K: number,
+  step: (arm: Arm, x: number, c0: number, acc: number, o: number, chunk: number) => void,
+): void {
+  const [x, o, acc] = [allocate(K * 4), allocate(N * 4), allocate(128)];
+  rng.fillNormal(new Float32Array(memory.buffer, x, K), 1);
+  cases.push({
+    label,
+    unit: "G weights/s",
+    work: N * K,
+    outAt: () => o,
+    outBytes: N * 4,
+    run: (arm) => {
+      const chunk = chunkOf(arm);
+      for (let c0 = 0; c0 < N; c0 += chunk) step(arm, x, c0, acc, o + c0 * 4, chunk);
+    },
+  });
+}
+
+/**
  * The fused step at one input row over [N, K], chunk by chunk: the before arm's `decode` of each
  * chunk into scratch then the tile, against the after arm's `step` decoding it straight into the
  * multiply-adds.
@@ -453,24 +531,13 @@ function fusedStepCase(
   decode: (arm: Arm, c0: number, rows: number, chunk: number) => void,
   step: (x: number, c0: number, acc: number, o: number, chunk: number) => void,
 ): void {
-  const [rows, x, o, acc] = [allocate(CHUNK * K * 4), allocate(K * 4), allocate(N * 4), allocate(128)];
-  rng.fillNormal(new Float32Array(memory.buffer, x, K), 1);
-  cases.push({
-    label,
-    unit: "G weights/s",
-    work: N * K,
-    outAt: () => o,
-    outBytes: N * 4,
-    run: (arm) => {
-      const chunk = chunkOf(arm);
-      for (let c0 = 0; c0 < N; c0 += chunk) {
-        if (arm === after) step(x, c0, acc, o + c0 * 4, chunk);
-        else {
-          decode(arm, c0, rows, chunk);
-          tile(K, 1, x, rows, o + c0 * 4, chunk / 4, N * 4);
-        }
-      }
-    },
+  const rows = allocate(CHUNK * K * 4);
+  rowStepCase(label, N, K, (arm, x, c0, acc, o, chunk) => {
+    if (arm === after) step(x, c0, acc, o, chunk);
+    else {
+      decode(arm, c0, rows, chunk);
+      tile(K, 1, x, rows, o, chunk / 4, N * 4);
+    }
   });
 }
 

@@ -98,6 +98,7 @@ const USAGE = `usage: npx tsx bench/moe-expert-paths.ts [options]
   --llama-threads N llama.cpp's threads (default: --threads)
   --profile PATH    after the rounds, a CPU profile of the int8 arm decoding --decode tokens,
                     written to PATH (.cpuprofile) and summed by function
+  --profile-arm KEY the arm --profile profiles instead of int8 (one of --arms)
   --help            print this and exit
 `;
 const { values: args } = parseArgs({
@@ -116,6 +117,7 @@ const { values: args } = parseArgs({
     baseline: { type: "string" },
     "llama-threads": { type: "string" },
     profile: { type: "string" },
+    "profile-arm": { type: "string", default: "int8" },
     help: { type: "boolean", default: false },
   },
 });
@@ -142,8 +144,8 @@ const chosenArms = new Set(args.arms.split(",").map((a) => a.trim()));
 for (const a of chosenArms)
   if (!(ARM_KEYS as readonly string[]).includes(a))
     throw new Error(`--arms takes names from ${ARM_KEYS.join(",")}, got ${a}`);
-if (args.profile !== undefined && !chosenArms.has("int8"))
-  throw new Error("--profile profiles the int8 arm: give int8 in --arms");
+if (args.profile !== undefined && !chosenArms.has(args["profile-arm"] as string))
+  throw new Error(`--profile profiles the ${args["profile-arm"]} arm: give it in --arms`);
 
 /** MiniMax-M3's reference config at the bench's sizes: heads of 64, four query heads per KV head. */
 const config: Record<string, unknown> = {
@@ -568,7 +570,8 @@ try {
   compare("int8", "baseline");
   compare("fused", "baseline-fused");
   compare("baseline", "llama.cpp");
-  if (args.profile !== undefined) await profileDecode(arms[at("int8")] as Arm, prompt, args.profile);
+  if (args.profile !== undefined)
+    await profileDecode(arms[at(args["profile-arm"] as ArmKey)] as Arm, prompt, args.profile);
 } finally {
   await Promise.all([...arms.map((arm) => arm.close()), ...closing.map((close) => close())]);
   await rm(dir, { recursive: true, force: true });

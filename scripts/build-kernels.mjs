@@ -7,12 +7,15 @@
 // the relaxed form is when its second operand's bytes lie in [0, 127] and the sums fit in i16); a
 // kernel using several kinds gets one such binary with every rewrite, named by the first listed.
 // The MXFP4 decode also gets ".halves" builds for codes in the engine's re-laid-out order
-// (HALVES_REWRITES).
+// (HALVES_REWRITES), the FP8 rows ".lanes" and ".nan-free" builds (FP8_ROWS_KERNELS).
 // With --check it writes nothing and exits 1 if a binary under src/ differs from its source.
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import wabtInit from "wabt";
+import { lanesText } from "./fp8-lanes.mjs";
+import { nanFreeText } from "./fp8-nan-free.mjs";
+import { rewriteWat } from "./wat-rewrites.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const FEATURES = { simd: true, threads: true, relaxed_simd: true };
@@ -105,15 +108,11 @@ const HALVES_REWRITES = {
   ],
 };
 
-function halvesText(file, text, rewrites) {
-  let out = text;
-  for (const [from, to] of rewrites) {
-    const next = out.replace(from, to);
-    if (next === out) throw new Error(`${file}: its ".halves" build drops ${from}, which is not there`);
-    out = next;
-  }
-  return out;
-}
+/**
+ * The FP8 rows get a ".lanes" build for codes in formats/fp8-lanes.ts's order (fp8-lanes.mjs), and
+ * each build a ".nan-free" one (fp8-nan-free.mjs); each also without relaxed SIMD.
+ */
+const FP8_ROWS_KERNELS = ["src/engine/kernels/matmul/fp8-rows.wat"];
 
 function watFiles(dir) {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
@@ -140,7 +139,12 @@ for (const file of watFiles(join(root, "src"))) {
   const rewrites = HALVES_REWRITES[relative(root, file)];
   if (rewrites !== undefined)
     for (const [suffix, source] of [...variants])
-      variants.push([`.halves${suffix}`, halvesText(file, source, rewrites)]);
+      variants.push([`.halves${suffix}`, rewriteWat(file, ".halves", source, rewrites)]);
+  if (FP8_ROWS_KERNELS.includes(relative(root, file))) {
+    for (const [suffix, source] of [...variants]) variants.push([`.lanes${suffix}`, lanesText(file, source)]);
+    for (const [suffix, source] of [...variants])
+      variants.push([`.nan-free${suffix}`, nanFreeText(file, source)]);
+  }
   for (const [suffix, source] of variants) {
     const module = wabt.parseWat(file, source, FEATURES);
     module.validate(FEATURES);

@@ -1,8 +1,8 @@
 import { instantiateWasm, type WasmMemory, type WasmModule } from "../../common/wasm-runtime.js";
 import { type IndexerScoresSimd, instantiateIndexerScores } from "./indexer-scores/indexer-simd-module.js";
+import { type Fp8Modules, instantiateFp8Rows } from "./matmul/fp8-rows.js";
 import {
   buildDecodeTables,
-  type Fp8Rows,
   type MatmulThread,
   type Mxfp4Rows,
   type WeightParts,
@@ -35,10 +35,10 @@ export interface KernelModules {
   /** The integer MXFP4 path (relaxed dot products, or their plain form). */
   readonly mxfp4Int8?: { readonly module: WasmModule };
   /**
-   * The block-scaled FP8 rows' SIMD kernels, built like the tile (fused or not), and from how many
-   * input rows they decode into scratch for the tile (see Fp8Rows).
+   * The block-scaled FP8 rows' SIMD kernels for both code orders, built like the tile (fused or
+   * not), and from how many input rows they decode into scratch for the tile (see Fp8Rows).
    */
-  readonly fp8?: { readonly module: WasmModule; readonly scratchTokens: number };
+  readonly fp8?: Fp8Modules;
   readonly attention?: WasmModule;
   readonly swiglu?: WasmModule;
   readonly indexer?: WasmModule;
@@ -66,7 +66,7 @@ export interface ThreadKernel<Params> {
 }
 
 export function kernelThread(modules: KernelModules, memory: WasmMemory | undefined): KernelThread {
-  const instance = <T>(module: WasmModule | undefined, make: (m: WasmModule, mem: WasmMemory) => T) =>
+  const instance = <M, T>(module: M | undefined, make: (m: M, mem: WasmMemory) => T) =>
     module === undefined || memory === undefined ? null : make(module, memory);
   return {
     tables: buildDecodeTables(),
@@ -90,10 +90,7 @@ export function kernelThread(modules: KernelModules, memory: WasmMemory | undefi
       const exports = instantiateWasm(m, mem) as { mxfp4_int8: Mxfp4Int8; quantize: Int8Quantize };
       return { rows: exports.mxfp4_int8, quantize: exports.quantize };
     }),
-    fp8: instance(modules.fp8?.module, (m, mem) => {
-      const { decode, fp8 } = instantiateWasm(m, mem) as { decode: Fp8Rows["decode"]; fp8: Fp8Rows["rows"] };
-      return { decode, rows: fp8, scratchTokens: modules.fp8?.scratchTokens as number };
-    }),
+    fp8: instance(modules.fp8, instantiateFp8Rows),
     attention: instance(modules.attention, instantiateAttentionSimd),
     swiglu: instance(modules.swiglu, instantiateSwigluSimd),
     indexer: instance(modules.indexer, instantiateIndexerScores),

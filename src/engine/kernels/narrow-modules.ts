@@ -1,9 +1,10 @@
 import type { WasmModule } from "../../common/wasm-runtime.js";
 import type { KernelModules } from "./kernel-thread.js";
+import type { Fp8Builds } from "./matmul/fp8-rows.js";
 import { MXFP4_TABLE_BYTES, mxfp4Tables } from "./matmul/matmul-kernel.js";
 import type { KernelSwitches } from "./switches.js";
 import type { WasmArena } from "./wasm-arena.js";
-import { compileKernel } from "./wasm-kernels.js";
+import { compileKernel, type KernelBinary } from "./wasm-kernels.js";
 
 /*
  * The narrow-weight kernels a MatmulPool compiles for its threads (pool.ts): which builds of the
@@ -54,11 +55,21 @@ export function mxfp4Modules(
       };
 }
 
-/** The FP8 kernels (built like the tile), unless the switch unpacks narrow weights. */
+/**
+ * The FP8 kernels for codes in file order and their `.lanes` builds (each built like the tile, and
+ * its `.nan-free` build), unless the switch unpacks narrow weights.
+ */
 export function fp8Module(fma: boolean, switches: KernelSwitches): Pick<KernelModules, "fp8"> {
-  const module =
-    switches.mxfp4 === "unpacked"
-      ? undefined
-      : compileKernel(fma ? "matmul/fp8-rows" : "matmul/fp8-rows.unfused");
-  return module === undefined ? {} : { fp8: { module, scratchTokens: switches.mxfp4ScratchTokens } };
+  if (switches.mxfp4 === "unpacked") return {};
+  const unfused = fma ? "" : ".unfused";
+  const file = fp8Builds(`matmul/fp8-rows${unfused}`, `matmul/fp8-rows.nan-free${unfused}`);
+  const lanes = fp8Builds(`matmul/fp8-rows.lanes${unfused}`, `matmul/fp8-rows.nan-free.lanes${unfused}`);
+  return file === undefined || lanes === undefined
+    ? {}
+    : { fp8: { file, lanes, scratchTokens: switches.mxfp4ScratchTokens } };
+}
+
+function fp8Builds(rows: KernelBinary, nanFree: KernelBinary): Fp8Builds | undefined {
+  const [module, free] = [compileKernel(rows), compileKernel(nanFree)];
+  return module === undefined || free === undefined ? undefined : { module, nanFree: free };
 }

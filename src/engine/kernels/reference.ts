@@ -1,3 +1,4 @@
+import { lanesIndex } from "../../formats/fp8-lanes.js";
 import { HALVES_BYTE_OF } from "../../formats/mxfp4-halves.js";
 import { quadIndex } from "../tensor/row-quads.js";
 import type { Weight } from "../tensor/weight.js";
@@ -52,7 +53,7 @@ export function weightAt(w: Weight, n: number, k: number): number {
     case "f16":
       return decodeF16(w.data[i] as number);
     case "fp8_e4m3": {
-      const v = decodeFp8E4m3(w.data[i] as number);
+      const v = decodeFp8E4m3(w.data[w.fp8Order === "lanes" ? lanesIndex(i) : i] as number);
       const s = w.scale;
       if (s === undefined) return v;
       const perRow = Math.ceil(w.cols / s.blockCols);

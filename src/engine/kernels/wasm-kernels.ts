@@ -10,7 +10,10 @@ import type { WasmModule } from "../../common/wasm-runtime.js";
  * without it, to the same bits; "mxfp4-decode.halves" (and its plain-swizzle build) decodes codes
  * in the halves order of a re-laid-out checkpoint (scripts/build-kernels.mjs).
  * "mxfp4-int8" dots on relaxed integer dot products; "mxfp4-int8.plain-dot" makes the same sums
- * from plain SIMD. "mxfp4-relayout" re-lays MXFP4 codes out in halves order as a load places them.
+ * from plain SIMD. "mxfp4-relayout" re-lays MXFP4 codes out in halves order as a load places them,
+ * "fp8-relayout" FP8 codes in lanes order.
+ * "fp8-rows.nan-free" (and its unfused build) is the FP8 rows without their NaN code test;
+ * "fp8-rows.lanes" (and its `.nan-free`, each also unfused) reads codes in formats/fp8-lanes.ts's order.
  */
 export type KernelBinary =
   | "matmul/matmul-tile"
@@ -26,8 +29,15 @@ export type KernelBinary =
   | "matmul/mxfp4-int8"
   | "matmul/mxfp4-int8.plain-dot"
   | "matmul/mxfp4-relayout"
+  | "matmul/fp8-relayout"
   | "matmul/fp8-rows"
   | "matmul/fp8-rows.unfused"
+  | "matmul/fp8-rows.nan-free"
+  | "matmul/fp8-rows.nan-free.unfused"
+  | "matmul/fp8-rows.lanes"
+  | "matmul/fp8-rows.lanes.unfused"
+  | "matmul/fp8-rows.nan-free.lanes"
+  | "matmul/fp8-rows.nan-free.lanes.unfused"
   | "paged-attention/attention"
   | "swiglu/swiglu"
   | "vector/vector"

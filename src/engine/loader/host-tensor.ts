@@ -1,4 +1,5 @@
 import { HALVES_BLOCKS_SUFFIX, type StoredDtype } from "../../formats/index.js";
+import { relayToLanes } from "../kernels/matmul/fp8-relayout.js";
 import { relayToHalves } from "../kernels/matmul/mxfp4-relayout.js";
 import { sharedArray } from "../tensor/weight.js";
 
@@ -16,6 +17,11 @@ export interface HostTensor {
    * order (formats/mxfp4-halves.ts) as it placed them, the order every MXFP4 kernel reads fastest.
    */
   readonly mxfp4Order?: "halves";
+  /**
+   * "lanes": FP8 E4M3 codes (rows of a multiple of 32) that the loader re-laid in lanes order
+   * (formats/fp8-lanes.ts) as it placed them, the order the FP8 kernels read fastest.
+   */
+  readonly fp8Order?: "lanes";
 }
 
 /** Whether stored tensor `name` holds MXFP4 codes in OCP order: `W_blocks`, U8 [..., groups, 16]. */
@@ -33,10 +39,16 @@ export function halvesHostTensor(placed: Uint8Array, shape: readonly number[]): 
   return { dtype: "U8", shape, data: relayToHalves(placed), mxfp4Order: "halves" };
 }
 
+/** Whether a stored tensor holds FP8 codes the loader re-lays in lanes order: rows of whole groups of 32. */
+function isRelaidFp8Codes(dtype: string, shape: readonly number[]): boolean {
+  return dtype === "F8_E4M3" && shape.length >= 2 && (shape.at(-1) as number) % 32 === 0;
+}
+
 /**
  * Stored tensor `name` as a load placed it in the shared memory (sharedHostArray's arrays, filled):
  * MXFP4 codes in OCP order re-laid out there in halves order, the order every MXFP4 kernel reads
- * fastest; any other tensor as it is.
+ * fastest; FP8 codes in rows of a multiple of 32 re-laid there in lanes order, likewise; any other
+ * tensor as it is.
  */
 export function placedHostTensor(
   name: string,
@@ -44,9 +56,10 @@ export function placedHostTensor(
   shape: readonly number[],
   placed: { readonly data: HostTensor["data"]; readonly bytes: Uint8Array },
 ): HostTensor {
-  return isOcpMxfp4Codes(name, dtype, shape)
-    ? halvesHostTensor(placed.bytes, shape)
-    : { dtype, shape, data: placed.data };
+  if (isOcpMxfp4Codes(name, dtype, shape)) return halvesHostTensor(placed.bytes, shape);
+  if (isRelaidFp8Codes(dtype, shape))
+    return { dtype, shape, data: relayToLanes(placed.bytes), fp8Order: "lanes" };
+  return { dtype, shape, data: placed.data };
 }
 
 /**

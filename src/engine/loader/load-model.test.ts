@@ -2,6 +2,7 @@ import { mkdtemp, readFile, rm, unlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { toLanesInPlace } from "../../formats/fp8-lanes.js";
 import { toHalves } from "../../formats/mxfp4-halves.js";
 import { packCheckpoint } from "../../formats/packed-write.js";
 import { Engine } from "../engine.js";
@@ -12,6 +13,7 @@ import { readCorpus } from "../tiny/corpus.js";
 import { generateTinyModel, tinyFilesToModel } from "../tiny/generate.js";
 import { findTinySize, type TinySize } from "../tiny/sizes.js";
 import { writeTinyModel } from "../tiny/write.js";
+import type { HostTensor } from "./host-tensor.js";
 import { loadModel } from "./load-model.js";
 
 /** Every matmul weight of `dtype` reachable from `root` (objects with a dtype, rows, cols and data). */
@@ -74,53 +76,74 @@ describe("loadModel", () => {
     for (const w of weights) expect(arena.offsetOf(w.data)).toBeGreaterThanOrEqual(0);
   });
 
-  it("re-lays MXFP4 codes out in halves order as it places them, safetensors or packed, to the same logprobs", async () => {
-    const files = generateTinyModel(findTinySize("tiny") as TinySize, corpus, {
-      seed: 7,
+  // Each narrow dtype's codes as the loader re-lays them: which stored tensors hold them, the
+  // order a Weight records, and the re-layout's plain reference (into a new array).
+  const relaid = [
+    {
       dtype: "mxfp4",
-    });
-    const dir = join(root, "tiny-mxfp4");
-    await writeTinyModel(dir, files);
-    await packCheckpoint(dir, `${dir}-packed`, 1);
-    // Codes the caller shares are left as they are, in OCP order: the reference.
-    const ocpFiles = {
-      ...files,
-      tensors: new Map(
-        [...files.tensors].map(([name, t]) => [
-          name,
-          name.endsWith("_blocks") ? { ...t, data: shareArray(t.data) } : t,
-        ]),
-      ),
-    };
-    const ocp = await tinyFilesToModel("tiny-mxfp4", ocpFiles);
-    const ocpWeights = matmulWeights(ocp.model, "mxfp4");
-    expect(ocpWeights.length).toBeGreaterThan(0);
-    expect(ocpWeights.every((w) => w.mxfp4Order === undefined)).toBe(true);
-    const reference = new Engine(ocp, { threads: 1 });
-    const prompt = ocp.tokenizer.encode("Write down the boats.");
-    const want = await run(reference, prompt);
-    await reference.close();
-    for (const model of [
-      await loadModel(dir),
-      await loadModel(`${dir}-packed`),
-      await tinyFilesToModel("tiny-mxfp4", files),
-    ]) {
-      const weights = matmulWeights(model.model, "mxfp4");
-      expect(weights.map((w) => w.mxfp4Order)).toEqual(weights.map(() => "halves"));
-      weights.forEach((w, i) => {
-        const before = ocpWeights[i] as Weight;
-        expect(
-          Buffer.from(w.data as Uint8Array).equals(Buffer.from(toHalves(before.data as Uint8Array))),
-        ).toBe(true);
+      seed: 7,
+      isCodes: (name: string) => name.endsWith("_blocks"),
+      weightDtype: "mxfp4",
+      order: (w: Weight) => w.mxfp4Order,
+      to: "halves",
+      reference: toHalves,
+    },
+    {
+      dtype: "fp8",
+      seed: 8,
+      isCodes: (_: string, t: HostTensor) => t.dtype === "F8_E4M3",
+      weightDtype: "fp8_e4m3",
+      order: (w: Weight) => w.fp8Order,
+      to: "lanes",
+      reference: (codes: Uint8Array) => toLanesInPlace(codes.slice()),
+    },
+  ] as const;
+  it.each(relaid)(
+    "re-lays $dtype codes in $to order as it places them, safetensors, packed or the caller's unshared, to the same logprobs",
+    async (r) => {
+      const files = generateTinyModel(findTinySize("tiny") as TinySize, corpus, {
+        seed: r.seed,
+        dtype: r.dtype,
       });
-      const engine = new Engine(model, { threads: 1 });
-      expect(await run(engine, prompt)).toEqual(want);
-      await engine.close();
-    }
-    // The caller's codes stay in OCP order.
-    const codesName = [...files.tensors.keys()].find((n) => n.endsWith("_blocks")) as string;
-    expect(files.tensors.get(codesName)?.data).toEqual(ocpFiles.tensors.get(codesName)?.data);
-  });
+      const name = `tiny-${r.dtype}`;
+      const dir = join(root, name);
+      await writeTinyModel(dir, files);
+      await packCheckpoint(dir, `${dir}-packed`, 1);
+      // Codes the caller shares are left as they are, in the file's order: the reference.
+      const sharedFiles = {
+        ...files,
+        tensors: new Map(
+          [...files.tensors].map(([n, t]) => [n, r.isCodes(n, t) ? { ...t, data: shareArray(t.data) } : t]),
+        ),
+      };
+      const file = await tinyFilesToModel(name, sharedFiles);
+      const fileWeights = matmulWeights(file.model, r.weightDtype);
+      expect(fileWeights.length).toBeGreaterThan(0);
+      expect(fileWeights.every((w) => r.order(w) === undefined)).toBe(true);
+      const reference = new Engine(file, { threads: 1 });
+      const prompt = file.tokenizer.encode("Write down the boats.");
+      const want = await run(reference, prompt);
+      await reference.close();
+      for (const model of [
+        await loadModel(dir),
+        await loadModel(`${dir}-packed`),
+        await tinyFilesToModel(name, files),
+      ]) {
+        const weights = matmulWeights(model.model, r.weightDtype);
+        expect(weights.map(r.order)).toEqual(fileWeights.map(() => r.to));
+        weights.forEach((w, i) => {
+          const want = r.reference((fileWeights[i] as Weight).data as Uint8Array);
+          expect(Buffer.from(w.data as Uint8Array).equals(Buffer.from(want))).toBe(true);
+        });
+        const engine = new Engine(model, { threads: 1 });
+        expect(await run(engine, prompt)).toEqual(want);
+        await engine.close();
+      }
+      // The caller's codes, copied into the shared memory re-laid, stay in the file's order.
+      const codesName = [...files.tensors].find(([n, t]) => r.isCodes(n, t))?.[0] as string;
+      expect(files.tensors.get(codesName)?.data).toEqual(sharedFiles.tensors.get(codesName)?.data);
+    },
+  );
 
   it("names the missing file", async () => {
     const dir = join(root, "missing");

@@ -181,6 +181,24 @@ describe("DeepSeek-V4 in DeepSeek's released tensor names (models/deepseek-v4-na
     }
   });
 
+  it("loads FP8 experts from disk, DeepSeek-named or stacked, re-laid in lanes order, to the logits of the codes in file order", async () => {
+    const root = await mkdtemp(join(tmpdir(), "bringup-v4-lanes-"));
+    try {
+      const hfTensors = expertsAs(fp8Linears(files.tensors), "fp8");
+      const want = bytes(logits(ref.build("transformers-fp8-experts", withTensors(hfTensors)), tokens).main);
+      await writeTinyModel(join(root, "deepseek"), deepseek(hfTensors, "e8m0"));
+      await writeTinyModel(join(root, "transformers"), withTensors(hfTensors));
+      for (const dir of ["deepseek", "transformers"]) {
+        const loaded = await loadModel(join(root, dir));
+        const relaid = JSON.stringify(loaded.model, (_key, v) => (ArrayBuffer.isView(v) ? undefined : v));
+        expect(relaid).toContain('"fp8Order":"lanes"');
+        expect(bytes(logits(loaded, tokens).main).equals(want)).toBe(true);
+      }
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+
   it("stacks experts stored in f32 or in FP8 with E8M0 scales per 32 as the transformers-named ones", () => {
     for (const dtype of ["f32", "fp8"] as const) {
       const hfTensors = expertsAs(files.tensors, dtype);

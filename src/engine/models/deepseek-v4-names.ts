@@ -321,7 +321,9 @@ function stack(
     at += t.data.byteLength;
   }
   const shape = fp4 && kind === "weight" ? [s.experts, rows, cols / 16, 16] : [s.experts, rows, cols];
-  return { dtype: fp4 ? "U8" : dtype, shape, data: out.data };
+  // Whole rows byte for byte: FP8 codes the loader re-laid (each part alike) stay in lanes order.
+  const order = firstPart.t.fp8Order === undefined ? {} : { fp8Order: firstPart.t.fp8Order };
+  return { dtype: fp4 ? "U8" : dtype, shape, data: out.data, ...order };
 }
 
 /**
@@ -372,6 +374,8 @@ function splitExperts(t: HostTensor, s: ExpertStack, name: string): [string, Hos
   const rowBytes = bytes.byteLength / s.experts / rows;
   const rowLength = t.shape.slice(2).reduce((a, b) => a * b, 1);
   const out: [string, HostTensor][] = [];
+  // Whole rows byte for byte: FP8 codes in lanes order stay so.
+  const order = t.fp8Order === undefined ? {} : { fp8Order: t.fp8Order };
   let at = 0;
   for (let e = 0; e < s.experts; e++)
     for (const part of s.parts) {
@@ -387,7 +391,7 @@ function splitExperts(t: HostTensor, s: ExpertStack, name: string): [string, Hos
       at += rowBytes * partRows;
       out.push([
         `${s.stored}.${e}.${part.name}`,
-        { dtype: t.dtype, shape: [partRows, rowLength], data: copy.data },
+        { dtype: t.dtype, shape: [partRows, rowLength], data: copy.data, ...order },
       ]);
     }
   return out;

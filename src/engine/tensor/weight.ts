@@ -16,7 +16,9 @@ export const DTYPE_CODE: Record<WeightDtype, number> = { f32: 0, bf16: 1, f16: 2
  *   groups of four interleaved every four values, as the matmul tile reads them: row-quads.ts).
  * - bf16 / f16: `data` Uint16Array of rows*cols raw bits.
  * - fp8_e4m3: `data` Uint8Array of rows*cols; `scale` multiplies blocks of blockRows x blockCols
- *   (per-tensor when the block covers the whole matrix), as in HF `weight_scale_inv`.
+ *   (per-tensor when the block covers the whole matrix), as in HF `weight_scale_inv`. With
+ *   `fp8Order` "lanes" (as the loader re-lays them, formats/fp8-lanes.ts; cols a multiple of 32),
+ *   each row's groups of 16 hold code LANES_ORDER[i] in byte i.
  * - mxfp4: `data` Uint8Array of rows*cols/2 (two E2M1 values a byte, low nibble first);
  *   `mxScales` Uint8Array of rows*cols/32 E8M0 exponents, one per 32 consecutive values of a row.
  *   With `mxfp4Order` "halves" (a checkpoint re-laid out by `bringup weights convert --layout
@@ -31,6 +33,7 @@ export interface Weight {
   readonly scale?: { readonly data: Float32Array; readonly blockRows: number; readonly blockCols: number };
   readonly mxScales?: Uint8Array;
   readonly mxfp4Order?: "halves";
+  readonly fp8Order?: "lanes";
   /** How an f32 weight's values lie in `data` (absent: row-major). */
   readonly layout?: "row-quads";
 }
@@ -98,6 +101,14 @@ export function checkWeight(w: Weight, name: string): void {
       break;
     case "fp8_e4m3": {
       checkLength(name, w.rows * w.cols, w.data.length);
+      // Lanes order permutes each group of 16 codes: a row must hold whole groups.
+      if (w.fp8Order === "lanes" && w.cols % 16 !== 0) {
+        throw new BringupError(
+          "WEIGHT_SHAPE",
+          `${name}: FP8 codes in lanes order need the input size to be a multiple of 16, got ${w.cols}.`,
+          { subject: name },
+        );
+      }
       const s = w.scale;
       if (s === undefined) break;
       const want = Math.ceil(w.rows / s.blockRows) * Math.ceil(w.cols / s.blockCols);

@@ -22,7 +22,9 @@
 ;; a check once per 32 codes). ../matmul-kernel.ts decodes a chunk of rows with it into scratch and
 ;; runs ./matmul-tile.wat over them, so the result is that tile's on the unpacked weight bit for
 ;; bit. The swizzles' constant indices are below 16 or have the top bit set (a zero), so plain
-;; i8x16.swizzle is one byte shuffle.
+;; i8x16.swizzle is one byte shuffle. Its `.lanes` builds (scripts/fp8-lanes.mjs) read codes the
+;; loader re-laid in formats/fp8-lanes.ts's order, where one i16x8.shl by 8 (codes 0-7) or the
+;; codes as they are (8-15) stand for the two swizzles: 1.19x [1.15, 1.22] the rows' speed.
 ;;
 ;;   fp8(K, M, x, codes, scales, scaleRowBytes, blocksPerScale, blockRows, band0, acc, o, N, ldo):
 ;;     for n < N, m < M: f32 at byte o + m*ldo + 4n = Σ_k x[m*K + k] · w_n[k]
@@ -31,10 +33,14 @@
 ;; once instead of into scratch (the FP8 matmul at one input row; acc is 64 bytes of scratch), in
 ;; ./matmul-tile.wat's order at one input row as ./mxfp4-rows.wat does (four rows in flight, the
 ;; same groups of rows, each input row decoding again, each half block's four input vectors loaded
-;; once for the four rows); so again the tile's bits. It takes every
-;; scale times 2^120 to be finite (../matmul-kernel.ts checks each weight's once, WeightParts'
-;; fp8Folds) and checks for NaN's codes per 16. Each row's sum is stored after each 16 codes (never
-;; read back), which keeps V8 from scheduling the next codes' loads and decode first and spilling.
+;; once for the four rows); so again the tile's bits. Unlike decode it takes the scales times
+;; 2^120 already, each finite (../matmul-kernel.ts copies a weight's once, WeightParts'
+;; fp8FoldedScales), each splat by its load (one vbroadcastss, no multiply: 1.06x [1.04, 1.08]).
+;; It checks for NaN's codes per 16; its `.nan-free` build (scripts/build-kernels.mjs), which the
+;; engine runs on weights with no NaN code (WeightParts' fp8NanFree), drops that test, seven x64
+;; instructions of some 33 per row and 16 codes, and two of the registers V8 spilled. Each row's
+;; sum is stored after each 16 codes (never read back), which keeps V8 from scheduling the next
+;; codes' loads and decode first and spilling (without: 0.62x).
 (module
   (import "env" "memory" (memory 1 65536 shared))
 
@@ -204,14 +210,14 @@
           (drop (i32.load8_u (i32.add (local.get $ahead) (i32.shr_u (local.get $aheadStep) (i32.const 1)))))
           (local.set $ahead (i32.add (local.get $ahead) (local.get $aheadStep)))
           ;; First half: the block's first 16 inputs in four registers, then each row's first 16
-          ;; weights (its block's scale times 2^120, its codes decoded as decode decodes them) into
+          ;; weights (its block's scale, times 2^120 already, its codes decoded as decode decodes them) into
           ;; its multiply-adds with them.
           (local.set $x0 (v128.load offset=0 (local.get $xp)))
           (local.set $x1 (v128.load offset=16 (local.get $xp)))
           (local.set $x2 (v128.load offset=32 (local.get $xp)))
           (local.set $x3 (v128.load offset=48 (local.get $xp)))
           ;; Row 0.
-          (local.set $scale (f32x4.splat (f32.mul (f32.load (i32.add (local.get $sp0) (local.get $sOff))) (f32.const 0x1p120))))
+          (local.set $scale (v128.load32_splat (i32.add (local.get $sp0) (local.get $sOff))))
           (local.set $v (v128.load offset=0 (local.get $c0)))
           (local.set $t (i16x8.shr_s (i8x16.swizzle (local.get $v) (v128.const i8x16 128 0 128 4 128 1 128 5 128 2 128 6 128 3 128 7)) (i32.const 4)))
           (local.set $w0 (v128.and (i32x4.shl (local.get $t) (i32.const 16)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
@@ -235,7 +241,7 @@
           (local.set $a0 (f32x4.relaxed_madd (local.get $x3) (local.get $w3) (local.get $a0)))
           (v128.store offset=0 (local.get $acc) (local.get $a0))
           ;; Row 1.
-          (local.set $scale (f32x4.splat (f32.mul (f32.load (i32.add (local.get $sp1) (local.get $sOff))) (f32.const 0x1p120))))
+          (local.set $scale (v128.load32_splat (i32.add (local.get $sp1) (local.get $sOff))))
           (local.set $v (v128.load offset=0 (local.get $c1)))
           (local.set $t (i16x8.shr_s (i8x16.swizzle (local.get $v) (v128.const i8x16 128 0 128 4 128 1 128 5 128 2 128 6 128 3 128 7)) (i32.const 4)))
           (local.set $w0 (v128.and (i32x4.shl (local.get $t) (i32.const 16)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
@@ -259,7 +265,7 @@
           (local.set $a1 (f32x4.relaxed_madd (local.get $x3) (local.get $w3) (local.get $a1)))
           (v128.store offset=16 (local.get $acc) (local.get $a1))
           ;; Row 2.
-          (local.set $scale (f32x4.splat (f32.mul (f32.load (i32.add (local.get $sp2) (local.get $sOff))) (f32.const 0x1p120))))
+          (local.set $scale (v128.load32_splat (i32.add (local.get $sp2) (local.get $sOff))))
           (local.set $v (v128.load offset=0 (local.get $c2)))
           (local.set $t (i16x8.shr_s (i8x16.swizzle (local.get $v) (v128.const i8x16 128 0 128 4 128 1 128 5 128 2 128 6 128 3 128 7)) (i32.const 4)))
           (local.set $w0 (v128.and (i32x4.shl (local.get $t) (i32.const 16)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
@@ -283,7 +289,7 @@
           (local.set $a2 (f32x4.relaxed_madd (local.get $x3) (local.get $w3) (local.get $a2)))
           (v128.store offset=32 (local.get $acc) (local.get $a2))
           ;; Row 3.
-          (local.set $scale (f32x4.splat (f32.mul (f32.load (i32.add (local.get $sp3) (local.get $sOff))) (f32.const 0x1p120))))
+          (local.set $scale (v128.load32_splat (i32.add (local.get $sp3) (local.get $sOff))))
           (local.set $v (v128.load offset=0 (local.get $c3)))
           (local.set $t (i16x8.shr_s (i8x16.swizzle (local.get $v) (v128.const i8x16 128 0 128 4 128 1 128 5 128 2 128 6 128 3 128 7)) (i32.const 4)))
           (local.set $w0 (v128.and (i32x4.shl (local.get $t) (i32.const 16)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
@@ -312,7 +318,7 @@
           (local.set $x2 (v128.load offset=96 (local.get $xp)))
           (local.set $x3 (v128.load offset=112 (local.get $xp)))
           ;; Row 0.
-          (local.set $scale (f32x4.splat (f32.mul (f32.load (i32.add (local.get $sp0) (local.get $sOff))) (f32.const 0x1p120))))
+          (local.set $scale (v128.load32_splat (i32.add (local.get $sp0) (local.get $sOff))))
           (local.set $v (v128.load offset=16 (local.get $c0)))
           (local.set $t (i16x8.shr_s (i8x16.swizzle (local.get $v) (v128.const i8x16 128 0 128 4 128 1 128 5 128 2 128 6 128 3 128 7)) (i32.const 4)))
           (local.set $w0 (v128.and (i32x4.shl (local.get $t) (i32.const 16)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
@@ -336,7 +342,7 @@
           (local.set $a0 (f32x4.relaxed_madd (local.get $x3) (local.get $w3) (local.get $a0)))
           (v128.store offset=0 (local.get $acc) (local.get $a0))
           ;; Row 1.
-          (local.set $scale (f32x4.splat (f32.mul (f32.load (i32.add (local.get $sp1) (local.get $sOff))) (f32.const 0x1p120))))
+          (local.set $scale (v128.load32_splat (i32.add (local.get $sp1) (local.get $sOff))))
           (local.set $v (v128.load offset=16 (local.get $c1)))
           (local.set $t (i16x8.shr_s (i8x16.swizzle (local.get $v) (v128.const i8x16 128 0 128 4 128 1 128 5 128 2 128 6 128 3 128 7)) (i32.const 4)))
           (local.set $w0 (v128.and (i32x4.shl (local.get $t) (i32.const 16)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
@@ -360,7 +366,7 @@
           (local.set $a1 (f32x4.relaxed_madd (local.get $x3) (local.get $w3) (local.get $a1)))
           (v128.store offset=16 (local.get $acc) (local.get $a1))
           ;; Row 2.
-          (local.set $scale (f32x4.splat (f32.mul (f32.load (i32.add (local.get $sp2) (local.get $sOff))) (f32.const 0x1p120))))
+          (local.set $scale (v128.load32_splat (i32.add (local.get $sp2) (local.get $sOff))))
           (local.set $v (v128.load offset=16 (local.get $c2)))
           (local.set $t (i16x8.shr_s (i8x16.swizzle (local.get $v) (v128.const i8x16 128 0 128 4 128 1 128 5 128 2 128 6 128 3 128 7)) (i32.const 4)))
           (local.set $w0 (v128.and (i32x4.shl (local.get $t) (i32.const 16)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
@@ -384,7 +390,7 @@
           (local.set $a2 (f32x4.relaxed_madd (local.get $x3) (local.get $w3) (local.get $a2)))
           (v128.store offset=32 (local.get $acc) (local.get $a2))
           ;; Row 3.
-          (local.set $scale (f32x4.splat (f32.mul (f32.load (i32.add (local.get $sp3) (local.get $sOff))) (f32.const 0x1p120))))
+          (local.set $scale (v128.load32_splat (i32.add (local.get $sp3) (local.get $sOff))))
           (local.set $v (v128.load offset=16 (local.get $c3)))
           (local.set $t (i16x8.shr_s (i8x16.swizzle (local.get $v) (v128.const i8x16 128 0 128 4 128 1 128 5 128 2 128 6 128 3 128 7)) (i32.const 4)))
           (local.set $w0 (v128.and (i32x4.shl (local.get $t) (i32.const 16)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))

@@ -1,4 +1,5 @@
 import { afterAll, describe, expect, it } from "vitest";
+import { toLanesInPlace } from "../../../formats/fp8-lanes.js";
 import { toHalves } from "../../../formats/index.js";
 import { Rng } from "../../tensor/random.js";
 import { shareArray, type Weight } from "../../tensor/weight.js";
@@ -42,6 +43,11 @@ const fp8: Weight = {
     blockRows: 2,
     blockCols: 32,
   },
+};
+const fp8Lanes: Weight = {
+  ...fp8,
+  data: shareArray(toLanesInPlace((fp8.data as Uint8Array).slice())),
+  fp8Order: "lanes",
 };
 /** Inputs ±(1 + j/2048)·2^e, e in [-8, 8]: twelve significant bits. */
 const input = (M: number) =>
@@ -91,12 +97,19 @@ describe("the MXFP4 and FP8 matmuls' order of sums", () => {
       const x = input(M);
       const want = (w: Weight, order: Order) =>
         bitsOf(Float32Array.from({ length: M * N }, (_, i) => summed(w, x, Math.floor(i / N), i % N, order)));
-      for (const w of [ocp, halves, fp8]) {
+      for (const w of [ocp, halves, fp8, fp8Lanes]) {
         const tile = want(w, "tile");
         // The weights can tell the orders apart: any other one changes some output.
         for (const other of ["descending", "one chain", "left to right"] as const)
           expect(want(w, other)).not.toEqual(tile);
-        const weight = w === fp8 ? "fp8" : w === halves ? "mxfp4 in halves order" : "mxfp4";
+        const weight =
+          w === fp8
+            ? "fp8"
+            : w === fp8Lanes
+              ? "fp8 in lanes order"
+              : w === halves
+                ? "mxfp4 in halves order"
+                : "mxfp4";
         for (const { name, threads, pool } of made) {
           const out = new Float32Array(M * N);
           pool.matmul(x, M, w, out);

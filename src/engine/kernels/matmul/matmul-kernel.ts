@@ -1,7 +1,11 @@
+import { lanesIndex } from "../../../formats/fp8-lanes.js";
 import { HALVES_ORDER } from "../../../formats/mxfp4-halves.js";
 import { quadRow, quadRows, toRowQuads } from "../../tensor/row-quads.js";
 import { DTYPE_CODE, type Weight } from "../../tensor/weight.js";
 import type { WasmArena } from "../wasm-arena.js";
+import { fp8FoldedScalesAt } from "./fp8-folded-scales.js";
+import { hasFp8NanCode } from "./fp8-nan-codes.js";
+import { type Fp8Rows, fp8ScalesAt } from "./fp8-rows.js";
 import { int8ExponentStride, int8ExponentsAt } from "./int8-exponents.js";
 import { type Int8Quantize, type Mxfp4Int8, quantizedFormBytes } from "./mxfp4-int8.js";
 import type { SimdTile } from "./tile-module.js";
@@ -98,10 +102,15 @@ export interface WeightParts {
   /** Whether an f32 weight's rows lie in row quads (tensor/row-quads.ts) rather than row-major. */
   readonly quads: boolean;
   /**
-   * Whether every FP8 scale times 2^120 is finite (below 2^8), as matmul/fp8-rows.wat's fp8 needs;
-   * a weight with a larger scale (none in the checkpoints seen) takes the decode into scratch.
+   * Byte offset of an FP8 weight's scales times 2^120 in the arena (fp8-folded-scales.ts), as
+   * matmul/fp8-rows.wat's fp8 reads them, or -1: a weight with a scale from 2^8 up (none in the
+   * checkpoints seen) takes the decode into scratch.
    */
-  readonly fp8Folds: boolean;
+  readonly fp8FoldedScales: number;
+  /** Whether an FP8 weight has no NaN code, so its rows take Fp8Kernels' rowsNanFree. */
+  readonly fp8NanFree: boolean;
+  /** FP8 codes in lanes order (Weight.fp8Order), which Fp8Rows' `lanes` kernels read. */
+  readonly fp8Lanes: boolean;
 }
 
 /**
@@ -128,7 +137,9 @@ export function weightParts(w: Weight, arena: WasmArena | null, int8 = false): W
     halves: w.mxfp4Order === "halves",
     int8Exponents,
     quads: w.layout === "row-quads",
-    fp8Folds: w.scale?.data.every((s) => Number.isFinite(Math.fround(s * 2 ** 120))) ?? false,
+    fp8FoldedScales: arena === null || w.scale === undefined ? -1 : fp8FoldedScalesAt(w.scale.data, arena),
+    fp8NanFree: w.dtype === "fp8_e4m3" && !hasFp8NanCode(w.data as Uint8Array),
+    fp8Lanes: w.fp8Order === "lanes",
   };
 }
 
@@ -179,36 +190,6 @@ export interface MatmulThread {
   readonly fp8?: Fp8Rows | null;
   /** The integer MXFP4 path and its input quantization (absent or null: not chosen). */
   readonly mxfp4Int8?: { readonly rows: Mxfp4Int8; readonly quantize: Int8Quantize } | null;
-}
-
-/**
- * Where an FP8 chunk's scales are, as matmul/fp8-rows.wat's kernels take them: the chunk's first
- * scale row, the bytes of one, blocks of 32 values a scale, rows a band and the chunk's first row
- * into its band.
- */
-type Fp8Scales = [
-  scales: number,
-  scaleRowBytes: number,
-  blocksPerScale: number,
-  blockRows: number,
-  band0: number,
-];
-
-/**
- * matmul/fp8-rows.wat's decode into scratch and its fp8, which decodes straight into the
- * multiply-adds (see there for the arguments), and from how many input rows a matmul takes the
- * decode into scratch for the tile (as Mxfp4Rows').
- */
-export interface Fp8Rows {
-  decode: (K: number, codes: number, ...rest: [...Fp8Scales, out: number, N: number]) => void;
-  rows: (
-    K: number,
-    M: number,
-    x: number,
-    codes: number,
-    ...rest: [...Fp8Scales, acc: number, o: number, N: number, ldo: number]
-  ) => void;
-  readonly scratchTokens: number;
 }
 
 /** matmul/mxfp4-rows.wat's mxfp4 (see there for the arguments). */
@@ -291,7 +272,16 @@ function unpackRow(
   at: number,
 ): void {
   const { N, K } = range;
-  const { dtype, data: wData, scaleData, scaleBlockRows, scaleBlockCols, mxScales, halves } = range.weight;
+  const {
+    dtype,
+    data: wData,
+    scaleData,
+    scaleBlockRows,
+    scaleBlockCols,
+    mxScales,
+    halves,
+    fp8Lanes,
+  } = range.weight;
   if (dtype === 0) quadRow(wData as Float32Array, 0, N, K, n, rows, at);
   else if (dtype === 1) {
     const src = wData as Uint16Array;
@@ -306,15 +296,19 @@ function unpackRow(
     const src = wData as Uint8Array;
     const lut = tables.fp8;
     const base = n * K;
+    // File order: code k in byte k; lanes order (rows of whole groups of 16): in lanesIndex(k).
+    const code = fp8Lanes
+      ? (k: number) => src[base + lanesIndex(k)] as number
+      : (k: number) => src[base + k] as number;
     if (scaleData === null) {
-      for (let k = 0; k < K; k++) rows[at + k] = lut[src[base + k] as number] as number;
+      for (let k = 0; k < K; k++) rows[at + k] = lut[code(k)] as number;
     } else {
       const blocksPerRow = Math.ceil(K / scaleBlockCols);
       const sBase = Math.floor(n / scaleBlockRows) * blocksPerRow;
       for (let k0 = 0; k0 < K; k0 += scaleBlockCols) {
         const s = scaleData[sBase + Math.floor(k0 / scaleBlockCols)] as number;
         const k1 = Math.min(K, k0 + scaleBlockCols);
-        for (let k = k0; k < k1; k++) rows[at + k] = (lut[src[base + k] as number] as number) * s;
+        for (let k = k0; k < k1; k++) rows[at + k] = (lut[code(k)] as number) * s;
       }
     }
   } else {
@@ -400,17 +394,17 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
     const tile = quads ? simd.quads : simd.tile;
     const { scalesOffset } = range.weight;
     const packed = dtype === 4 && wOffset >= 0 && scalesOffset >= 0 ? thread.mxfp4 : null;
-    // FP8 with scale blocks of whole groups of 32 values is decoded by matmul/fp8-rows.wat.
-    const fp8 =
+    // FP8 with scale blocks of whole groups of 32 values is decoded by matmul/fp8-rows.wat, the
+    // build for the weight's code order.
+    const { fp8FoldedScales, fp8NanFree, fp8Lanes } = range.weight;
+    const fp8Kernels =
       dtype === 3 && wOffset >= 0 && scalesOffset >= 0 && K % 32 === 0 && scaleBlockCols % 32 === 0
         ? (thread.fp8 ?? null)
         : null;
-    /** The FP8 scales of the chunk from row c0. */
-    const fp8Scales = (c0: number): Fp8Scales => {
-      const scaleRowBytes = Math.ceil(K / scaleBlockCols) * 4;
-      const at = scalesOffset + Math.floor(c0 / scaleBlockRows) * scaleRowBytes;
-      return [at, scaleRowBytes, scaleBlockCols / 32, scaleBlockRows, c0 % scaleBlockRows];
-    };
+    const fp8 = fp8Kernels === null ? null : fp8Lanes ? fp8Kernels.lanes : fp8Kernels.file;
+    /** The FP8 scales of the chunk from row c0 in the scales at byte `scales` (or their folded copy). */
+    const fp8Scales = (c0: number, scales = scalesOffset) =>
+      fp8ScalesAt(K, scaleBlockRows, scaleBlockCols, scales, c0);
     // Below a switch's scratchTokens input rows, FP8 and MXFP4 rows are decoded straight into the
     // multiply-adds (matmul/fp8-rows.wat's fp8, matmul/mxfp4-rows.wat): the tile's operations on
     // the unpacked rows, so the same bits. Their scratch is the rows area's first 128 bytes, their
@@ -418,7 +412,12 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
     // (at least CHUNK - 1 rows), an [M, rows] matrix; a call takes as many rows as that holds, not
     // CHUNK (the kernels read each next group of rows ahead within a call: 16 random experts
     // [2048, 1024] whole ran 1.07x [1.01, 1.14] and 1.04x [1.00, 1.08] their speed 64 rows a call).
-    const fp8InLoop = fp8 !== null && M < fp8.scratchTokens && range.weight.fp8Folds ? fp8 : null;
+    const fp8InLoop =
+      fp8 !== null && fp8Kernels !== null && M < fp8Kernels.scratchTokens && fp8FoldedScales >= 0
+        ? fp8NanFree
+          ? fp8.rowsNanFree
+          : fp8.rows
+        : null;
     const mxfp4InLoop = packed !== null && M < packed.scratchTokens ? packed : null;
     if (fp8InLoop !== null || mxfp4InLoop !== null) {
       const direct = outOffset >= 0;
@@ -428,7 +427,7 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
         const rows = Math.min(most, n1 - c0);
         const [at, ldo] = direct ? [outOffset + c0 * 4, N * 4] : [area * 4, rows * 4];
         if (fp8InLoop !== null)
-          fp8InLoop.rows(K, M, xAt, wOffset + c0 * K, ...fp8Scales(c0), W * 4, at, rows, ldo);
+          fp8InLoop(K, M, xAt, wOffset + c0 * K, ...fp8Scales(c0, fp8FoldedScales), W * 4, at, rows, ldo);
         else if (mxfp4InLoop !== null) {
           const inLoop = halves ? mxfp4InLoop.rowsHalves : mxfp4InLoop.rows;
           const [wAt, sAt] = [wOffset + (c0 * K) / 2, scalesOffset + (c0 * K) / 32];

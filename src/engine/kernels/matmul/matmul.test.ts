@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { afterAll, describe, expect, it } from "vitest";
 import { instantiateWasm } from "../../../common/wasm-runtime.js";
+import { toLanesInPlace } from "../../../formats/fp8-lanes.js";
 import { Rng } from "../../tensor/random.js";
 import { shareArray, type Weight } from "../../tensor/weight.js";
 import { MatmulPool } from "../pool.js";
@@ -463,7 +464,10 @@ describe("the fused MXFP4 matmul (matmul/mxfp4-rows.wat)", () => {
   });
 });
 
-/** An FP8 weight [N, K] of `codes` with `scale` per block of blockRows x blockCols. */
+/**
+ * An FP8 weight [N, K] of `codes` (file order) with `scale` per block of blockRows x blockCols,
+ * its codes re-laid in lanes order (formats/fp8-lanes.ts) when `order` says so.
+ */
 function fp8Weight(
   codes: Uint8Array,
   N: number,
@@ -471,59 +475,77 @@ function fp8Weight(
   scale: Float32Array,
   blockRows: number,
   blockCols: number,
+  order: "file" | "lanes" = "file",
 ): Weight {
   return {
     dtype: "fp8_e4m3",
     rows: N,
     cols: K,
-    data: shareArray(codes),
+    data: order === "lanes" ? shareArray(toLanesInPlace(codes.slice())) : shareArray(codes),
     scale: { data: shareArray(scale), blockRows, blockCols },
+    ...(order === "lanes" ? { fp8Order: "lanes" as const } : {}),
   };
 }
 
-describe("the fused FP8 matmul (matmul/fp8-rows.wat)", () => {
-  it("decodes every code byte as the plain reference does, at extreme scales", () => {
-    // Row n holds code n then zeros, so the first input alone reads back the decoded weight.
-    const N = 256;
-    const K = 32;
-    const codes = new Uint8Array(N * K);
-    for (let n = 0; n < N; n++) codes[n * K] = n;
-    const x = new Float32Array(K);
-    x[0] = 1;
-    const { fused } = fusedAndUnpacked();
-    // f32 subnormal, tiny, one, the E8M0 extremes, one that overflows the large codes, not a power of two.
-    for (const s of [2 ** -149, 2 ** -127, 2 ** -64, 1, 2 ** 7, 2 ** 120, 2 ** 127, 3.1e-3, 1e38]) {
-      const scale = new Float32Array(N).fill(s);
-      const w = fp8Weight(codes, N, K, scale, 1, 32);
-      const want = Array.from({ length: N }, (_, n) => weightAt(w, n, 0));
-      const got = new Float32Array(N);
-      (fused[0] as MatmulPool).matmul(x, 1, w, got);
-      // The lane sums give +0 for a weight of -0; every other value must be the reference's.
-      expect(Array.from(got)).toEqual(want.map((v) => (v === 0 ? 0 : Math.fround(v))));
-      expect(Number.isNaN(got[0x7f]) && Number.isNaN(got[0xff])).toBe(true);
-    }
-  });
+const FP8_ORDERS = ["file", "lanes"] as const;
 
-  it("gives the unpacked path's bits for every code byte and scale layout, at any batch and split", () => {
-    const N = 150; // more than two chunks of rows, ragged
-    const K = 512;
-    const codes = new Uint8Array(N * K);
-    // Every byte value many times over, but NaN's two (decoded above), which would make each sum NaN.
-    for (let i = 0; i < codes.length; i++) {
-      const code = (i * 37 + (i >> 9)) & 255;
-      codes[i] = (code & 0x7f) === 0x7f ? code - 1 : code;
-    }
-    // 1x32 (the MXFP4 conversion's), bands of rows that do not divide a chunk, 128x128 tiles.
-    for (const [blockRows, blockCols] of [
-      [1, 32],
-      [3, 64],
-      [128, 128],
-    ] as const) {
-      const scale = new Float32Array(Math.ceil(N / blockRows) * Math.ceil(K / blockCols));
-      for (let i = 0; i < scale.length; i++) scale[i] = 2 ** ((i % 40) - 20) * (1 + (i % 3) / 4);
-      expectUnpackedBits(fp8Weight(codes, N, K, scale, blockRows, blockCols));
-    }
-  });
+describe("the fused FP8 matmul (matmul/fp8-rows.wat)", () => {
+  it.each(FP8_ORDERS)(
+    "decodes every code byte as the plain reference does, at extreme scales, codes in %s order",
+    (order) => {
+      // Row n holds code n at k = 5, zeros elsewhere, so that input alone reads back the decoded weight.
+      const N = 256;
+      const K = 32;
+      const codes = new Uint8Array(N * K);
+      for (let n = 0; n < N; n++) codes[n * K + 5] = n;
+      const x = new Float32Array(K);
+      x[5] = 1;
+      const { fused } = fusedAndUnpacked();
+      // f32 subnormal, tiny, one, the E8M0 extremes, one that overflows the large codes, not a power of two.
+      for (const s of [2 ** -149, 2 ** -127, 2 ** -64, 1, 2 ** 7, 2 ** 120, 2 ** 127, 3.1e-3, 1e38]) {
+        const scale = new Float32Array(N).fill(s);
+        const w = fp8Weight(codes, N, K, scale, 1, 32, order);
+        const want = Array.from({ length: N }, (_, n) => weightAt(w, n, 5));
+        expect(want[0x38]).toBe(Math.fround(s)); // 0x38 is 1.0: the reference reads the order too
+        const got = new Float32Array(N);
+        (fused[0] as MatmulPool).matmul(x, 1, w, got);
+        // The lane sums give +0 for a weight of -0; every other value must be the reference's.
+        expect(Array.from(got)).toEqual(want.map((v) => (v === 0 ? 0 : Math.fround(v))));
+        expect(Number.isNaN(got[0x7f]) && Number.isNaN(got[0xff])).toBe(true);
+      }
+    },
+  );
+
+  it.each(FP8_ORDERS)(
+    "gives the unpacked path's bits for every code byte and scale layout, at any batch and split, codes in %s order",
+    (order) => {
+      const N = 150; // more than two chunks of rows, ragged
+      const K = 512;
+      const codes = new Uint8Array(N * K);
+      // Every byte value many times over, but NaN's two (decoded above), which would make each sum NaN.
+      for (let i = 0; i < codes.length; i++) {
+        const code = (i * 37 + (i >> 9)) & 255;
+        codes[i] = (code & 0x7f) === 0x7f ? code - 1 : code;
+      }
+      // 1x32 (the MXFP4 conversion's), bands of rows that do not divide a chunk, 128x128 tiles.
+      for (const [blockRows, blockCols] of [
+        [1, 32],
+        [3, 64],
+        [128, 128],
+      ] as const) {
+        const scale = new Float32Array(Math.ceil(N / blockRows) * Math.ceil(K / blockCols));
+        for (let i = 0; i < scale.length; i++) scale[i] = 2 ** ((i % 40) - 20) * (1 + (i % 3) / 4);
+        const w = fp8Weight(codes, N, K, scale, blockRows, blockCols, order);
+        const { unpacked } = expectUnpackedBits(w);
+        // The order changes no bit: the unpacked path's outputs are those of the codes in file order.
+        const x = rng.fillNormal(new Float32Array(2 * K), 1);
+        const [got, want] = [new Float32Array(2 * N), new Float32Array(2 * N)];
+        (unpacked[0] as MatmulPool).matmul(x, 2, w, got);
+        (unpacked[0] as MatmulPool).matmul(x, 2, fp8Weight(codes, N, K, scale, blockRows, blockCols), want);
+        expect(bitsOf(got)).toEqual(bitsOf(want));
+      }
+    },
+  );
 
   it("stays within f32 accumulation error of the reference on finite codes", () => {
     const N = 70;

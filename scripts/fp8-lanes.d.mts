@@ -1,0 +1,2 @@
+/** matmul/fp8-rows.wat's ".lanes" text (see fp8-lanes.mjs). */
+export function lanesText(file: string, text: string): string;

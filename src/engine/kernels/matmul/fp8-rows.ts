@@ -1,0 +1,84 @@
+import { instantiateWasm, type WasmMemory, type WasmModule } from "../../../common/wasm-runtime.js";
+
+/**
+ * Where an FP8 chunk's scales are, as matmul/fp8-rows.wat's kernels take them: the chunk's first
+ * scale row, the bytes of one, blocks of 32 values a scale, rows a band and the chunk's first row
+ * into its band.
+ */
+export type Fp8Scales = [
+  scales: number,
+  scaleRowBytes: number,
+  blocksPerScale: number,
+  blockRows: number,
+  band0: number,
+];
+
+/**
+ * The scales of the chunk of a [N, K] FP8 weight from row c0, its scale blocks blockRows x
+ * blockCols (a multiple of 32) at byte `scales` (or their folded copy, WeightParts' fp8FoldedScales).
+ */
+export function fp8ScalesAt(
+  K: number,
+  blockRows: number,
+  blockCols: number,
+  scales: number,
+  c0: number,
+): Fp8Scales {
+  const scaleRowBytes = Math.ceil(K / blockCols) * 4;
+  const at = scales + Math.floor(c0 / blockRows) * scaleRowBytes;
+  return [at, scaleRowBytes, blockCols / 32, blockRows, c0 % blockRows];
+}
+
+/**
+ * One code order's matmul/fp8-rows.wat kernels: its decode into scratch and its fp8, which
+ * decodes straight into the multiply-adds (see there for the arguments), and fp8's `.nan-free`
+ * build, for weights without NaN's codes.
+ */
+export interface Fp8Kernels {
+  decode: (K: number, codes: number, ...rest: [...Fp8Scales, out: number, N: number]) => void;
+  rows: (
+    K: number,
+    M: number,
+    x: number,
+    codes: number,
+    ...rest: [...Fp8Scales, acc: number, o: number, N: number, ldo: number]
+  ) => void;
+  rowsNanFree: Fp8Kernels["rows"];
+}
+
+/**
+ * The FP8 kernels for codes in file order and in lanes order (formats/fp8-lanes.ts, the `.lanes`
+ * builds: Weight.fp8Order), and from how many input rows a matmul takes the decode into scratch
+ * for the tile (as Mxfp4Rows').
+ */
+export interface Fp8Rows {
+  readonly file: Fp8Kernels;
+  readonly lanes: Fp8Kernels;
+  readonly scratchTokens: number;
+}
+
+/** One code order's compiled fp8-rows build and its `.nan-free` build. */
+export interface Fp8Builds {
+  readonly module: WasmModule;
+  readonly nanFree: WasmModule;
+}
+
+/** The compiled FP8 kernels a pool runs: both code orders' builds (see Fp8Rows). */
+export interface Fp8Modules {
+  readonly file: Fp8Builds;
+  readonly lanes: Fp8Builds;
+  readonly scratchTokens: number;
+}
+
+/** The FP8 kernels over `memory`. */
+export function instantiateFp8Rows(modules: Fp8Modules, memory: WasmMemory): Fp8Rows {
+  const kernels = ({ module, nanFree }: Fp8Builds): Fp8Kernels => {
+    const { decode, fp8 } = instantiateWasm(module, memory) as {
+      decode: Fp8Kernels["decode"];
+      fp8: Fp8Kernels["rows"];
+    };
+    const free = instantiateWasm(nanFree, memory) as { fp8: Fp8Kernels["rows"] };
+    return { decode, rows: fp8, rowsNanFree: free.fp8 };
+  };
+  return { file: kernels(modules.file), lanes: kernels(modules.lanes), scratchTokens: modules.scratchTokens };
+}
