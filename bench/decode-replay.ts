@@ -21,6 +21,7 @@ import { Engine } from "../src/engine/index.js";
 import { abVerdict } from "../src/records/interval.js";
 import { portReference } from "../test/helpers/port-reference.js";
 import { benchArgs } from "./args.js";
+import { streamRates } from "./stream-rates.js";
 import { recordV4Ab, V4_PORT } from "./v4-tiny.js";
 
 const args = benchArgs(import.meta.url, {
@@ -52,50 +53,10 @@ const engineOf = (replay: string) =>
   });
 const engines = { off: engineOf("off"), on: engineOf("on") };
 
-interface Rates {
-  readonly decode: number;
-  readonly decodeCpu: number;
-  readonly tokens: string;
-}
-
-const cpuSeconds = () => {
-  const { user, system } = process.cpuUsage();
-  return (user + system) / 1e6;
-};
-
-/** One trial: every stream's decode rate together, and the tokens they gave. */
-async function measure(engine: Engine): Promise<Rates> {
-  let started = 0;
-  let firsts = 0;
-  let cpuStart = 0;
-  let last = 0;
-  let n = 0;
-  const tokens = await Promise.all(
-    prompts.map(async (prompt) => {
-      const ids: number[] = [];
-      for await (const out of engine.submit({
-        promptTokenIds: prompt,
-        maxTokens: decodeTokens,
-        ignoreEos: true,
-        sampling: { temperature: 0 },
-      })) {
-        if (!out.token) continue;
-        ids.push(out.token.tokenId);
-        last = performance.now();
-        if (ids.length === 1 && ++firsts === streams) {
-          started = last;
-          cpuStart = cpuSeconds();
-        } else if (firsts === streams) n++;
-      }
-      return ids;
-    }),
-  );
-  const cpuLast = cpuSeconds();
-  return {
-    decode: n / ((last - started) / 1000),
-    decodeCpu: n / (cpuLast - cpuStart),
-    tokens: JSON.stringify(tokens),
-  };
+/** One trial: every stream's decode rate together (stream-rates.ts), and the tokens they gave. */
+async function measure(engine: Engine): Promise<{ decode: number; decodeCpu: number; tokens: string }> {
+  const { decode, decodeCpu, tokens } = await streamRates(engine, prompts, decodeTokens);
+  return { decode, decodeCpu, tokens: JSON.stringify(tokens) };
 }
 
 for (const e of Object.values(engines)) await measure(e); // warm-up: JIT, kernels, plans
@@ -109,7 +70,7 @@ const mean = (xs: readonly number[]) => Math.exp(xs.reduce((s, x) => s + Math.lo
 let expected: string | undefined;
 for (let b = 0; b < blockCount; b++) {
   const order = (b % 2 === 0 ? ["off", "on", "on", "off"] : ["on", "off", "off", "on"]) as ("off" | "on")[];
-  const got: Record<"off" | "on", Rates[]> = { off: [], on: [] };
+  const got: Record<"off" | "on", Awaited<ReturnType<typeof measure>>[]> = { off: [], on: [] };
   for (const arm of order) {
     const rates = await measure(engines[arm]);
     expected ??= rates.tokens;

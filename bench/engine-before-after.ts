@@ -28,7 +28,7 @@ import { pathToFileURL } from "node:url";
 import { type BlockTrials, blockedRatioInterval } from "../src/bench/stats.js";
 import { abVerdict } from "../src/records/interval.js";
 import { benchArgs } from "./args.js";
-import { type StreamEngine, type StreamRates, streamRates } from "./stream-rates.js";
+import { type StreamEngine, type StreamRates, streamRates, syntheticPrompts } from "./stream-rates.js";
 
 const args = benchArgs(import.meta.url, {
   before: { type: "string" },
@@ -64,7 +64,7 @@ const arms = {
 
 /** Rates of this run's streams (stream-rates.ts). */
 const measure = (engine: StreamEngine): Promise<StreamRates> =>
-  streamRates(engine, streams, promptTokens, decodeTokens);
+  streamRates(engine, syntheticPrompts(streams, promptTokens), decodeTokens);
 
 type Arm = keyof typeof arms;
 type Order = readonly Arm[];

@@ -10,6 +10,8 @@ export interface StreamRates {
   /** Tokens per CPU-second of the whole process. */
   prefillCpu: number;
   decodeCpu: number;
+  /** Each stream's tokens, in submission order. */
+  tokens: number[][];
 }
 
 const cpuSeconds = () => {
@@ -17,19 +19,27 @@ const cpuSeconds = () => {
   return (user + system) / 1e6;
 };
 
+/** `streams` prompts of `promptTokens` token ids each, different by stream (for models without a corpus). */
+export function syntheticPrompts(streams: number, promptTokens: number): number[][] {
+  return Array.from({ length: streams }, (_, s) =>
+    Array.from({ length: promptTokens }, (_, i) => 3 + ((i * 7919 + s * 31) % 2000)),
+  );
+}
+
 /**
  * Prefill (until every stream has its first token) and decode (from then to the last token, every
- * stream's tokens) rates of `streams` greedy requests of `promptTokens` tokens each (prompts that
- * differ by stream) and `decodeTokens` tokens out, submitted together. `onDecode` is called as
- * the decode window starts (e.g. to start a profiler), not awaited.
+ * stream's tokens) rates of greedy requests, one a prompt, each `decodeTokens` tokens out,
+ * submitted together; and the tokens each gave. `onDecode` is called as the decode window starts
+ * (e.g. to start a profiler), not awaited.
  */
 export async function streamRates(
   engine: StreamEngine,
-  streams: number,
-  promptTokens: number,
+  prompts: readonly (readonly number[])[],
   decodeTokens: number,
   onDecode: () => void = () => {},
 ): Promise<StreamRates> {
+  const streams = prompts.length;
+  const promptTokens = prompts.reduce((sum, prompt) => sum + prompt.length, 0);
   const start = performance.now();
   const cpuStart = cpuSeconds();
   let cpuFirst = 0;
@@ -37,10 +47,9 @@ export async function streamRates(
   let last = 0;
   let started = 0;
   let decoded = 0;
-  await Promise.all(
-    Array.from({ length: streams }, async (_, s) => {
-      const prompt = Array.from({ length: promptTokens }, (_, i) => 3 + ((i * 7919 + s * 31) % 2000));
-      let n = 0;
+  const tokens = await Promise.all(
+    prompts.map(async (prompt) => {
+      const ids: number[] = [];
       for await (const out of engine.submit({
         promptTokenIds: prompt,
         maxTokens: decodeTokens,
@@ -48,8 +57,9 @@ export async function streamRates(
         sampling: { temperature: 0 },
       })) {
         if (!out.token) continue;
+        ids.push(out.token.tokenId);
         last = performance.now();
-        if (n++ > 0) decoded++;
+        if (ids.length > 1) decoded++;
         else if (++started === streams) {
           first = last;
           cpuFirst = cpuSeconds();
@@ -57,13 +67,15 @@ export async function streamRates(
           onDecode();
         }
       }
+      return ids;
     }),
   );
   const cpuLast = cpuSeconds();
   return {
-    prefill: (streams * promptTokens) / ((first - start) / 1000),
+    prefill: promptTokens / ((first - start) / 1000),
     decode: decoded / ((last - first) / 1000),
-    prefillCpu: (streams * promptTokens) / (cpuFirst - cpuStart),
+    prefillCpu: promptTokens / (cpuFirst - cpuStart),
     decodeCpu: decoded / (cpuLast - cpuFirst),
+    tokens,
   };
 }

@@ -15,7 +15,7 @@ import { Session } from "node:inspector/promises";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { benchArgs } from "./args.js";
-import { streamRates } from "./stream-rates.js";
+import { streamRates, syntheticPrompts } from "./stream-rates.js";
 
 const args = benchArgs(import.meta.url, {
   size: { type: "string", default: "bench-100m" },
@@ -46,7 +46,7 @@ const engine = new Engine(model, {
 });
 
 const decodeRate = async (onDecode?: () => void) =>
-  (await streamRates(engine, streams, promptTokens, decodeTokens, onDecode)).decode;
+  (await streamRates(engine, syntheticPrompts(streams, promptTokens), decodeTokens, onDecode)).decode;
 
 await decodeRate(); // warm-up
 const rates: number[] = [];
