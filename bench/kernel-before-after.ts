@@ -61,27 +61,29 @@
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { setFlagsFromString } from "node:v8";
-import wabtInit from "wabt";
 import { lanesText } from "../scripts/fp8-lanes.mjs";
 import { NAN_TEST, nanFreeText } from "../scripts/fp8-nan-free.mjs";
 import { type BlockTrials, blockedRatioInterval } from "../src/bench/index.js";
 import { compileWasm, instantiateWasm, type WasmModule } from "../src/common/wasm-runtime.js";
-import {
-  int8ExponentBytes,
-  int8ExponentStride,
-  layInt8Exponents,
-} from "../src/engine/kernels/matmul/int8-exponents.js";
-import { MXFP4_TABLE_BYTES, mxfp4Tables } from "../src/engine/kernels/matmul/matmul-kernel.js";
+import { int8ExponentStride } from "../src/engine/kernels/matmul/int8-exponents.js";
 import { quantizedFormBytes } from "../src/engine/kernels/matmul/mxfp4-int8.js";
 import { type KernelBinary, kernelBytes } from "../src/engine/kernels/wasm-kernels.js";
-import { Rng } from "../src/engine/tensor/random.js";
 import { toRowQuads } from "../src/engine/tensor/row-quads.js";
 import { floatToFp8Tile128 } from "../src/formats/fp8-blockwise.js";
 import { toLanesInPlace } from "../src/formats/fp8-lanes.js";
 import { toHalves } from "../src/formats/mxfp4-halves.js";
 import { benchArgs } from "./args.js";
 import { int8Quantizers, type Quantizer } from "./int8-quantizers.js";
+import {
+  type Arm,
+  allocate,
+  instantiate,
+  int8Exponents,
+  memory,
+  mxfp4Weights,
+  randomExperts,
+  rng,
+} from "./kernel-arena.js";
 
 const args = benchArgs(import.meta.url, {
   kernel: { type: "string", default: "tile" },
@@ -108,19 +110,6 @@ const trialMs = Number(args["trial-ms"]);
 
 const root = join(import.meta.dirname, "..");
 const watPath = (name: string) => `src/engine/kernels/${name}.wat`;
-setFlagsFromString("--experimental-wasm-relaxed-simd");
-const wabt = await wabtInit();
-const memory = new WebAssembly.Memory({ initial: 2048, maximum: 65536, shared: true });
-type Arm = Record<string, (...a: number[]) => number>;
-function instantiate(text: string, name: string): Arm {
-  const features = { simd: true, threads: true, relaxed_simd: true };
-  const parsed = wabt.parseWat(name, text, features);
-  const { buffer } = parsed.toBinary({});
-  parsed.destroy();
-  const module = compileWasm(buffer);
-  if (module === undefined) throw new Error("this runtime has no relaxed WebAssembly SIMD");
-  return instantiateWasm(module, memory) as Arm;
-}
 const path = watPath(KERNELS[kernel][0]);
 /** The kernel's text at the --before revision, from the first of its files that revision has. */
 function beforeText(): { text: string; name: string } {
@@ -156,17 +145,6 @@ const chunkOf = (arm: Arm) => (arm === after ? AFTER_CHUNK : CHUNK);
 const tile = instantiate(readFileSync(join(root, watPath(KERNELS.tile[0])), "utf8"), "tile").tile as (
   ...a: number[]
 ) => void;
-
-/** Bump allocation in the shared memory, 64-byte aligned, growing it as needed. */
-let top = 0;
-function allocate(bytes: number): number {
-  const at = top;
-  top = Math.ceil((top + bytes) / 64) * 64;
-  const missing = top - memory.buffer.byteLength;
-  if (missing > 0) memory.grow(Math.ceil(missing / 65536));
-  return at;
-}
-const rng = new Rng(5);
 
 /** A case: one call of `run(arm)` does `work` units (flops or weights) and writes `outBytes` at `outAt(arm)`. */
 interface Case {
@@ -443,13 +421,6 @@ function int8ByBlock(arm: Arm): boolean {
   return arm === after || beforeInt8ByBlock;
 }
 
-/** The [N, K] weight's exponents at `scales` (row-major) laid out by block in the memory: their offset. */
-function int8Exponents(scales: number, N: number, K: number): number {
-  const at = allocate(int8ExponentBytes(N, K));
-  layInt8Exponents(new Uint8Array(memory.buffer, scales, (N * K) / 32), N, K, memory.buffer, at);
-  return at;
-}
-
 /**
  * x [M, K] quantized by each arm's quantizer into the memory: per arm, the kernel's arguments after
  * M, the input's offset (and, where the quantizer returned one, its scales' offset, which an older
@@ -477,21 +448,6 @@ function halvesCopy(codes: number, bytes: number): (arm: Arm) => number {
   const view = new Uint8Array(memory.buffer);
   view.set(toHalves(view.subarray(codes, codes + bytes)), copy);
   return (arm) => (arm === after ? copy : codes);
-}
-
-/** MXFP4 weights [N, K] of random codes and exponents 118-125 (scales 2^-9 to 2^-2), and the MXFP4 tables. */
-function mxfp4Weights(N: number, K: number): { tables: number; codes: number; scales: number } {
-  const tables = allocate(MXFP4_TABLE_BYTES);
-  new Uint8Array(memory.buffer, tables, MXFP4_TABLE_BYTES).set(mxfp4Tables());
-  const codes = allocate((N * K) / 2);
-  const scales = allocate((N * K) / 32);
-  new Uint8Array(memory.buffer, codes, (N * K) / 2).set(
-    Uint8Array.from({ length: (N * K) / 2 }, () => rng.nextU32() & 255),
-  );
-  new Uint8Array(memory.buffer, scales, (N * K) / 32).set(
-    Uint8Array.from({ length: (N * K) / 32 }, () => 118 + (rng.nextU32() % 8)),
-  );
-  return { tables, codes, scales };
 }
 
 /**
@@ -539,51 +495,6 @@ function fusedStepCase(
       tile(K, 1, x, rows, o, chunk / 4, N * 4);
     }
   });
-}
-
-/**
- * The MoE bench's experts: 64 MXFP4 [2048, 1024] (64 MiB of codes, past L3), 16 picked at random
- * (a fixed sequence) as decode steps pick them, each read cold-ish rather than as one stream; `each`
- * calls `call(codes, scales, out)` for every chunk of rows of each pick, as a matmul does.
- */
-function randomExperts() {
-  const [E, rows] = [64, 2048];
-  const stack = mxfp4Weights(E * rows, 1024);
-  const picks = Array.from({ length: 16 }, () => rng.nextU32() % E);
-  const o = allocate(picks.length * rows * 4);
-  // Each expert's exponents laid out by block for the integer path, as the engine lays a weight's.
-  const exps = Array.from({ length: E }, (_, e) => int8Exponents(stack.scales + e * rows * 32, rows, 1024));
-  /**
-   * Each picked expert's rows, `chunk` at a time (fewer at its end): their codes, scales, output,
-   * count, and their exponents by block (the integer path's).
-   */
-  const each = (
-    chunk: number,
-    call: (codes: number, scales: number, out: number, n: number, exps: number) => void,
-  ) =>
-    picks.forEach((e, i) => {
-      for (let c0 = 0; c0 < rows; c0 += chunk)
-        call(
-          stack.codes + (e * rows + c0) * 512,
-          stack.scales + (e * rows + c0) * 32,
-          o + (i * rows + c0) * 4,
-          Math.min(chunk, rows - c0),
-          (exps[e] as number) + c0,
-        );
-    });
-  const label = `16 of 64 experts [${rows}, 1024] at random`;
-  return {
-    tables: stack.tables,
-    codes: stack.codes,
-    codesBytes: E * rows * 512,
-    ldo: rows * 4,
-    rows,
-    o,
-    work: picks.length * rows * 1024,
-    outBytes: picks.length * rows * 4,
-    each,
-    label,
-  };
 }
 
 /** A decode alone and with the tile after it at M=1: `decode` writes rows [c0, c0 + chunk) at `rows`. */
