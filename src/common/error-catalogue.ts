@@ -157,6 +157,7 @@ export const ERROR_CATALOGUE = {
   SPECULATIVE_UNAVAILABLE: { category: "usage" },
   STATE_STORAGE_MISMATCH: { category: "internal" },
   TINY_SIZE_MISSING: { category: "usage" },
+  TINY_TENSOR_RELAID: { category: "internal" },
   TINY_SIZE_UNKNOWN: { category: "usage" },
   TOKENIZER_INVALID: { category: "input" },
   WEIGHT_LAYOUT_CONFLICT: { category: "internal" },
