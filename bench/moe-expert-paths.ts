@@ -20,7 +20,8 @@
  * process's too), the weight bytes it reads per token
  * (expert tensors at top-k of the experts, the rest whole, the embedding's one row left out), the
  * roofline those bytes give at the read bandwidth the same threads reach together (measured in
- * this run), and the ratios between arms with 95% intervals (rounds as blocks).
+ * this run), the garbage collections (full ones apart, with their pauses) that started inside each
+ * arm's timed decodes, and the ratios between arms with 95% intervals (rounds as blocks).
  *
  * With --llama-cpp a fifth arm is llama.cpp (through node-llama-cpp, installed on first use into
  * .cache/bench-deps/) on the same weights: the checkpoint written as a GGUF of llama.cpp's gpt-oss
@@ -59,6 +60,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { Session } from "node:inspector/promises";
 import { availableParallelism, loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { constants, PerformanceObserver } from "node:perf_hooks";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { median } from "simple-statistics";
@@ -172,6 +174,27 @@ const config: Record<string, unknown> = {
 
 const EXPERT = /\.mlp\.experts\./;
 
+/** The process's garbage collections as they come: start (performance.now() ms), pause, kind. */
+const collections: { start: number; duration: number; full: boolean }[] = [];
+new PerformanceObserver((list) => {
+  for (const e of list.getEntries()) {
+    const { kind } = (e as PerformanceEntry & { detail: { kind: number } }).detail;
+    collections.push({
+      start: e.startTime,
+      duration: e.duration,
+      full: kind === constants.NODE_PERFORMANCE_GC_MAJOR,
+    });
+  }
+}).observe({ entryTypes: ["gc"] });
+
+/** The collections that started inside `spans`: full ones and the rest, with their pauses (ms). */
+function collectionsIn(spans: readonly (readonly [number, number])[]): string {
+  const inside = collections.filter((c) => spans.some(([a, b]) => c.start >= a && c.start <= b));
+  const [full, minor] = [inside.filter((c) => c.full), inside.filter((c) => !c.full)];
+  const ms = (cs: typeof inside) => cs.reduce((s, c) => s + c.duration, 0).toFixed(1);
+  return `${full.length} full (${ms(full)} ms), ${minor.length} other (${ms(minor)} ms)`;
+}
+
 /** Weight bytes one decode token reads: expert tensors at topK of the experts, the embedding's row. */
 function bytesPerToken(tensors: readonly { name: string; byteLength: number }[]): number {
   let bytes = 0;
@@ -209,6 +232,8 @@ interface Decoded {
   /** The same tokens per second of this process's CPU time over that span (robust to other load). */
   readonly cpuRate: number;
   readonly tokens: number[];
+  /** The span timed: the first token's arrival to the last's (performance.now() ms). */
+  readonly span: readonly [number, number];
 }
 
 interface Arm {
@@ -261,6 +286,7 @@ function decoded(arrivals: Arrival[], tokens: number[]): Decoded {
     rate: steps / ((last.wall - first.wall) / 1000),
     cpuRate: steps / ((last.cpu - first.cpu) / 1e6),
     tokens,
+    span: [first.wall, last.wall],
   };
 }
 
@@ -494,6 +520,7 @@ try {
   const loadBefore = loadavg()[0] as number;
   const rates = arms.map(() => [] as number[]);
   const cpuRates = arms.map(() => [] as number[]);
+  const spans = arms.map(() => [] as (readonly [number, number])[]);
   for (let round = 0; round <= rounds; round++) {
     const order = arms.map((_, i) => (i + round) % arms.length);
     if (round % 2 === 1) order.reverse();
@@ -505,6 +532,7 @@ try {
       if (round > 0) {
         rates[i]?.push(run.rate);
         cpuRates[i]?.push(run.cpuRate);
+        spans[i]?.push(run.span);
       }
       line.push(`${(arms[i] as Arm).name} ${run.rate.toFixed(2)}`);
     }
@@ -541,6 +569,17 @@ try {
       )
         .toFixed(2)
         .padStart(10)}\n`,
+    );
+  });
+  // Observers are told after the fact: a turn of the event loop lets the last entries in.
+  await new Promise((resolve) => setImmediate(resolve));
+  const timed = rounds * decodeLen;
+  process.stdout.write(
+    `\ngarbage collections starting inside each arm's timed decodes (${rounds} x ${decodeLen} tokens):\n`,
+  );
+  arms.forEach((arm, i) => {
+    process.stdout.write(
+      `${arm.name.padEnd(nameWidth)} ${collectionsIn(spans[i] as [number, number][])} over ${timed} tokens\n`,
     );
   });
   process.stdout.write(
