@@ -31,6 +31,10 @@
  * Its greedy tokens are checked against the fused arm's before anything is timed, and printed
  * as how many of the first tokens agree (f32 sums in another order may part ways late).
  *
+ * With --allocation each engine arm then decodes requests of 8 and 8 + --decode tokens, and the
+ * growth of the heap and of ArrayBuffers over each (taken again where a garbage collection fell
+ * inside) gives the bytes it allocates per decode token and per request besides.
+ *
  * With --profile PATH the int8 arm then decodes once more under V8's sampling profiler (100 µs):
  * the profile is written to PATH, and each function's share of the samples printed (a
  * WebAssembly kernel shows as wasm-function[0] of its module's hash), leaving out the inspector's
@@ -101,6 +105,8 @@ const USAGE = `usage: npx tsx bench/moe-expert-paths.ts [options]
   --profile PATH    after the rounds, a CPU profile of the int8 arm decoding --decode tokens,
                     written to PATH (.cpuprofile) and summed by function
   --profile-arm KEY the arm --profile profiles instead of int8 (one of --arms)
+  --allocation      after the rounds, the bytes each engine arm allocates per decode token and
+                    per request (heap and ArrayBuffers, from requests of two lengths)
   --help            print this and exit
 `;
 const { values: args } = parseArgs({
@@ -120,6 +126,7 @@ const { values: args } = parseArgs({
     "llama-threads": { type: "string" },
     profile: { type: "string" },
     "profile-arm": { type: "string", default: "int8" },
+    allocation: { type: "boolean", default: false },
     help: { type: "boolean", default: false },
   },
 });
@@ -440,6 +447,45 @@ async function profileDecode(arm: Arm, prompt: number[], path: string): Promise<
     process.stdout.write(`${((100 * t) / total).toFixed(1).padStart(5)}%  ${name}\n`);
 }
 
+/** Heap and ArrayBuffer bytes a request's pass through `decode` allocated. */
+interface Allocated {
+  readonly heap: number;
+  readonly buffers: number;
+}
+
+/**
+ * What `arm` allocates decoding `tokens` after `prompt`: the growth of the heap's and the
+ * ArrayBuffers' bytes over the request, taken again (up to five times) where a garbage collection
+ * started inside it (it would hide what it freed); null where every try had one.
+ */
+async function allocatedBy(arm: Arm, prompt: number[], tokens: number): Promise<Allocated | null> {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const [t0, m0] = [performance.now(), process.memoryUsage()];
+    await arm.decode(prompt, tokens);
+    const [m1, t1] = [process.memoryUsage(), performance.now()];
+    await new Promise((resolve) => setImmediate(resolve));
+    if (!collections.some((c) => c.start >= t0 && c.start <= t1))
+      return { heap: m1.heapUsed - m0.heapUsed, buffers: m1.arrayBuffers - m0.arrayBuffers };
+  }
+  return null;
+}
+
+/**
+ * Bytes `arm` allocates per decode token (the slope between requests of 8 and 8 + --decode tokens)
+ * and per request besides (prefill, the request's own objects), heap and ArrayBuffers.
+ */
+async function allocationOf(arm: Arm, prompt: number[]): Promise<string> {
+  const [short, long] = [await allocatedBy(arm, prompt, 8), await allocatedBy(arm, prompt, 8 + decodeLen)];
+  if (short === null || long === null) return "not measured (a collection fell inside every try)";
+  const perToken = (key: keyof Allocated) => (long[key] - short[key]) / decodeLen;
+  const perRequest = (key: keyof Allocated) => short[key] - 8 * perToken(key);
+  const kb = (bytes: number) => `${(bytes / 1024).toFixed(1)} KiB`;
+  return (
+    `${kb(perToken("heap"))} heap, ${kb(perToken("buffers"))} ArrayBuffers per decode token; ` +
+    `${kb(perRequest("heap"))} heap, ${kb(perRequest("buffers"))} ArrayBuffers per request besides`
+  );
+}
+
 const dir = await mkdtemp(join(tmpdir(), "bringup-moe-bench-"));
 const arms: Arm[] = [];
 /** What else is closed at the end: engines made but not timed. */
@@ -609,6 +655,14 @@ try {
   compare("int8", "baseline");
   compare("fused", "baseline-fused");
   compare("baseline", "llama.cpp");
+  if (args.allocation) {
+    process.stdout.write(
+      `\nallocated by each engine arm (requests after the ${prompt.length}-token prompt):\n`,
+    );
+    for (const arm of arms)
+      if (arm.key !== "llama.cpp")
+        process.stdout.write(`${arm.name.padEnd(nameWidth)} ${await allocationOf(arm, prompt)}\n`);
+  }
   if (args.profile !== undefined)
     await profileDecode(arms[at(args["profile-arm"] as ArmKey)] as Arm, prompt, args.profile);
 } finally {
