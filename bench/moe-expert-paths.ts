@@ -61,15 +61,12 @@
  *   npx tsx bench/moe-expert-paths.ts [--hidden 1024] [--intermediate 1024] [--experts 32] [--rounds 5] [--replay off] [--arms fused,int8] [--llama-cpp]
  */
 import { mkdtemp, rm } from "node:fs/promises";
-import { Session } from "node:inspector/promises";
 import { availableParallelism, loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { constants, PerformanceObserver } from "node:perf_hooks";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { median } from "simple-statistics";
 import { blockedRatioInterval } from "../src/bench/index.js";
-import { writeFileAtomic } from "../src/common/atomic-write.js";
 import {
   Engine,
   type HostTensor,
@@ -82,6 +79,8 @@ import {
 } from "../src/engine/index.js";
 import { minimaxArchitecture, minimaxTinyModel } from "../src/engine/models/minimax-m3.js";
 import { convertCheckpoint, dequantizeMxfp4, openCheckpoint } from "../src/formats/index.js";
+import { allocationOf, collectionsIn } from "./decode-garbage.js";
+import { profileDecode } from "./decode-profile.js";
 import { writeGptOssGguf } from "./gguf-gpt-oss.js";
 import { memoryBandwidth } from "./memory-bandwidth.js";
 import { type Llama, type LlamaContext, type LlamaModel, nodeLlamaCpp } from "./node-llama-cpp.js";
@@ -180,27 +179,6 @@ const config: Record<string, unknown> = {
 };
 
 const EXPERT = /\.mlp\.experts\./;
-
-/** The process's garbage collections as they come: start (performance.now() ms), pause, kind. */
-const collections: { start: number; duration: number; full: boolean }[] = [];
-new PerformanceObserver((list) => {
-  for (const e of list.getEntries()) {
-    const { kind } = (e as PerformanceEntry & { detail: { kind: number } }).detail;
-    collections.push({
-      start: e.startTime,
-      duration: e.duration,
-      full: kind === constants.NODE_PERFORMANCE_GC_MAJOR,
-    });
-  }
-}).observe({ entryTypes: ["gc"] });
-
-/** The collections that started inside `spans`: full ones and the rest, with their pauses (ms). */
-function collectionsIn(spans: readonly (readonly [number, number])[]): string {
-  const inside = collections.filter((c) => spans.some(([a, b]) => c.start >= a && c.start <= b));
-  const [full, minor] = [inside.filter((c) => c.full), inside.filter((c) => !c.full)];
-  const ms = (cs: typeof inside) => cs.reduce((s, c) => s + c.duration, 0).toFixed(1);
-  return `${full.length} full (${ms(full)} ms), ${minor.length} other (${ms(minor)} ms)`;
-}
 
 /** Weight bytes one decode token reads: expert tensors at topK of the experts, the embedding's row. */
 function bytesPerToken(tensors: readonly { name: string; byteLength: number }[]): number {
@@ -407,85 +385,6 @@ async function llamaCppArm(path: string, bytes: number): Promise<Arm> {
   };
 }
 
-interface ProfileNode {
-  readonly id: number;
-  readonly callFrame: { readonly functionName: string; readonly url: string };
-  readonly children?: number[];
-}
-
-/** One decode of `arm` under the sampling profiler: the profile to `path`, then self time by function. */
-async function profileDecode(arm: Arm, prompt: number[], path: string): Promise<void> {
-  const session = new Session();
-  session.connect();
-  await session.post("Profiler.enable");
-  await session.post("Profiler.setSamplingInterval", { interval: 100 });
-  await session.post("Profiler.start");
-  const run = await arm.decode(prompt);
-  const { profile } = await session.post("Profiler.stop");
-  session.disconnect();
-  await writeFileAtomic(path, JSON.stringify(profile));
-  const nodes = profile.nodes as ProfileNode[];
-  const frames = new Map(nodes.map((n) => [n.id, n.callFrame]));
-  const parents = new Map(nodes.flatMap((n) => (n.children ?? []).map((c) => [c, n.id] as const)));
-  /** Whether a sample lies under the inspector's own calls (stopping the profiler), not the decode's. */
-  const profiler = (id: number | undefined): boolean =>
-    id !== undefined && (frames.get(id)?.url.startsWith("node:inspector") || profiler(parents.get(id)));
-  const self = new Map<string, number>();
-  let total = 0;
-  (profile.samples ?? []).forEach((id, i) => {
-    if (profiler(id)) return;
-    const frame = frames.get(id);
-    const dt = profile.timeDeltas?.[i] ?? 0;
-    const name = `${frame?.functionName || "(anonymous)"} ${frame?.url.split("/").at(-1) ?? ""}`;
-    self.set(name, (self.get(name) ?? 0) + dt);
-    total += dt;
-  });
-  process.stdout.write(
-    `\n${arm.name} profiled over ${run.tokens.length} tokens (${run.cpuRate.toFixed(2)} tok per CPU-s), written to ${path}; self time by function:\n`,
-  );
-  for (const [name, t] of [...self].sort((a, b) => b[1] - a[1]).slice(0, 12))
-    process.stdout.write(`${((100 * t) / total).toFixed(1).padStart(5)}%  ${name}\n`);
-}
-
-/** Heap and ArrayBuffer bytes a request's pass through `decode` allocated. */
-interface Allocated {
-  readonly heap: number;
-  readonly buffers: number;
-}
-
-/**
- * What `arm` allocates decoding `tokens` after `prompt`: the growth of the heap's and the
- * ArrayBuffers' bytes over the request, taken again (up to five times) where a garbage collection
- * started inside it (it would hide what it freed); null where every try had one.
- */
-async function allocatedBy(arm: Arm, prompt: number[], tokens: number): Promise<Allocated | null> {
-  for (let attempt = 0; attempt < 5; attempt++) {
-    const [t0, m0] = [performance.now(), process.memoryUsage()];
-    await arm.decode(prompt, tokens);
-    const [m1, t1] = [process.memoryUsage(), performance.now()];
-    await new Promise((resolve) => setImmediate(resolve));
-    if (!collections.some((c) => c.start >= t0 && c.start <= t1))
-      return { heap: m1.heapUsed - m0.heapUsed, buffers: m1.arrayBuffers - m0.arrayBuffers };
-  }
-  return null;
-}
-
-/**
- * Bytes `arm` allocates per decode token (the slope between requests of 8 and 8 + --decode tokens)
- * and per request besides (prefill, the request's own objects), heap and ArrayBuffers.
- */
-async function allocationOf(arm: Arm, prompt: number[]): Promise<string> {
-  const [short, long] = [await allocatedBy(arm, prompt, 8), await allocatedBy(arm, prompt, 8 + decodeLen)];
-  if (short === null || long === null) return "not measured (a collection fell inside every try)";
-  const perToken = (key: keyof Allocated) => (long[key] - short[key]) / decodeLen;
-  const perRequest = (key: keyof Allocated) => short[key] - 8 * perToken(key);
-  const kb = (bytes: number) => `${(bytes / 1024).toFixed(1)} KiB`;
-  return (
-    `${kb(perToken("heap"))} heap, ${kb(perToken("buffers"))} ArrayBuffers per decode token; ` +
-    `${kb(perRequest("heap"))} heap, ${kb(perRequest("buffers"))} ArrayBuffers per request besides`
-  );
-}
-
 const dir = await mkdtemp(join(tmpdir(), "bringup-moe-bench-"));
 const arms: Arm[] = [];
 /** What else is closed at the end: engines made but not timed. */
@@ -661,10 +560,14 @@ try {
     );
     for (const arm of arms)
       if (arm.key !== "llama.cpp")
-        process.stdout.write(`${arm.name.padEnd(nameWidth)} ${await allocationOf(arm, prompt)}\n`);
+        process.stdout.write(
+          `${arm.name.padEnd(nameWidth)} ${await allocationOf((tokens) => arm.decode(prompt, tokens), decodeLen)}\n`,
+        );
   }
-  if (args.profile !== undefined)
-    await profileDecode(arms[at(args["profile-arm"] as ArmKey)] as Arm, prompt, args.profile);
+  if (args.profile !== undefined) {
+    const arm = arms[at(args["profile-arm"] as ArmKey)] as Arm;
+    await profileDecode(arm.name, () => arm.decode(prompt), args.profile);
+  }
 } finally {
   await Promise.all([...arms.map((arm) => arm.close()), ...closing.map((close) => close())]);
   await rm(dir, { recursive: true, force: true });
