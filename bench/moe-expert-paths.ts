@@ -20,7 +20,8 @@
  * process's too), the weight bytes it reads per token
  * (expert tensors at top-k of the experts, the rest whole, the embedding's one row left out), the
  * roofline those bytes give at the read bandwidth the same threads reach together (measured in
- * this run), and the ratios between arms with 95% intervals (rounds as blocks).
+ * this run), the garbage collections (full ones apart, with their pauses) that started inside each
+ * arm's timed decodes, and the ratios between arms with 95% intervals (rounds as blocks).
  *
  * With --llama-cpp a fifth arm is llama.cpp (through node-llama-cpp, installed on first use into
  * .cache/bench-deps/) on the same weights: the checkpoint written as a GGUF of llama.cpp's gpt-oss
@@ -29,6 +30,10 @@
  * contend with the node thread that samples and feeds each token).
  * Its greedy tokens are checked against the fused arm's before anything is timed, and printed
  * as how many of the first tokens agree (f32 sums in another order may part ways late).
+ *
+ * With --allocation each engine arm then decodes requests of 8 and 8 + --decode tokens, and the
+ * growth of the heap and of ArrayBuffers over each (taken again where a garbage collection fell
+ * inside) gives the bytes it allocates per decode token and per request besides.
  *
  * With --profile PATH the int8 arm then decodes once more under V8's sampling profiler (100 µs):
  * the profile is written to PATH, and each function's share of the samples printed (a
@@ -56,14 +61,12 @@
  *   npx tsx bench/moe-expert-paths.ts [--hidden 1024] [--intermediate 1024] [--experts 32] [--rounds 5] [--replay off] [--arms fused,int8] [--llama-cpp]
  */
 import { mkdtemp, rm } from "node:fs/promises";
-import { Session } from "node:inspector/promises";
 import { availableParallelism, loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { median } from "simple-statistics";
 import { blockedRatioInterval } from "../src/bench/index.js";
-import { writeFileAtomic } from "../src/common/atomic-write.js";
 import {
   Engine,
   type HostTensor,
@@ -76,6 +79,8 @@ import {
 } from "../src/engine/index.js";
 import { minimaxArchitecture, minimaxTinyModel } from "../src/engine/models/minimax-m3.js";
 import { convertCheckpoint, dequantizeMxfp4, openCheckpoint } from "../src/formats/index.js";
+import { allocationOf, collectionsIn } from "./decode-garbage.js";
+import { profileDecode } from "./decode-profile.js";
 import { writeGptOssGguf } from "./gguf-gpt-oss.js";
 import { memoryBandwidth } from "./memory-bandwidth.js";
 import { type Llama, type LlamaContext, type LlamaModel, nodeLlamaCpp } from "./node-llama-cpp.js";
@@ -99,6 +104,8 @@ const USAGE = `usage: npx tsx bench/moe-expert-paths.ts [options]
   --profile PATH    after the rounds, a CPU profile of the int8 arm decoding --decode tokens,
                     written to PATH (.cpuprofile) and summed by function
   --profile-arm KEY the arm --profile profiles instead of int8 (one of --arms)
+  --allocation      after the rounds, the bytes each engine arm allocates per decode token and
+                    per request (heap and ArrayBuffers, from requests of two lengths)
   --help            print this and exit
 `;
 const { values: args } = parseArgs({
@@ -118,6 +125,7 @@ const { values: args } = parseArgs({
     "llama-threads": { type: "string" },
     profile: { type: "string" },
     "profile-arm": { type: "string", default: "int8" },
+    allocation: { type: "boolean", default: false },
     help: { type: "boolean", default: false },
   },
 });
@@ -209,6 +217,8 @@ interface Decoded {
   /** The same tokens per second of this process's CPU time over that span (robust to other load). */
   readonly cpuRate: number;
   readonly tokens: number[];
+  /** The span timed: the first token's arrival to the last's (performance.now() ms). */
+  readonly span: readonly [number, number];
 }
 
 interface Arm {
@@ -261,6 +271,7 @@ function decoded(arrivals: Arrival[], tokens: number[]): Decoded {
     rate: steps / ((last.wall - first.wall) / 1000),
     cpuRate: steps / ((last.cpu - first.cpu) / 1e6),
     tokens,
+    span: [first.wall, last.wall],
   };
 }
 
@@ -374,46 +385,6 @@ async function llamaCppArm(path: string, bytes: number): Promise<Arm> {
   };
 }
 
-interface ProfileNode {
-  readonly id: number;
-  readonly callFrame: { readonly functionName: string; readonly url: string };
-  readonly children?: number[];
-}
-
-/** One decode of `arm` under the sampling profiler: the profile to `path`, then self time by function. */
-async function profileDecode(arm: Arm, prompt: number[], path: string): Promise<void> {
-  const session = new Session();
-  session.connect();
-  await session.post("Profiler.enable");
-  await session.post("Profiler.setSamplingInterval", { interval: 100 });
-  await session.post("Profiler.start");
-  const run = await arm.decode(prompt);
-  const { profile } = await session.post("Profiler.stop");
-  session.disconnect();
-  await writeFileAtomic(path, JSON.stringify(profile));
-  const nodes = profile.nodes as ProfileNode[];
-  const frames = new Map(nodes.map((n) => [n.id, n.callFrame]));
-  const parents = new Map(nodes.flatMap((n) => (n.children ?? []).map((c) => [c, n.id] as const)));
-  /** Whether a sample lies under the inspector's own calls (stopping the profiler), not the decode's. */
-  const profiler = (id: number | undefined): boolean =>
-    id !== undefined && (frames.get(id)?.url.startsWith("node:inspector") || profiler(parents.get(id)));
-  const self = new Map<string, number>();
-  let total = 0;
-  (profile.samples ?? []).forEach((id, i) => {
-    if (profiler(id)) return;
-    const frame = frames.get(id);
-    const dt = profile.timeDeltas?.[i] ?? 0;
-    const name = `${frame?.functionName || "(anonymous)"} ${frame?.url.split("/").at(-1) ?? ""}`;
-    self.set(name, (self.get(name) ?? 0) + dt);
-    total += dt;
-  });
-  process.stdout.write(
-    `\n${arm.name} profiled over ${run.tokens.length} tokens (${run.cpuRate.toFixed(2)} tok per CPU-s), written to ${path}; self time by function:\n`,
-  );
-  for (const [name, t] of [...self].sort((a, b) => b[1] - a[1]).slice(0, 12))
-    process.stdout.write(`${((100 * t) / total).toFixed(1).padStart(5)}%  ${name}\n`);
-}
-
 const dir = await mkdtemp(join(tmpdir(), "bringup-moe-bench-"));
 const arms: Arm[] = [];
 /** What else is closed at the end: engines made but not timed. */
@@ -494,6 +465,7 @@ try {
   const loadBefore = loadavg()[0] as number;
   const rates = arms.map(() => [] as number[]);
   const cpuRates = arms.map(() => [] as number[]);
+  const spans = arms.map(() => [] as (readonly [number, number])[]);
   for (let round = 0; round <= rounds; round++) {
     const order = arms.map((_, i) => (i + round) % arms.length);
     if (round % 2 === 1) order.reverse();
@@ -505,6 +477,7 @@ try {
       if (round > 0) {
         rates[i]?.push(run.rate);
         cpuRates[i]?.push(run.cpuRate);
+        spans[i]?.push(run.span);
       }
       line.push(`${(arms[i] as Arm).name} ${run.rate.toFixed(2)}`);
     }
@@ -543,6 +516,17 @@ try {
         .padStart(10)}\n`,
     );
   });
+  // Observers are told after the fact: a turn of the event loop lets the last entries in.
+  await new Promise((resolve) => setImmediate(resolve));
+  const timed = rounds * decodeLen;
+  process.stdout.write(
+    `\ngarbage collections starting inside each arm's timed decodes (${rounds} x ${decodeLen} tokens):\n`,
+  );
+  arms.forEach((arm, i) => {
+    process.stdout.write(
+      `${arm.name.padEnd(nameWidth)} ${collectionsIn(spans[i] as [number, number][])} over ${timed} tokens\n`,
+    );
+  });
   process.stdout.write(
     "\nratios of decode tok/s, then of tok per CPU-second (95% intervals, rounds as blocks); where weight traffic binds, each follows its bytes ratio\n",
   );
@@ -570,8 +554,20 @@ try {
   compare("int8", "baseline");
   compare("fused", "baseline-fused");
   compare("baseline", "llama.cpp");
-  if (args.profile !== undefined)
-    await profileDecode(arms[at(args["profile-arm"] as ArmKey)] as Arm, prompt, args.profile);
+  if (args.allocation) {
+    process.stdout.write(
+      `\nallocated by each engine arm (requests after the ${prompt.length}-token prompt):\n`,
+    );
+    for (const arm of arms)
+      if (arm.key !== "llama.cpp")
+        process.stdout.write(
+          `${arm.name.padEnd(nameWidth)} ${await allocationOf((tokens) => arm.decode(prompt, tokens), decodeLen)}\n`,
+        );
+  }
+  if (args.profile !== undefined) {
+    const arm = arms[at(args["profile-arm"] as ArmKey)] as Arm;
+    await profileDecode(arm.name, () => arm.decode(prompt), args.profile);
+  }
 } finally {
   await Promise.all([...arms.map((arm) => arm.close()), ...closing.map((close) => close())]);
   await rm(dir, { recursive: true, force: true });

@@ -35,7 +35,7 @@ describe("StepPlans", () => {
     expect(plans.counts).toEqual({ plans: 1, replayedSteps: 1 });
   });
 
-  it("plans a new batch size anew, and leaves steps with a prompt chunk unplanned", () => {
+  it("plans a new batch size anew, and runs steps with a prompt chunk on one shared scratch", () => {
     const cache = new CacheManager(everyKindPlan(), [64, 64, 8, 64]);
     const plans = new StepPlans(cache, pool);
     plans.layOut(decodeChunks(cache, 2, 5), true);
@@ -44,7 +44,8 @@ describe("StepPlans", () => {
     const seq = sequence(4, cache.numPools);
     cache.tryAllocate(seq, 4);
     const prefill = plans.layOut([...decodeChunks(cache, 1, 3), { seq, start: 0, count: 4 }], true);
-    expect(prefill.scratch).toBeUndefined();
+    expect(prefill.scratch).toBeDefined();
+    expect(plans.layOut([{ seq, start: 0, count: 4 }], true).scratch).toBe(prefill.scratch);
     expect(prefill.batch.rowsOf).toEqual([[0], [-1, -1, -1, 1]]);
     expect(plans.counts).toEqual({ plans: 2, replayedSteps: 0 });
   });

@@ -65,6 +65,9 @@ function layOut(chunks: readonly Chunk[], cache: CacheManager, into: StepBatch):
 /** Bytes of the kernels' shared memory an engine's plans may take for their buffers (never freed). */
 const PLAN_MEMORY_BYTES = 64 << 20;
 
+/** Bytes of ordinary memory the buffers of unplanned steps may keep between steps. */
+const UNPLANNED_BYTES = 32 << 20;
+
 /**
  * One decode step's work planned once per batch shape (how many sequences): its batch arrays,
  * refilled in place, and the buffers its blocks take, in the order they take them (StepScratch),
@@ -73,12 +76,19 @@ const PLAN_MEMORY_BYTES = 64 << 20;
  * for each shape (at most max_num_seqs of them); the shared memory they take is bounded by
  * PLAN_MEMORY_BYTES, past which their buffers are ordinary arrays. Only steps of one token per
  * sequence are planned; a step with a prompt chunk (prefill, a recomputation after preemption) or
- * drafts to verify is laid out afresh, as every step is without replay.
+ * drafts to verify is laid out afresh (its buffers from one scratch shared by such steps), as
+ * every step is without replay.
  */
 export class StepPlans {
   private readonly plans = new Map<number, { batch: StepBatch; scratch: StepScratch }>();
   private readonly memory: PlanMemory;
   private replayedSteps = 0;
+  /**
+   * The buffers of steps that are not planned (prompt chunks, drafts to verify), reused by the
+   * next such step where its shape matches, up to UNPLANNED_BYTES: a short prompt's step otherwise
+   * leaves megabytes of arrays to the garbage collector, whose full collections then pause decode.
+   */
+  private readonly unplanned = new StepScratch(undefined, UNPLANNED_BYTES);
 
   constructor(
     private readonly cache: CacheManager,
@@ -95,8 +105,12 @@ export class StepPlans {
   /** `chunks` laid out, with the scratch to run them on when the step is planned (else none). */
   layOut(chunks: readonly Chunk[], planned: boolean): { batch: StepBatch; scratch?: StepScratch } {
     const tokens = chunks.reduce((s, c) => s + c.count, 0);
-    if (!planned || tokens !== chunks.length)
-      return { batch: layOut(chunks, this.cache, emptyBatch(tokens, chunks.length)) };
+    if (!planned || tokens !== chunks.length) {
+      const batch = layOut(chunks, this.cache, emptyBatch(tokens, chunks.length));
+      if (!planned) return { batch };
+      this.unplanned.begin();
+      return { batch, scratch: this.unplanned };
+    }
     let plan = this.plans.get(tokens);
     if (plan === undefined) {
       plan = { batch: emptyBatch(tokens, tokens), scratch: new StepScratch(this.memory) };

@@ -55,4 +55,16 @@ describe("StepScratch", () => {
     expect(a).not.toBe(b);
     expect(a).toEqual(new Float32Array(3));
   });
+
+  it("records at most maxBytes: a buffer past them is handed out fresh, the others replayed", () => {
+    const scratch = new StepScratch(undefined, 32);
+    scratch.begin();
+    const small = stepArray({ scratch }, Float32Array, 4);
+    const large = stepArray({ scratch }, Float32Array, 8);
+    const last = stepArray({ scratch }, Float64Array, 2);
+    scratch.begin();
+    expect(stepArray({ scratch }, Float32Array, 4)).toBe(small);
+    expect(stepArray({ scratch }, Float32Array, 8)).not.toBe(large);
+    expect(stepArray({ scratch }, Float64Array, 2)).toBe(last);
+  });
 });

@@ -30,7 +30,18 @@ export class StepScratch {
    * instead of copying them through its scratch; an entry that replans moves to ordinary memory,
    * since that shared memory is never freed.
    */
-  constructor(private readonly memory?: PlanMemory) {}
+  /** Bytes of the buffers recorded now (held at most `maxBytes`). */
+  private recordedBytes = 0;
+
+  /**
+   * `maxBytes` bounds what the recording holds: a buffer that would take it past is handed out
+   * fresh and not recorded (steps of another shape each time, e.g. prompt chunks, would otherwise
+   * keep their largest buffers alive).
+   */
+  constructor(
+    private readonly memory?: PlanMemory,
+    private readonly maxBytes = Number.POSITIVE_INFINITY,
+  ) {}
 
   /** Starts a step: the next request is the step's first. */
   begin(): void {
@@ -59,7 +70,11 @@ export class StepScratch {
     const placed =
       kind === (Float32Array as unknown) && !this.unstable[i] ? this.memory?.float32(length) : undefined;
     const fresh = (placed ?? new kind(length)) as A;
-    this.recorded[i] = fresh;
+    const bytes = this.recordedBytes - (held?.byteLength ?? 0) + fresh.byteLength;
+    if (bytes <= this.maxBytes) {
+      this.recorded[i] = fresh;
+      this.recordedBytes = bytes;
+    }
     return fresh;
   }
 }

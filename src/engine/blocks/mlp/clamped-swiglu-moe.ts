@@ -5,7 +5,7 @@ import { stepArray, stepArrayToFill } from "../../model/step-scratch.js";
 import type { Weight } from "../../tensor/weight.js";
 import { addBias } from "../attention/gqa-attention.js";
 import { bindParameters, f32Param, matrixParam, stackedParam } from "../parameters.js";
-import { mixExperts } from "./expert-dispatch.js";
+import { mixExperts, mixRows } from "./expert-dispatch.js";
 import { type Routing, routeTopKThenSoftmax } from "./routing.js";
 
 /** The sizes and activation constants of a gpt-oss-style mixture of experts. */
@@ -44,6 +44,9 @@ export function clampedMoeParameters(prefix: string, spec: ClampedMoeSpec, hidde
 export class ClampedSwigluMoe implements FeedForward {
   readonly outputTensors: readonly string[];
   private readonly experts: ClampedExpert[] = [];
+  /** A one-token step's routing and its experts, refilled each step. */
+  private readonly tokenRouting: Routing;
+  private readonly chosenExperts: ClampedExpert[];
 
   constructor(
     readonly spec: ClampedMoeSpec,
@@ -57,6 +60,8 @@ export class ClampedSwigluMoe implements FeedForward {
     outputTensors: readonly string[],
   ) {
     this.outputTensors = outputTensors;
+    this.tokenRouting = { experts: new Int32Array(spec.topK), weights: new Float64Array(spec.topK) };
+    this.chosenExperts = new Array(spec.topK);
   }
 
   /** Reads the layer's declared parameters (clampedMoeParameters) under `prefix`. */
@@ -80,25 +85,25 @@ export class ClampedSwigluMoe implements FeedForward {
     for (let t = 0; t < T; t++)
       for (let e = 0; e < E; e++)
         logits[t * E + e] = (logits[t * E + e] as number) + (this.routerBias[e] as number);
-    const routes: Routing[] = Array.from({ length: T }, (_, t) =>
-      routeTopKThenSoftmax(logits, t * E, E, topK),
-    );
-    const chosen = T === 1 ? (routes[0] as Routing).experts : null;
+    // One token: routed into the layer's own routing (no garbage a step).
+    const token = T === 1 ? routeTopKThenSoftmax(logits, 0, E, topK, this.tokenRouting) : null;
     // At one token on the integer MXFP4 path with no helper threads: every chosen expert in a few
     // WebAssembly calls (Int8Experts), the down outputs in rank order; the bits of the calls below.
-    const together = chosen !== null && pool.mxfp4 === "int8" && pool.threads === 1 ? int8Experts() : null;
-    const ys =
-      together?.run(
-        h,
-        Array.from(chosen ?? [], (e) => this.expert(e)),
-        limit,
-        alpha,
-      ) ?? null;
-    if (ys !== null) {
-      const out = stepArray(ctx, Float32Array, H);
-      mixExperts(h, 1, H, E, routes, (_e, _x, _n, rank) => ys.subarray(rank * H, (rank + 1) * H), out, ctx);
-      return out;
+    if (token !== null && pool.mxfp4 === "int8" && pool.threads === 1) {
+      const chosenExperts = this.chosenExperts;
+      for (let r = 0; r < topK; r++) chosenExperts[r] = this.expert(token.experts[r] as number);
+      const ys = int8Experts()?.run(h, chosenExperts, limit, alpha) ?? null;
+      if (ys !== null) {
+        const out = stepArray(ctx, Float32Array, H);
+        mixRows(token.weights, ys, H, out);
+        return out;
+      }
     }
+    const routes: Routing[] =
+      token !== null
+        ? [token]
+        : Array.from({ length: T }, (_, t) => routeTopKThenSoftmax(logits, t * E, E, topK));
+    const chosen = token?.experts ?? null;
     // Temporaries from the step's scratch (planned buffers when the step replays). At one token
     // every chosen expert's gate_up reads the same row: one dispatch for all of them (on the
     // integer MXFP4 path the row is quantized once; the pool's threads are woken once), each

@@ -64,6 +64,17 @@ export function mixExperts(
   }
 }
 
+/**
+ * One token's mix as mixExperts makes it (the same bits) where its experts' outputs are already
+ * rows r of `ys` [weights.length, H] in rank order: out [H] += Σ_r weights[r] · ys[r].
+ */
+export function mixRows(weights: Float64Array, ys: Float32Array, H: number, out: Float32Array): void {
+  const sum = weightedSum(H);
+  sum.clear();
+  for (let r = 0; r < weights.length; r++) sum.add(weights[r] as number, ys, r * H);
+  sum.addTo(out);
+}
+
 /** The mix's sums, one per row length, made once (mixExperts is never re-entered). */
 const sums = new Map<number, WeightedSum>();
 

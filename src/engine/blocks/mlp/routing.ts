@@ -136,11 +136,18 @@ export function weigh(scores: Float64Array, experts: Int32Array, spec: MoeSpec):
 
 /**
  * gpt-oss's routing: the top-k router logits (ties to the lower expert id), then a softmax over
- * those k alone, so the chosen experts' weights sum to 1.
+ * those k alone, so the chosen experts' weights sum to 1. Written into `into` (k long) where
+ * given: a layer routing one token per step reuses one, leaving nothing to collect.
  */
-export function routeTopKThenSoftmax(logits: Float32Array, offset: number, E: number, topK: number): Routing {
-  const experts = topKOrder(logits, offset, E, topK);
-  const weights = new Float64Array(topK);
+export function routeTopKThenSoftmax(
+  logits: Float32Array,
+  offset: number,
+  E: number,
+  topK: number,
+  into: Routing = { experts: new Int32Array(topK), weights: new Float64Array(topK) },
+): Routing {
+  const { experts, weights } = into;
+  topKOrder(logits, offset, E, experts);
   const max = logits[offset + (experts[0] as number)] as number;
   let sum = 0;
   for (let r = 0; r < topK; r++) {
@@ -148,20 +155,23 @@ export function routeTopKThenSoftmax(logits: Float32Array, offset: number, E: nu
     sum += weights[r] as number;
   }
   for (let r = 0; r < topK; r++) weights[r] = (weights[r] as number) / sum;
-  return { experts, weights };
+  return into;
 }
 
 /**
- * The `k` experts of the highest logits in rows [offset, offset + E), highest first and ties to the
- * lower id: each expert inserted into the k kept so far (no sort of all E, nothing else allocated).
- * A NaN logit takes the full sort, whose order with NaN is its own.
+ * The `experts.length` experts of the highest logits in rows [offset, offset + E), highest first
+ * and ties to the lower id, into `experts`: each expert inserted into the k kept so far (no sort
+ * of all E). A NaN logit takes the full sort, whose order with NaN is its own.
  */
-function topKOrder(logits: Float32Array, offset: number, E: number, k: number): Int32Array {
-  const experts = new Int32Array(k);
+function topKOrder(logits: Float32Array, offset: number, E: number, experts: Int32Array): void {
+  const k = experts.length;
   let kept = 0;
   for (let e = 0; e < E; e++) {
     const v = logits[offset + e] as number;
-    if (Number.isNaN(v)) return sortedTopK(logits, offset, E, k);
+    if (Number.isNaN(v)) {
+      experts.set(sortedTopK(logits, offset, E, k));
+      return;
+    }
     // Only a strictly higher logit passes a kept one, so equal logits stay in id order.
     let at = kept;
     while (at > 0 && v > (logits[offset + (experts[at - 1] as number)] as number)) at--;
@@ -170,7 +180,6 @@ function topKOrder(logits: Float32Array, offset: number, E: number, k: number): 
     experts[at] = e;
     if (kept < k) kept++;
   }
-  return experts;
 }
 
 function sortedTopK(logits: Float32Array, offset: number, E: number, k: number): Int32Array {

@@ -30,8 +30,19 @@ interface Int8Kernels {
   readonly quantize: Int8Quantize;
 }
 
-/** Byte offsets of the region's areas (Int8Experts.run). */
-type Offsets = [number, number, number, number, number, number, number];
+/** Byte offsets of the region's areas for one shape (Int8Experts.layout). */
+interface Areas {
+  readonly k: number;
+  readonly H: number;
+  readonly I: number;
+  readonly hAt: number;
+  readonly hq: number;
+  readonly gu: number;
+  readonly act: number;
+  readonly aq: number;
+  readonly y: number;
+  readonly list: number;
+}
 
 /** i32s a list entry of mxfp4_int8_list holds: mxfp4_int8's nine arguments, then the bias. */
 const ENTRY_INTS = 10;
@@ -49,6 +60,9 @@ export class Int8Experts {
   private readonly known = new WeakMap<Weight, Int8Weight | null>();
   private region = -1;
   private bytes = 0;
+  /** The last shape's areas, and the view of its down outputs once made. */
+  private areas: Areas | null = null;
+  private out: Float32Array | null = null;
   /** The memory as f32 and as i32 (the list's entries), up to the region's end. */
   private views: { f32: Float32Array<ArrayBufferLike>; entries: Int32Array<ArrayBufferLike> } = {
     f32: new Float32Array(0),
@@ -73,43 +87,10 @@ export class Int8Experts {
     if (first === undefined) return null;
     const [H, twoI] = [first.gateUp.cols, first.gateUp.rows];
     const I = twoI / 2;
-    // The region: h, h quantized, gate_up outputs, activations, activations quantized, down
-    // outputs, the list (its gate_up entries, then its down ones).
-    const sizes = [4 * H, quantizedBytes(1, H), 4 * k * twoI, 4 * k * I, quantizedBytes(k, I), 4 * k * H];
-    const bytes = sizes.reduce((a, b) => a + b, 0) + 2 * k * ENTRY_INTS * 4;
-    const [hAt, hq, gu, act, aq, y, list] = this.layout(sizes, bytes);
-    const entries = this.views.entries;
-    // Entry i: weight w times one input row quantized at byte q in OCP form and `halves` bytes
-    // later in halves form, into o; false where the list cannot take it.
-    const entry = (
-      i: number,
-      w: Weight,
-      bias: Float32Array,
-      q: number,
-      halves: number,
-      o: number,
-    ): boolean => {
-      const p = this.int8Weight(w);
-      const b = this.arena.offsetOf(bias);
-      if (p === null || b < 0 || bias.length !== w.rows) return false;
-      const at = list / 4 + ENTRY_INTS * i;
-      entries[at] = w.cols;
-      entries[at + 1] = 1;
-      entries[at + 2] = q + (p.halves ? halves : 0);
-      entries[at + 3] = p.codes;
-      entries[at + 4] = p.exponents;
-      entries[at + 5] = int8ExponentStride(w.rows);
-      entries[at + 6] = o;
-      entries[at + 7] = w.rows;
-      entries[at + 8] = 4 * w.rows;
-      entries[at + 9] = b;
-      return true;
-    };
-    const [hHalves, aHalves, aRow] = [
-      quantizedFormBytes(1, H),
-      quantizedFormBytes(k, I),
-      quantizedFormBytes(1, I),
-    ];
+    const { hAt, hq, gu, act, aq, y, list } = this.layout(k, H, I);
+    const hHalves = quantizedFormBytes(1, H);
+    const aHalves = quantizedFormBytes(k, I);
+    const aRow = quantizedFormBytes(1, I);
     for (let r = 0; r < k; r++) {
       const e = experts[r] as ClampedExpert;
       if (e.gateUp.cols !== H || e.gateUp.rows !== twoI || e.down.cols !== I || e.down.rows !== H)
@@ -118,8 +99,8 @@ export class Int8Experts {
           `expert shapes disagree: [${twoI}, ${H}] then [${H}, ${I}] expected.`,
         );
       if (
-        !entry(r, e.gateUp, e.gateUpBias, hq, hHalves, gu + 4 * r * twoI) ||
-        !entry(k + r, e.down, e.downBias, aq + r * aRow, aHalves, y + 4 * r * H)
+        !this.entry(list, r, e.gateUp, e.gateUpBias, hq, hHalves, gu + 4 * r * twoI) ||
+        !this.entry(list, k + r, e.down, e.downBias, aq + r * aRow, aHalves, y + 4 * r * H)
       )
         return null;
     }
@@ -145,14 +126,52 @@ export class Int8Experts {
     }
     this.kernels.quantize(act, k, I, aq);
     this.kernels.mxfp4_int8_list(list + k * ENTRY_INTS * 4, k);
-    return this.views.f32.subarray(y / 4, y / 4 + k * H);
+    return this.outputs(y, k * H);
   }
 
   /**
-   * Byte offsets in the region (made anew, with its views, where it is shorter than `bytes`) of
-   * areas of `sizes` bytes one after another, and of the rest.
+   * Writes list entry i at byte `list`: weight w times one input row quantized at byte q in OCP
+   * form and `halves` bytes later in halves form, plus `bias`, into o; false where the list cannot
+   * take it.
    */
-  private layout(sizes: readonly number[], bytes: number): Offsets {
+  private entry(
+    list: number,
+    i: number,
+    w: Weight,
+    bias: Float32Array,
+    q: number,
+    halves: number,
+    o: number,
+  ): boolean {
+    const p = this.int8Weight(w);
+    const b = this.arena.offsetOf(bias);
+    if (p === null || b < 0 || bias.length !== w.rows) return false;
+    const entries = this.views.entries;
+    const at = list / 4 + ENTRY_INTS * i;
+    entries[at] = w.cols;
+    entries[at + 1] = 1;
+    entries[at + 2] = q + (p.halves ? halves : 0);
+    entries[at + 3] = p.codes;
+    entries[at + 4] = p.exponents;
+    entries[at + 5] = int8ExponentStride(w.rows);
+    entries[at + 6] = o;
+    entries[at + 7] = w.rows;
+    entries[at + 8] = 4 * w.rows;
+    entries[at + 9] = b;
+    return true;
+  }
+
+  /**
+   * The region's areas (byte offsets) for k experts of hidden size H and intermediate size I: h,
+   * h quantized, gate_up outputs, activations, activations quantized, down outputs, the list (its
+   * gate_up entries, then its down ones). Laid out once per shape, the region made anew (with its
+   * views) where it is too short.
+   */
+  private layout(k: number, H: number, I: number): Areas {
+    const last = this.areas;
+    if (last !== null && last.k === k && last.H === H && last.I === I) return last;
+    const sizes = [4 * H, quantizedBytes(1, H), 8 * k * I, 4 * k * I, quantizedBytes(k, I), 4 * k * H];
+    const bytes = sizes.reduce((a, b) => a + b, 0) + 2 * k * ENTRY_INTS * 4;
     if (this.bytes < bytes) {
       const grown = Math.max(bytes, 2 * this.bytes);
       const region = this.arena.array(Uint8Array, grown);
@@ -166,9 +185,18 @@ export class Int8Experts {
       [this.region, this.bytes] = [region.byteOffset, grown];
       this.views = { f32: new Float32Array(region.buffer), entries: new Int32Array(region.buffer) };
     }
-    const offsets = [this.region];
-    for (const size of sizes) offsets.push((offsets.at(-1) as number) + size);
-    return offsets as Offsets;
+    const at = [this.region];
+    for (const size of sizes) at.push((at.at(-1) as number) + size);
+    const [hAt, hq, gu, act, aq, y, list] = at as [number, number, number, number, number, number, number];
+    this.areas = { k, H, I, hAt, hq, gu, act, aq, y, list };
+    this.out = null;
+    return this.areas;
+  }
+
+  /** The down outputs' view (count f32s at byte y), made once per layout. */
+  private outputs(y: number, count: number): Float32Array {
+    this.out ??= this.views.f32.subarray(y / 4, y / 4 + count);
+    return this.out;
   }
 
   /** The weight's codes and exponents for the list, or null where the integer path does not read it. */
