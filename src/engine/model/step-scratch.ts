@@ -24,19 +24,16 @@ export class StepScratch {
   private replayedCount = 0;
   private replannedCount = 0;
 
-  /**
-   * `memory`, when given, places each entry's first recording of a Float32Array (while it has room)
-   * in the kernels' shared memory, where the matmul reads its input and writes its output in place
-   * instead of copying them through its scratch; an entry that replans moves to ordinary memory,
-   * since that shared memory is never freed.
-   */
   /** Bytes of the buffers recorded now (held at most `maxBytes`). */
   private recordedBytes = 0;
 
   /**
-   * `maxBytes` bounds what the recording holds: a buffer that would take it past is handed out
-   * fresh and not recorded (steps of another shape each time, e.g. prompt chunks, would otherwise
-   * keep their largest buffers alive).
+   * `memory`, when given, places each entry's first recording of a Float32Array (while it has room)
+   * in the kernels' shared memory, where the matmul reads its input and writes its output in place
+   * instead of copying them through its scratch; an entry that replans moves to ordinary memory,
+   * since that shared memory is never freed. `maxBytes` bounds what the recording holds: a buffer
+   * that would take it past is handed out fresh and not recorded (steps of another shape each
+   * time, e.g. prompt chunks, would otherwise keep their largest buffers alive).
    */
   constructor(
     private readonly memory?: PlanMemory,
