@@ -47,13 +47,15 @@ export interface Fp8Kernels {
 }
 
 /**
- * The FP8 kernels for codes in file order and in lanes order (formats/fp8-lanes.ts, the `.lanes`
- * builds: Weight.fp8Order), and from how many input rows a matmul takes the decode into scratch
- * for the tile (as Mxfp4Rows').
+ * The FP8 kernels for codes in file order, in lanes order (formats/fp8-lanes.ts, the `.lanes`
+ * builds) and in quads order (formats/fp8-quads.ts, the `.quads` builds: chunks of whole groups of
+ * four rows from a multiple of four) as Weight.fp8Order says, and from how many input rows a
+ * matmul takes the decode into scratch for the tile (as Mxfp4Rows').
  */
 export interface Fp8Rows {
   readonly file: Fp8Kernels;
   readonly lanes: Fp8Kernels;
+  readonly quads: Fp8Kernels;
   readonly scratchTokens: number;
 }
 
@@ -67,6 +69,7 @@ export interface Fp8Builds {
 export interface Fp8Modules {
   readonly file: Fp8Builds;
   readonly lanes: Fp8Builds;
+  readonly quads: Fp8Builds;
   readonly scratchTokens: number;
 }
 
@@ -80,5 +83,10 @@ export function instantiateFp8Rows(modules: Fp8Modules, memory: WasmMemory): Fp8
     const free = instantiateWasm(nanFree, memory) as { fp8: Fp8Kernels["rows"] };
     return { decode, rows: fp8, rowsNanFree: free.fp8 };
   };
-  return { file: kernels(modules.file), lanes: kernels(modules.lanes), scratchTokens: modules.scratchTokens };
+  return {
+    file: kernels(modules.file),
+    lanes: kernels(modules.lanes),
+    quads: kernels(modules.quads),
+    scratchTokens: modules.scratchTokens,
+  };
 }

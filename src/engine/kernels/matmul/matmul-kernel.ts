@@ -1,4 +1,5 @@
 import { lanesIndex } from "../../../formats/fp8-lanes.js";
+import { quadsIndex } from "../../../formats/fp8-quads.js";
 import { HALVES_ORDER } from "../../../formats/mxfp4-halves.js";
 import { quadRow, quadRows, toRowQuads } from "../../tensor/row-quads.js";
 import { DTYPE_CODE, type Weight } from "../../tensor/weight.js";
@@ -109,8 +110,8 @@ export interface WeightParts {
   readonly fp8FoldedScales: number;
   /** Whether an FP8 weight has no NaN code, so its rows take Fp8Kernels' rowsNanFree. */
   readonly fp8NanFree: boolean;
-  /** FP8 codes in lanes order (Weight.fp8Order), which Fp8Rows' `lanes` kernels read. */
-  readonly fp8Lanes: boolean;
+  /** FP8 codes' order (Weight.fp8Order), whose Fp8Rows kernels read them. */
+  readonly fp8Order: "file" | "lanes" | "quads";
 }
 
 /**
@@ -139,7 +140,7 @@ export function weightParts(w: Weight, arena: WasmArena | null, int8 = false): W
     quads: w.layout === "row-quads",
     fp8FoldedScales: arena === null || w.scale === undefined ? -1 : fp8FoldedScalesAt(w.scale.data, arena),
     fp8NanFree: w.dtype === "fp8_e4m3" && !hasFp8NanCode(w.data as Uint8Array),
-    fp8Lanes: w.fp8Order === "lanes",
+    fp8Order: w.fp8Order ?? "file",
   };
 }
 
@@ -280,7 +281,7 @@ function unpackRow(
     scaleBlockCols,
     mxScales,
     halves,
-    fp8Lanes,
+    fp8Order,
   } = range.weight;
   if (dtype === 0) quadRow(wData as Float32Array, 0, N, K, n, rows, at);
   else if (dtype === 1) {
@@ -296,10 +297,14 @@ function unpackRow(
     const src = wData as Uint8Array;
     const lut = tables.fp8;
     const base = n * K;
-    // File order: code k in byte k; lanes order (rows of whole groups of 16): in lanesIndex(k).
-    const code = fp8Lanes
-      ? (k: number) => src[base + lanesIndex(k)] as number
-      : (k: number) => src[base + k] as number;
+    // File order: code k in byte k; lanes order (rows of whole groups of 16): in lanesIndex(k);
+    // quads order: where quadsIndex puts it.
+    const code =
+      fp8Order === "lanes"
+        ? (k: number) => src[base + lanesIndex(k)] as number
+        : fp8Order === "quads"
+          ? (k: number) => src[quadsIndex(base + k, K)] as number
+          : (k: number) => src[base + k] as number;
     if (scaleData === null) {
       for (let k = 0; k < K; k++) rows[at + k] = lut[code(k)] as number;
     } else {
@@ -395,13 +400,19 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
     const { scalesOffset } = range.weight;
     const packed = dtype === 4 && wOffset >= 0 && scalesOffset >= 0 ? thread.mxfp4 : null;
     // FP8 with scale blocks of whole groups of 32 values is decoded by matmul/fp8-rows.wat, the
-    // build for the weight's code order.
-    const { fp8FoldedScales, fp8NanFree, fp8Lanes } = range.weight;
+    // build for the weight's code order (quads order: over rows in whole groups of four; a range
+    // from elsewhere, which no dispatch makes, is unpacked row by row).
+    const { fp8FoldedScales, fp8NanFree, fp8Order } = range.weight;
     const fp8Kernels =
-      dtype === 3 && wOffset >= 0 && scalesOffset >= 0 && K % 32 === 0 && scaleBlockCols % 32 === 0
+      dtype === 3 &&
+      wOffset >= 0 &&
+      scalesOffset >= 0 &&
+      K % 32 === 0 &&
+      scaleBlockCols % 32 === 0 &&
+      (fp8Order !== "quads" || (n0 % 4 === 0 && n1 % 4 === 0))
         ? (thread.fp8 ?? null)
         : null;
-    const fp8 = fp8Kernels === null ? null : fp8Lanes ? fp8Kernels.lanes : fp8Kernels.file;
+    const fp8 = fp8Kernels === null ? null : fp8Kernels[fp8Order];
     /** The FP8 scales of the chunk from row c0 in the scales at byte `scales` (or their folded copy). */
     const fp8Scales = (c0: number, scales = scalesOffset) =>
       fp8ScalesAt(K, scaleBlockRows, scaleBlockCols, scales, c0);
@@ -422,7 +433,8 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
     if (fp8InLoop !== null || mxfp4InLoop !== null) {
       const direct = outOffset >= 0;
       const area = W + 32;
-      const most = direct ? n1 - n0 : Math.floor((CHUNK * (K + M) - 32) / M);
+      // (Whole groups of four rows a call, as FP8 codes in quads order need.)
+      const most = direct ? n1 - n0 : Math.floor((CHUNK * (K + M) - 32) / M / 4) * 4;
       for (let c0 = n0; c0 < n1; c0 += most) {
         const rows = Math.min(most, n1 - c0);
         const [at, ldo] = direct ? [outOffset + c0 * 4, N * 4] : [area * 4, rows * 4];
