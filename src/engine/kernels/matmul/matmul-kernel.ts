@@ -6,7 +6,7 @@ import { DTYPE_CODE, type Weight } from "../../tensor/weight.js";
 import type { WasmArena } from "../wasm-arena.js";
 import { fp8FoldedScalesAt } from "./fp8-folded-scales.js";
 import { hasFp8NanCode } from "./fp8-nan-codes.js";
-import { type Fp8Rows, fp8ScalesAt } from "./fp8-rows.js";
+import { type Fp8Rows, fp8Step } from "./fp8-rows.js";
 import { int8ExponentStride, int8ExponentsAt } from "./int8-exponents.js";
 import { type Int8Quantize, type Mxfp4Int8, quantizedFormBytes } from "./mxfp4-int8.js";
 import type { SimdTile } from "./tile-module.js";
@@ -400,22 +400,11 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
     const { scalesOffset } = range.weight;
     const packed = dtype === 4 && wOffset >= 0 && scalesOffset >= 0 ? thread.mxfp4 : null;
     // FP8 with scale blocks of whole groups of 32 values is decoded by matmul/fp8-rows.wat, the
-    // build for the weight's code order (quads order: over rows in whole groups of four; a range
-    // from elsewhere, which no dispatch makes, is unpacked row by row).
-    const { fp8FoldedScales, fp8NanFree, fp8Order } = range.weight;
-    const fp8Kernels =
-      dtype === 3 &&
-      wOffset >= 0 &&
-      scalesOffset >= 0 &&
-      K % 32 === 0 &&
-      scaleBlockCols % 32 === 0 &&
-      (fp8Order !== "quads" || (n0 % 4 === 0 && n1 % 4 === 0))
-        ? (thread.fp8 ?? null)
+    // build for the weight's code order (fp8Step).
+    const fp8 =
+      dtype === 3 && wOffset >= 0 && scalesOffset >= 0 && thread.fp8
+        ? fp8Step(thread.fp8, range.weight, K, M, n0, n1)
         : null;
-    const fp8 = fp8Kernels === null ? null : fp8Kernels[fp8Order];
-    /** The FP8 scales of the chunk from row c0 in the scales at byte `scales` (or their folded copy). */
-    const fp8Scales = (c0: number, scales = scalesOffset) =>
-      fp8ScalesAt(K, scaleBlockRows, scaleBlockCols, scales, c0);
     // Below a switch's scratchTokens input rows, FP8 and MXFP4 rows are decoded straight into the
     // multiply-adds (matmul/fp8-rows.wat's fp8, matmul/mxfp4-rows.wat): the tile's operations on
     // the unpacked rows, so the same bits. Their scratch is the rows area's first 128 bytes, their
@@ -423,12 +412,7 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
     // (at least CHUNK - 1 rows), an [M, rows] matrix; a call takes as many rows as that holds, not
     // CHUNK (the kernels read each next group of rows ahead within a call: 16 random experts
     // [2048, 1024] whole ran 1.07x [1.01, 1.14] and 1.04x [1.00, 1.08] their speed 64 rows a call).
-    const fp8InLoop =
-      fp8 !== null && fp8Kernels !== null && M < fp8Kernels.scratchTokens && fp8FoldedScales >= 0
-        ? fp8NanFree
-          ? fp8.rowsNanFree
-          : fp8.rows
-        : null;
+    const fp8InLoop = fp8?.inLoop ?? null;
     const mxfp4InLoop = packed !== null && M < packed.scratchTokens ? packed : null;
     if (fp8InLoop !== null || mxfp4InLoop !== null) {
       const direct = outOffset >= 0;
@@ -438,8 +422,7 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
       for (let c0 = n0; c0 < n1; c0 += most) {
         const rows = Math.min(most, n1 - c0);
         const [at, ldo] = direct ? [outOffset + c0 * 4, N * 4] : [area * 4, rows * 4];
-        if (fp8InLoop !== null)
-          fp8InLoop(K, M, xAt, wOffset + c0 * K, ...fp8Scales(c0, fp8FoldedScales), W * 4, at, rows, ldo);
+        if (fp8InLoop !== null) fp8InLoop(M, xAt, c0, W * 4, at, rows, ldo);
         else if (mxfp4InLoop !== null) {
           const inLoop = halves ? mxfp4InLoop.rowsHalves : mxfp4InLoop.rows;
           const [wAt, sAt] = [wOffset + (c0 * K) / 2, scalesOffset + (c0 * K) / 32];
@@ -482,7 +465,7 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
           decode(wOffset + first * 16, scalesOffset + first, packed.halfScales, W * 4, blocks);
         } else if (fp8 !== null) {
           // The chunk's FP8 rows decoded once (the table decoding's exact values), then the tile.
-          fp8.decode(K, wOffset + c0 * K, ...fp8Scales(c0), W * 4, rows);
+          fp8.decode(c0, W * 4, rows);
         } else {
           const bits = new Uint32Array(heap.buffer);
           for (let j = r0; j < rows; j++) unpackRow(range, tables, c0 + j, heap, bits, W + (j - r0) * K);
