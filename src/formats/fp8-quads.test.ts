@@ -13,6 +13,10 @@ describe("FP8 quads order", () => {
       seen.add(quadsIndex(i, cols));
     }
     expect(seen.size).toBe(codes.length);
+    // Codes not aligned to 32-bit words (moved byte by byte) end the same.
+    const unaligned = new Uint8Array(codes.length + 1).subarray(1);
+    unaligned.set(codes);
+    expect(toQuadsInPlace(unaligned, cols)).toEqual(quads);
     expect(fromLanesInPlace(quadsToLanesInPlace(quads, cols))).toEqual(codes);
   });
 
