@@ -1,11 +1,14 @@
 // matmul/fp8-rows.wat's ".quads" text, from its ".lanes" text (fp8-lanes.mjs), for codes in
 // formats/fp8-quads.ts's order (each group of four rows one run, block by block, a row's 32 codes
 // at 32·r in its block's 128 bytes; the chunk a call gets starts at a multiple of four rows and
-// holds whole groups): fp8 reads rows 1-3 at constant offsets from row 0's pointer, steps 128 bytes
-// a block, and drops its reads ahead (one sequential stream is the prefetcher's to follow: with
-// them the quads order ran 0.92x [0.90, 0.93] the lanes rows' speed on 16 of 64 random experts
-// [2048, 1024], without 1.10x [1.04, 1.17]); decode steps 128 bytes a block and from row to row 32 bytes,
-// or past the group (4K - 96) after its last row. Refused when the text has none of them. Used by
+// holds whole groups). fp8 reads rows 1-3 at constant offsets from row 0's pointer, steps 128
+// bytes a block, and drops its reads ahead: one sequential stream is the prefetcher's to follow
+// (16 of 64 random experts [2048, 1024]: with them the quads order ran 0.92x [0.90, 0.93] the
+// lanes rows' speed, without 1.10x [1.04, 1.17]). decode steps 128 bytes a block and from row to
+// row 32 bytes, or past the group (4K - 96) after its last row, so it reads each group in four
+// strided passes (decode alone on [2880, 2880]: 0.85x-1.01x the lanes build's over five runs,
+// median 0.87x; the decode into scratch runs from KernelSwitches.mxfp4ScratchTokens input rows,
+// where the tile's work grows with them). Refused when the text has none of them. Used by
 // build-kernels.mjs and bench/kernel-before-after.ts.
 import { rewriteWat } from "./wat-rewrites.mjs";
 
