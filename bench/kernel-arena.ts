@@ -95,6 +95,7 @@ export function randomExperts() {
   return {
     tables: stack.tables,
     codes: stack.codes,
+    scales: stack.scales,
     codesBytes: E * rows * 512,
     ldo: rows * 4,
     rows,

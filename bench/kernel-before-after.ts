@@ -40,7 +40,10 @@
  *   fp8 (decoding into the multiply-adds) against the before arm's decode then the tile; then
  *   both arms' fp8 without the NaN code test (no code here is NaN's), a before arm that predates
  *   the `.nan-free` build as it was; then that again with the after arm's `.lanes` build on a copy
- *   of the codes in lanes order (formats/fp8-lanes.ts, as the loader lays them); G weights/s per core.
+ *   of the codes in lanes order (formats/fp8-lanes.ts); then the after arm's `.quads` build on the
+ *   codes in quads order (formats/fp8-quads.ts, as the loader lays them) against the before arm's
+ *   `.lanes` build in lanes order, on these weights and on the MoE bench's FP8 experts (16 of 64
+ *   [2048, 1024] at random, 1x32 scales); G weights/s per core.
  * - mxfp4-int8 (matmul/mxfp4-int8.wat): the integer MXFP4 rows over the same MXFP4 weights as
  *   mxfp4-decode's, at M = 1 and 4 input rows quantized by mxfp4-int8.ts (each arm's own, as its
  *   revision has it: the layout may change with the kernel), the exponents laid out by block
@@ -63,6 +66,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { lanesText } from "../scripts/fp8-lanes.mjs";
 import { NAN_TEST, nanFreeText } from "../scripts/fp8-nan-free.mjs";
+import { quadsText } from "../scripts/fp8-quads.mjs";
 import { type BlockTrials, blockedRatioInterval } from "../src/bench/index.js";
 import { compileWasm, instantiateWasm, type WasmModule } from "../src/common/wasm-runtime.js";
 import { int8ExponentStride } from "../src/engine/kernels/matmul/int8-exponents.js";
@@ -71,7 +75,9 @@ import { type KernelBinary, kernelBytes } from "../src/engine/kernels/wasm-kerne
 import { toRowQuads } from "../src/engine/tensor/row-quads.js";
 import { floatToFp8Tile128 } from "../src/formats/fp8-blockwise.js";
 import { toLanesInPlace } from "../src/formats/fp8-lanes.js";
+import { toQuadsInPlace } from "../src/formats/fp8-quads.js";
 import { toHalves } from "../src/formats/mxfp4-halves.js";
+import { E2M1_TO_E4M3 } from "../src/formats/mxfp4-to-fp8.js";
 import { benchArgs } from "./args.js";
 import { int8Quantizers, type Quantizer } from "./int8-quantizers.js";
 import {
@@ -290,6 +296,30 @@ if (kernel === "tile") {
           ? fp8Rows(lanes ? lanesNanFree : nanFree, arm, x, c0, acc, o, chunk, lanes ? lanesCodes : codes)
           : fp8Rows(beforeNanFree, arm, x, c0, acc, o, chunk),
     );
+  // The after arm's `.quads` build on the codes in quads order against the before arm's `.lanes`
+  // build on them in lanes order (as the loader laid them before quads), both `.nan-free`.
+  const lanesBefore = instantiate(
+    nanFreeText(old.name, lanesText(old.name, old.text)),
+    `${old.name}.nan-free.lanes`,
+  );
+  const quadsNanFree = instantiate(
+    nanFreeText(path, quadsText(path, lanesText(path, afterText))),
+    `${path}.nan-free.quads`,
+  );
+  const quadsCodes = allocate(N * K);
+  const quadsView = new Uint8Array(memory.buffer, quadsCodes, N * K);
+  quadsView.set(fp8.elements);
+  toQuadsInPlace(quadsView, K);
+  rowStepCase(
+    "the FP8 rows at M=1, .nan-free, the after arm's codes in quads order, the before arm's in lanes order",
+    N,
+    K,
+    (arm, x, c0, acc, o, chunk) =>
+      arm === after
+        ? fp8Rows(quadsNanFree, arm, x, c0, acc, o, chunk, quadsCodes)
+        : fp8Rows(lanesBefore, arm, x, c0, acc, o, chunk, lanesCodes),
+  );
+  fp8ExpertsCase(lanesBefore, quadsNanFree, takesFolded(old.text));
 } else if (kernel === "mxfp4-int8") {
   const [N, K] = [2880, decodeK];
   const { tables, codes, scales } = mxfp4Weights(N, K);
@@ -471,6 +501,62 @@ function rowStepCase(
     run: (arm) => {
       const chunk = chunkOf(arm);
       for (let c0 = 0; c0 < N; c0 += chunk) step(arm, x, c0, acc, o + c0 * 4, chunk);
+    },
+  });
+}
+
+/**
+ * The MoE bench's FP8 experts (its MXFP4 experts' values as E4M3 codes with their scales as f32,
+ * as `bringup weights convert` writes them, 1x32 blocks), 16 of 64 [2048, 1024] at random, the
+ * FP8 rows at one input row: `before`'s on the codes in lanes order against `after`'s on them in
+ * quads order, both taking the folded scales (fp8-folded-scales.ts), `before` unless it predates them.
+ */
+function fp8ExpertsCase(before: Arm, quadsAfter: Arm, beforeFolded: boolean): void {
+  const experts = randomExperts();
+  const count = experts.codesBytes * 2;
+  const [lanes, quads] = [allocate(count), allocate(count)];
+  const packed = new Uint8Array(memory.buffer, experts.codes, experts.codesBytes);
+  const codes = new Uint8Array(memory.buffer, lanes, count);
+  packed.forEach((b, i) => {
+    codes[2 * i] = E2M1_TO_E4M3[b & 15] as number;
+    codes[2 * i + 1] = E2M1_TO_E4M3[b >> 4] as number;
+  });
+  new Uint8Array(memory.buffer, quads, count).set(codes);
+  toQuadsInPlace(new Uint8Array(memory.buffer, quads, count), 1024);
+  toLanesInPlace(codes);
+  const exponents = new Uint8Array(memory.buffer, experts.scales, count / 32);
+  const [scales, folded] = [allocate(count / 8), allocate(count / 8)];
+  new Float32Array(memory.buffer, scales, count / 32).set(Array.from(exponents, (e) => 2 ** (e - 127)));
+  new Float32Array(memory.buffer, folded, count / 32).set(Array.from(exponents, (e) => 2 ** (e - 7)));
+  const xe = allocate(1024 * 4);
+  rng.fillNormal(new Float32Array(memory.buffer, xe, 1024), 1);
+  const acc = allocate(128);
+  cases.push({
+    label: `the FP8 rows at M=1, .nan-free, ${experts.label}, 1x32 scales, the after arm's codes in quads order, the before arm's in lanes order`,
+    unit: "G weights/s",
+    work: experts.work,
+    outAt: () => experts.o,
+    outBytes: experts.outBytes,
+    run: (arm) => {
+      const [kernel, base, scaleBase] =
+        arm === after ? [quadsAfter, quads, folded] : [before, lanes, beforeFolded ? folded : scales];
+      experts.each(chunkOf(arm), (at, scalesAt, o, n) =>
+        kernel.fp8?.(
+          1024,
+          1,
+          xe,
+          base + (at - experts.codes) * 2,
+          scaleBase + (scalesAt - experts.scales) * 4,
+          128,
+          1,
+          1,
+          0,
+          acc,
+          o,
+          n,
+          experts.rows * 4,
+        ),
+      );
     },
   });
 }

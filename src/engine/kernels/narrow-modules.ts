@@ -56,17 +56,18 @@ export function mxfp4Modules(
 }
 
 /**
- * The FP8 kernels for codes in file order and their `.lanes` builds (each built like the tile, and
- * its `.nan-free` build), unless the switch unpacks narrow weights.
+ * The FP8 kernels for codes in file order and their `.lanes` and `.quads` builds (each built like
+ * the tile, and its `.nan-free` build), unless the switch unpacks narrow weights.
  */
 export function fp8Module(fma: boolean, switches: KernelSwitches): Pick<KernelModules, "fp8"> {
   if (switches.mxfp4 === "unpacked") return {};
   const unfused = fma ? "" : ".unfused";
   const file = fp8Builds(`matmul/fp8-rows${unfused}`, `matmul/fp8-rows.nan-free${unfused}`);
   const lanes = fp8Builds(`matmul/fp8-rows.lanes${unfused}`, `matmul/fp8-rows.nan-free.lanes${unfused}`);
-  return file === undefined || lanes === undefined
+  const quads = fp8Builds(`matmul/fp8-rows.quads${unfused}`, `matmul/fp8-rows.nan-free.quads${unfused}`);
+  return file === undefined || lanes === undefined || quads === undefined
     ? {}
-    : { fp8: { file, lanes, scratchTokens: switches.mxfp4ScratchTokens } };
+    : { fp8: { file, lanes, quads, scratchTokens: switches.mxfp4ScratchTokens } };
 }
 
 function fp8Builds(rows: KernelBinary, nanFree: KernelBinary): Fp8Builds | undefined {

@@ -1,4 +1,5 @@
 import { lanesIndex } from "../../formats/fp8-lanes.js";
+import { quadsIndex } from "../../formats/fp8-quads.js";
 import { HALVES_BYTE_OF } from "../../formats/mxfp4-halves.js";
 import { quadIndex } from "../tensor/row-quads.js";
 import type { Weight } from "../tensor/weight.js";
@@ -53,7 +54,8 @@ export function weightAt(w: Weight, n: number, k: number): number {
     case "f16":
       return decodeF16(w.data[i] as number);
     case "fp8_e4m3": {
-      const v = decodeFp8E4m3(w.data[w.fp8Order === "lanes" ? lanesIndex(i) : i] as number);
+      const at = w.fp8Order === "lanes" ? lanesIndex(i) : w.fp8Order === "quads" ? quadsIndex(i, w.cols) : i;
+      const v = decodeFp8E4m3(w.data[at] as number);
       const s = w.scale;
       if (s === undefined) return v;
       const perRow = Math.ceil(w.cols / s.blockCols);

@@ -13,7 +13,8 @@ import type { WasmModule } from "../../common/wasm-runtime.js";
  * from plain SIMD. "mxfp4-relayout" re-lays MXFP4 codes out in halves order as a load places them,
  * "fp8-relayout" FP8 codes in lanes order.
  * "fp8-rows.nan-free" (and its unfused build) is the FP8 rows without their NaN code test;
- * "fp8-rows.lanes" (and its `.nan-free`, each also unfused) reads codes in formats/fp8-lanes.ts's order.
+ * "fp8-rows.lanes" (and its `.nan-free`, each also unfused) reads codes in formats/fp8-lanes.ts's order,
+ * "fp8-rows.quads" (likewise) in formats/fp8-quads.ts's.
  */
 export type KernelBinary =
   | "matmul/matmul-tile"
@@ -38,6 +39,10 @@ export type KernelBinary =
   | "matmul/fp8-rows.lanes.unfused"
   | "matmul/fp8-rows.nan-free.lanes"
   | "matmul/fp8-rows.nan-free.lanes.unfused"
+  | "matmul/fp8-rows.quads"
+  | "matmul/fp8-rows.quads.unfused"
+  | "matmul/fp8-rows.nan-free.quads"
+  | "matmul/fp8-rows.nan-free.quads.unfused"
   | "paged-attention/attention"
   | "swiglu/swiglu"
   | "vector/vector"

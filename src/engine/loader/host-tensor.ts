@@ -1,5 +1,5 @@
 import { HALVES_BLOCKS_SUFFIX, type StoredDtype } from "../../formats/index.js";
-import { relayToLanes } from "../kernels/matmul/fp8-relayout.js";
+import { relayToLanes, relayToQuads } from "../kernels/matmul/fp8-relayout.js";
 import { relayToHalves } from "../kernels/matmul/mxfp4-relayout.js";
 import { sharedArray } from "../tensor/weight.js";
 
@@ -19,9 +19,10 @@ export interface HostTensor {
   readonly mxfp4Order?: "halves";
   /**
    * "lanes": FP8 E4M3 codes (rows of a multiple of 32) that the loader re-laid in lanes order
-   * (formats/fp8-lanes.ts) as it placed them, the order the FP8 kernels read fastest.
+   * (formats/fp8-lanes.ts) as it placed them; "quads": likewise in quads order
+   * (formats/fp8-quads.ts), matrices of a multiple of 4 rows, the order the FP8 kernels read fastest.
    */
-  readonly fp8Order?: "lanes";
+  readonly fp8Order?: "lanes" | "quads";
 }
 
 /** Whether stored tensor `name` holds MXFP4 codes in OCP order: `W_blocks`, U8 [..., groups, 16]. */
@@ -47,7 +48,8 @@ function isRelaidFp8Codes(dtype: string, shape: readonly number[]): boolean {
 /**
  * Stored tensor `name` as a load placed it in the shared memory (sharedHostArray's arrays, filled):
  * MXFP4 codes in OCP order re-laid out there in halves order, the order every MXFP4 kernel reads
- * fastest; FP8 codes in rows of a multiple of 32 re-laid there in lanes order, likewise; any other
+ * fastest; FP8 codes in rows of a multiple of 32 re-laid there in quads order (matrices of a
+ * multiple of 4 rows) or lanes order, likewise; any other
  * tensor as it is.
  */
 export function placedHostTensor(
@@ -57,8 +59,12 @@ export function placedHostTensor(
   placed: { readonly data: HostTensor["data"]; readonly bytes: Uint8Array },
 ): HostTensor {
   if (isOcpMxfp4Codes(name, dtype, shape)) return halvesHostTensor(placed.bytes, shape);
-  if (isRelaidFp8Codes(dtype, shape))
-    return { dtype, shape, data: relayToLanes(placed.bytes), fp8Order: "lanes" };
+  if (isRelaidFp8Codes(dtype, shape)) {
+    const cols = shape.at(-1) as number;
+    return (shape.at(-2) as number) % 4 === 0
+      ? { dtype, shape, data: relayToQuads(placed.bytes, cols), fp8Order: "quads" }
+      : { dtype, shape, data: relayToLanes(placed.bytes), fp8Order: "lanes" };
+  }
   return { dtype, shape, data: placed.data };
 }
 

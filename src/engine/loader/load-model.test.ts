@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { toLanesInPlace } from "../../formats/fp8-lanes.js";
+import { toQuadsInPlace } from "../../formats/fp8-quads.js";
 import { toHalves } from "../../formats/mxfp4-halves.js";
 import { packCheckpoint } from "../../formats/packed-write.js";
 import { Engine } from "../engine.js";
@@ -77,7 +78,8 @@ describe("loadModel", () => {
   });
 
   // Each narrow dtype's codes as the loader re-lays them: which stored tensors hold them, the
-  // order a Weight records, and the re-layout's plain reference (into a new array).
+  // order a Weight records (FP8: quads order for whole groups of four rows, else lanes order), and
+  // the re-layout's plain reference (into a new array).
   const relaid = [
     {
       dtype: "mxfp4",
@@ -86,7 +88,8 @@ describe("loadModel", () => {
       weightDtype: "mxfp4",
       order: (w: Weight) => w.mxfp4Order,
       to: "halves",
-      reference: toHalves,
+      expected: (_: Weight) => "halves",
+      reference: (codes: Uint8Array, _: Weight) => toHalves(codes),
     },
     {
       dtype: "fp8",
@@ -94,8 +97,10 @@ describe("loadModel", () => {
       isCodes: (_: string, t: HostTensor) => t.dtype === "F8_E4M3",
       weightDtype: "fp8_e4m3",
       order: (w: Weight) => w.fp8Order,
-      to: "lanes",
-      reference: (codes: Uint8Array) => toLanesInPlace(codes.slice()),
+      to: "quads or lanes",
+      expected: (w: Weight) => (w.rows % 4 === 0 ? "quads" : "lanes"),
+      reference: (codes: Uint8Array, w: Weight) =>
+        w.rows % 4 === 0 ? toQuadsInPlace(codes.slice(), w.cols) : toLanesInPlace(codes.slice()),
     },
   ] as const;
   it.each(relaid)(
@@ -130,9 +135,9 @@ describe("loadModel", () => {
         await tinyFilesToModel(name, files),
       ]) {
         const weights = matmulWeights(model.model, r.weightDtype);
-        expect(weights.map(r.order)).toEqual(fileWeights.map(() => r.to));
+        expect(weights.map(r.order)).toEqual(fileWeights.map(r.expected));
         weights.forEach((w, i) => {
-          const want = r.reference((fileWeights[i] as Weight).data as Uint8Array);
+          const want = r.reference((fileWeights[i] as Weight).data as Uint8Array, w);
           expect(Buffer.from(w.data as Uint8Array).equals(Buffer.from(want))).toBe(true);
         });
         const engine = new Engine(model, { threads: 1 });

@@ -1,6 +1,6 @@
 import { BringupError } from "../../common/errors.js";
 import { decodeToFloat32, HALVES_BLOCKS_SUFFIX, MXFP4_HALVES } from "../../formats/index.js";
-import { relayToLanes } from "../kernels/matmul/fp8-relayout.js";
+import { relayToLanes, relayToQuads } from "../kernels/matmul/fp8-relayout.js";
 import { weightAt } from "../kernels/reference.js";
 import { fromRowQuads, inRowQuads, tileLayout } from "../tensor/row-quads.js";
 import { checkWeight, shareArray, type Weight } from "../tensor/weight.js";
@@ -91,7 +91,7 @@ export class WeightSource {
       const s = this.need(scaleName);
       const grid = fp8ScaleGrid(s, scaleName, rows, cols, this.source, count);
       const scales = share(checkFp8Scales(s, scaleName, this.source));
-      const { data: codes, ...order } = fp8Codes(t, cols);
+      const { data: codes, ...order } = fp8Codes(t, rows, cols);
       const perMatrix = grid.rows * grid.cols;
       return Array.from({ length: count }, (_, e) => {
         const w: Weight = {
@@ -295,7 +295,7 @@ function toWeight(
         const scaleName = lookup(`${base}.weight_scale_inv`) ? `${name}_scale_inv` : `${name}_scale`;
         const s = lookup(scaleName);
         if (s === undefined) {
-          w = { dtype: "fp8_e4m3", rows, cols, ...fp8Codes(t, cols) };
+          w = { dtype: "fp8_e4m3", rows, cols, ...fp8Codes(t, rows, cols) };
           break;
         }
         const { blocks } = fp8ScaleGrid(s, scaleName, rows, cols, source);
@@ -303,7 +303,7 @@ function toWeight(
           dtype: "fp8_e4m3",
           rows,
           cols,
-          ...fp8Codes(t, cols),
+          ...fp8Codes(t, rows, cols),
           scale: { ...blocks, data: shareArray(checkFp8Scales(s, scaleName, source)) },
         };
         break;
@@ -438,14 +438,16 @@ function toFloat32(t: HostTensor, name: string): Float32Array {
     );
   }
   const n = t.data.length;
+  // FP8 codes in quads order lie by rows of the tensor's last dimension; the rest by position alone.
+  const cols = t.fp8Order === "quads" ? (t.shape.at(-1) as number) : n;
   const probe: Weight =
     t.dtype === "BF16"
       ? { dtype: "bf16", rows: 1, cols: n, data: t.data }
       : t.dtype === "F16"
         ? { dtype: "f16", rows: 1, cols: n, data: t.data }
-        : { dtype: "fp8_e4m3", rows: 1, cols: n, data: t.data, ...fp8OrderOf(t) };
+        : { dtype: "fp8_e4m3", rows: n / cols, cols, data: t.data, ...fp8OrderOf(t) };
   const out = new Float32Array(n);
-  for (let i = 0; i < n; i++) out[i] = weightAt(probe, 0, i);
+  for (let i = 0; i < n; i++) out[i] = weightAt(probe, Math.floor(i / cols), i % cols);
   return out;
 }
 
@@ -455,16 +457,23 @@ function fp8OrderOf(t: HostTensor): Pick<Weight, "fp8Order"> {
 }
 
 /**
- * FP8 codes `t` of matrices of `cols` columns, in the shared memory, with the order a Weight
- * records: as the loader placed them (in lanes order where it re-laid them, HostTensor.fp8Order);
- * codes outside the shared memory in rows of a multiple of 32 copied into it in lanes order (the
- * copy `share` would make), as mxfp4Codes copies MXFP4's; codes a caller shares as they are.
+ * FP8 codes `t` of matrices [rows, cols], in the shared memory, with the order a Weight records:
+ * as the loader placed them (in quads or lanes order where it re-laid them, HostTensor.fp8Order);
+ * codes outside the shared memory in rows of a multiple of 32 copied into it in quads order (rows
+ * a multiple of 4) or lanes order (the copy `share` would make), as mxfp4Codes copies MXFP4's;
+ * codes a caller shares as they are.
  */
-function fp8Codes(t: HostTensor, cols: number): { data: Uint8Array } & Pick<Weight, "fp8Order"> {
+function fp8Codes(
+  t: HostTensor,
+  rows: number,
+  cols: number,
+): { data: Uint8Array } & Pick<Weight, "fp8Order"> {
   const codes = t.data as Uint8Array;
-  return t.fp8Order === undefined && !(codes.buffer instanceof SharedArrayBuffer) && cols % 32 === 0
-    ? { data: relayToLanes(shareArray(codes)), fp8Order: "lanes" }
-    : { data: share(codes), ...fp8OrderOf(t) };
+  if (t.fp8Order !== undefined || codes.buffer instanceof SharedArrayBuffer || cols % 32 !== 0)
+    return { data: share(codes), ...fp8OrderOf(t) };
+  return rows % 4 === 0
+    ? { data: relayToQuads(shareArray(codes), cols), fp8Order: "quads" }
+    : { data: relayToLanes(shareArray(codes)), fp8Order: "lanes" };
 }
 
 function expectShape(t: HostTensor, name: string, shape: readonly number[], source: string): void {

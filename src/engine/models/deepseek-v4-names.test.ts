@@ -4,6 +4,8 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { bringupErrorOf, portReference } from "../../../test/helpers/port-reference.js";
 import { promptBatch } from "../../../test/helpers/prompt-batch.js";
+import { lanesIndex } from "../../formats/fp8-lanes.js";
+import { quadsIndex, toQuadsInPlace } from "../../formats/fp8-quads.js";
 import {
   decodeE8m0,
   dequantizeMxfp4,
@@ -181,7 +183,7 @@ describe("DeepSeek-V4 in DeepSeek's released tensor names (models/deepseek-v4-na
     }
   });
 
-  it("loads FP8 experts from disk, DeepSeek-named or stacked, re-laid in lanes order, to the logits of the codes in file order", async () => {
+  it("loads FP8 experts from disk, DeepSeek-named or stacked, re-laid in quads or lanes order, to the logits of the codes in file order", async () => {
     const root = await mkdtemp(join(tmpdir(), "bringup-v4-lanes-"));
     try {
       const hfTensors = expertsAs(fp8Linears(files.tensors), "fp8");
@@ -191,12 +193,45 @@ describe("DeepSeek-V4 in DeepSeek's released tensor names (models/deepseek-v4-na
       for (const dir of ["deepseek", "transformers"]) {
         const loaded = await loadModel(join(root, dir));
         const relaid = JSON.stringify(loaded.model, (_key, v) => (ArrayBuffer.isView(v) ? undefined : v));
+        // Quads order where a matrix's rows come in fours, lanes order where not.
+        expect(relaid).toContain('"fp8Order":"quads"');
         expect(relaid).toContain('"fp8Order":"lanes"');
         expect(bytes(logits(loaded, tokens).main).equals(want)).toBe(true);
       }
     } finally {
       await rm(root, { recursive: true, force: true });
     }
+  });
+
+  it("splits FP8 expert stacks in quads order into parts that read the same codes", () => {
+    const fileOrder = expertsAs(files.tensors, "fp8");
+    // Each stack as a load lays it: quads order, [experts, rows, cols] rows in fours here.
+    const placed = new Map(
+      [...fileOrder].map(([name, t]): [string, HostTensor] => {
+        if (t.dtype !== "F8_E4M3" || t.shape.length !== 3) return [name, t];
+        expect((t.shape[1] as number) % 4).toBe(0);
+        const data = toQuadsInPlace((t.data as Uint8Array).slice(), t.shape[2] as number);
+        return [name, { ...t, data, fp8Order: "quads" }];
+      }),
+    );
+    const [want, got] = [v4DeepseekTensors(fileOrder, config), v4DeepseekTensors(placed, config)];
+    const orders = new Set<string>();
+    for (const [name, t] of got) {
+      if (t.dtype !== "F8_E4M3" || t.fp8Order === undefined) continue;
+      orders.add(t.fp8Order);
+      const cols = t.shape.at(-1) as number;
+      const codes = t.data as Uint8Array;
+      const at = (i: number) => (t.fp8Order === "quads" ? quadsIndex(i, cols) : lanesIndex(i));
+      const read = Uint8Array.from(codes, (_, i) => codes[at(i)] as number);
+      expect({
+        name,
+        same: Buffer.from(read).equals(Buffer.from(want.get(name)?.data as Uint8Array)),
+      }).toEqual({
+        name,
+        same: true,
+      });
+    }
+    expect(orders.has("quads")).toBe(true);
   });
 
   it("stacks experts stored in f32 or in FP8 with E8M0 scales per 32 as the transformers-named ones", () => {

@@ -27,6 +27,7 @@
  * (WeightSource.tensor). v4DeepseekTensors writes a checkpoint the other way, from the same table.
  */
 import { BringupError, isBringupError } from "../../common/errors.js";
+import { quadsToLanesInPlace } from "../../formats/fp8-quads.js";
 import { encodeE8m0Exponent } from "../../formats/index.js";
 import { v4AttentionNames } from "../blocks/attention/v4-attention.js";
 import type { CompressorNames } from "../blocks/attention/v4-compressor.js";
@@ -309,6 +310,10 @@ function stack(
   const cols = firstPart.t.shape[1] as number;
   const bytes = tensors.flat().reduce((sum, { t }) => sum + t.data.byteLength, 0);
   const out = sharedHostArray(fp4 ? "U8" : dtype, bytes);
+  // Parts in quads order stack as they are while all are (each holds whole groups of four rows);
+  // among parts of mixed orders, each goes in lanes order.
+  const orders = new Set(tensors.flat().map(({ t }) => t.fp8Order));
+  const mixed = orders.size > 1;
   let at = 0;
   for (const { name, t } of tensors.flat()) {
     if (t.dtype !== dtype)
@@ -318,11 +323,14 @@ function stack(
         { subject: name },
       );
     out.bytes.set(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength), at);
+    if (mixed && t.fp8Order === "quads")
+      quadsToLanesInPlace(out.bytes.subarray(at, at + t.data.byteLength), t.shape.at(-1) as number);
     at += t.data.byteLength;
   }
   const shape = fp4 && kind === "weight" ? [s.experts, rows, cols / 16, 16] : [s.experts, rows, cols];
-  // Whole rows byte for byte: FP8 codes the loader re-laid (each part alike) stay in lanes order.
-  const order = firstPart.t.fp8Order === undefined ? {} : { fp8Order: firstPart.t.fp8Order };
+  // Whole rows byte for byte: FP8 codes the loader re-laid (each part alike) stay in their order.
+  const stacked = mixed ? "lanes" : firstPart.t.fp8Order;
+  const order = stacked === undefined ? {} : { fp8Order: stacked };
   return { dtype: fp4 ? "U8" : dtype, shape, data: out.data, ...order };
 }
 
@@ -370,12 +378,17 @@ export function v4DeepseekTensors(
 function splitExperts(t: HostTensor, s: ExpertStack, name: string): [string, HostTensor][] {
   const rows = t.shape[1] as number;
   const total = s.parts.reduce((a, p) => a + p.rows, 0);
-  const bytes = new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength);
-  const rowBytes = bytes.byteLength / s.experts / rows;
   const rowLength = t.shape.slice(2).reduce((a, b) => a * b, 1);
+  // Codes in quads order split as they are where every part holds whole groups of four rows;
+  // otherwise (a copy) in lanes order.
+  const regroup = t.fp8Order === "quads" && s.parts.some((p) => ((rows * p.rows) / total) % 4 !== 0);
+  const held = new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength);
+  const bytes = regroup ? quadsToLanesInPlace(held.slice(), rowLength) : held;
+  const rowBytes = bytes.byteLength / s.experts / rows;
   const out: [string, HostTensor][] = [];
-  // Whole rows byte for byte: FP8 codes in lanes order stay so.
-  const order = t.fp8Order === undefined ? {} : { fp8Order: t.fp8Order };
+  // Whole rows byte for byte: FP8 codes in lanes (or quads) order stay so.
+  const kept = regroup ? "lanes" : t.fp8Order;
+  const order = kept === undefined ? {} : { fp8Order: kept };
   let at = 0;
   for (let e = 0; e < s.experts; e++)
     for (const part of s.parts) {

@@ -16,4 +16,20 @@ describe("checkWeight", () => {
     expect(error.code).toBe("WEIGHT_SHAPE");
     expect(error.message).toContain("multiple of 16");
   });
+
+  it("takes FP8 codes in quads order only in whole groups of four rows and 32 columns", () => {
+    const fp8 = (rows: number, cols: number): Weight => ({
+      dtype: "fp8_e4m3",
+      rows,
+      cols,
+      data: new Uint8Array(rows * cols),
+      fp8Order: "quads",
+    });
+    expect(() => checkWeight(fp8(8, 64), "w")).not.toThrow();
+    for (const [rows, cols] of [
+      [6, 64],
+      [8, 48],
+    ] as const)
+      expect(bringupErrorOf(() => checkWeight(fp8(rows, cols), "w")).code).toBe("WEIGHT_SHAPE");
+  });
 });

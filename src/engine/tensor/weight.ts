@@ -18,7 +18,9 @@ export const DTYPE_CODE: Record<WeightDtype, number> = { f32: 0, bf16: 1, f16: 2
  * - fp8_e4m3: `data` Uint8Array of rows*cols; `scale` multiplies blocks of blockRows x blockCols
  *   (per-tensor when the block covers the whole matrix), as in HF `weight_scale_inv`. With
  *   `fp8Order` "lanes" (as the loader re-lays them, formats/fp8-lanes.ts; cols a multiple of 32),
- *   each row's groups of 16 hold code LANES_ORDER[i] in byte i.
+ *   each row's groups of 16 hold code LANES_ORDER[i] in byte i; "quads" (as the loader re-lays
+ *   matrices of whole groups of four rows, formats/fp8-quads.ts), each group's rows interleaved
+ *   by blocks of 32 codes, each in lanes order.
  * - mxfp4: `data` Uint8Array of rows*cols/2 (two E2M1 values a byte, low nibble first);
  *   `mxScales` Uint8Array of rows*cols/32 E8M0 exponents, one per 32 consecutive values of a row.
  *   With `mxfp4Order` "halves" (a checkpoint re-laid out by `bringup weights convert --layout
@@ -33,7 +35,7 @@ export interface Weight {
   readonly scale?: { readonly data: Float32Array; readonly blockRows: number; readonly blockCols: number };
   readonly mxScales?: Uint8Array;
   readonly mxfp4Order?: "halves";
-  readonly fp8Order?: "lanes";
+  readonly fp8Order?: "lanes" | "quads";
   /** How an f32 weight's values lie in `data` (absent: row-major). */
   readonly layout?: "row-quads";
 }
@@ -106,6 +108,14 @@ export function checkWeight(w: Weight, name: string): void {
         throw new BringupError(
           "WEIGHT_SHAPE",
           `${name}: FP8 codes in lanes order need the input size to be a multiple of 16, got ${w.cols}.`,
+          { subject: name },
+        );
+      }
+      // Quads order interleaves groups of four rows by blocks of 32 codes.
+      if (w.fp8Order === "quads" && (w.cols % 32 !== 0 || w.rows % 4 !== 0)) {
+        throw new BringupError(
+          "WEIGHT_SHAPE",
+          `${name}: FP8 codes in quads order need the input size to be a multiple of 32 and the output size of 4, got [${w.rows}, ${w.cols}].`,
           { subject: name },
         );
       }

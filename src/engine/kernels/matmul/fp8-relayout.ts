@@ -1,4 +1,5 @@
 import { toLanesInPlace } from "../../../formats/fp8-lanes.js";
+import { interleaveRows } from "../../../formats/fp8-quads.js";
 import { relayInPlace } from "./relay-in-place.js";
 
 /**
@@ -8,4 +9,13 @@ import { relayInPlace } from "./relay-in-place.js";
  */
 export function relayToLanes(codes: Uint8Array): Uint8Array {
   return relayInPlace(codes, "matmul/fp8-relayout", "to_lanes", toLanesInPlace);
+}
+
+/**
+ * FP8 codes of matrices of `cols` columns (a multiple of 32; rows, of the whole run, of 4) in file
+ * order re-laid in quads order (formats/fp8-quads.ts) in place: lanes order as relayToLanes lays
+ * it, then each group of four rows interleaved.
+ */
+export function relayToQuads(codes: Uint8Array, cols: number): Uint8Array {
+  return interleaveRows(relayToLanes(codes), cols);
 }

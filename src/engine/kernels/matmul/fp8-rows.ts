@@ -47,13 +47,15 @@ export interface Fp8Kernels {
 }
 
 /**
- * The FP8 kernels for codes in file order and in lanes order (formats/fp8-lanes.ts, the `.lanes`
- * builds: Weight.fp8Order), and from how many input rows a matmul takes the decode into scratch
- * for the tile (as Mxfp4Rows').
+ * The FP8 kernels for codes in file order, in lanes order (formats/fp8-lanes.ts, the `.lanes`
+ * builds) and in quads order (formats/fp8-quads.ts, the `.quads` builds: chunks of whole groups of
+ * four rows from a multiple of four) as Weight.fp8Order says, and from how many input rows a
+ * matmul takes the decode into scratch for the tile (as Mxfp4Rows').
  */
 export interface Fp8Rows {
   readonly file: Fp8Kernels;
   readonly lanes: Fp8Kernels;
+  readonly quads: Fp8Kernels;
   readonly scratchTokens: number;
 }
 
@@ -67,6 +69,7 @@ export interface Fp8Builds {
 export interface Fp8Modules {
   readonly file: Fp8Builds;
   readonly lanes: Fp8Builds;
+  readonly quads: Fp8Builds;
   readonly scratchTokens: number;
 }
 
@@ -80,5 +83,80 @@ export function instantiateFp8Rows(modules: Fp8Modules, memory: WasmMemory): Fp8
     const free = instantiateWasm(nanFree, memory) as { fp8: Fp8Kernels["rows"] };
     return { decode, rows: fp8, rowsNanFree: free.fp8 };
   };
-  return { file: kernels(modules.file), lanes: kernels(modules.lanes), scratchTokens: modules.scratchTokens };
+  return {
+    file: kernels(modules.file),
+    lanes: kernels(modules.lanes),
+    quads: kernels(modules.quads),
+    scratchTokens: modules.scratchTokens,
+  };
+}
+
+/**
+ * An FP8 weight in the shared memory as a matmul reads it (matmul-kernel.ts's WeightParts, whose
+ * fields these are): byte offsets of its codes, its scales and their folded copy
+ * (fp8-folded-scales.ts; -1: none), its scale blocks, whether it has no NaN code, its code order.
+ */
+export interface Fp8Weight {
+  readonly offset: number;
+  readonly scalesOffset: number;
+  readonly fp8FoldedScales: number;
+  readonly scaleBlockRows: number;
+  readonly scaleBlockCols: number;
+  readonly fp8NanFree: boolean;
+  readonly fp8Order: "file" | "lanes" | "quads";
+}
+
+/** An FP8 matmul's kernels over one range of rows, each over the chunk of `rows` rows from row c0. */
+export interface Fp8Step {
+  /** The chunk decoded into scratch at byte `out` (the table decoding's exact values), for the tile. */
+  decode(c0: number, out: number, rows: number): void;
+  /** The chunk dotted with M input rows at x, decoded straight into the multiply-adds; null below a switch's scratchTokens rows or without a folded copy. */
+  readonly inLoop:
+    | ((M: number, x: number, c0: number, acc: number, o: number, rows: number, ldo: number) => void)
+    | null;
+}
+
+/**
+ * The FP8 kernels for rows [n0, n1) of `w` [, K] at M input rows, for the weight's code order; null
+ * where they do not apply: scale blocks not of whole groups of 32, or codes in quads order over a
+ * range not of whole groups of four rows (which no dispatch makes: such rows are unpacked instead).
+ */
+export function fp8Step(
+  rows: Fp8Rows,
+  w: Fp8Weight,
+  K: number,
+  M: number,
+  n0: number,
+  n1: number,
+): Fp8Step | null {
+  const { offset, scalesOffset, fp8FoldedScales, scaleBlockRows, scaleBlockCols, fp8Order } = w;
+  if (K % 32 !== 0 || scaleBlockCols % 32 !== 0 || (fp8Order === "quads" && (n0 % 4 !== 0 || n1 % 4 !== 0)))
+    return null;
+  const kernels = rows[fp8Order];
+  const dot = w.fp8NanFree ? kernels.rowsNanFree : kernels.rows;
+  return {
+    decode: (c0, out, n) =>
+      kernels.decode(
+        K,
+        offset + c0 * K,
+        ...fp8ScalesAt(K, scaleBlockRows, scaleBlockCols, scalesOffset, c0),
+        out,
+        n,
+      ),
+    inLoop:
+      M < rows.scratchTokens && fp8FoldedScales >= 0
+        ? (m, x, c0, acc, o, n, ldo) =>
+            dot(
+              K,
+              m,
+              x,
+              offset + c0 * K,
+              ...fp8ScalesAt(K, scaleBlockRows, scaleBlockCols, fp8FoldedScales, c0),
+              acc,
+              o,
+              n,
+              ldo,
+            )
+        : null,
+  };
 }

@@ -24,7 +24,11 @@
 ;; bit. The swizzles' constant indices are below 16 or have the top bit set (a zero), so plain
 ;; i8x16.swizzle is one byte shuffle. Its `.lanes` builds (scripts/fp8-lanes.mjs) read codes the
 ;; loader re-laid in formats/fp8-lanes.ts's order, where one i16x8.shl by 8 (codes 0-7) or the
-;; codes as they are (8-15) stand for the two swizzles: 1.19x [1.15, 1.22] the rows' speed.
+;; codes as they are (8-15) stand for the two swizzles: 1.19x [1.15, 1.22] the rows' speed. Its
+;; `.quads` builds (scripts/fp8-quads.mjs, from `.lanes`) read codes the loader re-laid in
+;; formats/fp8-quads.ts's order, each group of four rows one run block by block: fp8 then reads
+;; one sequential stream, rows 1-3 at fixed offsets from row 0, and nothing ahead; a chunk they
+;; get starts at a multiple of four rows and holds whole groups.
 ;;
 ;;   fp8(K, M, x, codes, scales, scaleRowBytes, blocksPerScale, blockRows, band0, acc, o, N, ldo):
 ;;     for n < N, m < M: f32 at byte o + m*ldo + 4n = Σ_k x[m*K + k] · w_n[k]

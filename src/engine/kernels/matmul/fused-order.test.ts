@@ -1,5 +1,6 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { toLanesInPlace } from "../../../formats/fp8-lanes.js";
+import { toQuadsInPlace } from "../../../formats/fp8-quads.js";
 import { toHalves } from "../../../formats/index.js";
 import { Rng } from "../../tensor/random.js";
 import { shareArray, type Weight } from "../../tensor/weight.js";
@@ -49,6 +50,17 @@ const fp8Lanes: Weight = {
   data: shareArray(toLanesInPlace((fp8.data as Uint8Array).slice())),
   fp8Order: "lanes",
 };
+/** The FP8 weight's first 28 rows (whole groups of four) in quads order. */
+const fp8Quads: Weight = {
+  ...fp8,
+  rows: 28,
+  data: shareArray(toQuadsInPlace((fp8.data as Uint8Array).slice(0, 28 * K), K)),
+  scale: {
+    ...(fp8.scale as NonNullable<Weight["scale"]>),
+    data: (fp8.scale as NonNullable<Weight["scale"]>).data.subarray(0, 14 * (K / 32)),
+  },
+  fp8Order: "quads",
+};
 /** Inputs ±(1 + j/2048)·2^e, e in [-8, 8]: twelve significant bits. */
 const input = (M: number) =>
   Float32Array.from(
@@ -96,8 +108,12 @@ describe("the MXFP4 and FP8 matmuls' order of sums", () => {
     for (const M of [1, 3]) {
       const x = input(M);
       const want = (w: Weight, order: Order) =>
-        bitsOf(Float32Array.from({ length: M * N }, (_, i) => summed(w, x, Math.floor(i / N), i % N, order)));
-      for (const w of [ocp, halves, fp8, fp8Lanes]) {
+        bitsOf(
+          Float32Array.from({ length: M * w.rows }, (_, i) =>
+            summed(w, x, Math.floor(i / w.rows), i % w.rows, order),
+          ),
+        );
+      for (const w of [ocp, halves, fp8, fp8Lanes, fp8Quads]) {
         const tile = want(w, "tile");
         // The weights can tell the orders apart: any other one changes some output.
         for (const other of ["descending", "one chain", "left to right"] as const)
@@ -107,11 +123,13 @@ describe("the MXFP4 and FP8 matmuls' order of sums", () => {
             ? "fp8"
             : w === fp8Lanes
               ? "fp8 in lanes order"
-              : w === halves
-                ? "mxfp4 in halves order"
-                : "mxfp4";
+              : w === fp8Quads
+                ? "fp8 in quads order"
+                : w === halves
+                  ? "mxfp4 in halves order"
+                  : "mxfp4";
         for (const { name, threads, pool } of made) {
-          const out = new Float32Array(M * N);
+          const out = new Float32Array(M * w.rows);
           pool.matmul(x, M, w, out);
           expect({ name, M, threads, weight, bits: bitsOf(out) }).toEqual({
             name,

@@ -1,11 +1,12 @@
 import { lanesIndex } from "../../../formats/fp8-lanes.js";
+import { quadsIndex } from "../../../formats/fp8-quads.js";
 import { HALVES_ORDER } from "../../../formats/mxfp4-halves.js";
 import { quadRow, quadRows, toRowQuads } from "../../tensor/row-quads.js";
 import { DTYPE_CODE, type Weight } from "../../tensor/weight.js";
 import type { WasmArena } from "../wasm-arena.js";
 import { fp8FoldedScalesAt } from "./fp8-folded-scales.js";
 import { hasFp8NanCode } from "./fp8-nan-codes.js";
-import { type Fp8Rows, fp8ScalesAt } from "./fp8-rows.js";
+import { type Fp8Rows, fp8Step } from "./fp8-rows.js";
 import { int8ExponentStride, int8ExponentsAt } from "./int8-exponents.js";
 import { type Int8Quantize, type Mxfp4Int8, quantizedFormBytes } from "./mxfp4-int8.js";
 import type { SimdTile } from "./tile-module.js";
@@ -109,8 +110,8 @@ export interface WeightParts {
   readonly fp8FoldedScales: number;
   /** Whether an FP8 weight has no NaN code, so its rows take Fp8Kernels' rowsNanFree. */
   readonly fp8NanFree: boolean;
-  /** FP8 codes in lanes order (Weight.fp8Order), which Fp8Rows' `lanes` kernels read. */
-  readonly fp8Lanes: boolean;
+  /** FP8 codes' order (Weight.fp8Order), whose Fp8Rows kernels read them. */
+  readonly fp8Order: "file" | "lanes" | "quads";
 }
 
 /**
@@ -139,7 +140,7 @@ export function weightParts(w: Weight, arena: WasmArena | null, int8 = false): W
     quads: w.layout === "row-quads",
     fp8FoldedScales: arena === null || w.scale === undefined ? -1 : fp8FoldedScalesAt(w.scale.data, arena),
     fp8NanFree: w.dtype === "fp8_e4m3" && !hasFp8NanCode(w.data as Uint8Array),
-    fp8Lanes: w.fp8Order === "lanes",
+    fp8Order: w.fp8Order ?? "file",
   };
 }
 
@@ -280,7 +281,7 @@ function unpackRow(
     scaleBlockCols,
     mxScales,
     halves,
-    fp8Lanes,
+    fp8Order,
   } = range.weight;
   if (dtype === 0) quadRow(wData as Float32Array, 0, N, K, n, rows, at);
   else if (dtype === 1) {
@@ -296,10 +297,14 @@ function unpackRow(
     const src = wData as Uint8Array;
     const lut = tables.fp8;
     const base = n * K;
-    // File order: code k in byte k; lanes order (rows of whole groups of 16): in lanesIndex(k).
-    const code = fp8Lanes
-      ? (k: number) => src[base + lanesIndex(k)] as number
-      : (k: number) => src[base + k] as number;
+    // File order: code k in byte k; lanes order (rows of whole groups of 16): in lanesIndex(k);
+    // quads order: where quadsIndex puts it.
+    const code =
+      fp8Order === "lanes"
+        ? (k: number) => src[base + lanesIndex(k)] as number
+        : fp8Order === "quads"
+          ? (k: number) => src[quadsIndex(base + k, K)] as number
+          : (k: number) => src[base + k] as number;
     if (scaleData === null) {
       for (let k = 0; k < K; k++) rows[at + k] = lut[code(k)] as number;
     } else {
@@ -395,16 +400,11 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
     const { scalesOffset } = range.weight;
     const packed = dtype === 4 && wOffset >= 0 && scalesOffset >= 0 ? thread.mxfp4 : null;
     // FP8 with scale blocks of whole groups of 32 values is decoded by matmul/fp8-rows.wat, the
-    // build for the weight's code order.
-    const { fp8FoldedScales, fp8NanFree, fp8Lanes } = range.weight;
-    const fp8Kernels =
-      dtype === 3 && wOffset >= 0 && scalesOffset >= 0 && K % 32 === 0 && scaleBlockCols % 32 === 0
-        ? (thread.fp8 ?? null)
+    // build for the weight's code order (fp8Step).
+    const fp8 =
+      dtype === 3 && wOffset >= 0 && scalesOffset >= 0 && thread.fp8
+        ? fp8Step(thread.fp8, range.weight, K, M, n0, n1)
         : null;
-    const fp8 = fp8Kernels === null ? null : fp8Lanes ? fp8Kernels.lanes : fp8Kernels.file;
-    /** The FP8 scales of the chunk from row c0 in the scales at byte `scales` (or their folded copy). */
-    const fp8Scales = (c0: number, scales = scalesOffset) =>
-      fp8ScalesAt(K, scaleBlockRows, scaleBlockCols, scales, c0);
     // Below a switch's scratchTokens input rows, FP8 and MXFP4 rows are decoded straight into the
     // multiply-adds (matmul/fp8-rows.wat's fp8, matmul/mxfp4-rows.wat): the tile's operations on
     // the unpacked rows, so the same bits. Their scratch is the rows area's first 128 bytes, their
@@ -412,22 +412,17 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
     // (at least CHUNK - 1 rows), an [M, rows] matrix; a call takes as many rows as that holds, not
     // CHUNK (the kernels read each next group of rows ahead within a call: 16 random experts
     // [2048, 1024] whole ran 1.07x [1.01, 1.14] and 1.04x [1.00, 1.08] their speed 64 rows a call).
-    const fp8InLoop =
-      fp8 !== null && fp8Kernels !== null && M < fp8Kernels.scratchTokens && fp8FoldedScales >= 0
-        ? fp8NanFree
-          ? fp8.rowsNanFree
-          : fp8.rows
-        : null;
+    const fp8InLoop = fp8?.inLoop ?? null;
     const mxfp4InLoop = packed !== null && M < packed.scratchTokens ? packed : null;
     if (fp8InLoop !== null || mxfp4InLoop !== null) {
       const direct = outOffset >= 0;
       const area = W + 32;
-      const most = direct ? n1 - n0 : Math.floor((CHUNK * (K + M) - 32) / M);
+      // (Whole groups of four rows a call, as FP8 codes in quads order need.)
+      const most = direct ? n1 - n0 : Math.floor((CHUNK * (K + M) - 32) / M / 4) * 4;
       for (let c0 = n0; c0 < n1; c0 += most) {
         const rows = Math.min(most, n1 - c0);
         const [at, ldo] = direct ? [outOffset + c0 * 4, N * 4] : [area * 4, rows * 4];
-        if (fp8InLoop !== null)
-          fp8InLoop(K, M, xAt, wOffset + c0 * K, ...fp8Scales(c0, fp8FoldedScales), W * 4, at, rows, ldo);
+        if (fp8InLoop !== null) fp8InLoop(M, xAt, c0, W * 4, at, rows, ldo);
         else if (mxfp4InLoop !== null) {
           const inLoop = halves ? mxfp4InLoop.rowsHalves : mxfp4InLoop.rows;
           const [wAt, sAt] = [wOffset + (c0 * K) / 2, scalesOffset + (c0 * K) / 32];
@@ -470,7 +465,7 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
           decode(wOffset + first * 16, scalesOffset + first, packed.halfScales, W * 4, blocks);
         } else if (fp8 !== null) {
           // The chunk's FP8 rows decoded once (the table decoding's exact values), then the tile.
-          fp8.decode(K, wOffset + c0 * K, ...fp8Scales(c0), W * 4, rows);
+          fp8.decode(c0, W * 4, rows);
         } else {
           const bits = new Uint32Array(heap.buffer);
           for (let j = r0; j < rows; j++) unpackRow(range, tables, c0 + j, heap, bits, W + (j - r0) * K);

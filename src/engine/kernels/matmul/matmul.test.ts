@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { afterAll, describe, expect, it } from "vitest";
 import { instantiateWasm } from "../../../common/wasm-runtime.js";
 import { toLanesInPlace } from "../../../formats/fp8-lanes.js";
+import { toQuadsInPlace } from "../../../formats/fp8-quads.js";
 import { Rng } from "../../tensor/random.js";
 import { shareArray, type Weight } from "../../tensor/weight.js";
 import { MatmulPool } from "../pool.js";
@@ -466,7 +467,8 @@ describe("the fused MXFP4 matmul (matmul/mxfp4-rows.wat)", () => {
 
 /**
  * An FP8 weight [N, K] of `codes` (file order) with `scale` per block of blockRows x blockCols,
- * its codes re-laid in lanes order (formats/fp8-lanes.ts) when `order` says so.
+ * its codes re-laid in lanes order (formats/fp8-lanes.ts) or quads order (formats/fp8-quads.ts)
+ * when `order` says so.
  */
 function fp8Weight(
   codes: Uint8Array,
@@ -475,19 +477,25 @@ function fp8Weight(
   scale: Float32Array,
   blockRows: number,
   blockCols: number,
-  order: "file" | "lanes" = "file",
+  order: "file" | "lanes" | "quads" = "file",
 ): Weight {
+  const data =
+    order === "lanes"
+      ? toLanesInPlace(codes.slice())
+      : order === "quads"
+        ? toQuadsInPlace(codes.slice(), K)
+        : codes;
   return {
     dtype: "fp8_e4m3",
     rows: N,
     cols: K,
-    data: order === "lanes" ? shareArray(toLanesInPlace(codes.slice())) : shareArray(codes),
+    data: shareArray(data),
     scale: { data: shareArray(scale), blockRows, blockCols },
-    ...(order === "lanes" ? { fp8Order: "lanes" as const } : {}),
+    ...(order === "file" ? {} : { fp8Order: order }),
   };
 }
 
-const FP8_ORDERS = ["file", "lanes"] as const;
+const FP8_ORDERS = ["file", "lanes", "quads"] as const;
 
 describe("the fused FP8 matmul (matmul/fp8-rows.wat)", () => {
   it.each(FP8_ORDERS)(
@@ -519,7 +527,7 @@ describe("the fused FP8 matmul (matmul/fp8-rows.wat)", () => {
   it.each(FP8_ORDERS)(
     "gives the unpacked path's bits for every code byte and scale layout, at any batch and split, codes in %s order",
     (order) => {
-      const N = 150; // more than two chunks of rows, ragged
+      const N = order === "quads" ? 148 : 150; // more than two chunks of rows, ragged (quads: whole groups)
       const K = 512;
       const codes = new Uint8Array(N * K);
       // Every byte value many times over, but NaN's two (decoded above), which would make each sum NaN.
