@@ -402,9 +402,6 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
         ? (thread.fp8 ?? null)
         : null;
     const fp8 = fp8Kernels === null ? null : fp8Lanes ? fp8Kernels.lanes : fp8Kernels.file;
-    /** The FP8 scales of the chunk from row c0 in the scales at byte `scales` (or their folded copy). */
-    const fp8Scales = (c0: number, scales = scalesOffset) =>
-      fp8ScalesAt(K, scaleBlockRows, scaleBlockCols, scales, c0);
     // Below a switch's scratchTokens input rows, FP8 and MXFP4 rows are decoded straight into the
     // multiply-adds (matmul/fp8-rows.wat's fp8, matmul/mxfp4-rows.wat): the tile's operations on
     // the unpacked rows, so the same bits. Their scratch is the rows area's first 128 bytes, their
@@ -427,7 +424,17 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
         const rows = Math.min(most, n1 - c0);
         const [at, ldo] = direct ? [outOffset + c0 * 4, N * 4] : [area * 4, rows * 4];
         if (fp8InLoop !== null)
-          fp8InLoop(K, M, xAt, wOffset + c0 * K, ...fp8Scales(c0, fp8FoldedScales), W * 4, at, rows, ldo);
+          fp8InLoop(
+            K,
+            M,
+            xAt,
+            wOffset + c0 * K,
+            ...fp8ScalesAt(K, scaleBlockRows, scaleBlockCols, fp8FoldedScales, c0),
+            W * 4,
+            at,
+            rows,
+            ldo,
+          );
         else if (mxfp4InLoop !== null) {
           const inLoop = halves ? mxfp4InLoop.rowsHalves : mxfp4InLoop.rows;
           const [wAt, sAt] = [wOffset + (c0 * K) / 2, scalesOffset + (c0 * K) / 32];
@@ -470,7 +477,13 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
           decode(wOffset + first * 16, scalesOffset + first, packed.halfScales, W * 4, blocks);
         } else if (fp8 !== null) {
           // The chunk's FP8 rows decoded once (the table decoding's exact values), then the tile.
-          fp8.decode(K, wOffset + c0 * K, ...fp8Scales(c0), W * 4, rows);
+          fp8.decode(
+            K,
+            wOffset + c0 * K,
+            ...fp8ScalesAt(K, scaleBlockRows, scaleBlockCols, scalesOffset, c0),
+            W * 4,
+            rows,
+          );
         } else {
           const bits = new Uint32Array(heap.buffer);
           for (let j = r0; j < rows; j++) unpackRow(range, tables, c0 + j, heap, bits, W + (j - r0) * K);
