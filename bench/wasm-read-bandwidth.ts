@@ -1,29 +1,17 @@
 /**
  * How fast WebAssembly reads memory here, against the memcmp reader the decode roofline uses
  * (bench/memory-bandwidth.ts), in one process, interleaved round by round: is batch-1 decode short
- * of the roofline because wasm cannot read as fast as native code, or because of the engine?
- *
- * Each thread streams its own share of one shared WebAssembly memory of --mb MB (well past the
- * caches), all threads started together; a pass's bandwidth is every thread's bytes over the time
- * from the start to the last thread's end, as in memory-bandwidth.ts. The readers:
- * - `sum4` / `sum8`: f32x4 loads into 4 / 8 accumulators by f32x4.add, 64 / 128 bytes a step, one stream;
- * - `rows4`: four streams a thread's share apart by four, 16 bytes from each a step (four row-major rows);
- * - `tile-m1`: the engine's matmul tile (matmul/matmul-tile.wat's `quads`) at one input row, the
- *   share read as row-quads weights of K = --k (the batch-1 decode's matmul, alone);
- * - `quads1` / `quads2`: the tile's one-row block written here over one / two groups of four rows
- *   at once (two: eight rows, two streams, in flight), the same operations on each output.
- * Each round prints memcmp's reading (peak and median of its passes) and each reader's best and
- * median of --passes passes; the end gives each reader's median over rounds against memcmp's.
+ * of the roofline because wasm cannot read as fast as native code, or because of the engine? The
+ * readers (bench/wasm-bandwidth.ts) stream --mb MB between the threads; the tile's weights are
+ * read as rows of K = --k. Each round prints memcmp's reading and each reader's, best/median of
+ * --passes passes; the end gives each reader's median over rounds against memcmp's.
  *
  *   npx tsx bench/wasm-read-bandwidth.ts [--threads 2] [--mb 400] [--rounds 4] [--passes 5] [--k 768]
  */
 import { parseArgs } from "node:util";
-import { Worker } from "node:worker_threads";
 import { median } from "simple-statistics";
-import wabtInit from "wabt";
-import { compileWasm, type WasmModule, wasmApi } from "../src/common/wasm-runtime.js";
-import { compileSimdTile } from "../src/engine/kernels/matmul/tile-module.js";
 import { measureBandwidth } from "./memory-bandwidth.js";
+import { WASM_READERS, type WasmReader, WasmReaders } from "./wasm-bandwidth.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -35,204 +23,28 @@ const { values: args } = parseArgs({
   },
 });
 const threads = Number(args.threads);
-const K = Number(args.k);
-const PAGE = 65536;
-/** Each thread's share: whole pages and an even number of groups of four rows of K floats. */
-const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
-const UNIT = (32 * K * PAGE) / gcd(32 * K, PAGE);
-const share = Math.floor((Number(args.mb) * 1e6) / threads / UNIT) * UNIT;
-const X_BYTES = Math.ceil((K * 4) / PAGE) * PAGE;
-/** Each thread's tile output: one float per weight row. */
-const OUT_BYTES = Math.ceil(share / K / PAGE) * PAGE;
-
-/** A one-stream reader of `accs` accumulators, 16·accs bytes a step; returns a lane so nothing is dropped. */
-function sumText(accs: number): string {
-  const locals = Array.from({ length: accs }, (_, i) => `(local $a${i} v128)`).join(" ");
-  const steps = Array.from(
-    { length: accs },
-    (_, i) => `(local.set $a${i} (f32x4.add (local.get $a${i}) (v128.load offset=${16 * i} (local.get $p))))`,
-  ).join("\n      ");
-  const sum = Array.from({ length: accs }, (_, i) => `(local.get $a${i})`).reduce(
-    (a, b) => `(f32x4.add ${a} ${b})`,
-  );
-  return `(func (export "sum${accs}") (param $p i32) (param $bytes i32) (result f32)
-    (local $end i32) ${locals}
-    (local.set $end (i32.add (local.get $p) (local.get $bytes)))
-    (loop $step
-      ${steps}
-      (br_if $step (i32.lt_u (local.tee $p (i32.add (local.get $p) (i32.const ${16 * accs}))) (local.get $end))))
-    (f32x4.extract_lane 0 ${sum}))`;
-}
-
-/** Four streams a quarter of the share apart, 16 bytes from each a step. */
-const ROWS4 = `(func (export "rows4") (param $p i32) (param $bytes i32) (result f32)
-    (local $q i32) (local $end i32) (local $a0 v128) (local $a1 v128) (local $a2 v128) (local $a3 v128)
-    (local.set $q (i32.shr_u (local.get $bytes) (i32.const 2)))
-    (local.set $end (i32.add (local.get $p) (local.get $q)))
-    (loop $step
-      (local.set $a0 (f32x4.add (local.get $a0) (v128.load (local.get $p))))
-      (local.set $a1 (f32x4.add (local.get $a1) (v128.load (i32.add (local.get $p) (local.get $q)))))
-      (local.set $a2 (f32x4.add (local.get $a2) (v128.load (i32.add (local.get $p) (i32.shl (local.get $q) (i32.const 1))))))
-      (local.set $a3 (f32x4.add (local.get $a3) (v128.load (i32.add (local.get $p) (i32.mul (local.get $q) (i32.const 3))))))
-      (br_if $step (i32.lt_u (local.tee $p (i32.add (local.get $p) (i32.const 16))) (local.get $end))))
-    (f32x4.extract_lane 0 (f32x4.add (f32x4.add (local.get $a0) (local.get $a1)) (f32x4.add (local.get $a2) (local.get $a3)))))`;
-
-/**
- * The tile's one-row block over `groups` groups of four row-quads rows at once (4·groups
- * accumulators, the input vector loaded once for all): each output's operations as in the tile.
- */
-function quadsText(groups: number): string {
-  const accs = Array.from({ length: 4 * groups }, (_, i) => i);
-  const locals = accs.map((i) => `(local $a${i} v128)`).join(" ");
-  const zero = accs.map((i) => `(local.set $a${i} (v128.const i64x2 0 0))`).join(" ");
-  const steps = accs
-    .map((i) => {
-      const at = `(i32.add (local.get $p) (i32.mul (local.get $groupBytes) (i32.const ${i >> 2})))`;
-      return `(local.set $a${i} (f32x4.relaxed_madd (local.get $xv) (v128.load offset=${16 * (i & 3)} ${at}) (local.get $a${i})))`;
-    })
-    .join("\n        ");
-  const stores = accs
-    .map(
-      (i) => `(f32.store offset=${4 * i} (local.get $o) (f32.add
-        (f32.add (f32x4.extract_lane 0 (local.get $a${i})) (f32x4.extract_lane 1 (local.get $a${i})))
-        (f32.add (f32x4.extract_lane 2 (local.get $a${i})) (f32x4.extract_lane 3 (local.get $a${i})))))`,
-    )
-    .join("\n      ");
-  return `(func (export "quads${groups}") (param $K i32) (param $x i32) (param $w i32) (param $o i32) (param $G i32)
-    (local $groupBytes i32) (local $g i32) (local $p i32) (local $xa i32) (local $xe i32) (local $xv v128) ${locals}
-    (local.set $groupBytes (i32.shl (local.get $K) (i32.const 4)))
-    (local.set $xe (i32.add (local.get $x) (i32.shl (local.get $K) (i32.const 2))))
-    (loop $groups
-      ${zero}
-      (local.set $p (local.get $w))
-      (local.set $xa (local.get $x))
-      (loop $k
-        (local.set $xv (v128.load (local.get $xa)))
-        ${steps}
-        (local.set $p (i32.add (local.get $p) (i32.const 64)))
-        (br_if $k (i32.lt_u (local.tee $xa (i32.add (local.get $xa) (i32.const 16))) (local.get $xe))))
-      ${stores}
-      (local.set $w (i32.add (local.get $w) (i32.mul (local.get $groupBytes) (i32.const ${groups}))))
-      (local.set $o (i32.add (local.get $o) (i32.const ${16 * groups})))
-      (br_if $groups (i32.lt_u (local.tee $g (i32.add (local.get $g) (i32.const ${groups}))) (local.get $G)))))`;
-}
-
-async function readersModule(): Promise<WasmModule> {
-  const wabt = await wabtInit();
-  const text = `(module (import "env" "memory" (memory 1 65536 shared))
-  ${sumText(4)}
-  ${sumText(8)}
-  ${ROWS4}
-  ${quadsText(1)}
-  ${quadsText(2)})`;
-  const parsed = wabt.parseWat("readers.wat", text, { simd: true, threads: true, relaxed_simd: true });
-  const { buffer } = parsed.toBinary({});
-  parsed.destroy();
-  const module = compileWasm(buffer);
-  if (module === undefined) throw new Error("this runtime has no WebAssembly SIMD");
-  return module;
-}
-
-const READERS = ["sum4", "sum8", "rows4", "tile-m1", "quads1", "quads2"] as const;
-type Reader = (typeof READERS)[number];
-
-const WORKER = `const { workerData } = require("node:worker_threads");
-const { readers, tile, memory, sync, base, share, K, x, o } = workerData;
-const r = new WebAssembly.Instance(readers, { env: { memory } }).exports;
-const t = new WebAssembly.Instance(tile, { env: { memory } }).exports;
-const run = [
-  () => r.sum4(base, share),
-  () => r.sum8(base, share),
-  () => r.rows4(base, share),
-  () => t.quads(K, 1, x, base, o, share / (16 * K), 4),
-  () => r.quads1(K, x, base, o, share / (16 * K)),
-  () => r.quads2(K, x, base, o, share / (16 * K)),
-];
-for (let pass = 1; ; pass++) {
-  Atomics.add(sync, 1, 1);
-  Atomics.notify(sync, 1);
-  Atomics.wait(sync, 0, pass - 1);
-  const which = Atomics.load(sync, 3);
-  if (which < 0) break;
-  run[which]();
-  Atomics.add(sync, 2, 1);
-  Atomics.notify(sync, 2);
-}`;
-
-async function main(): Promise<void> {
-  const api = wasmApi;
-  const tile = compileSimdTile(true);
-  if (api === undefined || tile === undefined)
-    throw new Error("this runtime has no relaxed WebAssembly SIMD");
-  const readers = await readersModule();
-  const pages = (threads * (share + OUT_BYTES) + X_BYTES) / PAGE;
-  const memory = new api.Memory({ initial: pages, maximum: pages, shared: true });
-  // Every page written (so the reads are of real pages), as small floats so the sums stay finite.
-  new Float32Array(memory.buffer).fill(0.001);
-  const x = threads * share;
-  // Slots: 0 the pass the threads may start, 1 threads ready, 2 threads done, 3 the reader (-1: stop).
-  const sync = new Int32Array(new SharedArrayBuffer(16));
-  const workers = Array.from(
-    { length: threads },
-    (_, t) =>
-      new Worker(WORKER, {
-        eval: true,
-        workerData: {
-          readers,
-          tile,
-          memory,
-          sync,
-          base: t * share,
-          share,
-          K,
-          x,
-          o: x + X_BYTES + t * OUT_BYTES,
-        },
-      }),
-  );
-  let pass = 0;
-  const runPass = (reader: number): number => {
-    pass++;
-    while (Atomics.load(sync, 1) < pass * threads) Atomics.wait(sync, 1, Atomics.load(sync, 1), 1);
-    Atomics.store(sync, 3, reader);
-    const t0 = performance.now();
-    Atomics.store(sync, 0, pass);
-    Atomics.notify(sync, 0);
-    for (let done = Atomics.load(sync, 2); done < pass * threads; done = Atomics.load(sync, 2))
-      Atomics.wait(sync, 2, done);
-    return (threads * share) / ((performance.now() - t0) / 1000);
-  };
-  const gb = (b: number) => (b / 1e9).toFixed(1);
-  const byReader = new Map<Reader | "memcmp", number[]>();
-  const keep = (name: Reader | "memcmp", value: number) =>
-    byReader.set(name, [...(byReader.get(name) ?? []), value]);
-  process.stdout.write(
-    `${threads} thread(s), ${gb(threads * share)} GB a pass (${gb(share)} GB each), tile K=${K}; GB/s best/median of ${args.passes} passes\n`,
-  );
-  for (let i = 0; i < READERS.length; i++) runPass(i); // warm-up: compiled, pages faulted in
-  for (let round = 1; round <= Number(args.rounds); round++) {
-    const memcmp = await measureBandwidth(threads);
-    const line = [`round ${round}: memcmp ${gb(memcmp.peak)}/${gb(median(memcmp.passes))}`];
-    keep("memcmp", median(memcmp.passes));
-    for (let i = 0; i < READERS.length; i++) {
-      const passes = Array.from({ length: Number(args.passes) }, () => runPass(i));
-      line.push(`${READERS[i]} ${gb(Math.max(...passes))}/${gb(median(passes))}`);
-      keep(READERS[i] as Reader, median(passes));
-    }
-    process.stdout.write(`${line.join(", ")}\n`);
+const readers = await WasmReaders.start(threads, Number(args.mb), Number(args.k));
+const gb = (b: number) => (b / 1e9).toFixed(1);
+const byReader = new Map<WasmReader | "memcmp", number[]>();
+const keep = (name: WasmReader | "memcmp", value: number) =>
+  byReader.set(name, [...(byReader.get(name) ?? []), value]);
+process.stdout.write(
+  `${threads} thread(s), ${gb(threads * readers.share)} GB a pass (${gb(readers.share)} GB each), tile K=${args.k}; GB/s best/median of ${args.passes} passes\n`,
+);
+for (let round = 1; round <= Number(args.rounds); round++) {
+  const memcmp = await measureBandwidth(threads);
+  const line = [`round ${round}: memcmp ${gb(memcmp.peak)}/${gb(median(memcmp.passes))}`];
+  keep("memcmp", median(memcmp.passes));
+  for (const reader of WASM_READERS) {
+    const { peak, passes } = await readers.measure(reader, Number(args.passes));
+    line.push(`${reader} ${gb(peak)}/${gb(median(passes))}`);
+    keep(reader, median(passes));
   }
-  const memcmpMedian = median(byReader.get("memcmp") as number[]);
-  const summary = [...byReader].map(
-    ([name, values]) =>
-      `${name} ${gb(median(values))} (${(median(values) / memcmpMedian).toFixed(2)}x memcmp)`,
-  );
-  process.stdout.write(`medians over rounds, GB/s: ${summary.join(", ")}\n`);
-  pass++;
-  while (Atomics.load(sync, 1) < pass * threads) Atomics.wait(sync, 1, Atomics.load(sync, 1), 1);
-  Atomics.store(sync, 3, -1);
-  Atomics.store(sync, 0, pass);
-  Atomics.notify(sync, 0);
-  await Promise.all(workers.map((w) => w.terminate()));
+  process.stdout.write(`${line.join(", ")}\n`);
 }
-
-await main();
+const memcmpMedian = median(byReader.get("memcmp") as number[]);
+const summary = [...byReader].map(
+  ([name, values]) => `${name} ${gb(median(values))} (${(median(values) / memcmpMedian).toFixed(2)}x memcmp)`,
+);
+process.stdout.write(`medians over rounds, GB/s: ${summary.join(", ")}\n`);
+await readers.close();
