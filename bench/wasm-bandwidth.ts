@@ -13,8 +13,15 @@ import { type Bandwidth, processIdle } from "./memory-bandwidth.js";
  * - `tile-m1`: the engine's matmul tile (matmul/matmul-tile.wat's `quads`) at one input row, the
  *   share read as row-quads weights of K columns: the batch-1 decode's matmul alone, with no
  *   dispatch around it, so the read bandwidth the engine's own kernel reaches on these threads;
- * - `quads1` / `quads2`: the tile's one-row block written here over one / two groups of four rows
- *   at once (two: eight rows, two streams, in flight), the same operations on each output.
+ * - `quads1` / `quads2`: the tile's one-row block written here over one / two adjacent groups of
+ *   four rows at once (two: eight rows, two streams 16K bytes apart, in flight), the same
+ *   operations on each output; `quads2far`: two groups half the share apart (two distant streams);
+ * - `ahead1k` / `ahead4k`: quads1 that also loads 4 bytes 1 KiB / 4 KiB on each step, a touch to
+ *   start that cache line early (wasm has no prefetch instruction);
+ * - `tile-units`: the tile at one row as the pool splits a batch-1 matmul, in units of 64 rows
+ *   (one JavaScript call each), thread t taking units t, t + threads, ... of all the threads'
+ *   shares: the engine's access pattern and calls without its dispatch (the pool claims units from
+ *   a counter, which on equal threads comes to about this).
  */
 
 const PAGE = 65536;
@@ -56,7 +63,7 @@ const ROWS4 = `(func (export "rows4") (param $p i32) (param $bytes i32) (result 
  * The tile's one-row block over `groups` groups of four row-quads rows at once (4·groups
  * accumulators, the input vector loaded once for all): each output's operations as in the tile.
  */
-function quadsText(groups: number): string {
+function quadsText(groups: number, ahead = 0): string {
   const accs = Array.from({ length: 4 * groups }, (_, i) => i);
   const locals = accs.map((i) => `(local $a${i} v128)`).join(" ");
   const zero = accs.map((i) => `(local.set $a${i} (v128.const i64x2 0 0))`).join(" ");
@@ -73,8 +80,15 @@ function quadsText(groups: number): string {
         (f32.add (f32x4.extract_lane 2 (local.get $a${i})) (f32x4.extract_lane 3 (local.get $a${i})))))`,
     )
     .join("\n      ");
-  return `(func (export "quads${groups}") (param $K i32) (param $x i32) (param $w i32) (param $o i32) (param $G i32)
-    (local $groupBytes i32) (local $g i32) (local $p i32) (local $xa i32) (local $xe i32) (local $xv v128) ${locals}
+  // With `ahead`, each step also loads 4 bytes `ahead` bytes on (into a sum stored and then
+  // overwritten), the cache line it starts then in flight early: a prefetch wasm lacks.
+  const touch =
+    ahead > 0
+      ? `(local.set $sink (i32.xor (local.get $sink) (i32.load offset=${ahead} (local.get $p))))`
+      : "";
+  const name = ahead > 0 ? `quads${groups}ahead${ahead}` : `quads${groups}`;
+  return `(func (export "${name}") (param $K i32) (param $x i32) (param $w i32) (param $o i32) (param $G i32)
+    (local $groupBytes i32) (local $g i32) (local $p i32) (local $xa i32) (local $xe i32) (local $sink i32) (local $xv v128) ${locals}
     (local.set $groupBytes (i32.shl (local.get $K) (i32.const 4)))
     (local.set $xe (i32.add (local.get $x) (i32.shl (local.get $K) (i32.const 2))))
     (loop $groups
@@ -83,14 +97,23 @@ function quadsText(groups: number): string {
       (local.set $xa (local.get $x))
       (loop $k
         (local.set $xv (v128.load (local.get $xa)))
+        ${touch}
         ${steps}
         (local.set $p (i32.add (local.get $p) (i32.const 64)))
         (br_if $k (i32.lt_u (local.tee $xa (i32.add (local.get $xa) (i32.const 16))) (local.get $xe))))
+      (i32.store (local.get $o) (local.get $sink))
       ${stores}
       (local.set $w (i32.add (local.get $w) (i32.mul (local.get $groupBytes) (i32.const ${groups}))))
       (local.set $o (i32.add (local.get $o) (i32.const ${16 * groups})))
       (br_if $groups (i32.lt_u (local.tee $g (i32.add (local.get $g) (i32.const ${groups}))) (local.get $G)))))`;
 }
+
+/** quads2's two groups taken `far` bytes apart (two streams far apart), G/2 groups from each. */
+const QUADS2_FAR = quadsText(2)
+  .replace('(export "quads2")', '(export "quads2far")')
+  .replace("(param $G i32)", "(param $G i32) (param $far i32)")
+  .replaceAll("(i32.mul (local.get $groupBytes) (i32.const 1))", "(local.get $far)")
+  .replace("(i32.mul (local.get $groupBytes) (i32.const 2))", "(local.get $groupBytes)");
 
 async function readersModule(): Promise<WasmModule> {
   const wabt = await wabtInit();
@@ -99,7 +122,10 @@ async function readersModule(): Promise<WasmModule> {
   ${sumText(8)}
   ${ROWS4}
   ${quadsText(1)}
-  ${quadsText(2)})`;
+  ${quadsText(2)}
+  ${QUADS2_FAR}
+  ${quadsText(1, 1024)}
+  ${quadsText(1, 4096)})`;
   const parsed = wabt.parseWat("readers.wat", text, { simd: true, threads: true, relaxed_simd: true });
   const { buffer } = parsed.toBinary({});
   parsed.destroy();
@@ -109,11 +135,22 @@ async function readersModule(): Promise<WasmModule> {
 }
 
 /** The readers, in the order the worker's \`run\` lists them. */
-export const WASM_READERS = ["sum4", "sum8", "rows4", "tile-m1", "quads1", "quads2"] as const;
+export const WASM_READERS = [
+  "sum4",
+  "sum8",
+  "rows4",
+  "tile-m1",
+  "quads1",
+  "quads2",
+  "tile-units",
+  "ahead1k",
+  "ahead4k",
+  "quads2far",
+] as const;
 export type WasmReader = (typeof WASM_READERS)[number];
 
 const WORKER = `const { workerData } = require("node:worker_threads");
-const { readers, tile, memory, sync, base, share, K, x, o } = workerData;
+const { readers, tile, memory, sync, base, share, K, x, o, t: thread, threads } = workerData;
 const r = new WebAssembly.Instance(readers, { env: { memory } }).exports;
 const t = new WebAssembly.Instance(tile, { env: { memory } }).exports;
 const run = [
@@ -123,6 +160,14 @@ const run = [
   () => t.quads(K, 1, x, base, o, share / (16 * K), 4),
   () => r.quads1(K, x, base, o, share / (16 * K)),
   () => r.quads2(K, x, base, o, share / (16 * K)),
+  () => {
+    const unitBytes = 64 * K * 4;
+    const units = (threads * share) / unitBytes;
+    for (let u = thread; u < units; u += threads) t.quads(K, 1, x, u * unitBytes, o, 16, 4);
+  },
+  () => r.quads1ahead1024(K, x, base, o, share / (16 * K)),
+  () => r.quads1ahead4096(K, x, base, o, share / (16 * K)),
+  () => r.quads2far(K, x, base, o, share / (16 * K), share / 2),
 ];
 for (let pass = 1; ; pass++) {
   Atomics.add(sync, 1, 1);
@@ -173,7 +218,7 @@ export class WasmReaders {
       (_, t) =>
         new Worker(WORKER, {
           eval: true,
-          workerData: { ...workerData, base: t * share, o: x + xBytes + t * outBytes },
+          workerData: { ...workerData, base: t * share, o: x + xBytes + t * outBytes, t, threads },
         }),
     );
     const started = new WasmReaders(threads, sync, workers, share);
