@@ -8,7 +8,6 @@ import {
   type WeightParts,
 } from "./matmul/matmul-kernel.js";
 import type { Int8Quantize, Mxfp4Int8 } from "./matmul/mxfp4-int8.js";
-import type { RowHalves } from "./matmul/row-halves.js";
 import { instantiateTile } from "./matmul/tile-module.js";
 import type { AttentionScratch, AttentionSimd } from "./paged-attention/attention-kernel.js";
 import { instantiateAttentionSimd } from "./paged-attention/attention-simd-module.js";
@@ -17,8 +16,6 @@ import { instantiateSwigluSimd, type SwigluSimd } from "./swiglu/swiglu-simd-mod
 /** The compiled WebAssembly kernels a pool runs (each absent where SIMD is off or unavailable). */
 export interface KernelModules {
   readonly tile?: WasmModule;
-  /** matmul/row-halves.wat, built like the tile (the tile at one input row, two streams). */
-  readonly rowHalves?: WasmModule;
   /**
    * The fused MXFP4 rows, built like the tile (fused or not), where their tables lie (mxfp4Tables:
    * half scales, then the decode's bytes), and from how many input rows they decode into scratch for
@@ -75,10 +72,6 @@ export function kernelThread(modules: KernelModules, memory: WasmMemory | undefi
     tables: buildDecodeTables(),
     scratch: new Float32Array(1),
     tile: instance(modules.tile, instantiateTile),
-    rowHalves: instance(
-      modules.rowHalves,
-      (m, mem) => (instantiateWasm(m, mem) as { rowHalves: RowHalves }).rowHalves,
-    ),
     mxfp4: instance(modules.mxfp4?.module, (m, mem) => {
       const inLoop = (module: WasmModule | undefined) =>
         (instantiateWasm(module as WasmModule, mem) as { mxfp4: Mxfp4Rows["rows"] }).mxfp4;

@@ -23,7 +23,7 @@ import {
 import { Int8Inputs } from "./matmul/int8-inputs.js";
 import type { MatmulJob, MatmulSegment } from "./matmul/matmul-job.js";
 import { int8Reads, matmulRange, type WeightParts, weightParts } from "./matmul/matmul-kernel.js";
-import { compileTiles } from "./matmul/row-halves.js";
+import { compileSimdTile } from "./matmul/tile-module.js";
 import { fp8Module, mxfp4Modules } from "./narrow-modules.js";
 import {
   type AttentionParams,
@@ -108,16 +108,16 @@ export class MatmulPool {
     this.threads = threads;
     const switches = { ...kernelSwitches(), ...options };
     const arena = switches.simd ? wasmArena() : null;
-    const { tile, rowHalves, fused } = compileTiles(arena !== null, switches.fma);
+    const fusedTile = arena !== null && switches.fma ? compileSimdTile(true) : undefined;
+    const tile = fusedTile ?? (arena !== null ? compileSimdTile(false) : undefined);
     this.simd = tile !== undefined;
-    this.fma = fused;
+    this.fma = fusedTile !== undefined;
     this.arena = tile === undefined ? null : arena;
     const modules: KernelModules =
       tile === undefined || arena === null
         ? {}
         : {
             tile,
-            rowHalves,
             ...mxfp4Modules(arena, this.fma, switches),
             ...fp8Module(this.fma, switches),
             attention: compileAttentionSimd(),

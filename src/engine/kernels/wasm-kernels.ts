@@ -5,8 +5,7 @@ import type { WasmModule } from "../../common/wasm-runtime.js";
  * The kernels written in WebAssembly text, each in its op's folder (./<op>/<name>.wat), built to a
  * binary beside it by scripts/build-kernels.mjs (which `npm ci` and `npm run build` run).
  * "matmul-tile" multiplies and adds in one fused step (relaxed SIMD); "matmul-tile.unfused" is the
- * same tile with a mul then an add, and likewise "mxfp4-rows" (the fused MXFP4 matmul) and
- * "row-halves" (the tile's one-row block over two streams).
+ * same tile with a mul then an add, and likewise "mxfp4-rows" (the fused MXFP4 matmul).
  * "mxfp4-decode" (its scratch form's decode) swizzles with relaxed SIMD; "mxfp4-decode.plain-swizzle"
  * without it, to the same bits; "mxfp4-decode.halves" (and its plain-swizzle build) decodes codes
  * in the halves order of a re-laid-out checkpoint (scripts/build-kernels.mjs).
@@ -19,8 +18,6 @@ import type { WasmModule } from "../../common/wasm-runtime.js";
 export type KernelBinary =
   | "matmul/matmul-tile"
   | "matmul/matmul-tile.unfused"
-  | "matmul/row-halves"
-  | "matmul/row-halves.unfused"
   | "matmul/mxfp4-rows"
   | "matmul/mxfp4-rows.unfused"
   | "matmul/mxfp4-rows.halves"

@@ -8,7 +8,6 @@ import { hasFp8NanCode } from "./fp8-nan-codes.js";
 import { type Fp8Rows, fp8ScalesAt } from "./fp8-rows.js";
 import { int8ExponentStride, int8ExponentsAt } from "./int8-exponents.js";
 import { type Int8Quantize, type Mxfp4Int8, quantizedFormBytes } from "./mxfp4-int8.js";
-import type { RowHalves } from "./row-halves.js";
 import type { SimdTile } from "./tile-module.js";
 
 /** The fast matmul kernel, run on the calling thread and in the pool's workers (worker.ts). */
@@ -185,8 +184,6 @@ export interface MatmulThread {
   /** At least 4K floats; grown here as needed. */
   scratch: Float32Array;
   readonly tile: SimdTile | null;
-  /** The tile at one input row over row quads as two streams (absent or null: the tile itself). */
-  readonly rowHalves?: RowHalves | null;
   /** The fused MXFP4 rows (null: MXFP4 weights are unpacked into f32 rows for the tile). */
   readonly mxfp4: Mxfp4Rows | null;
   /** The block-scaled FP8 rows' SIMD kernels (null, or absent: unpacked in JavaScript for the tile). */
@@ -395,8 +392,6 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
     }
     const inPlace = dtype === 0 && wOffset >= 0;
     const tile = quads ? simd.quads : simd.tile;
-    // At one input row, row quads read where they lie go through the row-halves kernel (same bits).
-    const rowHalves = M === 1 && quads && inPlace ? (thread.rowHalves ?? null) : null;
     const { scalesOffset } = range.weight;
     const packed = dtype === 4 && wOffset >= 0 && scalesOffset >= 0 ? thread.mxfp4 : null;
     // FP8 with scale blocks of whole groups of 32 values is decoded by matmul/fp8-rows.wat, the
@@ -428,10 +423,19 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
       for (let c0 = n0; c0 < n1; c0 += most) {
         const rows = Math.min(most, n1 - c0);
         const [at, ldo] = direct ? [outOffset + c0 * 4, N * 4] : [area * 4, rows * 4];
-        if (fp8InLoop !== null) {
-          const scales = fp8ScalesAt(K, scaleBlockRows, scaleBlockCols, fp8FoldedScales, c0);
-          fp8InLoop(K, M, xAt, wOffset + c0 * K, ...scales, W * 4, at, rows, ldo);
-        } else if (mxfp4InLoop !== null) {
+        if (fp8InLoop !== null)
+          fp8InLoop(
+            K,
+            M,
+            xAt,
+            wOffset + c0 * K,
+            ...fp8ScalesAt(K, scaleBlockRows, scaleBlockCols, fp8FoldedScales, c0),
+            W * 4,
+            at,
+            rows,
+            ldo,
+          );
+        else if (mxfp4InLoop !== null) {
           const inLoop = halves ? mxfp4InLoop.rowsHalves : mxfp4InLoop.rows;
           const [wAt, sAt] = [wOffset + (c0 * K) / 2, scalesOffset + (c0 * K) / 32];
           inLoop(K, M, xAt, wAt, sAt, mxfp4InLoop.halfScales, W * 4, at, rows, ldo);
@@ -458,9 +462,7 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
       // These are whole groups: all into the output where it lies in the shared memory, else all
       // into the out area.
       const wAt = wOffset + c0 * K * 4;
-      if (fromWeights > 0 && rowHalves !== null)
-        rowHalves(K, xAt, wAt, direct > 0 ? outOffset + c0 * 4 : O * 4, fromWeights);
-      else if (fromWeights > 0 && direct > 0) tile(K, M, xAt, wAt, outOffset + c0 * 4, fromWeights, N * 4);
+      if (fromWeights > 0 && direct > 0) tile(K, M, xAt, wAt, outOffset + c0 * 4, fromWeights, N * 4);
       else if (fromWeights > 0) tile(K, M, xAt, wAt, O * 4, fromWeights, CHUNK * 4);
       if (fromWeights < groups) {
         const r0 = fromWeights * 4;
@@ -475,8 +477,13 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
           decode(wOffset + first * 16, scalesOffset + first, packed.halfScales, W * 4, blocks);
         } else if (fp8 !== null) {
           // The chunk's FP8 rows decoded once (the table decoding's exact values), then the tile.
-          const scales = fp8ScalesAt(K, scaleBlockRows, scaleBlockCols, scalesOffset, c0);
-          fp8.decode(K, wOffset + c0 * K, ...scales, W * 4, rows);
+          fp8.decode(
+            K,
+            wOffset + c0 * K,
+            ...fp8ScalesAt(K, scaleBlockRows, scaleBlockCols, scalesOffset, c0),
+            W * 4,
+            rows,
+          );
         } else {
           const bits = new Uint32Array(heap.buffer);
           for (let j = r0; j < rows; j++) unpackRow(range, tables, c0 + j, heap, bits, W + (j - r0) * K);
