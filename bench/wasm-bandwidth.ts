@@ -16,6 +16,7 @@ import { type Bandwidth, processIdle } from "./memory-bandwidth.js";
  * - `quads1` / `quads2`: the tile's one-row block written here over one / two adjacent groups of
  *   four rows at once (two: eight rows, two streams 16K bytes apart, in flight), the same
  *   operations on each output; `quads2far`: two groups half the share apart (two distant streams);
+ *   `far98k` / `far393k`: quads2far within units of 64 / 256 rows, a unit's two halves at once;
  * - `ahead1k` / `ahead4k`: quads1 that also loads 4 bytes 1 KiB / 4 KiB on each step, a touch to
  *   start that cache line early (wasm has no prefetch instruction);
  * - `tile-units`: the tile at one row as the pool splits a batch-1 matmul, in units of 64 rows
@@ -146,6 +147,8 @@ export const WASM_READERS = [
   "ahead1k",
   "ahead4k",
   "quads2far",
+  "far98k",
+  "far393k",
 ] as const;
 export type WasmReader = (typeof WASM_READERS)[number];
 
@@ -168,6 +171,9 @@ const run = [
   () => r.quads1ahead1024(K, x, base, o, share / (16 * K)),
   () => r.quads1ahead4096(K, x, base, o, share / (16 * K)),
   () => r.quads2far(K, x, base, o, share / (16 * K), share / 2),
+  ...[64, 256].map((rows) => () => {
+    for (let u = 0; u < share; u += rows * K * 4) r.quads2far(K, x, base + u, o, rows / 4, rows * K * 2);
+  }),
 ];
 for (let pass = 1; ; pass++) {
   Atomics.add(sync, 1, 1);
@@ -182,7 +188,7 @@ for (let pass = 1; ; pass++) {
 
 /** `threads` reader threads over one shared memory of about `mb` MB, kept for several readings. */
 export class WasmReaders {
-  /** Bytes each thread reads a pass: whole pages and an even number of groups of four rows of K floats. */
+  /** Bytes each thread reads a pass: whole pages and whole units of 256 rows of K floats. */
   readonly share: number;
   private pass = 0;
   private constructor(
@@ -200,7 +206,7 @@ export class WasmReaders {
     if (api === undefined || tile === undefined)
       throw new Error("this runtime has no relaxed WebAssembly SIMD");
     const readers = await readersModule();
-    const unit = (32 * K * PAGE) / gcd(32 * K, PAGE);
+    const unit = (1024 * K * PAGE) / gcd(1024 * K, PAGE);
     const share = Math.floor((mb * 1e6) / threads / unit) * unit;
     const xBytes = Math.ceil((K * 4) / PAGE) * PAGE;
     // Each thread's tile output: one float per weight row.
