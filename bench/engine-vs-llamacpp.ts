@@ -4,7 +4,11 @@
  * aggregate decode tok/s with 16 streams, their ratios, and the decode roofline (weight bytes per
  * token against the memory bandwidth the same number of threads reaches together: measured again
  * after both arms of every round, once the process is idle, as the peak of several passes, see
- * bench/memory-bandwidth.ts; every round's reading and its passes' range are printed). Prefill is
+ * bench/memory-bandwidth.ts; every round's reading and its passes' range are printed). Beside it
+ * each round reads the bandwidth the engine's own matmul tile reaches at one input row with no
+ * dispatch around it (bench/wasm-bandwidth.ts's `tile-m1`, same threads), and batch 1 is also given
+ * against that reading: memcmp's reading on this VM is bimodal (~34 or ~55-61 GB/s, pass to pass),
+ * and the tile's beside it says whether the high reading is one wasm threads reach then. Prefill is
  * set against a measured compute ceiling: the flop/s the same threads reach running 128-bit
  * WebAssembly fused multiply-adds from registers (bench/fma-peak.ts), the rate the engine's matmul
  * tile reaches alone on one layer's MLP shape at the prompt's token count, and each engine's
@@ -57,6 +61,7 @@ import { fmaPeak } from "./fma-peak.js";
 import { type GgufTensor, gguf, ggufBpeTokenizer, writeGguf } from "./gguf-writer.js";
 import { describeBandwidth, measureBandwidth, processIdle } from "./memory-bandwidth.js";
 import { type LlamaContext, nodeLlamaCpp } from "./node-llama-cpp.js";
+import { WasmReaders } from "./wasm-bandwidth.js";
 
 const USAGE = `usage: npx tsx bench/engine-vs-llamacpp.ts [options]
   --size NAME      tiny model size to generate (default bench-100m)
@@ -113,6 +118,8 @@ interface Round {
   ours: Figures;
   theirs: Figures;
   roofline: number;
+  /** The same from the tile's reading at one input row (WasmReaders' tile-m1). */
+  tileRoofline: number;
 }
 
 /** Decode rate of one stream from its token times (ms): tokens after the first over first-to-last. */
@@ -353,6 +360,7 @@ try {
     batchSize: 512,
   });
   const engine = new Engine(model, { threads, maxNumSeqs: streams, maxModelLen: 4096, switches });
+  const readers = await WasmReaders.start(threads);
   const measured: Round[] = [];
   try {
     for (let round = 0; round <= rounds; round++) {
@@ -383,9 +391,15 @@ try {
       process.stdout.write(
         `roofline this round ${roofline.toFixed(1)} tok/s: ${describeBandwidth(bandwidth)}\n`,
       );
-      if (round > 0) measured.push({ ours, theirs, roofline });
+      const tileBandwidth = await readers.measure("tile-m1");
+      const tileRoofline = tileBandwidth.peak / weightBytes;
+      process.stdout.write(
+        `the tile alone at one row, same threads: ${describeBandwidth(tileBandwidth)}; roofline ${tileRoofline.toFixed(1)} tok/s\n`,
+      );
+      if (round > 0) measured.push({ ours, theirs, roofline, tileRoofline });
     }
   } finally {
+    await readers.close();
     await engine.close();
     await context.dispose();
     await llamaModel.dispose();
@@ -444,6 +458,12 @@ try {
     )}, llama.cpp ${ratio(
       (r) => r.roofline,
       (r) => r.theirs.decode,
+    )}\n`,
+  );
+  process.stdout.write(
+    `by the tile's own reading at one row: rooflines ${measured.map((r) => r.tileRoofline.toFixed(1)).join(", ")} tok/s; batch-1 decode / that roofline: engine ${ratio(
+      (r) => r.tileRoofline,
+      (r) => r.ours.decode,
     )}\n`,
   );
 } finally {
