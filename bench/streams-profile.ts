@@ -113,17 +113,20 @@ if (args.breakdown) {
     if (poolCalls.on) steps++;
   });
   let start = 0;
+  let cpuStart = process.cpuUsage();
   await decodeRate(() => {
     poolCalls.on = true;
     start = performance.now();
+    cpuStart = process.cpuUsage();
   });
   const wall = performance.now() - start;
+  const { user, system } = process.cpuUsage(cpuStart);
   poolCalls.on = false;
   stopCounting();
   const perStep = (ms: number) => `${(ms / steps).toFixed(2).padStart(6)} ms`;
   const share = (ms: number) => `${((100 * ms) / wall).toFixed(1).padStart(5)}%`;
   console.log(
-    `breakdown of ${steps} decode steps, ${perStep(wall)} a step of the calling thread's wall time:`,
+    `breakdown of ${steps} decode steps, ${perStep(wall)} a step of the calling thread's wall time (CPU time of all threads: ${perStep((user + system) / 1000)}):`,
   );
   let inPool = 0;
   for (const [key, { calls, ms, flops }] of [...poolCalls.times].sort((a, b) => b[1].ms - a[1].ms)) {
