@@ -8,7 +8,7 @@ import type { ForwardContext, TokenMixer } from "../../model/model.js";
 import { stepArrayToFill } from "../../model/step-scratch.js";
 import type { Weight } from "../../tensor/weight.js";
 import { bindParameters, f32Param, matrixParam } from "../parameters.js";
-import { pagedTables } from "./paged-tables.js";
+import { stepPagedTables } from "./paged-tables.js";
 
 /**
  * Grouped-query attention of one layer. "full": a query attends to every earlier position.
@@ -173,7 +173,7 @@ export class GqaAttention implements TokenMixer {
       const blocks = (batch.blockTables[t] as readonly (readonly number[])[])[group] as readonly number[];
       cache.write(placement.slot(blocks, pos), k, t * numKvHeads * headDim, v, t * numKvHeads * vHeadDim);
     }
-    const { meta, tables } = pagedTables(batch, placement, group, stepArrayToFill(ctx, Int32Array, 3 * T));
+    const { meta, tables } = stepPagedTables(ctx, placement, group);
     const out = stepArrayToFill(ctx, Float32Array, T * numHeads * vHeadDim);
     pool.attention({
       meta,
