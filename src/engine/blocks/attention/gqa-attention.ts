@@ -5,10 +5,10 @@ import { Rope, type YarnScaling } from "../../kernels/rope.js";
 import { addInto } from "../../kernels/vector/vector-ops.js";
 import type { WeightSource } from "../../loader/weight-source.js";
 import type { ForwardContext, TokenMixer } from "../../model/model.js";
-import { stepArrayToFill } from "../../model/step-scratch.js";
+import { stepArray, stepArrayToFill } from "../../model/step-scratch.js";
 import type { Weight } from "../../tensor/weight.js";
 import { bindParameters, f32Param, matrixParam } from "../parameters.js";
-import { stepPagedTables } from "./paged-tables.js";
+import { pagedTables } from "./paged-tables.js";
 
 /**
  * Grouped-query attention of one layer. "full": a query attends to every earlier position.
@@ -173,8 +173,8 @@ export class GqaAttention implements TokenMixer {
       const blocks = (batch.blockTables[t] as readonly (readonly number[])[])[group] as readonly number[];
       cache.write(placement.slot(blocks, pos), k, t * numKvHeads * headDim, v, t * numKvHeads * vHeadDim);
     }
-    const { meta, tables } = stepPagedTables(ctx, placement, group);
-    const out = stepArrayToFill(ctx, Float32Array, T * numHeads * vHeadDim);
+    const { meta, tables } = pagedTables(batch, placement, group, stepArray(ctx, Int32Array, 3 * T));
+    const out = stepArray(ctx, Float32Array, T * numHeads * vHeadDim);
     pool.attention({
       meta,
       tables,

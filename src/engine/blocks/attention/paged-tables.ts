@@ -1,32 +1,5 @@
 import type { BlockPlacement } from "../../cache/placement.js";
-import type { ForwardBatch, ForwardContext } from "../../model/model.js";
-import { stepArrayToFill } from "../../model/step-scratch.js";
-
-type PagedTables = { meta: Int32Array; tables: Int32Array };
-
-/**
- * A step's tables by the step's context, then by cache group and window (all that pagedTables
- * reads of a placement; each layer has a placement of its own): every layer that shares both
- * reads the same tables.
- */
-const stepTables = new WeakMap<ForwardContext, Map<string, PagedTables>>();
-
-/** pagedTables of `ctx`'s batch, built by the step's first layer of its group and window, then reused. */
-export function stepPagedTables(ctx: ForwardContext, placement: BlockPlacement, group: number): PagedTables {
-  let built = stepTables.get(ctx);
-  if (built === undefined) {
-    built = new Map();
-    stepTables.set(ctx, built);
-  }
-  const key = `${group}/${placement.window}`;
-  let tables = built.get(key);
-  if (tables === undefined) {
-    const meta = stepArrayToFill(ctx, Int32Array, 3 * ctx.batch.tokens.length);
-    tables = pagedTables(ctx.batch, placement, group, meta);
-    built.set(key, tables);
-  }
-  return tables;
-}
+import type { ForwardBatch } from "../../model/model.js";
 
 /**
  * What pool.attention reads a step's tokens' positions by (see attendTokens): per token t,
@@ -38,7 +11,7 @@ export function pagedTables(
   placement: BlockPlacement,
   group: number,
   meta: Int32Array = new Int32Array(3 * batch.tokens.length),
-): PagedTables {
+): { meta: Int32Array; tables: Int32Array } {
   const offsets = new Map<readonly number[], number>();
   const flat: number[] = [];
   for (let t = 0; t < batch.tokens.length; t++) {

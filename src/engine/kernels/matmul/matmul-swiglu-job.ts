@@ -13,8 +13,8 @@ export interface MatmulSwigluJob extends MatmulJob {
 
 /**
  * Unit d: rows [d * rowChunk, (d + 1) * rowChunk) of the gate and of the up weight, then swiglu.wat
- * over those columns of every input row (one call for all rows), so no thread waits for the whole
- * of both matmuls before the activation and no second dispatch runs it. Each output of the matmul and each value of the
+ * over those columns of every input row, so no thread waits for the whole of both matmuls before
+ * the activation and no second dispatch runs it. Each output of the matmul and each value of the
  * activation is computed alone, as the separate dispatches compute it: the same bits.
  */
 export const matmulSwigluJob: ThreadKernel<MatmulSwigluJob> = {
@@ -25,13 +25,10 @@ export const matmulSwigluJob: ThreadKernel<MatmulSwigluJob> = {
     const [gate, up] = job.segments as [MatmulJob["segments"][0], MatmulJob["segments"][0]];
     segmentRows(thread, job, gate, r0, r1);
     segmentRows(thread, job, up, r0, r1);
-    const at = 4 * r0;
-    (thread.swiglu as SwigluSimd).swiglu_rows(
-      gate.outOffset + at,
-      up.outOffset + at,
-      (r1 - r0) >> 2,
-      M,
-      4 * I,
-    );
+    const simd = thread.swiglu as SwigluSimd;
+    for (let m = 0; m < M; m++) {
+      const at = 4 * (m * I + r0);
+      simd.swiglu(gate.outOffset + at, up.outOffset + at, (r1 - r0) >> 2);
+    }
   },
 };

@@ -7,8 +7,6 @@ import { compileKernel } from "../wasm-kernels.js";
  */
 export interface SwigluSimd {
   swiglu: (g: number, u: number, count: number) => void;
-  /** swiglu over `rows` (>= 1) runs of 4·count values, each `stride` bytes after the last in g and u. */
-  swiglu_rows: (g: number, u: number, count: number, rows: number, stride: number) => void;
   /**
    * gpt-oss's clamped SwiGLU over `count` (a multiple of 4) interleaved (gate, linear) f32 pairs at
    * byte gu into f32 at byte out, the bits of ./clamped-swiglu.ts (see swiglu.wat).

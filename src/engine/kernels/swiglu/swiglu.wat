@@ -11,7 +11,7 @@
 (module
   (import "env" "memory" (memory 1 65536 shared))
 
-  (func $swiglu (export "swiglu") (param $gAt i32) (param $uAt i32) (param $count i32)
+  (func (export "swiglu") (param $gAt i32) (param $uAt i32) (param $count i32)
     (local $i i32) (local $end i32)
     (local $g v128) (local $x v128) (local $r v128) (local $kBits v128) (local $k v128) (local $e v128)
     (local.set $end (i32.shl (local.get $count) (i32.const 4)))
@@ -74,19 +74,6 @@
       (br_if $pairs (i32.lt_u
         (local.tee $i (i32.add (local.get $i) (i32.const 8)))
         (local.get $end)))))
-
-;; swiglu_rows(g, u, count, rows, stride): swiglu(g + r·stride, u + r·stride, count) for r < rows
-  ;; (a matmul unit's columns of every input row, rows >= 1): one call from JavaScript, not one a row.
-  (func (export "swiglu_rows") (param $gAt i32) (param $uAt i32) (param $count i32) (param $rows i32)
-    (param $stride i32)
-    (local $r i32)
-    (loop $each
-      (call $swiglu (local.get $gAt) (local.get $uAt) (local.get $count))
-      (local.set $gAt (i32.add (local.get $gAt) (local.get $stride)))
-      (local.set $uAt (i32.add (local.get $uAt) (local.get $stride)))
-      (br_if $each (i32.lt_u
-        (local.tee $r (i32.add (local.get $r) (i32.const 1)))
-        (local.get $rows)))))
 
   ;; clamped_swiglu(gu, out, count, limit, alpha): gpt-oss's clamped SwiGLU (the plain kernel is
   ;; clampedSwiglu in ../../blocks/mlp/clamped-swiglu-moe.ts), the same bits: for i < count (a
