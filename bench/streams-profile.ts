@@ -7,14 +7,22 @@
  * against the matmuls) and self. The pool's helper threads are not sampled; the calling thread's
  * waits for them show as their own frames (pool.ts's run, wait-for-units.ts).
  *
+ * With --breakdown, one more round splits the calling thread's wall time per decode step (from
+ * when every stream decodes) by pool call (pool-timings.ts): each matmul shape with its flop rate,
+ * gate/up with SwiGLU, attention, and what runs outside the pool (norms, RoPE, KV writes, sampling,
+ * the engine's loop). At --threads 1 that is each part's work alone; at 2, beside it, how much of
+ * that the helper took off the calling thread.
+ *
  *   npx tsc -p tsconfig.build.json && npx tsx bench/streams-profile.ts [--size bench-100m]
  *     [--streams 16] [--prompt 512] [--decode 32] [--threads 2] [--rounds 3] [--profile PATH]
+ *     [--breakdown]
  */
 import { writeFile } from "node:fs/promises";
 import { Session } from "node:inspector/promises";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { benchArgs } from "./args.js";
+import { timePoolCalls } from "./pool-timings.js";
 import { streamRates, syntheticPrompts } from "./stream-rates.js";
 
 const args = benchArgs(import.meta.url, {
@@ -25,6 +33,7 @@ const args = benchArgs(import.meta.url, {
   threads: { type: "string", default: "2" },
   rounds: { type: "string", default: "3" },
   profile: { type: "string" },
+  breakdown: { type: "boolean", default: false },
 });
 const [streams, promptTokens, decodeTokens] = [
   Number(args.streams),
@@ -32,9 +41,8 @@ const [streams, promptTokens, decodeTokens] = [
   Number(args.decode),
 ];
 
-const engineModule = (await import(
-  pathToFileURL(join(import.meta.dirname, "..", "dist/src/engine/index.js")).href
-)) as typeof import("../src/engine/index.js");
+const built = (path: string) => pathToFileURL(join(import.meta.dirname, "..", "dist/src/engine", path)).href;
+const engineModule = (await import(built("index.js"))) as typeof import("../src/engine/index.js");
 const { Engine, createTinyModel, findTinySize } = engineModule;
 const size = findTinySize(args.size as string);
 if (size === undefined) throw new Error(`no tiny size ${args.size}`);
@@ -93,5 +101,41 @@ if (args.profile !== undefined) {
   );
   for (const [name, { self, total }] of [...shares].sort((a, b) => b[1].total - a[1].total).slice(0, 40))
     console.log(`${pct(total)} ${pct(self)}  ${name}`);
+}
+if (args.breakdown) {
+  // Wrapped only now, so the timed rounds and the profile run the pool as it is.
+  const poolModule = (await import(
+    built("kernels/pool.js")
+  )) as typeof import("../src/engine/kernels/pool.js");
+  const poolCalls = timePoolCalls(poolModule.MatmulPool);
+  let steps = 0;
+  const stopCounting = engine.onStep(() => {
+    if (poolCalls.on) steps++;
+  });
+  let start = 0;
+  let cpuStart = process.cpuUsage();
+  await decodeRate(() => {
+    poolCalls.on = true;
+    start = performance.now();
+    cpuStart = process.cpuUsage();
+  });
+  const wall = performance.now() - start;
+  const { user, system } = process.cpuUsage(cpuStart);
+  poolCalls.on = false;
+  stopCounting();
+  const perStep = (ms: number) => `${(ms / steps).toFixed(2).padStart(6)} ms`;
+  const share = (ms: number) => `${((100 * ms) / wall).toFixed(1).padStart(5)}%`;
+  console.log(
+    `breakdown of ${steps} decode steps, ${perStep(wall)} a step of the calling thread's wall time (CPU time of all threads: ${perStep((user + system) / 1000)}):`,
+  );
+  let inPool = 0;
+  for (const [key, { calls, ms, flops }] of [...poolCalls.times].sort((a, b) => b[1].ms - a[1].ms)) {
+    inPool += ms;
+    const rate = flops > 0 ? `, ${(flops / ms / 1e6).toFixed(1)} GFLOP/s` : "";
+    console.log(
+      `${perStep(ms)} ${share(ms)}  ${key}: ${(calls / steps).toFixed(0)} a step, ${((1000 * ms) / calls).toFixed(0)} us each${rate}`,
+    );
+  }
+  console.log(`${perStep(wall - inPool)} ${share(wall - inPool)}  outside the pool`);
 }
 await engine.close();
