@@ -8,22 +8,20 @@
  *
  *   npx tsx bench/batch1-dispatches.ts [--size bench-100m] [--threads 2] [--decode 64] [--rounds 3]
  */
-import { parseArgs } from "node:util";
 import { createTinyModel, Engine, findTinySize } from "../src/engine/index.js";
 import { CONTROL, claimUnits } from "../src/engine/kernels/kernel-thread.js";
 import type { MatmulJob } from "../src/engine/kernels/matmul/matmul-job.js";
 import { MatmulPool } from "../src/engine/kernels/pool.js";
 import { type JobMessage, runUnit } from "../src/engine/kernels/registry.js";
 import { waitForUnits } from "../src/engine/kernels/wait-for-units.js";
+import { benchArgs } from "./args.js";
 import { syntheticPrompts } from "./stream-rates.js";
 
-const { values: args } = parseArgs({
-  options: {
-    size: { type: "string", default: "bench-100m" },
-    threads: { type: "string", default: "2" },
-    decode: { type: "string", default: "64" },
-    rounds: { type: "string", default: "3" },
-  },
+const args = benchArgs(import.meta.url, {
+  size: { type: "string", default: "bench-100m" },
+  threads: { type: "string", default: "2" },
+  decode: { type: "string", default: "64" },
+  rounds: { type: "string", default: "3" },
 });
 
 interface Tally {

@@ -90,6 +90,7 @@ import {
   randomExperts,
   rng,
 } from "./kernel-arena.js";
+import { type Case, KernelCases } from "./kernel-cases.js";
 
 const args = benchArgs(import.meta.url, {
   kernel: { type: "string", default: "tile" },
@@ -147,20 +148,9 @@ const after = halves
   : m1
     ? built("matmul/mxfp4-rows")
     : instantiate(readFileSync(join(root, path), "utf8"), path);
-const chunkOf = (arm: Arm) => (arm === after ? AFTER_CHUNK : CHUNK);
 const tile = instantiate(readFileSync(join(root, watPath(KERNELS.tile[0])), "utf8"), "tile").tile as (
   ...a: number[]
 ) => void;
-
-/** A case: one call of `run(arm)` does `work` units (flops or weights) and writes `outBytes` at `outAt(arm)`. */
-interface Case {
-  readonly label: string;
-  readonly unit: string;
-  readonly work: number;
-  outAt(arm: Arm): number;
-  readonly outBytes: number;
-  run(arm: Arm): void;
-}
 
 /** Weight rows a matmul takes at a time (matmul-kernel.ts's chunk; a decode's rows), per arm. */
 const CHUNK = Number(args.chunk);
@@ -170,7 +160,8 @@ const decodeK = Number(args.k);
 for (const c of [CHUNK, AFTER_CHUNK])
   if (!(2880 % c === 0 && c % 4 === 0)) throw new Error("--chunk must be a multiple of 4 dividing 2880");
 if (!(decodeK > 0 && decodeK % 32 === 0)) throw new Error("--k must be a positive multiple of 32");
-const cases: Case[] = [];
+const cases = new KernelCases(after, CHUNK, AFTER_CHUNK, tile);
+const chunkOf = (arm: Arm) => cases.chunkOf(arm);
 if (kernel === "tile") {
   for (const [N, K, Ms, quads] of [
     [2304, 768, [1, 4, 16], true],
@@ -234,7 +225,7 @@ if (kernel === "tile") {
   ]);
   /** The scales of the chunk from row c0 as `arm`'s fp8 takes them. */
   const fp8ScalesAt = (arm: Arm, c0: number) => scalesAt(c0) + (foldedShift.get(arm) as number);
-  decodeCases(N, K, (arm, c0, rows, chunk) =>
+  cases.decode(N, K, (arm, c0, rows, chunk) =>
     arm.decode?.(K, codes + c0 * K, scalesAt(c0), scaleRow * 4, B / 32, B, c0 % B, rows, chunk),
   );
   /**
@@ -266,7 +257,7 @@ if (kernel === "tile") {
       chunk,
       N * 4,
     );
-  fusedStepCase(
+  cases.fusedStep(
     "the fused step at M=1, the after arm decoding into the multiply-adds",
     N,
     K,
@@ -287,7 +278,7 @@ if (kernel === "tile") {
   lanesView.set(fp8.elements);
   toLanesInPlace(lanesView);
   for (const lanes of [false, true])
-    rowStepCase(
+    cases.rowStep(
       `the FP8 rows at M=1, both decoding into the multiply-adds, .nan-free${lanes ? ", the after arm's codes in lanes order" : ""}`,
       N,
       K,
@@ -310,7 +301,7 @@ if (kernel === "tile") {
   const quadsView = new Uint8Array(memory.buffer, quadsCodes, N * K);
   quadsView.set(fp8.elements);
   toQuadsInPlace(quadsView, K);
-  rowStepCase(
+  cases.rowStep(
     "the FP8 rows at M=1, .nan-free, the after arm's codes in quads order, the before arm's in lanes order",
     N,
     K,
@@ -394,7 +385,7 @@ if (kernel === "tile") {
   const afterHalves = built("matmul/mxfp4-rows.halves");
   for (const halvesAfter of [false, true]) {
     const [kernel, at] = halvesAfter ? [afterHalves, inHalves] : [after, codes];
-    fusedStepCase(
+    cases.fusedStep(
       `the fused step at M=1, [${N}, ${K}]${halvesAfter ? ", the after arm's codes in halves order" : ""}`,
       N,
       K,
@@ -435,7 +426,7 @@ if (kernel === "tile") {
   const { tables, codes, scales } = mxfp4Weights(N, K);
   // mxfp4-halves: the after arm reads the same weights re-laid out.
   const codesOf = halves ? halvesCopy(codes, (N * K) / 2) : () => codes;
-  decodeCases(N, K, (arm, c0, rows, chunk) =>
+  cases.decode(N, K, (arm, c0, rows, chunk) =>
     arm.decode?.(codesOf(arm) + (c0 * K) / 2, scales + (c0 * K) / 32, tables, rows, (chunk * K) / 32),
   );
 }
@@ -478,31 +469,6 @@ function halvesCopy(codes: number, bytes: number): (arm: Arm) => number {
   const view = new Uint8Array(memory.buffer);
   view.set(toHalves(view.subarray(codes, codes + bytes)), copy);
   return (arm) => (arm === after ? copy : codes);
-}
-
-/**
- * A case at one input row over [N, K], chunk by chunk: `step(arm, x, c0, acc, o, chunk)` computes
- * the outputs of rows c0.. (acc: 128 bytes of scratch; o: the chunk's first output).
- */
-function rowStepCase(
-  label: string,
-  N: number,
-  K: number,
-  step: (arm: Arm, x: number, c0: number, acc: number, o: number, chunk: number) => void,
-): void {
-  const [x, o, acc] = [allocate(K * 4), allocate(N * 4), allocate(128)];
-  rng.fillNormal(new Float32Array(memory.buffer, x, K), 1);
-  cases.push({
-    label,
-    unit: "G weights/s",
-    work: N * K,
-    outAt: () => o,
-    outBytes: N * 4,
-    run: (arm) => {
-      const chunk = chunkOf(arm);
-      for (let c0 = 0; c0 < N; c0 += chunk) step(arm, x, c0, acc, o + c0 * 4, chunk);
-    },
-  });
 }
 
 /**
@@ -561,58 +527,6 @@ function fp8ExpertsCase(before: Arm, quadsAfter: Arm, beforeFolded: boolean): vo
   });
 }
 
-/**
- * The fused step at one input row over [N, K], chunk by chunk: the before arm's `decode` of each
- * chunk into scratch then the tile, against the after arm's `step` decoding it straight into the
- * multiply-adds.
- */
-function fusedStepCase(
-  label: string,
-  N: number,
-  K: number,
-  decode: (arm: Arm, c0: number, rows: number, chunk: number) => void,
-  step: (x: number, c0: number, acc: number, o: number, chunk: number) => void,
-): void {
-  const rows = allocate(CHUNK * K * 4);
-  rowStepCase(label, N, K, (arm, x, c0, acc, o, chunk) => {
-    if (arm === after) step(x, c0, acc, o, chunk);
-    else {
-      decode(arm, c0, rows, chunk);
-      tile(K, 1, x, rows, o, chunk / 4, N * 4);
-    }
-  });
-}
-
-/** A decode alone and with the tile after it at M=1: `decode` writes rows [c0, c0 + chunk) at `rows`. */
-function decodeCases(
-  N: number,
-  K: number,
-  decode: (arm: Arm, c0: number, rows: number, chunk: number) => void,
-): void {
-  const rows = allocate(Math.max(CHUNK, AFTER_CHUNK) * K * 4);
-  const least = Math.min(CHUNK, AFTER_CHUNK);
-  const x = allocate(K * 4);
-  rng.fillNormal(new Float32Array(memory.buffer, x, K), 1);
-  const o = allocate(N * 4);
-  for (const withTile of [false, true]) {
-    cases.push({
-      label: withTile ? "decode, then the tile at M=1" : "decode alone",
-      unit: "G weights/s",
-      work: N * K,
-      // Decoded alone: the last rows both arms' last chunks hold.
-      outAt: (arm) => (withTile ? o : rows + (chunkOf(arm) - least) * K * 4),
-      outBytes: withTile ? N * 4 : least * K * 4,
-      run: (arm) => {
-        const chunk = chunkOf(arm);
-        for (let c0 = 0; c0 < N; c0 += chunk) {
-          decode(arm, c0, rows, chunk);
-          if (withTile) tile(K, 1, x, rows, o + c0 * 4, chunk / 4, N * 4);
-        }
-      },
-    });
-  }
-}
-
 /** Units of work per CPU-second of `run(arm)` repeated for at least trialMs of wall time. */
 function trial(c: Case, arm: Arm): number {
   const cpu = process.cpuUsage();
@@ -632,7 +546,7 @@ const bits = (c: Case, arm: Arm) => Buffer.from(new Uint8Array(memory.buffer, c.
 console.log(
   `${old.name} (before, ${CHUNK} rows at a time) against ${halves ? "the working tree's .halves build on the codes in halves order" : m1 ? "the working tree's matmul/mxfp4-rows.wat" : `the working tree's ${path}`} (after, ${AFTER_CHUNK} rows), ${blocks} blocks of 4 trials, rates per CPU-second on one thread`,
 );
-for (const c of cases) {
+for (const c of cases.list) {
   c.run(before);
   const beforeBits = Buffer.from(bits(c, before));
   c.run(after);

@@ -8,19 +8,17 @@
  *
  *   npx tsx bench/wasm-read-bandwidth.ts [--threads 2] [--mb 400] [--rounds 4] [--passes 5] [--k 768]
  */
-import { parseArgs } from "node:util";
 import { median } from "simple-statistics";
+import { benchArgs } from "./args.js";
 import { measureBandwidth } from "./memory-bandwidth.js";
 import { WASM_READERS, type WasmReader, WasmReaders } from "./wasm-bandwidth.js";
 
-const { values: args } = parseArgs({
-  options: {
-    threads: { type: "string", default: "2" },
-    mb: { type: "string", default: "400" },
-    rounds: { type: "string", default: "4" },
-    passes: { type: "string", default: "5" },
-    k: { type: "string", default: "768" },
-  },
+const args = benchArgs(import.meta.url, {
+  threads: { type: "string", default: "2" },
+  mb: { type: "string", default: "400" },
+  rounds: { type: "string", default: "4" },
+  passes: { type: "string", default: "5" },
+  k: { type: "string", default: "768" },
 });
 const threads = Number(args.threads);
 const readers = await WasmReaders.start(threads, Number(args.mb), Number(args.k));
