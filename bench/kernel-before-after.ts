@@ -42,8 +42,9 @@
  *   the `.nan-free` build as it was; then that again with the after arm's `.lanes` build on a copy
  *   of the codes in lanes order (formats/fp8-lanes.ts); then the after arm's `.quads` build on the
  *   codes in quads order (formats/fp8-quads.ts, as the loader lays them) against the before arm's
- *   `.lanes` build in lanes order, on these weights and on the MoE bench's FP8 experts (16 of 64
- *   [2048, 1024] at random, 1x32 scales); G weights/s per core.
+ *   `.lanes` build in lanes order, on these weights; then both arms' `.quads` decode (alone, and
+ *   then the tile) on the codes in quads order; then the quads fp8 on the MoE bench's FP8 experts
+ *   (16 of 64 [2048, 1024] at random, 1x32 scales); G weights/s per core.
  * - mxfp4-int8 (matmul/mxfp4-int8.wat): the integer MXFP4 rows over the same MXFP4 weights as
  *   mxfp4-decode's, at M = 1 and 4 input rows quantized by mxfp4-int8.ts (each arm's own, as its
  *   revision has it: the layout may change with the kernel), the exponents laid out by block
@@ -91,6 +92,7 @@ import {
   rng,
 } from "./kernel-arena.js";
 import { type Case, KernelCases } from "./kernel-cases.js";
+import { importAtRevision } from "./revision-module.js";
 
 const args = benchArgs(import.meta.url, {
   kernel: { type: "string", default: "tile" },
@@ -309,6 +311,31 @@ if (kernel === "tile") {
       arm === after
         ? fp8Rows(quadsNanFree, arm, x, c0, acc, o, chunk, quadsCodes)
         : fp8Rows(lanesBefore, arm, x, c0, acc, o, chunk, lanesCodes),
+  );
+  // Both arms' `.quads` decode on the codes in quads order (the decode into scratch from
+  // KernelSwitches.mxfp4ScratchTokens input rows).
+  const { quadsText: quadsThen } = await importAtRevision<{ quadsText: typeof quadsText }>(
+    root,
+    args.before ?? "HEAD",
+    ["scripts/fp8-quads.mjs", "scripts/wat-rewrites.mjs"],
+  );
+  const quadsBefore = instantiate(quadsThen(old.name, lanesText(old.name, old.text)), `${old.name}.quads`);
+  cases.decode(
+    N,
+    K,
+    (arm, c0, rows, chunk) =>
+      (arm === after ? quadsNanFree : quadsBefore).decode?.(
+        K,
+        quadsCodes + c0 * K,
+        scalesAt(c0),
+        scaleRow * 4,
+        B / 32,
+        B,
+        c0 % B,
+        rows,
+        chunk,
+      ),
+    ", both arms' .quads builds on the codes in quads order",
   );
   fp8ExpertsCase(lanesBefore, quadsNanFree, takesFolded(old.text));
 } else if (kernel === "mxfp4-int8") {
