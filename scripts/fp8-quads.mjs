@@ -6,10 +6,10 @@
 // (16 of 64 random experts [2048, 1024]: with them the quads order ran 0.92x [0.90, 0.93] the
 // lanes rows' speed, without 1.10x [1.04, 1.17]). decode takes a group of four rows a pass
 // (`$group`), each block's four rows in turn, so it reads the group's codes once, in their order,
-// where it read them in four strided passes, row by row (decode alone on [2880, 2880] 1.09x
-// [1.02, 1.16], then the tile 1.07x [1.01, 1.13]; the decode into scratch runs from
-// KernelSwitches.mxfp4ScratchTokens input rows). Refused when the text has none of them. Used by
-// build-kernels.mjs and bench/kernel-before-after.ts.
+// where it read them in four strided passes, row by row (decode alone on [2880, 2880] 1.12x
+// [1.04, 1.20], then the tile 1.10x [1.04, 1.17]; on 16 of 64 random experts 1.21x [1.18, 1.24];
+// the decode into scratch runs from KernelSwitches.mxfp4ScratchTokens input rows). Refused when
+// the text has none of them. Used by build-kernels.mjs and bench/kernel-before-after.ts.
 import { rewriteWat } from "./wat-rewrites.mjs";
 
 const OTHER_ROW_LOAD = /\(v128\.load offset=(\d+) \(local\.get \$c([123])\)\)/g;

@@ -52,7 +52,7 @@
   (func (export "decode")
     (param $K i32) (param $codes i32) (param $scales i32) (param $scaleRowBytes i32)
     (param $blocksPerScale i32) (param $blockRows i32) (param $band0 i32) (param $out i32) (param $N i32)
-    (local $n i32) (local $step i32) (local $steps i32) (local $r i32) (local $group i32)
+    (local $n i32) (local $groupEnd i32) (local $groupBytes i32) (local $r i32) (local $group i32)
     (local $rowBytes i32) (local $nextBlock i32) (local $rowOut i32) (local $sOff i32) (local $inScale i32)
     (local $groupScales i32) (local $groupInBand i32) (local $rowScales i32) (local $inBand i32)
     (local $s f32) (local $folded f32)
@@ -66,12 +66,12 @@
     ;; read in their order: a group is one row here, four in the `.quads` build (whose chunks are
     ;; whole groups, each one run block by block), read in one pass.
     (local.set $group (i32.const 1))
-    (local.set $steps (i32.mul (i32.shr_u (local.get $K) (i32.const 5)) (local.get $group)))
+    (local.set $groupBytes (i32.mul (i32.and (local.get $K) (i32.const -32)) (local.get $group)))
     ;; From the group's last row in a block to its first in the next.
     (local.set $nextBlock (i32.sub (i32.const 128)
       (i32.mul (i32.sub (local.get $group) (i32.const 1)) (local.get $rowBytes))))
     (loop $groups
-      (local.set $step (i32.const 0))
+      (local.set $groupEnd (i32.add (local.get $codes) (local.get $groupBytes)))
       (local.set $r (i32.const 0))
       (local.set $sOff (i32.const 0))
       (local.set $inScale (i32.const 0))
@@ -173,9 +173,7 @@
               (then
                 (local.set $inScale (i32.const 0))
                 (local.set $sOff (i32.add (local.get $sOff) (i32.const 4)))))))
-        (br_if $blocks32 (i32.lt_u
-          (local.tee $step (i32.add (local.get $step) (i32.const 1)))
-          (local.get $steps))))
+        (br_if $blocks32 (i32.lt_u (local.get $codes) (local.get $groupEnd))))
       (local.set $out (i32.add (local.get $out) (i32.mul (local.get $group) (local.get $rowBytes))))
       (br_if $groups (i32.lt_u
         (local.tee $n (i32.add (local.get $n) (local.get $group)))
