@@ -42,8 +42,9 @@
  *   the `.nan-free` build as it was; then that again with the after arm's `.lanes` build on a copy
  *   of the codes in lanes order (formats/fp8-lanes.ts); then the after arm's `.quads` build on the
  *   codes in quads order (formats/fp8-quads.ts, as the loader lays them) against the before arm's
- *   `.lanes` build in lanes order, on these weights and on the MoE bench's FP8 experts (16 of 64
- *   [2048, 1024] at random, 1x32 scales); G weights/s per core.
+ *   `.lanes` build in lanes order, on these weights; then both arms' `.quads` decode (alone, and
+ *   then the tile) on the codes in quads order; then the quads fp8, and both arms' quads decode, on
+ *   the MoE bench's FP8 experts (16 of 64 [2048, 1024] at random, 1x32 scales); G weights/s per core.
  * - mxfp4-int8 (matmul/mxfp4-int8.wat): the integer MXFP4 rows over the same MXFP4 weights as
  *   mxfp4-decode's, at M = 1 and 4 input rows quantized by mxfp4-int8.ts (each arm's own, as its
  *   revision has it: the layout may change with the kernel), the exponents laid out by block
@@ -77,8 +78,8 @@ import { floatToFp8Tile128 } from "../src/formats/fp8-blockwise.js";
 import { toLanesInPlace } from "../src/formats/fp8-lanes.js";
 import { toQuadsInPlace } from "../src/formats/fp8-quads.js";
 import { toHalves } from "../src/formats/mxfp4-halves.js";
-import { E2M1_TO_E4M3 } from "../src/formats/mxfp4-to-fp8.js";
 import { benchArgs } from "./args.js";
+import { fp8Experts } from "./fp8-experts.js";
 import { int8Quantizers, type Quantizer } from "./int8-quantizers.js";
 import {
   type Arm,
@@ -91,6 +92,7 @@ import {
   rng,
 } from "./kernel-arena.js";
 import { type Case, KernelCases } from "./kernel-cases.js";
+import { importAtRevision } from "./revision-module.js";
 
 const args = benchArgs(import.meta.url, {
   kernel: { type: "string", default: "tile" },
@@ -310,7 +312,32 @@ if (kernel === "tile") {
         ? fp8Rows(quadsNanFree, arm, x, c0, acc, o, chunk, quadsCodes)
         : fp8Rows(lanesBefore, arm, x, c0, acc, o, chunk, lanesCodes),
   );
-  fp8ExpertsCase(lanesBefore, quadsNanFree, takesFolded(old.text));
+  // Both arms' `.quads` decode on the codes in quads order (the decode into scratch from
+  // KernelSwitches.mxfp4ScratchTokens input rows).
+  const { quadsText: quadsThen } = await importAtRevision<{ quadsText: typeof quadsText }>(
+    root,
+    args.before ?? "HEAD",
+    ["scripts/fp8-quads.mjs", "scripts/wat-rewrites.mjs"],
+  );
+  const quadsBefore = instantiate(quadsThen(old.name, lanesText(old.name, old.text)), `${old.name}.quads`);
+  cases.decode(
+    N,
+    K,
+    (arm, c0, rows, chunk) =>
+      (arm === after ? quadsNanFree : quadsBefore).decode?.(
+        K,
+        quadsCodes + c0 * K,
+        scalesAt(c0),
+        scaleRow * 4,
+        B / 32,
+        B,
+        c0 % B,
+        rows,
+        chunk,
+      ),
+    ", both arms' .quads builds on the codes in quads order",
+  );
+  fp8ExpertsCase(lanesBefore, quadsNanFree, takesFolded(old.text), quadsBefore);
 } else if (kernel === "mxfp4-int8") {
   const [N, K] = [2880, decodeK];
   const { tables, codes, scales } = mxfp4Weights(N, K);
@@ -472,58 +499,34 @@ function halvesCopy(codes: number, bytes: number): (arm: Arm) => number {
 }
 
 /**
- * The MoE bench's FP8 experts (its MXFP4 experts' values as E4M3 codes with their scales as f32,
- * as `bringup weights convert` writes them, 1x32 blocks), 16 of 64 [2048, 1024] at random, the
- * FP8 rows at one input row: `before`'s on the codes in lanes order against `after`'s on them in
- * quads order, both taking the folded scales (fp8-folded-scales.ts), `before` unless it predates them.
+ * The FP8 rows at one input row over the MoE bench's FP8 experts (fp8-experts.ts): `before`'s on
+ * the codes in lanes order against `after`'s on them in quads order, both taking the folded scales
+ * (fp8-folded-scales.ts), `before` unless it predates them; then both arms' `.quads` decode of
+ * them into scratch (`quadsBefore`, `quadsAfter`), a chunk at a time.
  */
-function fp8ExpertsCase(before: Arm, quadsAfter: Arm, beforeFolded: boolean): void {
-  const experts = randomExperts();
-  const count = experts.codesBytes * 2;
-  const [lanes, quads] = [allocate(count), allocate(count)];
-  const packed = new Uint8Array(memory.buffer, experts.codes, experts.codesBytes);
-  const codes = new Uint8Array(memory.buffer, lanes, count);
-  packed.forEach((b, i) => {
-    codes[2 * i] = E2M1_TO_E4M3[b & 15] as number;
-    codes[2 * i + 1] = E2M1_TO_E4M3[b >> 4] as number;
-  });
-  new Uint8Array(memory.buffer, quads, count).set(codes);
-  toQuadsInPlace(new Uint8Array(memory.buffer, quads, count), 1024);
-  toLanesInPlace(codes);
-  const exponents = new Uint8Array(memory.buffer, experts.scales, count / 32);
-  const [scales, folded] = [allocate(count / 8), allocate(count / 8)];
-  new Float32Array(memory.buffer, scales, count / 32).set(Array.from(exponents, (e) => 2 ** (e - 127)));
-  new Float32Array(memory.buffer, folded, count / 32).set(Array.from(exponents, (e) => 2 ** (e - 7)));
-  const xe = allocate(1024 * 4);
-  rng.fillNormal(new Float32Array(memory.buffer, xe, 1024), 1);
-  const acc = allocate(128);
+function fp8ExpertsCase(before: Arm, quadsAfter: Arm, beforeFolded: boolean, quadsBefore: Arm): void {
+  const fp8 = fp8Experts();
+  const { experts } = fp8;
   cases.push({
     label: `the FP8 rows at M=1, .nan-free, ${experts.label}, 1x32 scales, the after arm's codes in quads order, the before arm's in lanes order`,
     unit: "G weights/s",
     work: experts.work,
     outAt: () => experts.o,
     outBytes: experts.outBytes,
-    run: (arm) => {
-      const [kernel, base, scaleBase] =
-        arm === after ? [quadsAfter, quads, folded] : [before, lanes, beforeFolded ? folded : scales];
-      experts.each(chunkOf(arm), (at, scalesAt, o, n) =>
-        kernel.fp8?.(
-          1024,
-          1,
-          xe,
-          base + (at - experts.codes) * 2,
-          scaleBase + (scalesAt - experts.scales) * 4,
-          128,
-          1,
-          1,
-          0,
-          acc,
-          o,
-          n,
-          experts.rows * 4,
-        ),
-      );
-    },
+    run: (arm) =>
+      arm === after
+        ? fp8.rows(quadsAfter, fp8.quads, fp8.folded, chunkOf(arm))
+        : fp8.rows(before, fp8.lanes, beforeFolded ? fp8.folded : fp8.scales, chunkOf(arm)),
+  });
+  const out = allocate(Math.max(CHUNK, AFTER_CHUNK) * 1024 * 4);
+  cases.push({
+    label: `decode alone, ${experts.label}, 1x32 scales, both arms' .quads builds on the codes in quads order`,
+    unit: "G weights/s",
+    work: experts.work,
+    // The last chunk's rows both arms decode.
+    outAt: () => out,
+    outBytes: 4 * 1024 * 4,
+    run: (arm) => fp8.decodeQuads(arm === after ? quadsAfter : quadsBefore, out, chunkOf(arm)),
   });
 }
 

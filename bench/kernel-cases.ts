@@ -81,8 +81,11 @@ export class KernelCases {
     });
   }
 
-  /** A decode alone and with the tile after it at M=1: `decode` writes rows [c0, c0 + chunk) at `rows`. */
-  decode(N: number, K: number, decode: Decode): void {
+  /**
+   * A decode alone and with the tile after it at M=1: `decode` writes rows [c0, c0 + chunk) at
+   * `rows`; `of` says what is decoded, after the labels.
+   */
+  decode(N: number, K: number, decode: Decode, of = ""): void {
     const rows = allocate(Math.max(this.chunk, this.afterChunk) * K * 4);
     const least = Math.min(this.chunk, this.afterChunk);
     const x = allocate(K * 4);
@@ -90,7 +93,7 @@ export class KernelCases {
     const o = allocate(N * 4);
     for (const withTile of [false, true]) {
       this.push({
-        label: withTile ? "decode, then the tile at M=1" : "decode alone",
+        label: `${withTile ? "decode, then the tile at M=1" : "decode alone"}${of}`,
         unit: "G weights/s",
         work: N * K,
         // Decoded alone: the last rows both arms' last chunks hold.

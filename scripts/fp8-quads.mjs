@@ -4,12 +4,12 @@
 // holds whole groups). fp8 reads rows 1-3 at constant offsets from row 0's pointer, steps 128
 // bytes a block, and drops its reads ahead: one sequential stream is the prefetcher's to follow
 // (16 of 64 random experts [2048, 1024]: with them the quads order ran 0.92x [0.90, 0.93] the
-// lanes rows' speed, without 1.10x [1.04, 1.17]). decode steps 128 bytes a block and from row to
-// row 32 bytes, or past the group (4K - 96) after its last row, so it reads each group in four
-// strided passes (decode alone on [2880, 2880]: 0.85x-1.01x the lanes build's over five runs,
-// median 0.87x; the decode into scratch runs from KernelSwitches.mxfp4ScratchTokens input rows,
-// where the tile's work grows with them). Refused when the text has none of them. Used by
-// build-kernels.mjs and bench/kernel-before-after.ts.
+// lanes rows' speed, without 1.10x [1.04, 1.17]). decode takes a group of four rows a pass
+// (`$group`), each block's four rows in turn, so it reads the group's codes once, in their order,
+// where it read them in four strided passes, row by row (decode alone on [2880, 2880] 1.12x
+// [1.04, 1.20], then the tile 1.10x [1.04, 1.17]; on 16 of 64 random experts 1.21x [1.18, 1.24];
+// the decode into scratch runs from KernelSwitches.mxfp4ScratchTokens input rows). Refused when
+// the text has none of them. Used by build-kernels.mjs and bench/kernel-before-after.ts.
 import { rewriteWat } from "./wat-rewrites.mjs";
 
 const OTHER_ROW_LOAD = /\(v128\.load offset=(\d+) \(local\.get \$c([123])\)\)/g;
@@ -17,8 +17,7 @@ const OTHER_ROW_STEP = /\n\s*\(local\.set \$c([123]) \(i32\.add \(local\.get \$c
 const ROW0_STEP = "(local.set $c0 (i32.add (local.get $c0) (i32.const 32)))";
 const READ_AHEAD =
   /\n\s*\(drop \(i32\.load8_u [^\n]*\$ahead[^\n]*|\n\s*\(local\.set \$ahead \(i32\.add \(local\.get \$ahead\) \(local\.get \$aheadStep\)\)\)/g;
-const DECODE_BLOCK_STEP = "(local.set $rowCodes (i32.add (local.get $rowCodes) (i32.const 32)))";
-const DECODE_ROW_STEP = "(local.set $codes (i32.add (local.get $codes) (local.get $K)))";
+const DECODE_GROUP = "(local.set $group (i32.const 1))";
 
 /** `lanes` (the ".lanes" text) reading codes in quads order; `file` names it in the error when it has nothing to rewrite. */
 export function quadsText(file, lanes) {
@@ -30,10 +29,6 @@ export function quadsText(file, lanes) {
     [OTHER_ROW_STEP, ""],
     [ROW0_STEP, "(local.set $c0 (i32.add (local.get $c0) (i32.const 128)))"],
     [READ_AHEAD, ""],
-    [DECODE_BLOCK_STEP, "(local.set $rowCodes (i32.add (local.get $rowCodes) (i32.const 128)))"],
-    [
-      DECODE_ROW_STEP,
-      "(local.set $codes (i32.add (local.get $codes) (select (i32.sub (i32.shl (local.get $K) (i32.const 2)) (i32.const 96)) (i32.const 32) (i32.eq (i32.and (local.get $n) (i32.const 3)) (i32.const 3)))))",
-    ],
+    [DECODE_GROUP, "(local.set $group (i32.const 4))"],
   ]);
 }

@@ -27,8 +27,9 @@
 ;; codes as they are (8-15) stand for the two swizzles: 1.19x [1.15, 1.22] the rows' speed. Its
 ;; `.quads` builds (scripts/fp8-quads.mjs, from `.lanes`) read codes the loader re-laid in
 ;; formats/fp8-quads.ts's order, each group of four rows one run block by block: fp8 then reads
-;; one sequential stream, rows 1-3 at fixed offsets from row 0, and nothing ahead; a chunk they
-;; get starts at a multiple of four rows and holds whole groups.
+;; one sequential stream, rows 1-3 at fixed offsets from row 0, and nothing ahead, and decode
+;; decodes four rows a group, block by block, so it too reads the codes once in their order; a
+;; chunk they get starts at a multiple of four rows and holds whole groups.
 ;;
 ;;   fp8(K, M, x, codes, scales, scaleRowBytes, blocksPerScale, blockRows, band0, acc, o, N, ldo):
 ;;     for n < N, m < M: f32 at byte o + m*ldo + 4n = Σ_k x[m*K + k] · w_n[k]
@@ -51,24 +52,41 @@
   (func (export "decode")
     (param $K i32) (param $codes i32) (param $scales i32) (param $scaleRowBytes i32)
     (param $blocksPerScale i32) (param $blockRows i32) (param $band0 i32) (param $out i32) (param $N i32)
-    (local $n i32) (local $blk i32) (local $nBlocks i32) (local $inBand i32) (local $rowCodes i32)
+    (local $n i32) (local $groupEnd i32) (local $groupBytes i32) (local $r i32) (local $group i32)
+    (local $rowBytes i32) (local $nextBlock i32) (local $rowOut i32) (local $sOff i32) (local $inScale i32)
+    (local $groupScales i32) (local $groupInBand i32) (local $rowScales i32) (local $inBand i32)
     (local $s f32) (local $folded f32)
     (local $first v128) (local $second v128) (local $nanFirst v128) (local $nanSecond v128)
     (local $scale v128) (local $t v128)
     (local $w0 v128) (local $w1 v128) (local $w2 v128) (local $w3 v128)
     (local $w4 v128) (local $w5 v128) (local $w6 v128) (local $w7 v128)
-    (local.set $nBlocks (i32.shr_u (local.get $K) (i32.const 5)))
-    (local.set $inBand (local.get $band0))
-    (if (i32.or (i32.eqz (local.get $N)) (i32.eqz (local.get $nBlocks))) (then (return)))
-    (loop $rows
-      (local.set $blk (i32.const 0))
-      (local.set $rowCodes (local.get $codes))
+    (local.set $rowBytes (i32.shl (local.get $K) (i32.const 2)))
+    (if (i32.or (i32.eqz (local.get $N)) (i32.lt_u (local.get $K) (i32.const 32))) (then (return)))
+    ;; Rows are decoded in groups, each block of 32 of the group's rows in turn, so the codes are
+    ;; read in their order: a group is one row here, four in the `.quads` build (whose chunks are
+    ;; whole groups, each one run block by block), read in one pass.
+    (local.set $group (i32.const 1))
+    (local.set $groupBytes (i32.mul (i32.and (local.get $K) (i32.const -32)) (local.get $group)))
+    ;; From the group's last row in a block to its first in the next.
+    (local.set $nextBlock (i32.sub (i32.const 128)
+      (i32.mul (i32.sub (local.get $group) (i32.const 1)) (local.get $rowBytes))))
+    (loop $groups
+      (local.set $groupEnd (i32.add (local.get $codes) (local.get $groupBytes)))
+      (local.set $r (i32.const 0))
+      (local.set $sOff (i32.const 0))
+      (local.set $inScale (i32.const 0))
+      (local.set $rowOut (local.get $out))
+      ;; Row n's scale row (of the band it lies in, counted from band0) and its place in the band.
+      (local.set $groupScales (i32.add (local.get $scales) (i32.mul (local.get $scaleRowBytes)
+        (i32.div_u (i32.add (local.get $band0) (local.get $n)) (local.get $blockRows)))))
+      (local.set $groupInBand (i32.rem_u (i32.add (local.get $band0) (local.get $n)) (local.get $blockRows)))
+      (local.set $rowScales (local.get $groupScales))
+      (local.set $inBand (local.get $groupInBand))
       (loop $blocks32
-        ;; 32 weights: 32 bytes of codes and their block's scale.
-        (local.set $first (v128.load (local.get $rowCodes)))
-        (local.set $second (v128.load offset=16 (local.get $rowCodes)))
-        (local.set $s (f32.load (i32.add (local.get $scales)
-          (i32.shl (i32.div_u (local.get $blk) (local.get $blocksPerScale)) (i32.const 2)))))
+        ;; 32 weights of row n + r: 32 bytes of codes and their block's scale.
+        (local.set $first (v128.load (local.get $codes)))
+        (local.set $second (v128.load offset=16 (local.get $codes)))
+        (local.set $s (f32.load (i32.add (local.get $rowScales) (local.get $sOff))))
         (local.set $folded (f32.mul (local.get $s) (f32.const 0x1p120)))
         ;; Codes 0-7, 8-15, 16-23, 24-31: their words, then two lanes of four weights each.
         (local.set $t (i16x8.shr_s (i8x16.swizzle (local.get $first)
@@ -127,28 +145,38 @@
             (local.set $w5 (v128.or (local.get $w5) (i8x16.shuffle 4 4 4 4 5 5 5 5 6 6 6 6 7 7 7 7 (local.get $nanSecond) (local.get $nanSecond))))
             (local.set $w6 (v128.or (local.get $w6) (i8x16.shuffle 8 8 8 8 9 9 9 9 10 10 10 10 11 11 11 11 (local.get $nanSecond) (local.get $nanSecond))))
             (local.set $w7 (v128.or (local.get $w7) (i8x16.shuffle 12 12 12 12 13 13 13 13 14 14 14 14 15 15 15 15 (local.get $nanSecond) (local.get $nanSecond))))))
-        (v128.store offset=0 (local.get $out) (local.get $w0))
-        (v128.store offset=16 (local.get $out) (local.get $w1))
-        (v128.store offset=32 (local.get $out) (local.get $w2))
-        (v128.store offset=48 (local.get $out) (local.get $w3))
-        (v128.store offset=64 (local.get $out) (local.get $w4))
-        (v128.store offset=80 (local.get $out) (local.get $w5))
-        (v128.store offset=96 (local.get $out) (local.get $w6))
-        (v128.store offset=112 (local.get $out) (local.get $w7))
-        (local.set $out (i32.add (local.get $out) (i32.const 128)))
-        (local.set $rowCodes (i32.add (local.get $rowCodes) (i32.const 32)))
-        (br_if $blocks32 (i32.lt_u
-          (local.tee $blk (i32.add (local.get $blk) (i32.const 1)))
-          (local.get $nBlocks))))
-      (local.set $codes (i32.add (local.get $codes) (local.get $K)))
-      ;; The next row starts a new band of rows: its scales are the next scale row.
-      (local.set $inBand (i32.add (local.get $inBand) (i32.const 1)))
-      (if (i32.ge_u (local.get $inBand) (local.get $blockRows))
-        (then
-          (local.set $inBand (i32.const 0))
-          (local.set $scales (i32.add (local.get $scales) (local.get $scaleRowBytes)))))
-      (br_if $rows (i32.lt_u
-        (local.tee $n (i32.add (local.get $n) (i32.const 1)))
+        (v128.store offset=0 (local.get $rowOut) (local.get $w0))
+        (v128.store offset=16 (local.get $rowOut) (local.get $w1))
+        (v128.store offset=32 (local.get $rowOut) (local.get $w2))
+        (v128.store offset=48 (local.get $rowOut) (local.get $w3))
+        (v128.store offset=64 (local.get $rowOut) (local.get $w4))
+        (v128.store offset=80 (local.get $rowOut) (local.get $w5))
+        (v128.store offset=96 (local.get $rowOut) (local.get $w6))
+        (v128.store offset=112 (local.get $rowOut) (local.get $w7))
+        (local.set $codes (i32.add (local.get $codes) (i32.const 32)))
+        ;; The group's next row in this block, or after its last the first in the next block (whose
+        ;; scale is the next along the scale row every blocksPerScale blocks).
+        (if (i32.lt_u (local.tee $r (i32.add (local.get $r) (i32.const 1))) (local.get $group))
+          (then
+            (local.set $rowOut (i32.add (local.get $rowOut) (local.get $rowBytes)))
+            ;; A row starting a new band takes the next scale row.
+            (if (i32.eq (local.tee $inBand (i32.add (local.get $inBand) (i32.const 1))) (local.get $blockRows))
+              (then
+                (local.set $inBand (i32.const 0))
+                (local.set $rowScales (i32.add (local.get $rowScales) (local.get $scaleRowBytes))))))
+          (else
+            (local.set $r (i32.const 0))
+            (local.set $rowScales (local.get $groupScales))
+            (local.set $inBand (local.get $groupInBand))
+            (local.set $rowOut (i32.add (local.get $rowOut) (local.get $nextBlock)))
+            (if (i32.eq (local.tee $inScale (i32.add (local.get $inScale) (i32.const 1))) (local.get $blocksPerScale))
+              (then
+                (local.set $inScale (i32.const 0))
+                (local.set $sOff (i32.add (local.get $sOff) (i32.const 4)))))))
+        (br_if $blocks32 (i32.lt_u (local.get $codes) (local.get $groupEnd))))
+      (local.set $out (i32.add (local.get $out) (i32.mul (local.get $group) (local.get $rowBytes))))
+      (br_if $groups (i32.lt_u
+        (local.tee $n (i32.add (local.get $n) (local.get $group)))
         (local.get $N)))))
 
   (func (export "fp8")
