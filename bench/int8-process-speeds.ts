@@ -27,6 +27,7 @@ import { blockedRatioInterval } from "../src/bench/index.js";
 import { Engine, loadModel, readCorpus, writeTinyModel } from "../src/engine/index.js";
 import { minimaxTinyModel } from "../src/engine/models/minimax-m3.js";
 import { benchArgs } from "./args.js";
+import { MOE_BENCH_SIZES, moeBenchConfig } from "./moe-bench-config.js";
 
 const args = benchArgs(import.meta.url, {
   processes: { type: "string", default: "8" },
@@ -41,27 +42,6 @@ const args = benchArgs(import.meta.url, {
 const [processes, threads, rounds, decodeLen] = [args.processes, args.threads, args.rounds, args.decode].map(
   Number,
 ) as [number, number, number, number];
-
-/** The MoE bench's default model (bench/moe-expert-paths.ts's config at its defaults). */
-const CONFIG: Record<string, unknown> = {
-  model_type: "minimax_m3",
-  vocab_size: 512,
-  hidden_size: 1024,
-  num_hidden_layers: 2,
-  num_attention_heads: 8,
-  num_key_value_heads: 2,
-  head_dim: 64,
-  rope_theta: 150000,
-  attention_bias: true,
-  layer_types: ["sliding_attention", "full_attention"],
-  sliding_window: 128,
-  num_local_experts: 32,
-  num_experts_per_tok: 8,
-  intermediate_size: 1024,
-  swiglu_limit: 7.0,
-  rms_norm_eps: 1.0e-5,
-  max_position_embeddings: 4096,
-};
 
 interface Speed {
   readonly rate: number;
@@ -148,7 +128,7 @@ if (args.child !== undefined) {
   const dir = join(parent, "mxfp4");
   try {
     const corpus = await readCorpus();
-    await writeTinyModel(dir, minimaxTinyModel(CONFIG, corpus, { seed: 0 }));
+    await writeTinyModel(dir, minimaxTinyModel(moeBenchConfig(MOE_BENCH_SIZES), corpus, { seed: 0 }));
     const arms = [args["flags-a"], ...(args["flags-b"] === undefined ? [] : [args["flags-b"]])];
     const speeds: Speed[][] = arms.map(() => []);
     process.stdout.write(

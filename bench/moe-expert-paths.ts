@@ -83,6 +83,7 @@ import { allocationOf, collectionsIn } from "./decode-garbage.js";
 import { profileDecode } from "./decode-profile.js";
 import { writeGptOssGguf } from "./gguf-gpt-oss.js";
 import { memoryBandwidth } from "./memory-bandwidth.js";
+import { MOE_BENCH_SIZES, moeBenchConfig } from "./moe-bench-config.js";
 import { type Llama, type LlamaContext, type LlamaModel, nodeLlamaCpp } from "./node-llama-cpp.js";
 
 const USAGE = `usage: npx tsx bench/moe-expert-paths.ts [options]
@@ -110,11 +111,11 @@ const USAGE = `usage: npx tsx bench/moe-expert-paths.ts [options]
 `;
 const { values: args } = parseArgs({
   options: {
-    hidden: { type: "string", default: "1024" },
-    intermediate: { type: "string", default: "1024" },
-    experts: { type: "string", default: "32" },
-    "top-k": { type: "string", default: "8" },
-    layers: { type: "string", default: "2" },
+    hidden: { type: "string", default: String(MOE_BENCH_SIZES.hidden) },
+    intermediate: { type: "string", default: String(MOE_BENCH_SIZES.intermediate) },
+    experts: { type: "string", default: String(MOE_BENCH_SIZES.experts) },
+    "top-k": { type: "string", default: String(MOE_BENCH_SIZES.topK) },
+    layers: { type: "string", default: String(MOE_BENCH_SIZES.layers) },
     threads: { type: "string", default: "2" },
     decode: { type: "string", default: "32" },
     rounds: { type: "string", default: "5" },
@@ -155,28 +156,7 @@ for (const a of chosenArms)
 if (args.profile !== undefined && !chosenArms.has(args["profile-arm"] as string))
   throw new Error(`--profile profiles the ${args["profile-arm"]} arm: give it in --arms`);
 
-/** MiniMax-M3's reference config at the bench's sizes: heads of 64, four query heads per KV head. */
-const config: Record<string, unknown> = {
-  model_type: "minimax_m3",
-  vocab_size: 512,
-  hidden_size: hidden,
-  num_hidden_layers: layers,
-  num_attention_heads: 8,
-  num_key_value_heads: 2,
-  head_dim: 64,
-  rope_theta: 150000,
-  attention_bias: true,
-  layer_types: Array.from({ length: layers }, (_, i) =>
-    i % 2 === 0 ? "sliding_attention" : "full_attention",
-  ),
-  sliding_window: 128,
-  num_local_experts: experts,
-  num_experts_per_tok: topK,
-  intermediate_size: intermediate,
-  swiglu_limit: 7.0,
-  rms_norm_eps: 1.0e-5,
-  max_position_embeddings: 4096,
-};
+const config = moeBenchConfig({ hidden, intermediate, experts, topK, layers });
 
 const EXPERT = /\.mlp\.experts\./;
 
