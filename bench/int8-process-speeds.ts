@@ -28,6 +28,7 @@ import { Engine, loadModel, readCorpus, writeTinyModel } from "../src/engine/ind
 import { minimaxTinyModel } from "../src/engine/models/minimax-m3.js";
 import { benchArgs } from "./args.js";
 import { MOE_BENCH_SIZES, moeBenchConfig } from "./moe-bench-config.js";
+import { streamRates } from "./stream-rates.js";
 
 const args = benchArgs(import.meta.url, {
   processes: { type: "string", default: "8" },
@@ -67,25 +68,10 @@ async function childSpeeds(dir: string, engines: number): Promise<Speed[]> {
     for (const engine of made)
       if (engine.kernels.mxfp4 !== "int8") throw new Error(`the engine runs ${engine.kernels.mxfp4} kernels`);
     const prompt = model.tokenizer.encode(corpus.slice(0, 4000)).slice(0, 16);
+    // A request's decode rates, first token to last (stream-rates.ts, one stream).
     const decode = async (engine: Engine): Promise<Speed> => {
-      const wall: number[] = [];
-      const cpu: number[] = [];
-      for await (const out of engine.submit({
-        promptTokenIds: prompt,
-        maxTokens: decodeLen,
-        sampling: { temperature: 0 },
-        ignoreEos: true,
-      })) {
-        if (!out.token) continue;
-        const { user, system } = process.cpuUsage();
-        wall.push(performance.now());
-        cpu.push(user + system);
-      }
-      const steps = wall.length - 1;
-      return {
-        rate: steps / (((wall.at(-1) as number) - (wall[0] as number)) / 1000),
-        cpuRate: steps / (((cpu.at(-1) as number) - (cpu[0] as number)) / 1e6),
-      };
+      const { decode: rate, decodeCpu: cpuRate } = await streamRates(engine, [prompt], decodeLen);
+      return { rate, cpuRate };
     };
     for (const engine of made) await decode(engine);
     const runs: Speed[][] = made.map(() => []);
