@@ -7,7 +7,7 @@
 // the relaxed form is when its second operand's bytes lie in [0, 127] and the sums fit in i16); a
 // kernel using several kinds gets one such binary with every rewrite, named by the first listed.
 // The MXFP4 decode also gets ".halves" builds for codes in the engine's re-laid-out order
-// (HALVES_REWRITES), the FP8 rows ".lanes", ".quads" and ".nan-free" builds (FP8_ROWS_KERNELS).
+// (HALVES_REWRITES), the FP8 rows ".lanes", ".quads", ".nan-free" and ".scaled" builds (FP8_ROWS_KERNELS).
 // With --check it writes nothing and exits 1 if a binary under src/ differs from its source.
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
@@ -16,6 +16,7 @@ import wabtInit from "wabt";
 import { lanesText } from "./fp8-lanes.mjs";
 import { nanFreeText } from "./fp8-nan-free.mjs";
 import { quadsText } from "./fp8-quads.mjs";
+import { scaledText } from "./fp8-scaled.mjs";
 import { rewriteWat } from "./wat-rewrites.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -112,7 +113,8 @@ const HALVES_REWRITES = {
 /**
  * The FP8 rows get a ".lanes" build for codes in formats/fp8-lanes.ts's order (fp8-lanes.mjs), from
  * it a ".quads" build for formats/fp8-quads.ts's (fp8-quads.mjs), and each build a ".nan-free" one
- * (fp8-nan-free.mjs); each also without relaxed SIMD.
+ * (fp8-nan-free.mjs), and every one of these a ".scaled" one (fp8-scaled.mjs: the `fp8=scaled`
+ * switch's); each also without relaxed SIMD.
  */
 const FP8_ROWS_KERNELS = ["src/engine/kernels/matmul/fp8-rows.wat"];
 
@@ -149,6 +151,8 @@ for (const file of watFiles(join(root, "src"))) {
         variants.push([suffix.replace(".lanes", ".quads"), quadsText(file, source)]);
     for (const [suffix, source] of [...variants])
       variants.push([`.nan-free${suffix}`, nanFreeText(file, source)]);
+    for (const [suffix, source] of [...variants])
+      variants.push([`.scaled${suffix}`, scaledText(file, source)]);
   }
   for (const [suffix, source] of variants) {
     const module = wabt.parseWat(file, source, FEATURES);

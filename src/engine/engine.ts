@@ -8,7 +8,7 @@ import { Scheduler } from "./core/scheduler.js";
 import { Sequence } from "./core/sequence.js";
 import { validateRequest } from "./core/validate-request.js";
 import { MatmulPool } from "./kernels/pool.js";
-import type { KernelSwitches } from "./kernels/switches.js";
+import { type KernelSwitches, refuseFp8Scaled } from "./kernels/switches.js";
 import { type DraftModel, isDraftModel } from "./model/draft-model.js";
 import type { LoadedModel } from "./model/loaded-model.js";
 import { OutputQueue } from "./output-queue.js";
@@ -47,6 +47,7 @@ export class Engine {
   constructor(model: LoadedModel, options: EngineOptions = {}) {
     this.model = model;
     const head = draftHead(model, options.speculativeTokens ?? 0);
+    refuseFp8Scaled(model.model.switches, options.switches ?? {});
     const { limits, switches, plan, units } = resolveLimits(model.model, model.config, options, (sw) =>
       head ? [head.states(sw)] : [],
     );
@@ -54,9 +55,11 @@ export class Engine {
     this.cache = new CacheManager(plan, units);
     this.scheduler = new Scheduler(limits, this.cache);
     const mxfp4 = switches.get("mxfp4") as KernelSwitches["mxfp4"] | undefined;
+    const fp8 = switches.get("fp8") as KernelSwitches["fp8"] | undefined;
     this.pool = new MatmulPool(options.threads, {
       ...(options.simd !== undefined ? { simd: options.simd } : {}),
       ...(mxfp4 !== undefined ? { mxfp4 } : {}),
+      ...(fp8 !== undefined ? { fp8 } : {}),
     });
     this.runner = new ModelRunner(model.model, this.pool, switches, this.cache, options.tap);
     const k = options.speculativeTokens ?? 0;
@@ -82,9 +85,9 @@ export class Engine {
     this.loop = this.run();
   }
 
-  /** The kernels this engine's matmuls run (SIMD, fused multiply-add, the MXFP4 path). */
-  get kernels(): Pick<KernelSwitches, "simd" | "fma" | "mxfp4"> {
-    return { simd: this.pool.simd, fma: this.pool.fma, mxfp4: this.pool.mxfp4 };
+  /** The kernels this engine's matmuls run (SIMD, fused multiply-add, the MXFP4 and FP8 paths). */
+  get kernels(): Pick<KernelSwitches, "simd" | "fma" | "mxfp4" | "fp8"> {
+    return { simd: this.pool.simd, fma: this.pool.fma, mxfp4: this.pool.mxfp4, fp8: this.pool.fp8 };
   }
 
   /** Decode shapes planned and decode steps that replayed a plan (the `replay` switch; 0 when off). */

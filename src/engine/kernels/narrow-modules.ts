@@ -4,7 +4,7 @@ import type { Fp8Builds } from "./matmul/fp8-rows.js";
 import { MXFP4_TABLE_BYTES, mxfp4Tables } from "./matmul/matmul-kernel.js";
 import type { KernelSwitches } from "./switches.js";
 import type { WasmArena } from "./wasm-arena.js";
-import { compileKernel, type KernelBinary } from "./wasm-kernels.js";
+import { compileKernel } from "./wasm-kernels.js";
 
 /*
  * The narrow-weight kernels a MatmulPool compiles for its threads (pool.ts): which builds of the
@@ -57,20 +57,30 @@ export function mxfp4Modules(
 
 /**
  * The FP8 kernels for codes in file order and their `.lanes` and `.quads` builds (each built like
- * the tile, and its `.nan-free` build), unless the switch unpacks narrow weights.
+ * the tile, and its `.nan-free` build; with fp8=scaled each also its `.scaled` pair), unless the
+ * switch unpacks narrow weights.
  */
 export function fp8Module(fma: boolean, switches: KernelSwitches): Pick<KernelModules, "fp8"> {
   if (switches.mxfp4 === "unpacked") return {};
-  const unfused = fma ? "" : ".unfused";
-  const file = fp8Builds(`matmul/fp8-rows${unfused}`, `matmul/fp8-rows.nan-free${unfused}`);
-  const lanes = fp8Builds(`matmul/fp8-rows.lanes${unfused}`, `matmul/fp8-rows.nan-free.lanes${unfused}`);
-  const quads = fp8Builds(`matmul/fp8-rows.quads${unfused}`, `matmul/fp8-rows.nan-free.quads${unfused}`);
+  const builds = (order: "" | ".lanes" | ".quads") => fp8Builds(order, fma ? "" : ".unfused", switches.fp8);
+  const [file, lanes, quads] = [builds(""), builds(".lanes"), builds(".quads")];
   return file === undefined || lanes === undefined || quads === undefined
     ? {}
     : { fp8: { file, lanes, quads, scratchTokens: switches.mxfp4ScratchTokens } };
 }
 
-function fp8Builds(rows: KernelBinary, nanFree: KernelBinary): Fp8Builds | undefined {
-  const [module, free] = [compileKernel(rows), compileKernel(nanFree)];
-  return module === undefined || free === undefined ? undefined : { module, nanFree: free };
+function fp8Builds(
+  order: "" | ".lanes" | ".quads",
+  unfused: "" | ".unfused",
+  fp8: KernelSwitches["fp8"],
+): Fp8Builds | undefined {
+  const pair = (scaled: "" | ".scaled") => {
+    const module = compileKernel(`matmul/fp8-rows${scaled}${order}${unfused}`);
+    const nanFree = compileKernel(`matmul/fp8-rows${scaled}.nan-free${order}${unfused}`);
+    return module === undefined || nanFree === undefined ? undefined : { module, nanFree };
+  };
+  const exact = pair("");
+  const scaled = fp8 === "scaled" ? pair(".scaled") : undefined;
+  if (exact === undefined || (fp8 === "scaled" && scaled === undefined)) return undefined;
+  return scaled === undefined ? exact : { ...exact, scaled };
 }

@@ -10,12 +10,10 @@ import {
   stageIndexerScores,
 } from "./indexer-scores/indexer-job.js";
 import { indexerScores } from "./indexer-scores/indexer-scores.js";
-import { compileIndexerScores } from "./indexer-scores/indexer-simd-module.js";
 import {
   applyState,
   CONTROL,
   claimUnits,
-  type KernelModules,
   type KernelThread,
   kernelThread,
   type StateMessage,
@@ -23,8 +21,6 @@ import {
 import { Int8Inputs } from "./matmul/int8-inputs.js";
 import type { MatmulJob, MatmulSegment } from "./matmul/matmul-job.js";
 import { int8Reads, matmulRange, type WeightParts, weightParts } from "./matmul/matmul-kernel.js";
-import { compileSimdTile } from "./matmul/tile-module.js";
-import { fp8Module, mxfp4Modules } from "./narrow-modules.js";
 import {
   type AttentionParams,
   attendRange,
@@ -33,14 +29,13 @@ import {
 } from "./paged-attention/attention-job.js";
 import type { AttentionRows } from "./paged-attention/attention-kernel.js";
 import { attentionSimdBytes } from "./paged-attention/attention-kernel.js";
-import { compileAttentionSimd } from "./paged-attention/attention-simd-module.js";
+import { poolModules } from "./pool-modules.js";
 import { type JobMessage, type KernelName, type KernelParams, runUnit } from "./registry.js";
 import { clampedSwiglu } from "./swiglu/clamped-swiglu.js";
 import { swiglu } from "./swiglu/swiglu.js";
-import { compileSwigluSimd } from "./swiglu/swiglu-simd-module.js";
 import { type KernelSwitches, kernelSwitches } from "./switches.js";
 import { waitForUnits } from "./wait-for-units.js";
-import { type WasmArena, wasmArena } from "./wasm-arena.js";
+import type { WasmArena } from "./wasm-arena.js";
 import type { WorkerInit } from "./worker.js";
 import { workerEntry } from "./worker-entry.js";
 
@@ -80,6 +75,8 @@ export class MatmulPool {
   readonly fma: boolean;
   /** How MXFP4 weights are multiplied: in the fused kernel, on int8 dot products, or unpacked to f32 rows first (also without SIMD). */
   readonly mxfp4: KernelSwitches["mxfp4"];
+  /** How FP8 weights with tile scales are multiplied at one input row (exact, or scaled: the switch). */
+  readonly fp8: KernelSwitches["fp8"];
   private readonly ctrl = new Int32Array(new SharedArrayBuffer(32));
   private readonly workers: { worker: Worker; port: MessagePort }[] = [];
   private readonly arena: WasmArena | null;
@@ -106,26 +103,12 @@ export class MatmulPool {
       throw new BringupError("ENGINE_THREADS", `threads must be a positive integer, got ${threads}.`);
     }
     this.threads = threads;
-    const switches = { ...kernelSwitches(), ...options };
-    const arena = switches.simd ? wasmArena() : null;
-    const fusedTile = arena !== null && switches.fma ? compileSimdTile(true) : undefined;
-    const tile = fusedTile ?? (arena !== null ? compileSimdTile(false) : undefined);
-    this.simd = tile !== undefined;
-    this.fma = fusedTile !== undefined;
-    this.arena = tile === undefined ? null : arena;
-    const modules: KernelModules =
-      tile === undefined || arena === null
-        ? {}
-        : {
-            tile,
-            ...mxfp4Modules(arena, this.fma, switches),
-            ...fp8Module(this.fma, switches),
-            attention: compileAttentionSimd(),
-            swiglu: compileSwigluSimd(),
-            indexer: compileIndexerScores(),
-          };
-    this.mxfp4 =
-      modules.mxfp4Int8 !== undefined ? "int8" : modules.mxfp4 === undefined ? "unpacked" : "fused";
+    const { arena, modules, fma, mxfp4, fp8 } = poolModules({ ...kernelSwitches(), ...options });
+    this.simd = arena !== null;
+    this.fma = fma;
+    this.arena = arena;
+    this.mxfp4 = mxfp4;
+    this.fp8 = fp8;
     const memory = this.arena?.memory;
     this.thread = kernelThread(modules, memory);
     const int8 = this.thread.mxfp4Int8;

@@ -1,6 +1,10 @@
 import { builtWasmBytes, compileBuiltWasm } from "../../common/built-wasm.js";
 import type { WasmModule } from "../../common/wasm-runtime.js";
 
+/** matmul/fp8-rows.wat's builds (see KernelBinary). */
+type Fp8RowsBinary =
+  `matmul/fp8-rows${"" | ".scaled"}${"" | ".nan-free"}${"" | ".lanes" | ".quads"}${"" | ".unfused"}`;
+
 /**
  * The kernels written in WebAssembly text, each in its op's folder (./<op>/<name>.wat), built to a
  * binary beside it by scripts/build-kernels.mjs (which `npm ci` and `npm run build` run).
@@ -14,7 +18,8 @@ import type { WasmModule } from "../../common/wasm-runtime.js";
  * "fp8-relayout" FP8 codes in lanes order.
  * "fp8-rows.nan-free" (and its unfused build) is the FP8 rows without their NaN code test;
  * "fp8-rows.lanes" (and its `.nan-free`, each also unfused) reads codes in formats/fp8-lanes.ts's order,
- * "fp8-rows.quads" (likewise) in formats/fp8-quads.ts's.
+ * "fp8-rows.quads" (likewise) in formats/fp8-quads.ts's; "fp8-rows.scaled" (before any of those
+ * suffixes) takes its input times the scales (the `fp8=scaled` switch: scripts/fp8-scaled.mjs).
  */
 export type KernelBinary =
   | "matmul/matmul-tile"
@@ -31,18 +36,7 @@ export type KernelBinary =
   | "matmul/mxfp4-int8.plain-dot"
   | "matmul/mxfp4-relayout"
   | "matmul/fp8-relayout"
-  | "matmul/fp8-rows"
-  | "matmul/fp8-rows.unfused"
-  | "matmul/fp8-rows.nan-free"
-  | "matmul/fp8-rows.nan-free.unfused"
-  | "matmul/fp8-rows.lanes"
-  | "matmul/fp8-rows.lanes.unfused"
-  | "matmul/fp8-rows.nan-free.lanes"
-  | "matmul/fp8-rows.nan-free.lanes.unfused"
-  | "matmul/fp8-rows.quads"
-  | "matmul/fp8-rows.quads.unfused"
-  | "matmul/fp8-rows.nan-free.quads"
-  | "matmul/fp8-rows.nan-free.quads.unfused"
+  | Fp8RowsBinary
   | "paged-attention/attention"
   | "swiglu/swiglu"
   | "vector/vector"

@@ -1,6 +1,6 @@
 import { BringupError } from "../../common/errors.js";
 import type { Architecture, ModelConfig } from "../architecture.js";
-import { mxfp4Switch } from "../kernels/switches.js";
+import { fp8Switch, mxfp4Switch } from "../kernels/switches.js";
 import type { CausalLM } from "../model/causal-lm.js";
 import type { LoadedModel } from "../model/loaded-model.js";
 import { REPLAY_SWITCH } from "../model/step-scratch.js";
@@ -21,8 +21,8 @@ export interface ResolvedConfig {
 /**
  * Builds the model from the checkpoint's tensors `names`. A tensor no block reads, and that the
  * architecture does not knowingly skip, is MODEL_WEIGHTS_MISMATCH: a checkpoint of another shape
- * must not serve silently. Every model gets the engine's `replay` switch, and one that reads MXFP4
- * weights the `mxfp4` switch. `source`
+ * must not serve silently. Every model gets the engine's `replay` switch, one that reads MXFP4
+ * weights the `mxfp4` switch, and one that reads block-scaled FP8 weights the `fp8` switch. `source`
  * names the checkpoint in errors.
  */
 export function buildModel(
@@ -43,7 +43,12 @@ export function buildModel(
       { subject: extra[0] as string },
     );
   }
-  return model.withSwitches(weights.readMxfp4 ? [REPLAY_SWITCH, mxfp4Switch()] : [REPLAY_SWITCH]);
+  const fp8Blocks = weights.readFp8Blocks;
+  return model.withSwitches([
+    REPLAY_SWITCH,
+    ...(weights.readMxfp4 ? [mxfp4Switch()] : []),
+    ...(fp8Blocks.length > 0 ? [fp8Switch(fp8Blocks)] : []),
+  ]);
 }
 
 /** The model of in-memory model files, read and built by `architecture` (see loadModel). */

@@ -14,6 +14,8 @@ import { type HostTensor, halvesHostTensor, type TensorLookup } from "./host-ten
 export class WeightSource {
   private readonly used = new Set<string>();
   private mxfp4 = false;
+  /** The scale blocks ("128x128", "1x32") of the block-scaled FP8 matrices read so far. */
+  private readonly fp8Blocks = new Set<string>();
   /** The source a renamed view reads through (see `renamed`). */
   private parent: WeightSource | undefined;
 
@@ -40,12 +42,18 @@ export class WeightSource {
   matrix(base: string, rows: number, cols: number): Weight {
     const w = toWeight(base, rows, cols, this.recordingLookup, (n) => this.need(n), this.source);
     if (w.dtype === "mxfp4") this.markMxfp4();
+    this.markFp8(w);
     return w;
   }
 
   /** Whether any matrix read so far is MXFP4 (the model then has the `mxfp4` switch). */
   get readMxfp4(): boolean {
     return this.mxfp4;
+  }
+
+  /** The scale blocks of the block-scaled FP8 matrices read so far (any: the model has the `fp8` switch). */
+  get readFp8Blocks(): readonly string[] {
+    return [...this.fp8Blocks];
   }
 
   /**
@@ -103,6 +111,7 @@ export class WeightSource {
           ...order,
         };
         checkWeight(w, `${name}[${e}]`);
+        this.markFp8(w);
         return w;
       });
     }
@@ -221,6 +230,12 @@ export class WeightSource {
   private markMxfp4(): void {
     this.mxfp4 = true;
     this.parent?.markMxfp4();
+  }
+
+  private markFp8(w: Weight): void {
+    if (w.dtype !== "fp8_e4m3" || w.scale === undefined) return;
+    this.fp8Blocks.add(`${w.scale.blockRows}x${w.scale.blockCols}`);
+    this.parent?.markFp8(w);
   }
 
   /** Checkpoint tensors no block read, except those `ignored` accepts. */

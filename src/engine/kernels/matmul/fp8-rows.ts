@@ -29,21 +29,27 @@ export function fp8ScalesAt(
   return [at, scaleRowBytes, blockCols / 32, blockRows, c0 % blockRows];
 }
 
+/** matmul/fp8-rows.wat's fp8 (see there for the arguments). */
+export type Fp8Dot = (
+  K: number,
+  M: number,
+  x: number,
+  codes: number,
+  ...rest: [...Fp8Scales, acc: number, o: number, N: number, ldo: number]
+) => void;
+
 /**
  * One code order's matmul/fp8-rows.wat kernels: its decode into scratch and its fp8, which
  * decodes straight into the multiply-adds (see there for the arguments), and fp8's `.nan-free`
- * build, for weights without NaN's codes.
+ * build, for weights without NaN's codes; with the `fp8=scaled` switch also the `.scaled` builds'
+ * fp8 (both), which take scaleInput's input (else null).
  */
 export interface Fp8Kernels {
   decode: (K: number, codes: number, ...rest: [...Fp8Scales, out: number, N: number]) => void;
-  rows: (
-    K: number,
-    M: number,
-    x: number,
-    codes: number,
-    ...rest: [...Fp8Scales, acc: number, o: number, N: number, ldo: number]
-  ) => void;
-  rowsNanFree: Fp8Kernels["rows"];
+  rows: Fp8Dot;
+  rowsNanFree: Fp8Dot;
+  scaleInput: (K: number, M: number, x: number, scales: number, blocksPerScale: number, out: number) => void;
+  scaled: { readonly rows: Fp8Dot; readonly rowsNanFree: Fp8Dot } | null;
 }
 
 /**
@@ -59,10 +65,11 @@ export interface Fp8Rows {
   readonly scratchTokens: number;
 }
 
-/** One code order's compiled fp8-rows build and its `.nan-free` build. */
+/** One code order's compiled fp8-rows build and its `.nan-free` build (and their `.scaled` ones, with fp8=scaled). */
 export interface Fp8Builds {
   readonly module: WasmModule;
   readonly nanFree: WasmModule;
+  readonly scaled?: { readonly module: WasmModule; readonly nanFree: WasmModule };
 }
 
 /** The compiled FP8 kernels a pool runs: both code orders' builds (see Fp8Rows). */
@@ -75,13 +82,20 @@ export interface Fp8Modules {
 
 /** The FP8 kernels over `memory`. */
 export function instantiateFp8Rows(modules: Fp8Modules, memory: WasmMemory): Fp8Rows {
-  const kernels = ({ module, nanFree }: Fp8Builds): Fp8Kernels => {
-    const { decode, fp8 } = instantiateWasm(module, memory) as {
+  const dot = (module: WasmModule) => (instantiateWasm(module, memory) as { fp8: Fp8Dot }).fp8;
+  const kernels = ({ module, nanFree, scaled }: Fp8Builds): Fp8Kernels => {
+    const { decode, fp8, scaleInput } = instantiateWasm(module, memory) as {
       decode: Fp8Kernels["decode"];
-      fp8: Fp8Kernels["rows"];
+      fp8: Fp8Dot;
+      scaleInput: Fp8Kernels["scaleInput"];
     };
-    const free = instantiateWasm(nanFree, memory) as { fp8: Fp8Kernels["rows"] };
-    return { decode, rows: fp8, rowsNanFree: free.fp8 };
+    return {
+      decode,
+      rows: fp8,
+      rowsNanFree: dot(nanFree),
+      scaleInput,
+      scaled: scaled === undefined ? null : { rows: dot(scaled.module), rowsNanFree: dot(scaled.nanFree) },
+    };
   };
   return {
     file: kernels(modules.file),
@@ -106,14 +120,31 @@ export interface Fp8Weight {
   readonly fp8Order: "file" | "lanes" | "quads";
 }
 
+/**
+ * Whether `fp8=scaled` applies to scale blocks blockRows x blockCols: bands of at least 128 rows
+ * (in whole groups of four) that share a scale row, so scaleInput's K multiplies a band are next to
+ * nothing beside its weights (1x32 blocks would scale the input again for every row).
+ */
+export function fp8ScaledFits(blockRows: number, blockCols: number): boolean {
+  return blockRows >= 128 && blockRows % 4 === 0 && blockCols % 32 === 0;
+}
+
+/** Input rows up to which the scaled form runs: its input lies in the matmul's scratch rows area (64 rows). */
+export const FP8_SCALED_MAX_M = 16;
+
 /** An FP8 matmul's kernels over one range of rows, each over the chunk of `rows` rows from row c0. */
 export interface Fp8Step {
   /** The chunk decoded into scratch at byte `out` (the table decoding's exact values), for the tile. */
   decode(c0: number, out: number, rows: number): void;
-  /** The chunk dotted with M input rows at x, decoded straight into the multiply-adds; null below a switch's scratchTokens rows or without a folded copy. */
+  /**
+   * The chunk dotted with M input rows at x, decoded straight into the multiply-adds; null below a
+   * switch's scratchTokens rows or without a folded copy. acc is 128 bytes of scratch, followed by
+   * inputBytes more for the scaled form's input.
+   */
   readonly inLoop:
     | ((M: number, x: number, c0: number, acc: number, o: number, rows: number, ldo: number) => void)
     | null;
+  readonly inputBytes: number;
 }
 
 /**
@@ -133,30 +164,58 @@ export function fp8Step(
   if (K % 32 !== 0 || scaleBlockCols % 32 !== 0 || (fp8Order === "quads" && (n0 % 4 !== 0 || n1 % 4 !== 0)))
     return null;
   const kernels = rows[fp8Order];
-  const dot = w.fp8NanFree ? kernels.rowsNanFree : kernels.rows;
+  const decode = (c0: number, out: number, n: number) =>
+    kernels.decode(
+      K,
+      offset + c0 * K,
+      ...fp8ScalesAt(K, scaleBlockRows, scaleBlockCols, scalesOffset, c0),
+      out,
+      n,
+    );
+  if (M >= rows.scratchTokens || fp8FoldedScales < 0) return { decode, inLoop: null, inputBytes: 0 };
+  const folded = (c0: number) => fp8ScalesAt(K, scaleBlockRows, scaleBlockCols, fp8FoldedScales, c0);
+  const scaled =
+    M <= FP8_SCALED_MAX_M && fp8ScaledFits(scaleBlockRows, scaleBlockCols) ? kernels.scaled : null;
+  if (scaled === null) {
+    const dot = w.fp8NanFree ? kernels.rowsNanFree : kernels.rows;
+    return {
+      decode,
+      inLoop: (m, x, c0, acc, o, n, ldo) => dot(K, m, x, offset + c0 * K, ...folded(c0), acc, o, n, ldo),
+      inputBytes: 0,
+    };
+  }
+  // fp8=scaled: each band's rows in one call, over the input times the band's scales (scaleInput).
+  const dot = w.fp8NanFree ? scaled.rowsNanFree : scaled.rows;
+  const [, scaleRowBytes, blocksPerScale] = folded(0);
   return {
-    decode: (c0, out, n) =>
-      kernels.decode(
-        K,
-        offset + c0 * K,
-        ...fp8ScalesAt(K, scaleBlockRows, scaleBlockCols, scalesOffset, c0),
-        out,
-        n,
-      ),
-    inLoop:
-      M < rows.scratchTokens && fp8FoldedScales >= 0
-        ? (m, x, c0, acc, o, n, ldo) =>
-            dot(
-              K,
-              m,
-              x,
-              offset + c0 * K,
-              ...fp8ScalesAt(K, scaleBlockRows, scaleBlockCols, fp8FoldedScales, c0),
-              acc,
-              o,
-              n,
-              ldo,
-            )
-        : null,
+    decode,
+    inLoop: (m, x, c0, acc, o, n, ldo) => {
+      const input = acc + 128;
+      for (let r0 = c0; r0 < c0 + n; ) {
+        const band = Math.floor(r0 / scaleBlockRows);
+        const r1 = Math.min(c0 + n, (band + 1) * scaleBlockRows);
+        const scales = fp8FoldedScales + band * scaleRowBytes;
+        kernels.scaleInput(K, m, x, scales, blocksPerScale, input);
+        const codes = offset + r0 * K;
+        const out = o + (r0 - c0) * 4;
+        dot(
+          K,
+          m,
+          input,
+          codes,
+          scales,
+          scaleRowBytes,
+          blocksPerScale,
+          scaleBlockRows,
+          r0 % scaleBlockRows,
+          acc,
+          out,
+          r1 - r0,
+          ldo,
+        );
+        r0 = r1;
+      }
+    },
+    inputBytes: M * K * 4,
   };
 }

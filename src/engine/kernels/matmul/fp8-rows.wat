@@ -46,6 +46,15 @@
 ;; instructions of some 33 per row and 16 codes, and two of the registers V8 spilled. Each row's
 ;; sum is stored after each 16 codes (never read back), which keeps V8 from scheduling the next
 ;; codes' loads and decode first and spilling (without: 0.62x).
+;;
+;;   scaleInput(K, M, x, scales, blocksPerScale, out): for m < M, k < K,
+;;     f32 at byte out + 4(m*K + k) = x[m*K + k] · scale_k · 2^64
+;;
+;; where scale_k is the f32 at scales + 4·floor(k / (32·blocksPerScale)) divided by 2^120 (a band's
+;; row of the folded scales fp8 takes): the input of the `.scaled` builds' fp8
+;; (scripts/fp8-scaled.mjs), which multiplies codes as value·2^-120 by it with no scale of its own,
+;; so one scaled input serves every row of a band (128x128 tiles: 128 rows). The scale·2^-56 is
+;; exact (a power-of-two multiple of a normal f32); its product with x is the one rounding.
 (module
   (import "env" "memory" (memory 1 65536 shared))
 
@@ -485,4 +494,34 @@
             (br $groups))))
       (br_if $inputs (i32.lt_u
         (local.tee $m (i32.add (local.get $m) (i32.const 1)))
-        (local.get $M))))))
+        (local.get $M)))))
+
+  (func (export "scaleInput")
+    (param $K i32) (param $M i32) (param $x i32) (param $scales i32) (param $blocksPerScale i32) (param $out i32)
+    (local $end i32) (local $rowEnd i32) (local $inScale i32) (local $s i32) (local $scale v128)
+    (if (i32.or (i32.eqz (local.get $M)) (i32.lt_u (local.get $K) (i32.const 32))) (then (return)))
+    (local.set $end (i32.add (local.get $x) (i32.mul (local.get $M) (i32.shl (local.get $K) (i32.const 2)))))
+    (loop $rows
+      (local.set $rowEnd (i32.add (local.get $x) (i32.shl (local.get $K) (i32.const 2))))
+      (local.set $s (local.get $scales))
+      (local.set $inScale (i32.const 0))
+      (loop $blocks32
+        (local.set $scale (f32x4.splat (f32.mul (f32.load (local.get $s)) (f32.const 0x1p-56))))
+        (v128.store offset=0 (local.get $out) (f32x4.mul (v128.load offset=0 (local.get $x)) (local.get $scale)))
+        (v128.store offset=16 (local.get $out) (f32x4.mul (v128.load offset=16 (local.get $x)) (local.get $scale)))
+        (v128.store offset=32 (local.get $out) (f32x4.mul (v128.load offset=32 (local.get $x)) (local.get $scale)))
+        (v128.store offset=48 (local.get $out) (f32x4.mul (v128.load offset=48 (local.get $x)) (local.get $scale)))
+        (v128.store offset=64 (local.get $out) (f32x4.mul (v128.load offset=64 (local.get $x)) (local.get $scale)))
+        (v128.store offset=80 (local.get $out) (f32x4.mul (v128.load offset=80 (local.get $x)) (local.get $scale)))
+        (v128.store offset=96 (local.get $out) (f32x4.mul (v128.load offset=96 (local.get $x)) (local.get $scale)))
+        (v128.store offset=112 (local.get $out) (f32x4.mul (v128.load offset=112 (local.get $x)) (local.get $scale)))
+        (local.set $x (i32.add (local.get $x) (i32.const 128)))
+        (local.set $out (i32.add (local.get $out) (i32.const 128)))
+        ;; The next scale along the row every blocksPerScale blocks.
+        (if (i32.eq (local.tee $inScale (i32.add (local.get $inScale) (i32.const 1))) (local.get $blocksPerScale))
+          (then
+            (local.set $inScale (i32.const 0))
+            (local.set $s (i32.add (local.get $s) (i32.const 4)))))
+        (br_if $blocks32 (i32.lt_u (local.get $x) (local.get $rowEnd))))
+      (br_if $rows (i32.lt_u (local.get $x) (local.get $end)))))
+)

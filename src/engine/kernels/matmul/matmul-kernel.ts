@@ -416,9 +416,10 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
     const mxfp4InLoop = packed !== null && M < packed.scratchTokens ? packed : null;
     if (fp8InLoop !== null || mxfp4InLoop !== null) {
       const direct = outOffset >= 0;
-      const area = W + 32;
+      // (After fp8=scaled's input, when it runs.)
+      const area = W + 32 + (fp8?.inputBytes ?? 0) / 4;
       // (Whole groups of four rows a call, as FP8 codes in quads order need.)
-      const most = direct ? n1 - n0 : Math.floor((CHUNK * (K + M) - 32) / M / 4) * 4;
+      const most = direct ? n1 - n0 : Math.floor((CHUNK * (K + M) + W - area) / M / 4) * 4;
       for (let c0 = n0; c0 < n1; c0 += most) {
         const rows = Math.min(most, n1 - c0);
         const [at, ldo] = direct ? [outOffset + c0 * 4, N * 4] : [area * 4, rows * 4];

@@ -1,0 +1,120 @@
+/**
+ * The `fp8=scaled` path (matmul/fp8-rows.wat's scaleInput and its `.scaled` builds, fp8Step): at
+ * one input row an FP8 weight with 128x128 tile scales is dotted with the input times each band's
+ * scales, no multiply by a scale per weight. Its error, stated and held here: each output within
+ * (K + 1)·2^-24·Σ_k |x_k·w_k| of the f64 sum (the exact path's K·2^-24 bound plus one rounding of
+ * each scaled input value), while no |x·scale| reaches 2^64 (the scaled input would overflow) and
+ * products below 2^-70 in magnitude are subnormal (they add less than 2^-70 each). With
+ * power-of-two scales (FP8 converted from MXFP4) it gives the exact path's bits.
+ */
+import { afterAll, describe, expect, it } from "vitest";
+import { toLanesInPlace } from "../../../formats/fp8-lanes.js";
+import { toQuadsInPlace } from "../../../formats/fp8-quads.js";
+import { Rng } from "../../tensor/random.js";
+import { shareArray, type Weight } from "../../tensor/weight.js";
+import { MatmulPool } from "../pool.js";
+import { matmulReference, weightAt } from "../reference.js";
+
+const rng = new Rng(28);
+const pools: MatmulPool[] = [];
+function pool(threads: number, fp8: "exact" | "scaled"): MatmulPool {
+  const p = new MatmulPool(threads, { simd: true, fp8 });
+  pools.push(p);
+  return p;
+}
+afterAll(async () => {
+  await Promise.all(pools.map((p) => p.close()));
+});
+
+const bitsOf = (a: Float32Array) => Array.from(new Uint32Array(a.buffer, a.byteOffset, a.length));
+
+/** An FP8 weight [N, K] of finite random codes, `scale` per blockRows x blockCols block, codes in `order`. */
+function fp8Weight(
+  N: number,
+  K: number,
+  scale: (i: number) => number,
+  [blockRows, blockCols]: readonly [number, number],
+  order: "file" | "lanes" | "quads",
+): Weight {
+  const codes = new Uint8Array(N * K);
+  for (let i = 0; i < codes.length; i++) codes[i] = (rng.nextU32() % 0x7f) | (rng.nextU32() % 2 ? 0x80 : 0);
+  const data =
+    order === "lanes" ? toLanesInPlace(codes) : order === "quads" ? toQuadsInPlace(codes, K) : codes;
+  const scales = Float32Array.from({ length: Math.ceil(N / blockRows) * Math.ceil(K / blockCols) }, (_, i) =>
+    scale(i),
+  );
+  return {
+    dtype: "fp8_e4m3",
+    rows: N,
+    cols: K,
+    data: shareArray(data),
+    scale: { data: shareArray(scales), blockRows, blockCols },
+    ...(order === "file" ? {} : { fp8Order: order }),
+  };
+}
+
+/** The stated bound: (K + 1)·2^-24·Σ_k |x_k·w_k| for output n of input row m. */
+function scaledBound(x: Float32Array, m: number, w: Weight, n: number): number {
+  const K = w.cols;
+  let magnitude = 0;
+  for (let k = 0; k < K; k++) magnitude += Math.abs((x[m * K + k] as number) * weightAt(w, n, k));
+  return (K + 1) * 2 ** -24 * magnitude;
+}
+
+const ORDERS = ["file", "lanes", "quads"] as const;
+/** Scales as real checkpoints have them (absmax / 448: not powers of two), across a wide range. */
+const REAL_SCALE = (i: number) => (0.5 + ((i * 0.37) % 1)) * 2 ** ((i % 11) - 14);
+
+describe("fp8=scaled (input times each 128x128 tile's scale)", () => {
+  it.each(ORDERS)(
+    "stays within (K + 1)·2^-24·Σ|x·w| of the f64 sum, on one thread and two, codes in %s order",
+    (order) => {
+      const [N, K] = [order === "quads" ? 388 : 390, 640]; // three bands and a ragged one, five scale columns
+      const w = fp8Weight(N, K, REAL_SCALE, [128, 128], order);
+      const x = rng.fillNormal(new Float32Array(K), 1);
+      const want = new Float32Array(N);
+      matmulReference(x, 1, w, want);
+      const exact = new Float32Array(N);
+      pool(1, "exact").matmul(x, 1, w, exact);
+      let worst = 0;
+      for (const p of [pool(1, "scaled"), pool(2, "scaled")]) {
+        expect(p.fp8).toBe("scaled");
+        const got = new Float32Array(N);
+        p.matmul(x, 1, w, got);
+        for (let n = 0; n < N; n++) {
+          const delta = Math.abs((got[n] as number) - (want[n] as number));
+          expect(delta).toBeLessThanOrEqual(scaledBound(x, 0, w, n));
+          worst = Math.max(worst, delta / scaledBound(x, 0, w, n));
+        }
+        // Not the exact path's bits where the scales are not powers of two.
+        expect(bitsOf(got)).not.toEqual(bitsOf(exact));
+      }
+      expect(worst).toBeGreaterThan(0);
+    },
+  );
+
+  it.each(ORDERS)("gives the exact path's bits with power-of-two scales, codes in %s order", (order) => {
+    const [N, K] = [256, 384];
+    const w = fp8Weight(N, K, (i) => 2 ** ((i % 13) - 16), [128, 128], order);
+    const x = rng.fillNormal(new Float32Array(K), 1);
+    const [want, got] = [new Float32Array(N), new Float32Array(N)];
+    pool(1, "exact").matmul(x, 1, w, want);
+    pool(2, "scaled").matmul(x, 1, w, got);
+    expect(bitsOf(got)).toEqual(bitsOf(want));
+  });
+
+  it("leaves other scale blocks, and more input rows than one, on the exact path's bits", () => {
+    const [N, K] = [200, 256];
+    for (const [blocks, M] of [
+      [[1, 32], 1],
+      [[128, 128], 2],
+    ] as const) {
+      const w = fp8Weight(N, K, REAL_SCALE, blocks, "quads");
+      const x = rng.fillNormal(new Float32Array(M * K), 1);
+      const [want, got] = [new Float32Array(M * N), new Float32Array(M * N)];
+      pool(1, "exact").matmul(x, M, w, want);
+      pool(1, "scaled").matmul(x, M, w, got);
+      expect(bitsOf(got)).toEqual(bitsOf(want));
+    }
+  });
+});
