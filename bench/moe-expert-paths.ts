@@ -1,7 +1,11 @@
 /**
- * Decode at one stream of a gpt-oss-style MoE whose experts are far beyond the caches, on five
+ * Decode at one stream of a gpt-oss-style MoE whose experts are far beyond the caches, on seven
  * expert paths of the same weights, measured in one process: FP8 experts (E4M3 with a scale per
- * 32 values, a chunk of rows decoded into scratch for the tile), fused MXFP4 (mxfp4=fused: the
+ * 32 values, a chunk of rows decoded into scratch for the tile), FP8 experts with a scale per
+ * 128x128 tile as real FP8 checkpoints have them (converted with --fp8-block tile128: power-of-two
+ * tile scales, values rounded where a tile's blocks span too many binades) on fp8=exact and on
+ * fp8=scaled (the input times each band's scales, no multiply a weight; with power-of-two scales
+ * the same bits, so the two decode the same tokens), fused MXFP4 (mxfp4=fused: the
  * same by its own SIMD kernel), unpacked MXFP4 (mxfp4=unpacked: each expert row dequantized to f32, then the ordinary
  * tile: the stock op), f32 experts, and integer MXFP4 (mxfp4=int8: the input quantized to int8 per
  * block of 32, relaxed integer dot products; not the same bits, so its tokens are counted against
@@ -13,7 +17,8 @@
  * code and loaded as `bringup serve` loads it. All four decode the same tokens.
  *
  * After a warm-up round the arms alternate over rounds (the order rotates and reverses from round
- * to round), each round printed (each arm named with its mxfp4 switch); then the 1-minute load
+ * to round), each round printed (each arm named with its mxfp4 switch, each FP8 arm with its scale
+ * layout and fp8 switch); then the 1-minute load
  * average before and after the rounds, and each arm's median
  * (tokens per wall second, and per second of the process's CPU time over the same span: an arm
  * that loses the core to other load is not counted slower for it; llama.cpp's thread is this
@@ -97,8 +102,9 @@ const USAGE = `usage: npx tsx bench/moe-expert-paths.ts [options]
   --rounds N        measured rounds, arms alternated, after one warm-up round (default 5)
   --replay on|off   the engine arms' replay switch: decode steps planned once and replayed, their
                     buffers reused (as llama.cpp reuses its graph's), or built anew (default on)
-  --arms LIST       the engine arms timed, comma-separated from fp8,fused,unpacked,f32,int8
-                    (default all)
+  --arms LIST       the engine arms timed, comma-separated from fp8,fp8-tile,fp8-scaled,fused,
+                    unpacked,f32,int8 (default all; fp8 has 1x32 scale blocks, fp8-tile and
+                    fp8-scaled 128x128 tiles on fp8=exact and fp8=scaled)
   --llama-cpp       add llama.cpp on the same MXFP4 weights as an arm
   --baseline DIR    add the integer (and fused) arm of the engine in checkout DIR (its kernels built)
   --llama-threads N llama.cpp's threads (default: --threads)
@@ -120,7 +126,7 @@ const { values: args } = parseArgs({
     decode: { type: "string", default: "32" },
     rounds: { type: "string", default: "5" },
     replay: { type: "string", default: "on" },
-    arms: { type: "string", default: "fp8,fused,unpacked,f32,int8" },
+    arms: { type: "string", default: "fp8,fp8-tile,fp8-scaled,fused,unpacked,f32,int8" },
     "llama-cpp": { type: "boolean", default: false },
     baseline: { type: "string" },
     "llama-threads": { type: "string" },
@@ -146,8 +152,12 @@ const [hidden, intermediate, experts, topK, layers, threads, decodeLen, rounds] 
 const llamaThreads = args["llama-threads"] === undefined ? threads : count("llama-threads");
 const replay = args.replay;
 if (replay !== "on" && replay !== "off") throw new Error(`--replay must be on or off, got ${replay}`);
-/** The engine arms' keys, exact arms first (they must decode the same tokens), then the integer arm. */
-const ARM_KEYS = ["fp8", "fused", "unpacked", "f32", "int8"] as const;
+/**
+ * The engine arms' keys: the exact arms on the MXFP4 values (they must decode the same tokens),
+ * the FP8 tile arms (values rounded into tiles: their tokens counted against fused's, and
+ * fp8-scaled's against fp8-tile's), then the integer arm.
+ */
+const ARM_KEYS = ["fp8", "fp8-tile", "fp8-scaled", "fused", "unpacked", "f32", "int8"] as const;
 type ArmKey = (typeof ARM_KEYS)[number] | "llama.cpp" | "baseline" | "baseline-fused";
 const chosenArms = new Set(args.arms.split(",").map((a) => a.trim()));
 for (const a of chosenArms)
@@ -211,23 +221,28 @@ interface Arm {
 }
 
 /**
- * An engine over `model` with its `mxfp4` switch set to `mxfp4` (and `replay` to --replay); the
- * engine is asked which path it runs, so an arm cannot silently measure another path.
+ * An engine over `model` with its `mxfp4` switch set to `mxfp4` and its `fp8` to `fp8` (and
+ * `replay` to --replay); the engine is asked which paths it runs, so an arm cannot silently
+ * measure another path.
  */
 function engineFor(
   model: LoadedModel,
   mxfp4: "fused" | "unpacked" | "int8" = "fused",
   EngineOf: typeof Engine = Engine,
+  fp8: "exact" | "scaled" = "exact",
 ): Engine {
   const engine = new EngineOf(model, {
     threads,
     maxNumSeqs: 1,
     maxModelLen: 512,
     kvCacheBytes: 64 << 20,
-    switches: { replay, ...(mxfp4 !== "fused" ? { mxfp4 } : {}) },
+    switches: { replay, ...(mxfp4 !== "fused" ? { mxfp4 } : {}), ...(fp8 !== "exact" ? { fp8 } : {}) },
   });
   if (engine.kernels.mxfp4 !== mxfp4) {
     throw new Error(`the engine runs ${engine.kernels.mxfp4} MXFP4 kernels, not the arm's`);
+  }
+  if ((engine.kernels.fp8 ?? "exact") !== fp8) {
+    throw new Error(`the engine runs fp8=${engine.kernels.fp8} kernels, not the arm's`);
   }
   return engine;
 }
@@ -383,6 +398,16 @@ try {
   const fp8Checkpoint = await openCheckpoint(join(dir, "fp8"));
   const fp8Bytes = bytesPerToken(fp8Checkpoint.tensors);
   await fp8Checkpoint.close();
+  // The layout of real FP8 checkpoints: a scale per 128x128 tile (values rounded where needed).
+  await convertCheckpoint(join(dir, "mxfp4"), join(dir, "fp8-tile"), {
+    to: "fp8",
+    fp8Block: "tile128",
+    allowInexact: true,
+  });
+  const fp8Tile = await loadModel(join(dir, "fp8-tile"));
+  const fp8TileCheckpoint = await openCheckpoint(join(dir, "fp8-tile"));
+  const fp8TileBytes = bytesPerToken(fp8TileCheckpoint.tensors);
+  await fp8TileCheckpoint.close();
   const f32Files = withF32Experts(files);
   const f32 = modelOfFiles("f32", f32Files, minimaxArchitecture);
   const f32Bytes = bytesPerToken(listed(f32Files));
@@ -397,7 +422,15 @@ try {
   // The fused engine is made whether or not it is timed: llama.cpp's tokens are checked against it.
   const fused = engineFor(mxfp4);
   const made: Record<(typeof ARM_KEYS)[number], () => Arm> = {
-    fp8: () => engineArm("fp8", "FP8 experts", engineFor(fp8), fp8Bytes),
+    fp8: () => engineArm("fp8", "FP8 1x32 fp8=exact", engineFor(fp8), fp8Bytes),
+    "fp8-tile": () => engineArm("fp8-tile", "FP8 128x128 fp8=exact", engineFor(fp8Tile), fp8TileBytes),
+    "fp8-scaled": () =>
+      engineArm(
+        "fp8-scaled",
+        "FP8 128x128 fp8=scaled",
+        engineFor(fp8Tile, "fused", Engine, "scaled"),
+        fp8TileBytes,
+      ),
     fused: () => engineArm("fused", "fused MXFP4", fused, mxfp4Bytes),
     unpacked: () => engineArm("unpacked", "unpacked MXFP4", engineFor(mxfp4, "unpacked"), mxfp4Bytes),
     f32: () => engineArm("f32", "f32 experts", engineFor(f32), f32Bytes),
@@ -464,16 +497,26 @@ try {
     // The exact arms must agree exactly; the integer arm's agreement with fused is counted.
     const exact = arms.flatMap((arm, i) => (exact4.includes(arm.key) ? [tokens[i]?.join()] : []));
     const same = exact.every((t) => t === exact[0]);
-    const [fusedTokens, int8Tokens] = [at("fused"), at("int8")].map((i) => tokens[i]);
-    const int8Parts = int8Tokens?.findIndex((t, i) => t !== fusedTokens?.[i]);
+    const [fusedTokens, int8Tokens, tileTokens, scaledTokens] = [
+      at("fused"),
+      at("int8"),
+      at("fp8-tile"),
+      at("fp8-scaled"),
+    ].map((i) => tokens[i]);
+    /** How many of `b`'s first tokens `a` follows (`a` and `b` both run), as a clause. */
+    const follows = (what: string, a: number[] | undefined, b: number[] | undefined) => {
+      if (a === undefined || b === undefined) return "";
+      const parts = a.findIndex((t, i) => t !== b[i]);
+      return `; ${what} for ${parts === -1 ? b.length : parts} of ${b.length} tokens`;
+    };
     process.stdout.write(
       `round ${round}${round === 0 ? " (warm-up)" : ""}: ${line.join(", ")} tok/s` +
         (exact.length > 1
           ? `; ${same ? "same tokens on every exact engine arm" : "EXACT ENGINE ARMS DECODED DIFFERENT TOKENS"}`
           : "") +
-        (fusedTokens && int8Tokens
-          ? `; int8 follows fused for ${int8Parts === -1 ? fusedTokens.length : int8Parts} of ${fusedTokens.length} tokens`
-          : "") +
+        follows("int8 follows fused", int8Tokens, fusedTokens) +
+        follows("FP8 128x128 fp8=exact follows fused", tileTokens, fusedTokens) +
+        follows("fp8=scaled follows fp8=exact (128x128)", scaledTokens, tileTokens) +
         "\n",
     );
   }
@@ -527,6 +570,9 @@ try {
   compare("fused", "unpacked");
   compare("fused", "f32");
   compare("fp8", "fused");
+  compare("fp8-tile", "fused");
+  compare("fp8-scaled", "fused");
+  compare("fp8-scaled", "fp8-tile");
   compare("fp8", "f32");
   compare("int8", "fused");
   compare("fused", "llama.cpp");
