@@ -8,12 +8,11 @@
  * power-of-two scales (FP8 converted from MXFP4) it gives the exact path's bits.
  */
 import { afterAll, describe, expect, it } from "vitest";
-import { toLanesInPlace } from "../../../formats/fp8-lanes.js";
-import { toQuadsInPlace } from "../../../formats/fp8-quads.js";
 import { Rng } from "../../tensor/random.js";
-import { shareArray, type Weight } from "../../tensor/weight.js";
+import type { Weight } from "../../tensor/weight.js";
 import { MatmulPool } from "../pool.js";
 import { matmulReference, weightAt } from "../reference.js";
+import { fp8Weight } from "./fp8-fixture.js";
 
 const rng = new Rng(28);
 const pools: MatmulPool[] = [];
@@ -29,7 +28,7 @@ afterAll(async () => {
 const bitsOf = (a: Float32Array) => Array.from(new Uint32Array(a.buffer, a.byteOffset, a.length));
 
 /** An FP8 weight [N, K] of finite random codes, `scale` per blockRows x blockCols block, codes in `order`. */
-function fp8Weight(
+function randomFp8Weight(
   N: number,
   K: number,
   scale: (i: number) => number,
@@ -38,19 +37,16 @@ function fp8Weight(
 ): Weight {
   const codes = new Uint8Array(N * K);
   for (let i = 0; i < codes.length; i++) codes[i] = (rng.nextU32() % 0x7f) | (rng.nextU32() % 2 ? 0x80 : 0);
-  const data =
-    order === "lanes" ? toLanesInPlace(codes) : order === "quads" ? toQuadsInPlace(codes, K) : codes;
-  const scales = Float32Array.from({ length: Math.ceil(N / blockRows) * Math.ceil(K / blockCols) }, (_, i) =>
-    scale(i),
+  const blocks = Math.ceil(N / blockRows) * Math.ceil(K / blockCols);
+  return fp8Weight(
+    codes,
+    N,
+    K,
+    Float32Array.from({ length: blocks }, (_, i) => scale(i)),
+    blockRows,
+    blockCols,
+    order,
   );
-  return {
-    dtype: "fp8_e4m3",
-    rows: N,
-    cols: K,
-    data: shareArray(data),
-    scale: { data: shareArray(scales), blockRows, blockCols },
-    ...(order === "file" ? {} : { fp8Order: order }),
-  };
 }
 
 /** The stated bound: (K + 1)·2^-24·Σ_k |x_k·w_k| for output n of input row m. */
@@ -70,7 +66,7 @@ describe("fp8=scaled (input times each 128x128 tile's scale)", () => {
     "stays within (K + 1)·2^-24·Σ|x·w| of the f64 sum, on one thread and two, codes in %s order",
     (order) => {
       const [N, K] = [order === "quads" ? 388 : 390, 640]; // three bands and a ragged one, five scale columns
-      const w = fp8Weight(N, K, REAL_SCALE, [128, 128], order);
+      const w = randomFp8Weight(N, K, REAL_SCALE, [128, 128], order);
       const x = rng.fillNormal(new Float32Array(K), 1);
       const want = new Float32Array(N);
       matmulReference(x, 1, w, want);
@@ -95,7 +91,7 @@ describe("fp8=scaled (input times each 128x128 tile's scale)", () => {
 
   it.each(ORDERS)("gives the exact path's bits with power-of-two scales, codes in %s order", (order) => {
     const [N, K] = [256, 384];
-    const w = fp8Weight(N, K, (i) => 2 ** ((i % 13) - 16), [128, 128], order);
+    const w = randomFp8Weight(N, K, (i) => 2 ** ((i % 13) - 16), [128, 128], order);
     const x = rng.fillNormal(new Float32Array(K), 1);
     const [want, got] = [new Float32Array(N), new Float32Array(N)];
     pool(1, "exact").matmul(x, 1, w, want);
@@ -109,7 +105,7 @@ describe("fp8=scaled (input times each 128x128 tile's scale)", () => {
       [[1, 32], 1],
       [[128, 128], 2],
     ] as const) {
-      const w = fp8Weight(N, K, REAL_SCALE, blocks, "quads");
+      const w = randomFp8Weight(N, K, REAL_SCALE, blocks, "quads");
       const x = rng.fillNormal(new Float32Array(M * K), 1);
       const [want, got] = [new Float32Array(M * N), new Float32Array(M * N)];
       pool(1, "exact").matmul(x, M, w, want);

@@ -1,14 +1,13 @@
 import { existsSync, readFileSync } from "node:fs";
 import { afterAll, describe, expect, it } from "vitest";
 import { instantiateWasm } from "../../../common/wasm-runtime.js";
-import { toLanesInPlace } from "../../../formats/fp8-lanes.js";
-import { toQuadsInPlace } from "../../../formats/fp8-quads.js";
 import { Rng } from "../../tensor/random.js";
 import { shareArray, type Weight } from "../../tensor/weight.js";
 import { MatmulPool } from "../pool.js";
 import { matmulReference, weightAt } from "../reference.js";
 import { wasmArena } from "../wasm-arena.js";
 import { compileKernel } from "../wasm-kernels.js";
+import { fp8Weight } from "./fp8-fixture.js";
 import {
   buildDecodeTables,
   MXFP4_TABLE_BYTES,
@@ -464,36 +463,6 @@ describe("the fused MXFP4 matmul (matmul/mxfp4-rows.wat)", () => {
     expect(Number.isFinite(out[20])).toBe(true);
   });
 });
-
-/**
- * An FP8 weight [N, K] of `codes` (file order) with `scale` per block of blockRows x blockCols,
- * its codes re-laid in lanes order (formats/fp8-lanes.ts) or quads order (formats/fp8-quads.ts)
- * when `order` says so.
- */
-function fp8Weight(
-  codes: Uint8Array,
-  N: number,
-  K: number,
-  scale: Float32Array,
-  blockRows: number,
-  blockCols: number,
-  order: "file" | "lanes" | "quads" = "file",
-): Weight {
-  const data =
-    order === "lanes"
-      ? toLanesInPlace(codes.slice())
-      : order === "quads"
-        ? toQuadsInPlace(codes.slice(), K)
-        : codes;
-  return {
-    dtype: "fp8_e4m3",
-    rows: N,
-    cols: K,
-    data: shareArray(data),
-    scale: { data: shareArray(scale), blockRows, blockCols },
-    ...(order === "file" ? {} : { fp8Order: order }),
-  };
-}
 
 const FP8_ORDERS = ["file", "lanes", "quads"] as const;
 
