@@ -1,6 +1,5 @@
 import { BringupError } from "../../common/errors.js";
 import type { ModelSwitch } from "../model/model-switch.js";
-import { fp8ScaledFits } from "./matmul/fp8-rows.js";
 
 /**
  * The engine's kernel switches, read from the environment here and nowhere else, then passed in:
@@ -47,15 +46,16 @@ export function mxfp4Switch(env: NodeJS.ProcessEnv = process.env): ModelSwitch {
 }
 
 /**
- * The `fp8` switch every model that holds FP8 weights declares (the loader adds it, with the scale
- * blocks its FP8 weights have, e.g. "128x128"): exact, or scaled where every one is a tile
- * fp8ScaledFits takes; its default is the environment's where allowed.
+ * The `fp8` switch every model that holds block-scaled FP8 weights declares (the loader adds it,
+ * with the scale blocks they have, e.g. "128x128", and whether fp8=scaled takes every one of them:
+ * matmul/fp8-rows.ts's fp8ScaledFits): exact, or scaled where it fits; its default is the
+ * environment's where allowed.
  */
-export function fp8Switch(scaleBlocks: readonly string[], env: NodeJS.ProcessEnv = process.env): Fp8Switch {
-  const fits = scaleBlocks.every((b) => {
-    const [rows, cols] = b.split("x").map(Number) as [number, number];
-    return fp8ScaledFits(rows, cols);
-  });
+export function fp8Switch(
+  scaleBlocks: readonly string[],
+  fits: boolean,
+  env: NodeJS.ProcessEnv = process.env,
+): Fp8Switch {
   return {
     name: "fp8",
     values: fits ? ["exact", "scaled"] : ["exact"],

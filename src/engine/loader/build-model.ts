@@ -43,11 +43,11 @@ export function buildModel(
       { subject: extra[0] as string },
     );
   }
-  const fp8Blocks = weights.readFp8Blocks;
+  const fp8 = weights.readFp8;
   return model.withSwitches([
     REPLAY_SWITCH,
     ...(weights.readMxfp4 ? [mxfp4Switch()] : []),
-    ...(fp8Blocks.length > 0 ? [fp8Switch(fp8Blocks)] : []),
+    ...(fp8.blocks.length > 0 ? [fp8Switch(fp8.blocks, fp8.scaledFits)] : []),
   ]);
 }
 

@@ -1,6 +1,7 @@
 import { BringupError } from "../../common/errors.js";
 import { decodeToFloat32, HALVES_BLOCKS_SUFFIX, MXFP4_HALVES } from "../../formats/index.js";
 import { relayToLanes, relayToQuads } from "../kernels/matmul/fp8-relayout.js";
+import { fp8ScaledFits } from "../kernels/matmul/fp8-rows.js";
 import { weightAt } from "../kernels/reference.js";
 import { fromRowQuads, inRowQuads, tileLayout } from "../tensor/row-quads.js";
 import { checkWeight, shareArray, type Weight } from "../tensor/weight.js";
@@ -16,6 +17,8 @@ export class WeightSource {
   private mxfp4 = false;
   /** The scale blocks ("128x128", "1x32") of the block-scaled FP8 matrices read so far. */
   private readonly fp8Blocks = new Set<string>();
+  /** Whether fp8=scaled takes every one of them (fp8ScaledFits). */
+  private fp8ScaledFits = true;
   /** The source a renamed view reads through (see `renamed`). */
   private parent: WeightSource | undefined;
 
@@ -51,9 +54,12 @@ export class WeightSource {
     return this.mxfp4;
   }
 
-  /** The scale blocks of the block-scaled FP8 matrices read so far (any: the model has the `fp8` switch). */
-  get readFp8Blocks(): readonly string[] {
-    return [...this.fp8Blocks];
+  /**
+   * The scale blocks of the block-scaled FP8 matrices read so far (any: the model has the `fp8`
+   * switch), and whether fp8=scaled takes every one of them.
+   */
+  get readFp8(): { readonly blocks: readonly string[]; readonly scaledFits: boolean } {
+    return { blocks: [...this.fp8Blocks], scaledFits: this.fp8ScaledFits };
   }
 
   /**
@@ -234,7 +240,9 @@ export class WeightSource {
 
   private markFp8(w: Weight): void {
     if (w.dtype !== "fp8_e4m3" || w.scale === undefined) return;
-    this.fp8Blocks.add(`${w.scale.blockRows}x${w.scale.blockCols}`);
+    const { blockRows, blockCols } = w.scale;
+    this.fp8Blocks.add(`${blockRows}x${blockCols}`);
+    this.fp8ScaledFits &&= fp8ScaledFits(w.rows, blockRows, blockCols);
     this.parent?.markFp8(w);
   }
 

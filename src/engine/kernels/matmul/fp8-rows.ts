@@ -121,12 +121,13 @@ export interface Fp8Weight {
 }
 
 /**
- * Whether `fp8=scaled` applies to scale blocks blockRows x blockCols: bands of at least 128 rows
- * (in whole groups of four) that share a scale row, so scaleInput's K multiplies a band are next to
- * nothing beside its weights (1x32 blocks would scale the input again for every row).
+ * Whether `fp8=scaled` applies to a weight of `rows` rows with scale blocks blockRows x blockCols:
+ * bands of at least 128 rows (in whole groups of four), or one band for the whole weight, that
+ * share a scale row, so scaleInput's K multiplies a band are next to nothing beside its weights
+ * (1x32 blocks would scale the input again for every row).
  */
-export function fp8ScaledFits(blockRows: number, blockCols: number): boolean {
-  return blockRows >= 128 && blockRows % 4 === 0 && blockCols % 32 === 0;
+export function fp8ScaledFits(rows: number, blockRows: number, blockCols: number): boolean {
+  return blockCols % 32 === 0 && (blockRows >= rows || (blockRows >= 128 && blockRows % 4 === 0));
 }
 
 /** Input rows up to which the scaled form runs: its input lies in the matmul's scratch rows area (64 rows). */
@@ -148,7 +149,7 @@ export interface Fp8Step {
 }
 
 /**
- * The FP8 kernels for rows [n0, n1) of `w` [, K] at M input rows, for the weight's code order; null
+ * The FP8 kernels for rows [n0, n1) of `w` [N, K] at M input rows, for the weight's code order; null
  * where they do not apply: scale blocks not of whole groups of 32, or codes in quads order over a
  * range not of whole groups of four rows (which no dispatch makes: such rows are unpacked instead).
  */
@@ -159,6 +160,7 @@ export function fp8Step(
   M: number,
   n0: number,
   n1: number,
+  N: number,
 ): Fp8Step | null {
   const { offset, scalesOffset, fp8FoldedScales, scaleBlockRows, scaleBlockCols, fp8Order } = w;
   if (K % 32 !== 0 || scaleBlockCols % 32 !== 0 || (fp8Order === "quads" && (n0 % 4 !== 0 || n1 % 4 !== 0)))
@@ -175,7 +177,7 @@ export function fp8Step(
   if (M >= rows.scratchTokens || fp8FoldedScales < 0) return { decode, inLoop: null, inputBytes: 0 };
   const folded = (c0: number) => fp8ScalesAt(K, scaleBlockRows, scaleBlockCols, fp8FoldedScales, c0);
   const scaled =
-    M <= FP8_SCALED_MAX_M && fp8ScaledFits(scaleBlockRows, scaleBlockCols) ? kernels.scaled : null;
+    M <= FP8_SCALED_MAX_M && fp8ScaledFits(N, scaleBlockRows, scaleBlockCols) ? kernels.scaled : null;
   if (scaled === null) {
     const dot = w.fp8NanFree ? kernels.rowsNanFree : kernels.rows;
     return {

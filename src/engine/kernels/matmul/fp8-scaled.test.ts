@@ -89,6 +89,19 @@ describe("fp8=scaled (input times each 128x128 tile's scale)", () => {
     },
   );
 
+  it("takes a weight narrower than a tile as one band", () => {
+    const [N, K] = [96, 320]; // one row of scales, as a 128x128 grid over 96 rows gives
+    const w = randomFp8Weight(N, K, REAL_SCALE, [96, 128], "quads");
+    const x = rng.fillNormal(new Float32Array(K), 1);
+    const [want, got, exact] = [new Float32Array(N), new Float32Array(N), new Float32Array(N)];
+    matmulReference(x, 1, w, want);
+    pool(1, "scaled").matmul(x, 1, w, got);
+    pool(1, "exact").matmul(x, 1, w, exact);
+    for (let n = 0; n < N; n++)
+      expect(Math.abs((got[n] as number) - (want[n] as number))).toBeLessThanOrEqual(scaledBound(x, 0, w, n));
+    expect(bitsOf(got)).not.toEqual(bitsOf(exact));
+  });
+
   it.each(ORDERS)("gives the exact path's bits with power-of-two scales, codes in %s order", (order) => {
     const [N, K] = [256, 384];
     const w = randomFp8Weight(N, K, (i) => 2 ** ((i % 13) - 16), [128, 128], order);

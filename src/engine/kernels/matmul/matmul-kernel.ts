@@ -403,7 +403,7 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
     // build for the weight's code order (fp8Step).
     const fp8 =
       dtype === 3 && wOffset >= 0 && scalesOffset >= 0 && thread.fp8
-        ? fp8Step(thread.fp8, range.weight, K, M, n0, n1)
+        ? fp8Step(thread.fp8, range.weight, K, M, n0, n1, N)
         : null;
     // Below a switch's scratchTokens input rows, FP8 and MXFP4 rows are decoded straight into the
     // multiply-adds (matmul/fp8-rows.wat's fp8, matmul/mxfp4-rows.wat): the tile's operations on
