@@ -164,7 +164,7 @@ export function registerServe(
     )
     .option(
       "--switch <name=value>",
-      "set one of the model's switches (repeatable), e.g. kda_prefill=recurrent; the model code declares them, and a model with MXFP4 weights has mxfp4=fused|unpacked|int8",
+      "set one of the model's switches (repeatable), e.g. kda_prefill=recurrent; the model code declares them, a model with MXFP4 weights has mxfp4=fused|unpacked|int8, and one with block-scaled FP8 weights fp8=exact|scaled (scaled: 128x128 tile scales only)",
       modelSwitch,
     )
     .addOption(
