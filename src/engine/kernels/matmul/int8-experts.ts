@@ -2,7 +2,7 @@ import { BringupError } from "../../../common/errors.js";
 import { instantiateWasm } from "../../../common/wasm-runtime.js";
 import type { Weight } from "../../tensor/weight.js";
 import { compileMxfp4Int8 } from "../narrow-modules.js";
-import { clampedSwiglu } from "../swiglu/clamped-swiglu.js";
+import { clampedSwigluF32 } from "../swiglu/clamped-swiglu-f32.js";
 import { compileSwigluSimd, instantiateSwigluSimd, type SwigluSimd } from "../swiglu/swiglu-simd-module.js";
 import { type WasmArena, wasmArena } from "../wasm-arena.js";
 import { int8ExponentStride } from "./int8-exponents.js";
@@ -53,8 +53,9 @@ const ENTRY_INTS = 10;
  * expert: the token quantized once, every gate_up projection (bias added in the kernel) in one
  * mxfp4_int8_list call, the clamped SwiGLU of all of them in one call, their activations quantized
  * in one call, every down projection (bias added) in one list call. Each output has the bits the
- * pool's matmul, addBias and clampedSwiglu give it (the same kernels in the same order, one row
- * at a time): int8-experts.test.ts and clamped-swiglu-moe.test.ts hold them.
+ * pool's matmul, addBias and clampedSwiglu in f32 (the integer path's arithmetic) give it (the
+ * same kernels in the same order, one row at a time): int8-experts.test.ts and
+ * clamped-swiglu-moe.test.ts hold them.
  */
 export class Int8Experts {
   private readonly known = new WeakMap<Weight, Int8Weight | null>();
@@ -112,10 +113,10 @@ export class Int8Experts {
     this.kernels.quantize(x, 1, H, hq);
     this.kernels.mxfp4_int8_list(list, k);
     const count = k * I;
-    if (count % 4 === 0 && limit > 0) this.swiglu.clamped_swiglu(gu, act, count, limit, alpha);
+    if (count % 4 === 0 && limit > 0) this.swiglu.clamped_swiglu_f32(gu, act, count, limit, alpha);
     else {
       const { f32 } = this.views;
-      clampedSwiglu(
+      clampedSwigluF32(
         f32.subarray(gu / 4, gu / 4 + k * twoI),
         k,
         I,
