@@ -37,7 +37,7 @@ import { attentionSimdBytes } from "./paged-attention/attention-kernel.js";
 import { compileAttentionSimd } from "./paged-attention/attention-simd-module.js";
 import { type JobMessage, type KernelName, type KernelParams, runUnit } from "./registry.js";
 import { clampedSwiglu } from "./swiglu/clamped-swiglu.js";
-import { type ClampedArithmetic, clampedSwigluF32 } from "./swiglu/clamped-swiglu-f32.js";
+import type { ClampedArithmetic } from "./swiglu/clamped-swiglu-f32.js";
 import { swiglu } from "./swiglu/swiglu.js";
 import { compileSwigluSimd } from "./swiglu/swiglu-simd-module.js";
 import { type KernelSwitches, kernelSwitches } from "./switches.js";
@@ -325,8 +325,8 @@ export class MatmulPool {
   }
 
   /**
-   * gpt-oss's clamped SwiGLU of gateUp [n, 2I] into out [n, I] (clampedSwiglu's bits; in f32,
-   * clampedSwigluF32's). With SIMD: swiglu/swiglu.wat's clamped_swiglu (or _f32) on the calling
+   * gpt-oss's clamped SwiGLU of gateUp [n, 2I] into out [n, I] (clampedSwiglu's bits, in
+   * `arithmetic`). With SIMD: swiglu/swiglu.wat's clamped_swiglu (or _f32) on the calling
    * thread (at one token an expert's I values are too few to wake the helpers), on the arrays
    * where they lie in the shared memory (a replayed step's), else through the staged input,
    * CLAMPED_SLICE values at a time (so a long prefill does not grow the staged region, which is
@@ -351,7 +351,7 @@ export class MatmulPool {
     const slice = Math.min(count, CLAMPED_SLICE);
     const staged = kernel === undefined || direct ? null : this.stage("x", 3 * slice);
     if (kernel === undefined || count % 4 !== 0 || !(limit > 0) || (staged !== null && this.xOffset < 0)) {
-      (f32 ? clampedSwigluF32 : clampedSwiglu)(gateUp, n, I, limit, alpha, out);
+      clampedSwiglu(gateUp, n, I, limit, alpha, out, arithmetic);
       return;
     }
     if (staged === null) {

@@ -2,7 +2,7 @@ import { BringupError } from "../../../common/errors.js";
 import { instantiateWasm } from "../../../common/wasm-runtime.js";
 import type { Weight } from "../../tensor/weight.js";
 import { compileMxfp4Int8 } from "../narrow-modules.js";
-import { clampedSwigluF32 } from "../swiglu/clamped-swiglu-f32.js";
+import { clampedSwiglu } from "../swiglu/clamped-swiglu.js";
 import { compileSwigluSimd, instantiateSwigluSimd, type SwigluSimd } from "../swiglu/swiglu-simd-module.js";
 import { type WasmArena, wasmArena } from "../wasm-arena.js";
 import { int8ExponentStride } from "./int8-exponents.js";
@@ -116,13 +116,14 @@ export class Int8Experts {
     if (count % 4 === 0 && limit > 0) this.swiglu.clamped_swiglu_f32(gu, act, count, limit, alpha);
     else {
       const { f32 } = this.views;
-      clampedSwigluF32(
+      clampedSwiglu(
         f32.subarray(gu / 4, gu / 4 + k * twoI),
         k,
         I,
         limit,
         alpha,
         f32.subarray(act / 4, act / 4 + count),
+        "f32",
       );
     }
     this.kernels.quantize(act, k, I, aq);

@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { Rng } from "../../tensor/random.js";
 import { MatmulPool } from "../pool.js";
 import { clampedSwiglu } from "./clamped-swiglu.js";
-import { clampedSwigluF32, expF32 } from "./clamped-swiglu-f32.js";
+import { expF32 } from "./clamped-swiglu-f32.js";
 
 /** The values' bits, NaNs as one. */
 function bits(a: Float32Array): number[] {
@@ -54,14 +54,14 @@ describe("clamped SwiGLU in f32 (the integer MXFP4 path's)", () => {
       const gu = gateUps(rng, I, gate);
       const fast = new Float32Array(I);
       pool.clampedSwiglu(gu, 1, I, 7, 1.702, fast, "f32");
-      expect(bits(fast)).toEqual(bits(clampedSwigluF32(gu, 1, I, 7, 1.702)));
+      expect(bits(fast)).toEqual(bits(clampedSwiglu(gu, 1, I, 7, 1.702, undefined, "f32")));
     }
     const memory = pool.planMemory(3 * 2048 * 4);
     const gu = memory.float32(2 * 2048) as Float32Array;
     const out = memory.float32(2048) as Float32Array;
     gu.set(gateUps(rng, 2048, gates[0] as () => number));
     pool.clampedSwiglu(gu, 2, 1024, 7, 1.702, out, "f32");
-    expect(bits(out)).toEqual(bits(clampedSwigluF32(gu, 2, 1024, 7, 1.702)));
+    expect(bits(out)).toEqual(bits(clampedSwiglu(gu, 2, 1024, 7, 1.702, undefined, "f32")));
   });
 
   // Rounding x = -alpha · glu to f32 moves exp(x) by up to |x| · 2^-24 of itself; the rest is a few
@@ -71,7 +71,7 @@ describe("clamped SwiGLU in f32 (the integer MXFP4 path's)", () => {
     for (const gate of gates) {
       const gu = gateUps(rng, I, gate);
       const exact = clampedSwiglu(gu, 1, I, 7, 1.702);
-      const got = clampedSwigluF32(gu, 1, I, 7, 1.702);
+      const got = clampedSwiglu(gu, 1, I, 7, 1.702, undefined, "f32");
       for (let i = 0; i < I; i++) {
         const [e, g] = [exact[i] as number, got[i] as number];
         if (Number.isNaN(e)) {

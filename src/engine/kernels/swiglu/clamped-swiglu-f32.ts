@@ -29,30 +29,15 @@ export function expF32(x: number): number {
 }
 
 /**
- * gpt-oss's clamped SwiGLU (./clamped-swiglu.ts) in f32 arithmetic, for the integer MXFP4 path
- * (`mxfp4=int8`), whose outputs are not the exact path's anyway: limit and alpha rounded to f32,
- * glu = min(gate, limit), lin = clamp(lin, -limit, limit), out = (glu / (1 + expF32(-alpha · glu)))
- * · (lin + 1), each operation rounded to f32. swiglu.wat's clamped_swiglu_f32 gives the same bits
+ * gpt-oss's clamped SwiGLU's value (./clamped-swiglu.ts) in f32 arithmetic, for the integer MXFP4
+ * path (`mxfp4=int8`), whose outputs are not the exact path's anyway: of glu and lin already
+ * clamped (limit rounded to f32), (glu / (1 + expF32(-alpha · glu))) · (lin + 1) with alpha rounded
+ * to f32 and each operation rounded to f32. swiglu.wat's clamped_swiglu_f32 gives the same bits
  * four values at a time. Against the f64 form: within (|alpha · glu| + 8) · 2^-23 of it relative
  * to its size (rounding -alpha · glu to f32 moves the exp by up to |alpha · glu| · 2^-24), or
  * 2^-110 where exp overflows f32 (clamped-swiglu-f32.test.ts).
  */
-export function clampedSwigluF32(
-  gateUp: Float32Array,
-  n: number,
-  I: number,
-  limit: number,
-  alpha: number,
-  out: Float32Array = new Float32Array(n * I),
-): Float32Array {
-  const hi = f32(limit);
+export function clampedValueF32(alpha: number): (glu: number, lin: number) => number {
   const negAlpha = -f32(alpha);
-  for (let t = 0; t < n; t++) {
-    for (let i = 0; i < I; i++) {
-      const glu = Math.min(gateUp[t * 2 * I + 2 * i] as number, hi);
-      const lin = Math.min(Math.max(gateUp[t * 2 * I + 2 * i + 1] as number, -hi), hi);
-      out[t * I + i] = f32(f32(glu / f32(1 + expF32(f32(negAlpha * glu)))) * f32(lin + 1));
-    }
-  }
-  return out;
+  return (glu, lin) => f32(f32(glu / f32(1 + expF32(f32(negAlpha * glu)))) * f32(lin + 1));
 }
