@@ -14,7 +14,11 @@
  * engines' geometric mean), and b / a with its 95% interval (pairs as blocks). With no --flags-b
  * only the a arm runs, for the spread alone. Flags take the `=` form: --flags-b=--no-liftoff.
  *
- *   npx tsx bench/int8-process-speeds.ts [--processes 8] [--engines 1] [--flags-a=""] [--flags-b="--no-liftoff"]
+ * --before DIR makes arm a another checkout's engine (DIR's copy of this script runs its
+ * children, so DIR must have it and its kernels built) and arm b this tree's, both with --flags-a
+ * unless --flags-b is given: a change measured as process pairs rather than within one process.
+ *
+ *   npx tsx bench/int8-process-speeds.ts [--processes 8] [--engines 1] [--flags-a=""] [--flags-b="--no-liftoff"] [--before DIR]
  */
 import { execFile } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -34,6 +38,7 @@ const args = benchArgs(import.meta.url, {
   processes: { type: "string", default: "8" },
   "flags-a": { type: "string", default: "" },
   "flags-b": { type: "string" },
+  before: { type: "string" },
   threads: { type: "string", default: "1" },
   rounds: { type: "string", default: "6" },
   decode: { type: "string", default: "32" },
@@ -92,8 +97,15 @@ async function childSpeeds(dir: string, engines: number): Promise<Speed[]> {
 const run = promisify(execFile);
 const script = fileURLToPath(import.meta.url);
 
-/** A fresh node process with `flags` running this script's child half. */
-async function spawnChild(dir: string, flags: string): Promise<Speed[]> {
+/** An arm: its name, its node flags, and the copy of this script its children run. */
+interface Arm {
+  readonly name: string;
+  readonly flags: string;
+  readonly script: string;
+}
+
+/** A fresh node process with the arm's flags running its script's child half. */
+async function spawnChild(dir: string, { flags, script }: Arm): Promise<Speed[]> {
   const v8 = flags.split(/\s+/).filter((f) => f !== "");
   const passed = ["--threads", String(threads), "--rounds", String(rounds), "--decode", String(decodeLen)];
   passed.push("--engines", args.engines);
@@ -115,7 +127,17 @@ if (args.child !== undefined) {
   try {
     const corpus = await readCorpus();
     await writeTinyModel(dir, minimaxTinyModel(moeBenchConfig(MOE_BENCH_SIZES), corpus, { seed: 0 }));
-    const arms = [args["flags-a"], ...(args["flags-b"] === undefined ? [] : [args["flags-b"]])];
+    const before = args.before;
+    const flagsB = args["flags-b"] ?? (before === undefined ? undefined : args["flags-a"]);
+    /** An arm of `flags`, run by this tree, or by `tree`'s copy of this script. */
+    const arm = (flags: string, tree?: string): Arm => ({
+      name: [tree ?? (before === undefined ? "" : "this tree"), flags || "no flags"]
+        .filter((n) => n !== "")
+        .join(", "),
+      flags,
+      script: tree === undefined ? script : join(tree, "bench", "int8-process-speeds.ts"),
+    });
+    const arms = [arm(args["flags-a"], before), ...(flagsB === undefined ? [] : [arm(flagsB)])];
     const speeds: Speed[][] = arms.map(() => []);
     process.stdout.write(
       `int8 MXFP4 decode, ${threads} thread(s), ${rounds} x ${decodeLen} tokens a process after a warm-up; load ${loadavg()[0]?.toFixed(2)}\n`,
@@ -124,20 +146,20 @@ if (args.child !== undefined) {
       const order = arms.map((_, i) => (i + p) % arms.length);
       const line: string[] = [];
       for (const i of order) {
-        const engines = await spawnChild(dir, arms[i] as string);
+        const engines = await spawnChild(dir, arms[i] as Arm);
         // A process's speed: its engines' geometric mean.
         const mean = (key: keyof Speed) =>
           Math.exp(engines.reduce((t, e) => t + Math.log(e[key]), 0) / engines.length);
         (speeds[i] as Speed[]).push({ rate: mean("rate"), cpuRate: mean("cpuRate") });
         const each = engines.map((e) => `${e.rate.toFixed(1)} (${e.cpuRate.toFixed(1)}/CPU-s)`).join(" ");
-        line.push(`[${arms[i] || "no flags"}] ${each} tok/s`);
+        line.push(`[${(arms[i] as Arm).name}] ${each} tok/s`);
       }
       process.stdout.write(`pair ${p + 1}: ${line.join(", ")}; load ${loadavg()[0]?.toFixed(2)}\n`);
     }
-    arms.forEach((flags, i) => {
+    arms.forEach(({ name }, i) => {
       const rates = (speeds[i] as Speed[]).map((s) => s.rate).sort((a, b) => a - b);
       process.stdout.write(
-        `[${flags || "no flags"}] tok/s over ${rates.length} processes: min ${rates[0]?.toFixed(1)}, median ${median(rates).toFixed(1)}, max ${rates.at(-1)?.toFixed(1)}\n`,
+        `[${name}] tok/s over ${rates.length} processes: min ${rates[0]?.toFixed(1)}, median ${median(rates).toFixed(1)}, max ${rates.at(-1)?.toFixed(1)}\n`,
       );
     });
     if (arms.length === 2) {

@@ -3,6 +3,7 @@ import { MessageChannel, type MessagePort, Worker } from "node:worker_threads";
 import { BringupError } from "../../common/errors.js";
 import type { PlanMemory } from "../model/step-scratch.js";
 import type { Weight } from "../tensor/weight.js";
+import { arenaPlanMemory } from "./arena-plan-memory.js";
 import {
   type IndexerScoresJob,
   indexerScoresJob,
@@ -32,6 +33,7 @@ import { attentionSimdBytes } from "./paged-attention/attention-kernel.js";
 import { poolModules } from "./pool-modules.js";
 import { type JobMessage, type KernelName, type KernelParams, runUnit } from "./registry.js";
 import { clampedSwiglu } from "./swiglu/clamped-swiglu.js";
+import type { ClampedArithmetic } from "./swiglu/clamped-swiglu-f32.js";
 import { swiglu } from "./swiglu/swiglu.js";
 import { type KernelSwitches, kernelSwitches } from "./switches.js";
 import { waitForUnits } from "./wait-for-units.js";
@@ -123,22 +125,9 @@ export class MatmulPool {
     }
   }
 
-  /**
-   * Arrays for a planned step's buffers in the shared memory, `bytes` of them at most: the matmuls
-   * on this thread read such an input and write such an output where they lie (see StepScratch).
-   * Without SIMD there is no such memory and it gives none.
-   */
+  /** Arrays for a planned step's buffers in the shared memory (arenaPlanMemory). */
   planMemory(bytes: number): PlanMemory {
-    let left = bytes;
-    const arena = this.arena;
-    return {
-      float32: (length) => {
-        if (arena === null || length * 4 > left) return undefined;
-        const a = arena.array(Float32Array, length);
-        if (a !== null) left -= length * 4;
-        return a ?? undefined;
-      },
-    };
+    return arenaPlanMemory(this.arena, bytes);
   }
 
   /** out[M, w.rows] = x[M, w.cols] · wᵀ, dequantizing narrow weights row by row. */
@@ -319,11 +308,12 @@ export class MatmulPool {
   }
 
   /**
-   * gpt-oss's clamped SwiGLU of gateUp [n, 2I] into out [n, I] (clampedSwiglu's bits). With SIMD:
-   * swiglu/swiglu.wat's clamped_swiglu on the calling thread (at one token an expert's I values
-   * are too few to wake the helpers), on the arrays where they lie in the shared memory (a
-   * replayed step's), else through the staged input, CLAMPED_SLICE values at a time (so a long
-   * prefill does not grow the staged region, which is never given back, past what one needs).
+   * gpt-oss's clamped SwiGLU of gateUp [n, 2I] into out [n, I] (clampedSwiglu's bits, in
+   * `arithmetic`). With SIMD: swiglu/swiglu.wat's clamped_swiglu (or _f32) on the calling
+   * thread (at one token an expert's I values are too few to wake the helpers), on the arrays
+   * where they lie in the shared memory (a replayed step's), else through the staged input,
+   * CLAMPED_SLICE values at a time (so a long prefill does not grow the staged region, which is
+   * never given back, past what one needs).
    */
   clampedSwiglu(
     gateUp: Float32Array,
@@ -332,26 +322,29 @@ export class MatmulPool {
     limit: number,
     alpha: number,
     out: Float32Array,
+    arithmetic: ClampedArithmetic = "f64",
   ): void {
+    const f32 = arithmetic === "f32";
     const simd = this.thread.swiglu;
+    const kernel = f32 ? simd?.clamped_swiglu_f32 : simd?.clamped_swiglu;
     const count = n * I;
     const gu = this.arena?.offsetOf(gateUp) ?? -1;
     const at = this.arena?.offsetOf(out) ?? -1;
     const direct = gu >= 0 && at >= 0;
     const slice = Math.min(count, CLAMPED_SLICE);
-    const staged = simd === null || direct ? null : this.stage("x", 3 * slice);
-    if (simd === null || count % 4 !== 0 || !(limit > 0) || (staged !== null && this.xOffset < 0)) {
-      clampedSwiglu(gateUp, n, I, limit, alpha, out);
+    const staged = kernel === undefined || direct ? null : this.stage("x", 3 * slice);
+    if (kernel === undefined || count % 4 !== 0 || !(limit > 0) || (staged !== null && this.xOffset < 0)) {
+      clampedSwiglu(gateUp, n, I, limit, alpha, out, arithmetic);
       return;
     }
     if (staged === null) {
-      simd.clamped_swiglu(gu, at, count, limit, alpha);
+      kernel(gu, at, count, limit, alpha);
       return;
     }
     for (let v0 = 0; v0 < count; v0 += slice) {
       const v1 = Math.min(count, v0 + slice);
       staged.set(gateUp.subarray(2 * v0, 2 * v1));
-      simd.clamped_swiglu(this.xOffset, this.xOffset + 8 * slice, v1 - v0, limit, alpha);
+      kernel(this.xOffset, this.xOffset + 8 * slice, v1 - v0, limit, alpha);
       out.set(staged.subarray(2 * slice, 2 * slice + (v1 - v0)), v0);
     }
   }

@@ -116,13 +116,15 @@ export class ClampedSwigluMoe implements FeedForward {
         Array.from(chosen, (e) => this.gateUp[e] as Weight),
         gateUps,
       );
+    // The integer MXFP4 path is not exact: its SwiGLU runs in f32 (Int8Experts' too).
+    const arithmetic = pool.mxfp4 === "int8" && this.gateUp[0]?.dtype === "mxfp4" ? "f32" : "f64";
     const run = (e: number, x: Float32Array, n: number) => {
       const done = chosen === null ? -1 : chosen.indexOf(e);
       const gateUp = gateUps[done] ?? stepArrayToFill(ctx, Float32Array, n * 2 * I);
       if (done < 0) pool.matmul(x, n, this.gateUp[e] as Weight, gateUp);
       addBias(gateUp, this.gateUpBias.subarray(e * 2 * I, (e + 1) * 2 * I), n);
       const act = stepArrayToFill(ctx, Float32Array, n * I);
-      pool.clampedSwiglu(gateUp, n, I, limit, alpha, act);
+      pool.clampedSwiglu(gateUp, n, I, limit, alpha, act, arithmetic);
       const y = stepArrayToFill(ctx, Float32Array, n * H);
       pool.matmul(act, n, this.down[e] as Weight, y);
       addBias(y, this.downBias.subarray(e * H, (e + 1) * H), n);

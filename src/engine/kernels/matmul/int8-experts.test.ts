@@ -33,7 +33,7 @@ function expert(H: number, I: number, halves: boolean): ClampedExpert {
   };
 }
 
-/** The pool's matmuls, addBias and clamped SwiGLU, one expert at a time. */
+/** The pool's matmuls, addBias and clamped SwiGLU (in f32, as on the integer path), one expert at a time. */
 function oneByOne(h: Float32Array, experts: readonly ClampedExpert[], limit: number): Float32Array {
   const H = h.length;
   const ys = new Float32Array(experts.length * H);
@@ -43,7 +43,7 @@ function oneByOne(h: Float32Array, experts: readonly ClampedExpert[], limit: num
     pool.matmul(h, 1, e.gateUp, gateUp);
     addBias(gateUp, e.gateUpBias, 1);
     const act = new Float32Array(I);
-    pool.clampedSwiglu(gateUp, 1, I, limit, 1.702, act);
+    pool.clampedSwiglu(gateUp, 1, I, limit, 1.702, act, "f32");
     const y = ys.subarray(r * H, (r + 1) * H);
     pool.matmul(act, 1, e.down, y);
     addBias(y, e.downBias, 1);

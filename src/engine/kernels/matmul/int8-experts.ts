@@ -53,8 +53,9 @@ const ENTRY_INTS = 10;
  * expert: the token quantized once, every gate_up projection (bias added in the kernel) in one
  * mxfp4_int8_list call, the clamped SwiGLU of all of them in one call, their activations quantized
  * in one call, every down projection (bias added) in one list call. Each output has the bits the
- * pool's matmul, addBias and clampedSwiglu give it (the same kernels in the same order, one row
- * at a time): int8-experts.test.ts and clamped-swiglu-moe.test.ts hold them.
+ * pool's matmul, addBias and clampedSwiglu in f32 (the integer path's arithmetic) give it (the
+ * same kernels in the same order, one row at a time): int8-experts.test.ts and
+ * clamped-swiglu-moe.test.ts hold them.
  */
 export class Int8Experts {
   private readonly known = new WeakMap<Weight, Int8Weight | null>();
@@ -112,7 +113,7 @@ export class Int8Experts {
     this.kernels.quantize(x, 1, H, hq);
     this.kernels.mxfp4_int8_list(list, k);
     const count = k * I;
-    if (count % 4 === 0 && limit > 0) this.swiglu.clamped_swiglu(gu, act, count, limit, alpha);
+    if (count % 4 === 0 && limit > 0) this.swiglu.clamped_swiglu_f32(gu, act, count, limit, alpha);
     else {
       const { f32 } = this.views;
       clampedSwiglu(
@@ -122,6 +123,7 @@ export class Int8Experts {
         limit,
         alpha,
         f32.subarray(act / 4, act / 4 + count),
+        "f32",
       );
     }
     this.kernels.quantize(act, k, I, aq);

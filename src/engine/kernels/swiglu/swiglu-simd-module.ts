@@ -12,6 +12,8 @@ export interface SwigluSimd {
    * byte gu into f32 at byte out, the bits of ./clamped-swiglu.ts (see swiglu.wat).
    */
   clamped_swiglu: (gu: number, out: number, count: number, limit: number, alpha: number) => void;
+  /** The same in f32 arithmetic, the bits of ./clamped-swiglu-f32.ts (the integer MXFP4 path's). */
+  clamped_swiglu_f32: (gu: number, out: number, count: number, limit: number, alpha: number) => void;
 }
 
 /** The compiled module, or undefined where WebAssembly SIMD is unavailable. */
