@@ -409,7 +409,7 @@ try {
       const step = stepMatmuls.measure(streams);
       const roundPeak = await fmaPeak(threads);
       process.stdout.write(
-        `a ${streams}-stream step's matmuls alone (M=${streams}, every layer's weights, as the engine dispatches them), same threads: ${(step.flops / 1e9).toFixed(1)} GFLOP/s, ${((100 * step.flops) / roundPeak).toFixed(0)}% of the FMA peak measured after it (${(roundPeak / 1e9).toFixed(1)} GFLOP/s); ceiling ${step.tokens.toFixed(1)} tok/s\n`,
+        `a ${streams}-stream step's matmuls alone (M=${streams}, every layer's weights, as the engine dispatches them), same threads: ${(step.flops / 1e9).toFixed(1)} GFLOP/s, ${((100 * step.flops) / roundPeak).toFixed(0)}% of the FMA peak measured after it (${(roundPeak / 1e9).toFixed(1)} GFLOP/s), ${(step.flops / step.oneThreadFlops).toFixed(2)}x the same step on one thread (${(step.oneThreadFlops / 1e9).toFixed(1)} GFLOP/s); ceiling ${step.tokens.toFixed(1)} tok/s\n`,
       );
       if (round > 0) measured.push({ ours, theirs, roofline, tileRoofline, ceiling: step.tokens });
     }

@@ -27,6 +27,8 @@ export interface StepMatmulRate {
   flops: number;
   /** Tokens per second: input rows over the step's matmul time. */
   tokens: number;
+  /** The same step's flop/s on one thread (the calling thread alone, no helpers to wake). */
+  oneThreadFlops: number;
 }
 
 /**
@@ -40,6 +42,7 @@ export interface StepMatmulRate {
  */
 export class StepMatmuls {
   private readonly pool: MatmulPool;
+  private readonly alone = new MatmulPool(1);
   private readonly layers: Weight[][][];
   private readonly lmHead: Weight;
   /** Matmul flops per input row: two per weight (the embedding is a lookup, attention left out). */
@@ -69,7 +72,10 @@ export class StepMatmuls {
     this.flopsPerToken = 2 * weights.reduce((sum, w) => sum + w.rows * w.cols, 0);
   }
 
-  /** The step's matmuls at M input rows, the best of `passes` steps (after one untimed). */
+  /**
+   * The step's matmuls at M input rows on the pool's threads and on one, the best of `passes`
+   * steps each (after one untimed).
+   */
   measure(M: number, passes = 5): StepMatmulRate {
     const rng = new Rng(2);
     const input = (cols: number) => rng.fillNormal(new Float32Array(M * cols), 1);
@@ -79,17 +85,22 @@ export class StepMatmuls {
       outs: weights.map((w) => new Float32Array(M * w.rows)),
     });
     const step = this.layers.flatMap((layer) => layer.map(dispatch)).concat(dispatch([this.lmHead]));
-    let best = Number.POSITIVE_INFINITY;
-    for (let pass = 0; pass <= passes; pass++) {
-      const t0 = performance.now();
-      for (const { weights, x, outs } of step) this.pool.matmulMany(x, M, weights, outs);
-      const seconds = (performance.now() - t0) / 1000;
-      if (pass > 0) best = Math.min(best, seconds);
-    }
-    return { flops: (M * this.flopsPerToken) / best, tokens: M / best };
+    const bestSeconds = (pool: MatmulPool) => {
+      let best = Number.POSITIVE_INFINITY;
+      for (let pass = 0; pass <= passes; pass++) {
+        const t0 = performance.now();
+        for (const { weights, x, outs } of step) pool.matmulMany(x, M, weights, outs);
+        const seconds = (performance.now() - t0) / 1000;
+        if (pass > 0) best = Math.min(best, seconds);
+      }
+      return best;
+    };
+    const seconds = bestSeconds(this.pool);
+    const flops = M * this.flopsPerToken;
+    return { flops: flops / seconds, tokens: M / seconds, oneThreadFlops: flops / bestSeconds(this.alone) };
   }
 
   async close(): Promise<void> {
-    await this.pool.close();
+    await Promise.all([this.pool.close(), this.alone.close()]);
   }
 }
