@@ -473,10 +473,10 @@ try {
   const flopsPerToken = stepMatmuls.flopsPerToken;
   const prefillShare = (side: "ours" | "theirs") => {
     const rate = med((r) => r[side].prefill) * flopsPerToken;
-    return `${(rate / 1e9).toFixed(1)} GFLOP/s, ${((100 * rate) / peak).toFixed(0)}% of the FMA peak`;
+    return `${(rate / 1e9).toFixed(1)} GFLOP/s, ${((100 * rate) / highestPeak).toFixed(0)}% of the run's highest FMA peak reading`;
   };
   process.stdout.write(
-    `prefill in matmul flops: engine ${prefillShare("ours")} (its matmul alone reaches ${((100 * tile) / peak).toFixed(0)}%); llama.cpp ${prefillShare("theirs")} (its x86 kernels are not limited to 128-bit vectors)\n`,
+    `prefill in matmul flops: engine ${prefillShare("ours")} (its matmul alone reached ${((100 * tile) / peak).toFixed(0)}% of the peak read beside it); llama.cpp ${prefillShare("theirs")} (its x86 kernels are not limited to 128-bit vectors)\n`,
   );
   // The roofline is measured again in every round, beside that round's decodes.
   process.stdout.write(
