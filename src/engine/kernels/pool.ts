@@ -21,7 +21,7 @@ import {
   type StateMessage,
 } from "./kernel-thread.js";
 import { Int8Inputs } from "./matmul/int8-inputs.js";
-import { copyOuts, type MatmulJob, matmulSegments, rowUnits } from "./matmul/matmul-job.js";
+import type { MatmulJob, MatmulSegment } from "./matmul/matmul-job.js";
 import { int8Reads, matmulRange, type WeightParts, weightParts } from "./matmul/matmul-kernel.js";
 import { compileSimdTile } from "./matmul/tile-module.js";
 import { fp8Module, mxfp4Modules } from "./narrow-modules.js";
@@ -174,8 +174,8 @@ export class MatmulPool {
       return;
     }
     const params = this.stageMatmul(x, M, K, weights, totalRows);
-    this.run("matmul", params, rowUnits(totalRows, ROW_CHUNK, this.threads, M).units);
-    copyOuts(params, this.thread.out, outs);
+    this.run("matmul", params, Math.ceil(totalRows / ROW_CHUNK));
+    this.copyOuts(params, outs);
   }
 
   /**
@@ -209,13 +209,12 @@ export class MatmulPool {
     const { K, totalRows } = this.checkMatmul(x, M, [gate, up], [gateOut, upOut]);
     const params = this.stageMatmul(x, M, K, [gate, up], totalRows);
     if (params.segments.every((seg) => seg.outOffset >= 0)) {
-      const { tailFrom, units } = rowUnits(I, ROW_CHUNK, this.threads, M);
-      this.run("matmulSwiglu", { ...params, I, tailFrom }, units);
-      copyOuts(params, this.thread.out, [gateOut]);
+      this.run("matmulSwiglu", { ...params, I }, Math.ceil(I / ROW_CHUNK));
+      this.copyOuts(params, [gateOut]);
       return;
     }
-    this.run("matmul", params, rowUnits(totalRows, ROW_CHUNK, this.threads, M).units);
-    copyOuts(params, this.thread.out, [gateOut, upOut]);
+    this.run("matmul", params, Math.ceil(totalRows / ROW_CHUNK));
+    this.copyOuts(params, [gateOut, upOut]);
     this.swiglu(gateOut, upOut, M * I);
   }
 
@@ -276,6 +275,7 @@ export class MatmulPool {
     weights: readonly Weight[],
     totalRows: number,
   ): MatmulJob {
+    const ids = weights.map((w) => this.register(w));
     // Row-quads weights' tile reads the input in pairs (tile-module.ts): staged once here, after
     // the row-major input the other kernels read, rather than by every thread for every unit.
     const tile = this.thread.tile;
@@ -288,22 +288,23 @@ export class MatmulPool {
     const int8 = weights.some((w) => int8Reads(this.partsOf(w)));
     const quantized = int8 ? this.quantize(stagedX, M, K) : -1;
     this.stage("out", M * totalRows);
-    const segments = matmulSegments(
-      weights.map((w) => ({ id: this.register(w), N: w.rows })),
-      M,
-      this.outOffset,
-    );
-    return {
-      M,
-      K,
-      xOffset: this.xOffset,
-      xPairs,
-      totalRows,
-      rowChunk: ROW_CHUNK,
-      tailFrom: rowUnits(totalRows, ROW_CHUNK, this.threads, M).tailFrom,
-      segments,
-      quantized,
-    };
+    const segments: MatmulSegment[] = [];
+    let rowOffset = 0;
+    weights.forEach((w, i) => {
+      const outOffset = this.outOffset < 0 ? -1 : this.outOffset + M * rowOffset * 4;
+      segments.push({ id: ids[i] as number, N: w.rows, rowOffset, outOffset });
+      rowOffset += w.rows;
+    });
+    return { M, K, xOffset: this.xOffset, xPairs, totalRows, rowChunk: ROW_CHUNK, segments, quantized };
+  }
+
+  /** The first outs.length outputs of a dispatch from the staged output into `outs`. */
+  private copyOuts(job: MatmulJob, outs: readonly Float32Array[]): void {
+    const stagedOut = this.thread.out;
+    outs.forEach((out, i) => {
+      const { rowOffset, N } = job.segments[i] as MatmulSegment;
+      out.set(stagedOut.subarray(job.M * rowOffset, job.M * (rowOffset + N)));
+    });
   }
 
   /**
