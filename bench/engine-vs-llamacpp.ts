@@ -12,7 +12,12 @@
  * set against a measured compute ceiling: the flop/s the same threads reach running 128-bit
  * WebAssembly fused multiply-adds from registers (bench/fma-peak.ts), the rate the engine's matmul
  * tile reaches alone on one layer's MLP shape at the prompt's token count, and each engine's
- * prefill in matmul flop/s (2 per weight per token), each as a fraction of that peak.
+ * prefill in matmul flop/s (2 per weight per token), each as a fraction of that peak. The streams'
+ * decode is set against a ceiling measured in every round on the same threads: a step of the
+ * model's matmuls alone at one input row a stream, every layer's weights of its own, dispatched as
+ * the engine dispatches them (bench/step-matmuls.ts); its tokens a second are what the streams
+ * would reach if a step did nothing else, and 5 x batch 1 against it says whether 5x scaling fits
+ * under it in that round.
  *
  * The engine's model is loaded as `bringup serve` loads it: written to a directory, then read by
  * loadModel. The two arms alternate over several rounds after a warm-up round, each started once
@@ -61,6 +66,7 @@ import { fmaPeak } from "./fma-peak.js";
 import { type GgufTensor, gguf, ggufBpeTokenizer, writeGguf } from "./gguf-writer.js";
 import { describeBandwidth, measureBandwidth, processIdle } from "./memory-bandwidth.js";
 import { type LlamaContext, nodeLlamaCpp } from "./node-llama-cpp.js";
+import { type DecoderShapes, StepMatmuls } from "./step-matmuls.js";
 import { WasmReaders } from "./wasm-bandwidth.js";
 
 const USAGE = `usage: npx tsx bench/engine-vs-llamacpp.ts [options]
@@ -120,6 +126,8 @@ interface Round {
   roofline: number;
   /** The same from the tile's reading at one input row (WasmReaders' tile-m1). */
   tileRoofline: number;
+  /** The streams' decode ceiling: tok/s of a step that were only its matmuls (StepMatmuls). */
+  ceiling: number;
 }
 
 /** Decode rate of one stream from its token times (ms): tokens after the first over first-to-last. */
@@ -361,7 +369,9 @@ try {
   });
   const engine = new Engine(model, { threads, maxNumSeqs: streams, maxModelLen: 4096, switches });
   const readers = await WasmReaders.start(threads);
+  const stepMatmuls = new StepMatmuls(threads, files.config as unknown as DecoderShapes);
   const measured: Round[] = [];
+  let highestPeak = peak;
   try {
     for (let round = 0; round <= rounds; round++) {
       // Alternate which arm goes first, so neither always runs on a machine the other just warmed.
@@ -396,10 +406,19 @@ try {
       process.stdout.write(
         `the tile alone at one row, same threads: ${describeBandwidth(tileBandwidth)}; roofline ${tileRoofline.toFixed(1)} tok/s\n`,
       );
-      if (round > 0) measured.push({ ours, theirs, roofline, tileRoofline });
+      // The FMA peak again beside it: on a shared machine a reading falls with the other processes'
+      // load, so the step is given against the highest reading of the run so far.
+      const step = stepMatmuls.measure(streams);
+      const roundPeak = await fmaPeak(threads);
+      highestPeak = Math.max(highestPeak, roundPeak);
+      process.stdout.write(
+        `a ${streams}-stream step's matmuls alone (M=${streams}, every layer's weights, as the engine dispatches them), same threads: ${(step.flops / 1e9).toFixed(1)} GFLOP/s, ${((100 * step.flops) / highestPeak).toFixed(0)}% of the run's highest FMA peak reading, ${(highestPeak / 1e9).toFixed(1)} GFLOP/s (this round's ${(roundPeak / 1e9).toFixed(1)}), ${(step.flops / step.oneThreadFlops).toFixed(2)}x the same step on one thread (${(step.oneThreadFlops / 1e9).toFixed(1)} GFLOP/s); ceiling ${step.tokens.toFixed(1)} tok/s\n`,
+      );
+      if (round > 0) measured.push({ ours, theirs, roofline, tileRoofline, ceiling: step.tokens });
     }
   } finally {
     await readers.close();
+    await stepMatmuls.close();
     await engine.close();
     await context.dispose();
     await llamaModel.dispose();
@@ -438,14 +457,26 @@ try {
   process.stdout.write(
     `engine: ${streams} streams / 1 stream = ${scaling("ours")}\nllama.cpp: ${scaling("theirs")}\n("all decoding" is the aggregate decode rate while every stream decodes over batch-1 decode, both first token to last; "from submission" also counts the ${streams} prefills)\n`,
   );
-  // Matmul flops per prefill token: two per weight (the embedding is a lookup); attention's are left out.
-  const flopsPerToken = 2 * (weightBytes / 4);
+  process.stdout.write(
+    `${streams}-stream ceilings by round: ${measured.map((r) => r.ceiling.toFixed(1)).join(", ")} tok/s; engine ${streams} streams all decoding by round: ${measured.map((r) => r.ours.steady.toFixed(1)).join(", ")} tok/s\n`,
+  );
+  process.stdout.write(
+    `${streams} streams all decoding / ceiling: ${ratio(
+      (r) => r.ceiling,
+      (r) => r.ours.steady,
+    )}; 5 x batch 1 / ceiling (above 1: 5x is past what the matmuls allow in that round): ${ratio(
+      (r) => r.ceiling,
+      (r) => 5 * r.ours.decode,
+    )}\n`,
+  );
+  // Two flops per matmul weight per token (the embedding is a lookup; attention's are left out).
+  const flopsPerToken = stepMatmuls.flopsPerToken;
   const prefillShare = (side: "ours" | "theirs") => {
     const rate = med((r) => r[side].prefill) * flopsPerToken;
-    return `${(rate / 1e9).toFixed(1)} GFLOP/s, ${((100 * rate) / peak).toFixed(0)}% of the FMA peak`;
+    return `${(rate / 1e9).toFixed(1)} GFLOP/s, ${((100 * rate) / highestPeak).toFixed(0)}% of the run's highest FMA peak reading`;
   };
   process.stdout.write(
-    `prefill in matmul flops: engine ${prefillShare("ours")} (its matmul alone reaches ${((100 * tile) / peak).toFixed(0)}%); llama.cpp ${prefillShare("theirs")} (its x86 kernels are not limited to 128-bit vectors)\n`,
+    `prefill in matmul flops: engine ${prefillShare("ours")} (its matmul alone reached ${((100 * tile) / peak).toFixed(0)}% of the peak read beside it); llama.cpp ${prefillShare("theirs")} (its x86 kernels are not limited to 128-bit vectors)\n`,
   );
   // The roofline is measured again in every round, beside that round's decodes.
   process.stdout.write(
