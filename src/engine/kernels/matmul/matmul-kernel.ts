@@ -362,7 +362,7 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
     return;
   }
   const { x, xOffset, M, K, out, outOffset, N, n0, n1 } = range;
-  const { dtype, data: wData, offset: wOffset, scaleBlockRows, scaleBlockCols, halves, quads } = range.weight;
+  const { dtype, data: wData, offset: wOffset, halves, quads } = range.weight;
   const { tables, tile: simd } = thread;
   if (simd !== null && K % 4 === 0 && K > 0) {
     if (simd.bytes < (M * K + CHUNK * K + CHUNK * M) * 4) {
