@@ -24,9 +24,13 @@
 ;; more accumulators (three inputs, or the k loop unrolled) measured slower, as V8 hoists the loads
 ;; and runs out of its sixteen vector registers.
 ;;
-;; Each output's (l0 + l1) + (l2 + l3) is written out where it is stored, not called: V8 does not
-;; inline WebAssembly calls here, and a call per output cost a measured share of the tile at small K
-;; (bench/kernel-before-after.ts --kernel tile).
+;; A group's four outputs for one input are summed together and stored as one vector: shuffles
+;; gather lanes (0, 2) and (1, 3) of two accumulators, one add makes [l0 + l1, l2 + l3] of each,
+;; and the same again over those gives each output's (l0 + l1) + (l2 + l3), the additions the
+;; lanes were once extracted and added by one at a time (same bits, measured by
+;; bench/kernel-before-after.ts --kernel tile). It is written out where it is stored, not called:
+;; V8 does not inline WebAssembly calls here, and a call per output cost a measured share of the
+;; tile at small K.
 ;;
 ;; Each step acc + x·w is f32x4.relaxed_madd (one rounding where the CPU has FMA, which V8 uses in
 ;; every tier). The build also writes an unfused variant, where every relaxed_madd becomes f32x4.mul
@@ -97,30 +101,12 @@
             (br_if $k (i32.lt_u
               (local.tee $xa (i32.add (local.get $xa) (i32.const 16)))
               (local.get $xp2))))
-          (f32.store offset=0 (local.get $op) (f32.add
-            (f32.add (f32x4.extract_lane 0 (local.get $a0)) (f32x4.extract_lane 1 (local.get $a0)))
-            (f32.add (f32x4.extract_lane 2 (local.get $a0)) (f32x4.extract_lane 3 (local.get $a0)))))
-          (f32.store offset=4 (local.get $op) (f32.add
-            (f32.add (f32x4.extract_lane 0 (local.get $a1)) (f32x4.extract_lane 1 (local.get $a1)))
-            (f32.add (f32x4.extract_lane 2 (local.get $a1)) (f32x4.extract_lane 3 (local.get $a1)))))
-          (f32.store offset=8 (local.get $op) (f32.add
-            (f32.add (f32x4.extract_lane 0 (local.get $a2)) (f32x4.extract_lane 1 (local.get $a2)))
-            (f32.add (f32x4.extract_lane 2 (local.get $a2)) (f32x4.extract_lane 3 (local.get $a2)))))
-          (f32.store offset=12 (local.get $op) (f32.add
-            (f32.add (f32x4.extract_lane 0 (local.get $a3)) (f32x4.extract_lane 1 (local.get $a3)))
-            (f32.add (f32x4.extract_lane 2 (local.get $a3)) (f32x4.extract_lane 3 (local.get $a3)))))
-          (f32.store offset=0 (i32.add (local.get $op) (local.get $ldo)) (f32.add
-            (f32.add (f32x4.extract_lane 0 (local.get $b0)) (f32x4.extract_lane 1 (local.get $b0)))
-            (f32.add (f32x4.extract_lane 2 (local.get $b0)) (f32x4.extract_lane 3 (local.get $b0)))))
-          (f32.store offset=4 (i32.add (local.get $op) (local.get $ldo)) (f32.add
-            (f32.add (f32x4.extract_lane 0 (local.get $b1)) (f32x4.extract_lane 1 (local.get $b1)))
-            (f32.add (f32x4.extract_lane 2 (local.get $b1)) (f32x4.extract_lane 3 (local.get $b1)))))
-          (f32.store offset=8 (i32.add (local.get $op) (local.get $ldo)) (f32.add
-            (f32.add (f32x4.extract_lane 0 (local.get $b2)) (f32x4.extract_lane 1 (local.get $b2)))
-            (f32.add (f32x4.extract_lane 2 (local.get $b2)) (f32x4.extract_lane 3 (local.get $b2)))))
-          (f32.store offset=12 (i32.add (local.get $op) (local.get $ldo)) (f32.add
-            (f32.add (f32x4.extract_lane 0 (local.get $b3)) (f32x4.extract_lane 1 (local.get $b3)))
-            (f32.add (f32x4.extract_lane 2 (local.get $b3)) (f32x4.extract_lane 3 (local.get $b3)))))
+          (local.set $xv (f32x4.add (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $a0) (local.get $a1)) (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $a0) (local.get $a1))))
+          (local.set $xv2 (f32x4.add (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $a2) (local.get $a3)) (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $a2) (local.get $a3))))
+          (v128.store (local.get $op) (f32x4.add (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $xv) (local.get $xv2)) (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $xv) (local.get $xv2))))
+          (local.set $xv (f32x4.add (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $b0) (local.get $b1)) (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $b0) (local.get $b1))))
+          (local.set $xv2 (f32x4.add (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $b2) (local.get $b3)) (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $b2) (local.get $b3))))
+          (v128.store (i32.add (local.get $op) (local.get $ldo)) (f32x4.add (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $xv) (local.get $xv2)) (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $xv) (local.get $xv2))))
           (local.set $xp (i32.add (local.get $xp2) (local.get $rowBytes)))
           (local.set $op (i32.add (local.get $op) (i32.shl (local.get $ldo) (i32.const 1))))
           (local.set $m (i32.add (local.get $m) (i32.const 2)))
@@ -155,18 +141,9 @@
             (br_if $k (i32.lt_u
               (local.tee $xa (i32.add (local.get $xa) (i32.const 16)))
               (local.get $xp2))))
-          (f32.store offset=0 (local.get $op) (f32.add
-            (f32.add (f32x4.extract_lane 0 (local.get $a0)) (f32x4.extract_lane 1 (local.get $a0)))
-            (f32.add (f32x4.extract_lane 2 (local.get $a0)) (f32x4.extract_lane 3 (local.get $a0)))))
-          (f32.store offset=4 (local.get $op) (f32.add
-            (f32.add (f32x4.extract_lane 0 (local.get $a1)) (f32x4.extract_lane 1 (local.get $a1)))
-            (f32.add (f32x4.extract_lane 2 (local.get $a1)) (f32x4.extract_lane 3 (local.get $a1)))))
-          (f32.store offset=8 (local.get $op) (f32.add
-            (f32.add (f32x4.extract_lane 0 (local.get $a2)) (f32x4.extract_lane 1 (local.get $a2)))
-            (f32.add (f32x4.extract_lane 2 (local.get $a2)) (f32x4.extract_lane 3 (local.get $a2)))))
-          (f32.store offset=12 (local.get $op) (f32.add
-            (f32.add (f32x4.extract_lane 0 (local.get $a3)) (f32x4.extract_lane 1 (local.get $a3)))
-            (f32.add (f32x4.extract_lane 2 (local.get $a3)) (f32x4.extract_lane 3 (local.get $a3)))))))
+          (local.set $xv (f32x4.add (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $a0) (local.get $a1)) (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $a0) (local.get $a1))))
+          (local.set $xv2 (f32x4.add (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $a2) (local.get $a3)) (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $a2) (local.get $a3))))
+          (v128.store (local.get $op) (f32x4.add (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $xv) (local.get $xv2)) (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $xv) (local.get $xv2))))))
       (local.set $w0 (i32.add (local.get $w0) (i32.shl (local.get $rowBytes) (i32.const 2))))
       (local.set $o (i32.add (local.get $o) (i32.const 16)))
       (br_if $groups (i32.lt_u
@@ -229,30 +206,12 @@
             (br_if $k (i32.lt_u
               (local.tee $xa (i32.add (local.get $xa) (i32.const 32)))
               (local.get $xe))))
-          (f32.store offset=0 (local.get $op) (f32.add
-            (f32.add (f32x4.extract_lane 0 (local.get $a0)) (f32x4.extract_lane 1 (local.get $a0)))
-            (f32.add (f32x4.extract_lane 2 (local.get $a0)) (f32x4.extract_lane 3 (local.get $a0)))))
-          (f32.store offset=4 (local.get $op) (f32.add
-            (f32.add (f32x4.extract_lane 0 (local.get $a1)) (f32x4.extract_lane 1 (local.get $a1)))
-            (f32.add (f32x4.extract_lane 2 (local.get $a1)) (f32x4.extract_lane 3 (local.get $a1)))))
-          (f32.store offset=8 (local.get $op) (f32.add
-            (f32.add (f32x4.extract_lane 0 (local.get $a2)) (f32x4.extract_lane 1 (local.get $a2)))
-            (f32.add (f32x4.extract_lane 2 (local.get $a2)) (f32x4.extract_lane 3 (local.get $a2)))))
-          (f32.store offset=12 (local.get $op) (f32.add
-            (f32.add (f32x4.extract_lane 0 (local.get $a3)) (f32x4.extract_lane 1 (local.get $a3)))
-            (f32.add (f32x4.extract_lane 2 (local.get $a3)) (f32x4.extract_lane 3 (local.get $a3)))))
-          (f32.store offset=0 (i32.add (local.get $op) (local.get $ldo)) (f32.add
-            (f32.add (f32x4.extract_lane 0 (local.get $b0)) (f32x4.extract_lane 1 (local.get $b0)))
-            (f32.add (f32x4.extract_lane 2 (local.get $b0)) (f32x4.extract_lane 3 (local.get $b0)))))
-          (f32.store offset=4 (i32.add (local.get $op) (local.get $ldo)) (f32.add
-            (f32.add (f32x4.extract_lane 0 (local.get $b1)) (f32x4.extract_lane 1 (local.get $b1)))
-            (f32.add (f32x4.extract_lane 2 (local.get $b1)) (f32x4.extract_lane 3 (local.get $b1)))))
-          (f32.store offset=8 (i32.add (local.get $op) (local.get $ldo)) (f32.add
-            (f32.add (f32x4.extract_lane 0 (local.get $b2)) (f32x4.extract_lane 1 (local.get $b2)))
-            (f32.add (f32x4.extract_lane 2 (local.get $b2)) (f32x4.extract_lane 3 (local.get $b2)))))
-          (f32.store offset=12 (i32.add (local.get $op) (local.get $ldo)) (f32.add
-            (f32.add (f32x4.extract_lane 0 (local.get $b3)) (f32x4.extract_lane 1 (local.get $b3)))
-            (f32.add (f32x4.extract_lane 2 (local.get $b3)) (f32x4.extract_lane 3 (local.get $b3)))))
+          (local.set $xv (f32x4.add (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $a0) (local.get $a1)) (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $a0) (local.get $a1))))
+          (local.set $xv2 (f32x4.add (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $a2) (local.get $a3)) (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $a2) (local.get $a3))))
+          (v128.store (local.get $op) (f32x4.add (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $xv) (local.get $xv2)) (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $xv) (local.get $xv2))))
+          (local.set $xv (f32x4.add (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $b0) (local.get $b1)) (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $b0) (local.get $b1))))
+          (local.set $xv2 (f32x4.add (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $b2) (local.get $b3)) (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $b2) (local.get $b3))))
+          (v128.store (i32.add (local.get $op) (local.get $ldo)) (f32x4.add (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $xv) (local.get $xv2)) (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $xv) (local.get $xv2))))
           (local.set $pg (i32.add (local.get $pg) (local.get $groupBytes)))
           (local.set $op (i32.add (local.get $op) (i32.const 16)))
           (br_if $groups (i32.lt_u
@@ -290,18 +249,9 @@
             (br_if $k (i32.lt_u
               (local.tee $xa (i32.add (local.get $xa) (i32.const 16)))
               (local.get $xe))))
-          (f32.store offset=0 (local.get $op) (f32.add
-            (f32.add (f32x4.extract_lane 0 (local.get $a0)) (f32x4.extract_lane 1 (local.get $a0)))
-            (f32.add (f32x4.extract_lane 2 (local.get $a0)) (f32x4.extract_lane 3 (local.get $a0)))))
-          (f32.store offset=4 (local.get $op) (f32.add
-            (f32.add (f32x4.extract_lane 0 (local.get $a1)) (f32x4.extract_lane 1 (local.get $a1)))
-            (f32.add (f32x4.extract_lane 2 (local.get $a1)) (f32x4.extract_lane 3 (local.get $a1)))))
-          (f32.store offset=8 (local.get $op) (f32.add
-            (f32.add (f32x4.extract_lane 0 (local.get $a2)) (f32x4.extract_lane 1 (local.get $a2)))
-            (f32.add (f32x4.extract_lane 2 (local.get $a2)) (f32x4.extract_lane 3 (local.get $a2)))))
-          (f32.store offset=12 (local.get $op) (f32.add
-            (f32.add (f32x4.extract_lane 0 (local.get $a3)) (f32x4.extract_lane 1 (local.get $a3)))
-            (f32.add (f32x4.extract_lane 2 (local.get $a3)) (f32x4.extract_lane 3 (local.get $a3)))))
+          (local.set $xv (f32x4.add (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $a0) (local.get $a1)) (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $a0) (local.get $a1))))
+          (local.set $xv2 (f32x4.add (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $a2) (local.get $a3)) (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $a2) (local.get $a3))))
+          (v128.store (local.get $op) (f32x4.add (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $xv) (local.get $xv2)) (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $xv) (local.get $xv2))))
           (local.set $pg (i32.add (local.get $pg) (local.get $groupBytes)))
           (local.set $op (i32.add (local.get $op) (i32.const 16)))
           (br_if $groups (i32.lt_u
