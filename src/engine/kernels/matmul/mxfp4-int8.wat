@@ -40,6 +40,19 @@
 ;; input block's scale, rounded once), and added to one f32 sum per row in ascending blocks. Not the f32 path's bits: ./mxfp4-int8.ts states the error. K is a multiple of
 ;; 32.
 ;;
+;; The loop is software-pipelined: a block's rows are dotted and their sums half folded (the pairs)
+;; in one iteration, and folded the rest of the way, scaled and added in the next, beside the next
+;; block's dots (the last block's term after the loop; before the first, a term of zero pairs at
+;; scale 0 adds +0, so the sums are added in the same order, the same bits). In one iteration each
+;; block's work is one long chain of dependent operations, and the out-of-order core then held too
+;; few blocks at once to keep its vector units busy: pipelined, 1.08x on weights in L2 and
+;; 1.03-1.07x on 16 of 64 random experts (its commit gives the runs). The same with the loop
+;; written once (the last block's term taken by one more pass whose dots are skipped) ran 0.85x: V8
+;; then compiles the loop worse; carrying the four rows' unfolded sums instead, 0.56x at M = 1; the
+;; block before's term first in the loop body, 1.00x (V8 orders the operations itself). V8's own
+;; instruction scheduler (--turbo-instruction-scheduling, off by default) interleaves the two
+;; blocks' operations and gains ~3-4% more.
+;;
 ;; A group's four rows are consecutive, addressed from its first by the row strides (so the loop
 ;; keeps few pointers: V8 spilled them when each row had its own); the last group of N >= 4 rows
 ;; ends at the last row, redoing rows of the group before with the same bits (so no tail loop), and
@@ -51,7 +64,9 @@
 ;; not taken (16 of 64 random experts [2048, 1024], M = 1, per CPU-second, the same bits): codes
 ;; re-laid out four rows a load (each row's products in its own lanes, no interleaving, the input
 ;; replicated four times) 0.79x [0.69, 0.90]; two rows a load 0.91x [0.87, 0.96]; each code
-;; expanded to a byte (no nibble decode, twice the bytes) 0.36x [0.34, 0.39], 1.22x from L2.
+;; expanded to a byte (no nibble decode, twice the bytes) 0.36x [0.34, 0.39], 1.22x from L2; a
+;; group's four rows interleaved a block at a time (one stream, which needs no read-ahead) 1.01x,
+;; the same as reading ahead here, where without it 0.40x (whole experts a call, trial medians).
 ;;
 ;; The swizzles are relaxed (every index is a nibble, below 16, or 0x80, at or above 128, where
 ;; relaxed and plain agree: one byte shuffle, where plain costs V8 a saturating add before it); the
@@ -95,8 +110,8 @@
     (local $aheadStep i32) (local $p1 i32) (local $op i32) (local $bp i32)
     (local $nibbles v128) (local $lut v128) (local $spread v128)
     (local $packed v128) (local $wlo v128) (local $whi v128) (local $xe v128) (local $xo v128)
-    (local $d0 v128) (local $d1 v128) (local $d2 v128) (local $d3 v128) (local $scale v128)
-    (local $acc v128)
+    (local $d0 v128) (local $d1 v128) (local $d2 v128) (local $d3 v128)
+    (local $acc v128) (local $pairs01 v128) (local $pairs23 v128) (local $scales v128) (local $xPrev i32)
     (local.set $nBlocks (i32.shr_u (local.get $K) (i32.const 5)))
     (if (i32.or (i32.or (i32.eqz (local.get $N)) (i32.eqz (local.get $M))) (i32.eqz (local.get $nBlocks)))
       (then (return)))
@@ -127,11 +142,15 @@
       (local.set $m (i32.const 0))
       (loop $inputs
         (local.set $acc (v128.const i64x2 0 0))
+        (local.set $pairs01 (v128.const i64x2 0 0))
+        (local.set $pairs23 (v128.const i64x2 0 0))
+        (local.set $scales (v128.const i64x2 0 0))
         (local.set $p (i32.add (local.get $blocks) (i32.mul (local.get $r0) (local.get $rowBytes))))
         (local.set $sp (i32.add (local.get $exps) (local.get $r0)))
         (local.set $ahead (local.get $ahead0))
         (local.set $xp (i32.add (local.get $q) (i32.shl (i32.mul (local.get $m) (local.get $nBlocks)) (i32.const 6))))
         (local.set $xEnd (i32.add (local.get $xp) (i32.shl (local.get $nBlocks) (i32.const 6))))
+        (local.set $xPrev (local.get $xp))
         (loop $blocks32
           (local.set $xe (v128.load offset=0 (local.get $xp)))
           (local.set $xo (v128.load offset=16 (local.get $xp)))
@@ -166,30 +185,38 @@
           (local.set $wlo (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xe) (local.get $wlo)))
           (local.set $whi (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xo) (local.get $whi)))
           (local.set $d3 (i16x8.add (local.get $wlo) (local.get $whi)))
-          ;; Rows 0 and 1: 32-bit lanes [0: l0 + l2, 1: l0 + l2, 0: l1 + l3, 1: l1 + l3]; 2 and 3 alike.
-          (local.set $d0 (i16x8.add
+          ;; The block before's term: the halves of its pairs (32-bit lane r is row r, its i16 lanes
+          ;; j even and odd), corrected, added as i32, scaled (before the first block, 0).
+          (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (local.get $scales) (f32x4.convert_i32x4_s
+            (i32x4.extadd_pairwise_i16x8_s (i16x8.add (v128.load offset=32 (local.get $xPrev))
+              (i16x8.add
+                (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $pairs01) (local.get $pairs23))
+                (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $pairs01) (local.get $pairs23)))))))))
+          ;; This block's pairs: rows 0 and 1, 32-bit lanes [0: l0 + l2, 1: l0 + l2, 0: l1 + l3,
+          ;; 1: l1 + l3]; rows 2 and 3 alike.
+          (local.set $pairs01 (i16x8.add
             (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $d0) (local.get $d1))
             (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (local.get $d0) (local.get $d1))))
-          (local.set $d2 (i16x8.add
+          (local.set $pairs23 (i16x8.add
             (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $d2) (local.get $d3))
             (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (local.get $d2) (local.get $d3))))
-          ;; Then the halves of the pairs: 32-bit lane r is row r, its i16 lanes j even and odd,
-          ;; corrected, and added as i32.
-          (local.set $d0 (i32x4.extadd_pairwise_i16x8_s (i16x8.add (v128.load offset=32 (local.get $xp))
-            (i16x8.add
-              (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $d0) (local.get $d2))
-              (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $d0) (local.get $d2))))))
+          (local.set $xPrev (local.get $xp))
           ;; The four rows' half scales times the input block's scale.
-          (local.set $scale (i32x4.shr_u
-            (i8x16.relaxed_swizzle (v128.load32_zero (local.get $sp)) (local.get $spread)) (i32.const 1)))
-          (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (local.get $d0))
-            (f32x4.mul (local.get $scale) (v128.load32_splat offset=48 (local.get $xp))))))
+          (local.set $scales (f32x4.mul (i32x4.shr_u
+            (i8x16.relaxed_swizzle (v128.load32_zero (local.get $sp)) (local.get $spread)) (i32.const 1))
+            (v128.load32_splat offset=48 (local.get $xp))))
           (local.set $p (i32.add (local.get $p) (i32.const 16)))
           (local.set $sp (i32.add (local.get $sp) (local.get $expStride)))
           (local.set $ahead (i32.add (local.get $ahead) (local.get $aheadStep)))
           (br_if $blocks32 (i32.lt_u
             (local.tee $xp (i32.add (local.get $xp) (i32.const 64)))
             (local.get $xEnd))))
+        ;; The last block's term, as the loop adds the others.
+        (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (local.get $scales) (f32x4.convert_i32x4_s
+          (i32x4.extadd_pairwise_i16x8_s (i16x8.add (v128.load offset=32 (local.get $xPrev))
+            (i16x8.add
+              (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $pairs01) (local.get $pairs23))
+              (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $pairs01) (local.get $pairs23)))))))))
         (local.set $op (i32.add (i32.add (local.get $o) (i32.mul (local.get $m) (local.get $ldo)))
           (i32.shl (local.get $r0) (i32.const 2))))
         (local.set $bp (i32.add (local.get $bias) (i32.shl (local.get $r0) (i32.const 2))))
