@@ -8,11 +8,13 @@
 // kernel using several kinds gets one such binary with every rewrite, named by the first listed.
 // The MXFP4 decode also gets ".halves" builds for codes in the engine's re-laid-out order
 // (HALVES_REWRITES), the FP8 rows ".lanes", ".quads", ".nan-free" and ".scaled" builds (FP8_ROWS_KERNELS).
+// The attention kernel's binary has a dot3 the build makes from its dot4 (attention-dot3.mjs).
 // With --check it writes nothing and exits 1 if a binary under src/ differs from its source.
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import wabtInit from "wabt";
+import { withDot3 } from "./attention-dot3.mjs";
 import { lanesText } from "./fp8-lanes.mjs";
 import { nanFreeText } from "./fp8-nan-free.mjs";
 import { quadsText } from "./fp8-quads.mjs";
@@ -118,6 +120,9 @@ const HALVES_REWRITES = {
  */
 const FP8_ROWS_KERNELS = ["src/engine/kernels/matmul/fp8-rows.wat"];
 
+/** Kernels whose text gets functions made from its own before any build (attention-dot3.mjs). */
+const DERIVED_FUNCTIONS = { "src/engine/kernels/paged-attention/attention.wat": withDot3 };
+
 function watFiles(dir) {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
     e.isDirectory() ? watFiles(join(dir, e.name)) : e.name.endsWith(".wat") ? [join(dir, e.name)] : [],
@@ -136,7 +141,8 @@ const check = process.argv.includes("--check");
 const stale = [];
 const wabt = await wabtInit();
 for (const file of watFiles(join(root, "src"))) {
-  const text = readFileSync(file, "utf8");
+  const derive = DERIVED_FUNCTIONS[relative(root, file)];
+  const text = derive === undefined ? readFileSync(file, "utf8") : derive(file, readFileSync(file, "utf8"));
   const variants = [[".wasm", text]];
   const relaxed = WITHOUT_RELAXED.filter((r) => text.includes(r.instruction));
   if (relaxed.length > 0) variants.push([relaxed[0].suffix, relaxed.reduce((t, r) => r.rewrite(t), text)]);

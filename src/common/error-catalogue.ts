@@ -143,6 +143,7 @@ export const ERROR_CATALOGUE = {
   KV_BUDGET_TOO_SMALL: { category: "usage" },
   KV_EXHAUSTED: { category: "internal" },
   KV_RATIO_INVALID: { category: "usage" },
+  LOGPROB_NOT_COMPUTED: { category: "internal" },
   MODEL_CONFIG_INVALID: { category: "input" },
   MODEL_FILE_INVALID: { category: "input" },
   MODEL_FILE_MISSING: { category: "input" },

@@ -42,6 +42,8 @@
  * presence, frequency and repetition penalties, logit_bias, allowed_token_ids and bad_words (token
  * sequences) act on a copy of the logits, so reported logprobs stay the model's own; seeds use all
  * 64 bits (SplitMix64). GenerateRequest.minTokens keeps stop tokens out until that many tokens.
+ * A generated token carries its logprob and rank only where the request set `logprobs` (0: the
+ * token's own); unasked, none is computed, and scoredToken(token) throws LOGPROB_NOT_COMPUTED.
  * `submit(request, signal, onScheduled)` tells onScheduled how long the request queued.
  * `submitShared(request, seeds, signal, onScheduled)` runs one sequence per seed (n, best_of) over a
  * single prefill of the prompt: when it is computed, the first sequence takes its KV blocks and
@@ -174,7 +176,15 @@ export { llamaArchitecture, parseLlamaConfig } from "./models/llama.js";
 export { parseMimoConfig } from "./models/mimo.js";
 export { findArchitecture } from "./models/registry.js";
 export { OutputQueue } from "./output-queue.js";
-export type { FinishReason, GeneratedToken, GenerateRequest, PromptLogprobs, StepOutput } from "./request.js";
+export type {
+  FinishReason,
+  GeneratedToken,
+  GenerateRequest,
+  PromptLogprobs,
+  ScoredToken,
+  StepOutput,
+} from "./request.js";
+export { scoredToken } from "./request.js";
 export type { SamplingParams, TokenLogprob } from "./sampler.js";
 export { Rng } from "./tensor/random.js";
 export type { Weight } from "./tensor/weight.js";

@@ -1,7 +1,7 @@
 import type { Context } from "hono";
 import type { ChatMessage, GeneratedToken, PromptLogprobs } from "../engine/index.js";
 import { ApiError } from "./api-error.js";
-import { bestChoices, type Choice, choiceCounts, startChoices, usageOf } from "./choices.js";
+import { bestChoices, type Choice, choiceCounts, engineLogprobs, startChoices, usageOf } from "./choices.js";
 import { requireModel, type ServerContext, samplingOf, stopStringsOf, unixSeconds } from "./context.js";
 import { jsonResponse } from "./json-stream.js";
 import { chatLogprobs, tokenNamer, vllmPromptLogprobs } from "./logprobs.js";
@@ -114,6 +114,7 @@ export async function chatCompletions(
   // sends them only when asked by name.
   const promptLogprobs =
     body.prompt_logprobs ?? (body.echo && !stream ? (body.top_logprobs ?? 0) : undefined);
+  const tokenLogprobs = engineLogprobs(topLogprobs, n, bestOf);
   const abort = new AbortController();
   const choices = await startChoices(
     ctx,
@@ -121,7 +122,7 @@ export async function chatCompletions(
     {
       maxTokens,
       sampling: samplingOf(body, ctx.engine),
-      ...(topLogprobs !== undefined ? { logprobs: topLogprobs } : {}),
+      ...(tokenLogprobs !== undefined ? { logprobs: tokenLogprobs } : {}),
       ...(promptLogprobs != null ? { promptLogprobs } : {}),
       stop: stopStringsOf(body.stop),
       ...(body.include_stop_str_in_output ? { includeStopString: true } : {}),

@@ -1,3 +1,4 @@
+import { BringupError } from "../common/errors.js";
 import { ApiError } from "./api-error.js";
 import type { ServerContext } from "./context.js";
 import { Generation, type GenerationParams } from "./generation.js";
@@ -32,6 +33,15 @@ export function choiceCounts(
       "best_of",
     );
   return { n, bestOf };
+}
+
+/**
+ * The generated-token logprobs to ask the engine for: the `asked` alternatives, and at least each
+ * token's own where best_of keeps the n choices of highest cumulative logprob (the engine computes
+ * none unasked).
+ */
+export function engineLogprobs(asked: number | undefined, n: number, bestOf: number): number | undefined {
+  return bestOf > n ? (asked ?? 0) : asked;
 }
 
 /** The i-th sequence's seed: distinct and reproducible for a seeded request. */
@@ -83,10 +93,19 @@ export function bestChoices<T extends { choice: Choice }>(
   const byPrompt = new Map<number, T[]>();
   for (const d of done) byPrompt.set(d.choice.prompt, [...(byPrompt.get(d.choice.prompt) ?? []), d]);
   return [...byPrompt.values()].flatMap((list) =>
-    [...list]
-      .sort((a, b) => b.choice.generation.cumulativeLogprob - a.choice.generation.cumulativeLogprob)
-      .slice(0, n),
+    [...list].sort((a, b) => rankingLogprob(b.choice) - rankingLogprob(a.choice)).slice(0, n),
   );
+}
+
+/** `choice`'s cumulative logprob, which its request had to ask for (see engineLogprobs). */
+function rankingLogprob(choice: Choice): number {
+  const sum = choice.generation.cumulativeLogprob;
+  if (sum === undefined)
+    throw new BringupError(
+      "LOGPROB_NOT_COMPUTED",
+      `choice ${choice.index} has no cumulative logprob to rank by: best_of above n must ask for logprobs.`,
+    );
+  return sum;
 }
 
 /** Usage over every sequence run (best_of counts the ones not returned too, as vLLM bills them). */

@@ -1,7 +1,7 @@
 import type { Context } from "hono";
-import type { GeneratedToken, PromptLogprobs } from "../engine/index.js";
+import { type GeneratedToken, type PromptLogprobs, scoredToken } from "../engine/index.js";
 import { ApiError } from "./api-error.js";
-import { bestChoices, type Choice, choiceCounts, startChoices, usageOf } from "./choices.js";
+import { bestChoices, type Choice, choiceCounts, engineLogprobs, startChoices, usageOf } from "./choices.js";
 import { requireModel, type ServerContext, samplingOf, stopStringsOf, unixSeconds } from "./context.js";
 import { jsonResponse } from "./json-stream.js";
 import {
@@ -36,7 +36,7 @@ function promptPositions(ids: readonly number[], prompt: PromptLogprobs): Positi
 }
 
 function tokenPositions(tokens: readonly GeneratedToken[]): PositionLogprob[] {
-  return tokens.map((t) => ({ tokenId: t.tokenId, scored: t }));
+  return tokens.map((t) => ({ tokenId: t.tokenId, scored: scoredToken(t) }));
 }
 
 /** POST /v1/completions. */
@@ -62,6 +62,7 @@ export async function completions(ctx: ServerContext, c: Context, record: Reques
   // vLLM answers prompt_logprobs for echo + logprobs too, with `logprobs` alternatives
   // (vllm/entrypoints/openai/protocol.py, CompletionRequest.to_sampling_params).
   const answerPrompt = body.prompt_logprobs ?? (echo ? logprobs : undefined);
+  const tokenLogprobs = engineLogprobs(logprobs, n, bestOf);
   const abort = new AbortController();
   const choices = await startChoices(
     ctx,
@@ -69,7 +70,7 @@ export async function completions(ctx: ServerContext, c: Context, record: Reques
     {
       maxTokens: body.max_tokens ?? DEFAULT_MAX_TOKENS,
       sampling: samplingOf(body, ctx.engine),
-      ...(logprobs !== undefined ? { logprobs } : {}),
+      ...(tokenLogprobs !== undefined ? { logprobs: tokenLogprobs } : {}),
       ...(wantPrompt >= 0 ? { promptLogprobs: wantPrompt } : {}),
       stop: stopStringsOf(body.stop),
       ...(body.include_stop_str_in_output ? { includeStopString: true } : {}),

@@ -18,7 +18,7 @@ interface ReplyChoice {
   index: number;
   text: string;
   message: { role: string; content: string };
-  logprobs: { tokens: string[] };
+  logprobs: { tokens: string[]; token_logprobs: number[] } | null;
 }
 interface Reply {
   choices: [ReplyChoice, ...ReplyChoice[]];
@@ -63,6 +63,11 @@ describe("request fields", () => {
     const best = await post("/v1/completions", { ...base, n: 1, best_of: 3, temperature: 1, seed: 5 });
     expect(best.json.choices).toHaveLength(1);
     expect(best.json.usage.completion_tokens).toBe(24);
+    // best_of ranks by cumulative logprob though the request asked for none (and gets none shown).
+    const all = await post("/v1/completions", { ...base, n: 3, temperature: 1, seed: 5, logprobs: 0 });
+    const sums = all.json.choices.map((c) => (c.logprobs?.token_logprobs ?? []).reduce((s, lp) => s + lp, 0));
+    expect(best.json.choices[0].text).toBe(all.json.choices[sums.indexOf(Math.max(...sums))]?.text);
+    expect(best.json.choices[0].logprobs).toBeNull();
     const many = await post("/v1/completions", { ...base, prompt: ["Orla", "Tamsin counted"] });
     const one = await post("/v1/completions", { ...base, prompt: "Tamsin counted" });
     expect(many.json.choices).toHaveLength(2);
@@ -127,7 +132,7 @@ describe("request fields", () => {
   it("honors the sampling fields: penalties, min_p, allowed ids, bad words, min_tokens", async () => {
     const greedy = await post("/v1/completions", { ...base, max_tokens: 16, logprobs: 0 });
     const ids = (r: { json: Reply }) =>
-      (r.json.choices[0].logprobs.tokens as string[]).map((t) => Number(t.slice("token_id:".length)));
+      (r.json.choices[0].logprobs?.tokens ?? []).map((t) => Number(t.slice("token_id:".length)));
     const asIds = await post("/v1/completions", {
       ...base,
       max_tokens: 16,

@@ -1,10 +1,11 @@
 import { BringupError } from "../common/errors.js";
-import type {
-  FinishReason,
-  GeneratedToken,
-  GenerateRequest,
-  PromptLogprobs,
-  StepOutput,
+import {
+  type FinishReason,
+  type GeneratedToken,
+  type GenerateRequest,
+  type PromptLogprobs,
+  type StepOutput,
+  scoredToken,
 } from "../engine/index.js";
 import type { ServerContext } from "./context.js";
 import { StopStringMatcher } from "./stop-strings.js";
@@ -38,8 +39,8 @@ export class Generation implements AsyncIterable<GenerationChunk> {
   private readonly stopTokens: ReadonlySet<number>;
   readonly promptTokens: number;
   completionTokens = 0;
-  /** Sum of the generated tokens' logprobs (best_of keeps the highest). */
-  cumulativeLogprob = 0;
+  /** Sum of the generated tokens' logprobs (best_of keeps the highest); only where they were asked for. */
+  cumulativeLogprob: number | undefined;
   finishReason: FinishReason | null = null;
 
   private constructor(
@@ -53,6 +54,7 @@ export class Generation implements AsyncIterable<GenerationChunk> {
   ) {
     this.promptTokens = params.promptTokenIds.length;
     this.stopTokens = new Set(params.stopTokenIds ?? []);
+    this.cumulativeLogprob = params.logprobs === undefined ? undefined : 0;
   }
 
   /**
@@ -114,7 +116,7 @@ export class Generation implements AsyncIterable<GenerationChunk> {
           // Counted here, as the answer's usage counts them: not the tokens the engine made past a stop string.
           metrics.generated(out.numGeneratedTokens - this.completionTokens);
           this.completionTokens = out.numGeneratedTokens;
-          this.cumulativeLogprob += out.token.logprob;
+          if (this.cumulativeLogprob !== undefined) this.cumulativeLogprob += scoredToken(out.token).logprob;
           // Like vLLM, the token that stopped the request adds its text only with
           // include_stop_str_in_output (vllm/v1/engine/detokenizer.py, update()).
           if (out.finishReason === "stop") {

@@ -1,4 +1,10 @@
-import type { GeneratedToken, PromptLogprobs, TextTokenizer } from "../engine/index.js";
+import {
+  type GeneratedToken,
+  type PromptLogprobs,
+  type ScoredToken,
+  scoredToken,
+  type TextTokenizer,
+} from "../engine/index.js";
 import { LazyList } from "./json-stream.js";
 
 /** How a token is shown in logprobs: its text, or vLLM's `token_id:N` (return_tokens_as_token_ids). */
@@ -17,7 +23,7 @@ function finite(logprob: number): number {
 export interface PositionLogprob {
   readonly tokenId: number;
   /** null for the first prompt token, which nothing predicts. */
-  readonly scored: GeneratedToken | null;
+  readonly scored: ScoredToken | null;
 }
 
 /** OpenAI's legacy completions logprobs object. */
@@ -90,7 +96,7 @@ export function chatLogprobs(
     const token = tokenizer.tokenText(tokenId);
     return { token, logprob: finite(logprob), bytes: [...Buffer.from(token, "utf8")] };
   };
-  return tokens.map((t) => ({
+  return tokens.map(scoredToken).map((t) => ({
     ...entry(t.tokenId, t.logprob),
     top_logprobs: [t, ...(t.top ?? []).filter((alt) => alt.tokenId !== t.tokenId)]
       .slice(0, top)

@@ -1,4 +1,4 @@
-import type { GeneratedToken, PromptLogprobs } from "../engine/index.js";
+import type { PromptLogprobs, ScoredToken } from "../engine/index.js";
 
 /**
  * Prompt logprobs in typed arrays, to cross from the engine's thread whole and at once (a long
@@ -52,7 +52,7 @@ const SLICE = 256;
 
 /** The prompt logprobs again, rebuilt SLICE positions per event-loop turn. */
 export async function unpackPromptLogprobs(packed: PackedPromptLogprobs): Promise<PromptLogprobs> {
-  const out: (GeneratedToken | null)[] = [];
+  const out: (ScoredToken | null)[] = [];
   let at = 0;
   for (let i = 0; i < packed.tokenIds.length; i++) {
     if (i > 0 && i % SLICE === 0) await new Promise((resolve) => setImmediate(resolve));

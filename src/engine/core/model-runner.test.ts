@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { planKvCache } from "../cache/capacity.js";
 import { MatmulPool } from "../kernels/pool.js";
+import { scoredToken } from "../request.js";
 import { createTinyModel } from "../tiny/generate.js";
 import { findTinySize, type TinySize } from "../tiny/sizes.js";
 import { CacheManager } from "./cache-manager.js";
@@ -62,5 +63,9 @@ describe("ModelRunner", () => {
     const row = logits.subarray(0, V);
     expect(token.tokenId).toBe(row.indexOf(Math.max(...row)));
     expect([token.rank, token.top?.length]).toEqual([1, 1]);
+    // Unasked, no logprob is computed: the token comes alone, and reading its logprob throws.
+    const unscored = r.sample(sequence(7, 1, { sampling: { temperature: 0 } }), logits, 0);
+    expect(unscored).toEqual({ tokenId: token.tokenId });
+    expect(() => scoredToken(unscored)).toThrow(expect.objectContaining({ code: "LOGPROB_NOT_COMPUTED" }));
   });
 });

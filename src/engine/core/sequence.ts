@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { OutputQueue } from "../output-queue.js";
-import type { GeneratedToken, GenerateRequest, StepOutput } from "../request.js";
+import type { GeneratedToken, GenerateRequest, ScoredToken, StepOutput } from "../request.js";
 import { SeededStream } from "../sampler.js";
 
 /**
@@ -15,7 +15,7 @@ export class Sequence {
   /** The units it holds in each pool, by pool index: blocks in a block group, its slot in the slot pool. */
   readonly tables: number[][];
   status: "waiting" | "running" | "finished" = "waiting";
-  promptLogprobs: (GeneratedToken | null)[] | undefined;
+  promptLogprobs: (ScoredToken | null)[] | undefined;
   promptLogprobsSent = false;
   readonly rng: SeededStream;
   readonly stopIds: ReadonlySet<number>;

@@ -3,7 +3,7 @@ import type { GqaAttention } from "../blocks/attention/gqa-attention.js";
 import { Engine } from "../engine.js";
 import type { DecoderLayer } from "../model/model.js";
 import type { DecoderConfig } from "../models/decoder.js";
-import type { StepOutput } from "../request.js";
+import { type StepOutput, scoredToken } from "../request.js";
 import { Rng } from "../tensor/random.js";
 import { readCorpus } from "../tiny/corpus.js";
 import type { TinyModelFiles } from "../tiny/files.js";
@@ -47,10 +47,11 @@ async function generate(files: TinyModelFiles): Promise<number[]> {
     promptTokenIds: prompt,
     maxTokens: 6,
     sampling: { temperature: 0 },
+    logprobs: 0,
     ignoreEos: true,
   }))
     out.push(o);
-  return out.flatMap((o) => [o.token?.tokenId as number, o.token?.logprob as number]);
+  return out.flatMap((o) => (o.token ? [o.token.tokenId, scoredToken(o.token).logprob] : []));
 }
 
 describe("model families", () => {

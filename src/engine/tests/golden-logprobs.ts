@@ -1,5 +1,6 @@
 import { Engine } from "../engine.js";
 import type { LoadedModel } from "../model/loaded-model.js";
+import { scoredToken } from "../request.js";
 
 /** A model's prompt logprobs and greedy continuation, as numbers that JSON keeps exactly. */
 export interface GoldenLogprobs {
@@ -27,6 +28,7 @@ export async function goldenLogprobs(model: LoadedModel): Promise<GoldenLogprobs
     for await (const out of engine.submit({
       promptTokenIds: prompt,
       maxTokens: 4,
+      logprobs: 0,
       promptLogprobs: 2,
       sampling: { temperature: 0 },
       ignoreEos: true,
@@ -37,7 +39,7 @@ export async function goldenLogprobs(model: LoadedModel): Promise<GoldenLogprobs
           return [lp.tokenId, lp.logprob, ...(lp.top ?? []).flatMap((t) => [t.tokenId, t.logprob])];
         });
       }
-      if (out.token) generated.push([out.token.tokenId, out.token.logprob]);
+      if (out.token) generated.push([out.token.tokenId, scoredToken(out.token).logprob]);
     }
     return { prompt, promptLogprobs, generated };
   } finally {

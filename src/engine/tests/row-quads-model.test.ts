@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { Engine } from "../engine.js";
 import type { HostTensor } from "../loader/host-tensor.js";
 import type { LoadedModel } from "../model/loaded-model.js";
+import { scoredToken } from "../request.js";
 import type { TinyModelFiles } from "../tiny/files.js";
 import { tinyFilesToModel } from "../tiny/generate.js";
 import { collect } from "./engines.js";
@@ -39,6 +40,7 @@ async function logprobs(model: LoadedModel): Promise<number[][]> {
       engine.submit({
         promptTokenIds: prompt,
         maxTokens: 4,
+        logprobs: 0,
         promptLogprobs: 1,
         sampling: { temperature: 0 },
         ignoreEos: true,
@@ -46,7 +48,7 @@ async function logprobs(model: LoadedModel): Promise<number[][]> {
     );
     return outs.flatMap((o) => [
       ...(o.promptLogprobs ?? []).flatMap((p) => (p === null ? [] : [[p.tokenId, p.logprob]])),
-      ...(o.token ? [[o.token.tokenId, o.token.logprob]] : []),
+      ...(o.token ? [[o.token.tokenId, scoredToken(o.token).logprob]] : []),
     ]);
   } finally {
     await engine.close();

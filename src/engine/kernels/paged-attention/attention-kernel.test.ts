@@ -184,6 +184,22 @@ describe("attention kernel", () => {
     });
   });
 
+  it("equals the reference with three query heads a KV head (rows three at a time) over a sliding window", () => {
+    expectIdentical({
+      spec: new BlockPlacement(4, 7, true),
+      numHeads: 9,
+      numKvHeads: 3,
+      headDim: 16,
+      vHeadDim: 8,
+      tokens: [
+        ...range(16, 24).map((pos) => ({ table: ringB, pos })),
+        { table: [60, 61, 62, 0, 6], pos: 57 },
+        { table: ringTable, pos: 3 },
+      ],
+      sinks: true,
+    });
+  });
+
   it("runs a step of one token on the calling thread, whose one unit a dispatch would only wake the helpers for", () => {
     // 48 positions x 8 heads x (128 + 128) multiply-adds: past the pool's threshold for splitting.
     const decode = (tokens: Token[]) => ({

@@ -168,30 +168,24 @@ export function attendTokens(
   }
 }
 
+/** attention.wat's dot4 / dot3 / dot1 (see there): scaled dot products of query rows with key rows. */
+type DotRows = (
+  q: number,
+  qs: number,
+  k: number,
+  ks: number,
+  np: number,
+  hd: number,
+  s: number,
+  ss: number,
+  scale: number,
+) => void;
+
 /** The attention module's exports (attention.wat) and this thread's region of the shared memory. */
 export interface AttentionSimd {
-  dot4: (
-    q: number,
-    qs: number,
-    k: number,
-    ks: number,
-    np: number,
-    hd: number,
-    s: number,
-    ss: number,
-    scale: number,
-  ) => void;
-  dot1: (
-    q: number,
-    qs: number,
-    k: number,
-    ks: number,
-    np: number,
-    hd: number,
-    s: number,
-    ss: number,
-    scale: number,
-  ) => void;
+  dot4: DotRows;
+  dot3: DotRows;
+  dot1: DotRows;
   vacc2: (
     w: number,
     ws: number,
@@ -274,7 +268,7 @@ export function attendTokensSimd(
   const F = new Float64Array(buffer);
   const kBuf = new Float32Array(buffer, kOff, positionBlock * keyStride);
   const vBuf = new Float32Array(buffer, vOff, positionBlock * valueStride);
-  const { dot4, dot1, vacc2, vacc1 } = simd;
+  const { dot4, dot3, dot1, vacc2, vacc1 } = simd;
   for (let t = t0; t < t1; ) {
     const pos0 = meta[3 * t] as number;
     const tableOffset = meta[3 * t + 2] as number;
@@ -335,13 +329,18 @@ export function attendTokensSimd(
       copy(kBuf, keys, keyStride, b0, b1);
       for (let kvh = 0; kvh < numKvHeads; kvh++) {
         const kBase = kOff + 4 * kvh * headDim;
+        // Rows four at a time, or three where R is a multiple of 3 and not 4 (a decode step with
+        // three query heads a KV head): each key row is read once for the rows taken together.
+        const rowsAtOnce = R % 4 !== 0 && R % 3 === 0 ? 3 : 4;
+        const dotRows = rowsAtOnce === 4 ? dot4 : dot3;
         let r = 0;
-        for (; r + 4 <= R; r += 4) {
-          const first = Math.min(rowFrom(r), rowFrom(r + 1), rowFrom(r + 2), rowFrom(r + 3));
+        for (; r + rowsAtOnce <= R; r += rowsAtOnce) {
+          let first = rowFrom(r);
+          for (let i = 1; i < rowsAtOnce; i++) first = Math.min(first, rowFrom(r + i));
           const from = Math.max(b0, first);
-          const to = Math.min(b1, rowTo(r + 3));
+          const to = Math.min(b1, rowTo(r + rowsAtOnce - 1));
           if (from < to)
-            dot4(
+            dotRows(
               qOff + 8 * (kvh * R + r) * headDim,
               8 * headDim,
               kBase + 4 * (from - b0) * keyStride,

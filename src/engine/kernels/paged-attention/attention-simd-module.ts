@@ -9,9 +9,13 @@ export function compileAttentionSimd(): WasmModule | undefined {
 
 /** An instance over the shared memory, with an empty region (the pool assigns one). */
 export function instantiateAttentionSimd(module: WasmModule, memory: WasmMemory): AttentionSimd {
-  const exports = instantiateWasm(module, memory) as Pick<AttentionSimd, "dot4" | "dot1" | "vacc2" | "vacc1">;
+  const exports = instantiateWasm(module, memory) as Pick<
+    AttentionSimd,
+    "dot4" | "dot3" | "dot1" | "vacc2" | "vacc1"
+  >;
   return {
     dot4: exports.dot4,
+    dot3: exports.dot3,
     dot1: exports.dot1,
     vacc2: exports.vacc2,
     vacc1: exports.vacc1,

@@ -4,10 +4,11 @@
 ;; V8 does not inline WebAssembly calls, and a call per position costs a quarter of dot4's time. Byte addresses are into the imported shared
 ;; memory (../wasm-arena.ts).
 ;;
-;;   dot4 / dot1(q, qStride, k, kStride, np, hd, s, sStride, scale): for R = 4 / 1 query rows r
+;;   dot4 / dot3 / dot1(q, qStride, k, kStride, np, hd, s, sStride, scale): for R = 4 / 3 / 1 query rows r
 ;;     (f64 rows at q + r*qStride) and positions p < np (f32 key rows at k + p*kStride):
 ;;     s[r*sStride + 8p] = ((a0 + a1) + (a2 + a3)) * scale, a_i the sum over d ≡ i (mod 4) of
 ;;     q[d]*k[d] accumulated in ascending d (lanes [a0, a1] and [a2, a3]); hd a multiple of 4.
+;;     dot3 is not written here: the build makes it from dot4 (scripts/attention-dot3.mjs).
 ;;   vacc2 / vacc1(w, wStride, a, aStride, v, vStride, np, vd): for R = 2 / 1 rows r and p < np in
 ;;     ascending order, a_r[d] += w_r[p] * v_p[d] (f64 weights at w + r*wStride + 8p, f64
 ;;     accumulators at a + r*aStride, f32 value rows at v + p*vStride); vd a multiple of 8.

@@ -4,10 +4,11 @@ import { type WasmArena, wasmArena } from "../wasm-arena.js";
 import { compileKernel } from "../wasm-kernels.js";
 
 /** vector.wat's exports (byte offsets into the shared memory; see there). */
-interface VectorSimd {
+export interface VectorSimd {
   add_f32: (dst: number, src: number, count: number) => void;
   add_weighted: (sums: number, w: number, y: number, count: number) => void;
   add_sums: (out: number, sums: number, count: number) => void;
+  rms_norm: (x: number, out: number, w: number, rows: number, dim: number, eps: number) => void;
 }
 
 /**
@@ -17,7 +18,7 @@ interface VectorSimd {
  */
 let kernels: { readonly arena: WasmArena; readonly simd: VectorSimd } | null | undefined;
 
-function vectorKernels(): { readonly arena: WasmArena; readonly simd: VectorSimd } | null {
+export function vectorKernels(): { readonly arena: WasmArena; readonly simd: VectorSimd } | null {
   if (kernels !== undefined) return kernels;
   const arena = kernelSwitches().simd ? wasmArena() : null;
   const module = arena === null ? undefined : compileKernel("vector/vector");
