@@ -12,7 +12,7 @@
  * - tile (matmul/matmul-tile.wat): f32 weights [N, K] in chunks of 64 rows as the matmul runs them,
  *   at M = 1, 4 and 16 input rows, for bench-100m's MLP shapes [2304, 768] and [768, 2304] (which
  *   the caches hold), a [131072, 768] matrix (400 MB, past the caches, as a model's weights are
- *   at decode) and at M = 16 a [32768, 2304] one (288 MiB, past them at the down projection's K),
+ *   at decode) and at M = 1 and 16 a [32768, 2304] one (288 MiB, past them at the down projection's K),
  *   all in row quads (tensor/row-quads.ts) as the loader lays f32 matrices out; then row-major,
  *   as the MXFP4 and FP8 matmuls' decoded chunks are, [2304, 768] at M = 16 and one chunk
  *   [64, 2880] at M = 1 (read back from L2); GFLOP/s per core. An arm whose module exports
@@ -170,7 +170,7 @@ if (kernel === "tile") {
     [2304, 768, [1, 4, 16], true],
     [768, 2304, [1, 4, 16], true],
     [131072, 768, [1, 4, 16], true],
-    [32768, 2304, [16], true],
+    [32768, 2304, [1, 16], true],
     [2304, 768, [16], false],
     // One chunk of decoded rows, as the MXFP4 and FP8 matmuls' tile reads it back from L2.
     [CHUNK, 2880, [1], false],

@@ -1,0 +1,41 @@
+import { describe, expect, it } from "vitest";
+import { wasmApi } from "../../../common/wasm-runtime.js";
+import { Rng } from "../../tensor/random.js";
+import { toRowQuads } from "../../tensor/row-quads.js";
+import { compileSimdTile, instantiateTile } from "./tile-module.js";
+
+const PAGE = 65536;
+
+describe("the quads tile's page touches ahead of the weights", () => {
+  it("stop at the memory's end: weights in its last bytes give the bits they give elsewhere", () => {
+    if (wasmApi === undefined) throw new Error("this runtime has no WebAssembly");
+    // K = 256: a group of four rows is one 4 KiB page, and each group touches the page six groups
+    // on. Eight groups end at the memory's end, so groups 0 and 1 touch pages inside it and the
+    // rest pages past it, which must be skipped, not read (a read past the end traps).
+    const K = 256;
+    const N = 32;
+    const memory = new wasmApi.Memory({ initial: 2, maximum: 2, shared: true });
+    const rng = new Rng(5);
+    const weights = rng.fillNormal(new Float32Array(N * K), 0.5);
+    toRowQuads(weights, N, K);
+    const x = rng.fillNormal(new Float32Array(2 * K), 1);
+    const heap = new Float32Array(memory.buffer);
+    // Byte offsets: the input, it in pairs, the outputs, the weights low in the memory and at its end.
+    const [xAt, pairsAt, outAt, wLow, wEnd] = [0, 2 * K * 4, 4 * K * 4, 8192, 2 * PAGE - N * K * 4];
+    heap.set(x, xAt / 4);
+    heap.set(weights, wLow / 4);
+    heap.set(weights, wEnd / 4);
+    for (const fused of [true, false]) {
+      const tile = instantiateTile(compileSimdTile(fused) as object, memory);
+      tile.pairs(K, 2, xAt, pairsAt);
+      for (const M of [1, 2]) {
+        const [xIn, ldo] = [M === 1 ? xAt : pairsAt, N * 4];
+        tile.quads(K, M, xIn, wLow, outAt, N / 4, ldo);
+        const low = Array.from(heap.subarray(outAt / 4, outAt / 4 + M * N));
+        heap.fill(0, outAt / 4, outAt / 4 + M * N);
+        tile.quads(K, M, xIn, wEnd, outAt, N / 4, ldo);
+        expect(Array.from(heap.subarray(outAt / 4, outAt / 4 + M * N))).toEqual(low);
+      }
+    }
+  });
+});
