@@ -159,7 +159,9 @@
   ;; (the next call's weights where they lie past this call's, or whatever follows, read and
   ;; dropped; never past the memory's end). The L2 prefetchers follow a stream only within a page,
   ;; and each page's first access walks the page tables, so a stream from memory stalls at every
-  ;; page boundary; these loads take those misses ahead of the stream, a group's together.
+  ;; page boundary; these loads take those misses ahead of the stream, a group's together. (Written
+  ;; out in both group loops: as a called function the M = 1 case ran 0.91x, not faster, as V8
+  ;; compiled the loop around the call worse.)
   ;; One thread, weights streamed from memory, against none (bench/kernel-before-after.ts --kernel
   ;; tile, two runs): [131072, 768] M = 1 1.27x and 1.13x, M = 4 1.21x and 1.08x, M = 16 1.07x and
   ;; 1.02x; [32768, 2304] M = 1 1.12x, M = 16 none shown; weights in L2 0.97-1.00x. Decode at one
