@@ -255,7 +255,8 @@
         (local.set $op (local.get $o0))
         (local.set $g (i32.const 0))
         (loop $groups
-          ;; First pass over the weights: touch the pages of the group six on (see the top).
+          ;; First pass over the weights (here the one row left is row 0 only when M = 1): touch
+          ;; the pages of the group six on (see the top).
           (if (i32.eqz (local.get $m))
             (then
               (local.set $t (i32.add (local.get $pg) (i32.mul (local.get $groupBytes) (i32.const 6))))
