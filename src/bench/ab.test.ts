@@ -91,9 +91,13 @@ describe("A/B against the embedded server", () => {
   it("an A/A on two live servers with one setting gives an interval that holds 1", async () => {
     const [one, two] = await Promise.all([serve(tiny, true), serve(tiny, true)]);
     try {
-      // A 95% interval misses 1 in 20 runs by design, so the claim is checked as "at least 2 of 3".
+      // A 95% interval misses 1 in 20 runs by design, and more often where other tests load the
+      // machine in bursts that span a block's trials, so the claim is checked as "at least 4 of 7":
+      // an interval that holds 9 times in 10 fails that 3 times in 1000, one that holds 2 times in
+      // 10 passes it 3 times in 100. (As "2 of 3" it failed one CI run, 2 of 3 intervals missing;
+      // 60 A/As of this test's shape under bursty load here missed 1 and 1 in 30.)
       const held: boolean[] = [];
-      for (let seed = 1; seed <= 3; seed++) {
+      for (let seed = 1; seed <= 7; seed++) {
         const result = await runAb({
           a: { name: "one", target: { url: one.url, model: one.modelName, ignoreEos: true } },
           b: { name: "two", target: { url: two.url, model: two.modelName, ignoreEos: true } },
@@ -106,7 +110,7 @@ describe("A/B against the embedded server", () => {
         expect(result.method).toBe("same-node-ab");
         held.push(result.interval.low <= 1 && result.interval.high >= 1);
       }
-      expect(held.filter(Boolean).length).toBeGreaterThanOrEqual(2);
+      expect(held.filter(Boolean).length).toBeGreaterThanOrEqual(4);
     } finally {
       await Promise.all([one.close(), two.close()]);
     }
