@@ -21,7 +21,10 @@
  *
  * The engine's model is loaded as `bringup serve` loads it: written to a directory, then read by
  * loadModel. The two arms alternate over several rounds after a warm-up round, each started once
- * the process's threads are idle (the wait is printed); every round is printed, then each
+ * the process's threads are idle (the wait is printed), and each round says how much of the
+ * machine's CPU time the hypervisor gave to other guests while each arm's batch 1 and its streams
+ * decoded (/proc/stat's steal; on a shared VM a round with much of it is slow for that reason,
+ * and a 16/1 ratio whose two parts saw different steal is off by it); every round is printed, then each
  * figure's median and each ratio with its 95% interval (rounds as blocks).
  *
  * Batch-1 decode is timed from a stream's first token to its last, so its prefill is excluded. The
@@ -62,6 +65,7 @@ import { Rng } from "../src/engine/tensor/random.js";
 import { tileLayout } from "../src/engine/tensor/row-quads.js";
 import { shareArray, type Weight } from "../src/engine/tensor/weight.js";
 import { abVerdict } from "../src/records/interval.js";
+import { type CpuTicks, cpuTicks, describeSteal } from "./cpu-steal.js";
 import { fmaPeak } from "./fma-peak.js";
 import { type GgufTensor, gguf, ggufBpeTokenizer, writeGguf } from "./gguf-writer.js";
 import { describeBandwidth, measureBandwidth, processIdle } from "./memory-bandwidth.js";
@@ -117,6 +121,8 @@ interface Figures {
   steady: number;
   /** 16 streams: all tokens per second from submission to the last token. */
   aggregate: number;
+  /** The machine's CPU steal while batch 1 decoded, then while the 16 streams ran (describeSteal). */
+  steal: { decode: string; streams: string };
 }
 
 /** One measured round: both engines' figures and the decode roofline measured beside them. */
@@ -285,10 +291,13 @@ async function engineFigures(engine: Engine, prompt: number[]): Promise<Figures>
     for await (const o of engine.submit(req)) if (o.token) times.push(performance.now());
     return times;
   };
+  const ticks = [cpuTicks()];
   const decode = decodeRate(await decodeOnce(0));
+  ticks.push(cpuTicks());
   t0 = performance.now();
   const all = await Promise.all(Array.from({ length: streams }, (_, i) => decodeOnce(i)));
-  return { prefill, decode, ...aggregateRates(all, t0) };
+  ticks.push(cpuTicks());
+  return { prefill, decode, ...aggregateRates(all, t0), steal: stealOf(ticks) };
 }
 
 async function llamaFigures(context: LlamaContext, prompt: number[]): Promise<Figures> {
@@ -307,15 +316,23 @@ async function llamaFigures(context: LlamaContext, prompt: number[]): Promise<Fi
   const first = await run(prompt, 1);
   // Time to the first token includes one decode step, as small next to a 256-token prefill.
   const prefill = prompt.length / (((first[0] as number) - t0) / 1000);
+  const ticks = [cpuTicks()];
   const decode = decodeRate(await run(prompt.slice(0, 16), decodeLen));
+  ticks.push(cpuTicks());
   t0 = performance.now();
   const all = await Promise.all(
     Array.from({ length: streams }, (_, i) => run(prompt.slice(i, i + 16), decodeLen)),
   );
-  return { prefill, decode, ...aggregateRates(all, t0) };
+  ticks.push(cpuTicks());
+  return { prefill, decode, ...aggregateRates(all, t0), steal: stealOf(ticks) };
 }
 
-const METRICS: { key: keyof Figures; label: string }[] = [
+/** The steal over readings taken before batch 1, between it and the streams, and after them. */
+function stealOf(ticks: (CpuTicks | undefined)[]): Figures["steal"] {
+  return { decode: describeSteal(ticks[0], ticks[1]), streams: describeSteal(ticks[1], ticks[2]) };
+}
+
+const METRICS: { key: Exclude<keyof Figures, "steal">; label: string }[] = [
   { key: "prefill", label: `prefill tok/s (${promptLen})` },
   { key: "decode", label: "decode tok/s, batch 1" },
   { key: "steady", label: `decode tok/s, ${streams} streams, all decoding` },
@@ -396,6 +413,9 @@ try {
       process.stdout.write(`\nround ${round}${round === 0 ? " (warm-up, not counted)" : ""}\n${tableHead}`);
       for (const m of METRICS) process.stdout.write(row(m.label, ours[m.key], theirs[m.key]));
       process.stdout.write(`waited for the process to go idle before each arm: ${idleWaits.join(", ")}\n`);
+      process.stdout.write(
+        `CPU steal (the hypervisor's time for other guests) while batch 1 / the ${streams} streams decoded: engine ${ours.steal.decode} / ${ours.steal.streams}, llama.cpp ${theirs.steal.decode} / ${theirs.steal.streams}\n`,
+      );
       const bandwidth = await measureBandwidth(threads);
       const roofline = bandwidth.peak / weightBytes;
       process.stdout.write(
