@@ -56,8 +56,19 @@ export interface KernelThread extends MatmulThread {
   readonly weights: Map<number, WeightParts>;
   readonly kvs: Map<number, { readonly keys: Float32Array; readonly values: Float32Array }>;
   readonly attentionScratch: AttentionScratch;
+  /** The shared WebAssembly memory (absent without SIMD). */
+  readonly memory: WasmMemory | undefined;
   x: Float32Array;
   out: Float32Array;
+}
+
+/**
+ * `length` floats of the shared memory from byte `offset` as this thread sees it: a dispatch's
+ * input or output that the caller had there (a replayed step's buffer) rather than in the staged
+ * arrays. Null without a shared memory.
+ */
+export function sharedFloats(thread: KernelThread, offset: number, length: number): Float32Array | null {
+  return thread.memory === undefined ? null : new Float32Array(thread.memory.buffer, offset, length);
 }
 
 /** A kernel that runs a dispatch's units on any thread from its typed parameters. */
@@ -101,6 +112,7 @@ export function kernelThread(modules: KernelModules, memory: WasmMemory | undefi
       acc: new Float64Array(64),
       slots: new Int32Array(256),
     },
+    memory,
     x: new Float32Array(1),
     out: new Float32Array(1),
   };

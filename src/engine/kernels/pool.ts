@@ -145,7 +145,7 @@ export class MatmulPool {
       this.matmulHere(x, M, K, weights, outs);
       return;
     }
-    const params = this.stageMatmul(x, M, K, weights, totalRows);
+    const params = this.stageMatmul(x, M, K, weights, outs, totalRows);
     this.run("matmul", params, Math.ceil(totalRows / ROW_CHUNK));
     this.copyOuts(params, outs);
   }
@@ -179,7 +179,7 @@ export class MatmulPool {
       return;
     }
     const { K, totalRows } = this.checkMatmul(x, M, [gate, up], [gateOut, upOut]);
-    const params = this.stageMatmul(x, M, K, [gate, up], totalRows);
+    const params = this.stageMatmul(x, M, K, [gate, up], [gateOut, upOut], totalRows);
     if (params.segments.every((seg) => seg.outOffset >= 0)) {
       this.run("matmulSwiglu", { ...params, I }, Math.ceil(I / ROW_CHUNK));
       this.copyOuts(params, [gateOut]);
@@ -236,45 +236,62 @@ export class MatmulPool {
   }
 
   /**
-   * A parallel dispatch's input staged in the shared memory (with its pairs and int8 form where
-   * its weights read them), its weights registered, and its outputs laid out one after another
-   * in the staged output (output i at M * rowOffset_i, an [M, rows_i] matrix).
+   * A parallel dispatch's input and outputs in the shared memory, its weights registered. An input
+   * or output that already lies there (a replayed step's buffer, StepScratch) is used where it lies,
+   * when every thread takes the tile's path (the plain kernel reads the staged copies); otherwise the
+   * input is copied into the staged input and the outputs laid out one after another in the staged
+   * output (output i at M * rowOffset_i, an [M, rows_i] matrix), for copyOuts to copy back. The
+   * input's pairs, and its int8 form, are written once here where its weights read them.
    */
   private stageMatmul(
     x: Float32Array,
     M: number,
     K: number,
     weights: readonly Weight[],
+    outs: readonly Float32Array[],
     totalRows: number,
   ): MatmulJob {
     const ids = weights.map((w) => this.register(w));
+    const tile = this.thread.tile;
+    const inPlace = (a: Float32Array) =>
+      tile !== null && K % 4 === 0 ? (this.arena?.offsetOf(a) ?? -1) : -1;
     // Row-quads weights' tile reads the input in pairs (tile-module.ts): staged once here, after
     // the row-major input the other kernels read, rather than by every thread for every unit.
-    const tile = this.thread.tile;
     const pairs = tile !== null && M > 1 && weights.some((w) => this.partsOf(w).quads);
-    const stagedX = this.stage("x", (pairs ? 2 : 1) * M * K);
-    stagedX.set(x.subarray(0, M * K));
-    const xPairs = pairs && this.xOffset >= 0 ? this.xOffset + M * K * 4 : -1;
-    if (xPairs >= 0) tile?.pairs(K, M, this.xOffset, xPairs);
+    let input = x;
+    let xOffset = inPlace(x);
+    let xPairs = -1;
+    if (xOffset < 0) {
+      input = this.stage("x", (pairs ? 2 : 1) * M * K);
+      input.set(x.subarray(0, M * K));
+      xOffset = this.xOffset;
+      if (pairs && xOffset >= 0) xPairs = xOffset + M * K * 4;
+    } else if (pairs) {
+      this.stage("x", M * K);
+      xPairs = this.xOffset;
+    }
+    if (xPairs >= 0) tile?.pairs(K, M, xOffset, xPairs);
     // The integer MXFP4 path's input, quantized once for every weight and thread of the dispatch.
     const int8 = weights.some((w) => int8Reads(this.partsOf(w)));
-    const quantized = int8 ? this.quantize(stagedX, M, K) : -1;
+    const quantized = int8 ? this.quantize(input, M, K) : -1;
     this.stage("out", M * totalRows);
     const segments: MatmulSegment[] = [];
     let rowOffset = 0;
     weights.forEach((w, i) => {
-      const outOffset = this.outOffset < 0 ? -1 : this.outOffset + M * rowOffset * 4;
-      segments.push({ id: ids[i] as number, N: w.rows, rowOffset, outOffset });
+      const own = inPlace(outs[i] as Float32Array);
+      const staged = this.outOffset < 0 ? -1 : this.outOffset + M * rowOffset * 4;
+      segments.push({ id: ids[i] as number, N: w.rows, rowOffset, outOffset: own >= 0 ? own : staged });
       rowOffset += w.rows;
     });
-    return { M, K, xOffset: this.xOffset, xPairs, totalRows, rowChunk: ROW_CHUNK, segments, quantized };
+    return { M, K, xOffset, xPairs, totalRows, rowChunk: ROW_CHUNK, segments, quantized };
   }
 
-  /** The first outs.length outputs of a dispatch from the staged output into `outs`. */
+  /** The first outs.length outputs of a dispatch from the staged output into `outs`, but those written in place. */
   private copyOuts(job: MatmulJob, outs: readonly Float32Array[]): void {
     const stagedOut = this.thread.out;
     outs.forEach((out, i) => {
-      const { rowOffset, N } = job.segments[i] as MatmulSegment;
+      const { rowOffset, N, outOffset } = job.segments[i] as MatmulSegment;
+      if (outOffset >= 0 && outOffset === this.arena?.offsetOf(out)) return;
       out.set(stagedOut.subarray(job.M * rowOffset, job.M * (rowOffset + N)));
     });
   }
@@ -429,11 +446,14 @@ export class MatmulPool {
     const kvId = this.registerKv(job.keys, job.values);
     const qLen = T * numHeads * headDim;
     const outLen = T * numHeads * vHeadDim;
-    this.stage("x", qLen).set(job.q.subarray(0, qLen));
-    const stagedOut = this.stage("out", outLen);
+    // Queries and outputs that lie in the shared memory (a replayed step's) are used where they lie.
+    const qOffset = this.arena?.offsetOf(job.q) ?? -1;
+    const outOffset = this.arena?.offsetOf(job.out) ?? -1;
+    if (qOffset < 0) this.stage("x", qLen).set(job.q.subarray(0, qLen));
+    const stagedOut = outOffset < 0 ? this.stage("out", outLen) : null;
     const bounds = attentionBounds(cost, helpers + 1, ATTENTION_TILE);
-    this.run("attention", { ...params, kvId, bounds }, bounds.length - 1);
-    job.out.set(stagedOut.subarray(0, outLen));
+    this.run("attention", { ...params, kvId, bounds, qOffset, outOffset }, bounds.length - 1);
+    if (stagedOut !== null) job.out.set(stagedOut.subarray(0, outLen));
   }
 
   /**

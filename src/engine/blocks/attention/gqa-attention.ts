@@ -174,7 +174,8 @@ export class GqaAttention implements TokenMixer {
       cache.write(placement.slot(blocks, pos), k, t * numKvHeads * headDim, v, t * numKvHeads * vHeadDim);
     }
     const { meta, tables } = pagedTables(batch, placement, group, stepArray(ctx, Int32Array, 3 * T));
-    const out = stepArray(ctx, Float32Array, T * numHeads * vHeadDim);
+    // Attention writes every value of every token's heads.
+    const out = stepArrayToFill(ctx, Float32Array, T * numHeads * vHeadDim);
     pool.attention({
       meta,
       tables,

@@ -1,7 +1,7 @@
 import type { MatmulPool } from "../../kernels/pool.js";
 import type { WeightSource } from "../../loader/weight-source.js";
 import type { FeedForward, ForwardContext } from "../../model/model.js";
-import { type ScratchHolder, stepArray } from "../../model/step-scratch.js";
+import { type ScratchHolder, stepArrayToFill } from "../../model/step-scratch.js";
 import type { Weight } from "../../tensor/weight.js";
 import { bindParameters, matrixBase, matrixParam } from "../parameters.js";
 
@@ -64,10 +64,11 @@ export class SwigluMlp implements FeedForward {
   /** The MLP over `T` rows of h (its temporaries and output from `ctx`'s scratch when it has one). */
   run(h: Float32Array, T: number, pool: MatmulPool, ctx: ScratchHolder = {}): Float32Array {
     const I = this.gate.rows;
-    const gate = stepArray(ctx, Float32Array, T * I);
-    const up = stepArray(ctx, Float32Array, T * I);
+    // The matmuls write every value of these: a replayed buffer needs no zeroing first.
+    const gate = stepArrayToFill(ctx, Float32Array, T * I);
+    const up = stepArrayToFill(ctx, Float32Array, T * I);
     pool.matmulSwiglu(h, T, this.gate, this.up, gate, up);
-    const out = stepArray(ctx, Float32Array, T * this.down.rows);
+    const out = stepArrayToFill(ctx, Float32Array, T * this.down.rows);
     pool.matmul(gate, T, this.down, out);
     return out;
   }

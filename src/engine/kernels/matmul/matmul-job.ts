@@ -1,4 +1,4 @@
-import type { KernelThread, ThreadKernel } from "../kernel-thread.js";
+import { type KernelThread, sharedFloats, type ThreadKernel } from "../kernel-thread.js";
 import { matmulRange } from "./matmul-kernel.js";
 
 /** One registered weight's share of a matmul dispatch. */
@@ -9,15 +9,18 @@ export interface MatmulSegment {
   readonly N: number;
   /** Where its rows start in the dispatch's run of rows; its [M, N] output starts at M * rowOffset. */
   readonly rowOffset: number;
-  /** Byte offset of that output in the shared memory, or -1 when the staged output lies elsewhere. */
+  /**
+   * Byte offset of its [M, N] output in the shared memory: in the staged output, or an array of the
+   * caller's that lies there; -1 when the staged output lies elsewhere.
+   */
   readonly outOffset: number;
 }
 
-/** Several matmuls over the staged input [M, K], their output rows taken as one run. */
+/** Several matmuls over one input [M, K], their output rows taken as one run. */
 export interface MatmulJob {
   readonly M: number;
   readonly K: number;
-  /** Byte offset of the staged input in the shared memory (-1: elsewhere). */
+  /** Byte offset of the input in the shared memory: the staged input or the caller's (-1: elsewhere). */
   readonly xOffset: number;
   /** Byte offset of the staged input in pairs (MatmulRange.xPairs), or -1. */
   readonly xPairs: number;
@@ -45,7 +48,9 @@ export function segmentRows(
       M: job.M,
       K: job.K,
       weight: thread.weights.get(seg.id) as NonNullable<ReturnType<typeof thread.weights.get>>,
-      out: thread.out.subarray(job.M * seg.rowOffset),
+      out:
+        (seg.outOffset >= 0 ? sharedFloats(thread, seg.outOffset, job.M * seg.N) : null) ??
+        thread.out.subarray(job.M * seg.rowOffset),
       outOffset: seg.outOffset,
       N: seg.N,
       n0: lo,

@@ -1,4 +1,4 @@
-import type { KernelThread, ThreadKernel } from "../kernel-thread.js";
+import { type KernelThread, sharedFloats, type ThreadKernel } from "../kernel-thread.js";
 import {
   type AttentionRows,
   type AttentionStep,
@@ -53,9 +53,16 @@ export function attentionBounds(cost: Float64Array, parts: number, tile: number)
   return bounds;
 }
 
-/** A dispatch: the staged queries and outputs, a registered KV cache, and units of tokens. */
+/** A dispatch: its queries and outputs, a registered KV cache, and units of tokens. */
 export interface AttentionDispatch extends AttentionParams {
   readonly kvId: number;
+  /**
+   * Byte offsets in the shared memory of the caller's queries [T, numHeads * headDim] and outputs
+   * [T, numHeads * vHeadDim] where they lie there (a replayed step's), or -1: the staged input
+   * and output hold them.
+   */
+  readonly qOffset: number;
+  readonly outOffset: number;
   /** Unit u covers tokens [bounds[u], bounds[u + 1]), of about equal cost. */
   readonly bounds: readonly number[];
 }
@@ -63,7 +70,15 @@ export interface AttentionDispatch extends AttentionParams {
 export const attentionJob: ThreadKernel<AttentionDispatch> = {
   run(thread, job, unit) {
     const kv = thread.kvs.get(job.kvId) as { keys: Float32Array; values: Float32Array };
-    const rows = { q: thread.x, out: thread.out, keys: kv.keys, values: kv.values };
+    const T = job.meta.length / 3;
+    const inPlace = (offset: number, width: number) =>
+      offset >= 0 ? sharedFloats(thread, offset, T * job.numHeads * width) : null;
+    const rows = {
+      q: inPlace(job.qOffset, job.headDim) ?? thread.x,
+      out: inPlace(job.outOffset, job.vHeadDim) ?? thread.out,
+      keys: kv.keys,
+      values: kv.values,
+    };
     attendRange(thread, job, rows, job.bounds[unit] as number, job.bounds[unit + 1] as number);
   },
 };
