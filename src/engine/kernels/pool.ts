@@ -22,6 +22,7 @@ import {
 import { Int8Inputs } from "./matmul/int8-inputs.js";
 import type { MatmulJob, MatmulSegment } from "./matmul/matmul-job.js";
 import { int8Reads, matmulRange, type WeightParts, weightParts } from "./matmul/matmul-kernel.js";
+import { rowUnits } from "./matmul/row-units.js";
 import {
   type AttentionParams,
   attendRange,
@@ -56,7 +57,7 @@ const SWIGLU_PARALLEL_MIN = 1 << 14;
 const SWIGLU_FUSED_MIN_INPUTS = 2;
 /** Queries of one sequence that attention takes together, each key/value row read once for all. */
 const ATTENTION_TILE = 32;
-/** Rows of a matmul claimed at a time (whole groups of four, the SIMD tile's CHUNK). */
+/** Rows of a matmul claimed at a time (whole groups of four, the SIMD tile's CHUNK; row-units.ts). */
 const ROW_CHUNK = 64;
 
 /** One layer's attention over a step: what pool.attention needs (see attendTokens). */
@@ -145,8 +146,8 @@ export class MatmulPool {
       this.matmulHere(x, M, K, weights, outs);
       return;
     }
-    const params = this.stageMatmul(x, M, K, weights, outs, totalRows);
-    this.run("matmul", params, Math.ceil(totalRows / ROW_CHUNK));
+    const params = this.stageMatmul(x, M, K, weights, outs, totalRows, totalRows);
+    this.run("matmul", params, params.units.count);
     this.copyOuts(params, outs);
   }
 
@@ -179,13 +180,14 @@ export class MatmulPool {
       return;
     }
     const { K, totalRows } = this.checkMatmul(x, M, [gate, up], [gateOut, upOut]);
-    const params = this.stageMatmul(x, M, K, [gate, up], [gateOut, upOut], totalRows);
-    if (params.segments.every((seg) => seg.outOffset >= 0)) {
-      this.run("matmulSwiglu", { ...params, I }, Math.ceil(I / ROW_CHUNK));
-      this.copyOuts(params, [gateOut]);
+    const fusedParams = this.stageMatmul(x, M, K, [gate, up], [gateOut, upOut], totalRows, I);
+    if (fusedParams.segments.every((seg) => seg.outOffset >= 0)) {
+      this.run("matmulSwiglu", { ...fusedParams, I }, fusedParams.units.count);
+      this.copyOuts(fusedParams, [gateOut]);
       return;
     }
-    this.run("matmul", params, Math.ceil(totalRows / ROW_CHUNK));
+    const params = { ...fusedParams, units: rowUnits(totalRows, ROW_CHUNK, this.threads) };
+    this.run("matmul", params, params.units.count);
     this.copyOuts(params, [gateOut, upOut]);
     this.swiglu(gateOut, upOut, M * I);
   }
@@ -241,7 +243,9 @@ export class MatmulPool {
    * when every thread takes the tile's path (the plain kernel reads the staged copies); otherwise the
    * input is copied into the staged input and the outputs laid out one after another in the staged
    * output (output i at M * rowOffset_i, an [M, rows_i] matrix), for copyOuts to copy back. The
-   * input's pairs, and its int8 form, are written once here where its weights read them.
+   * input's pairs, and its int8 form, are written once here where its weights read them. Its
+   * units cut `unitRows` rows (rowUnits): all the weights' rows, or the rows each of them has
+   * when a unit takes the same rows of every weight (matmulSwiglu).
    */
   private stageMatmul(
     x: Float32Array,
@@ -250,6 +254,7 @@ export class MatmulPool {
     weights: readonly Weight[],
     outs: readonly Float32Array[],
     totalRows: number,
+    unitRows: number,
   ): MatmulJob {
     const ids = weights.map((w) => this.register(w));
     const tile = this.thread.tile;
@@ -283,7 +288,8 @@ export class MatmulPool {
       segments.push({ id: ids[i] as number, N: w.rows, rowOffset, outOffset: own >= 0 ? own : staged });
       rowOffset += w.rows;
     });
-    return { M, K, xOffset, xPairs, totalRows, rowChunk: ROW_CHUNK, segments, quantized };
+    const units = rowUnits(unitRows, ROW_CHUNK, this.threads);
+    return { M, K, xOffset, xPairs, totalRows, units, segments, quantized };
   }
 
   /** The first outs.length outputs of a dispatch from the staged output into `outs`, but those written in place. */

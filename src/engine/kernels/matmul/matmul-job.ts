@@ -1,5 +1,6 @@
 import { type KernelThread, sharedFloats, type ThreadKernel } from "../kernel-thread.js";
 import { matmulRange } from "./matmul-kernel.js";
+import { type RowUnits, unitStart } from "./row-units.js";
 
 /** One registered weight's share of a matmul dispatch. */
 export interface MatmulSegment {
@@ -25,8 +26,8 @@ export interface MatmulJob {
   /** Byte offset of the staged input in pairs (MatmulRange.xPairs), or -1. */
   readonly xPairs: number;
   readonly totalRows: number;
-  /** Rows a unit covers (whole groups of four, the SIMD tile's). */
-  readonly rowChunk: number;
+  /** How the run of rows is cut into units. */
+  readonly units: RowUnits;
   readonly segments: readonly MatmulSegment[];
   /** Byte offset of the input quantized for the integer MXFP4 path, or -1 (MatmulRange.quantized). */
   readonly quantized: number;
@@ -61,11 +62,11 @@ export function segmentRows(
   );
 }
 
-/** Unit d: rows [d * rowChunk, (d + 1) * rowChunk) of the run, in whichever weights they fall. */
+/** Unit d: its rows of the run (row-units.ts), in whichever weights they fall. */
 export const matmulJob: ThreadKernel<MatmulJob> = {
   run(thread, job, unit) {
-    const r0 = unit * job.rowChunk;
-    const r1 = Math.min(job.totalRows, r0 + job.rowChunk);
+    const r0 = unitStart(job.units, unit);
+    const r1 = Math.min(job.totalRows, unitStart(job.units, unit + 1));
     for (const seg of job.segments) {
       const lo = Math.max(r0, seg.rowOffset);
       const hi = Math.min(r1, seg.rowOffset + seg.N);

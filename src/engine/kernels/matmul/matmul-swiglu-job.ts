@@ -1,6 +1,7 @@
 import type { ThreadKernel } from "../kernel-thread.js";
 import type { SwigluSimd } from "../swiglu/swiglu-simd-module.js";
 import { type MatmulJob, segmentRows } from "./matmul-job.js";
+import { unitStart } from "./row-units.js";
 
 /**
  * A gated MLP's first half in one dispatch: gate = silu(x · gateᵀ) · (x · upᵀ). Its segments are
@@ -12,7 +13,7 @@ export interface MatmulSwigluJob extends MatmulJob {
 }
 
 /**
- * Unit d: rows [d * rowChunk, (d + 1) * rowChunk) of the gate and of the up weight, then swiglu.wat
+ * Unit d: its rows (row-units.ts, over I) of the gate and of the up weight, then swiglu.wat
  * over those columns of every input row, so no thread waits for the whole of both matmuls before
  * the activation and no second dispatch runs it. Each output of the matmul and each value of the
  * activation is computed alone, as the separate dispatches compute it: the same bits.
@@ -20,8 +21,8 @@ export interface MatmulSwigluJob extends MatmulJob {
 export const matmulSwigluJob: ThreadKernel<MatmulSwigluJob> = {
   run(thread, job, unit) {
     const { I, M } = job;
-    const r0 = unit * job.rowChunk;
-    const r1 = Math.min(I, r0 + job.rowChunk);
+    const r0 = unitStart(job.units, unit);
+    const r1 = Math.min(I, unitStart(job.units, unit + 1));
     const [gate, up] = job.segments as [MatmulJob["segments"][0], MatmulJob["segments"][0]];
     segmentRows(thread, job, gate, r0, r1);
     segmentRows(thread, job, up, r0, r1);
