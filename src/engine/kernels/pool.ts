@@ -22,6 +22,7 @@ import {
 import { Int8Inputs } from "./matmul/int8-inputs.js";
 import type { MatmulJob, MatmulSegment } from "./matmul/matmul-job.js";
 import { int8Reads, matmulRange, type WeightParts, weightParts } from "./matmul/matmul-kernel.js";
+import { matmulShapes } from "./matmul/matmul-shapes.js";
 import { rowUnits } from "./matmul/row-units.js";
 import {
   type AttentionParams,
@@ -199,18 +200,7 @@ export class MatmulPool {
     weights: readonly Weight[],
     outs: readonly Float32Array[],
   ): { K: number; totalRows: number } {
-    const K = (weights[0] as Weight).cols;
-    let totalRows = 0;
-    weights.forEach((w, i) => {
-      const out = outs[i] as Float32Array;
-      if (w.cols !== K || x.length < M * K || out.length < M * w.rows) {
-        throw new BringupError(
-          "ENGINE_SHAPE",
-          `matmul shapes disagree: x ${x.length} for ${M}x${K}, weight ${w.rows}x${w.cols}, out ${out.length}.`,
-        );
-      }
-      totalRows += w.rows;
-    });
+    const { K, totalRows } = matmulShapes(x, M, weights, outs);
     this.ensureRegion("tile", (M * K + SIMD_CHUNK * K + SIMD_CHUNK * M) * 4, `a ${M}x${K} input`);
     return { K, totalRows };
   }
