@@ -206,6 +206,11 @@ export interface AttentionSimd {
     np: number,
     vd: number,
   ) => void;
+  widen: (src: number, dst: number, n: number) => void;
+  narrow: (src: number, dst: number, n: number) => void;
+  softmax2: (s0: number, s1: number, n: number, sinks: number, sink0: number, sink1: number) => void;
+  /** exp of n (even) f64 values, Math.exp's bits (attention.wat's fdlibm port). */
+  exps: (src: number, dst: number, n: number) => void;
   memory: { readonly buffer: ArrayBufferLike };
   base: number;
   bytes: number;
@@ -216,8 +221,9 @@ export const SIMD_POSITION_BLOCK = 128;
 
 /**
  * Bytes of SIMD region attendTokensSimd needs for tiles of `tile` queries whose spans reach
- * `maxSpan` positions (the longest visible range plus tile - 1): the f64 query tile, one block of
- * keys and values, the f64 accumulators, and the f64 scores (capped: past the cap tiles shrink).
+ * `maxSpan` positions (the longest visible range plus tile - 1): the tile's f32 queries and outputs
+ * as they arrive and leave, its f64 queries, one block of keys and values, the f64 accumulators,
+ * and the f64 scores (capped: past the cap tiles shrink).
  */
 export function attentionSimdBytes(
   tile: number,
@@ -228,18 +234,19 @@ export function attentionSimdBytes(
   maxSpan: number,
 ): number {
   const fixed =
-    8 * tile * numHeads * (headDim + vHeadDim) + 4 * SIMD_POSITION_BLOCK * numKvHeads * (headDim + vHeadDim);
+    12 * tile * numHeads * (headDim + vHeadDim) + 4 * SIMD_POSITION_BLOCK * numKvHeads * (headDim + vHeadDim);
   const scores = Math.min(tile * numHeads * maxSpan, Math.max(1 << 22, numHeads * maxSpan));
   return fixed + 8 * scores + 64;
 }
 
 /**
- * attendTokens with its inner loops in WebAssembly SIMD (f64x2 lanes doing the reference's f64
- * operations in its order, so the bits are the same). Needs headDim % 4 == 0 and vHeadDim % 8 == 0.
- * Per tile: queries widened to f64 into the region; then per block of positions, keys copied in
- * (resolving the block table) and each visible (query row, position) dotted; the softmax in
- * JavaScript over the f64 scores; then values block by block, accumulated per row in ascending
- * positions (rows in pairs over their common positions). A tile that does not fit the region runs
+ * attendTokens with its loops in WebAssembly SIMD (f64x2 lanes doing the reference's f64
+ * operations in its order, so the bits are the same; the softmax's exp is Math.exp's fdlibm, ported).
+ * Needs headDim % 4 == 0 and vHeadDim % 8 == 0. Per tile: queries copied into the region and widened
+ * to f64; then per block of positions, keys copied in (resolving the block table) and each visible
+ * (query row, position) dotted; the softmax of rows two at a time; then values block by block,
+ * accumulated per row in ascending positions (rows in pairs over their common positions); then the
+ * outputs narrowed to f32 in the region and copied out. A tile that does not fit the region runs
  * through attendTokens.
  */
 export function attendTokensSimd(
@@ -257,8 +264,11 @@ export function attendTokensSimd(
   const group = numHeads / numKvHeads;
   const keyStride = numKvHeads * headDim;
   const valueStride = numKvHeads * vHeadDim;
-  // Region layout (bytes from simd.base): f64 queries, f32 key block, f32 value block, f64 accumulators, f64 scores.
-  const qOff = simd.base;
+  // Region layout (bytes from simd.base): f32 queries, f32 outputs, f64 queries, f32 key block,
+  // f32 value block, f64 accumulators, f64 scores.
+  const qInOff = simd.base;
+  const outOff = qInOff + 4 * tile * numHeads * headDim;
+  const qOff = outOff + 4 * tile * numHeads * vHeadDim;
   const kOff = qOff + 8 * tile * numHeads * headDim;
   const vOff = kOff + 4 * positionBlock * keyStride;
   const accOff = vOff + 4 * positionBlock * valueStride;
@@ -268,7 +278,7 @@ export function attendTokensSimd(
   const F = new Float64Array(buffer);
   const kBuf = new Float32Array(buffer, kOff, positionBlock * keyStride);
   const vBuf = new Float32Array(buffer, vOff, positionBlock * valueStride);
-  const { dot4, dot3, dot1, vacc2, vacc1 } = simd;
+  const { dot4, dot3, dot1, vacc2, vacc1, widen, narrow, softmax2 } = simd;
   for (let t = t0; t < t1; ) {
     const pos0 = meta[3 * t] as number;
     const tableOffset = meta[3 * t + 2] as number;
@@ -301,16 +311,17 @@ export function attendTokensSimd(
       for (let j = 0; j < run; j++) slots[i + j] = base + j;
       i += run;
     }
-    // Queries as f64 rows [kvh][j * group + g][d].
-    const qf = qOff / 8;
-    for (let j = 0; j < J; j++) {
-      const src = (t + j) * numHeads * headDim;
-      for (let h = 0; h < numHeads; h++) {
-        const kvh = Math.floor(h / group);
-        const dst = qf + ((kvh * J + j) * group + (h - kvh * group)) * headDim;
-        for (let d = 0; d < headDim; d++) F[dst + d] = q[src + h * headDim + d] as number;
-      }
-    }
+    // Queries as f64 rows [kvh][j * group + g][d]: each (j, kvh)'s group of rows is contiguous.
+    new Float32Array(buffer, qInOff, J * numHeads * headDim).set(
+      q.subarray(t * numHeads * headDim, (t + J) * numHeads * headDim),
+    );
+    for (let j = 0; j < J; j++)
+      for (let kvh = 0; kvh < numKvHeads; kvh++)
+        widen(
+          qInOff + 4 * (j * numHeads + kvh * group) * headDim,
+          qOff + 8 * (kvh * J + j) * group * headDim,
+          group * headDim,
+        );
     // Row r = j * group + g sees scores columns [first_j - lo, pos0 + j - lo + 1).
     const rowFrom = (r: number) => (meta[3 * (t + Math.floor(r / group)) + 1] as number) - lo;
     const rowTo = (r: number) => pos0 + Math.floor(r / group) - lo + 1;
@@ -370,24 +381,24 @@ export function attendTokensSimd(
         }
       }
     }
-    // Softmax of each row over its own positions, leaving the weights in place.
-    for (let kvh = 0; kvh < numKvHeads; kvh++) {
-      for (let r = 0; r < R; r++) {
-        const sink = sinks === null ? 0 : (sinks[kvh * group + (r % group)] as number);
-        const o = sRow(kvh, r) / 8;
-        const i0 = o + rowFrom(r);
-        const i1 = o + rowTo(r);
-        let max = sinks === null ? Number.NEGATIVE_INFINITY : sink;
-        for (let i = i0; i < i1; i++) max = Math.max(max, F[i] as number);
-        let sum = sinks === null ? 0 : Math.exp(sink - max);
-        for (let i = i0; i < i1; i++) {
-          const e = Math.exp((F[i] as number) - max);
-          F[i] = e;
-          sum += e;
-        }
-        const inv = 1 / sum;
-        for (let i = i0; i < i1; i++) F[i] = (F[i] as number) * inv;
-      }
+    // Softmax of each row over its own positions, leaving the weights in place: rows f = kvh * R + r
+    // in pairs where both see the same positions (rows of one query do), else alone.
+    const sinkOf = (f: number) =>
+      sinks === null ? 0 : (sinks[Math.floor(f / R) * group + ((f % R) % group)] as number);
+    for (let f = 0; f < numKvHeads * R; ) {
+      const from = rowFrom(f % R);
+      const to = rowTo(f % R);
+      const paired = f + 1 < numKvHeads * R && rowFrom((f + 1) % R) === from && rowTo((f + 1) % R) === to;
+      const f1 = paired ? f + 1 : f;
+      softmax2(
+        sRow(0, f) + 8 * from,
+        sRow(0, f1) + 8 * from,
+        to - from,
+        sinks === null ? 0 : 1,
+        sinkOf(f),
+        sinkOf(f1),
+      );
+      f = f1 + 1;
     }
     const aRow = (kvh: number, r: number) => accOff + 8 * (kvh * R + r) * vHeadDim;
     F.fill(0, accOff / 8, accOff / 8 + numKvHeads * R * vHeadDim);
@@ -442,14 +453,10 @@ export function attendTokensSimd(
         if (r < R) one(kvh, r, Math.max(b0, rowFrom(r)), Math.min(b1, rowTo(r)), vBase, b0);
       }
     }
-    for (let j = 0; j < J; j++) {
-      const dst = (t + j) * numHeads * vHeadDim;
-      for (let h = 0; h < numHeads; h++) {
-        const kvh = Math.floor(h / group);
-        const src = aRow(kvh, j * group + (h - kvh * group)) / 8;
-        for (let d = 0; d < vHeadDim; d++) out[dst + h * vHeadDim + d] = F[src + d] as number;
-      }
-    }
+    for (let j = 0; j < J; j++)
+      for (let kvh = 0; kvh < numKvHeads; kvh++)
+        narrow(aRow(kvh, j * group), outOff + 4 * (j * numHeads + kvh * group) * vHeadDim, group * vHeadDim);
+    out.set(new Float32Array(buffer, outOff, J * numHeads * vHeadDim), t * numHeads * vHeadDim);
     t += J;
   }
 }

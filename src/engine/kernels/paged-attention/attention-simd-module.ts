@@ -11,7 +11,7 @@ export function compileAttentionSimd(): WasmModule | undefined {
 export function instantiateAttentionSimd(module: WasmModule, memory: WasmMemory): AttentionSimd {
   const exports = instantiateWasm(module, memory) as Pick<
     AttentionSimd,
-    "dot4" | "dot3" | "dot1" | "vacc2" | "vacc1"
+    "dot4" | "dot3" | "dot1" | "vacc2" | "vacc1" | "widen" | "narrow" | "softmax2" | "exps"
   >;
   return {
     dot4: exports.dot4,
@@ -19,6 +19,10 @@ export function instantiateAttentionSimd(module: WasmModule, memory: WasmMemory)
     dot1: exports.dot1,
     vacc2: exports.vacc2,
     vacc1: exports.vacc1,
+    widen: exports.widen,
+    narrow: exports.narrow,
+    softmax2: exports.softmax2,
+    exps: exports.exps,
     memory,
     base: 0,
     bytes: 0,

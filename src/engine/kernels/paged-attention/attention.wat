@@ -12,6 +12,20 @@
 ;;   vacc2 / vacc1(w, wStride, a, aStride, v, vStride, np, vd): for R = 2 / 1 rows r and p < np in
 ;;     ascending order, a_r[d] += w_r[p] * v_p[d] (f64 weights at w + r*wStride + 8p, f64
 ;;     accumulators at a + r*aStride, f32 value rows at v + p*vStride); vd a multiple of 8.
+;;   widen(src, dst, n) / narrow(src, dst, n): n values (a multiple of 4) from f32 to f64 (exact) or
+;;     from f64 to f32 (rounded to nearest even, as a Float32Array store rounds).
+;;   softmax2(s0, s1, n, sinks, sink0, sink1): the reference's softmax of two rows of n f64 scores at
+;;     s0 and s1 in place, one row a lane (s1 = s0 for one row): max (from the sink where sinks != 0,
+;;     else from -inf), sum of exp(score - max) in ascending order (from exp(sink - max) or 0), then
+;;     each weight times 1 / sum.
+;;   exps(src, dst, n): f64 dst[i] = exp(src[i]) for i < n (even), the exp softmax2 uses.
+;;
+;; exp is fdlibm's (e_exp.c, which V8's Math.exp is: src/base/ieee754.cc, with exp(1) = E added),
+;; lane for lane the same IEEE operations in the same order, so it returns Math.exp's bits;
+;; attention-exp.test.ts holds it to that over a million arguments and every branch's edges. Its branches become selects: the argument reduction with k = 0
+;; below |x| = ln2/2 is the general one with hi = x and lo = 0 (the same values), and 2^k is applied
+;; as 2^(k>>1) then 2^(k - (k>>1)), exact up to the last product, which rounds once as fdlibm's last
+;; product does (also where the result is subnormal or overflows).
 (module
   (import "env" "memory" (memory 1 65536 shared))
 
@@ -218,4 +232,151 @@
       (v128.store offset=48 (local.get $acc) (local.get $x3))
       (br_if $columns (i32.lt_u
         (local.tee $db (i32.add (local.get $db) (i32.const 32)))
-        (i32.shl (local.get $vd) (i32.const 2)))))))
+        (i32.shl (local.get $vd) (i32.const 2))))))
+  (func (export "widen") (param $src i32) (param $dst i32) (param $n i32)
+    (local $i i32) (local $end i32)
+    (local.set $end (i32.shl (local.get $n) (i32.const 2)))
+    (if (i32.eqz (local.get $end)) (then (return)))
+    (loop $quads
+      (v128.store (i32.add (local.get $dst) (i32.shl (local.get $i) (i32.const 1)))
+        (f64x2.promote_low_f32x4 (v128.load64_zero (i32.add (local.get $src) (local.get $i)))))
+      (v128.store offset=16 (i32.add (local.get $dst) (i32.shl (local.get $i) (i32.const 1)))
+        (f64x2.promote_low_f32x4 (v128.load64_zero offset=8 (i32.add (local.get $src) (local.get $i)))))
+      (br_if $quads (i32.lt_u
+        (local.tee $i (i32.add (local.get $i) (i32.const 16)))
+        (local.get $end)))))
+
+  (func (export "narrow") (param $src i32) (param $dst i32) (param $n i32)
+    (local $i i32) (local $end i32)
+    (local.set $end (i32.shl (local.get $n) (i32.const 2)))
+    (if (i32.eqz (local.get $end)) (then (return)))
+    (loop $quads
+      (v128.store (i32.add (local.get $dst) (local.get $i))
+        (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23
+          (f32x4.demote_f64x2_zero (v128.load (i32.add (local.get $src) (i32.shl (local.get $i) (i32.const 1)))))
+          (f32x4.demote_f64x2_zero
+            (v128.load offset=16 (i32.add (local.get $src) (i32.shl (local.get $i) (i32.const 1)))))))
+      (br_if $quads (i32.lt_u
+        (local.tee $i (i32.add (local.get $i) (i32.const 16)))
+        (local.get $end)))))
+
+  ;; fdlibm's exp of each lane (see the header). Constants are written as hex floats, the exact
+  ;; values of e_exp.c's decimal ones.
+  (func $exp (param $x v128) (result v128)
+    (local $t v128) (local $hi v128) (local $lo v128) (local $r v128) (local $rr v128) (local $c v128)
+    (local $y v128) (local $k v128) (local $k1 v128)
+    ;; k = (int)(x·invln2 ± 0.5) where |x| > ln2/2 (its high word above 0x3fd62e42), else 0.
+    (local.set $t (v128.and
+      (f64x2.trunc (f64x2.add
+        (f64x2.mul (local.get $x) (v128.const f64x2 0x1.71547652b82fep+0 0x1.71547652b82fep+0))
+        (v128.or (v128.const f64x2 0.5 0.5) (v128.and (local.get $x) (v128.const i64x2 0x8000000000000000 0x8000000000000000)))))
+      (f64x2.ge (f64x2.abs (local.get $x)) (v128.const f64x2 0x1.62e43p-2 0x1.62e43p-2))))
+    ;; hi - lo = x - k·ln2, with k·ln2HI exact.
+    (local.set $hi (f64x2.sub (local.get $x)
+      (f64x2.mul (local.get $t) (v128.const f64x2 0x1.62e42feep-1 0x1.62e42feep-1))))
+    (local.set $lo (f64x2.mul (local.get $t) (v128.const f64x2 0x1.a39ef35793c76p-33 0x1.a39ef35793c76p-33)))
+    (local.set $r (f64x2.sub (local.get $hi) (local.get $lo)))
+    (local.set $rr (f64x2.mul (local.get $r) (local.get $r)))
+    (local.set $c (f64x2.sub (local.get $r) (f64x2.mul (local.get $rr)
+      (f64x2.add (v128.const f64x2 0x1.555555555553ep-3 0x1.555555555553ep-3) (f64x2.mul (local.get $rr)
+      (f64x2.add (v128.const f64x2 -0x1.6c16c16bebd93p-9 -0x1.6c16c16bebd93p-9) (f64x2.mul (local.get $rr)
+      (f64x2.add (v128.const f64x2 0x1.1566aaf25de2cp-14 0x1.1566aaf25de2cp-14) (f64x2.mul (local.get $rr)
+      (f64x2.add (v128.const f64x2 -0x1.bbd41c5d26bf1p-20 -0x1.bbd41c5d26bf1p-20) (f64x2.mul (local.get $rr)
+        (v128.const f64x2 0x1.6376972bea4d0p-25 0x1.6376972bea4d0p-25))))))))))))
+    (local.set $y (f64x2.sub (v128.const f64x2 1 1) (f64x2.sub
+      (f64x2.sub (local.get $lo)
+        (f64x2.div (f64x2.mul (local.get $r) (local.get $c)) (f64x2.sub (v128.const f64x2 2 2) (local.get $c))))
+      (local.get $hi))))
+    ;; k from t's low bits once 1.5·2^52 is added (|t| < 2^51 wherever the result is not replaced
+    ;; below), then y·2^(k>>1)·2^(k - (k>>1)), each factor's exponent field k' + 1023.
+    (local.set $k (i64x2.sub
+      (f64x2.add (local.get $t) (v128.const f64x2 0x1.8p52 0x1.8p52))
+      (v128.const i64x2 0x4338000000000000 0x4338000000000000)))
+    (local.set $k1 (i64x2.shr_s (local.get $k) (i32.const 1)))
+    (local.set $y (f64x2.mul
+      (f64x2.mul (local.get $y)
+        (i64x2.shl (i64x2.add (local.get $k1) (v128.const i64x2 1023 1023)) (i32.const 52)))
+      (i64x2.shl
+        (i64x2.add (i64x2.sub (local.get $k) (local.get $k1)) (v128.const i64x2 1023 1023))
+        (i32.const 52))))
+    ;; |x| < 2^-28: 1 + x. V8's one change to fdlibm: exp(1) is E. Past the thresholds: infinity
+    ;; or 0. NaN: x + x.
+    (local.set $y (v128.bitselect
+      (v128.const f64x2 0x1.5bf0a8b145769p+1 0x1.5bf0a8b145769p+1)
+      (local.get $y)
+      (f64x2.eq (local.get $x) (v128.const f64x2 1 1))))
+    (local.set $y (v128.bitselect
+      (f64x2.add (v128.const f64x2 1 1) (local.get $x))
+      (local.get $y)
+      (f64x2.lt (f64x2.abs (local.get $x)) (v128.const f64x2 0x1p-28 0x1p-28))))
+    (local.set $y (v128.bitselect
+      (v128.const f64x2 inf inf)
+      (local.get $y)
+      (f64x2.gt (local.get $x) (v128.const f64x2 0x1.62e42fefa39efp+9 0x1.62e42fefa39efp+9))))
+    (local.set $y (v128.andnot
+      (local.get $y)
+      (f64x2.lt (local.get $x) (v128.const f64x2 -0x1.74910d52d3051p+9 -0x1.74910d52d3051p+9))))
+    (v128.bitselect
+      (f64x2.add (local.get $x) (local.get $x))
+      (local.get $y)
+      (f64x2.ne (local.get $x) (local.get $x))))
+
+  (func (export "exps") (param $src i32) (param $dst i32) (param $n i32)
+    (local $i i32) (local $end i32)
+    (local.set $end (i32.shl (local.get $n) (i32.const 3)))
+    (if (i32.eqz (local.get $end)) (then (return)))
+    (loop $pairs
+      (v128.store (i32.add (local.get $dst) (local.get $i))
+        (call $exp (v128.load (i32.add (local.get $src) (local.get $i)))))
+      (br_if $pairs (i32.lt_u
+        (local.tee $i (i32.add (local.get $i) (i32.const 16)))
+        (local.get $end)))))
+
+  (func (export "softmax2")
+    (param $s0 i32) (param $s1 i32) (param $n i32) (param $sinks i32) (param $sink0 f64) (param $sink1 f64)
+    (local $i i32) (local $end i32) (local $max v128) (local $sum v128) (local $e v128) (local $sink v128)
+    (local.set $end (i32.shl (local.get $n) (i32.const 3)))
+    (local.set $sink (f64x2.replace_lane 1 (f64x2.splat (local.get $sink0)) (local.get $sink1)))
+    (local.set $max (v128.const f64x2 -inf -inf))
+    (if (local.get $sinks) (then (local.set $max (local.get $sink))))
+    (local.set $i (i32.const 0))
+    (block $maxDone
+      (loop $maxes
+        (br_if $maxDone (i32.ge_u (local.get $i) (local.get $end)))
+        (local.set $max (f64x2.max (local.get $max) (v128.load64_lane 1
+          (i32.add (local.get $s1) (local.get $i))
+          (v128.load64_zero (i32.add (local.get $s0) (local.get $i))))))
+        (local.set $i (i32.add (local.get $i) (i32.const 8)))
+        (br $maxes)))
+    (local.set $sum (v128.const i64x2 0 0))
+    (if (local.get $sinks)
+      (then (local.set $sum (call $exp (f64x2.sub (local.get $sink) (local.get $max))))))
+    ;; Each row's sum in ascending order, as the reference adds.
+    (local.set $i (i32.const 0))
+    (block $expDone
+      (loop $exps
+        (br_if $expDone (i32.ge_u (local.get $i) (local.get $end)))
+        (local.set $e (call $exp (f64x2.sub
+          (v128.load64_lane 1
+            (i32.add (local.get $s1) (local.get $i))
+            (v128.load64_zero (i32.add (local.get $s0) (local.get $i))))
+          (local.get $max))))
+        (v128.store64_lane 0 (i32.add (local.get $s0) (local.get $i)) (local.get $e))
+        (v128.store64_lane 1 (i32.add (local.get $s1) (local.get $i)) (local.get $e))
+        (local.set $sum (f64x2.add (local.get $sum) (local.get $e)))
+        (local.set $i (i32.add (local.get $i) (i32.const 8)))
+        (br $exps)))
+    (local.set $sum (f64x2.div (v128.const f64x2 1 1) (local.get $sum)))
+    (local.set $i (i32.const 0))
+    (block $scaleDone
+      (loop $scales
+        (br_if $scaleDone (i32.ge_u (local.get $i) (local.get $end)))
+        (local.set $e (f64x2.mul
+          (v128.load64_lane 1
+            (i32.add (local.get $s1) (local.get $i))
+            (v128.load64_zero (i32.add (local.get $s0) (local.get $i))))
+          (local.get $sum)))
+        (v128.store64_lane 0 (i32.add (local.get $s0) (local.get $i)) (local.get $e))
+        (v128.store64_lane 1 (i32.add (local.get $s1) (local.get $i)) (local.get $e))
+        (local.set $i (i32.add (local.get $i) (i32.const 8)))
+        (br $scales)))))
