@@ -54,17 +54,23 @@ function matmulBytes(kernel: string, params: unknown): number {
   return job.totalRows * job.K * 4;
 }
 
-MatmulPool.prototype.run = function run(this: unknown, kernel, params, units) {
+MatmulPool.prototype.run = function run(this: unknown, kernel, params, units, writeInputs) {
   const pool = this as PoolInside;
   const t0 = performance.now();
   const base = Atomics.load(pool.ctrl, CONTROL.NEXT);
   const finishedBase = Atomics.load(pool.ctrl, CONTROL.FINISHED);
   const memoryBytes = pool.arena?.memory.buffer.byteLength ?? 0;
-  const job = { type: "job", kernel, params, base, units, memoryBytes } as JobMessage;
+  const gated = writeInputs !== undefined;
+  const job = { type: "job", kernel, params, base, units, memoryBytes, gated } as JobMessage;
   for (const { port } of pool.workers) port.postMessage(job);
   const t1 = performance.now();
   Atomics.add(pool.ctrl, CONTROL.SEQ, 1);
   Atomics.notify(pool.ctrl, CONTROL.SEQ);
+  if (gated) {
+    writeInputs();
+    Atomics.store(pool.ctrl, CONTROL.READY, base);
+    Atomics.notify(pool.ctrl, CONTROL.READY);
+  }
   const t2 = performance.now();
   let mine = 0;
   claimUnits(pool.ctrl, base, units, (unit) => {

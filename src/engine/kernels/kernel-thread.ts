@@ -177,7 +177,36 @@ export const CONTROL = {
   NEXT: 3,
   /** Units finished (grows forever, like NEXT). */
   FINISHED: 4,
+  /**
+   * The base of the last gated dispatch whose inputs the caller has finished writing
+   * (JobMessage.gated): it and every dispatch before it are open.
+   */
+  READY: 5,
 } as const;
+
+/** A pool's control slots, shared with its helpers: no dispatch yet, none open (READY before 0). */
+export function controlSlots(): Int32Array {
+  const ctrl = new Int32Array(new SharedArrayBuffer(32));
+  ctrl[CONTROL.READY] = -1;
+  return ctrl;
+}
+
+/** Spins a helper makes on READY before it sleeps: the caller's remaining writes take microseconds. */
+const READY_SPINS = 20_000;
+
+/**
+ * Returns once the caller has opened the gated dispatch starting at `base` (READY at it or past
+ * it: a helper that starts late drains older jobs too): a helper that wakes before the caller has
+ * written all of its inputs waits for them here.
+ */
+export function awaitInputs(ctrl: Int32Array, base: number): void {
+  for (let spins = 0; ; spins++) {
+    const ready = Atomics.load(ctrl, CONTROL.READY);
+    // Differences in int32 arithmetic, as claimUnits takes them: the counters wrap around.
+    if (((ready - base) | 0) >= 0) return;
+    if (spins >= READY_SPINS) Atomics.wait(ctrl, CONTROL.READY, ready);
+  }
+}
 
 /**
  * Claims units of a dispatch whose counter starts at `base` from the shared NEXT slot until all

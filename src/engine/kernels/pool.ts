@@ -4,6 +4,7 @@ import { BringupError } from "../../common/errors.js";
 import type { PlanMemory } from "../model/step-scratch.js";
 import type { Weight } from "../tensor/weight.js";
 import { arenaPlanMemory } from "./arena-plan-memory.js";
+import { dispatch } from "./dispatch.js";
 import {
   type IndexerScoresJob,
   indexerScoresJob,
@@ -13,8 +14,7 @@ import {
 import { indexerScores } from "./indexer-scores/indexer-scores.js";
 import {
   applyState,
-  CONTROL,
-  claimUnits,
+  controlSlots,
   type KernelThread,
   kernelThread,
   type StateMessage,
@@ -33,12 +33,11 @@ import {
 import type { AttentionRows } from "./paged-attention/attention-kernel.js";
 import { attentionSimdBytes } from "./paged-attention/attention-kernel.js";
 import { poolModules } from "./pool-modules.js";
-import { type JobMessage, type KernelName, type KernelParams, runUnit } from "./registry.js";
+import type { KernelName, KernelParams } from "./registry.js";
 import { clampedSwiglu } from "./swiglu/clamped-swiglu.js";
 import type { ClampedArithmetic } from "./swiglu/clamped-swiglu-f32.js";
 import { swiglu } from "./swiglu/swiglu.js";
 import { type KernelSwitches, kernelSwitches } from "./switches.js";
-import { waitForUnits } from "./wait-for-units.js";
 import type { WasmArena } from "./wasm-arena.js";
 import type { WorkerInit } from "./worker.js";
 import { workerEntry } from "./worker-entry.js";
@@ -81,7 +80,7 @@ export class MatmulPool {
   readonly mxfp4: KernelSwitches["mxfp4"];
   /** How FP8 weights with tile scales are multiplied at one input row (exact, or scaled: the switch). */
   readonly fp8: KernelSwitches["fp8"];
-  private readonly ctrl = new Int32Array(new SharedArrayBuffer(32));
+  private readonly ctrl = controlSlots();
   private readonly workers: { worker: Worker; port: MessagePort }[] = [];
   private readonly arena: WasmArena | null;
   /** The calling thread's own kernel state, changed by the same messages as the workers'. */
@@ -148,7 +147,7 @@ export class MatmulPool {
       return;
     }
     const params = this.stageMatmul(x, M, K, weights, outs, totalRows, totalRows);
-    this.run("matmul", params, params.units.count);
+    this.run("matmul", params, params.units.count, this.pairsWriter(params));
     this.copyOuts(params, outs);
   }
 
@@ -183,12 +182,12 @@ export class MatmulPool {
     const { K, totalRows } = this.checkMatmul(x, M, [gate, up], [gateOut, upOut]);
     const fusedParams = this.stageMatmul(x, M, K, [gate, up], [gateOut, upOut], totalRows, I);
     if (fusedParams.segments.every((seg) => seg.outOffset >= 0)) {
-      this.run("matmulSwiglu", { ...fusedParams, I }, fusedParams.units.count);
+      this.run("matmulSwiglu", { ...fusedParams, I }, fusedParams.units.count, this.pairsWriter(fusedParams));
       this.copyOuts(fusedParams, [gateOut]);
       return;
     }
     const params = { ...fusedParams, units: rowUnits(totalRows, ROW_CHUNK, this.threads) };
-    this.run("matmul", params, params.units.count);
+    this.run("matmul", params, params.units.count, this.pairsWriter(params));
     this.copyOuts(params, [gateOut, upOut]);
     this.swiglu(gateOut, upOut, M * I);
   }
@@ -233,7 +232,7 @@ export class MatmulPool {
    * when every thread takes the tile's path (the plain kernel reads the staged copies); otherwise the
    * input is copied into the staged input and the outputs laid out one after another in the staged
    * output (output i at M * rowOffset_i, an [M, rows_i] matrix), for copyOuts to copy back. The
-   * input's pairs, and its int8 form, are written once here where its weights read them. Its
+   * input's int8 form is written once here, its pairs once by pairsWriter's function. Its
    * units cut `unitRows` rows (rowUnits): all the weights' rows, or the rows each of them has
    * when a unit takes the same rows of every weight (matmulSwiglu).
    */
@@ -265,7 +264,6 @@ export class MatmulPool {
       this.stage("x", M * K);
       xPairs = this.xOffset;
     }
-    if (xPairs >= 0) tile?.pairs(K, M, xOffset, xPairs);
     // The integer MXFP4 path's input, quantized once for every weight and thread of the dispatch.
     const int8 = weights.some((w) => int8Reads(this.partsOf(w)));
     const quantized = int8 ? this.quantize(input, M, K) : -1;
@@ -280,6 +278,17 @@ export class MatmulPool {
     });
     const units = rowUnits(unitRows, ROW_CHUNK, this.threads);
     return { M, K, xOffset, xPairs, totalRows, units, segments, quantized };
+  }
+
+  /**
+   * What writes a dispatch's input pairs where its row-quads weights read them, if it has any: run
+   * calls it after waking the helpers, so their wake-up overlaps it.
+   */
+  private pairsWriter(job: MatmulJob): (() => void) | undefined {
+    const tile = this.thread.tile;
+    return tile === null || job.xPairs < 0
+      ? undefined
+      : () => tile.pairs(job.K, job.M, job.xOffset, job.xPairs);
   }
 
   /** The first outs.length outputs of a dispatch from the staged output into `outs`, but those written in place. */
@@ -452,20 +461,16 @@ export class MatmulPool {
     if (stagedOut !== null) job.out.set(stagedOut.subarray(0, outLen));
   }
 
-  /**
-   * Dispatches `units` units of a registered kernel: posts the job to every helper, then claims
-   * units alongside them until all are taken, and waits for the last to finish.
-   */
-  run<N extends KernelName>(kernel: N, params: KernelParams<N>, units: number): void {
-    const base = Atomics.load(this.ctrl, CONTROL.NEXT);
-    const finishedBase = Atomics.load(this.ctrl, CONTROL.FINISHED);
+  /** Runs `units` units of a registered kernel on every thread (dispatch.ts). */
+  run<N extends KernelName>(
+    kernel: N,
+    params: KernelParams<N>,
+    units: number,
+    writeInputs?: () => void,
+  ): void {
     const memoryBytes = this.arena?.memory.buffer.byteLength ?? 0;
-    const job = { type: "job", kernel, params, base, units, memoryBytes } as JobMessage;
-    for (const { port } of this.workers) port.postMessage(job);
-    Atomics.add(this.ctrl, CONTROL.SEQ, 1);
-    Atomics.notify(this.ctrl, CONTROL.SEQ);
-    claimUnits(this.ctrl, base, units, (unit) => runUnit(this.thread, job, unit));
-    waitForUnits(this.ctrl, this.workers, finishedBase + units);
+    const pool = { ctrl: this.ctrl, helpers: this.workers, thread: this.thread, memoryBytes };
+    dispatch(pool, kernel, params, units, writeInputs);
   }
 
   async close(): Promise<void> {

@@ -34,6 +34,11 @@ export type JobMessage = {
     readonly units: number;
     /** The shared memory's byte length when the job was sent: every offset in it lies below. */
     readonly memoryBytes: number;
+    /**
+     * Whether the caller posted the job before writing all of its inputs (a matmul's input pairs,
+     * so the helpers' wake-up overlaps that work) and opens it through CONTROL.READY (awaitInputs).
+     */
+    readonly gated: boolean;
   };
 }[KernelName];
 

@@ -1,6 +1,7 @@
 import { type MessagePort, receiveMessageOnPort, workerData } from "node:worker_threads";
 import {
   applyState,
+  awaitInputs,
   CONTROL,
   claimUnits,
   coverMemory,
@@ -40,6 +41,7 @@ for (;;) {
     }
     try {
       coverMemory(memory, message.memoryBytes);
+      if (message.gated) awaitInputs(ctrl, message.base);
       claimUnits(ctrl, message.base, message.units, (unit) => runUnit(thread, message, unit));
     } catch (error) {
       port.postMessage({ type: "error", message: String((error as Error)?.stack ?? error) });
