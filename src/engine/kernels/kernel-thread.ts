@@ -191,8 +191,11 @@ export function controlSlots(): Int32Array {
   return ctrl;
 }
 
-/** Spins a helper makes on READY before it sleeps: the caller's remaining writes take microseconds. */
-const READY_SPINS = 20_000;
+/**
+ * How long a helper spins on READY before it sleeps: the caller's remaining writes take tens of
+ * microseconds, and a helper that fell asleep would take another wake-up (about 50 µs) to return.
+ */
+const READY_SPIN_MS = 0.5;
 
 /**
  * Returns once the caller has opened the gated dispatch starting at `base` (READY at it or past
@@ -200,11 +203,12 @@ const READY_SPINS = 20_000;
  * written all of its inputs waits for them here.
  */
 export function awaitInputs(ctrl: Int32Array, base: number): void {
-  for (let spins = 0; ; spins++) {
+  const spinUntil = performance.now() + READY_SPIN_MS;
+  for (;;) {
     const ready = Atomics.load(ctrl, CONTROL.READY);
     // Differences in int32 arithmetic, as claimUnits takes them: the counters wrap around.
     if (((ready - base) | 0) >= 0) return;
-    if (spins >= READY_SPINS) Atomics.wait(ctrl, CONTROL.READY, ready);
+    if (performance.now() > spinUntil) Atomics.wait(ctrl, CONTROL.READY, ready);
   }
 }
 
