@@ -8,13 +8,15 @@
 // kernel using several kinds gets one such binary with every rewrite, named by the first listed.
 // The MXFP4 decode also gets ".halves" builds for codes in the engine's re-laid-out order
 // (HALVES_REWRITES), the FP8 rows ".lanes", ".quads", ".nan-free" and ".scaled" builds (FP8_ROWS_KERNELS).
-// The attention kernel's binary has a dot3 the build makes from its dot4 (attention-dot3.mjs).
+// The attention kernel's binary has a dot3 the build makes from its dot4 (attention-dot3.mjs), and
+// the exp of swiglu.wat's clamped_swiglu as a function (fdlibm-exp.mjs).
 // With --check it writes nothing and exits 1 if a binary under src/ differs from its source.
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import wabtInit from "wabt";
 import { withDot3 } from "./attention-dot3.mjs";
+import { withExp } from "./fdlibm-exp.mjs";
 import { lanesText } from "./fp8-lanes.mjs";
 import { nanFreeText } from "./fp8-nan-free.mjs";
 import { quadsText } from "./fp8-quads.mjs";
@@ -120,8 +122,14 @@ const HALVES_REWRITES = {
  */
 const FP8_ROWS_KERNELS = ["src/engine/kernels/matmul/fp8-rows.wat"];
 
-/** Kernels whose text gets functions made from its own before any build (attention-dot3.mjs). */
-const DERIVED_FUNCTIONS = { "src/engine/kernels/paged-attention/attention.wat": withDot3 };
+/**
+ * Kernels whose text gets functions made before any build: from its own (attention-dot3.mjs) or
+ * from another kernel's (fdlibm-exp.mjs).
+ */
+const DERIVED_FUNCTIONS = {
+  "src/engine/kernels/paged-attention/attention.wat": (file, text) =>
+    withExp(root, file, withDot3(file, text)),
+};
 
 function watFiles(dir) {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>

@@ -21,11 +21,9 @@
 ;;   exps(src, dst, n): f64 dst[i] = exp(src[i]) for i < n (even), the exp softmax2 uses.
 ;;
 ;; exp is fdlibm's (e_exp.c, which V8's Math.exp is: src/base/ieee754.cc, with exp(1) = E added),
-;; lane for lane the same IEEE operations in the same order, so it returns Math.exp's bits;
-;; attention-exp.test.ts holds it to that over a million arguments and every branch's edges. Its branches become selects: the argument reduction with k = 0
-;; below |x| = ln2/2 is the general one with hi = x and lo = 0 (the same values), and 2^k is applied
-;; as 2^(k>>1) then 2^(k - (k>>1)), exact up to the last product, which rounds once as fdlibm's last
-;; product does (also where the result is subnormal or overflows).
+;; ported lane for lane, so it returns Math.exp's bits (attention-exp.test.ts holds it to that over
+;; a million arguments and every branch's edges). It is not written here: the build takes it from
+;; swiglu.wat's clamped_swiglu, whose first chain of two is that port (scripts/fdlibm-exp.mjs).
 (module
   (import "env" "memory" (memory 1 65536 shared))
 
@@ -260,66 +258,7 @@
         (local.tee $i (i32.add (local.get $i) (i32.const 16)))
         (local.get $end)))))
 
-  ;; fdlibm's exp of each lane (see the header). Constants are written as hex floats, the exact
-  ;; values of e_exp.c's decimal ones.
-  (func $exp (param $x v128) (result v128)
-    (local $t v128) (local $hi v128) (local $lo v128) (local $r v128) (local $rr v128) (local $c v128)
-    (local $y v128) (local $k v128) (local $k1 v128)
-    ;; k = (int)(x·invln2 ± 0.5) where |x| > ln2/2 (its high word above 0x3fd62e42), else 0.
-    (local.set $t (v128.and
-      (f64x2.trunc (f64x2.add
-        (f64x2.mul (local.get $x) (v128.const f64x2 0x1.71547652b82fep+0 0x1.71547652b82fep+0))
-        (v128.or (v128.const f64x2 0.5 0.5) (v128.and (local.get $x) (v128.const i64x2 0x8000000000000000 0x8000000000000000)))))
-      (f64x2.ge (f64x2.abs (local.get $x)) (v128.const f64x2 0x1.62e43p-2 0x1.62e43p-2))))
-    ;; hi - lo = x - k·ln2, with k·ln2HI exact.
-    (local.set $hi (f64x2.sub (local.get $x)
-      (f64x2.mul (local.get $t) (v128.const f64x2 0x1.62e42feep-1 0x1.62e42feep-1))))
-    (local.set $lo (f64x2.mul (local.get $t) (v128.const f64x2 0x1.a39ef35793c76p-33 0x1.a39ef35793c76p-33)))
-    (local.set $r (f64x2.sub (local.get $hi) (local.get $lo)))
-    (local.set $rr (f64x2.mul (local.get $r) (local.get $r)))
-    (local.set $c (f64x2.sub (local.get $r) (f64x2.mul (local.get $rr)
-      (f64x2.add (v128.const f64x2 0x1.555555555553ep-3 0x1.555555555553ep-3) (f64x2.mul (local.get $rr)
-      (f64x2.add (v128.const f64x2 -0x1.6c16c16bebd93p-9 -0x1.6c16c16bebd93p-9) (f64x2.mul (local.get $rr)
-      (f64x2.add (v128.const f64x2 0x1.1566aaf25de2cp-14 0x1.1566aaf25de2cp-14) (f64x2.mul (local.get $rr)
-      (f64x2.add (v128.const f64x2 -0x1.bbd41c5d26bf1p-20 -0x1.bbd41c5d26bf1p-20) (f64x2.mul (local.get $rr)
-        (v128.const f64x2 0x1.6376972bea4d0p-25 0x1.6376972bea4d0p-25))))))))))))
-    (local.set $y (f64x2.sub (v128.const f64x2 1 1) (f64x2.sub
-      (f64x2.sub (local.get $lo)
-        (f64x2.div (f64x2.mul (local.get $r) (local.get $c)) (f64x2.sub (v128.const f64x2 2 2) (local.get $c))))
-      (local.get $hi))))
-    ;; k from t's low bits once 1.5·2^52 is added (|t| < 2^51 wherever the result is not replaced
-    ;; below), then y·2^(k>>1)·2^(k - (k>>1)), each factor's exponent field k' + 1023.
-    (local.set $k (i64x2.sub
-      (f64x2.add (local.get $t) (v128.const f64x2 0x1.8p52 0x1.8p52))
-      (v128.const i64x2 0x4338000000000000 0x4338000000000000)))
-    (local.set $k1 (i64x2.shr_s (local.get $k) (i32.const 1)))
-    (local.set $y (f64x2.mul
-      (f64x2.mul (local.get $y)
-        (i64x2.shl (i64x2.add (local.get $k1) (v128.const i64x2 1023 1023)) (i32.const 52)))
-      (i64x2.shl
-        (i64x2.add (i64x2.sub (local.get $k) (local.get $k1)) (v128.const i64x2 1023 1023))
-        (i32.const 52))))
-    ;; |x| < 2^-28: 1 + x. V8's one change to fdlibm: exp(1) is E. Past the thresholds: infinity
-    ;; or 0. NaN: x + x.
-    (local.set $y (v128.bitselect
-      (v128.const f64x2 0x1.5bf0a8b145769p+1 0x1.5bf0a8b145769p+1)
-      (local.get $y)
-      (f64x2.eq (local.get $x) (v128.const f64x2 1 1))))
-    (local.set $y (v128.bitselect
-      (f64x2.add (v128.const f64x2 1 1) (local.get $x))
-      (local.get $y)
-      (f64x2.lt (f64x2.abs (local.get $x)) (v128.const f64x2 0x1p-28 0x1p-28))))
-    (local.set $y (v128.bitselect
-      (v128.const f64x2 inf inf)
-      (local.get $y)
-      (f64x2.gt (local.get $x) (v128.const f64x2 0x1.62e42fefa39efp+9 0x1.62e42fefa39efp+9))))
-    (local.set $y (v128.andnot
-      (local.get $y)
-      (f64x2.lt (local.get $x) (v128.const f64x2 -0x1.74910d52d3051p+9 -0x1.74910d52d3051p+9))))
-    (v128.bitselect
-      (f64x2.add (local.get $x) (local.get $x))
-      (local.get $y)
-      (f64x2.ne (local.get $x) (local.get $x))))
+  ;; (func $exp) goes here: the build takes it from swiglu.wat (scripts/fdlibm-exp.mjs).
 
   (func (export "exps") (param $src i32) (param $dst i32) (param $n i32)
     (local $i i32) (local $end i32)
