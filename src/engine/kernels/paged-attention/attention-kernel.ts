@@ -209,7 +209,7 @@ export interface AttentionSimd {
   widen: (src: number, dst: number, n: number) => void;
   narrow: (src: number, dst: number, n: number) => void;
   softmax2: (s0: number, s1: number, n: number, sinks: number, sink0: number, sink1: number) => void;
-  /** exp of n (even) f64 values, Math.exp's bits (attention.wat's fdlibm port). */
+  /** exp of n (even) f64 values, Math.exp's bits (the fdlibm port attention.wat takes from swiglu.wat). */
   exps: (src: number, dst: number, n: number) => void;
   memory: { readonly buffer: ArrayBufferLike };
   base: number;
@@ -278,6 +278,8 @@ export function attendTokensSimd(
   const F = new Float64Array(buffer);
   const kBuf = new Float32Array(buffer, kOff, positionBlock * keyStride);
   const vBuf = new Float32Array(buffer, vOff, positionBlock * valueStride);
+  const qIn = new Float32Array(buffer, qInOff, tile * numHeads * headDim);
+  const outTile = new Float32Array(buffer, outOff, tile * numHeads * vHeadDim);
   const { dot4, dot3, dot1, vacc2, vacc1, widen, narrow, softmax2 } = simd;
   for (let t = t0; t < t1; ) {
     const pos0 = meta[3 * t] as number;
@@ -312,9 +314,7 @@ export function attendTokensSimd(
       i += run;
     }
     // Queries as f64 rows [kvh][j * group + g][d]: each (j, kvh)'s group of rows is contiguous.
-    new Float32Array(buffer, qInOff, J * numHeads * headDim).set(
-      q.subarray(t * numHeads * headDim, (t + J) * numHeads * headDim),
-    );
+    qIn.set(q.subarray(t * numHeads * headDim, (t + J) * numHeads * headDim));
     for (let j = 0; j < J; j++)
       for (let kvh = 0; kvh < numKvHeads; kvh++)
         widen(
@@ -456,7 +456,7 @@ export function attendTokensSimd(
     for (let j = 0; j < J; j++)
       for (let kvh = 0; kvh < numKvHeads; kvh++)
         narrow(aRow(kvh, j * group), outOff + 4 * (j * numHeads + kvh * group) * vHeadDim, group * vHeadDim);
-    out.set(new Float32Array(buffer, outOff, J * numHeads * vHeadDim), t * numHeads * vHeadDim);
+    out.set(outTile.subarray(0, J * numHeads * vHeadDim), t * numHeads * vHeadDim);
     t += J;
   }
 }

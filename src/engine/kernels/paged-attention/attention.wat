@@ -24,6 +24,8 @@
 ;; ported lane for lane, so it returns Math.exp's bits (attention-exp.test.ts holds it to that over
 ;; a million arguments and every branch's edges). It is not written here: the build takes it from
 ;; swiglu.wat's clamped_swiglu, whose first chain of two is that port (scripts/fdlibm-exp.mjs).
+;; It is the one helper called rather than written out: a call per two scores, beside the exp's
+;; few dozen operations, and the softmax is a small part of attention's time.
 (module
   (import "env" "memory" (memory 1 65536 shared))
 
@@ -231,6 +233,7 @@
       (br_if $columns (i32.lt_u
         (local.tee $db (i32.add (local.get $db) (i32.const 32)))
         (i32.shl (local.get $vd) (i32.const 2))))))
+
   (func (export "widen") (param $src i32) (param $dst i32) (param $n i32)
     (local $i i32) (local $end i32)
     (local.set $end (i32.shl (local.get $n) (i32.const 2)))
