@@ -1,15 +1,16 @@
 // The exp that paged-attention/attention.wat's softmax calls, taken from swiglu/swiglu.wat rather
 // than written twice: clamped_swiglu there carries fdlibm's exp (V8's Math.exp) written out as two
-// interleaved chains; the first chain's statements become `$exp (param $x v128) (result v128)`.
-// Refused when clamped_swiglu no longer has the section or a kept statement reads the second chain.
-// Used by build-kernels.mjs.
+// interleaved chains (locals $v and $v2), which become `$exp2 (param $x v128) (param $x2 v128)
+// (result v128 v128)`, exp of each. Both chains, not one: half the calls, each constant built once
+// for both, and two independent chains to overlap. Refused when clamped_swiglu no longer has the
+// section or a statement of one chain reads the other's locals. Used by build-kernels.mjs.
 import { readFileSync } from "node:fs";
 
 const SOURCE = "src/engine/kernels/swiglu/swiglu.wat";
 const FUNCTION = /\n {2}\(func \(export "clamped_swiglu"\)[\s\S]*?(?=\n {2}\(func )/;
 const FIRST = "      ;; |x|'s high word.";
 const AFTER = "      (v128.store64_lane 0 (local.get $out)";
-const MARKER = "  ;; (func $exp) goes here: the build takes it from swiglu.wat (scripts/fdlibm-exp.mjs).";
+const MARKER = "  ;; (func $exp2) goes here: the build takes it from swiglu.wat (scripts/fdlibm-exp.mjs).";
 
 /** clamped_swiglu's exp section as statements (each with its continuation lines) and comments. */
 function statements(root) {
@@ -26,22 +27,23 @@ function statements(root) {
   return out;
 }
 
-/** `text` (attention.wat's) with the first chain's exp as `$exp` where its marker line stands. */
+/** `text` (attention.wat's) with both chains' exp as `$exp2` where its marker line stands. */
 export function withExp(root, file, text) {
-  if (!text.includes(MARKER)) throw new Error(`${file}: no line "${MARKER.trim()}" to put $exp at`);
-  // The comments, and the statements that set a first-chain local (the second chain's end in 2).
-  const body = statements(root).filter((s) => /^ {6}(;;|\(local\.set \$[A-Za-z]+\b)/.test(s));
-  if (body.some((s) => /\$[A-Za-z]+2\b/.test(s)))
-    throw new Error(`${SOURCE}: its first exp chain reads the second`);
-  const locals = [
-    ...new Set(body.flatMap((s) => [...s.matchAll(/^ {6}\(local\.set \$(\w+)/gm)].map((m) => m[1]))),
-  ];
-  const declared = locals.map((l) => `(local $${l} v128)`).join(" ");
+  if (!text.includes(MARKER)) throw new Error(`${file}: no line "${MARKER.trim()}" to put $exp2 at`);
+  // The comments and the statements, each setting a local of one chain ($v or $v2).
+  const body = statements(root).filter((s) => /^ {6}(;;|\(local\.set \$)/.test(s));
+  const locals = [];
+  for (const s of body.filter((s) => !s.trimStart().startsWith(";;"))) {
+    const [set, ...read] = [...s.matchAll(/\$(\w+)/g)].map((m) => m[1]);
+    if (read.some((l) => l.endsWith("2") !== set.endsWith("2")))
+      throw new Error(`${SOURCE}: an exp statement setting $${set} reads the other chain`);
+    if (!locals.includes(set)) locals.push(set);
+  }
   const fn = [
-    "  (func $exp (param $x v128) (result v128)",
-    `    ${declared}`,
+    "  (func $exp2 (param $x v128) (param $x2 v128) (result v128 v128)",
+    `    ${locals.map((l) => `(local $${l} v128)`).join(" ")}`,
     ...body.map((s) => s.replace(/^ {2}/gm, "")),
-    "    (local.get $y))",
+    "    (local.get $y) (local.get $y2))",
   ].join("\n");
   return text.replace(MARKER, fn);
 }

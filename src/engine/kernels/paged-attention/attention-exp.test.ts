@@ -1,9 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { Rng } from "../../tensor/random.js";
+import { softmax } from "../softmax.js";
 import { wasmArena } from "../wasm-arena.js";
 import { compileAttentionSimd, instantiateAttentionSimd } from "./attention-simd-module.js";
 
-// attention.wat's exp is fdlibm's, ported lane for lane, so it must return Math.exp's bits.
+// attention.wat's exp is fdlibm's, ported lane for lane, so it must return Math.exp's bits; its
+// softmax2, which takes the exps two positions a step, must give softmax.ts's.
 const arena = wasmArena();
 const module = compileAttentionSimd();
 
@@ -60,5 +62,28 @@ describe("attention.wat's exp", () => {
     xs.push(-Number.MIN_VALUE, Number.MAX_VALUE, -Number.MAX_VALUE, 2 ** -1022, -(2 ** -1022));
     for (let k = -1080; k <= 1030; k++) xs.push(...around(k * Math.LN2), ...around((k + 0.5) * Math.LN2));
     expect(mismatches(Float64Array.from(xs))).toEqual([]);
+  });
+});
+
+describe("attention.wat's softmax2", () => {
+  it("gives softmax's bits: two rows or one, odd and even lengths, with and without a sink", () => {
+    if (arena === null || module === undefined) throw new Error("WebAssembly SIMD unavailable");
+    const simd = instantiateAttentionSimd(module, arena.memory);
+    const rng = new Rng(13);
+    const [s0, s1] = [arena.allocate(8 * 40), arena.allocate(8 * 40)];
+    const row = (n: number) => Float64Array.from({ length: n }, () => Math.fround(rng.normal() * 8));
+    for (let n = 1; n <= 40; n++)
+      for (const sinks of [false, true])
+        for (const rows of [1, 2]) {
+          const [a, b, sink0, sink1] = [row(n), row(n), rng.normal(), rng.normal()];
+          new Float64Array(arena.memory.buffer, s0, n).set(a);
+          new Float64Array(arena.memory.buffer, s1, n).set(b);
+          simd.softmax2(s0, rows === 2 ? s1 : s0, n, sinks ? 1 : 0, sink0, rows === 2 ? sink1 : sink0);
+          softmax(a, 0, n, sinks ? sink0 : undefined);
+          softmax(b, 0, n, sinks ? sink1 : undefined);
+          expect(Array.from(new Float64Array(arena.memory.buffer, s0, n))).toEqual(Array.from(a));
+          if (rows === 2)
+            expect(Array.from(new Float64Array(arena.memory.buffer, s1, n))).toEqual(Array.from(b));
+        }
   });
 });

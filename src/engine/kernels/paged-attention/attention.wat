@@ -23,9 +23,11 @@
 ;; exp is fdlibm's (e_exp.c, which V8's Math.exp is: src/base/ieee754.cc, with exp(1) = E added),
 ;; ported lane for lane, so it returns Math.exp's bits (attention-exp.test.ts holds it to that over
 ;; a million arguments and every branch's edges). It is not written here: the build takes it from
-;; swiglu.wat's clamped_swiglu, whose first chain of two is that port (scripts/fdlibm-exp.mjs).
-;; It is the one helper called rather than written out: a call per two scores, beside the exp's
-;; few dozen operations, and the softmax is a small part of attention's time.
+;; swiglu.wat's clamped_swiglu, which carries that port as two independent chains, as
+;; $exp2(x, x2) -> (exp(x), exp(x2)) (scripts/fdlibm-exp.mjs); a lone pair goes in as both, the
+;; second result dropped. It is the one helper called rather than written out: a call per four
+;; scores, beside the exp's hundred-odd operations. Two chains a call, not one: half the calls, V8
+;; builds each constant once for both, and they overlap (exps 1.16x, softmax2 1.1x the speed).
 (module
   (import "env" "memory" (memory 1 65536 shared))
 
@@ -261,22 +263,36 @@
         (local.tee $i (i32.add (local.get $i) (i32.const 16)))
         (local.get $end)))))
 
-  ;; (func $exp) goes here: the build takes it from swiglu.wat (scripts/fdlibm-exp.mjs).
+  ;; (func $exp2) goes here: the build takes it from swiglu.wat (scripts/fdlibm-exp.mjs).
 
   (func (export "exps") (param $src i32) (param $dst i32) (param $n i32)
-    (local $i i32) (local $end i32)
+    (local $i i32) (local $end i32) (local $a v128) (local $b v128)
     (local.set $end (i32.shl (local.get $n) (i32.const 3)))
-    (if (i32.eqz (local.get $end)) (then (return)))
-    (loop $pairs
-      (v128.store (i32.add (local.get $dst) (local.get $i))
-        (call $exp (v128.load (i32.add (local.get $src) (local.get $i)))))
-      (br_if $pairs (i32.lt_u
-        (local.tee $i (i32.add (local.get $i) (i32.const 16)))
-        (local.get $end)))))
+    (block $quadsDone
+      (loop $quads
+        (br_if $quadsDone (i32.gt_u (i32.add (local.get $i) (i32.const 32)) (local.get $end)))
+        (call $exp2
+          (v128.load (i32.add (local.get $src) (local.get $i)))
+          (v128.load offset=16 (i32.add (local.get $src) (local.get $i))))
+        (local.set $b)
+        (local.set $a)
+        (v128.store (i32.add (local.get $dst) (local.get $i)) (local.get $a))
+        (v128.store offset=16 (i32.add (local.get $dst) (local.get $i)) (local.get $b))
+        (local.set $i (i32.add (local.get $i) (i32.const 32)))
+        (br $quads)))
+    ;; n not a multiple of 4: the last two values, through one chain.
+    (if (i32.lt_u (local.get $i) (local.get $end))
+      (then
+        (local.set $a (v128.load (i32.add (local.get $src) (local.get $i))))
+        (call $exp2 (local.get $a) (local.get $a))
+        (drop)
+        (local.set $a)
+        (v128.store (i32.add (local.get $dst) (local.get $i)) (local.get $a)))))
 
   (func (export "softmax2")
     (param $s0 i32) (param $s1 i32) (param $n i32) (param $sinks i32) (param $sink0 f64) (param $sink1 f64)
-    (local $i i32) (local $end i32) (local $max v128) (local $sum v128) (local $e v128) (local $sink v128)
+    (local $i i32) (local $end i32) (local $max v128) (local $sum v128) (local $e v128) (local $e2 v128)
+    (local $sink v128)
     (local.set $end (i32.shl (local.get $n) (i32.const 3)))
     (local.set $sink (f64x2.replace_lane 1 (f64x2.splat (local.get $sink0)) (local.get $sink1)))
     (local.set $max (v128.const f64x2 -inf -inf))
@@ -292,22 +308,51 @@
         (br $maxes)))
     (local.set $sum (v128.const i64x2 0 0))
     (if (local.get $sinks)
-      (then (local.set $sum (call $exp (f64x2.sub (local.get $sink) (local.get $max))))))
-    ;; Each row's sum in ascending order, as the reference adds.
+      (then
+        (local.set $sum (f64x2.sub (local.get $sink) (local.get $max)))
+        (call $exp2 (local.get $sum) (local.get $sum))
+        (drop)
+        (local.set $sum)))
+    ;; Each row's sum in ascending order, as the reference adds; two positions a step, their exps
+    ;; two independent chains.
     (local.set $i (i32.const 0))
     (block $expDone
       (loop $exps
-        (br_if $expDone (i32.ge_u (local.get $i) (local.get $end)))
-        (local.set $e (call $exp (f64x2.sub
+        (br_if $expDone (i32.gt_u (i32.add (local.get $i) (i32.const 16)) (local.get $end)))
+        (call $exp2
+          (f64x2.sub
+            (v128.load64_lane 1
+              (i32.add (local.get $s1) (local.get $i))
+              (v128.load64_zero (i32.add (local.get $s0) (local.get $i))))
+            (local.get $max))
+          (f64x2.sub
+            (v128.load64_lane offset=8 1
+              (i32.add (local.get $s1) (local.get $i))
+              (v128.load64_zero offset=8 (i32.add (local.get $s0) (local.get $i))))
+            (local.get $max)))
+        (local.set $e2)
+        (local.set $e)
+        (v128.store64_lane 0 (i32.add (local.get $s0) (local.get $i)) (local.get $e))
+        (v128.store64_lane 1 (i32.add (local.get $s1) (local.get $i)) (local.get $e))
+        (v128.store64_lane offset=8 0 (i32.add (local.get $s0) (local.get $i)) (local.get $e2))
+        (v128.store64_lane offset=8 1 (i32.add (local.get $s1) (local.get $i)) (local.get $e2))
+        (local.set $sum (f64x2.add (f64x2.add (local.get $sum) (local.get $e)) (local.get $e2)))
+        (local.set $i (i32.add (local.get $i) (i32.const 16)))
+        (br $exps)))
+    ;; n odd: the last position, through one chain.
+    (if (i32.lt_u (local.get $i) (local.get $end))
+      (then
+        (local.set $e (f64x2.sub
           (v128.load64_lane 1
             (i32.add (local.get $s1) (local.get $i))
             (v128.load64_zero (i32.add (local.get $s0) (local.get $i))))
-          (local.get $max))))
+          (local.get $max)))
+        (call $exp2 (local.get $e) (local.get $e))
+        (drop)
+        (local.set $e)
         (v128.store64_lane 0 (i32.add (local.get $s0) (local.get $i)) (local.get $e))
         (v128.store64_lane 1 (i32.add (local.get $s1) (local.get $i)) (local.get $e))
-        (local.set $sum (f64x2.add (local.get $sum) (local.get $e)))
-        (local.set $i (i32.add (local.get $i) (i32.const 8)))
-        (br $exps)))
+        (local.set $sum (f64x2.add (local.get $sum) (local.get $e)))))
     (local.set $sum (f64x2.div (v128.const f64x2 1 1) (local.get $sum)))
     (local.set $i (i32.const 0))
     (block $scaleDone
