@@ -1,9 +1,9 @@
 // The exp that paged-attention/attention.wat's softmax calls, taken from swiglu/swiglu.wat rather
 // than written twice: clamped_swiglu there carries fdlibm's exp (V8's Math.exp) written out as two
 // interleaved chains (locals $v and $v2), which become `$exp2 (param $x v128) (param $x2 v128)
-// (result v128 v128)`, exp of each. Both chains, not one: half the calls, each constant built once
-// for both, and two independent chains to overlap. Refused when clamped_swiglu no longer has the
-// section or a statement of one chain reads the other's locals. Used by build-kernels.mjs.
+// (result v128 v128)`, exp of each. Both chains, not one: half the calls, and each constant built
+// once for both. Refused when clamped_swiglu no longer has the section or a statement of one chain
+// reads the other's locals. Used by build-kernels.mjs.
 import { readFileSync } from "node:fs";
 
 const SOURCE = "src/engine/kernels/swiglu/swiglu.wat";

@@ -26,8 +26,9 @@
 ;; swiglu.wat's clamped_swiglu, which carries that port as two independent chains, as
 ;; $exp2(x, x2) -> (exp(x), exp(x2)) (scripts/fdlibm-exp.mjs); a lone pair goes in as both, the
 ;; second result dropped. It is the one helper called rather than written out: a call per four
-;; scores, beside the exp's hundred-odd operations. Two chains a call, not one: half the calls, V8
-;; builds each constant once for both, and they overlap (exps 1.16x, softmax2 1.1x the speed).
+;; scores, beside the exp's hundred-odd operations. Two chains a call, not one: half the calls, and
+;; V8 builds each constant once for both (exps 1.16x, softmax2 1.1x the speed; V8 orders one chain's
+;; code before the other's, so they overlap only as far as the core reorders them).
 (module
   (import "env" "memory" (memory 1 65536 shared))
 
