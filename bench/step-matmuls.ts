@@ -31,8 +31,9 @@ export interface StepMatmulRate {
   oneThreadFlops: number;
   /**
    * Tokens per second of the same step with layer 0's weights in every layer (about 28 MB for
-   * bench-100m, which stays in the last-level cache between layers and steps): what the step
-   * would reach if the weights' first read came from cache rather than memory.
+   * bench-100m, 37 with the LM head: more than L2 holds, little enough for a server CPU's
+   * last-level cache to keep between layers and steps): what the step would reach if the weights'
+   * first read came from that cache rather than memory.
    */
   cachedTokens: number;
 }
