@@ -1,9 +1,9 @@
 // The exp that paged-attention/attention.wat's softmax calls, taken from swiglu/swiglu.wat rather
 // than written twice: clamped_swiglu there carries fdlibm's exp (V8's Math.exp) written out as two
 // interleaved chains (locals $v and $v2), which become `$exp2 (param $x v128) (param $x2 v128)
-// (result v128 v128)`, exp of each. Both chains, not one: half the calls, and each constant built
-// once for both. Refused when clamped_swiglu no longer has the section or a statement of one chain
-// reads the other's locals. Used by build-kernels.mjs.
+// (result v128 v128)`, exp of each, its constants read from immutable globals. Both chains, not
+// one: half the calls. Refused when clamped_swiglu no longer has the section or a statement of one
+// chain reads the other's locals. Used by build-kernels.mjs.
 import { readFileSync } from "node:fs";
 
 const SOURCE = "src/engine/kernels/swiglu/swiglu.wat";
@@ -39,10 +39,22 @@ export function withExp(root, file, text) {
       throw new Error(`${SOURCE}: an exp statement setting $${set} reads the other chain`);
     if (!locals.includes(set)) locals.push(set);
   }
+  // Each nonzero constant as an immutable global: V8 builds a v128.const anew at each use here
+  // (the two chains hold too many values to keep them in registers), and reads a global in one load.
+  const constants = [];
+  const global = (literal) => {
+    if (/^v128\.const \w+ (0 )+0$/.test(literal)) return `(${literal})`;
+    if (!constants.includes(literal)) constants.push(literal);
+    return `(global.get $expConst${constants.indexOf(literal)})`;
+  };
+  const statementsText = body.map((s) =>
+    s.replace(/^ {2}/gm, "").replace(/\((v128\.const [^()]*)\)/g, (_, c) => global(c)),
+  );
   const fn = [
+    ...constants.map((c, i) => `  (global $expConst${i} v128 (${c}))`),
     "  (func $exp2 (param $x v128) (param $x2 v128) (result v128 v128)",
     `    ${locals.map((l) => `(local $${l} v128)`).join(" ")}`,
-    ...body.map((s) => s.replace(/^ {2}/gm, "")),
+    ...statementsText,
     "    (local.get $y) (local.get $y2))",
   ].join("\n");
   return text.replace(MARKER, fn);
