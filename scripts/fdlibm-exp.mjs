@@ -2,8 +2,8 @@
 // than written twice: clamped_swiglu there carries fdlibm's exp (V8's Math.exp) written out as two
 // interleaved chains (locals $v and $v2), which become `$exp2 (param $x v128) (param $x2 v128)
 // (result v128 v128)`, exp of each, its constants read from immutable globals. Both chains, not
-// one: half the calls. Refused when clamped_swiglu no longer has the section or a statement of one
-// chain reads the other's locals. Used by build-kernels.mjs.
+// one: half the calls. Refused when clamped_swiglu no longer has the section, a statement there
+// sets no local, or a statement of one chain reads the other's locals. Used by build-kernels.mjs.
 import { readFileSync } from "node:fs";
 
 const SOURCE = "src/engine/kernels/swiglu/swiglu.wat";
@@ -30,8 +30,14 @@ function statements(root) {
 /** `text` (attention.wat's) with both chains' exp as `$exp2` where its marker line stands. */
 export function withExp(root, file, text) {
   if (!text.includes(MARKER)) throw new Error(`${file}: no line "${MARKER.trim()}" to put $exp2 at`);
-  // The comments and the statements, each setting a local of one chain ($v or $v2).
-  const body = statements(root).filter((s) => /^ {6}(;;|\(local\.set \$)/.test(s));
+  // The comments and the statements, each setting a local of one chain ($v or $v2); anything else
+  // (a store, a branch) would not belong in a function of two values and two results.
+  const body = statements(root);
+  const other = body.find((s) => !/^ {6}(;;|\(local\.set \$)/.test(s));
+  if (other !== undefined)
+    throw new Error(
+      `${SOURCE}: clamped_swiglu's exp section has a statement that sets no local: ${other.trim()}`,
+    );
   const locals = [];
   for (const s of body.filter((s) => !s.trimStart().startsWith(";;"))) {
     const [set, ...read] = [...s.matchAll(/\$(\w+)/g)].map((m) => m[1]);
