@@ -12,7 +12,9 @@
 // the text has none of them. Used by build-kernels.mjs and bench/kernel-before-after.ts.
 import { rewriteWat } from "./wat-rewrites.mjs";
 
-const OTHER_ROW_LOAD = /\(v128\.load offset=(\d+) \(local\.get \$c([123])\)\)/g;
+/** A load from row 1-3's pointer, or (fp8-lanes.mjs's lower load) from one byte below it. */
+const OTHER_ROW_LOAD =
+  /\(v128\.load offset=(\d+) (?:\(local\.get \$c([123])\)|\(i32\.sub \(local\.get \$c([123])\) \(i32\.const 1\)\))\)/g;
 const OTHER_ROW_STEP = /\n\s*\(local\.set \$c([123]) \(i32\.add \(local\.get \$c\1\) \(i32\.const 32\)\)\)/g;
 const ROW0_STEP = "(local.set $c0 (i32.add (local.get $c0) (i32.const 32)))";
 const READ_AHEAD =
@@ -24,7 +26,11 @@ export function quadsText(file, lanes) {
   return rewriteWat(file, ".quads", lanes, [
     [
       OTHER_ROW_LOAD,
-      (_, offset, row) => `(v128.load offset=${Number(offset) + 32 * Number(row)} (local.get $c0))`,
+      (_, offset, row, lowerRow) => {
+        const at = Number(offset) + 32 * Number(row ?? lowerRow);
+        const base = row === undefined ? "(i32.sub (local.get $c0) (i32.const 1))" : "(local.get $c0)";
+        return `(v128.load offset=${at} ${base})`;
+      },
     ],
     [OTHER_ROW_STEP, ""],
     [ROW0_STEP, "(local.set $c0 (i32.add (local.get $c0) (i32.const 128)))"],

@@ -21,7 +21,8 @@ const PAGE = 65536;
 const WEIGHT_CEILING = ARENA_MAX_PAGES * PAGE - (256 << 20);
 
 export class WasmArena {
-  private top = 0;
+  /** From 16, not 0: FP8 kernels' `.lanes` builds read the byte before a weight's codes (masked away). */
+  private top = 16;
   private readonly owned = new WeakSet<object>();
 
   constructor(readonly memory: SharedMemory) {}

@@ -23,8 +23,10 @@
 ;; runs ./matmul-tile.wat over them, so the result is that tile's on the unpacked weight bit for
 ;; bit. The swizzles' constant indices are below 16 or have the top bit set (a zero), so plain
 ;; i8x16.swizzle is one byte shuffle. Its `.lanes` builds (scripts/fp8-lanes.mjs) read codes the
-;; loader re-laid in formats/fp8-lanes.ts's order, where one i16x8.shl by 8 (codes 0-7) or the
-;; codes as they are (8-15) stand for the two swizzles: 1.19x [1.15, 1.22] the rows' speed. Its
+;; loader re-laid in formats/fp8-lanes.ts's order, where the same 16 bytes loaded again one byte
+;; lower (codes 0-7: each word's high byte then holds the byte that was below it; the one byte read
+;; before a weight's codes falls below the mask) or the codes as they are (8-15) stand for the two
+;; swizzles: 1.19x [1.15, 1.22] the rows' speed with a 16-bit shift for the lower load. Its
 ;; `.quads` builds (scripts/fp8-quads.mjs, from `.lanes`) read codes the loader re-laid in
 ;; formats/fp8-quads.ts's order, each group of four rows one run block by block: fp8 then reads
 ;; one sequential stream, rows 1-3 at fixed offsets from row 0, and nothing ahead, and decode
@@ -35,7 +37,10 @@
 ;;     for n < N, m < M: f32 at byte o + m*ldo + 4n = Σ_k x[m*K + k] · w_n[k]
 ;;
 ;; decodes each block as decode does but puts each vector of four weights into a multiply-add at
-;; once instead of into scratch (the FP8 matmul at one input row; acc is 64 bytes of scratch), in
+;; once instead of into scratch (the FP8 matmul at one input row; acc is 64 bytes of scratch),
+;; each low word copied up by a byte shuffle rather than shifted (on Intel cores vector shifts share
+;; ports 0 and 1 with the multiply-adds, byte shuffles take ports 1 and 5; decode, whose multiplies
+;; by the scale feed stores, ran 0.95x [0.90, 1.00] so and keeps the shift), in
 ;; ./matmul-tile.wat's order at one input row as ./mxfp4-rows.wat does (four rows in flight, the
 ;; same groups of rows, each input row decoding again, each half block's four input vectors loaded
 ;; once for the four rows); so again the tile's bits. Unlike decode it takes the scales times
@@ -261,10 +266,10 @@
           (local.set $scale (v128.load32_splat (i32.add (local.get $sp0) (local.get $sOff))))
           (local.set $v (v128.load offset=0 (local.get $c0)))
           (local.set $t (i16x8.shr_s (i8x16.swizzle (local.get $v) (v128.const i8x16 128 0 128 4 128 1 128 5 128 2 128 6 128 3 128 7)) (i32.const 4)))
-          (local.set $w0 (v128.and (i32x4.shl (local.get $t) (i32.const 16)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
+          (local.set $w0 (v128.and (i8x16.swizzle (local.get $t) (v128.const i8x16 0 1 0 1 4 5 4 5 8 9 8 9 12 13 12 13)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
           (local.set $w1 (v128.and (local.get $t) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
           (local.set $t (i16x8.shr_s (i8x16.swizzle (local.get $v) (v128.const i8x16 128 8 128 12 128 9 128 13 128 10 128 14 128 11 128 15)) (i32.const 4)))
-          (local.set $w2 (v128.and (i32x4.shl (local.get $t) (i32.const 16)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
+          (local.set $w2 (v128.and (i8x16.swizzle (local.get $t) (v128.const i8x16 0 1 0 1 4 5 4 5 8 9 8 9 12 13 12 13)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
           (local.set $w3 (v128.and (local.get $t) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
           (local.set $w0 (f32x4.mul (local.get $w0) (local.get $scale)))
           (local.set $w1 (f32x4.mul (local.get $w1) (local.get $scale)))
@@ -285,10 +290,10 @@
           (local.set $scale (v128.load32_splat (i32.add (local.get $sp1) (local.get $sOff))))
           (local.set $v (v128.load offset=0 (local.get $c1)))
           (local.set $t (i16x8.shr_s (i8x16.swizzle (local.get $v) (v128.const i8x16 128 0 128 4 128 1 128 5 128 2 128 6 128 3 128 7)) (i32.const 4)))
-          (local.set $w0 (v128.and (i32x4.shl (local.get $t) (i32.const 16)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
+          (local.set $w0 (v128.and (i8x16.swizzle (local.get $t) (v128.const i8x16 0 1 0 1 4 5 4 5 8 9 8 9 12 13 12 13)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
           (local.set $w1 (v128.and (local.get $t) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
           (local.set $t (i16x8.shr_s (i8x16.swizzle (local.get $v) (v128.const i8x16 128 8 128 12 128 9 128 13 128 10 128 14 128 11 128 15)) (i32.const 4)))
-          (local.set $w2 (v128.and (i32x4.shl (local.get $t) (i32.const 16)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
+          (local.set $w2 (v128.and (i8x16.swizzle (local.get $t) (v128.const i8x16 0 1 0 1 4 5 4 5 8 9 8 9 12 13 12 13)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
           (local.set $w3 (v128.and (local.get $t) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
           (local.set $w0 (f32x4.mul (local.get $w0) (local.get $scale)))
           (local.set $w1 (f32x4.mul (local.get $w1) (local.get $scale)))
@@ -309,10 +314,10 @@
           (local.set $scale (v128.load32_splat (i32.add (local.get $sp2) (local.get $sOff))))
           (local.set $v (v128.load offset=0 (local.get $c2)))
           (local.set $t (i16x8.shr_s (i8x16.swizzle (local.get $v) (v128.const i8x16 128 0 128 4 128 1 128 5 128 2 128 6 128 3 128 7)) (i32.const 4)))
-          (local.set $w0 (v128.and (i32x4.shl (local.get $t) (i32.const 16)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
+          (local.set $w0 (v128.and (i8x16.swizzle (local.get $t) (v128.const i8x16 0 1 0 1 4 5 4 5 8 9 8 9 12 13 12 13)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
           (local.set $w1 (v128.and (local.get $t) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
           (local.set $t (i16x8.shr_s (i8x16.swizzle (local.get $v) (v128.const i8x16 128 8 128 12 128 9 128 13 128 10 128 14 128 11 128 15)) (i32.const 4)))
-          (local.set $w2 (v128.and (i32x4.shl (local.get $t) (i32.const 16)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
+          (local.set $w2 (v128.and (i8x16.swizzle (local.get $t) (v128.const i8x16 0 1 0 1 4 5 4 5 8 9 8 9 12 13 12 13)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
           (local.set $w3 (v128.and (local.get $t) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
           (local.set $w0 (f32x4.mul (local.get $w0) (local.get $scale)))
           (local.set $w1 (f32x4.mul (local.get $w1) (local.get $scale)))
@@ -333,10 +338,10 @@
           (local.set $scale (v128.load32_splat (i32.add (local.get $sp3) (local.get $sOff))))
           (local.set $v (v128.load offset=0 (local.get $c3)))
           (local.set $t (i16x8.shr_s (i8x16.swizzle (local.get $v) (v128.const i8x16 128 0 128 4 128 1 128 5 128 2 128 6 128 3 128 7)) (i32.const 4)))
-          (local.set $w0 (v128.and (i32x4.shl (local.get $t) (i32.const 16)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
+          (local.set $w0 (v128.and (i8x16.swizzle (local.get $t) (v128.const i8x16 0 1 0 1 4 5 4 5 8 9 8 9 12 13 12 13)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
           (local.set $w1 (v128.and (local.get $t) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
           (local.set $t (i16x8.shr_s (i8x16.swizzle (local.get $v) (v128.const i8x16 128 8 128 12 128 9 128 13 128 10 128 14 128 11 128 15)) (i32.const 4)))
-          (local.set $w2 (v128.and (i32x4.shl (local.get $t) (i32.const 16)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
+          (local.set $w2 (v128.and (i8x16.swizzle (local.get $t) (v128.const i8x16 0 1 0 1 4 5 4 5 8 9 8 9 12 13 12 13)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
           (local.set $w3 (v128.and (local.get $t) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
           (local.set $w0 (f32x4.mul (local.get $w0) (local.get $scale)))
           (local.set $w1 (f32x4.mul (local.get $w1) (local.get $scale)))
@@ -362,10 +367,10 @@
           (local.set $scale (v128.load32_splat (i32.add (local.get $sp0) (local.get $sOff))))
           (local.set $v (v128.load offset=16 (local.get $c0)))
           (local.set $t (i16x8.shr_s (i8x16.swizzle (local.get $v) (v128.const i8x16 128 0 128 4 128 1 128 5 128 2 128 6 128 3 128 7)) (i32.const 4)))
-          (local.set $w0 (v128.and (i32x4.shl (local.get $t) (i32.const 16)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
+          (local.set $w0 (v128.and (i8x16.swizzle (local.get $t) (v128.const i8x16 0 1 0 1 4 5 4 5 8 9 8 9 12 13 12 13)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
           (local.set $w1 (v128.and (local.get $t) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
           (local.set $t (i16x8.shr_s (i8x16.swizzle (local.get $v) (v128.const i8x16 128 8 128 12 128 9 128 13 128 10 128 14 128 11 128 15)) (i32.const 4)))
-          (local.set $w2 (v128.and (i32x4.shl (local.get $t) (i32.const 16)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
+          (local.set $w2 (v128.and (i8x16.swizzle (local.get $t) (v128.const i8x16 0 1 0 1 4 5 4 5 8 9 8 9 12 13 12 13)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
           (local.set $w3 (v128.and (local.get $t) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
           (local.set $w0 (f32x4.mul (local.get $w0) (local.get $scale)))
           (local.set $w1 (f32x4.mul (local.get $w1) (local.get $scale)))
@@ -386,10 +391,10 @@
           (local.set $scale (v128.load32_splat (i32.add (local.get $sp1) (local.get $sOff))))
           (local.set $v (v128.load offset=16 (local.get $c1)))
           (local.set $t (i16x8.shr_s (i8x16.swizzle (local.get $v) (v128.const i8x16 128 0 128 4 128 1 128 5 128 2 128 6 128 3 128 7)) (i32.const 4)))
-          (local.set $w0 (v128.and (i32x4.shl (local.get $t) (i32.const 16)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
+          (local.set $w0 (v128.and (i8x16.swizzle (local.get $t) (v128.const i8x16 0 1 0 1 4 5 4 5 8 9 8 9 12 13 12 13)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
           (local.set $w1 (v128.and (local.get $t) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
           (local.set $t (i16x8.shr_s (i8x16.swizzle (local.get $v) (v128.const i8x16 128 8 128 12 128 9 128 13 128 10 128 14 128 11 128 15)) (i32.const 4)))
-          (local.set $w2 (v128.and (i32x4.shl (local.get $t) (i32.const 16)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
+          (local.set $w2 (v128.and (i8x16.swizzle (local.get $t) (v128.const i8x16 0 1 0 1 4 5 4 5 8 9 8 9 12 13 12 13)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
           (local.set $w3 (v128.and (local.get $t) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
           (local.set $w0 (f32x4.mul (local.get $w0) (local.get $scale)))
           (local.set $w1 (f32x4.mul (local.get $w1) (local.get $scale)))
@@ -410,10 +415,10 @@
           (local.set $scale (v128.load32_splat (i32.add (local.get $sp2) (local.get $sOff))))
           (local.set $v (v128.load offset=16 (local.get $c2)))
           (local.set $t (i16x8.shr_s (i8x16.swizzle (local.get $v) (v128.const i8x16 128 0 128 4 128 1 128 5 128 2 128 6 128 3 128 7)) (i32.const 4)))
-          (local.set $w0 (v128.and (i32x4.shl (local.get $t) (i32.const 16)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
+          (local.set $w0 (v128.and (i8x16.swizzle (local.get $t) (v128.const i8x16 0 1 0 1 4 5 4 5 8 9 8 9 12 13 12 13)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
           (local.set $w1 (v128.and (local.get $t) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
           (local.set $t (i16x8.shr_s (i8x16.swizzle (local.get $v) (v128.const i8x16 128 8 128 12 128 9 128 13 128 10 128 14 128 11 128 15)) (i32.const 4)))
-          (local.set $w2 (v128.and (i32x4.shl (local.get $t) (i32.const 16)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
+          (local.set $w2 (v128.and (i8x16.swizzle (local.get $t) (v128.const i8x16 0 1 0 1 4 5 4 5 8 9 8 9 12 13 12 13)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
           (local.set $w3 (v128.and (local.get $t) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
           (local.set $w0 (f32x4.mul (local.get $w0) (local.get $scale)))
           (local.set $w1 (f32x4.mul (local.get $w1) (local.get $scale)))
@@ -434,10 +439,10 @@
           (local.set $scale (v128.load32_splat (i32.add (local.get $sp3) (local.get $sOff))))
           (local.set $v (v128.load offset=16 (local.get $c3)))
           (local.set $t (i16x8.shr_s (i8x16.swizzle (local.get $v) (v128.const i8x16 128 0 128 4 128 1 128 5 128 2 128 6 128 3 128 7)) (i32.const 4)))
-          (local.set $w0 (v128.and (i32x4.shl (local.get $t) (i32.const 16)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
+          (local.set $w0 (v128.and (i8x16.swizzle (local.get $t) (v128.const i8x16 0 1 0 1 4 5 4 5 8 9 8 9 12 13 12 13)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
           (local.set $w1 (v128.and (local.get $t) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
           (local.set $t (i16x8.shr_s (i8x16.swizzle (local.get $v) (v128.const i8x16 128 8 128 12 128 9 128 13 128 10 128 14 128 11 128 15)) (i32.const 4)))
-          (local.set $w2 (v128.and (i32x4.shl (local.get $t) (i32.const 16)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
+          (local.set $w2 (v128.and (i8x16.swizzle (local.get $t) (v128.const i8x16 0 1 0 1 4 5 4 5 8 9 8 9 12 13 12 13)) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
           (local.set $w3 (v128.and (local.get $t) (v128.const i32x4 0x87f00000 0x87f00000 0x87f00000 0x87f00000)))
           (local.set $w0 (f32x4.mul (local.get $w0) (local.get $scale)))
           (local.set $w1 (f32x4.mul (local.get $w1) (local.get $scale)))
