@@ -4,8 +4,8 @@
  * 32 values, a chunk of rows decoded into scratch for the tile), FP8 experts with a scale per
  * 128x128 tile as real FP8 checkpoints have them (converted with --fp8-block tile128: power-of-two
  * tile scales, values rounded where a tile's blocks span too many binades) on fp8=exact and on
- * fp8=scaled (the input times each band's scales, no multiply a weight; with power-of-two scales
- * the same bits, so the two decode the same tokens), fused MXFP4 (mxfp4=fused: the
+ * fp8=scaled (the input times each band's scales, no multiply a weight, each block's halves
+ * summed apart: not the same bits, so its tokens are counted against fp8=exact's), fused MXFP4 (mxfp4=fused: the
  * same by its own SIMD kernel), unpacked MXFP4 (mxfp4=unpacked: each expert row dequantized to f32, then the ordinary
  * tile: the stock op), f32 experts, and integer MXFP4 (mxfp4=int8: the input quantized to int8 per
  * block of 32, relaxed integer dot products; not the same bits, so its tokens are counted against

@@ -11,8 +11,8 @@ import type { ModelSwitch } from "../model/model-switch.js";
  * over an input quantized to int8 per block of 32 (matmul/mxfp4-int8.ts: not the same bits, within
  * the error it states); BRINGUP_ENGINE_FP8=scaled multiplies FP8 weights with 128x128 tile scales
  * at one input row by the input times each band's scales, no multiply by a scale per weight
- * (matmul/fp8-rows.wat's scaleInput and its `.scaled` builds: not the same bits where a scale is
- * not a power of two, within the error matmul/fp8-scaled.test.ts states).
+ * (matmul/fp8-rows.wat's scaleInput and its `.scaled` builds: not the same bits, each block's
+ * halves summed apart, within the error matmul/fp8-scaled.test.ts states).
  * mxfp4ScratchTokens is not read from the environment: from that many input rows the fused MXFP4
  * (and FP8) path decodes a chunk of rows once into scratch for the tile, below it straight into the
  * multiply-adds (matmul/mxfp4-rows.wat, matmul/fp8-rows.wat's fp8; the same bits). The in-loop form decodes again for every

@@ -5,7 +5,8 @@
  * (K + 1)·2^-24·Σ_k |x_k·w_k| of the f64 sum (the exact path's K·2^-24 bound plus one rounding of
  * each scaled input value), while no |x·scale| reaches 2^64 (the scaled input would overflow) and
  * products below 2^-70 in magnitude are subnormal (they add less than 2^-70 each). With
- * power-of-two scales (FP8 converted from MXFP4) it gives the exact path's bits.
+ * power-of-two scales (FP8 converted from MXFP4, DeepSeek-V4's E8M0 scales) only its order of sums
+ * departs from the exact path's: each block's two halves are summed apart, then added.
  */
 import { afterAll, describe, expect, it } from "vitest";
 import { Rng } from "../../tensor/random.js";
@@ -27,16 +28,21 @@ afterAll(async () => {
 
 const bitsOf = (a: Float32Array) => Array.from(new Uint32Array(a.buffer, a.byteOffset, a.length));
 
-/** An FP8 weight [N, K] of finite random codes, `scale` per blockRows x blockCols block, codes in `order`. */
+/**
+ * An FP8 weight [N, K] of finite random codes (zero at the columns k where `zero(k)`), `scale` per
+ * blockRows x blockCols block, codes in `order`.
+ */
 function randomFp8Weight(
   N: number,
   K: number,
   scale: (i: number) => number,
   [blockRows, blockCols]: readonly [number, number],
   order: "file" | "lanes" | "quads",
+  zero: (k: number) => boolean = () => false,
 ): Weight {
   const codes = new Uint8Array(N * K);
-  for (let i = 0; i < codes.length; i++) codes[i] = (rng.nextU32() % 0x7f) | (rng.nextU32() % 2 ? 0x80 : 0);
+  for (let i = 0; i < codes.length; i++)
+    codes[i] = zero(i % K) ? 0 : (rng.nextU32() % 0x7f) | (rng.nextU32() % 2 ? 0x80 : 0);
   const blocks = Math.ceil(N / blockRows) * Math.ceil(K / blockCols);
   return fp8Weight(
     codes,
@@ -102,15 +108,34 @@ describe("fp8=scaled (input times each 128x128 tile's scale)", () => {
     expect(bitsOf(got)).not.toEqual(bitsOf(exact));
   });
 
-  it.each(ORDERS)("gives the exact path's bits with power-of-two scales, codes in %s order", (order) => {
-    const [N, K] = [256, 384];
-    const w = randomFp8Weight(N, K, (i) => 2 ** ((i % 13) - 16), [128, 128], order);
-    const x = rng.fillNormal(new Float32Array(K), 1);
-    const [want, got] = [new Float32Array(N), new Float32Array(N)];
-    pool(1, "exact").matmul(x, 1, w, want);
-    pool(2, "scaled").matmul(x, 1, w, got);
-    expect(bitsOf(got)).toEqual(bitsOf(want));
-  });
+  // With power-of-two scales (DeepSeek-V4's E8M0 ones) each scaled input is exact, so the one
+  // departure from the exact path is the order of sums: each block's second 16 values summed apart
+  // from its first 16 (eight chains of multiply-adds, not four), the two added at the end.
+  it.each(ORDERS)(
+    "with power-of-two scales departs from the exact path only by summing each block's halves apart, codes in %s order",
+    (order) => {
+      const [N, K] = [256, 384];
+      const twoPowers = (i: number) => 2 ** ((i % 13) - 16);
+      const x = rng.fillNormal(new Float32Array(K), 1);
+      const run = (w: Weight, fp8: "exact" | "scaled", threads: number) => {
+        const out = new Float32Array(N);
+        pool(threads, fp8).matmul(x, 1, w, out);
+        return out;
+      };
+      // Every block's second half zero: that sum stays zero, and the bits are the exact path's.
+      const firstHalves = randomFp8Weight(N, K, twoPowers, [128, 128], order, (k) => k % 32 >= 16);
+      expect(bitsOf(run(firstHalves, "scaled", 2))).toEqual(bitsOf(run(firstHalves, "exact", 1)));
+      // Whole blocks: other bits, within the stated bound.
+      const whole = randomFp8Weight(N, K, twoPowers, [128, 128], order);
+      const [want, got] = [new Float32Array(N), run(whole, "scaled", 2)];
+      matmulReference(x, 1, whole, want);
+      for (let n = 0; n < N; n++)
+        expect(Math.abs((got[n] as number) - (want[n] as number))).toBeLessThanOrEqual(
+          scaledBound(x, 0, whole, n),
+        );
+      expect(bitsOf(got)).not.toEqual(bitsOf(run(whole, "exact", 1)));
+    },
+  );
 
   it("leaves other scale blocks, and more input rows than one, on the exact path's bits", () => {
     const [N, K] = [200, 256];
