@@ -39,8 +39,8 @@
 ;; decodes each block as decode does but puts each vector of four weights into a multiply-add at
 ;; once instead of into scratch (the FP8 matmul at one input row; acc is 64 bytes of scratch),
 ;; each low word copied up by a byte shuffle rather than shifted (on Intel cores vector shifts share
-;; ports 0 and 1 with the multiply-adds, byte shuffles take ports 1 and 5; decode, whose multiplies
-;; by the scale feed stores, ran 0.95x [0.90, 1.00] so and keeps the shift), in
+;; ports 0 and 1 with the multiply-adds, byte shuffles take ports 1 and 5; decode, whose products
+;; go to stores, ran 0.95x [0.90, 1.00] with the shuffle, so it keeps the shift), in
 ;; ./matmul-tile.wat's order at one input row as ./mxfp4-rows.wat does (four rows in flight, the
 ;; same groups of rows, each input row decoding again, each half block's four input vectors loaded
 ;; once for the four rows); so again the tile's bits. Unlike decode it takes the scales times
