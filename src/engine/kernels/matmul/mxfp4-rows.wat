@@ -17,8 +17,8 @@
 ;; is a lane: values 0-3, 4-7, ... The code bytes need no swizzle first, so a block takes one
 ;; instruction fewer than in ./mxfp4-decode.wat's order, whose words a shift and a mask widen
 ;; (1.046x [1.017, 1.076], same bits). Codes in halves order are in that order already, so the
-;; `.halves` build (scripts/build-kernels.mjs) takes the nibbles as they are and widens by the
-;; shift and the mask. The sums are ./matmul-tile.wat's at one input row: each output keeps four
+;; `.halves` build (scripts/build-kernels.mjs) takes the nibbles as they are and widens by a
+;; byte shuffle and a mask. The sums are ./matmul-tile.wat's at one input row: each output keeps four
 ;; f32 lane sums over k mod 4, in ascending k, each step a relaxed_madd (a mul then an add in the
 ;; .unfused build), added as (l0 + l1) + (l2 + l3); so every output equals the tile's on the
 ;; decoded rows bit for bit (matmul.test.ts holds weights where another order gives other bits).
