@@ -170,7 +170,7 @@
   (func (export "quads")
     (param $K i32) (param $M i32) (param $x i32) (param $w i32) (param $o i32) (param $G i32) (param $ldo i32)
     (local $rowBytes i32) (local $groupBytes i32) (local $g i32) (local $m i32) (local $p i32) (local $pg i32)
-    (local $xa i32) (local $xp i32) (local $xe i32) (local $op i32) (local $o0 i32) (local $t i32) (local $tEnd i32) (local $memPages i32)
+    (local $xa i32) (local $xp i32) (local $xe i32) (local $op i32) (local $o0 i32) (local $q i32) (local $t i32) (local $tEnd i32) (local $memPages i32)
     (local $a0 v128) (local $a1 v128) (local $a2 v128) (local $a3 v128)
     (local $b0 v128) (local $b1 v128) (local $b2 v128) (local $b3 v128)
     (local $xv v128) (local $xv2 v128) (local $wv v128)
@@ -247,7 +247,10 @@
         (local.set $o0 (i32.add (local.get $o0) (i32.shl (local.get $ldo) (i32.const 1))))
         (local.set $m (i32.add (local.get $m) (i32.const 2)))
         (br $pairs)))
-    ;; After the pairs at most one input row is left, row-major.
+    ;; After the pairs at most one input row is left, row-major. It takes two groups at a time,
+    ;; eight accumulators as a pair's loop has, and two streams of weights, where one group (four
+    ;; accumulators, one stream) left its multiply-adds waiting on each other and its loads on one
+    ;; stream's misses; a last group alone is taken with itself as the second, whose sums are dropped.
     (if (i32.lt_u (local.get $m) (local.get $M))
       (then
         (local.set $xe (i32.add (local.get $xp) (local.get $rowBytes)))
@@ -256,11 +259,11 @@
         (local.set $g (i32.const 0))
         (loop $groups
           ;; First pass over the weights (here the one row left is row 0 only when M = 1): touch
-          ;; the pages of the group six on (see the top).
+          ;; the pages of the two groups six on (see the top).
           (if (i32.eqz (local.get $m))
             (then
               (local.set $t (i32.add (local.get $pg) (i32.mul (local.get $groupBytes) (i32.const 6))))
-              (local.set $tEnd (i32.add (local.get $t) (local.get $groupBytes)))
+              (local.set $tEnd (i32.add (local.get $t) (i32.shl (local.get $groupBytes) (i32.const 1))))
               (local.set $t (i32.and (i32.add (local.get $t) (i32.const 4095)) (i32.const -4096)))
               (block $touched
                 (loop $pages
@@ -273,29 +276,51 @@
           (local.set $a1 (v128.const i64x2 0 0))
           (local.set $a2 (v128.const i64x2 0 0))
           (local.set $a3 (v128.const i64x2 0 0))
+          (local.set $b0 (v128.const i64x2 0 0))
+          (local.set $b1 (v128.const i64x2 0 0))
+          (local.set $b2 (v128.const i64x2 0 0))
+          (local.set $b3 (v128.const i64x2 0 0))
           (local.set $p (local.get $pg))
+          (local.set $q (select
+            (i32.add (local.get $pg) (local.get $groupBytes))
+            (local.get $pg)
+            (i32.lt_u (i32.add (local.get $g) (i32.const 1)) (local.get $G))))
           (local.set $xa (local.get $xp))
           (loop $k
             (local.set $xv (v128.load (local.get $xa)))
             (local.set $wv (v128.load (local.get $p)))
             (local.set $a0 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a0)))
+            (local.set $wv (v128.load (local.get $q)))
+            (local.set $b0 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $b0)))
             (local.set $wv (v128.load offset=16 (local.get $p)))
             (local.set $a1 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a1)))
+            (local.set $wv (v128.load offset=16 (local.get $q)))
+            (local.set $b1 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $b1)))
             (local.set $wv (v128.load offset=32 (local.get $p)))
             (local.set $a2 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a2)))
+            (local.set $wv (v128.load offset=32 (local.get $q)))
+            (local.set $b2 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $b2)))
             (local.set $wv (v128.load offset=48 (local.get $p)))
             (local.set $a3 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a3)))
+            (local.set $wv (v128.load offset=48 (local.get $q)))
+            (local.set $b3 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $b3)))
             (local.set $p (i32.add (local.get $p) (i32.const 64)))
+            (local.set $q (i32.add (local.get $q) (i32.const 64)))
             (br_if $k (i32.lt_u
               (local.tee $xa (i32.add (local.get $xa) (i32.const 16)))
               (local.get $xe))))
           (local.set $xv (f32x4.add (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $a0) (local.get $a1)) (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $a0) (local.get $a1))))
           (local.set $xv2 (f32x4.add (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $a2) (local.get $a3)) (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $a2) (local.get $a3))))
           (v128.store (local.get $op) (f32x4.add (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $xv) (local.get $xv2)) (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $xv) (local.get $xv2))))
-          (local.set $pg (i32.add (local.get $pg) (local.get $groupBytes)))
-          (local.set $op (i32.add (local.get $op) (i32.const 16)))
+          (if (i32.lt_u (i32.add (local.get $g) (i32.const 1)) (local.get $G))
+            (then
+              (local.set $xv (f32x4.add (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $b0) (local.get $b1)) (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $b0) (local.get $b1))))
+          (local.set $xv2 (f32x4.add (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $b2) (local.get $b3)) (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $b2) (local.get $b3))))
+          (v128.store offset=16 (local.get $op) (f32x4.add (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $xv) (local.get $xv2)) (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $xv) (local.get $xv2))))))
+          (local.set $pg (i32.add (local.get $pg) (i32.shl (local.get $groupBytes) (i32.const 1))))
+          (local.set $op (i32.add (local.get $op) (i32.const 32)))
           (br_if $groups (i32.lt_u
-            (local.tee $g (i32.add (local.get $g) (i32.const 1)))
+            (local.tee $g (i32.add (local.get $g) (i32.const 2)))
             (local.get $G)))))))
 
   ;; The M row-major rows [M, K] at src in pairs at dst (another place): each pair of rows
