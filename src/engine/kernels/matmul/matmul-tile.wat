@@ -153,14 +153,16 @@
   ;; Weights in row quads, inputs in pairs (see the top): each group's four rows are one stream read
   ;; at fixed offsets from one pointer, and each pair of inputs another, so the k loop steps two
   ;; pointers and does no other address arithmetic. A pair of inputs runs over all G groups before
-  ;; the next pair: the call's weights stream from memory once, for the first pair (one sequential
-  ;; run, which the prefetchers follow), and lie in L2 for the others, while the pair stays in L1.
+  ;; the next pair: the call's weights stream from memory once, for the first pair, and lie in L2
+  ;; for the others, while the pair stays in L1. The first pass (the first pair, or the one row
+  ;; when M = 1) takes two groups at a time, two streams: one thread reading one stream of v128
+  ;; loads measured 8.0-8.5 GB/s here, two 9.4-10.0, four or more about 10.4 (a scratch test).
   ;; On that first pass each group first reads one byte of each 4 KiB page the group six on starts
   ;; (the next call's weights where they lie past this call's, or whatever follows, read and
   ;; dropped; never past the memory's end). The L2 prefetchers follow a stream only within a page,
   ;; and each page's first access walks the page tables, so a stream from memory stalls at every
   ;; page boundary; these loads take those misses ahead of the stream, a group's together. (Written
-  ;; out in both group loops: as a called function the M = 1 case ran 0.91x, not faster, as V8
+  ;; out in each first-pass loop: as a called function the M = 1 case ran 0.91x, not faster, as V8
   ;; compiled the loop around the call worse.)
   ;; One thread, weights streamed from memory, against none (bench/kernel-before-after.ts --kernel
   ;; tile, two runs): [131072, 768] M = 1 1.27x and 1.13x, M = 4 1.21x and 1.08x, M = 16 1.07x and
@@ -170,7 +172,7 @@
   (func (export "quads")
     (param $K i32) (param $M i32) (param $x i32) (param $w i32) (param $o i32) (param $G i32) (param $ldo i32)
     (local $rowBytes i32) (local $groupBytes i32) (local $g i32) (local $m i32) (local $p i32) (local $pg i32)
-    (local $xa i32) (local $xp i32) (local $xe i32) (local $op i32) (local $o0 i32) (local $q i32) (local $t i32) (local $tEnd i32) (local $memPages i32)
+    (local $xa i32) (local $xp i32) (local $xe i32) (local $op i32) (local $o0 i32) (local $q i32) (local $half i32) (local $second i32) (local $t i32) (local $tEnd i32) (local $memPages i32)
     (local $a0 v128) (local $a1 v128) (local $a2 v128) (local $a3 v128)
     (local $b0 v128) (local $b1 v128) (local $b2 v128) (local $b3 v128)
     (local $xv v128) (local $xv2 v128) (local $wv v128)
@@ -180,8 +182,104 @@
     (local.set $memPages (memory.size))
     (local.set $xp (local.get $x))
     (local.set $o0 (local.get $o))
-    ;; A pair of inputs: each weight vector loaded once feeds eight independent accumulators, as
-    ;; in `tile`, and every output sees the operations of the one-row block below, in its order.
+    ;; The first pair reads the weights from memory, so it takes two groups at a time (two
+    ;; streams, as the one-row loop below does): in two sweeps over them, rows 0 and 1 of both, then
+    ;; rows 2 and 3 (32 bytes on in each 64, from L1), each sweep eight accumulators. An output's
+    ;; two row sums from the first sweep wait in the output until the second's join them, with the
+    ;; additions the other loops make: every output sees the operations of the one-row block below,
+    ;; in its order. A last group alone runs with itself as the second group, whose sums are dropped.
+    (if (i32.ge_u (local.get $M) (i32.const 2))
+      (then
+        (local.set $xe (i32.add (local.get $xp) (i32.shl (local.get $rowBytes) (i32.const 1))))
+        (local.set $pg (local.get $w))
+        (local.set $op (local.get $o0))
+        (local.set $g (i32.const 0))
+        (loop $firstGroups
+          ;; Touch the pages of the two groups six on (see the top).
+          (local.set $t (i32.add (local.get $pg) (i32.mul (local.get $groupBytes) (i32.const 6))))
+          (local.set $tEnd (i32.add (local.get $t) (i32.shl (local.get $groupBytes) (i32.const 1))))
+          (local.set $t (i32.and (i32.add (local.get $t) (i32.const 4095)) (i32.const -4096)))
+          (block $touched
+            (loop $pages
+              (br_if $touched (i32.ge_u (local.get $t) (local.get $tEnd)))
+              (br_if $touched (i32.ge_u (i32.shr_u (local.get $t) (i32.const 16)) (local.get $memPages)))
+              (drop (i32.load8_u (local.get $t)))
+              (local.set $t (i32.add (local.get $t) (i32.const 4096)))
+              (br $pages)))
+          (local.set $second (i32.lt_u (i32.add (local.get $g) (i32.const 1)) (local.get $G)))
+          (local.set $half (i32.const 0))
+          (loop $halves
+            (local.set $a0 (v128.const i64x2 0 0))
+            (local.set $a1 (v128.const i64x2 0 0))
+            (local.set $a2 (v128.const i64x2 0 0))
+            (local.set $a3 (v128.const i64x2 0 0))
+            (local.set $b0 (v128.const i64x2 0 0))
+            (local.set $b1 (v128.const i64x2 0 0))
+            (local.set $b2 (v128.const i64x2 0 0))
+            (local.set $b3 (v128.const i64x2 0 0))
+            (local.set $p (i32.add (local.get $pg) (local.get $half)))
+            (local.set $q (select (i32.add (local.get $p) (local.get $groupBytes)) (local.get $p) (local.get $second)))
+            (local.set $xa (local.get $xp))
+            (loop $k
+              (local.set $xv (v128.load (local.get $xa)))
+              (local.set $xv2 (v128.load offset=16 (local.get $xa)))
+              (local.set $wv (v128.load (local.get $p)))
+              (local.set $a0 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a0)))
+              (local.set $a2 (f32x4.relaxed_madd (local.get $xv2) (local.get $wv) (local.get $a2)))
+              (local.set $wv (v128.load offset=16 (local.get $p)))
+              (local.set $a1 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a1)))
+              (local.set $a3 (f32x4.relaxed_madd (local.get $xv2) (local.get $wv) (local.get $a3)))
+              (local.set $wv (v128.load (local.get $q)))
+              (local.set $b0 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $b0)))
+              (local.set $b2 (f32x4.relaxed_madd (local.get $xv2) (local.get $wv) (local.get $b2)))
+              (local.set $wv (v128.load offset=16 (local.get $q)))
+              (local.set $b1 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $b1)))
+              (local.set $b3 (f32x4.relaxed_madd (local.get $xv2) (local.get $wv) (local.get $b3)))
+              (local.set $p (i32.add (local.get $p) (i32.const 64)))
+              (local.set $q (i32.add (local.get $q) (i32.const 64)))
+              (br_if $k (i32.lt_u
+                (local.tee $xa (i32.add (local.get $xa) (i32.const 32)))
+                (local.get $xe))))
+            ;; Each input's [row r (l0 + l1), (l2 + l3), row r + 1 (l0 + l1), (l2 + l3)] per group.
+            (local.set $xv (f32x4.add (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $a0) (local.get $a1)) (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $a0) (local.get $a1))))
+            (if (i32.eqz (local.get $half))
+              (then (v128.store (local.get $op) (local.get $xv)))
+              (else
+                (local.set $xv2 (v128.load (local.get $op)))
+                (v128.store (local.get $op) (f32x4.add (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $xv2) (local.get $xv)) (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $xv2) (local.get $xv))))))
+            (local.set $xv (f32x4.add (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $a2) (local.get $a3)) (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $a2) (local.get $a3))))
+            (if (i32.eqz (local.get $half))
+              (then (v128.store (i32.add (local.get $op) (local.get $ldo)) (local.get $xv)))
+              (else
+                (local.set $xv2 (v128.load (i32.add (local.get $op) (local.get $ldo))))
+                (v128.store (i32.add (local.get $op) (local.get $ldo)) (f32x4.add (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $xv2) (local.get $xv)) (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $xv2) (local.get $xv))))))
+            (if (local.get $second)
+              (then
+                (local.set $xv (f32x4.add (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $b0) (local.get $b1)) (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $b0) (local.get $b1))))
+                (if (i32.eqz (local.get $half))
+                  (then (v128.store (i32.add (local.get $op) (i32.const 16)) (local.get $xv)))
+                  (else
+                    (local.set $xv2 (v128.load (i32.add (local.get $op) (i32.const 16))))
+                    (v128.store (i32.add (local.get $op) (i32.const 16)) (f32x4.add (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $xv2) (local.get $xv)) (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $xv2) (local.get $xv))))))
+                (local.set $xv (f32x4.add (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $b2) (local.get $b3)) (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $b2) (local.get $b3))))
+                (if (i32.eqz (local.get $half))
+                  (then (v128.store (i32.add (i32.add (local.get $op) (local.get $ldo)) (i32.const 16)) (local.get $xv)))
+                  (else
+                    (local.set $xv2 (v128.load (i32.add (i32.add (local.get $op) (local.get $ldo)) (i32.const 16))))
+                    (v128.store (i32.add (i32.add (local.get $op) (local.get $ldo)) (i32.const 16)) (f32x4.add (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $xv2) (local.get $xv)) (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $xv2) (local.get $xv))))))))
+            ;; Rows 2 and 3 lie 32 bytes into each 64 of a group.
+            (br_if $halves (local.tee $half (i32.xor (local.get $half) (i32.const 32)))))
+          (local.set $pg (i32.add (local.get $pg) (i32.shl (local.get $groupBytes) (i32.const 1))))
+          (local.set $op (i32.add (local.get $op) (i32.const 32)))
+          (br_if $firstGroups (i32.lt_u
+            (local.tee $g (i32.add (local.get $g) (i32.const 2)))
+            (local.get $G))))
+        (local.set $xp (local.get $xe))
+        (local.set $o0 (i32.add (local.get $o0) (i32.shl (local.get $ldo) (i32.const 1))))
+        (local.set $m (i32.const 2))))
+    ;; The other pairs, whose weights lie in L2 by then: each weight vector loaded once feeds eight
+    ;; independent accumulators, as in `tile`, and every output sees the operations of the one-row
+    ;; block below, in its order.
     (block $pairsDone
       (loop $pairs
         (br_if $pairsDone (i32.ge_u (i32.add (local.get $m) (i32.const 1)) (local.get $M)))
@@ -190,19 +288,6 @@
         (local.set $op (local.get $o0))
         (local.set $g (i32.const 0))
         (loop $groups
-          ;; First pass over the weights: touch the pages of the group six on (see the top).
-          (if (i32.eqz (local.get $m))
-            (then
-              (local.set $t (i32.add (local.get $pg) (i32.mul (local.get $groupBytes) (i32.const 6))))
-              (local.set $tEnd (i32.add (local.get $t) (local.get $groupBytes)))
-              (local.set $t (i32.and (i32.add (local.get $t) (i32.const 4095)) (i32.const -4096)))
-              (block $touched
-                (loop $pages
-                  (br_if $touched (i32.ge_u (local.get $t) (local.get $tEnd)))
-                  (br_if $touched (i32.ge_u (i32.shr_u (local.get $t) (i32.const 16)) (local.get $memPages)))
-                  (drop (i32.load8_u (local.get $t)))
-                  (local.set $t (i32.add (local.get $t) (i32.const 4096)))
-                  (br $pages)))))
           (local.set $a0 (v128.const i64x2 0 0))
           (local.set $a1 (v128.const i64x2 0 0))
           (local.set $a2 (v128.const i64x2 0 0))
