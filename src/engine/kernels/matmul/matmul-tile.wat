@@ -370,11 +370,9 @@
           (local.set $b1 (v128.const i64x2 0 0))
           (local.set $b2 (v128.const i64x2 0 0))
           (local.set $b3 (v128.const i64x2 0 0))
+          (local.set $second (i32.lt_u (i32.add (local.get $g) (i32.const 1)) (local.get $G)))
           (local.set $p (local.get $pg))
-          (local.set $q (select
-            (i32.add (local.get $pg) (local.get $groupBytes))
-            (local.get $pg)
-            (i32.lt_u (i32.add (local.get $g) (i32.const 1)) (local.get $G))))
+          (local.set $q (select (i32.add (local.get $pg) (local.get $groupBytes)) (local.get $pg) (local.get $second)))
           (local.set $xa (local.get $xp))
           (loop $k
             (local.set $xv (v128.load (local.get $xa)))
@@ -402,7 +400,7 @@
           (local.set $xv (f32x4.add (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $a0) (local.get $a1)) (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $a0) (local.get $a1))))
           (local.set $xv2 (f32x4.add (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $a2) (local.get $a3)) (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $a2) (local.get $a3))))
           (v128.store (local.get $op) (f32x4.add (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $xv) (local.get $xv2)) (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $xv) (local.get $xv2))))
-          (if (i32.lt_u (i32.add (local.get $g) (i32.const 1)) (local.get $G))
+          (if (local.get $second)
             (then
               (local.set $xv (f32x4.add (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $b0) (local.get $b1)) (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $b0) (local.get $b1))))
               (local.set $xv2 (f32x4.add (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $b2) (local.get $b3)) (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $b2) (local.get $b3))))
