@@ -12,7 +12,7 @@ import { createTinyModel, Engine, findTinySize } from "../src/engine/index.js";
 import { CONTROL, claimUnits } from "../src/engine/kernels/kernel-thread.js";
 import type { MatmulJob } from "../src/engine/kernels/matmul/matmul-job.js";
 import { MatmulPool } from "../src/engine/kernels/pool.js";
-import { type JobMessage, runUnit } from "../src/engine/kernels/registry.js";
+import { claimsAhead, type JobMessage, runUnit } from "../src/engine/kernels/registry.js";
 import { waitForUnits } from "../src/engine/kernels/wait-for-units.js";
 import { benchArgs } from "./args.js";
 import { syntheticPrompts } from "./stream-rates.js";
@@ -73,10 +73,11 @@ MatmulPool.prototype.run = function run(this: unknown, kernel, params, units, wr
   }
   const t2 = performance.now();
   let mine = 0;
-  claimUnits(pool.ctrl, base, units, (unit) => {
+  const run = (unit: number, next: number) => {
     mine++;
-    runUnit(pool.thread, job, unit);
-  });
+    runUnit(pool.thread, job, unit, next);
+  };
+  claimUnits(pool.ctrl, base, units, run, claimsAhead(job));
   const t3 = performance.now();
   waitForUnits(pool.ctrl, pool.workers, finishedBase + units);
   const t4 = performance.now();

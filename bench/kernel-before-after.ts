@@ -195,8 +195,12 @@ if (kernel === "tile") {
           if (quads && arm.quads !== undefined) {
             const at = M > 1 ? pairs : x;
             if (M > 1) arm.pairs?.(K, M, x, pairs);
-            for (let c0 = 0; c0 < N; c0 += chunk)
-              arm.quads(K, M, at, w + c0 * K * 4, o + c0 * 4, G(c0), N * 4);
+            // Each call reads the next chunk's weights ahead, as the pool's one thread would (a
+            // tile without that argument ignores it).
+            for (let c0 = 0; c0 < N; c0 += chunk) {
+              const ahead = c0 + chunk < N ? w + (c0 + chunk) * K * 4 : -1;
+              arm.quads(K, M, at, w + c0 * K * 4, o + c0 * 4, G(c0), N * 4, ahead);
+            }
             return;
           }
           const [rowStride, kStride] = quads ? [16, 64] : [K * 4, 16];

@@ -1,6 +1,6 @@
 import type { MessagePort } from "node:worker_threads";
 import { CONTROL, claimUnits, type KernelThread } from "./kernel-thread.js";
-import { type JobMessage, type KernelName, type KernelParams, runUnit } from "./registry.js";
+import { claimsAhead, type JobMessage, type KernelName, type KernelParams, runUnit } from "./registry.js";
 import { waitForUnits } from "./wait-for-units.js";
 
 /** What a dispatch needs of the pool: its control slots, its helpers' ports, the calling thread. */
@@ -45,7 +45,7 @@ export function dispatch<N extends KernelName>(
     Atomics.store(ctrl, CONTROL.READY, base);
     Atomics.notify(ctrl, CONTROL.READY);
   }
-  claimUnits(ctrl, base, units, (unit) => runUnit(thread, job, unit));
+  claimUnits(ctrl, base, units, (unit, next) => runUnit(thread, job, unit, next), claimsAhead(job));
   waitForUnits(ctrl, helpers, finishedBase + units);
   if (failed !== undefined) throw failed.error;
 }

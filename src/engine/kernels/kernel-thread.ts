@@ -73,7 +73,17 @@ export function sharedFloats(thread: KernelThread, offset: number, length: numbe
 
 /** A kernel that runs a dispatch's units on any thread from its typed parameters. */
 export interface ThreadKernel<Params> {
-  run(thread: KernelThread, params: Params, unit: number): void;
+  /**
+   * Runs unit `unit`. `next` is the unit this thread runs after it, already claimed, where the
+   * kernel claims ahead; otherwise -1.
+   */
+  run(thread: KernelThread, params: Params, unit: number, next: number): void;
+  /**
+   * Whether a thread claims its next unit before running one, so the kernel can read that unit's
+   * weights ahead while it computes (matmul/matmul-tile.wat). The cost: at a dispatch's end a thread
+   * may hold a unit another would have taken (its units end in quarter chunks, row-units.ts).
+   */
+  readonly claimsAhead?: boolean;
 }
 
 export function kernelThread(modules: KernelModules, memory: WasmMemory | undefined): KernelThread {
@@ -215,22 +225,32 @@ export function awaitInputs(ctrl: Int32Array, base: number): void {
 /**
  * Claims units of a dispatch whose counter starts at `base` from the shared NEXT slot until all
  * `units` are taken, running each and counting it in FINISHED: a thread that starts late or runs
- * slow (a busy machine) leaves its share to the others.
+ * slow (a busy machine) leaves its share to the others. With `ahead`, a thread claims its next
+ * unit before it runs one and tells runUnit which (ThreadKernel.claimsAhead); otherwise next is -1.
  */
 export function claimUnits(
   ctrl: Int32Array,
   base: number,
   units: number,
-  runUnit: (unit: number) => void,
+  runUnit: (unit: number, next: number) => void,
+  ahead = false,
 ): void {
+  for (let unit = claimUnit(ctrl, base, units); unit >= 0; ) {
+    const next = ahead ? claimUnit(ctrl, base, units) : -1;
+    runUnit(unit, next);
+    Atomics.add(ctrl, CONTROL.FINISHED, 1);
+    Atomics.notify(ctrl, CONTROL.FINISHED);
+    unit = ahead ? next : claimUnit(ctrl, base, units);
+  }
+}
+
+/** The next unclaimed unit of the dispatch, now claimed, or -1 when all are taken. */
+function claimUnit(ctrl: Int32Array, base: number, units: number): number {
   for (;;) {
     const c = Atomics.load(ctrl, CONTROL.NEXT);
     // Differences in int32 arithmetic: the counters wrap around on a long-running server.
     const unit = (c - base) | 0;
-    if (unit >= units || unit < 0) return;
-    if (Atomics.compareExchange(ctrl, CONTROL.NEXT, c, c + 1) !== c) continue;
-    runUnit(unit);
-    Atomics.add(ctrl, CONTROL.FINISHED, 1);
-    Atomics.notify(ctrl, CONTROL.FINISHED);
+    if (unit >= units || unit < 0) return -1;
+    if (Atomics.compareExchange(ctrl, CONTROL.NEXT, c, c + 1) === c) return unit;
   }
 }

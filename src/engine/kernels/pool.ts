@@ -394,7 +394,7 @@ export class MatmulPool {
     );
     const units = params.units.length / 3;
     if (this.workers.length === 0 || this.closed || sizes.macs < PARALLEL_MIN_MACS) {
-      for (let u = 0; u < units; u++) indexerScoresJob.run(this.thread, params, u);
+      for (let u = 0; u < units; u++) indexerScoresJob.run(this.thread, params, u, -1);
     } else this.run("indexer", params, units);
     const all = new Float64Array(stagedOut.buffer, this.outOffset, sizes.output / 8);
     let at = 0;

@@ -42,11 +42,17 @@ export type JobMessage = {
   };
 }[KernelName];
 
-/** Runs unit `unit` of a dispatch on `thread`. */
+/** Runs unit `unit` of a dispatch on `thread`, `next` the one it runs after (ThreadKernel.run). */
 export function runUnit(
   thread: Parameters<ThreadKernel<unknown>["run"]>[0],
   job: JobMessage,
   unit: number,
+  next: number,
 ): void {
-  (KERNELS[job.kernel] as ThreadKernel<typeof job.params>).run(thread, job.params, unit);
+  (KERNELS[job.kernel] as ThreadKernel<typeof job.params>).run(thread, job.params, unit, next);
+}
+
+/** Whether the threads claim a dispatch's units one ahead (ThreadKernel.claimsAhead). */
+export function claimsAhead(job: JobMessage): boolean {
+  return (KERNELS[job.kernel] as ThreadKernel<typeof job.params>).claimsAhead === true;
 }

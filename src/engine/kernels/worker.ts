@@ -10,7 +10,7 @@ import {
   kernelThread,
   type StateMessage,
 } from "./kernel-thread.js";
-import { type JobMessage, runUnit } from "./registry.js";
+import { claimsAhead, type JobMessage, runUnit } from "./registry.js";
 
 /** What MatmulPool hands each worker it starts. */
 export interface WorkerInit {
@@ -42,7 +42,8 @@ for (;;) {
     try {
       coverMemory(memory, message.memoryBytes);
       if (message.gated) awaitInputs(ctrl, message.base);
-      claimUnits(ctrl, message.base, message.units, (unit) => runUnit(thread, message, unit));
+      const run = (unit: number, next: number) => runUnit(thread, message, unit, next);
+      claimUnits(ctrl, message.base, message.units, run, claimsAhead(message));
     } catch (error) {
       port.postMessage({ type: "error", message: String((error as Error)?.stack ?? error) });
       Atomics.store(ctrl, CONTROL.FAILED, 1);

@@ -33,16 +33,21 @@ export interface MatmulJob {
   readonly quantized: number;
 }
 
-/** Rows [lo, hi) of one segment's weight (its own row numbers) over the dispatch's staged input. */
+/**
+ * Rows [lo, hi) of one segment's weight (its own row numbers) over the dispatch's staged input;
+ * `ahead` is the byte offset of the weights the thread reads next (weightsAt), or -1.
+ */
 export function segmentRows(
   thread: KernelThread,
   job: MatmulJob,
   seg: MatmulSegment,
   lo: number,
   hi: number,
+  ahead: number,
 ): void {
   matmulRange(
     {
+      ahead,
       x: thread.x,
       xOffset: job.xOffset,
       xPairs: job.xPairs,
@@ -62,15 +67,37 @@ export function segmentRows(
   );
 }
 
-/** Unit d: its rows of the run (row-units.ts), in whichever weights they fall. */
+/**
+ * Byte offset in the shared memory of row `row` (the segment's own numbering) of a segment's f32
+ * weight where it lies there, which a matmul reading ahead may read; -1 for any other weight.
+ */
+export function weightsAt(thread: KernelThread, job: MatmulJob, seg: MatmulSegment, row: number): number {
+  const parts = thread.weights.get(seg.id);
+  return parts === undefined || parts.dtype !== 0 || parts.offset < 0 ? -1 : parts.offset + row * job.K * 4;
+}
+
+/** weightsAt for row `row` of the dispatch's run of rows, in whichever weight it falls. */
+function runWeightsAt(thread: KernelThread, job: MatmulJob, row: number): number {
+  const seg = job.segments.find((s) => row >= s.rowOffset && row < s.rowOffset + s.N);
+  return seg === undefined ? -1 : weightsAt(thread, job, seg, row - seg.rowOffset);
+}
+
+/**
+ * Unit d: its rows of the run (row-units.ts), in whichever weights they fall; each weight's rows
+ * read ahead the next's, the last the next unit's this thread claimed (claimsAhead).
+ */
 export const matmulJob: ThreadKernel<MatmulJob> = {
-  run(thread, job, unit) {
+  claimsAhead: true,
+  run(thread, job, unit, next) {
     const r0 = unitStart(job.units, unit);
     const r1 = Math.min(job.totalRows, unitStart(job.units, unit + 1));
     for (const seg of job.segments) {
       const lo = Math.max(r0, seg.rowOffset);
       const hi = Math.min(r1, seg.rowOffset + seg.N);
-      if (lo < hi) segmentRows(thread, job, seg, lo - seg.rowOffset, hi - seg.rowOffset);
+      if (lo >= hi) continue;
+      const after = hi < r1 ? hi : next >= 0 ? unitStart(job.units, next) : -1;
+      const ahead = after < 0 ? -1 : runWeightsAt(thread, job, after);
+      segmentRows(thread, job, seg, lo - seg.rowOffset, hi - seg.rowOffset, ahead);
     }
   },
 };

@@ -177,6 +177,11 @@ export interface MatmulRange {
    * `int8Reads` holds for a weight); -1 where it has none, and MXFP4 weights then take the exact path.
    */
   readonly quantized: number;
+  /**
+   * Byte offset in the shared memory of the weights this thread multiplies after this range (row
+   * quads read where they lie), which the tile's last call reads ahead; absent or -1: unknown.
+   */
+  readonly ahead?: number;
 }
 
 /** What a thread keeps between matmuls: decoding tables, a row scratch, its SIMD kernel instances. */
@@ -396,7 +401,18 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
       xAt = S * 4;
     }
     const inPlace = dtype === 0 && wOffset >= 0;
-    const tile = quads ? simd.quads : simd.tile;
+    // Row quads read ahead (matmul-tile.wat): a call the next chunk's weights, the last range.ahead.
+    const tile = (
+      inputAt: number,
+      weightsAt: number,
+      outAt: number,
+      G: number,
+      ldo: number,
+      ahead: number,
+    ) =>
+      quads
+        ? simd.quads(K, M, inputAt, weightsAt, outAt, G, ldo, ahead)
+        : simd.tile(K, M, inputAt, weightsAt, outAt, G, ldo);
     const { scalesOffset } = range.weight;
     const packed = dtype === 4 && wOffset >= 0 && scalesOffset >= 0 ? thread.mxfp4 : null;
     // FP8 with scale blocks of whole groups of 32 values is decoded by matmul/fp8-rows.wat, the
@@ -451,8 +467,9 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
       // These are whole groups: all into the output where it lies in the shared memory, else all
       // into the out area.
       const wAt = wOffset + c0 * K * 4;
-      if (fromWeights > 0 && direct > 0) tile(K, M, xAt, wAt, outOffset + c0 * 4, fromWeights, N * 4);
-      else if (fromWeights > 0) tile(K, M, xAt, wAt, O * 4, fromWeights, CHUNK * 4);
+      const ahead = c0 + CHUNK < n1 ? wAt + CHUNK * K * 4 : (range.ahead ?? -1);
+      if (fromWeights > 0 && direct > 0) tile(xAt, wAt, outOffset + c0 * 4, fromWeights, N * 4, ahead);
+      else if (fromWeights > 0) tile(xAt, wAt, O * 4, fromWeights, CHUNK * 4, ahead);
       if (fromWeights < groups) {
         const r0 = fromWeights * 4;
         if (dtype === 0 && !quads)
@@ -476,9 +493,9 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
         // Groups [fromWeights, split) into the output, [split, groups) into the out area.
         const split = Math.max(fromWeights, direct);
         const o0 = outOffset + (c0 + 4 * fromWeights) * 4;
-        if (split > fromWeights) tile(K, M, xAt, W * 4, o0, split - fromWeights, N * 4);
+        if (split > fromWeights) tile(xAt, W * 4, o0, split - fromWeights, N * 4, -1);
         const w1 = (W + (split - fromWeights) * 4 * K) * 4;
-        if (groups > split) tile(K, M, xAt, w1, (O + 4 * split) * 4, groups - split, CHUNK * 4);
+        if (groups > split) tile(xAt, w1, (O + 4 * split) * 4, groups - split, CHUNK * 4, -1);
       }
       const first = direct * 4;
       if (first < rows) {

@@ -1,6 +1,6 @@
 import type { ThreadKernel } from "../kernel-thread.js";
 import type { SwigluSimd } from "../swiglu/swiglu-simd-module.js";
-import { type MatmulJob, segmentRows } from "./matmul-job.js";
+import { type MatmulJob, segmentRows, weightsAt } from "./matmul-job.js";
 import { unitStart } from "./row-units.js";
 
 /**
@@ -19,13 +19,16 @@ export interface MatmulSwigluJob extends MatmulJob {
  * activation is computed alone, as the separate dispatches compute it: the same bits.
  */
 export const matmulSwigluJob: ThreadKernel<MatmulSwigluJob> = {
-  run(thread, job, unit) {
+  claimsAhead: true,
+  run(thread, job, unit, next) {
     const { I, M } = job;
     const r0 = unitStart(job.units, unit);
     const r1 = Math.min(I, unitStart(job.units, unit + 1));
     const [gate, up] = job.segments as [MatmulJob["segments"][0], MatmulJob["segments"][0]];
-    segmentRows(thread, job, gate, r0, r1);
-    segmentRows(thread, job, up, r0, r1);
+    // The gate's rows read the up weight's ahead, those the next unit's gate rows (claimsAhead).
+    const nextGate = next < 0 ? -1 : weightsAt(thread, job, gate, unitStart(job.units, next));
+    segmentRows(thread, job, gate, r0, r1, weightsAt(thread, job, up, r0));
+    segmentRows(thread, job, up, r0, r1, nextGate);
     const simd = thread.swiglu as SwigluSimd;
     for (let m = 0; m < M; m++) {
       const at = 4 * (m * I + r0);

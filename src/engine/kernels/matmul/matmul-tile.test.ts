@@ -30,11 +30,46 @@ describe("the quads tile's page touches ahead of the weights", () => {
       tile.pairs(K, 2, xAt, pairsAt);
       for (const M of [1, 2]) {
         const [xIn, ldo] = [M === 1 ? xAt : pairsAt, N * 4];
-        tile.quads(K, M, xIn, wLow, outAt, N / 4, ldo);
+        tile.quads(K, M, xIn, wLow, outAt, N / 4, ldo, -1);
         const low = Array.from(heap.subarray(outAt / 4, outAt / 4 + M * N));
         heap.fill(0, outAt / 4, outAt / 4 + M * N);
-        tile.quads(K, M, xIn, wEnd, outAt, N / 4, ldo);
+        tile.quads(K, M, xIn, wEnd, outAt, N / 4, ldo, -1);
         expect(Array.from(heap.subarray(outAt / 4, outAt / 4 + M * N))).toEqual(low);
+      }
+    }
+  });
+
+  it("reads ahead wherever it is pointed, up to the memory's last byte, and changes no bits", () => {
+    if (wasmApi === undefined) throw new Error("this runtime has no WebAssembly");
+    // M = 10: four later pairs after the first, so the read ahead runs (from M = 8); M = 4 runs
+    // none. K = 256, 32 rows: the reads cover 16 KiB from `ahead`, or up to the memory's end.
+    const K = 256;
+    const N = 32;
+    const memory = new wasmApi.Memory({ initial: 2, maximum: 2, shared: true });
+    const rng = new Rng(7);
+    const weights = rng.fillNormal(new Float32Array(N * K), 0.5);
+    toRowQuads(weights, N, K);
+    const x = rng.fillNormal(new Float32Array(10 * K), 1);
+    const heap = new Float32Array(memory.buffer);
+    const [xAt, pairsAt, outAt, wAt] = [0, 10 * K * 4, 20 * K * 4, 32768];
+    heap.set(x, xAt / 4);
+    heap.set(weights, wAt / 4);
+    const end = 2 * PAGE;
+    for (const fused of [true, false]) {
+      const tile = instantiateTile(compileSimdTile(fused) as object, memory);
+      tile.pairs(K, 10, xAt, pairsAt);
+      for (const M of [4, 10]) {
+        const outputs = (ahead: number) => {
+          heap.fill(0, outAt / 4, outAt / 4 + M * N);
+          tile.quads(K, M, pairsAt, wAt, outAt, N / 4, N * 4, ahead);
+          return Array.from(heap.subarray(outAt / 4, outAt / 4 + M * N));
+        };
+        const none = outputs(-1);
+        expect(none.some((v) => v !== 0)).toBe(true);
+        // The next weights, the input, 4 KiB before the end, the last byte, past the end.
+        for (const ahead of [wAt + N * K * 4, xAt, end - 4096, end - 1, end, 0x7fffffff]) {
+          expect(outputs(ahead)).toEqual(none);
+        }
       }
     }
   });

@@ -15,13 +15,29 @@ export type TileFunction = (
 ) => void;
 
 /**
+ * quads(K, M, x, w, o, G, ldo, ahead): as TileFunction over row quads and inputs in pairs; `ahead`
+ * is the byte offset of the weights the thread reads next (-1: none), whose first lines it reads
+ * while its later input pairs compute (matmul/matmul-tile.wat).
+ */
+export type QuadsFunction = (
+  K: number,
+  M: number,
+  x: number,
+  w: number,
+  o: number,
+  G: number,
+  ldo: number,
+  ahead: number,
+) => void;
+
+/**
  * The matmul's inner tiles (matmul/matmul-tile.wat), over byte offsets into the shared memory:
  * `tile` reads row-major weight rows and inputs, `quads` rows in row quads (tensor/row-quads.ts)
  * and inputs in pairs, as `pairs(K, M, src, dst)` writes at dst the row-major [M, K] inputs at src.
  */
 export interface SimdTile {
   tile: TileFunction;
-  quads: TileFunction;
+  quads: QuadsFunction;
   pairs: (K: number, M: number, src: number, dst: number) => void;
   memory: WasmMemory;
   /** This thread's scratch region in the memory: byte offset and size. */
