@@ -293,7 +293,9 @@
     ;; later pairs (M < 8) there is too little compute to hide them: the step is 0 and the load reads
     ;; one byte of this call's own weights. Two threads, each touching its own next chunk, 64 rows,
     ;; K = 768 (a scratch test, medians of 15): M = 16 1.11x, M = 10 1.10x, M = 8 1.12x, M = 6
-    ;; 0.98x, M = 4 0.92x; half the bytes measured faster than all of them (M = 8 1.16x).
+    ;; 0.98x, M = 4 0.92x; half the bytes measured faster than all of them (M = 8 1.16x). Against
+    ;; none (bench/engine-before-after.ts, 16 streams, 2 threads): bench-100m decode 1.052x [1.009,
+    ;; 1.097]; `medium`, whose weights fit L3, 1.050x [0.979, 1.126]; one stream no difference shown.
     (local.set $aheadAt (local.get $w))
     (local.set $aheadEnd (i32.sub (i32.shl (local.get $memPages) (i32.const 16)) (i32.const 1)))
     (if (i32.and (i32.ge_u (local.get $M) (i32.const 8))
