@@ -6,7 +6,10 @@
  * kernels and JavaScript). It wraps the pool's `run` with a copy that counts the caller's units, so
  * it measures the same code path with a few timer reads more a dispatch.
  *
- *   npx tsx bench/batch1-dispatches.ts [--size bench-100m] [--threads 2] [--decode 64] [--rounds 3]
+ * With --streams N, N streams decode at once and the figures are per step (one token of each),
+ * counted while all N decode.
+ *
+ *   npx tsx bench/batch1-dispatches.ts [--size bench-100m] [--threads 2] [--decode 64] [--rounds 3] [--streams 1]
  */
 import { createTinyModel, Engine, findTinySize } from "../src/engine/index.js";
 import { CONTROL, claimUnits } from "../src/engine/kernels/kernel-thread.js";
@@ -22,6 +25,7 @@ const args = benchArgs(import.meta.url, {
   threads: { type: "string", default: "2" },
   decode: { type: "string", default: "64" },
   rounds: { type: "string", default: "3" },
+  streams: { type: "string", default: "1" },
 });
 
 interface Tally {
@@ -111,32 +115,44 @@ const size = findTinySize(args.size as string);
 if (size === undefined) throw new Error(`no tiny size ${args.size}`);
 const model = await createTinyModel(size, { seed: 1 });
 const decodeTokens = Number(args.decode);
+const streams = Number(args.streams);
+if (!(Number.isInteger(streams) && streams >= 1)) throw new Error("--streams must be a positive integer");
 const engine = new Engine(model, {
   threads: Number(args.threads),
-  maxNumSeqs: 1,
+  maxNumSeqs: streams,
   maxModelLen: 16 + decodeTokens + 8,
 });
 
+/** Decodes `streams` streams at once: steps and time from when every stream has its first token until one ends. */
 async function decode(): Promise<{ tokens: number; ms: number }> {
+  const prompts = syntheticPrompts(streams, 16) as number[][];
+  let withFirstToken = 0;
   let first = 0;
   let last = 0;
-  let tokens = 0;
-  const [prompt] = syntheticPrompts(1, 16);
-  for await (const out of engine.submit({
-    promptTokenIds: prompt as number[],
-    maxTokens: decodeTokens,
-    ignoreEos: true,
-    sampling: { temperature: 0 },
-  })) {
-    if (!out.token) continue;
-    last = performance.now();
-    if (tokens++ === 0) {
-      first = last;
-      counting = true;
+  let steps = 0;
+  const stream = async (prompt: number[], index: number) => {
+    let tokens = 0;
+    for await (const out of engine.submit({
+      promptTokenIds: prompt,
+      maxTokens: decodeTokens,
+      ignoreEos: true,
+      sampling: { temperature: 0 },
+    })) {
+      if (!out.token) continue;
+      tokens++;
+      if (tokens === 1 && ++withFirstToken === streams) {
+        first = performance.now();
+        counting = true;
+      } else if (tokens > 1 && index === 0 && counting) {
+        // Every stream decodes one token a step: stream 0's count the steps.
+        steps++;
+        last = performance.now();
+      }
     }
-  }
-  counting = false;
-  return { tokens: tokens - 1, ms: last - first };
+    counting = false;
+  };
+  await Promise.all(prompts.map(stream));
+  return { tokens: steps, ms: last - first };
 }
 
 await decode(); // warm-up
