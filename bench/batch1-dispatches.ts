@@ -7,7 +7,7 @@
  * it measures the same code path with a few timer reads more a dispatch.
  *
  * With --streams N, N streams decode at once and the figures are per step (one token of each),
- * counted while all N decode.
+ * counted from when every stream has its first token (bench/stream-rates.ts).
  *
  *   npx tsx bench/batch1-dispatches.ts [--size bench-100m] [--threads 2] [--decode 64] [--rounds 3] [--streams 1]
  */
@@ -18,7 +18,7 @@ import { MatmulPool } from "../src/engine/kernels/pool.js";
 import { claimsAhead, type JobMessage, runUnit } from "../src/engine/kernels/registry.js";
 import { waitForUnits } from "../src/engine/kernels/wait-for-units.js";
 import { benchArgs } from "./args.js";
-import { syntheticPrompts } from "./stream-rates.js";
+import { streamRates, syntheticPrompts } from "./stream-rates.js";
 
 const args = benchArgs(import.meta.url, {
   size: { type: "string", default: "bench-100m" },
@@ -123,38 +123,18 @@ const engine = new Engine(model, {
   maxModelLen: 16 + decodeTokens + 8,
 });
 
-/** Decodes `streams` streams at once: steps and time from when every stream has its first token until one ends. */
+/** Decodes `streams` streams at once (streamRates): steps, and their time, while every stream decodes. */
 async function decode(): Promise<{ tokens: number; ms: number }> {
-  const prompts = syntheticPrompts(streams, 16) as number[][];
-  let withFirstToken = 0;
-  let first = 0;
-  let last = 0;
-  let steps = 0;
-  const stream = async (prompt: number[], index: number) => {
-    let tokens = 0;
-    for await (const out of engine.submit({
-      promptTokenIds: prompt,
-      maxTokens: decodeTokens,
-      ignoreEos: true,
-      sampling: { temperature: 0 },
-    })) {
-      if (!out.token) continue;
-      tokens++;
-      if (tokens === 1 && ++withFirstToken === streams) {
-        first = performance.now();
-        counting = true;
-      } else if (tokens > 1 && index === 0 && counting) {
-        // Every stream decodes one token a step: stream 0's count the steps.
-        steps++;
-        last = performance.now();
-      }
-    }
-    counting = false;
-  };
-  await Promise.all(prompts.map(stream));
-  return { tokens: steps, ms: last - first };
+  const rates = await streamRates(engine, syntheticPrompts(streams, 16), decodeTokens, () => {
+    counting = true;
+  });
+  counting = false;
+  const steps = (rates.tokens[0] as number[]).length - 1;
+  return { tokens: steps, ms: ((steps * streams) / rates.decode) * 1000 };
 }
 
+/** What the figures are per: a token at one stream, a step (a token of each) at several. */
+const unit = streams > 1 ? "step" : "token";
 await decode(); // warm-up
 for (let round = 1; round <= Number(args.rounds); round++) {
   tallies.clear();
@@ -164,10 +144,10 @@ for (let round = 1; round <= Number(args.rounds); round++) {
   const lines = [...tallies].map(([kernel, t]) => {
     inside += t.ms;
     const rate = t.bytes > 0 ? `, ${(t.bytes / (t.ms / 1000) / 1e9).toFixed(1)} GB/s of weights inside` : "";
-    return `  ${kernel}: ${perToken(t.calls)} dispatches/token, ${perToken(t.ms)} ms/token, ${(t.units / t.calls).toFixed(1)} units each, caller ran ${((100 * t.callerUnits) / t.units).toFixed(0)}%${rate}; ms/token post ${perToken(t.post)}, notify ${perToken(t.notify)}, caller's units ${perToken(t.work)}, wait ${perToken(t.wait)}`;
+    return `  ${kernel}: ${perToken(t.calls)} dispatches/${unit}, ${perToken(t.ms)} ms/${unit}, ${(t.units / t.calls).toFixed(1)} units each, caller ran ${((100 * t.callerUnits) / t.units).toFixed(0)}%${rate}; ms/${unit} post ${perToken(t.post)}, notify ${perToken(t.notify)}, caller's units ${perToken(t.work)}, wait ${perToken(t.wait)}`;
   });
   process.stdout.write(
-    `round ${round}: ${(tokens / (ms / 1000)).toFixed(1)} tok/s, ${perToken(ms)} ms/token, ${perToken(inside)} inside dispatches, ${perToken(ms - inside)} outside\n${lines.join("\n")}\n`,
+    `round ${round}: ${(tokens / (ms / 1000)).toFixed(1)} ${unit}s/s, ${perToken(ms)} ms/${unit}, ${perToken(inside)} inside dispatches, ${perToken(ms - inside)} outside\n${lines.join("\n")}\n`,
   );
 }
 await engine.close();
