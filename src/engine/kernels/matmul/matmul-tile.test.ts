@@ -5,21 +5,26 @@ import { toRowQuads } from "../../tensor/row-quads.js";
 import { compileSimdTile, instantiateTile } from "./tile-module.js";
 
 const PAGE = 65536;
+const K = 256;
+const N = 32;
+
+/** Two pages of shared memory and, from `seed`, N x K weights in row quads and `inputs` input rows. */
+function quadsCase(seed: number, inputs: number) {
+  if (wasmApi === undefined) throw new Error("this runtime has no WebAssembly");
+  const memory = new wasmApi.Memory({ initial: 2, maximum: 2, shared: true });
+  const rng = new Rng(seed);
+  const weights = rng.fillNormal(new Float32Array(N * K), 0.5);
+  toRowQuads(weights, N, K);
+  const x = rng.fillNormal(new Float32Array(inputs * K), 1);
+  return { memory, weights, x, heap: new Float32Array(memory.buffer) };
+}
 
 describe("the quads tile's page touches ahead of the weights", () => {
   it("stop at the memory's end: weights in its last bytes give the bits they give elsewhere", () => {
-    if (wasmApi === undefined) throw new Error("this runtime has no WebAssembly");
     // K = 256: a group of four rows is one 4 KiB page, and each group touches the page six groups
     // on. Eight groups end at the memory's end, so groups 0 and 1 touch pages inside it and the
     // rest pages past it, which must be skipped, not read (a read past the end traps).
-    const K = 256;
-    const N = 32;
-    const memory = new wasmApi.Memory({ initial: 2, maximum: 2, shared: true });
-    const rng = new Rng(5);
-    const weights = rng.fillNormal(new Float32Array(N * K), 0.5);
-    toRowQuads(weights, N, K);
-    const x = rng.fillNormal(new Float32Array(2 * K), 1);
-    const heap = new Float32Array(memory.buffer);
+    const { memory, weights, x, heap } = quadsCase(5, 2);
     // Byte offsets: the input, it in pairs, the outputs, the weights low in the memory and at its end.
     const [xAt, pairsAt, outAt, wLow, wEnd] = [0, 2 * K * 4, 4 * K * 4, 8192, 2 * PAGE - N * K * 4];
     heap.set(x, xAt / 4);
@@ -40,17 +45,9 @@ describe("the quads tile's page touches ahead of the weights", () => {
   });
 
   it("reads ahead wherever it is pointed, up to the memory's last byte, and changes no bits", () => {
-    if (wasmApi === undefined) throw new Error("this runtime has no WebAssembly");
     // M = 10: four later pairs after the first, so the read ahead runs (from M = 8); M = 4 runs
     // none. K = 256, 32 rows: the reads cover 16 KiB from `ahead`, or up to the memory's end.
-    const K = 256;
-    const N = 32;
-    const memory = new wasmApi.Memory({ initial: 2, maximum: 2, shared: true });
-    const rng = new Rng(7);
-    const weights = rng.fillNormal(new Float32Array(N * K), 0.5);
-    toRowQuads(weights, N, K);
-    const x = rng.fillNormal(new Float32Array(10 * K), 1);
-    const heap = new Float32Array(memory.buffer);
+    const { memory, weights, x, heap } = quadsCase(7, 10);
     const [xAt, pairsAt, outAt, wAt] = [0, 10 * K * 4, 20 * K * 4, 32768];
     heap.set(x, xAt / 4);
     heap.set(weights, wAt / 4);

@@ -19,16 +19,7 @@ export type TileFunction = (
  * is the byte offset of the weights the thread reads next (-1: none), whose first lines it reads
  * while its later input pairs compute (matmul/matmul-tile.wat).
  */
-export type QuadsFunction = (
-  K: number,
-  M: number,
-  x: number,
-  w: number,
-  o: number,
-  G: number,
-  ldo: number,
-  ahead: number,
-) => void;
+export type QuadsFunction = (...args: [...Parameters<TileFunction>, ahead: number]) => void;
 
 /**
  * The matmul's inner tiles (matmul/matmul-tile.wat), over byte offsets into the shared memory:
