@@ -73,6 +73,7 @@ import { type BlockTrials, blockedRatioInterval } from "../src/bench/index.js";
 import { compileWasm, instantiateWasm, type WasmModule } from "../src/common/wasm-runtime.js";
 import { int8ExponentStride } from "../src/engine/kernels/matmul/int8-exponents.js";
 import { quantizedFormBytes } from "../src/engine/kernels/matmul/mxfp4-int8.js";
+import { QUADS_ACC_BYTES } from "../src/engine/kernels/matmul/tile-module.js";
 import { type KernelBinary, kernelBytes } from "../src/engine/kernels/wasm-kernels.js";
 import { toRowQuads } from "../src/engine/tensor/row-quads.js";
 import { floatToFp8Tile128 } from "../src/formats/fp8-blockwise.js";
@@ -183,6 +184,7 @@ if (kernel === "tile") {
       rng.fillNormal(new Float32Array(memory.buffer, x, M * K), 1);
       const pairs = allocate(M * K * 4);
       const o = allocate(M * N * 4);
+      const acc = allocate(QUADS_ACC_BYTES);
       cases.push({
         label: `tile M=${M}, [${N}, ${K}], ${quads ? "row quads" : "row-major"}`,
         unit: "GFLOP/s",
@@ -195,11 +197,11 @@ if (kernel === "tile") {
           if (quads && arm.quads !== undefined) {
             const at = M > 1 ? pairs : x;
             if (M > 1) arm.pairs?.(K, M, x, pairs);
-            // Each call reads the next chunk's weights ahead, as the pool's one thread would (a
-            // tile without that argument ignores it).
+            // Each call reads the next chunk's weights ahead, as the pool's one thread would, and
+            // keeps its k-blocked sums at acc (a tile without those arguments ignores them).
             for (let c0 = 0; c0 < N; c0 += chunk) {
               const ahead = c0 + chunk < N ? w + (c0 + chunk) * K * 4 : -1;
-              arm.quads(K, M, at, w + c0 * K * 4, o + c0 * 4, G(c0), N * 4, ahead);
+              arm.quads(K, M, at, w + c0 * K * 4, o + c0 * 4, G(c0), N * 4, ahead, acc);
             }
             return;
           }

@@ -21,7 +21,13 @@ import {
 } from "./kernel-thread.js";
 import { Int8Inputs } from "./matmul/int8-inputs.js";
 import type { MatmulJob, MatmulSegment } from "./matmul/matmul-job.js";
-import { int8Reads, matmulRange, type WeightParts, weightParts } from "./matmul/matmul-kernel.js";
+import {
+  int8Reads,
+  matmulRange,
+  tileRegionBytes,
+  type WeightParts,
+  weightParts,
+} from "./matmul/matmul-kernel.js";
 import { matmulShapes } from "./matmul/matmul-shapes.js";
 import { rowUnits } from "./matmul/row-units.js";
 import {
@@ -44,8 +50,6 @@ import { workerEntry } from "./worker-entry.js";
 
 /** Below this many multiply-adds a matmul stays on the calling thread: waking workers costs more. */
 const PARALLEL_MIN_MACS = 1 << 16;
-/** Weight rows the SIMD path handles at a time (matmul-kernel.ts); sizes the scratch regions. */
-const SIMD_CHUNK = 64;
 /** Values of a clamped SwiGLU staged at a time (a multiple of 4). */
 const CLAMPED_SLICE = 16384;
 /** Below this many values swiglu stays on the calling thread. */
@@ -200,7 +204,7 @@ export class MatmulPool {
     outs: readonly Float32Array[],
   ): { K: number; totalRows: number } {
     const { K, totalRows } = matmulShapes(x, M, weights, outs);
-    this.ensureRegion("tile", (M * K + SIMD_CHUNK * K + SIMD_CHUNK * M) * 4, `a ${M}x${K} input`);
+    this.ensureRegion("tile", tileRegionBytes(M, K), `a ${M}x${K} input`);
     return { K, totalRows };
   }
 

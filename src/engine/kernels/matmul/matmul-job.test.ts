@@ -41,9 +41,9 @@ function recordingThread() {
   tile.bytes = 8192;
   const calls: [number, number][] = [];
   const quads = tile.quads;
-  tile.quads = (k, m, x, w, o, g, ldo, ahead) => {
+  tile.quads = (k, m, x, w, o, g, ldo, ahead, acc) => {
     calls.push([w, ahead]);
-    quads(k, m, x, w, o, g, ldo, ahead);
+    quads(k, m, x, w, o, g, ldo, ahead, acc);
   };
   const weights = new Map([
     [0, f32Parts(8192)],

@@ -9,7 +9,7 @@ import { hasFp8NanCode } from "./fp8-nan-codes.js";
 import { type Fp8Rows, fp8Step } from "./fp8-rows.js";
 import { int8ExponentStride, int8ExponentsAt } from "./int8-exponents.js";
 import { type Int8Quantize, type Mxfp4Int8, quantizedFormBytes } from "./mxfp4-int8.js";
-import type { SimdTile } from "./tile-module.js";
+import { QUADS_ACC_BYTES, type SimdTile } from "./tile-module.js";
 
 /** The fast matmul kernel, run on the calling thread and in the pool's workers (worker.ts). */
 
@@ -240,6 +240,14 @@ export interface Mxfp4Rows {
 const CHUNK = 64;
 
 /**
+ * Bytes of a thread's tile region for an [M, K] input: the x, rows and out areas (M*K, CHUNK*K and
+ * M*CHUNK floats), then the quads tile's k-blocked sums.
+ */
+export function tileRegionBytes(M: number, K: number): number {
+  return (M * K + CHUNK * K + CHUNK * M) * 4 + QUADS_ACC_BYTES;
+}
+
+/**
  * matmulRange on the integer MXFP4 path (mxfp4-int8.wat): the whole range in one call where the
  * output lies in the shared memory (the kernel reads the next rows ahead across it); else as many
  * rows as the scratch region's rows and out areas hold, an [M, span] matrix, at a time, each
@@ -370,17 +378,18 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
   const { dtype, data: wData, offset: wOffset, halves, quads } = range.weight;
   const { tables, tile: simd } = thread;
   if (simd !== null && K % 4 === 0 && K > 0) {
-    if (simd.bytes < (M * K + CHUNK * K + CHUNK * M) * 4) {
+    if (simd.bytes < tileRegionBytes(M, K)) {
       throw new RangeError(`matmul scratch of ${simd.bytes} bytes is too small for M=${M}, K=${K}`);
     }
     // WebAssembly SIMD path over this thread's scratch region ([x: M*K][rows: CHUNK*K][out:
-    // M*CHUNK] floats). Whatever already lies in the shared memory is used where it lies: f32
+    // M*CHUNK] floats, then the quads tile's sums at accAt). Whatever already lies in the shared memory is used where it lies: f32
     // weights, the input and the output (the pool's staged arrays). Other weights are dequantized
     // (or copied) into the rows area CHUNK rows at a time; another input is copied in once.
     const heap = new Float32Array(simd.memory.buffer);
     const S = simd.base >> 2;
     const W = S + M * K;
     const O = W + CHUNK * K;
+    const accAt = (O + CHUNK * M) * 4;
     // Row quads are read by the `quads` tile, whose inputs are in pairs (one row is its own pairs):
     // written into the x area, a row-major input outside the shared memory two rows at a time
     // through the rows area. Other weights' tile reads row-major inputs.
@@ -411,7 +420,7 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
       ahead: number,
     ) =>
       quads
-        ? simd.quads(K, M, inputAt, weightsAt, outAt, G, ldo, ahead)
+        ? simd.quads(K, M, inputAt, weightsAt, outAt, G, ldo, ahead, accAt)
         : simd.tile(K, M, inputAt, weightsAt, outAt, G, ldo);
     const { scalesOffset } = range.weight;
     const packed = dtype === 4 && wOffset >= 0 && scalesOffset >= 0 ? thread.mxfp4 : null;

@@ -40,10 +40,11 @@ describe("the matmul over f32 weights in row quads", () => {
     it(`${label}: gives the row-major weight's bits at any batch, ragged rows included`, () => {
       const K = 96;
       // 1030 and 1036 rows end in a unit of one and of three groups (the tile's loops take two
-      // groups at a time, a last one alone), then ragged rows.
+      // groups at a time, a last one alone), then ragged rows. From M = 12 the tile k-blocks its
+      // first eight pairs (13: six and a row left; 40: eight, then twelve more).
       for (const N of [1030, 1036, 1024]) {
         const [rowMajor, quads] = twoLayouts(N, K);
-        for (const M of [1, 2, 3, 16]) {
+        for (const M of [1, 2, 3, 13, 16, 40]) {
           const x = rng.fillNormal(new Float32Array(M * K), 1);
           const a = new Float32Array(M * N);
           const b = new Float32Array(M * N);

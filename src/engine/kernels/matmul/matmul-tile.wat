@@ -9,13 +9,15 @@
 ;; w + 16gK, laid out as the tile reads them:
 ;; - tile(K, M, x, w, o, G, ldo): row-major rows, W_g[j][k] = w[(4g + j)*K + k], and row-major
 ;;   inputs X[m][k] = x[m*K + k] (chunks the MXFP4 and FP8 decoders write, weights outside row quads);
-;; - quads(K, M, x, w, o, G, ldo, ahead): rows in row quads (../../tensor/row-quads.ts), the four rows
-;;   interleaved every 16 bytes, [r0 k0-3][r1 k0-3][r2 k0-3][r3 k0-3][r0 k4-7]..., and the inputs
-;;   in pairs, as pairs(K, M, src, dst) writes them: rows 2i and 2i + 1 interleaved every 16 bytes,
-;;   [x0 k0-3][x1 k0-3][x0 k4-7]..., an odd last row row-major after them. One pointer reads a
-;;   group's rows and one a pair's inputs, at fixed offsets (bench/kernel-before-after.ts --kernel
-;;   tile --before a revision without `quads` measures it against the one tile that read row quads
-;;   with row and k strides from row-major inputs).
+;; - quads(K, M, x, w, o, G, ldo, ahead, acc): rows in row quads (../../tensor/row-quads.ts),
+;;   the four rows interleaved every 16 bytes, [r0 k0-3][r1 k0-3][r2 k0-3][r3 k0-3][r0 k4-7]...,
+;;   and the inputs in pairs, as pairs(K, M, src, dst) writes them: rows 2i and 2i + 1 interleaved
+;;   every 16 bytes, [x0 k0-3][x1 k0-3][x0 k4-7]..., an odd last row row-major after them. One
+;;   pointer reads a group's rows and one a pair's inputs, at fixed offsets
+;;   (bench/kernel-before-after.ts --kernel tile --before a revision without `quads` measures it
+;;   against the one tile that read row quads with row and k strides from row-major inputs).
+;;   `ahead` is where the thread's next weights lie (or -1) and `acc` 1 KiB of scratch for the
+;;   k-blocked pairs (both described at the loops).
 ;; Both tiles do the same operations in the same order on each output, so the layouts change no bits.
 ;;
 ;; Each output keeps four f32 partial sums (lanes k mod 4) added as (l0 + l1) + (l2 + l3), so an
@@ -170,7 +172,8 @@
   ;; stream on one thread (bench-100m) 1.08x [1.01, 1.16]; on two threads, which share the
   ;; memory's bandwidth, no difference shown.
   (func (export "quads")
-    (param $K i32) (param $M i32) (param $x i32) (param $w i32) (param $o i32) (param $G i32) (param $ldo i32) (param $ahead i32)
+    (param $K i32) (param $M i32) (param $x i32) (param $w i32) (param $o i32) (param $G i32) (param $ldo i32) (param $ahead i32) (param $acc i32)
+    (local $steps i32) (local $s0 i32) (local $s1 i32) (local $blockPairs i32) (local $pair i32) (local $accAt i32)
     (local $rowBytes i32) (local $groupBytes i32) (local $g i32) (local $m i32) (local $p i32) (local $pg i32)
     (local $xa i32) (local $xp i32) (local $xe i32) (local $op i32) (local $o0 i32) (local $q i32) (local $half i32) (local $second i32) (local $t i32) (local $tEnd i32) (local $memPages i32) (local $aheadAt i32) (local $aheadStep i32) (local $aheadEnd i32)
     (local $a0 v128) (local $a1 v128) (local $a2 v128) (local $a3 v128)
@@ -192,6 +195,108 @@
     ;; past the caches M = 16 1.06x and 1.20x ([131072, 768], [32768, 2304]), M = 4 1.11x; weights
     ;; in L3 M = 16 0.97x, M = 4 0.88x and 0.92x (its first sweep draws two lines from L3 for each
     ;; one the second reads from L1: where the weights fit L3, small batches lose that).
+    ;; From twelve inputs, the first eight pairs (at most) are k-blocked instead: for each group,
+    ;; eight k steps (512 bytes of its weights) at a time for every one of those pairs, their eight
+    ;; accumulators each waiting in `acc` (1 KiB: pair i's at acc + 128i, stored and reloaded
+    ;; whole, so no bits change) between blocks. The first pair's pass above reads a chunk from
+    ;; memory while only two inputs compute and the other pairs then compute while the memory idles;
+    ;; here the weights arrive 512 bytes at a time between stretches of every pair's multiply-adds,
+    ;; which keeps the L2 streamer ahead of them, so the memory time hides under the compute. Two
+    ;; threads, 64 rows, K = 768, against the first pair's pass with its read ahead (a scratch
+    ;; test, medians of 15): M = 12 1.08x, 14 1.08x, 16 1.11x, 32 1.08x; M = 10 1.00x; all the pairs
+    ;; of M = 64 k-blocked 0.94x (each block's inputs come from L2 there), so the pairs past eight
+    ;; run the loop below. Blocks of four k steps measured 0.87x of eight, twelve 0.97x.
+    (if (i32.ge_u (local.get $M) (i32.const 12))
+      (then
+        (local.set $steps (i32.shr_u (local.get $K) (i32.const 2)))
+        (local.set $blockPairs (select (i32.const 8) (local.tee $t (i32.shr_u (local.get $M) (i32.const 1)))
+          (i32.gt_u (local.get $t) (i32.const 8))))
+        (local.set $pg (local.get $w))
+        (local.set $g (i32.const 0))
+        (loop $blockGroups
+          (local.set $s0 (i32.const 0))
+          (loop $blocks
+            (local.set $s1 (select (local.get $steps) (local.tee $t (i32.add (local.get $s0) (i32.const 8)))
+              (i32.gt_u (local.get $t) (local.get $steps))))
+            (local.set $pair (i32.const 0))
+            (loop $blockPairsLoop
+              (local.set $accAt (i32.add (local.get $acc) (i32.shl (local.get $pair) (i32.const 7))))
+              (if (i32.eqz (local.get $s0))
+                (then
+                  (local.set $a0 (v128.const i64x2 0 0))
+                  (local.set $a1 (v128.const i64x2 0 0))
+                  (local.set $a2 (v128.const i64x2 0 0))
+                  (local.set $a3 (v128.const i64x2 0 0))
+                  (local.set $b0 (v128.const i64x2 0 0))
+                  (local.set $b1 (v128.const i64x2 0 0))
+                  (local.set $b2 (v128.const i64x2 0 0))
+                  (local.set $b3 (v128.const i64x2 0 0)))
+                (else
+                  (local.set $a0 (v128.load offset=0 (local.get $accAt)))
+                  (local.set $a1 (v128.load offset=16 (local.get $accAt)))
+                  (local.set $a2 (v128.load offset=32 (local.get $accAt)))
+                  (local.set $a3 (v128.load offset=48 (local.get $accAt)))
+                  (local.set $b0 (v128.load offset=64 (local.get $accAt)))
+                  (local.set $b1 (v128.load offset=80 (local.get $accAt)))
+                  (local.set $b2 (v128.load offset=96 (local.get $accAt)))
+                  (local.set $b3 (v128.load offset=112 (local.get $accAt)))))
+              ;; Pair i's inputs start 2i rows into x; step s is 64 bytes into a group, 32 into a pair.
+              (local.set $p (i32.add (local.get $pg) (i32.shl (local.get $s0) (i32.const 6))))
+              (local.set $xa (i32.add
+                (i32.add (local.get $x) (i32.mul (local.get $pair) (i32.shl (local.get $rowBytes) (i32.const 1))))
+                (i32.shl (local.get $s0) (i32.const 5))))
+              (local.set $xe (i32.add (local.get $xa) (i32.shl (i32.sub (local.get $s1) (local.get $s0)) (i32.const 5))))
+              (loop $k
+                (local.set $xv (v128.load (local.get $xa)))
+                (local.set $xv2 (v128.load offset=16 (local.get $xa)))
+                (local.set $wv (v128.load (local.get $p)))
+                (local.set $a0 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a0)))
+                (local.set $b0 (f32x4.relaxed_madd (local.get $xv2) (local.get $wv) (local.get $b0)))
+                (local.set $wv (v128.load offset=16 (local.get $p)))
+                (local.set $a1 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a1)))
+                (local.set $b1 (f32x4.relaxed_madd (local.get $xv2) (local.get $wv) (local.get $b1)))
+                (local.set $wv (v128.load offset=32 (local.get $p)))
+                (local.set $a2 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a2)))
+                (local.set $b2 (f32x4.relaxed_madd (local.get $xv2) (local.get $wv) (local.get $b2)))
+                (local.set $wv (v128.load offset=48 (local.get $p)))
+                (local.set $a3 (f32x4.relaxed_madd (local.get $xv) (local.get $wv) (local.get $a3)))
+                (local.set $b3 (f32x4.relaxed_madd (local.get $xv2) (local.get $wv) (local.get $b3)))
+                (local.set $p (i32.add (local.get $p) (i32.const 64)))
+                (br_if $k (i32.lt_u
+                  (local.tee $xa (i32.add (local.get $xa) (i32.const 32)))
+                  (local.get $xe))))
+              (if (i32.lt_u (local.get $s1) (local.get $steps))
+                (then
+                  (v128.store offset=0 (local.get $accAt) (local.get $a0))
+                  (v128.store offset=16 (local.get $accAt) (local.get $a1))
+                  (v128.store offset=32 (local.get $accAt) (local.get $a2))
+                  (v128.store offset=48 (local.get $accAt) (local.get $a3))
+                  (v128.store offset=64 (local.get $accAt) (local.get $b0))
+                  (v128.store offset=80 (local.get $accAt) (local.get $b1))
+                  (v128.store offset=96 (local.get $accAt) (local.get $b2))
+                  (v128.store offset=112 (local.get $accAt) (local.get $b3)))
+                (else
+                  ;; The last block: the pair's outputs for this group, as the loop below stores them.
+                  (local.set $op (i32.add (i32.add (local.get $o0) (i32.shl (local.get $g) (i32.const 4)))
+                    (i32.mul (local.get $pair) (i32.shl (local.get $ldo) (i32.const 1)))))
+                  (local.set $xv (f32x4.add (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $a0) (local.get $a1)) (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $a0) (local.get $a1))))
+                  (local.set $xv2 (f32x4.add (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $a2) (local.get $a3)) (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $a2) (local.get $a3))))
+                  (v128.store (local.get $op) (f32x4.add (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $xv) (local.get $xv2)) (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $xv) (local.get $xv2))))
+                  (local.set $xv (f32x4.add (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $b0) (local.get $b1)) (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $b0) (local.get $b1))))
+                  (local.set $xv2 (f32x4.add (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $b2) (local.get $b3)) (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $b2) (local.get $b3))))
+                  (v128.store (i32.add (local.get $op) (local.get $ldo)) (f32x4.add (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $xv) (local.get $xv2)) (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $xv) (local.get $xv2))))))
+              (br_if $blockPairsLoop (i32.lt_u
+                (local.tee $pair (i32.add (local.get $pair) (i32.const 1)))
+                (local.get $blockPairs))))
+            (br_if $blocks (i32.lt_u (local.tee $s0 (local.get $s1)) (local.get $steps))))
+          (local.set $pg (i32.add (local.get $pg) (local.get $groupBytes)))
+          (br_if $blockGroups (i32.lt_u
+            (local.tee $g (i32.add (local.get $g) (i32.const 1)))
+            (local.get $G))))
+        (local.set $m (i32.shl (local.get $blockPairs) (i32.const 1)))
+        (local.set $xp (i32.add (local.get $xp) (i32.mul (local.get $m) (local.get $rowBytes))))
+        (local.set $o0 (i32.add (local.get $o0) (i32.mul (local.get $m) (local.get $ldo)))))
+      (else
     (if (i32.ge_u (local.get $M) (i32.const 2))
       (then
         (local.set $xe (i32.add (local.get $xp) (i32.shl (local.get $rowBytes) (i32.const 1))))
@@ -280,7 +385,7 @@
             (local.get $G))))
         (local.set $xp (local.get $xe))
         (local.set $o0 (i32.add (local.get $o0) (i32.shl (local.get $ldo) (i32.const 1))))
-        (local.set $m (i32.const 2))))
+        (local.set $m (i32.const 2))))))
     ;; The other pairs, whose weights lie in L2 by then: each weight vector loaded once feeds eight
     ;; independent accumulators, as in `tile`, and every output sees the operations of the one-row
     ;; block below, in its order.
@@ -290,20 +395,21 @@
     ;; least 1), and never past the memory's end. WebAssembly has no prefetch: these loads bring the
     ;; next call's first lines from memory, and set the L2 streamer on its pages, while this call's
     ;; multiply-adds run, where the first pair would otherwise wait for them. With fewer than three
-    ;; later pairs (M < 8) there is too little compute to hide them: the step is 0 and the load reads
-    ;; one byte of this call's own weights. Two threads, each touching its own next chunk, 64 rows,
+    ;; later pairs (M < 8 after the first pair, M < 22 after eight k-blocked ones) there is too
+    ;; little compute to hide them: the step is 0 and the load reads one byte of this call's own
+    ;; weights. Two threads, each touching its own next chunk, 64 rows,
     ;; K = 768 (a scratch test, medians of 15): M = 16 1.11x, M = 10 1.10x, M = 8 1.12x, M = 6
     ;; 0.98x, M = 4 0.92x; half the bytes measured faster than all of them (M = 8 1.16x). Against
     ;; none (bench/engine-before-after.ts, 16 streams, 2 threads): bench-100m decode 1.052x [1.009,
     ;; 1.097]; `medium`, whose weights fit L3, 1.050x [0.979, 1.126]; one stream no difference shown.
     (local.set $aheadAt (local.get $w))
     (local.set $aheadEnd (i32.sub (i32.shl (local.get $memPages) (i32.const 16)) (i32.const 1)))
-    (if (i32.and (i32.ge_u (local.get $M) (i32.const 8))
+    (if (i32.and (i32.ge_u (local.tee $t (i32.shr_u (i32.sub (local.get $M) (local.get $m)) (i32.const 1))) (i32.const 3))
           (i32.lt_u (local.get $ahead) (local.get $aheadEnd)))
       (then
         (local.set $aheadAt (local.get $ahead))
         (local.set $aheadStep (select
-          (local.tee $aheadStep (i32.div_u (i32.const 32) (i32.shr_u (i32.sub (local.get $M) (i32.const 2)) (i32.const 1))))
+          (local.tee $aheadStep (i32.div_u (i32.const 32) (local.get $t)))
           (i32.const 1)
           (local.get $aheadStep)))
         ;; The last byte read: the first half of this call's bytes on, or the memory's last.

@@ -14,6 +14,7 @@ import {
   type Mxfp4Rows,
   matmulRange,
   mxfp4Tables,
+  tileRegionBytes,
   weightParts,
 } from "./matmul-kernel.js";
 import { compileSimdTile, instantiateTile } from "./tile-module.js";
@@ -259,7 +260,6 @@ describe("matmul fast path", () => {
 describe("matmulRange with the SIMD tile", () => {
   const arena = wasmArena();
   const tables = buildDecodeTables();
-  const CHUNK = 64;
 
   it("reads the input and writes the output where they lie in the shared memory, with the bits of copied ones, for any row range and dtype", () => {
     if (arena === null) throw new Error("this runtime has no shared WebAssembly memory");
@@ -277,7 +277,7 @@ describe("matmulRange with the SIMD tile", () => {
       for (const dtype of ["f32", "bf16", "fp8_e4m3", "mxfp4"] as const) {
         const w = randomWeight(dtype, N, K);
         for (const M of [1, 2, 5]) {
-          tile.bytes = (M * K + CHUNK * K + CHUNK * M) * 4;
+          tile.bytes = tileRegionBytes(M, K);
           tile.base = arena.allocate(tile.bytes);
           const xAt = arena.allocate(M * K * 4);
           const outAt = arena.allocate(M * N * 4);

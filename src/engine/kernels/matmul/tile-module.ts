@@ -15,11 +15,15 @@ export type TileFunction = (
 ) => void;
 
 /**
- * quads(K, M, x, w, o, G, ldo, ahead): as TileFunction over row quads and inputs in pairs; `ahead`
- * is the byte offset of the weights the thread reads next (-1: none), whose first lines it reads
- * while its later input pairs compute (matmul/matmul-tile.wat).
+ * quads(K, M, x, w, o, G, ldo, ahead, acc): as TileFunction over row quads and inputs in pairs;
+ * `ahead` is the byte offset of the weights the thread reads next (-1: none), whose first lines it
+ * reads while its later input pairs compute, and `acc` that of QUADS_ACC_BYTES of scratch, where
+ * the k-blocked pairs' sums wait between blocks (matmul/matmul-tile.wat).
  */
-export type QuadsFunction = (...args: [...Parameters<TileFunction>, ahead: number]) => void;
+export type QuadsFunction = (...args: [...Parameters<TileFunction>, ahead: number, acc: number]) => void;
+
+/** The scratch the quads tile's k-blocked pairs keep their sums in: eight pairs of 128 bytes. */
+export const QUADS_ACC_BYTES = 1024;
 
 /**
  * The matmul's inner tiles (matmul/matmul-tile.wat), over byte offsets into the shared memory:
