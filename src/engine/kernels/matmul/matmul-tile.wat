@@ -198,14 +198,19 @@
     ;; From twelve inputs, the first eight pairs (at most) are k-blocked instead: for each group,
     ;; eight k steps (512 bytes of its weights) at a time for every one of those pairs, their eight
     ;; accumulators each waiting in `acc` (1 KiB: pair i's at acc + 128i, stored and reloaded
-    ;; whole, so no bits change) between blocks. The first pair's pass above reads a chunk from
-    ;; memory while only two inputs compute and the other pairs then compute while the memory idles;
-    ;; here the weights arrive 512 bytes at a time between stretches of every pair's multiply-adds,
-    ;; which keeps the L2 streamer ahead of them, so the memory time hides under the compute. Two
-    ;; threads, 64 rows, K = 768, against the first pair's pass with its read ahead (a scratch
-    ;; test, medians of 15): M = 12 1.08x, 14 1.08x, 16 1.11x, 32 1.08x; M = 10 1.00x; all the pairs
-    ;; of M = 64 k-blocked 0.94x (each block's inputs come from L2 there), so the pairs past eight
-    ;; run the loop below. Blocks of four k steps measured 0.87x of eight, twelve 0.97x.
+    ;; whole, so no bits change) between blocks. The first pair's pass (below, for fewer inputs)
+    ;; reads a chunk from memory while only two inputs compute, and the other pairs then compute
+    ;; while the memory idles; here the weights arrive 512 bytes at a time between stretches of
+    ;; every pair's multiply-adds, which keeps the L2 streamer ahead of them, so the memory time
+    ;; hides under the compute. Two threads, 64 rows, K = 768, against the first pair's pass with
+    ;; its read ahead (a scratch test, medians of 15): M = 12 1.08x, 14 1.08x, 16 1.11x, 32 1.08x;
+    ;; M = 10 1.00x, so not below 12; all the pairs of M = 64 k-blocked 0.94x (each block's inputs
+    ;; come from L2 there), so the pairs past eight run the loop below. Blocks of four k steps
+    ;; measured 0.87x of eight, twelve 0.97-0.99x; touching the pages two to six groups on, as the
+    ;; first pass does, no gain. One thread (bench/kernel-before-after.ts --kernel tile), M = 16:
+    ;; past the caches 1.07x [1.05, 1.08] and 1.17x [1.16, 1.18] ([131072, 768], [32768, 2304]),
+    ;; in L3 1.03x [0.98, 1.09] and 1.14x [1.12, 1.16]. bench-100m, 16 streams on two threads
+    ;; (bench/engine-before-after.ts): decode 1.086x [1.060, 1.113].
     (if (i32.ge_u (local.get $M) (i32.const 12))
       (then
         (local.set $steps (i32.shr_u (local.get $K) (i32.const 2)))
