@@ -236,7 +236,7 @@ export interface Mxfp4Rows {
   readonly scratchTokens: number;
 }
 
-/** Rows the SIMD path handles at a time (its scratch region: [x: M*K][rows: CHUNK*K][out: M*CHUNK] floats). */
+/** Rows the SIMD path handles at a time (they size its scratch region: tileRegionBytes). */
 const CHUNK = 64;
 
 /**
@@ -381,9 +381,10 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
     if (simd.bytes < tileRegionBytes(M, K)) {
       throw new RangeError(`matmul scratch of ${simd.bytes} bytes is too small for M=${M}, K=${K}`);
     }
-    // WebAssembly SIMD path over this thread's scratch region ([x: M*K][rows: CHUNK*K][out:
-    // M*CHUNK] floats, then the quads tile's sums at accAt). Whatever already lies in the shared memory is used where it lies: f32
-    // weights, the input and the output (the pool's staged arrays). Other weights are dequantized
+    // WebAssembly SIMD path over this thread's scratch region (tileRegionBytes: [x: M*K][rows:
+    // CHUNK*K][out: M*CHUNK] floats, then the quads tile's sums at accAt). Whatever already lies
+    // in the shared memory is used where it lies: f32 weights, the input and the output (the
+    // pool's staged arrays). Other weights are dequantized
     // (or copied) into the rows area CHUNK rows at a time; another input is copied in once.
     const heap = new Float32Array(simd.memory.buffer);
     const S = simd.base >> 2;

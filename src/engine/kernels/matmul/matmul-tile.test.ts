@@ -79,14 +79,11 @@ describe("the quads tile's k-blocked pairs (from twelve inputs)", () => {
     // K = 100 and 256: 25 and 64 k steps, a last block of one step and whole blocks of eight.
     // M = 12, 13: six pairs, the one left; 16, 17: eight; 25: eight pairs then four and one more.
     const { memory, rowMajor, x, heap } = quadsCase(11, 25);
-    const [xAt, pairsAt, outAt, accAt, wAt, quadsAt] = [0, 25, 50, 54, 58, 90].map((kib) => kib * 1024) as [
-      number,
-      number,
-      number,
-      number,
-      number,
-      number,
-    ];
+    // Byte offsets: the input, it in pairs, the outputs, the scratch, the weights row-major and
+    // in row quads.
+    const KIB = 1024;
+    const [xAt, pairsAt, outAt, accAt] = [0, 25 * KIB, 50 * KIB, 54 * KIB];
+    const [wAt, quadsAt] = [58 * KIB, 90 * KIB];
     const sentinel = accAt + QUADS_ACC_BYTES;
     for (const k of [100, 256]) {
       heap.set(rowMajor.subarray(0, N * k), wAt / 4);
