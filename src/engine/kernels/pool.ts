@@ -21,15 +21,10 @@ import {
 } from "./kernel-thread.js";
 import { Int8Inputs } from "./matmul/int8-inputs.js";
 import type { MatmulJob, MatmulSegment } from "./matmul/matmul-job.js";
-import {
-  int8Reads,
-  matmulRange,
-  tileRegionBytes,
-  type WeightParts,
-  weightParts,
-} from "./matmul/matmul-kernel.js";
+import { int8Reads, matmulRange, type WeightParts, weightParts } from "./matmul/matmul-kernel.js";
 import { matmulShapes } from "./matmul/matmul-shapes.js";
 import { rowUnits } from "./matmul/row-units.js";
+import { TILE_CHUNK, tileRegionBytes } from "./matmul/tile-module.js";
 import {
   type AttentionParams,
   attendRange,
@@ -61,8 +56,6 @@ const SWIGLU_PARALLEL_MIN = 1 << 14;
 const SWIGLU_FUSED_MIN_INPUTS = 2;
 /** Queries of one sequence that attention takes together, each key/value row read once for all. */
 const ATTENTION_TILE = 32;
-/** Rows of a matmul claimed at a time (whole groups of four, the SIMD tile's CHUNK; row-units.ts). */
-const ROW_CHUNK = 64;
 
 /** One layer's attention over a step: what pool.attention needs (see attendTokens). */
 export type AttentionJob = Omit<AttentionParams, "simd" | "tile"> & AttentionRows;
@@ -190,7 +183,7 @@ export class MatmulPool {
       this.copyOuts(fusedParams, [gateOut]);
       return;
     }
-    const params = { ...fusedParams, units: rowUnits(totalRows, ROW_CHUNK, this.threads) };
+    const params = { ...fusedParams, units: rowUnits(totalRows, TILE_CHUNK, this.threads) };
     this.run("matmul", params, params.units.count, this.pairsWriter(params));
     this.copyOuts(params, [gateOut, upOut]);
     this.swiglu(gateOut, upOut, M * I);
@@ -280,7 +273,7 @@ export class MatmulPool {
       segments.push({ id: ids[i] as number, N: w.rows, rowOffset, outOffset: own >= 0 ? own : staged });
       rowOffset += w.rows;
     });
-    const units = rowUnits(unitRows, ROW_CHUNK, this.threads);
+    const units = rowUnits(unitRows, TILE_CHUNK, this.threads);
     return { M, K, xOffset, xPairs, totalRows, units, segments, quantized };
   }
 

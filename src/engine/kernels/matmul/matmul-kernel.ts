@@ -9,7 +9,7 @@ import { hasFp8NanCode } from "./fp8-nan-codes.js";
 import { type Fp8Rows, fp8Step } from "./fp8-rows.js";
 import { int8ExponentStride, int8ExponentsAt } from "./int8-exponents.js";
 import { type Int8Quantize, type Mxfp4Int8, quantizedFormBytes } from "./mxfp4-int8.js";
-import { QUADS_ACC_BYTES, type SimdTile } from "./tile-module.js";
+import { type SimdTile, TILE_CHUNK, tileRegionBytes } from "./tile-module.js";
 
 /** The fast matmul kernel, run on the calling thread and in the pool's workers (worker.ts). */
 
@@ -236,17 +236,6 @@ export interface Mxfp4Rows {
   readonly scratchTokens: number;
 }
 
-/** Rows the SIMD path handles at a time (they size its scratch region: tileRegionBytes). */
-const CHUNK = 64;
-
-/**
- * Bytes of a thread's tile region for an [M, K] input: the x, rows and out areas (M*K, CHUNK*K and
- * M*CHUNK floats), then the quads tile's k-blocked sums.
- */
-export function tileRegionBytes(M: number, K: number): number {
-  return (M * K + CHUNK * K + CHUNK * M) * 4 + QUADS_ACC_BYTES;
-}
-
 /**
  * matmulRange on the integer MXFP4 path (mxfp4-int8.wat): the whole range in one call where the
  * output lies in the shared memory (the kernel reads the next rows ahead across it); else as many
@@ -260,7 +249,7 @@ function int8Range(range: MatmulRange, simd: SimdTile, int8: NonNullable<MatmulT
   const q = quantized + (halves ? quantizedFormBytes(M, K) : 0);
   const direct = outOffset >= 0;
   const W = (simd.base >> 2) + M * K;
-  const span = direct ? n1 - n0 : Math.floor((CHUNK * K + CHUNK * M) / M / 4) * 4;
+  const span = direct ? n1 - n0 : Math.floor((TILE_CHUNK * K + TILE_CHUNK * M) / M / 4) * 4;
   const heap = direct ? null : new Float32Array(simd.memory.buffer);
   for (let c0 = n0; c0 < n1; c0 += span) {
     const rows = Math.min(span, n1 - c0);
@@ -382,15 +371,15 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
       throw new RangeError(`matmul scratch of ${simd.bytes} bytes is too small for M=${M}, K=${K}`);
     }
     // WebAssembly SIMD path over this thread's scratch region (tileRegionBytes: [x: M*K][rows:
-    // CHUNK*K][out: M*CHUNK] floats, then the quads tile's sums at accAt). Whatever already lies
-    // in the shared memory is used where it lies: f32 weights, the input and the output (the
-    // pool's staged arrays). Other weights are dequantized
-    // (or copied) into the rows area CHUNK rows at a time; another input is copied in once.
+    // TILE_CHUNK*K][out: M*TILE_CHUNK] floats, then the quads tile's sums at accAt). Whatever
+    // already lies in the shared memory is used where it lies: f32 weights, the input and the
+    // output (the pool's staged arrays). Other weights are dequantized (or copied) into the rows
+    // area TILE_CHUNK rows at a time; another input is copied in once.
     const heap = new Float32Array(simd.memory.buffer);
     const S = simd.base >> 2;
     const W = S + M * K;
-    const O = W + CHUNK * K;
-    const accAt = (O + CHUNK * M) * 4;
+    const O = W + TILE_CHUNK * K;
+    const accAt = (O + TILE_CHUNK * M) * 4;
     // Row quads are read by the `quads` tile, whose inputs are in pairs (one row is its own pairs):
     // written into the x area, a row-major input outside the shared memory two rows at a time
     // through the rows area. Other weights' tile reads row-major inputs.
@@ -434,10 +423,11 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
     // Below a switch's scratchTokens input rows, FP8 and MXFP4 rows are decoded straight into the
     // multiply-adds (matmul/fp8-rows.wat's fp8, matmul/mxfp4-rows.wat): the tile's operations on
     // the unpacked rows, so the same bits. Their scratch is the rows area's first 128 bytes, their
-    // output the output where it lies in the shared memory, else the rest of the rows and out areas
-    // (at least CHUNK - 1 rows), an [M, rows] matrix; a call takes as many rows as that holds, not
-    // CHUNK (the kernels read each next group of rows ahead within a call: 16 random experts
-    // [2048, 1024] whole ran 1.07x [1.01, 1.14] and 1.04x [1.00, 1.08] their speed 64 rows a call).
+    // output the output where it lies in the shared memory, else the rest of the rows and out
+    // areas (at least TILE_CHUNK - 1 rows), an [M, rows] matrix; a call takes as many rows as that
+    // holds, not TILE_CHUNK (the kernels read each next group of rows ahead within a call: 16
+    // random experts [2048, 1024] whole ran 1.07x [1.01, 1.14] and 1.04x [1.00, 1.08] their speed
+    // 64 rows a call).
     const fp8InLoop = fp8?.inLoop ?? null;
     const mxfp4InLoop = packed !== null && M < packed.scratchTokens ? packed : null;
     if (fp8InLoop !== null || mxfp4InLoop !== null) {
@@ -445,7 +435,7 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
       // (After fp8=scaled's input, when it runs.)
       const area = W + 32 + (fp8?.inputBytes ?? 0) / 4;
       // (Whole groups of four rows a call, as FP8 codes in quads order need.)
-      const most = direct ? n1 - n0 : Math.floor((CHUNK * (K + M) + W - area) / M / 4) * 4;
+      const most = direct ? n1 - n0 : Math.floor((TILE_CHUNK * (K + M) + W - area) / M / 4) * 4;
       for (let c0 = n0; c0 < n1; c0 += most) {
         const rows = Math.min(most, n1 - c0);
         const [at, ldo] = direct ? [outOffset + c0 * 4, N * 4] : [area * 4, rows * 4];
@@ -461,13 +451,13 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
       }
       return;
     }
-    for (let c0 = n0; c0 < n1; c0 += CHUNK) {
-      const rows = Math.min(CHUNK, n1 - c0);
+    for (let c0 = n0; c0 < n1; c0 += TILE_CHUNK) {
+      const rows = Math.min(TILE_CHUNK, n1 - c0);
       const whole = rows >> 2;
       const groups = Math.ceil(rows / 4);
       // Whole groups of four columns go straight into an output in the shared memory; the others
-      // (and a ragged group, which would write past this range) go to the out area, an [M, CHUNK]
-      // matrix, and from there into `out` row by row.
+      // (and a ragged group, which would write past this range) go to the out area, an
+      // [M, TILE_CHUNK] matrix, and from there into `out` row by row.
       const direct = outOffset >= 0 ? whole : 0;
       // Whole groups of rows straight from the weights (in row quads, groups of the layout's own:
       // from a multiple of 4, before its ragged rows); other rows go through the rows area,
@@ -477,9 +467,9 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
       // These are whole groups: all into the output where it lies in the shared memory, else all
       // into the out area.
       const wAt = wOffset + c0 * K * 4;
-      const ahead = c0 + CHUNK < n1 ? wAt + CHUNK * K * 4 : (range.ahead ?? -1);
+      const ahead = c0 + TILE_CHUNK < n1 ? wAt + TILE_CHUNK * K * 4 : (range.ahead ?? -1);
       if (fromWeights > 0 && direct > 0) tile(xAt, wAt, outOffset + c0 * 4, fromWeights, N * 4, ahead);
-      else if (fromWeights > 0) tile(xAt, wAt, O * 4, fromWeights, CHUNK * 4, ahead);
+      else if (fromWeights > 0) tile(xAt, wAt, O * 4, fromWeights, TILE_CHUNK * 4, ahead);
       if (fromWeights < groups) {
         const r0 = fromWeights * 4;
         if (dtype === 0 && !quads)
@@ -505,12 +495,12 @@ export function matmulRange(range: MatmulRange, thread: MatmulThread): void {
         const o0 = outOffset + (c0 + 4 * fromWeights) * 4;
         if (split > fromWeights) tile(xAt, W * 4, o0, split - fromWeights, N * 4, -1);
         const w1 = (W + (split - fromWeights) * 4 * K) * 4;
-        if (groups > split) tile(xAt, w1, (O + 4 * split) * 4, groups - split, CHUNK * 4, -1);
+        if (groups > split) tile(xAt, w1, (O + 4 * split) * 4, groups - split, TILE_CHUNK * 4, -1);
       }
       const first = direct * 4;
       if (first < rows) {
         for (let m = 0; m < M; m++) {
-          const from = O + m * CHUNK;
+          const from = O + m * TILE_CHUNK;
           out.set(heap.subarray(from + first, from + rows), m * N + c0 + first);
         }
       }

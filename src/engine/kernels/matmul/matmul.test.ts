@@ -14,10 +14,9 @@ import {
   type Mxfp4Rows,
   matmulRange,
   mxfp4Tables,
-  tileRegionBytes,
   weightParts,
 } from "./matmul-kernel.js";
-import { compileSimdTile, instantiateTile } from "./tile-module.js";
+import { compileSimdTile, instantiateTile, tileRegionBytes } from "./tile-module.js";
 
 const rng = new Rng(7);
 

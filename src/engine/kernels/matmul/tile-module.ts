@@ -27,6 +27,20 @@ export type QuadsFunction = (...args: [...Parameters<TileFunction>, ahead: numbe
 export const QUADS_ACC_BYTES = 1024;
 
 /**
+ * Weight rows the SIMD matmul (matmul-kernel.ts) passes the tile at a time, whole groups of four;
+ * the pool claims a matmul's rows in units of it (row-units.ts).
+ */
+export const TILE_CHUNK = 64;
+
+/**
+ * Bytes of a thread's tile region (SimdTile's base and bytes) for an [M, K] input: the x, rows
+ * and out areas (M*K, TILE_CHUNK*K and M*TILE_CHUNK floats), then the quads tile's sums.
+ */
+export function tileRegionBytes(M: number, K: number): number {
+  return (M * K + TILE_CHUNK * K + TILE_CHUNK * M) * 4 + QUADS_ACC_BYTES;
+}
+
+/**
  * The matmul's inner tiles (matmul/matmul-tile.wat), over byte offsets into the shared memory:
  * `tile` reads row-major weight rows and inputs, `quads` rows in row quads (tensor/row-quads.ts)
  * and inputs in pairs, as `pairs(K, M, src, dst)` writes at dst the row-major [M, K] inputs at src.
