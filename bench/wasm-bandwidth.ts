@@ -160,13 +160,13 @@ const run = [
   () => r.sum4(base, share),
   () => r.sum8(base, share),
   () => r.rows4(base, share),
-  () => t.quads(K, 1, x, base, o, share / (16 * K), 4, -1),
+  () => t.quads(K, 1, x, base, o, share / (16 * K), 4, -1, -1),
   () => r.quads1(K, x, base, o, share / (16 * K)),
   () => r.quads2(K, x, base, o, share / (16 * K)),
   () => {
     const unitBytes = 64 * K * 4;
     const units = (threads * share) / unitBytes;
-    for (let u = thread; u < units; u += threads) t.quads(K, 1, x, u * unitBytes, o, 16, 4, -1);
+    for (let u = thread; u < units; u += threads) t.quads(K, 1, x, u * unitBytes, o, 16, 4, -1, -1);
   },
   () => r.quads1ahead1024(K, x, base, o, share / (16 * K)),
   () => r.quads1ahead4096(K, x, base, o, share / (16 * K)),

@@ -18,7 +18,7 @@ export type TileFunction = (
  * quads(K, M, x, w, o, G, ldo, ahead, acc): as TileFunction over row quads and inputs in pairs;
  * `ahead` is the byte offset of the weights the thread reads next (-1: none), whose first lines it
  * reads while its later input pairs compute, and `acc` that of QUADS_ACC_BYTES of scratch, where
- * the k-blocked pairs' sums wait between blocks (from twelve inputs; below, never read)
+ * the k-blocked pairs' sums wait between blocks; below twelve inputs nothing reads it
  * (matmul/matmul-tile.wat).
  */
 export type QuadsFunction = (...args: [...Parameters<TileFunction>, ahead: number, acc: number]) => void;
